@@ -1,0 +1,173 @@
+/**
+ * Principals and actions: what an agent wants to do, in canonical form, with its hash.
+ *
+ * @module
+ */
+import { canonicalJson, deepCopy, freezeValue, isPlainObject, orderedJson, parseJson, type JsonObject, type JsonValue } from './canonical.js';
+import { InvalidArgument } from './errors.js';
+import { sha256Tagged } from './hash.js';
+import { randomIds, type IdSource } from './ids.js';
+
+/** The schema tag of the hashed action payload. */
+export const ACTION_SCHEMA = 'ctrlrun.action/v1';
+/** The environment an action is in unless told otherwise. */
+export const DEFAULT_ENVIRONMENT = 'production';
+
+/** Who wants to act. Only `agent` and `user` are hashed. */
+export interface Principal {
+  /** The agent (non-empty). */
+  readonly agent: string;
+  /** The human on whose behalf it acts, or `null`. */
+  readonly user: string | null;
+  /** Verified claims (v0.3); never hashed. */
+  readonly claims?: Readonly<Record<string, string | number | boolean>> | null;
+  /** Who vouched for the identity (v0.3); never hashed. */
+  readonly issuer?: string | null;
+  /** When the identity stops being valid (v0.3), ISO-8601 with an offset; never hashed. */
+  readonly expiresAt?: string | null;
+}
+
+/** What a caller gives {@link createAction}. */
+export interface ActionInput {
+  name: string;
+  arguments?: Record<string, unknown>;
+  principal: { agent: string; user?: string | null; claims?: Record<string, string | number | boolean> | null; issuer?: string | null; expiresAt?: string | null };
+  resource?: string | null;
+  environment?: string;
+  /** Normally minted; given only when rebuilding a stored action. */
+  actionId?: string;
+}
+
+/** A canonical action. Identity follows `actionId`; equal content has an equal `actionHash`. */
+export interface Action {
+  readonly actionId: string;
+  readonly name: string;
+  /** The validated, deep-frozen arguments. */
+  readonly arguments: Readonly<JsonObject>;
+  readonly principal: Principal;
+  readonly resource: string | null;
+  readonly environment: string;
+  /** `sha256:` + hex over the canonical payload. */
+  readonly actionHash: string;
+  /** The canonical payload's exact text. */
+  readonly canonical: string;
+  /** The arguments re-parsed from the canonical bytes: a fresh mutable copy on every access. */
+  readonly canonicalArguments: JsonObject;
+}
+
+function nonEmpty(v: unknown, what: string): string {
+  if (typeof v !== 'string' || v === '') throw new InvalidArgument(`${what} must be a non-empty string`);
+  return v;
+}
+
+function nullOrNonEmpty(v: unknown, what: string): string | null {
+  if (v === undefined || v === null) return null;
+  return nonEmpty(v, what);
+}
+
+/** Validates and normalises a principal. */
+export function createPrincipal(input: ActionInput['principal']): Principal {
+  if (!isPlainObject(input)) throw new InvalidArgument('principal must be an object with an agent');
+  const agent = nonEmpty(input.agent, 'principal.agent');
+  const user = nullOrNonEmpty(input.user, 'principal.user');
+  const p: { -readonly [K in keyof Principal]: Principal[K] } = { agent, user };
+  if (input.claims !== undefined && input.claims !== null) {
+    if (!isPlainObject(input.claims)) throw new InvalidArgument('principal.claims must be an object');
+    for (const [k, v] of Object.entries(input.claims)) {
+      if (typeof v !== 'string' && typeof v !== 'boolean' && !(typeof v === 'number' && Number.isSafeInteger(v))) {
+        throw new InvalidArgument(`principal.claims.${k} must be a string, an integer or a boolean`);
+      }
+    }
+    p.claims = Object.freeze({ ...input.claims });
+  }
+  if (input.issuer !== undefined && input.issuer !== null) p.issuer = nonEmpty(input.issuer, 'principal.issuer');
+  if (input.expiresAt !== undefined && input.expiresAt !== null) p.expiresAt = nonEmpty(input.expiresAt, 'principal.expiresAt');
+  return Object.freeze(p);
+}
+
+/** The six-key payload that is hashed. */
+function payloadText(name: string, args: JsonObject, principal: Principal, resource: string | null, environment: string): string {
+  return canonicalJson(
+    { arguments: args, environment, name, principal: { agent: principal.agent, user: principal.user }, resource, schema: ACTION_SCHEMA },
+    'action',
+  );
+}
+
+/** Builds a canonical action: validates every field, deep-freezes the arguments, hashes the payload. */
+export function createAction(input: ActionInput, options: { ids?: IdSource } = {}): Action {
+  if (!isPlainObject(input)) throw new InvalidArgument('createAction takes an object { name, arguments, principal, resource?, environment? }');
+  const name = nonEmpty(input.name, 'action.name');
+  const rawArgs = input.arguments ?? {};
+  if (!isPlainObject(rawArgs)) throw new InvalidArgument('arguments must be a plain object');
+  const args = freezeValue<JsonObject>(rawArgs, 'arguments');
+  const principal = createPrincipal(input.principal);
+  const resource = nullOrNonEmpty(input.resource, 'action.resource');
+  const environment = input.environment === undefined ? DEFAULT_ENVIRONMENT : nonEmpty(input.environment, 'action.environment');
+  const actionId = input.actionId === undefined ? (options.ids ?? randomIds)('act') : nonEmpty(input.actionId, 'action.actionId');
+  const canonical = payloadText(name, args, principal, resource, environment);
+  const argsText = canonicalJson(args, 'arguments');
+  const action: Action = {
+    actionId,
+    name,
+    arguments: args,
+    principal,
+    resource,
+    environment,
+    actionHash: sha256Tagged(new TextEncoder().encode(canonical)),
+    canonical,
+    get canonicalArguments(): JsonObject {
+      return parseJson(argsText, { what: 'canonical arguments' }) as JsonObject;
+    },
+  };
+  return Object.freeze(action);
+}
+
+/** The hash of an action (`sha256:…`). */
+export function actionHash(action: Action): string {
+  return action.actionHash;
+}
+
+/** The principal as stored and written on receipts: `{agent, user, claims, issuer, expires_at}`. */
+export function principalJson(p: Principal): JsonObject {
+  return {
+    agent: p.agent,
+    user: p.user,
+    claims: p.claims ? (deepCopy(p.claims) as JsonObject) : null,
+    issuer: p.issuer ?? null,
+    expires_at: p.expiresAt ?? null,
+  };
+}
+
+/** The stored `action_json`: `{action_id, name, arguments, principal, resource, environment}`. */
+export function actionToJson(action: Action): string {
+  return orderedJson({
+    action_id: action.actionId,
+    name: action.name,
+    arguments: action.canonicalArguments,
+    principal: principalJson(action.principal),
+    resource: action.resource,
+    environment: action.environment,
+  });
+}
+
+/** Rebuilds an action from its stored `action_json`; the hash must come out the same. */
+export function actionFromJson(text: string): Action {
+  const doc = parseJson(text, { what: 'action_json' }) as Record<string, JsonValue>;
+  if (!isPlainObject(doc)) throw new InvalidArgument('action_json must be an object');
+  const p = doc['principal'] as Record<string, JsonValue> | null;
+  if (!isPlainObject(p)) throw new InvalidArgument('action_json.principal must be an object');
+  return createAction({
+    actionId: doc['action_id'] as string,
+    name: doc['name'] as string,
+    arguments: doc['arguments'] as JsonObject,
+    principal: {
+      agent: p['agent'] as string,
+      user: (p['user'] ?? null) as string | null,
+      claims: (p['claims'] ?? null) as Record<string, string | number | boolean> | null,
+      issuer: (p['issuer'] ?? null) as string | null,
+      expiresAt: (p['expires_at'] ?? null) as string | null,
+    },
+    resource: (doc['resource'] ?? null) as string | null,
+    environment: doc['environment'] as string,
+  });
+}

@@ -1,0 +1,365 @@
+/**
+ * The one canonicaliser: the bytes behind the action hash, the receipt chain and the policy hash.
+ *
+ * JSON with object keys sorted by Unicode code point (recursively), `,`/`:` separators and no
+ * whitespace, non-ASCII written raw, only `"`, `\` and U+0000–U+001F escaped, UTF-8. Integers are
+ * exact at any magnitude (`bigint` beyond 2^53 − 1); anything else (a fraction, NaN, ±Infinity,
+ * -0, `undefined`, a function, a symbol, a `Date`, a `Map`, a class instance, a lone surrogate) is
+ * refused with {@link InvalidArgument} naming the path. Nothing is ever coerced.
+ *
+ * @module
+ */
+import { InvalidArgument } from './errors.js';
+
+/** A JSON value as the kernel handles it: integers are safe `number`s or `bigint`s. */
+export type JsonValue = string | number | bigint | boolean | null | JsonValue[] | { [key: string]: JsonValue };
+/** A JSON object (string keys). */
+export type JsonObject = { [key: string]: JsonValue };
+
+const FLOAT_HINT = ": use integer minor units (amount=200000) or a decimal string ('2000.00')";
+const encoder = new TextEncoder();
+
+/** Orders two strings by Unicode code point (UTF-8 byte order), not by UTF-16 code unit. */
+export function compareCodePoints(a: string, b: string): number {
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) {
+    const x = a.charCodeAt(i);
+    const y = b.charCodeAt(i);
+    if (x === y) continue;
+    const xs = x >= 0xd800 && x <= 0xdfff;
+    const ys = y >= 0xd800 && y <= 0xdfff;
+    // A surrogate stands for a code point above U+FFFF, so it outranks U+E000–U+FFFF.
+    if (xs !== ys) {
+      if (xs && y >= 0xe000) return 1;
+      if (ys && x >= 0xe000) return -1;
+    }
+    return x - y;
+  }
+  return a.length - b.length;
+}
+
+const hasWellFormed = typeof (String.prototype as { isWellFormed?: unknown }).isWellFormed === 'function';
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/** Whether `s` holds no lone surrogate (so it encodes to UTF-8 without loss). */
+export function isWellFormedString(s: string): boolean {
+  return hasWellFormed ? (s as string & { isWellFormed(): boolean }).isWellFormed() : !LONE_SURROGATE.test(s);
+}
+
+/** Whether `v` is a plain data object: `{}` literal or `Object.create(null)`, nothing else. */
+export function isPlainObject(v: unknown): v is Record<string, unknown> {
+  if (typeof v !== 'object' || v === null) return false;
+  const proto = Object.getPrototypeOf(v);
+  return proto === Object.prototype || proto === null;
+}
+
+function describe(v: unknown): string {
+  if (v === undefined) return 'undefined';
+  if (typeof v === 'function') return 'function';
+  if (typeof v === 'symbol') return 'symbol';
+  if (typeof v === 'object' && v !== null) {
+    const ctor = (Object.getPrototypeOf(v) as { constructor?: { name?: string } } | null)?.constructor?.name;
+    return ctor ? ctor : 'object';
+  }
+  return typeof v;
+}
+
+function keyPath(path: string, key: string): string {
+  return /^[A-Za-z_$][\w$]*$/.test(key) ? `${path}.${key}` : `${path}[${JSON.stringify(key)}]`;
+}
+
+/** Serialises `value` canonically, validating as it goes; `path` names the root in errors. */
+function write(value: unknown, path: string, out: string[]): void {
+  switch (typeof value) {
+    case 'string':
+      if (!isWellFormedString(value)) throw new InvalidArgument(`a lone surrogate is not allowed at ${path}`);
+      out.push(JSON.stringify(value));
+      return;
+    case 'number':
+      if (!Number.isInteger(value)) throw new InvalidArgument(`float is not an allowed argument type at ${path}${FLOAT_HINT}`);
+      if (!Number.isSafeInteger(value)) {
+        throw new InvalidArgument(`integer at ${path} is beyond 2^53 - 1 and would lose precision: pass it as a bigint`);
+      }
+      if (Object.is(value, -0)) throw new InvalidArgument(`-0 is not an allowed argument value at ${path}: use 0`);
+      out.push(String(value));
+      return;
+    case 'bigint':
+      out.push(value.toString());
+      return;
+    case 'boolean':
+      out.push(value ? 'true' : 'false');
+      return;
+    case 'object':
+      if (value === null) {
+        out.push('null');
+        return;
+      }
+      if (Array.isArray(value)) {
+        out.push('[');
+        for (let i = 0; i < value.length; i++) {
+          if (!(i in value)) throw new InvalidArgument(`an array hole is not an allowed argument value at ${path}[${i}]`);
+          if (i > 0) out.push(',');
+          write(value[i], `${path}[${i}]`, out);
+        }
+        out.push(']');
+        return;
+      }
+      if (isPlainObject(value)) {
+        if (Object.getOwnPropertySymbols(value).length > 0) throw new InvalidArgument(`a symbol key is not allowed at ${path}`);
+        const keys = Object.keys(value).sort(compareCodePoints);
+        out.push('{');
+        let first = true;
+        for (const k of keys) {
+          if (!isWellFormedString(k)) throw new InvalidArgument(`a key with a lone surrogate is not allowed at ${path}`);
+          if (!first) out.push(',');
+          first = false;
+          out.push(JSON.stringify(k), ':');
+          write(value[k], keyPath(path, k), out);
+        }
+        out.push('}');
+        return;
+      }
+      throw new InvalidArgument(`${describe(value)} is not an allowed argument type at ${path}`);
+    default:
+      throw new InvalidArgument(`${describe(value)} is not an allowed argument type at ${path}`);
+  }
+}
+
+/** The canonical JSON text of `value`; `path` names the root in error messages. */
+export function canonicalJson(value: unknown, path = 'value'): string {
+  const out: string[] = [];
+  write(value, path, out);
+  return out.join('');
+}
+
+/** The canonical UTF-8 bytes of `value` (what every hash of this package is computed over). */
+export function canonicalBytes(value: unknown, path = 'value'): Uint8Array {
+  return encoder.encode(canonicalJson(value, path));
+}
+
+/** Validates `value` as an allowed argument value and returns a deep-frozen copy. */
+export function freezeValue<T = JsonValue>(value: unknown, path = 'arguments'): T {
+  canonicalJson(value, path);
+  return deepCopy(value, true) as T;
+}
+
+/** A deep copy of already-validated JSON data; objects keep `__proto__` as data. */
+export function deepCopy(value: unknown, freeze = false): JsonValue {
+  if (Array.isArray(value)) {
+    const a = value.map((v) => deepCopy(v, freeze));
+    return freeze ? Object.freeze(a) as JsonValue : a;
+  }
+  if (typeof value === 'object' && value !== null) {
+    const o: JsonObject = Object.create(null) as JsonObject;
+    for (const k of Object.keys(value)) o[k] = deepCopy((value as Record<string, unknown>)[k], freeze);
+    return freeze ? Object.freeze(o) : o;
+  }
+  return value as JsonValue;
+}
+
+/** Options for {@link parseJson}. */
+export interface ParseJsonOptions {
+  /** `'refuse'` (default): a number with `.`, `e` or `E` is an error. `'allow'`: parsed as a `number`. */
+  floats?: 'refuse' | 'allow';
+  /** Name of the document in error messages. */
+  what?: string;
+}
+
+/**
+ * A strict JSON parser that keeps what `JSON.parse` loses: it refuses float tokens (`20.0`,
+ * `2e1`), yields `bigint` for integers beyond 2^53 − 1, refuses lone surrogates (raw or escaped)
+ * and duplicate keys, and builds `Object.create(null)` objects so `__proto__` stays data.
+ */
+export function parseJson(text: string, options: ParseJsonOptions = {}): JsonValue {
+  const floats = options.floats ?? 'refuse';
+  const what = options.what ?? 'JSON';
+  let i = 0;
+  const fail = (msg: string): never => {
+    throw new InvalidArgument(`${what} is not valid: ${msg} at offset ${i}`);
+  };
+  const ws = (): void => {
+    for (;;) {
+      const c = text.charCodeAt(i);
+      if (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) i++;
+      else return;
+    }
+  };
+  const str = (): string => {
+    // text[i] === '"'
+    i++;
+    let out = '';
+    let start = i;
+    for (;;) {
+      if (i >= text.length) fail('unterminated string');
+      const c = text.charCodeAt(i);
+      if (c === 0x22) {
+        out += text.slice(start, i);
+        i++;
+        break;
+      }
+      if (c < 0x20) fail('unescaped control character in string');
+      if (c === 0x5c) {
+        out += text.slice(start, i);
+        const e = text[i + 1];
+        i += 2;
+        switch (e) {
+          case '"': out += '"'; break;
+          case '\\': out += '\\'; break;
+          case '/': out += '/'; break;
+          case 'b': out += '\b'; break;
+          case 'f': out += '\f'; break;
+          case 'n': out += '\n'; break;
+          case 'r': out += '\r'; break;
+          case 't': out += '\t'; break;
+          case 'u': {
+            const hex = text.slice(i, i + 4);
+            if (!/^[0-9a-fA-F]{4}$/.test(hex)) fail('bad \\u escape');
+            out += String.fromCharCode(parseInt(hex, 16));
+            i += 4;
+            break;
+          }
+          default:
+            fail('bad escape');
+        }
+        start = i;
+        continue;
+      }
+      i++;
+    }
+    if (!isWellFormedString(out)) fail('lone surrogate in string');
+    return out;
+  };
+  const num = (): number | bigint => {
+    const m = /^-?(?:0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?/.exec(text.slice(i, i + 400));
+    if (!m) return fail('bad number');
+    const tok = m[0];
+    i += tok.length;
+    if (m[1] !== undefined || m[2] !== undefined) {
+      if (floats === 'refuse') {
+        i -= tok.length;
+        fail(`float ${tok} is not allowed`);
+      }
+      return Number(tok);
+    }
+    if (tok === '-0') {
+      i -= tok.length;
+      fail('-0 is not allowed');
+    }
+    const n = Number(tok);
+    return Number.isSafeInteger(n) ? n : BigInt(tok);
+  };
+  const value = (depth: number): JsonValue => {
+    if (depth > 512) fail('nesting too deep');
+    ws();
+    const c = text[i];
+    if (c === '{') {
+      i++;
+      const o: JsonObject = Object.create(null) as JsonObject;
+      ws();
+      if (text[i] === '}') {
+        i++;
+        return o;
+      }
+      for (;;) {
+        ws();
+        if (text[i] !== '"') fail('expected a string key');
+        const k = str();
+        if (Object.prototype.hasOwnProperty.call(o, k)) fail(`duplicate key ${JSON.stringify(k)}`);
+        ws();
+        if (text[i] !== ':') fail("expected ':'");
+        i++;
+        o[k] = value(depth + 1);
+        ws();
+        if (text[i] === ',') {
+          i++;
+          continue;
+        }
+        if (text[i] === '}') {
+          i++;
+          return o;
+        }
+        fail("expected ',' or '}'");
+      }
+    }
+    if (c === '[') {
+      i++;
+      const a: JsonValue[] = [];
+      ws();
+      if (text[i] === ']') {
+        i++;
+        return a;
+      }
+      for (;;) {
+        a.push(value(depth + 1));
+        ws();
+        if (text[i] === ',') {
+          i++;
+          continue;
+        }
+        if (text[i] === ']') {
+          i++;
+          return a;
+        }
+        fail("expected ',' or ']'");
+      }
+    }
+    if (c === '"') return str();
+    if (c === '-' || (c !== undefined && c >= '0' && c <= '9')) return num();
+    if (text.startsWith('true', i)) {
+      i += 4;
+      return true;
+    }
+    if (text.startsWith('false', i)) {
+      i += 5;
+      return false;
+    }
+    if (text.startsWith('null', i)) {
+      i += 4;
+      return null;
+    }
+    return fail('unexpected character');
+  };
+  if (typeof text !== 'string') throw new InvalidArgument(`${what} must be a string`);
+  const v = value(0);
+  ws();
+  if (i !== text.length) fail('trailing characters');
+  return v;
+}
+
+/** Type-strict equality of two JSON values (`true` ≠ `1`, `5` = `5n`, containers by content). */
+export function jsonEquals(a: unknown, b: unknown): boolean {
+  if ((typeof a === 'number' || typeof a === 'bigint') && (typeof b === 'number' || typeof b === 'bigint')) {
+    // eslint-disable-next-line eqeqeq
+    return a == b;
+  }
+  if (typeof a !== typeof b) return false;
+  if (a === null || b === null) return a === b;
+  if (Array.isArray(a)) {
+    if (!Array.isArray(b) || a.length !== b.length) return false;
+    return a.every((x, i) => jsonEquals(x, b[i]));
+  }
+  if (Array.isArray(b)) return false;
+  if (typeof a === 'object') {
+    const ka = Object.keys(a as object);
+    const kb = Object.keys(b as object);
+    if (ka.length !== kb.length) return false;
+    return ka.every((k) => Object.prototype.hasOwnProperty.call(b, k) && jsonEquals((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k]));
+  }
+  return a === b;
+}
+
+/**
+ * Compact JSON that keeps each object's own key order (for documents whose key order the
+ * reference fixes, such as receipts and `action_json`) and writes `bigint`s as digits.
+ * Values must already be valid JSON data.
+ */
+export function orderedJson(value: unknown): string {
+  if (typeof value === 'bigint') return value.toString();
+  if (Array.isArray(value)) return `[${value.map(orderedJson).join(',')}]`;
+  if (typeof value === 'object' && value !== null) {
+    const parts: string[] = [];
+    for (const k of Object.keys(value)) parts.push(`${JSON.stringify(k)}:${orderedJson((value as Record<string, unknown>)[k])}`);
+    return `{${parts.join(',')}}`;
+  }
+  return JSON.stringify(value);
+}

@@ -1,0 +1,197 @@
+/**
+ * The one decision table for effect reservations, and the transition predicate every store uses.
+ * Pure: stores read a record, call these, then write what they say.
+ *
+ * @module
+ */
+import { AmbiguousEffect, DuplicateEffect, InvalidArgument } from './errors.js';
+import type { EffectRecord, EffectState, Reservation } from './model.js';
+import { parseTime, storedTime } from './time.js';
+
+/** The error written on a record whose lease lapsed before its worker finished. */
+export const LEASE_EXPIRED = 'lease expired: the worker holding this effect never finished';
+
+/** What a store must do for a reservation. */
+export type ReservationPlan =
+  /** No record: insert `reserved`, attempt 1. */
+  | { readonly kind: 'insert'; readonly reservation: Reservation; readonly record: EffectRecord }
+  /** A `failed` record: update it to `reserved` only if it is still `failed` at `priorAttempt`. */
+  | { readonly kind: 'renew'; readonly reservation: Reservation; readonly record: EffectRecord; readonly priorAttempt: number }
+  /** Refused, nothing written. */
+  | { readonly kind: 'refuse'; readonly error: DuplicateEffect | AmbiguousEffect }
+  /** Refused, and the lapsed record is written `ambiguous` first (a kept write). */
+  | { readonly kind: 'ambiguate'; readonly error: AmbiguousEffect; readonly record: EffectRecord };
+
+/** Whether a record holds a live lease at `now`. */
+export function leaseLive(record: EffectRecord, now: Date): boolean {
+  if (record.state !== 'reserved' && record.state !== 'executing') return false;
+  if (record.leaseExpiresAt === null) return false;
+  return now.getTime() <= parseTime(record.leaseExpiresAt, 'lease_expires_at').getTime();
+}
+
+function checkIdentity(key: string, actionId: string): void {
+  if (typeof key !== 'string' || key === '') throw new InvalidArgument('effect_key must be a non-empty string');
+  if (typeof actionId !== 'string' || actionId === '') throw new InvalidArgument('action_id must be a non-empty string');
+}
+
+function leaseMsOf(leaseMs: number): number {
+  if (typeof leaseMs !== 'number' || !Number.isSafeInteger(leaseMs) || leaseMs <= 0) {
+    throw new InvalidArgument(`lease must be a positive whole number of milliseconds, got ${String(leaseMs)}`);
+  }
+  return leaseMs;
+}
+
+function duplicateCommitted(key: string): DuplicateEffect {
+  return new DuplicateEffect('committed', { effectKey: key, message: `effect ${key} is already committed: it happened, and it will not happen twice` });
+}
+
+function duplicateInProgress(key: string): DuplicateEffect {
+  return new DuplicateEffect('in_progress', { effectKey: key, message: `effect ${key} is in progress: another worker holds it` });
+}
+
+function ambiguous(record: EffectRecord): AmbiguousEffect {
+  return new AmbiguousEffect(record.effectKey, {
+    actionId: record.actionId,
+    message: `effect ${record.effectKey} is ambiguous: it may have happened; a blind retry is refused until a human or a reconcile hook resolves it`,
+  });
+}
+
+/**
+ * Decides a reservation for `key` by `actionId` given the current record (or `null`).
+ * `failed` is the only retryable state; a lapsed lease becomes `ambiguous`, never free.
+ */
+export function planReservation(record: EffectRecord | null, key: string, actionId: string, leaseMs: number, now: Date): ReservationPlan {
+  checkIdentity(key, actionId);
+  const lease = leaseMsOf(leaseMs);
+  const stamp = storedTime(now);
+  const leaseExpiresAt = storedTime(new Date(now.getTime() + lease));
+  if (record === null) {
+    const reservation: Reservation = { effectKey: key, actionId, attempt: 1, leaseExpiresAt };
+    return {
+      kind: 'insert',
+      reservation,
+      record: { effectKey: key, state: 'reserved', actionId, attempt: 1, leaseExpiresAt, resultJson: null, error: null, createdAt: stamp, updatedAt: stamp, resolvedBy: null },
+    };
+  }
+  switch (record.state) {
+    case 'committed':
+      return { kind: 'refuse', error: duplicateCommitted(key) };
+    case 'ambiguous':
+      return { kind: 'refuse', error: ambiguous(record) };
+    case 'failed': {
+      const attempt = record.attempt + 1;
+      return {
+        kind: 'renew',
+        priorAttempt: record.attempt,
+        reservation: { effectKey: key, actionId, attempt, leaseExpiresAt },
+        record: { ...record, state: 'reserved', actionId, attempt, leaseExpiresAt, resultJson: null, error: null, resolvedBy: null, updatedAt: stamp },
+      };
+    }
+    case 'reserved':
+    case 'executing':
+      if (leaseLive(record, now)) return { kind: 'refuse', error: duplicateInProgress(key) };
+      return {
+        kind: 'ambiguate',
+        error: ambiguous(record),
+        record: { ...record, state: 'ambiguous', leaseExpiresAt: null, error: LEASE_EXPIRED, updatedAt: stamp },
+      };
+    default:
+      throw new InvalidArgument(`effect ${key} has an unknown state ${JSON.stringify(record.state)}`);
+  }
+}
+
+/**
+ * The transition predicate: may `actionId` move `record` out of one of `from`? Returns normally
+ * if so; otherwise throws what the spec says (no record → `InvalidArgument`, `ambiguous` →
+ * `AmbiguousEffect`, `committed` → `DuplicateEffect(committed)`, another's live lease →
+ * `DuplicateEffect(in_progress)`, else `InvalidArgument`).
+ */
+export function checked(record: EffectRecord | null, key: string, actionId: string, from: readonly EffectState[], now: Date): EffectRecord {
+  checkIdentity(key, actionId);
+  if (record === null) throw new InvalidArgument(`no effect record for ${key}`);
+  if (record.actionId === actionId && from.includes(record.state)) return record;
+  if (record.state === 'ambiguous') throw ambiguous(record);
+  if (record.state === 'committed') throw duplicateCommitted(key);
+  if (record.actionId !== actionId && leaseLive(record, now)) throw duplicateInProgress(key);
+  throw new InvalidArgument(`effect ${key} is ${record.state} (attempt ${record.attempt} by ${record.actionId}); ${actionId} cannot move it from ${from.join('|')}`);
+}
+
+/** A one-line, non-empty resolver/approver string with no control or format characters. */
+export function checkActor(who: unknown, what: string): string {
+  if (typeof who !== 'string' || who === '' || /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/u.test(who)) {
+    throw new InvalidArgument(`${what} must be a non-empty, one-line string with no control characters`);
+  }
+  return who;
+}
+
+/** The error text a human or hook resolution writes on the record. */
+export function resolutionError(state: 'committed' | 'failed', resolver: string, old: string | null): string {
+  return `resolved ${state} by ${resolver}${old ? ` (was: ${old})` : ''}`;
+}
+
+/**
+ * The resolution predicate: only an `ambiguous` record may be resolved, only to `committed` or
+ * `failed`, by any holder.
+ */
+export function checkResolvable(record: EffectRecord | null, key: string, state: unknown, resolver: unknown): 'committed' | 'failed' {
+  checkActor(resolver, 'resolver');
+  if (state !== 'committed' && state !== 'failed') throw new InvalidArgument(`an effect can be resolved only to committed or failed, not ${JSON.stringify(state)}`);
+  if (record === null) throw new InvalidArgument(`no effect record for ${key}`);
+  if (record.state !== 'ambiguous') throw new InvalidArgument(`effect ${key} is ${record.state}, not ambiguous: only an ambiguous effect can be resolved`);
+  return state;
+}
+
+/**
+ * Extending a held lease: only this holder's live `executing` record, never shorter; a lapsed
+ * lease is never extended (`AmbiguousEffect`). Returns the new expiry.
+ */
+export function planLeaseExtension(record: EffectRecord | null, key: string, actionId: string, leaseMs: number, now: Date): string {
+  const lease = leaseMsOf(leaseMs);
+  const r = checked(record, key, actionId, ['executing', 'reserved'], now);
+  if (r.state === 'reserved') throw duplicateInProgress(key);
+  if (!leaseLive(r, now)) throw ambiguous(r);
+  const wanted = now.getTime() + lease;
+  const current = r.leaseExpiresAt === null ? 0 : parseTime(r.leaseExpiresAt).getTime();
+  return storedTime(new Date(Math.max(wanted, current)));
+}
+
+/**
+ * Renders an executor's result for `result_json`. Never throws: values JSON cannot encode become
+ * their string rendering, and if that still fails the whole result is `{"repr": <string>}`.
+ */
+export function resultToJson(result: unknown): string {
+  const seen = new WeakSet<object>();
+  const conv = (v: unknown): unknown => {
+    if (v === null || typeof v === 'string' || typeof v === 'boolean') return v;
+    if (typeof v === 'number') return Number.isFinite(v) ? v : String(v);
+    if (typeof v === 'bigint') return v;
+    if (typeof v === 'undefined') return null;
+    if (typeof v === 'object') {
+      if (seen.has(v)) return '[Circular]';
+      seen.add(v);
+      if (Array.isArray(v)) return v.map(conv);
+      if (v instanceof Date) return Number.isNaN(v.getTime()) ? String(v) : v.toISOString();
+      const proto = Object.getPrototypeOf(v);
+      if (proto === Object.prototype || proto === null) {
+        const o: Record<string, unknown> = {};
+        for (const k of Object.keys(v)) o[k] = conv((v as Record<string, unknown>)[k]);
+        return o;
+      }
+      return String(v);
+    }
+    return String(v);
+  };
+  const render = (v: unknown): string =>
+    JSON.stringify(v, (_k, x: unknown) => (typeof x === 'bigint' ? `__bigint__${x.toString()}` : x)).replace(/"__bigint__(-?\d+)"/g, '$1');
+  try {
+    return render(conv(result));
+  } catch {
+    let s: string;
+    try {
+      s = String(result);
+    } catch {
+      s = Object.prototype.toString.call(result);
+    }
+    return JSON.stringify({ repr: s });
+  }
+}

@@ -1,0 +1,18 @@
+/**
+ * `@ctrlrun/kernel`: the last check before an AI agent does something it can't undo.
+ *
+ * @module
+ */
+export * from './errors.js';
+export { canonicalBytes, canonicalJson, compareCodePoints, parseJson, jsonEquals, orderedJson, type JsonValue, type JsonObject } from './canonical.js';
+export { GENESIS_HASH, hashDocument, sha256Tagged } from './hash.js';
+export { type Clock, systemClock, evidenceTime, storedTime, parseTime, MINUTE } from './time.js';
+export { type IdPrefix, type IdSource, randomIds, sequentialIds } from './ids.js';
+export { ACTION_SCHEMA, DEFAULT_ENVIRONMENT, type Action, type ActionInput, type Principal, createAction, createPrincipal, actionHash, actionToJson, actionFromJson, principalJson } from './action.js';
+export * from './model.js';
+export { LEASE_EXPIRED, type ReservationPlan, planReservation, checked, checkActor, checkResolvable, planLeaseExtension, leaseLive, resultToJson, resolutionError } from './effects.js';
+export { type ApprovalPlan, checkConsumable, checkAnswerable } from './approvals.js';
+export { RECEIPT_SCHEMA, type ReceiptResult, type ReceiptFields, buildReceipt, sealReceipt } from './receipt.js';
+export type { Dialect, SqlValue, QueryResult, SqlExecutor, SqlDriver, DriverCapabilities } from './store/driver.js';
+export type { StateStore } from './store/state-store.js';
+export { Mutex } from './store/mutex.js';

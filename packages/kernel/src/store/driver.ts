@@ -1,0 +1,58 @@
+/**
+ * The few things a database client must do for {@link SqlStateStore}. A driver file is tens of
+ * lines: it maps these onto sql.js, better-sqlite3, pg or PGlite.
+ *
+ * @module
+ */
+
+/** The two SQL families the kernel writes SQL for. */
+export type Dialect = 'sqlite' | 'postgres';
+
+/** A parameter value. Integers beyond 2^53 − 1 travel as `bigint`. */
+export type SqlValue = string | number | bigint | null;
+
+/** Rows and the affected-row count of one statement. */
+export interface QueryResult<Row> {
+  /** Result rows (empty for statements that return none). */
+  readonly rows: Row[];
+  /** Rows inserted, updated or deleted by the statement. */
+  readonly rowsAffected: number;
+}
+
+/** Runs statements: the driver itself, or the transaction handle inside {@link SqlDriver.transaction}. */
+export interface SqlExecutor {
+  /**
+   * Runs one statement with positional parameters, in the dialect's placeholder style
+   * (`?` for SQLite, `$1…` for Postgres), and returns its rows and affected-row count.
+   */
+  query<Row = Record<string, unknown>>(sql: string, params?: readonly SqlValue[]): Promise<QueryResult<Row>>;
+  /** Runs one or more statements with no parameters (DDL). */
+  exec(sql: string): Promise<void>;
+}
+
+/** What a driver can and cannot do. */
+export interface DriverCapabilities {
+  /**
+   * `false` for engines with one connection (sql.js, PGlite, one better-sqlite3 handle): the
+   * kernel then queues transactions so two awaits can never interleave inside one.
+   */
+  readonly concurrentConnections: boolean;
+}
+
+/** A database client, as the kernel needs it. */
+export interface SqlDriver extends SqlExecutor {
+  /** Short name for messages, e.g. `sql.js`, `better-sqlite3`, `pg`. */
+  readonly name: string;
+  /** Which SQL the kernel sends. */
+  readonly dialect: Dialect;
+  readonly capabilities: DriverCapabilities;
+  /**
+   * Runs `fn` in one transaction: SQLite `BEGIN IMMEDIATE` (a write lock held across
+   * processes); Postgres `BEGIN` on a dedicated connection. Commits when `fn` resolves, rolls
+   * back and rethrows when it rejects. A driver that persists (sql.js with `save`) resolves only
+   * once the committed bytes are durable.
+   */
+  transaction<T>(fn: (tx: SqlExecutor) => Promise<T>): Promise<T>;
+  /** Releases the connection(s). Never fences other users of the same database. */
+  close(): Promise<void>;
+}

@@ -1,0 +1,100 @@
+/**
+ * The protocol the control path uses to keep state. Every method is one atomic unit across
+ * connections, processes and hosts, and decides only through the kernel's pure functions
+ * (`planReservation`, `checked`, `checkConsumable`, `checkAnswerable`, `planLeaseExtension`),
+ * then writes. {@link SqlStateStore} implements it once for SQLite and Postgres.
+ *
+ * @module
+ */
+import type { JsonValue } from '../canonical.js';
+import type {
+  Approval,
+  ApprovalRecord,
+  ApprovalRequest,
+  ApprovalStatus,
+  ChainHead,
+  EffectRecord,
+  EffectState,
+  EventDraft,
+  EventRecord,
+  ReceiptDraft,
+  ReceiptRow,
+  Reservation,
+  StoredReceipt,
+} from '../model.js';
+import type { Dialect } from './driver.js';
+
+/** The state a control path keeps: approvals, effects, events and the receipt chain. */
+export interface StateStore {
+  /** Short name for messages (the driver's). */
+  readonly name: string;
+  /** The SQL family underneath. */
+  readonly dialect: Dialect;
+
+  // Approvals
+
+  /** Stores a new `pending` request. A duplicate id is an `InvalidArgument`. */
+  putApprovalRequest(request: ApprovalRequest): Promise<void>;
+  /** The request and its status, or `null`. */
+  getApproval(id: string): Promise<ApprovalRecord | null>;
+  /** Grants a pending request (see `checkAnswerable`); an expired one is written `expired`. */
+  grantApproval(id: string, approver: string): Promise<Approval>;
+  /** Denies a pending request (see `checkAnswerable`). */
+  denyApproval(id: string, approver: string): Promise<ApprovalRecord>;
+  /** Consumes a granted approval for `actionHash` (see `checkConsumable`); single use. */
+  consumeApproval(id: string, actionHash: string): Promise<Approval>;
+  /** Every request bound to `actionHash`, oldest first. */
+  approvalsFor(actionHash: string): Promise<ApprovalRecord[]>;
+  /** The newest granted, unexpired approval for `actionHash`, or `null`. */
+  findGrantedApproval(actionHash: string): Promise<Approval | null>;
+  /** The newest denied, unexpired request for `actionHash`, or `null`. */
+  findDeniedRequest(actionHash: string): Promise<ApprovalRecord | null>;
+  /** Requests, oldest first, optionally only those with `status` (for operators). */
+  listApprovals(status?: ApprovalStatus): Promise<ApprovalRecord[]>;
+
+  // Effects
+
+  /** Reserves `key` for `actionId` under a lease (see `planReservation`). */
+  reserveEffect(key: string, actionId: string, leaseMs: number): Promise<Reservation>;
+  /**
+   * Consumes approval `id` and reserves `key` in one transaction: the approval is checked first
+   * (its refusal wins), the reservation is decided before any write, and a refused reservation
+   * leaves the approval granted.
+   */
+  consumeApprovalAndReserve(id: string, actionHash: string, key: string, actionId: string, leaseMs: number): Promise<[Approval, Reservation]>;
+  /** `reserved` → `executing` (lease kept). */
+  beginExecution(key: string, actionId: string): Promise<EffectRecord>;
+  /** `executing` → `committed`, storing the result as JSON. */
+  commitEffect(key: string, actionId: string, result: unknown): Promise<EffectRecord>;
+  /** `executing` → `failed`. */
+  failEffect(key: string, actionId: string, error: string): Promise<EffectRecord>;
+  /** `reserved`/`executing`/`ambiguous` → `ambiguous` (idempotent). */
+  markAmbiguous(key: string, actionId: string, error: string): Promise<EffectRecord>;
+  /** `ambiguous` → `committed`/`failed` by a human or a reconcile hook, any holder. */
+  resolveEffect(key: string, state: 'committed' | 'failed', resolver: string): Promise<EffectRecord>;
+  /** Extends this holder's live `executing` lease; never shortens, never revives a lapsed one. */
+  extendLease(key: string, actionId: string, leaseMs: number): Promise<EffectRecord>;
+  /** The record, or `null`. Reads never transition. */
+  getEffect(key: string): Promise<EffectRecord | null>;
+  /** Records oldest first, optionally only those in `state`. */
+  listEffects(state?: EffectState): Promise<EffectRecord[]>;
+
+  // Evidence
+
+  /** Appends an event; returns it with its store-assigned, increasing id. */
+  appendEvent(event: EventDraft): Promise<EventRecord>;
+  /** Chains and stores a receipt under the head row's lock (seq = head + 1). */
+  putReceipt(draft: ReceiptDraft): Promise<StoredReceipt>;
+  /** The chain head `(seq, hash)`, or `null` if the head row is missing. */
+  chainHead(): Promise<ChainHead | null>;
+  /** Every event, oldest first. */
+  events(): Promise<EventRecord[]>;
+  /** Every receipt row as stored, by `seq` (null `seq` first). */
+  receipts(): Promise<ReceiptRow[]>;
+
+  /** Releases the store; never fences other users of the same database. */
+  close(): Promise<void>;
+}
+
+/** A stored result, parsed (for readers that want the value rather than the text). */
+export type StoredResult = JsonValue;

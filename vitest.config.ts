@@ -1,0 +1,11 @@
+import { defineConfig } from 'vitest/config';
+
+export default defineConfig({
+  resolve: { conditions: ['@ctrlrun/source'] },
+  ssr: { resolve: { conditions: ['@ctrlrun/source'] } },
+  test: {
+    include: ['packages/*/test/**/*.test.ts', 'test/**/*.test.ts'],
+    exclude: ['**/node_modules/**', '**/*.case.ts'],
+    testTimeout: 30000,
+  },
+});
