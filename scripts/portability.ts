@@ -1,0 +1,239 @@
+/**
+ * `npm run check:portability`: the same scenario (`test/portability/scenario.ts`) runs in Node,
+ * Deno and workerd (Node compatibility off), and the three results, ids and times masked, must be
+ * identical. Prints one line per runtime; exits 1 if any runtime fails or any result differs.
+ *
+ * - Node runs the TypeScript source (tsx, `@ctrlrun/source`); sql.js is its Node build.
+ * - Deno runs an esbuild bundle with `sql.js` left external, resolved from `node_modules`.
+ * - workerd (miniflare) runs an esbuild bundle (`--platform=neutral`, browser main fields) with
+ *   sql.js's browser build inside and its `.wasm` as a CompiledWasm module.
+ */
+import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import { basename, dirname, join, relative, resolve } from 'node:path';
+import process from 'node:process';
+import { fileURLToPath } from 'node:url';
+import { build, type BuildOptions, type Metafile } from 'esbuild';
+import { Miniflare } from 'miniflare';
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const here = join(root, 'test', 'portability');
+// Inside the repository, so Deno's `--node-modules-dir=manual` finds `node_modules/sql.js` from it.
+const out = join(root, 'node_modules', '.cache', 'ctrlrun-portability');
+const require = createRequire(import.meta.url);
+const TIMEOUT_MS = 45_000;
+/** Within workerd's range (its version is its date) and before `no_nodejs_compat` exists. */
+const COMPATIBILITY_DATE = '2026-04-01';
+
+interface Report {
+  runtime: { name: string; version: string };
+  steps: unknown[];
+}
+
+interface Run {
+  name: string;
+  ms: number;
+  report?: Report;
+  error?: string;
+}
+
+const shared: BuildOptions = {
+  bundle: true,
+  format: 'esm',
+  platform: 'neutral',
+  mainFields: ['browser', 'module', 'main'],
+  conditions: ['@ctrlrun/source'],
+  target: 'es2022',
+  metafile: true,
+  logLevel: 'silent',
+  absWorkingDir: root,
+};
+
+async function bundle(entry: string, outfile: string, options: BuildOptions): Promise<Metafile> {
+  const result = await build({ ...shared, ...options, entryPoints: [join(here, entry)], outfile: join(out, outfile) });
+  return result.metafile!;
+}
+
+function withTimeout<T>(what: string, promise: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} took longer than ${TIMEOUT_MS / 1000} s`)), TIMEOUT_MS);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
+/** Runs a child process to completion; its stdout's last line is the report. */
+function runChild(name: string, command: string, args: string[], env: NodeJS.ProcessEnv = {}): Promise<Report> {
+  return new Promise((resolveRun, reject) => {
+    const child = spawn(command, args, { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+    const timer = setTimeout(() => child.kill('SIGKILL'), TIMEOUT_MS);
+    child.on('error', (error) => {
+      clearTimeout(timer);
+      reject(error);
+    });
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      if (code !== 0) {
+        reject(new Error(`${name} exited with ${signal ?? code}: ${(stderr || stdout).trim()}`));
+        return;
+      }
+      try {
+        resolveRun(JSON.parse(stdout.trim().split('\n').at(-1) ?? '') as Report);
+      } catch {
+        reject(new Error(`${name} printed no JSON report: ${(stdout + stderr).trim()}`));
+      }
+    });
+  });
+}
+
+async function timed(name: string, fn: () => Promise<Report>): Promise<Run> {
+  const start = performance.now();
+  try {
+    const report = await withTimeout(name, fn());
+    return { name, ms: performance.now() - start, report };
+  } catch (error) {
+    return { name, ms: performance.now() - start, error: error instanceof Error ? error.message : String(error) };
+  }
+}
+
+function runNode(): Promise<Report> {
+  return runChild('node', process.execPath, ['--conditions=@ctrlrun/source', '--import', 'tsx', join(here, 'node.ts')]);
+}
+
+async function runDeno(): Promise<Report> {
+  await bundle('deno.ts', 'deno.mjs', { external: ['sql.js'] });
+  // The postinstall script links the binary next to the package's launcher; without it, the
+  // launcher (a Node script) finds the platform package itself.
+  const pkg = dirname(require.resolve('deno/package.json'));
+  const binary = join(pkg, process.platform === 'win32' ? 'deno.exe' : 'deno');
+  const [command, prefix] = existsSync(binary) ? [binary, []] : [process.execPath, [join(pkg, 'bin.cjs')]];
+  const entry = relative(root, join(out, 'deno.mjs'));
+  return runChild('deno', command, [...prefix, 'run', '-A', '--node-modules-dir=manual', '--no-config', entry], {
+    DENO_NO_UPDATE_CHECK: '1',
+    DENO_NO_PROMPT: '1',
+    NO_COLOR: '1',
+  });
+}
+
+async function runWorkerd(): Promise<Report> {
+  // `browser` picks sql.js's browser build from its `exports`; the default one imports `node:fs`.
+  const metafile = await bundle('workerd.ts', 'workerd.mjs', { external: ['*.wasm'], conditions: ['@ctrlrun/source', 'browser'] });
+  // The `.wasm` must be the one built with the sql.js glue that went into the bundle.
+  const glue = Object.keys(metafile.inputs).filter((input) => /node_modules\/sql\.js\/dist\/[^/]+\.js$/.test(input));
+  if (glue.length !== 1) throw new Error(`expected one sql.js build in the workerd bundle, found ${glue.join(', ') || 'none'}`);
+  const wasmPath = join(root, glue[0]!.replace(/\.js$/, '.wasm'));
+  const mf = new Miniflare({
+    compatibilityDate: COMPATIBILITY_DATE,
+    compatibilityFlags: [], // no nodejs_compat: the kernel must not need it
+    modulesRoot: out,
+    modules: [
+      { type: 'ESModule', path: join(out, 'workerd.mjs'), contents: await readFile(join(out, 'workerd.mjs'), 'utf8') },
+      { type: 'CompiledWasm', path: join(out, 'sql-wasm.wasm'), contents: await readFile(wasmPath) },
+    ],
+  });
+  try {
+    const response = await mf.dispatchFetch('http://portability.invalid/');
+    const text = await response.text();
+    if (!response.ok) throw new Error(`workerd answered ${response.status}: ${text} (sql.js build ${basename(wasmPath)})`);
+    const report = JSON.parse(text) as Report;
+    // Inside, workerd only says `Cloudflare-Workers`; its version is the package miniflare runs.
+    const workerd = createRequire(require.resolve('miniflare')).resolve('workerd/package.json');
+    report.runtime.version = `${(JSON.parse(await readFile(workerd, 'utf8')) as { version: string }).version} (${report.runtime.version})`;
+    return report;
+  } finally {
+    await mf.dispose();
+  }
+}
+
+/**
+ * Masks what differs from run to run: minted ids become `<apr#1>`-style names numbered by first
+ * appearance (so "the approval id equals the request id" still compares), times become `<time>`,
+ * and `sha256:` digests other than action hashes (which cover content only) are numbered too.
+ */
+function mask(value: unknown): unknown {
+  const names = new Map<string, string>();
+  const counts = new Map<string, number>();
+  const name = (kind: string, original: string): string => {
+    let named = names.get(original);
+    if (named === undefined) {
+      const n = (counts.get(kind) ?? 0) + 1;
+      counts.set(kind, n);
+      named = `<${kind}#${n}>`;
+      names.set(original, named);
+    }
+    return named;
+  };
+  const walk = (v: unknown, key: string): unknown => {
+    if (typeof v === 'string') {
+      const id = /^([a-z]+)_[0-9a-f]{32}$/.exec(v);
+      if (id) return name(id[1]!, v);
+      if (/^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/.test(v)) return '<time>';
+      if (/^sha256:[0-9a-f]{64}$/.test(v) && !/^action_?hash$/i.test(key)) return name('sha256', v);
+      return v;
+    }
+    if (Array.isArray(v)) return v.map((item) => walk(item, key));
+    if (v !== null && typeof v === 'object') return Object.fromEntries(Object.entries(v).map(([k, item]) => [k, walk(item, k)]));
+    return v;
+  };
+  return walk(value, '');
+}
+
+function digest(value: unknown): string {
+  return createHash('sha256').update(JSON.stringify(value)).digest('hex').slice(0, 12);
+}
+
+/** The first place two masked results differ, as a path and both values. */
+function firstDifference(a: unknown, b: unknown, path = '$'): string | undefined {
+  if (JSON.stringify(a) === JSON.stringify(b)) return undefined;
+  if (a !== null && b !== null && typeof a === 'object' && typeof b === 'object' && Array.isArray(a) === Array.isArray(b)) {
+    const keys = new Set([...Object.keys(a), ...Object.keys(b)]);
+    for (const k of keys) {
+      const found = firstDifference((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k], `${path}.${k}`);
+      if (found) return found;
+    }
+  }
+  return `${path}: ${JSON.stringify(a)} vs ${JSON.stringify(b)}`;
+}
+
+function outcomes(steps: unknown[]): string {
+  return steps.map((s) => (s !== null && typeof s === 'object' && 'outcome' in s ? String(s.outcome) : '?')).join(' ');
+}
+
+async function main(): Promise<number> {
+  const started = performance.now();
+  await mkdir(out, { recursive: true });
+  await writeFile(join(out, 'package.json'), '{ "type": "module" }\n');
+  const runs = await Promise.all([timed('node', runNode), timed('deno', runDeno), timed('workerd', runWorkerd)]);
+
+  const reference = runs.find((r) => r.report)?.report;
+  const referenceMasked = reference ? mask(reference.steps) : undefined;
+  let failed = false;
+  for (const run of runs) {
+    const label = run.name.padEnd(8);
+    const time = `${Math.round(run.ms)} ms`.padStart(8);
+    if (!run.report) {
+      failed = true;
+      console.log(`${label} FAIL ${time}  ${run.error ?? 'no report'}`);
+      continue;
+    }
+    const masked = mask(run.report.steps);
+    const difference = firstDifference(referenceMasked, masked);
+    if (difference) failed = true;
+    const version = run.report.runtime.version.padEnd(32);
+    const status = difference ? 'DIFF' : 'ok  ';
+    const detail = difference ? `differs from ${runs.find((r) => r.report)?.name}: ${difference}` : outcomes(run.report.steps);
+    console.log(`${label} ${status} ${time}  ${version} ${run.report.steps.length} steps  results ${digest(masked)}  ${detail}`);
+  }
+  const total = `${((performance.now() - started) / 1000).toFixed(1)} s`;
+  console.log(failed ? `portability: FAILED (${total})` : `portability: node, deno and workerd agree (${total})`);
+  return failed ? 1 : 0;
+}
+
+process.exitCode = await main();

@@ -1,0 +1,12 @@
+/**
+ * Deno host: bundled by `scripts/portability.ts` with `sql.js` left external, then run with
+ * `deno run -A --node-modules-dir=manual` from the repository root, so Deno resolves `sql.js`
+ * from `node_modules` (its Node build, read through Deno's Node compatibility).
+ */
+import { runScenario, type ScenarioReport } from './scenario.js';
+
+declare const Deno: { version: { deno: string }; stdout: { write(bytes: Uint8Array): Promise<number> } };
+
+const report: ScenarioReport = { runtime: { name: 'deno', version: Deno.version.deno }, steps: await runScenario() };
+const bytes = new TextEncoder().encode(`${JSON.stringify(report)}\n`);
+for (let at = 0; at < bytes.length; ) at += await Deno.stdout.write(bytes.subarray(at));
