@@ -13,6 +13,8 @@ export * from './model.js';
 export { LEASE_EXPIRED, type ReservationPlan, planReservation, checked, checkActor, checkResolvable, planLeaseExtension, leaseLive, resultToJson, resolutionError } from './effects.js';
 export { type ApprovalPlan, checkConsumable, checkAnswerable } from './approvals.js';
 export { RECEIPT_SCHEMA, type ReceiptResult, type ReceiptFields, buildReceipt, sealReceipt } from './receipt.js';
+export { type ChainBreakName, type ChainBreak, type ChainReport, verifyChain } from './chain.js';
+export { type EventSink, type SinkLogger, type JsonlFile, type JsonlWriter, callbackSink, eventLine, jsonlSink, dispatchToSinks } from './events.js';
 export type { Dialect, SqlValue, QueryResult, SqlExecutor, SqlDriver, DriverCapabilities } from './store/driver.js';
 export type { StateStore } from './store/state-store.js';
 export { Mutex } from './store/mutex.js';
