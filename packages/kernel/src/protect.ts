@@ -1,0 +1,90 @@
+/**
+ * `protect(fn, options)`: the JavaScript shape of the reference's decorator. An async function
+ * taking one plain-object argument goes in; a function that runs every call through
+ * {@link Control.execute} comes out.
+ *
+ * @module
+ */
+import { createAction, type Principal } from './action.js';
+import { isPlainObject, type JsonObject } from './canonical.js';
+import type { Control, ExecuteOptions, ReconcileHook } from './control.js';
+import { ActionDenied, InvalidArgument } from './errors.js';
+import { parseTemplate, resolveResourceTemplate } from './policy/index.js';
+import { checkDuration } from './time.js';
+
+/** Per-call extras: who is acting and which approval is presented (no ambient state needed). */
+export interface CallOptions {
+  /** The acting principal; else the Control's default principal. */
+  principal?: { agent: string; user?: string | null } | Principal;
+  /** A granted approval to present (its request id). An offer, never a decision. */
+  approvalId?: string | null;
+}
+
+/** Options of {@link protect}. */
+export interface ProtectOptions {
+  control: Control;
+  /** The action name the policy matches exactly. */
+  name: string;
+  /** Effect template (`refund:{payment_id}`); beats the policy's `effect:`. */
+  effect?: string;
+  /** Resource template (`payment:{payment_id}`), resolved against the bound arguments; hashed. */
+  resource?: string;
+  /** Default argument values, bound before hashing. */
+  defaults?: Record<string, unknown>;
+  /** Reservation lease in ms. */
+  lease?: number;
+  reconcile?: ReconcileHook;
+  reconcileEagerly?: boolean;
+}
+
+/** A protected function: `(args, call?) => Promise<result>`. */
+export type Protected<A extends Record<string, unknown>, R> = (args: A, call?: CallOptions) => Promise<R>;
+
+/**
+ * Wraps `fn` so every call goes through the control path: bind defaults, build the canonical
+ * action, decide, approve, reserve, execute, record. `fn` receives the canonical arguments, never
+ * the caller's objects.
+ */
+export function protect<A extends Record<string, unknown>, R>(fn: (args: JsonObject) => R | Promise<R>, options: ProtectOptions): Protected<A, R> {
+  if (typeof fn !== 'function') throw new InvalidArgument('protect needs a function');
+  if (!options || typeof options !== 'object' || !options.control) throw new InvalidArgument('protect needs { control, name }');
+  const { control } = options;
+  if (typeof options.name !== 'string' || options.name === '') throw new InvalidArgument('protect needs a non-empty action name');
+  const name = options.name;
+  if (options.effect !== undefined) parseTemplate(options.effect, 'decoration');
+  if (options.resource !== undefined) parseTemplate(options.resource, 'decoration');
+  if (options.lease !== undefined) checkDuration(options.lease, 'lease');
+  if (options.reconcile !== undefined && typeof options.reconcile !== 'function') throw new InvalidArgument('reconcile must be a function');
+  if (options.reconcileEagerly && options.reconcile === undefined) throw new InvalidArgument('reconcileEagerly needs a reconcile hook');
+  const defaults = options.defaults ?? {};
+  if (!isPlainObject(defaults)) throw new InvalidArgument('defaults must be a plain object');
+  if ('data_scope' in defaults) throw new InvalidArgument('an argument may not be named data_scope: it is derived by the policy');
+
+  const entry = control.policy.action(name);
+  const effect = options.effect ?? entry?.effect ?? null;
+  const resourceTemplate = options.resource ?? entry?.resource ?? null;
+  let warned = false;
+
+  return async (args: A, call: CallOptions = {}): Promise<R> => {
+    const principal = call.principal ?? control.defaultPrincipal;
+    if (!principal) {
+      control.logger.warn(`[ctrlrun] ${name}: no principal (pass { principal } per call or to the Control); refused`);
+      throw new ActionDenied('no_principal', { message: `${name} refused: no principal` });
+    }
+    if (!isPlainObject(args)) throw new InvalidArgument(`${name} takes one plain-object argument`);
+    if ('data_scope' in args) throw new InvalidArgument('an argument may not be named data_scope: it is derived by the policy');
+    if (!warned && options.effect !== undefined && entry?.effect && entry.effect !== options.effect) {
+      warned = true;
+      control.logger.warn(`[ctrlrun] ${name}: protect's effect template ${options.effect} overrides the policy's ${entry.effect}`);
+    }
+    const bound = { ...defaults, ...args };
+    const resource = resourceTemplate === null ? null : resolveResourceTemplate(resourceTemplate, bound);
+    const action = createAction({ name, arguments: bound, principal, resource, environment: control.environment }, { ids: control.ids });
+    const exec: ExecuteOptions = { effectTemplate: effect, approvalId: call.approvalId ?? null };
+    if (options.lease !== undefined) exec.lease = options.lease;
+    if (options.reconcile !== undefined) exec.reconcile = options.reconcile;
+    if (options.reconcileEagerly !== undefined) exec.reconcileEagerly = options.reconcileEagerly;
+    if (effect === null) exec.effectKey = null;
+    return control.execute(action, (canonicalArgs) => fn(canonicalArgs), exec);
+  };
+}

@@ -1,0 +1,190 @@
+/**
+ * `@ctrlrun/kernel/try-it`: the playground's module. One protected action, `stripe.refund`, over
+ * any store, driven by `step(request)`; every line the page shows is rendered from what `step`
+ * returns. The only way to grant is the reader's `approve` request.
+ *
+ * @module
+ */
+import { callbackSink } from './events.js';
+import { Control } from './control.js';
+import { isPlainObject, type JsonObject } from './canonical.js';
+import { ActionDenied, AmbiguousEffect, ApprovalMismatch, ApprovalRequired, DuplicateEffect, InvalidArgument } from './errors.js';
+import type { IdSource } from './ids.js';
+import type { StoredReceipt } from './model.js';
+import { loadPolicy } from './policy/index.js';
+import { protect } from './protect.js';
+import type { StateStore } from './store/state-store.js';
+import type { Clock } from './time.js';
+
+/** The policy the playground loads; the page shows this exact text. */
+export const TRY_IT_POLICY_YAML = `schema: ctrlrun.policy/v2
+actions:
+  stripe.refund:
+    effect: "refund:{payment_id}"
+    rules:
+      - when: { amount_gte: 0, amount_lte: 100000 }
+        decision: allow
+      - when: { amount_gte: 0, amount_lte: 1000000 }
+        decision: approve
+      - decision: deny
+`;
+
+/** Who approves from the page. */
+export const TRY_IT_APPROVER = 'human:playground';
+/** Who acts in the playground. */
+export const TRY_IT_PRINCIPAL = { agent: 'refund-agent', user: null } as const;
+
+/** A refund through the protected action. `amount` is in integer minor units (cents). */
+export interface RefundRequest {
+  op: 'refund';
+  payment_id: string;
+  amount: number;
+  /** The fake remote commits the refund, then the reply is lost. */
+  lose_reply?: boolean;
+  /** Present this granted approval. */
+  approval_id?: string | null;
+}
+
+/** The reader's Approve button: the only way to grant. */
+export interface ApproveRequest {
+  op: 'approve';
+  request_id: string;
+}
+
+/** Every outcome a refund step can have. */
+export type TryItOutcome = 'executed' | 'approval_required' | 'approval_mismatch' | 'denied' | 'duplicate' | 'ambiguous_retry' | 'reply_lost';
+
+/** What a refund step returns. */
+export interface RefundResult {
+  outcome: TryItOutcome;
+  /** The error class the kernel raised, if any. */
+  error: string | null;
+  /** Its message. */
+  message: string | null;
+  /** Fake-remote calls for this payment id so far. */
+  remote_calls: number;
+  /** The receipt written by this step (as stored), if one was. */
+  receipt?: JsonObject;
+  /** Present on `approval_required`. */
+  request_id?: string;
+  /** On `approval_mismatch`: `mismatch`, `consumed`, …; on `denied`: the deny reason. */
+  reason?: string;
+}
+
+/** What an approve step returns. */
+export interface ApproveResult {
+  outcome: 'approved';
+  approval_id: string;
+  action_hash: string;
+  approver: string;
+  expires_at: string;
+}
+
+/** The playground module. */
+export interface TryIt {
+  /** The exact policy text loaded. */
+  readonly policyYaml: string;
+  /** The policy's hash. */
+  readonly policyHash: string;
+  /** Runs one request. Bad input throws `InvalidArgument`; an unknown request id throws `ApprovalMismatch`. */
+  step(request: RefundRequest): Promise<RefundResult>;
+  step(request: ApproveRequest): Promise<ApproveResult>;
+  step(request: RefundRequest | ApproveRequest): Promise<RefundResult | ApproveResult>;
+}
+
+/** Options of {@link createTryIt}. */
+export interface TryItOptions {
+  store: StateStore;
+  /** Policy text to load instead of {@link TRY_IT_POLICY_YAML} (the page's editor). */
+  policyYaml?: string;
+  clock?: Clock;
+  ids?: IdSource;
+}
+
+/** Thrown by the fake remote when the reader asked to lose the reply. */
+class ReplyLost extends Error {
+  override name = 'TimeoutError';
+}
+
+const MAX_AMOUNT = 1_000_000_000_000;
+
+function checkRefund(r: Record<string, unknown>): RefundRequest {
+  const id = r['payment_id'];
+  if (typeof id !== 'string' || id.trim() === '') throw new InvalidArgument('payment_id must be a non-empty string');
+  if (id.length > 200 || /[\p{Cc}\p{Cf}]/u.test(id)) throw new InvalidArgument('payment_id must be at most 200 printable characters');
+  const amount = r['amount'];
+  if (typeof amount !== 'number' || !Number.isSafeInteger(amount)) {
+    throw new InvalidArgument('amount must be a whole number of minor units (cents), e.g. 50000 for €500.00');
+  }
+  if (Math.abs(amount) > MAX_AMOUNT) throw new InvalidArgument(`amount must be between -${MAX_AMOUNT} and ${MAX_AMOUNT} minor units`);
+  const lose = r['lose_reply'] ?? false;
+  if (typeof lose !== 'boolean') throw new InvalidArgument('lose_reply must be true or false');
+  const approval = r['approval_id'] ?? null;
+  if (approval !== null && (typeof approval !== 'string' || approval === '')) throw new InvalidArgument('approval_id must be a non-empty string');
+  return { op: 'refund', payment_id: id, amount, lose_reply: lose, approval_id: approval };
+}
+
+/** Builds the playground over `store`: the real kernel, a fake remote, one protected action. */
+export function createTryIt(options: TryItOptions): TryIt {
+  if (!options || !options.store) throw new InvalidArgument('createTryIt needs { store }');
+  const policyYaml = options.policyYaml ?? TRY_IT_POLICY_YAML;
+  const policy = loadPolicy(policyYaml, { source: 'try-it' });
+  const calls = new Map<string, number>();
+  let lastReceipt: StoredReceipt | null = null;
+  const control = new Control({
+    policy,
+    store: options.store,
+    principal: TRY_IT_PRINCIPAL,
+    ...(options.clock ? { clock: options.clock } : {}),
+    ...(options.ids ? { ids: options.ids } : {}),
+    sinks: [callbackSink({ onReceipt: (r) => void (lastReceipt = r) })],
+  });
+  let loseNext = false;
+  const refund = protect<{ payment_id: string; amount: number }, JsonObject>(
+    (args) => {
+      const id = args['payment_id'] as string;
+      calls.set(id, (calls.get(id) ?? 0) + 1); // money moved
+      if (loseNext) throw new ReplyLost('the reply was lost after the remote committed the refund');
+      return { id: `re_${id}`, amount: args['amount'] as number, status: 'succeeded' };
+    },
+    { control, name: 'stripe.refund' },
+  );
+
+  async function runRefund(req: RefundRequest): Promise<RefundResult> {
+    lastReceipt = null;
+    loseNext = req.lose_reply === true;
+    const result = (outcome: TryItOutcome, err: Error | null, extra: Partial<RefundResult> = {}): RefundResult => {
+      const r: RefundResult = { outcome, error: err ? err.name : null, message: err ? err.message : null, remote_calls: calls.get(req.payment_id) ?? 0, ...extra };
+      if (lastReceipt) r.receipt = lastReceipt.document;
+      return r;
+    };
+    try {
+      await refund({ payment_id: req.payment_id, amount: req.amount }, { approvalId: req.approval_id ?? null });
+      return result('executed', null);
+    } catch (err) {
+      if (err instanceof ApprovalRequired) return result('approval_required', err, { request_id: err.requestId });
+      if (err instanceof ApprovalMismatch) return result('approval_mismatch', err, { reason: err.reason });
+      if (err instanceof ActionDenied) return result('denied', err, { reason: err.reason });
+      if (err instanceof DuplicateEffect) return result('duplicate', err, { reason: err.state });
+      if (err instanceof AmbiguousEffect) return result('ambiguous_retry', err);
+      if (err instanceof ReplyLost) return result('reply_lost', err);
+      throw err;
+    } finally {
+      loseNext = false;
+    }
+  }
+
+  async function step(request: RefundRequest | ApproveRequest): Promise<RefundResult | ApproveResult> {
+    if (!isPlainObject(request)) throw new InvalidArgument('a step is { op: "refund", payment_id, amount, lose_reply?, approval_id? } or { op: "approve", request_id }');
+    if (request.op === 'approve') {
+      const id = (request as unknown as Record<string, unknown>)['request_id'];
+      if (typeof id !== 'string' || id === '') throw new InvalidArgument('request_id must be a non-empty string');
+      const approval = await control.grantApproval(id, { approver: TRY_IT_APPROVER });
+      return { outcome: 'approved', approval_id: approval.approvalId, action_hash: approval.actionHash, approver: approval.approver, expires_at: approval.expiresAt };
+    }
+    if (request.op === 'refund') return runRefund(checkRefund(request as unknown as Record<string, unknown>));
+    throw new InvalidArgument(`unknown op ${JSON.stringify((request as { op?: unknown }).op)}: use "refund" or "approve"`);
+  }
+
+  return { policyYaml, policyHash: control.policyHash, step: step as TryIt['step'] };
+}
