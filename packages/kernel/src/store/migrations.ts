@@ -1,0 +1,190 @@
+/**
+ * Schema versions: which migrations a database has (recorded in `schema_version`, never
+ * inferred from its columns), the classification at open (spec 03 §2.1), and applying the
+ * missing ones forward-only, one transaction per migration (§2.2). Dialect-neutral: the SQL comes
+ * from the {@link SqlDialect}.
+ *
+ * @module
+ */
+import { CTRLRunError, SchemaMismatch, StoreError } from '../errors.js';
+import { storedTime, type Clock } from '../time.js';
+import type { SqlExecutor, SqlDriver, SqlValue } from './driver.js';
+import type { SqlDialect } from './sql-state-store.js';
+
+/** Every migration this build knows, in order. Both dialects carry exactly these ids. */
+export const MIGRATION_IDS = ['0001_baseline', '0002_receipt_chain', '0003_resolved_by', '0004_policy_provenance'] as const;
+
+/** One known migration id. */
+export type MigrationId = (typeof MIGRATION_IDS)[number];
+
+/** What this build records in `schema_version.ctrlrun_version` and reports as `running`. */
+export const SCHEMA_WRITER = 'ctrlrun-ts 0.1.0';
+
+const ID_SHAPE = /^\d{4}_[a-z][a-z0-9_]*$/;
+
+/**
+ * Checks a compiled-in migration list: every id well-formed, unique, in lexicographic order.
+ * Throws a plain `Error` (a build defect, not a user error).
+ */
+export function checkMigrationList(ids: readonly string[]): void {
+  for (let i = 0; i < ids.length; i++) {
+    const id = ids[i]!;
+    if (!ID_SHAPE.test(id)) throw new Error(`[kernel] migration id ${JSON.stringify(id)} does not match ${ID_SHAPE.source}`);
+    if (i > 0 && !(ids[i - 1]! < id)) throw new Error(`[kernel] migration ids must be unique and in order: ${ids[i - 1]} then ${id}`);
+  }
+}
+checkMigrationList(MIGRATION_IDS);
+
+/** One row of `schema_version`. */
+export interface AppliedMigration {
+  readonly migrationId: string;
+  readonly appliedAt: string;
+  readonly ctrlrunVersion: string;
+}
+
+/** The columns that make an unversioned `effects` table a v0.5 (or older) baseline. */
+const BASELINE_COLUMNS = ['effect_key', 'state', 'action_id', 'attempt'] as const;
+
+const FORWARD_ONLY = 'Migrations are forward-only: run a ctrlrun build that knows these migrations, or restore the pre-upgrade backup.';
+
+function refuse(message: string, applied: readonly string[], known: readonly string[], running: string, cause?: unknown): SchemaMismatch {
+  return new SchemaMismatch(`[kernel] ${message}`, { applied: [...applied], known: [...known], running, cause });
+}
+
+/**
+ * Classifies a versioned database (spec 03 §2.1, the five shapes) and returns the migrations to
+ * apply: none (up to date) or the rest of `known` (forward). The three refusals (gapped,
+ * backward, divergent) throw {@link SchemaMismatch} naming the ids involved.
+ */
+export function classifyVersioned(applied: readonly AppliedMigration[], known: readonly string[], running: string = SCHEMA_WRITER): string[] {
+  const ids = applied.map((a) => a.migrationId);
+  const knownSet = new Set(known);
+  const appliedSet = new Set(ids);
+  const unknown = applied.filter((a) => !knownSet.has(a.migrationId));
+  if (unknown.length > 0) {
+    const named = unknown.map((a) => `${a.migrationId} (recorded by ${a.ctrlrunVersion || 'an unknown version'})`).join(', ');
+    const missing = known.filter((id) => !appliedSet.has(id));
+    if (missing.length > 0) {
+      throw refuse(
+        `database schema has diverged from this build: it has ${named}, which ${running} does not know, and lacks ${missing.join(', ')}, which it needs. Nothing was applied. ${FORWARD_ONLY}`,
+        ids, known, running,
+      );
+    }
+    throw refuse(`database schema is newer than this build: it has ${named}, which ${running} does not know. ${FORWARD_ONLY}`, ids, known, running);
+  }
+  const prefix = known.slice(0, ids.length);
+  if (ids.length === prefix.length && ids.every((id, i) => id === prefix[i])) return known.slice(ids.length);
+  const last = Math.max(...ids.map((id) => known.indexOf(id)));
+  const missing = known.slice(0, last + 1).filter((id) => !appliedSet.has(id));
+  throw refuse(
+    `database schema has a gap: it records ${ids.join(', ')} but not ${missing.join(', ')}; a migration cannot be applied out of order. Restore the pre-upgrade backup.`,
+    ids, known, running,
+  );
+}
+
+/**
+ * Classifies a database without `schema_version`: no tables → `empty`; an `effects` table with
+ * at least the baseline columns → `baseline` (a v0.1–v0.5 store, adopted by running `0001` and
+ * the rest); anything else is someone else's database and is refused untouched.
+ */
+export function classifyUnversioned(
+  tables: readonly string[],
+  effectsColumns: readonly string[] | null,
+  known: readonly string[] = MIGRATION_IDS,
+  running: string = SCHEMA_WRITER,
+): 'empty' | 'baseline' {
+  if (tables.length === 0) return 'empty';
+  if (effectsColumns !== null && BASELINE_COLUMNS.every((c) => effectsColumns.includes(c))) return 'baseline';
+  throw refuse(
+    `refusing to open a database that is not a ctrlrun store: it has no schema_version and its tables (${tables.join(', ')}) are not a ctrlrun schema (an effects table with ${BASELINE_COLUMNS.join(', ')}). Nothing was created.`,
+    [], known, running,
+  );
+}
+
+async function run<Row>(ex: SqlExecutor, sql: string, params: readonly SqlValue[] = []): Promise<Row[]> {
+  try {
+    return (await ex.query<Row>(sql, params)).rows;
+  } catch (err) {
+    throw err instanceof CTRLRunError ? err : new StoreError(`[kernel] reading the schema failed: ${(err as Error)?.message ?? String(err)}`, { sql, cause: err });
+  }
+}
+
+/** Reads `schema_version` (by `migration_id`). */
+export async function readApplied(ex: SqlExecutor, dialect: SqlDialect): Promise<AppliedMigration[]> {
+  const rows = await run<{ migration_id: string; applied_at: string; ctrlrun_version: string }>(ex, dialect.sql.readSchemaVersion);
+  return rows.map((r) => ({ migrationId: String(r.migration_id), appliedAt: String(r.applied_at), ctrlrunVersion: String(r.ctrlrun_version ?? '') }));
+}
+
+/** Options of {@link migrate}. */
+export interface MigrateOptions {
+  /** Stamps `applied_at`. */
+  readonly clock: Clock;
+  /** A reader never migrates: it opens only an up-to-date database. */
+  readonly readOnly: boolean;
+  /** Recorded as `ctrlrun_version`; defaults to {@link SCHEMA_WRITER}. */
+  readonly running?: string;
+}
+
+/**
+ * Brings the database to this build's schema at open. Classifies first (reading only
+ * `schema_version` or the catalogue), then applies each missing migration in its own
+ * transaction together with its `schema_version` row, re-reading `schema_version` under the
+ * lock so that a migration another process applied meanwhile is skipped. Returns the ids applied.
+ */
+export async function migrate(driver: SqlDriver, dialect: SqlDialect, options: MigrateOptions): Promise<string[]> {
+  const running = options.running ?? SCHEMA_WRITER;
+  const known: readonly string[] = MIGRATION_IDS;
+  const { sql } = dialect;
+  let pending: string[];
+  let applied: string[] = [];
+  if ((await run(driver, sql.schemaVersionExists)).length > 0) {
+    const rows = await readApplied(driver, dialect);
+    applied = rows.map((r) => r.migrationId);
+    pending = classifyVersioned(rows, known, running);
+  } else {
+    const tables = (await run<{ name: string }>(driver, sql.listTables)).map((r) => String(r.name));
+    const effects = tables.includes('effects') ? (await run<{ name: string }>(driver, sql.tableColumns, ['effects'])).map((r) => String(r.name)) : null;
+    const kind = classifyUnversioned(tables, effects, known, running);
+    if (options.readOnly) {
+      throw refuse(
+        kind === 'empty'
+          ? 'a reader never migrates: this database has no ctrlrun schema; open it once with a writer'
+          : 'a reader never migrates: this database has no schema_version (an older ctrlrun store); open it once with a writer to adopt it',
+        [], known, running,
+      );
+    }
+    pending = [...known];
+  }
+  if (pending.length === 0) return [];
+  if (options.readOnly) {
+    throw refuse(`a reader never migrates: this database lacks ${pending.join(', ')}; a writer applies ${pending.length === 1 ? 'it' : 'them'} on open`, applied, known, running);
+  }
+  const done: string[] = [];
+  for (const id of pending) {
+    const statements = (dialect.migrations as Readonly<Record<string, readonly string[]>>)[id];
+    if (!statements) throw new Error(`[kernel] the ${dialect.name} dialect has no migration ${id}`);
+    let current: string[] = applied;
+    try {
+      const ran = await driver.transaction(async (tx) => {
+        if (sql.migrationLock !== null) await tx.query(sql.migrationLock);
+        await tx.exec(sql.createSchemaVersion);
+        const now = await readApplied(tx, dialect);
+        current = now.map((r) => r.migrationId);
+        if (current.includes(id)) return false; // another process applied it meanwhile
+        const rest = classifyVersioned(now, known, running);
+        if (rest[0] !== id) throw refuse(`migration ${id} is not next: the database now records ${current.join(', ') || 'nothing'}`, current, known, running);
+        for (const statement of statements) await tx.exec(statement);
+        await tx.query(sql.insertSchemaVersion, [id, storedTime(options.clock()), running]);
+        return true;
+      });
+      if (ran) done.push(id);
+    } catch (err) {
+      if (err instanceof SchemaMismatch) throw err;
+      throw refuse(
+        `migration ${id} could not be applied (${(err as Error)?.message ?? String(err)}); it was rolled back and the database is unchanged by it. ${FORWARD_ONLY}`,
+        current, known, running, err,
+      );
+    }
+  }
+  return done;
+}

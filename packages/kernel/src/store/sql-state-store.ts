@@ -1,0 +1,783 @@
+/**
+ * `SqlStateStore`: the one implementation of {@link StateStore} over a {@link SqlDriver}, for
+ * every SQL family. It reads, asks the kernel's pure planners (`planReservation`, `checked`,
+ * `checkResolvable`, `planLeaseExtension`, `checkConsumable`, `checkAnswerable`, `sealReceipt`),
+ * and writes what they say, each method in one transaction. The SQL text comes from a
+ * {@link SqlDialect}; nothing here is dialect-specific.
+ *
+ * @module
+ */
+import { actionFromJson, actionToJson } from '../action.js';
+import { checkAnswerable, checkConsumable } from '../approvals.js';
+import { canonicalJson, isPlainObject, isWellFormedString, parseJson, type JsonObject } from '../canonical.js';
+import { checkActor, checked, checkResolvable, planLeaseExtension, planReservation, resolutionError, resultToJson } from '../effects.js';
+import {
+  ApprovalMismatch,
+  CTRLRunError,
+  DuplicateEffect,
+  InvalidArgument,
+  StoreClosedError,
+  StoreError,
+} from '../errors.js';
+import type {
+  Approval,
+  ApprovalRecord,
+  ApprovalRequest,
+  ApprovalStatus,
+  ChainHead,
+  EffectRecord,
+  EffectState,
+  EventDraft,
+  EventRecord,
+  EventType,
+  ReceiptDraft,
+  ReceiptRow,
+  Reservation,
+  StoredReceipt,
+} from '../model.js';
+import { sealReceipt } from '../receipt.js';
+import { parseTime, storedTime, systemClock, type Clock } from '../time.js';
+import type { Dialect, SqlDriver, SqlExecutor, SqlValue } from './driver.js';
+import { migrate, readApplied, type AppliedMigration, type MigrationId } from './migrations.js';
+import { Mutex } from './mutex.js';
+import { sqliteDialect } from './sqlite.js';
+import type { StateStore } from './state-store.js';
+
+/**
+ * Every statement the store sends, in one dialect's text and placeholder style. Parameters are
+ * positional and in the order each member's TSDoc gives; a new dialect writes the same
+ * statements with the same parameter order (and `rowsAffected` semantics), never a translation.
+ */
+export interface DialectSql {
+  /** One row `{ version }`, or `null` when the engine needs no check. */
+  readonly serverVersion: string | null;
+  /** Catalogue: one row if `schema_version` exists, none otherwise. */
+  readonly schemaVersionExists: string;
+  /** Catalogue: `{ name }` of every user table, by name. */
+  readonly listTables: string;
+  /** Catalogue: `{ name }` of every column of table `?1`. */
+  readonly tableColumns: string;
+  /** `CREATE TABLE IF NOT EXISTS schema_version(…)` (spec 03 §1). */
+  readonly createSchemaVersion: string;
+  /** `{ migration_id, applied_at, ctrlrun_version }` by `migration_id`. */
+  readonly readSchemaVersion: string;
+  /** Params: migration_id, applied_at, ctrlrun_version. */
+  readonly insertSchemaVersion: string;
+  /** Run first in each migration transaction (Postgres: the advisory lock), or `null`. */
+  readonly migrationLock: string | null;
+
+  /** Params: effect_key. Every effect column. */
+  readonly selectEffect: string;
+  /** Params: effect_key, state, action_id, attempt, lease_expires_at, created_at, updated_at. */
+  readonly insertEffect: string;
+  /** Params: state, action_id, attempt, lease_expires_at, updated_at, effect_key, prior attempt (only if still `failed`). */
+  readonly renewEffect: string;
+  /**
+   * Compare-and-set of a whole record. Params: state, action_id, attempt, lease_expires_at,
+   * result_json, error, updated_at, resolved_by, then the read row's effect_key, state,
+   * action_id, attempt.
+   */
+  readonly updateEffect: string;
+  /** Every effect, by `created_at` (dialect tie-break). */
+  readonly listEffects: string;
+  /** Params: state. As {@link listEffects}. */
+  readonly listEffectsInState: string;
+
+  /** Params: approval_id, action_hash, action_json, created_at, expires_at, policy_hash_at_approval (status `pending`). */
+  readonly insertApproval: string;
+  /** Params: approval_id. Every approval column. */
+  readonly selectApproval: string;
+  /** Params: status, approver, granted_at, approval_id (only if still `pending`). */
+  readonly answerApproval: string;
+  /** Params: approval_id, the status read (only if still that status). */
+  readonly expireApproval: string;
+  /** Params: consumed_at, approval_id (only if still `granted`). */
+  readonly consumeApproval: string;
+  /** Params: action_hash. Oldest first. */
+  readonly approvalsFor: string;
+  /** Params: action_hash, status. Newest first. */
+  readonly newestApprovalsFor: string;
+  /** Every approval, oldest first. */
+  readonly listApprovals: string;
+  /** Params: status. Oldest first. */
+  readonly listApprovalsInStatus: string;
+
+  /** Params: ts, type, action_id, effect_key, approval_id, data_json. Returns `{ event_id }`. */
+  readonly insertEvent: string;
+  /** Every event by `event_id`. */
+  readonly listEvents: string;
+
+  /** Locks and advances the head row; returns `{ seq, hash }` (the new seq, the previous hash). */
+  readonly lockChainHead: string;
+  /** Params: receipt_id, action_id, effect_key, result, json, ts, seq, prev_hash, hash. */
+  readonly insertReceipt: string;
+  /** Params: hash. */
+  readonly setChainHash: string;
+  /** `{ seq, hash }` of the head row. */
+  readonly selectChainHead: string;
+  /** Every receipt row by `seq`, null `seq` first. */
+  readonly listReceipts: string;
+}
+
+/** One SQL family's text: migration DDL, statements, and how its engine reports two things. */
+export interface SqlDialect {
+  /** The family, matched against {@link SqlDriver.dialect}. */
+  readonly name: Dialect;
+  /** The DDL of each migration, statement by statement; every id of `MIGRATION_IDS`. */
+  readonly migrations: Readonly<Record<MigrationId, readonly string[]>>;
+  /** Every other statement. */
+  readonly sql: DialectSql;
+  /** Why the engine version (the `serverVersion` row) is refused, or `null` if it is fine. */
+  checkServerVersion(version: string): string | null;
+  /** Whether a driver error (or its `cause` chain) is a unique/primary-key violation. */
+  isUniqueViolation(err: unknown): boolean;
+}
+
+/** The dialects this build carries, by family. */
+const DIALECTS: Partial<Record<Dialect, SqlDialect>> = { sqlite: sqliteDialect };
+
+/** Options of {@link openSqlStateStore}. */
+export interface SqlStateStoreOptions {
+  /** The clock every decision and stored timestamp uses (the only test seam). */
+  clock?: Clock;
+  /** Open an up-to-date database only, migrate nothing, and refuse every write. */
+  readOnly?: boolean;
+  /** The SQL to send; defaults to this build's dialect for `driver.dialect`. */
+  dialect?: SqlDialect;
+}
+
+/** A refusal whose write must be kept: returned out of the transaction, thrown after commit. */
+class RaiseAfterCommit {
+  constructor(readonly error: Error) {}
+}
+
+/** One mutex per driver, so two stores on one single-connection driver still never interleave. */
+const MUTEXES = new WeakMap<SqlDriver, Mutex>();
+
+const EFFECT_STATES: readonly EffectState[] = ['reserved', 'executing', 'committed', 'failed', 'ambiguous'];
+const APPROVAL_STATUSES: readonly ApprovalStatus[] = ['pending', 'granted', 'denied', 'expired', 'consumed'];
+
+interface EffectRow {
+  effect_key: string;
+  state: string;
+  action_id: string;
+  attempt: SqlValue;
+  lease_expires_at: string | null;
+  result_json: string | null;
+  error: string | null;
+  created_at: string | null;
+  updated_at: string | null;
+  resolved_by: string | null;
+}
+
+interface ApprovalRow {
+  approval_id: string;
+  action_hash: string;
+  status: string;
+  action_json: string;
+  approver: string | null;
+  created_at: string | null;
+  granted_at: string | null;
+  expires_at: string | null;
+  consumed_at: string | null;
+  policy_hash_at_approval: string | null;
+}
+
+interface EventRow {
+  event_id: SqlValue;
+  ts: string | null;
+  type: string | null;
+  action_id: string | null;
+  effect_key: string | null;
+  approval_id: string | null;
+  data_json: string | null;
+}
+
+interface ReceiptSqlRow extends Omit<ReceiptRow, 'seq'> {
+  seq: SqlValue;
+}
+
+function nonEmpty(v: unknown, what: string): string {
+  if (typeof v !== 'string' || v === '') throw new InvalidArgument(`${what} must be a non-empty string`);
+  return v;
+}
+
+function nullableText(v: unknown, what: string): string | null {
+  if (v === null || v === undefined) return null;
+  return nonEmpty(v, what);
+}
+
+/** Free text for a column: a lone surrogate is written as its `\uXXXX` escape rather than failing. */
+function storedText(s: string): string {
+  if (isWellFormedString(s)) return s;
+  return s.replace(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g, (c) => `\\u${c.charCodeAt(0).toString(16)}`);
+}
+
+/** An integer column value as a `number`. */
+function int(v: SqlValue | undefined, what: string): number {
+  if (typeof v === 'number' && Number.isSafeInteger(v)) return v;
+  if (typeof v === 'bigint' && v >= BigInt(Number.MIN_SAFE_INTEGER) && v <= BigInt(Number.MAX_SAFE_INTEGER)) return Number(v);
+  throw new StoreError(`[kernel] column ${what} holds ${String(v)}, not a safe integer`);
+}
+
+function effectFromRow(r: EffectRow): EffectRecord {
+  return {
+    effectKey: r.effect_key,
+    state: r.state as EffectState,
+    actionId: r.action_id,
+    attempt: int(r.attempt, 'effects.attempt'),
+    leaseExpiresAt: r.lease_expires_at ?? null,
+    resultJson: r.result_json ?? null,
+    error: r.error ?? null,
+    createdAt: r.created_at ?? null,
+    updatedAt: r.updated_at ?? null,
+    resolvedBy: r.resolved_by ?? null,
+  };
+}
+
+function approvalFromRow(r: ApprovalRow): ApprovalRecord {
+  return {
+    request: {
+      requestId: r.approval_id,
+      actionHash: r.action_hash,
+      action: actionFromJson(r.action_json),
+      createdAt: r.created_at ?? '',
+      expiresAt: r.expires_at ?? '',
+      policyHash: r.policy_hash_at_approval ?? null,
+    },
+    status: r.status as ApprovalStatus,
+    approver: r.approver ?? null,
+    grantedAt: r.granted_at ?? null,
+    consumedAt: r.consumed_at ?? null,
+  };
+}
+
+function grantedApproval(record: ApprovalRecord): Approval {
+  return {
+    approvalId: record.request.requestId,
+    actionHash: record.request.actionHash,
+    approver: record.approver ?? '',
+    grantedAt: record.grantedAt ?? '',
+    expiresAt: record.request.expiresAt,
+  };
+}
+
+function eventFromRow(r: EventRow): EventRecord {
+  const data = r.data_json === null ? {} : parseJson(r.data_json, { what: 'events.data_json', floats: 'allow' });
+  return {
+    eventId: int(r.event_id, 'events.event_id'),
+    ts: r.ts ?? '',
+    type: (r.type ?? '') as EventType,
+    actionId: r.action_id ?? null,
+    effectKey: r.effect_key ?? null,
+    approvalId: r.approval_id ?? null,
+    data: (isPlainObject(data) ? data : { value: data }) as JsonObject,
+  };
+}
+
+function effectParams(next: EffectRecord, prior: EffectRecord): SqlValue[] {
+  return [
+    next.state, next.actionId, next.attempt, next.leaseExpiresAt, next.resultJson, next.error, next.updatedAt, next.resolvedBy,
+    prior.effectKey, prior.state, prior.actionId, prior.attempt,
+  ];
+}
+
+/**
+ * The state store over SQL. Build one with {@link openSqlStateStore} (or a driver package's
+ * factory), which runs the migrations; a constructed but unopened store refuses every call.
+ */
+export class SqlStateStore implements StateStore {
+  /** The driver's name, for messages. */
+  readonly name: string;
+  /** The SQL family. */
+  readonly dialect: Dialect;
+  /** Opened as a reader: nothing migrated, every write refused. */
+  readonly readOnly: boolean;
+  readonly #driver: SqlDriver;
+  readonly #sql: SqlDialect;
+  readonly #clock: Clock;
+  readonly #mutex: Mutex | null;
+  #state: 'new' | 'opening' | 'open' | 'closed' = 'new';
+
+  /** Prefer {@link openSqlStateStore}; a subclass calls {@link open} once after constructing. */
+  constructor(driver: SqlDriver, options: SqlStateStoreOptions = {}) {
+    if (typeof driver !== 'object' || driver === null || typeof driver.query !== 'function' || typeof driver.transaction !== 'function') {
+      throw new InvalidArgument('driver must be a SqlDriver (query, exec, transaction, close)');
+    }
+    const dialect = options.dialect ?? DIALECTS[driver.dialect];
+    if (!dialect) throw new InvalidArgument(`no ${String(driver.dialect)} dialect in this build`);
+    if (dialect.name !== driver.dialect) throw new InvalidArgument(`dialect ${dialect.name} does not match the ${driver.dialect} driver ${driver.name}`);
+    if (options.clock !== undefined && typeof options.clock !== 'function') throw new InvalidArgument('clock must be a function returning a Date');
+    this.name = driver.name;
+    this.dialect = driver.dialect;
+    this.readOnly = options.readOnly === true;
+    this.#driver = driver;
+    this.#sql = dialect;
+    this.#clock = options.clock ?? systemClock;
+    if (driver.capabilities.concurrentConnections) {
+      this.#mutex = null;
+    } else {
+      let m = MUTEXES.get(driver);
+      if (!m) MUTEXES.set(driver, (m = new Mutex()));
+      this.#mutex = m;
+    }
+  }
+
+  /**
+   * Checks the engine, classifies the schema and applies missing migrations (a reader only
+   * checks). Called once; resolves to this store.
+   */
+  async open(): Promise<this> {
+    if (this.#state !== 'new') throw new InvalidArgument(`store ${this.name} was already opened`);
+    this.#state = 'opening';
+    try {
+      await this.#locked(async () => {
+        const { sql } = this.#sql;
+        if (sql.serverVersion !== null) {
+          const row = (await this.#query<{ version: SqlValue }>(this.#driver, sql.serverVersion)).rows[0];
+          const refusal = this.#sql.checkServerVersion(String(row?.version ?? ''));
+          if (refusal !== null) throw new StoreError(`[kernel] [${this.name}] ${refusal}`, { sql: sql.serverVersion });
+        }
+        await migrate(this.#driver, this.#sql, { clock: () => this.#now(), readOnly: this.readOnly });
+      });
+    } catch (err) {
+      this.#state = 'new';
+      throw this.#wrap(err, null);
+    }
+    this.#state = 'open';
+    return this;
+  }
+
+  // ---------------------------------------------------------------- plumbing
+
+  #now(): Date {
+    const d = this.#clock();
+    if (!(d instanceof Date) || Number.isNaN(d.getTime())) throw new InvalidArgument('clock must return a valid Date');
+    return d;
+  }
+
+  #locked<T>(fn: () => Promise<T>): Promise<T> {
+    return this.#mutex ? this.#mutex.run(fn) : fn();
+  }
+
+  #checkOpen(): void {
+    if (this.#state === 'closed') throw new StoreClosedError(`[kernel] [${this.name}] store is closed`);
+    if (this.#state !== 'open') throw new StoreError(`[kernel] [${this.name}] store is not open: use openSqlStateStore or the driver's factory`);
+  }
+
+  #wrap(err: unknown, sql: string | null): Error {
+    if (err instanceof CTRLRunError) return err;
+    const message = err instanceof Error ? err.message : String(err);
+    return new StoreError(`[kernel] [${this.name}] ${message}`, { sql, cause: err });
+  }
+
+  async #query<Row>(ex: SqlExecutor, sql: string, params: readonly SqlValue[] = []): Promise<{ rows: Row[]; rowsAffected: number }> {
+    try {
+      return await ex.query<Row>(sql, params);
+    } catch (err) {
+      throw this.#wrap(err, sql);
+    }
+  }
+
+  /** A read: one statement, no transaction, but queued behind any transaction on a single connection. */
+  async #read<T>(fn: (ex: SqlExecutor, now: () => Date) => Promise<T>): Promise<T> {
+    this.#checkOpen();
+    try {
+      return await this.#locked(() => fn(this.#driver, () => this.#now()));
+    } catch (err) {
+      throw this.#wrap(err, null);
+    }
+  }
+
+  /** A read-decide-write: one transaction, the clock read inside it; a kept refusal is thrown after commit. */
+  async #write<T>(what: string, fn: (tx: SqlExecutor, now: Date) => Promise<T | RaiseAfterCommit>): Promise<T> {
+    this.#checkOpen();
+    if (this.readOnly) throw new InvalidArgument(`store ${this.name} was opened read-only: ${what} writes`);
+    let out: T | RaiseAfterCommit;
+    try {
+      out = await this.#locked(() => this.#driver.transaction((tx) => fn(tx, this.#now())));
+    } catch (err) {
+      throw this.#wrap(err, null);
+    }
+    if (out instanceof RaiseAfterCommit) throw out.error;
+    return out;
+  }
+
+  async #effect(ex: SqlExecutor, key: string): Promise<EffectRecord | null> {
+    const row = (await this.#query<EffectRow>(ex, this.#sql.sql.selectEffect, [key])).rows[0];
+    return row ? effectFromRow(row) : null;
+  }
+
+  async #approval(ex: SqlExecutor, id: string): Promise<ApprovalRecord | null> {
+    const row = (await this.#query<ApprovalRow>(ex, this.#sql.sql.selectApproval, [id])).rows[0];
+    return row ? approvalFromRow(row) : null;
+  }
+
+  /** Writes `next` over `prior` only if the row is still `prior`; anything else means it moved on. */
+  async #cas(tx: SqlExecutor, prior: EffectRecord, next: EffectRecord): Promise<EffectRecord> {
+    const { rowsAffected } = await this.#query(tx, this.#sql.sql.updateEffect, effectParams(next, prior));
+    if (rowsAffected !== 1) {
+      throw new DuplicateEffect('in_progress', { effectKey: prior.effectKey, message: `effect ${prior.effectKey} moved on while it was being written; another worker holds it` });
+    }
+    return next;
+  }
+
+  async #reserve(tx: SqlExecutor, key: string, actionId: string, leaseMs: number, now: Date): Promise<Reservation | RaiseAfterCommit> {
+    const { sql } = this.#sql;
+    const record = await this.#effect(tx, key);
+    const plan = planReservation(record, key, actionId, leaseMs, now);
+    switch (plan.kind) {
+      case 'refuse':
+        throw plan.error;
+      case 'ambiguate':
+        await this.#cas(tx, record!, plan.record);
+        return new RaiseAfterCommit(plan.error);
+      case 'renew': {
+        const r = plan.reservation;
+        const { rowsAffected } = await this.#query(tx, sql.renewEffect, [
+          'reserved', r.actionId, r.attempt, r.leaseExpiresAt, plan.record.updatedAt, key, plan.priorAttempt,
+        ]);
+        if (rowsAffected !== 1) throw new DuplicateEffect('in_progress', { effectKey: key, message: `effect ${key} was renewed by another worker first` });
+        return r;
+      }
+      case 'insert': {
+        const n = plan.record;
+        let inserted: number;
+        try {
+          ({ rowsAffected: inserted } = await this.#query(tx, sql.insertEffect, [
+            key, n.state, n.actionId, n.attempt, n.leaseExpiresAt, n.createdAt, n.updatedAt,
+          ]));
+        } catch (err) {
+          if (!this.#sql.isUniqueViolation(err)) throw err;
+          inserted = 0;
+        }
+        if (inserted !== 1) {
+          // The key is the last word: someone else's row landed first. Re-plan once on it.
+          const again = planReservation(await this.#effect(tx, key), key, actionId, leaseMs, now);
+          if (again.kind === 'refuse') throw again.error;
+          throw new DuplicateEffect('in_progress', { effectKey: key, message: `effect ${key} was reserved by another worker first` });
+        }
+        return plan.reservation;
+      }
+    }
+  }
+
+  async #expire(tx: SqlExecutor, record: ApprovalRecord): Promise<void> {
+    await this.#query(tx, this.#sql.sql.expireApproval, [record.request.requestId, record.status]);
+  }
+
+  async #consume(tx: SqlExecutor, record: ApprovalRecord, now: Date): Promise<Approval> {
+    const id = record.request.requestId;
+    const { rowsAffected } = await this.#query(tx, this.#sql.sql.consumeApproval, [storedTime(now), id]);
+    if (rowsAffected !== 1) throw new ApprovalMismatch('consumed', { approvalId: id, message: `approval ${id} refused (consumed): it was consumed by another caller first` });
+    return grantedApproval(record);
+  }
+
+  async #transition(what: string, key: unknown, actionId: unknown, from: readonly EffectState[], next: (r: EffectRecord, stamp: string) => EffectRecord): Promise<EffectRecord> {
+    const k = nonEmpty(key, 'effect_key');
+    const a = nonEmpty(actionId, 'action_id');
+    return this.#write(what, async (tx, now) => {
+      const record = checked(await this.#effect(tx, k), k, a, from, now);
+      return this.#cas(tx, record, next(record, storedTime(now)));
+    });
+  }
+
+  // ---------------------------------------------------------------- approvals
+
+  async putApprovalRequest(request: ApprovalRequest): Promise<void> {
+    if (!isPlainObject(request)) throw new InvalidArgument('approval request must be an object');
+    const id = nonEmpty(request.requestId, 'request.requestId');
+    const hash = nonEmpty(request.actionHash, 'request.actionHash');
+    const action = request.action;
+    if (typeof action !== 'object' || action === null || action.actionHash !== hash) {
+      throw new InvalidArgument(`request.action must be the action whose hash is request.actionHash (${hash})`);
+    }
+    const created = parseTime(nonEmpty(request.createdAt, 'request.createdAt'), 'request.createdAt');
+    const expires = parseTime(nonEmpty(request.expiresAt, 'request.expiresAt'), 'request.expiresAt');
+    if (!(expires.getTime() > created.getTime())) throw new InvalidArgument('request.expiresAt must be after request.createdAt');
+    const policyHash = nullableText(request.policyHash, 'request.policyHash');
+    const actionJson = actionToJson(action);
+    const { sql } = this.#sql;
+    await this.#write('putApprovalRequest', async (tx) => {
+      try {
+        await this.#query(tx, sql.insertApproval, [id, hash, actionJson, request.createdAt, request.expiresAt, policyHash]);
+      } catch (err) {
+        if (this.#sql.isUniqueViolation(err)) throw new InvalidArgument(`approval request ${id} already exists`);
+        throw err;
+      }
+    });
+  }
+
+  async getApproval(id: string): Promise<ApprovalRecord | null> {
+    const i = nonEmpty(id, 'approval_id');
+    return this.#read((ex) => this.#approval(ex, i));
+  }
+
+  async grantApproval(id: string, approver: string): Promise<Approval> {
+    const i = nonEmpty(id, 'approval_id');
+    const who = checkActor(approver, 'approver');
+    return this.#write('grantApproval', async (tx, now) => {
+      const record = await this.#approval(tx, i);
+      const plan = checkAnswerable(record, i, now);
+      if (plan.kind === 'expire') {
+        await this.#expire(tx, record!);
+        return new RaiseAfterCommit(plan.error);
+      }
+      const grantedAt = storedTime(now);
+      await this.#answer(tx, i, 'granted', who, grantedAt);
+      return grantedApproval({ ...plan.record, status: 'granted', approver: who, grantedAt });
+    });
+  }
+
+  async denyApproval(id: string, approver: string): Promise<ApprovalRecord> {
+    const i = nonEmpty(id, 'approval_id');
+    const who = checkActor(approver, 'approver');
+    return this.#write('denyApproval', async (tx, now) => {
+      const record = await this.#approval(tx, i);
+      const plan = checkAnswerable(record, i, now);
+      if (plan.kind === 'expire') {
+        await this.#expire(tx, record!);
+        return new RaiseAfterCommit(plan.error);
+      }
+      await this.#answer(tx, i, 'denied', who, null);
+      return { ...plan.record, status: 'denied', approver: who } satisfies ApprovalRecord;
+    });
+  }
+
+  async #answer(tx: SqlExecutor, id: string, status: 'granted' | 'denied', approver: string, grantedAt: string | null): Promise<void> {
+    const { rowsAffected } = await this.#query(tx, this.#sql.sql.answerApproval, [status, storedText(approver), grantedAt, id]);
+    if (rowsAffected !== 1) throw new ApprovalMismatch('answered', { approvalId: id, message: `approval ${id} refused (answered): it was answered by another caller first` });
+  }
+
+  async consumeApproval(id: string, actionHash: string): Promise<Approval> {
+    const i = nonEmpty(id, 'approval_id');
+    const hash = nonEmpty(actionHash, 'action_hash');
+    return this.#write('consumeApproval', async (tx, now) => {
+      const record = await this.#approval(tx, i);
+      const plan = checkConsumable(record, i, hash, now);
+      if (plan.kind === 'expire') {
+        await this.#expire(tx, record!);
+        return new RaiseAfterCommit(plan.error);
+      }
+      return this.#consume(tx, plan.record, now);
+    });
+  }
+
+  async approvalsFor(actionHash: string): Promise<ApprovalRecord[]> {
+    const hash = nonEmpty(actionHash, 'action_hash');
+    return this.#read(async (ex) => (await this.#query<ApprovalRow>(ex, this.#sql.sql.approvalsFor, [hash])).rows.map(approvalFromRow));
+  }
+
+  async #newestUnexpired(actionHash: string, status: 'granted' | 'denied'): Promise<ApprovalRecord | null> {
+    const hash = nonEmpty(actionHash, 'action_hash');
+    return this.#read(async (ex, now) => {
+      const rows = (await this.#query<ApprovalRow>(ex, this.#sql.sql.newestApprovalsFor, [hash, status])).rows;
+      const t = now().getTime();
+      for (const row of rows) {
+        if (row.expires_at !== null && parseTime(row.expires_at, 'expires_at').getTime() > t) return approvalFromRow(row);
+      }
+      return null;
+    });
+  }
+
+  async findGrantedApproval(actionHash: string): Promise<Approval | null> {
+    const record = await this.#newestUnexpired(actionHash, 'granted');
+    return record ? grantedApproval(record) : null;
+  }
+
+  findDeniedRequest(actionHash: string): Promise<ApprovalRecord | null> {
+    return this.#newestUnexpired(actionHash, 'denied');
+  }
+
+  async listApprovals(status?: ApprovalStatus): Promise<ApprovalRecord[]> {
+    if (status !== undefined && !APPROVAL_STATUSES.includes(status)) throw new InvalidArgument(`unknown approval status ${JSON.stringify(status)}`);
+    const { sql } = this.#sql;
+    return this.#read(async (ex) =>
+      (await (status === undefined ? this.#query<ApprovalRow>(ex, sql.listApprovals) : this.#query<ApprovalRow>(ex, sql.listApprovalsInStatus, [status]))).rows.map(
+        approvalFromRow,
+      ),
+    );
+  }
+
+  // ---------------------------------------------------------------- effects
+
+  async reserveEffect(key: string, actionId: string, leaseMs: number): Promise<Reservation> {
+    const k = nonEmpty(key, 'effect_key');
+    return this.#write('reserveEffect', (tx, now) => this.#reserve(tx, k, actionId, leaseMs, now));
+  }
+
+  async consumeApprovalAndReserve(id: string, actionHash: string, key: string, actionId: string, leaseMs: number): Promise<[Approval, Reservation]> {
+    const i = nonEmpty(id, 'approval_id');
+    const hash = nonEmpty(actionHash, 'action_hash');
+    const k = nonEmpty(key, 'effect_key');
+    return this.#write('consumeApprovalAndReserve', async (tx, now) => {
+      // The approval first: its refusal wins, and nothing of the reservation is written.
+      const record = await this.#approval(tx, i);
+      const plan = checkConsumable(record, i, hash, now);
+      if (plan.kind === 'expire') {
+        await this.#expire(tx, record!);
+        return new RaiseAfterCommit(plan.error);
+      }
+      const reservation = await this.#reserve(tx, k, actionId, leaseMs, now);
+      // A refused reservation (even a kept ambiguation) leaves the approval granted.
+      if (reservation instanceof RaiseAfterCommit) return reservation;
+      const approval = await this.#consume(tx, plan.record, now);
+      return [approval, reservation] satisfies [Approval, Reservation];
+    });
+  }
+
+  beginExecution(key: string, actionId: string): Promise<EffectRecord> {
+    return this.#transition('beginExecution', key, actionId, ['reserved'], (r, stamp) => ({ ...r, state: 'executing', updatedAt: stamp }));
+  }
+
+  commitEffect(key: string, actionId: string, result: unknown): Promise<EffectRecord> {
+    const resultJson = resultToJson(result);
+    return this.#transition('commitEffect', key, actionId, ['executing'], (r, stamp) => ({
+      ...r, state: 'committed', leaseExpiresAt: null, resultJson: storedText(resultJson), updatedAt: stamp,
+    }));
+  }
+
+  failEffect(key: string, actionId: string, error: string): Promise<EffectRecord> {
+    const text = storedText(nonEmpty(error, 'error'));
+    return this.#transition('failEffect', key, actionId, ['executing'], (r, stamp) => ({ ...r, state: 'failed', leaseExpiresAt: null, error: text, updatedAt: stamp }));
+  }
+
+  markAmbiguous(key: string, actionId: string, error: string): Promise<EffectRecord> {
+    const text = storedText(nonEmpty(error, 'error'));
+    return this.#transition('markAmbiguous', key, actionId, ['reserved', 'executing', 'ambiguous'], (r, stamp) => ({
+      ...r, state: 'ambiguous', leaseExpiresAt: null, error: text, updatedAt: stamp,
+    }));
+  }
+
+  async resolveEffect(key: string, state: 'committed' | 'failed', resolver: string): Promise<EffectRecord> {
+    const k = nonEmpty(key, 'effect_key');
+    checkActor(resolver, 'resolver');
+    return this.#write('resolveEffect', async (tx, now) => {
+      const record = await this.#effect(tx, k);
+      const to = checkResolvable(record, k, state, resolver);
+      const r = record!;
+      const who = storedText(resolver);
+      return this.#cas(tx, r, {
+        ...r, state: to, leaseExpiresAt: null, error: storedText(resolutionError(to, resolver, r.error)), resolvedBy: who, updatedAt: storedTime(now),
+      });
+    });
+  }
+
+  async extendLease(key: string, actionId: string, leaseMs: number): Promise<EffectRecord> {
+    const k = nonEmpty(key, 'effect_key');
+    const a = nonEmpty(actionId, 'action_id');
+    return this.#write('extendLease', async (tx, now) => {
+      const record = await this.#effect(tx, k);
+      const leaseExpiresAt = planLeaseExtension(record, k, a, leaseMs, now);
+      return this.#cas(tx, record!, { ...record!, leaseExpiresAt, updatedAt: storedTime(now) });
+    });
+  }
+
+  async getEffect(key: string): Promise<EffectRecord | null> {
+    const k = nonEmpty(key, 'effect_key');
+    return this.#read((ex) => this.#effect(ex, k));
+  }
+
+  async listEffects(state?: EffectState): Promise<EffectRecord[]> {
+    if (state !== undefined && !EFFECT_STATES.includes(state)) throw new InvalidArgument(`unknown effect state ${JSON.stringify(state)}`);
+    const { sql } = this.#sql;
+    return this.#read(async (ex) =>
+      (await (state === undefined ? this.#query<EffectRow>(ex, sql.listEffects) : this.#query<EffectRow>(ex, sql.listEffectsInState, [state]))).rows.map(effectFromRow),
+    );
+  }
+
+  // ---------------------------------------------------------------- evidence
+
+  async appendEvent(event: EventDraft): Promise<EventRecord> {
+    if (!isPlainObject(event)) throw new InvalidArgument('event must be an object');
+    const type = nonEmpty(event.type, 'event.type') as EventType;
+    const ts = nonEmpty(event.ts, 'event.ts');
+    const actionId = nullableText(event.actionId, 'event.actionId');
+    const effectKey = nullableText(event.effectKey, 'event.effectKey');
+    const approvalId = nullableText(event.approvalId, 'event.approvalId');
+    if (!isPlainObject(event.data)) throw new InvalidArgument('event.data must be a plain object');
+    const dataJson = canonicalJson(event.data, 'event.data');
+    return this.#write('appendEvent', async (tx) => {
+      const row = (await this.#query<{ event_id: SqlValue }>(tx, this.#sql.sql.insertEvent, [ts, type, actionId, effectKey, approvalId, dataJson])).rows[0];
+      return { eventId: int(row?.event_id, 'events.event_id'), ts, type, actionId, effectKey, approvalId, data: event.data };
+    });
+  }
+
+  async putReceipt(draft: ReceiptDraft): Promise<StoredReceipt> {
+    if (!isPlainObject(draft) || !isPlainObject(draft.document)) throw new InvalidArgument('receipt draft must be an object with a document');
+    const receiptId = nonEmpty(draft.receiptId, 'receipt.receiptId');
+    const actionId = nullableText(draft.actionId, 'receipt.actionId');
+    const effectKey = nullableText(draft.effectKey, 'receipt.effectKey');
+    const result = nonEmpty(draft.result, 'receipt.result');
+    const finishedAt = nonEmpty(draft.finishedAt, 'receipt.finishedAt');
+    const { sql } = this.#sql;
+    return this.#write('putReceipt', async (tx) => {
+      // The head row first: a lock, so concurrent writers queue rather than race.
+      const head = (await this.#query<{ seq: SqlValue; hash: string }>(tx, sql.lockChainHead)).rows[0];
+      if (!head) throw new InvalidArgument('the receipt chain has no head row (receipt_chain id = 1)');
+      const seq = int(head.seq, 'receipt_chain.seq');
+      const prevHash = String(head.hash);
+      const sealed = sealReceipt(draft.document, seq, prevHash);
+      try {
+        await this.#query(tx, sql.insertReceipt, [receiptId, actionId, effectKey, result, sealed.json, finishedAt, seq, prevHash, sealed.hash]);
+      } catch (err) {
+        if (this.#sql.isUniqueViolation(err)) throw new InvalidArgument(`receipt ${receiptId} is already stored`);
+        throw err;
+      }
+      await this.#query(tx, sql.setChainHash, [sealed.hash]);
+      return { seq, prevHash, hash: sealed.hash, json: sealed.json, document: sealed.document } satisfies StoredReceipt;
+    });
+  }
+
+  async chainHead(): Promise<ChainHead | null> {
+    return this.#read(async (ex) => {
+      const row = (await this.#query<{ seq: SqlValue; hash: string }>(ex, this.#sql.sql.selectChainHead)).rows[0];
+      return row ? { seq: int(row.seq, 'receipt_chain.seq'), hash: String(row.hash) } : null;
+    });
+  }
+
+  async events(): Promise<EventRecord[]> {
+    return this.#read(async (ex) => (await this.#query<EventRow>(ex, this.#sql.sql.listEvents)).rows.map(eventFromRow));
+  }
+
+  async receipts(): Promise<ReceiptRow[]> {
+    return this.#read(async (ex) =>
+      (await this.#query<ReceiptSqlRow>(ex, this.#sql.sql.listReceipts)).rows.map((r) => ({
+        receipt_id: r.receipt_id,
+        action_id: r.action_id ?? null,
+        effect_key: r.effect_key ?? null,
+        result: r.result ?? null,
+        json: r.json ?? null,
+        ts: r.ts ?? null,
+        seq: r.seq === null || r.seq === undefined ? null : int(r.seq, 'receipts.seq'),
+        prev_hash: r.prev_hash ?? null,
+        hash: r.hash ?? null,
+      })),
+    );
+  }
+
+  /** The rows of `schema_version`, by id (for operators and the CLI's status). */
+  async appliedMigrations(): Promise<AppliedMigration[]> {
+    return this.#read((ex) => readApplied(ex, this.#sql));
+  }
+
+  async close(): Promise<void> {
+    if (this.#state === 'closed') return;
+    const wasOpen = this.#state !== 'new';
+    this.#state = 'closed';
+    try {
+      await this.#locked(() => this.#driver.close());
+    } catch (err) {
+      if (wasOpen) throw this.#wrap(err, null);
+    }
+  }
+}
+
+/**
+ * Opens a state store over `driver`: checks the engine, then classifies the schema and applies
+ * the missing migrations (spec 03 §2). With `readOnly`, opens only an up-to-date database and
+ * writes nothing. Refusals are {@link SchemaMismatch}; driver failures are {@link StoreError}.
+ */
+export function openSqlStateStore(driver: SqlDriver, options: SqlStateStoreOptions = {}): Promise<SqlStateStore> {
+  return new SqlStateStore(driver, options).open();
+}

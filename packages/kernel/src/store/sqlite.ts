@@ -1,0 +1,134 @@
+/**
+ * The SQLite dialect: every statement {@link SqlStateStore} sends to a SQLite engine (sql.js,
+ * better-sqlite3), and the migration DDL of spec 03 §1.1, byte for byte where it names tables,
+ * columns and indexes, so a database is interchangeable with the Python original's.
+ *
+ * SQL is written per dialect and never translated at runtime; a Postgres dialect is another
+ * object of the same shape ({@link SqlDialect}) with its own text and the same parameter order.
+ *
+ * @module
+ */
+import { GENESIS_HASH } from '../hash.js';
+import type { SqlDialect } from './sql-state-store.js';
+
+const EFFECT_COLUMNS = 'effect_key, state, action_id, attempt, lease_expires_at, result_json, error, created_at, updated_at, resolved_by';
+const APPROVAL_COLUMNS =
+  'approval_id, action_hash, status, action_json, approver, created_at, granted_at, expires_at, consumed_at, policy_hash_at_approval';
+const RECEIPT_COLUMNS = 'receipt_id, action_id, effect_key, result, json, ts, seq, prev_hash, hash';
+
+/** Walks an error and its `cause` chain. */
+function* causes(err: unknown): Generator<unknown> {
+  for (let e = err, depth = 0; e !== undefined && e !== null && depth < 8; depth++) {
+    yield e;
+    e = (e as { cause?: unknown }).cause;
+  }
+}
+
+/** The oldest SQLite with `RETURNING`. */
+const MIN_VERSION = [3, 35, 0] as const;
+
+/** SQLite: `?` placeholders, `rowid` tie-breaks, `BEGIN IMMEDIATE` as the migration lock. */
+export const sqliteDialect: SqlDialect = Object.freeze({
+  name: 'sqlite',
+  migrations: Object.freeze({
+    '0001_baseline': Object.freeze([
+      `CREATE TABLE IF NOT EXISTS effects(effect_key TEXT PRIMARY KEY, state TEXT NOT NULL,
+  action_id TEXT NOT NULL, attempt INTEGER NOT NULL DEFAULT 1, lease_expires_at TEXT,
+  result_json TEXT, error TEXT, created_at TEXT, updated_at TEXT)`,
+      `CREATE TABLE IF NOT EXISTS continuations(effect_key TEXT PRIMARY KEY, action_id TEXT NOT NULL,
+  action_json TEXT NOT NULL, continuation TEXT NOT NULL, rounds INTEGER NOT NULL DEFAULT 0,
+  updated_at TEXT)`,
+      `CREATE UNIQUE INDEX IF NOT EXISTS continuations_by_value ON continuations(continuation)
+  WHERE continuation <> ''`,
+      `CREATE TABLE IF NOT EXISTS approvals(approval_id TEXT PRIMARY KEY, action_hash TEXT NOT NULL,
+  status TEXT NOT NULL, action_json TEXT NOT NULL, approver TEXT, created_at TEXT,
+  granted_at TEXT, expires_at TEXT, consumed_at TEXT)`,
+      `CREATE TABLE IF NOT EXISTS receipts(receipt_id TEXT PRIMARY KEY, action_id TEXT,
+  effect_key TEXT, result TEXT, json TEXT, ts TEXT)`,
+      `CREATE TABLE IF NOT EXISTS events(event_id INTEGER PRIMARY KEY AUTOINCREMENT, ts TEXT,
+  type TEXT, action_id TEXT, effect_key TEXT, approval_id TEXT, data_json TEXT)`,
+      `CREATE TABLE IF NOT EXISTS delegations(delegation_id TEXT PRIMARY KEY, parent_id TEXT NOT NULL,
+  depth INTEGER NOT NULL, grant_json TEXT NOT NULL, created_by_agent TEXT NOT NULL,
+  created_by_user TEXT, created_via TEXT NOT NULL, created_at TEXT NOT NULL,
+  revoked_at TEXT, revoked_by TEXT)`,
+      `CREATE INDEX IF NOT EXISTS delegations_by_parent ON delegations(parent_id)`,
+    ]),
+    // No backfill: pre-chain rows keep seq/prev_hash/hash NULL.
+    '0002_receipt_chain': Object.freeze([
+      `ALTER TABLE receipts ADD COLUMN seq INTEGER`,
+      `ALTER TABLE receipts ADD COLUMN prev_hash TEXT`,
+      `ALTER TABLE receipts ADD COLUMN hash TEXT`,
+      `CREATE UNIQUE INDEX IF NOT EXISTS receipts_by_seq ON receipts(seq) WHERE seq IS NOT NULL`,
+      `CREATE TABLE IF NOT EXISTS receipt_chain(id INTEGER PRIMARY KEY CHECK (id = 1),
+  seq INTEGER NOT NULL, hash TEXT NOT NULL)`,
+      `INSERT OR IGNORE INTO receipt_chain(id, seq, hash) VALUES(1, 0, '${GENESIS_HASH}')`,
+    ]),
+    // Nullable, never backfilled.
+    '0003_resolved_by': Object.freeze([`ALTER TABLE effects ADD COLUMN resolved_by TEXT`]),
+    '0004_policy_provenance': Object.freeze([`ALTER TABLE approvals ADD COLUMN policy_hash_at_approval TEXT`]),
+  }),
+  sql: Object.freeze({
+    serverVersion: 'SELECT sqlite_version() AS version',
+    schemaVersionExists: "SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'",
+    listTables: "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name",
+    tableColumns: 'SELECT name FROM pragma_table_info(?)',
+    createSchemaVersion:
+      'CREATE TABLE IF NOT EXISTS schema_version(\n  migration_id TEXT PRIMARY KEY, applied_at TEXT NOT NULL, ctrlrun_version TEXT NOT NULL)',
+    readSchemaVersion: 'SELECT migration_id, applied_at, ctrlrun_version FROM schema_version ORDER BY migration_id',
+    insertSchemaVersion: 'INSERT INTO schema_version(migration_id, applied_at, ctrlrun_version) VALUES (?, ?, ?)',
+    // BEGIN IMMEDIATE (the driver's transaction) already serialises migrators across processes.
+    migrationLock: null,
+
+    selectEffect: `SELECT ${EFFECT_COLUMNS} FROM effects WHERE effect_key = ?`,
+    insertEffect:
+      'INSERT INTO effects(effect_key, state, action_id, attempt, lease_expires_at, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
+    // Spec 03 §3.2, verbatim: the renewal is conditional on the prior attempt.
+    renewEffect:
+      "UPDATE effects SET state=?, action_id=?, attempt=?, lease_expires_at=?, result_json=NULL, error=NULL, resolved_by=NULL, updated_at=? WHERE effect_key=? AND state='failed' AND attempt=?",
+    updateEffect:
+      'UPDATE effects SET state = ?, action_id = ?, attempt = ?, lease_expires_at = ?, result_json = ?, error = ?, updated_at = ?, resolved_by = ? WHERE effect_key = ? AND state = ? AND action_id = ? AND attempt = ?',
+    listEffects: `SELECT ${EFFECT_COLUMNS} FROM effects ORDER BY created_at, rowid`,
+    listEffectsInState: `SELECT ${EFFECT_COLUMNS} FROM effects WHERE state = ? ORDER BY created_at, rowid`,
+
+    insertApproval:
+      "INSERT INTO approvals(approval_id, action_hash, status, action_json, created_at, expires_at, policy_hash_at_approval) VALUES (?, ?, 'pending', ?, ?, ?, ?)",
+    selectApproval: `SELECT ${APPROVAL_COLUMNS} FROM approvals WHERE approval_id = ?`,
+    answerApproval: "UPDATE approvals SET status = ?, approver = ?, granted_at = ? WHERE approval_id = ? AND status = 'pending'",
+    expireApproval: "UPDATE approvals SET status = 'expired' WHERE approval_id = ? AND status = ?",
+    consumeApproval: "UPDATE approvals SET status = 'consumed', consumed_at = ? WHERE approval_id = ? AND status = 'granted'",
+    approvalsFor: `SELECT ${APPROVAL_COLUMNS} FROM approvals WHERE action_hash = ? ORDER BY created_at, rowid`,
+    newestApprovalsFor: `SELECT ${APPROVAL_COLUMNS} FROM approvals WHERE action_hash = ? AND status = ? ORDER BY created_at DESC, rowid DESC`,
+    listApprovals: `SELECT ${APPROVAL_COLUMNS} FROM approvals ORDER BY created_at, rowid`,
+    listApprovalsInStatus: `SELECT ${APPROVAL_COLUMNS} FROM approvals WHERE status = ? ORDER BY created_at, rowid`,
+
+    insertEvent:
+      'INSERT INTO events(ts, type, action_id, effect_key, approval_id, data_json) VALUES (?, ?, ?, ?, ?, ?) RETURNING event_id',
+    listEvents: 'SELECT event_id, ts, type, action_id, effect_key, approval_id, data_json FROM events ORDER BY event_id',
+
+    lockChainHead: 'UPDATE receipt_chain SET seq = seq + 1 WHERE id = 1 RETURNING seq, hash',
+    insertReceipt: `INSERT INTO receipts(${RECEIPT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    setChainHash: 'UPDATE receipt_chain SET hash = ? WHERE id = 1',
+    selectChainHead: 'SELECT seq, hash FROM receipt_chain WHERE id = 1',
+    // NULL seq (pre-chain rows) sorts first in SQLite.
+    listReceipts: `SELECT ${RECEIPT_COLUMNS} FROM receipts ORDER BY seq, rowid`,
+  }),
+
+  checkServerVersion(version: string): string | null {
+    const parts = version.split('.').map((p) => Number.parseInt(p, 10));
+    for (let i = 0; i < MIN_VERSION.length; i++) {
+      const have = parts[i] ?? 0;
+      if (have > MIN_VERSION[i]!) return null;
+      if (have < MIN_VERSION[i]!) return `SQLite ${version} is too old: ctrlrun needs ${MIN_VERSION.join('.')} or newer (RETURNING)`;
+    }
+    return null;
+  },
+
+  isUniqueViolation(err: unknown): boolean {
+    for (const e of causes(err)) {
+      const code = (e as { code?: unknown }).code;
+      if (typeof code === 'string' && (code === 'SQLITE_CONSTRAINT_PRIMARYKEY' || code === 'SQLITE_CONSTRAINT_UNIQUE')) return true;
+      if (e instanceof Error && /UNIQUE constraint failed/.test(e.message)) return true;
+    }
+    return false;
+  },
+});
