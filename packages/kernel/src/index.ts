@@ -18,3 +18,6 @@ export { type EventSink, type SinkLogger, type JsonlFile, type JsonlWriter, call
 export type { Dialect, SqlValue, QueryResult, SqlExecutor, SqlDriver, DriverCapabilities } from './store/driver.js';
 export type { StateStore } from './store/state-store.js';
 export { Mutex } from './store/mutex.js';
+export { SqlStateStore, openSqlStateStore, type SqlStateStoreOptions, type SqlDialect, type DialectSql } from './store/sql-state-store.js';
+export { sqliteDialect } from './store/sqlite.js';
+export { MIGRATION_IDS, SCHEMA_WRITER, type MigrationId, type AppliedMigration, type MigrateOptions, classifyVersioned, classifyUnversioned, checkMigrationList, migrate, readApplied } from './store/migrations.js';
