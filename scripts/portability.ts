@@ -1,7 +1,9 @@
 /**
- * `npm run check:portability`: the same scenario (`test/portability/scenario.ts`) runs in Node,
- * Deno and workerd (Node compatibility off), and the three results, ids and times masked, must be
- * identical. Prints one line per runtime; exits 1 if any runtime fails or any result differs.
+ * `npm run check:portability`: the same scenario (`test/portability/scenario.ts`: the six
+ * steps of `@ctrlrun/kernel/try-it` on `@ctrlrun/store-sqljs`) runs in Node, Deno and workerd
+ * (Node compatibility off). Each runtime's results must be what spec 04 §4 says, and the three,
+ * ids and times masked, must be identical. Prints one line per runtime; exits 1 if any runtime
+ * fails, answers wrongly or differs.
  *
  * - Node runs the TypeScript source (tsx, `@ctrlrun/source`); sql.js is its Node build.
  * - Deno runs an esbuild bundle with `sql.js` left external, resolved from `node_modules`.
@@ -18,6 +20,7 @@ import process from 'node:process';
 import { fileURLToPath } from 'node:url';
 import { build, type BuildOptions, type Metafile } from 'esbuild';
 import { Miniflare } from 'miniflare';
+import { firstDifference, mask, outcomes, unexpected } from '../test/portability/compare.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const here = join(root, 'test', 'portability');
@@ -152,58 +155,8 @@ async function runWorkerd(): Promise<Report> {
   }
 }
 
-/**
- * Masks what differs from run to run: minted ids become `<apr#1>`-style names numbered by first
- * appearance (so "the approval id equals the request id" still compares), times become `<time>`,
- * and `sha256:` digests other than action hashes (which cover content only) are numbered too.
- */
-function mask(value: unknown): unknown {
-  const names = new Map<string, string>();
-  const counts = new Map<string, number>();
-  const name = (kind: string, original: string): string => {
-    let named = names.get(original);
-    if (named === undefined) {
-      const n = (counts.get(kind) ?? 0) + 1;
-      counts.set(kind, n);
-      named = `<${kind}#${n}>`;
-      names.set(original, named);
-    }
-    return named;
-  };
-  const walk = (v: unknown, key: string): unknown => {
-    if (typeof v === 'string') {
-      const id = /^([a-z]+)_[0-9a-f]{32}$/.exec(v);
-      if (id) return name(id[1]!, v);
-      if (/^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/.test(v)) return '<time>';
-      if (/^sha256:[0-9a-f]{64}$/.test(v) && !/^action_?hash$/i.test(key)) return name('sha256', v);
-      return v;
-    }
-    if (Array.isArray(v)) return v.map((item) => walk(item, key));
-    if (v !== null && typeof v === 'object') return Object.fromEntries(Object.entries(v).map(([k, item]) => [k, walk(item, k)]));
-    return v;
-  };
-  return walk(value, '');
-}
-
 function digest(value: unknown): string {
   return createHash('sha256').update(JSON.stringify(value)).digest('hex').slice(0, 12);
-}
-
-/** The first place two masked results differ, as a path and both values. */
-function firstDifference(a: unknown, b: unknown, path = '$'): string | undefined {
-  if (JSON.stringify(a) === JSON.stringify(b)) return undefined;
-  if (a !== null && b !== null && typeof a === 'object' && typeof b === 'object' && Array.isArray(a) === Array.isArray(b)) {
-    const keys = new Set([...Object.keys(a), ...Object.keys(b)]);
-    for (const k of keys) {
-      const found = firstDifference((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k], `${path}.${k}`);
-      if (found) return found;
-    }
-  }
-  return `${path}: ${JSON.stringify(a)} vs ${JSON.stringify(b)}`;
-}
-
-function outcomes(steps: unknown[]): string {
-  return steps.map((s) => (s !== null && typeof s === 'object' && 'outcome' in s ? String(s.outcome) : '?')).join(' ');
 }
 
 async function main(): Promise<number> {
@@ -225,14 +178,19 @@ async function main(): Promise<number> {
     }
     const masked = mask(run.report.steps);
     const difference = firstDifference(referenceMasked, masked);
-    if (difference) failed = true;
-    const version = run.report.runtime.version.padEnd(32);
-    const status = difference ? 'DIFF' : 'ok  ';
-    const detail = difference ? `differs from ${runs.find((r) => r.report)?.name}: ${difference}` : outcomes(run.report.steps);
-    console.log(`${label} ${status} ${time}  ${version} ${run.report.steps.length} steps  results ${digest(masked)}  ${detail}`);
+    const wrong = unexpected(run.report.steps);
+    if (difference || wrong) failed = true;
+    const version = `${run.report.runtime.name} ${run.report.runtime.version}`.padEnd(40);
+    const status = wrong ? 'BAD ' : difference ? 'DIFF' : 'ok  ';
+    const detail = wrong
+      ? `not what spec 04 §4 says: ${wrong}`
+      : difference
+        ? `differs from ${runs.find((r) => r.report)?.name}: ${difference}`
+        : `${run.report.steps.length} calls as spec 04 §4 says, masked results ${digest(masked)}`;
+    console.log(`${label} ${status} ${time}  ${version} ${detail}`);
   }
   const total = `${((performance.now() - started) / 1000).toFixed(1)} s`;
-  console.log(failed ? `portability: FAILED (${total})` : `portability: node, deno and workerd agree (${total})`);
+  console.log(failed ? `portability: FAILED (${total})` : `portability: node, deno and workerd agree (${total}): ${outcomes(reference?.steps ?? [])}`);
   return failed ? 1 : 0;
 }
 

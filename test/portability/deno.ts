@@ -1,7 +1,8 @@
 /**
  * Deno host: bundled by `scripts/portability.ts` with `sql.js` left external, then run with
- * `deno run -A --node-modules-dir=manual` from the repository root, so Deno resolves `sql.js`
- * from `node_modules` (its Node build, read through Deno's Node compatibility).
+ * `deno run -A --node-modules-dir=manual` from the repository root. The store's own
+ * `import('sql.js')` is resolved by Deno from `node_modules` to sql.js's Node build
+ * (`dist/sql-wasm.js`, CommonJS), which reads its `.wasm` through Deno's Node compatibility.
  */
 import { runScenario, type ScenarioReport } from './scenario.js';
 
