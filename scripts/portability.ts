@@ -28,7 +28,11 @@ const here = join(root, 'test', 'portability');
 const out = join(root, 'node_modules', '.cache', 'ctrlrun-portability');
 const require = createRequire(import.meta.url);
 const TIMEOUT_MS = 45_000;
-/** Within workerd's range (its version is its date) and before `no_nodejs_compat` exists. */
+/**
+ * No later than this workerd's own date (1.20260426), and before 2026-08-04, from which Node
+ * compatibility would have to be switched off explicitly with `no_nodejs_compat` (STYLE 15c).
+ * The worker also checks that `process` is absent.
+ */
 const COMPATIBILITY_DATE = '2026-04-01';
 
 interface Report {
