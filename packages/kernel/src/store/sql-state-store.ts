@@ -585,7 +585,7 @@ export class SqlStateStore implements StateStore {
     return record ? grantedApproval(record) : null;
   }
 
-  findDeniedRequest(actionHash: string): Promise<ApprovalRecord | null> {
+  async findDeniedRequest(actionHash: string): Promise<ApprovalRecord | null> {
     return this.#newestUnexpired(actionHash, 'denied');
   }
 
@@ -626,23 +626,23 @@ export class SqlStateStore implements StateStore {
     });
   }
 
-  beginExecution(key: string, actionId: string): Promise<EffectRecord> {
+  async beginExecution(key: string, actionId: string): Promise<EffectRecord> {
     return this.#transition('beginExecution', key, actionId, ['reserved'], (r, stamp) => ({ ...r, state: 'executing', updatedAt: stamp }));
   }
 
-  commitEffect(key: string, actionId: string, result: unknown): Promise<EffectRecord> {
+  async commitEffect(key: string, actionId: string, result: unknown): Promise<EffectRecord> {
     const resultJson = resultToJson(result);
     return this.#transition('commitEffect', key, actionId, ['executing'], (r, stamp) => ({
       ...r, state: 'committed', leaseExpiresAt: null, resultJson: storedText(resultJson), updatedAt: stamp,
     }));
   }
 
-  failEffect(key: string, actionId: string, error: string): Promise<EffectRecord> {
+  async failEffect(key: string, actionId: string, error: string): Promise<EffectRecord> {
     const text = storedText(nonEmpty(error, 'error'));
     return this.#transition('failEffect', key, actionId, ['executing'], (r, stamp) => ({ ...r, state: 'failed', leaseExpiresAt: null, error: text, updatedAt: stamp }));
   }
 
-  markAmbiguous(key: string, actionId: string, error: string): Promise<EffectRecord> {
+  async markAmbiguous(key: string, actionId: string, error: string): Promise<EffectRecord> {
     const text = storedText(nonEmpty(error, 'error'));
     return this.#transition('markAmbiguous', key, actionId, ['reserved', 'executing', 'ambiguous'], (r, stamp) => ({
       ...r, state: 'ambiguous', leaseExpiresAt: null, error: text, updatedAt: stamp,
@@ -778,6 +778,6 @@ export class SqlStateStore implements StateStore {
  * the missing migrations (spec 03 §2). With `readOnly`, opens only an up-to-date database and
  * writes nothing. Refusals are {@link SchemaMismatch}; driver failures are {@link StoreError}.
  */
-export function openSqlStateStore(driver: SqlDriver, options: SqlStateStoreOptions = {}): Promise<SqlStateStore> {
+export async function openSqlStateStore(driver: SqlDriver, options: SqlStateStoreOptions = {}): Promise<SqlStateStore> {
   return new SqlStateStore(driver, options).open();
 }

@@ -1,0 +1,368 @@
+/**
+ * The sql.js driver and what SqlStateStore does on top of it that the conformance suite cannot
+ * see from outside: persistence after commit, reload after a failed save, prepared-statement
+ * reuse, bigint reads, wrapped driver errors, the per-driver mutex, the PK and renewal guards.
+ */
+import {
+  AmbiguousEffect,
+  DuplicateEffect,
+  InvalidArgument,
+  SqlStateStore,
+  StoreClosedError,
+  StoreError,
+  openSqlStateStore,
+  sqliteDialect,
+  type SqlDriver,
+  type SqlExecutor,
+} from '@ctrlrun/kernel';
+import {
+  SqlJsDriver,
+  createSqlJsStore,
+  indexedDbPersistence,
+  openSqlJsStore,
+  type SqlJsDatabase,
+  type SqlJsModule,
+  type SqlJsPersistence,
+} from '@ctrlrun/store-sqljs';
+import initSqlJs from 'sql.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+
+let SQL: SqlJsModule;
+beforeAll(async () => {
+  SQL = (await initSqlJs()) as unknown as SqlJsModule;
+});
+
+const T0 = new Date('2026-01-01T12:00:00Z');
+const LEASE = 300_000;
+
+function slot() {
+  const s = { bytes: null as Uint8Array | null, saves: 0, fail: false };
+  const persistence: SqlJsPersistence = {
+    load: async () => s.bytes,
+    save: async (b) => {
+      if (s.fail) throw new Error('disk full');
+      s.saves += 1;
+      s.bytes = b;
+    },
+  };
+  return { s, persistence };
+}
+
+/** A driver whose statements can be intercepted by SQL text. */
+function intercept(driver: SqlDriver, around: (sql: string, params: readonly unknown[], ex: SqlExecutor) => Promise<unknown> | undefined): SqlDriver {
+  const wrap = (ex: SqlExecutor): SqlExecutor => ({
+    query: (sql, params = []) => (around(sql, params, ex) as never) ?? ex.query(sql, params),
+    exec: (sql) => ex.exec(sql),
+  });
+  return { name: driver.name, dialect: driver.dialect, capabilities: driver.capabilities, ...wrap(driver), transaction: (fn) => driver.transaction((tx) => fn(wrap(tx))), close: () => driver.close() };
+}
+
+describe('persistence', () => {
+  it('saves after each committed write, never after a read or a refusal that wrote nothing', async () => {
+    const { s, persistence } = slot();
+    const store = await createSqlJsStore({ clock: () => T0, persistence });
+    const afterOpen = s.saves;
+    expect(afterOpen).toBe(4); // one per migration transaction
+    await store.reserveEffect('k1', 'act_1', LEASE);
+    expect(s.saves).toBe(afterOpen + 1);
+    await store.getEffect('k1');
+    await store.listEffects();
+    await store.chainHead();
+    await expect(store.reserveEffect('k1', 'act_2', LEASE)).rejects.toBeInstanceOf(DuplicateEffect);
+    expect(s.saves).toBe(afterOpen + 1);
+    // The saved bytes are the committed state.
+    const copy = await openSqlJsStore(SQL, { persistence: { load: async () => s.bytes, save: async () => undefined } });
+    expect(await copy.getEffect('k1')).toMatchObject({ state: 'reserved', actionId: 'act_1' });
+    await copy.close();
+    await store.close();
+  });
+
+  it('a kept write is saved before its refusal is raised', async () => {
+    const { s, persistence } = slot();
+    let now = T0;
+    const store = await createSqlJsStore({ clock: () => now, persistence });
+    await store.reserveEffect('k', 'act_1', LEASE);
+    now = new Date(T0.getTime() + LEASE + 1);
+    const saves = s.saves;
+    await expect(store.reserveEffect('k', 'act_2', LEASE)).rejects.toBeInstanceOf(AmbiguousEffect);
+    expect(s.saves).toBe(saves + 1);
+    const copy = await openSqlJsStore(SQL, { persistence: { load: async () => s.bytes, save: async () => undefined } });
+    expect(await copy.getEffect('k')).toMatchObject({ state: 'ambiguous' });
+    await copy.close();
+    await store.close();
+  });
+
+  it('a failed save raises a StoreError and goes back to the last durable state', async () => {
+    const { s, persistence } = slot();
+    const store = await createSqlJsStore({ clock: () => T0, persistence });
+    await store.reserveEffect('kept', 'act_1', LEASE);
+    s.fail = true;
+    const err = await store.reserveEffect('lost', 'act_2', LEASE).then(() => null, (e: unknown) => e);
+    expect(err).toBeInstanceOf(StoreError);
+    expect(err).toMatchObject({ code: 'ERR_STORE' });
+    expect((err as Error).message).toMatch(/could not be saved/);
+    expect(((err as Error).cause as Error).message).toBe('disk full');
+    expect(await store.getEffect('lost')).toBeNull();
+    expect(await store.getEffect('kept')).toMatchObject({ state: 'reserved' });
+    s.fail = false;
+    await store.reserveEffect('again', 'act_3', LEASE);
+    expect(await store.getEffect('again')).toMatchObject({ state: 'reserved' });
+    await store.close();
+  });
+
+  it('a failed load is a StoreError at open', async () => {
+    const failing: SqlJsPersistence = { load: async () => Promise.reject(new Error('no such file')), save: async () => undefined };
+    await expect(createSqlJsStore({ persistence: failing })).rejects.toMatchObject({ code: 'ERR_STORE' });
+  });
+
+  it('export() hands out the database bytes between transactions', async () => {
+    const store = await createSqlJsStore({ clock: () => T0 });
+    await store.reserveEffect('k', 'act_1', LEASE);
+    const bytes = await store.export();
+    const db = new SQL.Database(bytes);
+    const st = db.prepare('SELECT state FROM effects WHERE effect_key = ?');
+    st.bind(['k']);
+    expect(st.step()).toBe(true);
+    expect(st.get()).toEqual(['reserved']);
+    st.free();
+    db.close();
+    await store.close();
+  });
+});
+
+describe('indexedDbPersistence', () => {
+  it('keeps the store across a reopen (a minimal in-memory IndexedDB)', async () => {
+    const factory = fakeIndexedDb();
+    const store = await createSqlJsStore({ clock: () => T0, persistence: indexedDbPersistence('ctrlrun', { indexedDB: factory }) });
+    await store.reserveEffect('k', 'act_1', LEASE);
+    await store.close();
+    const again = await createSqlJsStore({ clock: () => T0, persistence: indexedDbPersistence('ctrlrun', { indexedDB: factory }) });
+    expect(await again.getEffect('k')).toMatchObject({ state: 'reserved', actionId: 'act_1' });
+    await again.close();
+    const other = await createSqlJsStore({ persistence: indexedDbPersistence('another', { indexedDB: factory }) });
+    expect(await other.getEffect('k')).toBeNull();
+    await other.close();
+  });
+
+  it('says so when there is no IndexedDB', () => {
+    expect('indexedDB' in globalThis).toBe(false);
+    expect(() => indexedDbPersistence('ctrlrun')).toThrow(/IndexedDB is not available/);
+    expect(() => indexedDbPersistence('')).toThrow(InvalidArgument);
+  });
+});
+
+describe('the driver', () => {
+  it('reads integers beyond 2^53 - 1 as bigint and the rest as number', async () => {
+    const d = await SqlJsDriver.open(SQL);
+    expect((await d.query('SELECT 9007199254740993 AS big, 5 AS small, ? AS bound', [2n ** 62n])).rows).toEqual([{ big: 9007199254740993n, small: 5, bound: 2n ** 62n }]);
+    await d.close();
+  });
+
+  it('reports rows affected for writes only', async () => {
+    const d = await SqlJsDriver.open(SQL);
+    await d.exec('CREATE TABLE t(a INTEGER)');
+    expect((await d.query('INSERT INTO t VALUES (1), (2), (3)')).rowsAffected).toBe(3);
+    expect((await d.query('SELECT * FROM t')).rowsAffected).toBe(0);
+    expect((await d.query('UPDATE t SET a = a + 1 WHERE a > ? RETURNING a', [1])).rowsAffected).toBe(2);
+    expect((await d.query('DELETE FROM t WHERE a = 99')).rowsAffected).toBe(0);
+    await d.close();
+  });
+
+  it('prepares each statement once: the control path reuses constant SQL text', async () => {
+    let prepares = 0;
+    const Counting = class extends SQL.Database {
+      override prepare(sql: string) {
+        prepares += 1;
+        return super.prepare(sql);
+      }
+    } as unknown as SqlJsModule['Database'];
+    const store = await openSqlJsStore({ Database: Counting }, { clock: () => T0 });
+    const warm = async (i: number) => {
+      const key = `k${i}`;
+      const a = `act_${i}`;
+      await store.reserveEffect(key, a, LEASE);
+      await store.beginExecution(key, a);
+      await store.commitEffect(key, a, { i });
+    };
+    await warm(0);
+    const afterOne = prepares;
+    for (let i = 1; i <= 20; i++) await warm(i);
+    expect(prepares).toBe(afterOne);
+    await store.close();
+  });
+
+  it('refuses a second transaction while one is open (the kernel queues them)', async () => {
+    const d = await SqlJsDriver.open(SQL);
+    let release!: () => void;
+    const first = d.transaction(() => new Promise<void>((r) => (release = r)));
+    await expect(d.transaction(async () => undefined)).rejects.toThrow(/already open/);
+    release();
+    await first;
+    await d.close();
+  });
+
+  it('rolls back when the transaction body throws', async () => {
+    const d = await SqlJsDriver.open(SQL);
+    await d.exec('CREATE TABLE t(a INTEGER)');
+    await expect(d.transaction(async (tx) => { await tx.query('INSERT INTO t VALUES (1)'); throw new Error('boom'); })).rejects.toThrow('boom');
+    expect((await d.query('SELECT count(*) AS n FROM t')).rows).toEqual([{ n: 0 }]);
+    await d.close();
+  });
+});
+
+describe('SqlStateStore on a driver', () => {
+  it('wraps raw driver errors as StoreError with the SQL and the cause', async () => {
+    const store = await createSqlJsStore();
+    await store.driver.exec('DROP TABLE effects');
+    const err = await store.getEffect('k').then(() => null, (e: unknown) => e);
+    expect(err).toBeInstanceOf(StoreError);
+    expect(err).toMatchObject({ code: 'ERR_STORE', sql: sqliteDialect.sql.selectEffect });
+    expect(((err as StoreError).cause as Error).message).toMatch(/no such table: effects/);
+    expect((err as Error).message).toMatch(/^\[kernel\] \[sql\.js\]/);
+    await expect(store.reserveEffect('k', 'act_1', LEASE)).rejects.toMatchObject({ code: 'ERR_STORE', sql: sqliteDialect.sql.selectEffect });
+    await store.close();
+  });
+
+  it('a primary-key collision on insert is DuplicateEffect(in_progress)', async () => {
+    // A driver that hides the row from the first read, as if another writer's insert landed after it.
+    const driver = await SqlJsDriver.open(SQL);
+    const store0 = await openSqlStateStore(driver, { clock: () => T0 });
+    await store0.reserveEffect('k', 'act_1', LEASE);
+    let hidden = 0;
+    const blind = intercept(driver, (sql) => (sql === sqliteDialect.sql.selectEffect && hidden++ === 0 ? Promise.resolve({ rows: [], rowsAffected: 0 }) : undefined));
+    const store = await openSqlStateStore(blind, { clock: () => T0 });
+    await expect(store.reserveEffect('k', 'act_2', LEASE)).rejects.toMatchObject({ code: 'ERR_DUPLICATE_EFFECT', state: 'in_progress', effectKey: 'k' });
+    expect(await store.getEffect('k')).toMatchObject({ actionId: 'act_1', state: 'reserved' });
+    await store.close();
+  });
+
+  it('the renewal is conditional on the prior attempt, and a lost race is DuplicateEffect(in_progress)', async () => {
+    const driver = await SqlJsDriver.open(SQL);
+    const seen: unknown[][] = [];
+    const racing = intercept(driver, (sql, params, ex) => {
+      if (sql !== sqliteDialect.sql.renewEffect) return undefined;
+      seen.push([...params]);
+      // Another worker renews first (attempt 2); our UPDATE … AND attempt = 1 must then hit no row.
+      return ex.query("UPDATE effects SET attempt = 2, state = 'reserved', action_id = 'act_other' WHERE effect_key = ?", ['k']).then(() => ex.query(sql, params as never));
+    });
+    const store = await openSqlStateStore(racing, { clock: () => T0 });
+    await store.reserveEffect('k', 'act_1', LEASE);
+    await store.beginExecution('k', 'act_1');
+    await store.failEffect('k', 'act_1', 'NotExecuted: declined');
+    await expect(store.reserveEffect('k', 'act_2', LEASE)).rejects.toMatchObject({ code: 'ERR_DUPLICATE_EFFECT', state: 'in_progress' });
+    expect(seen).toEqual([['reserved', 'act_2', 2, '2026-01-01T12:05:00+00:00', '2026-01-01T12:00:00+00:00', 'k', 1]]);
+    // The simulated rival ran inside our transaction, so the refusal rolled it back with ours.
+    expect(await store.getEffect('k')).toMatchObject({ state: 'failed', actionId: 'act_1', attempt: 1 });
+    await store.close();
+  });
+
+  it('two stores on one single-connection driver share its mutex', async () => {
+    const driver = await SqlJsDriver.open(SQL);
+    const a = await openSqlStateStore(driver, { clock: () => T0 });
+    const b = new SqlStateStore(driver, { clock: () => T0 });
+    await b.open();
+    const calls = Array.from({ length: 8 }, (_, i) => (i % 2 ? a : b).reserveEffect('k', `act_${i}`, LEASE));
+    const settled = await Promise.allSettled(calls);
+    expect(settled.filter((s) => s.status === 'fulfilled')).toHaveLength(1);
+    for (const s of settled) if (s.status === 'rejected') expect(s.reason).toMatchObject({ code: 'ERR_DUPLICATE_EFFECT', state: 'in_progress' });
+    await a.close();
+  });
+
+  it('refuses calls before open and after close', async () => {
+    const driver = await SqlJsDriver.open(SQL);
+    const unopened = new SqlStateStore(driver);
+    await expect(unopened.getEffect('k')).rejects.toMatchObject({ code: 'ERR_STORE' });
+    const store = await createSqlJsStore();
+    await store.close();
+    await expect(store.getEffect('k')).rejects.toBeInstanceOf(StoreClosedError);
+    await expect(store.reserveEffect('k', 'act_1', LEASE)).rejects.toMatchObject({ code: 'ERR_STORE_CLOSED' });
+    await store.close(); // idempotent
+  });
+
+  it('bad arguments are InvalidArgument, never a driver crash', async () => {
+    const store = await createSqlJsStore();
+    for (const call of [
+      () => store.getEffect(42 as unknown as string),
+      () => store.reserveEffect({} as unknown as string, 'act_1', LEASE),
+      () => store.listEffects('done' as never),
+      () => store.listApprovals('maybe' as never),
+      () => store.appendEvent({ ts: 'x', type: 'ACTION_PROPOSED', actionId: null, effectKey: null, approvalId: null, data: { f: 1.5 } }),
+      () => store.failEffect('k', 'act_1', ''),
+      () => store.putReceipt({} as never),
+    ]) {
+      await expect(call()).rejects.toMatchObject({ code: 'ERR_INVALID_ARGUMENT' });
+    }
+    await store.close();
+  });
+
+  it('createSqlJsStore takes a module, a promise of one, or an init function', async () => {
+    const viaPromise = await createSqlJsStore({ SQL: Promise.resolve(SQL) });
+    expect(viaPromise.dialect).toBe('sqlite');
+    await viaPromise.close();
+    const seen: unknown[] = [];
+    const viaInit = await createSqlJsStore({ initSqlJs: async (config) => (seen.push(config), SQL), locateFile: (f) => `/assets/${f}` });
+    expect((seen[0] as { locateFile(f: string): string }).locateFile('sql-wasm.wasm')).toBe('/assets/sql-wasm.wasm');
+    await viaInit.close();
+    await expect(createSqlJsStore({ SQL: {} as SqlJsModule })).rejects.toBeInstanceOf(InvalidArgument);
+  });
+
+  it('free text with a lone surrogate is stored escaped rather than failing', async () => {
+    const store = await createSqlJsStore({ clock: () => T0 });
+    await store.reserveEffect('k', 'act_1', LEASE);
+    await store.beginExecution('k', 'act_1');
+    const r = await store.markAmbiguous('k', 'act_1', 'TimeoutError: half \uD800 a pair');
+    expect(r.error).toBe('TimeoutError: half \\ud800 a pair');
+    expect((await store.getEffect('k'))!.error).toBe('TimeoutError: half \\ud800 a pair');
+    await store.close();
+  });
+});
+
+/** Just enough IndexedDB for the persistence helper: open/upgrade, one object store, get/put. */
+function fakeIndexedDb(): IDBFactory {
+  const databases = new Map<string, Map<string, Map<IDBValidKey, unknown>>>();
+  const later = (fn: () => void) => setTimeout(fn, 0);
+  const request = <T>(run: () => T) => {
+    const req = { result: undefined as T | undefined, error: null, onsuccess: null as null | (() => void), onerror: null as null | (() => void) };
+    later(() => {
+      req.result = run();
+      req.onsuccess?.();
+    });
+    return req;
+  };
+  return {
+    open(name: string) {
+      const isNew = !databases.has(name);
+      if (isNew) databases.set(name, new Map());
+      const stores = databases.get(name)!;
+      const db = {
+        objectStoreNames: { contains: (s: string) => stores.has(s) },
+        createObjectStore: (s: string) => stores.set(s, new Map()),
+        transaction(storeName: string) {
+          const tx = { oncomplete: null as null | (() => void), onerror: null, onabort: null, error: null, objectStore: (s: string) => {
+            const data = stores.get(s)!;
+            return {
+              get: (key: IDBValidKey) => request(() => (data.has(key) ? structuredClone(data.get(key)) : undefined)),
+              put: (value: unknown, key: IDBValidKey) => request(() => {
+                data.set(key, structuredClone(value));
+                later(() => tx.oncomplete?.());
+                return key;
+              }),
+            };
+          } };
+          void storeName;
+          return tx;
+        },
+      };
+      const req = { result: db, error: null, onsuccess: null as null | (() => void), onerror: null, onupgradeneeded: null as null | (() => void) };
+      later(() => {
+        if (isNew) req.onupgradeneeded?.();
+        req.onsuccess?.();
+      });
+      return req;
+    },
+  } as unknown as IDBFactory;
+}
+
+// Keep the structural type honest: a real sql.js Database satisfies the driver's subset.
+const _typecheck: (db: InstanceType<Awaited<ReturnType<typeof initSqlJs>>['Database']>) => SqlJsDatabase = (db) => db as unknown as SqlJsDatabase;
+void _typecheck;
