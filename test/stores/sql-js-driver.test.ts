@@ -306,6 +306,26 @@ describe('SqlStateStore on a driver', () => {
     await expect(createSqlJsStore({ SQL: {} as SqlJsModule })).rejects.toBeInstanceOf(InvalidArgument);
   });
 
+  it('transitions write what the planners say: lease kept into executing, cleared after, never shortened', async () => {
+    let now = T0;
+    const store = await createSqlJsStore({ clock: () => now });
+    await store.reserveEffect('k', 'act_1', LEASE);
+    await expect(store.extendLease('k', 'act_1', LEASE)).rejects.toMatchObject({ code: 'ERR_DUPLICATE_EFFECT', state: 'in_progress' });
+    now = new Date(T0.getTime() + 60_000);
+    expect(await store.beginExecution('k', 'act_1')).toMatchObject({ state: 'executing', leaseExpiresAt: '2026-01-01T12:05:00+00:00', updatedAt: '2026-01-01T12:01:00+00:00' });
+    expect(await store.extendLease('k', 'act_1', 1000)).toMatchObject({ leaseExpiresAt: '2026-01-01T12:05:00+00:00' }); // never shorter
+    expect(await store.extendLease('k', 'act_1', 10 * 60_000)).toMatchObject({ leaseExpiresAt: '2026-01-01T12:11:00+00:00' });
+    expect(await store.markAmbiguous('k', 'act_1', 'TimeoutError: one')).toMatchObject({ state: 'ambiguous', leaseExpiresAt: null });
+    expect(await store.markAmbiguous('k', 'act_1', 'TimeoutError: two')).toMatchObject({ state: 'ambiguous', error: 'TimeoutError: two' }); // idempotent
+    await expect(store.markAmbiguous('k', 'act_2', 'x')).rejects.toMatchObject({ code: 'ERR_AMBIGUOUS_EFFECT' });
+    await store.reserveEffect('c', 'act_3', LEASE);
+    await store.beginExecution('c', 'act_3');
+    const committed = await store.commitEffect('c', 'act_3', { when: new Date(T0), n: Number.NaN, nested: [undefined] });
+    expect(committed).toMatchObject({ state: 'committed', leaseExpiresAt: null, resultJson: '{"when":"2026-01-01T12:00:00.000Z","n":"NaN","nested":[null]}' });
+    expect(await store.getEffect('c')).toEqual(committed);
+    await store.close();
+  });
+
   it('free text with a lone surrogate is stored escaped rather than failing', async () => {
     const store = await createSqlJsStore({ clock: () => T0 });
     await store.reserveEffect('k', 'act_1', LEASE);

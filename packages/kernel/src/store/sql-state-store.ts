@@ -68,7 +68,12 @@ export interface DialectSql {
 
   /** Params: effect_key. Every effect column. */
   readonly selectEffect: string;
-  /** Params: effect_key, state, action_id, attempt, lease_expires_at, created_at, updated_at. */
+  /**
+   * Params: effect_key, state, action_id, attempt, lease_expires_at, created_at, updated_at.
+   * A key collision may raise a unique violation (SQLite) or affect 0 rows (`ON CONFLICT DO
+   * NOTHING`, as Postgres must, since an error aborts its transaction): both mean "someone
+   * else's row landed first", and the store re-plans once on the re-read row.
+   */
   readonly insertEffect: string;
   /** Params: state, action_id, attempt, lease_expires_at, updated_at, effect_key, prior attempt (only if still `failed`). */
   readonly renewEffect: string;
