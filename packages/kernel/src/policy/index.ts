@@ -1,0 +1,27 @@
+/**
+ * The policy document: loader, evaluator, policy hash and effect/resource templates.
+ *
+ * @module
+ */
+export {
+  BARE_DECISION,
+  DECISIONS,
+  NO_MATCHING_RULE,
+  POLICY_SCHEMAS,
+  Policy,
+  UNKNOWN_ACTION,
+  loadPolicy,
+  loadPolicyDocument,
+  type ActionEntry,
+  type CanonicalAuthority,
+  type CanonicalGrant,
+  type Decision,
+  type Evaluation,
+  type HashForOptions,
+  type LoadPolicyOptions,
+  type PolicyControl,
+  type PolicySchema,
+} from './policy.js';
+export { DERIVED_SUBJECTS, RESERVED_ARGUMENTS, splitConditionKey, strictEquals, type Condition, type Operator } from './conditions.js';
+export { RESOURCE_PLACEHOLDER, parseTemplate, resolveEffectTemplate, resolveResourceTemplate, type Template, type TemplatePart } from './template.js';
+export { EXAMPLE_POLICY_YAML } from './example.js';

@@ -1,0 +1,764 @@
+/**
+ * The policy document: loading (closed key sets, schema gating, field rules), the policy hash,
+ * and evaluation of an action name plus canonical arguments to allow / approve / deny.
+ *
+ * @module
+ */
+import { canonicalJson, compareCodePoints, isPlainObject, isWellFormedString, type JsonObject, type JsonValue } from '../canonical.js';
+import { DEFAULT_ENVIRONMENT } from '../action.js';
+import { InvalidArgument, PolicyError } from '../errors.js';
+import { sha256Tagged } from '../hash.js';
+import { compileCondition, DERIVED_SUBJECTS, NUMERIC_OPERATORS, splitConditionKey, type Condition, type Matcher } from './conditions.js';
+import { parseTemplate } from './template.js';
+import { describeKey, readYaml, refusalToPolicyError, typeName, YamlRefusal, YFloat, YMap, YSeq, YTimestamp, type YValue } from './yaml.js';
+
+/** What a policy decides. Renders by value everywhere (`"approve"`). */
+export type Decision = 'allow' | 'approve' | 'deny';
+
+/** The three decisions, from least to most strict. */
+export const DECISIONS: readonly Decision[] = Object.freeze(['allow', 'approve', 'deny'] as const);
+
+/** The policy schemas this build reads, oldest first (each a superset of the one before). */
+export const POLICY_SCHEMAS = Object.freeze(['ctrlrun.policy/v1', 'ctrlrun.policy/v2', 'ctrlrun.policy/v3', 'ctrlrun.policy/v4'] as const);
+
+/** One of {@link POLICY_SCHEMAS}. */
+export type PolicySchema = (typeof POLICY_SCHEMAS)[number];
+
+/** The reasons an evaluation can give. */
+export const UNKNOWN_ACTION = 'unknown_action';
+export const NO_MATCHING_RULE = 'no_matching_rule';
+export const BARE_DECISION = 'decision';
+
+/** The outcome of {@link Policy.evaluate}. */
+export interface Evaluation {
+  decision: Decision;
+  /** `unknown_action`, `decision`, `rule[N]` (0-based) or `no_matching_rule`. */
+  reason: string;
+  /** Control ids cited by the entry and the matched rule, in registry order. Attribution only. */
+  controls: string[];
+  /** Conditions that were false because their argument was absent or of the wrong type. */
+  warnings: string[];
+}
+
+/** What the control path needs to know about one action entry. */
+export interface ActionEntry {
+  readonly name: string;
+  /** The `effect:` template as written (validated at load), or null: no key, no reservation. */
+  readonly effect: string | null;
+  /** The `resource:` template as written (validated at load), or null. */
+  readonly resource: string | null;
+  /** Argument name → data label (`data:`). */
+  readonly data: Readonly<Record<string, string>>;
+  /** `mcp.not_executed_on_error`: an upstream error means nothing was executed. */
+  readonly notExecutedOnError: boolean;
+}
+
+/** One entry of the `controls:` registry (v4). */
+export interface PolicyControl {
+  readonly id: string;
+  readonly title: string;
+  readonly source: string | null;
+}
+
+/** One grant in the 0.6 canonical shape the policy hash is taken over. */
+export interface CanonicalGrant {
+  readonly actions: readonly string[];
+  readonly constraints: Readonly<Record<string, { readonly argument: string; readonly op: string; readonly operand: JsonValue }>>;
+  readonly delegable: boolean;
+  readonly environments: readonly string[] | null;
+  readonly expires_at: string | null;
+  readonly resources: readonly string[] | null;
+  readonly subject: { readonly agent: string | null; readonly user: string | null };
+}
+
+/** Authority in the canonical form the policy hash is taken over (spec 03 §6). */
+export interface CanonicalAuthority {
+  readonly max_delegation_depth: number | bigint;
+  readonly grants: Readonly<Record<string, CanonicalGrant>>;
+}
+
+/** Options of {@link loadPolicy}. */
+export interface LoadPolicyOptions {
+  /** Names the document in error messages (a path, a URL); default `<string>`. */
+  source?: string;
+}
+
+/** Options of {@link Policy.hashFor}. */
+export interface HashForOptions {
+  /** The Control's effective environment; default: the document's, else `production`. */
+  environment?: string | null;
+  /**
+   * The authority the Control enforces: a {@link CanonicalAuthority}, an object with a
+   * `canonical()` method returning one, or null (the default: none was passed, even if the
+   * document has an inline section).
+   */
+  authority?: unknown;
+}
+
+type Mode = 'enforce' | 'observe';
+
+const TOP_KEYS = ['schema', 'actions', 'environment', 'authority', 'mode', 'version', 'controls'];
+const ENTRY_KEYS = ['decision', 'rules', 'effect', 'resource', 'mcp', 'data', 'controls'];
+const RULE_KEYS = ['when', 'decision', 'controls'];
+const MCP_KEYS = ['not_executed_on_error'];
+const CONTROL_KEYS = ['title', 'source'];
+const DATA_KEYS = ['label'];
+/** Top-level keys and the schema they need, with what an older reader would do. */
+const V3_TOP: ReadonlyArray<[string, string]> = [
+  ['environment', 'an older reader would ignore it and put every action in the wrong deployment'],
+  ['authority', 'an older reader would ignore it and run every action with no authority check at all'],
+  ['mode', 'an older reader would enforce a configuration that was deployed to observe'],
+];
+const V4_TOP: ReadonlyArray<[string, string]> = [
+  ['controls', 'an older reader would ignore the registry and load a document whose rules cite ids nothing defines'],
+  ['version', 'an older reader would refuse the document outright, since its top-level key set is closed'],
+];
+const V2_ENTRY = ['effect', 'resource', 'mcp'];
+const MAX_CONTROL_ID = 200;
+/** Python's `str.isspace()` characters: `strip()` removes exactly these. */
+const BLANK = /^[\t\n\v\f\r\x1c-\x1f \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]*$/;
+const CONTROL_CHAR = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/u;
+
+function isBlank(s: string): boolean {
+  return BLANK.test(s);
+}
+
+/** A refusal at a place in the document; the loader turns it into a {@link PolicyError}. */
+class Refusal extends Error {
+  constructor(readonly where: string, message: string, readonly line: number | null) {
+    super(message);
+  }
+}
+
+function quote(key: string): string {
+  return `'${key}'`;
+}
+
+function child(path: string, key: string): string {
+  return /^[A-Za-z_][A-Za-z0-9_]*$/.test(key) ? `${path}.${key}` : `${path}[${quote(key)}]`;
+}
+
+function schemaRank(schema: PolicySchema): number {
+  return POLICY_SCHEMAS.indexOf(schema) + 1;
+}
+
+/** Refuses a `mode:` below the top level, before unknown keys, so the message says why. */
+function rejectNestedMode(map: YMap, where: string): void {
+  const e = map.entry('mode');
+  if (e) {
+    throw new Refusal(
+      where,
+      "'mode' is top level and nothing else: a configuration where some actions are observed and some enforced is one where nobody can say whether an action was permitted or merely watched; move it beside 'schema:'",
+      e.line,
+    );
+  }
+}
+
+function rejectUnknownKeys(map: YMap, allowed: readonly string[], where: string): void {
+  const unknown = map.entries.filter((e) => typeof e.key !== 'string' || !allowed.includes(e.key));
+  if (unknown.length > 0) {
+    const names = unknown.map((e) => describeKey(e.key)).sort();
+    throw new Refusal(where, `unknown key(s) ${names.join(', ')}; allowed: ${[...allowed].sort().join(', ')}`, unknown[0]!.line);
+  }
+}
+
+/** A YAML value as plain JSON data for the hash: dates render ISO; floats, binary, sets, non-string keys refused. */
+function plain(v: YValue, where: string, line: number): JsonValue {
+  if (typeof v === 'string') {
+    if (!isWellFormedString(v)) throw new Refusal(where, 'a string holds a lone surrogate, which the policy hash cannot encode', line);
+    return v;
+  }
+  if (typeof v === 'bigint') return toInt(v);
+  if (typeof v === 'boolean' || v === null) return v;
+  if (v instanceof YTimestamp) return v.iso;
+  if (v instanceof YMap) {
+    const o: JsonObject = Object.create(null) as JsonObject;
+    for (const e of v.entries) {
+      if (typeof e.key !== 'string') {
+        throw new Refusal(where, `policy keys must be strings; ${describeKey(e.key)} is a ${typeName(e.key)}, and coercing it would make two different documents hash the same`, e.line);
+      }
+      if (!isWellFormedString(e.key)) throw new Refusal(where, 'a key holds a lone surrogate, which the policy hash cannot encode', e.line);
+      o[e.key] = plain(e.value, child(where, e.key), e.line);
+    }
+    return o;
+  }
+  if (v instanceof YSeq) return v.items.map((x, i) => plain(x, `${where}[${i}]`, v.lines[i] ?? line));
+  if (v instanceof YFloat) {
+    throw new Refusal(where, `a policy cannot contain a float (${v.text}): its decision inputs are hashed as canonical JSON; write a threshold as an integer in minor units`, line);
+  }
+  throw new Refusal(where, `a policy cannot contain ${v.kind === 'binary' ? 'binary data' : 'a set'}: a lossy encoding would make two different documents hash the same`, line);
+}
+
+function toInt(v: bigint): number | bigint {
+  return v >= BigInt(Number.MIN_SAFE_INTEGER) && v <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(v) : v;
+}
+
+/** An operand checked against the allowed argument types (no float, no date, string keys). */
+function checkedOperand(v: YValue, where: string, key: string, line: number): JsonValue {
+  if (v instanceof YFloat) {
+    throw new Refusal(where, `condition '${key}': float operands are not allowed; use integer minor units (amount_lte: 50000) or a decimal string`, line);
+  }
+  if (v === null || typeof v === 'string' || typeof v === 'boolean') return plain(v, where, line);
+  if (typeof v === 'bigint') return toInt(v);
+  if (v instanceof YMap) {
+    const o: JsonObject = Object.create(null) as JsonObject;
+    for (const e of v.entries) {
+      if (typeof e.key !== 'string') throw new Refusal(where, `condition '${key}': operand keys must be strings, got ${describeKey(e.key)}`, e.line);
+      o[plain(e.key, where, e.line) as string] = checkedOperand(e.value, where, key, e.line);
+    }
+    return o;
+  }
+  if (v instanceof YSeq) return v.items.map((x, i) => checkedOperand(x, where, key, v.lines[i] ?? line));
+  throw new Refusal(where, `condition '${key}': ${typeName(v)} is not an allowed operand type`, line);
+}
+
+function parseOperand(op: Condition['op'], v: YValue, where: string, key: string, line: number): JsonValue {
+  if (NUMERIC_OPERATORS.has(op)) {
+    if (typeof v !== 'bigint') {
+      throw new Refusal(
+        where,
+        `condition '${key}': a numeric operator needs an integer operand, got ${typeName(v)}. Only integers can be bounded, so an amount is written in integer minor units (amount_lte: 200000), never as a decimal string`,
+        line,
+      );
+    }
+    return toInt(v);
+  }
+  if (op === 'in') {
+    if (!(v instanceof YSeq)) throw new Refusal(where, `condition '${key}': '_in' needs a list operand, got ${typeName(v)}`, line);
+    return checkedOperand(v, where, key, line);
+  }
+  const checked = checkedOperand(v, where, key, line);
+  if (Array.isArray(checked)) {
+    for (const item of checked) {
+      if (typeof item === 'object' && item !== null) {
+        throw new Refusal(
+          where,
+          `condition '${key}': a list operand of '_${op}' holds scalars, got ${Array.isArray(item) ? 'list' : 'mapping'}. Write it as a flat list (data_scope_eq: [phi, pci])`,
+          line,
+        );
+      }
+    }
+  }
+  return checked;
+}
+
+function parseDecision(v: YValue | undefined, where: string, line: number): Decision {
+  if (typeof v !== 'string') throw new Refusal(where, `decision must be one of allow, approve, deny, got ${typeName(v)}`, line);
+  if (v !== 'allow' && v !== 'approve' && v !== 'deny') throw new Refusal(where, `unknown decision '${v}', expected one of allow, approve, deny`, line);
+  return v;
+}
+
+function parseCited(v: YValue | undefined, where: string, line: number, registry: ReadonlyMap<string, PolicyControl>): string[] {
+  if (v === undefined || v === null) return [];
+  if (!(v instanceof YSeq)) throw new Refusal(where, `'controls' must be a list of ids, got ${typeName(v)}`, line);
+  const cited: string[] = [];
+  v.items.forEach((item, i) => {
+    const at = v.lines[i] ?? line;
+    if (typeof item !== 'string' || isBlank(item)) throw new Refusal(where, `control ids must be non-empty strings, got ${typeof item === 'string' ? quote(item) : typeName(item)}`, at);
+    if (!registry.has(item)) {
+      const listed = [...registry.keys()].sort().join(', ') || 'none';
+      throw new Refusal(where, `cites control '${item}', which the registry does not define. Declared controls: ${listed}`, at);
+    }
+    if (!cited.includes(item)) cited.push(item);
+  });
+  return cited;
+}
+
+function parseTemplateField(entry: YMap, field: 'effect' | 'resource', where: string): string | null {
+  const e = entry.entry(field);
+  if (!e || e.value === null) return null;
+  if (typeof e.value !== 'string') throw new Refusal(where, `'${field}' must be a template string, got ${typeName(e.value)}`, e.line);
+  let placeholders: readonly string[];
+  try {
+    placeholders = parseTemplate(e.value, 'load').placeholders;
+  } catch (err) {
+    throw new Refusal(where, `'${field}': ${(err as Error).message}`, e.line);
+  }
+  for (const name of placeholders) {
+    if (DERIVED_SUBJECTS.has(name)) {
+      throw new Refusal(
+        where,
+        `'${field}': '${name}' is derived by ctrlrun and may not be a template placeholder; it is resolved at evaluation from the arguments actually supplied, so an argument of the same name would mean two things`,
+        e.line,
+      );
+    }
+  }
+  return e.value;
+}
+
+function parseMcp(entry: YMap, where: string): boolean {
+  const e = entry.entry('mcp');
+  if (!e || e.value === null) return false;
+  if (!(e.value instanceof YMap)) throw new Refusal(where, `'mcp' must be a mapping, got ${typeName(e.value)}`, e.line);
+  const at = `${where}.mcp`;
+  rejectNestedMode(e.value, at);
+  rejectUnknownKeys(e.value, MCP_KEYS, at);
+  const claimed = e.value.entry('not_executed_on_error');
+  if (!claimed) return false;
+  if (typeof claimed.value !== 'boolean') throw new Refusal(at, `'not_executed_on_error' must be true or false, got ${typeName(claimed.value)}`, claimed.line);
+  return claimed.value;
+}
+
+function parseData(entry: YMap, where: string): Map<string, string> {
+  const labels = new Map<string, string>();
+  const e = entry.entry('data');
+  if (!e || e.value === null) return labels;
+  const map = e.value;
+  if (!(map instanceof YMap)) throw new Refusal(where, `'data' must be a mapping of argument name to label, got ${typeName(map)}`, e.line);
+  for (const d of map.entries) {
+    if (typeof d.key === 'string' && DERIVED_SUBJECTS.has(d.key)) {
+      throw new Refusal(
+        `${where}.data`,
+        `'${d.key}' is derived by ctrlrun and may not be an argument name; it is resolved at evaluation from the arguments actually supplied, so an argument of the same name would mean two things in one rule`,
+        d.line,
+      );
+    }
+  }
+  for (const d of map.entries) {
+    if (typeof d.key !== 'string' || isBlank(d.key)) throw new Refusal(`${where}.data`, "argument names in 'data' must be non-empty strings", d.line);
+    const at = `${where}.data[${quote(d.key)}]`;
+    if (typeof d.value === 'string') {
+      if (isBlank(d.value)) throw new Refusal(at, 'a label must be a non-empty string', d.line);
+      labels.set(d.key, d.value);
+      continue;
+    }
+    if (!(d.value instanceof YMap)) throw new Refusal(at, `must be a label or a mapping with 'label', got ${typeName(d.value)}`, d.line);
+    const redact = d.value.entry('redact');
+    if (redact) {
+      throw new Refusal(
+        at,
+        "'redact' is not a data key: redaction is not in this version, and the approval payload carries the real value regardless, so it would hide the value from the auditor and from nobody else",
+        redact.line,
+      );
+    }
+    rejectNestedMode(d.value, at);
+    rejectUnknownKeys(d.value, DATA_KEYS, at);
+    const label = d.value.entry('label');
+    if (!label || typeof label.value !== 'string' || isBlank(label.value)) {
+      throw new Refusal(at, `'label' must be a non-empty string, got ${typeName(label?.value)}`, label?.line ?? d.line);
+    }
+    labels.set(d.key, label.value);
+  }
+  return labels;
+}
+
+function parseControlsRegistry(v: YValue, line: number): Map<string, PolicyControl> {
+  const registry = new Map<string, PolicyControl>();
+  if (v === null) return registry;
+  if (!(v instanceof YMap)) throw new Refusal('controls', `'controls' must be a mapping of id to entry, got ${typeName(v)}`, line);
+  for (const e of v.entries) {
+    if (typeof e.key !== 'string' || isBlank(e.key)) {
+      throw new Refusal('controls', `control ids must be non-empty strings, got ${describeKey(e.key)}`, e.line);
+    }
+    const id = e.key;
+    const length = [...id].length;
+    if (length > MAX_CONTROL_ID) {
+      throw new Refusal('controls', `control id is ${length} characters; the limit is ${MAX_CONTROL_ID}. An id is printed in a table and carried on every receipt that cites it`, e.line);
+    }
+    if (CONTROL_CHAR.test(id)) {
+      throw new Refusal('controls', `control id ${JSON.stringify(id)} contains a control character or a line break, which would forge a row in the evidence an operator reads`, e.line);
+    }
+    const where = `controls[${quote(id)}]`;
+    if (!(e.value instanceof YMap)) throw new Refusal(where, `must be a mapping with a 'title', got ${typeName(e.value)}`, e.line);
+    rejectNestedMode(e.value, where);
+    rejectUnknownKeys(e.value, CONTROL_KEYS, where);
+    const title = e.value.entry('title');
+    if (!title || typeof title.value !== 'string' || isBlank(title.value)) {
+      throw new Refusal(where, `'title' must be a non-empty string, got ${typeName(title?.value)}`, title?.line ?? e.line);
+    }
+    const source = e.value.entry('source');
+    if (source && (typeof source.value !== 'string' || isBlank(source.value))) {
+      throw new Refusal(where, `'source' must be a non-empty string, got ${typeName(source.value)}`, source.line);
+    }
+    registry.set(id, Object.freeze({ id, title: title.value, source: source ? (source.value as string) : null }));
+  }
+  return registry;
+}
+
+/** A rule ready to evaluate. */
+interface CompiledRule {
+  readonly decision: Decision;
+  readonly reason: string;
+  readonly matchers: readonly Matcher[];
+  /** Entry ∪ rule citations, in registry order. */
+  readonly controls: readonly string[];
+}
+
+/** An action entry ready to evaluate. */
+interface CompiledEntry {
+  readonly decision: Decision | null;
+  readonly rules: readonly CompiledRule[];
+  /** The entry's own citations, in registry order. */
+  readonly controls: readonly string[];
+  /** Argument → label, when a rule reads `data_scope`. */
+  readonly scopeLabels: ReadonlyMap<string, string> | null;
+  readonly info: ActionEntry;
+}
+
+function inRegistryOrder(cited: readonly string[], registry: ReadonlyMap<string, PolicyControl>): string[] {
+  return [...registry.keys()].filter((id) => cited.includes(id));
+}
+
+function parseRule(v: YValue, where: string, line: number, registry: ReadonlyMap<string, PolicyControl>): { decision: Decision; conditions: Condition[]; controls: string[] } {
+  if (!(v instanceof YMap)) throw new Refusal(where, `a rule must be a mapping, got ${typeName(v)}`, line);
+  rejectNestedMode(v, where);
+  rejectUnknownKeys(v, RULE_KEYS, where);
+  const d = v.entry('decision');
+  if (!d) throw new Refusal(where, "a rule must have a 'decision'", line);
+  const decision = parseDecision(d.value, where, d.line);
+  const c = v.entry('controls');
+  const controls = parseCited(c?.value, where, c?.line ?? line, registry);
+  const w = v.entry('when');
+  if (!w) return { decision, conditions: [], controls };
+  if (!(w.value instanceof YMap) || w.value.entries.length === 0) {
+    throw new Refusal(where, `'when' must be a non-empty mapping of conditions, got ${w.value instanceof YMap ? 'an empty mapping' : typeName(w.value)}`, w.line);
+  }
+  const conditions: Condition[] = [];
+  for (const e of w.value.entries) {
+    const at = `${where}.when`;
+    if (typeof e.key !== 'string') throw new Refusal(at, `condition keys must be strings, got ${describeKey(e.key)}`, e.line);
+    const split = splitConditionKey(e.key, true);
+    if ('error' in split) throw new Refusal(at, split.error, e.line);
+    conditions.push(Object.freeze({ key: e.key, subject: split.subject, op: split.op, operand: parseOperand(split.op, e.value, at, e.key, e.line) }));
+  }
+  return { decision, conditions, controls };
+}
+
+function parseEntry(name: string, v: YValue, line: number, schema: PolicySchema, registry: ReadonlyMap<string, PolicyControl>): CompiledEntry {
+  const where = child('actions', name);
+  if (!(v instanceof YMap)) throw new Refusal(where, `entry must be a mapping with 'decision' or 'rules', got ${typeName(v)}`, line);
+  rejectNestedMode(v, where);
+  rejectUnknownKeys(v, ENTRY_KEYS, where);
+  if (schemaRank(schema) < 2) {
+    const used = v.entries.filter((e) => typeof e.key === 'string' && V2_ENTRY.includes(e.key));
+    if (used.length > 0) {
+      const names = used.map((e) => quote(e.key as string)).sort();
+      throw new Refusal(
+        where,
+        `${names.join(', ')} needs 'schema: ctrlrun.policy/v2'; this document declares '${schema}', and a v1 reader would ignore the template and execute with no duplicate protection`,
+        used[0]!.line,
+      );
+    }
+  }
+  const hasDecision = v.has('decision');
+  if (hasDecision === v.has('rules')) throw new Refusal(where, "entry must have exactly one of 'decision' or 'rules'", line);
+  const effect = parseTemplateField(v, 'effect', where);
+  const resource = parseTemplateField(v, 'resource', where);
+  const notExecutedOnError = parseMcp(v, where);
+  const c = v.entry('controls');
+  const cited = parseCited(c?.value, where, c?.line ?? line, registry);
+  const dataEntry = v.entry('data');
+  if (dataEntry && schemaRank(schema) < 4) {
+    throw new Refusal(
+      where,
+      `'data' needs 'schema: ctrlrun.policy/v4'; this document declares '${schema}', and an older reader would ignore the labels and evaluate a 'data_scope' condition against nothing`,
+      dataEntry.line,
+    );
+  }
+  const data = parseData(v, where);
+  const info: ActionEntry = Object.freeze({
+    name,
+    effect,
+    resource,
+    data: Object.freeze(Object.assign(Object.create(null) as Record<string, string>, Object.fromEntries(data))),
+    notExecutedOnError,
+  });
+  const controls = inRegistryOrder(cited, registry);
+  if (hasDecision) {
+    const d = v.entry('decision')!;
+    return { decision: parseDecision(d.value, where, d.line), rules: [], controls, scopeLabels: null, info };
+  }
+  const r = v.entry('rules')!;
+  if (!(r.value instanceof YSeq) || r.value.items.length === 0) {
+    throw new Refusal(where, `'rules' must be a non-empty list, got ${r.value instanceof YSeq ? 'an empty list' : typeName(r.value)}`, r.line);
+  }
+  const seq = r.value;
+  let readsScope = false;
+  const rules = seq.items.map((item, i): CompiledRule => {
+    const parsed = parseRule(item, `${where}.rules[${i}]`, seq.lines[i] ?? r.line, registry);
+    if (parsed.conditions.some((x) => DERIVED_SUBJECTS.has(x.subject))) readsScope = true;
+    return Object.freeze({
+      decision: parsed.decision,
+      reason: `rule[${i}]`,
+      matchers: Object.freeze(parsed.conditions.map((x) => compileCondition(x, `rule[${i}]`))),
+      controls: Object.freeze(inRegistryOrder([...cited, ...parsed.controls], registry)),
+    });
+  });
+  return { decision: null, rules, controls, scopeLabels: readsScope ? data : null, info };
+}
+
+/** Refuses an `authority:` section: its grants belong to the authority module, not yet here. */
+function refuseAuthority(v: YValue, line: number): never {
+  // `mode:` nested in the section or a grant is refused first, with the message that says why.
+  if (v instanceof YMap) {
+    rejectNestedMode(v, 'authority');
+    const grants = v.get('grants');
+    if (grants instanceof YSeq) grants.items.forEach((g, i) => g instanceof YMap && rejectNestedMode(g, `authority.grants[${i}]`));
+  }
+  throw new Refusal(
+    'authority',
+    'authority grants are not supported yet by this build; remove the section, or pass the authority to the Control when authority support lands',
+    line,
+  );
+}
+
+/** Parses, validates and compiles a policy document; see {@link loadPolicy}. */
+function build(doc: YValue, source: string): Policy {
+  if (!(doc instanceof YMap)) throw new Refusal('document', `policy must be a mapping with 'schema' and 'actions' keys, got ${typeName(doc)}`, null);
+  const schemaEntry = doc.entry('schema');
+  const schemaValue = schemaEntry?.value;
+  if (typeof schemaValue !== 'string' || !(POLICY_SCHEMAS as readonly string[]).includes(schemaValue)) {
+    throw new Refusal(
+      'schema',
+      `unknown policy schema ${schemaEntry ? (typeof schemaValue === 'string' ? quote(schemaValue) : typeName(schemaValue)) : '(absent)'}, expected one of ${POLICY_SCHEMAS.map(quote).join(', ')}`,
+      schemaEntry?.line ?? null,
+    );
+  }
+  const schema = schemaValue as PolicySchema;
+  rejectUnknownKeys(doc, TOP_KEYS, 'top level');
+  const actionsEntry = doc.entry('actions');
+  if (!actionsEntry || !(actionsEntry.value instanceof YMap)) {
+    throw new Refusal('actions', `'actions' must be a mapping of action name to entry, got ${typeName(actionsEntry?.value)}`, actionsEntry?.line ?? null);
+  }
+  const gate = (keys: ReadonlyArray<[string, string]>, need: PolicySchema): void => {
+    if (schemaRank(schema) >= schemaRank(need)) return;
+    for (const [key, consequence] of keys) {
+      const e = doc.entry(key);
+      if (e) throw new Refusal(key, `'${key}' needs 'schema: ${need}'; this document declares '${schema}', and ${consequence}`, e.line);
+    }
+  };
+  gate(V3_TOP, 'ctrlrun.policy/v3');
+  const envEntry = doc.entry('environment');
+  if (envEntry && (typeof envEntry.value !== 'string' || isBlank(envEntry.value))) {
+    throw new Refusal('environment', `'environment' must be a non-empty string, got ${typeof envEntry.value === 'string' ? 'a blank string' : typeName(envEntry.value)}`, envEntry.line);
+  }
+  const environment = envEntry ? (envEntry.value as string) : null;
+  const modeEntry = doc.entry('mode');
+  let mode: Mode = 'enforce';
+  if (modeEntry) {
+    if (modeEntry.value !== 'observe' && modeEntry.value !== 'enforce') {
+      const got = typeof modeEntry.value === 'string' ? quote(modeEntry.value) : `${typeName(modeEntry.value)} ${describeKey(modeEntry.value)}`;
+      throw new Refusal('mode', `'mode' must be exactly 'observe' or 'enforce', got ${got}. There is one switch and it governs the process`, modeEntry.line);
+    }
+    mode = modeEntry.value;
+  }
+  gate(V4_TOP, 'ctrlrun.policy/v4');
+  const versionEntry = doc.entry('version');
+  if (versionEntry && (typeof versionEntry.value !== 'string' || isBlank(versionEntry.value))) {
+    throw new Refusal('version', `'version' must be a non-empty string, got ${typeof versionEntry.value === 'string' ? 'a blank string' : typeName(versionEntry.value)}`, versionEntry.line);
+  }
+  const version = versionEntry ? (versionEntry.value as string) : null;
+  const controlsEntry = doc.entry('controls');
+  const registry = controlsEntry ? parseControlsRegistry(controlsEntry.value, controlsEntry.line) : new Map<string, PolicyControl>();
+
+  const entries = new Map<string, CompiledEntry>();
+  for (const e of actionsEntry.value.entries) {
+    if (typeof e.key !== 'string' || e.key === '') throw new Refusal('actions', `action names must be non-empty strings, got ${describeKey(e.key)}`, e.line);
+    entries.set(e.key, parseEntry(e.key, e.value, e.line, schema, registry));
+  }
+
+  const authorityEntry = doc.entry('authority');
+  if (authorityEntry) refuseAuthority(authorityEntry.value, authorityEntry.line);
+
+  const actionsJson = canonicalJson(plain(actionsEntry.value, 'actions', actionsEntry.line), 'actions');
+  const controlsJson = controlsEntry ? canonicalJson(plain(controlsEntry.value, 'controls', controlsEntry.line), 'controls') : 'null';
+  return new Policy({ source, schema, version, mode, environment, registry, entries, actionsJson, controlsJson, authority: null });
+}
+
+/** What {@link Policy}'s constructor receives from the loader. */
+interface PolicyParts {
+  source: string;
+  schema: PolicySchema;
+  version: string | null;
+  mode: Mode;
+  environment: string | null;
+  registry: Map<string, PolicyControl>;
+  entries: Map<string, CompiledEntry>;
+  actionsJson: string;
+  controlsJson: string;
+  authority: CanonicalAuthority | null;
+}
+
+/** Accepts a canonical authority, an object that renders one, or null. */
+function canonicalAuthorityJson(authority: unknown): string {
+  if (authority === null || authority === undefined) return 'null';
+  let value: unknown = authority;
+  if (typeof (authority as { canonical?: unknown }).canonical === 'function') value = (authority as { canonical: () => unknown }).canonical();
+  if (!isPlainObject(value)) throw new InvalidArgument('authority must be a canonical authority ({max_delegation_depth, grants}), an object with canonical(), or null');
+  const keys = Object.keys(value).sort();
+  if (keys.join(',') !== 'grants,max_delegation_depth' || !isPlainObject(value.grants)) {
+    throw new InvalidArgument('authority must have exactly the keys max_delegation_depth and grants (a mapping of grant id to grant)');
+  }
+  return canonicalJson(value, 'authority');
+}
+
+/**
+ * A loaded policy. Immutable; {@link Policy.evaluate} is pure. Build one with {@link loadPolicy}.
+ */
+export class Policy {
+  /** The schema tag the document declares. */
+  readonly schema: PolicySchema;
+  /** The document's `version:` label, or null. A human label: never hashed, never authoritative. */
+  readonly version: string | null;
+  /** `enforce` (the default) or `observe`. */
+  readonly mode: Mode;
+  /** The document's `environment:` as written, or null. */
+  readonly environment: string | null;
+  /** Where the document came from (for messages). */
+  readonly source: string;
+  /** The document's inline authority in canonical form (always null until authority lands). */
+  readonly authority: CanonicalAuthority | null;
+  /** The `controls:` registry, in declaration order. */
+  readonly controls: ReadonlyMap<string, PolicyControl>;
+  /** The hash over the decision inputs, with the document's environment (else `production`) and inline authority. */
+  readonly policyHash: string;
+  readonly #entries: ReadonlyMap<string, CompiledEntry>;
+  readonly #actionsJson: string;
+  readonly #controlsJson: string;
+
+  /** @internal Use {@link loadPolicy}. */
+  constructor(parts: PolicyParts) {
+    this.schema = parts.schema;
+    this.version = parts.version;
+    this.mode = parts.mode;
+    this.environment = parts.environment;
+    this.source = parts.source;
+    this.authority = parts.authority;
+    this.controls = parts.registry;
+    this.#entries = parts.entries;
+    this.#actionsJson = parts.actionsJson;
+    this.#controlsJson = parts.controlsJson;
+    this.policyHash = this.#hash(parts.environment ?? DEFAULT_ENVIRONMENT, parts.authority === null ? 'null' : canonicalJson(parts.authority, 'authority'));
+    Object.freeze(this);
+  }
+
+  /** The action names the document lists, in document order. */
+  get actionNames(): string[] {
+    return [...this.#entries.keys()];
+  }
+
+  #hash(environment: string, authorityJson: string): string {
+    // Keys in code-point order: actions, authority, controls, environment, mode, schema.
+    const text =
+      `{"actions":${this.#actionsJson},"authority":${authorityJson},"controls":${this.#controlsJson},` +
+      `"environment":${canonicalJson(environment, 'environment')},"mode":${JSON.stringify(this.mode)},"schema":${JSON.stringify(this.schema)}}`;
+    return sha256Tagged(new TextEncoder().encode(text));
+  }
+
+  /**
+   * The hash a Control records: recomputed with ITS effective environment and ITS authority
+   * argument (null when none was passed, even if the document has an inline section).
+   */
+  hashFor(options: HashForOptions = {}): string {
+    const environment = options.environment ?? this.environment ?? DEFAULT_ENVIRONMENT;
+    if (typeof environment !== 'string' || isBlank(environment)) throw new InvalidArgument('environment must be a non-empty string');
+    return this.#hash(environment, canonicalAuthorityJson(options.authority));
+  }
+
+  /** What the control path needs about the entry `name` (templates, data labels, mcp hint), or null. */
+  action(name: string): ActionEntry | null {
+    return this.#entries.get(name)?.info ?? null;
+  }
+
+  /**
+   * Decides `name` with its canonical arguments. Pure. An unlisted name is `deny` /
+   * `unknown_action`; a `decision:` entry gives that / `decision`; else the first rule whose
+   * conditions all hold gives its decision / `rule[N]`; else `deny` / `no_matching_rule`. An
+   * absent or mistyped argument makes its condition false and adds a warning.
+   */
+  evaluate(name: string, args: Readonly<Record<string, unknown>>): Evaluation {
+    const entry = typeof name === 'string' ? this.#entries.get(name) : undefined;
+    if (entry === undefined) return { decision: 'deny', reason: UNKNOWN_ACTION, controls: [], warnings: [] };
+    if (entry.decision !== null) return { decision: entry.decision, reason: BARE_DECISION, controls: entry.controls.slice(), warnings: [] };
+    if (typeof args !== 'object' || args === null || Array.isArray(args)) {
+      throw new InvalidArgument(`arguments of ${name} must be an object, got ${args === null ? 'null' : Array.isArray(args) ? 'a list' : typeof args}`);
+    }
+    const warnings: string[] = [];
+    let scope: string[] | null = null;
+    if (entry.scopeLabels !== null) {
+      const found = new Set<string>();
+      for (const [arg, label] of entry.scopeLabels) if (Object.prototype.hasOwnProperty.call(args, arg)) found.add(label);
+      scope = [...found].sort(compareCodePoints);
+    }
+    for (const rule of entry.rules) {
+      let holds = true;
+      for (const m of rule.matchers) {
+        if (!m(args, scope, warnings)) {
+          holds = false;
+          break;
+        }
+      }
+      if (holds) return { decision: rule.decision, reason: rule.reason, controls: rule.controls.slice(), warnings };
+    }
+    return { decision: 'deny', reason: NO_MATCHING_RULE, controls: entry.controls.slice(), warnings };
+  }
+}
+
+/**
+ * Loads a policy from YAML text, read as the reference reads it (YAML 1.1 scalars, duplicate keys
+ * refused, unquoted timestamps as dates). Anything malformed → {@link PolicyError} naming the
+ * source, the key path and, where known, the line.
+ */
+export function loadPolicy(yamlText: string, options: LoadPolicyOptions = {}): Policy {
+  const source = options.source ?? '<string>';
+  if (typeof yamlText !== 'string') throw new PolicyError(`${source}: a policy must be YAML text, got ${yamlText === null ? 'null' : typeof yamlText}`);
+  try {
+    return build(readYaml(yamlText), source);
+  } catch (err) {
+    if (err instanceof YamlRefusal) throw refusalToPolicyError(err, source);
+    if (err instanceof Refusal) throw new PolicyError(`${source}: ${err.where}${err.line !== null ? ` (line ${err.line})` : ''}: ${err.message}`, { cause: err });
+    if (err instanceof PolicyError) throw err;
+    // Whatever else escaped (a stack overflow on absurd nesting, a canonicaliser refusal) is
+    // still this document's fault: the promise is "malformed → PolicyError".
+    throw new PolicyError(`${source}: the policy could not be loaded: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+  }
+}
+
+/**
+ * Loads a policy from an already-parsed document (plain objects, arrays, strings, integers as
+ * safe numbers or bigints, booleans, null; a `Date` is a timestamp). Same rules as {@link loadPolicy}.
+ */
+export function loadPolicyDocument(document: unknown, options: LoadPolicyOptions = {}): Policy {
+  const source = options.source ?? '<document>';
+  try {
+    return build(fromJs(document, 'document', new Set()), source);
+  } catch (err) {
+    if (err instanceof YamlRefusal) throw refusalToPolicyError(err, source);
+    if (err instanceof Refusal) throw new PolicyError(`${source}: ${err.where}: ${err.message}`, { cause: err });
+    if (err instanceof PolicyError) throw err;
+    throw new PolicyError(`${source}: the policy could not be loaded: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+  }
+}
+
+/** A JS value as the loader's tree (no lines: a parsed document has none). */
+function fromJs(v: unknown, where: string, active: Set<object>): YValue {
+  if (v === null || typeof v === 'string' || typeof v === 'boolean') return v;
+  if (typeof v === 'bigint') return v;
+  if (typeof v === 'number') {
+    if (Number.isSafeInteger(v) && !Object.is(v, -0)) return BigInt(v);
+    return new YFloat(String(v), v);
+  }
+  if (v instanceof Date) {
+    if (Number.isNaN(v.getTime())) throw new Refusal(where, 'an invalid Date', null);
+    const iso = v.toISOString();
+    const ms = v.getUTCMilliseconds();
+    const text = `${iso.slice(0, 19)}${ms ? `.${String(ms * 1000).padStart(6, '0')}` : ''}+00:00`;
+    return new YTimestamp(text, `js:${v.getTime()}`);
+  }
+  if (typeof v === 'object') {
+    if (active.has(v)) throw new Refusal(where, 'the document contains itself', null);
+    active.add(v);
+    try {
+      if (Array.isArray(v)) {
+        const items = Array.from(v, (x, i) => fromJs(x, `${where}[${i}]`, active));
+        return new YSeq(items, items.map(() => 0), 0);
+      }
+      if (isPlainObject(v)) {
+        return new YMap(Object.keys(v).map((k) => ({ key: k, value: fromJs(v[k], child(where, k), active), line: 0 })), 0);
+      }
+    } finally {
+      active.delete(v);
+    }
+  }
+  throw new Refusal(where, `a policy document cannot hold a ${typeof v === 'object' ? ((v as object).constructor?.name ?? 'object') : typeof v}`, null);
+}
