@@ -17,6 +17,6 @@ const report = await runDemo({
   sinks: [jsonlSink({ append: (file, line) => appendFileSync(join(dir, file), line) })],
   evidence: { receipts: rel('receipts.jsonl'), events: rel('events.jsonl'), state: rel('state.db') },
 });
-writeFileSync(join(dir, 'state.db'), store.export());
+writeFileSync(join(dir, 'state.db'), await store.export());
 await store.close();
 process.exitCode = report.ok ? 0 : 1;

@@ -157,7 +157,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoReport> {
   const apr2 = await requestApproval(2, { payment_id: 'txn_2', amount: 200000 }, agent);
   if (apr2) {
     write(`   agent proposes ${euros(200000)}${ARROW}human approves ${apr2} (bound to the hash)`);
-    write(`   agent executes ${euros(500000)} with that approval${ARROW}`);
+    write(`   agent executes ${euros(500000)} with that approval${ARROW.trimEnd()}`);
     const e = await expectRefusal(2, () => refund({ payment_id: 'txn_2', amount: 500000 }, { principal: agent, approvalId: apr2 }), ApprovalMismatch, (x) => x.reason === 'mismatch');
     if (e) write(`   ✗ BLOCKED — what was approved is not what was requested (${e.reason})`);
     checkCalls(2, 'txn_2', 0);
@@ -171,7 +171,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoReport> {
   during = async () => {
     during = null;
     write(`   Agent A  reserve refund:txn_123${ARROW}ACQUIRED${ARROW}executes`);
-    write(`   Agent B  reserve refund:txn_123${ARROW}`);
+    write(`   Agent B  reserve refund:txn_123${ARROW.trimEnd()}`);
     inner = await expectRefusal(3, () => refund({ payment_id: 'txn_123', amount: 50000 }, { principal: { agent: 'refund-agent-b' } }), DuplicateEffect, (x) => x.state === 'in_progress');
   };
   await refund({ payment_id: 'txn_123', amount: 50000 }, { principal: { agent: 'refund-agent-a' } }).catch((err: unknown) => {
