@@ -1,0 +1,155 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { canonicalBytes, canonicalJson, compareCodePoints, createAction, InvalidArgument, jsonEquals, parseJson } from '@ctrlrun/kernel';
+
+/** Plain JSON data with safe integers, strings (well-formed), booleans and null. */
+const jsonData = fc.letrec((tie) => ({
+  value: fc.oneof(
+    { depthSize: 'small' },
+    fc.string({ unit: 'grapheme' }),
+    fc.maxSafeInteger().filter((n) => !Object.is(n, -0)),
+    fc.bigInt({ min: -(2n ** 80n), max: 2n ** 80n }),
+    fc.boolean(),
+    fc.constant(null),
+    fc.array(tie('value'), { maxLength: 4 }),
+    fc.dictionary(fc.string({ unit: 'grapheme', maxLength: 6 }), tie('value'), { maxKeys: 4 }),
+  ),
+})).value;
+
+function shuffleKeys(v: unknown, seed: number): unknown {
+  if (Array.isArray(v)) return v.map((x, i) => shuffleKeys(x, seed + i));
+  if (v && typeof v === 'object') {
+    const keys = Object.keys(v);
+    const order = keys.map((k, i) => [k, (i * 7919 + seed * 104729) % (keys.length + 1)] as const).sort((a, b) => a[1] - b[1]);
+    const o: Record<string, unknown> = {};
+    for (const [k] of order) o[k] = shuffleKeys((v as Record<string, unknown>)[k], seed + 1);
+    return o;
+  }
+  return v;
+}
+
+describe('canonical form (T7)', () => {
+  it('test_T7_canonical_form_is_exactly_the_specified_serialization', () => {
+    const a = createAction({ name: 'stripe.refund', arguments: { payment_id: 'txn_8231', amount: 2000, currency: 'EUR' }, principal: { agent: 'refund-agent', user: 'ana@example.com' }, resource: 'payment:txn_8231' });
+    expect(a.canonical).toBe(
+      '{"arguments":{"amount":2000,"currency":"EUR","payment_id":"txn_8231"},"environment":"production","name":"stripe.refund","principal":{"agent":"refund-agent","user":"ana@example.com"},"resource":"payment:txn_8231","schema":"ctrlrun.action/v1"}',
+    );
+    expect(() => createAction({ name: 'stripe.refund', arguments: { amount: 20.5 }, principal: { agent: 'a' } })).toThrow(
+      "float is not an allowed argument type at arguments.amount: use integer minor units (amount=200000) or a decimal string ('2000.00')",
+    );
+  });
+
+  it('test_T7_nested_dicts_are_sorted_recursively', () => {
+    expect(canonicalJson({ b: { z: 1, a: [{ y: 1, x: 2 }] }, a: null })).toBe('{"a":null,"b":{"a":[{"x":2,"y":1}],"z":1}}');
+  });
+
+  it('sorts keys by code point, not by UTF-16 code unit', () => {
+    // U+1F600 (a surrogate pair in UTF-16) sorts after U+FF5E by code point, before it by code unit.
+    const text = canonicalJson({ '\u{1F600}': 1, '\uFF5E': 2 });
+    expect(text).toBe('{"\uFF5E":2,"\u{1F600}":1}');
+    expect(compareCodePoints('\u{1F600}', '\uFF5E')).toBeGreaterThan(0);
+  });
+
+  it('escapes only quote, backslash and control characters, and writes non-ASCII raw', () => {
+    expect(canonicalJson({ s: '"\\\b\f\n\r\t\u0001\u001f é € \u2028 \u007f' })).toBe('{"s":"\\"\\\\\\b\\f\\n\\r\\t\\u0001\\u001f é € \u2028 \u007f"}');
+  });
+
+  it('keeps integers exact at any magnitude and refuses unsafe numbers rather than rounding', () => {
+    expect(canonicalJson({ n: 2n ** 70n, m: -(2n ** 64n) })).toBe('{"m":-18446744073709551616,"n":1180591620717411303424}');
+    expect(() => canonicalJson({ n: 2 ** 60 })).toThrow(InvalidArgument);
+    expect(() => canonicalJson({ n: 2 ** 60 })).toThrow('value.n');
+    expect(parseJson('{"n":1180591620717411303424}')).toEqual({ n: 1180591620717411303424n });
+    expect(jsonEquals(5, 5n)).toBe(true);
+    expect(jsonEquals(true, 1)).toBe(false);
+  });
+
+  it('refuses everything that is not JSON data, naming the path', () => {
+    class Thing {}
+    const bad: [unknown, string][] = [
+      [{ a: [1, { b: 0.5 }] }, 'arguments.a[1].b'],
+      [{ a: Number.NaN }, 'arguments.a'],
+      [{ a: Infinity }, 'arguments.a'],
+      [{ a: -0 }, 'arguments.a'],
+      [{ a: undefined }, 'arguments.a'],
+      [{ a: () => 1 }, 'arguments.a'],
+      [{ a: Symbol('s') }, 'arguments.a'],
+      [{ a: new Date(0) }, 'arguments.a'],
+      [{ a: new Map() }, 'arguments.a'],
+      [{ a: new Set() }, 'arguments.a'],
+      [{ a: new Uint8Array(2) }, 'arguments.a'],
+      [{ a: new Thing() }, 'arguments.a'],
+      [{ a: 'x\uD800y' }, 'arguments.a'],
+      [{ ['k\uDC00']: 1 }, 'arguments'],
+      // eslint-disable-next-line no-sparse-arrays
+      [{ a: [1, , 3] }, 'arguments.a[1]'],
+    ];
+    for (const [args, path] of bad) {
+      let err: unknown;
+      try {
+        createAction({ name: 'x', arguments: args as Record<string, unknown>, principal: { agent: 'a' } });
+      } catch (e) {
+        err = e;
+      }
+      expect(err, String(path)).toBeInstanceOf(InvalidArgument);
+      expect((err as Error).message).toContain(path);
+    }
+  });
+
+  it('keeps __proto__ as data', () => {
+    const parsed = parseJson('{"__proto__":{"polluted":1}}') as Record<string, unknown>;
+    expect(Object.keys(parsed)).toEqual(['__proto__']);
+    expect(({} as Record<string, unknown>)['polluted']).toBeUndefined();
+    expect(canonicalJson(parsed)).toBe('{"__proto__":{"polluted":1}}');
+  });
+
+  it('property: canonical bytes are stable under key order', () => {
+    fc.assert(
+      fc.property(jsonData, fc.nat(1000), (v, seed) => {
+        expect(canonicalBytes(shuffleKeys(v, seed))).toEqual(canonicalBytes(v));
+      }),
+    );
+  });
+
+  it('property: canonical text parses back to equal data and re-serialises identically', () => {
+    fc.assert(
+      fc.property(jsonData, (v) => {
+        const text = canonicalJson(v);
+        const back = parseJson(text);
+        expect(jsonEquals(back, v)).toBe(true);
+        expect(canonicalJson(back)).toBe(text);
+      }),
+    );
+  });
+
+  it('property: a non-integer number at any depth is refused', () => {
+    const frac = fc.double({ noNaN: false }).filter((d) => !Number.isSafeInteger(d) || Object.is(d, -0));
+    const withFloat = fc.tuple(jsonData, frac, fc.array(fc.oneof(fc.string({ maxLength: 3 }), fc.nat(3)), { maxLength: 4 })).map(([base, f, path]) => {
+      let holder: unknown = f;
+      for (const step of path.reverse()) holder = typeof step === 'number' ? Array.from({ length: step + 1 }, (_, i) => (i === step ? holder : base)) : { [step]: holder, other: base };
+      return { x: holder };
+    });
+    fc.assert(
+      fc.property(withFloat, (v) => {
+        expect(() => canonicalJson(v)).toThrow(InvalidArgument);
+      }),
+    );
+  });
+
+  it('property: the strict parser never crashes on arbitrary text', () => {
+    fc.assert(
+      fc.property(fc.string({ unit: 'binary', maxLength: 60 }), (s) => {
+        try {
+          parseJson(s);
+        } catch (e) {
+          expect(e).toBeInstanceOf(InvalidArgument);
+        }
+      }),
+    );
+  });
+
+  it('the strict parser refuses floats, duplicate keys and escaped lone surrogates', () => {
+    for (const t of ['{"a":20.0}', '{"a":2e1}', '{"a":1,"a":2}', '"\\ud800"', '{"a":-0}', '[1,]', '01']) {
+      expect(() => parseJson(t), t).toThrow(InvalidArgument);
+    }
+  });
+});
