@@ -1,0 +1,139 @@
+// Kernel figures, measured in one run: policy evaluations/s; allowed actions/s through
+// Control.execute on in-memory sql.js; and the floor — the very statements the store ran for one
+// action (recorded), replayed bare on sql.js with prepared statements in the same transactions.
+import initSqlJs from 'sql.js';
+import { Control, loadPolicy, createAction, openSqlStateStore, type SqlDriver, type SqlExecutor, type SqlValue } from '@ctrlrun/kernel';
+import { DEMO_POLICY_YAML } from '@ctrlrun/kernel/demo';
+import { SqlJsDriver } from '@ctrlrun/store-sqljs';
+
+const SQL = await initSqlJs();
+
+function timeFor(ms: number, fn: (i: number) => void): number {
+  let n = 0;
+  const start = performance.now();
+  while (performance.now() - start < ms) fn(n++);
+  return n / ((performance.now() - start) / 1000);
+}
+
+async function timeForAsync(ms: number, fn: (i: number) => Promise<void>): Promise<number> {
+  let n = 0;
+  const start = performance.now();
+  while (performance.now() - start < ms) await fn(n++);
+  return n / ((performance.now() - start) / 1000);
+}
+
+// 1. Policy evaluations per second (demo policy, a mix of outcomes).
+const policy = loadPolicy(DEMO_POLICY_YAML);
+const mix = [
+  ['stripe.refund', { amount: 50000 }],
+  ['stripe.refund', { amount: 500000 }],
+  ['stripe.refund', { amount: 5000000 }],
+  ['customer.read', {}],
+  ['unknown.thing', {}],
+] as const;
+timeFor(300, (i) => void policy.evaluate(mix[i % 5]![0], mix[i % 5]![1]));
+const evals = timeFor(1500, (i) => void policy.evaluate(mix[i % 5]![0], mix[i % 5]![1]));
+
+// 2. Allowed actions per second through the kernel, recording the statements of one action.
+type Op = { kind: 'begin' | 'commit' | 'rollback' } | { kind: 'query'; sql: string; params: readonly SqlValue[] };
+let log: Op[] | null = null;
+function recording(inner: SqlDriver): SqlDriver {
+  const wrap = (ex: SqlExecutor): SqlExecutor => ({
+    query: (sql, params = []) => {
+      log?.push({ kind: 'query', sql, params });
+      return ex.query(sql, params);
+    },
+    exec: (sql) => ex.exec(sql),
+  });
+  const outer = wrap(inner);
+  return {
+    name: inner.name,
+    dialect: inner.dialect,
+    capabilities: inner.capabilities,
+    query: outer.query,
+    exec: outer.exec,
+    close: () => inner.close(),
+    transaction: async (fn) => {
+      log?.push({ kind: 'begin' });
+      try {
+        const r = await inner.transaction((tx) => fn(wrap(tx)));
+        log?.push({ kind: 'commit' });
+        return r;
+      } catch (e) {
+        log?.push({ kind: 'rollback' });
+        throw e;
+      }
+    },
+  };
+}
+const store = await openSqlStateStore(recording(await SqlJsDriver.open(SQL)));
+const control = new Control({ policy, store, logger: { warn() {} } });
+const principal = { agent: 'bench-agent' };
+const one = async (i: number) => {
+  const action = createAction({ name: 'stripe.refund', arguments: { payment_id: `txn_${i}`, amount: 50000 }, principal });
+  await control.execute(action, () => ({ ok: true }), { effectKey: `refund:txn_${i}` });
+};
+for (let i = 0; i < 300; i++) await one(i);
+log = [];
+await one(1_000_000);
+const recorded = log;
+log = null;
+let next = 2_000_000;
+const actions = await timeForAsync(3000, () => one(next++));
+
+// 3. The floor: replay the recorded statements bare, with fresh ids each time.
+const schemaDriver = await SqlJsDriver.open(SQL);
+await openSqlStateStore(schemaDriver); // a migrated, empty database to replay into
+const bareDb = new SQL.Database(await schemaDriver.export());
+const stmts = new Map<string, ReturnType<typeof bareDb.prepare>>();
+const prep = (sql: string) => {
+  let s = stmts.get(sql);
+  if (!s) stmts.set(sql, (s = bareDb.prepare(sql)));
+  return s;
+};
+const beginS = bareDb.prepare('BEGIN IMMEDIATE');
+const commitS = bareDb.prepare('COMMIT');
+const origKey = 'refund:txn_1000000';
+const origAction = (recorded.find((o) => o.kind === 'query' && o.params.includes(origKey)) as { params: SqlValue[] } | undefined)?.params.find(
+  (p) => typeof p === 'string' && p.startsWith('act_'),
+) as string;
+const replay = (i: number) => {
+  const key = `refund:bare_${i}`;
+  const act = `act_bare_${i}`;
+  let seq: SqlValue = null;
+  for (const op of recorded) {
+    if (op.kind === 'begin') beginS.run();
+    else if (op.kind === 'commit') commitS.run();
+    else if (op.kind === 'query') {
+      const params = op.params.map((p) => {
+        if (typeof p !== 'string') return p;
+        if (p === origKey) return key;
+        if (p === origAction) return act;
+        if (p.startsWith('ctr_')) return `ctr_bare_${i}`;
+        return p;
+      });
+      const st = prep(op.sql);
+      if (/receipt_chain/.test(op.sql) && /RETURNING/i.test(op.sql)) {
+        st.bind(params as never);
+        st.step();
+        seq = st.get()[0] as SqlValue;
+        st.reset();
+        continue;
+      }
+      if (/INSERT INTO receipts/i.test(op.sql)) params[6] = seq;
+      st.bind(params as never);
+      while (st.step()) st.get();
+      st.reset();
+    }
+  }
+};
+for (let i = 0; i < 300; i++) replay(i);
+let b = 1000;
+const floor = timeFor(3000, () => replay(b++));
+const txPerAction = recorded.filter((o) => o.kind === 'begin').length;
+const stmtPerAction = recorded.filter((o) => o.kind === 'query').length;
+
+console.log(`policy evaluations/s            ${Math.round(evals).toLocaleString('en-US')}   (target ≥ 500,000)`);
+console.log(`allowed actions/s (Control)     ${Math.round(actions).toLocaleString('en-US')}   sql.js in memory, ${txPerAction} transactions and ${stmtPerAction} statements per action`);
+console.log(`floor: same SQL bare, actions/s ${Math.round(floor).toLocaleString('en-US')}   prepared, same transactions, no kernel`);
+console.log(`ratio kernel / floor            ${((actions / floor) * 100).toFixed(0)}%   (target ≥ 50%)`);
