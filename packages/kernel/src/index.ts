@@ -24,3 +24,4 @@ export { sqliteDialect } from './store/sqlite.js';
 export { MIGRATION_IDS, SCHEMA_WRITER, type MigrationId, type AppliedMigration, type MigrateOptions, classifyVersioned, classifyUnversioned, checkMigrationList, migrate, readApplied } from './store/migrations.js';
 export { Control, type ControlOptions, type ExecuteOptions, type ExecuteResult, type Executor, type ExecutionContext, type Logger, type ReconcileHook, describeError } from './control.js';
 export { protect, type ProtectOptions, type CallOptions, type Protected } from './protect.js';
+export { type ApprovalProvider, type ProviderOptions, type ScriptedStep, LocalApprovalProvider, ScriptedApprovalProvider } from './approval-providers.js';
