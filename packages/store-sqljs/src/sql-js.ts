@@ -9,7 +9,8 @@ import { InvalidArgument, SqlStateStore, StoreError, type Clock, type QueryResul
 
 /** The part of a sql.js `Statement` the driver uses (sql.js ≥ 1.17). */
 export interface SqlJsStatement {
-  bind(values?: unknown[] | null): boolean;
+  /** sql.js binds `bigint` too (1.8 and later), though its published types omit it. */
+  bind(values?: (string | number | Uint8Array | null)[] | null): boolean;
   step(): boolean;
   get(params?: null, config?: { useBigInt?: boolean }): unknown[];
   getColumnNames(): string[];
@@ -125,7 +126,7 @@ export class SqlJsDriver implements SqlDriver {
     const p = this.#prepared(sql);
     const { stmt } = p;
     try {
-      stmt.bind(params as unknown[]);
+      stmt.bind(params as (string | number | null)[]);
       const rows: Row[] = [];
       while (stmt.step()) {
         const names = (p.names ??= stmt.getColumnNames());
