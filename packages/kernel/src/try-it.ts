@@ -51,8 +51,11 @@ export interface ApproveRequest {
   request_id: string;
 }
 
+/** Every outcome a refund step can have, in the order spec 04 §4 lists them (the page renders each). */
+export const TRY_IT_OUTCOMES = Object.freeze(['executed', 'approval_required', 'approval_mismatch', 'denied', 'duplicate', 'ambiguous_retry', 'reply_lost'] as const);
+
 /** Every outcome a refund step can have. */
-export type TryItOutcome = 'executed' | 'approval_required' | 'approval_mismatch' | 'denied' | 'duplicate' | 'ambiguous_retry' | 'reply_lost';
+export type TryItOutcome = (typeof TRY_IT_OUTCOMES)[number];
 
 /** What a refund step returns. */
 export interface RefundResult {
@@ -92,11 +95,38 @@ export interface TryIt {
   step(request: RefundRequest | ApproveRequest): Promise<RefundResult | ApproveResult>;
 }
 
+/**
+ * The fake remote's call counter, per payment id. It belongs to the remote, not to ctrlrun: the
+ * counts are what the "payment provider" saw, kept apart from the store so a reader can compare
+ * the two. The page keeps one in IndexedDB so the counts survive a reload.
+ */
+export interface RemoteCallCounter {
+  /** Calls so far for `paymentId` (0 if none). */
+  get(paymentId: string): number;
+  /** Records one call (the money moved); a returned promise is awaited before the remote answers. */
+  record(paymentId: string): void | Promise<void>;
+}
+
+/** A counter in memory, optionally starting from earlier counts. */
+export function memoryRemoteCalls(initial: Iterable<readonly [string, number]> = []): RemoteCallCounter {
+  const calls = new Map<string, number>();
+  for (const [id, n] of initial) {
+    if (typeof id !== 'string' || !Number.isSafeInteger(n) || n < 0) throw new InvalidArgument('remote call counts must be [payment_id, non-negative integer] pairs');
+    calls.set(id, n);
+  }
+  return {
+    get: (id) => calls.get(id) ?? 0,
+    record: (id) => void calls.set(id, (calls.get(id) ?? 0) + 1),
+  };
+}
+
 /** Options of {@link createTryIt}. */
 export interface TryItOptions {
   store: StateStore;
   /** Policy text to load instead of {@link TRY_IT_POLICY_YAML} (the page's editor). */
   policyYaml?: string;
+  /** The fake remote's counter; a fresh one in memory by default. */
+  remoteCalls?: RemoteCallCounter;
   clock?: Clock;
   ids?: IdSource;
 }
@@ -129,7 +159,8 @@ export function createTryIt(options: TryItOptions): TryIt {
   if (!options || !options.store) throw new InvalidArgument('createTryIt needs { store }');
   const policyYaml = options.policyYaml ?? TRY_IT_POLICY_YAML;
   const policy = loadPolicy(policyYaml, { source: 'try-it' });
-  const calls = new Map<string, number>();
+  const calls = options.remoteCalls ?? memoryRemoteCalls();
+  if (typeof calls.get !== 'function' || typeof calls.record !== 'function') throw new InvalidArgument('remoteCalls must have get(paymentId) and record(paymentId)');
   let lastReceipt: StoredReceipt | null = null;
   const control = new Control({
     policy,
@@ -141,9 +172,9 @@ export function createTryIt(options: TryItOptions): TryIt {
   });
   let loseNext = false;
   const refund = protect<{ payment_id: string; amount: number }, JsonObject>(
-    (args) => {
+    async (args) => {
       const id = args['payment_id'] as string;
-      calls.set(id, (calls.get(id) ?? 0) + 1); // money moved
+      await calls.record(id); // money moved
       if (loseNext) throw new ReplyLost('the reply was lost after the remote committed the refund');
       return { id: `re_${id}`, amount: args['amount'] as number, status: 'succeeded' };
     },
@@ -154,7 +185,7 @@ export function createTryIt(options: TryItOptions): TryIt {
     lastReceipt = null;
     loseNext = req.lose_reply === true;
     const result = (outcome: TryItOutcome, err: Error | null, extra: Partial<RefundResult> = {}): RefundResult => {
-      const r: RefundResult = { outcome, error: err ? err.name : null, message: err ? err.message : null, remote_calls: calls.get(req.payment_id) ?? 0, ...extra };
+      const r: RefundResult = { outcome, error: err ? err.name : null, message: err ? err.message : null, remote_calls: calls.get(req.payment_id), ...extra };
       if (lastReceipt) r.receipt = lastReceipt.document;
       return r;
     };
