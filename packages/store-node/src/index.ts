@@ -1,1 +1,18 @@
-export {};
+/**
+ * `@ctrlrun/store-node`: ctrlrun state stores for servers. `openStore(url)` opens any of them by
+ * address; each driver also has its own subpath (`@ctrlrun/store-node/better-sqlite3`, …), and
+ * each driver library is an optional peer dependency, imported only when used.
+ *
+ * @module
+ */
+export { ACCEPTED_STORE_URLS, openStore, parseStoreUrl, type OpenStoreOptions, type StoreAddress } from './open-store.js';
+export {
+  BUSY_TIMEOUT_MS,
+  BetterSqlite3Driver,
+  BetterSqlite3Store,
+  createBetterSqlite3Store,
+  type BetterSqlite3Constructor,
+  type BetterSqlite3Database,
+  type BetterSqlite3Statement,
+  type BetterSqlite3StoreOptions,
+} from './better-sqlite3.js';

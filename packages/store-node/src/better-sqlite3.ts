@@ -1,0 +1,420 @@
+/**
+ * The better-sqlite3 driver: native SQLite on a file, for one host. WAL mode, `busy_timeout`
+ * 5000 ms, and every read-decide-write inside an explicit `BEGIN IMMEDIATE` … `COMMIT`, whose
+ * write lock holds across OS processes — so eight processes reserving one effect key get exactly
+ * one winner, as in the Python original.
+ *
+ * better-sqlite3 is an optional peer dependency (version 12), imported on first use.
+ *
+ * @module
+ */
+import { closeSync, openSync, readSync, rmSync, statSync, accessSync, constants as fsConstants } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import {
+  InvalidArgument,
+  MissingDependency,
+  SqlStateStore,
+  StoreError,
+  type Clock,
+  type QueryResult,
+  type SqlDriver,
+  type SqlExecutor,
+  type SqlValue,
+} from '@ctrlrun/kernel';
+
+/** The part of a better-sqlite3 `Statement` the driver uses. */
+export interface BetterSqlite3Statement {
+  /** True when the statement returns rows (a `SELECT`, a `PRAGMA`, or DML with `RETURNING`). */
+  readonly reader: boolean;
+  run(...params: unknown[]): { changes: number };
+  all(...params: unknown[]): unknown[];
+  safeIntegers(toggle?: boolean): this;
+}
+
+/** The part of a better-sqlite3 `Database` the driver uses. */
+export interface BetterSqlite3Database {
+  readonly name: string;
+  readonly open: boolean;
+  readonly memory: boolean;
+  readonly readonly: boolean;
+  readonly inTransaction: boolean;
+  prepare(sql: string): BetterSqlite3Statement;
+  exec(sql: string): unknown;
+  pragma(source: string, options?: { simple?: boolean }): unknown;
+  close(): unknown;
+}
+
+/** better-sqlite3's `Database` constructor, as far as the driver calls it. */
+export type BetterSqlite3Constructor = new (
+  filename: string,
+  options?: { readonly?: boolean; fileMustExist?: boolean; timeout?: number },
+) => BetterSqlite3Database;
+
+/** Options of {@link createBetterSqlite3Store}. */
+export interface BetterSqlite3StoreOptions {
+  /** The clock every decision and stored timestamp uses (the only test seam). */
+  clock?: Clock;
+  /**
+   * Open an up-to-date database for reading only: the file is opened read-only, nothing is
+   * created or migrated, and every write is refused.
+   */
+  readOnly?: boolean;
+  /**
+   * SQLite's `synchronous` for this connection. `NORMAL` (default, as the reference): in WAL
+   * mode a commit survives a process crash, and the last commits may be lost on power loss.
+   * `FULL`: every commit is synced to disk before it returns (about eight times slower here).
+   */
+  synchronous?: 'NORMAL' | 'FULL';
+}
+
+/** Milliseconds a connection waits for another process's write lock before `SQLITE_BUSY`. */
+export const BUSY_TIMEOUT_MS = 5000;
+/** How many times the switch to WAL is tried before the open is refused. */
+const WAL_ATTEMPTS = 5;
+const SQLITE_HEADER = 'SQLite format 3\0';
+const DML = /^\s*(?:INSERT|UPDATE|DELETE|REPLACE)\b/i;
+
+const INSTALL = 'better-sqlite3@12';
+
+/**
+ * Refuses what cannot be a shared, durable SQLite file: in-memory names, a directory, a missing
+ * parent directory, a file that is not a SQLite database, and (for a writer) a file this process
+ * may not write. Checked before the file is opened, so a refused file is never touched.
+ * Returns the absolute path and whether the file exists yet.
+ */
+function checkPath(path: string, readOnly: boolean): { absolute: string; exists: boolean } {
+  if (typeof path !== 'string' || path.trim() === '') throw new InvalidArgument('path must be a non-empty file path');
+  if (path.includes('\0')) throw new InvalidArgument('path must not contain a NUL character');
+  if (path === ':memory:' || /^file::memory:/i.test(path) || /\bmode=memory\b/i.test(path)) {
+    throw new InvalidArgument(
+      `path ${JSON.stringify(path)} is an in-memory SQLite database, which is refused: reservations must outlive the process and be shared with other processes. Give a file path (or use @ctrlrun/store-sqljs for a store in memory).`,
+    );
+  }
+  // better-sqlite3 is built without URI filenames: `file:x.db` would silently name a file "file:x.db".
+  if (/^file:/i.test(path)) throw new InvalidArgument(`path ${JSON.stringify(path)} is a SQLite URI filename, which is not supported: give a plain file path`);
+  const absolute = resolve(path);
+  let stat;
+  try {
+    stat = statSync(absolute);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') {
+      throw new InvalidArgument(`path ${absolute} cannot be examined: ${(err as Error).message}`);
+    }
+    stat = null;
+  }
+  if (stat === null) {
+    if (readOnly) throw new InvalidArgument(`path ${absolute} does not exist; a read-only store never creates a database`);
+    const parent = dirname(absolute);
+    let parentStat;
+    try {
+      parentStat = statSync(parent);
+    } catch {
+      throw new InvalidArgument(`path ${absolute}: its directory ${parent} does not exist; create it first (the store creates the file, never directories)`);
+    }
+    if (!parentStat.isDirectory()) throw new InvalidArgument(`path ${absolute}: ${parent} is not a directory`);
+    return { absolute, exists: false };
+  }
+  if (stat.isDirectory()) throw new InvalidArgument(`path ${absolute} is a directory; give the path of a database file inside it`);
+  if (!stat.isFile()) throw new InvalidArgument(`path ${absolute} is not a regular file`);
+  if (stat.size > 0) {
+    const header = Buffer.alloc(SQLITE_HEADER.length);
+    let fd: number | null = null;
+    let read = 0;
+    try {
+      fd = openSync(absolute, 'r');
+      read = readSync(fd, header, 0, header.length, 0);
+    } catch (err) {
+      throw new InvalidArgument(`path ${absolute} cannot be read: ${(err as Error).message}`);
+    } finally {
+      if (fd !== null) closeSync(fd);
+    }
+    if (read < header.length || header.toString('latin1') !== SQLITE_HEADER) {
+      throw new InvalidArgument(`path ${absolute} is not a SQLite database (it does not start with the SQLite header); it was left untouched`);
+    }
+  }
+  if (!readOnly) {
+    try {
+      accessSync(absolute, fsConstants.W_OK);
+    } catch {
+      throw new InvalidArgument(`path ${absolute} is read-only for this process; open it with readOnly: true to read it, or make it writable`);
+    }
+  }
+  return { absolute, exists: true };
+}
+
+let constructorPromise: Promise<BetterSqlite3Constructor> | undefined;
+
+/** Imports better-sqlite3 once; a missing package is a {@link MissingDependency} naming the install. */
+function loadBetterSqlite3(): Promise<BetterSqlite3Constructor> {
+  return (constructorPromise ??= import('better-sqlite3').then(
+    (mod: unknown) => {
+      const ctor = (mod as { default?: unknown }).default ?? mod;
+      if (typeof ctor !== 'function') throw new StoreError('[better-sqlite3] the better-sqlite3 module did not export a Database constructor');
+      return ctor as BetterSqlite3Constructor;
+    },
+    (err: unknown) => {
+      constructorPromise = undefined;
+      const code = (err as { code?: unknown })?.code;
+      if ((code === 'ERR_MODULE_NOT_FOUND' || code === 'MODULE_NOT_FOUND') && /better-sqlite3/.test(String((err as Error)?.message))) {
+        throw new MissingDependency('better-sqlite3', INSTALL, {
+          message: `better-sqlite3 is not installed; the SQLite file store needs it: npm install ${INSTALL}`,
+        });
+      }
+      throw new StoreError(`[better-sqlite3] loading better-sqlite3 failed: ${(err as Error)?.message ?? String(err)}`, { cause: err });
+    },
+  ));
+}
+
+/** A bound parameter: integers go in as SQLite INTEGER (a JS number alone would bind as REAL). */
+function bindable(v: SqlValue): SqlValue {
+  return typeof v === 'number' && Number.isSafeInteger(v) ? BigInt(v) : v;
+}
+
+/** A row read with safe integers: `bigint` back to `number` wherever that is exact. */
+function exactRow(row: unknown): unknown {
+  const r = row as Record<string, unknown>;
+  for (const k in r) {
+    const v = r[k];
+    if (typeof v === 'bigint' && v >= -9007199254740991n && v <= 9007199254740991n) r[k] = Number(v);
+  }
+  return r;
+}
+
+interface Prepared {
+  readonly stmt: BetterSqlite3Statement;
+  readonly reader: boolean;
+  /** DML with `RETURNING`: its row count is its affected-row count. */
+  readonly returning: boolean;
+}
+
+/**
+ * A {@link SqlDriver} over one better-sqlite3 connection. Statements are prepared once and
+ * cached by text; integers are read exactly (beyond 2^53 − 1 as `bigint`); a transaction is
+ * `BEGIN IMMEDIATE` … `COMMIT` run as plain statements (better-sqlite3's `transaction()` helper
+ * would roll back the writes a refusal must keep), and nothing but the kernel's own synchronous
+ * work happens inside one. One connection: the kernel queues calls (`concurrentConnections:
+ * false`).
+ */
+export class BetterSqlite3Driver implements SqlDriver {
+  readonly name: string = 'better-sqlite3';
+  readonly dialect = 'sqlite' as const;
+  readonly capabilities = Object.freeze({ concurrentConnections: false });
+  /** The connection (for tools and tests that need raw SQL; the store never shares it). */
+  readonly db: BetterSqlite3Database;
+  readonly #cache = new Map<string, Prepared>();
+  readonly #begin: BetterSqlite3Statement;
+  readonly #commit: BetterSqlite3Statement;
+  readonly #rollback: BetterSqlite3Statement;
+  /** The open transaction's number, or 0; a stale handle is refused. */
+  #tx = 0;
+  #txCount = 0;
+  #closed = false;
+
+  constructor(db: BetterSqlite3Database) {
+    this.db = db;
+    this.#begin = db.prepare('BEGIN IMMEDIATE');
+    this.#commit = db.prepare('COMMIT');
+    this.#rollback = db.prepare('ROLLBACK');
+  }
+
+  #check(): void {
+    if (this.#closed || !this.db.open) throw new StoreError('[better-sqlite3] the database is closed');
+  }
+
+  #prepared(sql: string): Prepared {
+    let p = this.#cache.get(sql);
+    if (!p) {
+      const stmt = this.db.prepare(sql);
+      if (stmt.reader) stmt.safeIntegers(true);
+      p = { stmt, reader: stmt.reader, returning: stmt.reader && DML.test(sql) };
+      this.#cache.set(sql, p);
+    }
+    return p;
+  }
+
+  #run<Row>(sql: string, params: readonly SqlValue[]): QueryResult<Row> {
+    const p = this.#prepared(sql);
+    const bound = params.length === 0 ? params : params.map(bindable);
+    if (p.reader) {
+      const rows = p.stmt.all(...bound);
+      for (const row of rows) exactRow(row);
+      return { rows: rows as Row[], rowsAffected: p.returning ? rows.length : 0 };
+    }
+    return { rows: [], rowsAffected: p.stmt.run(...bound).changes };
+  }
+
+  async query<Row = Record<string, unknown>>(sql: string, params: readonly SqlValue[] = []): Promise<QueryResult<Row>> {
+    this.#check();
+    return this.#run<Row>(sql, params);
+  }
+
+  async exec(sql: string): Promise<void> {
+    this.#check();
+    this.db.exec(sql);
+  }
+
+  #executor(id: number): SqlExecutor {
+    const live = (): void => {
+      if (this.#tx !== id) throw new StoreError('[better-sqlite3] this transaction has already ended');
+    };
+    return {
+      query: async <Row = Record<string, unknown>>(sql: string, params: readonly SqlValue[] = []) => {
+        live();
+        return this.#run<Row>(sql, params);
+      },
+      exec: async (sql: string) => {
+        live();
+        this.db.exec(sql);
+      },
+    };
+  }
+
+  async transaction<T>(fn: (tx: SqlExecutor) => Promise<T>): Promise<T> {
+    this.#check();
+    if (this.#tx !== 0 || this.db.inTransaction) {
+      throw new StoreError('[better-sqlite3] a transaction is already open on this connection: calls must be queued (the kernel store does this)');
+    }
+    // Waits up to busy_timeout for another process's write lock, then holds it until COMMIT.
+    this.#begin.run();
+    const id = ++this.#txCount;
+    this.#tx = id;
+    try {
+      const result = await fn(this.#executor(id));
+      this.#commit.run();
+      return result;
+    } catch (err) {
+      if (this.db.inTransaction) {
+        try {
+          this.#rollback.run();
+        } catch {
+          // SQLite already rolled back; the original error is what matters.
+        }
+      }
+      throw err;
+    } finally {
+      this.#tx = 0;
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#cache.clear();
+    if (this.db.open) this.db.close();
+  }
+}
+
+/** A state store on a SQLite file through better-sqlite3: the kernel's {@link SqlStateStore}. */
+export class BetterSqlite3Store extends SqlStateStore {
+  /** The driver underneath (raw SQL for tools and tests). */
+  readonly driver: BetterSqlite3Driver;
+  /** The database file, as an absolute path. */
+  readonly path: string;
+
+  constructor(driver: BetterSqlite3Driver, path: string, options: { clock?: Clock; readOnly?: boolean } = {}) {
+    super(driver, options);
+    this.driver = driver;
+    this.path = path;
+  }
+
+  /** An address another process can open with `openStore` (`sqlite:` + the absolute path). */
+  get url(): string {
+    return `sqlite:${this.path}`;
+  }
+}
+
+function checkOptions(options: BetterSqlite3StoreOptions): 'NORMAL' | 'FULL' {
+  if (typeof options !== 'object' || options === null) throw new InvalidArgument('createBetterSqlite3Store options must be an object');
+  if (options.clock !== undefined && typeof options.clock !== 'function') throw new InvalidArgument('options.clock must be a function returning a Date');
+  if (options.readOnly !== undefined && typeof options.readOnly !== 'boolean') throw new InvalidArgument('options.readOnly must be a boolean');
+  const sync = options.synchronous ?? 'NORMAL';
+  if (sync !== 'NORMAL' && sync !== 'FULL') throw new InvalidArgument(`options.synchronous must be 'NORMAL' or 'FULL', not ${JSON.stringify(sync)}`);
+  return sync;
+}
+
+function isDatabase(v: unknown): v is BetterSqlite3Database {
+  return typeof v === 'object' && v !== null && typeof (v as BetterSqlite3Database).prepare === 'function' && typeof (v as BetterSqlite3Database).pragma === 'function';
+}
+
+/** Switches the file to WAL, retrying a bounded number of times while another process holds it. */
+async function enableWal(db: BetterSqlite3Database, path: string): Promise<void> {
+  let last: unknown = null;
+  for (let attempt = 1; attempt <= WAL_ATTEMPTS; attempt++) {
+    try {
+      const mode = String(db.pragma('journal_mode = WAL', { simple: true })).toLowerCase();
+      if (mode === 'wal') return;
+      last = new Error(`journal_mode is ${mode}`);
+    } catch (err) {
+      last = err;
+    }
+    await new Promise((r) => setTimeout(r, 20 * attempt));
+  }
+  throw new StoreError(`[better-sqlite3] ${path} could not be switched to WAL mode after ${WAL_ATTEMPTS} attempts: ${(last as Error)?.message ?? String(last)}`, { cause: last });
+}
+
+/**
+ * Opens a ctrlrun state store on a SQLite file through better-sqlite3, migrated and ready.
+ *
+ * `pathOrDb` is a file path (created if missing, unless `readOnly`) or an open better-sqlite3
+ * `Database` on a file, which the store then owns and closes. In-memory databases are refused
+ * (`InvalidArgument`): reservations must survive the process and be visible to other processes.
+ * The engine must be SQLite 3.35 or newer. The file is put in WAL mode after it is recognised
+ * as a ctrlrun store, so a refused file (not a database, someone else's schema, a newer ctrlrun
+ * schema) is left untouched.
+ *
+ * @example
+ * const store = await createBetterSqlite3Store('./ctrlrun.db');
+ */
+export async function createBetterSqlite3Store(pathOrDb: string | BetterSqlite3Database, options: BetterSqlite3StoreOptions = {}): Promise<BetterSqlite3Store> {
+  const synchronous = checkOptions(options);
+  let readOnly = options.readOnly === true;
+  let db: BetterSqlite3Database;
+  let path: string;
+  let created = false;
+  if (isDatabase(pathOrDb)) {
+    db = pathOrDb;
+    if (!db.open) throw new InvalidArgument('the better-sqlite3 database is closed');
+    if (db.memory || db.name === '' || db.name === ':memory:') throw new InvalidArgument('an in-memory better-sqlite3 database is refused: open one on a file');
+    if (db.readonly && options.readOnly === false) throw new InvalidArgument('the better-sqlite3 database was opened readonly, but options.readOnly is false');
+    if (db.readonly) readOnly = true;
+    path = resolve(db.name);
+  } else {
+    if (typeof pathOrDb !== 'string') throw new InvalidArgument('createBetterSqlite3Store needs a file path or a better-sqlite3 Database');
+    const checked = checkPath(pathOrDb, readOnly);
+    path = checked.absolute;
+    const Database = await loadBetterSqlite3();
+    try {
+      db = new Database(path, { readonly: readOnly, fileMustExist: readOnly || checked.exists, timeout: BUSY_TIMEOUT_MS });
+    } catch (err) {
+      throw new StoreError(`[better-sqlite3] could not open ${path}: ${(err as Error)?.message ?? String(err)}`, { cause: err });
+    }
+    created = !checked.exists;
+  }
+  try {
+    db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
+    if (!readOnly) db.pragma(`synchronous = ${synchronous}`);
+  } catch (err) {
+    db.close();
+    throw new StoreError(`[better-sqlite3] could not configure ${path}: ${(err as Error)?.message ?? String(err)}`, { cause: err });
+  }
+  const driver = new BetterSqlite3Driver(db);
+  const store = new BetterSqlite3Store(driver, path, { clock: options.clock, readOnly });
+  try {
+    await store.open();
+    if (!readOnly) await enableWal(db, path);
+    return store;
+  } catch (err) {
+    await driver.close().catch(() => undefined);
+    // A file this call created and never wrote goes away again.
+    if (created) removeIfEmpty(path);
+    throw err;
+  }
+}
+
+function removeIfEmpty(path: string): void {
+  try {
+    if (statSync(path).size === 0) rmSync(path, { force: true });
+  } catch {
+    // Nothing to clean up.
+  }
+}

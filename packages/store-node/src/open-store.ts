@@ -1,0 +1,89 @@
+/**
+ * `openStore(url)`: one address for every server store. A bare path or `sqlite:PATH` is a SQLite
+ * file (better-sqlite3); `postgres://…` / `postgresql://…` is a PostgreSQL server (pg);
+ * `pglite:` / `pglite:DIR` is PGlite, in memory or in a directory. Each driver is imported only
+ * when its scheme is used, so an install carries only the drivers it opens.
+ *
+ * @module
+ */
+import { InvalidArgument, type Clock, type SqlStateStore } from '@ctrlrun/kernel';
+
+/** Options of {@link openStore}, shared by every driver. */
+export interface OpenStoreOptions {
+  /** The clock every decision and stored timestamp uses (the only test seam). */
+  clock?: Clock;
+  /** Open an up-to-date store for reading only: nothing created or migrated, every write refused. */
+  readOnly?: boolean;
+}
+
+/** The addresses {@link openStore} accepts, for messages. */
+export const ACCEPTED_STORE_URLS = 'a file path, sqlite:PATH, sqlite://PATH, postgres://…, postgresql://…, pglite: or pglite:DIR';
+
+/** A scheme is two or more letters before a colon; a single letter is a Windows drive (`C:\…`). */
+const SCHEME = /^([A-Za-z][A-Za-z0-9+.-]+):/;
+
+/** Which driver an address names, and what that driver is handed. */
+export type StoreAddress =
+  | { readonly kind: 'sqlite'; readonly path: string }
+  | { readonly kind: 'postgres'; readonly url: string }
+  | { readonly kind: 'pglite'; readonly dir: string | null };
+
+/**
+ * Parses a store address without opening anything. `sqlite:PATH` and `sqlite://PATH` both name
+ * the file PATH exactly as written (`sqlite:///srv/ctrlrun.db` is `/srv/ctrlrun.db`); nothing is
+ * percent-decoded.
+ */
+export function parseStoreUrl(url: string): StoreAddress {
+  if (typeof url !== 'string' || url.trim() === '') throw new InvalidArgument(`store url must be a non-empty string: ${ACCEPTED_STORE_URLS}`);
+  const scheme = SCHEME.exec(url)?.[1]?.toLowerCase();
+  if (scheme === undefined) return { kind: 'sqlite', path: url };
+  const rest = url.slice(scheme.length + 1);
+  switch (scheme) {
+    case 'sqlite': {
+      const path = rest.startsWith('//') ? rest.slice(2) : rest;
+      if (path === '') throw new InvalidArgument(`store url ${JSON.stringify(url)} names no file: sqlite:PATH`);
+      return { kind: 'sqlite', path };
+    }
+    case 'postgres':
+    case 'postgresql':
+      if (!rest.startsWith('//')) throw new InvalidArgument(`store url ${JSON.stringify(url)} is not a PostgreSQL URL: postgres://user@host:port/database`);
+      return { kind: 'postgres', url };
+    case 'pglite': {
+      const dir = rest.startsWith('//') ? rest.slice(2) : rest;
+      return { kind: 'pglite', dir: dir === '' ? null : dir };
+    }
+    default:
+      throw new InvalidArgument(
+        `store url ${JSON.stringify(url)} has an unknown scheme ${JSON.stringify(scheme)}: accepted are ${ACCEPTED_STORE_URLS} (a file whose name contains a colon: write it as sqlite:PATH or ./PATH)`,
+      );
+  }
+}
+
+function notBuiltYet(driver: string, url: string): never {
+  throw new InvalidArgument(`store url ${JSON.stringify(url)} needs the ${driver} driver, which is not built yet in @ctrlrun/store-node`);
+}
+
+/**
+ * Opens the store at `url`, migrated and ready (a reader: only an up-to-date one).
+ *
+ * @example
+ * const store = await openStore('./ctrlrun.db');              // SQLite file (better-sqlite3)
+ * const store = await openStore('sqlite:/srv/ctrlrun.db');
+ */
+export async function openStore(url: string, options: OpenStoreOptions = {}): Promise<SqlStateStore> {
+  if (typeof options !== 'object' || options === null) throw new InvalidArgument('openStore options must be an object');
+  const address = parseStoreUrl(url);
+  const { clock, readOnly } = options;
+  switch (address.kind) {
+    case 'sqlite': {
+      const { createBetterSqlite3Store } = await import('./better-sqlite3.js');
+      return createBetterSqlite3Store(address.path, { clock, readOnly });
+    }
+    case 'postgres':
+      // PG DRIVER: replace with `return (await import('./pg.js')).<open>(address.url, { clock, readOnly });`
+      return notBuiltYet('pg', url);
+    case 'pglite':
+      // PGLITE DRIVER: replace with `return (await import('./pglite.js')).<open>(address.dir, { clock, readOnly });`
+      return notBuiltYet('PGlite', url);
+  }
+}
