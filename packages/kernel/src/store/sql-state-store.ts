@@ -12,6 +12,7 @@ import { checkAnswerable, checkConsumable } from '../approvals.js';
 import { canonicalJson, isPlainObject, isWellFormedString, parseJson, type JsonObject } from '../canonical.js';
 import { checkActor, checked, checkResolvable, planLeaseExtension, planReservation, resolutionError, resultToJson } from '../effects.js';
 import {
+  AmbiguousWrite,
   ApprovalMismatch,
   CTRLRunError,
   DuplicateEffect,
@@ -41,7 +42,10 @@ import type { Dialect, SqlDriver, SqlExecutor, SqlValue } from './driver.js';
 import { migrate, readApplied, type AppliedMigration, type MigrationId } from './migrations.js';
 import { Mutex } from './mutex.js';
 import { sqliteDialect } from './sqlite.js';
-import type { StateStore } from './state-store.js';
+import { A1_OURS, A1_REFUSE, A1_REINSERT, A2_LANDED, A2_REFUSE, A2_REISSUE, lostCommitBranch, type EffectWriteIntent } from './lost-commit.js';
+import { postgresDialect } from './postgres.js';
+import type { Logger } from '../control.js';
+import type { DelegationRecord, StateStore } from './state-store.js';
 
 /**
  * Every statement the store sends, in one dialect's text and placeholder style. Parameters are
@@ -65,6 +69,12 @@ export interface DialectSql {
   readonly insertSchemaVersion: string;
   /** Run first in each migration transaction (Postgres: the advisory lock), or `null`. */
   readonly migrationLock: string | null;
+  /**
+   * Before migrating, one row the dialect's `checkMigrationPrivilege` judges (Postgres: the
+   * schema, the role and `has_schema_privilege(schema, 'CREATE')`); absent when the engine has no
+   * privileges to check.
+   */
+  readonly migrationPrivilege?: string | null;
 
   /** Params: effect_key. Every effect column. */
   readonly selectEffect: string;
@@ -116,12 +126,39 @@ export interface DialectSql {
   readonly lockChainHead: string;
   /** Params: receipt_id, action_id, effect_key, result, json, ts, seq, prev_hash, hash. */
   readonly insertReceipt: string;
+  /**
+   * Params: receipt_id. Every receipt column. Present when `insertReceipt` affects 0 rows on a
+   * receipt id already stored (Postgres `ON CONFLICT (receipt_id) DO NOTHING`): the store then
+   * rolls back — the head never advances without its row — and returns the stored receipt.
+   * Absent: a collision is an `InvalidArgument`.
+   */
+  readonly selectReceipt?: string;
   /** Params: hash. */
   readonly setChainHash: string;
   /** `{ seq, hash }` of the head row. */
   readonly selectChainHead: string;
   /** Every receipt row by `seq`, null `seq` first. */
   readonly listReceipts: string;
+
+  /**
+   * A plain INSERT, never an upsert. Params: delegation_id, parent_id, depth, grant_json,
+   * created_by_agent, created_by_user, created_via, created_at, revoked_at, revoked_by. An
+   * existing id raises a unique violation or affects 0 rows; both are refused.
+   *
+   * The six delegation statements are optional only while a dialect is being written; a store
+   * over a dialect without them refuses every delegation call.
+   */
+  readonly insertDelegation?: string;
+  /** Params: delegation_id. Every delegation column. */
+  readonly selectDelegation?: string;
+  /** Params: parent_id. Every delegation column, oldest first. */
+  readonly delegationsFor?: string;
+  /** Every delegation, oldest first. */
+  readonly listDelegations?: string;
+  /** Every unrevoked delegation, oldest first. */
+  readonly listLiveDelegations?: string;
+  /** Params: revoked_at, revoked_by, delegation_id (only if not yet revoked). */
+  readonly revokeDelegation?: string;
 }
 
 /** One SQL family's text: migration DDL, statements, and how its engine reports two things. */
@@ -132,14 +169,25 @@ export interface SqlDialect {
   readonly migrations: Readonly<Record<MigrationId, readonly string[]>>;
   /** Every other statement. */
   readonly sql: DialectSql;
-  /** Why the engine version (the `serverVersion` row) is refused, or `null` if it is fine. */
-  checkServerVersion(version: string): string | null;
+  /**
+   * Postgres: classify and apply every pending migration in one transaction, after
+   * `migrationLock`, with the catalogue read inside it (spec 03 §2.2). Otherwise each migration
+   * runs in its own transaction and the classification reads outside one.
+   */
+  readonly migrateInOneTransaction?: boolean;
+  /**
+   * Why the engine (the `serverVersion` row: its `version`, and whatever else the dialect
+   * selects, e.g. the Postgres database encoding) is refused, or `null` if it is fine.
+   */
+  checkServerVersion(version: string, row?: Readonly<Record<string, unknown>>): string | null;
+  /** Why the `migrationPrivilege` row forbids migrating (naming the missing grant), or `null`. */
+  checkMigrationPrivilege?(row: Readonly<Record<string, unknown>>): string | null;
   /** Whether a driver error (or its `cause` chain) is a unique/primary-key violation. */
   isUniqueViolation(err: unknown): boolean;
 }
 
-/** The dialects this build carries, by family. */
-const DIALECTS: Partial<Record<Dialect, SqlDialect>> = { sqlite: sqliteDialect };
+/** The dialects this build carries, by family (Postgres: the `public` schema). */
+const DIALECTS: Partial<Record<Dialect, SqlDialect>> = { sqlite: sqliteDialect, postgres: postgresDialect() };
 
 /** Options of {@link openSqlStateStore}. */
 export interface SqlStateStoreOptions {
@@ -149,11 +197,41 @@ export interface SqlStateStoreOptions {
   readOnly?: boolean;
   /** The SQL to send; defaults to this build's dialect for `driver.dialect`. */
   dialect?: SqlDialect;
+  /**
+   * Where the store's warnings go (default `console`): each lost COMMIT resolved by a re-read is
+   * logged once, with attributes `{ logger: 'ctrlrun.postgres', level: 'WARNING', branch }`.
+   */
+  logger?: Logger;
 }
 
 /** A refusal whose write must be kept: returned out of the transaction, thrown after commit. */
 class RaiseAfterCommit {
   constructor(readonly error: Error) {}
+}
+
+/**
+ * One write attempt's declaration: the effect row it is about to write, so that a lost COMMIT
+ * ({@link AmbiguousWrite} from the driver) can be resolved by a re-read (spec 03 §3.4).
+ */
+interface WriteRun {
+  intent: EffectWriteIntent | null;
+}
+
+/** Rolls back a receipt write whose id is already stored (the stored row is returned instead). */
+class ReceiptAlreadyStored {}
+
+/** The error `check` throws, or `fallback()` if it passes. */
+function refusalOf(check: () => unknown, fallback: () => Error): Error {
+  try {
+    check();
+  } catch (err) {
+    return err as Error;
+  }
+  return fallback();
+}
+
+function movedOn(key: string): DuplicateEffect {
+  return new DuplicateEffect('in_progress', { effectKey: key, message: `effect ${key} moved on while it was being written; another worker holds it` });
 }
 
 /** One mutex per driver, so two stores on one single-connection driver still never interleave. */
@@ -200,6 +278,39 @@ interface EventRow {
 
 interface ReceiptSqlRow extends Omit<ReceiptRow, 'seq'> {
   seq: SqlValue;
+}
+
+interface DelegationRow {
+  delegation_id: string;
+  parent_id: string;
+  depth: SqlValue;
+  grant_json: string;
+  created_by_agent: string;
+  created_by_user: string | null;
+  created_via: string;
+  created_at: string;
+  revoked_at: string | null;
+  revoked_by: string | null;
+}
+
+function delegationFromRow(r: DelegationRow): DelegationRecord {
+  return {
+    delegationId: r.delegation_id,
+    parentId: r.parent_id,
+    depth: int(r.depth, 'delegations.depth'),
+    grantJson: r.grant_json,
+    createdByAgent: r.created_by_agent,
+    createdByUser: r.created_by_user ?? null,
+    createdVia: r.created_via,
+    createdAt: r.created_at,
+    revokedAt: r.revoked_at ?? null,
+    revokedBy: r.revoked_by ?? null,
+  };
+}
+
+function stamp(v: unknown, what: string): string {
+  parseTime(nonEmpty(v, what), what);
+  return v as string;
 }
 
 function nonEmpty(v: unknown, what: string): string {
@@ -759,6 +870,78 @@ export class SqlStateStore implements StateStore {
         hash: r.hash ?? null,
       })),
     );
+  }
+
+  // ---------------------------------------------------------------- delegations
+
+  /** The dialect's delegation statement `name`, or a refusal naming the dialect. */
+  #delegationSql(name: 'insertDelegation' | 'selectDelegation' | 'delegationsFor' | 'listDelegations' | 'listLiveDelegations' | 'revokeDelegation'): string {
+    const text = this.#sql.sql[name];
+    if (typeof text !== 'string') throw new StoreError(`[kernel] [${this.name}] the ${this.#sql.name} dialect has no delegation statements (${name})`);
+    return text;
+  }
+
+  async putDelegation(record: DelegationRecord): Promise<void> {
+    if (!isPlainObject(record)) throw new InvalidArgument('delegation record must be an object');
+    const id = nonEmpty(record.delegationId, 'delegation.delegationId');
+    const depth = record.depth;
+    if (typeof depth !== 'number' || !Number.isSafeInteger(depth) || depth < 0) throw new InvalidArgument(`delegation.depth must be a non-negative integer, got ${String(depth)}`);
+    const params: SqlValue[] = [
+      id,
+      nonEmpty(record.parentId, 'delegation.parentId'),
+      depth,
+      nonEmpty(record.grantJson, 'delegation.grantJson'),
+      storedText(nonEmpty(record.createdByAgent, 'delegation.createdByAgent')),
+      record.createdByUser === null || record.createdByUser === undefined ? null : storedText(nonEmpty(record.createdByUser, 'delegation.createdByUser')),
+      nonEmpty(record.createdVia, 'delegation.createdVia'),
+      stamp(record.createdAt, 'delegation.createdAt'),
+      record.revokedAt === null || record.revokedAt === undefined ? null : stamp(record.revokedAt, 'delegation.revokedAt'),
+      record.revokedBy === null || record.revokedBy === undefined ? null : storedText(nonEmpty(record.revokedBy, 'delegation.revokedBy')),
+    ];
+    await this.#write('putDelegation', async (tx) => {
+      let inserted: number;
+      try {
+        ({ rowsAffected: inserted } = await this.#query(tx, this.#delegationSql('insertDelegation'), params));
+      } catch (err) {
+        if (!this.#sql.isUniqueViolation(err)) throw err;
+        inserted = 0;
+      }
+      // Never an upsert: a delegation is an act, and a second act under one id would rewrite the first.
+      if (inserted !== 1) throw new InvalidArgument(`delegation ${id} already exists; a delegation is never overwritten`);
+    });
+  }
+
+  async getDelegation(id: string): Promise<DelegationRecord | null> {
+    const i = nonEmpty(id, 'delegation_id');
+    return this.#read(async (ex) => {
+      const row = (await this.#query<DelegationRow>(ex, this.#delegationSql('selectDelegation'), [i])).rows[0];
+      return row ? delegationFromRow(row) : null;
+    });
+  }
+
+  async delegationsFor(parentId: string): Promise<DelegationRecord[]> {
+    const p = nonEmpty(parentId, 'parent_id');
+    return this.#read(async (ex) => (await this.#query<DelegationRow>(ex, this.#delegationSql('delegationsFor'), [p])).rows.map(delegationFromRow));
+  }
+
+  async delegations(options: { includeRevoked?: boolean } = {}): Promise<DelegationRecord[]> {
+    const text = this.#delegationSql(options?.includeRevoked === true ? 'listDelegations' : 'listLiveDelegations');
+    return this.#read(async (ex) => (await this.#query<DelegationRow>(ex, text)).rows.map(delegationFromRow));
+  }
+
+  async revokeDelegation(id: string, by: string | null, at: string): Promise<boolean> {
+    const i = nonEmpty(id, 'delegation_id');
+    const who = by === null || by === undefined ? null : storedText(checkActor(by, 'revoked_by'));
+    const when = stamp(at, 'revoked_at');
+    const revoke = this.#delegationSql('revokeDelegation');
+    const select = this.#delegationSql('selectDelegation');
+    return this.#write('revokeDelegation', async (tx) => {
+      const { rowsAffected } = await this.#query(tx, revoke, [when, who, i]);
+      if (rowsAffected === 1) return true;
+      const row = (await this.#query<DelegationRow>(tx, select, [i])).rows[0];
+      if (!row) throw new InvalidArgument(`no delegation ${i}`);
+      return false;
+    });
   }
 
   /** The rows of `schema_version`, by id (for operators and the CLI's status). */

@@ -15,6 +15,8 @@ const EFFECT_COLUMNS = 'effect_key, state, action_id, attempt, lease_expires_at,
 const APPROVAL_COLUMNS =
   'approval_id, action_hash, status, action_json, approver, created_at, granted_at, expires_at, consumed_at, policy_hash_at_approval';
 const RECEIPT_COLUMNS = 'receipt_id, action_id, effect_key, result, json, ts, seq, prev_hash, hash';
+const DELEGATION_COLUMNS =
+  'delegation_id, parent_id, depth, grant_json, created_by_agent, created_by_user, created_via, created_at, revoked_at, revoked_by';
 
 /** Walks an error and its `cause` chain. */
 function* causes(err: unknown): Generator<unknown> {
@@ -111,6 +113,13 @@ export const sqliteDialect: SqlDialect = Object.freeze({
     selectChainHead: 'SELECT seq, hash FROM receipt_chain WHERE id = 1',
     // NULL seq (pre-chain rows) sorts first in SQLite.
     listReceipts: `SELECT ${RECEIPT_COLUMNS} FROM receipts ORDER BY seq, rowid`,
+
+    insertDelegation: `INSERT INTO delegations(${DELEGATION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    selectDelegation: `SELECT ${DELEGATION_COLUMNS} FROM delegations WHERE delegation_id = ?`,
+    delegationsFor: `SELECT ${DELEGATION_COLUMNS} FROM delegations WHERE parent_id = ? ORDER BY created_at, rowid`,
+    listDelegations: `SELECT ${DELEGATION_COLUMNS} FROM delegations ORDER BY created_at, rowid`,
+    listLiveDelegations: `SELECT ${DELEGATION_COLUMNS} FROM delegations WHERE revoked_at IS NULL ORDER BY created_at, rowid`,
+    revokeDelegation: 'UPDATE delegations SET revoked_at = ?, revoked_by = ? WHERE delegation_id = ? AND revoked_at IS NULL',
   }),
 
   checkServerVersion(version: string): string | null {

@@ -24,7 +24,30 @@ import type {
 } from '../model.js';
 import type { Dialect } from './driver.js';
 
-/** The state a control path keeps: approvals, effects, events and the receipt chain. */
+/**
+ * One row of `delegations`, raw: the store keeps it and never interprets it. The authority
+ * module parses `grantJson` and re-validates every field on read.
+ */
+export interface DelegationRecord {
+  /** `dlg_` + 32 lowercase hex. */
+  readonly delegationId: string;
+  /** A root grant id or another delegation's id. */
+  readonly parentId: string;
+  /** Recorded for readers; never trusted (the chain is walked). */
+  readonly depth: number;
+  /** The delegated grant, stored verbatim. */
+  readonly grantJson: string;
+  readonly createdByAgent: string;
+  readonly createdByUser: string | null;
+  /** `api` or `cli`. */
+  readonly createdVia: string;
+  /** Stored timestamp (`…+00:00`). */
+  readonly createdAt: string;
+  readonly revokedAt: string | null;
+  readonly revokedBy: string | null;
+}
+
+/** The state a control path keeps: approvals, effects, events, the receipt chain and delegations. */
 export interface StateStore {
   /** Short name for messages (the driver's). */
   readonly name: string;
@@ -91,6 +114,22 @@ export interface StateStore {
   events(): Promise<EventRecord[]>;
   /** Every receipt row as stored, by `seq` (null `seq` first). */
   receipts(): Promise<ReceiptRow[]>;
+
+  // Delegations
+
+  /** Inserts a delegation row; never an upsert: an existing id is an `InvalidArgument`. */
+  putDelegation(record: DelegationRecord): Promise<void>;
+  /** The row, or `null`. */
+  getDelegation(id: string): Promise<DelegationRecord | null>;
+  /** Every row whose parent is `parentId`, oldest first (revoked ones included). */
+  delegationsFor(parentId: string): Promise<DelegationRecord[]>;
+  /** Every row, oldest first; revoked ones only with `includeRevoked`. */
+  delegations(options?: { includeRevoked?: boolean }): Promise<DelegationRecord[]>;
+  /**
+   * Revokes `id` at `at` (a stored timestamp) by `by`, in one write: `true` if this call revoked
+   * it, `false` if it was already revoked (nothing written). An unknown id is an `InvalidArgument`.
+   */
+  revokeDelegation(id: string, by: string | null, at: string): Promise<boolean>;
 
   /** Releases the store; never fences other users of the same database. */
   close(): Promise<void>;
