@@ -5,13 +5,18 @@
  *
  * @module
  */
-import type { Action } from './action.js';
+import { createPrincipal, type Action, type Principal } from './action.js';
+import { checkConsumable } from './approvals.js';
+import { authorityEventData, type Authority, type AuthorityResult, type CreatedVia, type Delegation } from './authority/authority.js';
+import type { Grant, GrantInput } from './authority/grant.js';
 import type { JsonObject } from './canonical.js';
 import {
   ActionDenied,
   AmbiguousEffect,
   ApprovalMismatch,
   ApprovalRequired,
+  AuthorityDenied,
+  AuthorityEscalation,
   CTRLRunError,
   DuplicateEffect,
   EffectKeyError,
@@ -19,15 +24,17 @@ import {
   InvalidArgument,
   NotExecuted,
 } from './errors.js';
+import { normalizeHeaders, type IdentityProvider } from './identity.js';
 import { dispatchToSinks, type EventSink } from './events.js';
 import { randomIds, type IdSource } from './ids.js';
 import type { Approval, ApprovalRecord, EventRecord, EventType, Reservation, StoredReceipt } from './model.js';
-import type { Evaluation, Policy } from './policy/index.js';
+import type { Decision, Evaluation, Policy } from './policy/index.js';
 import { resolveEffectTemplate } from './policy/index.js';
-import { buildReceipt, type ReceiptFields } from './receipt.js';
+import { buildReceipt, type ReceiptFields, type ReceiptResult } from './receipt.js';
 import type { StateStore } from './store/state-store.js';
 import { checkDuration, evidenceTime, MINUTE, parseTime, storedTime, systemClock, type Clock } from './time.js';
 import { checkActor } from './effects.js';
+import { delegationToRecord } from './authority/authority.js';
 
 /** A reconcile hook: asked what happened to an ambiguous effect. */
 export type ReconcileHook = (effectKey: string) => 'committed' | 'not_executed' | 'unknown' | Promise<'committed' | 'not_executed' | 'unknown'>;
@@ -81,9 +88,39 @@ export interface ControlOptions {
   approvalTtl?: number;
   /** The deployment's environment; else the policy's `environment:`, else `production`. */
   environment?: string;
-  /** The authority section in force (v0.3; `null` until authority lands). */
-  authority?: unknown;
+  /**
+   * The authority in force. Omitted: the policy document's inline `authority:` section, if it
+   * has one. `null`: none (no authority check, no `AUTHORITY_*` event). A standalone authority
+   * document (`loadAuthority`) goes here; a document that also has an inline section is refused.
+   */
+  authority?: Authority | null;
+  /** Where principals come from (spec 02 §1.3); else the per-call or default principal. */
+  identity?: IdentityProvider | null;
   logger?: Logger;
+}
+
+/** Per-call identity inputs of {@link Control.resolvePrincipal}. */
+export interface ResolveOptions {
+  /** The per-call principal; else the Control's default. With a provider, only a hint. */
+  principal?: { agent: string; user?: string | null } | Principal | null;
+  /** Request headers (any case) for a header or JWT provider. */
+  headers?: Readonly<Record<string, string>>;
+}
+
+/** Options of {@link Control.delegate}. */
+export interface DelegateOptions {
+  /** The principal creating the delegation; must be the parent grant's subject. */
+  by: { agent: string; user?: string | null; expiresAt?: string | null } | Principal;
+  /** `api` (default) or `cli` (an assertion made from a shell). */
+  via?: CreatedVia;
+}
+
+/** The `would_have` of an observed receipt, assembled as the action is evaluated. */
+interface Observation {
+  decision: Decision;
+  reason: string;
+  /** The first stopper in enforce order; later ones never overwrite it. */
+  blocked: string | null;
 }
 
 /** What {@link Control.executeWithReceipt} resolves to. */
@@ -103,6 +140,10 @@ interface Pass {
   attempt: number;
   evaluation: Evaluation | null;
   hookCalls: number;
+  /** Observe mode's counterfactual, or null in enforce mode. */
+  observation: Observation | null;
+  /** Whether this attempt holds its effect key (observe mode may run without it). */
+  held: boolean;
 }
 
 /** The control path over one policy and one store. */
@@ -117,7 +158,14 @@ export class Control {
   readonly lease: number;
   readonly approvalTtl: number;
   readonly logger: Logger;
+  /** The authority in force, or null: no grant is needed (and no `AUTHORITY_*` event appears). */
+  readonly authority: Authority | null;
+  /** Where principals come from, or null. */
+  readonly identity: IdentityProvider | null;
+  /** `mode: observe`: everything is evaluated and recorded, nothing is enforced. */
+  readonly observing: boolean;
   readonly #sinks: readonly EventSink[];
+  #warnedAboutPrincipal = false;
 
   constructor(options: ControlOptions) {
     if (!options || typeof options !== 'object') throw new InvalidArgument('Control needs { policy, store }');
@@ -129,7 +177,22 @@ export class Control {
       throw new InvalidArgument('environment must be a non-empty string');
     }
     this.environment = (options.environment ?? options.policy.environment ?? 'production').trim();
-    this.policyHash = options.policy.hashFor({ environment: this.environment, authority: options.authority ?? null });
+    const inline = options.policy.authority;
+    if (options.authority !== undefined && options.authority !== null && inline !== null && options.authority !== inline) {
+      throw new InvalidArgument(
+        `authority is declared twice: in the policy document ${options.policy.source} and in the Control's authority option; two sources for one section is an ambiguity nobody can resolve later`,
+      );
+    }
+    this.authority = options.authority === undefined ? inline : options.authority;
+    if (this.authority !== null && (typeof this.authority !== 'object' || typeof this.authority.evaluate !== 'function')) {
+      throw new InvalidArgument('authority must be an Authority (loadAuthority(yamlText), or a policy document with an authority: section) or null');
+    }
+    if (options.identity !== undefined && options.identity !== null && typeof options.identity.resolve !== 'function') {
+      throw new InvalidArgument('identity must be an IdentityProvider (an object with resolve(context))');
+    }
+    this.identity = options.identity ?? null;
+    this.observing = options.policy.mode === 'observe';
+    this.policyHash = options.policy.hashFor({ environment: this.environment, authority: this.authority });
     this.defaultPrincipal = options.principal ?? null;
     this.clock = options.clock ?? systemClock;
     this.ids = options.ids ?? randomIds;
@@ -139,11 +202,72 @@ export class Control {
     this.#sinks = [...(options.sinks ?? [])];
   }
 
-  /** The decision for `action` with no writes (env mismatch → `InvalidArgument`). */
-  evaluate(action: Action): Evaluation {
+  /**
+   * The combined decision for `action` — the stricter of authority and policy — with no writes
+   * (env mismatch → `InvalidArgument`; an expired principal → `deny`/`principal_expired`; an
+   * authority denial → `deny` with its reason, policy never consulted). Reads the store to
+   * resolve delegations, hence async.
+   */
+  async evaluate(action: Action): Promise<Evaluation> {
     this.#checkEnvironment(action);
-    if (this.#principalExpired(action)) return { decision: 'deny', reason: 'principal_expired', controls: [], warnings: [] };
+    if (this.#principalExpired(action)) return deny('principal_expired');
+    if (this.authority !== null) {
+      const result = await this.authority.evaluate(action, { now: this.clock(), store: this.store });
+      if (!result.passed) return { ...deny(result.reason), warnings: [...result.warnings] };
+    }
     return this.policy.evaluate(action.name, action.canonicalArguments);
+  }
+
+  /**
+   * The principal for a call of `actionName` (spec 02 §1.3). Without a provider: the per-call
+   * or default principal, else `no_principal`. With one: its answer wins; a decline falls back
+   * to the per-call or default principal only when no authority section is loaded; a throw is an
+   * `IdentityError` and nothing fills in. `no_principal` is an `ActionDenied` that leaves no
+   * receipt and no event.
+   */
+  async resolvePrincipal(actionName: string, options: ResolveOptions = {}): Promise<Principal> {
+    const hint = options.principal ?? this.defaultPrincipal;
+    const fromContext = hint ? createPrincipal(hint) : null;
+    if (this.identity === null) return fromContext ?? this.#refuseNoPrincipal(actionName);
+    const headers = normalizeHeaders(options.headers);
+    if (headers === 'repeated') return this.#refuseNoPrincipal(actionName, 'an identity header was given more than once');
+    let resolved: unknown;
+    try {
+      resolved = await this.identity.resolve({
+        action: actionName,
+        environment: this.environment,
+        headers: Object.freeze(headers),
+        agent: fromContext?.agent ?? null,
+        user: fromContext?.user ?? null,
+      });
+    } catch (err) {
+      if (err instanceof IdentityError) throw err;
+      this.logger.warn(`[ctrlrun] ${actionName}: the identity provider raised ${describeError(err)}`);
+      throw new IdentityError(`${actionName}: the identity provider rejected this call`, { cause: err });
+    }
+    if (resolved === null || resolved === undefined) {
+      // A decline is never backfilled once authority is loaded: omitting a credential must not
+      // reach what forging one would.
+      if (fromContext === null || this.authority !== null) return this.#refuseNoPrincipal(actionName);
+      return fromContext;
+    }
+    let principal: Principal;
+    try {
+      principal = createPrincipal(resolved as Principal);
+      if (principal.expiresAt !== undefined && principal.expiresAt !== null) parseTime(principal.expiresAt, 'principal.expiresAt');
+    } catch (err) {
+      throw new IdentityError(`${actionName}: the identity provider returned something that is not a principal`, { cause: err });
+    }
+    if (fromContext !== null && !this.#warnedAboutPrincipal && (fromContext.agent !== principal.agent || fromContext.user !== principal.user)) {
+      this.#warnedAboutPrincipal = true;
+      this.logger.warn(`[ctrlrun] ${actionName}: the identity provider resolved ${named(principal)} and the call says ${named(fromContext)}; the provider is in force`);
+    }
+    return principal;
+  }
+
+  #refuseNoPrincipal(actionName: string, why = 'no principal is available'): never {
+    this.logger.warn(`[ctrlrun] ${actionName}: denied: ${why}`);
+    throw new ActionDenied('no_principal', { message: `${actionName} refused: ${why}; pass { principal } per call or to the Control, or install an identity provider that answers` });
   }
 
   /** Runs `action` through the control path; resolves to the executor's value. */
@@ -168,7 +292,10 @@ export class Control {
     if (approvalId !== null && (typeof approvalId !== 'string' || approvalId === '')) throw new InvalidArgument('approvalId must be a non-empty string');
     const template = options.effectKey === undefined ? (options.effectTemplate ?? this.policy.action(action.name)?.effect ?? null) : null;
 
-    const pass: Pass = { action, startedAt: evidenceTime(this.clock()), effectKey, approvalId, approver: null, attempt: 1, evaluation: null, hookCalls: 0 };
+    const pass: Pass = {
+      action, startedAt: evidenceTime(this.clock()), effectKey, approvalId, approver: null, attempt: 1, evaluation: null, hookCalls: 0,
+      observation: this.observing ? { decision: 'allow', reason: '', blocked: null } : null, held: false,
+    };
     await this.#event(pass, 'ACTION_PROPOSED', { action_hash: action.actionHash });
 
     if (template !== null) {
@@ -183,16 +310,32 @@ export class Control {
     }
 
     if (this.#principalExpired(action)) {
-      const err = new IdentityError(`the principal ${action.principal.agent} expired at ${action.principal.expiresAt}`);
+      pass.evaluation = deny('principal_expired');
+      // Observe mode records what enforce mode would have reached, and enforce stops here.
+      if (pass.observation) return this.#observed(pass, executor, options, lease);
       await this.#event(pass, 'ACTION_DENIED', { reason: 'principal_expired' });
-      await this.#receipt(pass, { decision: 'deny', reason: 'principal_expired', result: 'denied', error: err.message });
-      throw err;
+      await this.#receipt(pass, { result: 'denied', error: null });
+      throw new IdentityError(`${action.name}: the principal ${action.principal.agent}'s credential expired at ${action.principal.expiresAt}`);
+    }
+
+    if (this.authority !== null) {
+      const result = await this.authority.evaluate(action, { now: this.clock(), store: this.store });
+      for (const w of result.warnings) this.logger.warn(`[ctrlrun] ${action.name}: ${w}`);
+      if (!result.passed) {
+        // Authority denies before policy is consulted: no POLICY_EVALUATED, no approval request.
+        pass.evaluation = deny(result.reason);
+        await this.#event(pass, 'AUTHORITY_DENIED', authorityEventData(result));
+        if (pass.observation) return this.#observed(pass, executor, options, lease);
+        await this.#refuseAuthority(pass, result);
+      }
+      await this.#event(pass, 'AUTHORITY_RESOLVED', authorityEventData(result));
     }
 
     const evaluation = this.policy.evaluate(action.name, action.canonicalArguments);
     for (const w of evaluation.warnings) this.logger.warn(`[ctrlrun] ${action.name}: ${w}`);
     pass.evaluation = evaluation;
     await this.#event(pass, 'POLICY_EVALUATED', { decision: evaluation.decision, reason: evaluation.reason });
+    if (pass.observation) return this.#observed(pass, executor, options, lease);
 
     if (evaluation.decision === 'deny') {
       if (approvalId !== null) pass.approver = (await this.store.getApproval(approvalId))?.approver ?? null;
@@ -227,6 +370,7 @@ export class Control {
         throw err;
       }
     }
+    pass.held = pass.effectKey !== null;
     await this.#event(pass, 'EXECUTION_STARTED', {});
     return this.#run(pass, executor, options);
   }
@@ -255,7 +399,151 @@ export class Control {
     return record;
   }
 
+  /**
+   * Creates a delegated grant beneath `parentId` (a root grant or a live delegation), or
+   * refuses with an {@link AuthorityEscalation} (`unknown_parent`, `parent_not_delegable`,
+   * `parent_not_valid`, `not_the_subject`, `max_depth`, `containment` + `dimension`) and
+   * `DELEGATION_REJECTED`; an expired `by` is an `IdentityError`. On success one row is written
+   * and `DELEGATION_CREATED` reaches the store and every sink. Not idempotent: two calls make two
+   * delegations. A malformed grant is an `InvalidArgument`, with nothing written.
+   */
+  async delegate(parentId: string, grant: Grant | GrantInput, options: DelegateOptions): Promise<Delegation> {
+    const authority = this.#requireAuthority('delegate');
+    if (!options || typeof options !== 'object' || !options.by) throw new InvalidArgument('delegate needs { by }: the principal creating the delegation');
+    const by = createPrincipal(options.by);
+    const via = options.via ?? 'api';
+    if (via !== 'api' && via !== 'cli') throw new InvalidArgument(`via must be 'api' or 'cli', got ${JSON.stringify(via)}`);
+    let planned: Delegation;
+    try {
+      planned = await authority.planDelegation(parentId, grant, { by, store: this.store, now: this.clock(), ids: this.ids, via });
+    } catch (err) {
+      if (err instanceof IdentityError) {
+        await this.#eventRaw('DELEGATION_REJECTED', null, null, null, { reason: 'principal_expired', parent_id: parentId });
+      } else if (err instanceof AuthorityEscalation) {
+        const data: JsonObject = { reason: err.reason, parent_id: parentId };
+        if (err.dimension !== null) data['dimension'] = err.dimension;
+        await this.#eventRaw('DELEGATION_REJECTED', null, null, null, data);
+      }
+      throw err;
+    }
+    await this.store.putDelegation(delegationRecord(planned));
+    await this.#eventRaw('DELEGATION_CREATED', null, null, null, {
+      delegation_id: planned.delegationId,
+      parent_id: planned.parentId,
+      depth: planned.depth,
+      created_by_agent: planned.createdBy.agent,
+      created_by_user: planned.createdBy.user,
+      created_via: planned.createdVia,
+    });
+    return planned;
+  }
+
+  /**
+   * Revokes one delegation in one write; every descendant is denied from the next evaluation
+   * (the chain is walked, no child is visited). Resolves `true` when this call revoked it and
+   * `false` when it already was (logged, no event). An unknown id is an `InvalidArgument`.
+   */
+  async revoke(delegationId: string, options: { by?: string | null } = {}): Promise<boolean> {
+    const authority = this.#requireAuthority('revoke');
+    const by = options?.by === undefined || options.by === null ? null : checkActor(options.by, 'by');
+    const delegation = await authority.planRevocation(delegationId, { store: this.store });
+    const revoked = await this.store.revokeDelegation(delegation.delegationId, by, storedTime(this.clock()));
+    if (!revoked) {
+      const again = await this.store.getDelegation(delegation.delegationId);
+      this.logger.warn(`[ctrlrun] delegation ${delegation.delegationId} was already revoked at ${again?.revokedAt ?? delegation.revokedAt ?? 'an earlier time'}`);
+      return false;
+    }
+    await this.#eventRaw('DELEGATION_REVOKED', null, null, null, { delegation_id: delegation.delegationId, revoked_by: by });
+    return true;
+  }
+
+  #requireAuthority(what: string): Authority {
+    if (this.authority === null) {
+      throw new InvalidArgument(`this Control has no authority section, so there is nothing to ${what}; load a document with an 'authority:' section`);
+    }
+    return this.authority;
+  }
+
   // ---- the path's steps ----
+
+  async #refuseAuthority(pass: Pass, result: AuthorityResult): Promise<never> {
+    const { action } = pass;
+    if (pass.approvalId !== null) pass.approver = (await this.store.getApproval(pass.approvalId))?.approver ?? null;
+    await this.#event(pass, 'ACTION_DENIED', { reason: result.reason });
+    await this.#receipt(pass, { result: 'denied', error: null });
+    throw new AuthorityDenied(result.reason, {
+      actionId: action.actionId,
+      grantId: result.grantId,
+      delegationId: result.delegationId,
+      message: `${action.name} denied by authority (${result.reason})`,
+    });
+  }
+
+  /**
+   * Observe mode, once decided: nothing is enforced and the executor runs. A presented approval
+   * is checked and never consumed; the reservation is attempted and, if refused, the executor
+   * still runs but its outcome is never written to the record. Every stopper enforce mode would
+   * have met is noted; the first one is the receipt's `would_have.blocked_reason`.
+   */
+  async #observed<T>(pass: Pass, executor: Executor<T>, options: ExecuteOptions, lease: number): Promise<ExecuteResult<T>> {
+    const { action } = pass;
+    const evaluation = pass.evaluation!;
+    const obs = pass.observation!;
+    obs.decision = evaluation.decision;
+    obs.reason = evaluation.reason;
+    if (evaluation.decision === 'deny') block(pass, evaluation.reason);
+    if (pass.approvalId !== null) pass.approver = (await this.store.getApproval(pass.approvalId))?.approver ?? null;
+    if (evaluation.decision === 'approve') {
+      if (pass.approvalId === null) block(pass, 'approval_required');
+      else await this.#checkPresented(pass);
+    }
+    if (pass.effectKey !== null) {
+      try {
+        const reservation = await this.store.reserveEffect(pass.effectKey, action.actionId, lease);
+        pass.attempt = reservation.attempt;
+        pass.held = true;
+        await this.#event(pass, 'EFFECT_RESERVED', { attempt: reservation.attempt, lease_expires_at: evidenceTime(parseTime(reservation.leaseExpiresAt)) });
+      } catch (err) {
+        if (!(err instanceof DuplicateEffect || err instanceof AmbiguousEffect)) throw err;
+        await this.#event(pass, 'EFFECT_RESERVATION_REFUSED', refusalData(err));
+        block(pass, blockedBy(err));
+      }
+      if (pass.held) {
+        try {
+          await this.store.beginExecution(pass.effectKey, action.actionId);
+        } catch (err) {
+          if (!(err instanceof DuplicateEffect || err instanceof AmbiguousEffect)) throw err;
+          pass.held = false;
+          await this.#event(pass, 'EFFECT_RESERVATION_REFUSED', refusalData(err));
+          block(pass, blockedBy(err));
+        }
+      }
+    }
+    await this.#event(pass, 'EXECUTION_STARTED', {});
+    return this.#run(pass, executor, options);
+  }
+
+  /** Checks a presented approval as consumption would, and writes nothing to it. */
+  async #checkPresented(pass: Pass): Promise<void> {
+    const id = pass.approvalId as string;
+    const record = await this.store.getApproval(id);
+    try {
+      const plan = checkConsumable(record, id, pass.action.actionHash, this.clock());
+      if (plan.kind === 'expire') throw plan.error;
+    } catch (err) {
+      if (err instanceof ApprovalMismatch) {
+        await this.#event(pass, 'APPROVAL_INVALIDATED', { reason: err.reason, action_hash: pass.action.actionHash });
+        block(pass, 'approval_mismatch');
+        return;
+      }
+      if (err instanceof ActionDenied && err.reason === 'approval_denied') {
+        await this.#event(pass, 'APPROVAL_DENIED', { approver: record?.approver ?? null });
+        block(pass, 'approval_denied');
+        return;
+      }
+      throw err;
+    }
+  }
 
   async #consumeAndReserve(pass: Pass, lease: number, hook: ReconcileHook | undefined): Promise<void> {
     const { action } = pass;
@@ -332,8 +620,7 @@ export class Control {
   }
 
   async #refused(pass: Pass, err: DuplicateEffect | AmbiguousEffect): Promise<void> {
-    const data: JsonObject = err instanceof DuplicateEffect ? { reason: 'duplicate', state: err.state } : { reason: 'ambiguous' };
-    await this.#event(pass, 'EFFECT_RESERVATION_REFUSED', data);
+    await this.#event(pass, 'EFFECT_RESERVATION_REFUSED', refusalData(err));
     await this.#receipt(pass, { result: 'blocked', error: err.message });
   }
 
@@ -379,7 +666,9 @@ export class Control {
 
   async #run<T>(pass: Pass, executor: Executor<T>, options: ExecuteOptions): Promise<ExecuteResult<T>> {
     const { action } = pass;
-    const key = pass.effectKey;
+    // The key this attempt may write an outcome to. Observe mode can run without holding it, and
+    // then the record belongs to whoever does: the outcome is never written.
+    const key = pass.observation && !pass.held ? null : pass.effectKey;
     let value: T;
     try {
       value = await executor(action.canonicalArguments, { action, effectKey: key, attempt: pass.attempt });
@@ -453,6 +742,9 @@ export class Control {
     r: { result: ReceiptFields['result']; error: string | null; decision?: string; reason?: string },
   ): Promise<StoredReceipt> {
     const ev = pass.evaluation;
+    // Observe mode: every terminal outcome of an action that ran is `observed`, with what the
+    // executor did and what enforce mode would have done. Still-refused paths stay `denied`.
+    const observed = pass.observation !== null && isExecution(r.result);
     const draft = buildReceipt(pass.action, {
       receiptId: this.ids('ctr'),
       decision: r.decision ?? ev?.decision ?? 'deny',
@@ -461,7 +753,9 @@ export class Control {
       approver: pass.approver,
       effectKey: pass.effectKey,
       attempt: pass.attempt,
-      result: r.result,
+      result: observed ? 'observed' : r.result,
+      execution: observed ? (r.result as 'committed' | 'failed' | 'ambiguous') : null,
+      wouldHave: observed ? { decision: pass.observation!.decision, reason: pass.observation!.reason, blocked_reason: pass.observation!.blocked } : null,
       error: r.error,
       startedAt: pass.startedAt,
       finishedAt: evidenceTime(this.clock()),
@@ -485,6 +779,37 @@ export class Control {
     const exp = action.principal.expiresAt;
     return exp !== undefined && exp !== null && this.clock().getTime() > parseTime(exp, 'principal.expiresAt').getTime();
   }
+}
+
+function deny(reason: string): Evaluation {
+  return { decision: 'deny', reason, controls: [], warnings: [] };
+}
+
+function named(p: Principal): string {
+  return p.user === null ? p.agent : `${p.agent}/${p.user}`;
+}
+
+function isExecution(result: ReceiptResult): boolean {
+  return result === 'committed' || result === 'failed' || result === 'ambiguous';
+}
+
+/** Keeps the first stopper: later ones are ones enforce mode would never have reached. */
+function block(pass: Pass, reason: string): void {
+  if (pass.observation && pass.observation.blocked === null) pass.observation.blocked = reason;
+}
+
+function refusalData(err: DuplicateEffect | AmbiguousEffect): JsonObject {
+  return err instanceof DuplicateEffect ? { reason: 'duplicate', state: err.state } : { reason: 'ambiguous' };
+}
+
+/** `duplicate` (it happened) and `in_progress` (someone holds it now) are kept apart. */
+function blockedBy(err: DuplicateEffect | AmbiguousEffect): string {
+  if (err instanceof AmbiguousEffect) return 'ambiguous';
+  return err.state === 'committed' ? 'duplicate' : 'in_progress';
+}
+
+function delegationRecord(d: Delegation) {
+  return delegationToRecord(d);
 }
 
 /** `"<Name>: <message>"`, the form an unknown outcome is recorded in. */

@@ -7,7 +7,7 @@
  */
 import { type JsonObject } from './canonical.js';
 import { Control } from './control.js';
-import { AmbiguousEffect, ApprovalMismatch, ApprovalRequired, DuplicateEffect } from './errors.js';
+import { AmbiguousEffect, ApprovalMismatch, ApprovalRequired, AuthorityDenied, AuthorityEscalation, DuplicateEffect } from './errors.js';
 import type { EventSink } from './events.js';
 import type { IdSource } from './ids.js';
 import { loadPolicy } from './policy/index.js';
@@ -30,6 +30,26 @@ actions:
   iam.grant_admin:
     decision: deny
 `;
+
+/**
+ * The policy of scenario 5: the same refund rules under `ctrlrun.policy/v3`, plus an authority
+ * section with one delegable grant for a human (€100,000), expiring at `expiresAt`.
+ */
+export function demoAuthorityPolicyYaml(expiresAt: string): string {
+  return `${DEMO_POLICY_YAML.replace('schema: ctrlrun.policy/v1', 'schema: ctrlrun.policy/v3')}authority:
+  max_delegation_depth: 3
+  grants:
+    - id: head-of-support
+      subject: { agent: head-of-support, user: ${DEMO_HUMAN} }
+      actions: [stripe.refund]
+      constraints: { amount_lte: 10000000 }
+      delegable: true
+      expires_at: "${expiresAt}"
+`;
+}
+
+/** The human whose authority scenario 5 delegates. */
+export const DEMO_HUMAN = 'dana@example.com';
 
 /** The scripted human of the demo; it grants exactly two requests. */
 export const DEMO_APPROVER = 'human:demo';
@@ -54,7 +74,7 @@ export interface DemoReport {
   readonly failures: readonly string[];
   /** Receipts written. */
   readonly receipts: number;
-  /** Scenarios skipped, with why. */
+  /** Scenarios skipped, with why (none: all five run). */
   readonly skipped: readonly string[];
 }
 
@@ -89,16 +109,19 @@ export async function runDemo(options: DemoOptions): Promise<DemoReport> {
   const calls = new Map<string, number>();
   let loseReply = false;
   let during: (() => Promise<void>) | null = null;
-  const refund = protect<{ payment_id: string; amount: number; currency?: string }, JsonObject>(
-    async (args) => {
-      const id = args['payment_id'] as string;
-      calls.set(id, (calls.get(id) ?? 0) + 1);
-      if (during) await during();
-      if (loseReply) throw new ReplyLost('the reply was lost: the connection timed out after the remote accepted the refund');
-      return { id: `re_${id}`, amount: args['amount'] as number, status: 'succeeded' };
-    },
-    { control, name: 'stripe.refund', effect: 'refund:{payment_id}', defaults: { currency: 'EUR' } },
-  );
+  const remote = async (args: JsonObject): Promise<JsonObject> => {
+    const id = args['payment_id'] as string;
+    calls.set(id, (calls.get(id) ?? 0) + 1);
+    if (during) await during();
+    if (loseReply) throw new ReplyLost('the reply was lost: the connection timed out after the remote accepted the refund');
+    return { id: `re_${id}`, amount: args['amount'] as number, status: 'succeeded' };
+  };
+  const refund = protect<{ payment_id: string; amount: number; currency?: string }, JsonObject>(remote, {
+    control,
+    name: 'stripe.refund',
+    effect: 'refund:{payment_id}',
+    defaults: { currency: 'EUR' },
+  });
 
   const expectRefusal = async <E extends Error>(scenario: number, run: () => Promise<unknown>, cls: abstract new (...a: never[]) => E, check: (e: E) => boolean): Promise<E | null> => {
     try {
@@ -198,13 +221,65 @@ export async function runDemo(options: DemoOptions): Promise<DemoReport> {
     checkCalls(4, 'txn_4', 1);
   }
 
-  // 5. Needs authority grants and delegation.
+  // 5. Authority: a human's delegable grant, delegated twice, each step narrower. The support
+  // agent is refused outside its delegation before the policy is consulted; a delegation wider
+  // than its parent is never written; inside it, the policy still asks a human.
   write('');
   write('5. Authority escalation');
   write('');
-  const why = 'skipped: authority grants and delegation are not in this build yet';
-  write(`   ${why}`);
-  skipped.push(why);
+  const clock = options.clock ?? (() => new Date());
+  const hoursFromNow = (h: number) => new Date(clock().getTime() + h * 3_600_000).toISOString();
+  const control5 = new Control({
+    policy: loadPolicy(demoAuthorityPolicyYaml(hoursFromNow(8)), { source: 'demo' }),
+    store,
+    sinks: [...(options.sinks ?? []), counting],
+    ...(options.clock ? { clock: options.clock } : {}),
+    ...(options.ids ? { ids: options.ids } : {}),
+  });
+  const refund5 = protect<{ payment_id: string; amount: number; currency?: string }, JsonObject>(remote, {
+    control: control5,
+    name: 'stripe.refund',
+    effect: 'refund:{payment_id}',
+    defaults: { currency: 'EUR' },
+  });
+  const finance = { agent: 'finance-agent', user: DEMO_HUMAN };
+  const support = { agent: 'support-agent', user: DEMO_HUMAN };
+  try {
+    const financeGrant = await control5.delegate(
+      'head-of-support',
+      { subject: finance, actions: ['stripe.refund'], constraints: { amount_lte: 2500000 }, delegable: true, expiresAt: hoursFromNow(4) },
+      { by: { agent: 'head-of-support', user: DEMO_HUMAN } },
+    );
+    const supportGrant = await control5.delegate(
+      financeGrant.delegationId,
+      { subject: support, actions: ['stripe.refund'], constraints: { amount_lte: 200000 }, expiresAt: hoursFromNow(1) },
+      { by: finance },
+    );
+    write(`   human ${euros(10000000)} delegable${ARROW}finance agent ${euros(2500000)}${ARROW}support agent ${euros(200000)}`);
+    write(`   support agent's grant: ${supportGrant.delegationId}`);
+    write(`   support agent requests ${euros(5000000)}${ARROW.trimEnd()}`);
+    const denied = await expectRefusal(5, () => refund5({ payment_id: 'txn_5', amount: 5000000 }, { principal: support }), AuthorityDenied, (x) => x.reason === 'authority_constraint');
+    if (denied) write(`   ✗ BLOCKED — outside the delegated grant (${denied.reason})`);
+    write(`   remote refund calls: ${checkCalls(5, 'txn_5', 0)}`);
+    const wider = await expectRefusal(
+      5,
+      () =>
+        control5.delegate(
+          financeGrant.delegationId,
+          { subject: support, actions: ['stripe.refund'], constraints: { amount_lte: 5000000 }, expiresAt: hoursFromNow(1) },
+          { by: finance },
+        ),
+      AuthorityEscalation,
+      (x) => x.reason === 'containment' && x.dimension === 'constraints',
+    );
+    if (wider) write(`   finance agent delegates ${euros(5000000)} under its ${euros(2500000)}${ARROW}refused (${wider.reason}: ${wider.dimension})`);
+    const asked = await expectRefusal(5, () => refund5({ payment_id: 'txn_6', amount: 150000 }, { principal: support }), ApprovalRequired, () => true);
+    if (asked) write(`   support agent requests ${euros(150000)}${ARROW}authority permits, policy asks a human (${asked.requestId})`);
+    checkCalls(5, 'txn_6', 0);
+    write('   two axes; the stricter wins');
+  } catch (err) {
+    failures.push(`scenario 5: ${err instanceof Error ? `${err.name}: ${err.message}` : String(err)}`);
+  }
 
   write('');
   if (options.evidence) {

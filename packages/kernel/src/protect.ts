@@ -8,14 +8,19 @@
 import { createAction, type Principal } from './action.js';
 import { isPlainObject, type JsonObject } from './canonical.js';
 import type { Control, ExecuteOptions, ReconcileHook } from './control.js';
-import { ActionDenied, InvalidArgument } from './errors.js';
+import { InvalidArgument } from './errors.js';
 import { parseTemplate, resolveResourceTemplate } from './policy/index.js';
 import { checkDuration } from './time.js';
 
 /** Per-call extras: who is acting and which approval is presented (no ambient state needed). */
 export interface CallOptions {
-  /** The acting principal; else the Control's default principal. */
+  /**
+   * The acting principal; else the Control's default principal. With an identity provider on
+   * the Control, only a hint: the provider's answer is in force.
+   */
   principal?: { agent: string; user?: string | null } | Principal;
+  /** Request headers for a header or JWT identity provider (any case). */
+  headers?: Readonly<Record<string, string>>;
   /** A granted approval to present (its request id). An offer, never a decision. */
   approvalId?: string | null;
 }
@@ -66,11 +71,8 @@ export function protect<A extends Record<string, unknown>, R>(fn: (args: JsonObj
   let warned = false;
 
   return async (args: A, call: CallOptions = {}): Promise<R> => {
-    const principal = call.principal ?? control.defaultPrincipal;
-    if (!principal) {
-      control.logger.warn(`[ctrlrun] ${name}: no principal (pass { principal } per call or to the Control); refused`);
-      throw new ActionDenied('no_principal', { message: `${name} refused: no principal` });
-    }
+    // Who is acting comes first: no principal is refused before anything else, with no evidence.
+    const principal = await control.resolvePrincipal(name, { principal: call.principal ?? null, ...(call.headers ? { headers: call.headers } : {}) });
     if (!isPlainObject(args)) throw new InvalidArgument(`${name} takes one plain-object argument`);
     if ('data_scope' in args) throw new InvalidArgument('an argument may not be named data_scope: it is derived by the policy');
     if (!warned && options.effect !== undefined && entry?.effect && entry.effect !== options.effect) {

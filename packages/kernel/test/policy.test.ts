@@ -638,7 +638,7 @@ describe('loading (§3.1–§3.3)', () => {
       ['v2 key under v1', V1('  a: {effect: "x:{y}", resource: "r", decision: allow}\n'), /'effect', 'resource' needs 'schema: ctrlrun.policy\/v2'; this document declares 'ctrlrun.policy\/v1'/],
       ['malformed effect template', 'schema: ctrlrun.policy/v2\nactions:\n  a: {effect: "refund:{payment_id", decision: allow}\n', /actions\.a \(line 3\): 'effect':.*found '\{' at position 7/],
       ['authority at v2', 'schema: ctrlrun.policy/v2\nauthority: {grants: []}\nactions: {}\n', /'authority' needs 'schema: ctrlrun.policy\/v3'/],
-      ['authority at v3', 'schema: ctrlrun.policy/v3\nauthority: {grants: []}\nactions: {}\n', /authority \(line 2\): authority grants are not supported yet/],
+      ['authority without grants', 'schema: ctrlrun.policy/v3\nauthority: {max_delegation_depth: 1}\nactions: {}\n', /authority \(line 2\): 'grants' must be a list, got nothing/],
       ['a merge key', 'schema: ctrlrun.policy/v1\nbase: &b {decision: allow}\nactions:\n  a:\n    <<: *b\n', /actions\.a \(line 5\): merge keys/],
       ['a control character', 'schema: ctrlrun.policy/v1\nactions: {}\n\u0007\n', /line 3: unacceptable character U\+0007/],
     ];

@@ -10,20 +10,19 @@ import { InvalidArgument, PolicyError } from '../errors.js';
 import { sha256Tagged } from '../hash.js';
 import { compileCondition, DERIVED_SUBJECTS, splitConditionKey, type Condition, type Matcher } from './conditions.js';
 import { parseTemplate } from './template.js';
+import { POLICY_SCHEMAS, type PolicySchema } from './schemas.js';
+import { parseAuthoritySection, type Authority } from '../authority/authority.js';
 import { child, fromJs, isBlank, parseOperand, plain, quote, Refusal, rejectNestedMode, rejectUnknownKeys } from './tree.js';
 import { describeKey, readYaml, refusalToPolicyError, typeName, YamlRefusal, YMap, YSeq, type YValue } from './yaml.js';
 
+
+export { POLICY_SCHEMAS, type PolicySchema };
 /** What a policy decides. Renders by value everywhere (`"approve"`). */
 export type Decision = 'allow' | 'approve' | 'deny';
 
 /** The three decisions, from least to most strict. */
 export const DECISIONS: readonly Decision[] = Object.freeze(['allow', 'approve', 'deny'] as const);
 
-/** The policy schemas this build reads, oldest first (each a superset of the one before). */
-export const POLICY_SCHEMAS = Object.freeze(['ctrlrun.policy/v1', 'ctrlrun.policy/v2', 'ctrlrun.policy/v3', 'ctrlrun.policy/v4'] as const);
-
-/** One of {@link POLICY_SCHEMAS}. */
-export type PolicySchema = (typeof POLICY_SCHEMAS)[number];
 
 /** The reasons an evaluation can give. */
 export const UNKNOWN_ACTION = 'unknown_action';
@@ -260,8 +259,18 @@ interface CompiledRule {
   readonly decision: Decision;
   readonly reason: string;
   readonly matchers: readonly Matcher[];
+  /** The parsed conditions the matchers were compiled from (for tools that reason about the document). */
+  readonly conditions: readonly Condition[];
   /** Entry ∪ rule citations, in registry order. */
   readonly controls: readonly string[];
+}
+
+/** One rule as {@link Policy.rules} shows it. */
+export interface PolicyRule {
+  readonly decision: Decision;
+  /** `rule[N]`, or `decision` for a bare `decision:` entry. */
+  readonly reason: string;
+  readonly conditions: readonly Condition[];
 }
 
 /** An action entry ready to evaluate. */
@@ -361,25 +370,11 @@ function parseEntry(name: string, v: YValue, line: number, schema: PolicySchema,
       decision: parsed.decision,
       reason: `rule[${i}]`,
       matchers: Object.freeze(parsed.conditions.map((x) => compileCondition(x, `rule[${i}]`))),
+      conditions: Object.freeze(parsed.conditions),
       controls: Object.freeze(inRegistryOrder([...cited, ...parsed.controls], registry)),
     });
   });
   return { decision: null, rules, controls, scopeLabels: readsScope ? data : null, info };
-}
-
-/** Refuses an `authority:` section: its grants belong to the authority module, not yet here. */
-function refuseAuthority(v: YValue, line: number): never {
-  // `mode:` nested in the section or a grant is refused first, with the message that says why.
-  if (v instanceof YMap) {
-    rejectNestedMode(v, 'authority');
-    const grants = v.get('grants');
-    if (grants instanceof YSeq) grants.items.forEach((g, i) => g instanceof YMap && rejectNestedMode(g, `authority.grants[${i}]`));
-  }
-  throw new Refusal(
-    'authority',
-    'authority grants are not supported yet by this build; remove the section, or pass the authority to the Control when authority support lands',
-    line,
-  );
 }
 
 /** Parses, validates and compiles a policy document; see {@link loadPolicy}. */
@@ -438,11 +433,11 @@ function build(doc: YValue, source: string): Policy {
   }
 
   const authorityEntry = doc.entry('authority');
-  if (authorityEntry) refuseAuthority(authorityEntry.value, authorityEntry.line);
+  const authority = authorityEntry ? parseAuthoritySection(authorityEntry.value, authorityEntry.line, source) : null;
 
   const actionsJson = canonicalJson(plain(actionsEntry.value, 'actions', actionsEntry.line), 'actions');
   const controlsJson = controlsEntry ? canonicalJson(plain(controlsEntry.value, 'controls', controlsEntry.line), 'controls') : 'null';
-  return new Policy({ source, schema, version, mode, environment, registry, entries, actionsJson, controlsJson, authority: null });
+  return new Policy({ source, schema, version, mode, environment, registry, entries, actionsJson, controlsJson, authority });
 }
 
 /** What {@link Policy}'s constructor receives from the loader. */
@@ -456,7 +451,7 @@ interface PolicyParts {
   entries: Map<string, CompiledEntry>;
   actionsJson: string;
   controlsJson: string;
-  authority: CanonicalAuthority | null;
+  authority: Authority | null;
 }
 
 /** Accepts a canonical authority, an object that renders one, or null. */
@@ -486,8 +481,8 @@ export class Policy {
   readonly environment: string | null;
   /** Where the document came from (for messages). */
   readonly source: string;
-  /** The document's inline authority in canonical form (always null until authority lands). */
-  readonly authority: CanonicalAuthority | null;
+  /** The document's inline `authority:` section, or null: no section, no authority check. */
+  readonly authority: Authority | null;
   /** The `controls:` registry, in declaration order. */
   readonly controls: ReadonlyMap<string, PolicyControl>;
   /** The hash over the decision inputs, with the document's environment (else `production`) and inline authority. */
@@ -508,7 +503,7 @@ export class Policy {
     this.#entries = parts.entries;
     this.#actionsJson = parts.actionsJson;
     this.#controlsJson = parts.controlsJson;
-    this.policyHash = this.#hash(parts.environment ?? DEFAULT_ENVIRONMENT, parts.authority === null ? 'null' : canonicalJson(parts.authority, 'authority'));
+    this.policyHash = this.#hash(parts.environment ?? DEFAULT_ENVIRONMENT, canonicalAuthorityJson(parts.authority));
     Object.freeze(this);
   }
 
@@ -538,6 +533,18 @@ export class Policy {
   /** What the control path needs about the entry `name` (templates, data labels, mcp hint), or null. */
   action(name: string): ActionEntry | null {
     return this.#entries.get(name)?.info ?? null;
+  }
+
+  /**
+   * The rules of entry `name` in order, with their parsed conditions, or null for an unlisted
+   * name. A bare `decision:` entry is one unconditional rule with reason `decision`. For tools
+   * that reason about the document (verify synthesizes arguments from it); never used to decide.
+   */
+  rules(name: string): readonly PolicyRule[] | null {
+    const entry = this.#entries.get(name);
+    if (entry === undefined) return null;
+    if (entry.decision !== null) return [{ decision: entry.decision, reason: BARE_DECISION, conditions: [] }];
+    return entry.rules.map((r) => ({ decision: r.decision, reason: r.reason, conditions: r.conditions }));
   }
 
   /**

@@ -1,0 +1,530 @@
+/**
+ * The `authority:` section (spec 02 §2–§3): opt-in, then fail-closed. Once a document has one,
+ * every action needs a grant. Authority decides *may this principal propose the action at all*
+ * and sees nothing else; the policy decides how much autonomy the action has.
+ *
+ * Pure: {@link Authority.evaluate} and {@link Authority.planDelegation} read the store and write
+ * nothing; `Control` performs every write and appends every event.
+ *
+ * @module
+ */
+import type { Action, Principal } from '../action.js';
+import { compareCodePoints, type JsonObject } from '../canonical.js';
+import { AuthorityEscalation, IdentityError, InvalidArgument, PolicyError } from '../errors.js';
+import type { IdSource } from '../ids.js';
+import type { CanonicalAuthority, CanonicalGrant } from '../policy/policy.js';
+import { POLICY_SCHEMAS } from '../policy/schemas.js';
+import { quote, Refusal, rejectNestedMode, rejectUnknownKeys, toInt } from '../policy/tree.js';
+import { readYaml, refusalToPolicyError, typeName, YamlRefusal, YMap, YSeq, type YValue } from '../policy/yaml.js';
+import type { DelegationRecord, StateStore } from '../store/state-store.js';
+import { parseTime, storedTime } from '../time.js';
+import { containedDimension, type Dimension } from './containment.js';
+import { DELEGATION_ID_PREFIX, Grant, grantFromJson, grantToJson, parseGrantTree, type GrantInput } from './grant.js';
+
+/** A passing result's reason. */
+export const AUTHORITY_GRANT = 'authority_grant';
+/** The deny reasons, in precedence order: the first present is reported. */
+export const AUTHORITY_REASONS = Object.freeze([
+  'authority_unreadable',
+  'authority_escalation',
+  'authority_revoked',
+  'authority_expired',
+  'authority_constraint',
+  'no_authority',
+] as const);
+/** One of {@link AUTHORITY_REASONS}. */
+export type AuthorityDenyReason = (typeof AUTHORITY_REASONS)[number];
+
+/** Why a delegation was not created (disjoint from the evaluation reasons). */
+export type EscalationReason = 'unknown_parent' | 'parent_not_delegable' | 'parent_not_valid' | 'not_the_subject' | 'max_depth' | 'containment';
+
+/** The default bound on a delegation chain's length. */
+export const DEFAULT_MAX_DELEGATION_DEPTH = 3;
+/** How a delegation was created: `Control.delegate` (`api`) or `ctrlrun delegate` (`cli`). */
+export type CreatedVia = 'api' | 'cli';
+const CREATED_VIA: readonly string[] = ['api', 'cli'];
+/** A delegation id: `dlg_` + 32 lowercase hex, checked on the way out of the store too. */
+export const DELEGATION_ID = /^dlg_[0-9a-f]{32}$/;
+
+const SECTION_KEYS = ['max_delegation_depth', 'grants'];
+const STANDALONE_KEYS = ['schema', 'authority'];
+const POLICY_OWNED = ['actions', 'mode', 'environment', 'version', 'controls'];
+
+/** What the authority axis decided, and on which grant. Reasons never hold grant ids. */
+export interface AuthorityResult {
+  readonly passed: boolean;
+  /** `authority_grant`, or one of {@link AUTHORITY_REASONS}. */
+  readonly reason: string;
+  /** The deciding grant (a delegation's `dlg_…` id when delegated). */
+  readonly grantId: string | null;
+  /** The delegation, when the deciding grant is one. */
+  readonly delegationId: string | null;
+  /** The walked depth of the deciding grant (0 for a root grant). */
+  readonly depth: number;
+  /** The dimension a chain step is no longer contained on. */
+  readonly dimension?: Dimension;
+  readonly missingParentId?: string;
+  readonly expiredParentId?: string;
+  readonly depthExceeded?: number;
+  readonly cycleAt?: string;
+  /** Constraints that were false because their argument was absent or mistyped. */
+  readonly warnings: readonly string[];
+}
+
+/** A delegation, parsed from its row. `grant.id` is the `delegationId`. */
+export interface Delegation {
+  readonly delegationId: string;
+  readonly parentId: string;
+  /** As recorded; the evaluation walks the chain and never trusts it. */
+  readonly depth: number;
+  readonly grant: Grant;
+  readonly createdBy: { readonly agent: string; readonly user: string | null };
+  readonly createdVia: CreatedVia;
+  readonly createdAt: string;
+  readonly revokedAt: string | null;
+  readonly revokedBy: string | null;
+}
+
+/** A stored delegation that cannot be read; it denies every action (`authority_unreadable`). */
+class Unreadable extends Error {
+  constructor(readonly delegationId: string, detail: string) {
+    super(`delegation ${JSON.stringify(delegationId)} is unreadable: ${detail}`);
+  }
+}
+
+/** Parses a row, refusing an id outside the namespace, an unknown `created_via`, or a grant that no longer validates. */
+export function delegationFromRecord(record: DelegationRecord): Delegation {
+  const id = record.delegationId;
+  if (typeof id !== 'string' || !DELEGATION_ID.test(id)) throw new Unreadable(String(id), `an id must match ${DELEGATION_ID.source}`);
+  if (!CREATED_VIA.includes(record.createdVia)) throw new Unreadable(id, `unknown created_via ${JSON.stringify(record.createdVia)}`);
+  if (typeof record.parentId !== 'string' || record.parentId === '') throw new Unreadable(id, 'no parent_id');
+  if (typeof record.createdByAgent !== 'string' || record.createdByAgent === '') throw new Unreadable(id, 'no created_by_agent');
+  let grant: Grant;
+  try {
+    grant = grantFromJson(record.grantJson, id);
+  } catch (err) {
+    throw new Unreadable(id, err instanceof Error ? err.message : String(err));
+  }
+  for (const [what, v] of [['created_at', record.createdAt], ['revoked_at', record.revokedAt]] as const) {
+    if (v === null && what === 'revoked_at') continue;
+    try {
+      parseTime(v as string, what);
+    } catch {
+      throw new Unreadable(id, `${what} is not a timestamp`);
+    }
+  }
+  return Object.freeze({
+    delegationId: id,
+    parentId: record.parentId,
+    depth: record.depth,
+    grant,
+    createdBy: Object.freeze({ agent: record.createdByAgent, user: record.createdByUser ?? null }),
+    createdVia: record.createdVia as CreatedVia,
+    createdAt: record.createdAt,
+    revokedAt: record.revokedAt ?? null,
+    revokedBy: record.revokedBy ?? null,
+  });
+}
+
+/** The row `StateStore.putDelegation` writes. */
+export function delegationToRecord(d: Delegation): DelegationRecord {
+  return {
+    delegationId: d.delegationId,
+    parentId: d.parentId,
+    depth: d.depth,
+    grantJson: grantToJson(d.grant),
+    createdByAgent: d.createdBy.agent,
+    createdByUser: d.createdBy.user,
+    createdVia: d.createdVia,
+    createdAt: d.createdAt,
+    revokedAt: d.revokedAt,
+    revokedBy: d.revokedBy,
+  };
+}
+
+/** What walking a delegation to its root found. Depth is recomputed, never read from the row. */
+interface Walk {
+  /** Leaf first. */
+  readonly nodes: readonly Delegation[];
+  readonly root: Grant | null;
+  readonly rootId: string | null;
+  readonly missingParentId?: string;
+  readonly cycleAt?: string;
+  readonly depthExceeded?: number;
+}
+
+/** Every grant above the leaf, root first, with their ids. */
+function ancestors(walk: Walk): { id: string; grant: Grant }[] {
+  const above: { id: string; grant: Grant }[] = walk.root === null ? [] : [{ id: walk.rootId!, grant: walk.root }];
+  for (const node of walk.nodes.slice(1).reverse()) above.push({ id: node.delegationId, grant: node.grant });
+  return above;
+}
+
+type Lookup = (id: string) => Promise<Delegation | null> | Delegation | null;
+
+/** Options of {@link Authority}. */
+export interface AuthorityOptions {
+  /** Non-negative; default {@link DEFAULT_MAX_DELEGATION_DEPTH}. `0` disables delegation. */
+  maxDelegationDepth?: number;
+  /** Names the document in messages. */
+  source?: string;
+}
+
+/** Options of {@link Authority.planDelegation}. */
+export interface PlanDelegationOptions {
+  /** The principal creating it; must be the parent's subject. */
+  by: Principal;
+  store: StateStore;
+  now: Date;
+  ids: IdSource;
+  via?: CreatedVia;
+}
+
+/** A loaded authority section: the document's grants and the delegation bound. Immutable. */
+export class Authority {
+  readonly grants: ReadonlyMap<string, Grant>;
+  readonly maxDelegationDepth: number;
+  readonly source: string;
+
+  /** Builds an authority from grants (each with a document id, unique, not `dlg_…`). */
+  constructor(grants: Iterable<Grant>, options: AuthorityOptions = {}) {
+    const depth = options.maxDelegationDepth ?? DEFAULT_MAX_DELEGATION_DEPTH;
+    if (typeof depth !== 'number' || !Number.isSafeInteger(depth) || depth < 0) throw new InvalidArgument(`maxDelegationDepth must be a non-negative integer, got ${String(depth)}`);
+    const map = new Map<string, Grant>();
+    for (const g of grants) {
+      if (!(g instanceof Grant)) throw new InvalidArgument('authority grants must be Grant instances (new Grant({...}))');
+      if (g.id === '' || g.id.startsWith(DELEGATION_ID_PREFIX)) throw new InvalidArgument(`a root grant needs an id that does not begin '${DELEGATION_ID_PREFIX}', got ${JSON.stringify(g.id)}`);
+      if (map.has(g.id)) throw new InvalidArgument(`duplicate grant id ${JSON.stringify(g.id)}`);
+      map.set(g.id, g);
+    }
+    this.grants = map;
+    this.maxDelegationDepth = depth;
+    this.source = options.source ?? '<authority>';
+    Object.freeze(this);
+  }
+
+  /** The shape the policy hash is taken over: `{max_delegation_depth, grants: {id: grant}}`. */
+  canonical(): CanonicalAuthority {
+    const grants: Record<string, CanonicalGrant> = {};
+    for (const [id, g] of this.grants) grants[id] = g.canonical() as unknown as CanonicalGrant;
+    return { max_delegation_depth: this.maxDelegationDepth, grants };
+  }
+
+  /**
+   * Does any grant cover `action` at `now`? Candidates are the document's grants and every stored
+   * delegation (revoked ones too). Every failure of every matching candidate is collected; any
+   * clean candidate passes (naming the lowest id by code point), else the first reason present
+   * in {@link AUTHORITY_REASONS} wins (ties: lowest id). One unreadable stored row denies every
+   * action. Reads the store, writes nothing.
+   */
+  async evaluate(action: Action, options: { now: Date; store: StateStore }): Promise<AuthorityResult> {
+    const { now, store } = options;
+    const byId = new Map<string, Delegation>();
+    try {
+      for (const row of await store.delegations({ includeRevoked: true })) {
+        const d = delegationFromRecord(row);
+        byId.set(d.delegationId, d);
+      }
+    } catch (err) {
+      if (err instanceof Unreadable) return deny('authority_unreadable', { delegationId: err.delegationId });
+      throw err;
+    }
+    const args = action.canonicalArguments;
+    const warnings: string[] = [];
+    const passed: AuthorityResult[] = [];
+    const failed = new Map<string, AuthorityResult[]>();
+    const candidates: [string, Grant, Delegation | null][] = [...this.grants].map(([id, g]) => [id, g, null]);
+    for (const d of byId.values()) candidates.push([d.delegationId, d.grant, d]);
+    for (const [id, grant, delegation] of candidates) {
+      if (!grant.matchesShape(action)) continue;
+      const outcomes: Partial<AuthorityResult>[] = [];
+      let depth = 0;
+      if (delegation !== null) {
+        const chain = await this.#checkChain(delegation, now, (pid) => byId.get(pid) ?? null);
+        depth = chain.depth;
+        if (chain.failure) outcomes.push(chain.failure);
+      }
+      if (grant.isExpired(now)) outcomes.push({ reason: 'authority_expired' });
+      if (!grant.constraintsHold(args, warnings)) outcomes.push({ reason: 'authority_constraint' });
+      const named = { grantId: id, delegationId: delegation === null ? null : id, depth };
+      if (outcomes.length === 0) {
+        passed.push({ passed: true, reason: AUTHORITY_GRANT, ...named, warnings });
+        continue;
+      }
+      for (const o of outcomes) {
+        const list = failed.get(o.reason!) ?? [];
+        list.push({ ...o, passed: false, reason: o.reason!, ...named, warnings });
+        failed.set(o.reason!, list);
+      }
+    }
+    if (passed.length > 0) return lowestId(passed);
+    for (const reason of AUTHORITY_REASONS) {
+      const list = failed.get(reason);
+      if (list) return lowestId(list);
+    }
+    return deny('no_authority', { warnings });
+  }
+
+  /** Walks `leaf` to a document grant, bounded at `maxDelegationDepth + 1` and refusing revisits. */
+  async #walk(leaf: Delegation, lookup: Lookup): Promise<Walk> {
+    const nodes: Delegation[] = [leaf];
+    const seen = new Set([leaf.delegationId]);
+    for (;;) {
+      const parentId = nodes[nodes.length - 1]!.parentId;
+      const root = this.grants.get(parentId);
+      if (root !== undefined) return { nodes, root, rootId: parentId };
+      if (seen.has(parentId)) return { nodes, root: null, rootId: null, cycleAt: parentId };
+      const parent = await lookup(parentId);
+      if (parent === null) return { nodes, root: null, rootId: null, missingParentId: parentId };
+      // One more node would pass the bound, which is also what stops an edited store hanging us.
+      if (nodes.length >= this.maxDelegationDepth) return { nodes, root: null, rootId: null, depthExceeded: nodes.length + 1 };
+      seen.add(parentId);
+      nodes.push(parent);
+    }
+  }
+
+  /** The chain rules 1 → 6 of spec 02 §3.4, first failure named; and the walked depth. */
+  async #checkChain(leaf: Delegation, now: Date, lookup: Lookup): Promise<{ depth: number; failure: Partial<AuthorityResult> | null }> {
+    const walk = await this.#walk(leaf, lookup);
+    const depth = walk.depthExceeded ?? walk.nodes.length;
+    const fail = (f: Partial<AuthorityResult>) => ({ depth, failure: f });
+    if (walk.missingParentId !== undefined) return fail({ reason: 'authority_escalation', missingParentId: walk.missingParentId });
+    if (walk.nodes.some((n) => n.revokedAt !== null)) return fail({ reason: 'authority_revoked' });
+    const above = ancestors(walk);
+    for (const a of above) if (a.grant.isExpired(now)) return fail({ reason: 'authority_escalation', expiredParentId: a.id });
+    const chain = [...above.map((a) => a.grant), leaf.grant];
+    for (let i = 1; i < chain.length; i++) {
+      const dimension = containedDimension(chain[i - 1]!, chain[i]!);
+      if (dimension !== null) return fail({ reason: 'authority_escalation', dimension });
+    }
+    if (walk.cycleAt !== undefined) return fail({ reason: 'authority_unreadable', cycleAt: walk.cycleAt });
+    // Compared here, not inferred from the walk's bound: a chain that reaches its root in one
+    // step is never measured by the walk, and `max_delegation_depth: 0` must still deny it.
+    if (depth > this.maxDelegationDepth) return fail({ reason: 'authority_escalation', depthExceeded: depth });
+    if (above.some((a) => !a.grant.delegable)) return fail({ reason: 'authority_escalation' });
+    return { depth, failure: null };
+  }
+
+  /**
+   * The delegation `Control.delegate` would write, or a refusal (spec 02 §3.2), checked in order:
+   * 0 `by` unexpired (`IdentityError`); 1 the parent is a root grant or a live delegation; 2 it is
+   * delegable; 3 it and the chain above it are still valid; 4 `by` is its subject; 5 the depth
+   * fits; 6 the child is contained on every dimension. Refusals are {@link AuthorityEscalation}s.
+   * Mints the id; writes nothing.
+   */
+  async planDelegation(parentId: string, grant: Grant | GrantInput, options: PlanDelegationOptions): Promise<Delegation> {
+    const { by, store, now } = options;
+    if (typeof parentId !== 'string' || parentId === '') throw new InvalidArgument('parentId must be a non-empty grant or delegation id');
+    const child = asChildGrant(grant);
+    if (by.expiresAt !== undefined && by.expiresAt !== null && now.getTime() > parseTime(by.expiresAt, 'by.expiresAt').getTime()) {
+      throw new IdentityError(`the delegating principal's credential expired at ${by.expiresAt}; an expired credential may not create authority`);
+    }
+    const refuse = (reason: EscalationReason, message: string, dimension: Dimension | null = null): never => {
+      throw new AuthorityEscalation(reason, { parentId, dimension, message: `${message} (${reason}${dimension ? `: ${dimension}` : ''})` });
+    };
+    let parent: Grant;
+    let parentDepth: number;
+    const root = this.grants.get(parentId);
+    if (root !== undefined) {
+      if (!root.delegable) refuse('parent_not_delegable', `${quote(parentId)} is not delegable`);
+      if (root.isExpired(now)) refuse('parent_not_valid', `${quote(parentId)} expired at ${root.expiresAt}`);
+      parent = root;
+      parentDepth = 0;
+    } else {
+      const record = await store.getDelegation(parentId);
+      if (record === null || record.revokedAt !== null) refuse('unknown_parent', `there is no live grant or delegation ${quote(parentId)}`);
+      let node: Delegation;
+      try {
+        node = delegationFromRecord(record!);
+      } catch (err) {
+        return refuse('parent_not_valid', err instanceof Error ? err.message : String(err));
+      }
+      if (!node.grant.delegable) refuse('parent_not_delegable', `${quote(parentId)} is not delegable`);
+      if (node.grant.isExpired(now)) refuse('parent_not_valid', `${quote(parentId)} expired at ${node.grant.expiresAt}`);
+      let walk: Walk;
+      try {
+        walk = await this.#walk(node, async (id) => {
+          const r = await store.getDelegation(id);
+          return r === null ? null : delegationFromRecord(r);
+        });
+      } catch (err) {
+        return refuse('parent_not_valid', err instanceof Error ? err.message : String(err));
+      }
+      const above = ancestors(walk);
+      const invalid =
+        walk.missingParentId !== undefined ||
+        walk.cycleAt !== undefined ||
+        walk.nodes.slice(1).some((n) => n.revokedAt !== null) ||
+        above.some((a) => a.grant.isExpired(now) || !a.grant.delegable);
+      if (invalid) refuse('parent_not_valid', `the chain above ${quote(parentId)} is no longer valid`);
+      parent = node.grant;
+      parentDepth = walk.depthExceeded ?? walk.nodes.length;
+    }
+    if (!parent.subjectMatches(by)) refuse('not_the_subject', `${quote(by.agent)}${by.user ? ` for ${quote(by.user)}` : ''} is not the subject of ${quote(parentId)}: only authority you hold can be delegated`);
+    const depth = parentDepth + 1;
+    if (depth > this.maxDelegationDepth) refuse('max_depth', `a delegation of ${quote(parentId)} would be at depth ${depth}, beyond max_delegation_depth ${this.maxDelegationDepth}`);
+    const dimension = containedDimension(parent, child);
+    if (dimension !== null) refuse('containment', `the child grant is not inside ${quote(parentId)} on ${dimension}; omitting a dimension the parent constrains is not unlimited`, dimension);
+    const delegationId = options.ids('dlg');
+    if (!DELEGATION_ID.test(delegationId)) throw new InvalidArgument(`the id source minted ${JSON.stringify(delegationId)}, not dlg_ + 32 hex`);
+    return Object.freeze({
+      delegationId,
+      parentId,
+      depth,
+      grant: child.withId(delegationId),
+      createdBy: Object.freeze({ agent: by.agent, user: by.user ?? null }),
+      createdVia: options.via ?? 'api',
+      createdAt: storedTime(now),
+      revokedAt: null,
+      revokedBy: null,
+    });
+  }
+
+  /** The delegation `Control.revoke` would revoke: an unknown or unreadable id is an `InvalidArgument`. */
+  async planRevocation(delegationId: string, options: { store: StateStore }): Promise<Delegation> {
+    if (typeof delegationId !== 'string' || delegationId === '') throw new InvalidArgument('delegationId must be a non-empty string');
+    const record = await options.store.getDelegation(delegationId);
+    if (record === null) {
+      const root = this.grants.has(delegationId) ? `; ${quote(delegationId)} is a root grant, which is not revoked but set 'delegable: false' (and reloaded)` : '';
+      throw new InvalidArgument(`no delegation ${delegationId}${root}`);
+    }
+    try {
+      return delegationFromRecord(record);
+    } catch (err) {
+      throw new InvalidArgument(err instanceof Error ? err.message : String(err), { cause: err });
+    }
+  }
+}
+
+function lowestId(results: AuthorityResult[]): AuthorityResult {
+  // By code point: a property of the set of grants, not of the document's order.
+  let best = results[0]!;
+  for (const r of results) if (compareCodePoints(r.grantId ?? '', best.grantId ?? '') < 0) best = r;
+  return best;
+}
+
+function deny(reason: AuthorityDenyReason, extra: { delegationId?: string; warnings?: string[] } = {}): AuthorityResult {
+  return { passed: false, reason, grantId: null, delegationId: extra.delegationId ?? null, depth: 0, warnings: extra.warnings ?? [] };
+}
+
+function asChildGrant(grant: Grant | GrantInput): Grant {
+  if (grant instanceof Grant) {
+    if (grant.id !== '') throw new InvalidArgument(`the grant passed to delegate() carries id ${JSON.stringify(grant.id)}; a delegation's id is assigned, not chosen`);
+    return grant;
+  }
+  if (grant !== null && typeof grant === 'object' && grant.id !== undefined && grant.id !== null && grant.id !== '') {
+    throw new InvalidArgument(`the grant passed to delegate() carries id ${JSON.stringify(grant.id)}; a delegation's id is assigned, not chosen`);
+  }
+  return new Grant(grant);
+}
+
+/** `AUTHORITY_RESOLVED` / `AUTHORITY_DENIED` data: ids travel here, never in a reason; absent keys are omitted. */
+export function authorityEventData(result: AuthorityResult): JsonObject {
+  const data: JsonObject = { reason: result.reason };
+  if (result.grantId !== null) data['grant_id'] = result.grantId;
+  if (result.delegationId !== null) {
+    data['delegation_id'] = result.delegationId;
+    data['depth'] = result.depth;
+  }
+  if (result.dimension !== undefined) data['dimension'] = result.dimension;
+  if (result.missingParentId !== undefined) data['missing_parent_id'] = result.missingParentId;
+  if (result.expiredParentId !== undefined) data['expired_parent_id'] = result.expiredParentId;
+  if (result.cycleAt !== undefined) data['cycle_at'] = result.cycleAt;
+  if (result.depthExceeded !== undefined) data['depth_exceeded'] = result.depthExceeded;
+  return data;
+}
+
+/** Parses an `authority:` section from the loader's tree (policy document or standalone). */
+export function parseAuthoritySection(v: YValue, line: number, source: string): Authority {
+  const where = 'authority';
+  if (!(v instanceof YMap)) throw new Refusal(where, `must be a mapping with a 'grants' key, got ${typeName(v)}`, line);
+  rejectNestedMode(v, where);
+  rejectUnknownKeys(v, SECTION_KEYS, where);
+  const d = v.entry('max_delegation_depth');
+  let depth = DEFAULT_MAX_DELEGATION_DEPTH;
+  if (d) {
+    if (typeof d.value !== 'bigint' || d.value < 0n || d.value > BigInt(Number.MAX_SAFE_INTEGER)) {
+      throw new Refusal(where, `'max_delegation_depth' must be a non-negative integer, got ${typeName(d.value)}`, d.line);
+    }
+    depth = Number(toInt(d.value));
+  }
+  const g = v.entry('grants');
+  if (!g || !(g.value instanceof YSeq)) {
+    throw new Refusal(
+      where,
+      `'grants' must be a list, got ${typeName(g?.value)}. A section that governs every action must state what it permits; write 'grants: []' to permit nothing`,
+      g?.line ?? line,
+    );
+  }
+  const seq = g.value;
+  const grants: Grant[] = [];
+  const seen = new Set<string>();
+  seq.items.forEach((item, i) => {
+    const at = `authority.grants[${i}]`;
+    const grant = parseGrantTree(item, at, seq.lines[i] ?? g.line, { ids: 'document', lenient: false, expiresKey: 'expires_at' });
+    if (seen.has(grant.id)) {
+      throw new Refusal(at, `duplicate grant id ${JSON.stringify(grant.id)}: a delegation names its parent by id, and two grants answering to one name is an ambiguity nobody can resolve later`, seq.lines[i] ?? g.line);
+    }
+    seen.add(grant.id);
+    grants.push(grant);
+  });
+  return new Authority(grants, { maxDelegationDepth: depth, source });
+}
+
+function placed(err: unknown, source: string): never {
+  if (err instanceof YamlRefusal) throw refusalToPolicyError(err, source);
+  if (err instanceof Refusal) throw new PolicyError(`${source}: ${err.where}${err.line ? ` (line ${err.line})` : ''}: ${err.message}`, { cause: err });
+  if (err instanceof PolicyError || err instanceof InvalidArgument) throw err;
+  throw new PolicyError(`${source}: could not be loaded: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+}
+
+/**
+ * Loads a standalone authority document (`--authority`): top level exactly `schema` and
+ * `authority`, schema `ctrlrun.policy/v3` or later. Anything malformed → `PolicyError`.
+ */
+export function loadAuthority(yamlText: string, options: { source?: string } = {}): Authority {
+  const source = options.source ?? '<authority>';
+  if (typeof yamlText !== 'string') throw new PolicyError(`${source}: an authority document must be YAML text`);
+  try {
+    const doc = readYaml(yamlText);
+    if (!(doc instanceof YMap)) throw new Refusal('document', `an authority document must be a mapping, got ${typeName(doc)}`, null);
+    const schema = doc.get('schema');
+    if (typeof schema !== 'string' || !(POLICY_SCHEMAS as readonly string[]).includes(schema)) {
+      throw new Refusal('schema', `unknown policy schema ${typeof schema === 'string' ? quote(schema) : typeName(schema)}, expected one of ${POLICY_SCHEMAS.map(quote).join(', ')}`, doc.entry('schema')?.line ?? null);
+    }
+    for (const owned of POLICY_OWNED) {
+      const e = doc.entry(owned);
+      if (e) throw new Refusal('top level', `an authority document carries 'schema' and 'authority' and nothing else; '${owned}' belongs in the policy document`, e.line);
+    }
+    rejectUnknownKeys(doc, STANDALONE_KEYS, 'top level');
+    const a = doc.entry('authority');
+    if (!a) throw new Refusal('authority', "no 'authority:' section; a document loaded as authority must state what it permits", null);
+    if (POLICY_SCHEMAS.indexOf(schema as (typeof POLICY_SCHEMAS)[number]) < 2) {
+      throw new Refusal('authority', `'authority' needs 'schema: ctrlrun.policy/v3'; this document declares '${schema}', and an older reader would ignore it and run every action with no authority check at all`, a.line);
+    }
+    return parseAuthoritySection(a.value, a.line, source);
+  } catch (err) {
+    return placed(err, source);
+  }
+}
+
+/**
+ * Loads one grant for `ctrlrun delegate --file`: the grant keys minus `id` (an `id` is a
+ * `PolicyError`: a delegation's id is assigned, not chosen). The grant comes back unassigned.
+ */
+export function loadGrant(yamlText: string, options: { source?: string } = {}): Grant {
+  const source = options.source ?? '<grant>';
+  if (typeof yamlText !== 'string') throw new PolicyError(`${source}: a grant must be YAML text`);
+  try {
+    return parseGrantTree(readYaml(yamlText), 'grant', 0, {
+      ids: 'assigned',
+      assignedId: '',
+      lenient: false,
+      expiresKey: 'expires_at',
+      idRefusal: "a delegated grant may not carry 'id'; the id is assigned, not chosen",
+    });
+  } catch (err) {
+    return placed(err, source);
+  }
+}
+

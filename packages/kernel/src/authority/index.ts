@@ -1,0 +1,28 @@
+/**
+ * Authority: grants, patterns, containment, evaluation and delegation planning (spec 02 §2–§3).
+ * Pure; `Control` performs every write.
+ *
+ * @module
+ */
+export {
+  AUTHORITY_GRANT,
+  AUTHORITY_REASONS,
+  Authority,
+  DEFAULT_MAX_DELEGATION_DEPTH,
+  DELEGATION_ID,
+  authorityEventData,
+  delegationFromRecord,
+  delegationToRecord,
+  loadAuthority,
+  loadGrant,
+  type AuthorityDenyReason,
+  type AuthorityOptions,
+  type AuthorityResult,
+  type CreatedVia,
+  type Delegation,
+  type EscalationReason,
+  type PlanDelegationOptions,
+} from './authority.js';
+export { DIMENSIONS, containedDimension, type Dimension } from './containment.js';
+export { DELEGATION_ID_PREFIX, GRANT_ID, GRANT_KEYS, Grant, grantFromJson, grantToJson, parseInstant, type GrantInput, type Instant, type SubjectPatterns } from './grant.js';
+export { ACTION_SEPARATOR, DEEP_WILDCARD, RESOURCE_SEPARATOR, matchesPattern, patternContains, patternError, type Separator } from './patterns.js';
