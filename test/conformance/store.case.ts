@@ -4,7 +4,9 @@
  * factory. Uses only `@ctrlrun/kernel`'s public API and Web-standard globals.
  *
  * Every case asserts the error's class (and `code`) and its `state`/`reason`, then reads the
- * record back. Cross-process, continuation and delegation cases belong to other suites.
+ * record back. The cross-process case spawns real OS processes through the factory's
+ * `processes` runner (Node: `./cross-process.ts`), so this file itself stays runtime-neutral.
+ * Continuation and delegation cases belong to other suites.
  */
 import { describe, expect, it } from 'vitest';
 import {
@@ -41,6 +43,7 @@ const ROUNDS = 12;
 /** The cases of this suite, by spec id. */
 export const CASE_IDS = [
   'e1-in-process',
+  'e1-cross-process',
   'retry-table',
   'lease-expiry',
   'binding',
@@ -81,6 +84,31 @@ export function manualClock(start: Date = T0): ManualClock {
   return clock;
 }
 
+/** One worker's line on stdout (spec 03 §7.2): `error` is the class name of its refusal, or null. */
+export interface WorkerReport {
+  won: boolean;
+  action_id: string;
+  error: string | null;
+  message: string | null;
+}
+
+/** One cross-process race: `contenders` OS processes open `url` and reserve `effectKey` at once. */
+export interface RaceRequest {
+  url: string;
+  effectKey: string;
+  contenders: number;
+}
+
+/** What the parent saw: every worker's report, the barrier's arrivals, the fake remote's marker files. */
+export interface RaceOutcome {
+  reports: WorkerReport[];
+  arrivals: number;
+  marker: string[];
+}
+
+/** Spawns the worker processes of a cross-process case and collects what they did. */
+export type ProcessRunner = (race: RaceRequest) => Promise<RaceOutcome>;
+
 /** What a store's test file hands the suite. */
 export interface StoreFactory {
   /** Shown in the test names. */
@@ -94,6 +122,14 @@ export interface StoreFactory {
    * and that declaration is checked).
    */
   reopen?(store: StateStore, clock?: Clock): Promise<StateStore>;
+  /**
+   * An address of `store`'s storage that a worker OS process can open, or absent when no other
+   * process can reach it (then the cross-process cases are not applicable, and that declaration
+   * is checked).
+   */
+  url?(store: StateStore): string;
+  /** Runs the worker processes of the cross-process cases; required with `url`. */
+  processes?: ProcessRunner;
   /** Cases not run here, each with its reason. */
   skip?: { reason: string; cases: CaseId[] }[];
 }
@@ -102,6 +138,10 @@ interface CaseDef {
   readonly suite: 'reservation' | 'approval' | 'resolution' | 'outcome' | 'durability' | 'evidence';
   /** Needs `reopen`. */
   readonly durable?: boolean;
+  /** Needs `url` (and `processes`). */
+  readonly crossProcess?: boolean;
+  /** The spec's test name this case also carries. */
+  readonly test?: string;
   run(factory: StoreFactory): Promise<void>;
 }
 
@@ -205,6 +245,24 @@ async function withStore(factory: StoreFactory, clock: Clock, fn: (store: StateS
   }
 }
 
+/**
+ * A store that declares no `reopen` or no `url` claims its storage does not outlive its handle:
+ * two `open()` handles must then share nothing. A write visible through the other handle makes
+ * the declaration false, and the case that relied on it fails.
+ */
+async function declaredHonestly(factory: StoreFactory, declaration: string): Promise<void> {
+  const a = await factory.open(manualClock());
+  const b = await factory.open(manualClock());
+  try {
+    const key = freshKey('honesty');
+    await drive(a, key, 'committed');
+    expect(await b.getEffect(key), `${factory.name} declares ${declaration}, so a write through one open() handle must be invisible to another`).toBeNull();
+  } finally {
+    await a.close();
+    await b.close();
+  }
+}
+
 // ------------------------------------------------------------------------- refusal paths
 
 interface RefusalPath {
@@ -216,7 +274,12 @@ interface RefusalPath {
 }
 
 const unchanged = (before: EffectRecord | null): Partial<EffectRecord> => ({ ...before! });
-const ambiguated = (before: EffectRecord | null): Partial<EffectRecord> => ({ ...before!, state: 'ambiguous', error: LEASE_EXPIRED_TEXT, leaseExpiresAt: null });
+// `before` is read while the refused call is already in flight: on a store with concurrent
+// connections it may be the row before or after the kept write, so its `updatedAt` is not compared.
+const ambiguated = (before: EffectRecord | null): Partial<EffectRecord> => {
+  const { updatedAt: _either, ...rest } = before!;
+  return { ...rest, state: 'ambiguous', error: LEASE_EXPIRED_TEXT, leaseExpiresAt: null };
+};
 
 /** The thirteen ways a store refuses around an effect; none may write `failed` or raise `NotExecuted`. */
 const REFUSAL_PATHS: readonly RefusalPath[] = [
@@ -304,6 +367,7 @@ async function runRefusalPaths(factory: StoreFactory, first?: (path: RefusalPath
     await withStore(factory, clock, async (store) => {
       const key = freshKey();
       const { call, expected } = await path.run(store, clock, key);
+      call.catch(() => undefined); // settled below; on a concurrent store it may reject before it is awaited
       const before = await store.getEffect(key);
       await refused(call, path.cls, path.fields, path.name, first && ((err) => first(path, err)));
       const after = await state(store, key);
@@ -343,6 +407,33 @@ export const storeCases: Record<CaseId, CaseDef> = {
           }
           expect(await state(store, key)).toMatchObject({ state: 'reserved', actionId: winner, attempt: 1 });
         }
+      });
+    },
+  },
+
+  'e1-cross-process': {
+    suite: 'reservation',
+    crossProcess: true,
+    test: 'test_T3_exactly_one_agent_reserves_and_seven_are_blocked',
+    async run(factory) {
+      if (!factory.url) return declaredHonestly(factory, 'no url()');
+      if (!factory.processes) throw new Error(`${factory.name} declares url() but gives no processes runner`);
+      await withStore(factory, manualClock(), async (store) => {
+        const key = 'refund:e1x';
+        const out = await factory.processes!({ url: factory.url!(store), effectKey: key, contenders: CONTENDERS });
+        const seen = JSON.stringify(out.reports);
+        expect(out.arrivals, 'every worker reached the barrier').toBe(CONTENDERS);
+        expect(out.reports, 'every worker reported').toHaveLength(CONTENDERS);
+        const winners = out.reports.filter((r) => r.won);
+        expect(winners, `exactly one winner: ${seen}`).toHaveLength(1);
+        const winner = winners[0]!;
+        expect(winner.error, `the winner finished without error: ${seen}`).toBeNull();
+        expect(out.marker, 'the remote was called exactly once').toEqual(['called']);
+        for (const r of out.reports) {
+          if (!r.won) expect(['DuplicateEffect', 'AmbiguousEffect'], `loser ${r.action_id}: ${r.error} ${r.message}`).toContain(r.error);
+        }
+        expect(new Set(out.reports.map((r) => r.action_id)).size, 'each worker its own action').toBe(CONTENDERS);
+        expect(await state(store, key)).toMatchObject({ state: 'committed', actionId: winner.action_id, attempt: 1, leaseExpiresAt: null });
       });
     },
   },
@@ -714,6 +805,7 @@ export const storeCases: Record<CaseId, CaseDef> = {
     suite: 'durability',
     durable: true,
     async run(factory) {
+      if (!factory.reopen) return declaredHonestly(factory, 'no reopen()');
       const clock = manualClock();
       let store = await factory.open(clock);
       const marked = freshKey();
@@ -751,6 +843,7 @@ export const storeCases: Record<CaseId, CaseDef> = {
     suite: 'durability',
     durable: true,
     async run(factory) {
+      if (!factory.reopen) return declaredHonestly(factory, 'no reopen()');
       const clock = manualClock();
       let store = await factory.open(clock);
       const committed = freshKey();
@@ -952,9 +1045,9 @@ function receiptDraft(action: Action, result: 'committed' | 'denied' | 'ambiguou
 }
 
 /**
- * Registers the suite for one store. Durability cases need `reopen`; without it they are
- * skipped as not applicable, and the declaration is checked instead (two `open()` handles must
- * not share storage).
+ * Registers the suite for one store. Durability cases need `reopen`, cross-process cases `url`
+ * and `processes`; without them they are skipped as not applicable, and the declaration is
+ * checked instead (two `open()` handles must not share storage).
  */
 export function describeStore(factory: StoreFactory): void {
   const skipped = new Map<CaseId, string>();
@@ -968,24 +1061,17 @@ export function describeStore(factory: StoreFactory): void {
   describe(`store conformance: ${factory.name} (${factory.dialect})`, () => {
     for (const id of CASE_IDS) {
       const def = storeCases[id];
-      const title = `${def.suite}: ${id}`;
-      const reason = skipped.get(id) ?? (def.durable && !factory.reopen ? 'not applicable: this store does not outlive its handle (no reopen)' : undefined);
+      const title = `${def.suite}: ${id}${def.test ? ` (${def.test})` : ''}`;
+      const reason =
+        skipped.get(id) ??
+        (def.durable && !factory.reopen ? 'not applicable: this store does not outlive its handle (no reopen)' : undefined) ??
+        (def.crossProcess && !factory.url ? 'not applicable: no other process can reach this store (no url)' : undefined);
       if (reason !== undefined) it.skip(`${title} — ${reason}`, () => undefined);
       else it(title, () => def.run(factory));
     }
-    if (!factory.reopen) {
-      it('durability: the no-reopen declaration is honest (two open() handles share nothing)', async () => {
-        const a = await factory.open(manualClock());
-        const b = await factory.open(manualClock());
-        try {
-          const key = freshKey('honesty');
-          await drive(a, key, 'committed');
-          expect(await b.getEffect(key), 'a write through one handle is invisible to the other').toBeNull();
-        } finally {
-          await a.close();
-          await b.close();
-        }
-      });
+    const declared = [!factory.reopen && 'no reopen()', !factory.url && 'no url()'].filter((d): d is string => d !== false);
+    if (declared.length > 0) {
+      it(`declarations: ${declared.join(' and ')} is honest (two open() handles share nothing)`, () => declaredHonestly(factory, declared.join(' and ')));
     }
   });
 }

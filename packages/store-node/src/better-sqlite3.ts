@@ -393,28 +393,41 @@ export async function createBetterSqlite3Store(pathOrDb: string | BetterSqlite3D
   try {
     db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
     if (!readOnly) db.pragma(`synchronous = ${synchronous}`);
+    // The first read opens the file for real (and, for WAL, its -shm index).
+    db.prepare('SELECT 1 FROM sqlite_master LIMIT 1').all();
   } catch (err) {
     db.close();
-    throw new StoreError(`[better-sqlite3] could not configure ${path}: ${(err as Error)?.message ?? String(err)}`, { cause: err });
+    const code = String((err as { code?: unknown })?.code ?? '');
+    if (readOnly && /^SQLITE_(READONLY|CANTOPEN)/.test(code)) {
+      throw new StoreError(
+        `[better-sqlite3] ${path} cannot be read read-only here (${code}): a WAL database needs its -wal and -shm files beside it, or a directory this process may create them in`,
+        { cause: err },
+      );
+    }
+    throw new StoreError(`[better-sqlite3] could not open ${path}: ${(err as Error)?.message ?? String(err)}`, { cause: err });
   }
   const driver = new BetterSqlite3Driver(db);
   const store = new BetterSqlite3Store(driver, path, { clock: options.clock, readOnly });
   try {
+    // A file this call created holds nobody's data: WAL first, so the migrations commit cheaply.
+    // Any other file is switched only once it is known to be a ctrlrun store.
+    if (created) await enableWal(db, path);
     await store.open();
-    if (!readOnly) await enableWal(db, path);
+    if (!readOnly && !created) await enableWal(db, path);
     return store;
   } catch (err) {
+    // A file this call created and left without a table goes away again.
+    const remove = created && !hasTables(db);
     await driver.close().catch(() => undefined);
-    // A file this call created and never wrote goes away again.
-    if (created) removeIfEmpty(path);
+    if (remove) for (const suffix of ['', '-wal', '-shm']) rmSync(path + suffix, { force: true });
     throw err;
   }
 }
 
-function removeIfEmpty(path: string): void {
+function hasTables(db: BetterSqlite3Database): boolean {
   try {
-    if (statSync(path).size === 0) rmSync(path, { force: true });
+    return db.prepare('SELECT 1 FROM sqlite_master LIMIT 1').all().length > 0;
   } catch {
-    // Nothing to clean up.
+    return true;
   }
 }

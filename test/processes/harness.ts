@@ -1,0 +1,146 @@
+/**
+ * Real OS processes for the race and crash tests: spawn `worker.ts` under Node with the source
+ * condition and tsx, hand each its JSON payload on stdin, collect its JSON lines from stdout.
+ * Every stdin is written and closed before any worker is awaited (spec 03 §7.2), so no worker
+ * waits on the parent while the parent waits on another.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+/** The worker script every test spawns. */
+export const WORKER = join(import.meta.dirname, 'worker.ts');
+/** Node flags that let a worker import the workspace packages' TypeScript sources. */
+export const NODE_FLAGS = ['--conditions=@ctrlrun/source', '--import', 'tsx'] as const;
+/** The longest a worker may take before the parent kills it (spec 03 §7.2: ≤ 90 s each). */
+export const WORKER_TIMEOUT_MS = 90_000;
+/** The barrier's deadline, in seconds. */
+export const RENDEZVOUS_TIMEOUT_S = 30;
+
+/** What every payload carries: how to reach the store. */
+export interface BasePayload {
+  /** The store's address, opened with `openStore` from `opener`. */
+  url: string;
+  /** Module exporting `openStore(url)`; default `@ctrlrun/store-node`. */
+  opener?: string;
+}
+
+/** Race on one key at the store level (the conformance case e1-cross-process). */
+export interface ReservePayload extends BasePayload {
+  kind: 'reserve';
+  effect_key: string;
+  marker_dir: string;
+  rendezvous_dir: string;
+  contenders: number;
+  rendezvous_timeout: number;
+}
+
+/** Race on many shared keys through `Control.execute`; each execution exclusive-creates `marker/<key>`. */
+export interface ExecuteManyPayload extends BasePayload {
+  kind: 'execute-many';
+  keys: string[];
+  marker_dir: string;
+  rendezvous_dir: string;
+  contenders: number;
+  rendezvous_timeout: number;
+}
+
+/** Start one execution through `Control.execute`, report it, and hang inside the executor until killed. */
+export interface HangPayload extends BasePayload {
+  kind: 'hang';
+  reference: string;
+  lease_ms: number;
+}
+
+export type Payload = ReservePayload | ExecuteManyPayload | HangPayload;
+
+/** A finished worker: exit, its parsed stdout lines, and its stderr for diagnostics. */
+export interface Finished {
+  pid: number;
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  lines: Record<string, unknown>[];
+  stderr: string;
+}
+
+/** A running worker: its process, and promises of its next stdout line and its end. */
+export interface Running {
+  child: ChildProcess;
+  /** Resolves with the first JSON line for which `match` holds. */
+  line(match: (line: Record<string, unknown>) => boolean): Promise<Record<string, unknown>>;
+  finished: Promise<Finished>;
+}
+
+/** Spawns one worker and writes its payload (stdin ends at once). */
+export function start(payload: Payload): Running {
+  const child = spawn(process.execPath, [...NODE_FLAGS, WORKER], { stdio: ['pipe', 'pipe', 'pipe'] });
+  const lines: Record<string, unknown>[] = [];
+  const waiters: { match: (l: Record<string, unknown>) => boolean; resolve: (l: Record<string, unknown>) => void }[] = [];
+  let out = '';
+  let stderr = '';
+  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
+    out += chunk;
+    let nl: number;
+    while ((nl = out.indexOf('\n')) >= 0) {
+      const text = out.slice(0, nl).trim();
+      out = out.slice(nl + 1);
+      if (!text.startsWith('{')) continue;
+      const line = JSON.parse(text) as Record<string, unknown>;
+      lines.push(line);
+      for (const w of waiters.filter((w) => w.match(line))) {
+        waiters.splice(waiters.indexOf(w), 1);
+        w.resolve(line);
+      }
+    }
+  });
+  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => void (stderr += chunk));
+  const finished = new Promise<Finished>((resolve, reject) => {
+    const timer = setTimeout(() => child.kill('SIGKILL'), WORKER_TIMEOUT_MS);
+    child.on('error', (err) => {
+      clearTimeout(timer);
+      reject(err);
+    });
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      resolve({ pid: child.pid!, code, signal, lines, stderr });
+    });
+  });
+  child.stdin!.end(JSON.stringify(payload));
+  return {
+    child,
+    finished,
+    line(match) {
+      const seen = lines.find(match);
+      if (seen) return Promise.resolve(seen);
+      return new Promise((resolve, reject) => {
+        waiters.push({ match, resolve });
+        void finished.then((f) => reject(new Error(`worker ${f.pid} ended (${f.code ?? f.signal}) without the expected line; stderr:\n${f.stderr}`)));
+      });
+    },
+  };
+}
+
+/** Spawns every worker (all stdins written and closed first), then awaits them all. */
+export async function runAll(payloads: Payload[]): Promise<Finished[]> {
+  const running = payloads.map(start);
+  return Promise.all(running.map((r) => r.finished));
+}
+
+/** The one JSON line a finished worker must have printed last, or an error naming its stderr. */
+export function lastLine(f: Finished): Record<string, unknown> {
+  const line = f.lines[f.lines.length - 1];
+  if (f.code !== 0 || !line) throw new Error(`worker ${f.pid} exited ${f.code ?? f.signal} with ${f.lines.length} lines; stderr:\n${f.stderr}`);
+  return line;
+}
+
+/** A fresh temporary directory, removed by the returned function. */
+export function tempDir(prefix: string): { dir: string; remove: () => void } {
+  const dir = mkdtempSync(join(tmpdir(), `ctrlrun-${prefix}-`));
+  return { dir, remove: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+/** The files of a directory, sorted. */
+export function files(dir: string): string[] {
+  return readdirSync(dir).sort();
+}
