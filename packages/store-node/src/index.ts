@@ -16,3 +16,27 @@ export {
   type BetterSqlite3Statement,
   type BetterSqlite3StoreOptions,
 } from './better-sqlite3.js';
+export {
+  PgDriver,
+  PgStore,
+  createPgStore,
+  openPgStore,
+  type PgClientLike,
+  type PgDriverOptions,
+  type PgPoolClientLike,
+  type PgPoolLike,
+  type PgResultLike,
+  type PgStandaloneClientLike,
+  type PgStoreOptions,
+} from './pg.js';
+export {
+  PgliteDriver,
+  PgliteStore,
+  createPgliteStore,
+  openPgliteStore,
+  type PgliteDriverOptions,
+  type PgliteLike,
+  type PgliteResultLike,
+  type PgliteStoreOptions,
+  type PgliteTransactionLike,
+} from './pglite.js';

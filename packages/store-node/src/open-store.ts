@@ -59,16 +59,14 @@ export function parseStoreUrl(url: string): StoreAddress {
   }
 }
 
-function notBuiltYet(driver: string, url: string): never {
-  throw new InvalidArgument(`store url ${JSON.stringify(url)} needs the ${driver} driver, which is not built yet in @ctrlrun/store-node`);
-}
-
 /**
  * Opens the store at `url`, migrated and ready (a reader: only an up-to-date one).
  *
  * @example
  * const store = await openStore('./ctrlrun.db');              // SQLite file (better-sqlite3)
  * const store = await openStore('sqlite:/srv/ctrlrun.db');
+ * const store = await openStore('postgres://ctrlrun@db.internal/ctrlrun');   // PostgreSQL (pg)
+ * const store = await openStore('pglite:./ctrlrun-pgdata');                 // PGlite in a directory
  */
 export async function openStore(url: string, options: OpenStoreOptions = {}): Promise<SqlStateStore> {
   if (typeof options !== 'object' || options === null) throw new InvalidArgument('openStore options must be an object');
@@ -80,10 +78,8 @@ export async function openStore(url: string, options: OpenStoreOptions = {}): Pr
       return createBetterSqlite3Store(address.path, { clock, readOnly });
     }
     case 'postgres':
-      // PG DRIVER: replace with `return (await import('./pg.js')).<open>(address.url, { clock, readOnly });`
-      return notBuiltYet('pg', url);
+      return (await import('./pg.js')).openPgStore(address.url, { clock, readOnly });
     case 'pglite':
-      // PGLITE DRIVER: replace with `return (await import('./pglite.js')).<open>(address.dir, { clock, readOnly });`
-      return notBuiltYet('PGlite', url);
+      return (await import('./pglite.js')).openPgliteStore(address.dir, { clock, readOnly });
   }
 }

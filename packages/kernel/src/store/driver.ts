@@ -53,6 +53,13 @@ export interface SqlDriver extends SqlExecutor {
    * once the committed bytes are durable.
    */
   transaction<T>(fn: (tx: SqlExecutor) => Promise<T>): Promise<T>;
+  /**
+   * Postgres drivers whose COMMIT can be lost in transit: runs `fn` (reads only) on a fresh
+   * connection that never saw the lost COMMIT. A driver that may reject a transaction with
+   * `AmbiguousWrite` (an error during or after `COMMIT`, after destroying that connection) must
+   * have it; engines whose commit outcome is known in-call (SQLite, PGlite) leave it out.
+   */
+  reread?<T>(fn: (ex: SqlExecutor) => Promise<T>): Promise<T>;
   /** Releases the connection(s). Never fences other users of the same database. */
   close(): Promise<void>;
 }

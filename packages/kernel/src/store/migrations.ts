@@ -115,6 +115,82 @@ export async function readApplied(ex: SqlExecutor, dialect: SqlDialect): Promise
   return rows.map((r) => ({ migrationId: String(r.migration_id), appliedAt: String(r.applied_at), ctrlrunVersion: String(r.ctrlrun_version ?? '') }));
 }
 
+/**
+ * Classifies the database `ex` sees (only `schema_version` or the catalogue is read) and returns
+ * what it records and what is missing. A reader is refused unless nothing is missing.
+ */
+async function classifyAt(ex: SqlExecutor, dialect: SqlDialect, known: readonly string[], running: string, readOnly: boolean): Promise<{ applied: string[]; pending: string[] }> {
+  const { sql } = dialect;
+  let pending: string[];
+  let applied: string[] = [];
+  if ((await run(ex, sql.schemaVersionExists)).length > 0) {
+    const rows = await readApplied(ex, dialect);
+    applied = rows.map((r) => r.migrationId);
+    pending = classifyVersioned(rows, known, running);
+  } else {
+    const tables = (await run<{ name: string }>(ex, sql.listTables)).map((r) => String(r.name));
+    const effects = tables.includes('effects') ? (await run<{ name: string }>(ex, sql.tableColumns, ['effects'])).map((r) => String(r.name)) : null;
+    const kind = classifyUnversioned(tables, effects, known, running);
+    if (readOnly) {
+      throw refuse(
+        kind === 'empty'
+          ? 'a reader never migrates: this database has no ctrlrun schema; open it once with a writer'
+          : 'a reader never migrates: this database has no schema_version (an older ctrlrun store); open it once with a writer to adopt it',
+        [], known, running,
+      );
+    }
+    pending = [...known];
+  }
+  if (pending.length > 0 && readOnly) {
+    throw refuse(`a reader never migrates: this database lacks ${pending.join(', ')}; a writer applies ${pending.length === 1 ? 'it' : 'them'} on open`, applied, known, running);
+  }
+  return { applied, pending };
+}
+
+/**
+ * Postgres (spec 03 §2.2): take the transaction-scoped advisory lock, then classify and apply
+ * every missing migration in that one transaction, each with its `schema_version` row. A
+ * concurrent opener waits on the lock and then finds nothing left to do; a failure rolls the
+ * whole open back. Readers take no lock and write nothing. Before any DDL the role's right to
+ * create in the schema is checked (the refusal names the grant).
+ */
+async function migrateInOneTransaction(driver: SqlDriver, dialect: SqlDialect, options: MigrateOptions): Promise<string[]> {
+  const running = options.running ?? SCHEMA_WRITER;
+  const known: readonly string[] = MIGRATION_IDS;
+  const { sql } = dialect;
+  let current: string[] = [];
+  let applying: string | null = null;
+  try {
+    return await driver.transaction(async (tx) => {
+      if (!options.readOnly && sql.migrationLock !== null) await tx.query(sql.migrationLock);
+      const { applied, pending } = await classifyAt(tx, dialect, known, running, options.readOnly);
+      current = applied;
+      if (pending.length === 0) return [];
+      if (sql.migrationPrivilege && dialect.checkMigrationPrivilege) {
+        const row = (await run<Record<string, unknown>>(tx, sql.migrationPrivilege))[0] ?? {};
+        const refusal = dialect.checkMigrationPrivilege(row);
+        if (refusal !== null) throw refuse(`cannot migrate: ${refusal}. Nothing was applied.`, applied, known, running);
+      }
+      await tx.exec(sql.createSchemaVersion);
+      for (const id of pending) {
+        applying = id;
+        const statements = (dialect.migrations as Readonly<Record<string, readonly string[]>>)[id];
+        if (!statements) throw new Error(`[kernel] the ${dialect.name} dialect has no migration ${id}`);
+        for (const statement of statements) await tx.exec(statement);
+        await tx.query(sql.insertSchemaVersion, [id, storedTime(options.clock()), running]);
+      }
+      return pending;
+    });
+  } catch (err) {
+    if (err instanceof SchemaMismatch) throw err;
+    if (applying === null) throw err instanceof CTRLRunError ? err : new StoreError(`[kernel] reading the schema failed: ${(err as Error)?.message ?? String(err)}`, { cause: err });
+    throw refuse(
+      `migration ${applying} could not be applied (${(err as Error)?.message ?? String(err)}); it was rolled back together with this open's other migrations, and the database is unchanged. ${FORWARD_ONLY}`,
+      current, known, running, err,
+    );
+  }
+}
+
 /** Options of {@link migrate}. */
 export interface MigrateOptions {
   /** Stamps `applied_at`. */
@@ -132,33 +208,12 @@ export interface MigrateOptions {
  * lock so that a migration another process applied meanwhile is skipped. Returns the ids applied.
  */
 export async function migrate(driver: SqlDriver, dialect: SqlDialect, options: MigrateOptions): Promise<string[]> {
+  if (dialect.migrateInOneTransaction === true) return migrateInOneTransaction(driver, dialect, options);
   const running = options.running ?? SCHEMA_WRITER;
   const known: readonly string[] = MIGRATION_IDS;
   const { sql } = dialect;
-  let pending: string[];
-  let applied: string[] = [];
-  if ((await run(driver, sql.schemaVersionExists)).length > 0) {
-    const rows = await readApplied(driver, dialect);
-    applied = rows.map((r) => r.migrationId);
-    pending = classifyVersioned(rows, known, running);
-  } else {
-    const tables = (await run<{ name: string }>(driver, sql.listTables)).map((r) => String(r.name));
-    const effects = tables.includes('effects') ? (await run<{ name: string }>(driver, sql.tableColumns, ['effects'])).map((r) => String(r.name)) : null;
-    const kind = classifyUnversioned(tables, effects, known, running);
-    if (options.readOnly) {
-      throw refuse(
-        kind === 'empty'
-          ? 'a reader never migrates: this database has no ctrlrun schema; open it once with a writer'
-          : 'a reader never migrates: this database has no schema_version (an older ctrlrun store); open it once with a writer to adopt it',
-        [], known, running,
-      );
-    }
-    pending = [...known];
-  }
+  const { applied, pending } = await classifyAt(driver, dialect, known, running, options.readOnly);
   if (pending.length === 0) return [];
-  if (options.readOnly) {
-    throw refuse(`a reader never migrates: this database lacks ${pending.join(', ')}; a writer applies ${pending.length === 1 ? 'it' : 'them'} on open`, applied, known, running);
-  }
   const done: string[] = [];
   for (const id of pending) {
     const statements = (dialect.migrations as Readonly<Record<string, readonly string[]>>)[id];

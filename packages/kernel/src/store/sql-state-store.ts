@@ -217,8 +217,12 @@ interface WriteRun {
   intent: EffectWriteIntent | null;
 }
 
-/** Rolls back a receipt write whose id is already stored (the stored row is returned instead). */
-class ReceiptAlreadyStored {}
+/** Rolls back a receipt write whose id is already stored (where the dialect can, the stored row is returned instead). */
+class ReceiptAlreadyStored extends InvalidArgument {
+  constructor(readonly receiptId: string) {
+    super(`receipt ${receiptId} is already stored`);
+  }
+}
 
 /** The error `check` throws, or `fallback()` if it passes. */
 function refusalOf(check: () => unknown, fallback: () => Error): Error {
@@ -412,6 +416,7 @@ export class SqlStateStore implements StateStore {
   readonly #driver: SqlDriver;
   readonly #sql: SqlDialect;
   readonly #clock: Clock;
+  readonly #logger: Logger;
   readonly #mutex: Mutex | null;
   #state: 'new' | 'opening' | 'open' | 'closed' = 'new';
 
@@ -430,6 +435,7 @@ export class SqlStateStore implements StateStore {
     this.#driver = driver;
     this.#sql = dialect;
     this.#clock = options.clock ?? systemClock;
+    this.#logger = options.logger ?? console;
     if (driver.capabilities.concurrentConnections) {
       this.#mutex = null;
     } else {
@@ -451,7 +457,7 @@ export class SqlStateStore implements StateStore {
         const { sql } = this.#sql;
         if (sql.serverVersion !== null) {
           const row = (await this.#query<{ version: SqlValue }>(this.#driver, sql.serverVersion)).rows[0];
-          const refusal = this.#sql.checkServerVersion(String(row?.version ?? ''));
+          const refusal = this.#sql.checkServerVersion(String(row?.version ?? ''), row ?? {});
           if (refusal !== null) throw new StoreError(`[kernel] [${this.name}] ${refusal}`, { sql: sql.serverVersion });
         }
         await migrate(this.#driver, this.#sql, { clock: () => this.#now(), readOnly: this.readOnly });
@@ -506,17 +512,83 @@ export class SqlStateStore implements StateStore {
   }
 
   /** A read-decide-write: one transaction, the clock read inside it; a kept refusal is thrown after commit. */
-  async #write<T>(what: string, fn: (tx: SqlExecutor, now: Date) => Promise<T | RaiseAfterCommit>): Promise<T> {
+  async #write<T>(what: string, fn: (tx: SqlExecutor, now: Date, run: WriteRun) => Promise<T | RaiseAfterCommit>): Promise<T> {
     this.#checkOpen();
     if (this.readOnly) throw new InvalidArgument(`store ${this.name} was opened read-only: ${what} writes`);
     let out: T | RaiseAfterCommit;
     try {
-      out = await this.#locked(() => this.#driver.transaction((tx) => fn(tx, this.#now())));
+      out = await this.#locked(() => this.#attempt(what, fn, null, true));
     } catch (err) {
       throw this.#wrap(err, null);
     }
     if (out instanceof RaiseAfterCommit) throw out.error;
     return out;
+  }
+
+  /**
+   * One transaction of a write. When the driver reports that its COMMIT was lost
+   * ({@link AmbiguousWrite}) and the attempt declared the effect row it wrote, the outcome is
+   * settled by a re-read on a fresh connection (spec 03 §3.4); `now` is kept so that a re-issue
+   * writes exactly the same values.
+   */
+  async #attempt<T>(what: string, fn: (tx: SqlExecutor, now: Date, run: WriteRun) => Promise<T | RaiseAfterCommit>, now: Date | null, mayReissue: boolean): Promise<T | RaiseAfterCommit> {
+    const run: WriteRun = { intent: null };
+    let at = now;
+    const done: { value?: T | RaiseAfterCommit } = {};
+    try {
+      return await this.#driver.transaction(async (tx) => {
+        at ??= this.#now();
+        const value = await fn(tx, at, run);
+        done.value = value;
+        return value;
+      });
+    } catch (err) {
+      if (!(err instanceof AmbiguousWrite) || run.intent === null || !('value' in done) || at === null) throw err;
+      return this.#settleLostCommit(what, fn, at, run.intent, done.value as T | RaiseAfterCommit, mayReissue, err);
+    }
+  }
+
+  /** Tables A1/A2: re-read the row, take one named branch, log it, act on it. */
+  async #settleLostCommit<T>(
+    what: string,
+    fn: (tx: SqlExecutor, now: Date, run: WriteRun) => Promise<T | RaiseAfterCommit>,
+    now: Date,
+    intent: EffectWriteIntent,
+    produced: T | RaiseAfterCommit,
+    mayReissue: boolean,
+    lost: AmbiguousWrite,
+  ): Promise<T | RaiseAfterCommit> {
+    const key = intent.kind === 'insert' ? intent.record.effectKey : intent.prior.effectKey;
+    const driver = this.#driver;
+    let found: EffectRecord | null;
+    try {
+      if (driver.reread === undefined) throw new StoreError(`the ${this.name} driver cannot re-read on a fresh connection`);
+      found = await driver.reread<EffectRecord | null>((ex) => this.#effect(ex, key));
+    } catch (err) {
+      // Availability, never a double execution: nothing more is written, and the caller learns the outcome is unknown.
+      throw new AmbiguousWrite(
+        `[kernel] [${this.name}] ${what} on ${key}: the connection was lost during COMMIT (${lost.message}) and the re-read on a fresh connection failed (${(err as Error)?.message ?? String(err)}); whether the write landed is unknown, and nothing more was written`,
+        { cause: err },
+      );
+    }
+    const branch = lostCommitBranch(intent, found);
+    this.#logger.warn(`[kernel] [${this.name}] ${what} on ${key}: COMMIT lost; the re-read on a fresh connection took branch ${branch}`, {
+      logger: 'ctrlrun.postgres', level: 'WARNING', branch, effectKey: key, operation: what,
+    });
+    switch (branch) {
+      case A1_OURS:
+      case A2_LANDED:
+        return produced;
+      case A1_REINSERT:
+      case A2_REISSUE:
+        if (!mayReissue) {
+          throw new StoreError(`[kernel] [${this.name}] ${what} on ${key}: the COMMIT was lost again after one re-issue, and the re-read shows it did not land; nothing was written`, { cause: lost });
+        }
+        return this.#attempt(what, fn, now, false);
+      case A1_REFUSE:
+      case A2_REFUSE:
+        throw intent.refuse(found);
+    }
   }
 
   async #effect(ex: SqlExecutor, key: string): Promise<EffectRecord | null> {
@@ -529,27 +601,39 @@ export class SqlStateStore implements StateStore {
     return row ? approvalFromRow(row) : null;
   }
 
-  /** Writes `next` over `prior` only if the row is still `prior`; anything else means it moved on. */
-  async #cas(tx: SqlExecutor, prior: EffectRecord, next: EffectRecord): Promise<EffectRecord> {
+  /**
+   * Writes `next` over `prior` only if the row is still `prior`. Anything else means it moved on:
+   * the row is re-read and `refuse` (the operation's own predicate) names the refusal. The write
+   * is declared on `run` first, so a lost COMMIT can be settled (Table A2).
+   */
+  async #cas(tx: SqlExecutor, prior: EffectRecord, next: EffectRecord, run: WriteRun, refuse: (found: EffectRecord | null) => Error): Promise<EffectRecord> {
+    run.intent = { kind: 'update', prior, target: next, refuse };
     const { rowsAffected } = await this.#query(tx, this.#sql.sql.updateEffect, effectParams(next, prior));
-    if (rowsAffected !== 1) {
-      throw new DuplicateEffect('in_progress', { effectKey: prior.effectKey, message: `effect ${prior.effectKey} moved on while it was being written; another worker holds it` });
-    }
+    if (rowsAffected !== 1) throw refuse(await this.#effect(tx, prior.effectKey));
     return next;
   }
 
-  async #reserve(tx: SqlExecutor, key: string, actionId: string, leaseMs: number, now: Date): Promise<Reservation | RaiseAfterCommit> {
+  /** The refusal a reservation meets on `found` (re-planned once), or `DuplicateEffect(in_progress)`. */
+  #reservationRefusal(found: EffectRecord | null, key: string, actionId: string, leaseMs: number, now: Date): Error {
+    const again = planReservation(found, key, actionId, leaseMs, now);
+    if (again.kind === 'refuse') return again.error;
+    return new DuplicateEffect('in_progress', { effectKey: key, message: `effect ${key} was reserved by another worker first` });
+  }
+
+  async #reserve(tx: SqlExecutor, key: string, actionId: string, leaseMs: number, now: Date, run: WriteRun): Promise<Reservation | RaiseAfterCommit> {
     const { sql } = this.#sql;
     const record = await this.#effect(tx, key);
     const plan = planReservation(record, key, actionId, leaseMs, now);
+    const refuse = (found: EffectRecord | null): Error => this.#reservationRefusal(found, key, actionId, leaseMs, now);
     switch (plan.kind) {
       case 'refuse':
         throw plan.error;
       case 'ambiguate':
-        await this.#cas(tx, record!, plan.record);
+        await this.#cas(tx, record!, plan.record, run, refuse);
         return new RaiseAfterCommit(plan.error);
       case 'renew': {
         const r = plan.reservation;
+        run.intent = { kind: 'update', prior: record!, target: plan.record, refuse };
         const { rowsAffected } = await this.#query(tx, sql.renewEffect, [
           'reserved', r.actionId, r.attempt, r.leaseExpiresAt, plan.record.updatedAt, key, plan.priorAttempt,
         ]);
@@ -558,6 +642,7 @@ export class SqlStateStore implements StateStore {
       }
       case 'insert': {
         const n = plan.record;
+        run.intent = { kind: 'insert', record: n, refuse };
         let inserted: number;
         try {
           ({ rowsAffected: inserted } = await this.#query(tx, sql.insertEffect, [
@@ -592,9 +677,9 @@ export class SqlStateStore implements StateStore {
   async #transition(what: string, key: unknown, actionId: unknown, from: readonly EffectState[], next: (r: EffectRecord, stamp: string) => EffectRecord): Promise<EffectRecord> {
     const k = nonEmpty(key, 'effect_key');
     const a = nonEmpty(actionId, 'action_id');
-    return this.#write(what, async (tx, now) => {
+    return this.#write(what, async (tx, now, run) => {
       const record = checked(await this.#effect(tx, k), k, a, from, now);
-      return this.#cas(tx, record, next(record, storedTime(now)));
+      return this.#cas(tx, record, next(record, storedTime(now)), run, (found) => refusalOf(() => checked(found, k, a, from, now), () => movedOn(k)));
     });
   }
 
@@ -719,14 +804,14 @@ export class SqlStateStore implements StateStore {
 
   async reserveEffect(key: string, actionId: string, leaseMs: number): Promise<Reservation> {
     const k = nonEmpty(key, 'effect_key');
-    return this.#write('reserveEffect', (tx, now) => this.#reserve(tx, k, actionId, leaseMs, now));
+    return this.#write('reserveEffect', (tx, now, run) => this.#reserve(tx, k, actionId, leaseMs, now, run));
   }
 
   async consumeApprovalAndReserve(id: string, actionHash: string, key: string, actionId: string, leaseMs: number): Promise<[Approval, Reservation]> {
     const i = nonEmpty(id, 'approval_id');
     const hash = nonEmpty(actionHash, 'action_hash');
     const k = nonEmpty(key, 'effect_key');
-    return this.#write('consumeApprovalAndReserve', async (tx, now) => {
+    return this.#write('consumeApprovalAndReserve', async (tx, now, run) => {
       // The approval first: its refusal wins, and nothing of the reservation is written.
       const record = await this.#approval(tx, i);
       const plan = checkConsumable(record, i, hash, now);
@@ -734,7 +819,7 @@ export class SqlStateStore implements StateStore {
         await this.#expire(tx, record!);
         return new RaiseAfterCommit(plan.error);
       }
-      const reservation = await this.#reserve(tx, k, actionId, leaseMs, now);
+      const reservation = await this.#reserve(tx, k, actionId, leaseMs, now, run);
       // A refused reservation (even a kept ambiguation) leaves the approval granted.
       if (reservation instanceof RaiseAfterCommit) return reservation;
       const approval = await this.#consume(tx, plan.record, now);
@@ -768,24 +853,28 @@ export class SqlStateStore implements StateStore {
   async resolveEffect(key: string, state: 'committed' | 'failed', resolver: string): Promise<EffectRecord> {
     const k = nonEmpty(key, 'effect_key');
     checkActor(resolver, 'resolver');
-    return this.#write('resolveEffect', async (tx, now) => {
+    return this.#write('resolveEffect', async (tx, now, run) => {
       const record = await this.#effect(tx, k);
       const to = checkResolvable(record, k, state, resolver);
       const r = record!;
       const who = storedText(resolver);
-      return this.#cas(tx, r, {
-        ...r, state: to, leaseExpiresAt: null, error: storedText(resolutionError(to, resolver, r.error)), resolvedBy: who, updatedAt: storedTime(now),
-      });
+      return this.#cas(
+        tx, r,
+        { ...r, state: to, leaseExpiresAt: null, error: storedText(resolutionError(to, resolver, r.error)), resolvedBy: who, updatedAt: storedTime(now) },
+        run, (found) => refusalOf(() => checkResolvable(found, k, state, resolver), () => movedOn(k)),
+      );
     });
   }
 
   async extendLease(key: string, actionId: string, leaseMs: number): Promise<EffectRecord> {
     const k = nonEmpty(key, 'effect_key');
     const a = nonEmpty(actionId, 'action_id');
-    return this.#write('extendLease', async (tx, now) => {
+    return this.#write('extendLease', async (tx, now, run) => {
       const record = await this.#effect(tx, k);
       const leaseExpiresAt = planLeaseExtension(record, k, a, leaseMs, now);
-      return this.#cas(tx, record!, { ...record!, leaseExpiresAt, updatedAt: storedTime(now) });
+      return this.#cas(tx, record!, { ...record!, leaseExpiresAt, updatedAt: storedTime(now) }, run, (found) =>
+        refusalOf(() => planLeaseExtension(found, k, a, leaseMs, now), () => movedOn(k)),
+      );
     });
   }
 
@@ -827,22 +916,35 @@ export class SqlStateStore implements StateStore {
     const result = nonEmpty(draft.result, 'receipt.result');
     const finishedAt = nonEmpty(draft.finishedAt, 'receipt.finishedAt');
     const { sql } = this.#sql;
-    return this.#write('putReceipt', async (tx) => {
-      // The head row first: a lock, so concurrent writers queue rather than race.
-      const head = (await this.#query<{ seq: SqlValue; hash: string }>(tx, sql.lockChainHead)).rows[0];
-      if (!head) throw new InvalidArgument('the receipt chain has no head row (receipt_chain id = 1)');
-      const seq = int(head.seq, 'receipt_chain.seq');
-      const prevHash = String(head.hash);
-      const sealed = sealReceipt(draft.document, seq, prevHash);
-      try {
-        await this.#query(tx, sql.insertReceipt, [receiptId, actionId, effectKey, result, sealed.json, finishedAt, seq, prevHash, sealed.hash]);
-      } catch (err) {
-        if (this.#sql.isUniqueViolation(err)) throw new InvalidArgument(`receipt ${receiptId} is already stored`);
-        throw err;
-      }
-      await this.#query(tx, sql.setChainHash, [sealed.hash]);
-      return { seq, prevHash, hash: sealed.hash, json: sealed.json, document: sealed.document } satisfies StoredReceipt;
-    });
+    try {
+      return await this.#write('putReceipt', async (tx) => {
+        // The head row first: a lock, so concurrent writers queue rather than race.
+        const head = (await this.#query<{ seq: SqlValue; hash: string }>(tx, sql.lockChainHead)).rows[0];
+        if (!head) throw new InvalidArgument('the receipt chain has no head row (receipt_chain id = 1)');
+        const seq = int(head.seq, 'receipt_chain.seq');
+        const prevHash = String(head.hash);
+        const sealed = sealReceipt(draft.document, seq, prevHash);
+        let inserted: number;
+        try {
+          ({ rowsAffected: inserted } = await this.#query(tx, sql.insertReceipt, [receiptId, actionId, effectKey, result, sealed.json, finishedAt, seq, prevHash, sealed.hash]));
+        } catch (err) {
+          if (!this.#sql.isUniqueViolation(err)) throw err;
+          inserted = 0;
+        }
+        // Rolls the head back with it: the head never advances without its row.
+        if (inserted !== 1) throw new ReceiptAlreadyStored(receiptId);
+        await this.#query(tx, sql.setChainHash, [sealed.hash]);
+        return { seq, prevHash, hash: sealed.hash, json: sealed.json, document: sealed.document } satisfies StoredReceipt;
+      });
+    } catch (err) {
+      const select = sql.selectReceipt;
+      if (!(err instanceof ReceiptAlreadyStored) || select === undefined) throw err;
+      const row = await this.#read(async (ex) => (await this.#query<ReceiptSqlRow>(ex, select, [receiptId])).rows[0]);
+      if (!row || row.json === null || row.hash === null || row.prev_hash === null) throw err;
+      const document = parseJson(row.json, { what: `receipts.json of ${receiptId}`, floats: 'allow' });
+      if (!isPlainObject(document)) throw err;
+      return { seq: int(row.seq, 'receipts.seq'), prevHash: row.prev_hash, hash: row.hash, json: row.json, document: document as JsonObject };
+    }
   }
 
   async chainHead(): Promise<ChainHead | null> {

@@ -1,0 +1,83 @@
+/**
+ * Lost COMMIT (spec 03 §3.4, Tables A1 and A2): when a Postgres connection dies during or after
+ * `COMMIT`, the store cannot know whether its write landed. It re-reads the effect row on a fresh
+ * connection and takes exactly one of six named branches. This module is the decision only —
+ * pure, no SQL, no I/O — so every branch is testable without a server; {@link SqlStateStore}
+ * does the re-read (with the dialect's `selectEffect`) and acts on the answer.
+ *
+ * @module
+ */
+import type { EffectRecord } from '../model.js';
+
+/** A1 (INSERT): the re-read row is identical to ours — the write landed and we hold it. */
+export const A1_OURS = 'a1.row1.ours' as const;
+/** A1 (INSERT): no row — the write never landed; re-issue the same operation once. */
+export const A1_REINSERT = 'a1.row2.reinsert' as const;
+/** A1 (INSERT): someone else's row (even with our `action_id`) — plan on it and raise. */
+export const A1_REFUSE = 'a1.row3.refuse' as const;
+/** A2 (UPDATE): the row is in our target state, identical to what we wrote — landed. */
+export const A2_LANDED = 'a2.row1.landed' as const;
+/** A2 (UPDATE): the row is still exactly the pre-state we read — re-issue the conditional UPDATE once. */
+export const A2_REISSUE = 'a2.row2.reissue' as const;
+/** A2 (UPDATE): anything else — run the transition's predicate on it and raise. */
+export const A2_REFUSE = 'a2.row3.refuse' as const;
+
+/** The branch taken after an INSERT's lost COMMIT. */
+export type InsertBranch = typeof A1_OURS | typeof A1_REINSERT | typeof A1_REFUSE;
+/** The branch taken after an UPDATE's lost COMMIT. */
+export type UpdateBranch = typeof A2_LANDED | typeof A2_REISSUE | typeof A2_REFUSE;
+/** One of the six named branches; logged at WARNING (logger `ctrlrun.postgres`, attribute `branch`). */
+export type LostCommitBranch = InsertBranch | UpdateBranch;
+
+/** Every branch name, in table order. */
+export const LOST_COMMIT_BRANCHES: readonly LostCommitBranch[] = Object.freeze([A1_OURS, A1_REINSERT, A1_REFUSE, A2_LANDED, A2_REISSUE, A2_REFUSE]);
+
+/**
+ * The seven columns a reservation or transition writes, compared as stored. "Identical" means
+ * all seven equal — never an `action_id` match alone (the same action may be retried by another
+ * process, whose row is not ours).
+ */
+export const WRITTEN_COLUMNS = ['effectKey', 'state', 'actionId', 'attempt', 'leaseExpiresAt', 'createdAt', 'updatedAt'] as const satisfies readonly (keyof EffectRecord)[];
+
+/** Whether two records agree on all seven written columns (both `null` counts as equal). */
+export function sameWrittenColumns(a: EffectRecord | null, b: EffectRecord | null): boolean {
+  if (a === null || b === null) return a === b;
+  return WRITTEN_COLUMNS.every((c) => a[c] === b[c]);
+}
+
+/**
+ * Table A1: after the COMMIT of an INSERT of `ours` was lost, the re-read found `found`.
+ * Identical → {@link A1_OURS}; no row → {@link A1_REINSERT}; any other row → {@link A1_REFUSE}.
+ */
+export function lostInsertBranch(ours: EffectRecord, found: EffectRecord | null): InsertBranch {
+  if (found === null) return A1_REINSERT;
+  return sameWrittenColumns(found, ours) ? A1_OURS : A1_REFUSE;
+}
+
+/**
+ * Table A2: after the COMMIT of a conditional UPDATE from `prior` to `target` was lost, the
+ * re-read found `found`. Identical to `target` → {@link A2_LANDED}; identical to `prior` (nobody
+ * moved it; for a renewal, still the same `failed` attempt) → {@link A2_REISSUE}; anything else,
+ * including no row → {@link A2_REFUSE}. The target is tested first: an idempotent write whose
+ * target equals its pre-state has landed either way.
+ */
+export function lostUpdateBranch(prior: EffectRecord, target: EffectRecord, found: EffectRecord | null): UpdateBranch {
+  if (found === null) return A2_REFUSE;
+  if (sameWrittenColumns(found, target)) return A2_LANDED;
+  if (sameWrittenColumns(found, prior)) return A2_REISSUE;
+  return A2_REFUSE;
+}
+
+/**
+ * What a write transaction was doing to an effect row, declared before its COMMIT so that a lost
+ * COMMIT can be resolved by a re-read. `refuse` runs the operation's own predicate on the row the
+ * re-read found and returns the error to raise (A1/A2 row 3).
+ */
+export type EffectWriteIntent =
+  | { readonly kind: 'insert'; readonly record: EffectRecord; readonly refuse: (found: EffectRecord | null) => Error }
+  | { readonly kind: 'update'; readonly prior: EffectRecord; readonly target: EffectRecord; readonly refuse: (found: EffectRecord | null) => Error };
+
+/** The branch for an intent and the re-read row. */
+export function lostCommitBranch(intent: EffectWriteIntent, found: EffectRecord | null): LostCommitBranch {
+  return intent.kind === 'insert' ? lostInsertBranch(intent.record, found) : lostUpdateBranch(intent.prior, intent.target, found);
+}

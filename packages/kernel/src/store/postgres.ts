@@ -1,0 +1,220 @@
+/**
+ * The Postgres dialect: every statement {@link SqlStateStore} sends to PostgreSQL (the `pg`
+ * driver, PGlite), and the migration DDL of spec 03 §1.2 as written there — `COLLATE "C"` on every
+ * identity and hash column (byte comparison, so no locale can merge two keys), `BIGSERIAL` event
+ * ids, `IF NOT EXISTS` everywhere.
+ *
+ * Atomicity here is not a lock but the unique key: a reservation is `INSERT … ON CONFLICT
+ * (effect_key) DO NOTHING` with its row count checked, and every later write is a
+ * compare-and-set on the row as read. Data statements name their tables schema-qualified, so a
+ * read needs no session state; DDL and the catalogue run inside a transaction whose driver has set
+ * `SET LOCAL search_path` to the store's schema (nothing session-scoped, so it works behind a
+ * transaction-mode pooler).
+ *
+ * @module
+ */
+import { GENESIS_HASH } from '../hash.js';
+import type { SqlDialect } from './sql-state-store.js';
+
+/**
+ * The migration lock key: 0x43545252554E, "CTRRUN". Transaction-scoped
+ * (`pg_advisory_xact_lock`), so it can never outlive the migrating transaction — a session lock
+ * would be released exactly when the connection dies.
+ */
+export const MIGRATION_LOCK_KEY = 74029437441358;
+
+/** The oldest server with `ON CONFLICT` and `ADD COLUMN IF NOT EXISTS`. */
+const MIN_SERVER_VERSION_NUM = 90600;
+
+/**
+ * SQLSTATEs that mean a statement — even `COMMIT` — definitely did not commit: serialization
+ * failure and deadlock. A closed set: `57014` (query cancelled) is not in it, because a
+ * cancellation racing a COMMIT may still have committed.
+ */
+export const FAILED_WRITE_SQLSTATES: readonly string[] = Object.freeze(['40001', '40P01']);
+
+/** Walks an error and its `cause` chain. */
+function* causes(err: unknown): Generator<unknown> {
+  for (let e = err, depth = 0; e !== undefined && e !== null && depth < 8; depth++) {
+    yield e;
+    e = (e as { cause?: unknown }).cause;
+  }
+}
+
+/** The SQLSTATE of a driver error (pg and PGlite both set `code`), or `null`. */
+export function sqlState(err: unknown): string | null {
+  for (const e of causes(err)) {
+    const code = (e as { code?: unknown } | null)?.code;
+    if (typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code)) return code;
+  }
+  return null;
+}
+
+/**
+ * Table A for an error raised by `COMMIT`: `'failed'` when the server says it rolled back
+ * (SQLSTATE 40001/40P01), `'ambiguous'` for anything else — a terminated connection, a reset, a
+ * cancellation, a client timeout: the COMMIT may have landed.
+ */
+export function commitErrorOutcome(err: unknown): 'failed' | 'ambiguous' {
+  const state = sqlState(err);
+  return state !== null && FAILED_WRITE_SQLSTATES.includes(state) ? 'failed' : 'ambiguous';
+}
+
+/** `name` as a Postgres identifier, double-quoted (so any schema name is safe and case-kept). */
+export function quoteIdentifier(name: string): string {
+  if (typeof name !== 'string' || name === '' || name.includes('\u0000')) throw new TypeError('schema must be a non-empty string without NUL characters');
+  return `"${name.replaceAll('"', '""')}"`;
+}
+
+const EFFECT_COLUMNS = 'effect_key, state, action_id, attempt, lease_expires_at, result_json, error, created_at, updated_at, resolved_by';
+const APPROVAL_COLUMNS =
+  'approval_id, action_hash, status, action_json, approver, created_at, granted_at, expires_at, consumed_at, policy_hash_at_approval';
+const RECEIPT_COLUMNS = 'receipt_id, action_id, effect_key, result, json, ts, seq, prev_hash, hash';
+const DELEGATION_COLUMNS =
+  'delegation_id, parent_id, depth, grant_json, created_by_agent, created_by_user, created_via, created_at, revoked_at, revoked_by';
+
+/** Spec 03 §1.2, statement by statement. Unqualified: run under `SET LOCAL search_path`. */
+const MIGRATIONS: SqlDialect['migrations'] = Object.freeze({
+  '0001_baseline': Object.freeze([
+    `CREATE TABLE IF NOT EXISTS effects(effect_key TEXT COLLATE "C" PRIMARY KEY, state TEXT NOT NULL,
+  action_id TEXT COLLATE "C" NOT NULL, attempt INTEGER NOT NULL DEFAULT 1,
+  lease_expires_at TEXT, result_json TEXT, error TEXT, created_at TEXT, updated_at TEXT)`,
+    `CREATE TABLE IF NOT EXISTS continuations(effect_key TEXT COLLATE "C" PRIMARY KEY,
+  action_id TEXT COLLATE "C" NOT NULL, action_json TEXT NOT NULL,
+  continuation TEXT COLLATE "C" NOT NULL, rounds INTEGER NOT NULL DEFAULT 0, updated_at TEXT)`,
+    `CREATE UNIQUE INDEX IF NOT EXISTS continuations_by_value ON continuations(continuation)
+  WHERE continuation <> ''`,
+    `CREATE TABLE IF NOT EXISTS approvals(approval_id TEXT COLLATE "C" PRIMARY KEY,
+  action_hash TEXT COLLATE "C" NOT NULL, status TEXT NOT NULL, action_json TEXT NOT NULL,
+  approver TEXT, created_at TEXT, granted_at TEXT, expires_at TEXT, consumed_at TEXT)`,
+    `CREATE TABLE IF NOT EXISTS receipts(receipt_id TEXT COLLATE "C" PRIMARY KEY,
+  action_id TEXT COLLATE "C", effect_key TEXT COLLATE "C", result TEXT, json TEXT, ts TEXT)`,
+    `CREATE TABLE IF NOT EXISTS events(event_id BIGSERIAL PRIMARY KEY, ts TEXT, type TEXT,
+  action_id TEXT COLLATE "C", effect_key TEXT COLLATE "C", approval_id TEXT COLLATE "C",
+  data_json TEXT)`,
+    `CREATE TABLE IF NOT EXISTS delegations(delegation_id TEXT COLLATE "C" PRIMARY KEY,
+  parent_id TEXT COLLATE "C" NOT NULL, depth INTEGER NOT NULL, grant_json TEXT NOT NULL,
+  created_by_agent TEXT NOT NULL, created_by_user TEXT, created_via TEXT NOT NULL,
+  created_at TEXT NOT NULL, revoked_at TEXT, revoked_by TEXT)`,
+    `CREATE INDEX IF NOT EXISTS delegations_by_parent ON delegations(parent_id)`,
+  ]),
+  '0002_receipt_chain': Object.freeze([
+    `ALTER TABLE receipts ADD COLUMN IF NOT EXISTS seq BIGINT`,
+    `ALTER TABLE receipts ADD COLUMN IF NOT EXISTS prev_hash TEXT COLLATE "C"`,
+    `ALTER TABLE receipts ADD COLUMN IF NOT EXISTS hash TEXT COLLATE "C"`,
+    `CREATE UNIQUE INDEX IF NOT EXISTS receipts_by_seq ON receipts(seq) WHERE seq IS NOT NULL`,
+    `CREATE TABLE IF NOT EXISTS receipt_chain(id INTEGER PRIMARY KEY CHECK (id = 1),
+  seq BIGINT NOT NULL, hash TEXT COLLATE "C" NOT NULL)`,
+    `INSERT INTO receipt_chain(id, seq, hash) VALUES(1, 0, '${GENESIS_HASH}') ON CONFLICT (id) DO NOTHING`,
+  ]),
+  '0003_resolved_by': Object.freeze([`ALTER TABLE effects ADD COLUMN IF NOT EXISTS resolved_by TEXT COLLATE "C"`]),
+  '0004_policy_provenance': Object.freeze([`ALTER TABLE approvals ADD COLUMN IF NOT EXISTS policy_hash_at_approval TEXT COLLATE "C"`]),
+});
+
+/** The encoding row's value a store accepts (T154c). */
+const REQUIRED_ENCODING = 'UTF8';
+
+function build(schema: string): SqlDialect {
+  const s = quoteIdentifier(schema);
+  const t = (table: string): string => `${s}.${table}`;
+  return Object.freeze({
+    name: 'postgres',
+    migrations: MIGRATIONS,
+    migrateInOneTransaction: true,
+    sql: Object.freeze({
+      // One row at connect: the server version and the database's encoding (must be UTF8).
+      serverVersion:
+        "SELECT current_setting('server_version_num') AS version, pg_encoding_to_char(encoding) AS encoding FROM pg_catalog.pg_database WHERE datname = current_database()",
+      // The catalogue over current_schemas(false): the driver's SET LOCAL search_path makes that the store's schema.
+      schemaVersionExists:
+        "SELECT tablename AS name FROM pg_catalog.pg_tables WHERE schemaname = ANY(current_schemas(false)) AND tablename = 'schema_version'",
+      listTables: 'SELECT tablename AS name FROM pg_catalog.pg_tables WHERE schemaname = ANY(current_schemas(false)) ORDER BY tablename',
+      tableColumns:
+        'SELECT column_name AS name FROM information_schema.columns WHERE table_schema = ANY(current_schemas(false)) AND table_name = $1 ORDER BY ordinal_position',
+      createSchemaVersion:
+        'CREATE TABLE IF NOT EXISTS schema_version(\n  migration_id TEXT PRIMARY KEY, applied_at TEXT NOT NULL, ctrlrun_version TEXT NOT NULL)',
+      readSchemaVersion: `SELECT migration_id, applied_at, ctrlrun_version FROM ${t('schema_version')} ORDER BY migration_id`,
+      insertSchemaVersion: `INSERT INTO ${t('schema_version')}(migration_id, applied_at, ctrlrun_version) VALUES ($1, $2, $3)`,
+      migrationLock: `SELECT pg_advisory_xact_lock(${MIGRATION_LOCK_KEY})`,
+      migrationPrivilege: "SELECT current_schema() AS schema, current_user AS role, has_schema_privilege(current_schema(), 'CREATE') AS allowed",
+
+      selectEffect: `SELECT ${EFFECT_COLUMNS} FROM ${t('effects')} WHERE effect_key = $1`,
+      // The unique key decides: a collision affects 0 rows (no error, so the transaction lives on).
+      insertEffect: `INSERT INTO ${t('effects')}(effect_key, state, action_id, attempt, lease_expires_at, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (effect_key) DO NOTHING`,
+      renewEffect: `UPDATE ${t('effects')} SET state=$1, action_id=$2, attempt=$3, lease_expires_at=$4, result_json=NULL, error=NULL, resolved_by=NULL, updated_at=$5 WHERE effect_key=$6 AND state='failed' AND attempt=$7`,
+      updateEffect: `UPDATE ${t('effects')} SET state = $1, action_id = $2, attempt = $3, lease_expires_at = $4, result_json = $5, error = $6, updated_at = $7, resolved_by = $8 WHERE effect_key = $9 AND state = $10 AND action_id = $11 AND attempt = $12`,
+      listEffects: `SELECT ${EFFECT_COLUMNS} FROM ${t('effects')} ORDER BY created_at, effect_key`,
+      listEffectsInState: `SELECT ${EFFECT_COLUMNS} FROM ${t('effects')} WHERE state = $1 ORDER BY created_at, effect_key`,
+
+      insertApproval: `INSERT INTO ${t('approvals')}(approval_id, action_hash, status, action_json, created_at, expires_at, policy_hash_at_approval) VALUES ($1, $2, 'pending', $3, $4, $5, $6)`,
+      selectApproval: `SELECT ${APPROVAL_COLUMNS} FROM ${t('approvals')} WHERE approval_id = $1`,
+      answerApproval: `UPDATE ${t('approvals')} SET status = $1, approver = $2, granted_at = $3 WHERE approval_id = $4 AND status = 'pending'`,
+      expireApproval: `UPDATE ${t('approvals')} SET status = 'expired' WHERE approval_id = $1 AND status = $2`,
+      consumeApproval: `UPDATE ${t('approvals')} SET status = 'consumed', consumed_at = $1 WHERE approval_id = $2 AND status = 'granted'`,
+      approvalsFor: `SELECT ${APPROVAL_COLUMNS} FROM ${t('approvals')} WHERE action_hash = $1 ORDER BY created_at, approval_id`,
+      newestApprovalsFor: `SELECT ${APPROVAL_COLUMNS} FROM ${t('approvals')} WHERE action_hash = $1 AND status = $2 ORDER BY created_at DESC, approval_id DESC`,
+      listApprovals: `SELECT ${APPROVAL_COLUMNS} FROM ${t('approvals')} ORDER BY created_at, approval_id`,
+      listApprovalsInStatus: `SELECT ${APPROVAL_COLUMNS} FROM ${t('approvals')} WHERE status = $1 ORDER BY created_at, approval_id`,
+
+      insertEvent: `INSERT INTO ${t('events')}(ts, type, action_id, effect_key, approval_id, data_json) VALUES ($1, $2, $3, $4, $5, $6) RETURNING event_id`,
+      listEvents: `SELECT event_id, ts, type, action_id, effect_key, approval_id, data_json FROM ${t('events')} ORDER BY event_id`,
+
+      // The row lock on the head serialises receipt writers; RETURNING gives the new seq and the previous hash.
+      lockChainHead: `UPDATE ${t('receipt_chain')} SET seq = seq + 1 WHERE id = 1 RETURNING seq, hash`,
+      insertReceipt: `INSERT INTO ${t('receipts')}(${RECEIPT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (receipt_id) DO NOTHING`,
+      selectReceipt: `SELECT ${RECEIPT_COLUMNS} FROM ${t('receipts')} WHERE receipt_id = $1`,
+      setChainHash: `UPDATE ${t('receipt_chain')} SET hash = $1 WHERE id = 1`,
+      selectChainHead: `SELECT seq, hash FROM ${t('receipt_chain')} WHERE id = 1`,
+      listReceipts: `SELECT ${RECEIPT_COLUMNS} FROM ${t('receipts')} ORDER BY seq NULLS FIRST, ts, receipt_id`,
+
+      // A plain INSERT, never an upsert: a second act under one id is a unique violation, refused.
+      insertDelegation: `INSERT INTO ${t('delegations')}(${DELEGATION_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+      selectDelegation: `SELECT ${DELEGATION_COLUMNS} FROM ${t('delegations')} WHERE delegation_id = $1`,
+      delegationsFor: `SELECT ${DELEGATION_COLUMNS} FROM ${t('delegations')} WHERE parent_id = $1 ORDER BY created_at, delegation_id`,
+      listDelegations: `SELECT ${DELEGATION_COLUMNS} FROM ${t('delegations')} ORDER BY created_at, delegation_id`,
+      listLiveDelegations: `SELECT ${DELEGATION_COLUMNS} FROM ${t('delegations')} WHERE revoked_at IS NULL ORDER BY created_at, delegation_id`,
+      revokeDelegation: `UPDATE ${t('delegations')} SET revoked_at = $1, revoked_by = $2 WHERE delegation_id = $3 AND revoked_at IS NULL`,
+    }),
+
+    checkServerVersion(version: string, row?: Readonly<Record<string, unknown>>): string | null {
+      const num = Number.parseInt(version, 10);
+      if (!Number.isSafeInteger(num) || num < MIN_SERVER_VERSION_NUM) {
+        return `PostgreSQL server_version_num ${version || '(unknown)'} is too old: ctrlrun needs 9.6 or newer (ON CONFLICT, ADD COLUMN IF NOT EXISTS)`;
+      }
+      const encoding = row?.['encoding'];
+      if (row !== undefined && encoding !== REQUIRED_ENCODING) {
+        return `the database encoding is ${String(encoding)}, not UTF8: ctrlrun stores text as UTF-8 and refuses to open it. Create the database with ENCODING 'UTF8' (TEMPLATE template0)`;
+      }
+      return null;
+    },
+
+    checkMigrationPrivilege(row: Readonly<Record<string, unknown>>): string | null {
+      const role = String(row['role'] ?? 'the current role');
+      if (row['schema'] === null || row['schema'] === undefined) {
+        return `schema ${s} does not exist: the store never creates its schema. Create it first: CREATE SCHEMA ${s} AUTHORIZATION ${quoteIdentifier(role)}`;
+      }
+      if (row['allowed'] !== true) {
+        return `role ${role} lacks the CREATE privilege on schema ${s}, which migrating needs: GRANT CREATE ON SCHEMA ${s} TO ${quoteIdentifier(role)} (or open with a role that has it)`;
+      }
+      return null;
+    },
+
+    isUniqueViolation(err: unknown): boolean {
+      return sqlState(err) === '23505';
+    },
+  } satisfies SqlDialect);
+}
+
+const BY_SCHEMA = new Map<string, SqlDialect>();
+
+/**
+ * The Postgres dialect for the tables in `schema` (default `public`): data statements are
+ * schema-qualified; DDL and catalogue queries run under the driver's `SET LOCAL search_path`.
+ * One frozen object per schema.
+ */
+export function postgresDialect(schema: string = 'public'): SqlDialect {
+  quoteIdentifier(schema);
+  let d = BY_SCHEMA.get(schema);
+  if (!d) BY_SCHEMA.set(schema, (d = build(schema)));
+  return d;
+}

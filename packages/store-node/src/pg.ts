@@ -1,0 +1,378 @@
+/**
+ * The `pg` driver: PostgreSQL through a `pg.Pool`, for many hosts. Each transaction pins one
+ * pooled client for `BEGIN; SET LOCAL search_path` … `COMMIT` and nothing is session-scoped, so it
+ * works behind a transaction-mode pooler; reads are single autocommit statements on
+ * schema-qualified tables.
+ *
+ * Lost COMMIT (spec 03 §3.4, Table A): an error before `COMMIT` is a failed write (rolled back,
+ * raised); SQLSTATE 40001/40P01 at `COMMIT` is a failed write too; any other error during or after
+ * `COMMIT` destroys that client and rejects with {@link AmbiguousWrite}, which the kernel's store
+ * settles by re-reading on a fresh, non-pooled client ({@link PgDriver.reread}).
+ *
+ * `pg` is an optional peer dependency: {@link createPgStore} takes a pool you built (or a lazy
+ * function returning one) and never imports it; {@link openPgStore} imports it for a URL.
+ *
+ * @module
+ */
+import {
+  AmbiguousWrite,
+  CTRLRunError,
+  InvalidArgument,
+  MissingDependency,
+  SqlStateStore,
+  StoreError,
+  commitErrorOutcome,
+  postgresDialect,
+  quoteIdentifier,
+  type Clock,
+  type Logger,
+  type QueryResult,
+  type SqlDriver,
+  type SqlExecutor,
+  type SqlValue,
+} from '@ctrlrun/kernel';
+
+/** What `pg` returns for one statement, as far as the driver reads it. */
+export interface PgResultLike {
+  rows: unknown[];
+  rowCount: number | null;
+  fields?: readonly { name: string; dataTypeID: number }[];
+}
+
+/** A `pg` client, structurally (a pooled client or a `new pg.Client()`). */
+export interface PgClientLike {
+  query(config: { text: string; values?: unknown[] } | string): Promise<PgResultLike | PgResultLike[]>;
+  on(event: 'error', listener: (err: Error) => void): unknown;
+}
+
+/** A client checked out of a pool: `release(err)` with an error destroys it. */
+export interface PgPoolClientLike extends PgClientLike {
+  release(destroy?: Error | boolean): void;
+}
+
+/** A non-pooled client, for the re-read after a lost COMMIT. */
+export interface PgStandaloneClientLike extends PgClientLike {
+  connect(): Promise<unknown>;
+  end(): Promise<void>;
+}
+
+/** A `pg.Pool`, structurally. `options` and `Client` (both on a real pool) build the fresh re-read client. */
+export interface PgPoolLike {
+  connect(): Promise<PgPoolClientLike>;
+  query(config: { text: string; values?: unknown[] } | string): Promise<PgResultLike | PgResultLike[]>;
+  end(): Promise<void>;
+  readonly options?: object;
+  readonly Client?: new (config?: object) => PgStandaloneClientLike;
+}
+
+/** Options of {@link PgDriver}. */
+export interface PgDriverOptions {
+  /** The schema holding the store's tables; the store never creates it. Default: the role's `current_schema()`. */
+  schema?: string;
+  /** A fresh, unconnected client for the re-read after a lost COMMIT; default `new pool.Client(pool.options)`. */
+  freshClient?: () => PgStandaloneClientLike | Promise<PgStandaloneClientLike>;
+  /** End the pool on `close()` (only for a pool the store built itself). */
+  ownsPool?: boolean;
+}
+
+const INT8_OID = 20;
+const INSTALL = 'pg@8';
+
+/** `int8` arrives as text: a number when exact, else a `bigint`. */
+function int8(v: unknown): unknown {
+  if (typeof v !== 'string' || !/^-?\d+$/.test(v)) return v;
+  const n = Number(v);
+  return Number.isSafeInteger(n) ? n : BigInt(v);
+}
+
+function single(r: PgResultLike | PgResultLike[]): PgResultLike {
+  return Array.isArray(r) ? (r[r.length - 1] ?? { rows: [], rowCount: 0 }) : r;
+}
+
+function message(err: unknown): string {
+  return (err as Error)?.message ?? String(err);
+}
+
+/** Errors a client emits while checked out land here instead of crashing the process; the pending query rejects anyway. */
+const ARMED = new WeakSet<object>();
+function arm(client: PgClientLike): void {
+  if (ARMED.has(client)) return;
+  ARMED.add(client);
+  client.on('error', () => undefined);
+}
+
+/** A {@link SqlDriver} over a `pg.Pool` (or a lazy function returning one). */
+export class PgDriver implements SqlDriver {
+  readonly name: string = 'pg';
+  readonly dialect = 'postgres' as const;
+  readonly capabilities = Object.freeze({ concurrentConnections: true });
+  readonly #source: PgPoolLike | (() => PgPoolLike | Promise<PgPoolLike>);
+  readonly #options: PgDriverOptions;
+  #pool: Promise<PgPoolLike> | null = null;
+  #schema: string | null;
+  #begin: string | null = null;
+  #closed = false;
+
+  constructor(pool: PgPoolLike | (() => PgPoolLike | Promise<PgPoolLike>), options: PgDriverOptions = {}) {
+    if (typeof pool !== 'function' && (typeof pool !== 'object' || pool === null || typeof pool.connect !== 'function' || typeof pool.query !== 'function')) {
+      throw new InvalidArgument('pool must be a pg.Pool (connect, query, end) or a function returning one');
+    }
+    if (options.schema !== undefined) quoteIdentifierChecked(options.schema);
+    this.#source = pool;
+    this.#options = options;
+    this.#schema = options.schema ?? null;
+  }
+
+  /** The schema holding the tables (resolved by {@link resolveSchema}). */
+  get schema(): string {
+    if (this.#schema === null) throw new StoreError('[pg] the schema is not resolved yet: call resolveSchema() first');
+    return this.#schema;
+  }
+
+  #getPool(): Promise<PgPoolLike> {
+    if (this.#closed) return Promise.reject(new StoreError('[pg] the driver is closed'));
+    return (this.#pool ??= (async () => {
+      const pool = typeof this.#source === 'function' ? await this.#source() : this.#source;
+      if (typeof pool !== 'object' || pool === null || typeof pool.connect !== 'function' || typeof pool.query !== 'function') {
+        throw new InvalidArgument('the pool function must return a pg.Pool (connect, query, end)');
+      }
+      return pool;
+    })().catch((err: unknown) => {
+      this.#pool = null;
+      throw err;
+    }));
+  }
+
+  /** Settles the schema: the one given, else the role's `current_schema()` (refused when there is none). */
+  async resolveSchema(): Promise<string> {
+    if (this.#schema === null) {
+      const row = (await this.query<{ schema: string | null }>('SELECT current_schema() AS schema')).rows[0];
+      if (typeof row?.schema !== 'string') {
+        throw new StoreError("[pg] the role's search_path names no existing schema: pass { schema } (the store never creates one)");
+      }
+      this.#schema = row.schema;
+    }
+    this.#begin = `BEGIN; SET LOCAL search_path TO ${quoteIdentifier(this.#schema)}`;
+    return this.#schema;
+  }
+
+  async #run<Row>(client: PgClientLike, sql: string, params: readonly SqlValue[]): Promise<QueryResult<Row>> {
+    const values = params.map((p) => (typeof p === 'bigint' ? p.toString() : p));
+    const result = single(await client.query(values.length > 0 ? { text: sql, values } : { text: sql }));
+    const wide = (result.fields ?? []).filter((f) => f.dataTypeID === INT8_OID).map((f) => f.name);
+    if (wide.length > 0) {
+      for (const row of result.rows as Record<string, unknown>[]) for (const name of wide) row[name] = int8(row[name]);
+    }
+    return { rows: result.rows as Row[], rowsAffected: result.rowCount ?? 0 };
+  }
+
+  /** One autocommit statement on any pooled connection. */
+  async query<Row = Record<string, unknown>>(sql: string, params: readonly SqlValue[] = []): Promise<QueryResult<Row>> {
+    const pool = await this.#getPool();
+    return this.#run<Row>(pool as unknown as PgClientLike, sql, params);
+  }
+
+  async exec(sql: string): Promise<void> {
+    const pool = await this.#getPool();
+    await pool.query(sql);
+  }
+
+  /**
+   * `fn` on one pinned client between `BEGIN; SET LOCAL search_path` and `COMMIT`. Table A: a
+   * failure before COMMIT rolls back and rethrows (a failed write); at COMMIT, 40001/40P01 is a
+   * failed write, anything else destroys the client and rejects with {@link AmbiguousWrite}.
+   */
+  async transaction<T>(fn: (tx: SqlExecutor) => Promise<T>): Promise<T> {
+    const pool = await this.#getPool();
+    const begin = this.#begin ?? (await this.resolveSchema(), this.#begin!);
+    const client = await pool.connect();
+    arm(client);
+    let broken: Error | undefined;
+    let live = true;
+    const guard = (): void => {
+      if (!live) throw new StoreError('[pg] this transaction has already ended');
+    };
+    const tx: SqlExecutor = {
+      query: async <Row = Record<string, unknown>>(sql: string, params: readonly SqlValue[] = []) => (guard(), this.#run<Row>(client, sql, params)),
+      exec: async (sql: string) => {
+        guard();
+        await client.query(sql);
+      },
+    };
+    try {
+      let result: T;
+      try {
+        await client.query(begin);
+        result = await fn(tx);
+      } catch (err) {
+        live = false;
+        try {
+          await client.query('ROLLBACK');
+        } catch (rollbackErr) {
+          broken = rollbackErr as Error; // the connection is gone; the server rolls back on its own
+        }
+        throw err;
+      }
+      live = false;
+      try {
+        await client.query('COMMIT');
+      } catch (err) {
+        broken = err as Error;
+        if (commitErrorOutcome(err) === 'failed') {
+          throw new StoreError(`[pg] COMMIT failed and the server rolled the transaction back (${message(err)}); nothing was written`, { sql: 'COMMIT', cause: err });
+        }
+        throw new AmbiguousWrite(`[pg] the connection failed during COMMIT (${message(err)}): the write may or may not have landed`, { cause: err });
+      }
+      return result;
+    } finally {
+      live = false;
+      client.release(broken ?? undefined);
+    }
+  }
+
+  /** Runs `fn` on a fresh, non-pooled client (never one that saw the lost COMMIT), then ends it. */
+  async reread<T>(fn: (ex: SqlExecutor) => Promise<T>): Promise<T> {
+    const pool = await this.#getPool();
+    let client: PgStandaloneClientLike;
+    if (this.#options.freshClient) client = await this.#options.freshClient();
+    else if (typeof pool.Client === 'function') client = new pool.Client(pool.options ?? {});
+    else throw new StoreError('[pg] cannot open a fresh connection for the re-read: the pool has no Client/options; pass freshClient');
+    arm(client);
+    try {
+      await client.connect();
+      return await fn({
+        query: <Row = Record<string, unknown>>(sql: string, params: readonly SqlValue[] = []) => this.#run<Row>(client, sql, params),
+        exec: async (sql: string) => {
+          await client.query(sql);
+        },
+      });
+    } finally {
+      await client.end().catch(() => undefined);
+    }
+  }
+
+  /** Ends the pool only if the store built it; a pool you passed in stays yours. */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    const pool = this.#pool;
+    this.#pool = null;
+    if (this.#options.ownsPool && pool) await (await pool).end();
+  }
+}
+
+function quoteIdentifierChecked(schema: unknown): void {
+  if (typeof schema !== 'string') throw new InvalidArgument('schema must be a string');
+  try {
+    quoteIdentifier(schema);
+  } catch (err) {
+    throw new InvalidArgument(`schema ${JSON.stringify(schema)} is not a usable name: ${message(err)}`);
+  }
+}
+
+/** Options of {@link createPgStore}. */
+export interface PgStoreOptions {
+  /** The clock every decision and stored timestamp uses (the only test seam). */
+  clock?: Clock;
+  /** Open an up-to-date store for reading only: nothing migrated, every write refused. */
+  readOnly?: boolean;
+  /** The schema holding the tables; it must exist (never created). Default: the role's `current_schema()`. */
+  schema?: string;
+  /** Where warnings go, including the lost-COMMIT branch taken (`ctrlrun.postgres`); default `console`. */
+  logger?: Logger;
+  /** A fresh, unconnected client for the re-read after a lost COMMIT; default `new pool.Client(pool.options)`. */
+  freshClient?: () => PgStandaloneClientLike | Promise<PgStandaloneClientLike>;
+}
+
+/** A state store on PostgreSQL through `pg`. */
+export class PgStore extends SqlStateStore {
+  /** The driver underneath. */
+  readonly driver: PgDriver;
+
+  constructor(driver: PgDriver, options: Omit<PgStoreOptions, 'schema' | 'freshClient'> = {}) {
+    super(driver, { clock: options.clock, readOnly: options.readOnly, logger: options.logger, dialect: postgresDialect(driver.schema) });
+    this.driver = driver;
+  }
+
+  /** The schema holding the tables. */
+  get schema(): string {
+    return this.driver.schema;
+  }
+}
+
+function checkOptions(options: unknown, what: string): asserts options is PgStoreOptions {
+  if (typeof options !== 'object' || options === null) throw new InvalidArgument(`${what} options must be an object`);
+  const o = options as PgStoreOptions;
+  if (o.clock !== undefined && typeof o.clock !== 'function') throw new InvalidArgument(`${what}: clock must be a function returning a Date`);
+  if (o.readOnly !== undefined && typeof o.readOnly !== 'boolean') throw new InvalidArgument(`${what}: readOnly must be a boolean`);
+  if (o.schema !== undefined) quoteIdentifierChecked(o.schema);
+}
+
+async function openOn(driver: PgDriver, options: PgStoreOptions): Promise<PgStore> {
+  try {
+    await driver.resolveSchema();
+    return await new PgStore(driver, options).open();
+  } catch (err) {
+    await driver.close().catch(() => undefined);
+    if (err instanceof CTRLRunError) throw err;
+    throw new StoreError(`[pg] opening the store failed: ${message(err)}`, { cause: err });
+  }
+}
+
+/**
+ * Creates a ctrlrun state store on PostgreSQL over `pool` (a `pg.Pool`, or a function returning
+ * one), migrated and ready; a reader only opens an up-to-date one. The pool stays yours: `close()`
+ * does not end it.
+ *
+ * @example
+ * import pg from 'pg';
+ * const store = await createPgStore(new pg.Pool({ connectionString: process.env.DATABASE_URL }));
+ */
+export async function createPgStore(pool: PgPoolLike | (() => PgPoolLike | Promise<PgPoolLike>), options: PgStoreOptions = {}): Promise<PgStore> {
+  checkOptions(options, 'createPgStore');
+  return openOn(new PgDriver(pool, { schema: options.schema, freshClient: options.freshClient }), options);
+}
+
+let pgModule: Promise<{ Pool: new (config: object) => PgPoolLike }> | undefined;
+
+/** Imports `pg` once; a missing package is a {@link MissingDependency} naming the install. */
+function loadPg(): Promise<{ Pool: new (config: object) => PgPoolLike }> {
+  return (pgModule ??= import('pg').then(
+    (mod: unknown) => {
+      const m = ((mod as { default?: unknown }).default ?? mod) as { Pool?: unknown };
+      if (typeof m.Pool !== 'function') throw new StoreError('[pg] the pg module did not export Pool');
+      return m as { Pool: new (config: object) => PgPoolLike };
+    },
+    (err: unknown) => {
+      pgModule = undefined;
+      const code = (err as { code?: unknown })?.code;
+      if ((code === 'ERR_MODULE_NOT_FOUND' || code === 'MODULE_NOT_FOUND') && /'pg'|"pg"|\bpg\b/.test(message(err))) {
+        throw new MissingDependency('pg', INSTALL, { message: `pg is not installed; the PostgreSQL store needs it: npm install ${INSTALL}` });
+      }
+      throw new StoreError(`[pg] loading pg failed: ${message(err)}`, { cause: err });
+    },
+  ));
+}
+
+/**
+ * Opens the store at a `postgres://` / `postgresql://` URL: imports `pg`, builds a pool the store
+ * owns (ended by `close()`), and opens as {@link createPgStore}. A server that refuses the
+ * connection is a {@link StoreError} naming the address.
+ */
+export async function openPgStore(url: string, options: PgStoreOptions = {}): Promise<PgStore> {
+  if (typeof url !== 'string' || !/^postgres(?:ql)?:\/\//i.test(url)) throw new InvalidArgument(`url must be a postgres:// or postgresql:// URL, got ${JSON.stringify(url)}`);
+  checkOptions(options, 'openPgStore');
+  const { Pool } = await loadPg();
+  const pool = new Pool({ connectionString: url });
+  // An idle pooled client whose server goes away emits 'error' on the pool; it is dropped, not fatal.
+  (pool as unknown as { on?: (e: string, l: () => void) => void }).on?.('error', () => undefined);
+  try {
+    return await openOn(new PgDriver(pool, { schema: options.schema, freshClient: options.freshClient, ownsPool: true }), options);
+  } catch (err) {
+    // Name the address (without its password) in connection failures.
+    if (err instanceof StoreError && !(err instanceof MissingDependency)) {
+      throw new StoreError(`[pg] ${url.replace(/\/\/[^@/]*@/, '//***@')}: ${message(err)}`, { sql: err.sql, cause: err });
+    }
+    throw err;
+  }
+}

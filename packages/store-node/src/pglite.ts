@@ -1,0 +1,273 @@
+/**
+ * The PGlite driver: the Postgres dialect over `@electric-sql/pglite` (PostgreSQL compiled to
+ * WebAssembly), in memory or in a directory. One session, so `concurrentConnections: false` and
+ * every transaction goes through PGlite's own `transaction()`, which excludes every other query
+ * on the instance (two stores sharing one instance still never interleave). A COMMIT runs
+ * in-process, so its outcome is known in the call: this driver never raises `AmbiguousWrite`.
+ *
+ * `@electric-sql/pglite` is an optional peer dependency: {@link createPgliteStore} takes an
+ * instance you built (or a lazy function returning one); {@link openPgliteStore} imports it.
+ *
+ * @module
+ */
+import {
+  CTRLRunError,
+  InvalidArgument,
+  MissingDependency,
+  SqlStateStore,
+  StoreError,
+  postgresDialect,
+  quoteIdentifier,
+  type Clock,
+  type Logger,
+  type QueryResult,
+  type SqlDriver,
+  type SqlExecutor,
+  type SqlValue,
+} from '@ctrlrun/kernel';
+
+/** What PGlite returns for one statement, as far as the driver reads it. */
+export interface PgliteResultLike {
+  rows: unknown[];
+  affectedRows?: number;
+  rowCount?: number;
+}
+
+/** A PGlite transaction handle, structurally. */
+export interface PgliteTransactionLike {
+  query(sql: string, params?: unknown[]): Promise<PgliteResultLike>;
+  exec(sql: string): Promise<unknown>;
+}
+
+/** A PGlite instance, structurally (`new PGlite()` from `@electric-sql/pglite`). */
+export interface PgliteLike extends PgliteTransactionLike {
+  transaction<T>(fn: (tx: PgliteTransactionLike) => Promise<T>): Promise<T>;
+  close(): Promise<void>;
+  readonly waitReady?: Promise<void>;
+}
+
+const INSTALL = '@electric-sql/pglite';
+
+function message(err: unknown): string {
+  return (err as Error)?.message ?? String(err);
+}
+
+function checkSchema(schema: unknown): string {
+  if (typeof schema !== 'string') throw new InvalidArgument('schema must be a string');
+  try {
+    quoteIdentifier(schema);
+  } catch (err) {
+    throw new InvalidArgument(`schema ${JSON.stringify(schema)} is not a usable name: ${message(err)}`);
+  }
+  return schema;
+}
+
+function isPglite(v: unknown): v is PgliteLike {
+  const p = v as PgliteLike;
+  return typeof v === 'object' && v !== null && typeof p.query === 'function' && typeof p.exec === 'function' && typeof p.transaction === 'function';
+}
+
+/** Options of {@link PgliteDriver}. */
+export interface PgliteDriverOptions {
+  /** The schema holding the tables; it must exist. Default: `current_schema()` (normally `public`). */
+  schema?: string;
+  /** Close the instance on `close()` (only for one the store built itself). */
+  ownsInstance?: boolean;
+}
+
+/** A {@link SqlDriver} over one PGlite instance. */
+export class PgliteDriver implements SqlDriver {
+  readonly name: string = 'pglite';
+  readonly dialect = 'postgres' as const;
+  readonly capabilities = Object.freeze({ concurrentConnections: false });
+  readonly #source: PgliteLike | (() => PgliteLike | Promise<PgliteLike>);
+  readonly #owns: boolean;
+  #db: Promise<PgliteLike> | null = null;
+  #schema: string | null;
+  #setPath: string | null = null;
+  #closed = false;
+
+  constructor(pglite: PgliteLike | (() => PgliteLike | Promise<PgliteLike>), options: PgliteDriverOptions = {}) {
+    if (typeof pglite !== 'function' && !isPglite(pglite)) throw new InvalidArgument('pglite must be a PGlite instance (query, exec, transaction) or a function returning one');
+    this.#source = pglite;
+    this.#owns = options.ownsInstance === true;
+    this.#schema = options.schema === undefined ? null : checkSchema(options.schema);
+  }
+
+  /** The schema holding the tables (resolved by {@link resolveSchema}). */
+  get schema(): string {
+    if (this.#schema === null) throw new StoreError('[pglite] the schema is not resolved yet: call resolveSchema() first');
+    return this.#schema;
+  }
+
+  #instance(): Promise<PgliteLike> {
+    if (this.#closed) return Promise.reject(new StoreError('[pglite] the driver is closed'));
+    return (this.#db ??= (async () => {
+      const db = typeof this.#source === 'function' ? await this.#source() : this.#source;
+      if (!isPglite(db)) throw new InvalidArgument('the pglite function must return a PGlite instance (query, exec, transaction)');
+      await db.waitReady;
+      return db;
+    })().catch((err: unknown) => {
+      this.#db = null;
+      throw err;
+    }));
+  }
+
+  /** Settles the schema: the one given, else `current_schema()` (refused when there is none). */
+  async resolveSchema(): Promise<string> {
+    if (this.#schema === null) {
+      const row = (await this.query<{ schema: string | null }>('SELECT current_schema() AS schema')).rows[0];
+      if (typeof row?.schema !== 'string') throw new StoreError('[pglite] the search_path names no existing schema: pass { schema } (the store never creates one)');
+      this.#schema = row.schema;
+    }
+    this.#setPath = `SET LOCAL search_path TO ${quoteIdentifier(this.#schema)}`;
+    return this.#schema;
+  }
+
+  static async #run<Row>(ex: PgliteTransactionLike, sql: string, params: readonly SqlValue[]): Promise<QueryResult<Row>> {
+    const values = params.map((p) => (typeof p === 'bigint' ? p.toString() : p));
+    const r = await ex.query(sql, values);
+    return { rows: r.rows as Row[], rowsAffected: r.affectedRows ?? r.rowCount ?? 0 };
+  }
+
+  async query<Row = Record<string, unknown>>(sql: string, params: readonly SqlValue[] = []): Promise<QueryResult<Row>> {
+    return PgliteDriver.#run<Row>(await this.#instance(), sql, params);
+  }
+
+  async exec(sql: string): Promise<void> {
+    await (await this.#instance()).exec(sql);
+  }
+
+  /** `fn` inside PGlite's `transaction()` (BEGIN … COMMIT, ROLLBACK on throw), with `SET LOCAL search_path`. */
+  async transaction<T>(fn: (tx: SqlExecutor) => Promise<T>): Promise<T> {
+    const db = await this.#instance();
+    const setPath = this.#setPath ?? (await this.resolveSchema(), this.#setPath!);
+    let live = true;
+    const guard = (): void => {
+      if (!live) throw new StoreError('[pglite] this transaction has already ended');
+    };
+    return db.transaction(async (t) => {
+        await t.exec(setPath);
+        try {
+          return await fn({
+            query: async <Row = Record<string, unknown>>(sql: string, params: readonly SqlValue[] = []) => (guard(), PgliteDriver.#run<Row>(t, sql, params)),
+            exec: async (sql: string) => {
+              guard();
+              await t.exec(sql);
+            },
+          });
+        } finally {
+          live = false;
+        }
+    });
+  }
+
+  /** Closes the instance only if the store built it; an instance you passed in stays yours. */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    const db = this.#db;
+    this.#db = null;
+    if (this.#owns && db) await (await db).close();
+  }
+}
+
+/** Options of {@link createPgliteStore}. */
+export interface PgliteStoreOptions {
+  /** The clock every decision and stored timestamp uses (the only test seam). */
+  clock?: Clock;
+  /** Open an up-to-date store for reading only: nothing migrated, every write refused. */
+  readOnly?: boolean;
+  /** The schema holding the tables; it must exist (never created). Default: `current_schema()`. */
+  schema?: string;
+  /** Where the store's warnings go; default `console`. */
+  logger?: Logger;
+}
+
+/** A state store on PGlite. */
+export class PgliteStore extends SqlStateStore {
+  /** The driver underneath. */
+  readonly driver: PgliteDriver;
+
+  constructor(driver: PgliteDriver, options: Omit<PgliteStoreOptions, 'schema'> = {}) {
+    super(driver, { clock: options.clock, readOnly: options.readOnly, logger: options.logger, dialect: postgresDialect(driver.schema) });
+    this.driver = driver;
+  }
+
+  /** The schema holding the tables. */
+  get schema(): string {
+    return this.driver.schema;
+  }
+}
+
+function checkOptions(options: unknown, what: string): asserts options is PgliteStoreOptions {
+  if (typeof options !== 'object' || options === null) throw new InvalidArgument(`${what} options must be an object`);
+  const o = options as PgliteStoreOptions;
+  if (o.clock !== undefined && typeof o.clock !== 'function') throw new InvalidArgument(`${what}: clock must be a function returning a Date`);
+  if (o.readOnly !== undefined && typeof o.readOnly !== 'boolean') throw new InvalidArgument(`${what}: readOnly must be a boolean`);
+  if (o.schema !== undefined) checkSchema(o.schema);
+}
+
+async function openOn(driver: PgliteDriver, options: PgliteStoreOptions): Promise<PgliteStore> {
+  try {
+    await driver.resolveSchema();
+    return await new PgliteStore(driver, options).open();
+  } catch (err) {
+    await driver.close().catch(() => undefined);
+    if (err instanceof CTRLRunError) throw err;
+    throw new StoreError(`[pglite] opening the store failed: ${message(err)}`, { cause: err });
+  }
+}
+
+/**
+ * Creates a ctrlrun state store on a PGlite instance (or a function returning one), migrated and
+ * ready. The instance stays yours: `close()` does not close it.
+ *
+ * @example
+ * import { PGlite } from '@electric-sql/pglite';
+ * const store = await createPgliteStore(new PGlite());          // in memory
+ */
+export async function createPgliteStore(pglite: PgliteLike | (() => PgliteLike | Promise<PgliteLike>), options: PgliteStoreOptions = {}): Promise<PgliteStore> {
+  checkOptions(options, 'createPgliteStore');
+  return openOn(new PgliteDriver(pglite, { schema: options.schema }), options);
+}
+
+type PgliteConstructor = new (dataDir?: string) => PgliteLike;
+let pgliteModule: Promise<PgliteConstructor> | undefined;
+
+/** Imports PGlite once; a missing package is a {@link MissingDependency} naming the install. */
+function loadPglite(): Promise<PgliteConstructor> {
+  return (pgliteModule ??= import('@electric-sql/pglite').then(
+    (mod: unknown) => {
+      const ctor = (mod as { PGlite?: unknown }).PGlite;
+      if (typeof ctor !== 'function') throw new StoreError('[pglite] @electric-sql/pglite did not export PGlite');
+      return ctor as PgliteConstructor;
+    },
+    (err: unknown) => {
+      pgliteModule = undefined;
+      const code = (err as { code?: unknown })?.code;
+      if ((code === 'ERR_MODULE_NOT_FOUND' || code === 'MODULE_NOT_FOUND') && /pglite/.test(message(err))) {
+        throw new MissingDependency('@electric-sql/pglite', INSTALL, { message: `@electric-sql/pglite is not installed; the PGlite store needs it: npm install ${INSTALL}` });
+      }
+      throw new StoreError(`[pglite] loading @electric-sql/pglite failed: ${message(err)}`, { cause: err });
+    },
+  ));
+}
+
+/**
+ * Opens a PGlite store: in memory (`dir` null) or in the directory `dir` (created by PGlite if
+ * missing, kept across runs). The store owns the instance and closes it on `close()`.
+ */
+export async function openPgliteStore(dir: string | null = null, options: PgliteStoreOptions = {}): Promise<PgliteStore> {
+  if (dir !== null && (typeof dir !== 'string' || dir === '')) throw new InvalidArgument('dir must be a non-empty path, or null for memory');
+  checkOptions(options, 'openPgliteStore');
+  const PGlite = await loadPglite();
+  let db: PgliteLike;
+  try {
+    db = dir === null ? new PGlite() : new PGlite(dir);
+    await db.waitReady;
+  } catch (err) {
+    throw new StoreError(`[pglite] cannot open ${dir === null ? 'an in-memory database' : `the directory ${dir}`}: ${message(err)}`, { cause: err });
+  }
+  return openOn(new PgliteDriver(db, { schema: options.schema, ownsInstance: true }), options);
+}
