@@ -1,0 +1,439 @@
+/**
+ * The HTTP API over the kernel's one control path. Every action goes through
+ * `Control.executeWithReceipt`; approvals are answered through `Control.grantApproval` /
+ * `denyApproval`, effects resolved through `Control.resolveEffect`. The app decides nothing
+ * itself: it authenticates, parses strictly, and maps the kernel's refusals to statuses.
+ *
+ * @module
+ */
+import { Hono, type Context, type MiddlewareHandler } from 'hono';
+import { cors } from 'hono/cors';
+import {
+  ApprovalMismatch,
+  ApprovalRequired,
+  createAction,
+  describeError,
+  Mutex,
+  IdentityError,
+  InvalidArgument,
+  NotExecuted,
+  parseJson,
+  resolveEffectTemplate,
+  resolveResourceTemplate,
+  resultToJson,
+  verifyChain,
+  type Action,
+  type ApprovalRecord,
+  type ApprovalStatus,
+  type Control,
+  type EffectRecord,
+  type ExecuteOptions,
+  type Executor,
+  type JsonObject,
+  type JsonValue,
+  type ReceiptRow,
+} from '@ctrlrun/kernel';
+import type { TryIt } from '@ctrlrun/kernel/try-it';
+import type { AgentIdentity, Authenticator, Identity, OperatorIdentity } from './auth.js';
+import { checkExecutors, executorFor, type Executors } from './executors.js';
+import { DEFAULT_BODY_LIMIT, errorResponse, HttpError, jsonResponse, readJsonBody, responseForError } from './http.js';
+
+/** Cross-origin access; off unless given. */
+export interface CorsOptions {
+  /** Origins allowed to call the API from a browser (exact matches). */
+  origins: readonly string[];
+}
+
+/** Options of {@link createApp}. */
+export interface AppOptions {
+  /** The control path: its policy, store, clock and ids. */
+  control: Control;
+  /** Who runs each action, by name. An allowed action with none is recorded FAILED (422). */
+  executors?: Executors;
+  /** Resolves the caller's credential (e.g. {@link staticTokens}). */
+  auth: Authenticator;
+  /** The playground module: enables `POST /v1/try-it/step` (demo mode). */
+  tryIt?: TryIt | null;
+  /** Largest accepted request body in bytes (default 64 KiB). */
+  bodyLimit?: number;
+  /** Cross-origin access (default off: no CORS headers at all). */
+  cors?: CorsOptions | null;
+}
+
+type Env = { Variables: { identity: Identity } };
+
+/** The app {@link createApp} builds: call `app.fetch(request)`, or `app.request(path, init)` in tests. */
+export type App = Hono<Env>;
+
+const APPROVAL_STATUSES: readonly ApprovalStatus[] = ['pending', 'granted', 'denied', 'expired', 'consumed'];
+const ACTION_KEYS = new Set(['name', 'arguments', 'resource', 'effectKey', 'approvalId']);
+const DEFAULT_PAGE = 100;
+const MAX_PAGE = 1000;
+
+function badRequest(message: string, path: string): HttpError {
+  return new HttpError(400, 'ERR_INVALID_ARGUMENT', message, { path });
+}
+
+function notFound(message: string): HttpError {
+  return new HttpError(404, 'ERR_NOT_FOUND', message);
+}
+
+/** The body of `POST /v1/actions`, checked field by field (400 naming the field). */
+interface ActionRequest {
+  name: string;
+  arguments: JsonObject;
+  resource: string | null | undefined;
+  effectKey: string | undefined;
+  approvalId: string | null;
+}
+
+function isObject(v: unknown): v is JsonObject {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+function optionalString(body: JsonObject, key: string): string | null | undefined {
+  const v = body[key];
+  if (v === undefined || v === null) return v;
+  if (typeof v !== 'string' || v === '') throw badRequest(`${key} must be a non-empty string`, `$.${key}`);
+  return v;
+}
+
+function parseActionRequest(body: JsonValue): ActionRequest {
+  if (!isObject(body)) throw badRequest('the request body must be a JSON object { name, arguments, resource?, effectKey?, approvalId? }', '$');
+  for (const key of Object.keys(body)) {
+    if (key === 'principal') throw badRequest('the principal comes from the credential, never from the body', '$.principal');
+    if (!ACTION_KEYS.has(key)) throw badRequest(`unknown field ${JSON.stringify(key)}: send { name, arguments, resource?, effectKey?, approvalId? }`, `$[${JSON.stringify(key)}]`);
+  }
+  const name = body['name'];
+  if (typeof name !== 'string' || name === '') throw badRequest('name must be a non-empty string (the action name the policy matches)', '$.name');
+  const args = body['arguments'] ?? {};
+  if (!isObject(args)) throw badRequest('arguments must be a JSON object', '$.arguments');
+  const effectKey = optionalString(body, 'effectKey');
+  return { name, arguments: args, resource: optionalString(body, 'resource'), effectKey: effectKey ?? undefined, approvalId: optionalString(body, 'approvalId') ?? null };
+}
+
+/** The action as a human must see it before answering: every hashed field, and the hashed text. */
+function actionJson(action: Action): Record<string, unknown> {
+  return {
+    actionId: action.actionId,
+    name: action.name,
+    arguments: action.canonicalArguments,
+    principal: { agent: action.principal.agent, user: action.principal.user },
+    resource: action.resource,
+    environment: action.environment,
+    actionHash: action.actionHash,
+    canonical: action.canonical,
+  };
+}
+
+function approvalJson(record: ApprovalRecord): Record<string, unknown> {
+  const { request } = record;
+  return {
+    requestId: request.requestId,
+    status: record.status,
+    actionHash: request.actionHash,
+    action: actionJson(request.action),
+    createdAt: request.createdAt,
+    expiresAt: request.expiresAt,
+    policyHash: request.policyHash,
+    approver: record.approver,
+    grantedAt: record.grantedAt,
+    consumedAt: record.consumedAt,
+  };
+}
+
+/** Stored JSON text back as a value (floats allowed: results are whatever the executor returned). */
+function storedValue(text: string | null): JsonValue {
+  if (text === null) return null;
+  try {
+    return parseJson(text, { floats: 'allow', what: 'stored JSON' });
+  } catch {
+    return text;
+  }
+}
+
+function effectJson(record: EffectRecord): Record<string, unknown> {
+  return {
+    effectKey: record.effectKey,
+    state: record.state,
+    actionId: record.actionId,
+    attempt: record.attempt,
+    leaseExpiresAt: record.leaseExpiresAt,
+    result: storedValue(record.resultJson),
+    error: record.error,
+    createdAt: record.createdAt,
+    updatedAt: record.updatedAt,
+    resolvedBy: record.resolvedBy,
+  };
+}
+
+function receiptJson(row: ReceiptRow): Record<string, unknown> {
+  return {
+    seq: row.seq,
+    receiptId: row.receipt_id,
+    actionId: row.action_id,
+    effectKey: row.effect_key,
+    result: row.result,
+    ts: row.ts,
+    prevHash: row.prev_hash,
+    hash: row.hash,
+    receipt: storedValue(row.json),
+  };
+}
+
+function queryInteger(c: Context, name: string, fallback: number, min: number, max: number): number {
+  const raw = c.req.query(name);
+  if (raw === undefined || raw === '') return fallback;
+  if (!/^\d{1,15}$/.test(raw) || Number(raw) < min || Number(raw) > max) {
+    throw badRequest(`${name} must be an integer from ${min} to ${max}`, `query.${name}`);
+  }
+  return Number(raw);
+}
+
+/** Grant and deny take no fields: an empty body, or `{}`. */
+async function readEmptyBody(request: Request, limit: number): Promise<void> {
+  const length = request.headers.get('content-length');
+  const chunked = request.headers.has('transfer-encoding');
+  if (!request.headers.has('content-type') && !chunked && (length === null || length.trim() === '0')) return;
+  const body = await readJsonBody(request, limit);
+  if (!isObject(body)) throw badRequest('the request body must be empty or {}', '$');
+  const extra = Object.keys(body)[0];
+  if (extra !== undefined) throw badRequest(`unknown field ${JSON.stringify(extra)}: this request takes no fields`, `$[${JSON.stringify(extra)}]`);
+}
+
+/** A result as stored, so the reply shows exactly what the record holds. */
+function recorded(value: unknown): JsonValue {
+  return storedValue(resultToJson(value));
+}
+
+/**
+ * Builds the Hono app.
+ *
+ * - `POST /v1/actions` (agent): 200 committed, 202 approval required, 403 denied, 409
+ *   mismatch/duplicate/ambiguous, 422 not executed, 502 outcome unknown (recorded AMBIGUOUS).
+ * - `GET /v1/approvals?status=`, `POST /v1/approvals/:id/grant|deny` (operator).
+ * - `GET /v1/effects/:key`, `POST /v1/effects/:key/resolve` (operator).
+ * - `GET /v1/receipts?after=&limit=`, `GET /v1/receipts/verify`, `GET /v1/receipts/:id` (operator).
+ * - `POST /v1/try-it/step` (demo mode; `approve` needs an operator).
+ * - `GET /healthz`.
+ *
+ * No credential is 401; the wrong role is 403; a body over the limit is 413; a body that is
+ * not `application/json` is 415; malformed JSON or a float is 400 with the JSON path.
+ */
+export function createApp(options: AppOptions): App {
+  if (!options || typeof options !== 'object') throw new InvalidArgument('createApp needs { control, auth }');
+  const { control, auth } = options;
+  if (!control || typeof control.executeWithReceipt !== 'function') throw new InvalidArgument('createApp needs a control (new Control({ policy, store }))');
+  if (typeof auth !== 'function') throw new InvalidArgument('createApp needs auth (e.g. staticTokens([...]))');
+  const executors = checkExecutors(options.executors);
+  const limit = options.bodyLimit ?? DEFAULT_BODY_LIMIT;
+  if (!Number.isSafeInteger(limit) || limit <= 0) throw new InvalidArgument('bodyLimit must be a positive integer (bytes)');
+  const tryIt = options.tryIt ?? null;
+  const store = control.store;
+  // The playground module keeps per-step state (the last receipt, whether to lose the reply).
+  const tryItSteps = new Mutex();
+
+  const app = new Hono<Env>();
+
+  app.use('*', async (c, next) => {
+    await next();
+    // Evidence and decisions are never to be served from a cache.
+    c.res.headers.set('cache-control', 'no-store');
+  });
+  if (options.cors) {
+    const origins = [...options.cors.origins];
+    app.use('/v1/*', cors({ origin: origins, allowHeaders: ['authorization', 'content-type'], allowMethods: ['GET', 'POST'], maxAge: 600 }));
+  }
+
+  const as = (roles: readonly Identity['role'][], what: string): MiddlewareHandler<Env> => async (c, next) => {
+    let identity: Identity | null;
+    try {
+      identity = await auth(c.req.raw);
+    } catch (err) {
+      if (err instanceof IdentityError) return errorResponse(401, err.code, err.message, {}, { 'www-authenticate': 'Bearer error="invalid_token"' });
+      throw err;
+    }
+    if (identity === null) return errorResponse(401, 'ERR_IDENTITY', 'a bearer credential is required (Authorization: Bearer <token>)', {}, { 'www-authenticate': 'Bearer' });
+    if (!roles.includes(identity.role)) return errorResponse(403, 'ERR_FORBIDDEN', `an ${identity.role} credential cannot ${what}`);
+    c.set('identity', identity);
+    await next();
+    return undefined;
+  };
+  const agent = as(['agent'], 'propose actions');
+  const operator = (what: string) => as(['operator'], what);
+
+  app.get('/healthz', (c) => c.json({ ok: true }));
+
+  app.post('/v1/actions', agent, async (c) => {
+    const request = parseActionRequest(await readJsonBody(c.req.raw, limit));
+    const identity = c.get('identity') as AgentIdentity;
+    const entry = control.policy.action(request.name);
+    let resource = request.resource ?? null;
+    if (entry?.resource) {
+      const resolved = resolveResourceTemplate(entry.resource, request.arguments);
+      if (request.resource !== undefined && request.resource !== resolved) {
+        throw badRequest(`resource ${JSON.stringify(request.resource)} is not the policy's ${JSON.stringify(resolved)} for these arguments`, '$.resource');
+      }
+      resource = resolved;
+    }
+    let action: Action;
+    try {
+      action = createAction({ name: request.name, arguments: request.arguments, principal: identity.principal, resource, environment: control.environment }, { ids: control.ids });
+    } catch (err) {
+      if (err instanceof InvalidArgument) throw badRequest(err.message, '$.arguments');
+      throw err;
+    }
+
+    const exec: ExecuteOptions = { approvalId: request.approvalId };
+    if (entry?.effect) {
+      // The policy names the effect: an agent may not choose another key and run twice.
+      if (request.effectKey !== undefined) {
+        let resolved: string | null = null;
+        try {
+          resolved = resolveEffectTemplate(entry.effect, action.canonicalArguments, action.resource);
+        } catch {
+          // Unresolvable: the control path refuses and records it (EffectKeyError).
+        }
+        if (resolved !== null && resolved !== request.effectKey) {
+          throw badRequest(`effectKey ${JSON.stringify(request.effectKey)} is not the policy's ${JSON.stringify(resolved)} for these arguments`, '$.effectKey');
+        }
+      }
+    } else {
+      exec.effectKey = request.effectKey ?? null;
+    }
+
+    const fn = executorFor(executors, action.name);
+    // Which side of the executor call an error came from decides 422 / 502 / the kernel's status.
+    const call: { phase: 'not_called' | 'threw' | 'returned'; thrown: unknown; effectKey: string | null } = { phase: 'not_called', thrown: undefined, effectKey: null };
+    const run: Executor<unknown> = async (args, context) => {
+      call.effectKey = context.effectKey;
+      try {
+        if (fn === undefined) throw new NotExecuted(`no executor is registered for ${action.name}`);
+        const value = await fn(args, context);
+        call.phase = 'returned';
+        return value;
+      } catch (err) {
+        call.phase = 'threw';
+        call.thrown = err;
+        throw err;
+      }
+    };
+    const ids = { actionId: action.actionId, actionHash: action.actionHash };
+    try {
+      const { value, receipt } = await control.executeWithReceipt(action, run, exec);
+      return jsonResponse(200, {
+        status: 'committed',
+        ...ids,
+        effectKey: receipt.document['effect_key'],
+        receiptId: receipt.document['receipt_id'],
+        seq: receipt.seq,
+        result: recorded(value),
+      });
+    } catch (err) {
+      if (err instanceof ApprovalRequired) {
+        const record = await store.getApproval(err.requestId);
+        return jsonResponse(202, { status: 'approval_required', requestId: err.requestId, ...ids, expiresAt: record?.request.expiresAt, message: err.message });
+      }
+      const { phase, effectKey } = call;
+      const outcomeUnknown = (phase === 'threw' && err === call.thrown && !(err instanceof NotExecuted)) ||
+        (phase === 'returned' && typeof (err as { code?: unknown }).code === 'string' && ['ERR_DUPLICATE_EFFECT', 'ERR_AMBIGUOUS_EFFECT'].includes((err as { code: string }).code));
+      if (outcomeUnknown) {
+        return errorResponse(502, 'ERR_AMBIGUOUS_EFFECT', `the outcome of ${action.name} is unknown (${describeError(err)}); it is recorded AMBIGUOUS${effectKey === null ? '' : ' and a retry is refused until an operator resolves it'}`, {
+          ...ids,
+          effectKey,
+          outcome: 'ambiguous',
+        });
+      }
+      return responseForError(err, phase === 'threw' ? { ...ids, effectKey } : ids);
+    }
+  });
+
+  app.get('/v1/approvals', operator('list approvals'), async (c) => {
+    const status = c.req.query('status');
+    if (status !== undefined && !APPROVAL_STATUSES.includes(status as ApprovalStatus)) {
+      throw badRequest(`status must be one of ${APPROVAL_STATUSES.join(', ')}`, 'query.status');
+    }
+    const records = await store.listApprovals(status as ApprovalStatus | undefined);
+    return jsonResponse(200, { approvals: records.map(approvalJson) });
+  });
+
+  const answer = (verb: 'grant' | 'deny') =>
+    app.post(`/v1/approvals/:id/${verb}`, operator(`${verb} approvals`), async (c) => {
+      await readEmptyBody(c.req.raw, limit);
+      const id = c.req.param('id');
+      const approver = (c.get('identity') as OperatorIdentity).operator;
+      try {
+        if (verb === 'grant') {
+          const a = await control.grantApproval(id, { approver });
+          return jsonResponse(200, { approval: { approvalId: a.approvalId, status: 'granted', actionHash: a.actionHash, approver: a.approver, grantedAt: a.grantedAt, expiresAt: a.expiresAt } });
+        }
+        return jsonResponse(200, { approval: approvalJson(await control.denyApproval(id, { approver })) });
+      } catch (err) {
+        if (err instanceof ApprovalMismatch && err.reason === 'unknown') throw notFound(`no approval request ${id}`);
+        throw err;
+      }
+    });
+  answer('grant');
+  answer('deny');
+
+  app.get('/v1/effects/:key', operator('read effects'), async (c) => {
+    const key = c.req.param('key');
+    const record = await store.getEffect(key);
+    if (record === null) throw notFound(`no effect record for ${key}`);
+    return jsonResponse(200, { effect: effectJson(record) });
+  });
+
+  app.post('/v1/effects/:key/resolve', operator('resolve effects'), async (c) => {
+    const key = c.req.param('key');
+    const body = await readJsonBody(c.req.raw, limit);
+    if (!isObject(body)) throw badRequest('the request body must be { "state": "committed" | "failed" }', '$');
+    const extra = Object.keys(body).find((k) => k !== 'state');
+    if (extra !== undefined) throw badRequest(`unknown field ${JSON.stringify(extra)}: send { "state": "committed" | "failed" }`, `$[${JSON.stringify(extra)}]`);
+    const state = body['state'];
+    if (state !== 'committed' && state !== 'failed') throw badRequest('state must be "committed" or "failed"', '$.state');
+    const before = await store.getEffect(key);
+    if (before === null) throw notFound(`no effect record for ${key}`);
+    if (before.state !== 'ambiguous') {
+      throw new HttpError(409, 'ERR_INVALID_ARGUMENT', `effect ${key} is ${before.state}, not ambiguous: only an ambiguous effect can be resolved`, { effectKey: key, state: before.state });
+    }
+    const by = (c.get('identity') as OperatorIdentity).operator;
+    return jsonResponse(200, { effect: effectJson(await control.resolveEffect(key, state, { by })) });
+  });
+
+  app.get('/v1/receipts/verify', operator('verify receipts'), async () => {
+    const [rows, head] = await Promise.all([store.receipts(), store.chainHead()]);
+    return jsonResponse(200, verifyChain(rows, head) as unknown as Record<string, unknown>);
+  });
+
+  app.get('/v1/receipts', operator('read receipts'), async (c) => {
+    const after = queryInteger(c, 'after', 0, 0, Number.MAX_SAFE_INTEGER);
+    const pageSize = queryInteger(c, 'limit', DEFAULT_PAGE, 1, MAX_PAGE);
+    const rows = (await store.receipts()).filter((r) => r.seq !== null && r.seq > after);
+    const page = rows.slice(0, pageSize);
+    const next = rows.length > pageSize ? page.at(-1)!.seq : null;
+    return jsonResponse(200, { receipts: page.map(receiptJson), next });
+  });
+
+  app.get('/v1/receipts/:id', operator('read receipts'), async (c) => {
+    const id = c.req.param('id');
+    const row = (await store.receipts()).find((r) => r.receipt_id === id);
+    if (row === undefined) throw notFound(`no receipt ${id}`);
+    return jsonResponse(200, receiptJson(row));
+  });
+
+  app.post('/v1/try-it/step', as(['agent', 'operator'], 'use the playground'), async (c) => {
+    if (tryIt === null) throw notFound('the playground is off: the worker is not in demo mode');
+    const body = await readJsonBody(c.req.raw, limit);
+    if (!isObject(body)) throw badRequest('a step is { op: "refund", payment_id, amount, lose_reply?, approval_id? } or { op: "approve", request_id }', '$');
+    if (body['op'] === 'approve' && c.get('identity').role !== 'operator') {
+      return errorResponse(403, 'ERR_FORBIDDEN', 'an agent credential cannot approve: only an operator can');
+    }
+    const result = await tryItSteps.run(() => tryIt.step(body as never));
+    return jsonResponse(200, result as unknown as Record<string, unknown>);
+  });
+
+  app.notFound((c) => errorResponse(404, 'ERR_NOT_FOUND', `no route ${c.req.method} ${new URL(c.req.url).pathname}`));
+  app.onError((err) => responseForError(err));
+
+  return app;
+}

@@ -1,0 +1,14 @@
+/**
+ * `@ctrlrun/worker`: the kernel's control path over HTTP, as a Hono app that runs unchanged on
+ * workerd, Deno and Node. `createApp` takes a `Control`, executors and an authenticator; the
+ * entry points (`workerd.ts`, `deno.ts`, `node.ts`) read the environment and serve the
+ * embedded default (`createDemoApp`).
+ *
+ * @module
+ */
+export { createApp, type App, type AppOptions, type CorsOptions } from './app.js';
+export { bearerToken, constantTimeEqual, generateToken, MIN_TOKEN_LENGTH, staticTokens, type AgentIdentity, type Authenticator, type Identity, type OperatorIdentity, type StaticToken } from './auth.js';
+export { checkExecutors, executorFor, httpForwarder, neverConnected, UpstreamError, type ActionExecutor, type Executors, type ForwardedResult, type HttpForwarderOptions } from './executors.js';
+export { DEFAULT_BODY_LIMIT, HttpError, jsonPathAt, readJsonBody, statusForCode, type WorkerErrorCode } from './http.js';
+export { configFromEnv, startupBanner, type WorkerConfig, type WorkerEnv } from './config.js';
+export { createDemoApp, createFakeRemote, type DemoAppOptions, type FakeRemote } from './demo.js';
