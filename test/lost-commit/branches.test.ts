@@ -1,0 +1,344 @@
+/**
+ * Lost COMMIT without a server (spec 03 §3.4): the pure branch decision of Tables A1/A2, Table A's
+ * reading of COMMIT errors, and SqlStateStore's settling of a lost COMMIT — each of the six named
+ * branches, the one-re-issue bound and the failed re-read — driven through a scripted driver over
+ * sql.js that loses COMMITs on cue. The same paths on a real server, through a TCP proxy, are in
+ * proxy.test.ts.
+ */
+import {
+  A1_OURS,
+  A1_REFUSE,
+  A1_REINSERT,
+  A2_LANDED,
+  A2_REFUSE,
+  A2_REISSUE,
+  AmbiguousEffect,
+  AmbiguousWrite,
+  DuplicateEffect,
+  LOST_COMMIT_BRANCHES,
+  MINUTE,
+  SqlStateStore,
+  StoreError,
+  WRITTEN_COLUMNS,
+  commitErrorOutcome,
+  lostInsertBranch,
+  lostUpdateBranch,
+  sameWrittenColumns,
+  type EffectRecord,
+  type SqlDriver,
+  type SqlExecutor,
+} from '@ctrlrun/kernel';
+import { SqlJsDriver, type SqlJsModule } from '@ctrlrun/store-sqljs';
+import fc from 'fast-check';
+import initSqlJs from 'sql.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+
+const T0 = new Date('2026-01-01T12:00:00Z');
+const LEASE = 5 * MINUTE;
+
+function record(over: Partial<EffectRecord> = {}): EffectRecord {
+  return {
+    effectKey: 'refund:42', state: 'reserved', actionId: 'act_ours', attempt: 1,
+    leaseExpiresAt: '2026-01-01T12:05:00+00:00', resultJson: null, error: null,
+    createdAt: '2026-01-01T12:00:00+00:00', updatedAt: '2026-01-01T12:00:00+00:00', resolvedBy: null, ...over,
+  };
+}
+
+/** A different value of the same column kind. */
+function other(column: (typeof WRITTEN_COLUMNS)[number], r: EffectRecord): Partial<EffectRecord> {
+  switch (column) {
+    case 'attempt':
+      return { attempt: r.attempt + 1 };
+    case 'state':
+      return { state: r.state === 'reserved' ? 'executing' : 'reserved' };
+    case 'leaseExpiresAt':
+      return { leaseExpiresAt: r.leaseExpiresAt === null ? '2026-01-01T12:05:00+00:00' : null };
+    default:
+      return { [column]: `${String(r[column])}x` };
+  }
+}
+
+describe('Tables A1/A2: the branch decision (pure)', () => {
+  it('names exactly the six branches of the spec', () => {
+    expect(LOST_COMMIT_BRANCHES).toEqual(['a1.row1.ours', 'a1.row2.reinsert', 'a1.row3.refuse', 'a2.row1.landed', 'a2.row2.reissue', 'a2.row3.refuse']);
+    expect(WRITTEN_COLUMNS).toEqual(['effectKey', 'state', 'actionId', 'attempt', 'leaseExpiresAt', 'createdAt', 'updatedAt']);
+  });
+
+  it('A1: identical row → ours; no row → reinsert; any other row → refuse', () => {
+    const ours = record();
+    expect(lostInsertBranch(ours, { ...ours })).toBe(A1_OURS);
+    expect(lostInsertBranch(ours, null)).toBe(A1_REINSERT);
+    expect(lostInsertBranch(ours, record({ actionId: 'act_theirs' }))).toBe(A1_REFUSE);
+  });
+
+  it('A1: an action_id match alone is never ours — every one of the seven columns counts', () => {
+    const ours = record();
+    for (const column of WRITTEN_COLUMNS) {
+      if (column === 'actionId') continue;
+      const found = { ...ours, ...other(column, ours) };
+      expect(found.actionId).toBe(ours.actionId);
+      expect(lostInsertBranch(ours, found), column).toBe(A1_REFUSE);
+    }
+  });
+
+  it('A1: columns the INSERT does not write (result, error, resolver) do not decide', () => {
+    const ours = record();
+    expect(lostInsertBranch(ours, { ...ours, resultJson: '{"x":1}', error: 'e', resolvedBy: 'cli:local' })).toBe(A1_OURS);
+  });
+
+  it('A2: target → landed; unchanged pre-state → reissue; anything else or no row → refuse', () => {
+    const prior = record({ state: 'executing', updatedAt: '2026-01-01T12:00:01+00:00' });
+    const target = { ...prior, state: 'committed' as const, leaseExpiresAt: null, resultJson: '{}', updatedAt: '2026-01-01T12:00:02+00:00' };
+    expect(lostUpdateBranch(prior, target, { ...target })).toBe(A2_LANDED);
+    expect(lostUpdateBranch(prior, target, { ...prior })).toBe(A2_REISSUE);
+    expect(lostUpdateBranch(prior, target, { ...prior, state: 'ambiguous', leaseExpiresAt: null })).toBe(A2_REFUSE);
+    expect(lostUpdateBranch(prior, target, null)).toBe(A2_REFUSE);
+    // A renewal: the same failed attempt is the pre-state; a renewal by someone else is not ours.
+    const failed = record({ state: 'failed', leaseExpiresAt: null, actionId: 'act_old' });
+    const renewed = { ...failed, state: 'reserved' as const, actionId: 'act_ours', attempt: 2, leaseExpiresAt: '2026-01-01T12:10:00+00:00', updatedAt: '2026-01-01T12:05:00+00:00' };
+    expect(lostUpdateBranch(failed, renewed, { ...renewed })).toBe(A2_LANDED);
+    expect(lostUpdateBranch(failed, renewed, { ...failed })).toBe(A2_REISSUE);
+    expect(lostUpdateBranch(failed, renewed, { ...renewed, actionId: 'act_theirs' })).toBe(A2_REFUSE);
+  });
+
+  it('property: the decision is exactly "all seven written columns equal"', () => {
+    const text = fc.string({ maxLength: 6 });
+    const effect = fc.record({
+      effectKey: text, state: fc.constantFrom('reserved', 'executing', 'committed', 'failed', 'ambiguous' as const), actionId: text,
+      attempt: fc.integer({ min: 1, max: 4 }), leaseExpiresAt: fc.option(text), resultJson: fc.option(text), error: fc.option(text),
+      createdAt: fc.option(text), updatedAt: fc.option(text), resolvedBy: fc.option(text),
+    }) as fc.Arbitrary<EffectRecord>;
+    fc.assert(
+      fc.property(effect, effect, effect, (prior, target, found) => {
+        const same = (a: EffectRecord, b: EffectRecord) => WRITTEN_COLUMNS.every((c) => a[c] === b[c]);
+        expect(sameWrittenColumns(found, target)).toBe(same(found, target));
+        expect(lostInsertBranch(target, found)).toBe(same(found, target) ? A1_OURS : A1_REFUSE);
+        expect(lostUpdateBranch(prior, target, found)).toBe(same(found, target) ? A2_LANDED : same(found, prior) ? A2_REISSUE : A2_REFUSE);
+      }),
+    );
+  });
+});
+
+describe('Table A: what an error from COMMIT means', () => {
+  it('40001 and 40P01 are failed writes; anything else, 57014 included, is ambiguous', () => {
+    const pgError = (code: string) => Object.assign(new Error(`sqlstate ${code}`), { code });
+    expect(commitErrorOutcome(pgError('40001'))).toBe('failed');
+    expect(commitErrorOutcome(pgError('40P01'))).toBe('failed');
+    expect(commitErrorOutcome(new Error('wrapped', { cause: pgError('40001') }))).toBe('failed');
+    expect(commitErrorOutcome(pgError('57014'))).toBe('ambiguous');
+    expect(commitErrorOutcome(pgError('57P01'))).toBe('ambiguous');
+    expect(commitErrorOutcome(Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' }))).toBe('ambiguous');
+    expect(commitErrorOutcome(new Error('Connection terminated unexpectedly'))).toBe('ambiguous');
+    expect(commitErrorOutcome('timeout')).toBe('ambiguous');
+  });
+});
+
+// ------------------------------------------------------------------ SqlStateStore settling a lost COMMIT
+
+let SQL: SqlJsModule;
+beforeAll(async () => {
+  SQL = (await initSqlJs()) as unknown as SqlJsModule;
+});
+
+interface Loss {
+  /** `land`: COMMIT happens, the reply is lost. `drop`: COMMIT never arrives (rolled back). */
+  mode: 'land' | 'drop';
+  /** Only transactions whose statements match. */
+  when: RegExp;
+  /** How many matching transactions lose their COMMIT (default 1). */
+  times?: number;
+  /** Runs after the loss and before the caller hears of it: another writer's turn. */
+  interlude?: (raw: SqlExecutor) => Promise<void>;
+}
+
+const ROLL_BACK = Symbol('drop the COMMIT');
+
+/** A driver over sql.js that loses COMMITs on cue, and re-reads on the same database. */
+class LossyDriver implements SqlDriver {
+  readonly name = 'lossy';
+  readonly dialect = 'sqlite' as const;
+  readonly capabilities = Object.freeze({ concurrentConnections: false });
+  loss: Loss | null = null;
+  lost = 0;
+  transactions = 0;
+  rereads = 0;
+  rereadFails = false;
+  constructor(readonly inner: SqlJsDriver) {}
+  query: SqlDriver['query'] = (sql, params) => this.inner.query(sql, params);
+  exec: SqlDriver['exec'] = (sql) => this.inner.exec(sql);
+  close = () => this.inner.close();
+
+  async transaction<T>(fn: (tx: SqlExecutor) => Promise<T>): Promise<T> {
+    this.transactions++;
+    const seen: string[] = [];
+    const watch = (tx: SqlExecutor): SqlExecutor => ({ query: (s, p) => (seen.push(s), tx.query(s, p)), exec: (s) => (seen.push(s), tx.exec(s)) });
+    const loss = this.loss;
+    let result!: T;
+    let hit = false;
+    try {
+      result = await this.inner.transaction(async (tx) => {
+        result = await fn(watch(tx));
+        hit = loss !== null && seen.some((s) => loss.when.test(s));
+        if (hit && loss!.mode === 'drop') throw ROLL_BACK;
+        return result;
+      });
+    } catch (err) {
+      if (err !== ROLL_BACK) throw err;
+    }
+    if (!hit) return result;
+    this.lost++;
+    if (this.lost >= (loss!.times ?? 1)) this.loss = null;
+    await loss!.interlude?.(this.inner);
+    throw new AmbiguousWrite(`[lossy] connection lost during COMMIT (${loss!.mode})`);
+  }
+
+  async reread<T>(fn: (ex: SqlExecutor) => Promise<T>): Promise<T> {
+    this.rereads++;
+    if (this.rereadFails) throw new Error('connect ECONNREFUSED (the fresh connection was refused)');
+    return fn(this.inner);
+  }
+}
+
+async function lossyStore(clock: () => Date = () => T0) {
+  const driver = new LossyDriver(await SqlJsDriver.open(SQL));
+  const warnings: { message: string; attributes: Record<string, unknown> }[] = [];
+  const logger = { warn: (message: string, attributes?: unknown) => void warnings.push({ message, attributes: (attributes ?? {}) as Record<string, unknown> }) };
+  const store = await new SqlStateStore(driver, { clock, logger }).open();
+  driver.transactions = 0; // count only the case's own writes, not the migrations at open
+  const branches = () => warnings.map((w) => w.attributes['branch']);
+  return { driver, store, warnings, branches };
+}
+
+const INSERT_EFFECT = /^INSERT INTO effects/;
+const UPDATE_EFFECT = /^UPDATE effects/;
+
+/** Another worker's row for `key`, written behind the store's back. */
+async function theirRow(raw: SqlExecutor, key: string, over: Partial<EffectRecord>): Promise<void> {
+  const r = record({ effectKey: key, ...over });
+  await raw.query('INSERT INTO effects(effect_key, state, action_id, attempt, lease_expires_at, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)', [
+    r.effectKey, r.state, r.actionId, r.attempt, r.leaseExpiresAt, r.createdAt, r.updatedAt,
+  ]);
+}
+
+describe('SqlStateStore settles a lost COMMIT by a re-read (scripted driver)', () => {
+  it('a1.row1.ours: the INSERT landed — the reservation stands, logged at WARNING', async () => {
+    const { driver, store, warnings, branches } = await lossyStore();
+    driver.loss = { mode: 'land', when: INSERT_EFFECT };
+    const r = await store.reserveEffect('refund:1', 'act_a', LEASE);
+    expect(r).toMatchObject({ effectKey: 'refund:1', actionId: 'act_a', attempt: 1 });
+    expect(branches()).toEqual([A1_OURS]);
+    expect(warnings[0]!.attributes).toMatchObject({ logger: 'ctrlrun.postgres', level: 'WARNING', branch: A1_OURS, effectKey: 'refund:1' });
+    expect(warnings[0]!.message).toContain(A1_OURS);
+    expect(await store.getEffect('refund:1')).toMatchObject({ state: 'reserved', actionId: 'act_a' });
+    expect(driver.transactions).toBe(1); // nothing re-issued
+  });
+
+  it('a1.row2.reinsert: the INSERT never arrived — re-issued once, with the same values', async () => {
+    const { driver, store, branches } = await lossyStore();
+    driver.loss = { mode: 'drop', when: INSERT_EFFECT };
+    const r = await store.reserveEffect('refund:2', 'act_a', LEASE);
+    expect(branches()).toEqual([A1_REINSERT]);
+    expect(driver.transactions).toBe(2);
+    expect(await store.getEffect('refund:2')).toMatchObject({ state: 'reserved', actionId: 'act_a', leaseExpiresAt: r.leaseExpiresAt, createdAt: '2026-01-01T12:00:00+00:00' });
+  });
+
+  it('a1.row2.reinsert re-issues the whole operation: approval consumption included', async () => {
+    const { driver, store, branches } = await lossyStore();
+    const { createAction, storedTime } = await import('@ctrlrun/kernel');
+    const action = createAction({ name: 'stripe.refund', arguments: { amount: 5 }, principal: { agent: 'a' } });
+    await store.putApprovalRequest({ requestId: 'apr_1', actionHash: action.actionHash, action, createdAt: storedTime(T0), expiresAt: storedTime(new Date(T0.getTime() + 15 * MINUTE)), policyHash: null });
+    await store.grantApproval('apr_1', 'alice');
+    driver.loss = { mode: 'drop', when: INSERT_EFFECT };
+    await store.consumeApprovalAndReserve('apr_1', action.actionHash, 'refund:3', action.actionId, LEASE);
+    expect(branches()).toEqual([A1_REINSERT]);
+    expect((await store.getApproval('apr_1'))!.status).toBe('consumed');
+    expect(await store.getEffect('refund:3')).toMatchObject({ state: 'reserved', actionId: action.actionId });
+  });
+
+  it('a1.row3.refuse: another row with our action_id is not ours — planned on and refused (test_T155c at unit level)', async () => {
+    const { driver, store, branches } = await lossyStore();
+    // The same action retried elsewhere a second later: same action_id, different lease and stamps.
+    driver.loss = { mode: 'drop', when: INSERT_EFFECT, interlude: (raw) => theirRow(raw, 'refund:4', { actionId: 'act_a', createdAt: '2026-01-01T12:00:01+00:00', updatedAt: '2026-01-01T12:00:01+00:00', leaseExpiresAt: '2026-01-01T12:05:01+00:00' }) };
+    const err = await store.reserveEffect('refund:4', 'act_a', LEASE).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(DuplicateEffect);
+    expect(err).toMatchObject({ state: 'in_progress' });
+    expect(branches()).toEqual([A1_REFUSE]);
+    expect(driver.transactions).toBe(1);
+    expect(await store.getEffect('refund:4')).toMatchObject({ updatedAt: '2026-01-01T12:00:01+00:00' }); // theirs, untouched
+  });
+
+  it('a2.row1.landed: a transition that landed is returned, not refused', async () => {
+    const { driver, store, branches } = await lossyStore();
+    await store.reserveEffect('refund:5', 'act_a', LEASE);
+    await store.beginExecution('refund:5', 'act_a');
+    driver.loss = { mode: 'land', when: UPDATE_EFFECT };
+    const r = await store.commitEffect('refund:5', 'act_a', { refund_id: 're_1' });
+    expect(r.state).toBe('committed');
+    expect(branches()).toEqual([A2_LANDED]);
+    expect(await store.getEffect('refund:5')).toMatchObject({ state: 'committed', resultJson: '{"refund_id":"re_1"}' });
+  });
+
+  it('a2.row2.reissue: a transition that never arrived is re-issued once', async () => {
+    const { driver, store, branches } = await lossyStore();
+    await store.reserveEffect('refund:6', 'act_a', LEASE);
+    driver.loss = { mode: 'drop', when: UPDATE_EFFECT };
+    await store.beginExecution('refund:6', 'act_a');
+    expect(branches()).toEqual([A2_REISSUE]);
+    expect(await store.getEffect('refund:6')).toMatchObject({ state: 'executing' });
+  });
+
+  it('a2.row3.refuse: the row moved on meanwhile — the predicate decides, and it is never failed', async () => {
+    const { driver, store, branches } = await lossyStore();
+    await store.reserveEffect('refund:7', 'act_a', LEASE);
+    await store.beginExecution('refund:7', 'act_a');
+    driver.loss = {
+      mode: 'drop', when: UPDATE_EFFECT,
+      interlude: async (raw) => void (await raw.query("UPDATE effects SET state = 'ambiguous', lease_expires_at = NULL, error = 'operator' WHERE effect_key = ?", ['refund:7'])),
+    };
+    const err = await store.failEffect('refund:7', 'act_a', 'NotExecuted: declined').catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(AmbiguousEffect);
+    expect(branches()).toEqual([A2_REFUSE]);
+    expect((await store.getEffect('refund:7'))!.state).toBe('ambiguous');
+  });
+
+  it('a lost kept write (the ambiguation of a lapsed lease) that landed still raises its refusal', async () => {
+    let now = T0.getTime();
+    const { driver, store, branches } = await lossyStore(() => new Date(now));
+    await store.reserveEffect('refund:8', 'act_a', LEASE);
+    now += LEASE + 1;
+    driver.loss = { mode: 'land', when: UPDATE_EFFECT };
+    await expect(store.reserveEffect('refund:8', 'act_b', LEASE)).rejects.toBeInstanceOf(AmbiguousEffect);
+    expect(branches()).toEqual([A2_LANDED]);
+    expect((await store.getEffect('refund:8'))!.state).toBe('ambiguous');
+  });
+
+  it('re-issue is bounded at one: a second lost COMMIT that did not land writes nothing and raises', async () => {
+    const { driver, store, branches } = await lossyStore();
+    driver.loss = { mode: 'drop', when: INSERT_EFFECT, times: 2 };
+    const err = await store.reserveEffect('refund:9', 'act_a', LEASE).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(StoreError);
+    expect(String((err as Error).message)).toMatch(/lost again after one re-issue/);
+    expect(branches()).toEqual([A1_REINSERT, A1_REINSERT]);
+    expect(driver.transactions).toBe(2);
+    expect(await store.getEffect('refund:9')).toBeNull();
+  });
+
+  it('a failed re-read raises AmbiguousWrite and writes nothing more (test_T156 at unit level)', async () => {
+    const { driver, store, branches } = await lossyStore();
+    driver.loss = { mode: 'drop', when: INSERT_EFFECT };
+    driver.rereadFails = true;
+    const err = await store.reserveEffect('refund:10', 'act_a', LEASE).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(AmbiguousWrite);
+    expect((err as Error).message).toMatch(/re-read on a fresh connection failed/);
+    expect(branches()).toEqual([]);
+    expect(driver.transactions).toBe(1);
+    expect(await store.getEffect('refund:10')).toBeNull();
+  });
+
+  it('a write that declares no effect row (an event) surfaces AmbiguousWrite unchanged', async () => {
+    const { driver, store } = await lossyStore();
+    driver.loss = { mode: 'land', when: /^INSERT INTO events/ };
+    await expect(store.appendEvent({ ts: T0.toISOString(), type: 'EFFECT_RESERVED', actionId: null, effectKey: null, approvalId: null, data: {} })).rejects.toBeInstanceOf(AmbiguousWrite);
+    expect(driver.rereads).toBe(0);
+  });
+});

@@ -1,0 +1,199 @@
+/**
+ * A test-only TCP proxy between `pg` and a PostgreSQL server that loses COMMITs on cue — the
+ * spec's way to lose a COMMIT without a hook in shipping code (spec 03 §9).
+ *
+ * It reads the frontend stream message by message (startup, then `type + int32 length + body`),
+ * remembers the statements of each transaction (Simple Query `Q` and Extended Query `P`arse), and
+ * when armed, acts on the first `COMMIT` of a transaction whose statements match:
+ *
+ * - `drop` ("never received", T155d/T155e): the COMMIT is not forwarded; the server side is closed
+ *   (the backend rolls back), then the client is cut.
+ * - `land` ("landed", T155/T155b): the COMMIT is forwarded; when the server answers, the answer is
+ *   withheld and the client is cut before it sees `CommandComplete`.
+ *
+ * An `interlude` runs after the server side is settled and before the client is cut (another
+ * writer's turn, deterministically). `refuseConnections(n)` refuses the next n connections (T156).
+ */
+import { connect, createServer, type Server, type Socket } from 'node:net';
+
+/** What to do with the next matching COMMIT. */
+export interface CommitPlan {
+  mode: 'drop' | 'land';
+  /** Only a transaction with a statement matching this (default: any transaction). */
+  when?: RegExp;
+  /** Runs after the server side is settled, before the client is cut. */
+  interlude?: () => Promise<void>;
+  /** Refuse this many new connections once the client is cut (the re-read's, T156). */
+  refuseAfter?: number;
+}
+
+/** The proxy's handle. */
+export interface CommitProxy {
+  readonly port: number;
+  /** `url` with its host and port replaced by the proxy's. */
+  route(url: string): string;
+  /** Arms the next matching COMMIT; resolves with the transaction's statements once it fired. */
+  arm(plan: CommitPlan): Promise<string[]>;
+  /** Refuses the next `n` connections (accepted, then closed at once). */
+  refuseConnections(n: number): void;
+  /** Connections accepted so far (refused ones included). */
+  readonly accepted: number;
+  /** COMMITs lost so far. */
+  readonly fired: number;
+  close(): Promise<void>;
+}
+
+const COMMIT = /^\s*COMMIT\s*;?\s*$/i;
+const BEGIN = /^\s*(BEGIN|START TRANSACTION)\b/i;
+
+function cString(buf: Buffer, start: number): [string, number] {
+  const end = buf.indexOf(0, start);
+  if (end < 0) return [buf.toString('utf8', start), buf.length];
+  return [buf.toString('utf8', start, end), end + 1];
+}
+
+/** Starts a proxy to `target` (host:port) on a free port of 127.0.0.1. */
+export async function startCommitProxy(target: { host: string; port: number }): Promise<CommitProxy> {
+  let refuse = 0;
+  let accepted = 0;
+  let fired = 0;
+  let armed: { plan: CommitPlan; resolve: (statements: string[]) => void } | null = null;
+  const sockets = new Set<Socket>();
+
+  const server: Server = createServer((client) => {
+    accepted++;
+    sockets.add(client);
+    client.on('close', () => sockets.delete(client));
+    client.on('error', () => undefined);
+    if (refuse > 0) {
+      refuse--;
+      client.destroy();
+      return;
+    }
+    const upstream = connect(target.port, target.host);
+    sockets.add(upstream);
+    upstream.on('close', () => sockets.delete(upstream));
+    let pending = Buffer.alloc(0);
+    let started = false;
+    let statements: string[] = [];
+    let withhold: (() => void) | null = null;
+    /** Set once a plan has taken this connection over: from then on the plan alone cuts the client. */
+    let dead = false;
+    client.on('close', () => upstream.destroy());
+    upstream.on('error', () => undefined);
+    upstream.on('close', () => {
+      if (!dead) client.destroy();
+    });
+
+    upstream.on('data', (chunk) => {
+      if (withhold) {
+        const act = withhold;
+        withhold = null;
+        act();
+        return;
+      }
+      if (!dead) client.write(chunk);
+    });
+
+    const cut = async (plan: CommitPlan, fire: () => void): Promise<void> => {
+      dead = true;
+      await plan.interlude?.();
+      refuse += plan.refuseAfter ?? 0;
+      fire();
+      client.destroy();
+    };
+
+    client.on('data', (chunk) => {
+      if (dead) return;
+      pending = Buffer.concat([pending, chunk]);
+      let forward = 0;
+      let offset = 0;
+      for (;;) {
+        if (!started) {
+          if (pending.length - offset < 4) break;
+          const len = pending.readInt32BE(offset);
+          if (pending.length - offset < len) break;
+          offset += len;
+          started = true;
+          continue;
+        }
+        if (pending.length - offset < 5) break;
+        const type = String.fromCharCode(pending[offset]!);
+        const len = pending.readInt32BE(offset + 1);
+        if (pending.length - offset < 1 + len) break;
+        const body = pending.subarray(offset + 5, offset + 1 + len);
+        let text: string | null = null;
+        if (type === 'Q') text = cString(body, 0)[0];
+        if (type === 'P') text = cString(body, cString(body, 0)[1])[0];
+        if (text !== null) {
+          const parts = text.split(';').map((p) => p.trim()).filter(Boolean);
+          if (parts.some((p) => BEGIN.test(p))) statements = [];
+          if (COMMIT.test(text) && armed && (!armed.plan.when || statements.some((s) => armed!.plan.when!.test(s)))) {
+            const { plan, resolve } = armed;
+            armed = null;
+            fired++;
+            const seen = statements;
+            // Everything before this COMMIT goes through; the COMMIT itself is the plan's.
+            if (offset > forward) upstream.write(pending.subarray(forward, offset));
+            const fire = () => resolve(seen);
+            dead = true;
+            if (plan.mode === 'drop') {
+              upstream.destroy();
+              void cut(plan, fire);
+            } else {
+              withhold = () => {
+                upstream.destroy();
+                void cut(plan, fire);
+              };
+              upstream.write(pending.subarray(offset, offset + 1 + len));
+              dead = true;
+            }
+            pending = Buffer.alloc(0);
+            return;
+          }
+          if (COMMIT.test(text)) statements = [];
+          else statements.push(text);
+        }
+        offset += 1 + len;
+      }
+      if (offset > forward) upstream.write(pending.subarray(forward, offset));
+      pending = pending.subarray(offset);
+    });
+  });
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => resolve());
+  });
+  const address = server.address();
+  const port = typeof address === 'object' && address ? address.port : 0;
+
+  return {
+    port,
+    route(url) {
+      const u = new URL(url);
+      u.hostname = '127.0.0.1';
+      u.port = String(port);
+      return u.toString();
+    },
+    arm(plan) {
+      if (armed) throw new Error('the proxy is already armed');
+      return new Promise((resolve) => {
+        armed = { plan, resolve };
+      });
+    },
+    refuseConnections(n) {
+      refuse += n;
+    },
+    get accepted() {
+      return accepted;
+    },
+    get fired() {
+      return fired;
+    },
+    async close() {
+      for (const s of sockets) s.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
