@@ -4,7 +4,7 @@ export default defineConfig({
   resolve: { conditions: ['@ctrlrun/source'] },
   ssr: { resolve: { conditions: ['@ctrlrun/source'] } },
   test: {
-    include: ['packages/*/test/**/*.test.ts', 'test/**/*.test.ts'],
+    include: ['packages/*/test/**/*.test.ts', 'test/**/*.test.ts', 'playground/test/**/*.test.ts'],
     exclude: ['**/node_modules/**', '**/*.case.ts'],
     testTimeout: 30000,
     // One throwaway PostgreSQL server for the whole run (or PG_URL); see test/support/pg-cluster.ts.

@@ -1,0 +1,115 @@
+/**
+ * What the page keeps in IndexedDB besides the store: the fake remote's call counts (they are
+ * the "payment provider's", not ctrlrun's), the policy text in force, the last request and
+ * approval ids, and the output so far. One record, rewritten whole (it is small).
+ *
+ * @module
+ */
+import type { ApproveRequest, ApproveResult, RefundRequest, RefundResult } from '@ctrlrun/kernel/try-it';
+
+/** One output entry as kept: the request and what came back (JSON), or the refusal. */
+export type LogItem =
+  | { kind: 'refund'; request: RefundRequest; result: RefundResult }
+  | { kind: 'approve'; request: ApproveRequest; result: ApproveResult }
+  | { kind: 'refused'; asked: string; error: { name: string; message: string } }
+  | { kind: 'note'; text: string };
+
+/** The page's record. */
+export interface PageState {
+  calls: Record<string, number>;
+  /** The policy text in force if the reader loaded an edit; `null`: the module's own. */
+  policyYaml: string | null;
+  requestId: string | null;
+  approvalId: string | null;
+  log: LogItem[];
+}
+
+/** How many output entries are kept across a reload. */
+export const LOG_LIMIT = 200;
+
+const STORE = 'page';
+const KEY = 'state';
+
+/** A fresh record. */
+export function emptyState(): PageState {
+  return { calls: {}, policyYaml: null, requestId: null, approvalId: null, log: [] };
+}
+
+function request<T>(r: IDBRequest<T>): Promise<T> {
+  return new Promise((resolve, reject) => {
+    r.onsuccess = () => resolve(r.result);
+    r.onerror = () => reject(r.error ?? new Error('IndexedDB request failed'));
+  });
+}
+
+/** Keeps {@link PageState} in the IndexedDB database `name`, or nowhere when IndexedDB is missing. */
+export interface Keeper {
+  load(): Promise<PageState>;
+  save(state: PageState): Promise<void>;
+}
+
+/** A keeper in IndexedDB. */
+export function indexedDbKeeper(name: string, factory: IDBFactory = indexedDB): Keeper {
+  let opened: Promise<IDBDatabase> | null = null;
+  const db = (): Promise<IDBDatabase> => {
+    if (!opened) {
+      const r = factory.open(name, 1);
+      r.onupgradeneeded = () => {
+        if (!r.result.objectStoreNames.contains(STORE)) r.result.createObjectStore(STORE);
+      };
+      opened = request(r).catch((err: unknown) => {
+        opened = null;
+        throw err;
+      });
+    }
+    return opened;
+  };
+  return {
+    async load() {
+      const value = (await request((await db()).transaction(STORE, 'readonly').objectStore(STORE).get(KEY))) as Partial<PageState> | undefined;
+      return { ...emptyState(), ...(value ?? {}) };
+    },
+    async save(state) {
+      const tx = (await db()).transaction(STORE, 'readwrite', { durability: 'strict' });
+      const done = new Promise<void>((resolve, reject) => {
+        tx.oncomplete = () => resolve();
+        tx.onerror = () => reject(tx.error ?? new Error('IndexedDB transaction failed'));
+        tx.onabort = () => reject(tx.error ?? new Error('IndexedDB transaction aborted'));
+      });
+      tx.objectStore(STORE).put({ ...state, log: state.log.slice(-LOG_LIMIT) }, KEY);
+      await done;
+    },
+  };
+}
+
+/** A keeper that keeps nothing (no IndexedDB: private windows in some browsers). */
+export function memoryKeeper(): Keeper {
+  let kept = emptyState();
+  return {
+    load: async () => structuredClone(kept),
+    save: async (state) => void (kept = structuredClone(state)),
+  };
+}
+
+/**
+ * Removes the store's bytes from the database `indexedDbPersistence(name)` uses (object store
+ * `sqljs`, key `database`, as that function documents), so the next open starts empty.
+ */
+export async function forgetStore(name: string, factory: IDBFactory = indexedDB): Promise<void> {
+  const r = factory.open(name, 1);
+  r.onupgradeneeded = () => {
+    if (!r.result.objectStoreNames.contains('sqljs')) r.result.createObjectStore('sqljs');
+  };
+  const db = await request(r);
+  try {
+    const tx = db.transaction('sqljs', 'readwrite', { durability: 'strict' });
+    const done = new Promise<void>((resolve, reject) => {
+      tx.oncomplete = () => resolve();
+      tx.onerror = () => reject(tx.error ?? new Error('IndexedDB transaction failed'));
+    });
+    tx.objectStore('sqljs').delete('database');
+    await done;
+  } finally {
+    db.close();
+  }
+}

@@ -1,0 +1,474 @@
+/**
+ * The playground page: the real kernel (`@ctrlrun/kernel/try-it`) over the sql.js store, in this
+ * tab, persisted in IndexedDB. The page owns the controls only; every outcome line is rendered
+ * from what `step()` returns. The Approve button is the only way to grant.
+ *
+ * @module
+ */
+import initSqlJs from 'sql.js';
+import wasmUrl from 'sql.js/dist/sql-wasm-browser.wasm?url';
+import { verifyChain } from '@ctrlrun/kernel';
+import { runDemo } from '@ctrlrun/kernel/demo';
+import { createTryIt, TRY_IT_POLICY_YAML, type ApproveRequest, type RefundRequest, type RemoteCallCounter, type TryIt } from '@ctrlrun/kernel/try-it';
+import { createSqlJsStore, indexedDbPersistence, type SqlJsModule, type SqlJsStore } from '@ctrlrun/store-sqljs';
+import { GUIDE, type GuideAction } from './guide.js';
+import { formatMinor, parseAmount, parseRefund } from './input.js';
+import { emptyState, forgetStore, indexedDbKeeper, memoryKeeper, type Keeper, type LogItem, type PageState } from './kept.js';
+import { renderApprove, renderRefund, renderRefused, type Entry } from './render.js';
+import './style.css';
+
+/** The IndexedDB database the store lives in. */
+const STORE_DB = 'ctrlrun-playground';
+/** The IndexedDB database the page's own record lives in. */
+const PAGE_DB = 'ctrlrun-playground-page';
+
+declare const __CTRLRUN_VERSIONS__: { kernel: string; sqljs: string };
+
+// ------------------------------------------------------------------------------ DOM helpers
+
+function el<T extends HTMLElement = HTMLElement>(id: string): T {
+  const found = document.getElementById(id);
+  if (!found) throw new Error(`the page has no #${id}`);
+  return found as T;
+}
+
+function h<K extends keyof HTMLElementTagNameMap>(tag: K, attrs: Record<string, string> = {}, ...children: (Node | string)[]): HTMLElementTagNameMap[K] {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, v);
+  node.append(...children);
+  return node;
+}
+
+const ui = {
+  status: el('status'),
+  guide: el<HTMLOListElement>('guide'),
+  paymentId: el<HTMLInputElement>('payment_id'),
+  amount: el<HTMLInputElement>('amount'),
+  amountHint: el('amount-hint'),
+  loseReply: el<HTMLInputElement>('lose_reply'),
+  approvalId: el<HTMLInputElement>('approval_id'),
+  refundForm: el<HTMLFormElement>('refund-form'),
+  run: el<HTMLButtonElement>('run'),
+  requestId: el<HTMLInputElement>('request_id'),
+  approveForm: el<HTMLFormElement>('approve-form'),
+  approve: el<HTMLButtonElement>('approve'),
+  output: el('output'),
+  entries: el<HTMLOListElement>('entries'),
+  chain: el('chain'),
+  receipts: el<HTMLTableSectionElement>('receipts-body'),
+  reset: el<HTMLButtonElement>('reset'),
+  policy: el<HTMLTextAreaElement>('policy'),
+  policyHash: el('policy-hash'),
+  policyState: el('policy-state'),
+  policyError: el('policy-error'),
+  loadPolicy: el<HTMLButtonElement>('load-policy'),
+  restorePolicy: el<HTMLButtonElement>('restore-policy'),
+  runDemo: el<HTMLButtonElement>('run-demo'),
+  demoOutput: el('demo-output'),
+  versions: el('versions'),
+};
+
+// ------------------------------------------------------------------------------ state
+
+interface Live {
+  SQL: SqlJsModule;
+  keeper: Keeper;
+  state: PageState;
+  store: SqlJsStore;
+  tryIt: TryIt;
+  /** The policy text in force. */
+  policyYaml: string;
+  persistent: boolean;
+}
+
+let live: Live | null = null;
+
+/** Every action runs after the previous one finished: one tab, one writer. */
+let queue: Promise<void> = Promise.resolve();
+function serial(fn: () => Promise<void>): void {
+  queue = queue.then(async () => {
+    ui.output.setAttribute('aria-busy', 'true');
+    try {
+      await fn();
+    } catch (err) {
+      await log({ kind: 'refused', asked: 'the page', error: errorOf(err) }).catch(() => undefined);
+    } finally {
+      ui.output.setAttribute('aria-busy', 'false');
+    }
+  });
+}
+
+function errorOf(err: unknown): { name: string; message: string } {
+  if (err instanceof Error) return { name: err.name, message: err.message };
+  return { name: 'Error', message: String(err) };
+}
+
+/** The fake remote's counter, kept in the page's record. */
+function keptCounter(): RemoteCallCounter {
+  return {
+    get: (id) => live?.state.calls[id] ?? 0,
+    record: async (id) => {
+      if (!live) throw new Error('the playground is not running');
+      live.state.calls[id] = (live.state.calls[id] ?? 0) + 1;
+      await live.keeper.save(live.state);
+    },
+  };
+}
+
+function makeTryIt(store: SqlJsStore, policyYaml: string): TryIt {
+  return createTryIt({ store, policyYaml, remoteCalls: keptCounter() });
+}
+
+async function openStore(SQL: SqlJsModule, persistent: boolean): Promise<SqlJsStore> {
+  return persistent ? createSqlJsStore({ SQL, persistence: indexedDbPersistence(STORE_DB) }) : createSqlJsStore({ SQL });
+}
+
+// ------------------------------------------------------------------------------ output
+
+function entryFor(item: LogItem): Entry {
+  switch (item.kind) {
+    case 'refund':
+      return renderRefund(item.request, item.result);
+    case 'approve':
+      return renderApprove(item.request, item.result);
+    case 'refused':
+      return renderRefused(item.asked, item.error);
+    case 'note':
+      return { tone: 'ok', asked: 'the page', title: item.text, lines: [] };
+  }
+}
+
+function show(item: LogItem): void {
+  const entry = entryFor(item);
+  const li = h('li', { class: `entry tone-${entry.tone}` });
+  if (item.kind === 'refund') {
+    li.dataset['outcome'] = item.result.outcome;
+    li.dataset['remoteCalls'] = String(item.result.remote_calls);
+    if (item.result.error) li.dataset['error'] = item.result.error;
+    if (item.result.reason) li.dataset['reason'] = item.result.reason;
+    const receipt = item.result.receipt as Record<string, unknown> | undefined;
+    if (receipt) {
+      li.dataset['decision'] = String(receipt['decision']);
+      li.dataset['result'] = String(receipt['result']);
+      li.dataset['approvalId'] = String(receipt['approval_id']);
+    }
+    if (item.result.request_id) li.dataset['requestId'] = item.result.request_id;
+  } else if (item.kind === 'approve') {
+    li.dataset['outcome'] = 'approved';
+    li.dataset['approvalId'] = item.result.approval_id;
+    li.dataset['actionHash'] = item.result.action_hash;
+  } else {
+    li.dataset['outcome'] = item.kind;
+  }
+  li.append(h('p', { class: 'asked' }, `› ${entry.asked}`), h('p', { class: 'title' }, entry.title));
+  if (entry.lines.length) li.append(h('pre', { class: 'lines' }, entry.lines.join('\n')));
+  if (item.kind === 'refund' || item.kind === 'approve') {
+    li.append(h('details', {}, h('summary', {}, 'the JSON step() returned'), h('pre', { class: 'json' }, JSON.stringify(item.result, null, 2))));
+  }
+  ui.entries.append(li);
+  ui.output.scrollTop = ui.output.scrollHeight;
+}
+
+/** Shows an entry and keeps it; resolves once it is kept (a reload right after still shows it). */
+async function log(item: LogItem): Promise<void> {
+  show(item);
+  if (live) {
+    live.state.log.push(item);
+    await live.keeper.save(live.state);
+  }
+}
+
+// ------------------------------------------------------------------------------ receipts
+
+/** `apr_f4346158…` for a table cell; the full id is its tooltip and in the output. */
+function shortId(v: unknown): string {
+  return typeof v === 'string' && v.length > 16 ? `${v.slice(0, 12)}…` : v == null ? '-' : String(v);
+}
+
+async function showReceipts(): Promise<void> {
+  if (!live) return;
+  const rows = await live.store.receipts();
+  const report = verifyChain(rows, await live.store.chainHead());
+  ui.receipts.replaceChildren(
+    ...rows.map((row) => {
+      let doc: Record<string, unknown> = {};
+      try {
+        if (row.json !== null) doc = JSON.parse(row.json) as Record<string, unknown>;
+      } catch {
+        // A row that does not parse is shown empty; verifyChain names it.
+      }
+      const args = (doc['arguments'] ?? {}) as Record<string, unknown>;
+      const amount = typeof args['amount'] === 'number' ? formatMinor(args['amount']) : '-';
+      return h(
+        'tr',
+        {},
+        h('td', {}, String(row.seq ?? '-')),
+        h('td', {}, String(args['payment_id'] ?? '-')),
+        h('td', { class: 'num' }, amount),
+        h('td', {}, String(doc['decision'] ?? '-')),
+        h('td', {}, String(doc['result'] ?? '-')),
+        h('td', doc['approval_id'] ? { title: String(doc['approval_id']) } : {}, shortId(doc['approval_id'])),
+        h('td', {}, row.receipt_id),
+      );
+    }),
+  );
+  const total = report.chained + report.unchained;
+  const verdict = report.ok ? 'the chain is intact' : report.breaks.map((b) => `${b.name}${b.seq === null ? '' : ` at seq ${b.seq}`}: ${b.detail}`).join('; ');
+  ui.chain.textContent = total === 0 ? 'no receipts yet' : `chain: ${report.verified} of ${total} receipts verified in this tab — ${verdict}`;
+  ui.chain.dataset['ok'] = String(report.ok);
+  ui.chain.dataset['count'] = String(total);
+}
+
+// ------------------------------------------------------------------------------ the form
+
+function updateAmountHint(): void {
+  const parsed = parseAmount(ui.amount.value);
+  ui.amountHint.textContent = parsed.ok ? `= ${formatMinor(parsed.amount)}` : 'whole cents, e.g. 50000 = €500.00';
+}
+
+async function onRun(): Promise<void> {
+  if (!live) return;
+  const form = { payment_id: ui.paymentId.value, amount: ui.amount.value, lose_reply: ui.loseReply.checked, approval_id: ui.approvalId.value };
+  const parsed = parseRefund(form);
+  const asked = `refund ${form.payment_id.trim() || '(no payment id)'} ${form.amount.trim() || '(no amount)'}`;
+  if (!parsed.ok) return await log({ kind: 'refused', asked, error: { name: 'InvalidArgument', message: parsed.message } });
+  const request: RefundRequest = parsed.request;
+  // An approval id the store has never seen is a typo, not an attempt: refuse it before anything is written.
+  if (request.approval_id && !(await live.store.getApproval(request.approval_id))) {
+    return await log({
+      kind: 'refused',
+      asked,
+      error: { name: 'InvalidArgument', message: `there is no approval ${request.approval_id} in this tab: run a refund that needs one, press Approve, then present the id it prints` },
+    });
+  }
+  let result;
+  try {
+    result = await live.tryIt.step(request);
+  } catch (err) {
+    return await log({ kind: 'refused', asked, error: errorOf(err) });
+  }
+  if (result.outcome === 'approval_required' && result.request_id) {
+    live.state.requestId = result.request_id;
+    ui.requestId.value = result.request_id;
+  }
+  await log({ kind: 'refund', request, result });
+  await showReceipts();
+}
+
+async function onApprove(): Promise<void> {
+  if (!live) return;
+  const request: ApproveRequest = { op: 'approve', request_id: ui.requestId.value.trim() };
+  const asked = `approve ${request.request_id || '(no request id)'}`;
+  if (request.request_id === '') {
+    return await log({ kind: 'refused', asked, error: { name: 'InvalidArgument', message: 'there is no request awaiting a human: run a refund that needs approval first (step 2)' } });
+  }
+  let result;
+  try {
+    result = await live.tryIt.step(request);
+  } catch (err) {
+    return await log({ kind: 'refused', asked, error: errorOf(err) });
+  }
+  live.state.approvalId = result.approval_id;
+  ui.approvalId.value = result.approval_id;
+  await log({ kind: 'approve', request, result });
+}
+
+function fill(action: GuideAction): void {
+  for (const node of ui.guide.querySelectorAll('[aria-current]')) node.removeAttribute('aria-current');
+  document.getElementById(`fill-${action.id}`)?.setAttribute('aria-current', 'step');
+  const f = action.fill;
+  if (f.kind === 'approve') {
+    if (live?.state.requestId) ui.requestId.value = live.state.requestId;
+    ui.approve.focus();
+    return;
+  }
+  ui.paymentId.value = f.payment_id;
+  ui.amount.value = String(f.amount);
+  ui.loseReply.checked = f.lose_reply;
+  ui.approvalId.value = f.present ? (live?.state.approvalId ?? live?.state.requestId ?? '') : '';
+  updateAmountHint();
+  ui.run.focus();
+}
+
+function renderGuide(): void {
+  ui.guide.replaceChildren(
+    ...GUIDE.map((step) =>
+      h(
+        'li',
+        { class: 'step', id: `step-${step.n}` },
+        h('h3', {}, step.title),
+        h('p', {}, step.body),
+        h(
+          'p',
+          { class: 'actions' },
+          ...step.actions.map((a) => {
+            const b = h('button', { type: 'button', id: `fill-${a.id}`, class: 'fill' }, a.label);
+            b.addEventListener('click', () => fill(a));
+            return b;
+          }),
+        ),
+        h('p', { class: 'watch' }, h('strong', {}, 'Watch for: '), step.watch),
+      ),
+    ),
+  );
+}
+
+// ------------------------------------------------------------------------------ the policy
+
+function showPolicy(): void {
+  if (!live) return;
+  ui.policyHash.textContent = live.tryIt.policyHash;
+  markPolicyEdited();
+}
+
+function markPolicyEdited(): void {
+  if (!live) return;
+  const edited = ui.policy.value !== live.policyYaml;
+  const original = live.policyYaml === TRY_IT_POLICY_YAML;
+  ui.policyState.textContent = edited ? 'edited — not loaded yet: the policy above the hash is still in force' : original ? 'the module’s own policy, in force' : 'your edited policy, in force';
+}
+
+async function onLoadPolicy(text: string): Promise<void> {
+  if (!live) return;
+  let next: TryIt;
+  try {
+    next = makeTryIt(live.store, text);
+  } catch (err) {
+    const e = errorOf(err);
+    ui.policyError.textContent = `${e.name}: ${e.message} — the previous policy stays in force.`;
+    ui.policyError.hidden = false;
+    return await log({ kind: 'refused', asked: 'load the edited policy', error: e });
+  }
+  ui.policyError.textContent = '';
+  ui.policyError.hidden = true;
+  live.tryIt = next;
+  live.policyYaml = text;
+  live.state.policyYaml = text === TRY_IT_POLICY_YAML ? null : text;
+  ui.policy.value = text;
+  showPolicy();
+  await log({ kind: 'note', text: `policy loaded: ${next.policyHash}` });
+}
+
+// ------------------------------------------------------------------------------ reset and demo
+
+async function onReset(): Promise<void> {
+  if (!live) return;
+  await live.store.close();
+  if (live.persistent) await forgetStore(STORE_DB);
+  live.state = emptyState();
+  await live.keeper.save(live.state);
+  live.store = await openStore(live.SQL, live.persistent);
+  live.tryIt = makeTryIt(live.store, TRY_IT_POLICY_YAML);
+  live.policyYaml = TRY_IT_POLICY_YAML;
+  ui.policy.value = TRY_IT_POLICY_YAML;
+  ui.policyError.hidden = true;
+  for (const input of [ui.paymentId, ui.amount, ui.approvalId, ui.requestId]) input.value = '';
+  ui.loseReply.checked = false;
+  updateAmountHint();
+  ui.entries.replaceChildren();
+  showPolicy();
+  await log({ kind: 'note', text: 'reset: a fresh store, no receipts, no approvals, the remote counts at zero' });
+  await showReceipts();
+}
+
+async function onRunDemo(): Promise<void> {
+  if (!live) return;
+  const lines: string[] = [];
+  ui.demoOutput.textContent = 'running…';
+  const store = await createSqlJsStore({ SQL: live.SQL });
+  try {
+    const report = await runDemo({ store, write: (line) => void lines.push(line) });
+    if (!report.ok) lines.push('', 'the demo failed here:', ...report.failures, '', LOCAL_COMMAND);
+  } catch (err) {
+    lines.push('', `the demo could not run: ${errorOf(err).message}`, LOCAL_COMMAND);
+  } finally {
+    await store.close();
+  }
+  ui.demoOutput.textContent = lines.join('\n');
+}
+
+const LOCAL_COMMAND = 'Run it on your machine instead, from a checkout of the repository: npm ci && npm run demo   (the page: npm run playground)';
+
+// ------------------------------------------------------------------------------ boot
+
+function wire(): void {
+  ui.refundForm.addEventListener('submit', (event) => {
+    event.preventDefault();
+    serial(onRun);
+  });
+  // The only path to a grant: this form, submitted by the reader.
+  ui.approveForm.addEventListener('submit', (event) => {
+    event.preventDefault();
+    serial(onApprove);
+  });
+  ui.amount.addEventListener('input', updateAmountHint);
+  ui.policy.addEventListener('input', markPolicyEdited);
+  ui.loadPolicy.addEventListener('click', () => serial(() => onLoadPolicy(ui.policy.value)));
+  ui.restorePolicy.addEventListener('click', () => serial(() => onLoadPolicy(TRY_IT_POLICY_YAML)));
+  ui.reset.addEventListener('click', () => serial(onReset));
+  ui.runDemo.addEventListener('click', () => serial(onRunDemo));
+}
+
+function idbAvailable(): boolean {
+  return typeof indexedDB !== 'undefined';
+}
+
+async function boot(): Promise<void> {
+  wire();
+  renderGuide();
+  ui.policy.value = TRY_IT_POLICY_YAML;
+  updateAmountHint();
+  const SQL = (await initSqlJs({ locateFile: () => wasmUrl })) as unknown as SqlJsModule;
+  let persistent = idbAvailable();
+  let keeper: Keeper = persistent ? indexedDbKeeper(PAGE_DB) : memoryKeeper();
+  let state: PageState;
+  let store: SqlJsStore;
+  try {
+    state = await keeper.load();
+    store = await openStore(SQL, persistent);
+  } catch (err) {
+    // IndexedDB refused (some private windows): run in memory and say so.
+    persistent = false;
+    keeper = memoryKeeper();
+    state = emptyState();
+    store = await openStore(SQL, false);
+    state.log.push({ kind: 'note', text: `IndexedDB is not usable here (${errorOf(err).message}): this session lives in memory and a reload starts over` });
+  }
+  let policyYaml = state.policyYaml ?? TRY_IT_POLICY_YAML;
+  live = { SQL, keeper, state, store, persistent, policyYaml, tryIt: null as unknown as TryIt };
+  try {
+    live.tryIt = makeTryIt(store, policyYaml);
+  } catch (err) {
+    policyYaml = TRY_IT_POLICY_YAML;
+    live.policyYaml = policyYaml;
+    live.state.policyYaml = null;
+    live.tryIt = makeTryIt(store, policyYaml);
+    state.log.push({ kind: 'note', text: `the kept policy no longer loads (${errorOf(err).message}); the module's own policy is in force` });
+  }
+  ui.policy.value = policyYaml;
+  ui.requestId.value = state.requestId ?? '';
+  for (const item of state.log) show(item);
+  showPolicy();
+  await showReceipts();
+  const db = new SQL.Database();
+  let sqlite = '?';
+  try {
+    const rows = db.prepare('SELECT sqlite_version()');
+    if (rows.step()) sqlite = String(rows.get()[0]);
+    rows.free();
+  } finally {
+    db.close();
+  }
+  ui.versions.textContent = `@ctrlrun/kernel ${__CTRLRUN_VERSIONS__.kernel}, sql.js ${__CTRLRUN_VERSIONS__.sqljs} (SQLite ${sqlite}), in this tab`;
+  ui.status.textContent = persistent
+    ? 'Ready. The kernel and its SQLite store run in this tab and are kept in IndexedDB: a reload keeps everything. Nothing is sent anywhere.'
+    : 'Ready. The kernel and its SQLite store run in this tab, in memory. Nothing is sent anywhere.';
+  document.body.dataset['ready'] = 'true';
+  performance.mark('ctrlrun-ready');
+}
+
+boot().catch((err: unknown) => {
+  ui.status.textContent = `The playground could not start in this browser: ${errorOf(err).message}. ${LOCAL_COMMAND}`;
+  ui.status.classList.add('failed');
+  document.body.dataset['ready'] = 'failed';
+});

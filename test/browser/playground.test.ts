@@ -1,0 +1,411 @@
+/**
+ * The playground, built and served from 127.0.0.1, driven in headless Chromium: the six steps
+ * of spec 04 §4 clicked in order, every outcome and remote-call count as the spec's table gives
+ * them, the state surviving a reload (IndexedDB), bad input, the policy editor, the only way to
+ * grant, no request leaving the app. Screenshots and measurements go to `test-artifacts/`.
+ */
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { gzipSync } from 'node:zlib';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { build } from 'vite';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { createTryIt, TRY_IT_OUTCOMES, TRY_IT_POLICY_YAML } from '@ctrlrun/kernel/try-it';
+import { createSqlJsStore } from '@ctrlrun/store-sqljs';
+import { GUIDE } from '../../playground/src/guide.js';
+import { ARTIFACTS, describeInChromium, launchChromium, ROOT, serveStatic, type StaticServer } from './support.js';
+
+/** What spec 04 §4's table asks of each click, keyed by the guide's action ids. */
+interface Expected {
+  /** The form after the guide's button: payment id, amount, lose the reply, an approval presented. */
+  form?: { payment_id: string; amount: string; lose_reply: boolean; presents: boolean };
+  outcome: string;
+  remote?: number;
+  decision?: string;
+  result?: string;
+  reason?: string;
+  error?: string;
+  receipt?: false;
+  /** The text names this. */
+  names?: string[];
+}
+
+const form = (payment_id: string, amount: number, lose_reply = false, presents = false) => ({ payment_id, amount: String(amount), lose_reply, presents });
+
+const SPEC: [string, Expected][] = [
+  ['1', { form: form('txn_1', 50000), outcome: 'executed', decision: 'allow', result: 'committed', remote: 1 }],
+  ['2a', { form: form('txn_2', 200000), outcome: 'approval_required', remote: 0, receipt: false, names: ['ApprovalRequired'] }],
+  ['2b', { outcome: 'approved' }],
+  ['2c', { form: form('txn_2', 500000, false, true), outcome: 'approval_mismatch', reason: 'mismatch', result: 'blocked', remote: 0, names: ['ApprovalMismatch', 'mismatch'] }],
+  ['2d', { form: form('txn_2', 200000, false, true), outcome: 'executed', decision: 'approve', result: 'committed', remote: 1 }],
+  ['3', { form: form('txn_2', 200000, false, true), outcome: 'approval_mismatch', reason: 'consumed', remote: 1, names: ['ApprovalMismatch', 'consumed'] }],
+  ['4', { form: form('txn_3', 2000000), outcome: 'denied', error: 'ActionDenied', result: 'denied', remote: 0, names: ['ActionDenied'] }],
+  ['5a', { form: form('txn_4', 50000, true), outcome: 'reply_lost', result: 'ambiguous', remote: 1, names: ['AMBIGUOUS'] }],
+  ['5b', { form: form('txn_4', 50000), outcome: 'ambiguous_retry', error: 'AmbiguousEffect', result: 'blocked', remote: 1, names: ['AmbiguousEffect', 'AMBIGUOUS'] }],
+  ['6', { form: form('txn_1', 50000), outcome: 'duplicate', error: 'DuplicateEffect', remote: 1, names: ['DuplicateEffect'] }],
+];
+
+/** One entry of the output box, as the page shows it. */
+interface Shown {
+  data: Record<string, string | undefined>;
+  text: string;
+}
+
+let dist = '';
+let server: StaticServer;
+let browser: Browser;
+const metrics: Record<string, unknown> = {};
+const contexts: BrowserContext[] = [];
+/** Outside requests any page tried (must stay empty). */
+const outside: string[] = [];
+
+async function freshPage(viewport = { width: 1280, height: 900 }): Promise<Page> {
+  const context = await browser.newContext({ viewport });
+  contexts.push(context);
+  const page = await context.newPage();
+  page.on('request', (r) => {
+    if (!r.url().startsWith(server.origin + '/')) outside.push(r.url());
+  });
+  page.on('pageerror', (e) => outside.push(`page error: ${e.message}`));
+  await open(page);
+  return page;
+}
+
+async function open(page: Page, reload = false): Promise<void> {
+  if (reload) await page.reload();
+  else await page.goto(server.url);
+  await page.waitForSelector('body[data-ready]');
+  expect(await page.getAttribute('body', 'data-ready'), await page.locator('#status').innerText()).toBe('true');
+}
+
+async function entries(page: Page): Promise<number> {
+  return page.locator('#entries > li').count();
+}
+
+/** The newest entry, once there are more than `before`. */
+async function newest(page: Page, before: number): Promise<Shown> {
+  const li = page.locator('#entries > li').nth(before);
+  await li.waitFor();
+  return { data: await li.evaluate((node) => ({ ...(node as HTMLElement).dataset })), text: await li.innerText() };
+}
+
+async function formNow(page: Page) {
+  return page.evaluate(() => ({
+    payment_id: (document.getElementById('payment_id') as HTMLInputElement).value,
+    amount: (document.getElementById('amount') as HTMLInputElement).value,
+    lose_reply: (document.getElementById('lose_reply') as HTMLInputElement).checked,
+    approval_id: (document.getElementById('approval_id') as HTMLInputElement).value,
+  }));
+}
+
+/** Clicks a guide button, then Run (or Approve), and returns what the output box shows for it. */
+async function act(page: Page, id: string): Promise<Shown> {
+  const before = await entries(page);
+  await page.click(`#fill-${id}`);
+  await page.click(id === '2b' ? '#approve' : '#run');
+  return newest(page, before);
+}
+
+/** Fills the form by hand and runs it. */
+async function runWith(page: Page, values: { payment_id: string; amount: string; lose_reply?: boolean; approval_id?: string }): Promise<Shown> {
+  await page.fill('#payment_id', values.payment_id);
+  await page.fill('#amount', values.amount);
+  await page.setChecked('#lose_reply', values.lose_reply ?? false);
+  await page.fill('#approval_id', values.approval_id ?? '');
+  const before = await entries(page);
+  await page.click('#run');
+  return newest(page, before);
+}
+
+async function receiptCount(page: Page): Promise<number> {
+  return Number((await page.getAttribute('#chain', 'data-count')) ?? '0');
+}
+
+function gz(file: string): { bytes: number; gzip: number } {
+  const data = readFileSync(file);
+  return { bytes: data.length, gzip: gzipSync(data, { level: 9 }).length };
+}
+
+describeInChromium('playground in Chromium', () => {
+  beforeAll(async () => {
+    dist = mkdtempSync(join(tmpdir(), 'ctrlrun-playground-'));
+    await build({ configFile: join(ROOT, 'playground', 'vite.config.ts'), logLevel: 'warn', build: { outDir: dist, emptyOutDir: true } });
+    // Served below a path, not at the root: the relative base works from any static host.
+    server = await serveStatic(dist, '/try/');
+    browser = await launchChromium();
+    const assets = readdirSync(join(dist, 'assets'));
+    const sum = (ext: string) =>
+      assets.filter((f) => f.endsWith(ext)).reduce((a, f) => { const s = gz(join(dist, 'assets', f)); return { bytes: a.bytes + s.bytes, gzip: a.gzip + s.gzip }; }, { bytes: 0, gzip: 0 });
+    metrics['size'] = { js: sum('.js'), wasm: sum('.wasm'), css: sum('.css'), html: gz(join(dist, 'index.html')) };
+  });
+
+  afterAll(async () => {
+    for (const c of contexts) await c.close().catch(() => undefined);
+    await browser?.close();
+    await server?.close();
+    if (dist) rmSync(dist, { recursive: true, force: true });
+    mkdirSync(ARTIFACTS, { recursive: true });
+    metrics['chromium'] = browser?.version();
+    writeFileSync(join(ARTIFACTS, 'playground-metrics.json'), `${JSON.stringify(metrics, null, 2)}\n`);
+    console.log(`playground metrics: ${JSON.stringify(metrics)}`);
+  });
+
+  it('test_the_playground_runs_the_sequence_the_page_tells_the_reader_to_try', async () => {
+    // The guide is the spec's sequence, in order.
+    expect(GUIDE.flatMap((s) => s.actions.map((a) => a.id))).toEqual(SPEC.map(([id]) => id));
+    const wasmBefore = server.requested.filter((p) => p.endsWith('.wasm')).length;
+    const page = await freshPage();
+    metrics['readyMs'] = await page.evaluate(() => performance.getEntriesByName('ctrlrun-ready')[0]?.startTime ?? null);
+
+    let requestId = '';
+    const seen: Record<string, Shown> = {};
+    for (const [id, want] of SPEC) {
+      if (want.form) {
+        await page.click(`#fill-${id}`);
+        const f = await formNow(page);
+        expect({ payment_id: f.payment_id, amount: f.amount, lose_reply: f.lose_reply, presents: f.approval_id !== '' }, `step ${id}: the form`).toEqual(want.form);
+        if (want.form.presents) expect(f.approval_id, `step ${id}: presents the approval granted in step 2`).toBe(requestId);
+      }
+      const shown = await act(page, id);
+      seen[id] = shown;
+      const d = shown.data;
+      expect(d['outcome'], `step ${id}: ${shown.text}`).toBe(want.outcome);
+      if (want.remote !== undefined) expect(Number(d['remoteCalls']), `step ${id}: remote calls`).toBe(want.remote);
+      if (want.decision) expect(d['decision'], `step ${id}: decision`).toBe(want.decision);
+      if (want.result) expect(d['result'], `step ${id}: receipt result`).toBe(want.result);
+      if (want.reason) expect(d['reason'], `step ${id}: reason`).toBe(want.reason);
+      if (want.error) expect(d['error'], `step ${id}: error class`).toBe(want.error);
+      if (want.receipt === false) expect(d['result'], `step ${id}: no receipt`).toBeUndefined();
+      for (const name of want.names ?? []) expect(shown.text, `step ${id} names ${name}`).toContain(name);
+      if (id === '2a') {
+        requestId = d['requestId'] ?? '';
+        expect(requestId).toMatch(/^apr_[0-9a-f]{32}$/);
+        expect(await page.inputValue('#request_id')).toBe(requestId);
+      }
+      if (id === '2b') {
+        expect(d['approvalId'], 'the grant is the same id').toBe(requestId);
+        expect(d['actionHash']).toMatch(/^sha256:[0-9a-f]{64}$/);
+      }
+      if (id === '2d') expect(d['approvalId'], 'the receipt carries the approval').toBe(requestId);
+      if (id === '4') expect(d['requestId'], 'a denial asks nobody').toBeUndefined();
+    }
+    expect(await page.getAttribute('#chain', 'data-ok')).toBe('true');
+    const receipts = await receiptCount(page);
+    expect(receipts).toBeGreaterThan(0);
+    expect(await page.locator('#receipts-body tr').count()).toBe(receipts);
+    mkdirSync(ARTIFACTS, { recursive: true });
+    await page.screenshot({ path: join(ARTIFACTS, 'playground.png'), fullPage: true });
+
+    // A reload keeps everything: the output, the receipts, the approvals, the remote's counts.
+    const shownBefore = await entries(page);
+    await open(page, true);
+    expect(await entries(page)).toBe(shownBefore);
+    expect(await receiptCount(page)).toBe(receipts);
+    expect(await page.getAttribute('#chain', 'data-ok')).toBe('true');
+    const again = await act(page, '6');
+    expect([again.data['outcome'], again.data['remoteCalls']]).toEqual(['duplicate', '1']);
+    const replay = await act(page, '3');
+    expect([replay.data['outcome'], replay.data['reason'], replay.data['remoteCalls']]).toEqual(['approval_mismatch', 'consumed', '1']);
+    const ambiguous = await act(page, '5b');
+    expect([ambiguous.data['outcome'], ambiguous.data['remoteCalls']]).toEqual(['ambiguous_retry', '1']);
+    expect(outside, 'requests outside the app').toEqual([]);
+    expect(server.requested.filter((p) => p.endsWith('.wasm')).length - wasmBefore, 'the wasm, fetched once per load (preload and sql.js agree)').toBe(2);
+
+    // Reset forgets it all.
+    await page.click('#reset');
+    await page.waitForFunction(() => document.getElementById('chain')?.dataset['count'] === '0');
+    const fresh = await act(page, '1');
+    expect([fresh.data['outcome'], fresh.data['remoteCalls']]).toEqual(['executed', '1']);
+  });
+
+  it('test_the_page_names_every_outcome_the_module_can_return', async () => {
+    // Each outcome the module can return, produced by the real module in the tab, named on the page.
+    const page = await freshPage();
+    const names: Record<string, string[]> = {
+      executed: ['EXECUTED'],
+      approval_required: ['ApprovalRequired'],
+      approval_mismatch: ['ApprovalMismatch'],
+      denied: ['ActionDenied'],
+      duplicate: ['DuplicateEffect'],
+      ambiguous_retry: ['AmbiguousEffect', 'AMBIGUOUS'],
+      reply_lost: ['AMBIGUOUS'],
+    };
+    const seen = new Set<string>();
+    for (const [id] of SPEC) {
+      const shown = await act(page, id);
+      const outcome = shown.data['outcome']!;
+      if (outcome === 'approved') continue;
+      seen.add(outcome);
+      for (const name of names[outcome] ?? [`(no name for ${outcome})`]) expect(shown.text, `${outcome} names ${name}`).toContain(name);
+      expect(shown.text, `${outcome} shows the remote call count`).toMatch(/remote refund calls for \S+: \d+/);
+      if (shown.data['result']) expect(shown.text, `${outcome} shows the receipt`).toMatch(/receipt ctr_[0-9a-f]{32}/);
+    }
+    // A negative amount in a fresh session: denied, never sent.
+    await page.click('#reset');
+    await page.waitForFunction(() => document.getElementById('chain')?.dataset['count'] === '0');
+    const negative = await runWith(page, { payment_id: 'txn_1', amount: '-500' });
+    expect([negative.data['outcome'], negative.data['remoteCalls']]).toEqual(['denied', '0']);
+    expect([...seen].sort()).toEqual([...TRY_IT_OUTCOMES].sort());
+  });
+
+  it('test_the_playground_has_no_way_to_grant_but_the_human_button', async () => {
+    const page = await freshPage();
+    const asked = await act(page, '2a');
+    const requestId = asked.data['requestId']!;
+    // Every other control on the page, pressed; then the request is presented: still not granted.
+    const others = await page.$$eval('button', (bs) => bs.map((b) => b.id).filter((id) => id && !['approve', 'run', 'reset'].includes(id)));
+    expect(others.length).toBeGreaterThan(GUIDE.length);
+    for (const id of others) {
+      await page.click(`#${id}`);
+      await page.evaluate(() => new Promise((r) => requestAnimationFrame(r)));
+    }
+    await page.waitForFunction(() => !document.getElementById('demo-output')?.textContent?.includes('running'));
+    const presented = await runWith(page, { payment_id: 'txn_2', amount: '200000', approval_id: requestId });
+    expect([presented.data['outcome'], presented.data['reason'], presented.data['remoteCalls']]).toEqual(['approval_mismatch', 'pending', '0']);
+    // The demo ran on its own store: its scripted approver granted nothing here.
+    expect(await page.locator('#demo-output').innerText()).toContain('Approval mutation');
+    // The button, pressed by the reader, grants; then the same presentation executes.
+    await page.fill('#request_id', requestId);
+    const before = await entries(page);
+    await page.click('#approve');
+    expect((await newest(page, before)).data['outcome']).toBe('approved');
+    const executed = await runWith(page, { payment_id: 'txn_2', amount: '200000', approval_id: requestId });
+    expect([executed.data['outcome'], executed.data['remoteCalls']]).toEqual(['executed', '1']);
+  });
+
+  it('test_the_playground_policy_on_the_page_is_the_policy_in_the_module', async () => {
+    const page = await freshPage();
+    const moduleHash = createTryIt({ store: await createSqlJsStore() }).policyHash;
+    expect(await page.inputValue('#policy')).toBe(TRY_IT_POLICY_YAML);
+    expect(await page.locator('#policy-hash').innerText()).toBe(moduleHash);
+
+    // An edit that doesn't load: the message inline and in the output, the old policy in force.
+    const before = await receiptCount(page);
+    await page.fill('#policy', TRY_IT_POLICY_YAML.replace('decision: allow', 'decision: perhaps'));
+    await page.click('#load-policy');
+    await expect.poll(() => page.locator('#policy-error').isVisible()).toBe(true);
+    expect(await page.locator('#policy-error').innerText()).toMatch(/PolicyError: .*perhaps/);
+    expect(await page.locator('#entries > li').last().innerText()).toContain('PolicyError');
+    expect(await page.locator('#policy-hash').innerText()).toBe(moduleHash);
+    expect(await receiptCount(page)).toBe(before);
+    const still = await runWith(page, { payment_id: 'txn_p1', amount: '50000' });
+    expect(still.data['outcome'], 'the previous policy stays in force').toBe('executed');
+
+    // An edit that loads: €100 without a human. The hash shown is that text's hash.
+    const edited = TRY_IT_POLICY_YAML.replace('amount_lte: 100000 }', 'amount_lte: 10000 }');
+    expect(edited).not.toBe(TRY_IT_POLICY_YAML);
+    const editedHash = createTryIt({ store: await createSqlJsStore(), policyYaml: edited }).policyHash;
+    await page.fill('#policy', edited);
+    await page.click('#load-policy');
+    await expect.poll(() => page.locator('#policy-hash').innerText()).toBe(editedHash);
+    expect(await page.locator('#policy-error').isVisible()).toBe(false);
+    const stricter = await runWith(page, { payment_id: 'txn_p2', amount: '50000' });
+    expect(stricter.data['outcome']).toBe('approval_required');
+
+    // It survives a reload; Restore brings back the module's text and hash.
+    await open(page, true);
+    expect(await page.inputValue('#policy')).toBe(edited);
+    expect(await page.locator('#policy-hash').innerText()).toBe(editedHash);
+    await page.click('#restore-policy');
+    await expect.poll(() => page.locator('#policy-hash').innerText()).toBe(moduleHash);
+    expect(await page.inputValue('#policy')).toBe(TRY_IT_POLICY_YAML);
+  });
+
+  it('refuses bad input with a clear message, writes nothing, and keeps working', async () => {
+    const page = await freshPage();
+    await act(page, '1');
+    const receipts = await receiptCount(page);
+    const bad: [Parameters<typeof runWith>[1], RegExp][] = [
+      [{ payment_id: 'txn_b', amount: '12.5' }, /whole number of cents/],
+      [{ payment_id: 'txn_b', amount: '' }, /whole number of cents/],
+      [{ payment_id: 'txn_b', amount: '1e3' }, /whole number of cents/],
+      [{ payment_id: 'txn_b', amount: '99999999999999999999' }, /too large/],
+      [{ payment_id: 'txn_b', amount: '9999999999999' }, /InvalidArgument: amount must be between/],
+      [{ payment_id: 'txn_b', amount: '-9999999999999' }, /InvalidArgument: amount must be between/],
+      [{ payment_id: '', amount: '500' }, /payment_id must be a non-empty string/],
+      [{ payment_id: '   ', amount: '500' }, /payment_id must be a non-empty string/],
+      [{ payment_id: 'txn_b', amount: '500', approval_id: 'apr_00000000000000000000000000000000' }, /no approval apr_0{32} in this tab/],
+      [{ payment_id: 'txn_b', amount: '500', approval_id: 'yes please' }, /apr_ and 32 hex digits/],
+    ];
+    for (const [values, message] of bad) {
+      const shown = await runWith(page, values);
+      expect(shown.data['outcome'], JSON.stringify(values)).toBe('refused');
+      expect(shown.text).toMatch(message);
+      expect(shown.text).toContain('nothing was written');
+    }
+    // An approval that doesn't exist, pressed through Approve.
+    for (const id of ['apr_00000000000000000000000000000000', 'not-an-id', '']) {
+      await page.fill('#request_id', id);
+      const before = await entries(page);
+      await page.click('#approve');
+      const shown = await newest(page, before);
+      expect(shown.data['outcome'], id).toBe('refused');
+      expect(shown.text).toMatch(id === '' ? /no request awaiting a human/ : /ApprovalMismatch: .*unknown/);
+    }
+    expect(await receiptCount(page)).toBe(receipts);
+    expect(await page.getAttribute('#chain', 'data-ok')).toBe('true');
+    // Still working, and the remote untouched by any of it.
+    const ok = await runWith(page, { payment_id: 'txn_b', amount: '500' });
+    expect([ok.data['outcome'], ok.data['remoteCalls']]).toEqual(['executed', '1']);
+  });
+
+  it('is labelled, announces its output, runs from the keyboard, and fits a narrow screen', async () => {
+    const page = await freshPage({ width: 390, height: 844 });
+    const unlabelled = await page.$$eval('input, textarea', (xs) => xs.filter((x) => !(x as HTMLInputElement).labels?.length).map((x) => x.id));
+    expect(unlabelled).toEqual([]);
+    expect(await page.getAttribute('#output', 'role')).toBe('log');
+    expect(await page.getAttribute('#output', 'aria-live')).toBe('polite');
+    // Keyboard: a guide button moves focus to Run; Enter runs it.
+    await page.focus('#fill-1');
+    await page.keyboard.press('Enter');
+    expect(await page.evaluate(() => document.activeElement?.id)).toBe('run');
+    const before = await entries(page);
+    await page.keyboard.press('Enter');
+    expect((await newest(page, before)).data['outcome']).toBe('executed');
+    await page.focus('#fill-2a');
+    await page.keyboard.press('Enter');
+    await page.keyboard.press('Enter');
+    await newest(page, before + 1);
+    await page.focus('#fill-2b');
+    await page.keyboard.press('Enter');
+    expect(await page.evaluate(() => document.activeElement?.id)).toBe('approve');
+    await page.keyboard.press('Enter');
+    expect((await newest(page, before + 2)).data['outcome']).toBe('approved');
+    // Narrow: nothing wider than the screen but the scrolling boxes themselves.
+    expect(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth)).toBe(true);
+    mkdirSync(ARTIFACTS, { recursive: true });
+    await page.screenshot({ path: join(ARTIFACTS, 'playground-narrow.png'), fullPage: true });
+  });
+
+  it('measures the six steps inside the tab', async () => {
+    // Clicked from inside the page, so the time is the page's own (kernel, store, IndexedDB, DOM), not the driver's.
+    const page = await freshPage();
+    const plan = SPEC.map(([id]) => [id, id === '2b' ? 'approve' : 'run'] as const);
+    const ms = await page.evaluate(async (steps) => {
+      const list = document.getElementById('entries')!;
+      const grown = (n: number) =>
+        new Promise<void>((done) => {
+          if (list.children.length >= n) return done();
+          const watch = new MutationObserver(() => {
+            if (list.children.length >= n) {
+              watch.disconnect();
+              done();
+            }
+          });
+          watch.observe(list, { childList: true });
+        });
+      const t0 = performance.now();
+      for (const [id, button] of steps) {
+        const n = list.children.length + 1;
+        document.getElementById(`fill-${id}`)!.click();
+        document.getElementById(button)!.click();
+        await grown(n);
+      }
+      return performance.now() - t0;
+    }, plan);
+    const outcomes = await page.$$eval('#entries > li', (lis) => lis.map((li) => (li as HTMLElement).dataset['outcome']));
+    expect(outcomes).toEqual(SPEC.map(([, want]) => want.outcome));
+    metrics['sixStepsInPageMs'] = Math.round(ms * 10) / 10;
+  });
+});
