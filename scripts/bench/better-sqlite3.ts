@@ -1,0 +1,144 @@
+// better-sqlite3 figures, measured in one run: allowed actions/s through Control.execute on a
+// SQLite file (WAL, synchronous=NORMAL), and the floor — the statements the store ran for one
+// action (recorded), replayed bare through better-sqlite3 with prepared statements in the same
+// BEGIN IMMEDIATE … COMMIT transactions, on a file with the same pragmas. Also Control with
+// synchronous=FULL, for scale.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { Control, createAction, loadPolicy, openSqlStateStore, type SqlDriver, type SqlExecutor, type SqlValue } from '@ctrlrun/kernel';
+import { BetterSqlite3Driver, createBetterSqlite3Store, type BetterSqlite3Database } from '@ctrlrun/store-node/better-sqlite3';
+
+const POLICY = loadPolicy(`schema: ctrlrun.policy/v2
+actions:
+  stripe.refund:
+    effect: "refund:{payment_id}"
+    decision: allow
+`);
+const principal = { agent: 'bench-agent' };
+const dir = mkdtempSync(join(tmpdir(), 'ctrlrun-bench-bs3-'));
+process.on('exit', () => rmSync(dir, { recursive: true, force: true }));
+
+async function rate(ms: number, fn: () => Promise<void> | void): Promise<number> {
+  let n = 0;
+  const start = performance.now();
+  while (performance.now() - start < ms) {
+    await fn();
+    n++;
+  }
+  return n / ((performance.now() - start) / 1000);
+}
+
+function controlOn(store: ConstructorParameters<typeof Control>[0]['store']): () => Promise<void> {
+  const control = new Control({ policy: POLICY, store, logger: { warn() {} } });
+  let i = 0;
+  return async () => {
+    i++;
+    const action = createAction({ name: 'stripe.refund', arguments: { payment_id: `txn_${i}`, amount: 50000 }, principal });
+    await control.execute(action, () => ({ ok: true }));
+  };
+}
+
+// 1. Record the statements of one allowed action, through the same driver class.
+type Op = { kind: 'begin' | 'commit' } | { kind: 'query'; sql: string; params: readonly SqlValue[] };
+const recorded: Op[] = [];
+let recording = false;
+function recorder(inner: SqlDriver): SqlDriver {
+  const wrap = (ex: SqlExecutor): SqlExecutor => ({
+    query: (sql, params = []) => {
+      if (recording) recorded.push({ kind: 'query', sql, params });
+      return ex.query(sql, params);
+    },
+    exec: (sql) => ex.exec(sql),
+  });
+  return {
+    name: inner.name,
+    dialect: inner.dialect,
+    capabilities: inner.capabilities,
+    ...wrap(inner),
+    close: () => inner.close(),
+    async transaction(fn) {
+      if (recording) recorded.push({ kind: 'begin' });
+      const out = await inner.transaction((tx) => fn(wrap(tx)));
+      if (recording) recorded.push({ kind: 'commit' });
+      return out;
+    },
+  };
+}
+{
+  await (await createBetterSqlite3Store(join(dir, 'record.db'))).close();
+  const store = await openSqlStateStore(recorder(new BetterSqlite3Driver(new Database(join(dir, 'record.db')) as unknown as BetterSqlite3Database)));
+  const one = controlOn(store);
+  await one();
+  recording = true;
+  await one();
+  recording = false;
+  await store.close();
+}
+const txPerAction = recorded.filter((o) => o.kind === 'begin').length;
+const statementsPerAction = recorded.filter((o) => o.kind === 'query').length;
+
+// 2. The floor: replay bare, fresh ids per action, on a migrated file with the same pragmas.
+function floorOn(path: string): { one: () => void; close: () => void } {
+  const db = new Database(path, { timeout: 5000 });
+  db.pragma('journal_mode = WAL');
+  db.pragma('synchronous = NORMAL');
+  const begin = db.prepare('BEGIN IMMEDIATE');
+  const commit = db.prepare('COMMIT');
+  const queries = recorded.filter((o): o is Extract<Op, { kind: 'query' }> => o.kind === 'query');
+  const key = String(queries.find((q) => /INSERT INTO effects/.test(q.sql))!.params[0]);
+  const actionId = String(queries.find((q) => /INSERT INTO effects/.test(q.sql))!.params[2]);
+  const statements = new Map(queries.map((q) => [q.sql, db.prepare(q.sql)]));
+  let i = 0;
+  return {
+    one() {
+      i++;
+      let seq: unknown = null;
+      for (const op of recorded) {
+        if (op.kind === 'begin') begin.run();
+        else if (op.kind === 'commit') commit.run();
+        else {
+          const params = op.params.map((p) => (p === key ? `refund:bare_${i}` : p === actionId ? `act_bare_${i}` : typeof p === 'string' && p.startsWith('ctr_') ? `ctr_bare_${i}` : p));
+          if (/^INSERT INTO receipts/.test(op.sql)) params[6] = seq as SqlValue;
+          const st = statements.get(op.sql)!;
+          if (st.reader) {
+            const rows = st.all(...params) as Record<string, unknown>[];
+            if (/receipt_chain/.test(op.sql)) seq = rows[0]!['seq'];
+          } else st.run(...params);
+        }
+      }
+    },
+    close: () => db.close(),
+  };
+}
+
+const ROUND_MS = 2500;
+const best = { control: 0, floor: 0 };
+for (let round = 0; round < 2; round++) {
+  const path = join(dir, `control-${round}.db`);
+  const store = await createBetterSqlite3Store(path);
+  const one = controlOn(store);
+  for (let k = 0; k < 300; k++) await one();
+  best.control = Math.max(best.control, await rate(ROUND_MS, one));
+  await store.close();
+
+  const bare = join(dir, `floor-${round}.db`);
+  await (await createBetterSqlite3Store(bare)).close();
+  const floor = floorOn(bare);
+  for (let k = 0; k < 300; k++) floor.one();
+  best.floor = Math.max(best.floor, await rate(ROUND_MS, floor.one));
+  floor.close();
+}
+
+const full = await createBetterSqlite3Store(join(dir, 'full.db'), { synchronous: 'FULL' });
+const oneFull = controlOn(full);
+for (let k = 0; k < 50; k++) await oneFull();
+const fullRate = await rate(1500, oneFull);
+await full.close();
+
+const fmt = (n: number) => Math.round(n).toLocaleString('en-US');
+console.log(`allowed actions/s (Control)      ${fmt(best.control)}   better-sqlite3 file, WAL, synchronous=NORMAL; ${txPerAction} transactions and ${statementsPerAction} statements per action  (target ≥ 4,000)`);
+console.log(`floor: same SQL bare, actions/s  ${fmt(best.floor)}   prepared, same BEGIN IMMEDIATE … COMMIT transactions, no kernel`);
+console.log(`ratio Control / floor            ${((best.control / best.floor) * 100).toFixed(0)}%   (target ≥ 60%)`);
+console.log(`allowed actions/s, FULL          ${fmt(fullRate)}   the same with synchronous=FULL (every commit synced)`);
