@@ -96,8 +96,7 @@ function floorOn(path: string): { one: () => void; close: () => void } {
       i++;
       let seq: unknown = null;
       for (const op of recorded) {
-        if (op.kind === 'begin') begin.run();
-        else if (op.kind === 'commit') commit.run();
+        if (op.kind !== 'query') (op.kind === 'begin' ? begin : commit).run();
         else {
           const params = op.params.map((p) => (p === key ? `refund:bare_${i}` : p === actionId ? `act_bare_${i}` : typeof p === 'string' && p.startsWith('ctr_') ? `ctr_bare_${i}` : p));
           if (/^INSERT INTO receipts/.test(op.sql)) params[6] = seq as SqlValue;
