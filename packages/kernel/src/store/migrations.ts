@@ -171,6 +171,7 @@ async function migrateInOneTransaction(driver: SqlDriver, dialect: SqlDialect, o
         const refusal = dialect.checkMigrationPrivilege(row);
         if (refusal !== null) throw refuse(`cannot migrate: ${refusal}. Nothing was applied.`, applied, known, running);
       }
+      applying = pending[0]!;
       await tx.exec(sql.createSchemaVersion);
       for (const id of pending) {
         applying = id;
