@@ -1,0 +1,19 @@
+/**
+ * Every command, in the order `ctrlrun --help` lists them.
+ *
+ * @module
+ */
+import type { Command } from '../command.js';
+import { approve, deny } from './approve.js';
+import { delegate, revoke } from './delegate.js';
+import { demo } from './demo.js';
+import { effects } from './effects.js';
+import { init } from './init.js';
+import { inspect } from './inspect.js';
+import { receipts } from './receipts.js';
+import { resolve } from './resolve.js';
+import { stats } from './stats.js';
+import { verify } from './verify.js';
+
+/** The commands this build has, sorted by name. */
+export const COMMANDS: readonly Command[] = [approve, delegate, demo, deny, effects, init, inspect, receipts, resolve, revoke, stats, verify];

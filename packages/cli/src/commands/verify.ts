@@ -1,0 +1,107 @@
+/**
+ * `ctrlrun verify`: proves the declared guarantees against the operator's policy, each in a
+ * scratch store (never the operator's), with fake executors and no network. Exit 0: at least one
+ * applicable guarantee and none failed; 1: a failure; 2: refused or nothing applicable (0/0 is
+ * never a pass); 3: verify itself went wrong.
+ *
+ * @module
+ */
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve as resolvePath } from 'node:path';
+import { loadPolicy, PolicyError } from '@ctrlrun/kernel';
+import {
+  parseOnly,
+  renderVerifyJson,
+  renderVerifyJunit,
+  renderVerifyText,
+  runVerify,
+  verifyBadge,
+  verifyExitCode,
+  VerifyInternalError,
+  VerifyRefusal,
+} from '@ctrlrun/kernel/verify';
+import type { Command } from '../command.js';
+import { banner } from '../control.js';
+import { policyPath } from '../discovery.js';
+import { CliRefusal } from '../errors.js';
+import { VERSION } from '../version.js';
+import { nodeProcessLauncher, sqliteScratch } from '../verify-node.js';
+
+/** A refusal: exit 2. */
+const refuse = (message: string) => new CliRefusal(message, 2);
+
+function readPolicy(path: string): string {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    throw refuse(code === 'ENOENT' ? `no policy at ${path}: run 'ctrlrun init' to write one, or set CTRLRUN_CONFIG` : `the policy ${path} cannot be read: ${(err as Error).message}`);
+  }
+}
+
+export const verify: Command = {
+  name: 'verify',
+  summary: 'prove the declared guarantees against this policy, in scratch stores',
+  positionals: [],
+  options: {
+    authority: { type: 'string', value: 'FILE', help: 'a standalone authority document (not with an inline authority: section)' },
+    json: { type: 'boolean', help: 'the ctrlrun.verify/v1 report on stdout' },
+    junit: { type: 'string', value: 'FILE', help: 'also write JUnit XML to FILE' },
+    only: { type: 'string', value: 'G1,G3', help: 'run only these guarantees (no badge is written)' },
+    badge: { type: 'string', value: 'FILE', help: 'write the shields.io badge document to FILE (complete runs only)' },
+    'store-url': { type: 'string', value: 'URL', help: 'the scratch backend: sqlite (default) or postgresql://… (scratch schemas, dropped after)' },
+  },
+  details:
+    'Exit 0: at least one applicable guarantee, none failed. 1: a guarantee failed. 2: refused (observe mode, a policy that does not load, a bad selection) or none applicable. 3: verify itself went wrong.\nNot applicable is never a pass: it is kept out of the fraction.',
+  async run({ io, values, err }) {
+    try {
+      const path = policyPath(io);
+      const text = readPolicy(path);
+      let mode: string;
+      try {
+        mode = loadPolicy(text, { source: path }).mode;
+      } catch (e) {
+        if (e instanceof PolicyError) throw refuse(e.message);
+        throw e;
+      }
+      if (mode === 'observe') {
+        banner(loadPolicy(text, { source: path }), err);
+        throw refuse(`${path} is in observe mode: nothing is enforced, so no guarantee can hold; verify an enforcing configuration`);
+      }
+      if (values['authority'] !== undefined) throw refuse('--authority: standalone authority documents are not in this build of verify yet');
+      const only = values['only'] === undefined ? null : parseOnly(values['only'] as string);
+      const url = (values['store-url'] as string | undefined) ?? 'sqlite';
+      if (!/^sqlite(:|$)/i.test(url)) {
+        if (/^postgres(ql)?:\/\//i.test(url)) throw refuse('--store-url postgresql://…: PostgreSQL scratch schemas are not in this build yet; use sqlite');
+        throw refuse(`--store-url must be sqlite or postgresql://…, got ${JSON.stringify(url)}`);
+      }
+      const root = mkdtempSync(join(tmpdir(), 'ctrlrun-verify-'));
+      let report;
+      try {
+        report = await runVerify({
+          policyText: text,
+          policyPath: path,
+          only,
+          scratchStore: sqliteScratch(root),
+          launchProcesses: nodeProcessLauncher(root),
+          backend: 'sqlite',
+          version: VERSION,
+        });
+      } finally {
+        rmSync(root, { recursive: true, force: true });
+      }
+      io.stdout(values['json'] === true ? renderVerifyJson(report) : renderVerifyText(report));
+      if (values['junit'] !== undefined) writeFileSync(resolvePath(io.cwd, values['junit'] as string), renderVerifyJunit(report));
+      const code = verifyExitCode(report);
+      const badge = verifyBadge(report);
+      if (values['badge'] !== undefined && badge !== null) writeFileSync(resolvePath(io.cwd, values['badge'] as string), `${JSON.stringify(badge)}\n`);
+      if (code === 2) err('Error: no declared guarantee applies to this policy, and 0/0 is not a pass');
+      return code;
+    } catch (e) {
+      if (e instanceof VerifyRefusal) throw refuse(e.message);
+      if (e instanceof VerifyInternalError) throw new CliRefusal(`verify went wrong: ${e.message}`, 3);
+      throw e;
+    }
+  },
+};

@@ -1,0 +1,93 @@
+/**
+ * Where the policy and the store are (spec 04 §1): the policy is `$CTRLRUN_CONFIG`, else
+ * `./ctrlrun.yaml`; the store is `--store-url`, else `$CTRLRUN_STORE_URL`, else the SQLite file
+ * `$CTRLRUN_STATE`, else `.ctrlrun/state.db` beside the policy.
+ *
+ * @module
+ */
+import { readFileSync } from 'node:fs';
+import { dirname, isAbsolute, resolve } from 'node:path';
+import { InvalidArgument, loadPolicy, PolicyError, type Policy } from '@ctrlrun/kernel';
+import { CliRefusal } from './errors.js';
+import type { CliIo } from './io.js';
+
+/** The policy file name looked for in the working directory. */
+export const POLICY_FILE = 'ctrlrun.yaml';
+/** The state directory beside the policy. */
+export const STATE_DIR = '.ctrlrun';
+/** The default SQLite file in the state directory. */
+export const STATE_FILE = 'state.db';
+
+/** `$NAME`, refusing a set-but-blank value (blank is a mistake, never "use the default"). */
+function envValue(io: CliIo, name: string, error: (m: string) => Error): string | null {
+  const v = io.env[name];
+  if (v === undefined) return null;
+  if (v.trim() === '') throw error(`${name} is set but blank; unset it or give it a value`);
+  return v;
+}
+
+/** The policy path: `$CTRLRUN_CONFIG`, else `./ctrlrun.yaml` (absolute). */
+export function policyPath(io: CliIo): string {
+  const configured = envValue(io, 'CTRLRUN_CONFIG', (m) => new PolicyError(m));
+  return resolve(io.cwd, configured ?? POLICY_FILE);
+}
+
+/** Reads and loads the policy; a missing or malformed file is a `PolicyError` naming it. */
+export function loadPolicyFile(path: string): { policy: Policy; text: string } {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') throw new PolicyError(`no policy at ${path}: run 'ctrlrun init' to write one, or set CTRLRUN_CONFIG`);
+    throw new PolicyError(`the policy ${path} cannot be read: ${(err as Error).message}`);
+  }
+  return { policy: loadPolicy(text, { source: path }), text };
+}
+
+/** Where a store lives. */
+export type StoreTarget =
+  | { readonly kind: 'sqlite'; readonly path: string; readonly isDefault: boolean }
+  | { readonly kind: 'postgres'; readonly url: string };
+
+/** The address `openStore` takes for a target. */
+export function storeAddress(target: StoreTarget): string {
+  return target.kind === 'sqlite' ? `sqlite:${target.path}` : target.url;
+}
+
+/** A target for messages: a file path, or the URL without its password. */
+export function describeTarget(target: StoreTarget): string {
+  if (target.kind === 'sqlite') return target.path;
+  return maskUrl(target.url);
+}
+
+/** The URL with any password replaced by `***`. */
+export function maskUrl(url: string): string {
+  return url.replace(/^([a-z][a-z0-9+.-]*:\/\/[^:/?#@]*:)[^@/?#]*@/i, '$1***@');
+}
+
+/** The default SQLite file: `$CTRLRUN_STATE`, else `.ctrlrun/state.db` beside the policy. */
+export function defaultStatePath(io: CliIo): string {
+  const state = envValue(io, 'CTRLRUN_STATE', (m) => new InvalidArgument(m));
+  if (state !== null) return resolve(io.cwd, state);
+  return resolve(dirname(policyPath(io)), STATE_DIR, STATE_FILE);
+}
+
+/**
+ * Resolves `--store-url` (the flag wins over `$CTRLRUN_STORE_URL`): absent → the default SQLite
+ * file; `sqlite://PATH` (or `sqlite:PATH`) → that file, relative to the working directory;
+ * `postgres://…`/`postgresql://…` → PostgreSQL; anything else → a refusal (exit 1).
+ */
+export function storeTarget(io: CliIo, flag: string | undefined): StoreTarget {
+  const url = flag ?? envValue(io, 'CTRLRUN_STORE_URL', (m) => new CliRefusal(m));
+  if (url === null || url === undefined) return { kind: 'sqlite', path: defaultStatePath(io), isDefault: true };
+  const scheme = /^([A-Za-z][A-Za-z0-9+.-]*):/.exec(url)?.[1]?.toLowerCase();
+  if (scheme === 'sqlite') {
+    const rest = url.slice('sqlite:'.length);
+    const path = rest.startsWith('//') ? rest.slice(2) : rest;
+    if (path === '') throw new CliRefusal(`the store URL ${JSON.stringify(url)} names no file; expected sqlite://<path>`);
+    return { kind: 'sqlite', path: isAbsolute(path) ? path : resolve(io.cwd, path), isDefault: false };
+  }
+  if ((scheme === 'postgres' || scheme === 'postgresql') && url.slice(scheme.length + 1).startsWith('//')) return { kind: 'postgres', url };
+  throw new CliRefusal(`no backend for the store URL ${JSON.stringify(maskUrl(url))}; expected sqlite://<path> or postgresql://…`);
+}

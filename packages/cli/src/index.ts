@@ -1,0 +1,11 @@
+/**
+ * `@ctrlrun/cli`: the `ctrlrun` command, callable in-process as `main(argv, io)`.
+ *
+ * @module
+ */
+export { main } from './main.js';
+export { processIo, type CliIo } from './io.js';
+export { COMMANDS } from './commands/index.js';
+export { VERSION } from './version.js';
+export { CliRefusal, UsageError } from './errors.js';
+export type { Command, Invocation, OptionSpec } from './command.js';

@@ -1,0 +1,29 @@
+/**
+ * What a command may touch of its process: output streams, the working directory and the
+ * environment. `main` takes these as an argument so tests run commands in-process with their own
+ * directory and environment, and the bin passes the real ones.
+ *
+ * @module
+ */
+
+/** The process as a command sees it. */
+export interface CliIo {
+  /** Writes text to standard output as is (commands add the newlines). */
+  stdout(text: string): void;
+  /** Writes text to standard error as is. */
+  stderr(text: string): void;
+  /** The directory relative paths are resolved against. */
+  readonly cwd: string;
+  /** The environment (`CTRLRUN_CONFIG`, `CTRLRUN_STATE`, `CTRLRUN_STORE_URL`, `CTRLRUN_ENVIRONMENT`). */
+  readonly env: Readonly<Record<string, string | undefined>>;
+}
+
+/** The real process. */
+export function processIo(): CliIo {
+  return {
+    stdout: (text) => void process.stdout.write(text),
+    stderr: (text) => void process.stderr.write(text),
+    cwd: process.cwd(),
+    env: process.env,
+  };
+}
