@@ -121,6 +121,25 @@ describe('POST /v1/actions', () => {
     expect(keyless.json).toMatchObject({ status: 'committed', effectKey: null });
   });
 
+  it('the resource: the policy\'s template when it has one (another is 400), else the body\'s; both are hashed', async () => {
+    const h = await harness();
+    const templated = await h.call('POST', '/v1/actions', AGENT, { name: 'db.drop', arguments: { table: 'orders' } });
+    expect(templated.json).toMatchObject({ status: 'committed', result: { dropped: 'orders', resource: 'table:orders' } });
+    expect((await h.call('POST', '/v1/actions', AGENT, { name: 'db.drop', arguments: { table: 'orders' }, resource: 'table:orders' })).status).toBe(200);
+    const other = await h.call('POST', '/v1/actions', AGENT, { name: 'db.drop', arguments: { table: 'orders' }, resource: 'table:users' });
+    expect(other.status).toBe(400);
+    expect(other.json['error']).toMatchObject({ path: '$.resource' });
+    const before = await h.counts();
+    const unresolvable = await h.call('POST', '/v1/actions', AGENT, { name: 'db.drop', arguments: {} });
+    expect(unresolvable.status).toBe(400);
+    expect(unresolvable.json['error']).toMatchObject({ path: '$.arguments', message: expect.stringContaining('table:{table}') });
+    expect(await h.counts()).toEqual(before);
+    const given = await h.call('POST', '/v1/actions', AGENT, { name: 'free.form', arguments: {}, resource: 'db:orders' });
+    const bare = await h.call('POST', '/v1/actions', AGENT, { name: 'free.form', arguments: {} });
+    expect(given.json['actionHash']).not.toBe(bare.json['actionHash']);
+    expect(JSON.parse((await h.store.receipts()).at(-2)!.json!)).toMatchObject({ resource: 'db:orders' });
+  });
+
   it('400 names the field for a bad body, and writes nothing', async () => {
     const h = await harness();
     const cases: [unknown, string][] = [
@@ -129,6 +148,7 @@ describe('POST /v1/actions', () => {
       [{ name: 'stripe.refund', arguments: [1] }, '$.arguments'],
       [{ name: 'stripe.refund', arguments: {}, approvalId: 7 }, '$.approvalId'],
       [{ name: 'stripe.refund', arguments: {}, extra: true }, '$["extra"]'],
+      [{ name: 'stripe.refund', arguments: { payment_id: 'p', amount: 1, data_scope: ['pci'] } }, '$.arguments.data_scope'],
       ['{"name":"stripe.refund","arguments":{"list":[1,2,{"x":1e3}]}}', '$.arguments.list[2].x'],
       ['{"name":"stripe.refund","name":"x"}', '$.name'],
       ['{"name":"stripe.refund","arguments":{"a b":-0}}', '$.arguments["a b"]'],
@@ -242,6 +262,25 @@ describe('approvals, effects and receipts (operator)', () => {
     await driver.query(`UPDATE receipts SET json = replace(json, '"amount":1', '"amount":9') WHERE seq = 1`, []);
     const verify = await h.call('GET', '/v1/receipts/verify', OPERATOR);
     expect(verify.json).toMatchObject({ ok: false, breaks: expect.arrayContaining([expect.objectContaining({ name: 'content_altered', seq: 1 })]) });
+  });
+});
+
+describe('a custom authenticator (the shape a JWT provider fills)', () => {
+  it('its principal, claims and issuer go onto the action; a principal the kernel refuses is 401', async () => {
+    const h = await harness({
+      auth: async (request) => {
+        const who = request.headers.get('x-test-who');
+        if (who === null) return null;
+        return { role: 'agent', principal: { agent: who, user: 'u-7', claims: { tenant: 'acme' }, issuer: 'https://idp.example' } };
+      },
+    });
+    const ok = await h.app.request('/v1/actions', { method: 'POST', headers: { 'x-test-who': 'jwt-agent', 'content-type': 'application/json' }, body: JSON.stringify({ name: 'free.form', arguments: {} }) });
+    expect(ok.status).toBe(200);
+    expect(JSON.parse((await h.store.receipts())[0]!.json!)).toMatchObject({ principal: { agent: 'jwt-agent', user: 'u-7', claims: { tenant: 'acme' }, issuer: 'https://idp.example' } });
+    const bad = await h.app.request('/v1/actions', { method: 'POST', headers: { 'x-test-who': '', 'content-type': 'application/json' }, body: JSON.stringify({ name: 'free.form', arguments: {} }) });
+    expect(bad.status).toBe(401);
+    expect(((await bad.json()) as { error: { message: string } }).error.message).toMatch(/principal is not valid/);
+    expect((await h.app.request('/v1/receipts')).status).toBe(401);
   });
 });
 

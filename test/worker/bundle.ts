@@ -5,8 +5,9 @@
  * - workerd: `--platform=neutral` with browser main fields and the `browser` condition, so
  *   sql.js's browser build goes in; its `.wasm` import stays external and is handed to the
  *   worker as a CompiledWasm module (what wrangler does with a `.wasm` import).
- * - Deno: `sql.js` stays external and resolves from `node_modules` (run from the repository root
- *   with `--node-modules-dir=manual`).
+ * - Deno: `sql.js` and the server stores' drivers stay external and resolve from `node_modules`
+ *   (run from the repository root with `--node-modules-dir=manual`); `@ctrlrun/store-node` is
+ *   bundled, so the store and the app share one copy of the kernel.
  */
 import { createRequire } from 'node:module';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
@@ -43,6 +44,8 @@ export interface WorkerdBundle {
   /** The module name the script imports the `.wasm` under. */
   wasmName: string;
   wasm: Uint8Array;
+  /** Every source file that went in (repository-relative). */
+  inputs: string[];
 }
 
 export async function bundleWorkerd(name = 'workerd'): Promise<WorkerdBundle> {
@@ -60,7 +63,7 @@ export async function bundleWorkerd(name = 'workerd'): Promise<WorkerdBundle> {
     },
   };
   const scriptPath = join(out, `${name}.mjs`);
-  await build({
+  const result = await build({
     ...shared,
     entryPoints: [join(root, 'worker', 'src', 'workerd.ts')],
     outfile: scriptPath,
@@ -71,14 +74,22 @@ export async function bundleWorkerd(name = 'workerd'): Promise<WorkerdBundle> {
     plugins: [wasmPlugin],
   });
   if (wasmPaths.length !== 1) throw new Error(`expected one .wasm import in the workerd bundle, found ${wasmPaths.length}`);
-  return { script: await readFile(scriptPath, 'utf8'), scriptPath, wasmName: basename(wasmPaths[0]!), wasm: await readFile(wasmPaths[0]!) };
+  return { script: await readFile(scriptPath, 'utf8'), scriptPath, wasmName: basename(wasmPaths[0]!), wasm: await readFile(wasmPaths[0]!), inputs: Object.keys(result.metafile!.inputs) };
 }
 
 export async function bundleDeno(name = 'deno'): Promise<string> {
   await mkdir(out, { recursive: true });
   await writeFile(join(out, 'package.json'), '{ "type": "module" }\n');
   const outfile = join(out, `${name}.mjs`);
-  await build({ ...shared, entryPoints: [join(root, 'worker', 'src', 'deno.ts')], outfile, platform: 'neutral', mainFields: ['module', 'main'], external: ['sql.js'] });
+  // store-node goes in (one kernel in the process); its database drivers resolve from node_modules.
+  await build({
+    ...shared,
+    entryPoints: [join(root, 'worker', 'src', 'deno.ts')],
+    outfile,
+    platform: 'neutral',
+    mainFields: ['module', 'main'],
+    external: ['sql.js', 'better-sqlite3', 'pg', '@electric-sql/pglite', 'node:*'],
+  });
   return relative(root, outfile);
 }
 

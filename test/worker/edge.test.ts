@@ -107,8 +107,8 @@ describe('the JSON path of a refused float', () => {
   });
 });
 
-const names = fc.constantFrom('stripe.refund', 'flaky.charge', 'free.form', 'upstream.call', 'unknown.thing');
-const args = fc.dictionary(fc.constantFrom('payment_id', 'amount', 'id', 'mode', 'x', '__proto__', 'data_scope'), fc.jsonValue({ maxDepth: 2 }), { maxKeys: 4 });
+const names = fc.constantFrom('stripe.refund', 'flaky.charge', 'free.form', 'db.drop', 'upstream.call', 'unknown.thing');
+const args = fc.dictionary(fc.constantFrom('payment_id', 'amount', 'id', 'mode', 'table', 'resource', 'x', '__proto__', 'data_scope'), fc.jsonValue({ maxDepth: 2 }), { maxKeys: 4 });
 const plausible = fc.record(
   { name: fc.oneof(names, fc.string()), arguments: fc.oneof(args, fc.jsonValue({ maxDepth: 1 })), effectKey: fc.oneof(fc.string(), fc.constant(null)), approvalId: fc.oneof(fc.string(), fc.integer()), resource: fc.string() },
   { requiredKeys: [] },

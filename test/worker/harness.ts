@@ -25,6 +25,9 @@ actions:
     decision: allow
   free.form:
     decision: allow
+  db.drop:
+    resource: "table:{table}"
+    decision: allow
 `;
 
 /**
@@ -44,6 +47,7 @@ export function testExecutors(calls: string[]): Record<string, ActionExecutor> {
       return { charged: args['id'] ?? null, big: 123456789012345678901234567890n };
     },
     'free.form': (args) => ({ echo: args }),
+    'db.drop': (args, context) => ({ dropped: args['table'] ?? null, resource: context.action.resource }),
   };
 }
 

@@ -4,6 +4,7 @@
  */
 import { join } from 'node:path';
 import { Miniflare } from 'miniflare';
+import { expect, it } from 'vitest';
 import { bundleWorkerd, COMPATIBILITY_DATE, out } from './bundle.js';
 import { describeWorkerHttp, TEST_ENV } from './http.case.js';
 
@@ -27,4 +28,12 @@ describeWorkerHttp('workerd (miniflare, Node compatibility off)', async () => {
     },
     close: () => mf.dispose(),
   };
+});
+
+it('the workerd bundle carries the kernel, sql.js and hono, and nothing of store-node or Node', async () => {
+  const { inputs } = await bundleWorkerd('workerd-inputs');
+  expect(inputs.some((i) => i.startsWith('packages/kernel/src/'))).toBe(true);
+  expect(inputs.some((i) => i.includes('node_modules/sql.js/dist/sql-wasm-browser.js'))).toBe(true);
+  expect(inputs.some((i) => i.includes('node_modules/hono/'))).toBe(true);
+  expect(inputs.filter((i) => i.startsWith('packages/store-node/') || i.startsWith('node:') || i.includes('@hono/node-server') || i.endsWith('worker/src/node.ts'))).toEqual([]);
 });

@@ -12,6 +12,7 @@ import {
   ApprovalMismatch,
   ApprovalRequired,
   createAction,
+  createPrincipal,
   describeError,
   Mutex,
   IdentityError,
@@ -108,6 +109,8 @@ function parseActionRequest(body: JsonValue): ActionRequest {
   if (typeof name !== 'string' || name === '') throw badRequest('name must be a non-empty string (the action name the policy matches)', '$.name');
   const args = body['arguments'] ?? {};
   if (!isObject(args)) throw badRequest('arguments must be a JSON object', '$.arguments');
+  // As protect refuses it: the policy derives data_scope, so an agent may not supply one.
+  if (Object.prototype.hasOwnProperty.call(args, 'data_scope')) throw badRequest('an argument may not be named data_scope: it is derived by the policy', '$.arguments.data_scope');
   const effectKey = optionalString(body, 'effectKey');
   return { name, arguments: args, resource: optionalString(body, 'resource'), effectKey: effectKey ?? undefined, approvalId: optionalString(body, 'approvalId') ?? null };
 }
@@ -255,6 +258,15 @@ export function createApp(options: AppOptions): App {
     }
     if (identity === null) return errorResponse(401, 'ERR_IDENTITY', 'a bearer credential is required (Authorization: Bearer <token>)', {}, { 'www-authenticate': 'Bearer' });
     if (!roles.includes(identity.role)) return errorResponse(403, 'ERR_FORBIDDEN', `an ${identity.role} credential cannot ${what}`);
+    if (identity.role === 'agent') {
+      // A principal the kernel would refuse is the credential's fault, not the body's.
+      try {
+        createPrincipal(identity.principal);
+      } catch (err) {
+        if (!(err instanceof InvalidArgument)) throw err;
+        return errorResponse(401, 'ERR_IDENTITY', `the credential's principal is not valid: ${err.message}`, {}, { 'www-authenticate': 'Bearer error="invalid_token"' });
+      }
+    }
     c.set('identity', identity);
     await next();
     return undefined;
@@ -270,7 +282,13 @@ export function createApp(options: AppOptions): App {
     const entry = control.policy.action(request.name);
     let resource = request.resource ?? null;
     if (entry?.resource) {
-      const resolved = resolveResourceTemplate(entry.resource, request.arguments);
+      let resolved: string;
+      try {
+        resolved = resolveResourceTemplate(entry.resource, request.arguments);
+      } catch (err) {
+        if (err instanceof InvalidArgument) throw badRequest(`the policy's resource template ${entry.resource}: ${err.message}`, '$.arguments');
+        throw err;
+      }
       if (request.resource !== undefined && request.resource !== resolved) {
         throw badRequest(`resource ${JSON.stringify(request.resource)} is not the policy's ${JSON.stringify(resolved)} for these arguments`, '$.resource');
       }

@@ -55,7 +55,10 @@ export async function startNodeWorker(options: { env?: WorkerEnv; port?: number;
 }
 
 if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  const worker = await startNodeWorker();
+  const worker = await startNodeWorker().catch((err: unknown) => {
+    console.error(`error: ${err instanceof Error ? err.message : String(err)}`);
+    return process.exit(1);
+  });
   const stop = (): void => {
     void worker.close().finally(() => process.exit(0));
   };

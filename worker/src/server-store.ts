@@ -5,22 +5,19 @@
  *
  * @module
  */
-import { InvalidArgument, MissingDependency, type StateStore } from '@ctrlrun/kernel';
+import { MissingDependency, type StateStore } from '@ctrlrun/kernel';
 
 /** Opens the store `url` names through `@ctrlrun/store-node`. */
 export async function openServerStore(url: string): Promise<StateStore> {
-  // A variable specifier: bundlers leave it alone, and the type does not tie the app to store-node.
-  const specifier = '@ctrlrun/store-node';
-  let mod: { openStore?: unknown };
+  let mod: typeof import('@ctrlrun/store-node');
   try {
-    mod = (await import(specifier)) as { openStore?: unknown };
+    mod = await import('@ctrlrun/store-node');
   } catch (err) {
-    throw new MissingDependency(specifier, specifier, { message: `DATABASE_URL is set but ${specifier} could not be loaded (${err instanceof Error ? err.message : String(err)}): npm install ${specifier}` });
+    throw new MissingDependency('@ctrlrun/store-node', '@ctrlrun/store-node', {
+      message: `DATABASE_URL is set but @ctrlrun/store-node could not be loaded (${err instanceof Error ? err.message : String(err)}): npm install @ctrlrun/store-node`,
+    });
   }
-  if (typeof mod.openStore !== 'function') {
-    throw new InvalidArgument(`DATABASE_URL is set but this build of ${specifier} has no openStore(url); unset DATABASE_URL to use the in-memory sql.js store`);
-  }
-  return (await (mod.openStore as (url: string) => Promise<StateStore>)(url));
+  return mod.openStore(url);
 }
 
 /** `DATABASE_URL` with any password masked, for the startup lines. */
