@@ -346,7 +346,7 @@ function loadPg(): Promise<{ Pool: new (config: object) => PgPoolLike }> {
     (err: unknown) => {
       pgModule = undefined;
       const code = (err as { code?: unknown })?.code;
-      if ((code === 'ERR_MODULE_NOT_FOUND' || code === 'MODULE_NOT_FOUND') && /'pg'|"pg"|\bpg\b/.test(message(err))) {
+      if ((code === 'ERR_MODULE_NOT_FOUND' || code === 'MODULE_NOT_FOUND') && /['"]pg['"]/.test(message(err))) {
         throw new MissingDependency('pg', INSTALL, { message: `pg is not installed; the PostgreSQL store needs it: npm install ${INSTALL}` });
       }
       throw new StoreError(`[pg] loading pg failed: ${message(err)}`, { cause: err });
@@ -370,7 +370,7 @@ export async function openPgStore(url: string, options: PgStoreOptions = {}): Pr
     return await openOn(new PgDriver(pool, { schema: options.schema, freshClient: options.freshClient, ownsPool: true }), options);
   } catch (err) {
     // Name the address (without its password) in connection failures.
-    if (err instanceof StoreError && !(err instanceof MissingDependency)) {
+    if (err instanceof StoreError) {
       throw new StoreError(`[pg] ${url.replace(/\/\/[^@/]*@/, '//***@')}: ${message(err)}`, { sql: err.sql, cause: err });
     }
     throw err;

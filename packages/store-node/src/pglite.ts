@@ -246,7 +246,7 @@ function loadPglite(): Promise<PgliteConstructor> {
     (err: unknown) => {
       pgliteModule = undefined;
       const code = (err as { code?: unknown })?.code;
-      if ((code === 'ERR_MODULE_NOT_FOUND' || code === 'MODULE_NOT_FOUND') && /pglite/.test(message(err))) {
+      if ((code === 'ERR_MODULE_NOT_FOUND' || code === 'MODULE_NOT_FOUND') && /['"]@electric-sql\/pglite['"]/.test(message(err))) {
         throw new MissingDependency('@electric-sql/pglite', INSTALL, { message: `@electric-sql/pglite is not installed; the PGlite store needs it: npm install ${INSTALL}` });
       }
       throw new StoreError(`[pglite] loading @electric-sql/pglite failed: ${message(err)}`, { cause: err });

@@ -1,0 +1,151 @@
+/**
+ * The pg and PGlite drivers themselves: the optional peers (a missing one is MissingDependency,
+ * through openStore too), argument checks, who owns the pool, a lazy pool, the URL form with a
+ * schema in `options`, and Table A's first row on a real server — a connection killed before
+ * COMMIT is a failed write (rolled back, raised, not ambiguous) and the pool recovers.
+ */
+import { spawnSync } from 'node:child_process';
+import { resolve } from 'node:path';
+import { AmbiguousWrite, InvalidArgument, StoreError, buildReceipt, createAction, openSqlStateStore } from '@ctrlrun/kernel';
+import { openStore } from '@ctrlrun/store-node';
+import { PgDriver, PgStore, createPgStore, openPgStore } from '@ctrlrun/store-node/pg';
+import { createPgliteStore } from '@ctrlrun/store-node/pglite';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describePg, freshDatabase, type FreshDatabase } from '../support/pg-cluster.js';
+
+const ROOT = resolve(import.meta.dirname, '..', '..');
+const NODE_FLAGS = ['--conditions=@ctrlrun/source', '--import', 'tsx'];
+/** Resolution hooks that make `pg` and `@electric-sql/pglite` unresolvable, as where they were never installed. */
+const HIDE = `
+export async function resolve(specifier, context, next) {
+  if (specifier === 'pg' || specifier.startsWith('pg/') || specifier.startsWith('@electric-sql/pglite')) {
+    const err = new Error("Cannot find package '" + specifier + "' imported from " + context.parentURL);
+    err.code = 'ERR_MODULE_NOT_FOUND';
+    throw err;
+  }
+  return next(specifier, context);
+}`;
+const HIDE_IMPORT = `data:text/javascript,${encodeURIComponent(`import { register } from 'node:module'; register(${JSON.stringify(`data:text/javascript,${encodeURIComponent(HIDE)}`)});`)}`;
+
+describe('the optional peers', () => {
+  it('a missing pg or PGlite is MissingDependency naming the install, through openStore', () => {
+    const script = `
+      import { openStore } from '@ctrlrun/store-node';
+      const out = [];
+      for (const url of ['postgres://nobody@127.0.0.1:1/none', 'pglite:']) {
+        try { await openStore(url); out.push({ opened: url }); }
+        catch (e) { out.push({ name: e.name, code: e.code, message: e.message }); }
+      }
+      console.log(JSON.stringify(out));`;
+    const r = spawnSync(process.execPath, [...NODE_FLAGS, '--import', HIDE_IMPORT, '--input-type=module', '-e', script], { encoding: 'utf8', cwd: ROOT });
+    expect(r.status, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout.trim())).toEqual([
+      { name: 'MissingDependency', code: 'ERR_MISSING_DEPENDENCY', message: 'pg is not installed; the PostgreSQL store needs it: npm install pg@8' },
+      { name: 'MissingDependency', code: 'ERR_MISSING_DEPENDENCY', message: '@electric-sql/pglite is not installed; the PGlite store needs it: npm install @electric-sql/pglite' },
+    ]);
+  });
+});
+
+describe('arguments', () => {
+  it('refuses what is not a pool, a PGlite, an options object or a schema name', async () => {
+    await expect(createPgStore({} as never)).rejects.toBeInstanceOf(InvalidArgument);
+    await expect(createPgStore(null as never)).rejects.toBeInstanceOf(InvalidArgument);
+    await expect(createPgliteStore({ query() {} } as never)).rejects.toBeInstanceOf(InvalidArgument);
+    const pool = new pg.Pool();
+    await expect(createPgStore(pool, null as never)).rejects.toBeInstanceOf(InvalidArgument);
+    await expect(createPgStore(pool, { schema: '' })).rejects.toThrow(/schema "" is not a usable name/);
+    await expect(createPgStore(pool, { schema: 'a\u0000b' })).rejects.toBeInstanceOf(InvalidArgument);
+    await expect(createPgStore(pool, { readOnly: 'yes' as never })).rejects.toThrow(/readOnly must be a boolean/);
+    await expect(openPgStore('mysql://x')).rejects.toThrow(/postgres:\/\/ or postgresql:\/\//);
+    await pool.end();
+  });
+
+  it('a lazy pool function that returns something else is refused when first used', async () => {
+    await expect(createPgStore(async () => ({}) as never)).rejects.toThrow(/must return a pg.Pool/);
+  });
+});
+
+describePg('the pg driver on a server', (server) => {
+  let db: FreshDatabase;
+  let pool: pg.Pool;
+  beforeAll(async () => {
+    db = await freshDatabase(server.url, 'driver');
+    pool = new pg.Pool({ connectionString: db.url, max: 4 });
+    pool.on('error', () => undefined);
+  });
+  afterAll(async () => {
+    await pool?.end();
+    await db?.drop();
+  });
+
+  it('a pool passed in stays the caller\u2019s; a lazy pool is asked for once', async () => {
+    await db.createSchema('owned');
+    let asked = 0;
+    const store = await createPgStore(async () => (asked++, pool), { schema: 'owned' });
+    await store.reserveEffect('refund:o', 'act_o', 60_000);
+    await store.getEffect('refund:o');
+    await store.close();
+    expect(asked).toBe(1);
+    expect((await pool.query('SELECT 1 AS one')).rows).toEqual([{ one: 1 }]); // not ended
+  });
+
+  it('without a schema the role\u2019s current schema is used; a URL can name one in options', async () => {
+    const inPublic = await createPgStore(pool);
+    expect(inPublic.schema).toBe('public');
+    await inPublic.close();
+    await db.createSchema('by_url');
+    const store = await openStore(db.urlFor('by_url'));
+    expect(store).toBeInstanceOf(PgStore);
+    expect((store as PgStore).schema).toBe('by_url');
+    await store.reserveEffect('refund:u', 'act_u', 60_000);
+    await store.close();
+    expect(await db.sql('SELECT effect_key FROM by_url.effects')).toEqual([{ effect_key: 'refund:u' }]);
+  });
+
+  it('the kernel alone opens a pg driver with the default (public) dialect', async () => {
+    const driver = new PgDriver(pool);
+    const store = await openSqlStateStore(driver);
+    expect(store.dialect).toBe('postgres');
+    await store.close();
+  });
+
+  it('Table A, row 1: a connection killed before COMMIT is a failed write — rolled back, raised, never ambiguous — and the pool recovers', async () => {
+    await db.createSchema('killed');
+    const store = await createPgStore(pool, { schema: 'killed' });
+    const action = createAction({ name: 'stripe.refund', arguments: { amount: 1 }, principal: { agent: 'a' } });
+    const draft = (id: string) => ({
+      receiptId: id, actionId: action.actionId, effectKey: null, result: 'committed', finishedAt: '2026-01-01T12:00:01.000Z',
+      document: buildReceipt(action, {
+        receiptId: id, decision: 'allow', decisionReason: 'rule[0]', approvalId: null, approver: null, effectKey: null, attempt: 1, result: 'committed',
+        execution: 'committed', error: null, startedAt: '2026-01-01T12:00:00.000Z', finishedAt: '2026-01-01T12:00:01.000Z', policyHash: `sha256:${'a'.repeat(64)}`, policyVersion: null, controls: [],
+      }).document,
+    });
+    // Hold the head row's lock so the receipt write waits inside its transaction, then kill that backend.
+    const holder = new pg.Client({ connectionString: db.url });
+    await holder.connect();
+    await holder.query('BEGIN');
+    await holder.query('UPDATE killed.receipt_chain SET seq = seq WHERE id = 1');
+    const write = store.putReceipt(draft('ctr_killed')).then(() => null, (e: unknown) => e);
+    let victim: number | undefined;
+    while (victim === undefined) {
+      const rows = await db.sql<{ pid: number }>("SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%receipt_chain%'");
+      victim = rows[0]?.pid;
+    }
+    await db.sql('SELECT pg_terminate_backend($1)', [victim]);
+    const err = await write;
+    expect(err).toBeInstanceOf(StoreError);
+    expect(err).not.toBeInstanceOf(AmbiguousWrite);
+    await holder.query('ROLLBACK');
+    await holder.end();
+    expect(await store.chainHead()).toMatchObject({ seq: 0 });
+    expect(await db.sql('SELECT receipt_id FROM killed.receipts')).toEqual([]);
+    // The pool dropped the dead client: the next writes go through.
+    const stored = await store.putReceipt(draft('ctr_after'));
+    expect(stored.seq).toBe(1);
+    // The same receipt id again: ON CONFLICT rolls the head back and returns the stored row.
+    expect(await store.putReceipt(draft('ctr_after'))).toEqual(stored);
+    expect(await store.chainHead()).toMatchObject({ seq: 1, hash: stored.hash });
+    await store.close();
+  });
+});
