@@ -1,22 +1,14 @@
 /** Fixtures for the worker's Node-only tests: the app over a real sql.js store, and an HTTP caller. */
 import { Control, loadPolicy, NotExecuted, sequentialIds, type StateStore } from '@ctrlrun/kernel';
+import { TRY_IT_POLICY_YAML } from '@ctrlrun/kernel/try-it';
 import { createSqlJsStore } from '@ctrlrun/store-sqljs';
 import { createApp, staticTokens, type ActionExecutor, type App, type AppOptions } from '../../worker/src/index.js';
 
 export const AGENT = 'agent-token-for-app-tests-01';
 export const OPERATOR = 'operator-token-for-app-tests';
 
-export const POLICY = `schema: ctrlrun.policy/v2
-actions:
-  stripe.refund:
-    effect: "refund:{payment_id}"
-    rules:
-      - when: { amount_gte: 0, amount_lte: 100000 }
-        decision: allow
-      - when: { amount_gte: 0, amount_lte: 1000000 }
-        decision: approve
-      - decision: deny
-  flaky.charge:
+/** The playground's policy (`stripe.refund`), and a few more actions for the other paths. */
+export const POLICY = `${TRY_IT_POLICY_YAML}  flaky.charge:
     effect: "charge:{id}"
     decision: allow
   upstream.call:

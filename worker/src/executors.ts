@@ -72,13 +72,15 @@ const CONNECT_CODES = new Set([
   'CERT_HAS_EXPIRED',
 ]);
 
-/** Deno's and workerd's wording for failures that happen before a byte of the request is sent. */
+/** Deno's wording for failures that happen before a byte of the request is sent. */
 const CONNECT_MESSAGES = /connection refused|tcp connect error|dns error|failed to lookup address|name or service not known|invalid peer certificate|certificate verify failed/i;
 
 /**
  * Whether `error` (a fetch rejection) proves the request never left: a refused connection,
- * an unresolvable name, a failed TLS handshake. Reads `code`, `cause` and messages across
- * Node (undici), Deno and workerd; anything it does not recognise is "maybe sent".
+ * an unresolvable name, a failed TLS handshake. Reads `code`, `cause` and messages of Node
+ * (undici) and Deno; anything it does not recognise is "maybe sent". workerd reports a refused
+ * connection as "Network connection lost.", the same words as a reset after sending, so there
+ * every failed call is AMBIGUOUS (checked with workerd 1.20260426).
  */
 export function neverConnected(error: unknown): boolean {
   let e: unknown = error;

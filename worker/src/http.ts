@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { InvalidArgument, isKernelError, orderedJson, parseJson, type JsonValue } from '@ctrlrun/kernel';
+import { InvalidArgument, isKernelError, orderedJson, parseJson, type ErrorCode, type JsonValue } from '@ctrlrun/kernel';
 
 /** Codes the worker adds for refusals the kernel has no class for (HTTP-level ones). */
 export type WorkerErrorCode =
@@ -19,9 +19,9 @@ export type WorkerErrorCode =
 /** A refusal with an HTTP status; `details` are merged into the error object. */
 export class HttpError extends Error {
   readonly status: number;
-  readonly code: string;
+  readonly code: WorkerErrorCode | ErrorCode;
   readonly details: Readonly<Record<string, JsonValue>>;
-  constructor(status: number, code: string, message: string, details: Record<string, JsonValue> = {}) {
+  constructor(status: number, code: WorkerErrorCode | ErrorCode, message: string, details: Record<string, JsonValue> = {}) {
     super(message);
     this.name = 'HttpError';
     this.status = status;
