@@ -7,7 +7,7 @@ import { Control, createAction, loadPolicy, type StateStore } from '@ctrlrun/ker
 import { createPgStore } from '@ctrlrun/store-node/pg';
 import { createPgliteStore } from '@ctrlrun/store-node/pglite';
 import pg from 'pg';
-import { findServerBinaries, freshDatabase, startCluster, type PgCluster } from '../../test/support/pg-cluster.ts';
+import { findServerBinaries, freshDatabase, startCluster, type PgCluster } from '../../test/support/pg-cluster.js';
 
 const policy = loadPolicy(`schema: ctrlrun.policy/v2
 actions:
