@@ -12,7 +12,7 @@ import { createInterface } from 'node:readline';
 import { Control, loadPolicy, parseJson, protect, type JsonObject } from '@ctrlrun/kernel';
 import { isObject } from './format.js';
 import { describeOutcome } from '@ctrlrun/kernel/verify';
-import { openStore } from '@ctrlrun/store-node';
+import { openAddress } from './stores.js';
 
 const lines = createInterface({ input: process.stdin })[Symbol.asyncIterator]();
 const first = await lines.next();
@@ -21,7 +21,7 @@ const args = orders['arguments'];
 if (!isObject(args)) throw new Error('g4-child: the orders carry no arguments');
 const principal = orders['principal'] as { agent: string; user: string | null };
 
-const store = await openStore(orders['locator'] as string);
+const store = await openAddress(orders['locator'] as string);
 const control = new Control({
   policy: loadPolicy(orders['policyText'] as string, { source: orders['policySource'] as string }),
   store,

@@ -8,10 +8,36 @@
  */
 import { existsSync, mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
-import type { StateStore } from '@ctrlrun/kernel';
+import type { Clock, StateStore } from '@ctrlrun/kernel';
 import { openStore } from '@ctrlrun/store-node';
 import { describeTarget, storeAddress, type StoreTarget } from './discovery.js';
 import { CliRefusal } from './errors.js';
+
+/** The query parameter naming the PostgreSQL schema; peeled off before the driver sees the URL. */
+export const SCHEMA_PARAM = 'ctrlrun_schema';
+
+/** A PostgreSQL URL without `ctrlrun_schema`, and the schema it named (null: the role's current schema). */
+export function peelSchema(url: string): { url: string; schema: string | null } {
+  const q = url.indexOf('?');
+  if (q < 0) return { url, schema: null };
+  const params = new URLSearchParams(url.slice(q + 1));
+  const schema = params.get(SCHEMA_PARAM);
+  if (schema === null) return { url, schema: null };
+  params.delete(SCHEMA_PARAM);
+  const rest = params.toString();
+  return { url: rest === '' ? url.slice(0, q) : `${url.slice(0, q)}?${rest}`, schema };
+}
+
+/**
+ * Opens a store by address: a SQLite file (`sqlite:PATH`) through `openStore`, a PostgreSQL URL
+ * through the pg driver with `ctrlrun_schema` peeled off into the schema option.
+ */
+export async function openAddress(address: string, options: { readOnly?: boolean; clock?: Clock } = {}): Promise<StateStore> {
+  if (!/^postgres(ql)?:\/\//i.test(address)) return openStore(address, options);
+  const { openPgStore } = await import('@ctrlrun/store-node/pg');
+  const { url, schema } = peelSchema(address);
+  return openPgStore(url, { ...options, ...(schema !== null ? { schema } : {}), logger: { warn: () => {} } });
+}
 
 function refusal(target: StoreTarget, err: unknown, hint: string): CliRefusal {
   const message = err instanceof Error ? err.message : String(err);
@@ -24,7 +50,7 @@ export async function openReader(target: StoreTarget): Promise<StateStore> {
     throw new CliRefusal(`no store at ${target.path}: nothing has been recorded there yet (a writer creates it: your protected code, or ctrlrun delegate)`);
   }
   try {
-    return await openStore(storeAddress(target), { readOnly: true });
+    return await openAddress(storeAddress(target), { readOnly: true });
   } catch (err) {
     throw refusal(target, err, ' (this command creates and migrates nothing; a writer does)');
   }
@@ -43,7 +69,7 @@ export async function openAnswerer(target: StoreTarget, precheck: (reader: State
     await reader.close();
   }
   try {
-    return await openStore(storeAddress(target));
+    return await openAddress(storeAddress(target));
   } catch (err) {
     throw refusal(target, err, '');
   }
@@ -53,7 +79,7 @@ export async function openAnswerer(target: StoreTarget, precheck: (reader: State
 export async function openWriter(target: StoreTarget): Promise<StateStore> {
   if (target.kind === 'sqlite') mkdirSync(dirname(target.path), { recursive: true });
   try {
-    return await openStore(storeAddress(target));
+    return await openAddress(storeAddress(target));
   } catch (err) {
     throw refusal(target, err, '');
   }

@@ -7,19 +7,20 @@
  * @module
  */
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { orderedJson } from '@ctrlrun/kernel';
 import type { ProcessLauncher, ProcessOutcome, ScratchStoreFactory } from '@ctrlrun/kernel/verify';
-import { openStore } from '@ctrlrun/store-node';
+import { openAddress, peelSchema, SCHEMA_PARAM } from './stores.js';
 
 /** Scratch SQLite stores under `root`; each is removed (with its WAL files) when disposed. */
 export function sqliteScratch(root: string): ScratchStoreFactory {
   return async ({ guarantee, purpose, clock }) => {
     const path = join(root, `${guarantee}-${purpose}.db`);
-    const store = await openStore(`sqlite:${path}`, { clock });
+    const store = await openAddress(`sqlite:${path}`, { clock });
     return {
       store,
       locator: `sqlite:${path}`,
@@ -34,50 +35,99 @@ export function sqliteScratch(root: string): ScratchStoreFactory {
   };
 }
 
-/** The drivers a child opens stores with; left out of the bundle and loaded from where they are installed. */
-const NATIVE = /^(better-sqlite3|pg|@electric-sql\/pglite)$/;
+/**
+ * Scratch schemas `ctrlrun_verify_<16 hex>` in the PostgreSQL database at `url`, one per scenario,
+ * each dropped when disposed; `close` ends the administrative connection.
+ */
+export async function postgresScratch(url: string): Promise<{ factory: ScratchStoreFactory; close: () => Promise<void> }> {
+  const { url: base } = peelSchema(url);
+  const pg = ((await import('pg')) as unknown as { default: typeof import('pg') }).default;
+  const admin = new pg.Pool({ connectionString: base, max: 2 });
+  admin.on('error', () => undefined);
+  await admin.query('SELECT 1');
+  const factory: ScratchStoreFactory = async ({ clock }) => {
+    const schema = `ctrlrun_verify_${randomBytes(8).toString('hex')}`;
+    await admin.query(`CREATE SCHEMA ${schema}`);
+    const locator = `${base}${base.includes('?') ? '&' : '?'}${SCHEMA_PARAM}=${schema}`;
+    const drop = () => admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+    let store: Awaited<ReturnType<typeof openAddress>>;
+    try {
+      store = await openAddress(locator, { clock });
+    } catch (err) {
+      await drop().catch(() => undefined);
+      throw err;
+    }
+    return {
+      store,
+      locator,
+      dispose: async () => {
+        try {
+          await store.close();
+        } finally {
+          await drop();
+        }
+      },
+    };
+  };
+  return { factory, close: () => admin.end() };
+}
+
+/**
+ * Packages left out of a bundle and loaded from where they are installed: the native and WASM
+ * drivers, which find their binaries relative to their own files.
+ */
+const INSTALLED = /^(better-sqlite3|pg|@electric-sql\/pglite|sql\.js)$/;
+
+/**
+ * Bundles a TypeScript entry of this source checkout (with the workspace's source condition) into
+ * one ES module that plain `node` runs: the native drivers stay external, resolved to where they
+ * are installed. Needs esbuild, which a source checkout has.
+ */
+export async function bundleSource(entry: string, outfile: string): Promise<void> {
+  const require = createRequire(import.meta.url);
+  const esbuild = await import('esbuild');
+  await esbuild.build({
+    entryPoints: [entry],
+    outfile,
+    bundle: true,
+    platform: 'node',
+    format: 'esm',
+    target: 'node20',
+    conditions: ['@ctrlrun/source'],
+    logLevel: 'silent',
+    banner: { js: "import { createRequire as __ctrlrunRequire } from 'node:module'; const require = __ctrlrunRequire(import.meta.url);" },
+    plugins: [
+      {
+        name: 'installed-drivers',
+        setup(build) {
+          build.onResolve({ filter: INSTALLED }, (a) => {
+            try {
+              return { path: require.resolve(a.path), external: true };
+            } catch {
+              return { path: a.path, external: true };
+            }
+          });
+        },
+      },
+    ],
+  });
+}
 
 /**
  * How a child is started. Built: the sibling `g4-child.js`. In a source checkout: the TypeScript
- * child bundled once per run with esbuild (a plain `node` start per process, instead of a loader
- * compiling the kernel in every one of them), else run through tsx.
+ * child bundled once per run (a plain `node` start per process, instead of a loader compiling the
+ * kernel in every one of them), else run through tsx.
  */
 async function childCommand(workDir: string): Promise<string[]> {
   const here = import.meta.url;
   if (!here.endsWith('.ts')) return [fileURLToPath(new URL('./g4-child.js', here))];
   const script = fileURLToPath(new URL('./g4-child.ts', here));
-  const require = createRequire(here);
   try {
-    const esbuild = await import('esbuild');
     const outfile = join(workDir, 'g4-child.mjs');
-    await esbuild.build({
-      entryPoints: [script],
-      outfile,
-      bundle: true,
-      platform: 'node',
-      format: 'esm',
-      target: 'node20',
-      conditions: ['@ctrlrun/source'],
-      logLevel: 'silent',
-      banner: { js: "import { createRequire as __ctrlrunRequire } from 'node:module'; const require = __ctrlrunRequire(import.meta.url);" },
-      plugins: [
-        {
-          name: 'installed-drivers',
-          setup(build) {
-            build.onResolve({ filter: NATIVE }, (a) => {
-              try {
-                return { path: require.resolve(a.path), external: true };
-              } catch {
-                return { path: a.path, external: true };
-              }
-            });
-          },
-        },
-      ],
-    });
+    await bundleSource(script, outfile);
     return [outfile];
   } catch {
-    const tsx = pathToFileURL(require.resolve('tsx')).href;
+    const tsx = pathToFileURL(createRequire(here).resolve('tsx')).href;
     return ['--conditions=@ctrlrun/source', '--import', tsx, script];
   }
 }

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { Control, loadPolicy, protect } from '@ctrlrun/kernel';
 import { openStore } from '@ctrlrun/store-node';
-import { run, storeBytes, tempDir } from './support.js';
+import { AUTHORITY_POLICY, grantYaml, run, storeBytes, tempDir } from './support.js';
 
 const OBSERVE_POLICY = `schema: ctrlrun.policy/v3
 mode: observe
@@ -21,32 +21,6 @@ actions:
       - decision: deny
   iam.grant_admin:
     decision: deny
-`;
-
-const AUTHORITY_POLICY = `schema: ctrlrun.policy/v3
-actions:
-  stripe.refund:
-    effect: "refund:{payment_id}"
-    rules:
-      - when: { amount_gte: 0, amount_lte: 100000 }
-        decision: allow
-      - decision: deny
-authority:
-  max_delegation_depth: 3
-  grants:
-    - id: head-of-support
-      subject: { agent: head-of-support, user: dana@example.com }
-      actions: [stripe.refund]
-      constraints: { amount_lte: 10000000 }
-      delegable: true
-      expires_at: "2099-01-01T00:00:00Z"
-`;
-
-const grantYaml = (amount: number) => `subject: { agent: finance-agent, user: dana@example.com }
-actions: [stripe.refund]
-constraints: { amount_lte: ${amount} }
-delegable: true
-expires_at: "2098-01-01T00:00:00Z"
 `;
 
 /** An observe-mode store: an allowed refund, its duplicate, one needing approval, two denials, one ambiguous. */

@@ -2,15 +2,15 @@
 // seeded SQLite store written through the kernel as an application writes it.
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { fileURLToPath } from 'node:url';
 import { afterAll } from 'vitest';
 import { ApprovalRequired, Control, EXAMPLE_POLICY_YAML, loadPolicy, protect, type StateStore } from '@ctrlrun/kernel';
 import { main, type CliIo } from '@ctrlrun/cli';
 import { openStore } from '@ctrlrun/store-node';
+import { bundleSource } from '../src/verify-node.js';
 
 const made: string[] = [];
 afterAll(() => {
@@ -44,16 +44,30 @@ export async function run(argv: string[], options: { cwd: string; env?: Record<s
   return { code, stdout, stderr };
 }
 
-const BIN = fileURLToPath(new URL('../src/bin.ts', import.meta.url));
+const SRC = (file: string) => fileURLToPath(new URL(`../src/${file}`, import.meta.url));
 const LAUNCHER = fileURLToPath(new URL('../bin/ctrlrun.js', import.meta.url));
-const TSX = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
+let built: Promise<string> | null = null;
 
 /**
- * Runs the real `ctrlrun` executable as a subprocess: the TypeScript entry under tsx (what the
- * launcher runs in a checkout), or with `launcher: true` through `bin/ctrlrun.js` itself.
+ * The executable bundled once per test file, laid out as a build ships it: `bin.js` with its
+ * sibling `g4-child.js` (verify's racing processes) in an ES-module package; plain `node` runs it.
  */
-export function spawnCli(args: string[], options: { cwd: string; env?: Record<string, string>; launcher?: boolean }): Promise<RunResult> {
-  const argv = options.launcher ? [LAUNCHER, ...args] : ['--conditions=@ctrlrun/source', '--import', TSX, BIN, ...args];
+function executable(): Promise<string> {
+  return (built ??= (async () => {
+    const dir = tempDir('ctrlrun-bin-');
+    writeFileSync(join(dir, 'package.json'), '{"type":"module"}\n');
+    await Promise.all([bundleSource(SRC('bin.ts'), join(dir, 'bin.js')), bundleSource(SRC('g4-child.ts'), join(dir, 'g4-child.js'))]);
+    return join(dir, 'bin.js');
+  })());
+}
+
+/**
+ * Runs the real `ctrlrun` executable as a subprocess: the entry `src/bin.ts` bundled as a build
+ * ships it, or with `launcher: true` through `bin/ctrlrun.js` itself (the installed command, which
+ * in a checkout runs the TypeScript under tsx).
+ */
+export async function spawnCli(args: string[], options: { cwd: string; env?: Record<string, string>; launcher?: boolean }): Promise<RunResult> {
+  const argv = options.launcher ? [LAUNCHER, ...args] : [await executable(), ...args];
   const env: Record<string, string> = { PATH: process.env['PATH'] ?? '', HOME: process.env['HOME'] ?? '', ...(options.env ?? {}) };
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, argv, { cwd: options.cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -96,22 +110,17 @@ export function exampleControl(store: StateStore, policyYaml = EXAMPLE_POLICY_YA
 }
 
 /**
- * A directory with the example policy and a store at `.ctrlrun/state.db` holding: a committed
- * read, a committed refund, two pending approvals, an ambiguous email and a denied grant.
+ * A directory with the example policy and a store (by default at `.ctrlrun/state.db`) holding: a
+ * committed read, a committed refund, two pending approvals, an ambiguous email and a denied grant.
  */
-export async function seed(dir = tempDir()): Promise<Seeded> {
+export async function seed(dir = tempDir(), open?: () => Promise<StateStore>): Promise<Seeded> {
   writeFileSync(join(dir, 'ctrlrun.yaml'), EXAMPLE_POLICY_YAML);
   const storePath = join(dir, '.ctrlrun', 'state.db');
-  const { mkdirSync } = await import('node:fs');
   mkdirSync(join(dir, '.ctrlrun'), { recursive: true });
-  const store = await openStore(storePath);
+  const store = open ? await open() : await openStore(storePath);
   const control = exampleControl(store);
   const ids: string[] = [];
-  const track = (fn: (a: Record<string, unknown>) => unknown, name: string) =>
-    protect<Record<string, unknown>, unknown>(
-      (args) => fn(args),
-      { control, name },
-    );
+  const track = (fn: (a: Record<string, unknown>) => unknown, name: string) => protect<Record<string, unknown>, unknown>((args) => fn(args), { control, name });
   const actionOf = async (p: Promise<unknown>) => {
     await p.catch(() => undefined);
     const events = await store.events();
@@ -139,3 +148,31 @@ export async function seed(dir = tempDir()): Promise<Seeded> {
   const [read, refund, suspended, lost, denied] = ids as [string, string, string, string, string];
   return { dir, storePath, pending: pending as [string, string], ambiguousKey: 'email:m1', actions: { read, refund, suspended, lost, denied } };
 }
+
+/** A v3 policy with one delegable grant for a human (€100,000). */
+export const AUTHORITY_POLICY = `schema: ctrlrun.policy/v3
+actions:
+  stripe.refund:
+    effect: "refund:{payment_id}"
+    rules:
+      - when: { amount_gte: 0, amount_lte: 100000 }
+        decision: allow
+      - decision: deny
+authority:
+  max_delegation_depth: 3
+  grants:
+    - id: head-of-support
+      subject: { agent: head-of-support, user: dana@example.com }
+      actions: [stripe.refund]
+      constraints: { amount_lte: 10000000 }
+      delegable: true
+      expires_at: "2099-01-01T00:00:00Z"
+`;
+
+/** A grant file for `ctrlrun delegate`: finance-agent under the human, up to `amount` minor units. */
+export const grantYaml = (amount: number) => `subject: { agent: finance-agent, user: dana@example.com }
+actions: [stripe.refund]
+constraints: { amount_lte: ${amount} }
+delegable: true
+expires_at: "2098-01-01T00:00:00Z"
+`;

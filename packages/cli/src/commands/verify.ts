@@ -23,10 +23,10 @@ import {
 } from '@ctrlrun/kernel/verify';
 import type { Command } from '../command.js';
 import { banner } from '../control.js';
-import { policyPath } from '../discovery.js';
+import { maskUrl, policyPath } from '../discovery.js';
 import { CliRefusal } from '../errors.js';
 import { VERSION } from '../version.js';
-import { nodeProcessLauncher, sqliteScratch } from '../verify-node.js';
+import { nodeProcessLauncher, postgresScratch, sqliteScratch } from '../verify-node.js';
 
 /** A refusal: exit 2. */
 const refuse = (message: string) => new CliRefusal(message, 2);
@@ -71,24 +71,33 @@ export const verify: Command = {
       }
       if (values['authority'] !== undefined) throw refuse('--authority: standalone authority documents are not in this build of verify yet');
       const only = values['only'] === undefined ? null : parseOnly(values['only'] as string);
+      // Only the flag: the operator's store ($CTRLRUN_STORE_URL, $CTRLRUN_STATE) is never touched.
       const url = (values['store-url'] as string | undefined) ?? 'sqlite';
-      if (!/^sqlite(:|$)/i.test(url)) {
-        if (/^postgres(ql)?:\/\//i.test(url)) throw refuse('--store-url postgresql://…: PostgreSQL scratch schemas are not in this build yet; use sqlite');
-        throw refuse(`--store-url must be sqlite or postgresql://…, got ${JSON.stringify(url)}`);
-      }
+      const postgres = /^postgres(ql)?:\/\//i.test(url);
+      if (!postgres && !/^sqlite(:|$)/i.test(url)) throw refuse(`--store-url must be sqlite or postgresql://…, got ${JSON.stringify(maskUrl(url))}`);
       const root = mkdtempSync(join(tmpdir(), 'ctrlrun-verify-'));
       let report;
+      let closeScratch = async () => {};
       try {
+        let scratchStore = sqliteScratch(root);
+        if (postgres) {
+          const pg = await postgresScratch(url).catch((e: unknown) => {
+            throw new VerifyInternalError(`the scratch database ${maskUrl(url)} cannot be reached: ${e instanceof Error ? e.message : String(e)}`);
+          });
+          scratchStore = pg.factory;
+          closeScratch = pg.close;
+        }
         report = await runVerify({
           policyText: text,
           policyPath: path,
           only,
-          scratchStore: sqliteScratch(root),
+          scratchStore,
           launchProcesses: nodeProcessLauncher(root),
-          backend: 'sqlite',
+          backend: postgres ? 'postgresql' : 'sqlite',
           version: VERSION,
         });
       } finally {
+        await closeScratch().catch(() => undefined);
         rmSync(root, { recursive: true, force: true });
       }
       io.stdout(values['json'] === true ? renderVerifyJson(report) : renderVerifyText(report));
