@@ -9,6 +9,7 @@
 import { createPrincipal, type Principal } from './action.js';
 import { isPlainObject } from './canonical.js';
 import { InvalidArgument } from './errors.js';
+import { parseTime } from './time.js';
 
 /** What a provider is told about the call it is asked to identify. */
 export interface IdentityContext {
@@ -53,6 +54,8 @@ export class StaticIdentityProvider implements IdentityProvider {
   constructor(options: StaticIdentityOptions, config: { logger?: IdentityLogger } = {}) {
     if (!isPlainObject(options)) throw new InvalidArgument('StaticIdentityProvider takes { agent, user?, claims?, issuer?, expiresAt? }');
     this.principal = createPrincipal(options);
+    // An expiry without an offset cannot be checked against any clock.
+    if (this.principal.expiresAt !== undefined && this.principal.expiresAt !== null) parseTime(this.principal.expiresAt, 'expiresAt');
     (config.logger ?? console).warn(
       `[ctrlrun] StaticIdentityProvider: every call is attributed to ${this.principal.agent}${this.principal.user ? `/${this.principal.user}` : ''}; nothing is verified`,
     );

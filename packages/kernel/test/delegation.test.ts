@@ -176,7 +176,7 @@ describe('T76 / T81: containment on every dimension; omission is never unlimited
     for (const [key, dimension] of [['resources', 'resources'], ['constraints', 'constraints'], ['environments', 'environments'], ['expiresAt', 'expires_at']] as const) {
       const input: Record<string, unknown> = { ...child(), delegable: false };
       delete input[key];
-      expect(await rejection(r.control.delegate('head-of-finance', input as GrantInput, { by: CFO })), key).toMatchObject({ reason: 'containment', dimension });
+      expect(await rejection(r.control.delegate('head-of-finance', input as unknown as GrantInput, { by: CFO })), key).toMatchObject({ reason: 'containment', dimension });
     }
     expect(await rows(r)).toEqual([]);
   });
