@@ -1,6 +1,8 @@
 // Delegation (spec 02 §3): Control.delegate / Control.revoke, containment at creation and at
 // every evaluation, the creation rules in order, the chain walked to the root and never
 // trusted, revocation by one write, unreadable rows, and the containment property.
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
@@ -471,5 +473,26 @@ describe('T75b: delegation events reach every sink', () => {
       ['one', 'DELEGATION_REVOKED'], ['two', 'DELEGATION_REVOKED'],
     ]);
     expect((await r.store.events()).every((e) => e.actionId === null)).toBe(true);
+  });
+});
+
+describe('the README section on grants, delegation and revoke', () => {
+  it('its policy loads and its delegate / revoke steps behave as it says', async () => {
+    const readme = readFileSync(fileURLToPath(new URL('../../../README.md', import.meta.url)), 'utf8');
+    const start = readme.indexOf('\n## Who may act: grants, delegation, observe mode\n');
+    expect(start).toBeGreaterThanOrEqual(0);
+    const section = readme.slice(start);
+    const yaml = /```yaml\n([\s\S]*?)```/.exec(section)![1]!;
+    const ts = /```ts\n([\s\S]*?)```/.exec(section)![1]!;
+    const r = await rig(yaml);
+    const dana = { agent: 'head-of-support', user: 'dana@example.com' };
+    const support = { agent: 'support-agent', user: 'dana@example.com' };
+    expect(ts).toContain("control.delegate('head-of-support'");
+    const d = await r.control.delegate('head-of-support', { subject: support, actions: ['stripe.refund'], constraints: { amount_lte: 200000 }, expiresAt: '2027-06-30T12:00:00Z' }, { by: dana });
+    const ask = (amount: number) => r.control.execute(action({ principal: support, resource: null, arguments: { amount } }), r.executor);
+    await ask(1000);
+    expect(await rejection(r.control.delegate('head-of-support', { subject: support, actions: ['stripe.refund'], expiresAt: '2027-06-30T12:00:00Z' }, { by: dana }))).toMatchObject({ reason: 'containment', dimension: 'constraints' });
+    await r.control.revoke(d.delegationId, { by: 'ops@example.com' });
+    expect(await rejection(ask(1000))).toMatchObject({ reason: 'authority_revoked' });
   });
 });
