@@ -144,21 +144,18 @@ export interface DialectSql {
    * A plain INSERT, never an upsert. Params: delegation_id, parent_id, depth, grant_json,
    * created_by_agent, created_by_user, created_via, created_at, revoked_at, revoked_by. An
    * existing id raises a unique violation or affects 0 rows; both are refused.
-   *
-   * The six delegation statements are optional only while a dialect is being written; a store
-   * over a dialect without them refuses every delegation call.
    */
-  readonly insertDelegation?: string;
+  readonly insertDelegation: string;
   /** Params: delegation_id. Every delegation column. */
-  readonly selectDelegation?: string;
+  readonly selectDelegation: string;
   /** Params: parent_id. Every delegation column, oldest first. */
-  readonly delegationsFor?: string;
+  readonly delegationsFor: string;
   /** Every delegation, oldest first. */
-  readonly listDelegations?: string;
+  readonly listDelegations: string;
   /** Every unrevoked delegation, oldest first. */
-  readonly listLiveDelegations?: string;
+  readonly listLiveDelegations: string;
   /** Params: revoked_at, revoked_by, delegation_id (only if not yet revoked). */
-  readonly revokeDelegation?: string;
+  readonly revokeDelegation: string;
 }
 
 /** One SQL family's text: migration DDL, statements, and how its engine reports two things. */
@@ -976,13 +973,6 @@ export class SqlStateStore implements StateStore {
 
   // ---------------------------------------------------------------- delegations
 
-  /** The dialect's delegation statement `name`, or a refusal naming the dialect. */
-  #delegationSql(name: 'insertDelegation' | 'selectDelegation' | 'delegationsFor' | 'listDelegations' | 'listLiveDelegations' | 'revokeDelegation'): string {
-    const text = this.#sql.sql[name];
-    if (typeof text !== 'string') throw new StoreError(`[kernel] [${this.name}] the ${this.#sql.name} dialect has no delegation statements (${name})`);
-    return text;
-  }
-
   async putDelegation(record: DelegationRecord): Promise<void> {
     if (!isPlainObject(record)) throw new InvalidArgument('delegation record must be an object');
     const id = nonEmpty(record.delegationId, 'delegation.delegationId');
@@ -1003,7 +993,7 @@ export class SqlStateStore implements StateStore {
     await this.#write('putDelegation', async (tx) => {
       let inserted: number;
       try {
-        ({ rowsAffected: inserted } = await this.#query(tx, this.#delegationSql('insertDelegation'), params));
+        ({ rowsAffected: inserted } = await this.#query(tx, this.#sql.sql.insertDelegation, params));
       } catch (err) {
         if (!this.#sql.isUniqueViolation(err)) throw err;
         inserted = 0;
@@ -1016,18 +1006,19 @@ export class SqlStateStore implements StateStore {
   async getDelegation(id: string): Promise<DelegationRecord | null> {
     const i = nonEmpty(id, 'delegation_id');
     return this.#read(async (ex) => {
-      const row = (await this.#query<DelegationRow>(ex, this.#delegationSql('selectDelegation'), [i])).rows[0];
+      const row = (await this.#query<DelegationRow>(ex, this.#sql.sql.selectDelegation, [i])).rows[0];
       return row ? delegationFromRow(row) : null;
     });
   }
 
   async delegationsFor(parentId: string): Promise<DelegationRecord[]> {
     const p = nonEmpty(parentId, 'parent_id');
-    return this.#read(async (ex) => (await this.#query<DelegationRow>(ex, this.#delegationSql('delegationsFor'), [p])).rows.map(delegationFromRow));
+    return this.#read(async (ex) => (await this.#query<DelegationRow>(ex, this.#sql.sql.delegationsFor, [p])).rows.map(delegationFromRow));
   }
 
   async delegations(options: { includeRevoked?: boolean } = {}): Promise<DelegationRecord[]> {
-    const text = this.#delegationSql(options?.includeRevoked === true ? 'listDelegations' : 'listLiveDelegations');
+    const { sql } = this.#sql;
+    const text = options?.includeRevoked === true ? sql.listDelegations : sql.listLiveDelegations;
     return this.#read(async (ex) => (await this.#query<DelegationRow>(ex, text)).rows.map(delegationFromRow));
   }
 
@@ -1035,8 +1026,7 @@ export class SqlStateStore implements StateStore {
     const i = nonEmpty(id, 'delegation_id');
     const who = by === null || by === undefined ? null : storedText(checkActor(by, 'revoked_by'));
     const when = stamp(at, 'revoked_at');
-    const revoke = this.#delegationSql('revokeDelegation');
-    const select = this.#delegationSql('selectDelegation');
+    const { revokeDelegation: revoke, selectDelegation: select } = this.#sql.sql;
     return this.#write('revokeDelegation', async (tx) => {
       const { rowsAffected } = await this.#query(tx, revoke, [when, who, i]);
       if (rowsAffected === 1) return true;
