@@ -15,17 +15,21 @@ import {
   ApprovalMismatch,
   DuplicateEffect,
   GENESIS_HASH,
+  Grant,
   InvalidArgument,
   MINUTE,
   NotExecuted,
   buildReceipt,
   createAction,
+  grantFromJson,
+  grantToJson,
   hashDocument,
   parseJson,
   randomIds,
   storedTime,
   type Action,
   type Clock,
+  type DelegationRecord,
   type Dialect,
   type EffectRecord,
   type EventDraft,
@@ -60,6 +64,9 @@ export const CASE_IDS = [
   'action-round-trip',
   'event-ids',
   'receipt-round-trip',
+  'insert-not-upsert',
+  'revoke-atomic-idempotent',
+  'grant-json-round-trip',
 ] as const;
 
 /** One case id. */
@@ -135,7 +142,7 @@ export interface StoreFactory {
 }
 
 interface CaseDef {
-  readonly suite: 'reservation' | 'approval' | 'resolution' | 'outcome' | 'durability' | 'evidence';
+  readonly suite: 'reservation' | 'approval' | 'resolution' | 'outcome' | 'durability' | 'evidence' | 'delegation';
   /** Needs `reopen`. */
   readonly durable?: boolean;
   /** Needs `url` (and `processes`). */
@@ -1019,7 +1026,105 @@ export const storeCases: Record<CaseId, CaseDef> = {
       });
     },
   },
+
+  'insert-not-upsert': {
+    suite: 'delegation',
+    test: 'test_put_delegation_is_never_an_upsert',
+    async run(factory) {
+      await withStore(factory, manualClock(), async (store) => {
+        const first = delegationRow();
+        await store.putDelegation(first);
+        // The same id again, with different content: refused, and the first act is untouched.
+        const second = delegationRow({ delegationId: first.delegationId, parentId: 'another-grant', createdByAgent: 'mallory', grantJson: grantToJson(new Grant({ subject: { agent: 'mallory' }, actions: ['**'] })) });
+        await refused(store.putDelegation(second), InvalidArgument, INVALID, 'a second put under one id');
+        expect(await store.getDelegation(first.delegationId)).toEqual(first);
+        expect(await store.delegations()).toEqual([first]);
+        expect(await store.delegationsFor('head-of-finance')).toEqual([first]);
+        expect(await store.delegationsFor('another-grant')).toEqual([]);
+        expect(await store.getDelegation(randomIds('dlg'))).toBeNull();
+        // A child is listed under its parent, oldest first.
+        const child = delegationRow({ parentId: first.delegationId, depth: 2, createdAt: storedTime(new Date(T0.getTime() + 1000)) });
+        await store.putDelegation(child);
+        expect(await store.delegationsFor(first.delegationId)).toEqual([child]);
+        expect((await store.delegations()).map((d) => d.delegationId)).toEqual([first.delegationId, child.delegationId]);
+      });
+    },
+  },
+
+  'revoke-atomic-idempotent': {
+    suite: 'delegation',
+    async run(factory) {
+      await withStore(factory, manualClock(), async (store) => {
+        const row = delegationRow();
+        await store.putDelegation(row);
+        const at = storedTime(new Date(T0.getTime() + 60_000));
+        expect(await store.revokeDelegation(row.delegationId, 'ops@example.com', at)).toBe(true);
+        const revoked = { ...row, revokedAt: at, revokedBy: 'ops@example.com' };
+        expect(await store.getDelegation(row.delegationId)).toEqual(revoked);
+        // Again: false, nothing written (the first revocation's time and author stand).
+        expect(await store.revokeDelegation(row.delegationId, 'someone-else', storedTime(new Date(T0.getTime() + 120_000)))).toBe(false);
+        expect(await store.getDelegation(row.delegationId)).toEqual(revoked);
+        await refused(store.revokeDelegation(randomIds('dlg'), 'ops', at), InvalidArgument, INVALID, 'revoking an unknown delegation');
+        // Live listings leave it out; the full listing keeps it.
+        expect(await store.delegations()).toEqual([]);
+        expect(await store.delegations({ includeRevoked: true })).toEqual([revoked]);
+        // Concurrent revocations: exactly one wins.
+        const contested = delegationRow();
+        await store.putDelegation(contested);
+        const results = await Promise.all(Array.from({ length: CONTENDERS }, (_, i) => store.revokeDelegation(contested.delegationId, `revoker-${i}`, at)));
+        expect(results.filter(Boolean)).toHaveLength(1);
+        const winner = results.indexOf(true);
+        expect(await store.getDelegation(contested.delegationId)).toMatchObject({ revokedAt: at, revokedBy: `revoker-${winner}` });
+        // A revocation by nobody in particular records null.
+        const anonymous = delegationRow();
+        await store.putDelegation(anonymous);
+        expect(await store.revokeDelegation(anonymous.delegationId, null, at)).toBe(true);
+        expect((await store.getDelegation(anonymous.delegationId))!.revokedBy).toBeNull();
+      });
+    },
+  },
+
+  'grant-json-round-trip': {
+    suite: 'delegation',
+    async run(factory) {
+      await withStore(factory, manualClock(), async (store) => {
+        const row = delegationRow({ createdByUser: null });
+        expect(row.grantJson).toContain('"expires_at":"2026-01-02T17:30:00+05:30"');
+        await store.putDelegation(row);
+        const back = (await store.getDelegation(row.delegationId))!;
+        // Stored verbatim: the same text, the offset as written, and a null user stays null.
+        expect(back.grantJson).toBe(row.grantJson);
+        expect(back.createdByUser).toBeNull();
+        expect(back.depth).toBe(1);
+        const grant = grantFromJson(back.grantJson, back.delegationId);
+        expect(grant.expiresAt).toBe('2026-01-02T17:30:00+05:30');
+        expect(grant.constraints['amount_lte']!.operand).toBe(2500000);
+        // Text the store does not understand is still kept byte for byte (non-ASCII, key order).
+        const odd = delegationRow({ grantJson: '{"subject":{"user":"zoë","agent":"a"},"actions":["x"],"resources":null,"constraints":{},"environments":null,"expires_at":null,"delegable":false}' });
+        await store.putDelegation(odd);
+        expect((await store.getDelegation(odd.delegationId))!.grantJson).toBe(odd.grantJson);
+      });
+    },
+  },
 };
+
+/** A delegation row under a root grant, as `Control.delegate` would write it. */
+function delegationRow(extra: Partial<DelegationRecord> = {}): DelegationRecord {
+  const grant = new Grant({ subject: { agent: 'finance-agent', user: 'carol@example.com' }, actions: ['stripe.refund'], constraints: { amount_lte: 2500000 }, expiresAt: '2026-01-02T17:30:00+05:30' });
+  return {
+    delegationId: randomIds('dlg'),
+    parentId: 'head-of-finance',
+    depth: 1,
+    grantJson: grantToJson(grant),
+    createdByAgent: 'cfo-agent',
+    createdByUser: 'carol@example.com',
+    createdVia: 'api',
+    createdAt: storedTime(T0),
+    revokedAt: null,
+    revokedBy: null,
+    ...extra,
+  };
+}
 
 let receiptCounter = 0;
 function receiptDraft(action: Action, result: 'committed' | 'denied' | 'ambiguous', effectKey: string | null) {
@@ -1067,6 +1172,8 @@ export function describeStore(factory: StoreFactory): void {
         (def.durable && !factory.reopen ? 'not applicable: this store does not outlive its handle (no reopen)' : undefined) ??
         (def.crossProcess && !factory.url ? 'not applicable: no other process can reach this store (no url)' : undefined);
       if (reason !== undefined) it.skip(`${title} — ${reason}`, () => undefined);
+      // Spawning OS processes on a loaded machine can take far longer than an in-process case.
+      else if (def.crossProcess) it(title, { timeout: 120_000 }, () => def.run(factory));
       else it(title, () => def.run(factory));
     }
     const declared = [!factory.reopen && 'no reopen()', !factory.url && 'no url()'].filter((d): d is string => d !== false);

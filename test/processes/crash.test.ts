@@ -63,7 +63,8 @@ async function rejection(p: Promise<unknown>): Promise<Error> {
   );
 }
 
-describe('a worker killed with SIGKILL while its executor runs', () => {
+// Each case spawns a worker: generous timeouts, since a loaded machine starts processes slowly.
+describe('a worker killed with SIGKILL while its executor runs', { timeout: 120_000 }, () => {
   it('test_T160_there_is_no_reaper', async () => {
     const crashed = await crash();
     expect(crashed.effectKey).toBe(`crash:${crashed.reference}`);

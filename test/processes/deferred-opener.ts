@@ -20,12 +20,16 @@ function deferred(inner: BetterSqlite3Driver): SqlDriver {
     close: () => inner.close(),
     async transaction(fn) {
       db.exec('BEGIN');
+      let paused = false;
       try {
         const result = await fn({
           async query<Row>(sql: string, params?: readonly SqlValue[]) {
             const out = await inner.query<Row>(sql, params);
-            // Widen the check-then-write window so the race shows on any machine.
-            if (/^\s*SELECT/i.test(sql)) await new Promise((r) => setTimeout(r, 5));
+            // Widen the check-then-write window (once per transaction) so the race shows on any machine.
+            if (!paused && /^\s*SELECT/i.test(sql)) {
+              paused = true;
+              await new Promise((r) => setTimeout(r, 3));
+            }
             return out;
           },
           exec: (sql) => inner.exec(sql),

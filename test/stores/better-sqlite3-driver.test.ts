@@ -348,7 +348,7 @@ describe('readers', () => {
   })();
   const skipReason = asRoot && !othersCanRead ? ' — skipped: running as root (chmod does not stop root) and the checkout is not readable by nobody' : '';
 
-  it.skipIf(skipReason !== '')(`a read-only file (chmod 0444): a writer is refused (InvalidArgument), a reader opens it, the file is untouched${skipReason}`, async () => {
+  it.skipIf(skipReason !== '')(`a read-only file (chmod 0444): a writer is refused (InvalidArgument), a reader opens it, the file is untouched${skipReason}`, { timeout: 120_000 }, async () => {
     chmodSync(root, 0o755);
     const dir = join(root, `ro-${++n}`);
     mkdirSync(dir);
@@ -384,7 +384,7 @@ describe('readers', () => {
 });
 
 describe('the optional peer', () => {
-  it('a missing better-sqlite3 is MissingDependency naming npm install better-sqlite3@12, and creates nothing', () => {
+  it('a missing better-sqlite3 is MissingDependency naming npm install better-sqlite3@12, and creates nothing', { timeout: 120_000 }, () => {
     const path = fresh('no-driver');
     const hide = join(import.meta.dirname, '..', 'processes', 'hide-better-sqlite3.mjs');
     const script = `

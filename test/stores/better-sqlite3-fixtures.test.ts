@@ -31,7 +31,7 @@ describe('T140 falsely-declares-no-url', () => {
   const liar: StoreFactory = { name: 'falsely declares no url', dialect: 'sqlite', open: (clock) => createBetterSqlite3Store(shared, { clock }) };
 
   for (const id of ['e1-cross-process', 'ambiguous-survives'] as const) {
-    it(`test_T140_falsely_declares_no_url_fails_${id.replace(/-/g, '_')}`, async () => {
+    it(`test_T140_falsely_declares_no_url_fails_${id.replace(/-/g, '_')}`, { timeout: 120_000 }, async () => {
       const err = await failure(id, liar);
       expect(err, `${id} must fail`).not.toBeNull();
       expect(err!.name).toBe('AssertionError');
@@ -62,7 +62,7 @@ describe('T143 the two E1 cases are not redundant', () => {
     processes: nodeProcesses({ opener: pathToFileURL(join(import.meta.dirname, '..', 'processes', 'deferred-opener.ts')).href }),
   };
 
-  it('test_T143_deferred_transactions_pass_e1_in_process_and_fail_e1_cross_process', async () => {
+  it('test_T143_deferred_transactions_pass_e1_in_process_and_fail_e1_cross_process', { timeout: 120_000 }, async () => {
     expect(await failure('e1-in-process', deferred)).toBeNull();
     const err = await failure('e1-cross-process', deferred);
     expect(err, 'e1-cross-process must fail').not.toBeNull();
