@@ -42,6 +42,21 @@ function request<T>(r: IDBRequest<T>): Promise<T> {
   });
 }
 
+/** A kept record as far as it has the right shape; anything else starts fresh rather than breaking the page. */
+export function readState(value: unknown): PageState {
+  const state = emptyState();
+  if (typeof value !== 'object' || value === null) return state;
+  const v = value as Record<string, unknown>;
+  if (typeof v['calls'] === 'object' && v['calls'] !== null) {
+    for (const [id, n] of Object.entries(v['calls'])) if (Number.isSafeInteger(n) && (n as number) >= 0) state.calls[id] = n as number;
+  }
+  if (typeof v['policyYaml'] === 'string') state.policyYaml = v['policyYaml'];
+  if (typeof v['requestId'] === 'string') state.requestId = v['requestId'];
+  if (typeof v['approvalId'] === 'string') state.approvalId = v['approvalId'];
+  if (Array.isArray(v['log'])) state.log = (v['log'] as unknown[]).filter((x): x is LogItem => typeof x === 'object' && x !== null && typeof (x as { kind?: unknown }).kind === 'string');
+  return state;
+}
+
 /** Keeps {@link PageState} in the IndexedDB database `name`, or nowhere when IndexedDB is missing. */
 export interface Keeper {
   load(): Promise<PageState>;
@@ -66,8 +81,7 @@ export function indexedDbKeeper(name: string, factory: IDBFactory = indexedDB): 
   };
   return {
     async load() {
-      const value = (await request((await db()).transaction(STORE, 'readonly').objectStore(STORE).get(KEY))) as Partial<PageState> | undefined;
-      return { ...emptyState(), ...(value ?? {}) };
+      return readState(await request((await db()).transaction(STORE, 'readonly').objectStore(STORE).get(KEY)));
     },
     async save(state) {
       const tx = (await db()).transaction(STORE, 'readwrite', { durability: 'strict' });

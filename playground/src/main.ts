@@ -413,19 +413,46 @@ function idbAvailable(): boolean {
   return typeof indexedDB !== 'undefined';
 }
 
+/** How long a page waits for another tab (or the page it replaces) to let go of the store. */
+const TAB_LOCK_WAIT_MS = 2000;
+
+/**
+ * One tab at a time owns the IndexedDB store: each save writes the whole database, so two tabs
+ * would overwrite each other's reservations. The lock is held until the page goes away; a page
+ * that cannot get it runs in memory and says so.
+ */
+function ownTheStore(): Promise<boolean> {
+  const locks = (navigator as { locks?: LockManager }).locks;
+  if (!locks) return Promise.resolve(true);
+  return new Promise((resolve) => {
+    const abort = new AbortController();
+    const timer = setTimeout(() => abort.abort(), TAB_LOCK_WAIT_MS);
+    locks
+      .request(STORE_DB, { signal: abort.signal }, () => {
+        clearTimeout(timer);
+        resolve(true);
+        return new Promise<never>(() => undefined);
+      })
+      .catch(() => resolve(false));
+  });
+}
+
 async function boot(): Promise<void> {
   wire();
   renderGuide();
   ui.policy.value = TRY_IT_POLICY_YAML;
   updateAmountHint();
-  const SQL = (await initSqlJs({ locateFile: () => wasmUrl })) as unknown as SqlJsModule;
-  let persistent = idbAvailable();
+  const [SQL, owner] = await Promise.all([initSqlJs({ locateFile: () => wasmUrl }) as Promise<unknown> as Promise<SqlJsModule>, idbAvailable() ? ownTheStore() : false]);
+  let persistent = idbAvailable() && owner;
   let keeper: Keeper = persistent ? indexedDbKeeper(PAGE_DB) : memoryKeeper();
   let state: PageState;
   let store: SqlJsStore;
   try {
     state = await keeper.load();
     store = await openStore(SQL, persistent);
+    if (idbAvailable() && !owner) {
+      state.log.push({ kind: 'note', text: 'the playground is open in another tab, which keeps the store: this tab runs in memory, and a reload here starts over' });
+    }
   } catch (err) {
     // IndexedDB refused (some private windows): run in memory and say so.
     persistent = false;
@@ -462,7 +489,8 @@ async function boot(): Promise<void> {
   ui.versions.textContent = `@ctrlrun/kernel ${__CTRLRUN_VERSIONS__.kernel}, sql.js ${__CTRLRUN_VERSIONS__.sqljs} (SQLite ${sqlite}), in this tab`;
   ui.status.textContent = persistent
     ? 'Ready. The kernel and its SQLite store run in this tab and are kept in IndexedDB: a reload keeps everything. Nothing is sent anywhere.'
-    : 'Ready. The kernel and its SQLite store run in this tab, in memory. Nothing is sent anywhere.';
+    : `Ready. The kernel and its SQLite store run in this tab, in memory${idbAvailable() && !owner ? ' (another tab has the kept store)' : ''}: a reload starts over. Nothing is sent anywhere.`;
+  document.body.dataset['persistent'] = String(persistent);
   document.body.dataset['ready'] = 'true';
   performance.mark('ctrlrun-ready');
 }

@@ -11,7 +11,7 @@ import { dirname, join } from 'node:path';
 import { build } from 'esbuild';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { ARTIFACTS, describeInChromium, launchChromium, ROOT, serveStatic, type StaticServer } from './support.js';
+import { ARTIFACTS, BROWSER_TEST_TIMEOUT, describeInChromium, launchChromium, ROOT, serveStatic, type StaticServer } from './support.js';
 
 interface Outcome {
   file: string;
@@ -57,32 +57,32 @@ describeInChromium('kernel and store suites in Chromium', () => {
     );
     server = await serveStatic(dir);
     browser = await launchChromium();
-  });
+  }, BROWSER_TEST_TIMEOUT);
 
   afterAll(async () => {
     await browser?.close();
     await server?.close();
     if (dir) rmSync(dir, { recursive: true, force: true });
-  });
+  }, BROWSER_TEST_TIMEOUT);
 
   it('every listed kernel and sql.js test passes inside Chromium', async () => {
     const page = await browser.newPage();
     const errors: string[] = [];
     page.on('pageerror', (e) => errors.push(e.message));
     await page.goto(server.url);
-    await page.waitForFunction(() => (globalThis as { __harness?: { done: boolean } }).__harness?.done === true, null, { timeout: 90_000, polling: 200 });
+    await page.waitForFunction(() => (globalThis as { __harness?: { done: boolean } }).__harness?.done === true, null, { timeout: BROWSER_TEST_TIMEOUT - 10_000, polling: 200 });
     const harness = (await page.evaluate(() => (globalThis as { __harness?: unknown }).__harness)) as Harness;
+    const passed = harness.results.filter((r) => r.status === 'pass').length;
+    const skipped = harness.results.filter((r) => r.status === 'skip').length;
+    mkdirSync(ARTIFACTS, { recursive: true });
+    writeFileSync(join(ARTIFACTS, 'in-chromium.json'), `${JSON.stringify({ chromium: browser.version(), passed, skipped, ...harness }, null, 2)}\n`);
     expect(harness.error, 'the harness itself').toBeUndefined();
     expect(errors, 'uncaught errors in the page').toEqual([]);
     const failed = harness.results.filter((r) => r.status === 'fail').map((r) => `${r.file} > ${r.name}\n${r.error}`);
     expect(failed, 'tests that failed in Chromium').toEqual([]);
     const ran = new Set(harness.results.filter((r) => r.status === 'pass').map((r) => r.file));
     expect(harness.files.filter((f) => !ran.has(f)), 'files with no passing test').toEqual([]);
-    const passed = harness.results.filter((r) => r.status === 'pass').length;
-    const skipped = harness.results.filter((r) => r.status === 'skip').length;
     expect(harness.results.some((r) => r.name.includes('store conformance: sql.js on IndexedDB'))).toBe(true);
-    mkdirSync(ARTIFACTS, { recursive: true });
-    writeFileSync(join(ARTIFACTS, 'in-chromium.json'), `${JSON.stringify({ chromium: browser.version(), passed, skipped, measurements: harness.measurements, results: harness.results }, null, 2)}\n`);
     console.log(`in Chromium ${browser.version()}: ${passed} passed, ${skipped} skipped across ${harness.files.length} files; ${JSON.stringify(harness.measurements)}`);
   });
 });

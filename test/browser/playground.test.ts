@@ -14,7 +14,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createTryIt, TRY_IT_OUTCOMES, TRY_IT_POLICY_YAML } from '@ctrlrun/kernel/try-it';
 import { createSqlJsStore } from '@ctrlrun/store-sqljs';
 import { GUIDE } from '../../playground/src/guide.js';
-import { ARTIFACTS, describeInChromium, launchChromium, ROOT, serveStatic, type StaticServer } from './support.js';
+import { ARTIFACTS, BROWSER_TEST_TIMEOUT, describeInChromium, launchChromium, ROOT, serveStatic, type StaticServer } from './support.js';
 
 /** What spec 04 §4's table asks of each click, keyed by the guide's action ids. */
 interface Expected {
@@ -62,6 +62,7 @@ const outside: string[] = [];
 
 async function freshPage(viewport = { width: 1280, height: 900 }): Promise<Page> {
   const context = await browser.newContext({ viewport });
+  context.setDefaultTimeout(60_000);
   contexts.push(context);
   const page = await context.newPage();
   page.on('request', (r) => {
@@ -138,7 +139,7 @@ describeInChromium('playground in Chromium', () => {
     const sum = (ext: string) =>
       assets.filter((f) => f.endsWith(ext)).reduce((a, f) => { const s = gz(join(dist, 'assets', f)); return { bytes: a.bytes + s.bytes, gzip: a.gzip + s.gzip }; }, { bytes: 0, gzip: 0 });
     metrics['size'] = { js: sum('.js'), wasm: sum('.wasm'), css: sum('.css'), html: gz(join(dist, 'index.html')) };
-  });
+  }, BROWSER_TEST_TIMEOUT);
 
   afterAll(async () => {
     for (const c of contexts) await c.close().catch(() => undefined);
@@ -149,7 +150,7 @@ describeInChromium('playground in Chromium', () => {
     metrics['chromium'] = browser?.version();
     writeFileSync(join(ARTIFACTS, 'playground-metrics.json'), `${JSON.stringify(metrics, null, 2)}\n`);
     console.log(`playground metrics: ${JSON.stringify(metrics)}`);
-  });
+  }, BROWSER_TEST_TIMEOUT);
 
   it('test_the_playground_runs_the_sequence_the_page_tells_the_reader_to_try', async () => {
     // The guide is the spec's sequence, in order.
@@ -284,7 +285,7 @@ describeInChromium('playground in Chromium', () => {
     const before = await receiptCount(page);
     await page.fill('#policy', TRY_IT_POLICY_YAML.replace('decision: allow', 'decision: perhaps'));
     await page.click('#load-policy');
-    await expect.poll(() => page.locator('#policy-error').isVisible()).toBe(true);
+    await expect.poll(() => page.locator('#policy-error').isVisible(), { timeout: 30_000 }).toBe(true);
     expect(await page.locator('#policy-error').innerText()).toMatch(/PolicyError: .*perhaps/);
     expect(await page.locator('#entries > li').last().innerText()).toContain('PolicyError');
     expect(await page.locator('#policy-hash').innerText()).toBe(moduleHash);
@@ -298,7 +299,7 @@ describeInChromium('playground in Chromium', () => {
     const editedHash = createTryIt({ store: await createSqlJsStore(), policyYaml: edited }).policyHash;
     await page.fill('#policy', edited);
     await page.click('#load-policy');
-    await expect.poll(() => page.locator('#policy-hash').innerText()).toBe(editedHash);
+    await expect.poll(() => page.locator('#policy-hash').innerText(), { timeout: 30_000 }).toBe(editedHash);
     expect(await page.locator('#policy-error').isVisible()).toBe(false);
     const stricter = await runWith(page, { payment_id: 'txn_p2', amount: '50000' });
     expect(stricter.data['outcome']).toBe('approval_required');
@@ -308,7 +309,7 @@ describeInChromium('playground in Chromium', () => {
     expect(await page.inputValue('#policy')).toBe(edited);
     expect(await page.locator('#policy-hash').innerText()).toBe(editedHash);
     await page.click('#restore-policy');
-    await expect.poll(() => page.locator('#policy-hash').innerText()).toBe(moduleHash);
+    await expect.poll(() => page.locator('#policy-hash').innerText(), { timeout: 30_000 }).toBe(moduleHash);
     expect(await page.inputValue('#policy')).toBe(TRY_IT_POLICY_YAML);
   });
 
@@ -376,6 +377,22 @@ describeInChromium('playground in Chromium', () => {
     expect(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth)).toBe(true);
     mkdirSync(ARTIFACTS, { recursive: true });
     await page.screenshot({ path: join(ARTIFACTS, 'playground-narrow.png'), fullPage: true });
+  });
+
+  it('a second tab runs in memory and says so, and writes nothing to the first tab\'s store', async () => {
+    const first = await freshPage();
+    expect(await first.getAttribute('body', 'data-persistent')).toBe('true');
+    await act(first, '1');
+    const second = await first.context().newPage();
+    await open(second);
+    expect(await second.getAttribute('body', 'data-persistent')).toBe('false');
+    expect(await second.locator('#status').innerText()).toContain('another tab');
+    const there = await act(second, '1');
+    expect([there.data['outcome'], there.data['remoteCalls']], 'its own store, its own remote').toEqual(['executed', '1']);
+    await act(second, '4');
+    await second.close();
+    await open(first, true);
+    expect(await receiptCount(first)).toBe(1);
   });
 
   it('measures the six steps inside the tab', async () => {

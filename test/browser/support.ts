@@ -16,6 +16,12 @@ export const ROOT = resolve(import.meta.dirname, '..', '..');
 /** Where screenshots and measurements go (gitignored). */
 export const ARTIFACTS = join(ROOT, 'test-artifacts');
 
+/**
+ * Per test, and per `beforeAll` (build + launch): generous, because CI machines are shared and a
+ * browser under load is slow. No assertion is about time.
+ */
+export const BROWSER_TEST_TIMEOUT = 120_000;
+
 const inCI = (): boolean => /^(1|true|yes)$/i.test(process.env['CI'] ?? '');
 
 /**
@@ -24,7 +30,7 @@ const inCI = (): boolean => /^(1|true|yes)$/i.test(process.env['CI'] ?? '');
  */
 export function describeInChromium(name: string, body: () => void): void {
   if (existsSync(CHROMIUM)) {
-    describe(name, body);
+    describe(name, { timeout: BROWSER_TEST_TIMEOUT }, body);
   } else if (inCI()) {
     describe(name, () => {
       it(`needs ${CHROMIUM}, which CI must install (apt-get install -y chromium)`, () => {
