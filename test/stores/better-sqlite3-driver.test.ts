@@ -338,10 +338,13 @@ describe('readers', () => {
   const asRoot = process.getuid?.() === 0;
   const repo = resolve(import.meta.dirname, '..', '..');
   const othersCanRead = (() => {
-    // Every ancestor must be searchable by others, and the sources and the native module readable.
-    for (let d = repo; ; d = dirname(d)) {
-      if ((statSync(d).mode & 0o001) === 0) return false;
-      if (dirname(d) === d) break;
+    // Every ancestor of the checkout and of the temp dir must be searchable by others, and the
+    // sources and the native module readable.
+    for (const start of [repo, dirname(root)]) {
+      for (let d = start; ; d = dirname(d)) {
+        if ((statSync(d).mode & 0o001) === 0) return false;
+        if (dirname(d) === d) break;
+      }
     }
     const native = join(repo, 'node_modules', 'better-sqlite3', 'build', 'Release', 'better_sqlite3.node');
     return [native, join(repo, 'packages', 'store-node', 'src', 'better-sqlite3.ts')].every((f) => existsSync(f) && (statSync(f).mode & 0o004) !== 0);
