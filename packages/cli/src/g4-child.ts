@@ -9,7 +9,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { Control, loadPolicy, parseJson, protect, type JsonObject } from '@ctrlrun/kernel';
+import { Control, loadAuthority, loadPolicy, parseJson, protect, type JsonObject } from '@ctrlrun/kernel';
 import { isObject } from './format.js';
 import { describeOutcome } from '@ctrlrun/kernel/verify';
 import { openAddress } from './stores.js';
@@ -22,8 +22,10 @@ if (!isObject(args)) throw new Error('g4-child: the orders carry no arguments');
 const principal = orders['principal'] as { agent: string; user: string | null };
 
 const store = await openAddress(orders['locator'] as string);
+const authorityText = orders['authorityText'];
 const control = new Control({
   policy: loadPolicy(orders['policyText'] as string, { source: orders['policySource'] as string }),
+  ...(typeof authorityText === 'string' ? { authority: loadAuthority(authorityText, { source: orders['authoritySource'] as string }) } : {}),
   store,
   environment: orders['environment'] as string,
   logger: { warn: () => {} },

@@ -213,6 +213,8 @@ export function nodeProcessLauncher(workDir: string): ProcessLauncher {
           locator: request.locator,
           policyText: request.policyText,
           policySource: request.policySource,
+          authorityText: request.authorityText,
+          authoritySource: request.authoritySource,
           action: request.action,
           principal: request.principal,
           environment: request.environment,

@@ -69,7 +69,15 @@ export const verify: Command = {
         banner(loadPolicy(text, { source: path }), err);
         throw refuse(`${path} is in observe mode: nothing is enforced, so no guarantee can hold; verify an enforcing configuration`);
       }
-      if (values['authority'] !== undefined) throw refuse('--authority: standalone authority documents are not in this build of verify yet');
+      let authority: { text: string; path: string } | null = null;
+      if (values['authority'] !== undefined) {
+        const file = resolvePath(io.cwd, values['authority'] as string);
+        try {
+          authority = { text: readFileSync(file, 'utf8'), path: file };
+        } catch (e) {
+          throw refuse(`the authority document ${file} cannot be read: ${(e as Error).message}`);
+        }
+      }
       const only = values['only'] === undefined ? null : parseOnly(values['only'] as string);
       // Only the flag: the operator's store ($CTRLRUN_STORE_URL, $CTRLRUN_STATE) is never touched.
       const url = (values['store-url'] as string | undefined) ?? 'sqlite';
@@ -90,6 +98,7 @@ export const verify: Command = {
         report = await runVerify({
           policyText: text,
           policyPath: path,
+          authority,
           only,
           scratchStore,
           launchProcesses: nodeProcessLauncher(root),

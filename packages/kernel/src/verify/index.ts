@@ -7,12 +7,10 @@
  * @module
  */
 export { CATALOGUE, GUARANTEES, GUARANTEE_IDS, NOT_APPLICABLE, guarantee, isGuaranteeId, type Guarantee, type GuaranteeId } from './catalogue.js';
+export { VerifyInternalError, VerifyRefusal } from './errors.js';
+export { G4_PROCESSES, absentActionName } from './guarantees.js';
+export { DEFAULT_T0, scenarioInstant } from './select.js';
 export {
-  DEFAULT_T0,
-  G4_PROCESSES,
-  VerifyInternalError,
-  VerifyRefusal,
-  absentActionName,
   loadVerifyPolicy,
   parseOnly,
   runVerify,

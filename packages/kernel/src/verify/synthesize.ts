@@ -194,13 +194,14 @@ function* negations(earlier: readonly RuleView[]): Generator<number[]> {
 
 /**
  * A vector for `action` whose evaluation is `rules[index]`, or null when none can be built.
- * Throws {@link SynthesisDefect} when a candidate built for the rule reaches the same decision
- * through another rule.
+ * `extra` conditions must hold too (a grant's constraints). Throws {@link SynthesisDefect} when a
+ * candidate built for the rule reaches the same decision through another rule.
  */
-export function vectorForRule(policy: Policy, action: ActionView, index: number): Vector | null {
+export function vectorForRule(policy: Policy, action: ActionView, index: number, extra: readonly Condition[] = []): Vector | null {
   const target = action.rules[index];
   if (!target) return null;
-  if (target.conditions.some((c) => DERIVED_SUBJECTS.has(c.subject))) return null;
+  const required = [...target.conditions, ...extra];
+  if (required.some((c) => DERIVED_SUBJECTS.has(c.subject))) return null;
   const earlier = action.rules.slice(0, index);
   let tried = 0;
   for (const choice of negations(earlier)) {
@@ -211,7 +212,7 @@ export function vectorForRule(policy: Policy, action: ActionView, index: number)
       if (list) list.push(c);
       else constraints.set(subject, [c]);
     };
-    for (const c of target.conditions) add(c.subject, { op: c.op, operand: c.operand });
+    for (const c of required) add(c.subject, { op: c.op, operand: c.operand });
     let usable = true;
     choice.forEach((ci, ri) => {
       const c = earlier[ri]!.conditions[ci]!;
@@ -233,12 +234,21 @@ export function vectorForRule(policy: Policy, action: ActionView, index: number)
   return null;
 }
 
-/** The first vector of `action` reaching `decision` (rules in order), or null. */
-export function vectorFor(policy: Policy, action: ActionView, decision: Decision): Vector | null {
+/** The first vector of `action` reaching `decision` (rules in order), with `extra` conditions holding too, or null. */
+export function vectorFor(policy: Policy, action: ActionView, decision: Decision, extra: readonly Condition[] = []): Vector | null {
   for (let i = 0; i < action.rules.length; i++) {
     if (action.rules[i]!.decision !== decision) continue;
-    const v = vectorForRule(policy, action, i);
+    const v = vectorForRule(policy, action, i, extra);
     if (v) return v;
   }
   return null;
+}
+
+/** The value `neq v` suggests, exported for widening a grant's constraint: v+1, v + `-x`, or `ctrlrun-verify`. */
+export { beside as valueBeside };
+
+/** An integer operand moved by `delta` (bigint-exact), or the operand unchanged when it is not an integer. */
+export function shiftInt(v: JsonValue, delta: number): JsonValue {
+  const n = asInt(v);
+  return n === null ? v : toValue(n + BigInt(delta));
 }
