@@ -76,6 +76,8 @@ export interface PgDriverOptions {
 }
 
 const INT8_OID = 20;
+/** How long the re-read after a lost COMMIT may take to connect, and to answer, unless the pool says otherwise. */
+const REREAD_TIMEOUT_MS = 10_000;
 const INSTALL = 'pg@8';
 
 /** `int8` arrives as text: a number when exact, else a `bigint`. */
@@ -235,7 +237,11 @@ export class PgDriver implements SqlDriver {
     const pool = await this.#getPool();
     let client: PgStandaloneClientLike;
     if (this.#options.freshClient) client = await this.#options.freshClient();
-    else if (typeof pool.Client === 'function') client = new pool.Client(pool.options ?? {});
+    else if (typeof pool.Client === 'function') {
+      // Bounded: a re-read that cannot connect or answer must fail (and raise), not hang the caller.
+      const options = (pool.options ?? {}) as Record<string, unknown>;
+      client = new pool.Client({ ...options, connectionTimeoutMillis: options['connectionTimeoutMillis'] || REREAD_TIMEOUT_MS, query_timeout: options['query_timeout'] || REREAD_TIMEOUT_MS });
+    }
     else throw new StoreError('[pg] cannot open a fresh connection for the re-read: the pool has no Client/options; pass freshClient');
     arm(client);
     try {
