@@ -6,7 +6,7 @@
  * Every case asserts the error's class (and `code`) and its `state`/`reason`, then reads the
  * record back. The cross-process case spawns real OS processes through the factory's
  * `processes` runner (Node: `./cross-process.ts`), so this file itself stays runtime-neutral.
- * Continuation and delegation cases belong to other suites.
+ * Continuation cases belong to other suites.
  */
 import { describe, expect, it } from 'vitest';
 import {

@@ -3,7 +3,7 @@
  * and breaks one rule (with raw SQL where the contract would not let it); its named case must
  * fail by an assertion, and the unbroken store must pass the same case.
  */
-import { AmbiguousEffect, ApprovalMismatch, DuplicateEffect, NotExecuted, parseTime, type Clock, type StateStore } from '@ctrlrun/kernel';
+import { AmbiguousEffect, ApprovalMismatch, DuplicateEffect, NotExecuted, parseTime, type Clock, type DelegationRecord, type StateStore } from '@ctrlrun/kernel';
 import { createSqlJsStore, type SqlJsStore } from '@ctrlrun/store-sqljs';
 import { describe, expect, it } from 'vitest';
 import { storeCases, type CaseId, type StoreFactory } from '../conformance/store.case.js';
@@ -132,6 +132,16 @@ const FIXTURES: Record<string, { breaks: CaseId; overrides: Overrides }> = {
     overrides: (real) => ({
       async events() {
         return (await real.events()).map((e, i) => ({ ...e, eventId: i }));
+      },
+    }),
+  },
+  'upserts-a-delegation': {
+    breaks: 'insert-not-upsert',
+    overrides: (real) => ({
+      // INSERT OR REPLACE in effect: a second act under one id silently rewrites the first.
+      async putDelegation(record: DelegationRecord) {
+        await sql(real, 'DELETE FROM delegations WHERE delegation_id = ?', [record.delegationId]);
+        return real.putDelegation(record);
       },
     }),
   },
