@@ -68,10 +68,14 @@ function freePort(): Promise<number> {
 
 const shellQuote = (s: string): string => `'${s.replaceAll("'", `'\\''`)}'`;
 
-/** Runs a server binary: directly, or as `postgres` through `su` when we are root. */
+/**
+ * Runs a server binary: directly, or as `postgres` through `su` when we are root. It runs from
+ * `/`, because initdb and pg_ctl refuse a working directory their user cannot read (root's home).
+ */
 function runAsServerUser(command: string[], asRoot: boolean): string {
-  if (!asRoot) return execFileSync(command[0]!, command.slice(1), { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
-  return execFileSync('su', ['postgres', '-s', '/bin/sh', '-c', command.map(shellQuote).join(' ')], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+  const options = { encoding: 'utf8' as const, stdio: ['ignore', 'pipe', 'pipe'] as ['ignore', 'pipe', 'pipe'], cwd: '/' };
+  if (!asRoot) return execFileSync(command[0]!, command.slice(1), options);
+  return execFileSync('su', ['postgres', '-s', '/bin/sh', '-c', command.map(shellQuote).join(' ')], options);
 }
 
 /** As root: the unprivileged `postgres` user the cluster runs as (created when the machine lacks it). */
