@@ -9,3 +9,5 @@ export { COMMANDS } from './commands/index.js';
 export { VERSION } from './version.js';
 export { CliRefusal, UsageError } from './errors.js';
 export type { Command, Invocation, OptionSpec } from './command.js';
+export { renderActionSummary } from './action-summary.js';
+export { verifyBadge } from '@ctrlrun/kernel/verify';

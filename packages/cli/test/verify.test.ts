@@ -1,7 +1,11 @@
 // `ctrlrun verify` in-process: the operator's store is never touched, exit codes, files written.
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import { renderActionSummary, verifyBadge } from '@ctrlrun/cli';
+import type { VerifyReport } from '@ctrlrun/kernel/verify';
 import { run, seed, storeBytes, tempDir } from './support.js';
 
 const NO_TEMPLATES = `schema: ctrlrun.policy/v2
@@ -83,5 +87,36 @@ describe('ctrlrun verify', () => {
     const r = await run(['verify', '--store-url', 'postgresql://nobody@127.0.0.1:1/none'], { cwd: dir });
     expect(r.code).toBe(3);
     expect(r.stderr).toMatch(/^Error: verify went wrong: the scratch database postgresql:\/\/nobody@127\.0\.0\.1:1\/none cannot be reached: [^\n]+\n$/);
+  });
+});
+
+describe('the GitHub Action', () => {
+  const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
+
+  it('test_T118_the_action_is_a_composite_action_at_the_repository_root', () => {
+    const action = parse(readFileSync(join(ROOT, 'action.yml'), 'utf8')) as { inputs: Record<string, unknown>; runs: { using: string; steps: { run?: string; uses?: string }[] } };
+    expect(action.runs.using).toBe('composite');
+    expect(Object.keys(action.inputs)).toEqual(['policy', 'authority', 'only', 'install', 'badge-path']);
+    const runs = action.runs.steps.map((s) => s.run ?? '').join('\n');
+    expect(runs.match(/ctrlrun "\$\{args\[@\]\}"/g)).toHaveLength(1);
+    expect(runs).toContain('args=(verify --json --junit ctrlrun-verify.xml)');
+    // Summary and badge come from that one JSON; the badge is written, never published.
+    expect(runs).toContain('renderActionSummary(report)');
+    expect(runs).toContain('verifyBadge(report)');
+    expect(runs).not.toMatch(/git push|gh-pages|curl /);
+    expect(action.runs.steps.at(-1)!.run).toBe('exit ${{ steps.verify.outputs.code }}');
+  });
+
+  it('the job summary is rendered from the JSON: every row, N/A rows in full, the summary line last', async () => {
+    const dir = tempDir();
+    writeFileSync(join(dir, 'ctrlrun.yaml'), NO_TEMPLATES);
+    const r = await run(['verify', '--json'], { cwd: dir });
+    const report = JSON.parse(r.stdout) as VerifyReport;
+    const md = renderActionSummary(report);
+    expect(md).toContain('| G3 | duplicate effect refused | N/A | no action declares an `effect:` template |');
+    expect(md.match(/^\| G\d+ \|/gm)).toHaveLength(11);
+    expect(md.trimEnd().split('\n').at(-1)).toBe('6/6 declared guarantees pass. 5 not applicable: G3, G4, G5, G8, G9.');
+    expect(verifyBadge(report)).toEqual({ schemaVersion: 1, label: 'CTRLRun', message: 'verified 6/6', color: 'brightgreen' });
+    expect(verifyBadge({ ...report, partial: true, summary: { ...report.summary, badge: null } })).toBeNull();
   });
 });
