@@ -358,9 +358,12 @@ async function enableWal(db: BetterSqlite3Database, path: string): Promise<void>
  * `pathOrDb` is a file path (created if missing, unless `readOnly`) or an open better-sqlite3
  * `Database` on a file, which the store then owns and closes. In-memory databases are refused
  * (`InvalidArgument`): reservations must survive the process and be visible to other processes.
- * The engine must be SQLite 3.35 or newer. The file is put in WAL mode after it is recognised
- * as a ctrlrun store, so a refused file (not a database, someone else's schema, a newer ctrlrun
- * schema) is left untouched.
+ * The engine must be SQLite 3.35 or newer. An existing file is put in WAL mode only after it is
+ * recognised as a ctrlrun store, so a refused file (not a database, someone else's schema, a
+ * newer ctrlrun schema, read-only for this process) is left untouched; a file this call created
+ * is removed again if the open fails before anything is migrated into it. Failures are typed:
+ * `InvalidArgument` (the path), `SchemaMismatch` (the schema), `MissingDependency` (no
+ * better-sqlite3), `StoreError` (the engine).
  *
  * @example
  * const store = await createBetterSqlite3Store('./ctrlrun.db');
