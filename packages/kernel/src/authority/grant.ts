@@ -386,16 +386,21 @@ export class Grant {
 
 function fromInput(input: GrantInput): Grant {
   if (!isPlainObject(input)) throw new InvalidArgument(`a grant must be an object { subject, actions, … }, got ${input === null ? 'null' : typeof input}`);
-  // `undefined` is the absence of a key here (the JS spelling of an omitted argument).
-  const defined: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(input)) if (v !== undefined) defined[k] = v;
   try {
-    const tree = fromJs(defined, 'grant', new Set());
+    const tree = fromJs(withoutUndefined(input), 'grant', new Set());
     return parseGrantTree(tree, 'grant', 0, { ids: 'model', lenient: true, expiresKey: 'expiresAt' });
   } catch (err) {
     if (err instanceof Refusal) throw new InvalidArgument(`${err.where}: ${err.message}`, { cause: err });
     throw err;
   }
+}
+
+/** `undefined` is the absence of a key (the JS spelling of an omitted option), at any depth of a plain object. */
+function withoutUndefined(v: unknown): unknown {
+  if (!isPlainObject(v)) return v;
+  const out: Record<string, unknown> = {};
+  for (const [k, x] of Object.entries(v)) if (x !== undefined) out[k] = withoutUndefined(x);
+  return out;
 }
 
 /** A delegation's stored `grant_json`: compact, sorted keys, operands by key, expiry offset kept. Never hashed. */
