@@ -31,11 +31,11 @@ export type ErrorCode =
 
 /** Base class of every error the kernel raises on purpose (the reference's `CTRLRunError`). */
 export class CTRLRunError extends Error {
+  override name = 'CTRLRunError';
   /** Stable machine-readable code; branch on this rather than on `instanceof`. */
   readonly code: ErrorCode = 'ERR_CTRLRUN';
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);
-    this.name = new.target.name;
     (Error as { captureStackTrace?: (t: object, c: unknown) => void }).captureStackTrace?.(this, new.target);
   }
 }
@@ -45,21 +45,25 @@ export { CTRLRunError as KernelError };
 
 /** Bad values, wiring bugs, impossible store transitions. */
 export class InvalidArgument extends CTRLRunError {
+  override name = 'InvalidArgument';
   override readonly code = 'ERR_INVALID_ARGUMENT' as const;
 }
 
 /** The policy is missing, unreadable or malformed (raised at load time). */
 export class PolicyError extends CTRLRunError {
+  override name = 'PolicyError';
   override readonly code = 'ERR_POLICY' as const;
 }
 
 /** An effect template could not be resolved; deliberately not an {@link ActionDenied}. */
 export class EffectKeyError extends CTRLRunError {
+  override name = 'EffectKeyError';
   override readonly code = 'ERR_EFFECT_KEY' as const;
 }
 
 /** The action was refused: policy deny, `unknown_action`, `no_principal`, `approval_denied`, … */
 export class ActionDenied extends CTRLRunError {
+  override name = 'ActionDenied';
   override readonly code: ErrorCode = 'ERR_ACTION_DENIED';
   /** Why, as the reference's reason string (`unknown_action`, `rule[2]`, `no_principal`, …). */
   readonly reason: string;
@@ -74,6 +78,7 @@ export class ActionDenied extends CTRLRunError {
 
 /** An authority denial (v0.3): no grant, or outside every grant. */
 export class AuthorityDenied extends ActionDenied {
+  override name = 'AuthorityDenied';
   override readonly code = 'ERR_AUTHORITY_DENIED' as const;
   readonly grantId: string | null;
   readonly delegationId: string | null;
@@ -89,6 +94,7 @@ export class AuthorityDenied extends ActionDenied {
 
 /** A delegation wider than its parent (v0.3). */
 export class AuthorityEscalation extends CTRLRunError {
+  override name = 'AuthorityEscalation';
   override readonly code = 'ERR_AUTHORITY_ESCALATION' as const;
   readonly reason: string;
   readonly parentId: string | null;
@@ -103,6 +109,7 @@ export class AuthorityEscalation extends CTRLRunError {
 
 /** The policy says a human must approve; present `requestId` once it is granted. */
 export class ApprovalRequired extends CTRLRunError {
+  override name = 'ApprovalRequired';
   override readonly code = 'ERR_APPROVAL_REQUIRED' as const;
   readonly requestId: string;
   readonly actionId: string | null;
@@ -115,6 +122,7 @@ export class ApprovalRequired extends CTRLRunError {
 
 /** Waiting for an approval ran out of time. */
 export class ApprovalTimeout extends CTRLRunError {
+  override name = 'ApprovalTimeout';
   override readonly code = 'ERR_APPROVAL_TIMEOUT' as const;
   readonly requestId: string;
   constructor(requestId: string, options: { message?: string } = {}) {
@@ -128,6 +136,7 @@ export type ApprovalMismatchReason = 'unknown' | 'mismatch' | 'consumed' | 'expi
 
 /** A presented approval was refused: `mismatch`, `consumed`, `expired`, `pending`, `unknown`, … */
 export class ApprovalMismatch extends CTRLRunError {
+  override name = 'ApprovalMismatch';
   override readonly code = 'ERR_APPROVAL_MISMATCH' as const;
   readonly reason: ApprovalMismatchReason;
   readonly approvalId: string | null;
@@ -140,6 +149,7 @@ export class ApprovalMismatch extends CTRLRunError {
 
 /** The effect already happened (`committed`) or another worker holds it (`in_progress`). */
 export class DuplicateEffect extends CTRLRunError {
+  override name = 'DuplicateEffect';
   override readonly code = 'ERR_DUPLICATE_EFFECT' as const;
   readonly state: 'committed' | 'in_progress';
   readonly effectKey: string | null;
@@ -152,6 +162,7 @@ export class DuplicateEffect extends CTRLRunError {
 
 /** Nobody knows whether the effect happened; a blind retry is refused until it is resolved. */
 export class AmbiguousEffect extends CTRLRunError {
+  override name = 'AmbiguousEffect';
   override readonly code = 'ERR_AMBIGUOUS_EFFECT' as const;
   readonly effectKey: string;
   /** The action that holds or left the record (not the caller). */
@@ -165,11 +176,13 @@ export class AmbiguousEffect extends CTRLRunError {
 
 /** Thrown by an executor that knows the remote did nothing; the only outcome recorded FAILED. */
 export class NotExecuted extends CTRLRunError {
+  override name = 'NotExecuted';
   override readonly code = 'ERR_NOT_EXECUTED' as const;
 }
 
 /** Thrown by an executor that awaits a round trip (held continuation). */
 export class Suspended extends CTRLRunError {
+  override name = 'Suspended';
   override readonly code = 'ERR_SUSPENDED' as const;
   readonly continuation: string;
   constructor(continuation: string, options: { message?: string } = {}) {
@@ -183,11 +196,13 @@ export class Suspended extends CTRLRunError {
 
 /** A credential was rejected, or the principal has expired. */
 export class IdentityError extends CTRLRunError {
+  override name = 'IdentityError';
   override readonly code = 'ERR_IDENTITY' as const;
 }
 
 /** The store's schema is one this build refuses (newer, gapped, divergent, foreign). */
 export class SchemaMismatch extends CTRLRunError {
+  override name = 'SchemaMismatch';
   override readonly code = 'ERR_SCHEMA_MISMATCH' as const;
   readonly applied: readonly string[];
   readonly known: readonly string[];
@@ -202,6 +217,7 @@ export class SchemaMismatch extends CTRLRunError {
 
 /** An optional dependency is not installed; the message names the install command. */
 export class MissingDependency extends CTRLRunError {
+  override name = 'MissingDependency';
   override readonly code = 'ERR_MISSING_DEPENDENCY' as const;
   readonly module: string;
   readonly extra: string;
@@ -214,11 +230,13 @@ export class MissingDependency extends CTRLRunError {
 
 /** A store write whose COMMIT may or may not have landed (Postgres lost COMMIT). */
 export class AmbiguousWrite extends CTRLRunError {
+  override name = 'AmbiguousWrite';
   override readonly code = 'ERR_AMBIGUOUS_WRITE' as const;
 }
 
 /** A driver failure, wrapped with the SQL that failed and the original cause. */
 export class StoreError extends CTRLRunError {
+  override name = 'StoreError';
   override readonly code: ErrorCode = 'ERR_STORE';
   readonly sql: string | null;
   constructor(message: string, options: { sql?: string | null; cause?: unknown } = {}) {
@@ -229,6 +247,7 @@ export class StoreError extends CTRLRunError {
 
 /** The store was used after `close()`. */
 export class StoreClosedError extends StoreError {
+  override name = 'StoreClosedError';
   override readonly code = 'ERR_STORE_CLOSED' as const;
 }
 

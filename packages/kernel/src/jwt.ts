@@ -46,6 +46,7 @@ export type JwtRefusalReason =
 
 /** A rejected credential: an `IdentityError` whose `reason` names the failed check. */
 export class CredentialRejected extends IdentityError {
+  override name = 'CredentialRejected';
   readonly reason: JwtRefusalReason;
   constructor(reason: JwtRefusalReason, options: { cause?: unknown } = {}) {
     super('the credential was rejected', options);
