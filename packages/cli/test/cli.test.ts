@@ -3,7 +3,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import BetterSqlite3 from 'better-sqlite3';
-import { createAction, EXAMPLE_POLICY_YAML } from '@ctrlrun/kernel';
+import { createAction, EXAMPLE_POLICY_YAML, sqliteDialect } from '@ctrlrun/kernel';
 import { COMMANDS, VERSION } from '@ctrlrun/cli';
 import { openStore } from '@ctrlrun/store-node';
 import { exampleControl, run, seed, storeBytes, tempDir } from './support.js';
@@ -306,6 +306,26 @@ describe('stores the CLI is pointed at', () => {
       expect(r.stderr).toContain(join(dir, '.ctrlrun', 'state.db'));
     }
     expect(existsSync(join(dir, '.ctrlrun'))).toBe(false);
+  });
+
+  it('test_T152b_no_flag_opens_a_database_without_migrating: a store behind this build is refused, not migrated', async () => {
+    const dir = tempDir();
+    const path = join(dir, 'old.db');
+    const db = new BetterSqlite3(path);
+    db.exec(sqliteDialect.sql.createSchemaVersion);
+    for (const statement of sqliteDialect.migrations['0001_baseline']) db.exec(statement);
+    db.prepare(sqliteDialect.sql.insertSchemaVersion).run('0001_baseline', '2026-01-01T00:00:00+00:00', 'ctrlrun 0.5.0');
+    db.close();
+    const before = storeBytes(path);
+    for (const argv of [['receipts'], ['effects'], ['approve', 'apr_x'], ['resolve', 'k', '--failed'], ['stats']]) {
+      writeFileSync(join(dir, 'ctrlrun.yaml'), EXAMPLE_POLICY_YAML);
+      const r = await run([...argv, '--store-url', 'sqlite://old.db'], { cwd: dir });
+      expect(r.code, argv[0]).toBe(1);
+      expect(r.stderr).toMatch(ONE_LINE);
+      expect(r.stderr).toContain('old.db');
+      expect(r.stderr).toContain('a writer does');
+    }
+    expect(storeBytes(path)).toBe(before);
   });
 
   it('CTRLRUN_STATE and CTRLRUN_CONFIG move the default store; the flag beats CTRLRUN_STORE_URL', async () => {
