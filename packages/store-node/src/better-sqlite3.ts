@@ -21,6 +21,7 @@ import {
   type SqlExecutor,
   type SqlValue,
 } from '@ctrlrun/kernel';
+import { importOnce } from './optional-import.js';
 
 /** The part of a better-sqlite3 `Statement` the driver uses. */
 export interface BetterSqlite3Statement {
@@ -142,28 +143,19 @@ function checkPath(path: string, readOnly: boolean): { absolute: string; exists:
   return { absolute, exists: true };
 }
 
-let constructorPromise: Promise<BetterSqlite3Constructor> | undefined;
-
 /** Imports better-sqlite3 once; a missing package is a {@link MissingDependency} naming the install. */
-function loadBetterSqlite3(): Promise<BetterSqlite3Constructor> {
-  return (constructorPromise ??= import('better-sqlite3').then(
-    (mod: unknown) => {
-      const ctor = (mod as { default?: unknown }).default ?? mod;
-      if (typeof ctor !== 'function') throw new StoreError('[better-sqlite3] the better-sqlite3 module did not export a Database constructor');
-      return ctor as BetterSqlite3Constructor;
-    },
-    (err: unknown) => {
-      constructorPromise = undefined;
-      const code = (err as { code?: unknown })?.code;
-      if ((code === 'ERR_MODULE_NOT_FOUND' || code === 'MODULE_NOT_FOUND') && /better-sqlite3/.test(String((err as Error)?.message))) {
-        throw new MissingDependency('better-sqlite3', INSTALL, {
-          message: `better-sqlite3 is not installed; the SQLite file store needs it: npm install ${INSTALL}`,
-        });
-      }
-      throw new StoreError(`[better-sqlite3] loading better-sqlite3 failed: ${(err as Error)?.message ?? String(err)}`, { cause: err });
-    },
-  ));
-}
+const loadBetterSqlite3 = importOnce(() => import('better-sqlite3'), {
+  name: 'better-sqlite3',
+  install: INSTALL,
+  label: '[better-sqlite3]',
+  neededBy: 'the SQLite file store',
+  notFound: /better-sqlite3/,
+  pick: (mod: unknown) => {
+    const ctor = (mod as { default?: unknown }).default ?? mod;
+    if (typeof ctor !== 'function') throw new StoreError('[better-sqlite3] the better-sqlite3 module did not export a Database constructor');
+    return ctor as BetterSqlite3Constructor;
+  },
+});
 
 /** A bound parameter: integers go in as SQLite INTEGER (a JS number alone would bind as REAL). */
 function bindable(v: SqlValue): SqlValue {

@@ -16,21 +16,18 @@
  */
 import {
   AmbiguousWrite,
-  CTRLRunError,
   InvalidArgument,
-  MissingDependency,
-  SqlStateStore,
   StoreError,
   commitErrorOutcome,
-  postgresDialect,
   quoteIdentifier,
-  type Clock,
   type Logger,
   type QueryResult,
   type SqlDriver,
   type SqlExecutor,
   type SqlValue,
 } from '@ctrlrun/kernel';
+import { importOnce } from './optional-import.js';
+import { SchemaStore, checkSchema, checkStoreOptions, message, openSchemaStore, type PostgresStoreOptions } from './postgres-common.js';
 
 /** What `pg` returns for one statement, as far as the driver reads it. */
 export interface PgResultLike {
@@ -91,10 +88,6 @@ function single(r: PgResultLike | PgResultLike[]): PgResultLike {
   return Array.isArray(r) ? (r[r.length - 1] ?? { rows: [], rowCount: 0 }) : r;
 }
 
-function message(err: unknown): string {
-  return (err as Error)?.message ?? String(err);
-}
-
 /** Errors a client emits while checked out land here instead of crashing the process; the pending query rejects anyway. */
 const ARMED = new WeakSet<object>();
 function arm(client: PgClientLike): void {
@@ -119,7 +112,7 @@ export class PgDriver implements SqlDriver {
     if (typeof pool !== 'function' && (typeof pool !== 'object' || pool === null || typeof pool.connect !== 'function' || typeof pool.query !== 'function')) {
       throw new InvalidArgument('pool must be a pg.Pool (connect, query, end) or a function returning one');
     }
-    if (options.schema !== undefined) quoteIdentifierChecked(options.schema);
+    if (options.schema !== undefined) checkSchema(options.schema);
     this.#source = pool;
     this.#options = options;
     this.#schema = options.schema ?? null;
@@ -267,21 +260,8 @@ export class PgDriver implements SqlDriver {
   }
 }
 
-function quoteIdentifierChecked(schema: unknown): void {
-  if (typeof schema !== 'string') throw new InvalidArgument('schema must be a string');
-  try {
-    quoteIdentifier(schema);
-  } catch (err) {
-    throw new InvalidArgument(`schema ${JSON.stringify(schema)} is not a usable name: ${message(err)}`);
-  }
-}
-
 /** Options of {@link createPgStore}. */
-export interface PgStoreOptions {
-  /** The clock every decision and stored timestamp uses (the only test seam). */
-  clock?: Clock;
-  /** Open an up-to-date store for reading only: nothing migrated, every write refused. */
-  readOnly?: boolean;
+export interface PgStoreOptions extends PostgresStoreOptions {
   /** The schema holding the tables; it must exist (never created). Default: the role's `current_schema()`. */
   schema?: string;
   /** Where warnings go, including the lost-COMMIT branch taken (`ctrlrun.postgres`); default `console`. */
@@ -291,38 +271,14 @@ export interface PgStoreOptions {
 }
 
 /** A state store on PostgreSQL through `pg`. */
-export class PgStore extends SqlStateStore {
-  /** The driver underneath. */
-  readonly driver: PgDriver;
-
+export class PgStore extends SchemaStore<PgDriver> {
   constructor(driver: PgDriver, options: Omit<PgStoreOptions, 'schema' | 'freshClient'> = {}) {
-    super(driver, { clock: options.clock, readOnly: options.readOnly, logger: options.logger, dialect: postgresDialect(driver.schema) });
-    this.driver = driver;
-  }
-
-  /** The schema holding the tables. */
-  get schema(): string {
-    return this.driver.schema;
+    super(driver, options);
   }
 }
 
-function checkOptions(options: unknown, what: string): asserts options is PgStoreOptions {
-  if (typeof options !== 'object' || options === null) throw new InvalidArgument(`${what} options must be an object`);
-  const o = options as PgStoreOptions;
-  if (o.clock !== undefined && typeof o.clock !== 'function') throw new InvalidArgument(`${what}: clock must be a function returning a Date`);
-  if (o.readOnly !== undefined && typeof o.readOnly !== 'boolean') throw new InvalidArgument(`${what}: readOnly must be a boolean`);
-  if (o.schema !== undefined) quoteIdentifierChecked(o.schema);
-}
-
-async function openOn(driver: PgDriver, options: PgStoreOptions): Promise<PgStore> {
-  try {
-    await driver.resolveSchema();
-    return await new PgStore(driver, options).open();
-  } catch (err) {
-    await driver.close().catch(() => undefined);
-    if (err instanceof CTRLRunError) throw err;
-    throw new StoreError(`[pg] opening the store failed: ${message(err)}`, { cause: err });
-  }
+function openOn(driver: PgDriver, options: PgStoreOptions): Promise<PgStore> {
+  return openSchemaStore(driver, () => new PgStore(driver, options), '[pg]');
 }
 
 /**
@@ -335,30 +291,23 @@ async function openOn(driver: PgDriver, options: PgStoreOptions): Promise<PgStor
  * const store = await createPgStore(new pg.Pool({ connectionString: process.env.DATABASE_URL }));
  */
 export async function createPgStore(pool: PgPoolLike | (() => PgPoolLike | Promise<PgPoolLike>), options: PgStoreOptions = {}): Promise<PgStore> {
-  checkOptions(options, 'createPgStore');
+  checkStoreOptions(options, 'createPgStore');
   return openOn(new PgDriver(pool, { schema: options.schema, freshClient: options.freshClient }), options);
 }
 
-let pgModule: Promise<{ Pool: new (config: object) => PgPoolLike }> | undefined;
-
 /** Imports `pg` once; a missing package is a {@link MissingDependency} naming the install. */
-function loadPg(): Promise<{ Pool: new (config: object) => PgPoolLike }> {
-  return (pgModule ??= import('pg').then(
-    (mod: unknown) => {
-      const m = ((mod as { default?: unknown }).default ?? mod) as { Pool?: unknown };
-      if (typeof m.Pool !== 'function') throw new StoreError('[pg] the pg module did not export Pool');
-      return m as { Pool: new (config: object) => PgPoolLike };
-    },
-    (err: unknown) => {
-      pgModule = undefined;
-      const code = (err as { code?: unknown })?.code;
-      if ((code === 'ERR_MODULE_NOT_FOUND' || code === 'MODULE_NOT_FOUND') && /['"]pg['"]/.test(message(err))) {
-        throw new MissingDependency('pg', INSTALL, { message: `pg is not installed; the PostgreSQL store needs it: npm install ${INSTALL}` });
-      }
-      throw new StoreError(`[pg] loading pg failed: ${message(err)}`, { cause: err });
-    },
-  ));
-}
+const loadPg = importOnce(() => import('pg'), {
+  name: 'pg',
+  install: INSTALL,
+  label: '[pg]',
+  neededBy: 'the PostgreSQL store',
+  notFound: /['"]pg['"]/,
+  pick: (mod: unknown) => {
+    const m = ((mod as { default?: unknown }).default ?? mod) as { Pool?: unknown };
+    if (typeof m.Pool !== 'function') throw new StoreError('[pg] the pg module did not export Pool');
+    return m as { Pool: new (config: object) => PgPoolLike };
+  },
+});
 
 /**
  * Opens the store at a `postgres://` / `postgresql://` URL: imports `pg`, builds a pool the store
@@ -367,7 +316,7 @@ function loadPg(): Promise<{ Pool: new (config: object) => PgPoolLike }> {
  */
 export async function openPgStore(url: string, options: PgStoreOptions = {}): Promise<PgStore> {
   if (typeof url !== 'string' || !/^postgres(?:ql)?:\/\//i.test(url)) throw new InvalidArgument(`url must be a postgres:// or postgresql:// URL, got ${JSON.stringify(url)}`);
-  checkOptions(options, 'openPgStore');
+  checkStoreOptions(options, 'openPgStore');
   const { Pool } = await loadPg();
   const pool = new Pool({ connectionString: url });
   // An idle pooled client whose server goes away emits 'error' on the pool; it is dropped, not fatal.

@@ -11,20 +11,16 @@
  * @module
  */
 import {
-  CTRLRunError,
   InvalidArgument,
-  MissingDependency,
-  SqlStateStore,
   StoreError,
-  postgresDialect,
   quoteIdentifier,
-  type Clock,
-  type Logger,
   type QueryResult,
   type SqlDriver,
   type SqlExecutor,
   type SqlValue,
 } from '@ctrlrun/kernel';
+import { importOnce } from './optional-import.js';
+import { SchemaStore, checkSchema, checkStoreOptions, message, openSchemaStore, type PostgresStoreOptions } from './postgres-common.js';
 
 /** What PGlite returns for one statement, as far as the driver reads it. */
 export interface PgliteResultLike {
@@ -47,20 +43,6 @@ export interface PgliteLike extends PgliteTransactionLike {
 }
 
 const INSTALL = '@electric-sql/pglite';
-
-function message(err: unknown): string {
-  return (err as Error)?.message ?? String(err);
-}
-
-function checkSchema(schema: unknown): string {
-  if (typeof schema !== 'string') throw new InvalidArgument('schema must be a string');
-  try {
-    quoteIdentifier(schema);
-  } catch (err) {
-    throw new InvalidArgument(`schema ${JSON.stringify(schema)} is not a usable name: ${message(err)}`);
-  }
-  return schema;
-}
 
 function isPglite(v: unknown): v is PgliteLike {
   const p = v as PgliteLike;
@@ -173,50 +155,20 @@ export class PgliteDriver implements SqlDriver {
 }
 
 /** Options of {@link createPgliteStore}. */
-export interface PgliteStoreOptions {
-  /** The clock every decision and stored timestamp uses (the only test seam). */
-  clock?: Clock;
-  /** Open an up-to-date store for reading only: nothing migrated, every write refused. */
-  readOnly?: boolean;
+export interface PgliteStoreOptions extends PostgresStoreOptions {
   /** The schema holding the tables; it must exist (never created). Default: `current_schema()`. */
   schema?: string;
-  /** Where the store's warnings go; default `console`. */
-  logger?: Logger;
 }
 
 /** A state store on PGlite. */
-export class PgliteStore extends SqlStateStore {
-  /** The driver underneath. */
-  readonly driver: PgliteDriver;
-
+export class PgliteStore extends SchemaStore<PgliteDriver> {
   constructor(driver: PgliteDriver, options: Omit<PgliteStoreOptions, 'schema'> = {}) {
-    super(driver, { clock: options.clock, readOnly: options.readOnly, logger: options.logger, dialect: postgresDialect(driver.schema) });
-    this.driver = driver;
-  }
-
-  /** The schema holding the tables. */
-  get schema(): string {
-    return this.driver.schema;
+    super(driver, options);
   }
 }
 
-function checkOptions(options: unknown, what: string): asserts options is PgliteStoreOptions {
-  if (typeof options !== 'object' || options === null) throw new InvalidArgument(`${what} options must be an object`);
-  const o = options as PgliteStoreOptions;
-  if (o.clock !== undefined && typeof o.clock !== 'function') throw new InvalidArgument(`${what}: clock must be a function returning a Date`);
-  if (o.readOnly !== undefined && typeof o.readOnly !== 'boolean') throw new InvalidArgument(`${what}: readOnly must be a boolean`);
-  if (o.schema !== undefined) checkSchema(o.schema);
-}
-
-async function openOn(driver: PgliteDriver, options: PgliteStoreOptions): Promise<PgliteStore> {
-  try {
-    await driver.resolveSchema();
-    return await new PgliteStore(driver, options).open();
-  } catch (err) {
-    await driver.close().catch(() => undefined);
-    if (err instanceof CTRLRunError) throw err;
-    throw new StoreError(`[pglite] opening the store failed: ${message(err)}`, { cause: err });
-  }
+function openOn(driver: PgliteDriver, options: PgliteStoreOptions): Promise<PgliteStore> {
+  return openSchemaStore(driver, () => new PgliteStore(driver, options), '[pglite]');
 }
 
 /**
@@ -228,31 +180,25 @@ async function openOn(driver: PgliteDriver, options: PgliteStoreOptions): Promis
  * const store = await createPgliteStore(new PGlite());          // in memory
  */
 export async function createPgliteStore(pglite: PgliteLike | (() => PgliteLike | Promise<PgliteLike>), options: PgliteStoreOptions = {}): Promise<PgliteStore> {
-  checkOptions(options, 'createPgliteStore');
+  checkStoreOptions(options, 'createPgliteStore');
   return openOn(new PgliteDriver(pglite, { schema: options.schema }), options);
 }
 
 type PgliteConstructor = new (dataDir?: string) => PgliteLike;
-let pgliteModule: Promise<PgliteConstructor> | undefined;
 
 /** Imports PGlite once; a missing package is a {@link MissingDependency} naming the install. */
-function loadPglite(): Promise<PgliteConstructor> {
-  return (pgliteModule ??= import('@electric-sql/pglite').then(
-    (mod: unknown) => {
-      const ctor = (mod as { PGlite?: unknown }).PGlite;
-      if (typeof ctor !== 'function') throw new StoreError('[pglite] @electric-sql/pglite did not export PGlite');
-      return ctor as PgliteConstructor;
-    },
-    (err: unknown) => {
-      pgliteModule = undefined;
-      const code = (err as { code?: unknown })?.code;
-      if ((code === 'ERR_MODULE_NOT_FOUND' || code === 'MODULE_NOT_FOUND') && /['"]@electric-sql\/pglite['"]/.test(message(err))) {
-        throw new MissingDependency('@electric-sql/pglite', INSTALL, { message: `@electric-sql/pglite is not installed; the PGlite store needs it: npm install ${INSTALL}` });
-      }
-      throw new StoreError(`[pglite] loading @electric-sql/pglite failed: ${message(err)}`, { cause: err });
-    },
-  ));
-}
+const loadPglite = importOnce(() => import('@electric-sql/pglite'), {
+  name: '@electric-sql/pglite',
+  install: INSTALL,
+  label: '[pglite]',
+  neededBy: 'the PGlite store',
+  notFound: /['"]@electric-sql\/pglite['"]/,
+  pick: (mod: unknown) => {
+    const ctor = (mod as { PGlite?: unknown }).PGlite;
+    if (typeof ctor !== 'function') throw new StoreError('[pglite] @electric-sql/pglite did not export PGlite');
+    return ctor as PgliteConstructor;
+  },
+});
 
 /**
  * Opens a PGlite store: in memory (`dir` null) or in the directory `dir` (created by PGlite if
@@ -260,7 +206,7 @@ function loadPglite(): Promise<PgliteConstructor> {
  */
 export async function openPgliteStore(dir: string | null = null, options: PgliteStoreOptions = {}): Promise<PgliteStore> {
   if (dir !== null && (typeof dir !== 'string' || dir === '')) throw new InvalidArgument('dir must be a non-empty path, or null for memory');
-  checkOptions(options, 'openPgliteStore');
+  checkStoreOptions(options, 'openPgliteStore');
   const PGlite = await loadPglite();
   let db: PgliteLike;
   try {
