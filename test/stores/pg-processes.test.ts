@@ -10,11 +10,12 @@
  *
  * (T3, one key × 8 processes, runs as the conformance case e1-cross-process in pg.test.ts.)
  */
-import { AmbiguousEffect, Control, DuplicateEffect, LEASE_EXPIRED, createAction, loadPolicy, verifyChain, type Clock } from '@ctrlrun/kernel';
+import { AmbiguousEffect, Control, DuplicateEffect, LEASE_EXPIRED, createAction, loadPolicy, type Clock } from '@ctrlrun/kernel';
 import { createPgStore, type PgStore } from '@ctrlrun/store-node/pg';
 import pg from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { files, lastLine, RENDEZVOUS_TIMEOUT_S, runAll, start, tempDir } from '../processes/harness.js';
+import { start } from '../processes/harness.js';
+import { raceSharedKeys } from '../processes/race.js';
 import { PROCESS_POLICY_YAML, PROCESS_PRINCIPAL } from '../processes/policy.js';
 import { describePg, freshDatabase, type FreshDatabase } from '../support/pg-cluster.js';
 
@@ -37,47 +38,10 @@ describePg('real processes on PostgreSQL', (server) => {
   it('test_8_processes_x_500_shared_keys_each_key_executes_exactly_once (PostgreSQL)', { timeout: 180_000 }, async () => {
     await db.createSchema('race');
     const store = await createPgStore(pool, { schema: 'race' }); // migrated before any worker opens it
-    const marker = tempDir('pg-race-marker');
-    const rendezvous = tempDir('pg-race-rendezvous');
     try {
-      const keys = Array.from({ length: KEYS }, (_, i) => `key-${i}`);
-      const finished = await runAll(
-        Array.from({ length: PROCESSES }, () => ({
-          kind: 'execute-many' as const,
-          url: db.urlFor('race'),
-          keys,
-          marker_dir: marker.dir,
-          rendezvous_dir: rendezvous.dir,
-          contenders: PROCESSES,
-          rendezvous_timeout: RENDEZVOUS_TIMEOUT_S,
-        })),
-      );
-      const reports = finished.map(lastLine) as unknown as {
-        executed: number; duplicate_committed: number; duplicate_in_progress: number; ambiguous: number; doubles: number; other: Record<string, number>;
-      }[];
-      const sum = (k: 'executed' | 'duplicate_committed' | 'duplicate_in_progress' | 'ambiguous' | 'doubles') => reports.reduce((s, r) => s + r[k], 0);
-      const seen = JSON.stringify(reports);
-      expect(files(rendezvous.dir).filter((f) => f.startsWith('arrived-')), 'every worker reached the barrier').toHaveLength(PROCESSES);
-      expect(sum('doubles'), `no key executed twice: ${seen}`).toBe(0);
-      expect(sum('executed'), `every key executed once: ${seen}`).toBe(KEYS);
-      expect(files(marker.dir), 'the executor ran once per key').toEqual(keys.map((k) => `race:${k}`).sort());
-      expect(sum('ambiguous'), `nothing ambiguous without a crash: ${seen}`).toBe(0);
-      expect(reports.map((r) => r.other), `no other refusal: ${seen}`).toEqual(reports.map(() => ({})));
-      expect(sum('executed') + sum('duplicate_committed') + sum('duplicate_in_progress'), 'every call answered').toBe(PROCESSES * KEYS);
-
-      const records = await store.listEffects();
-      expect(records).toHaveLength(KEYS);
-      expect(records.every((r) => r.state === 'committed' && r.attempt === 1)).toBe(true);
-      const receipts = await store.receipts();
-      expect(receipts).toHaveLength(PROCESSES * KEYS);
-      const report = verifyChain(receipts, await store.chainHead());
-      expect(report.breaks).toEqual([]);
-      expect(report).toMatchObject({ ok: true, verified: PROCESSES * KEYS });
-      expect((await store.events()).filter((e) => e.type === 'EXECUTION_COMMITTED')).toHaveLength(KEYS);
+      await raceSharedKeys(store, db.urlFor('race'), { processes: PROCESSES, keys: KEYS, tempPrefix: 'pg-race' });
     } finally {
       await store.close();
-      marker.remove();
-      rendezvous.remove();
     }
   });
 
