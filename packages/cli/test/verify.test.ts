@@ -6,17 +6,8 @@ import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { renderActionSummary, verifyBadge } from '@ctrlrun/cli';
 import type { VerifyReport } from '@ctrlrun/kernel/verify';
+import { NO_TEMPLATES } from '../../kernel/test/verify.fixtures.js';
 import { run, seed, storeBytes, tempDir } from './support.js';
-
-const NO_TEMPLATES = `schema: ctrlrun.policy/v2
-actions:
-  customer.read: { decision: allow }
-  stripe.refund:
-    rules:
-      - when: { amount_lte: 100000 }
-        decision: allow
-      - decision: approve
-`;
 
 describe('ctrlrun verify', () => {
   it("test_T103_the_operators_store_is_byte_identical_before_and_after (a full run, processes included)", async () => {

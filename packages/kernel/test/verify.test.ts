@@ -22,6 +22,7 @@ import {
   type VerifyReport,
 } from '@ctrlrun/kernel/verify';
 import { createSqlJsStore } from '@ctrlrun/store-sqljs';
+import { NO_TEMPLATES } from './verify.fixtures.js';
 
 /** Scratch stores on sql.js, counted per guarantee; `wrap` can break them on purpose. */
 function scratch(wrap: (s: StateStore) => StateStore = (s) => s) {
@@ -88,16 +89,6 @@ const NO_APPROVE = `schema: ctrlrun.policy/v2
 actions:
   email.send: { effect: "email:{message_id}", decision: allow }
   iam.grant_admin: { decision: deny }
-`;
-
-const NO_TEMPLATES = `schema: ctrlrun.policy/v2
-actions:
-  customer.read: { decision: allow }
-  stripe.refund:
-    rules:
-      - when: { amount_lte: 100000 }
-        decision: allow
-      - decision: approve
 `;
 
 describe('verify: the catalogue against a policy', () => {
