@@ -14,6 +14,7 @@
  * @module
  */
 import { GENESIS_HASH } from '../hash.js';
+import { APPROVAL_COLUMNS, DELEGATION_COLUMNS, EFFECT_COLUMNS, RECEIPT_COLUMNS } from './columns.js';
 import type { SqlDialect } from './sql-state-store.js';
 
 /**
@@ -65,13 +66,6 @@ export function quoteIdentifier(name: string): string {
   if (typeof name !== 'string' || name === '' || name.includes('\u0000')) throw new TypeError('schema must be a non-empty string without NUL characters');
   return `"${name.replaceAll('"', '""')}"`;
 }
-
-const EFFECT_COLUMNS = 'effect_key, state, action_id, attempt, lease_expires_at, result_json, error, created_at, updated_at, resolved_by';
-const APPROVAL_COLUMNS =
-  'approval_id, action_hash, status, action_json, approver, created_at, granted_at, expires_at, consumed_at, policy_hash_at_approval';
-const RECEIPT_COLUMNS = 'receipt_id, action_id, effect_key, result, json, ts, seq, prev_hash, hash';
-const DELEGATION_COLUMNS =
-  'delegation_id, parent_id, depth, grant_json, created_by_agent, created_by_user, created_via, created_at, revoked_at, revoked_by';
 
 /** Spec 03 §1.2, statement by statement. Unqualified: run under `SET LOCAL search_path`. */
 const MIGRATIONS: SqlDialect['migrations'] = Object.freeze({
