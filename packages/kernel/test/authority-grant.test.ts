@@ -19,16 +19,7 @@ import {
   patternError,
 } from '@ctrlrun/kernel';
 import { ACTIONS, GRANT, V3, doc } from './authority.fixtures.js';
-
-function policyError(yaml: string): PolicyError {
-  try {
-    loadPolicy(yaml);
-  } catch (err) {
-    expect(err).toBeInstanceOf(PolicyError);
-    return err as PolicyError;
-  }
-  throw new Error(`expected a PolicyError for:\n${yaml}`);
-}
+import { refusal as policyError } from './policy.fixtures.js';
 
 const G = (extra: string) => `authority:\n  grants:\n    - id: g\n      subject: { agent: "a" }\n      actions: ["**"]\n${extra}`;
 

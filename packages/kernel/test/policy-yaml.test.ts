@@ -1,18 +1,9 @@
 // The policy's YAML is read as the reference read it: PyYAML safe_load, YAML 1.1 scalars,
 // duplicate keys refused (PITFALLS.md; spec 01 §14).
 import { describe, expect, it } from 'vitest';
-import { loadPolicy, PolicyError } from '@ctrlrun/kernel';
+import { loadPolicy } from '@ctrlrun/kernel';
 import { readYaml, YFloat, YMap, YTimestamp, type YValue } from '../src/policy/yaml.js';
-
-function refusal(yaml: string): PolicyError {
-  try {
-    loadPolicy(yaml);
-  } catch (err) {
-    expect(err).toBeInstanceOf(PolicyError);
-    return err as PolicyError;
-  }
-  throw new Error(`expected a PolicyError for:\n${yaml}`);
-}
+import { refusal } from './policy.fixtures.js';
 
 /** The value of `k` in a one-key document. */
 function scalar(text: string): YValue {

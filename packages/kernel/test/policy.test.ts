@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { EXAMPLE_POLICY_YAML, InvalidArgument, loadPolicy, loadPolicyDocument, PolicyError, RESERVED_ARGUMENTS, type Policy } from '@ctrlrun/kernel';
 import { decodeTyped, type Typed } from '../../../test/support/typed.js';
+import { refusal } from './policy.fixtures.js';
 
 const vectors = JSON.parse(readFileSync(new URL('../../../test/vectors/decisions.sample.json', import.meta.url), 'utf8')) as {
   policies: {
@@ -12,18 +13,6 @@ const vectors = JSON.parse(readFileSync(new URL('../../../test/vectors/decisions
     cases: { action: string; arguments_typed: Typed; decision: string; reason: string; controls: string[] }[];
   }[];
 };
-
-/** The PolicyError `load` throws (fails the test if it loads). */
-function refusal(yaml: string): PolicyError {
-  try {
-    loadPolicy(yaml);
-  } catch (err) {
-    expect(err).toBeInstanceOf(PolicyError);
-    expect((err as PolicyError).code).toBe('ERR_POLICY');
-    return err as PolicyError;
-  }
-  throw new Error(`expected a PolicyError for:\n${yaml}`);
-}
 
 const V1 = (body: string): string => `schema: ctrlrun.policy/v1\nactions:\n${body}`;
 const V4 = (body: string, head = ''): string => `schema: ctrlrun.policy/v4\n${head}actions:\n${body}`;
