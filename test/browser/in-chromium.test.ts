@@ -11,23 +11,8 @@ import { dirname, join } from 'node:path';
 import { build } from 'esbuild';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import type { Harness } from './harness/entry.js';
 import { ARTIFACTS, BROWSER_TEST_TIMEOUT, describeInChromium, launchChromium, ROOT, serveStatic, type StaticServer } from './support.js';
-
-interface Outcome {
-  file: string;
-  name: string;
-  status: 'pass' | 'fail' | 'skip';
-  ms: number;
-  error?: string;
-}
-
-interface Harness {
-  done: boolean;
-  files: string[];
-  results: Outcome[];
-  measurements: Record<string, number>;
-  error?: string;
-}
 
 const require = createRequire(import.meta.url);
 let dir = '';

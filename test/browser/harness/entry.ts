@@ -29,7 +29,8 @@ const NOT_HERE: Record<string, string> = {
     'asserts that Node has no IndexedDB; Chromium has one (the IndexedDB cases run here instead)',
 };
 
-interface Harness {
+/** What the page leaves on `globalThis.__harness` for the Node side (`in-chromium.test.ts`) to read. */
+export interface Harness {
   done: boolean;
   files: string[];
   results: Outcome[];
