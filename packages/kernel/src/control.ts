@@ -27,11 +27,11 @@ import {
 import { normalizeHeaders, type IdentityProvider } from './identity.js';
 import { dispatchToSinks, type EventSink } from './events.js';
 import { randomIds, type IdSource } from './ids.js';
-import type { Approval, ApprovalRecord, EventRecord, EventType, Reservation, StoredReceipt } from './model.js';
+import type { Approval, ApprovalRecord, EffectRecord, EventDraft, EventRecord, EventType, Reservation, StoredReceipt } from './model.js';
 import type { Decision, Evaluation, Policy } from './policy/index.js';
 import { resolveEffectTemplate } from './policy/index.js';
 import { buildReceipt, type ReceiptFields, type ReceiptResult } from './receipt.js';
-import type { StateStore } from './store/state-store.js';
+import type { StateStore, TrailingEvents } from './store/state-store.js';
 import { checkDuration, evidenceTime, MINUTE, parseTime, storedTime, systemClock, type Clock } from './time.js';
 import { checkActor } from './effects.js';
 import { delegationToRecord } from './authority/authority.js';
@@ -144,6 +144,12 @@ interface Pass {
   observation: Observation | null;
   /** Whether this attempt holds its effect key (observe mode may run without it). */
   held: boolean;
+  /**
+   * ACTION_PROPOSED, drafted with the ids the pass began with and not yet stored: it is written
+   * (and stamped) in one transaction with the pass's next event, or alone before anything else
+   * is (a throw, a receipt, observe mode), so that nothing reaches the store before it.
+   */
+  pending: EventDraft | null;
 }
 
 /** The control path over one policy and one store. */
@@ -294,9 +300,27 @@ export class Control {
 
     const pass: Pass = {
       action, startedAt: evidenceTime(this.clock()), effectKey, approvalId, approver: null, attempt: 1, evaluation: null, hookCalls: 0,
-      observation: this.observing ? { decision: 'allow', reason: '', blocked: null } : null, held: false,
+      observation: this.observing ? { decision: 'allow', reason: '', blocked: null } : null, held: false, pending: null,
     };
-    await this.#event(pass, 'ACTION_PROPOSED', { action_hash: action.actionHash });
+    pass.pending = this.#draft(pass, 'ACTION_PROPOSED', { action_hash: action.actionHash });
+    try {
+      return await this.#decided(pass, executor, options, lease, template);
+    } catch (err) {
+      // Whatever refused or failed before the next event, the proposal is on record.
+      try {
+        await this.#flush(pass);
+      } catch (failure) {
+        // The first failure is the one the caller must see.
+        this.logger.warn(`[ctrlrun] ${action.name}: ACTION_PROPOSED could not be stored: ${describeError(failure)}`);
+      }
+      throw err;
+    }
+  }
+
+  /** The rest of {@link executeWithReceipt}, once the proposal is drafted. */
+  async #decided<T>(pass: Pass, executor: Executor<T>, options: ExecuteOptions, lease: number, template: string | null): Promise<ExecuteResult<T>> {
+    const { action } = pass;
+    const approvalId = pass.approvalId;
 
     if (template !== null) {
       try {
@@ -361,17 +385,22 @@ export class Control {
     }
 
     if (pass.effectKey !== null) {
+      // EXECUTION_STARTED is written in the transition's own transaction, and only if it happened.
+      const started = this.#trailing(pass, () => [['EXECUTION_STARTED', {}]]);
+      let record: EffectRecord;
       try {
-        await this.store.beginExecution(pass.effectKey, action.actionId);
+        record = await this.store.beginExecution(pass.effectKey, action.actionId, started);
       } catch (err) {
         if (err instanceof DuplicateEffect || err instanceof AmbiguousEffect) {
           await this.#refused(pass, err);
         }
         throw err;
       }
+      pass.held = true;
+      await this.#written(record, started);
+    } else {
+      await this.#event(pass, 'EXECUTION_STARTED', {});
     }
-    pass.held = pass.effectKey !== null;
-    await this.#event(pass, 'EXECUTION_STARTED', {});
     return this.#run(pass, executor, options);
   }
 
@@ -486,6 +515,7 @@ export class Control {
    * have met is noted; the first one is the receipt's `would_have.blocked_reason`.
    */
   async #observed<T>(pass: Pass, executor: Executor<T>, options: ExecuteOptions, lease: number): Promise<ExecuteResult<T>> {
+    await this.#flush(pass);
     const { action } = pass;
     const evaluation = pass.evaluation!;
     const obs = pass.observation!;
@@ -548,10 +578,15 @@ export class Control {
   async #consumeAndReserve(pass: Pass, lease: number, hook: ReconcileHook | undefined): Promise<void> {
     const { action } = pass;
     const id = pass.approvalId as string;
+    // With a key, APPROVAL_CONSUMED and EFFECT_RESERVED are written in the write's own transaction.
+    const consumed = this.#trailing<[Approval, Reservation]>(pass, ([approval, reservation]) => [
+      ['APPROVAL_CONSUMED', { approver: approval.approver }],
+      ['EFFECT_RESERVED', reservedData(reservation)],
+    ]);
     const attemptOnce = async (): Promise<[Approval, Reservation | null]> =>
       pass.effectKey === null
         ? [await this.store.consumeApproval(id, action.actionHash), null]
-        : await this.store.consumeApprovalAndReserve(id, action.actionHash, pass.effectKey, action.actionId, lease);
+        : await this.store.consumeApprovalAndReserve(id, action.actionHash, pass.effectKey, action.actionId, lease, consumed);
     let pair: [Approval, Reservation | null];
     try {
       try {
@@ -583,29 +618,32 @@ export class Control {
     }
     const [approval, reservation] = pair;
     pass.approver = approval.approver;
-    await this.#event(pass, 'APPROVAL_CONSUMED', { approver: approval.approver });
     if (reservation) {
       pass.attempt = reservation.attempt;
-      await this.#event(pass, 'EFFECT_RESERVED', { attempt: reservation.attempt, lease_expires_at: evidenceTime(parseTime(reservation.leaseExpiresAt)) });
+      await this.#written([approval, reservation], consumed);
+    } else {
+      await this.#event(pass, 'APPROVAL_CONSUMED', { approver: approval.approver });
     }
   }
 
   async #reserve(pass: Pass, lease: number, hook: ReconcileHook | undefined): Promise<void> {
     const key = pass.effectKey as string;
+    // EFFECT_RESERVED is written in the reservation's own transaction; a refusal writes none.
+    const reserved = this.#trailing<Reservation>(pass, (r) => [['EFFECT_RESERVED', reservedData(r)]]);
     let reservation: Reservation;
     try {
       try {
-        reservation = await this.store.reserveEffect(key, pass.action.actionId, lease);
+        reservation = await this.store.reserveEffect(key, pass.action.actionId, lease, reserved);
       } catch (err) {
         if (!(err instanceof AmbiguousEffect) || !(await this.#blockingReconcile(pass, hook))) throw err;
-        reservation = await this.store.reserveEffect(key, pass.action.actionId, lease);
+        reservation = await this.store.reserveEffect(key, pass.action.actionId, lease, reserved);
       }
     } catch (err) {
       if (err instanceof DuplicateEffect || err instanceof AmbiguousEffect) await this.#refused(pass, err);
       throw err;
     }
     pass.attempt = reservation.attempt;
-    await this.#event(pass, 'EFFECT_RESERVED', { attempt: reservation.attempt, lease_expires_at: evidenceTime(parseTime(reservation.leaseExpiresAt)) });
+    await this.#written(reservation, reserved);
   }
 
   /** The ALLOW row: an approval the policy no longer needs is consumed in its own write. */
@@ -676,27 +714,35 @@ export class Control {
       if (thrown instanceof NotExecuted) {
         const error = thrown.message;
         if (key !== null) {
+          const failed = this.#trailing(pass, () => [['EXECUTION_FAILED', { error }]]);
+          let record: EffectRecord;
           try {
-            await this.store.failEffect(key, action.actionId, error);
+            record = await this.store.failEffect(key, action.actionId, error, failed);
           } catch (refusal) {
-            await this.#outcomeRefused(pass, refusal);
+            return this.#outcomeRefused(pass, refusal);
           }
+          await this.#written(record, failed);
+        } else {
+          await this.#event(pass, 'EXECUTION_FAILED', { error });
         }
-        await this.#event(pass, 'EXECUTION_FAILED', { error });
         await this.#receipt(pass, { result: 'failed', error });
         throw thrown;
       }
       const error = describeError(thrown);
       let marked = key === null;
+      let written: [EffectRecord, TrailingEvents<EffectRecord>] | null = null;
       if (key !== null) {
+        const ambiguous = this.#trailing(pass, () => [['EXECUTION_AMBIGUOUS', { error }]]);
         try {
-          await this.store.markAmbiguous(key, action.actionId, error);
+          written = [await this.store.markAmbiguous(key, action.actionId, error, ambiguous), ambiguous];
           marked = true;
         } catch (refusal) {
           this.logger.warn(`[ctrlrun] could not record ${key} as ambiguous: ${describeError(refusal)}`);
         }
       }
-      await this.#event(pass, 'EXECUTION_AMBIGUOUS', { error });
+      // A refused mark still leaves the event: the outcome is unknown either way.
+      if (written !== null) await this.#written(...written);
+      else await this.#event(pass, 'EXECUTION_AMBIGUOUS', { error });
       await this.#receipt(pass, { result: 'ambiguous', error });
       if (key !== null && marked && options.reconcileEagerly && options.reconcile && pass.hookCalls === 0) {
         await this.#reconcile(pass, options.reconcile, 'eager');
@@ -704,13 +750,17 @@ export class Control {
       throw thrown;
     }
     if (key !== null) {
+      const committed = this.#trailing(pass, () => [['EXECUTION_COMMITTED', {}]]);
+      let record: EffectRecord;
       try {
-        await this.store.commitEffect(key, action.actionId, value);
+        record = await this.store.commitEffect(key, action.actionId, value, committed);
       } catch (refusal) {
-        await this.#outcomeRefused(pass, refusal);
+        return this.#outcomeRefused(pass, refusal);
       }
+      await this.#written(record, committed);
+    } else {
+      await this.#event(pass, 'EXECUTION_COMMITTED', {});
     }
-    await this.#event(pass, 'EXECUTION_COMMITTED', {});
     const receipt = await this.#receipt(pass, { result: 'committed', error: null });
     return { value, receipt };
   }
@@ -728,7 +778,67 @@ export class Control {
   // ---- evidence ----
 
   async #event(pass: Pass, type: EventType, data: JsonObject): Promise<EventRecord> {
-    return this.#eventRaw(type, pass.action.actionId, pass.effectKey, pass.approvalId, data);
+    const pending = pass.pending;
+    if (pending === null) return this.#eventRaw(type, pass.action.actionId, pass.effectKey, pass.approvalId, data);
+    pass.pending = null;
+    const stored = await this.#appendAll([{ ...pending, ts: evidenceTime(this.clock()) }, this.#draft(pass, type, data)]);
+    return stored[stored.length - 1]!;
+  }
+
+  /** A draft of this pass's event, stamped now. */
+  #draft(pass: Pass, type: EventType, data: JsonObject): EventDraft {
+    return { ts: evidenceTime(this.clock()), type, actionId: pass.action.actionId, effectKey: pass.effectKey, approvalId: pass.approvalId, data };
+  }
+
+  /** Stores the pass's pending ACTION_PROPOSED, if any, alone. */
+  async #flush(pass: Pass): Promise<void> {
+    const pending = pass.pending;
+    if (pending === null) return;
+    pass.pending = null;
+    await this.#appendAll([{ ...pending, ts: evidenceTime(this.clock()) }]);
+  }
+
+  /**
+   * Stores `drafts` in order — in one transaction where the store has `appendEvents`, else one
+   * by one — and hands each to the sinks once stored, in order.
+   */
+  async #appendAll(drafts: EventDraft[]): Promise<EventRecord[]> {
+    if (this.store.appendEvents === undefined) {
+      const stored: EventRecord[] = [];
+      for (const draft of drafts) {
+        const event = await this.store.appendEvent(draft);
+        await dispatchToSinks(this.#sinks, 'event', event, this.logger);
+        stored.push(event);
+      }
+      return stored;
+    }
+    const stored = await this.store.appendEvents(drafts);
+    for (const event of stored) await dispatchToSinks(this.#sinks, 'event', event, this.logger);
+    return stored;
+  }
+
+  /**
+   * Events a state change writes in its own transaction: each drafted when the store calls back
+   * (after the write succeeded), with this pass's ids as they stand then.
+   */
+  #trailing<R>(pass: Pass, make: (result: R) => [EventType, JsonObject][]): TrailingEvents<R> {
+    return { drafts: (result: R): EventDraft[] => make(result).map(([type, data]) => this.#draft(pass, type, data)) };
+  }
+
+  /**
+   * After a state change succeeded: its events go to the sinks in order. A store that did not
+   * write them with the change (a `StateStore` that ignores the parameter) gets them appended now,
+   * one by one, each dispatched once stored, as before the parameter existed.
+   */
+  async #written<R>(result: R, events: TrailingEvents<R>): Promise<void> {
+    const stored = events.stored;
+    if (stored === undefined) {
+      for (const draft of events.drafts(result)) {
+        await dispatchToSinks(this.#sinks, 'event', await this.store.appendEvent(draft), this.logger);
+      }
+      return;
+    }
+    for (const event of stored) await dispatchToSinks(this.#sinks, 'event', event, this.logger);
   }
 
   async #eventRaw(type: EventType, actionId: string | null, effectKey: string | null, approvalId: string | null, data: JsonObject): Promise<EventRecord> {
@@ -741,6 +851,7 @@ export class Control {
     pass: Pass,
     r: { result: ReceiptFields['result']; error: string | null; decision?: string; reason?: string },
   ): Promise<StoredReceipt> {
+    await this.#flush(pass);
     const ev = pass.evaluation;
     // Observe mode: every terminal outcome of an action that ran is `observed`, with what the
     // executor did and what enforce mode would have done. Still-refused paths stay `denied`.
@@ -796,6 +907,11 @@ function isExecution(result: ReceiptResult): boolean {
 /** Keeps the first stopper: later ones are ones enforce mode would never have reached. */
 function block(pass: Pass, reason: string): void {
   if (pass.observation && pass.observation.blocked === null) pass.observation.blocked = reason;
+}
+
+/** EFFECT_RESERVED's data: from the stored reservation. */
+function reservedData(reservation: Reservation): JsonObject {
+  return { attempt: reservation.attempt, lease_expires_at: evidenceTime(parseTime(reservation.leaseExpiresAt)) };
 }
 
 function refusalData(err: DuplicateEffect | AmbiguousEffect): JsonObject {

@@ -17,7 +17,7 @@ export { type ChainBreakName, type ChainBreak, type ChainReport, verifyChain } f
 export { type ActionEntry, type CanonicalAuthority, type CanonicalGrant, type Condition, type Decision, type Evaluation, type HashForOptions, type LoadPolicyOptions, type Operator, type PolicyControl, type PolicySchema, type Template, type TemplatePart, BARE_DECISION, DECISIONS, DERIVED_SUBJECTS, EXAMPLE_POLICY_YAML, NO_MATCHING_RULE, POLICY_SCHEMAS, Policy, RESERVED_ARGUMENTS, RESOURCE_PLACEHOLDER, UNKNOWN_ACTION, loadPolicy, loadPolicyDocument, parseTemplate, resolveEffectTemplate, resolveResourceTemplate, splitConditionKey, strictEquals } from './policy/index.js';
 export { type EventSink, type SinkLogger, type JsonlFile, type JsonlWriter, callbackSink, eventLine, jsonlSink, dispatchToSinks } from './events.js';
 export type { Dialect, SqlValue, QueryResult, SqlExecutor, SqlDriver, DriverCapabilities } from './store/driver.js';
-export type { StateStore } from './store/state-store.js';
+export type { StateStore, TrailingEvents } from './store/state-store.js';
 export { Mutex } from './store/mutex.js';
 export { SqlStateStore, openSqlStateStore, type SqlStateStoreOptions, type SqlDialect, type DialectSql } from './store/sql-state-store.js';
 export { sqliteDialect } from './store/sqlite.js';

@@ -45,7 +45,7 @@ import { sqliteDialect } from './sqlite.js';
 import { A1_OURS, A1_REFUSE, A1_REINSERT, A2_LANDED, A2_REFUSE, A2_REISSUE, lostCommitBranch, type EffectWriteIntent } from './lost-commit.js';
 import { postgresDialect } from './postgres.js';
 import type { Logger } from '../control.js';
-import type { DelegationRecord, StateStore } from './state-store.js';
+import type { DelegationRecord, StateStore, TrailingEvents } from './state-store.js';
 
 /**
  * Every statement the store sends, in one dialect's text and placeholder style. Parameters are
@@ -212,6 +212,32 @@ class RaiseAfterCommit {
  */
 interface WriteRun {
   intent: EffectWriteIntent | null;
+}
+
+/** A write's result with the events it stored in its own transaction (see {@link TrailingEvents}). */
+interface Trailed<R> {
+  readonly value: R;
+  readonly events: EventRecord[];
+}
+
+/** Refuses a malformed `events` argument before any transaction starts. */
+function checkTrailing<R>(events: TrailingEvents<R> | undefined): TrailingEvents<R> | undefined {
+  if (events === undefined || events === null) return undefined;
+  if (typeof events !== 'object' || typeof events.drafts !== 'function') throw new InvalidArgument('events must be { drafts: (result) => EventDraft[] }');
+  return events;
+}
+
+/** A draft, checked, as its stored fields and its `insertEvent` parameters. */
+function eventFields(event: EventDraft, what = 'event'): { record: Omit<EventRecord, 'eventId'>; params: SqlValue[] } {
+  if (!isPlainObject(event)) throw new InvalidArgument(`${what} must be an object`);
+  const type = nonEmpty(event.type, `${what}.type`) as EventType;
+  const ts = nonEmpty(event.ts, `${what}.ts`);
+  const actionId = nullableText(event.actionId, `${what}.actionId`);
+  const effectKey = nullableText(event.effectKey, `${what}.effectKey`);
+  const approvalId = nullableText(event.approvalId, `${what}.approvalId`);
+  if (!isPlainObject(event.data)) throw new InvalidArgument(`${what}.data must be a plain object`);
+  const dataJson = canonicalJson(event.data, `${what}.data`);
+  return { record: { ts, type, actionId, effectKey, approvalId, data: event.data }, params: [ts, type, actionId, effectKey, approvalId, dataJson] };
 }
 
 /** Rolls back a receipt write whose id is already stored (where the dialect can, the stored row is returned instead). */
@@ -588,6 +614,36 @@ export class SqlStateStore implements StateStore {
     }
   }
 
+  /**
+   * A write whose events (if any) are appended in its own transaction once it succeeded (see
+   * {@link TrailingEvents}). A kept refusal writes none. A landed lost COMMIT returns the events
+   * the landed transaction stored; a re-issue runs `fn` again, and with it the inserts, once.
+   */
+  async #writeTrailed<R>(
+    what: string,
+    events: TrailingEvents<R> | undefined,
+    fn: (tx: SqlExecutor, now: Date, run: WriteRun) => Promise<R | RaiseAfterCommit>,
+  ): Promise<R> {
+    const trailing = checkTrailing(events);
+    if (trailing === undefined) return this.#write(what, fn);
+    const out = await this.#write<Trailed<R>>(what, async (tx, now, run) => {
+      const value = await fn(tx, now, run);
+      if (value instanceof RaiseAfterCommit) return value;
+      const stored: EventRecord[] = [];
+      const drafts = trailing.drafts(value);
+      if (!Array.isArray(drafts)) throw new InvalidArgument(`${what}: events.drafts must return an array of event drafts`);
+      for (const [i, draft] of drafts.entries()) stored.push(await this.#insertEvent(tx, eventFields(draft, `events.drafts(…)[${i}]`)));
+      return { value, events: stored };
+    });
+    trailing.stored = out.events;
+    return out.value;
+  }
+
+  async #insertEvent(tx: SqlExecutor, fields: ReturnType<typeof eventFields>): Promise<EventRecord> {
+    const row = (await this.#query<{ event_id: SqlValue }>(tx, this.#sql.sql.insertEvent, fields.params)).rows[0];
+    return { eventId: int(row?.event_id, 'events.event_id'), ...fields.record };
+  }
+
   async #effect(ex: SqlExecutor, key: string): Promise<EffectRecord | null> {
     const row = (await this.#query<EffectRow>(ex, this.#sql.sql.selectEffect, [key])).rows[0];
     return row ? effectFromRow(row) : null;
@@ -671,10 +727,12 @@ export class SqlStateStore implements StateStore {
     return grantedApproval(record);
   }
 
-  async #transition(what: string, key: unknown, actionId: unknown, from: readonly EffectState[], next: (r: EffectRecord, stamp: string) => EffectRecord): Promise<EffectRecord> {
+  async #transition(
+    what: string, key: unknown, actionId: unknown, from: readonly EffectState[], next: (r: EffectRecord, stamp: string) => EffectRecord, events?: TrailingEvents<EffectRecord>,
+  ): Promise<EffectRecord> {
     const k = nonEmpty(key, 'effect_key');
     const a = nonEmpty(actionId, 'action_id');
-    return this.#write(what, async (tx, now, run) => {
+    return this.#writeTrailed(what, events, async (tx, now, run) => {
       const record = checked(await this.#effect(tx, k), k, a, from, now);
       return this.#cas(tx, record, next(record, storedTime(now)), run, (found) => refusalOf(() => checked(found, k, a, from, now), () => movedOn(k)));
     });
@@ -799,16 +857,18 @@ export class SqlStateStore implements StateStore {
 
   // ---------------------------------------------------------------- effects
 
-  async reserveEffect(key: string, actionId: string, leaseMs: number): Promise<Reservation> {
+  async reserveEffect(key: string, actionId: string, leaseMs: number, events?: TrailingEvents<Reservation>): Promise<Reservation> {
     const k = nonEmpty(key, 'effect_key');
-    return this.#write('reserveEffect', (tx, now, run) => this.#reserve(tx, k, actionId, leaseMs, now, run));
+    return this.#writeTrailed('reserveEffect', events, (tx, now, run) => this.#reserve(tx, k, actionId, leaseMs, now, run));
   }
 
-  async consumeApprovalAndReserve(id: string, actionHash: string, key: string, actionId: string, leaseMs: number): Promise<[Approval, Reservation]> {
+  async consumeApprovalAndReserve(
+    id: string, actionHash: string, key: string, actionId: string, leaseMs: number, events?: TrailingEvents<[Approval, Reservation]>,
+  ): Promise<[Approval, Reservation]> {
     const i = nonEmpty(id, 'approval_id');
     const hash = nonEmpty(actionHash, 'action_hash');
     const k = nonEmpty(key, 'effect_key');
-    return this.#write('consumeApprovalAndReserve', async (tx, now, run) => {
+    return this.#writeTrailed('consumeApprovalAndReserve', events, async (tx, now, run) => {
       // The approval first: its refusal wins, and nothing of the reservation is written.
       const record = await this.#approval(tx, i);
       const plan = checkConsumable(record, i, hash, now);
@@ -824,27 +884,27 @@ export class SqlStateStore implements StateStore {
     });
   }
 
-  async beginExecution(key: string, actionId: string): Promise<EffectRecord> {
-    return this.#transition('beginExecution', key, actionId, ['reserved'], (r, stamp) => ({ ...r, state: 'executing', updatedAt: stamp }));
+  async beginExecution(key: string, actionId: string, events?: TrailingEvents<EffectRecord>): Promise<EffectRecord> {
+    return this.#transition('beginExecution', key, actionId, ['reserved'], (r, stamp) => ({ ...r, state: 'executing', updatedAt: stamp }), events);
   }
 
-  async commitEffect(key: string, actionId: string, result: unknown): Promise<EffectRecord> {
+  async commitEffect(key: string, actionId: string, result: unknown, events?: TrailingEvents<EffectRecord>): Promise<EffectRecord> {
     const resultJson = resultToJson(result);
     return this.#transition('commitEffect', key, actionId, ['executing'], (r, stamp) => ({
       ...r, state: 'committed', leaseExpiresAt: null, resultJson: storedText(resultJson), updatedAt: stamp,
-    }));
+    }), events);
   }
 
-  async failEffect(key: string, actionId: string, error: string): Promise<EffectRecord> {
+  async failEffect(key: string, actionId: string, error: string, events?: TrailingEvents<EffectRecord>): Promise<EffectRecord> {
     const text = storedText(nonEmpty(error, 'error'));
-    return this.#transition('failEffect', key, actionId, ['executing'], (r, stamp) => ({ ...r, state: 'failed', leaseExpiresAt: null, error: text, updatedAt: stamp }));
+    return this.#transition('failEffect', key, actionId, ['executing'], (r, stamp) => ({ ...r, state: 'failed', leaseExpiresAt: null, error: text, updatedAt: stamp }), events);
   }
 
-  async markAmbiguous(key: string, actionId: string, error: string): Promise<EffectRecord> {
+  async markAmbiguous(key: string, actionId: string, error: string, events?: TrailingEvents<EffectRecord>): Promise<EffectRecord> {
     const text = storedText(nonEmpty(error, 'error'));
     return this.#transition('markAmbiguous', key, actionId, ['reserved', 'executing', 'ambiguous'], (r, stamp) => ({
       ...r, state: 'ambiguous', leaseExpiresAt: null, error: text, updatedAt: stamp,
-    }));
+    }), events);
   }
 
   async resolveEffect(key: string, state: 'committed' | 'failed', resolver: string): Promise<EffectRecord> {
@@ -891,17 +951,18 @@ export class SqlStateStore implements StateStore {
   // ---------------------------------------------------------------- evidence
 
   async appendEvent(event: EventDraft): Promise<EventRecord> {
-    if (!isPlainObject(event)) throw new InvalidArgument('event must be an object');
-    const type = nonEmpty(event.type, 'event.type') as EventType;
-    const ts = nonEmpty(event.ts, 'event.ts');
-    const actionId = nullableText(event.actionId, 'event.actionId');
-    const effectKey = nullableText(event.effectKey, 'event.effectKey');
-    const approvalId = nullableText(event.approvalId, 'event.approvalId');
-    if (!isPlainObject(event.data)) throw new InvalidArgument('event.data must be a plain object');
-    const dataJson = canonicalJson(event.data, 'event.data');
-    return this.#write('appendEvent', async (tx) => {
-      const row = (await this.#query<{ event_id: SqlValue }>(tx, this.#sql.sql.insertEvent, [ts, type, actionId, effectKey, approvalId, dataJson])).rows[0];
-      return { eventId: int(row?.event_id, 'events.event_id'), ts, type, actionId, effectKey, approvalId, data: event.data };
+    const fields = eventFields(event);
+    return this.#write('appendEvent', (tx) => this.#insertEvent(tx, fields));
+  }
+
+  async appendEvents(events: readonly EventDraft[]): Promise<EventRecord[]> {
+    if (!Array.isArray(events)) throw new InvalidArgument('events must be an array of event drafts');
+    const all = events.map((e, i) => eventFields(e, `events[${i}]`));
+    if (all.length === 0) return [];
+    return this.#write('appendEvents', async (tx) => {
+      const stored: EventRecord[] = [];
+      for (const fields of all) stored.push(await this.#insertEvent(tx, fields));
+      return stored;
     });
   }
 

@@ -47,6 +47,25 @@ export interface DelegationRecord {
   readonly revokedBy: string | null;
 }
 
+/**
+ * Events a state change writes in its own transaction (optional on every method that takes it).
+ * After the state write succeeded, and only then, the store calls {@link drafts} with the
+ * method's result and appends the drafts in order in the same transaction, so the change and the
+ * events describing it commit together or not at all. A refused change (thrown, or a kept write
+ * raised after commit) writes none of them. A store that re-issues a lost write re-issues its
+ * events with it, exactly once; a write found landed is not written again.
+ *
+ * On success a store that honoured it sets {@link stored} to the stored events (ids increasing,
+ * in draft order). A store that ignores the parameter leaves `stored` unset, and the caller
+ * appends the drafts itself after the call: the evidence is the same, in more transactions.
+ */
+export interface TrailingEvents<R> {
+  /** The drafts for the write's result; may be called more than once (a re-issued write). */
+  readonly drafts: (result: R) => readonly EventDraft[];
+  /** Set by the store once the transaction committed: the events it stored, in order. */
+  stored?: EventRecord[];
+}
+
 /** The state a control path keeps: approvals, effects, events, the receipt chain and delegations. */
 export interface StateStore {
   /** Short name for messages (the driver's). */
@@ -77,22 +96,24 @@ export interface StateStore {
 
   // Effects
 
-  /** Reserves `key` for `actionId` under a lease (see `planReservation`). */
-  reserveEffect(key: string, actionId: string, leaseMs: number): Promise<Reservation>;
+  /** Reserves `key` for `actionId` under a lease (see `planReservation`). `events`: see {@link TrailingEvents}. */
+  reserveEffect(key: string, actionId: string, leaseMs: number, events?: TrailingEvents<Reservation>): Promise<Reservation>;
   /**
    * Consumes approval `id` and reserves `key` in one transaction: the approval is checked first
    * (its refusal wins), the reservation is decided before any write, and a refused reservation
-   * leaves the approval granted.
+   * leaves the approval granted. `events`: see {@link TrailingEvents}.
    */
-  consumeApprovalAndReserve(id: string, actionHash: string, key: string, actionId: string, leaseMs: number): Promise<[Approval, Reservation]>;
-  /** `reserved` → `executing` (lease kept). */
-  beginExecution(key: string, actionId: string): Promise<EffectRecord>;
-  /** `executing` → `committed`, storing the result as JSON. */
-  commitEffect(key: string, actionId: string, result: unknown): Promise<EffectRecord>;
-  /** `executing` → `failed`. */
-  failEffect(key: string, actionId: string, error: string): Promise<EffectRecord>;
-  /** `reserved`/`executing`/`ambiguous` → `ambiguous` (idempotent). */
-  markAmbiguous(key: string, actionId: string, error: string): Promise<EffectRecord>;
+  consumeApprovalAndReserve(
+    id: string, actionHash: string, key: string, actionId: string, leaseMs: number, events?: TrailingEvents<[Approval, Reservation]>,
+  ): Promise<[Approval, Reservation]>;
+  /** `reserved` → `executing` (lease kept). `events`: see {@link TrailingEvents}. */
+  beginExecution(key: string, actionId: string, events?: TrailingEvents<EffectRecord>): Promise<EffectRecord>;
+  /** `executing` → `committed`, storing the result as JSON. `events`: see {@link TrailingEvents}. */
+  commitEffect(key: string, actionId: string, result: unknown, events?: TrailingEvents<EffectRecord>): Promise<EffectRecord>;
+  /** `executing` → `failed`. `events`: see {@link TrailingEvents}. */
+  failEffect(key: string, actionId: string, error: string, events?: TrailingEvents<EffectRecord>): Promise<EffectRecord>;
+  /** `reserved`/`executing`/`ambiguous` → `ambiguous` (idempotent). `events`: see {@link TrailingEvents}. */
+  markAmbiguous(key: string, actionId: string, error: string, events?: TrailingEvents<EffectRecord>): Promise<EffectRecord>;
   /** `ambiguous` → `committed`/`failed` by a human or a reconcile hook, any holder. */
   resolveEffect(key: string, state: 'committed' | 'failed', resolver: string): Promise<EffectRecord>;
   /** Extends this holder's live `executing` lease; never shortens, never revives a lapsed one. */
@@ -106,6 +127,11 @@ export interface StateStore {
 
   /** Appends an event; returns it with its store-assigned, increasing id. */
   appendEvent(event: EventDraft): Promise<EventRecord>;
+  /**
+   * Optional: appends `events` in order in one transaction (all or none); returns them with
+   * their increasing ids. A caller without it appends them one by one with {@link appendEvent}.
+   */
+  appendEvents?(events: readonly EventDraft[]): Promise<EventRecord[]>;
   /** Chains and stores a receipt under the head row's lock (seq = head + 1). */
   putReceipt(draft: ReceiptDraft): Promise<StoredReceipt>;
   /** The chain head `(seq, hash)`, or `null` if the head row is missing. */
