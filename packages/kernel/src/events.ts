@@ -108,6 +108,7 @@ export async function dispatchToSinks(
   record: EventRecord | StoredReceipt,
   logger: SinkLogger = globalThis.console,
 ): Promise<void> {
+  if (sinks.length === 0) return;
   const copy = isolate(kind, record);
   let index = 0;
   for (const sink of sinks) {
