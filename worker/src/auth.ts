@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { checkActor, IdentityError, InvalidArgument, sha256Tagged } from '@ctrlrun/kernel';
+import { checkActor, IdentityError, InvalidArgument, sha256Tagged, type IdentityProvider } from '@ctrlrun/kernel';
 
 /** An agent: may propose actions, never answer approvals or resolve effects. */
 export interface AgentIdentity {
@@ -121,4 +121,45 @@ export function generateToken(): string {
   let binary = '';
   for (const b of bytes) binary += String.fromCharCode(b);
   return btoa(binary).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
+}
+
+/**
+ * Agents vouched for by a kernel identity provider — e.g. `createJwtIdentityProvider` from
+ * `@ctrlrun/kernel/jwt`: the token is verified there (algorithm from the configured list, issuer,
+ * audience, expiry, key), and only its configured claims reach the principal. A provider can
+ * only ever yield an agent; operators come from another authenticator (see {@link anyOf}).
+ */
+export function identityProviderAuth(provider: IdentityProvider, options: { environment: string }): Authenticator {
+  if (!provider || typeof provider.resolve !== 'function') throw new InvalidArgument('identityProviderAuth needs an IdentityProvider');
+  return async (request) => {
+    const headers: Record<string, string> = {};
+    request.headers.forEach((value, name) => {
+      headers[name.toLowerCase()] = value;
+    });
+    // The action is not known until the body is read; a credential is judged on its own.
+    const principal = await provider.resolve({ action: '', environment: options.environment, headers, agent: null, user: null });
+    return principal ? { role: 'agent', principal } : null;
+  };
+}
+
+/**
+ * Tries each authenticator in turn: the first identity wins. One that rejects the credential
+ * (`IdentityError`) lets the next try; if none vouches for it, the first rejection stands (401).
+ */
+export function anyOf(...authenticators: readonly Authenticator[]): Authenticator {
+  if (authenticators.length === 0) throw new InvalidArgument('anyOf needs at least one authenticator');
+  return async (request) => {
+    let rejected: IdentityError | null = null;
+    for (const authenticate of authenticators) {
+      try {
+        const identity = await authenticate(request);
+        if (identity) return identity;
+      } catch (err) {
+        if (!(err instanceof IdentityError)) throw err;
+        rejected ??= err;
+      }
+    }
+    if (rejected) throw rejected;
+    return null;
+  };
 }
