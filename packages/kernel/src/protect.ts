@@ -8,7 +8,8 @@
 import { createAction, type Principal } from './action.js';
 import { isPlainObject, type JsonObject } from './canonical.js';
 import type { Control, ExecuteOptions, ReconcileHook } from './control.js';
-import { InvalidArgument } from './errors.js';
+import { LocalApprovalProvider, type ApprovalProvider } from './approval-providers.js';
+import { ApprovalRequired, InvalidArgument } from './errors.js';
 import { parseTemplate, resolveResourceTemplate } from './policy/index.js';
 import { checkDuration } from './time.js';
 
@@ -40,6 +41,13 @@ export interface ProtectOptions {
   lease?: number;
   reconcile?: ReconcileHook;
   reconcileEagerly?: boolean;
+  /**
+   * On `ApprovalRequired`, wait for the human's answer (a {@link LocalApprovalProvider} polling
+   * the Control's store, unless `provider` is given) and run the same action again presenting
+   * the request. A denial, an expiry or a consumed approval is then refused by the control path
+   * as usual; no answer in `timeoutMs` (or before the request expires) is `ApprovalTimeout`.
+   */
+  wait?: boolean | { timeoutMs?: number; provider?: ApprovalProvider };
 }
 
 /** A protected function: `(args, call?) => Promise<result>`. */
@@ -65,6 +73,11 @@ export function protect<A extends Record<string, unknown>, R>(fn: (args: JsonObj
   if (!isPlainObject(defaults)) throw new InvalidArgument('defaults must be a plain object');
   if ('data_scope' in defaults) throw new InvalidArgument('an argument may not be named data_scope: it is derived by the policy');
 
+  const wait = options.wait === undefined || options.wait === false ? null : options.wait === true ? {} : options.wait;
+  if (wait !== null && (typeof wait !== 'object' || Array.isArray(wait))) throw new InvalidArgument('wait must be true, false or { timeoutMs?, provider? }');
+  if (wait?.timeoutMs !== undefined) checkDuration(wait.timeoutMs, 'wait.timeoutMs');
+  if (wait?.provider !== undefined && typeof wait.provider?.wait !== 'function') throw new InvalidArgument('wait.provider must be an ApprovalProvider');
+
   const entry = control.policy.action(name);
   const effect = options.effect ?? entry?.effect ?? null;
   const resourceTemplate = options.resource ?? entry?.resource ?? null;
@@ -87,6 +100,15 @@ export function protect<A extends Record<string, unknown>, R>(fn: (args: JsonObj
     if (options.reconcile !== undefined) exec.reconcile = options.reconcile;
     if (options.reconcileEagerly !== undefined) exec.reconcileEagerly = options.reconcileEagerly;
     if (effect === null) exec.effectKey = null;
-    return control.execute(action, (canonicalArgs) => fn(canonicalArgs), exec);
+    const run = (canonicalArgs: JsonObject) => fn(canonicalArgs);
+    try {
+      return await control.execute(action, run, exec);
+    } catch (err) {
+      if (wait === null || !(err instanceof ApprovalRequired)) throw err;
+      const provider = wait.provider ?? new LocalApprovalProvider(control.store, { clock: control.clock });
+      await provider.wait(err.requestId, wait.timeoutMs);
+      // The same action, now presenting the request: the control path decides what the answer allows.
+      return control.execute(action, run, { ...exec, approvalId: err.requestId });
+    }
   };
 }
