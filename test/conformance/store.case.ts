@@ -6,7 +6,7 @@
  * Every case asserts the error's class (and `code`) and its `state`/`reason`, then reads the
  * record back. The cross-process case spawns real OS processes through the factory's
  * `processes` runner (Node: `./cross-process.ts`), so this file itself stays runtime-neutral.
- * Continuation cases belong to other suites.
+ * The continuation suite's cross-process case (`taken-once-cross-process`) is not written yet.
  */
 import { describe, expect, it } from 'vitest';
 import {
@@ -67,6 +67,8 @@ export const CASE_IDS = [
   'insert-not-upsert',
   'revoke-atomic-idempotent',
   'grant-json-round-trip',
+  'one-resumption',
+  'extend-lease-refusals',
 ] as const;
 
 /** One case id. */
@@ -142,7 +144,7 @@ export interface StoreFactory {
 }
 
 interface CaseDef {
-  readonly suite: 'reservation' | 'approval' | 'resolution' | 'outcome' | 'durability' | 'evidence' | 'delegation';
+  readonly suite: 'reservation' | 'approval' | 'resolution' | 'outcome' | 'durability' | 'evidence' | 'delegation' | 'continuation';
   /** Needs `reopen`. */
   readonly durable?: boolean;
   /** Needs `url` (and `processes`). */
@@ -386,8 +388,132 @@ async function runRefusalPaths(factory: StoreFactory, first?: (path: RefusalPath
 
 // ------------------------------------------------------------------------- the cases
 
+/** Reserves and begins `key` for `action` (its id is the holder). */
+async function executing(store: StateStore, key: string, action: Action): Promise<void> {
+  await store.reserveEffect(key, action.actionId, LEASE);
+  await store.beginExecution(key, action.actionId);
+}
+
+/** A fresh, unguessable continuation value. */
+function continuationValue(): string {
+  return `cont-${randomIds('act').slice(4)}`;
+}
+
+/** Every case of the continuation suite (spec 01 §10, spec 03 §3.1 and §4). */
+const continuationCases: Record<'one-resumption' | 'extend-lease-refusals', CaseDef> = {
+  'one-resumption': {
+    suite: 'continuation',
+    test: 'test_T163_a_continuation_is_taken_once_and_never_after_its_lease',
+    async run(factory) {
+      const clock = manualClock();
+      await withStore(factory, clock, async (store) => {
+        const key = freshKey();
+        const action = refundAction(4200, { flag: true });
+        await executing(store, key, action);
+        expect(await store.continuationRounds(key), 'never suspended').toBe(0);
+        clock.advance(MINUTE);
+        const first = continuationValue();
+        expect(await store.holdContinuation(action, key, first, LEASE), 'first hold').toBe(1);
+        expect(await store.continuationRounds(key)).toBe(1);
+        // The lease is extended from now, and the record stays executing.
+        expect(await state(store, key)).toMatchObject({ state: 'executing', actionId: action.actionId, attempt: 1, leaseExpiresAt: storedTime(new Date(T0.getTime() + MINUTE + LEASE)) });
+
+        // Eight takers at once: exactly one gets it; the others learn only that it is unknown.
+        const unknownMiss = await refused(store.takeContinuation(continuationValue()), InvalidArgument, INVALID, 'taking a value never held');
+        const takes = await Promise.allSettled(Array.from({ length: CONTENDERS }, () => store.takeContinuation(first)));
+        const won = takes.filter((t) => t.status === 'fulfilled');
+        expect(won, 'exactly one resumption').toHaveLength(1);
+        for (const t of takes) {
+          if (t.status === 'rejected') {
+            expect(t.reason, 'a losing take').toBeInstanceOf(InvalidArgument);
+            expect((t.reason as Error).message, 'one uninformative message').toBe(unknownMiss.message);
+          }
+        }
+        const taken = (won[0] as PromiseFulfilledResult<Awaited<ReturnType<StateStore['takeContinuation']>>>).value;
+        expect(taken.effectKey).toBe(key);
+        expect(taken.rounds).toBe(1);
+        expect(taken.action.actionId).toBe(action.actionId);
+        expect(taken.action.actionHash, 'the held action rebuilds the same hash').toBe(action.actionHash);
+        expect(taken.action.canonicalArguments).toEqual(action.canonicalArguments);
+        expect(taken.record).toMatchObject({ effectKey: key, state: 'executing', actionId: action.actionId });
+        const again = await refused(store.takeContinuation(first), InvalidArgument, INVALID, 'a second take');
+        expect(again.message).toBe(unknownMiss.message);
+        expect(await state(store, key), 'a take moves no record').toMatchObject({ state: 'executing', actionId: action.actionId });
+
+        // Suspended again: the next round, with a fresh value; the old one stays spent.
+        const second = continuationValue();
+        expect(await store.holdContinuation(action, key, second, LEASE), 'second hold').toBe(2);
+        expect(await store.continuationRounds(key)).toBe(2);
+        await refused(store.takeContinuation(first), InvalidArgument, INVALID, 'the first round\'s value after a second hold');
+        // A value held for one effect cannot be held for another.
+        const other = freshKey();
+        const otherAction = refundAction(99);
+        await executing(store, other, otherAction);
+        await refused(store.holdContinuation(otherAction, other, second, LEASE), InvalidArgument, INVALID, 'holding a value already held');
+        expect(await store.continuationRounds(other)).toBe(0);
+        expect((await store.takeContinuation(second)).rounds).toBe(2);
+
+        // A continuation outlives its process, not its lease.
+        const third = continuationValue();
+        expect(await store.holdContinuation(action, key, third, LEASE)).toBe(3);
+        const before = await state(store, key);
+        clock.advance(LEASE + 1);
+        await refused(store.takeContinuation(third), AmbiguousEffect, { ...AMBIGUOUS, effectKey: key }, 'taking after the lease lapsed');
+        expect(await state(store, key), 'a refused take writes nothing').toEqual(before);
+        await refused(store.takeContinuation(third), AmbiguousEffect, AMBIGUOUS, 'taking after the lease lapsed, again');
+        await refused(store.holdContinuation(action, key, continuationValue(), LEASE), AmbiguousEffect, AMBIGUOUS, 'holding a lapsed lease');
+        expect(await store.continuationRounds(key)).toBe(3);
+      });
+    },
+  },
+
+  'extend-lease-refusals': {
+    suite: 'continuation',
+    test: 'test_T26b_a_lease_is_extended_only_by_its_live_executing_holder',
+    async run(factory) {
+      const clock = manualClock();
+      await withStore(factory, clock, async (store) => {
+        type Row = { name: string; stage: (key: string) => Promise<Action>; cls: ErrorClass<Error>; fields: Record<string, unknown> };
+        const rows: Row[] = [
+          { name: 'no record', cls: InvalidArgument, fields: INVALID, stage: async () => refundAction() },
+          { name: 'own reserved', cls: DuplicateEffect, fields: DUP_IN_PROGRESS, stage: async (key) => { const a = refundAction(); await store.reserveEffect(key, a.actionId, LEASE); return a; } },
+          { name: "another's executing", cls: DuplicateEffect, fields: DUP_IN_PROGRESS, stage: async (key) => { await drive(store, key, 'executing'); return refundAction(); } },
+          { name: 'own committed', cls: DuplicateEffect, fields: DUP_COMMITTED, stage: async (key) => { const a = refundAction(); await executing(store, key, a); await store.commitEffect(key, a.actionId, { ok: true }); return a; } },
+          { name: 'own ambiguous', cls: AmbiguousEffect, fields: AMBIGUOUS, stage: async (key) => { const a = refundAction(); await executing(store, key, a); await store.markAmbiguous(key, a.actionId, 'TimeoutError: lost'); return a; } },
+          { name: 'own failed', cls: InvalidArgument, fields: INVALID, stage: async (key) => { const a = refundAction(); await executing(store, key, a); await store.failEffect(key, a.actionId, 'NotExecuted: declined'); return a; } },
+          { name: 'own lapsed executing', cls: AmbiguousEffect, fields: AMBIGUOUS, stage: async (key) => { const a = refundAction(); await executing(store, key, a); clock.advance(LEASE + 1); return a; } },
+        ];
+        for (const row of rows) {
+          for (const op of ['extendLease', 'holdContinuation'] as const) {
+            clock.set(T0);
+            const key = freshKey();
+            const a = await row.stage(key);
+            const before = await store.getEffect(key);
+            const call = op === 'extendLease' ? store.extendLease(key, a.actionId, LEASE) : store.holdContinuation(a, key, continuationValue(), LEASE);
+            await refused(call, row.cls, row.fields, `${op} on ${row.name}`);
+            expect(await store.getEffect(key), `${op} on ${row.name}: nothing written`).toEqual(before);
+            expect(await store.continuationRounds(key), `${op} on ${row.name}: nothing held`).toBe(0);
+          }
+        }
+        // The live holder extends from now, and never shortens.
+        clock.set(T0);
+        const key = freshKey();
+        const a = refundAction();
+        await executing(store, key, a);
+        clock.advance(MINUTE);
+        expect((await store.extendLease(key, a.actionId, LEASE)).leaseExpiresAt).toBe(storedTime(new Date(T0.getTime() + MINUTE + LEASE)));
+        expect((await store.extendLease(key, a.actionId, 1000)).leaseExpiresAt, 'never shortened').toBe(storedTime(new Date(T0.getTime() + MINUTE + LEASE)));
+        expect(await store.holdContinuation(a, key, continuationValue(), 1000)).toBe(1);
+        expect(await state(store, key), 'a hold never shortens either').toMatchObject({ state: 'executing', leaseExpiresAt: storedTime(new Date(T0.getTime() + MINUTE + LEASE)) });
+        await refused(store.holdContinuation(a, key, '', LEASE), InvalidArgument, INVALID, 'an empty continuation');
+      });
+    },
+  },
+};
+
 /** Every case, runnable on its own (the broken-store fixtures call them directly). */
 export const storeCases: Record<CaseId, CaseDef> = {
+  ...continuationCases,
   // ----------------------------------------------------------------- reservation
   'e1-in-process': {
     suite: 'reservation',

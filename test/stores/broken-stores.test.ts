@@ -3,7 +3,7 @@
  * and breaks one rule (with raw SQL where the contract would not let it); its named case must
  * fail by an assertion, and the unbroken store must pass the same case.
  */
-import { AmbiguousEffect, ApprovalMismatch, DuplicateEffect, NotExecuted, parseTime, type Clock, type DelegationRecord, type StateStore } from '@ctrlrun/kernel';
+import { AmbiguousEffect, ApprovalMismatch, DuplicateEffect, InvalidArgument, NotExecuted, parseTime, type Clock, type DelegationRecord, type StateStore } from '@ctrlrun/kernel';
 import { createSqlJsStore, type SqlJsStore } from '@ctrlrun/store-sqljs';
 import { describe, expect, it } from 'vitest';
 import { storeCases, type CaseId, type StoreFactory } from '../conformance/store.case.js';
@@ -134,6 +134,29 @@ const FIXTURES: Record<string, { breaks: CaseId; overrides: Overrides }> = {
         return (await real.events()).map((e, i) => ({ ...e, eventId: i }));
       },
     }),
+  },
+  'admits-two-resumptions': {
+    breaks: 'one-resumption',
+    overrides: (real) => {
+      // Remembers what it handed out, and a later take of a spent value puts it back and takes it
+      // again: a second caller resumes the same suspension. (The raw write happens outside any
+      // store transaction, so it is not rolled back by a concurrent refused take.)
+      const handedOut = new Map<string, string>();
+      return {
+        async takeContinuation(continuation: string) {
+          try {
+            const taken = await real.takeContinuation(continuation);
+            handedOut.set(continuation, taken.effectKey);
+            return taken;
+          } catch (err) {
+            const key = handedOut.get(continuation);
+            if (!(err instanceof InvalidArgument) || key === undefined) throw err;
+            await sql(real, 'UPDATE continuations SET continuation = ? WHERE effect_key = ?', [continuation, key]);
+            return real.takeContinuation(continuation);
+          }
+        },
+      };
+    },
   },
   'upserts-a-delegation': {
     breaks: 'insert-not-upsert',

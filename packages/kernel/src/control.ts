@@ -23,6 +23,7 @@ import {
   IdentityError,
   InvalidArgument,
   NotExecuted,
+  Suspended,
 } from './errors.js';
 import { normalizeHeaders, type IdentityProvider } from './identity.js';
 import { dispatchToSinks, type EventSink } from './events.js';
@@ -86,6 +87,12 @@ export interface ControlOptions {
   lease?: number;
   /** How long an approval request stays answerable, in ms (15 minutes). */
   approvalTtl?: number;
+  /**
+   * How long a suspended execution's lease is held for its resumption, in ms (5 minutes): an
+   * executor throwing `Suspended` extends the lease to now + this; a resumption after that is
+   * `AmbiguousEffect`.
+   */
+  suspendTimeout?: number;
   /** The deployment's environment; else the policy's `environment:`, else `production`. */
   environment?: string;
   /**
@@ -163,6 +170,8 @@ export class Control {
   readonly ids: IdSource;
   readonly lease: number;
   readonly approvalTtl: number;
+  /** How long a suspended execution stays resumable, in ms. */
+  readonly suspendTimeout: number;
   readonly logger: Logger;
   /** The authority in force, or null: no grant is needed (and no `AUTHORITY_*` event appears). */
   readonly authority: Authority | null;
@@ -204,6 +213,7 @@ export class Control {
     this.ids = options.ids ?? randomIds;
     this.lease = checkDuration(options.lease ?? 5 * MINUTE, 'lease');
     this.approvalTtl = checkDuration(options.approvalTtl ?? 15 * MINUTE, 'approvalTtl');
+    this.suspendTimeout = checkDuration(options.suspendTimeout ?? 5 * MINUTE, 'suspendTimeout');
     this.logger = options.logger ?? console;
     this.#sinks = [...(options.sinks ?? [])];
   }
@@ -401,6 +411,36 @@ export class Control {
     } else {
       await this.#event(pass, 'EXECUTION_STARTED', {});
     }
+    return this.#run(pass, executor, options);
+  }
+
+  /**
+   * Resumes a suspended execution (one whose executor threw `Suspended`): takes `continuation`
+   * from the store — once; atomically; a miss or a second take is an `InvalidArgument`, a lapsed
+   * lease an `AmbiguousEffect`, and then the executor is never called — records
+   * `EXECUTION_RESUMED {round}`, and runs `executor` with the held action's canonical arguments.
+   * The outcome follows the same rule as {@link execute} (commit, fail, ambiguous, receipt), or
+   * the executor suspends again (the next round).
+   */
+  async resume<T>(continuation: string, executor: Executor<T>, options: Pick<ExecuteOptions, 'reconcile' | 'reconcileEagerly'> = {}): Promise<T> {
+    return (await this.resumeWithReceipt(continuation, executor, options)).value;
+  }
+
+  /** Like {@link resume}, and also returns the committed action's receipt. */
+  async resumeWithReceipt<T>(continuation: string, executor: Executor<T>, options: Pick<ExecuteOptions, 'reconcile' | 'reconcileEagerly'> = {}): Promise<ExecuteResult<T>> {
+    if (typeof executor !== 'function') throw new InvalidArgument('resume needs an executor function');
+    if (typeof continuation !== 'string' || continuation === '') throw new InvalidArgument('continuation must be a non-empty string');
+    if (options.reconcile !== undefined && typeof options.reconcile !== 'function') throw new InvalidArgument('reconcile must be a function');
+    if (options.reconcileEagerly && options.reconcile === undefined) throw new InvalidArgument('reconcileEagerly needs a reconcile hook');
+    const taken = await this.store.takeContinuation(continuation);
+    const { action, effectKey, record, rounds } = taken;
+    // The decision that let the action run stands; the receipt names it as the policy gives it (pure, no writes).
+    const evaluation = this.policy.evaluate(action.name, action.canonicalArguments);
+    const pass: Pass = {
+      action, startedAt: evidenceTime(this.clock()), effectKey, approvalId: null, approver: null, attempt: record.attempt, evaluation, hookCalls: 0,
+      observation: null, held: true, pending: null,
+    };
+    await this.#event(pass, 'EXECUTION_RESUMED', { round: rounds });
     return this.#run(pass, executor, options);
   }
 
@@ -711,6 +751,7 @@ export class Control {
     try {
       value = await executor(action.canonicalArguments, { action, effectKey: key, attempt: pass.attempt });
     } catch (thrown) {
+      if (thrown instanceof Suspended) return this.#suspended(pass, key, thrown);
       if (thrown instanceof NotExecuted) {
         const error = thrown.message;
         if (key !== null) {
@@ -763,6 +804,44 @@ export class Control {
     }
     const receipt = await this.#receipt(pass, { result: 'committed', error: null });
     return { value, receipt };
+  }
+
+  /**
+   * The executor suspended: the record stays `executing`, its lease extended by the
+   * suspend timeout and the continuation held (next round), `EXECUTION_SUSPENDED {held, round}`,
+   * no receipt, the `Suspended` rethrown. Without an effect key there is nothing to hold it
+   * against; and a hold the store refuses leaves nothing to resume: both are recorded as an
+   * unknown outcome (never `failed`: the executor may have acted before it suspended).
+   */
+  async #suspended(pass: Pass, key: string | null, thrown: Suspended): Promise<never> {
+    const { action } = pass;
+    let refusal: Error;
+    if (key === null) {
+      refusal = new InvalidArgument(`${action.name} suspended, but it has no effect key: there is nothing to hold the continuation against`);
+    } else {
+      try {
+        const round = await this.store.holdContinuation(action, key, thrown.continuation, this.suspendTimeout);
+        await this.#event(pass, 'EXECUTION_SUSPENDED', { held: true, round });
+        throw thrown;
+      } catch (err) {
+        if (err === thrown) throw err;
+        refusal = err as Error;
+      }
+    }
+    const error = `${describeError(thrown)} (not held: ${describeError(refusal)})`;
+    let written: [EffectRecord, TrailingEvents<EffectRecord>] | null = null;
+    if (key !== null) {
+      const ambiguous = this.#trailing(pass, () => [['EXECUTION_AMBIGUOUS', { error }]]);
+      try {
+        written = [await this.store.markAmbiguous(key, action.actionId, error, ambiguous), ambiguous];
+      } catch (markRefused) {
+        this.logger.warn(`[ctrlrun] could not record ${key} as ambiguous: ${describeError(markRefused)}`);
+      }
+    }
+    if (written !== null) await this.#written(...written);
+    else await this.#event(pass, 'EXECUTION_AMBIGUOUS', { error });
+    await this.#receipt(pass, { result: 'ambiguous', error });
+    throw refusal;
   }
 
   /** The store refused the outcome write: record it ambiguous and raise the store's refusal. */

@@ -155,6 +155,55 @@ export function planLeaseExtension(record: EffectRecord | null, key: string, act
   return storedTime(new Date(Math.max(wanted, current)));
 }
 
+/** The one message every unmatched continuation gets: it says nothing about which part failed. */
+export const UNKNOWN_CONTINUATION = 'unknown continuation: it was never held here, or it was already taken';
+
+/** A continuation value as held: a non-empty string. */
+export function checkContinuation(continuation: unknown): string {
+  if (typeof continuation !== 'string' || continuation === '') throw new InvalidArgument('continuation must be a non-empty string');
+  return continuation;
+}
+
+/**
+ * Holding a continuation (an executor suspended): the lease is extended exactly as
+ * {@link planLeaseExtension} decides (this holder's live `executing` record only, never shorter),
+ * and the round count goes up by one — restarting at 1 when the held row belongs to an earlier
+ * attempt (another `action_id`). Returns the new lease expiry and round.
+ */
+export function planContinuationHold(
+  record: EffectRecord | null, key: string, actionId: string, continuation: string, leaseMs: number, now: Date,
+  held: { actionId: string; rounds: number } | null,
+): { leaseExpiresAt: string; round: number } {
+  checkContinuation(continuation);
+  const leaseExpiresAt = planLeaseExtension(record, key, actionId, leaseMs, now);
+  const round = held !== null && held.actionId === actionId ? held.rounds + 1 : 1;
+  return { leaseExpiresAt, round };
+}
+
+/**
+ * Whether a matched continuation may be taken: its record must be the holder's live `executing`
+ * one. Anything else — lapsed, ambiguated, resolved, renewed by another attempt — is
+ * `AmbiguousEffect`: whether the suspended effect happened is not known here.
+ */
+export function checkTakeable(record: EffectRecord | null, key: string, actionId: string, now: Date): EffectRecord {
+  checkIdentity(key, actionId);
+  if (record !== null && record.actionId === actionId && record.state === 'executing' && leaseLive(record, now)) return record;
+  throw new AmbiguousEffect(key, {
+    actionId: record?.actionId ?? actionId,
+    message: `effect ${key} can no longer be resumed (${record === null ? 'no record' : `${record.state}${leaseLive(record, now) ? '' : ', lease expired'}, attempt ${record.attempt} by ${record.actionId}`}): whether the suspended effect happened is unknown`,
+  });
+}
+
+/** Compares two strings in time that depends only on their lengths (a continuation is a bearer secret). */
+export function sameSecret(a: string, b: string): boolean {
+  const x = new TextEncoder().encode(a);
+  const y = new TextEncoder().encode(b);
+  let diff = x.length ^ y.length;
+  const n = Math.max(x.length, y.length);
+  for (let i = 0; i < n; i++) diff |= (x[i] ?? 0) ^ (y[i] ?? 0);
+  return diff === 0;
+}
+
 /**
  * Renders an executor's result for `result_json`. Never throws: values JSON cannot encode become
  * their string rendering, and if that still fails the whole result is `{"repr": <string>}`.

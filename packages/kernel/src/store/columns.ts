@@ -15,3 +15,5 @@ export const RECEIPT_COLUMNS = 'receipt_id, action_id, effect_key, result, json,
 /** `delegations`. */
 export const DELEGATION_COLUMNS =
   'delegation_id, parent_id, depth, grant_json, created_by_agent, created_by_user, created_via, created_at, revoked_at, revoked_by';
+/** `continuations` (what the store reads back). */
+export const CONTINUATION_COLUMNS = 'effect_key, action_id, action_json, continuation, rounds';

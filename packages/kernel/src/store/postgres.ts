@@ -14,7 +14,7 @@
  * @module
  */
 import { GENESIS_HASH } from '../hash.js';
-import { APPROVAL_COLUMNS, DELEGATION_COLUMNS, EFFECT_COLUMNS, RECEIPT_COLUMNS } from './columns.js';
+import { APPROVAL_COLUMNS, CONTINUATION_COLUMNS, DELEGATION_COLUMNS, EFFECT_COLUMNS, RECEIPT_COLUMNS } from './columns.js';
 import type { SqlDialect } from './sql-state-store.js';
 
 /**
@@ -168,6 +168,13 @@ function build(schema: string): SqlDialect {
       listDelegations: `SELECT ${DELEGATION_COLUMNS} FROM ${t('delegations')} ORDER BY created_at, delegation_id`,
       listLiveDelegations: `SELECT ${DELEGATION_COLUMNS} FROM ${t('delegations')} WHERE revoked_at IS NULL ORDER BY created_at, delegation_id`,
       revokeDelegation: `UPDATE ${t('delegations')} SET revoked_at = $1, revoked_by = $2 WHERE delegation_id = $3 AND revoked_at IS NULL`,
+
+      selectContinuation: `SELECT ${CONTINUATION_COLUMNS} FROM ${t('continuations')} WHERE effect_key = $1`,
+      selectContinuationByValue: `SELECT ${CONTINUATION_COLUMNS} FROM ${t('continuations')} WHERE continuation = $1 AND continuation <> ''`,
+      // No conflict target: a collision on the key or on the held value affects 0 rows (no error, the transaction lives on).
+      insertContinuation: `INSERT INTO ${t('continuations')}(effect_key, action_id, action_json, continuation, rounds, updated_at) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING`,
+      updateContinuation: `UPDATE ${t('continuations')} SET action_id = $1, action_json = $2, continuation = $3, rounds = $4, updated_at = $5 WHERE effect_key = $6 AND action_id = $7 AND rounds = $8`,
+      takeContinuation: `UPDATE ${t('continuations')} SET continuation = '', updated_at = $1 WHERE effect_key = $2 AND continuation = $3 AND continuation <> ''`,
     }),
 
     checkServerVersion(version: string, row?: Readonly<Record<string, unknown>>): string | null {

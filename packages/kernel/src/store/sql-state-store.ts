@@ -7,10 +7,23 @@
  *
  * @module
  */
-import { actionFromJson, actionToJson } from '../action.js';
+import { actionFromJson, actionToJson, type Action } from '../action.js';
 import { checkAnswerable, checkConsumable } from '../approvals.js';
 import { canonicalJson, isPlainObject, isWellFormedString, parseJson, type JsonObject } from '../canonical.js';
-import { checkActor, checked, checkResolvable, planLeaseExtension, planReservation, resolutionError, resultToJson } from '../effects.js';
+import {
+  checkActor,
+  checkContinuation,
+  checked,
+  checkResolvable,
+  checkTakeable,
+  planContinuationHold,
+  planLeaseExtension,
+  planReservation,
+  resolutionError,
+  resultToJson,
+  sameSecret,
+  UNKNOWN_CONTINUATION,
+} from '../effects.js';
 import {
   AmbiguousWrite,
   ApprovalMismatch,
@@ -45,7 +58,7 @@ import { sqliteDialect } from './sqlite.js';
 import { A1_OURS, A1_REFUSE, A1_REINSERT, A2_LANDED, A2_REFUSE, A2_REISSUE, lostCommitBranch, type EffectWriteIntent } from './lost-commit.js';
 import { postgresDialect } from './postgres.js';
 import type { Logger } from '../control.js';
-import type { DelegationRecord, StateStore, TrailingEvents } from './state-store.js';
+import type { DelegationRecord, StateStore, TakenContinuation, TrailingEvents } from './state-store.js';
 
 /**
  * Every statement the store sends, in one dialect's text and placeholder style. Parameters are
@@ -156,6 +169,23 @@ export interface DialectSql {
   readonly listLiveDelegations: string;
   /** Params: revoked_at, revoked_by, delegation_id (only if not yet revoked). */
   readonly revokeDelegation: string;
+
+  /** Params: effect_key. `{ effect_key, action_id, action_json, continuation, rounds }`. */
+  readonly selectContinuation: string;
+  /** Params: continuation (never matches the taken value `''`). As {@link selectContinuation}. */
+  readonly selectContinuationByValue: string;
+  /**
+   * Params: effect_key, action_id, action_json, continuation, rounds, updated_at. A collision on
+   * the key or on the held value affects 0 rows (never an error: the transaction lives on).
+   */
+  readonly insertContinuation: string;
+  /**
+   * Compare-and-set of a held row. Params: action_id, action_json, continuation, rounds,
+   * updated_at, then the read row's effect_key, action_id, rounds. A collision affects 0 rows.
+   */
+  readonly updateContinuation: string;
+  /** Consumes a held value. Params: updated_at, effect_key, continuation (only if still held). */
+  readonly takeContinuation: string;
 }
 
 /** One SQL family's text: migration DDL, statements, and how its engine reports two things. */
@@ -318,6 +348,26 @@ interface DelegationRow {
   created_at: string;
   revoked_at: string | null;
   revoked_by: string | null;
+}
+
+interface ContinuationRow {
+  effect_key: string;
+  action_id: string;
+  action_json: string;
+  continuation: string;
+  rounds: SqlValue;
+}
+
+interface HeldContinuation {
+  effectKey: string;
+  actionId: string;
+  actionJson: string;
+  continuation: string;
+  rounds: number;
+}
+
+function continuationFromRow(r: ContinuationRow): HeldContinuation {
+  return { effectKey: r.effect_key, actionId: r.action_id, actionJson: r.action_json, continuation: r.continuation, rounds: int(r.rounds, 'continuations.rounds') };
 }
 
 function delegationFromRow(r: DelegationRow): DelegationRecord {
@@ -933,6 +983,60 @@ export class SqlStateStore implements StateStore {
         refusalOf(() => planLeaseExtension(found, k, a, leaseMs, now), () => movedOn(k)),
       );
     });
+  }
+
+  async holdContinuation(action: Action, key: string, continuation: string, leaseMs: number): Promise<number> {
+    if (!action || typeof action !== 'object' || typeof action.actionHash !== 'string') throw new InvalidArgument('holdContinuation needs an Action');
+    const k = nonEmpty(key, 'effect_key');
+    const value = checkContinuation(continuation);
+    const a = action.actionId;
+    const actionJson = storedText(actionToJson(action));
+    const { sql } = this.#sql;
+    return this.#write('holdContinuation', async (tx, now, run) => {
+      const record = await this.#effect(tx, k);
+      const held = await this.#continuation(tx, k);
+      const plan = planContinuationHold(record, k, a, value, leaseMs, now, held);
+      const taken = await this.#continuationByValue(tx, value);
+      // A held value names one suspension; reusing it would let one resumption answer two.
+      if (taken !== null) throw new InvalidArgument(`continuation for ${k} is already held${taken.effectKey === k ? ' for this effect' : ' for another effect'}; each suspension needs a fresh one`);
+      const stamp = storedTime(now);
+      await this.#cas(tx, record!, { ...record!, leaseExpiresAt: plan.leaseExpiresAt, updatedAt: stamp }, run, (found) =>
+        refusalOf(() => planLeaseExtension(found, k, a, leaseMs, now), () => movedOn(k)),
+      );
+      const { rowsAffected } = held === null
+        ? await this.#query(tx, sql.insertContinuation, [k, a, actionJson, value, plan.round, stamp])
+        : await this.#query(tx, sql.updateContinuation, [a, actionJson, value, plan.round, stamp, k, held.actionId, held.rounds]);
+      if (rowsAffected !== 1) throw movedOn(k);
+      return plan.round;
+    });
+  }
+
+  async takeContinuation(continuation: string): Promise<TakenContinuation> {
+    const value = checkContinuation(continuation);
+    return this.#write('takeContinuation', async (tx, now) => {
+      const held = await this.#continuationByValue(tx, value);
+      // One message for every miss: the caller learns nothing about which part was wrong.
+      if (held === null || !sameSecret(held.continuation, value)) throw new InvalidArgument(UNKNOWN_CONTINUATION);
+      const record = checkTakeable(await this.#effect(tx, held.effectKey), held.effectKey, held.actionId, now);
+      const { rowsAffected } = await this.#query(tx, this.#sql.sql.takeContinuation, [storedTime(now), held.effectKey, value]);
+      if (rowsAffected !== 1) throw new InvalidArgument(UNKNOWN_CONTINUATION);
+      return { action: actionFromJson(held.actionJson), effectKey: held.effectKey, record, rounds: held.rounds } satisfies TakenContinuation;
+    });
+  }
+
+  async continuationRounds(key: string): Promise<number> {
+    const k = nonEmpty(key, 'effect_key');
+    return this.#read(async (ex) => (await this.#continuation(ex, k))?.rounds ?? 0);
+  }
+
+  async #continuation(ex: SqlExecutor, key: string): Promise<HeldContinuation | null> {
+    const row = (await this.#query<ContinuationRow>(ex, this.#sql.sql.selectContinuation, [key])).rows[0];
+    return row ? continuationFromRow(row) : null;
+  }
+
+  async #continuationByValue(ex: SqlExecutor, value: string): Promise<HeldContinuation | null> {
+    const row = (await this.#query<ContinuationRow>(ex, this.#sql.sql.selectContinuationByValue, [value])).rows[0];
+    return row ? continuationFromRow(row) : null;
   }
 
   async getEffect(key: string): Promise<EffectRecord | null> {

@@ -9,7 +9,7 @@
  * @module
  */
 import { GENESIS_HASH } from '../hash.js';
-import { APPROVAL_COLUMNS, DELEGATION_COLUMNS, EFFECT_COLUMNS, RECEIPT_COLUMNS } from './columns.js';
+import { APPROVAL_COLUMNS, CONTINUATION_COLUMNS, DELEGATION_COLUMNS, EFFECT_COLUMNS, RECEIPT_COLUMNS } from './columns.js';
 import type { SqlDialect } from './sql-state-store.js';
 
 /** Walks an error and its `cause` chain. */
@@ -114,6 +114,14 @@ export const sqliteDialect: SqlDialect = Object.freeze({
     listDelegations: `SELECT ${DELEGATION_COLUMNS} FROM delegations ORDER BY created_at, rowid`,
     listLiveDelegations: `SELECT ${DELEGATION_COLUMNS} FROM delegations WHERE revoked_at IS NULL ORDER BY created_at, rowid`,
     revokeDelegation: 'UPDATE delegations SET revoked_at = ?, revoked_by = ? WHERE delegation_id = ? AND revoked_at IS NULL',
+
+    selectContinuation: `SELECT ${CONTINUATION_COLUMNS} FROM continuations WHERE effect_key = ?`,
+    selectContinuationByValue: `SELECT ${CONTINUATION_COLUMNS} FROM continuations WHERE continuation = ? AND continuation <> ''`,
+    // OR IGNORE: a collision on the key or on the held value affects 0 rows, and the store refuses.
+    insertContinuation: 'INSERT OR IGNORE INTO continuations(effect_key, action_id, action_json, continuation, rounds, updated_at) VALUES (?, ?, ?, ?, ?, ?)',
+    updateContinuation:
+      'UPDATE OR IGNORE continuations SET action_id = ?, action_json = ?, continuation = ?, rounds = ?, updated_at = ? WHERE effect_key = ? AND action_id = ? AND rounds = ?',
+    takeContinuation: "UPDATE continuations SET continuation = '', updated_at = ? WHERE effect_key = ? AND continuation = ? AND continuation <> ''",
   }),
 
   checkServerVersion(version: string): string | null {

@@ -6,6 +6,7 @@
  *
  * @module
  */
+import type { Action } from '../action.js';
 import type { JsonValue } from '../canonical.js';
 import type {
   Approval,
@@ -118,6 +119,22 @@ export interface StateStore {
   resolveEffect(key: string, state: 'committed' | 'failed', resolver: string): Promise<EffectRecord>;
   /** Extends this holder's live `executing` lease; never shortens, never revives a lapsed one. */
   extendLease(key: string, actionId: string, leaseMs: number): Promise<EffectRecord>;
+  /**
+   * Holds `continuation` for this holder's live `executing` record of `key`, atomically: the lease
+   * is extended to now + `leaseMs` (as {@link extendLease}; never shortened, a lapsed one is
+   * `AmbiguousEffect`), the continuation and `action` are stored, and the round goes up by one.
+   * Returns the new round (1 for the first hold of this attempt). A continuation value already
+   * held (for any key) is an `InvalidArgument`.
+   */
+  holdContinuation(action: Action, key: string, continuation: string, leaseMs: number): Promise<number>;
+  /**
+   * Takes a held continuation, once: matched and consumed atomically. No match (never held, or
+   * already taken) → `InvalidArgument` with one uninformative message; a match whose record is
+   * not the holder's live `executing` one → `AmbiguousEffect` (nothing consumed).
+   */
+  takeContinuation(continuation: string): Promise<TakenContinuation>;
+  /** How many times `key`'s current attempt has been suspended (0 if never). */
+  continuationRounds(key: string): Promise<number>;
   /** The record, or `null`. Reads never transition. */
   getEffect(key: string): Promise<EffectRecord | null>;
   /** Records oldest first, optionally only those in `state`. */
@@ -159,6 +176,17 @@ export interface StateStore {
 
   /** Releases the store; never fences other users of the same database. */
   close(): Promise<void>;
+}
+
+/** What {@link StateStore.takeContinuation} hands back: the suspended action and its live record. */
+export interface TakenContinuation {
+  /** The action as held (rebuilt from `action_json`; same hash). */
+  readonly action: Action;
+  readonly effectKey: string;
+  /** The effect record, `executing`, lease live, held by `action`. */
+  readonly record: EffectRecord;
+  /** The rounds held so far (the round this resumption answers). */
+  readonly rounds: number;
 }
 
 /** A stored result, parsed (for readers that want the value rather than the text). */
