@@ -17,7 +17,6 @@ import {
   ApprovalRequired,
   AuthorityDenied,
   AuthorityEscalation,
-  CTRLRunError,
   DuplicateEffect,
   EffectKeyError,
   IdentityError,
@@ -1017,7 +1016,3 @@ export function describeError(err: unknown): string {
   }
 }
 
-/** Whether `err` is a refusal of this package (as opposed to an executor's own error). */
-export function isRefusal(err: unknown): err is CTRLRunError {
-  return err instanceof CTRLRunError;
-}

@@ -5,7 +5,7 @@
  * @module
  */
 import type { Action } from './action.js';
-import type { JsonObject, JsonValue } from './canonical.js';
+import type { JsonObject } from './canonical.js';
 
 /** An effect record's state (`new` is never stored: it means "no record"). */
 export type EffectState = 'reserved' | 'executing' | 'committed' | 'failed' | 'ambiguous';
@@ -152,5 +152,3 @@ export interface StoredReceipt {
   readonly document: JsonObject;
 }
 
-/** A JSON value a result may carry. */
-export type ResultValue = JsonValue;

@@ -4,7 +4,7 @@ import { ApprovalMismatch, InvalidArgument, loadPolicy, verifyChain } from '@ctr
 import { createSqlJsStore } from '@ctrlrun/store-sqljs';
 
 /** The six steps of spec 04 §4, as the page tells the reader to click them. */
-export async function runSixSteps(step: ReturnType<typeof createTryIt>['step']) {
+async function runSixSteps(step: ReturnType<typeof createTryIt>['step']) {
   const out: Record<string, RefundResult | Awaited<ReturnType<typeof step>>> = {};
   out['1'] = await step({ op: 'refund', payment_id: 'txn_1', amount: 50000 });
   const s2a = await step({ op: 'refund', payment_id: 'txn_2', amount: 200000 });

@@ -7,7 +7,6 @@
  * @module
  */
 import type { Action } from '../action.js';
-import type { JsonValue } from '../canonical.js';
 import type {
   Approval,
   ApprovalRecord,
@@ -189,5 +188,3 @@ export interface TakenContinuation {
   readonly rounds: number;
 }
 
-/** A stored result, parsed (for readers that want the value rather than the text). */
-export type StoredResult = JsonValue;
