@@ -47,10 +47,9 @@ export type JwtRefusalReason =
 /** A rejected credential: an `IdentityError` whose `reason` names the failed check. */
 export class CredentialRejected extends IdentityError {
   override name = 'CredentialRejected';
-  readonly reason: JwtRefusalReason;
+  declare readonly reason: JwtRefusalReason;
   constructor(reason: JwtRefusalReason, options: { cause?: unknown } = {}) {
-    super('the credential was rejected', options);
-    this.reason = reason;
+    super('the credential was rejected', { reason, cause: options.cause });
   }
 }
 
@@ -100,7 +99,12 @@ interface Jwk {
   [k: string]: unknown;
 }
 
-const MAX_DATE_SECONDS = 8.64e12;
+/**
+ * The last second a principal's `expires_at` can name: 9999-12-31T23:59:59Z. Past it, the ISO
+ * form has a six-digit signed year that no stored timestamp accepts, so such an `exp` is refused
+ * here, as the credential's fault, rather than later as a malformed action.
+ */
+const MAX_EXP_SECONDS = 253_402_300_799;
 
 function nonEmpty(v: unknown, what: string): string {
   if (typeof v !== 'string' || v.trim() === '') throw new InvalidArgument(`${what} must be a non-empty string`);
@@ -272,7 +276,9 @@ export class JwtIdentityProvider implements IdentityProvider {
     // JSON cannot tell from 1700000000 (a documented divergence from the original).
     const now = this.#clock().getTime() / 1000;
     const leeway = this.#leeway / 1000;
-    if (typeof exp !== 'number' || !Number.isInteger(exp) || Math.abs(exp) > MAX_DATE_SECONDS) return this.#refuse('exp_invalid', `exp ${JSON.stringify(exp)} is not an integer time`);
+    if (typeof exp !== 'number' || !Number.isInteger(exp) || exp < 0 || exp > MAX_EXP_SECONDS) {
+      return this.#refuse('exp_invalid', `exp ${JSON.stringify(exp)} is not an integer time between 1970 and 9999-12-31T23:59:59Z`);
+    }
     if (exp + leeway < now) return this.#refuse('expired', `expired at ${exp}`);
     const nbf = claims['nbf'];
     if (nbf !== undefined) {

@@ -55,7 +55,7 @@ describe('held continuations', () => {
     await expect(ctx.control.execute(refund('txn_s2'), exec.run)).rejects.toBeInstanceOf(Suspended);
     await expect(ctx.control.resume('c-a', exec.run)).rejects.toBeInstanceOf(Suspended);
     expect(await ctx.store.continuationRounds('refund:txn_s2')).toBe(2);
-    expect(ctx.events.filter((e) => e.type === 'EXECUTION_SUSPENDED').map((e) => e.data)).toEqual([{ held: true, round: 1 }, { held: true, round: 2 }]);
+    expect(ctx.events.filter((e) => e.type === 'EXECUTION_SUSPENDED').map((e) => [e.data['held'], e.data['round']])).toEqual([[true, 1], [true, 2]]);
     expect(await ctx.control.resume('c-b', exec.run)).toEqual({ id: 're_txn_s2' });
     expect(ctx.events.filter((e) => e.type === 'EXECUTION_RESUMED').map((e) => e.data)).toEqual([{ round: 1 }, { round: 2 }]);
     expect(exec.calls).toHaveLength(3);
