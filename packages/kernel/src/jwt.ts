@@ -81,6 +81,14 @@ export interface JwtIdentityOptions {
   leeway?: number;
   /** No JWKS refresh within this long of the last; default 30 000. */
   jwksMinRefreshInterval?: number;
+  /**
+   * How long a fetched JWKS is trusted; default 600 000 (10 minutes), at least
+   * `jwksMinRefreshInterval`. Past it the cached keys are not used: the set is fetched again (at
+   * most once per `jwksMinRefreshInterval`, however many tokens arrive), so a key the issuer
+   * removed stops verifying within this long. Until a refetch succeeds, tokens are refused
+   * (`jwks_unavailable`): a stale key set is never trusted instead.
+   */
+  jwksMaxAge?: number;
   /** JWKS fetch timeout; default 5 000. */
   httpTimeout?: number;
   clock?: Clock;
@@ -142,6 +150,7 @@ export class JwtIdentityProvider implements IdentityProvider {
   readonly #secret: Uint8Array | null;
   readonly #leeway: number;
   readonly #minRefresh: number;
+  readonly #maxAge: number;
   readonly #timeout: number;
   readonly #clock: Clock;
   readonly #fetch: typeof fetch | null;
@@ -150,7 +159,10 @@ export class JwtIdentityProvider implements IdentityProvider {
   #jose: Promise<Jose> | null = null;
   readonly #staticKeys = new Map<string, Promise<VerifyKey>>();
   #jwks: Jwk[] | null = null;
+  /** When a fetch was last attempted (the flood guard counts from here). */
   #lastFetch: number | null = null;
+  /** When the cached key set was fetched (its age counts from here). */
+  #fetchedAt: number | null = null;
   #fetching: Promise<void> | null = null;
 
   constructor(options: JwtIdentityOptions) {
@@ -177,6 +189,10 @@ export class JwtIdentityProvider implements IdentityProvider {
     this.claimNames = Object.freeze(names.map((n) => nonEmpty(n, 'each claim name')));
     this.#leeway = duration(options.leeway, 60_000, 'leeway', true);
     this.#minRefresh = duration(options.jwksMinRefreshInterval, 30_000, 'jwksMinRefreshInterval', true);
+    this.#maxAge = duration(options.jwksMaxAge, Math.max(600_000, this.#minRefresh), 'jwksMaxAge', false);
+    if (this.#maxAge < this.#minRefresh) {
+      throw new InvalidArgument(`jwksMaxAge (${this.#maxAge}) must be at least jwksMinRefreshInterval (${this.#minRefresh}): an expired key set could not be fetched again in time`);
+    }
     this.#timeout = duration(options.httpTimeout, 5_000, 'httpTimeout', false);
     if (options.clock !== undefined && typeof options.clock !== 'function') throw new InvalidArgument('clock must be a function returning a Date');
     this.#clock = options.clock ?? systemClock;
@@ -336,14 +352,21 @@ export class JwtIdentityProvider implements IdentityProvider {
       }
     }
     if (typeof kid !== 'string' || kid === '') return this.#refuse('kid_missing', 'a JWKS key is chosen by kid, and the token names none');
+    // At most one refresh per call, and none within the minimum interval of the last; a fetch
+    // already under way is joined (it costs nothing more).
+    const now = this.#clock().getTime();
+    const mayFetch = this.#fetching !== null || this.#lastFetch === null || now - this.#lastFetch >= this.#minRefresh;
+    let refreshed = false;
+    if (this.#fetchedAt === null || now - this.#fetchedAt >= this.#maxAge) {
+      // Too old to trust (or never fetched): fetch again, or refuse; the old keys are not used.
+      if (!mayFetch) return this.#refuse('jwks_unavailable', this.#fetchedAt === null ? 'the JWKS could not be fetched yet' : 'the cached JWKS is older than jwksMaxAge and the last fetch was under jwksMinRefreshInterval ago');
+      await this.#refresh();
+      refreshed = true;
+    }
     let found = this.#find(kid);
-    if (found === null) {
-      // At most one refresh per call, and none within the minimum interval of the last.
-      const now = this.#clock().getTime();
-      if (this.#lastFetch === null || now - this.#lastFetch >= this.#minRefresh) {
-        await this.#refresh();
-        found = this.#find(kid);
-      }
+    if (found === null && !refreshed && mayFetch) {
+      await this.#refresh();
+      found = this.#find(kid);
     }
     if (found === null) return this.#refuse('unknown_key', `no usable key with kid ${JSON.stringify(kid)}`);
     if (found === 'ambiguous') return this.#refuse('ambiguous_key', `two usable keys share kid ${JSON.stringify(kid)}`);
@@ -386,6 +409,7 @@ export class JwtIdentityProvider implements IdentityProvider {
     const keys = isPlainObject(body) ? body['keys'] : undefined;
     if (!Array.isArray(keys)) return this.#refuse('jwks_unavailable', 'the JWKS document has no keys list');
     this.#jwks = keys.filter((k): k is Jwk => isPlainObject(k));
+    this.#fetchedAt = this.#lastFetch;
   }
 }
 
