@@ -1084,7 +1084,8 @@ function expiryOf(principal: Principal, actionName: string): Date | null {
   try {
     return parseTime(exp, 'principal.expiresAt');
   } catch (err) {
-    throw new IdentityError(`${actionName}: the principal ${principal.agent}'s credential expiry ${JSON.stringify(exp)} is not a time with an offset`, { reason: 'expires_at_invalid', cause: err });
+    const shown = JSON.stringify(exp.length > 64 ? `${exp.slice(0, 64)}…` : exp);
+    throw new IdentityError(`${actionName}: the principal's credential expiry ${shown} is not a time with an offset`, { reason: 'expires_at_invalid', cause: err });
   }
 }
 
