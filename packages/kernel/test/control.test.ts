@@ -4,6 +4,7 @@ import {
   AmbiguousEffect,
   ApprovalMismatch,
   ApprovalRequired,
+  AuthorityDenied,
   DuplicateEffect,
   EffectKeyError,
   InvalidArgument,
@@ -13,6 +14,7 @@ import {
   type StateStore,
 } from '@ctrlrun/kernel';
 import { setup } from './harness.js';
+import { GRANT, action as authorityAction, doc, rig } from './authority.fixtures.js';
 
 const MIN = 60_000;
 
@@ -183,6 +185,22 @@ describe('approvals (T2, T4, T5, T12, T173)', () => {
     expect(ctx.events.filter((e) => e.actionId === grantAdmin.actionId).map((e) => JSON.stringify(e.data)).join()).not.toContain('human:ana');
     // And the approval is untouched: still granted for the refund it was asked for.
     expect((await ctx.store.getApproval(id))?.status).toBe('granted');
+  });
+
+  it('test_an_unrelated_approval_on_an_authority_denial_never_names_that_human', async () => {
+    const r = await rig(doc(GRANT));
+    // head-of-support may refund EU payments up to 200,000; 100,000 needs a human.
+    const approvable = authorityAction({ arguments: { amount: 100000, payment_id: 'EU-42' } });
+    const req = (await r.control.execute(approvable, r.executor).catch((e: unknown) => e)) as ApprovalRequired;
+    expect(req).toBeInstanceOf(ApprovalRequired);
+    await r.control.grantApproval(req.requestId, { approver: 'human:ana' });
+    // The same agent presents ana's approval on a payment outside its grant.
+    const outside = authorityAction({ arguments: { amount: 100, payment_id: 'US-1' }, resource: 'payment:US-1' });
+    const err = await r.control.execute(outside, r.executor, { approvalId: req.requestId }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(AuthorityDenied);
+    expect(r.calls).toBe(0);
+    expect([r.lastReceipt()['result'], r.lastReceipt()['approver']]).toEqual(['denied', null]);
+    expect((await r.store.getApproval(req.requestId))?.status).toBe('granted');
   });
 
   it('test_an_unrelated_approval_in_observe_mode_never_names_that_human', async () => {
