@@ -233,7 +233,8 @@ export class Control {
 
   /**
    * The combined decision for `action` — the stricter of authority and policy — with no writes
-   * (env mismatch → `InvalidArgument`; an expired principal → `deny`/`principal_expired`; an
+   * (env mismatch → `InvalidArgument`; an unreadable principal expiry → `IdentityError`
+   * `expires_at_invalid`; an expired principal → `deny`/`principal_expired`; an
    * authority denial → `deny` with its reason, policy never consulted). Reads the store to
    * resolve delegations, hence async.
    */
