@@ -418,6 +418,9 @@ const continuationCases: Record<'one-resumption' | 'extend-lease-refusals', Case
         // The lease is extended from now, and the record stays executing.
         expect(await state(store, key)).toMatchObject({ state: 'executing', actionId: action.actionId, attempt: 1, leaseExpiresAt: storedTime(new Date(T0.getTime() + MINUTE + LEASE)) });
 
+        // Another deployment's take is refused before anything is consumed.
+        await refused(store.takeContinuation(first, { environment: 'staging' }), InvalidArgument, INVALID, 'taking from another environment');
+        expect(await store.continuationRounds(key)).toBe(1);
         // Eight takers at once: exactly one gets it; the others learn only that it is unknown.
         const unknownMiss = await refused(store.takeContinuation(continuationValue()), InvalidArgument, INVALID, 'taking a value never held');
         const takes = await Promise.allSettled(Array.from({ length: CONTENDERS }, () => store.takeContinuation(first)));
@@ -1107,6 +1110,13 @@ export const storeCases: Record<CaseId, CaseDef> = {
         // A later event still gets a larger id.
         const later = await store.appendEvent({ ...drafts[0]!, ts: '2026-01-01T12:00:01.000Z' });
         expect(later.eventId).toBeGreaterThan(ids[ids.length - 1]!);
+        // The newest event of one type for one action (how a resumption reads its suspension back).
+        if (store.lastEvent) {
+          expect((await store.lastEvent('act_1', 'ACTION_PROPOSED'))?.eventId, 'the newest of two').toBe(later.eventId);
+          expect((await store.lastEvent('act_1', 'EFFECT_RESERVED'))?.data).toEqual(drafts[3]!.data);
+          expect(await store.lastEvent('act_2', 'ACTION_PROPOSED'), 'another action').toBeNull();
+          expect(await store.lastEvent('act_1', 'EXECUTION_SUSPENDED'), 'another type').toBeNull();
+        }
       });
     },
   },

@@ -9,7 +9,7 @@ import { createPrincipal, type Action, type Principal } from './action.js';
 import { checkConsumable } from './approvals.js';
 import { authorityEventData, type Authority, type AuthorityResult, type CreatedVia, type Delegation } from './authority/authority.js';
 import type { Grant, GrantInput } from './authority/grant.js';
-import type { JsonObject } from './canonical.js';
+import { isPlainObject, type JsonObject } from './canonical.js';
 import {
   ActionDenied,
   AmbiguousEffect,
@@ -129,6 +129,17 @@ interface Observation {
   blocked: string | null;
 }
 
+/** What a suspended attempt was decided and approved with; its resumption's receipt carries it. */
+interface Decided {
+  evaluation: Evaluation;
+  approvalId: string | null;
+  approver: string | null;
+  /** Observe mode's counterfactual as it stood, or null: the attempt was enforced. */
+  observation: Observation | null;
+  policyHash: string;
+  policyVersion: string | null;
+}
+
 /** What {@link Control.executeWithReceipt} resolves to. */
 export interface ExecuteResult<T> {
   readonly value: T;
@@ -148,6 +159,9 @@ interface Pass {
   hookCalls: number;
   /** Observe mode's counterfactual, or null in enforce mode. */
   observation: Observation | null;
+  /** The policy the decision was made under (a resumption keeps the first attempt's). */
+  readonly policyHash: string;
+  readonly policyVersion: string | null;
   /** Whether this attempt holds its effect key (observe mode may run without it). */
   held: boolean;
   /**
@@ -219,7 +233,8 @@ export class Control {
 
   /**
    * The combined decision for `action` — the stricter of authority and policy — with no writes
-   * (env mismatch → `InvalidArgument`; an expired principal → `deny`/`principal_expired`; an
+   * (env mismatch → `InvalidArgument`; an unreadable principal expiry → `IdentityError`
+   * `expires_at_invalid`; an expired principal → `deny`/`principal_expired`; an
    * authority denial → `deny` with its reason, policy never consulted). Reads the store to
    * resolve delegations, hence async.
    */
@@ -258,7 +273,7 @@ export class Control {
     } catch (err) {
       if (err instanceof IdentityError) throw err;
       this.logger.warn(`[ctrlrun] ${actionName}: the identity provider raised ${describeError(err)}`);
-      throw new IdentityError(`${actionName}: the identity provider rejected this call`, { cause: err });
+      throw new IdentityError(`${actionName}: the identity provider rejected this call`, { reason: 'provider_raised', cause: err });
     }
     if (resolved === null || resolved === undefined) {
       // A decline is never backfilled once authority is loaded: omitting a credential must not
@@ -269,10 +284,10 @@ export class Control {
     let principal: Principal;
     try {
       principal = createPrincipal(resolved as Principal);
-      if (principal.expiresAt !== undefined && principal.expiresAt !== null) parseTime(principal.expiresAt, 'principal.expiresAt');
     } catch (err) {
-      throw new IdentityError(`${actionName}: the identity provider returned something that is not a principal`, { cause: err });
+      throw new IdentityError(`${actionName}: the identity provider returned something that is not a principal`, { reason: 'not_a_principal', cause: err });
     }
+    expiryOf(principal, actionName);
     if (fromContext !== null && !this.#warnedAboutPrincipal && (fromContext.agent !== principal.agent || fromContext.user !== principal.user)) {
       this.#warnedAboutPrincipal = true;
       this.logger.warn(`[ctrlrun] ${actionName}: the identity provider resolved ${named(principal)} and the call says ${named(fromContext)}; the provider is in force`);
@@ -295,6 +310,8 @@ export class Control {
     // Pre-checks: these write nothing.
     if (typeof executor !== 'function') throw new InvalidArgument('execute needs an executor function');
     this.#checkEnvironment(action);
+    // An expiry no clock can compare against is the credential's fault, refused before any evidence.
+    expiryOf(action.principal, action.name);
     const lease = options.lease === undefined ? this.lease : checkDuration(options.lease, 'lease');
     if (options.reconcile !== undefined && typeof options.reconcile !== 'function') throw new InvalidArgument('reconcile must be a function');
     if (options.reconcileEagerly && options.reconcile === undefined) throw new InvalidArgument('reconcileEagerly needs a reconcile hook');
@@ -310,6 +327,7 @@ export class Control {
     const pass: Pass = {
       action, startedAt: evidenceTime(this.clock()), effectKey, approvalId, approver: null, attempt: 1, evaluation: null, hookCalls: 0,
       observation: this.observing ? { decision: 'allow', reason: '', blocked: null } : null, held: false, pending: null,
+      policyHash: this.policyHash, policyVersion: this.policy.version,
     };
     pass.pending = this.#draft(pass, 'ACTION_PROPOSED', { action_hash: action.actionHash });
     try {
@@ -348,7 +366,7 @@ export class Control {
       if (pass.observation) return this.#observed(pass, executor, options, lease);
       await this.#event(pass, 'ACTION_DENIED', { reason: 'principal_expired' });
       await this.#receipt(pass, { result: 'denied', error: null });
-      throw new IdentityError(`${action.name}: the principal ${action.principal.agent}'s credential expired at ${action.principal.expiresAt}`);
+      throw new IdentityError(`${action.name}: the principal ${action.principal.agent}'s credential expired at ${action.principal.expiresAt}`, { reason: 'principal_expired' });
     }
 
     if (this.authority !== null) {
@@ -371,7 +389,7 @@ export class Control {
     if (pass.observation) return this.#observed(pass, executor, options, lease);
 
     if (evaluation.decision === 'deny') {
-      if (approvalId !== null) pass.approver = (await this.store.getApproval(approvalId))?.approver ?? null;
+      pass.approver = await this.#approverOf(pass);
       await this.#event(pass, 'ACTION_DENIED', { reason: evaluation.reason });
       await this.#receipt(pass, { result: 'denied', error: null });
       throw new ActionDenied(evaluation.reason, { actionId: action.actionId, message: `${action.name} denied by policy (${evaluation.reason})` });
@@ -416,10 +434,16 @@ export class Control {
   /**
    * Resumes a suspended execution (one whose executor threw `Suspended`): takes `continuation`
    * from the store — once; atomically; a miss or a second take is an `InvalidArgument`, a lapsed
-   * lease an `AmbiguousEffect`, and then the executor is never called — records
-   * `EXECUTION_RESUMED {round}`, and runs `executor` with the held action's canonical arguments.
-   * The outcome follows the same rule as {@link execute} (commit, fail, ambiguous, receipt), or
-   * the executor suspends again (the next round).
+   * lease an `AmbiguousEffect`, a held action of another environment an `InvalidArgument` (not
+   * taken), and then the executor is never called — records the authority's answer now
+   * (`AUTHORITY_RESOLVED` / `AUTHORITY_DENIED`, when an authority is loaded) without deciding
+   * again, records `EXECUTION_RESUMED {round}`, and runs `executor` with the held action's
+   * canonical arguments. The outcome follows the same rule as {@link execute} (commit, fail,
+   * ambiguous, receipt), or the executor suspends again (the next round, whose lease extension is
+   * refused once the credential has expired or the authority denies: spec 02 T61b, T80b). The
+   * receipt carries what the first attempt was decided and approved with: its decision, reason,
+   * controls, approval and approver, policy hash and version, and in observe mode its
+   * `would_have`.
    */
   async resume<T>(continuation: string, executor: Executor<T>, options: Pick<ExecuteOptions, 'reconcile' | 'reconcileEagerly'> = {}): Promise<T> {
     return (await this.resumeWithReceipt(continuation, executor, options)).value;
@@ -431,16 +455,50 @@ export class Control {
     if (typeof continuation !== 'string' || continuation === '') throw new InvalidArgument('continuation must be a non-empty string');
     if (options.reconcile !== undefined && typeof options.reconcile !== 'function') throw new InvalidArgument('reconcile must be a function');
     if (options.reconcileEagerly && options.reconcile === undefined) throw new InvalidArgument('reconcileEagerly needs a reconcile hook');
-    const taken = await this.store.takeContinuation(continuation);
+    const taken = await this.store.takeContinuation(continuation, { environment: this.environment });
     const { action, effectKey, record, rounds } = taken;
-    // The decision that let the action run stands; the receipt names it as the policy gives it (pure, no writes).
-    const evaluation = this.policy.evaluate(action.name, action.canonicalArguments);
+    // A store that ignored the environment: taken, but never run by the wrong deployment.
+    this.#checkEnvironment(action);
+    // The decision that let the action run stands, as the first attempt recorded it.
+    const decided = await this.#decidedBefore(action, effectKey, rounds);
     const pass: Pass = {
-      action, startedAt: evidenceTime(this.clock()), effectKey, approvalId: null, approver: null, attempt: record.attempt, evaluation, hookCalls: 0,
-      observation: null, held: true, pending: null,
+      action, startedAt: evidenceTime(this.clock()), effectKey, approvalId: decided.approvalId, approver: decided.approver, attempt: record.attempt,
+      evaluation: decided.evaluation, hookCalls: 0, observation: decided.observation, held: true, pending: null,
+      policyHash: decided.policyHash, policyVersion: decided.policyVersion,
     };
+    if (this.authority !== null) {
+      // Recorded, not decided: this round runs either way; the next extension is what a denial refuses.
+      const result = await this.authority.evaluate(action, { now: this.clock(), store: this.store });
+      for (const w of result.warnings) this.logger.warn(`[ctrlrun] ${action.name}: ${w}`);
+      await this.#event(pass, result.passed ? 'AUTHORITY_RESOLVED' : 'AUTHORITY_DENIED', authorityEventData(result));
+    }
     await this.#event(pass, 'EXECUTION_RESUMED', { round: rounds });
     return this.#run(pass, executor, options);
+  }
+
+  /**
+   * What the suspended attempt was decided and approved with, read back from its
+   * `EXECUTION_SUSPENDED` event (round `rounds`). A suspension recorded without it (an older
+   * build) falls back to the policy's answer now and the event's approval, whose approver is
+   * named only if the approval was requested for this action.
+   */
+  async #decidedBefore(action: Action, effectKey: string, rounds: number): Promise<Decided> {
+    const event = this.store.lastEvent
+      ? await this.store.lastEvent(action.actionId, 'EXECUTION_SUSPENDED')
+      : ((await this.store.events()).filter((e) => e.actionId === action.actionId && e.type === 'EXECUTION_SUSPENDED').at(-1) ?? null);
+    const held = event !== null && event.effectKey === effectKey && event.data['round'] === rounds ? event : null;
+    const snapshot = held === null ? null : decidedFromJson(held.data['decided']);
+    if (snapshot !== null) return { ...snapshot, approvalId: held!.approvalId };
+    this.logger.warn(`[ctrlrun] ${action.name}: the suspension of ${effectKey} (round ${rounds}) recorded no decision; the receipt names the policy's answer now`);
+    const approvalId = held?.approvalId ?? null;
+    return {
+      evaluation: this.policy.evaluate(action.name, action.canonicalArguments),
+      approvalId,
+      approver: await this.#approverOf({ approvalId, action }),
+      observation: null,
+      policyHash: this.policyHash,
+      policyVersion: this.policy.version,
+    };
   }
 
   /** Grants approval request `requestId` as `approver`; records `APPROVAL_GRANTED`. */
@@ -534,9 +592,20 @@ export class Control {
 
   // ---- the path's steps ----
 
+  /**
+   * The human who approved this action: the presented approval's approver, but only when that
+   * approval was requested for this very action (same hash). Another action's approval never
+   * names its human on this action's evidence.
+   */
+  async #approverOf({ approvalId, action }: { approvalId: string | null; action: Action }): Promise<string | null> {
+    if (approvalId === null) return null;
+    const record = await this.store.getApproval(approvalId);
+    return record !== null && record.request.actionHash === action.actionHash ? record.approver : null;
+  }
+
   async #refuseAuthority(pass: Pass, result: AuthorityResult): Promise<never> {
     const { action } = pass;
-    if (pass.approvalId !== null) pass.approver = (await this.store.getApproval(pass.approvalId))?.approver ?? null;
+    pass.approver = await this.#approverOf(pass);
     await this.#event(pass, 'ACTION_DENIED', { reason: result.reason });
     await this.#receipt(pass, { result: 'denied', error: null });
     throw new AuthorityDenied(result.reason, {
@@ -561,7 +630,7 @@ export class Control {
     obs.decision = evaluation.decision;
     obs.reason = evaluation.reason;
     if (evaluation.decision === 'deny') block(pass, evaluation.reason);
-    if (pass.approvalId !== null) pass.approver = (await this.store.getApproval(pass.approvalId))?.approver ?? null;
+    pass.approver = await this.#approverOf(pass);
     if (evaluation.decision === 'approve') {
       if (pass.approvalId === null) block(pass, 'approval_required');
       else await this.#checkPresented(pass);
@@ -636,21 +705,21 @@ export class Control {
       }
     } catch (err) {
       if (err instanceof ApprovalMismatch) {
-        pass.approver = (await this.store.getApproval(id))?.approver ?? null;
+        pass.approver = await this.#approverOf(pass);
         if (err.reason === 'expired') await this.#event(pass, 'APPROVAL_EXPIRED', {});
         await this.#event(pass, 'APPROVAL_INVALIDATED', { reason: err.reason, action_hash: action.actionHash });
         await this.#receipt(pass, { result: 'blocked', error: err.message });
         throw err;
       }
       if (err instanceof ActionDenied && err.reason === 'approval_denied') {
-        pass.approver = (await this.store.getApproval(id))?.approver ?? null;
+        pass.approver = await this.#approverOf(pass);
         await this.#event(pass, 'APPROVAL_DENIED', { approver: pass.approver });
         await this.#event(pass, 'ACTION_DENIED', { reason: 'approval_denied' });
         await this.#receipt(pass, { result: 'denied', error: err.message });
         throw new ActionDenied('approval_denied', { actionId: action.actionId, message: err.message });
       }
       if (err instanceof DuplicateEffect || err instanceof AmbiguousEffect) {
-        pass.approver = (await this.store.getApproval(id))?.approver ?? null;
+        pass.approver = await this.#approverOf(pass);
         await this.#refused(pass, err);
       }
       throw err;
@@ -814,17 +883,20 @@ export class Control {
    */
   async #suspended(pass: Pass, key: string | null, thrown: Suspended): Promise<never> {
     const { action } = pass;
-    let refusal: Error;
+    let refusal: Error | null = null;
     if (key === null) {
       refusal = new InvalidArgument(`${action.name} suspended, but it has no effect key: there is nothing to hold the continuation against`);
     } else {
-      try {
-        const round = await this.store.holdContinuation(action, key, thrown.continuation, this.suspendTimeout);
-        await this.#event(pass, 'EXECUTION_SUSPENDED', { held: true, round });
-        throw thrown;
-      } catch (err) {
-        if (err === thrown) throw err;
-        refusal = err as Error;
+      refusal = await this.#extensionRefusal(pass);
+      if (refusal === null) {
+        try {
+          const round = await this.store.holdContinuation(action, key, thrown.continuation, this.suspendTimeout);
+          await this.#event(pass, 'EXECUTION_SUSPENDED', { held: true, round, decided: decidedToJson(pass) });
+          throw thrown;
+        } catch (err) {
+          if (err === thrown) throw err;
+          refusal = err as Error;
+        }
       }
     }
     const error = `${describeError(thrown)} (not held: ${describeError(refusal)})`;
@@ -841,6 +913,39 @@ export class Control {
     else await this.#event(pass, 'EXECUTION_AMBIGUOUS', { error });
     await this.#receipt(pass, { result: 'ambiguous', error });
     throw refusal;
+  }
+
+  /**
+   * Whether this suspension's lease may be extended (spec 02 §1.4 T61b, §3.4 T80b): not once the
+   * principal's credential has expired (`IdentityError`), nor once the authority denies the action
+   * (revoked, expired, narrowed: `AUTHORITY_DENIED`, then `AuthorityDenied` with its reason). The
+   * refusal is returned, and the suspension is then recorded as an unknown outcome at once rather
+   * than left to lapse. Observe mode enforces neither: the denial is recorded and noted as a stopper.
+   */
+  async #extensionRefusal(pass: Pass): Promise<Error | null> {
+    const { action } = pass;
+    if (this.#principalExpired(action)) {
+      if (pass.observation) {
+        block(pass, 'principal_expired');
+        return null;
+      }
+      return new IdentityError(`${action.name}: the lease is not extended: the principal ${action.principal.agent}'s credential expired at ${action.principal.expiresAt}`, { reason: 'principal_expired' });
+    }
+    if (this.authority === null) return null;
+    const result = await this.authority.evaluate(action, { now: this.clock(), store: this.store });
+    for (const w of result.warnings) this.logger.warn(`[ctrlrun] ${action.name}: ${w}`);
+    if (result.passed) return null;
+    await this.#event(pass, 'AUTHORITY_DENIED', authorityEventData(result));
+    if (pass.observation) {
+      block(pass, result.reason);
+      return null;
+    }
+    return new AuthorityDenied(result.reason, {
+      actionId: action.actionId,
+      grantId: result.grantId,
+      delegationId: result.delegationId,
+      message: `${action.name}: the lease is not extended: denied by authority (${result.reason})`,
+    });
   }
 
   /** The store refused the outcome write: record it ambiguous and raise the store's refusal. */
@@ -948,8 +1053,8 @@ export class Control {
       error: r.error,
       startedAt: pass.startedAt,
       finishedAt: evidenceTime(this.clock()),
-      policyHash: this.policyHash,
-      policyVersion: this.policy.version,
+      policyHash: pass.policyHash,
+      policyVersion: pass.policyVersion,
       controls: ev?.controls ?? [],
     });
     const stored = await this.store.putReceipt(draft);
@@ -965,8 +1070,23 @@ export class Control {
   }
 
   #principalExpired(action: Action): boolean {
-    const exp = action.principal.expiresAt;
-    return exp !== undefined && exp !== null && this.clock().getTime() > parseTime(exp, 'principal.expiresAt').getTime();
+    const exp = expiryOf(action.principal, action.name);
+    return exp !== null && this.clock().getTime() > exp.getTime();
+  }
+}
+
+/**
+ * The principal's credential expiry, or null. One that is not a time with an offset (a provider
+ * that rendered year 10000, a hand-built principal) is an `IdentityError`, never a bad request.
+ */
+function expiryOf(principal: Principal, actionName: string): Date | null {
+  const exp = principal.expiresAt;
+  if (exp === undefined || exp === null) return null;
+  try {
+    return parseTime(exp, 'principal.expiresAt');
+  } catch (err) {
+    const shown = JSON.stringify(exp.length > 64 ? `${exp.slice(0, 64)}…` : exp);
+    throw new IdentityError(`${actionName}: the principal's credential expiry ${shown} is not a time with an offset`, { reason: 'expires_at_invalid', cause: err });
   }
 }
 
@@ -985,6 +1105,50 @@ function isExecution(result: ReceiptResult): boolean {
 /** Keeps the first stopper: later ones are ones enforce mode would never have reached. */
 function block(pass: Pass, reason: string): void {
   if (pass.observation && pass.observation.blocked === null) pass.observation.blocked = reason;
+}
+
+/** `EXECUTION_SUSPENDED`'s `decided`: what the receipt of the resumption must carry. */
+function decidedToJson(pass: Pass): JsonObject {
+  const ev = pass.evaluation;
+  const obs = pass.observation;
+  return {
+    decision: ev?.decision ?? 'deny',
+    decision_reason: ev?.reason ?? 'unknown',
+    controls: [...(ev?.controls ?? [])],
+    approver: pass.approver,
+    would_have: obs === null ? null : { decision: obs.decision, reason: obs.reason, blocked_reason: obs.blocked },
+    policy_hash: pass.policyHash,
+    policy_version: pass.policyVersion,
+  };
+}
+
+const DECISIONS: readonly string[] = ['allow', 'approve', 'deny'];
+
+function stringOrNull(v: unknown): v is string | null {
+  return v === null || typeof v === 'string';
+}
+
+/** Reads {@link decidedToJson}'s output back; anything malformed is null (no snapshot). */
+function decidedFromJson(v: unknown): Omit<Decided, 'approvalId'> | null {
+  if (!isPlainObject(v)) return null;
+  const { decision, decision_reason: reason, controls, approver, would_have: wh, policy_hash: policyHash, policy_version: policyVersion } = v;
+  if (typeof decision !== 'string' || !DECISIONS.includes(decision) || typeof reason !== 'string') return null;
+  if (!Array.isArray(controls) || !controls.every((c) => typeof c === 'string')) return null;
+  if (!stringOrNull(approver) || typeof policyHash !== 'string' || !stringOrNull(policyVersion)) return null;
+  let observation: Observation | null = null;
+  if (wh !== null) {
+    if (!isPlainObject(wh)) return null;
+    const { decision: d, reason: r, blocked_reason: b } = wh;
+    if (typeof d !== 'string' || !DECISIONS.includes(d) || typeof r !== 'string' || !stringOrNull(b)) return null;
+    observation = { decision: d as Decision, reason: r, blocked: b };
+  }
+  return {
+    evaluation: { decision: decision as Decision, reason, controls: controls as string[], warnings: [] },
+    approver,
+    observation,
+    policyHash,
+    policyVersion,
+  };
 }
 
 /** EFFECT_RESERVED's data: from the stored reservation. */

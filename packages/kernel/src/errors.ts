@@ -198,6 +198,15 @@ export class Suspended extends CTRLRunError {
 export class IdentityError extends CTRLRunError {
   override name = 'IdentityError';
   override readonly code = 'ERR_IDENTITY' as const;
+  /**
+   * Which identity check refused, when known: `principal_expired`, `expires_at_invalid`,
+   * `provider_raised`, `not_a_principal`, or a JWT check's reason (`expired`, `bad_signature`, …).
+   */
+  readonly reason: string | null;
+  constructor(message: string, options: { reason?: string | null; cause?: unknown } = {}) {
+    super(message, { cause: options.cause });
+    this.reason = options.reason ?? null;
+  }
 }
 
 /** The store's schema is one this build refuses (newer, gapped, divergent, foreign). */

@@ -47,10 +47,9 @@ export type JwtRefusalReason =
 /** A rejected credential: an `IdentityError` whose `reason` names the failed check. */
 export class CredentialRejected extends IdentityError {
   override name = 'CredentialRejected';
-  readonly reason: JwtRefusalReason;
+  declare readonly reason: JwtRefusalReason;
   constructor(reason: JwtRefusalReason, options: { cause?: unknown } = {}) {
-    super('the credential was rejected', options);
-    this.reason = reason;
+    super('the credential was rejected', { reason, cause: options.cause });
   }
 }
 
@@ -82,6 +81,14 @@ export interface JwtIdentityOptions {
   leeway?: number;
   /** No JWKS refresh within this long of the last; default 30 000. */
   jwksMinRefreshInterval?: number;
+  /**
+   * How long a fetched JWKS is trusted; default 600 000 (10 minutes), at least
+   * `jwksMinRefreshInterval`. Past it the cached keys are not used: the set is fetched again (at
+   * most once per `jwksMinRefreshInterval`, however many tokens arrive), so a key the issuer
+   * removed stops verifying within this long. Until a refetch succeeds, tokens are refused
+   * (`jwks_unavailable`): a stale key set is never trusted instead.
+   */
+  jwksMaxAge?: number;
   /** JWKS fetch timeout; default 5 000. */
   httpTimeout?: number;
   clock?: Clock;
@@ -100,7 +107,12 @@ interface Jwk {
   [k: string]: unknown;
 }
 
-const MAX_DATE_SECONDS = 8.64e12;
+/**
+ * The last second a principal's `expires_at` can name: 9999-12-31T23:59:59Z. Past it, the ISO
+ * form has a six-digit signed year that no stored timestamp accepts, so such an `exp` is refused
+ * here, as the credential's fault, rather than later as a malformed action.
+ */
+const MAX_EXP_SECONDS = 253_402_300_799;
 
 function nonEmpty(v: unknown, what: string): string {
   if (typeof v !== 'string' || v.trim() === '') throw new InvalidArgument(`${what} must be a non-empty string`);
@@ -138,6 +150,7 @@ export class JwtIdentityProvider implements IdentityProvider {
   readonly #secret: Uint8Array | null;
   readonly #leeway: number;
   readonly #minRefresh: number;
+  readonly #maxAge: number;
   readonly #timeout: number;
   readonly #clock: Clock;
   readonly #fetch: typeof fetch | null;
@@ -146,7 +159,10 @@ export class JwtIdentityProvider implements IdentityProvider {
   #jose: Promise<Jose> | null = null;
   readonly #staticKeys = new Map<string, Promise<VerifyKey>>();
   #jwks: Jwk[] | null = null;
+  /** When a fetch was last attempted (the flood guard counts from here). */
   #lastFetch: number | null = null;
+  /** When the cached key set was fetched (its age counts from here). */
+  #fetchedAt: number | null = null;
   #fetching: Promise<void> | null = null;
 
   constructor(options: JwtIdentityOptions) {
@@ -173,6 +189,10 @@ export class JwtIdentityProvider implements IdentityProvider {
     this.claimNames = Object.freeze(names.map((n) => nonEmpty(n, 'each claim name')));
     this.#leeway = duration(options.leeway, 60_000, 'leeway', true);
     this.#minRefresh = duration(options.jwksMinRefreshInterval, 30_000, 'jwksMinRefreshInterval', true);
+    this.#maxAge = duration(options.jwksMaxAge, Math.max(600_000, this.#minRefresh), 'jwksMaxAge', false);
+    if (this.#maxAge < this.#minRefresh) {
+      throw new InvalidArgument(`jwksMaxAge (${this.#maxAge}) must be at least jwksMinRefreshInterval (${this.#minRefresh}): an expired key set could not be fetched again in time`);
+    }
     this.#timeout = duration(options.httpTimeout, 5_000, 'httpTimeout', false);
     if (options.clock !== undefined && typeof options.clock !== 'function') throw new InvalidArgument('clock must be a function returning a Date');
     this.#clock = options.clock ?? systemClock;
@@ -272,7 +292,9 @@ export class JwtIdentityProvider implements IdentityProvider {
     // JSON cannot tell from 1700000000 (a documented divergence from the original).
     const now = this.#clock().getTime() / 1000;
     const leeway = this.#leeway / 1000;
-    if (typeof exp !== 'number' || !Number.isInteger(exp) || Math.abs(exp) > MAX_DATE_SECONDS) return this.#refuse('exp_invalid', `exp ${JSON.stringify(exp)} is not an integer time`);
+    if (typeof exp !== 'number' || !Number.isInteger(exp) || exp < 0 || exp > MAX_EXP_SECONDS) {
+      return this.#refuse('exp_invalid', `exp ${JSON.stringify(exp)} is not an integer time between 1970 and 9999-12-31T23:59:59Z`);
+    }
     if (exp + leeway < now) return this.#refuse('expired', `expired at ${exp}`);
     const nbf = claims['nbf'];
     if (nbf !== undefined) {
@@ -330,14 +352,21 @@ export class JwtIdentityProvider implements IdentityProvider {
       }
     }
     if (typeof kid !== 'string' || kid === '') return this.#refuse('kid_missing', 'a JWKS key is chosen by kid, and the token names none');
+    // At most one refresh per call, and none within the minimum interval of the last; a fetch
+    // already under way is joined (it costs nothing more).
+    const now = this.#clock().getTime();
+    const mayFetch = this.#fetching !== null || this.#lastFetch === null || now - this.#lastFetch >= this.#minRefresh;
+    let refreshed = false;
+    if (this.#fetchedAt === null || now - this.#fetchedAt >= this.#maxAge) {
+      // Too old to trust (or never fetched): fetch again, or refuse; the old keys are not used.
+      if (!mayFetch) return this.#refuse('jwks_unavailable', this.#fetchedAt === null ? 'the JWKS could not be fetched yet' : 'the cached JWKS is older than jwksMaxAge and the last fetch was under jwksMinRefreshInterval ago');
+      await this.#refresh();
+      refreshed = true;
+    }
     let found = this.#find(kid);
-    if (found === null) {
-      // At most one refresh per call, and none within the minimum interval of the last.
-      const now = this.#clock().getTime();
-      if (this.#lastFetch === null || now - this.#lastFetch >= this.#minRefresh) {
-        await this.#refresh();
-        found = this.#find(kid);
-      }
+    if (found === null && !refreshed && mayFetch) {
+      await this.#refresh();
+      found = this.#find(kid);
     }
     if (found === null) return this.#refuse('unknown_key', `no usable key with kid ${JSON.stringify(kid)}`);
     if (found === 'ambiguous') return this.#refuse('ambiguous_key', `two usable keys share kid ${JSON.stringify(kid)}`);
@@ -380,6 +409,7 @@ export class JwtIdentityProvider implements IdentityProvider {
     const keys = isPlainObject(body) ? body['keys'] : undefined;
     if (!Array.isArray(keys)) return this.#refuse('jwks_unavailable', 'the JWKS document has no keys list');
     this.#jwks = keys.filter((k): k is Jwk => isPlainObject(k));
+    this.#fetchedAt = this.#lastFetch;
   }
 }
 

@@ -4,6 +4,7 @@ import {
   AmbiguousEffect,
   ApprovalMismatch,
   ApprovalRequired,
+  AuthorityDenied,
   DuplicateEffect,
   EffectKeyError,
   InvalidArgument,
@@ -13,6 +14,7 @@ import {
   type StateStore,
 } from '@ctrlrun/kernel';
 import { setup } from './harness.js';
+import { GRANT, action as authorityAction, doc, rig } from './authority.fixtures.js';
 
 const MIN = 60_000;
 
@@ -79,7 +81,8 @@ describe('approvals (T2, T4, T5, T12, T173)', () => {
     expect((err as ApprovalMismatch).reason).toBe('mismatch');
     expect(calls['txn_2']).toBeUndefined();
     const r = ctx.receipts.at(-1)!.document;
-    expect([r['result'], r['decision'], r['approval_id'], r['approver']]).toEqual(['blocked', 'approve', id, 'human:ana']);
+    // The presented id is on record; ana approved another action, so she is not this one's approver.
+    expect([r['result'], r['decision'], r['approval_id'], r['approver']]).toEqual(['blocked', 'approve', id, null]);
     expect(ctx.events.at(-1)?.type).toBe('APPROVAL_INVALIDATED');
   });
 
@@ -165,6 +168,54 @@ describe('approvals (T2, T4, T5, T12, T173)', () => {
     expect([last.result, last.approval_id, last.approver]).toEqual(['denied', id, 'human:ana']);
     const ev = (await storeA.events()).filter((e) => e.type === 'ACTION_DENIED').at(-1)!;
     expect(ev.approvalId).toBe(id);
+  });
+
+  it('test_an_unrelated_humans_approval_on_a_denied_action_never_names_that_human', async () => {
+    const ctx = await setup();
+    const { id } = await approved(ctx);
+    let ran = false;
+    const grantAdmin = createAction({ name: 'iam.grant_admin', arguments: { user: 'mallory' }, principal: { agent: 'refund-agent' } });
+    const err = await ctx.control.execute(grantAdmin, () => void (ran = true), { approvalId: id }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ActionDenied);
+    expect(ran).toBe(false);
+    const r = ctx.receipts.at(-1)!.document;
+    expect([r['action'], r['result'], r['decision'], r['approver']]).toEqual(['iam.grant_admin', 'denied', 'deny', null]);
+    // Nothing anywhere in this action's evidence names ana.
+    expect(JSON.stringify(ctx.receipts.at(-1)!.json)).not.toContain('human:ana');
+    expect(ctx.events.filter((e) => e.actionId === grantAdmin.actionId).map((e) => JSON.stringify(e.data)).join()).not.toContain('human:ana');
+    // And the approval is untouched: still granted for the refund it was asked for.
+    expect((await ctx.store.getApproval(id))?.status).toBe('granted');
+  });
+
+  it('test_an_unrelated_approval_on_an_authority_denial_never_names_that_human', async () => {
+    const r = await rig(doc(GRANT));
+    // head-of-support may refund EU payments up to 200,000; 100,000 needs a human.
+    const approvable = authorityAction({ arguments: { amount: 100000, payment_id: 'EU-42' } });
+    const req = (await r.control.execute(approvable, r.executor).catch((e: unknown) => e)) as ApprovalRequired;
+    expect(req).toBeInstanceOf(ApprovalRequired);
+    await r.control.grantApproval(req.requestId, { approver: 'human:ana' });
+    // The same agent presents ana's approval on a payment outside its grant.
+    const outside = authorityAction({ arguments: { amount: 100, payment_id: 'US-1' }, resource: 'payment:US-1' });
+    const err = await r.control.execute(outside, r.executor, { approvalId: req.requestId }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(AuthorityDenied);
+    expect(r.calls).toBe(0);
+    expect([r.lastReceipt()['result'], r.lastReceipt()['approver']]).toEqual(['denied', null]);
+    expect((await r.store.getApproval(req.requestId))?.status).toBe('granted');
+  });
+
+  it('test_an_unrelated_approval_in_observe_mode_never_names_that_human', async () => {
+    const ctx = await setup();
+    const { id } = await approved(ctx);
+    const { Control, loadPolicy } = await import('@ctrlrun/kernel');
+    const observing = new Control({
+      policy: loadPolicy(`schema: ctrlrun.policy/v3\nmode: observe\nactions:\n  stripe.refund: {decision: approve, effect: "refund:{payment_id}"}\n`),
+      store: ctx.store, clock: ctx.clock, logger: { warn() {} },
+    });
+    const other = createAction({ name: 'stripe.refund', arguments: { payment_id: 'txn_other', amount: 1 }, principal: { agent: 'refund-agent' } });
+    const { receipt } = await observing.executeWithReceipt(other, () => 'ran', { approvalId: id });
+    const r = receipt.document;
+    expect([r['result'], r['approval_id'], r['approver']]).toEqual(['observed', id, null]);
+    expect(r['would_have']).toEqual({ decision: 'approve', reason: 'decision', blocked_reason: 'approval_mismatch' });
   });
 
   it('test_T173_the_ALLOW_row_invalidates_the_approval_it_did_not_need', async () => {

@@ -137,6 +137,7 @@ describe('T65: a throwing provider is an IdentityError, and nothing fills in', (
     const { fn, store, warnings } = await refunder(PLAIN, { identity: boom.provider, principal: { agent: 'context' } });
     const err = await rejection(fn({ amount: 5 }));
     expect(err).toBeInstanceOf(IdentityError);
+    expect(err).toMatchObject({ reason: 'provider_raised' });
     expect((err as Error).cause).toBeInstanceOf(TypeError);
     expect(warnings.join()).toMatch(/the token service is down/);
     expect(await store.events()).toEqual([]);
@@ -147,7 +148,15 @@ describe('T65: a throwing provider is an IdentityError, and nothing fills in', (
     expect(await rejection(fn2({ amount: 5 }))).toBe(own);
     // Garbage from a provider is not a principal.
     const { fn: fn3 } = await refunder(PLAIN, { identity: recorder(() => ({ agent: '' }) as Principal).provider });
-    expect(await rejection(fn3({ amount: 5 }))).toBeInstanceOf(IdentityError);
+    expect(await rejection(fn3({ amount: 5 }))).toMatchObject({ name: 'IdentityError', reason: 'not_a_principal' });
+    // Nor is an expiry no clock can read (year 10000, no offset): an identity error, never a bad request.
+    for (const expiresAt of ['+010000-01-01T00:00:00.000Z', '2027-01-01T00:00:00', 'x'.repeat(100_000)]) {
+      const { fn: fn4, store: store4 } = await refunder(PLAIN, { identity: recorder(() => ({ agent: 'bot', user: null, expiresAt })).provider });
+      const refused = await rejection(fn4({ amount: 5 }));
+      expect(refused).toMatchObject({ name: 'IdentityError', reason: 'expires_at_invalid' });
+      expect(refused.message.length).toBeLessThan(300);
+      expect(await store4.events()).toEqual([]);
+    }
   });
 });
 

@@ -5,8 +5,9 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
 import { SignJWT, exportJWK, exportSPKI, generateKeyPair, type JWK } from 'jose';
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { Control, IdentityError, InvalidArgument, MissingDependency, loadPolicy, protect, sequentialIds, type IdentityContext } from '@ctrlrun/kernel';
+import { Control, IdentityError, InvalidArgument, MissingDependency, createAction, loadPolicy, parseTime, protect, sequentialIds, type IdentityContext } from '@ctrlrun/kernel';
 import { CredentialRejected, JwtIdentityProvider, createJwtIdentityProvider, type JwtIdentityOptions } from '@ctrlrun/kernel/jwt';
 import { createSqlJsStore } from '@ctrlrun/store-sqljs';
 
@@ -138,6 +139,8 @@ describe('T88b: configuration is refused at construction', () => {
     ['token type left out', { tokenType: undefined }, /tokenType is required/],
     ['an http JWKS', { jwksUrl: 'http://id.example.com/jwks' }, /must be https/],
     ['a PEM path', { jwksUrl: undefined, publicKey: '/etc/keys/idp.pem' }, /PEM text/],
+    ['a zero JWKS max age', { jwksMaxAge: 0 }, /jwksMaxAge must be a positive/],
+    ['a JWKS max age under the refresh interval', { jwksMaxAge: 10_000, jwksMinRefreshInterval: 30_000 }, /at least jwksMinRefreshInterval/],
     ['a negative leeway', { leeway: -1 }, /leeway/],
   ];
   for (const [what, change, message] of refusals) {
@@ -273,6 +276,159 @@ describe('T90: the JWKS', () => {
       return r;
     }) as unknown as typeof fetch;
     expect(await reason(provider({ fetch: redirected }).p, `Bearer ${await token()}`)).toBe('jwks_unavailable');
+  });
+});
+
+describe('the JWKS has a maximum age', () => {
+  const MAX_AGE = 10 * 60_000;
+  const LONG = { exp: NOW + 30 * 86_400 };
+
+  it('test_a_key_removed_from_the_jwks_is_refused_after_the_max_age', async () => {
+    let keys = [rsaJwk, otherJwk];
+    const { p, endpoint, advance } = provider({ jwksMaxAge: MAX_AGE }, () => keys);
+    const signedByK2 = `Bearer ${await token(LONG, { kid: 'k2' }, rsaOther.privateKey)}`;
+    expect(await p.resolve(ctx(signedByK2))).toMatchObject({ agent: 'support-agent' });
+    expect(endpoint.state.fetches).toBe(1);
+    // The issuer removes k2 (compromised). Within the max age the cache still holds it…
+    keys = [rsaJwk];
+    advance(MAX_AGE - 1);
+    expect(await p.resolve(ctx(signedByK2))).not.toBeNull();
+    expect(endpoint.state.fetches).toBe(1);
+    // …and once the cache is that old it is fetched again, and k2 is gone.
+    advance(1);
+    expect(await reason(p, signedByK2)).toBe('unknown_key');
+    expect(endpoint.state.fetches).toBe(2);
+    expect(await p.resolve(ctx(`Bearer ${await token(LONG)}`))).toMatchObject({ agent: 'support-agent' });
+    expect(endpoint.state.fetches).toBe(2);
+    // Days later, still refused, and the set is refetched once per max age, not per token.
+    advance(3 * 86_400_000);
+    for (let i = 0; i < 5; i++) expect(await reason(p, signedByK2)).toBe('unknown_key');
+    expect(endpoint.state.fetches).toBe(3);
+  });
+
+  it('test_a_stale_jwks_that_cannot_be_refetched_is_never_trusted', async () => {
+    const { p, endpoint, advance } = provider({ jwksMaxAge: MAX_AGE });
+    const good = `Bearer ${await token(LONG)}`;
+    expect(await p.resolve(ctx(good))).not.toBeNull();
+    endpoint.state.fail = true;
+    advance(MAX_AGE);
+    expect(await reason(p, good)).toBe('jwks_unavailable');
+    // Within the refresh interval no second fetch is tried, and the stale keys still are not used.
+    expect(await reason(p, good)).toBe('jwks_unavailable');
+    expect(endpoint.state.fetches).toBe(2);
+    endpoint.state.fail = false;
+    advance(30_000);
+    expect(await p.resolve(ctx(good))).not.toBeNull();
+    expect(endpoint.state.fetches).toBe(3);
+  });
+
+  it('test_a_flood_of_unknown_kids_fetches_no_more_than_the_guard_allows', async () => {
+    const { p, endpoint, advance } = provider({ jwksMaxAge: MAX_AGE });
+    const flood = await Promise.all(Array.from({ length: 40 }, (_, i) => token(LONG, { kid: `forged-${i}` })));
+    // Forty at once: one fetch, shared.
+    const first = await Promise.allSettled(flood.map((t) => p.resolve(ctx(`Bearer ${t}`))));
+    expect(first.every((r) => r.status === 'rejected' && (r.reason as CredentialRejected).reason === 'unknown_key')).toBe(true);
+    expect(endpoint.state.fetches).toBe(1);
+    // Forty more, one by one, within the interval: none.
+    for (const t of flood) await p.resolve(ctx(`Bearer ${t}`)).catch(() => undefined);
+    expect(endpoint.state.fetches).toBe(1);
+    // After the interval: one more for the whole flood; after the max age too: one more.
+    advance(30_000);
+    await Promise.allSettled(flood.map((t) => p.resolve(ctx(`Bearer ${t}`))));
+    expect(endpoint.state.fetches).toBe(2);
+    advance(MAX_AGE);
+    await Promise.allSettled(flood.map((t) => p.resolve(ctx(`Bearer ${t}`))));
+    expect(endpoint.state.fetches).toBe(3);
+  });
+
+  it('property: fetches are never closer than the interval, and an accepted key was served less than the max age ago', async () => {
+    const MIN_REFRESH = 30_000;
+    const tokens = { k1: `Bearer ${await token(LONG)}`, k2: `Bearer ${await token(LONG, { kid: 'k2' }, rsaOther.privateKey)}`, kx: `Bearer ${await token(LONG, { kid: 'kx' })}` };
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.record({ advance: fc.integer({ min: 0, max: 2 * MAX_AGE }), kid: fc.constantFrom('k1', 'k2', 'kx'), served: fc.subarray(['k1', 'k2']) }), { minLength: 1, maxLength: 12 }),
+        async (steps) => {
+          let serving: string[] = ['k1', 'k2'];
+          const fetchedAt: number[] = [];
+          const servedAt: string[][] = [];
+          let now = T0.getTime();
+          const { p } = provider({ jwksMaxAge: MAX_AGE, jwksMinRefreshInterval: MIN_REFRESH, clock: () => new Date(now) }, () => {
+            fetchedAt.push(now);
+            servedAt.push([...serving]);
+            return [rsaJwk, otherJwk].filter((k) => serving.includes(k.kid!));
+          });
+          for (const step of steps) {
+            now += step.advance;
+            serving = step.served;
+            const accepted = await p.resolve(ctx(tokens[step.kid as keyof typeof tokens])).then(() => true, () => false);
+            if (accepted) {
+              const last = fetchedAt.length - 1;
+              expect(last).toBeGreaterThanOrEqual(0);
+              expect(now - fetchedAt[last]!).toBeLessThan(MAX_AGE);
+              expect(servedAt[last]).toContain(step.kid);
+            }
+          }
+          for (let i = 1; i < fetchedAt.length; i++) expect(fetchedAt[i]! - fetchedAt[i - 1]!).toBeGreaterThanOrEqual(MIN_REFRESH);
+        },
+      ),
+      { numRuns: 60 },
+    );
+  });
+});
+
+describe('item 18: an expiry past year 9999 is the credential\'s fault', () => {
+  const LAST = 253_402_300_799; // 9999-12-31T23:59:59Z
+
+  it('test_an_exp_after_year_9999_is_refused_as_exp_invalid', async () => {
+    const { p } = provider();
+    expect(await reason(p, `Bearer ${await token({ exp: LAST + 1 })}`)).toBe('exp_invalid');
+    expect(await reason(p, `Bearer ${await token({ exp: 8.64e12 })}`)).toBe('exp_invalid');
+    const last = await p.resolve(ctx(`Bearer ${await token({ exp: LAST })}`));
+    expect(last!.expiresAt).toBe('9999-12-31T23:59:59.000Z');
+  });
+
+  it('property: every accepted exp becomes an expiry the kernel can read back', async () => {
+    const hs = new JwtIdentityProvider({ secret: SECRET, algorithms: ['HS256'], issuer: ISSUER, audience: AUDIENCE, tokenType: null, clock: () => T0, logger: quiet });
+    const key = new TextEncoder().encode(SECRET);
+    await fc.assert(
+      fc.asyncProperty(fc.oneof(fc.integer({ min: NOW - 120, max: LAST + 120 }), fc.constantFrom(LAST, LAST + 1, 8.64e12, 8.64e12 + 1, -1, 0, Number.MAX_SAFE_INTEGER)), async (exp) => {
+        const out = await hs.resolve(ctx(`Bearer ${await token({ exp }, { alg: 'HS256' }, key)}`)).then(
+          (principal) => ({ principal }),
+          (err: unknown) => ({ err }),
+        );
+        if ('err' in out) {
+          expect(out.err).toBeInstanceOf(CredentialRejected);
+          expect(['expired', 'exp_invalid']).toContain((out.err as CredentialRejected).reason);
+        } else {
+          expect(parseTime(out.principal!.expiresAt!).getTime()).toBe(exp * 1000);
+        }
+      }),
+      { numRuns: 200 },
+    );
+  });
+
+  it('test_an_unreadable_principal_expiry_is_an_IdentityError_and_nothing_is_written', async () => {
+    const store = await createSqlJsStore({ clock: () => T0 });
+    const control = new Control({ policy: loadPolicy('schema: ctrlrun.policy/v1\nactions:\n  stripe.refund: {decision: allow}\n'), store, clock: () => T0, ids: sequentialIds(), logger: quiet });
+    // What an unchecked provider renders for exp = 253402300800: a six-digit signed year.
+    const action = createAction({ name: 'stripe.refund', arguments: { amount: 5 }, principal: { agent: 'support-agent', expiresAt: new Date((LAST + 1) * 1000).toISOString() } });
+    let ran = false;
+    const err = await control.execute(action, () => void (ran = true)).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(IdentityError);
+    expect(err).toMatchObject({ code: 'ERR_IDENTITY', reason: 'expires_at_invalid' });
+    expect(ran).toBe(false);
+    expect(await store.events()).toEqual([]);
+    expect(await store.receipts()).toEqual([]);
+    await expect(control.evaluate(action)).rejects.toMatchObject({ code: 'ERR_IDENTITY', reason: 'expires_at_invalid' });
+    // Through a provider, the same: an identity error, not a malformed request.
+    const lenient = new Control({
+      policy: loadPolicy('schema: ctrlrun.policy/v1\nactions:\n  stripe.refund: {decision: allow}\n'), store, clock: () => T0, logger: quiet,
+      identity: { resolve: () => ({ agent: 'support-agent', user: null, expiresAt: '+010000-01-01T00:00:00.000Z' }) },
+    });
+    const refund = protect(() => 'ran', { control: lenient, name: 'stripe.refund' });
+    await expect(refund({ amount: 5 })).rejects.toMatchObject({ code: 'ERR_IDENTITY', reason: 'expires_at_invalid' });
+    expect(await store.events()).toEqual([]);
+    await store.close();
   });
 });
 

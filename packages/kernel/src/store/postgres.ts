@@ -152,6 +152,7 @@ function build(schema: string): SqlDialect {
 
       insertEvent: `INSERT INTO ${t('events')}(ts, type, action_id, effect_key, approval_id, data_json) VALUES ($1, $2, $3, $4, $5, $6) RETURNING event_id`,
       listEvents: `SELECT event_id, ts, type, action_id, effect_key, approval_id, data_json FROM ${t('events')} ORDER BY event_id`,
+      lastEvent: `SELECT event_id, ts, type, action_id, effect_key, approval_id, data_json FROM ${t('events')} WHERE action_id = $1 AND type = $2 ORDER BY event_id DESC LIMIT 1`,
 
       // The row lock on the head serialises receipt writers; RETURNING gives the new seq and the previous hash.
       lockChainHead: `UPDATE ${t('receipt_chain')} SET seq = seq + 1 WHERE id = 1 RETURNING seq, hash`,

@@ -134,6 +134,8 @@ export interface DialectSql {
   readonly insertEvent: string;
   /** Every event by `event_id`. */
   readonly listEvents: string;
+  /** Params: action_id, type. The newest such event's columns (as {@link listEvents}), or no row. */
+  readonly lastEvent: string;
 
   /** Locks and advances the head row; returns `{ seq, hash }` (the new seq, the previous hash). */
   readonly lockChainHead: string;
@@ -1011,16 +1013,23 @@ export class SqlStateStore implements StateStore {
     });
   }
 
-  async takeContinuation(continuation: string): Promise<TakenContinuation> {
+  async takeContinuation(continuation: string, options: { environment?: string } = {}): Promise<TakenContinuation> {
     const value = checkContinuation(continuation);
+    const environment = options?.environment;
+    if (environment !== undefined) nonEmpty(environment, 'environment');
     return this.#write('takeContinuation', async (tx, now) => {
       const held = await this.#continuationByValue(tx, value);
       // One message for every miss: the caller learns nothing about which part was wrong.
       if (held === null || !sameSecret(held.continuation, value)) throw new InvalidArgument(UNKNOWN_CONTINUATION);
+      const action = actionFromJson(held.actionJson);
+      // Checked before anything is consumed: the deployment the action belongs to can still resume it.
+      if (environment !== undefined && action.environment !== environment) {
+        throw new InvalidArgument(`the held action is for environment ${JSON.stringify(action.environment)}, not ${JSON.stringify(environment)}: only a Control of its own environment may resume it`);
+      }
       const record = checkTakeable(await this.#effect(tx, held.effectKey), held.effectKey, held.actionId, now);
       const { rowsAffected } = await this.#query(tx, this.#sql.sql.takeContinuation, [storedTime(now), held.effectKey, value]);
       if (rowsAffected !== 1) throw new InvalidArgument(UNKNOWN_CONTINUATION);
-      return { action: actionFromJson(held.actionJson), effectKey: held.effectKey, record, rounds: held.rounds } satisfies TakenContinuation;
+      return { action, effectKey: held.effectKey, record, rounds: held.rounds } satisfies TakenContinuation;
     });
   }
 
@@ -1118,6 +1127,15 @@ export class SqlStateStore implements StateStore {
 
   async events(): Promise<EventRecord[]> {
     return this.#read(async (ex) => (await this.#query<EventRow>(ex, this.#sql.sql.listEvents)).rows.map(eventFromRow));
+  }
+
+  async lastEvent(actionId: string, type: EventType): Promise<EventRecord | null> {
+    const a = nonEmpty(actionId, 'action_id');
+    const t = nonEmpty(type, 'type');
+    return this.#read(async (ex) => {
+      const row = (await this.#query<EventRow>(ex, this.#sql.sql.lastEvent, [a, t])).rows[0];
+      return row ? eventFromRow(row) : null;
+    });
   }
 
   async receipts(): Promise<ReceiptRow[]> {

@@ -17,6 +17,7 @@ import type {
   EffectState,
   EventDraft,
   EventRecord,
+  EventType,
   ReceiptDraft,
   ReceiptRow,
   Reservation,
@@ -129,9 +130,10 @@ export interface StateStore {
   /**
    * Takes a held continuation, once: matched and consumed atomically. No match (never held, or
    * already taken) → `InvalidArgument` with one uninformative message; a match whose record is
-   * not the holder's live `executing` one → `AmbiguousEffect` (nothing consumed).
+   * not the holder's live `executing` one → `AmbiguousEffect` (nothing consumed). With
+   * `environment`, a held action of another environment is an `InvalidArgument` (nothing consumed).
    */
-  takeContinuation(continuation: string): Promise<TakenContinuation>;
+  takeContinuation(continuation: string, options?: { environment?: string }): Promise<TakenContinuation>;
   /** How many times `key`'s current attempt has been suspended (0 if never). */
   continuationRounds(key: string): Promise<number>;
   /** The record, or `null`. Reads never transition. */
@@ -154,6 +156,11 @@ export interface StateStore {
   chainHead(): Promise<ChainHead | null>;
   /** Every event, oldest first. */
   events(): Promise<EventRecord[]>;
+  /**
+   * Optional: the newest event of `type` recorded for `actionId`, or `null` (a resumption reads
+   * its suspension back this way). A caller without it filters {@link events}.
+   */
+  lastEvent?(actionId: string, type: EventType): Promise<EventRecord | null>;
   /** Every receipt row as stored, by `seq` (null `seq` first). */
   receipts(): Promise<ReceiptRow[]>;
 
