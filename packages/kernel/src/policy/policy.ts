@@ -11,7 +11,7 @@ import { sha256Tagged } from '../hash.js';
 import { compileCondition, DERIVED_SUBJECTS, splitConditionKey, type Condition, type Matcher } from './conditions.js';
 import { parseTemplate } from './template.js';
 import { POLICY_SCHEMAS, type PolicySchema } from './schemas.js';
-import { parseAuthoritySection, type Authority } from '../authority/authority.js';
+import { checkResourceScopes, parseAuthoritySection, type Authority } from '../authority/authority.js';
 import { child, fromJs, isBlank, parseOperand, plain, quote, Refusal, rejectNestedMode, rejectUnknownKeys } from './tree.js';
 import { describeKey, readYaml, refusalToPolicyError, typeName, YamlRefusal, YMap, YSeq, type YValue } from './yaml.js';
 
@@ -437,7 +437,9 @@ function build(doc: YValue, source: string): Policy {
 
   const actionsJson = canonicalJson(plain(actionsEntry.value, 'actions', actionsEntry.line), 'actions');
   const controlsJson = controlsEntry ? canonicalJson(plain(controlsEntry.value, 'controls', controlsEntry.line), 'controls') : 'null';
-  return new Policy({ source, schema, version, mode, environment, registry, entries, actionsJson, controlsJson, authority });
+  const policy = new Policy({ source, schema, version, mode, environment, registry, entries, actionsJson, controlsJson, authority });
+  if (authority !== null) checkResourceScopes(authority, policy);
+  return policy;
 }
 
 /** What {@link Policy}'s constructor receives from the loader. */
