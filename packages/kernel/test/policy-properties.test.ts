@@ -3,7 +3,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
-import { EXAMPLE_POLICY_YAML, loadAuthority, loadPolicy, loadPolicyDocument, parseTemplate, PolicyError, InvalidArgument, type Policy } from '@ctrlrun/kernel';
+import { EXAMPLE_POLICY_YAML, checkPolicy, loadAuthority, loadPolicy, loadPolicyDocument, parseTemplate, PolicyError, InvalidArgument, type Policy } from '@ctrlrun/kernel';
 
 /** Loads `text`; any throw other than a PolicyError fails the property. */
 function loadOrRefuse(text: string): Policy | null {
@@ -236,6 +236,30 @@ describe('evaluation and the hash', () => {
         expect(loadPolicyDocument(swapped).policyHash).not.toBe(loadPolicyDocument(doc).policyHash);
       }),
       { numRuns: 100 },
+    );
+  });
+
+  it("checkPolicy is sound for missing arguments: without a 'missing' finding, removing an argument never loosens a decision", () => {
+    const rank = { allow: 0, approve: 1, deny: 2 } as const;
+    fc.assert(
+      fc.property(policyDocument, fc.dictionary(fc.constantFrom(...SUBJECTS), argValue), (doc, args) => {
+        const p = loadPolicyDocument(doc);
+        const findings = checkPolicy(p);
+        expect(p.warnings).toEqual(findings.map((f) => f.message));
+        for (const name of Object.keys(doc.actions)) {
+          const before = p.evaluate(name, args).decision;
+          for (const s of Object.keys(args)) {
+            // A labelled argument also moves data_scope, which is not a missing-argument question.
+            if (p.action(name)!.data[s] !== undefined) continue;
+            const rest = Object.fromEntries(Object.entries(args).filter(([k]) => k !== s));
+            if (rank[p.evaluate(name, rest).decision] < rank[before]) {
+              const flagged = findings.some((f) => f.code === 'rule_skipped' && f.action === name && f.argument === s && f.bypasses!.includes('missing'));
+              expect(flagged, `${name} without '${s}'`).toBe(true);
+            }
+          }
+        }
+      }),
+      { numRuns: 300 },
     );
   });
 
