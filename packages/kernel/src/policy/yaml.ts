@@ -89,7 +89,7 @@ const MAX_NODES = 1_000_000;
 export const MAX_EXPANDED_BYTES = 8 * 1024 * 1024;
 
 /** The UTF-8 length of `s` (a lone surrogate counts 3, as its replacement would). */
-function utf8Length(s: string): number {
+export function utf8Length(s: string): number {
   let n = s.length;
   for (let i = 0; i < s.length; i++) {
     const c = s.charCodeAt(i);
@@ -98,11 +98,12 @@ function utf8Length(s: string): number {
   return n;
 }
 
-function tooBig(line: number | null, expanded: boolean): YamlRefusal {
+function tooBig(line: number | null, expanded: boolean, path: string | null = null): YamlRefusal {
   const what = expanded ? 'once its aliases are expanded, the document is larger than' : 'the document is larger than';
   return new YamlRefusal(
     `${what} the size limit of ${MAX_EXPANDED_BYTES} bytes (8 MiB, MAX_EXPANDED_BYTES); a policy is kilobytes, and reading this one would exhaust memory while it is hashed`,
     line,
+    path === '' ? null : path,
   );
 }
 
@@ -294,7 +295,7 @@ export function readYaml(text: string): YValue {
 
   const convert = (node: YamlNode | null, parentLine: number, path: string): YValue => {
     if (--budget < 0) throw new YamlRefusal(`the document expands to more than ${MAX_NODES} nodes through its aliases`, parentLine);
-    if (++bytes > MAX_EXPANDED_BYTES) throw tooBig(parentLine, true);
+    if (++bytes > MAX_EXPANDED_BYTES) throw tooBig(parentLine, true, path);
     if (node === null || node === undefined) return null;
     const line = node.range ? lineAt(node.range[0]) : parentLine;
     if (isAlias(node)) {
@@ -312,7 +313,7 @@ export function readYaml(text: string): YValue {
       const s = node as Scalar<unknown>;
       const value = typeof s.value === 'string' ? s.value : String(s.value);
       bytes += utf8Length(value);
-      if (bytes > MAX_EXPANDED_BYTES) throw tooBig(line, true);
+      if (bytes > MAX_EXPANDED_BYTES) throw tooBig(line, true, path);
       try {
         // PyYAML resolves the non-specific tag `!` as if the scalar were plain.
         if (tag === undefined) return s.type === 'PLAIN' ? resolvePlain(value, line) : value;
