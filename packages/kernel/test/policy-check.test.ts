@@ -105,6 +105,16 @@ describe('checkPolicy: a missing or mistyped argument that turns a deny into an 
   });
 });
 
+describe('checkPolicy: an effect key shaped by a resource nobody derives', () => {
+  it('flags an effect template reading {resource} on an entry without a resource: template', () => {
+    const claimed = loadPolicy('schema: ctrlrun.policy/v2\nactions:\n  refund:\n    effect: "refund:{resource}"\n    decision: allow\n');
+    expect(checkPolicy(claimed)).toEqual([expect.objectContaining({ code: 'effect_resource_claimed', action: 'refund', where: 'actions.refund.effect' })]);
+    const derived = loadPolicy('schema: ctrlrun.policy/v2\nactions:\n  refund:\n    effect: "refund:{resource}"\n    resource: "payment:{payment_id}"\n    decision: allow\n');
+    expect(checkPolicy(derived)).toEqual([]);
+    expect(checkPolicy(loadPolicy('schema: ctrlrun.policy/v2\nactions:\n  refund:\n    effect: "refund:{payment_id}"\n    decision: allow\n'))).toEqual([]);
+  });
+});
+
 describe('loadPolicy warns', () => {
   it('keeps the findings as policy.warnings and hands each to a logger once', () => {
     const seen: string[] = [];

@@ -14,6 +14,7 @@
 import type { JsonValue } from '../canonical.js';
 import type { Authority } from '../authority/authority.js';
 import { DERIVED_SUBJECTS, NUMERIC_OPERATORS, type Condition } from './conditions.js';
+import { parseTemplate, RESOURCE_PLACEHOLDER } from './template.js';
 import { child } from './tree.js';
 import type { Decision, Policy } from './policy.js';
 
@@ -24,7 +25,9 @@ export type PolicyFindingCode =
   /** An allow or approve rule excludes one value by `_neq`: every other spelling of it gets the decision. */
   | 'neq_admits_variants'
   /** A grant constraint excludes one value by `_neq`: a deny-list where an allow-list (`_in`) would hold. */
-  | 'grant_neq';
+  | 'grant_neq'
+  /** An `effect:` template reads `{resource}`, which the entry does not derive: the caller's claim shapes the key. */
+  | 'effect_resource_claimed';
 
 /** How an argument gets a value past a rule that was meant to stop it. */
 export type Bypass = 'missing' | 'mistyped' | 'other_value';
@@ -104,6 +107,18 @@ export function checkPolicy(policy: Policy, options: CheckPolicyOptions = {}): P
   for (const name of policy.actionNames) {
     const rules = policy.rules(name) ?? [];
     const at = child('actions', name);
+    const entry = policy.action(name);
+    if (entry?.effect != null && entry.resource === null && parseTemplate(entry.effect, 'load').placeholders.includes(RESOURCE_PLACEHOLDER)) {
+      findings.push({
+        code: 'effect_resource_claimed',
+        action: name,
+        where: `${at}.effect`,
+        argument: RESOURCE_PLACEHOLDER,
+        message:
+          `${at}.effect ${JSON.stringify(entry.effect)} reads {resource}, but the entry has no 'resource:' template, so the resource is whatever the caller says ` +
+          `(a decorator's template, or an agent's claim over HTTP): two spellings of one resource make two effect keys. Add a 'resource:' template to the entry`,
+      });
+    }
     rules.forEach((rule, i) => {
       const where = `${at}.rules[${i}]`;
       const subjects = [...new Set(rule.conditions.map((c) => c.subject))].filter((s) => !DERIVED_SUBJECTS.has(s));
