@@ -7,7 +7,7 @@
  */
 import { createPrincipal, type Action, type Principal } from './action.js';
 import { checkConsumable } from './approvals.js';
-import { authorityEventData, type Authority, type AuthorityResult, type CreatedVia, type Delegation } from './authority/authority.js';
+import { authorityEventData, checkResourceScopes, resourceScopeGap, resourceScopeMessage, type Authority, type AuthorityResult, type CreatedVia, type Delegation } from './authority/authority.js';
 import type { Grant, GrantInput } from './authority/grant.js';
 import { isPlainObject, type JsonObject } from './canonical.js';
 import {
@@ -215,6 +215,8 @@ export class Control {
     if (this.authority !== null && (typeof this.authority !== 'object' || typeof this.authority.evaluate !== 'function')) {
       throw new InvalidArgument('authority must be an Authority (loadAuthority(yamlText), or a policy document with an authority: section) or null');
     }
+    // A grant scoped by resource on an action whose resource the policy does not derive would check the caller's claim.
+    if (this.authority !== null) checkResourceScopes(this.authority, options.policy);
     if (options.identity !== undefined && options.identity !== null && typeof options.identity.resolve !== 'function') {
       throw new InvalidArgument('identity must be an IdentityProvider (an object with resolve(context))');
     }
@@ -552,6 +554,8 @@ export class Control {
       }
       throw err;
     }
+    const unscoped = resourceScopeGap(planned.grant, this.policy);
+    if (unscoped !== null) throw new InvalidArgument(resourceScopeMessage(planned.grant, unscoped));
     await this.store.putDelegation(delegationRecord(planned));
     await this.#eventRaw('DELEGATION_CREATED', null, null, null, {
       delegation_id: planned.delegationId,

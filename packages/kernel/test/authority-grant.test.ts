@@ -360,3 +360,59 @@ describe('pattern properties', () => {
     );
   });
 });
+
+describe("finding 21: what a grant constraint compares", () => {
+  const grant = (constraints: Record<string, unknown>) => new Grant({ id: 'g', subject: { agent: 'a' }, actions: ['pay'], constraints });
+  const check = (g: Grant, args: Record<string, unknown>): [boolean, string[]] => {
+    const warnings: string[] = [];
+    return [g.constraintsHold(args, warnings), warnings];
+  };
+
+  it("_neq against a string fails closed: another type, case, spacing, width or invisible characters do not get past it", () => {
+    const g = grant({ account_neq: 'treasury' });
+    expect(check(g, { account: 'savings' })).toEqual([true, []]);
+    expect(check(g, { account: 'treasury' })).toEqual([false, []]);
+    // Each of these passed before: exact, type-strict inequality held.
+    for (const variant of ['Treasury', 'treasury ', ' TREASURY', 'tre\u200basury', '\uff54\uff52\uff45\uff41\uff53\uff55\uff52\uff59', 'treasury\t']) {
+      const [holds, warnings] = check(g, { account: variant });
+      expect(holds, JSON.stringify(variant)).toBe(false);
+      expect(warnings.join(' ')).toMatch(/excluded value but for case, spacing, width or invisible characters/);
+    }
+    for (const other of [['treasury'], { name: 'treasury' }, 5, true, null]) {
+      const [holds, warnings] = check(g, { account: other });
+      expect(holds, JSON.stringify(other)).toBe(false);
+      expect(warnings.join(' ')).toMatch(/a grant's _neq holds only for a string \(fail closed\)/);
+    }
+    const [holds, warnings] = check(g, {});
+    expect(holds).toBe(false);
+    expect(warnings.join(' ')).toMatch(/has no argument 'account'/);
+  });
+
+  it('_neq against an integer, a list or null compares within its kind', () => {
+    expect(check(grant({ n_neq: 0 }), { n: 1 })[0]).toBe(true);
+    expect(check(grant({ n_neq: 0 }), { n: 0n })[0]).toBe(false);
+    expect(check(grant({ n_neq: 0 }), { n: '1' })[0]).toBe(false);
+    expect(check(grant({ n_neq: 0 }), { n: 1.5 })[0]).toBe(false);
+    expect(check(grant({ tags_neq: ['a', 'b'] }), { tags: ['A', 'b '] })[0]).toBe(false);
+    expect(check(grant({ tags_neq: ['a', 'b'] }), { tags: ['a', 'c'] })[0]).toBe(true);
+    expect(check(grant({ x_neq: null }), { x: 'anything' })[0]).toBe(true);
+    expect(check(grant({ x_neq: null }), { x: null })[0]).toBe(false);
+  });
+
+  it('_eq and _in stay exact and type-strict: an allow-list admits only what it lists', () => {
+    const eq = grant({ account_eq: 'ops' });
+    expect(check(eq, { account: 'ops' })[0]).toBe(true);
+    for (const v of ['OPS', 'ops ', ['ops']]) expect(check(eq, { account: v })[0], JSON.stringify(v)).toBe(false);
+    const inn = grant({ currency_in: ['EUR', 'USD'] });
+    expect(check(inn, { currency: 'EUR' })[0]).toBe(true);
+    expect(check(inn, { currency: 'eur' })[0]).toBe(false);
+  });
+
+  it("a loaded grant compares the same way, and a policy rule keeps the reference's exact _neq (the interop semantics)", () => {
+    const p = loadPolicy(doc(`${G('      constraints: { account_neq: treasury }\n')}`, '\nactions:\n  pay:\n    rules:\n      - when: { account_neq: treasury }\n        decision: allow\n      - decision: deny\n'));
+    const loaded = p.authority!.grants.get('g')!;
+    expect(check(loaded, { account: 'Treasury' })[0]).toBe(false);
+    expect(p.evaluate('pay', { account: 'Treasury' }).decision).toBe('allow');
+    expect(p.evaluate('pay', { account: 'treasury' }).decision).toBe('deny');
+  });
+});

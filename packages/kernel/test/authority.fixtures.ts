@@ -42,7 +42,11 @@ authority:
 
 export const AUTHORITY_EVENTS = ['AUTHORITY_RESOLVED', 'AUTHORITY_DENIED', 'DELEGATION_CREATED', 'DELEGATION_REVOKED', 'DELEGATION_REJECTED'];
 
-export function doc(authority = '', actions = ACTIONS): string {
+/** {@link ACTIONS} with the refund's resource derived, as a grant scoped by `resources:` requires. */
+export const DERIVED_ACTIONS = ACTIONS.replace('  stripe.refund:\n', '  stripe.refund:\n    resource: "payment:{payment_id}"\n');
+
+/** A v3 document; a section scoping by `resources:` gets the actions whose resource is derived. */
+export function doc(authority = '', actions = authority.includes('resources:') ? DERIVED_ACTIONS : ACTIONS): string {
   return V3 + authority + actions;
 }
 

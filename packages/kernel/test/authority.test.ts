@@ -6,12 +6,16 @@ import {
   ActionDenied,
   ApprovalRequired,
   AuthorityDenied,
+  Control,
   IdentityError,
+  InvalidArgument,
+  PolicyError,
+  loadAuthority,
   loadPolicy,
   protect,
   type IdentityProvider,
 } from '@ctrlrun/kernel';
-import { ACTIONS, AUTHORITY_EVENTS, GRANT, T0, V3, action, doc, rejection, rig } from './authority.fixtures.js';
+import { ACTIONS, AUTHORITY_EVENTS, DERIVED_ACTIONS, GRANT, T0, V3, action, doc, rejection, rig } from './authority.fixtures.js';
 
 describe('T66: no authority section is the pre-authority behaviour, exactly', () => {
   it('test_T66_a_document_with_no_authority_section_leaves_control_authority_none', async () => {
@@ -129,7 +133,7 @@ describe('T68–T69: a matching grant passes to policy; a failed constraint deni
   });
 
   it('test_T69_a_failed_constraint_denies_what_policy_would_allow', async () => {
-    const r = await rig(doc(GRANT, '\nactions:\n  stripe.refund:\n    rules:\n      - decision: allow\n'));
+    const r = await rig(doc(GRANT, '\nactions:\n  stripe.refund:\n    resource: "payment:{payment_id}"\n    rules:\n      - decision: allow\n'));
     const a = action({ arguments: { amount: 300000, payment_id: 'EU-42' } });
     expect(r.control.policy.evaluate(a.name, a.canonicalArguments).decision).toBe('allow');
     const err = await rejection(r.control.execute(a, r.executor));
@@ -158,7 +162,7 @@ describe('T68–T69: a matching grant passes to policy; a failed constraint deni
 
 describe('T70: the stricter of the two wins', () => {
   const PERMISSIVE = '\nauthority:\n  grants:\n    - id: everything\n      subject: { agent: "support-agent" }\n      actions: ["**"]\n';
-  const policyOf = (d: string) => `\nactions:\n  stripe.refund:\n    rules:\n      - decision: ${d}\n`;
+  const policyOf = (d: string) => `\nactions:\n  stripe.refund:\n    resource: "payment:{payment_id}"\n    rules:\n      - decision: ${d}\n`;
   const table: [string, string, string, string, string][] = [
     ['pass-allow', PERMISSIVE, 'allow', 'allow', 'rule[0]'],
     ['pass-approve', PERMISSIVE, 'approve', 'approve', 'rule[0]'],
@@ -282,7 +286,7 @@ describe('T74: authority is evaluated before policy', () => {
   });
 
   it('test_T74_a_denial_leaves_no_pending_approval_request', async () => {
-    const r = await rig(doc(GRANT, '\nactions:\n  stripe.refund:\n    rules:\n      - decision: approve\n'));
+    const r = await rig(doc(GRANT, '\nactions:\n  stripe.refund:\n    resource: "payment:{payment_id}"\n    rules:\n      - decision: approve\n'));
     const a = action({ principal: { agent: 'other-agent' } });
     expect(await rejection(r.control.execute(a, r.executor))).toBeInstanceOf(AuthorityDenied);
     expect(await r.store.approvalsFor(a.actionHash)).toEqual([]);
@@ -339,5 +343,67 @@ describe('T62/T65: principal resolution under authority', () => {
     const r = await rig(V3 + ACTIONS, { identity: declines, principal: { agent: 'support-agent' } });
     const refund = protect(() => 'ran', { control: r.control, name: 'stripe.refund' });
     expect(await refund({ amount: 1000, payment_id: 'EU-42' })).toBe('ran');
+  });
+});
+
+describe('finding 3: a resource scope binds only a resource the policy derives', () => {
+  const SCOPED = '\nauthority:\n  grants:\n    - id: eu-refunds\n      subject: { agent: "support-agent" }\n      actions: ["stripe.**"]\n      resources: ["payment:EU-*"]\n';
+  const policyError = (f: () => unknown): PolicyError => {
+    try {
+      f();
+    } catch (err) {
+      expect(err).toBeInstanceOf(PolicyError);
+      return err as PolicyError;
+    }
+    throw new Error('expected a PolicyError');
+  };
+
+  it('a grant scoped by resources on an action with no resource template is refused at load, naming the action', () => {
+    // Before: this loaded, and an agent claiming resource "payment:EU-1" passed the scope whatever it refunded.
+    const err = policyError(() => loadPolicy(doc(SCOPED, ACTIONS)));
+    expect(err.message).toMatch(/grant "eu-refunds" scopes action 'stripe\.refund' by 'resources:'/);
+    expect(err.message).toMatch(/no 'resource:' template/);
+    // Derived: loads.
+    const derived = '\nactions:\n  stripe.refund:\n    resource: "payment:{payment_id}"\n    decision: allow\n';
+    expect(() => loadPolicy(doc(SCOPED, derived))).not.toThrow();
+    // Every action the patterns reach is checked, not only the first; one the policy always denies cannot run, so needs no template.
+    const payout = `${derived}  stripe.payout:\n    rules:\n      - when: { amount_lte: 10 }\n        decision: approve\n      - decision: deny\n`;
+    expect(policyError(() => loadPolicy(doc(SCOPED, payout))).message).toMatch(/scopes action 'stripe\.payout'/);
+    expect(() => loadPolicy(doc(SCOPED, `${derived}  stripe.delete:\n    rules:\n      - decision: deny\n`))).not.toThrow();
+    // A grant that does not reach the action, or declares no resources, is not concerned.
+    expect(() => loadPolicy(doc(SCOPED.replace('stripe.**', 'billing.*'), ACTIONS))).not.toThrow();
+    expect(() => loadPolicy(doc(SCOPED.replace('      resources: ["payment:EU-*"]\n', ''), ACTIONS))).not.toThrow();
+  });
+
+  it('a standalone authority document is checked when a Control pairs it with the policy', async () => {
+    const authority = loadAuthority(`${V3}${SCOPED}`, { source: 'authority.yaml' });
+    const { store } = await rig(doc());
+    const err = (() => {
+      try {
+        new Control({ policy: loadPolicy(doc(), { source: 'ctrlrun.yaml' }), store, authority });
+      } catch (e) {
+        return e as Error;
+      }
+      throw new Error('expected a refusal');
+    })();
+    expect(err).toBeInstanceOf(PolicyError);
+    expect(err.message).toMatch(/^authority\.yaml \(with the policy ctrlrun\.yaml\): grant "eu-refunds" scopes action 'stripe\.refund'/);
+    expect(() => new Control({ policy: loadPolicy(V3 + DERIVED_ACTIONS), store, authority })).not.toThrow();
+  });
+
+  it('a delegation scoped by resources on an action the policy does not derive is refused, nothing written', async () => {
+    const ROOT = `\nauthority:\n  grants:\n    - id: root\n      subject: { agent: "support-agent" }\n      actions: ["stripe.refund"]\n      expires_at: 2026-12-31T00:00:00Z\n      delegable: true\n`;
+    const r = await rig(doc(ROOT));
+    const by = { agent: 'support-agent' };
+    const narrowed = { subject: { agent: 'helper' }, actions: ['stripe.refund'], resources: ['payment:EU-*'], expiresAt: '2026-12-30T00:00:00Z' };
+    const err = await rejection(r.control.delegate('root', narrowed, { by }));
+    expect(err).toBeInstanceOf(InvalidArgument);
+    expect(err.message).toMatch(/scopes action 'stripe\.refund' by 'resources:'/);
+    expect(await r.store.delegations({ includeRevoked: true })).toEqual([]);
+    expect(r.types()).not.toContain('DELEGATION_CREATED');
+    // The same child without the scope is a delegation.
+    const { resources: _dropped, ...unscoped } = narrowed;
+    await r.control.delegate('root', unscoped, { by });
+    expect(await r.store.delegations({ includeRevoked: true })).toHaveLength(1);
   });
 });

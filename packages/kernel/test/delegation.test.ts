@@ -34,6 +34,7 @@ const FINANCE = { agent: 'finance-agent', user: CAROL };
 const ACTIONS = `
 actions:
   stripe.refund:
+    resource: "payment:{payment_id}"
     rules:
       - when: { amount_lte: 50000 }
         decision: allow

@@ -3,7 +3,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
-import { EXAMPLE_POLICY_YAML, loadPolicy, loadPolicyDocument, parseTemplate, PolicyError, InvalidArgument, type Policy } from '@ctrlrun/kernel';
+import { EXAMPLE_POLICY_YAML, checkPolicy, loadAuthority, loadPolicy, loadPolicyDocument, parseTemplate, PolicyError, InvalidArgument, type Policy } from '@ctrlrun/kernel';
 
 /** Loads `text`; any throw other than a PolicyError fails the property. */
 function loadOrRefuse(text: string): Policy | null {
@@ -76,6 +76,32 @@ describe('the loader', () => {
         },
       ),
       { numRuns: 500 },
+    );
+  });
+
+  it('loads or refuses documents whose aliases repeat long strings, never running out of memory', () => {
+    // Anchored levels of aliases over one long string, placed where the loader must read them
+    // (an operand, a title, a grant constraint, an unknown key): each either loads or is a
+    // PolicyError, and none is expanded past the size bound (finding 6).
+    const place = fc.constantFrom(
+      (v: string) => `schema: ctrlrun.policy/v1\nactions:\n  a:\n    rules:\n      - when: {x_in: ${v}}\n        decision: allow\n`,
+      (v: string) => `schema: ctrlrun.policy/v4\ncontrols:\n  c: {title: ${v}}\nactions: {}\n`,
+      (v: string) => `schema: ctrlrun.policy/v3\nactions: {a: {decision: allow}}\nauthority:\n  grants:\n    - {id: g, subject: {agent: a}, actions: [a], constraints: {x_in: ${v}}}\n`,
+      (v: string) => `schema: ctrlrun.policy/v1\nactions: {}\nextra: ${v}\n`,
+    );
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: 60_000 }), fc.array(fc.integer({ min: 1, max: 16 }), { minLength: 1, maxLength: 6 }), place, (length, fanouts, at) => {
+        const levels = [`&l0 "${'z'.repeat(length)}"`];
+        fanouts.forEach((n, i) => levels.push(`&l${i + 1} [${Array(n).fill(`*l${i}`).join(', ')}]`));
+        const text = at(`[${levels.join(', ')}]`);
+        loadOrRefuse(text);
+        try {
+          loadAuthority(text);
+        } catch (err) {
+          if (!(err instanceof PolicyError)) throw err;
+        }
+      }),
+      { numRuns: 60 },
     );
   });
 
@@ -210,6 +236,30 @@ describe('evaluation and the hash', () => {
         expect(loadPolicyDocument(swapped).policyHash).not.toBe(loadPolicyDocument(doc).policyHash);
       }),
       { numRuns: 100 },
+    );
+  });
+
+  it("checkPolicy is sound for missing arguments: without a 'missing' finding, removing an argument never loosens a decision", () => {
+    const rank = { allow: 0, approve: 1, deny: 2 } as const;
+    fc.assert(
+      fc.property(policyDocument, fc.dictionary(fc.constantFrom(...SUBJECTS), argValue), (doc, args) => {
+        const p = loadPolicyDocument(doc);
+        const findings = checkPolicy(p);
+        expect(p.warnings).toEqual(findings.map((f) => f.message));
+        for (const name of Object.keys(doc.actions)) {
+          const before = p.evaluate(name, args).decision;
+          for (const s of Object.keys(args)) {
+            // A labelled argument also moves data_scope, which is not a missing-argument question.
+            if (p.action(name)!.data[s] !== undefined) continue;
+            const rest = Object.fromEntries(Object.entries(args).filter(([k]) => k !== s));
+            if (rank[p.evaluate(name, rest).decision] < rank[before]) {
+              const flagged = findings.some((f) => f.code === 'rule_skipped' && f.action === name && f.argument === s && f.bypasses!.includes('missing'));
+              expect(flagged, `${name} without '${s}'`).toBe(true);
+            }
+          }
+        }
+      }),
+      { numRuns: 300 },
     );
   });
 

@@ -1,8 +1,8 @@
 // The policy's YAML is read as the reference read it: PyYAML safe_load, YAML 1.1 scalars,
 // duplicate keys refused (PITFALLS.md; spec 01 §14).
 import { describe, expect, it } from 'vitest';
-import { loadPolicy } from '@ctrlrun/kernel';
-import { readYaml, YFloat, YMap, YTimestamp, type YValue } from '../src/policy/yaml.js';
+import { loadAuthority, loadGrant, loadPolicy, loadPolicyDocument, PolicyError } from '@ctrlrun/kernel';
+import { MAX_EXPANDED_BYTES, readYaml, YFloat, YMap, YTimestamp, type YValue } from '../src/policy/yaml.js';
 import { refusal } from './policy.fixtures.js';
 
 /** The value of `k` in a one-key document. */
@@ -152,6 +152,56 @@ actions:
     for (let i = 1; i < 9; i++) lines.push(`l${i}: &l${i} [${Array(10).fill(`*l${i - 1}`).join(', ')}]`);
     lines.push('actions: {}');
     expect(refusal(`${lines.join('\n')}\n`).message).toMatch(/expands to more than/);
+  });
+
+  /** `&s` a 50 KB string, then five levels of ten aliases each: 50 KB of text, 5 GB expanded. */
+  const longAliases = (indent: string): string => {
+    const big = 'A'.repeat(50_000);
+    const levels = [`&s "${big}"`, `&l1 [${Array(10).fill('*s').join(', ')}]`];
+    for (let i = 2; i <= 5; i++) levels.push(`&l${i} [${Array(10).fill(`*l${i - 1}`).join(', ')}]`);
+    return `${indent}[${levels.join(', ')}]`;
+  };
+  const limit = new RegExp(`size limit of ${MAX_EXPANDED_BYTES} bytes`);
+  const policyError = (f: () => unknown): PolicyError => {
+    try {
+      f();
+    } catch (err) {
+      expect(err).toBeInstanceOf(PolicyError);
+      return err as PolicyError;
+    }
+    throw new Error('expected a PolicyError');
+  };
+
+  it('aliases that repeat a long string are refused by expanded size, not expanded (finding 6)', () => {
+    // Far under the node budget (about 111 thousand nodes), about 5 GB once expanded: before the
+    // byte bound this died out of memory while the policy hash was built.
+    const attack = `schema: ctrlrun.policy/v1\nactions:\n  a:\n    rules:\n      - when:\n          x_in: ${longAliases('')}\n        decision: allow\n`;
+    expect(attack.length).toBeLessThan(60_000);
+    expect(refusal(attack).message).toMatch(limit);
+    // Every YAML reader of the tree shares the bound: the standalone authority document and a grant file.
+    const authority = `schema: ctrlrun.policy/v3\nauthority:\n  grants:\n    - id: g\n      subject: {agent: a}\n      actions: [a]\n      constraints: {x_in: ${longAliases('')}}\n`;
+    expect(policyError(() => loadAuthority(authority)).message).toMatch(limit);
+    expect(policyError(() => loadGrant(`subject: {agent: a}\nactions: [a]\nconstraints: {x_in: ${longAliases('')}}\n`)).message).toMatch(limit);
+    // A text over the limit is refused before it is parsed.
+    expect(refusal(`schema: ctrlrun.policy/v1\nactions: {}\n# ${'x'.repeat(MAX_EXPANDED_BYTES)}\n`).message).toMatch(/the document is larger than the size limit of/);
+    // The bound counts bytes, not characters: three-byte characters reach it sooner.
+    expect(refusal(`schema: ctrlrun.policy/v1\nactions: {}\n# ${'€'.repeat(MAX_EXPANDED_BYTES / 3 + 1)}\n`).message).toMatch(limit);
+  });
+
+  it('aliases of a long string under the bound still load, and hash as written out', () => {
+    const big = 'B'.repeat(100_000);
+    const aliased = loadPolicy(`schema: ctrlrun.policy/v1\nactions:\n  a:\n    rules:\n      - when: {x_in: [&s "${big}", ${Array(9).fill('*s').join(', ')}]}\n        decision: allow\n`);
+    const written = loadPolicy(`schema: ctrlrun.policy/v1\nactions:\n  a:\n    rules:\n      - when: {x_in: [${Array(10).fill(`"${big}"`).join(', ')}]}\n        decision: allow\n`);
+    expect(aliased.policyHash).toBe(written.policyHash);
+    expect(aliased.evaluate('a', { x: big }).decision).toBe('allow');
+  });
+
+  it('a parsed document that shares one long string many times is refused by size too', () => {
+    const big = 'C'.repeat(1_000_000);
+    let shared: unknown = [big, big];
+    for (let i = 0; i < 20; i++) shared = [shared, shared]; // 2^21 references, 2 TB written out
+    const err = policyError(() => loadPolicyDocument({ schema: 'ctrlrun.policy/v1', actions: { a: { rules: [{ when: { x_in: shared }, decision: 'allow' }] } } }));
+    expect(err.message).toMatch(limit);
   });
 
   it('one document only; not a mapping; unprintable characters; merge keys', () => {

@@ -10,10 +10,11 @@ import { demo } from './demo.js';
 import { effects } from './effects.js';
 import { init } from './init.js';
 import { inspect } from './inspect.js';
+import { policy } from './policy.js';
 import { receipts } from './receipts.js';
 import { resolve } from './resolve.js';
 import { stats } from './stats.js';
 import { verify } from './verify.js';
 
 /** The commands this build has, sorted by name. */
-export const COMMANDS: readonly Command[] = [approve, delegate, demo, deny, effects, init, inspect, receipts, resolve, revoke, stats, verify];
+export const COMMANDS: readonly Command[] = [approve, delegate, demo, deny, effects, init, inspect, policy, receipts, resolve, revoke, stats, verify];

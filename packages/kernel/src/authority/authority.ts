@@ -20,6 +20,7 @@ import type { DelegationRecord, StateStore } from '../store/state-store.js';
 import { parseTime, storedTime } from '../time.js';
 import { containedDimension, type Dimension } from './containment.js';
 import { DELEGATION_ID_PREFIX, Grant, grantFromJson, grantToJson, parseGrantTree, type GrantInput } from './grant.js';
+import { ACTION_SEPARATOR, matchesPattern } from './patterns.js';
 
 /** A passing result's reason. */
 export const AUTHORITY_GRANT = 'authority_grant';
@@ -432,6 +433,55 @@ export function authorityEventData(result: AuthorityResult): JsonObject {
   if (result.cycleAt !== undefined) data['cycle_at'] = result.cycleAt;
   if (result.depthExceeded !== undefined) data['depth_exceeded'] = result.depthExceeded;
   return data;
+}
+
+/** What {@link resourceScopeGap} reads of a policy (a loaded {@link Policy} is one). */
+export interface ResourceDerivation {
+  readonly actionNames: readonly string[];
+  action(name: string): { readonly resource: string | null } | null;
+  rules(name: string): readonly { readonly decision: string }[] | null;
+}
+
+/**
+ * The first policy action that `grant` scopes by `resources:` although the policy does not derive
+ * its resource (the entry has no `resource:` template), or null. For such an action the resource a
+ * grant is checked against would be whatever the caller claims, so the scope would bind nothing:
+ * an agent that may refund `payment:EU-*` would simply say its payment is `payment:EU-1`. An
+ * action the policy denies on every path is skipped: no claim can make it run.
+ */
+export function resourceScopeGap(grant: Grant, policy: ResourceDerivation): string | null {
+  if (grant.resources === null) return null;
+  for (const name of policy.actionNames) {
+    if (!grant.actions.some((p) => matchesPattern(p, name, ACTION_SEPARATOR))) continue;
+    if (policy.action(name)?.resource != null) continue;
+    if ((policy.rules(name) ?? []).every((r) => r.decision === 'deny')) continue;
+    return name;
+  }
+  return null;
+}
+
+/** The refusal for {@link resourceScopeGap}'s finding, naming the grant and the action. */
+export function resourceScopeMessage(grant: Grant, action: string): string {
+  const id = grant.id === '' ? 'the grant' : `grant ${JSON.stringify(grant.id)}`;
+  return (
+    `${id} scopes action ${quote(action)} by 'resources:', but the policy does not derive that action's resource ` +
+    `(its entry has no 'resource:' template), so the resource checked would be the caller's own claim. ` +
+    `Add a 'resource:' template to actions[${quote(action)}] (e.g. resource: "payment:{payment_id}"), or drop 'resources:' from the grant`
+  );
+}
+
+/**
+ * Refuses an authority whose grants scope by resource an action the policy does not derive a
+ * resource for ({@link resourceScopeGap}), with a `PolicyError` naming the grant and the action.
+ * Run at load (inline section) and when a `Control` pairs a policy with an authority.
+ */
+export function checkResourceScopes(authority: Authority, policy: ResourceDerivation & { readonly source: string }): void {
+  for (const grant of authority.grants.values()) {
+    const action = resourceScopeGap(grant, policy);
+    if (action === null) continue;
+    const where = authority.source === policy.source ? policy.source : `${authority.source} (with the policy ${policy.source})`;
+    throw new PolicyError(`${where}: ${resourceScopeMessage(grant, action)}`);
+  }
 }
 
 /** Parses an `authority:` section from the loader's tree (policy document or standalone). */

@@ -292,7 +292,7 @@ export class Grant {
     this.expiresAt = parts.expires?.iso ?? null;
     this.delegable = parts.delegable;
     this.#expires = parts.expires?.micros ?? null;
-    this.#matchers = Object.freeze(Object.values(parts.constraints).map((c) => compileCondition(c, `grant ${parts.id || '(unassigned)'}`)));
+    this.#matchers = Object.freeze(Object.values(parts.constraints).map((c) => compileCondition(c, `grant ${parts.id || '(unassigned)'}`, { failClosedNeq: true })));
     Object.freeze(this);
   }
 
@@ -346,7 +346,12 @@ export class Grant {
     return this.environments === null || this.environments.includes(action.environment);
   }
 
-  /** All constraints, ANDed; an absent or mistyped argument makes one false and adds a warning. */
+  /**
+   * All constraints, ANDed; an absent or mistyped argument makes one false and adds a warning.
+   * Equality is exact and type-strict (`_eq`, `_in`: an allow-list admits only what it lists); a
+   * `_neq` fails closed: only a value of the operand's kind that differs from it even after
+   * folding case, spacing, width and invisible characters satisfies it (see `foldForExclusion`).
+   */
   constraintsHold(args: Readonly<Record<string, unknown>>, warnings: string[]): boolean {
     for (const m of this.#matchers) if (!m(args, null, warnings)) return false;
     return true;

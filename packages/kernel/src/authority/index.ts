@@ -11,6 +11,9 @@ export {
   DEFAULT_MAX_DELEGATION_DEPTH,
   DELEGATION_ID,
   authorityEventData,
+  checkResourceScopes,
+  resourceScopeGap,
+  resourceScopeMessage,
   delegationFromRecord,
   delegationToRecord,
   loadAuthority,
@@ -22,6 +25,7 @@ export {
   type Delegation,
   type EscalationReason,
   type PlanDelegationOptions,
+  type ResourceDerivation,
 } from './authority.js';
 export { DIMENSIONS, containedDimension, type Dimension } from './containment.js';
 export { DELEGATION_ID_PREFIX, GRANT_ID, GRANT_KEYS, Grant, grantFromJson, grantToJson, parseInstant, type GrantInput, type Instant, type SubjectPatterns } from './grant.js';

@@ -152,11 +152,45 @@ function absent(label: string, c: Condition, args: Readonly<Record<string, unkno
   return `${label}condition ${c.key} ignored: the action has no argument '${c.subject}' (it has: ${names.join(', ') || 'none'})`;
 }
 
+/**
+ * A string as a grant's `_neq` compares it: Unicode NFKC (full-width and compatibility forms
+ * folded), format characters (zero-width spaces, joiners, direction marks) removed, runs of
+ * white space made one space, trimmed, lower-cased. Two strings that fold alike are, to a reader
+ * and to many systems downstream, the same name.
+ */
+export function foldForExclusion(s: string): string {
+  return s.normalize('NFKC').replace(/\p{Cf}/gu, '').replace(/\s+/gu, ' ').trim().toLowerCase();
+}
+
+/** `v` with every string (and mapping key) folded by {@link foldForExclusion}; other values as they are. */
+function folded(v: unknown): unknown {
+  if (typeof v === 'string') return foldForExclusion(v);
+  if (Array.isArray(v)) return v.map(folded);
+  if (typeof v === 'object' && v !== null && isPlain(v)) {
+    const out = Object.create(null) as Record<string, unknown>;
+    for (const k of Object.keys(v)) out[foldForExclusion(k)] = folded((v as Record<string, unknown>)[k]);
+    return out;
+  }
+  return v;
+}
+
+/** How {@link compileCondition} compares; the default is the policy's `when:` semantics. */
+export interface CompileOptions {
+  /**
+   * A grant constraint's `_neq` fails closed: it holds only for a value of the operand's kind
+   * (a string for a string, an integer for an integer, a list for a list, …; any non-null value
+   * for `null`) that still differs from the operand once both are folded by
+   * {@link foldForExclusion}. A policy rule keeps the reference's exact, type-strict negation.
+   */
+  readonly failClosedNeq?: boolean;
+}
+
 /** Compiles a parsed condition into a {@link Matcher}; `where` (e.g. `rule[1]`) prefixes its warnings. */
-export function compileCondition(c: Condition, where = ''): Matcher {
+export function compileCondition(c: Condition, where = '', options: CompileOptions = {}): Matcher {
   const { subject, op, operand } = c;
   const label = where ? `${where}: ` : '';
   if (DERIVED_SUBJECTS.has(subject)) return compileDerived(c, label);
+  if (op === 'neq' && options.failClosedNeq === true) return compileExclusion(c, label);
   if (NUMERIC_OPERATORS.has(op)) {
     const bound = operand as number | bigint;
     const test: (v: number | bigint) => boolean =
@@ -192,6 +226,32 @@ export function compileCondition(c: Condition, where = ''): Matcher {
       return false;
     }
     return eq(args[subject]) !== negate;
+  };
+}
+
+/** A grant's `_neq`: see {@link CompileOptions.failClosedNeq}. */
+function compileExclusion(c: Condition, label: string): Matcher {
+  const { subject, operand } = c;
+  const kind = kindOf(operand);
+  const excluded = folded(operand) as JsonValue;
+  return (args, _derived, warnings) => {
+    if (!own.call(args, subject)) {
+      warnings.push(absent(label, c, args));
+      return false;
+    }
+    const v = args[subject];
+    if (operand === null) return v !== null;
+    if (kindOf(v) !== kind) {
+      warnings.push(`${label}condition ${c.key} not satisfied: argument '${subject}' is ${kindOf(v)}, and a grant's _neq holds only for a ${kind} (fail closed)`);
+      return false;
+    }
+    if (strictEquals(folded(v), excluded)) {
+      if (!strictEquals(v, operand)) {
+        warnings.push(`${label}condition ${c.key} not satisfied: argument '${subject}' is the excluded value but for case, spacing, width or invisible characters (fail closed)`);
+      }
+      return false;
+    }
+    return true;
   };
 }
 

@@ -10,8 +10,9 @@ import { InvalidArgument, PolicyError } from '../errors.js';
 import { sha256Tagged } from '../hash.js';
 import { compileCondition, DERIVED_SUBJECTS, splitConditionKey, type Condition, type Matcher } from './conditions.js';
 import { parseTemplate } from './template.js';
+import { checkPolicy } from './check.js';
 import { POLICY_SCHEMAS, type PolicySchema } from './schemas.js';
-import { parseAuthoritySection, type Authority } from '../authority/authority.js';
+import { checkResourceScopes, parseAuthoritySection, type Authority } from '../authority/authority.js';
 import { child, fromJs, isBlank, parseOperand, plain, quote, Refusal, rejectNestedMode, rejectUnknownKeys } from './tree.js';
 import { describeKey, readYaml, refusalToPolicyError, typeName, YamlRefusal, YMap, YSeq, type YValue } from './yaml.js';
 
@@ -81,6 +82,11 @@ export interface CanonicalAuthority {
 export interface LoadPolicyOptions {
   /** Names the document in error messages (a path, a URL); default `<string>`. */
   source?: string;
+  /**
+   * Receives each of the loaded policy's {@link Policy.warnings}, once, at load. Default: none
+   * (the kernel writes nowhere on its own; the list is on the policy either way).
+   */
+  logger?: { warn(message: string): void } | null;
 }
 
 /** Options of {@link Policy.hashFor}. */
@@ -437,7 +443,9 @@ function build(doc: YValue, source: string): Policy {
 
   const actionsJson = canonicalJson(plain(actionsEntry.value, 'actions', actionsEntry.line), 'actions');
   const controlsJson = controlsEntry ? canonicalJson(plain(controlsEntry.value, 'controls', controlsEntry.line), 'controls') : 'null';
-  return new Policy({ source, schema, version, mode, environment, registry, entries, actionsJson, controlsJson, authority });
+  const policy = new Policy({ source, schema, version, mode, environment, registry, entries, actionsJson, controlsJson, authority });
+  if (authority !== null) checkResourceScopes(authority, policy);
+  return policy;
 }
 
 /** What {@link Policy}'s constructor receives from the loader. */
@@ -487,6 +495,12 @@ export class Policy {
   readonly controls: ReadonlyMap<string, PolicyControl>;
   /** The hash over the decision inputs, with the document's environment (else `production`) and inline authority. */
   readonly policyHash: string;
+  /**
+   * What {@link checkPolicy} found, one line each: rules that a missing or mistyped argument (or
+   * another spelling of a value) skips onto a less strict decision, and deny-list constraints.
+   * The policy still loads and decides exactly as written; these say where it may not mean it.
+   */
+  readonly warnings: readonly string[];
   readonly #entries: ReadonlyMap<string, CompiledEntry>;
   readonly #actionsJson: string;
   readonly #controlsJson: string;
@@ -504,6 +518,7 @@ export class Policy {
     this.#actionsJson = parts.actionsJson;
     this.#controlsJson = parts.controlsJson;
     this.policyHash = this.#hash(parts.environment ?? DEFAULT_ENVIRONMENT, canonicalAuthorityJson(parts.authority));
+    this.warnings = Object.freeze(checkPolicy(this).map((f) => f.message));
     Object.freeze(this);
   }
 
@@ -589,8 +604,9 @@ export class Policy {
 export function loadPolicy(yamlText: string, options: LoadPolicyOptions = {}): Policy {
   const source = options.source ?? '<string>';
   if (typeof yamlText !== 'string') throw new PolicyError(`${source}: a policy must be YAML text, got ${yamlText === null ? 'null' : typeof yamlText}`);
+  let policy: Policy;
   try {
-    return build(readYaml(yamlText), source);
+    policy = build(readYaml(yamlText), source);
   } catch (err) {
     if (err instanceof YamlRefusal) throw refusalToPolicyError(err, source);
     if (err instanceof Refusal) throw new PolicyError(`${source}: ${err.where}${err.line !== null ? ` (line ${err.line})` : ''}: ${err.message}`, { cause: err });
@@ -599,6 +615,8 @@ export function loadPolicy(yamlText: string, options: LoadPolicyOptions = {}): P
     // still this document's fault: the promise is "malformed → PolicyError".
     throw new PolicyError(`${source}: the policy could not be loaded: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
   }
+  for (const w of policy.warnings) options.logger?.warn(`[ctrlrun] ${source}: ${w}`);
+  return policy;
 }
 
 /**
@@ -607,12 +625,15 @@ export function loadPolicy(yamlText: string, options: LoadPolicyOptions = {}): P
  */
 export function loadPolicyDocument(document: unknown, options: LoadPolicyOptions = {}): Policy {
   const source = options.source ?? '<document>';
+  let policy: Policy;
   try {
-    return build(fromJs(document, 'document', new Set()), source);
+    policy = build(fromJs(document, 'document', new Set()), source);
   } catch (err) {
     if (err instanceof YamlRefusal) throw refusalToPolicyError(err, source);
     if (err instanceof Refusal) throw new PolicyError(`${source}: ${err.where}: ${err.message}`, { cause: err });
     if (err instanceof PolicyError) throw err;
     throw new PolicyError(`${source}: the policy could not be loaded: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
   }
+  for (const w of policy.warnings) options.logger?.warn(`[ctrlrun] ${source}: ${w}`);
+  return policy;
 }

@@ -7,7 +7,7 @@
  */
 import { isPlainObject, isWellFormedString, type JsonObject, type JsonValue } from '../canonical.js';
 import { NUMERIC_OPERATORS, type Condition } from './conditions.js';
-import { describeKey, typeName, YFloat, YMap, YSeq, YTimestamp, type YValue } from './yaml.js';
+import { describeKey, MAX_EXPANDED_BYTES, typeName, utf8Length, YFloat, YMap, YSeq, YTimestamp, type YValue } from './yaml.js';
 
 /** Python's `str.isspace()` characters: `strip()` removes exactly these. */
 export const BLANK = /^[\t\n\v\f\r\x1c-\x1f \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]*$/;
@@ -137,7 +137,13 @@ export function parseOperand(op: Condition['op'], v: YValue, where: string, key:
   return checked;
 }
 /** A JS value as the loader's tree (no lines: a parsed document has none). */
-export function fromJs(v: unknown, where: string, active: Set<object>): YValue {
+export function fromJs(v: unknown, where: string, active: Set<object>, budget: { bytes: number } = { bytes: 0 }): YValue {
+  // A parsed document can share one long string or one subtree many times over (a DAG, not a
+  // cycle); bound what it weighs expanded, as the YAML reader bounds its aliases.
+  budget.bytes += 1 + (typeof v === 'string' ? utf8Length(v) : 0);
+  if (budget.bytes > MAX_EXPANDED_BYTES) {
+    throw new Refusal(where, `once shared values are expanded, the document is larger than the size limit of ${MAX_EXPANDED_BYTES} bytes (8 MiB, MAX_EXPANDED_BYTES)`, null);
+  }
   if (v === null || typeof v === 'string' || typeof v === 'boolean') return v;
   if (typeof v === 'bigint') return v;
   if (typeof v === 'number') {
@@ -156,11 +162,17 @@ export function fromJs(v: unknown, where: string, active: Set<object>): YValue {
     active.add(v);
     try {
       if (Array.isArray(v)) {
-        const items = Array.from(v, (x, i) => fromJs(x, `${where}[${i}]`, active));
+        const items = Array.from(v, (x, i) => fromJs(x, `${where}[${i}]`, active, budget));
         return new YSeq(items, items.map(() => 0), 0);
       }
       if (isPlainObject(v)) {
-        return new YMap(Object.keys(v).map((k) => ({ key: k, value: fromJs(v[k], child(where, k), active), line: 0 })), 0);
+        return new YMap(
+          Object.keys(v).map((k) => {
+            budget.bytes += utf8Length(k);
+            return { key: k, value: fromJs(v[k], child(where, k), active, budget), line: 0 };
+          }),
+          0,
+        );
       }
     } finally {
       active.delete(v);

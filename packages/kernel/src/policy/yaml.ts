@@ -81,6 +81,31 @@ const NON_PRINTABLE = /[^\x09\x0A\x0D\x20-\x7E\x85\xA0-\uD7FF\uE000-\uFFFD\u{100
 const TAG = 'tag:yaml.org,2002:';
 /** Expanding aliases beyond this many nodes is refused (a "billion laughs" document). */
 const MAX_NODES = 1_000_000;
+/**
+ * The most a document may weigh once its aliases are expanded, in UTF-8 bytes of its scalars plus
+ * one byte per node. The node budget alone lets a few kilobytes alias one long string into
+ * gigabytes, which the policy hash would then try to build; real policies are kilobytes.
+ */
+export const MAX_EXPANDED_BYTES = 8 * 1024 * 1024;
+
+/** The UTF-8 length of `s` (a lone surrogate counts 3, as its replacement would). */
+export function utf8Length(s: string): number {
+  let n = s.length;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c >= 0x80) n += c >= 0x800 && (c < 0xd800 || c > 0xdfff) ? 2 : 1;
+  }
+  return n;
+}
+
+function tooBig(line: number | null, expanded: boolean, path: string | null = null): YamlRefusal {
+  const what = expanded ? 'once its aliases are expanded, the document is larger than' : 'the document is larger than';
+  return new YamlRefusal(
+    `${what} the size limit of ${MAX_EXPANDED_BYTES} bytes (8 MiB, MAX_EXPANDED_BYTES); a policy is kilobytes, and reading this one would exhaust memory while it is hashed`,
+    line,
+    path === '' ? null : path,
+  );
+}
 
 /** A refusal raised while reading; the loader prefixes the source. */
 export class YamlRefusal extends Error {
@@ -213,6 +238,8 @@ function keyIdentity(key: YValue): string | null {
 
 /** Parses `text` as a single YAML document; refusals carry the line they concern. */
 export function readYaml(text: string): YValue {
+  // Refused before parsing, so an oversized text costs nothing either.
+  if (text.length > MAX_EXPANDED_BYTES || utf8Length(text) > MAX_EXPANDED_BYTES) throw tooBig(null, false);
   const lines = new LineCounter();
   const lineAt = (offset: number | undefined): number => (offset === undefined ? 0 : lines.linePos(offset).line);
   const bad = NON_PRINTABLE.exec(text);
@@ -264,9 +291,11 @@ export function readYaml(text: string): YValue {
   const aliasTargets = new Map<YamlNode, YamlNode | undefined>();
   const active = new Set<YamlNode>();
   let budget = MAX_NODES;
+  let bytes = 0;
 
   const convert = (node: YamlNode | null, parentLine: number, path: string): YValue => {
     if (--budget < 0) throw new YamlRefusal(`the document expands to more than ${MAX_NODES} nodes through its aliases`, parentLine);
+    if (++bytes > MAX_EXPANDED_BYTES) throw tooBig(parentLine, true, path);
     if (node === null || node === undefined) return null;
     const line = node.range ? lineAt(node.range[0]) : parentLine;
     if (isAlias(node)) {
@@ -283,6 +312,8 @@ export function readYaml(text: string): YValue {
     if (isScalar(node)) {
       const s = node as Scalar<unknown>;
       const value = typeof s.value === 'string' ? s.value : String(s.value);
+      bytes += utf8Length(value);
+      if (bytes > MAX_EXPANDED_BYTES) throw tooBig(line, true, path);
       try {
         // PyYAML resolves the non-specific tag `!` as if the scalar were plain.
         if (tag === undefined) return s.type === 'PLAIN' ? resolvePlain(value, line) : value;

@@ -1,0 +1,84 @@
+// `ctrlrun policy check` (issue 10, findings 10, 21 and 3): the kernel's checkPolicy on the
+// operator's files, in-process through main(argv, io).
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { EXAMPLE_POLICY_YAML } from '@ctrlrun/kernel';
+import { run, tempDir } from './support.js';
+
+const DENY_ABOVE = `schema: ctrlrun.policy/v3
+actions:
+  stripe.refund:
+    rules:
+      - when: { amount_gt: 5000000 }
+        decision: deny
+      - decision: allow
+`;
+
+function dir(files: Record<string, string>): string {
+  const d = tempDir();
+  for (const [name, text] of Object.entries(files)) writeFileSync(join(d, name), text);
+  return d;
+}
+
+describe('ctrlrun policy check', () => {
+  it('flags a rule a missing or mistyped argument turns from deny into allow: exit 1, one line each', async () => {
+    const cwd = dir({ 'ctrlrun.yaml': DENY_ABOVE });
+    const r = await run(['policy', 'check'], { cwd });
+    expect(r.code).toBe(1);
+    const lines = r.stdout.trimEnd().split('\n');
+    expect(lines).toHaveLength(2);
+    expect(lines[0]).toMatch(/^warning \[rule_skipped\] actions\['stripe\.refund'\]\.rules\[0\] \(deny\) is skipped when 'amount' is missing, or 'amount' is not an integer.*turns deny into allow/);
+    expect(lines[1]).toBe(`${join(cwd, 'ctrlrun.yaml')}: 1 finding`);
+
+    const json = await run(['policy', 'check', '--json'], { cwd });
+    expect(json.code).toBe(1);
+    const doc = JSON.parse(json.stdout) as { schema: string; findings: Record<string, unknown>[] };
+    expect(doc.schema).toBe('ctrlrun.policy-check/v1');
+    expect(doc.findings).toEqual([expect.objectContaining({ code: 'rule_skipped', action: 'stripe.refund', argument: 'amount', bypasses: ['missing', 'mistyped'], from: 'deny', to: 'allow' })]);
+  });
+
+  it('a clean policy is exit 0; --config and $CTRLRUN_CONFIG choose the file', async () => {
+    const cwd = dir({ 'ctrlrun.yaml': DENY_ABOVE, 'clean.yaml': EXAMPLE_POLICY_YAML });
+    const byFlag = await run(['policy', 'check', '--config', 'clean.yaml'], { cwd });
+    expect(byFlag).toMatchObject({ code: 0, stdout: `${join(cwd, 'clean.yaml')}: no findings\n` });
+    const byEnv = await run(['policy', 'check'], { cwd, env: { CTRLRUN_CONFIG: 'clean.yaml' } });
+    expect(byEnv.code).toBe(0);
+  });
+
+  it("flags a grant's _neq deny-list, and refuses (exit 2) an authority document whose resource scope the policy does not derive", async () => {
+    const authority = 'schema: ctrlrun.policy/v3\nauthority:\n  grants:\n    - id: g\n      subject: { agent: a }\n      actions: ["stripe.*"]\n';
+    const cwd = dir({
+      'ctrlrun.yaml': EXAMPLE_POLICY_YAML,
+      'neq.yaml': `${authority}      constraints: { account_neq: treasury }\n`,
+      'scoped.yaml': `${authority}      resources: ["payment:EU-*"]\n`,
+    });
+    const neq = await run(['policy', 'check', '--authority', 'neq.yaml'], { cwd });
+    expect(neq.code).toBe(1);
+    expect(neq.stdout).toMatch(/^warning \[grant_neq\] grant "g" excludes "treasury" of 'account' by _neq/);
+    const scoped = await run(['policy', 'check', '--authority', 'scoped.yaml'], { cwd });
+    expect(scoped.code).toBe(2);
+    expect(scoped.stderr).toMatch(/^Error: .*scoped\.yaml \(with the policy .*ctrlrun\.yaml\): grant "g" scopes action 'stripe\.refund' by 'resources:'/);
+  });
+
+  it('a policy that does not load is exit 2; an unknown subcommand is a usage error', async () => {
+    const cwd = dir({ 'ctrlrun.yaml': 'schema: ctrlrun.policy/v9\nactions: {}\n' });
+    const bad = await run(['policy', 'check'], { cwd });
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/^Error: .*unknown policy schema/);
+    const missing = await run(['policy', 'check', '--config', 'nowhere.yaml'], { cwd });
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toMatch(/no policy at/);
+    const usage = await run(['policy', 'lint'], { cwd });
+    expect(usage.code).toBe(2);
+    expect(usage.stderr).toMatch(/unknown subcommand "lint"; the one subcommand is 'check'/);
+  });
+
+  it('prints a control character in the document as an escape, never raw', async () => {
+    const cwd = dir({ 'ctrlrun.yaml': DENY_ABOVE.replace('stripe.refund:', '"stripe.refund\\e[2J\\rok":') });
+    const r = await run(['policy', 'check'], { cwd });
+    expect(r.code).toBe(1);
+    expect(r.stdout).not.toMatch(/[\x1b\r]/);
+    expect(r.stdout).toContain('\\u001b[2J\\u000dok');
+  });
+});
