@@ -36,6 +36,7 @@ import {
 } from '@ctrlrun/kernel';
 import type { TryIt } from '@ctrlrun/kernel/try-it';
 import type { AgentIdentity, Authenticator, Identity, OperatorIdentity } from './auth.js';
+import { scopedCallerKey, templateCollision } from './caller-keys.js';
 import { checkExecutors, executorFor, type Executors } from './executors.js';
 import { DEFAULT_BODY_LIMIT, errorResponse, HttpError, jsonResponse, readJsonBody, responseForError } from './http.js';
 
@@ -280,7 +281,12 @@ export function createApp(options: AppOptions): App {
     const request = parseActionRequest(await readJsonBody(c.req.raw, limit));
     const identity = c.get('identity') as AgentIdentity;
     const entry = control.policy.action(request.name);
-    let resource = request.resource ?? null;
+    let resource: string | null = null;
+    if (!entry?.resource && request.resource !== undefined && request.resource !== null) {
+      // Nothing in the policy derives this action's resource, so a claimed one would be the
+      // agent's word where a grant's `resources:` is checked: refused, never trusted.
+      throw badRequest(`${request.name} has no resource: template in the policy, so the caller may not claim a resource for it (send none)`, '$.resource');
+    }
     if (entry?.resource) {
       let resolved: string;
       try {
@@ -316,8 +322,16 @@ export function createApp(options: AppOptions): App {
           throw badRequest(`effectKey ${JSON.stringify(request.effectKey)} is not the policy's ${JSON.stringify(resolved)} for these arguments`, '$.effectKey');
         }
       }
+    } else if (request.effectKey !== undefined) {
+      // The caller's key deduplicates within this action only (see caller-keys.ts).
+      const stored = scopedCallerKey(action.name, request.effectKey);
+      const taken = templateCollision(control.policy, stored);
+      if (taken !== null) {
+        throw badRequest(`effectKey ${JSON.stringify(request.effectKey)} would be stored as ${JSON.stringify(stored)}, which the effect template ${JSON.stringify(taken.template)} of ${taken.action} can also produce: choose another key`, '$.effectKey');
+      }
+      exec.effectKey = stored;
     } else {
-      exec.effectKey = request.effectKey ?? null;
+      exec.effectKey = null;
     }
 
     const fn = executorFor(executors, action.name);
