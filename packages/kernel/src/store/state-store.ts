@@ -154,8 +154,25 @@ export interface StateStore {
   chainHead(): Promise<ChainHead | null>;
   /** Every event, oldest first. */
   events(): Promise<EventRecord[]>;
-  /** Every receipt row as stored, by `seq` (null `seq` first). */
+  /**
+   * Every receipt row as stored, by `seq` (null `seq` first). A `seq` column that holds something
+   * else than an integer (a damaged SQLite file) is passed through as read, for `verifyChain` to name.
+   */
   receipts(): Promise<ReceiptRow[]>;
+
+  // Bounded reads for operators' views (each reads at most `limit` rows)
+
+  /** Chained receipt rows with `seq` greater than `after`, by `seq`, at most `limit` (1–10 000); as stored, like {@link receipts}. */
+  receiptsAfter(after: number, limit: number): Promise<ReceiptRow[]>;
+  /** The receipt row stored under `receiptId`, as stored, or `null`. */
+  getReceipt(receiptId: string): Promise<ReceiptRow | null>;
+  /**
+   * At most `limit` (1–10 000) approval requests, oldest first (by `createdAt`, then id), after the
+   * record `after` names (the `createdAt` and `requestId` of the previous page's last record), optionally only `status`.
+   */
+  approvalsPage(options: { status?: ApprovalStatus | undefined; after?: { createdAt: string; requestId: string } | null; limit: number }): Promise<ApprovalRecord[]>;
+  /** How many `pending`, unexpired requests were made by the principal `{ agent, user }`. */
+  countPendingApprovals(principal: { agent: string; user: string | null }): Promise<number>;
 
   // Delegations
 
