@@ -8,9 +8,9 @@ import { createSqlJsStore } from '@ctrlrun/store-sqljs';
 import { bearerToken, constantTimeEqual, createDemoApp, jsonPathAt, readJsonBody, staticTokens } from '../../worker/src/index.js';
 import { AGENT, harness, OPERATOR } from './harness.js';
 
-const ALLOWED_STATUSES = new Set([200, 202, 400, 401, 403, 404, 409, 413, 415, 422, 502]);
+const ALLOWED_STATUSES = new Set([200, 202, 400, 401, 403, 404, 409, 413, 415, 422, 429, 502]);
 /** Statuses that mean "refused before the control path": nothing may be written. */
-const EDGE_STATUSES = new Set([400, 401, 404, 413, 415]);
+const EDGE_STATUSES = new Set([400, 401, 404, 413, 415, 429]);
 
 describe('credentials', () => {
   it('static tokens: the right role for the right token, 401 for anything else', async () => {

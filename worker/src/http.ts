@@ -10,6 +10,7 @@ import { InvalidArgument, isKernelError, orderedJson, parseJson, type ErrorCode,
 /** Codes the worker adds for refusals the kernel has no class for (HTTP-level ones). */
 export type WorkerErrorCode =
   | 'ERR_FORBIDDEN'
+  | 'ERR_TOO_MANY_PENDING_APPROVALS'
   | 'ERR_NOT_FOUND'
   | 'ERR_PAYLOAD_TOO_LARGE'
   | 'ERR_UNSUPPORTED_MEDIA_TYPE'
