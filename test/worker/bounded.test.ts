@@ -3,9 +3,11 @@
  * a cursor and a bounded limit, receipt routes read only the rows they show, and one credential
  * may keep only so many approval requests waiting (429 past it, nothing written).
  */
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { Control, loadPolicy, type StateStore } from '@ctrlrun/kernel';
 import { createApp, staticTokens } from '../../worker/src/index.js';
+import { decodeApprovalCursor, encodeApprovalCursor } from '../../worker/src/views.js';
 import { AGENT, harness, OPERATOR, POLICY } from './harness.js';
 
 const refund = (payment_id: string, amount: number) => ({ name: 'stripe.refund', arguments: { payment_id, amount } });
@@ -83,6 +85,26 @@ describe('paged listings', () => {
     // One row past the page tells whether there is a next one; the by-id route reads one row.
     expect(reads.get('receiptsAfter')).toBe(5);
     expect(reads.get('getReceipt')).toBe(1);
+  });
+});
+
+describe('the approvals cursor', () => {
+  it('round-trips any position, and any other text reads as no cursor (never a throw)', () => {
+    fc.assert(
+      fc.property(fc.string({ unit: 'grapheme', maxLength: 40 }), fc.string({ unit: 'grapheme', maxLength: 40 }), (createdAt, requestId) => {
+        const cursor = encodeApprovalCursor({ createdAt, requestId });
+        expect(cursor).toMatch(/^[A-Za-z0-9_-]*$/);
+        expect(decodeApprovalCursor(cursor)).toEqual({ createdAt, requestId });
+      }),
+      { numRuns: 500 },
+    );
+    fc.assert(
+      fc.property(fc.oneof(fc.string(), fc.base64String(), fc.string({ unit: 'binary' })), (text) => {
+        const read = decodeApprovalCursor(text);
+        expect(read === null || (typeof read.createdAt === 'string' && typeof read.requestId === 'string')).toBe(true);
+      }),
+      { numRuns: 1000 },
+    );
   });
 });
 
