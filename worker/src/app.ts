@@ -210,15 +210,20 @@ function recorded(value: unknown): JsonValue {
  * Builds the Hono app.
  *
  * - `POST /v1/actions` (agent): 200 committed, 202 approval required, 403 denied, 409
- *   mismatch/duplicate/ambiguous, 422 not executed, 502 outcome unknown (recorded AMBIGUOUS).
- * - `GET /v1/approvals?status=`, `POST /v1/approvals/:id/grant|deny` (operator).
+ *   mismatch/duplicate/ambiguous, 422 not executed, 429 too many approval requests waiting
+ *   (`maxPendingApprovals`), 502 outcome unknown (recorded AMBIGUOUS). A caller's `effectKey`
+ *   on an action without an `effect:` template is scoped to the action (`caller-keys.ts`); a
+ *   `resource` on an action without a `resource:` template is refused.
+ * - `GET /v1/approvals?status=&limit=&after=` (pages; `next` is the cursor),
+ *   `POST /v1/approvals/:id/grant|deny` (operator).
  * - `GET /v1/effects/:key`, `POST /v1/effects/:key/resolve` (operator).
  * - `GET /v1/receipts?after=&limit=`, `GET /v1/receipts/verify`, `GET /v1/receipts/:id` (operator).
  * - `POST /v1/try-it/step` (demo mode; `approve` needs an operator).
  * - `GET /healthz`.
  *
  * No credential is 401; the wrong role is 403; a body over the limit is 413; a body that is
- * not `application/json` is 415; malformed JSON or a float is 400 with the JSON path.
+ * not `application/json` is 415; malformed JSON, a leading byte order mark or a float is 400
+ * with the JSON path. Receipt views read each row's hashed document, never its columns.
  */
 export function createApp(options: AppOptions): App {
   if (!options || typeof options !== 'object') throw new InvalidArgument('createApp needs { control, auth }');
