@@ -342,7 +342,11 @@ export function createApp(options: AppOptions): App {
       exec.effectKey = null;
     }
 
-    if (maxPending === null || request.approvalId !== null) return propose(action, exec);
+    // Only an action the policy sends to a human can ask for a new request (authority can only
+    // deny), so every other proposal skips the count and its lock.
+    if (maxPending === null || request.approvalId !== null || control.policy.evaluate(action.name, action.canonicalArguments).decision !== 'approve') {
+      return propose(action, exec);
+    }
     const credential = JSON.stringify([action.principal.agent, action.principal.user]);
     // The check runs one at a time, and a proposal that passed it holds a slot until it is
     // answered, so parallel requests from one credential cannot all pass before any is written.
