@@ -88,6 +88,50 @@ describe('paged listings', () => {
   });
 });
 
+describe('chain verification', () => {
+  it('runs one at a time: concurrent callers share one walk over the rows', async () => {
+    const base = await harness();
+    for (let i = 0; i < 3; i++) await base.call('POST', '/v1/actions', AGENT, refund(`vf${i}`, 1));
+    let walks = 0;
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const store = new Proxy(base.store, {
+      get(target, prop, receiver) {
+        if (prop === 'receipts') {
+          return async () => {
+            walks++;
+            await gate;
+            return target.receipts();
+          };
+        }
+        const v = Reflect.get(target, prop, receiver) as unknown;
+        return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+      },
+    });
+    let authenticated = 0;
+    const operatorAuth = staticTokens([{ role: 'operator', token: OPERATOR, operator: 'human:ops' }]);
+    const app = createApp({
+      control: new Control({ policy: loadPolicy(POLICY), store, logger: { warn: () => undefined } }),
+      auth: async (request) => {
+        const identity = await operatorAuth(request);
+        authenticated++;
+        return identity;
+      },
+    });
+    const answers = Array.from({ length: 5 }, () => app.request('/v1/receipts/verify', { headers: { authorization: `Bearer ${OPERATOR}` } }));
+    // Every request is past its credential check (and so at the route) before the walk may end.
+    while (authenticated < 5) await new Promise((resolve) => setTimeout(resolve, 1));
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    release();
+    const bodies = await Promise.all(answers.map(async (r) => (await r).json()));
+    expect(walks).toBe(1);
+    for (const b of bodies) expect(b).toMatchObject({ ok: true, verified: 3 });
+    // Once answered, the next call walks again.
+    await app.request('/v1/receipts/verify', { headers: { authorization: `Bearer ${OPERATOR}` } });
+    expect(walks).toBe(2);
+  });
+});
+
 describe('the approvals cursor', () => {
   it('round-trips any position, and any other text reads as no cursor (never a throw)', () => {
     fc.assert(
