@@ -160,7 +160,7 @@ function build(schema: string): SqlDialect {
       setChainHash: `UPDATE ${t('receipt_chain')} SET hash = $1 WHERE id = 1`,
       selectChainHead: `SELECT seq, hash FROM ${t('receipt_chain')} WHERE id = 1`,
       listReceipts: `SELECT ${RECEIPT_COLUMNS} FROM ${t('receipts')} ORDER BY seq NULLS FIRST, ts, receipt_id`,
-      receiptsAfter: `SELECT ${RECEIPT_COLUMNS} FROM ${t('receipts')} WHERE seq > $1 ORDER BY seq, receipt_id LIMIT $2`,
+      receiptsAfter: `SELECT ${RECEIPT_COLUMNS} FROM ${t('receipts')} WHERE seq > $1 ORDER BY seq LIMIT $2`,
       receiptById: `SELECT ${RECEIPT_COLUMNS} FROM ${t('receipts')} WHERE receipt_id = $1`,
       approvalsPage: `SELECT ${APPROVAL_COLUMNS} FROM ${t('approvals')} WHERE (COALESCE(created_at, ''), approval_id) > ($1::text, $2::text) ORDER BY COALESCE(created_at, ''), approval_id LIMIT $3`,
       approvalsPageInStatus: `SELECT ${APPROVAL_COLUMNS} FROM ${t('approvals')} WHERE status = $1 AND (COALESCE(created_at, ''), approval_id) > ($2::text, $3::text) ORDER BY COALESCE(created_at, ''), approval_id LIMIT $4`,

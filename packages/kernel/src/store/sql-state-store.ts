@@ -152,7 +152,7 @@ export interface DialectSql {
   readonly selectChainHead: string;
   /** Every receipt row by `seq`, null `seq` first. */
   readonly listReceipts: string;
-  /** Params: seq, limit. Rows with `seq` greater, by `seq` then `receipt_id`, at most `limit`. */
+  /** Params: seq, limit. Rows with `seq` greater, by `seq` (unique: walked on its index), at most `limit`. */
   readonly receiptsAfter: string;
   /** Params: receipt_id. Every receipt column. */
   readonly receiptById: string;

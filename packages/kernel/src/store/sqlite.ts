@@ -107,7 +107,7 @@ export const sqliteDialect: SqlDialect = Object.freeze({
     selectChainHead: 'SELECT seq, hash FROM receipt_chain WHERE id = 1',
     // NULL seq (pre-chain rows) sorts first in SQLite.
     listReceipts: `SELECT ${RECEIPT_COLUMNS} FROM receipts ORDER BY seq, rowid`,
-    receiptsAfter: `SELECT ${RECEIPT_COLUMNS} FROM receipts WHERE seq > ? ORDER BY seq, receipt_id LIMIT ?`,
+    receiptsAfter: `SELECT ${RECEIPT_COLUMNS} FROM receipts WHERE seq > ? ORDER BY seq LIMIT ?`,
     receiptById: `SELECT ${RECEIPT_COLUMNS} FROM receipts WHERE receipt_id = ?`,
     approvalsPage: `SELECT ${APPROVAL_COLUMNS} FROM approvals WHERE (COALESCE(created_at, ''), approval_id) > (?, ?) ORDER BY COALESCE(created_at, ''), approval_id LIMIT ?`,
     approvalsPageInStatus: `SELECT ${APPROVAL_COLUMNS} FROM approvals WHERE status = ? AND (COALESCE(created_at, ''), approval_id) > (?, ?) ORDER BY COALESCE(created_at, ''), approval_id LIMIT ?`,
