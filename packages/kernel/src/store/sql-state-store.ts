@@ -424,17 +424,21 @@ function storedText(s: string): string {
 }
 
 /** An integer column value as a `number`. */
+/**
+ * A chain position read for verification: a safe integer, or `NaN` when the column holds anything
+ * else (SQLite keeps a string or a fraction in an INTEGER column). Never throws, so that a
+ * malformed row reaches {@link verifyChain}, which names it, instead of failing the whole read.
+ */
+function chainPosition(v: SqlValue): number {
+  if (typeof v === 'number' && Number.isSafeInteger(v)) return v;
+  if (typeof v === 'bigint' && v >= BigInt(Number.MIN_SAFE_INTEGER) && v <= BigInt(Number.MAX_SAFE_INTEGER)) return Number(v);
+  return Number.NaN;
+}
+
 function int(v: SqlValue | undefined, what: string): number {
   if (typeof v === 'number' && Number.isSafeInteger(v)) return v;
   if (typeof v === 'bigint' && v >= BigInt(Number.MIN_SAFE_INTEGER) && v <= BigInt(Number.MAX_SAFE_INTEGER)) return Number(v);
   throw new StoreError(`[kernel] column ${what} holds ${String(v)}, not a safe integer`);
-}
-
-/** A `seq` column as read: an exact integer as a number, anything else (a damaged row) as it is, for the caller to name. */
-function seqAsRead(v: SqlValue): number {
-  if (typeof v === 'number' && Number.isSafeInteger(v)) return v;
-  if (typeof v === 'bigint' && v >= BigInt(Number.MIN_SAFE_INTEGER) && v <= BigInt(Number.MAX_SAFE_INTEGER)) return Number(v);
-  return v as number;
 }
 
 function receiptFromRow(r: ReceiptSqlRow): ReceiptRow {
@@ -445,7 +449,7 @@ function receiptFromRow(r: ReceiptSqlRow): ReceiptRow {
     result: r.result ?? null,
     json: r.json ?? null,
     ts: r.ts ?? null,
-    seq: r.seq === null || r.seq === undefined ? null : seqAsRead(r.seq),
+    seq: r.seq === null || r.seq === undefined ? null : chainPosition(r.seq),
     prev_hash: r.prev_hash ?? null,
     hash: r.hash ?? null,
   };
@@ -1170,7 +1174,7 @@ export class SqlStateStore implements StateStore {
 
   /**
    * Chained receipt rows with `seq` greater than `after`, by `seq`, at most `limit` (bounded reads
-   * for views). Rows are as stored; a `seq` that is not an integer is passed through as read.
+   * for views). Rows are as stored; a `seq` that is not an integer reads as `NaN`.
    */
   async receiptsAfter(after: number, limit: number): Promise<ReceiptRow[]> {
     checkPage(after, limit);

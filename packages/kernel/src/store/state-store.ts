@@ -154,15 +154,15 @@ export interface StateStore {
   chainHead(): Promise<ChainHead | null>;
   /** Every event, oldest first. */
   events(): Promise<EventRecord[]>;
-  /**
-   * Every receipt row as stored, by `seq` (null `seq` first). A `seq` column that holds something
-   * else than an integer (a damaged SQLite file) is passed through as read, for `verifyChain` to name.
-   */
+  /** Every receipt row as stored, by `seq` (null `seq` first). */
   receipts(): Promise<ReceiptRow[]>;
 
   // Bounded reads for operators' views (each reads at most `limit` rows)
 
-  /** Chained receipt rows with `seq` greater than `after`, by `seq`, at most `limit` (1–10 000); as stored, like {@link receipts}. */
+  /**
+   * Chained receipt rows with `seq` greater than `after`, by `seq`, at most `limit` (1–10 000); as
+   * stored, like {@link receipts} (a `seq` column that holds no integer reads as `NaN`).
+   */
   receiptsAfter(after: number, limit: number): Promise<ReceiptRow[]>;
   /** The receipt row stored under `receiptId`, as stored, or `null`. */
   getReceipt(receiptId: string): Promise<ReceiptRow | null>;
