@@ -64,6 +64,8 @@ export const CASE_IDS = [
   'action-round-trip',
   'event-ids',
   'receipt-round-trip',
+  'bounded-reads',
+  'pending-per-principal',
   'insert-not-upsert',
   'revoke-atomic-idempotent',
   'grant-json-round-trip',
@@ -1159,6 +1161,79 @@ export const storeCases: Record<CaseId, CaseDef> = {
             hash: r.hash,
           })),
         );
+      });
+    },
+  },
+
+  'bounded-reads': {
+    suite: 'evidence',
+    async run(factory) {
+      const clock = manualClock();
+      await withStore(factory, clock, async (store) => {
+        const action = refundAction();
+        const ids: string[] = [];
+        for (let i = 0; i < 5; i++) ids.push((await store.putReceipt(receiptDraft(action, 'committed', `refund:b${i}`))).document['receipt_id'] as string);
+        const all = await store.receipts();
+        // Pages by seq, each at most `limit` rows, the same rows as the full read.
+        expect(await store.receiptsAfter(0, 2)).toEqual(all.slice(0, 2));
+        expect(await store.receiptsAfter(2, 2)).toEqual(all.slice(2, 4));
+        expect(await store.receiptsAfter(4, 100)).toEqual(all.slice(4));
+        expect(await store.receiptsAfter(5, 100)).toEqual([]);
+        expect(await store.getReceipt(ids[3]!)).toEqual(all[3]);
+        expect(await store.getReceipt('ctr_missing')).toBeNull();
+        for (const [after, limit] of [[-1, 1], [0, 0], [0, 10_001], [1.5, 1]] as const) {
+          await refused(store.receiptsAfter(after, limit), InvalidArgument, INVALID, `receiptsAfter(${after}, ${limit})`);
+        }
+
+        // Approvals: pages in (createdAt, id) order, optionally by status; equal timestamps are split by id.
+        const made: string[] = [];
+        for (let i = 0; i < 5; i++) {
+          made.push(await request(store, clock, refundAction(100 + i)));
+          if (i % 2 === 1) clock.advance(1000);
+        }
+        await store.denyApproval(made[1]!, 'alice');
+        const everything = await store.listApprovals();
+        const walk = async (status?: 'pending'): Promise<string[]> => {
+          const seen: string[] = [];
+          let after: { createdAt: string; requestId: string } | null = null;
+          for (;;) {
+            const page = await store.approvalsPage({ status, after, limit: 2 });
+            expect(page.length).toBeLessThanOrEqual(2);
+            seen.push(...page.map((r) => r.request.requestId));
+            if (page.length < 2) return seen;
+            const last = page.at(-1)!;
+            after = { createdAt: last.request.createdAt, requestId: last.request.requestId };
+          }
+        };
+        const byPosition = [...everything].sort((a, b) => (a.request.createdAt === b.request.createdAt ? (a.request.requestId < b.request.requestId ? -1 : 1) : a.request.createdAt < b.request.createdAt ? -1 : 1));
+        expect(await walk()).toEqual(byPosition.map((r) => r.request.requestId));
+        expect(await walk('pending')).toEqual(byPosition.filter((r) => r.status === 'pending').map((r) => r.request.requestId));
+        await refused(store.approvalsPage({ status: 'maybe' as never, limit: 1 }), InvalidArgument, INVALID, 'an unknown status');
+      });
+    },
+  },
+
+  'pending-per-principal': {
+    suite: 'approval',
+    async run(factory) {
+      const clock = manualClock();
+      await withStore(factory, clock, async (store) => {
+        const by = (agent: string, user: string | null, n: number) => createAction({ name: 'x.act', arguments: { n }, principal: { agent, user } });
+        await request(store, clock, by('bot', 'u-1', 1), 10 * MINUTE);
+        await request(store, clock, by('bot', 'u-1', 2), 30 * MINUTE);
+        await request(store, clock, by('bot', null, 3));
+        await request(store, clock, by('other', 'u-1', 4));
+        // An argument that looks like a principal is not one.
+        await request(store, clock, createAction({ name: 'x.act', arguments: { principal: { agent: 'bot', user: 'u-1' } }, principal: { agent: 'other', user: null } }));
+        const answered = await request(store, clock, by('bot', 'u-1', 6));
+        await store.denyApproval(answered, 'alice');
+        expect(await store.countPendingApprovals({ agent: 'bot', user: 'u-1' })).toBe(2);
+        expect(await store.countPendingApprovals({ agent: 'bot', user: null })).toBe(1);
+        expect(await store.countPendingApprovals({ agent: 'other', user: null })).toBe(1);
+        expect(await store.countPendingApprovals({ agent: 'nobody', user: null })).toBe(0);
+        // Expired requests stop counting, though still written pending.
+        clock.advance(20 * MINUTE);
+        expect(await store.countPendingApprovals({ agent: 'bot', user: 'u-1' })).toBe(1);
       });
     },
   },

@@ -111,17 +111,17 @@ describe('POST /v1/actions', () => {
     expect((await h.call('POST', '/v1/actions', AGENT, refund('p5', 1, { effectKey: 'refund:p5' }))).status).toBe(200);
   });
 
-  it('without a policy template, the agent\'s effectKey is the reservation', async () => {
+  it('without a policy template, the agent\'s effectKey is the reservation, scoped to the action', async () => {
     const h = await harness();
     const first = await h.call('POST', '/v1/actions', AGENT, { name: 'free.form', arguments: { a: 1 }, effectKey: 'order-7' });
-    expect(first.json).toMatchObject({ status: 'committed', effectKey: 'order-7' });
+    expect(first.json).toMatchObject({ status: 'committed', effectKey: 'caller/free.form/order-7' });
     const again = await h.call('POST', '/v1/actions', AGENT, { name: 'free.form', arguments: { a: 2 }, effectKey: 'order-7' });
-    expect(again.json['error']).toMatchObject({ code: 'ERR_DUPLICATE_EFFECT' });
+    expect(again.json['error']).toMatchObject({ code: 'ERR_DUPLICATE_EFFECT', effectKey: 'caller/free.form/order-7' });
     const keyless = await h.call('POST', '/v1/actions', AGENT, { name: 'free.form', arguments: { a: 2 } });
     expect(keyless.json).toMatchObject({ status: 'committed', effectKey: null });
   });
 
-  it('the resource: the policy\'s template when it has one (another is 400), else the body\'s; both are hashed', async () => {
+  it('the resource: the policy\'s template when it has one (another is 400); none claimed without one', async () => {
     const h = await harness();
     const templated = await h.call('POST', '/v1/actions', AGENT, { name: 'db.drop', arguments: { table: 'orders' } });
     expect(templated.json).toMatchObject({ status: 'committed', result: { dropped: 'orders', resource: 'table:orders' } });
@@ -134,10 +134,14 @@ describe('POST /v1/actions', () => {
     expect(unresolvable.status).toBe(400);
     expect(unresolvable.json['error']).toMatchObject({ path: '$.arguments', message: expect.stringContaining('table:{table}') });
     expect(await h.counts()).toEqual(before);
-    const given = await h.call('POST', '/v1/actions', AGENT, { name: 'free.form', arguments: {}, resource: 'db:orders' });
-    const bare = await h.call('POST', '/v1/actions', AGENT, { name: 'free.form', arguments: {} });
-    expect(given.json['actionHash']).not.toBe(bare.json['actionHash']);
-    expect(JSON.parse((await h.store.receipts()).at(-2)!.json!)).toMatchObject({ resource: 'db:orders' });
+    // No resource: template: the claim would be the agent's word where a grant checks resources.
+    const claimed = await h.call('POST', '/v1/actions', AGENT, { name: 'free.form', arguments: {}, resource: 'db:orders' });
+    expect(claimed.status).toBe(400);
+    expect(claimed.json['error']).toMatchObject({ code: 'ERR_INVALID_ARGUMENT', path: '$.resource', message: expect.stringContaining('free.form has no resource: template') });
+    expect(await h.counts()).toEqual(before);
+    const bare = await h.call('POST', '/v1/actions', AGENT, { name: 'free.form', arguments: {}, resource: null });
+    expect(bare.status).toBe(200);
+    expect(JSON.parse((await h.store.receipts()).at(-1)!.json!)).toMatchObject({ resource: null });
   });
 
   it('400 names the field for a bad body, and writes nothing', async () => {
@@ -190,6 +194,24 @@ describe('POST /v1/actions', () => {
   });
 });
 
+describe('a byte order mark', () => {
+  it('at the start of a body is a 400 naming it, and writes nothing; inside a string it is data', async () => {
+    const h = await harness();
+    const json = new TextEncoder().encode(JSON.stringify(refund('bom1', 1)));
+    const withBom = new Uint8Array([0xef, 0xbb, 0xbf, ...json]);
+    const r = await h.app.request('/v1/actions', { method: 'POST', headers: { authorization: `Bearer ${AGENT}`, 'content-type': 'application/json' }, body: withBom });
+    expect(r.status).toBe(400);
+    expect(((await r.json()) as { error: unknown }).error).toMatchObject({ code: 'ERR_INVALID_ARGUMENT', path: '$', message: expect.stringContaining('byte order mark') });
+    expect(await h.counts()).toEqual({ events: 0, receipts: 0, effects: 0, approvals: 0 });
+    // Grant, deny and resolve read their bodies the same way.
+    const resolve = await h.app.request('/v1/effects/x/resolve', { method: 'POST', headers: { authorization: `Bearer ${OPERATOR}`, 'content-type': 'application/json' }, body: new Uint8Array([0xef, 0xbb, 0xbf, ...new TextEncoder().encode('{"state":"failed"}')]) });
+    expect(resolve.status).toBe(400);
+    const inside = await h.call('POST', '/v1/actions', AGENT, { name: 'free.form', arguments: { note: '\uFEFFhello' } });
+    expect(inside.status).toBe(200);
+    expect(JSON.parse((await h.store.receipts()).at(-1)!.json!).arguments.note).toBe('\uFEFFhello');
+  });
+});
+
 describe('approvals, effects and receipts (operator)', () => {
   it('lists approvals by status, with the action as the human must see it', async () => {
     const h = await harness();
@@ -235,7 +257,7 @@ describe('approvals, effects and receipts (operator)', () => {
     expect((await h.call('GET', '/v1/effects/refund:nope', OPERATOR)).status).toBe(404);
     // Keys with a slash travel percent-encoded.
     await h.call('POST', '/v1/actions', AGENT, { name: 'free.form', arguments: {}, effectKey: 'a/b c' });
-    expect((await h.call('GET', `/v1/effects/${encodeURIComponent('a/b c')}`, OPERATOR)).json['effect']).toMatchObject({ effectKey: 'a/b c', state: 'committed' });
+    expect((await h.call('GET', `/v1/effects/${encodeURIComponent('caller/free.form/a/b c')}`, OPERATOR)).json['effect']).toMatchObject({ effectKey: 'caller/free.form/a/b c', state: 'committed' });
   });
 
   it('pages receipts by seq, verifies the chain, and finds a receipt by id', async () => {

@@ -5,12 +5,12 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { createSqlJsStore } from '@ctrlrun/store-sqljs';
-import { bearerToken, constantTimeEqual, createDemoApp, jsonPathAt, readJsonBody, staticTokens } from '../../worker/src/index.js';
+import { bearerToken, constantTimeEqual, createDemoApp, identityProviderAuth, jsonPathAt, readJsonBody, staticTokens } from '../../worker/src/index.js';
 import { AGENT, harness, OPERATOR } from './harness.js';
 
-const ALLOWED_STATUSES = new Set([200, 202, 400, 401, 403, 404, 409, 413, 415, 422, 502]);
+const ALLOWED_STATUSES = new Set([200, 202, 400, 401, 403, 404, 409, 413, 415, 422, 429, 502]);
 /** Statuses that mean "refused before the control path": nothing may be written. */
-const EDGE_STATUSES = new Set([400, 401, 404, 413, 415]);
+const EDGE_STATUSES = new Set([400, 401, 404, 413, 415, 429]);
 
 describe('credentials', () => {
   it('static tokens: the right role for the right token, 401 for anything else', async () => {
@@ -28,6 +28,22 @@ describe('credentials', () => {
     await expect(authAsync(`Bearer ${'a'.repeat(17)}`)).rejects.toMatchObject({ code: 'ERR_IDENTITY' });
     await expect(authAsync(`Basic ${'a'.repeat(16)}`)).rejects.toMatchObject({ code: 'ERR_IDENTITY' });
     expect(() => bearerToken(req('Bearer two words'))).toThrow(/Bearer <token>/);
+  });
+
+  it('an identity provider sees every request header as data: __proto__ kept, nothing inherited', async () => {
+    let seen: Record<string, string> | null = null;
+    const provider = {
+      resolve: async (context: { headers: Record<string, string> }) => {
+        seen = context.headers;
+        return null;
+      },
+    };
+    const auth = identityProviderAuth(provider as never, { environment: 'production' });
+    await auth(new Request('http://x.invalid/', { headers: new Headers([['__proto__', 'p'], ['x-agent', 'bot']]) }));
+    expect(seen).not.toBeNull();
+    expect(Object.keys(seen!).sort()).toEqual(['__proto__', 'x-agent']);
+    expect(seen!['__proto__']).toBe('p');
+    expect(seen!['constructor']).toBeUndefined();
   });
 
   it('refuses weak, shared or malformed token configurations', () => {

@@ -167,6 +167,30 @@ export function describeWorkerHttp(runtime: string, open: () => Promise<Target>)
       expect((await call('GET', '/v1/effects/refund:pay_edge', OPERATOR_TOKEN)).status).toBe(404);
     });
 
+    it('pages the approvals with a cursor, reads receipts from their documents, refuses a BOM body', async () => {
+      for (let i = 0; i < 3; i++) expect((await refund(`pay_page_${i}`, 300000)).status).toBe(202);
+      const seen: string[] = [];
+      let after: string | null = null;
+      for (let pages = 0; pages < 50; pages++) {
+        const r = await call('GET', `/v1/approvals?status=pending&limit=2${after === null ? '' : `&after=${encodeURIComponent(after)}`}`, OPERATOR_TOKEN);
+        expect(r.status).toBe(200);
+        expect((r.json['approvals'] as Json[]).length).toBeLessThanOrEqual(2);
+        seen.push(...(r.json['approvals'] as Json[]).map((a) => String((a['action'] as { arguments: Json }).arguments['payment_id'])));
+        after = r.json['next'] as string | null;
+        if (after === null) break;
+      }
+      expect(seen.filter((p) => p.startsWith('pay_page_'))).toEqual(['pay_page_0', 'pay_page_1', 'pay_page_2']);
+      const page = await call('GET', '/v1/receipts?limit=1', OPERATOR_TOKEN);
+      expect((page.json['receipts'] as Json[])[0]).toMatchObject({ seq: 1, intact: true, breaks: [] });
+      const bom = await target.fetch('/v1/actions', {
+        method: 'POST',
+        headers: { authorization: `Bearer ${AGENT_TOKEN}`, 'content-type': 'application/json' },
+        body: new Uint8Array([0xef, 0xbb, 0xbf, ...new TextEncoder().encode(JSON.stringify({ name: 'stripe.refund', arguments: { payment_id: 'pay_bom', amount: 1 } }))]),
+      });
+      expect(bom.status).toBe(400);
+      expect(((await bom.json()) as Json)['error']).toMatchObject({ message: expect.stringContaining('byte order mark') });
+    });
+
     it('sends no CORS headers by default', async () => {
       const preflight = await target.fetch('/v1/actions', { method: 'OPTIONS', headers: { origin: 'https://evil.example', 'access-control-request-method': 'POST' } });
       expect(preflight.headers.get('access-control-allow-origin')).toBeNull();

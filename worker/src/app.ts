@@ -31,13 +31,15 @@ import {
   type ExecuteOptions,
   type Executor,
   type JsonObject,
+  type ChainReport,
   type JsonValue,
-  type ReceiptRow,
 } from '@ctrlrun/kernel';
 import type { TryIt } from '@ctrlrun/kernel/try-it';
 import type { AgentIdentity, Authenticator, Identity, OperatorIdentity } from './auth.js';
+import { scopedCallerKey, templateCollision } from './caller-keys.js';
 import { checkExecutors, executorFor, type Executors } from './executors.js';
 import { DEFAULT_BODY_LIMIT, errorResponse, HttpError, jsonResponse, readJsonBody, responseForError } from './http.js';
+import { decodeApprovalCursor, encodeApprovalCursor, receiptView } from './views.js';
 
 /** Cross-origin access; off unless given. */
 export interface CorsOptions {
@@ -59,7 +61,16 @@ export interface AppOptions {
   bodyLimit?: number;
   /** Cross-origin access (default off: no CORS headers at all). */
   cors?: CorsOptions | null;
+  /**
+   * How many unanswered, unexpired approval requests one agent credential (its principal's agent
+   * and user) may have (default 100); past it, an action that would ask for another is 429 and
+   * nothing is written. `null`: no limit.
+   */
+  maxPendingApprovals?: number | null;
 }
+
+/** The default of {@link AppOptions.maxPendingApprovals}. */
+export const DEFAULT_MAX_PENDING_APPROVALS = 100;
 
 type Env = { Variables: { identity: Identity } };
 
@@ -170,20 +181,6 @@ function effectJson(record: EffectRecord): Record<string, unknown> {
   };
 }
 
-function receiptJson(row: ReceiptRow): Record<string, unknown> {
-  return {
-    seq: row.seq,
-    receiptId: row.receipt_id,
-    actionId: row.action_id,
-    effectKey: row.effect_key,
-    result: row.result,
-    ts: row.ts,
-    prevHash: row.prev_hash,
-    hash: row.hash,
-    receipt: storedValue(row.json),
-  };
-}
-
 function queryInteger(c: Context, name: string, fallback: number, min: number, max: number): number {
   const raw = c.req.query(name);
   if (raw === undefined || raw === '') return fallback;
@@ -213,15 +210,20 @@ function recorded(value: unknown): JsonValue {
  * Builds the Hono app.
  *
  * - `POST /v1/actions` (agent): 200 committed, 202 approval required, 403 denied, 409
- *   mismatch/duplicate/ambiguous, 422 not executed, 502 outcome unknown (recorded AMBIGUOUS).
- * - `GET /v1/approvals?status=`, `POST /v1/approvals/:id/grant|deny` (operator).
+ *   mismatch/duplicate/ambiguous, 422 not executed, 429 too many approval requests waiting
+ *   (`maxPendingApprovals`), 502 outcome unknown (recorded AMBIGUOUS). A caller's `effectKey`
+ *   on an action without an `effect:` template is scoped to the action (`caller-keys.ts`); a
+ *   `resource` on an action without a `resource:` template is refused.
+ * - `GET /v1/approvals?status=&limit=&after=` (pages; `next` is the cursor),
+ *   `POST /v1/approvals/:id/grant|deny` (operator).
  * - `GET /v1/effects/:key`, `POST /v1/effects/:key/resolve` (operator).
  * - `GET /v1/receipts?after=&limit=`, `GET /v1/receipts/verify`, `GET /v1/receipts/:id` (operator).
  * - `POST /v1/try-it/step` (demo mode; `approve` needs an operator).
  * - `GET /healthz`.
  *
  * No credential is 401; the wrong role is 403; a body over the limit is 413; a body that is
- * not `application/json` is 415; malformed JSON or a float is 400 with the JSON path.
+ * not `application/json` is 415; malformed JSON, a leading byte order mark or a float is 400
+ * with the JSON path. Receipt views read each row's hashed document, never its columns.
  */
 export function createApp(options: AppOptions): App {
   if (!options || typeof options !== 'object') throw new InvalidArgument('createApp needs { control, auth }');
@@ -231,10 +233,17 @@ export function createApp(options: AppOptions): App {
   const executors = checkExecutors(options.executors);
   const limit = options.bodyLimit ?? DEFAULT_BODY_LIMIT;
   if (!Number.isSafeInteger(limit) || limit <= 0) throw new InvalidArgument('bodyLimit must be a positive integer (bytes)');
+  const maxPending = options.maxPendingApprovals === undefined ? DEFAULT_MAX_PENDING_APPROVALS : options.maxPendingApprovals;
+  if (maxPending !== null && (!Number.isSafeInteger(maxPending) || maxPending < 1)) throw new InvalidArgument('maxPendingApprovals must be a positive integer, or null for no limit');
   const tryIt = options.tryIt ?? null;
   const store = control.store;
   // The playground module keeps per-step state (the last receipt, whether to lose the reply).
   const tryItSteps = new Mutex();
+  // Proposals under way per credential (past the pending-approvals check, not yet answered).
+  const inFlight = new Map<string, number>();
+  const pendingCheck = new Mutex();
+  // One chain verification at a time: it reads every row; concurrent callers share its answer.
+  let verifying: Promise<ChainReport> | null = null;
 
   const app = new Hono<Env>();
 
@@ -280,7 +289,12 @@ export function createApp(options: AppOptions): App {
     const request = parseActionRequest(await readJsonBody(c.req.raw, limit));
     const identity = c.get('identity') as AgentIdentity;
     const entry = control.policy.action(request.name);
-    let resource = request.resource ?? null;
+    let resource: string | null = null;
+    if (!entry?.resource && request.resource !== undefined && request.resource !== null) {
+      // Nothing in the policy derives this action's resource, so a claimed one would be the
+      // agent's word where a grant's `resources:` is checked: refused, never trusted.
+      throw badRequest(`${request.name} has no resource: template in the policy, so the caller may not claim a resource for it (send none)`, '$.resource');
+    }
     if (entry?.resource) {
       let resolved: string;
       try {
@@ -316,10 +330,51 @@ export function createApp(options: AppOptions): App {
           throw badRequest(`effectKey ${JSON.stringify(request.effectKey)} is not the policy's ${JSON.stringify(resolved)} for these arguments`, '$.effectKey');
         }
       }
+    } else if (request.effectKey !== undefined) {
+      // The caller's key deduplicates within this action only (see caller-keys.ts).
+      const stored = scopedCallerKey(action.name, request.effectKey);
+      const taken = templateCollision(control.policy, stored);
+      if (taken !== null) {
+        throw badRequest(`effectKey ${JSON.stringify(request.effectKey)} would be stored as ${JSON.stringify(stored)}, which the effect template ${JSON.stringify(taken.template)} of ${taken.action} can also produce: choose another key`, '$.effectKey');
+      }
+      exec.effectKey = stored;
     } else {
-      exec.effectKey = request.effectKey ?? null;
+      exec.effectKey = null;
     }
 
+    // Only an action the policy sends to a human can ask for a new request (authority can only
+    // deny), so every other proposal skips the count and its lock.
+    if (maxPending === null || request.approvalId !== null || control.policy.evaluate(action.name, action.canonicalArguments).decision !== 'approve') {
+      return propose(action, exec);
+    }
+    const credential = JSON.stringify([action.principal.agent, action.principal.user]);
+    // The check runs one at a time, and a proposal that passed it holds a slot until it is
+    // answered, so parallel requests from one credential cannot all pass before any is written.
+    const refused = await pendingCheck.run(async () => {
+      const pending = (await store.countPendingApprovals(action.principal)) + (inFlight.get(credential) ?? 0);
+      // At the limit, ask the kernel (no writes) whether this action would need another request.
+      if (pending >= maxPending && (await control.evaluate(action)).decision === 'approve') return pending;
+      inFlight.set(credential, (inFlight.get(credential) ?? 0) + 1);
+      return null;
+    });
+    if (refused !== null) {
+      const who = `${action.principal.agent}${action.principal.user === null ? '' : ` (user ${action.principal.user})`}`;
+      return errorResponse(429, 'ERR_TOO_MANY_PENDING_APPROVALS', `${who} already has ${refused} approval request${refused === 1 ? '' : 's'} waiting or under way, the most this server takes (maxPendingApprovals ${maxPending}): wait until an operator answers them or they expire`, {
+        limit: maxPending,
+        pending: refused,
+      });
+    }
+    try {
+      return await propose(action, exec);
+    } finally {
+      const left = (inFlight.get(credential) ?? 1) - 1;
+      if (left === 0) inFlight.delete(credential);
+      else inFlight.set(credential, left);
+    }
+  });
+
+  /** Runs `action` through the control path and answers with its outcome. */
+  const propose = async (action: Action, exec: ExecuteOptions): Promise<Response> => {
     const fn = executorFor(executors, action.name);
     // Which side of the executor call an error came from decides 422 / 502 / the kernel's status.
     const call: { phase: 'not_called' | 'threw' | 'returned'; thrown: unknown; effectKey: string | null } = { phase: 'not_called', thrown: undefined, effectKey: null };
@@ -364,15 +419,22 @@ export function createApp(options: AppOptions): App {
       }
       return responseForError(err, phase === 'threw' ? { ...ids, effectKey } : ids);
     }
-  });
+  };
 
   app.get('/v1/approvals', operator('list approvals'), async (c) => {
     const status = c.req.query('status');
     if (status !== undefined && !APPROVAL_STATUSES.includes(status as ApprovalStatus)) {
       throw badRequest(`status must be one of ${APPROVAL_STATUSES.join(', ')}`, 'query.status');
     }
-    const records = await store.listApprovals(status as ApprovalStatus | undefined);
-    return jsonResponse(200, { approvals: records.map(approvalJson) });
+    const pageSize = queryInteger(c, 'limit', DEFAULT_PAGE, 1, MAX_PAGE);
+    const cursor = c.req.query('after');
+    const after = cursor === undefined || cursor === '' ? null : decodeApprovalCursor(cursor);
+    if (after === null && cursor !== undefined && cursor !== '') throw badRequest('after must be the next cursor of a previous page', 'query.after');
+    const records = await store.approvalsPage({ status: status as ApprovalStatus | undefined, after, limit: pageSize + 1 });
+    const page = records.slice(0, pageSize);
+    const last = page.at(-1);
+    const next = records.length > pageSize && last !== undefined ? encodeApprovalCursor({ createdAt: last.request.createdAt, requestId: last.request.requestId }) : null;
+    return jsonResponse(200, { approvals: page.map(approvalJson), next });
   });
 
   const answer = (verb: 'grant' | 'deny') =>
@@ -419,24 +481,37 @@ export function createApp(options: AppOptions): App {
   });
 
   app.get('/v1/receipts/verify', operator('verify receipts'), async () => {
-    const [rows, head] = await Promise.all([store.receipts(), store.chainHead()]);
-    return jsonResponse(200, verifyChain(rows, head) as unknown as Record<string, unknown>);
+    verifying ??= (async () => {
+      try {
+        const [rows, head] = await Promise.all([store.receipts(), store.chainHead()]);
+        return verifyChain(rows, head);
+      } finally {
+        verifying = null;
+      }
+    })();
+    return jsonResponse(200, (await verifying) as unknown as Record<string, unknown>);
   });
 
   app.get('/v1/receipts', operator('read receipts'), async (c) => {
     const after = queryInteger(c, 'after', 0, 0, Number.MAX_SAFE_INTEGER);
     const pageSize = queryInteger(c, 'limit', DEFAULT_PAGE, 1, MAX_PAGE);
-    const rows = (await store.receipts()).filter((r) => r.seq !== null && r.seq > after);
+    const rows = await store.receiptsAfter(after, pageSize + 1);
     const page = rows.slice(0, pageSize);
-    const next = rows.length > pageSize ? page.at(-1)!.seq : null;
-    return jsonResponse(200, { receipts: page.map(receiptJson), next });
+    const body: Record<string, unknown> = { receipts: page.map(receiptView), next: null };
+    if (rows.length > pageSize) {
+      // The cursor is a seq column; a damaged row's seq (not an integer) cannot be one.
+      const seqs = page.map((r) => r.seq as unknown).filter((s): s is number => typeof s === 'number' && Number.isSafeInteger(s) && s > after);
+      if (seqs.length > 0) body['next'] = Math.max(...seqs);
+      else body['breaks'] = [{ name: 'content_altered', seq: null, detail: `the listing cannot go past seq ${after}: the rows after it have no integer seq (GET /v1/receipts/verify names them all)` }];
+    }
+    return jsonResponse(200, body);
   });
 
   app.get('/v1/receipts/:id', operator('read receipts'), async (c) => {
     const id = c.req.param('id');
-    const row = (await store.receipts()).find((r) => r.receipt_id === id);
-    if (row === undefined) throw notFound(`no receipt ${id}`);
-    return jsonResponse(200, receiptJson(row));
+    const row = await store.getReceipt(id);
+    if (row === null) throw notFound(`no receipt ${id}`);
+    return jsonResponse(200, receiptView(row));
   });
 
   app.post('/v1/try-it/step', as(['agent', 'operator'], 'use the playground'), async (c) => {

@@ -132,7 +132,8 @@ export function generateToken(): string {
 export function identityProviderAuth(provider: IdentityProvider, options: { environment: string }): Authenticator {
   if (!provider || typeof provider.resolve !== 'function') throw new InvalidArgument('identityProviderAuth needs an IdentityProvider');
   return async (request) => {
-    const headers: Record<string, string> = {};
+    // Prototype-free: a header named __proto__ stays a header, and an absent one reads undefined.
+    const headers = Object.create(null) as Record<string, string>;
     request.headers.forEach((value, name) => {
       headers[name.toLowerCase()] = value;
     });

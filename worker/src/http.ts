@@ -10,6 +10,7 @@ import { InvalidArgument, isKernelError, orderedJson, parseJson, type ErrorCode,
 /** Codes the worker adds for refusals the kernel has no class for (HTTP-level ones). */
 export type WorkerErrorCode =
   | 'ERR_FORBIDDEN'
+  | 'ERR_TOO_MANY_PENDING_APPROVALS'
   | 'ERR_NOT_FOUND'
   | 'ERR_PAYLOAD_TOO_LARGE'
   | 'ERR_UNSUPPORTED_MEDIA_TYPE'
@@ -38,11 +39,15 @@ export function jsonResponse(status: number, body: JsonValue | Record<string, un
   return new Response(orderedJson(dropUndefined(body)), { status, headers: { 'content-type': 'application/json; charset=utf-8', ...headers } });
 }
 
-/** Response bodies are built from optional fields; `undefined` ones are left out, as JSON.stringify would. */
+/**
+ * Response bodies are built from optional fields; `undefined` ones are left out, as
+ * JSON.stringify would. The copy is prototype-free: `out['__proto__'] = …` on a `{}` would set
+ * the prototype and hide a hashed argument of that name from the human reading the view.
+ */
 function dropUndefined(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(dropUndefined);
   if (typeof value === 'object' && value !== null) {
-    const out: Record<string, unknown> = {};
+    const out = Object.create(null) as Record<string, unknown>;
     for (const [k, v] of Object.entries(value)) if (v !== undefined) out[k] = dropUndefined(v);
     return out;
   }
@@ -87,7 +92,7 @@ export function statusForCode(code: string): number {
 
 /** The fields of a kernel error worth showing a client, besides its code and message. */
 function kernelDetails(err: Error): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
+  const out = Object.create(null) as Record<string, unknown>;
   for (const k of ['reason', 'requestId', 'approvalId', 'effectKey', 'state', 'actionId', 'grantId', 'delegationId'] as const) {
     const v = (err as unknown as Record<string, unknown>)[k];
     if (typeof v === 'string') out[k] = v;
@@ -154,16 +159,20 @@ async function readLimited(request: Request, limit: number): Promise<Uint8Array>
 
 /**
  * Reads the request's JSON body: 415 unless it is `application/json` (UTF-8), 413 beyond
- * `limit` bytes, 400 for invalid UTF-8 or JSON (with the JSON path where the parser stopped,
+ * `limit` bytes, 400 for a leading byte order mark, invalid UTF-8 or JSON (with the JSON path where the parser stopped,
  * e.g. `$.arguments.amount` for a float). Parsed by the kernel's strict `parseJson`: floats
  * are refused, integers beyond 2^53 − 1 become `bigint`, duplicate keys are refused.
  */
 export async function readJsonBody(request: Request, limit: number): Promise<JsonValue> {
   checkContentType(request);
   const bytes = await readLimited(request, limit);
+  // TextDecoder would drop a leading BOM silently; JSON text has none (RFC 8259 §8.1).
+  if (bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf) {
+    throw new HttpError(400, 'ERR_INVALID_ARGUMENT', 'the request body starts with a UTF-8 byte order mark (BOM, EF BB BF): send JSON text without it', { path: '$' });
+  }
   let text: string;
   try {
-    text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+    text = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(bytes);
   } catch {
     throw new HttpError(400, 'ERR_INVALID_ARGUMENT', 'the request body is not valid UTF-8');
   }

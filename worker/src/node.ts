@@ -3,13 +3,18 @@
  * sql.js store unless `DATABASE_URL` names a server store; tokens from the environment,
  * generated and printed when absent. `PORT` (default 8787) and `HOST` (default 127.0.0.1).
  *
+ * Slow clients: a request whose headers have not all arrived within `CTRLRUN_HEADERS_TIMEOUT_MS`
+ * (default 10 000), or whose headers and body have not all arrived within
+ * `CTRLRUN_REQUEST_TIMEOUT_MS` (default 30 000), is answered 408 by Node's HTTP server and its
+ * connection closed, so a client trickling bytes cannot hold a connection for minutes.
+ *
  * @module
  */
 import process from 'node:process';
 import { pathToFileURL } from 'node:url';
 import type { AddressInfo } from 'node:net';
 import { serve } from '@hono/node-server';
-import type { StateStore } from '@ctrlrun/kernel';
+import { InvalidArgument, type StateStore } from '@ctrlrun/kernel';
 import { createSqlJsStore } from '@ctrlrun/store-sqljs';
 import { configFromEnv, startupBanner, type WorkerEnv } from './config.js';
 import { createDemoApp } from './demo.js';
@@ -24,17 +29,65 @@ export interface NodeWorker {
   close(): Promise<void>;
 }
 
+/** How long a client may take to send a request (Node's `headersTimeout` / `requestTimeout`). */
+export interface NodeTimeouts {
+  /** Until every header has arrived, in ms (default 10 000; env `CTRLRUN_HEADERS_TIMEOUT_MS`). */
+  headersMs?: number;
+  /** Until the whole request, headers and body, has arrived, in ms (default 30 000; env `CTRLRUN_REQUEST_TIMEOUT_MS`). */
+  requestMs?: number;
+}
+
+/** The defaults of {@link NodeTimeouts}. */
+export const DEFAULT_NODE_TIMEOUTS = Object.freeze({ headersMs: 10_000, requestMs: 30_000 });
+
+function timeoutMs(given: number | undefined, env: WorkerEnv, variable: string, fallback: number): number {
+  let value: unknown = given;
+  let what = variable;
+  if (value === undefined) {
+    const raw = env[variable];
+    if (raw === undefined || raw === null || raw === '') return fallback;
+    value = typeof raw === 'string' && /^\d{1,9}$/.test(raw.trim()) ? Number(raw.trim()) : raw;
+  } else {
+    what = variable === 'CTRLRUN_HEADERS_TIMEOUT_MS' ? 'timeouts.headersMs' : 'timeouts.requestMs';
+  }
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1 || value > 3_600_000) {
+    throw new InvalidArgument(`${what} must be a whole number of milliseconds from 1 to 3600000, not ${JSON.stringify(String(value))}`);
+  }
+  return value;
+}
+
+/** The timeouts `startNodeWorker` applies: options first, then the environment, then the defaults. */
+export function nodeTimeouts(env: WorkerEnv, given: NodeTimeouts = {}): Required<NodeTimeouts> {
+  const headersMs = timeoutMs(given.headersMs, env, 'CTRLRUN_HEADERS_TIMEOUT_MS', DEFAULT_NODE_TIMEOUTS.headersMs);
+  const requestMs = timeoutMs(given.requestMs, env, 'CTRLRUN_REQUEST_TIMEOUT_MS', DEFAULT_NODE_TIMEOUTS.requestMs);
+  if (headersMs > requestMs) throw new InvalidArgument(`the headers timeout (${headersMs} ms) cannot exceed the request timeout (${requestMs} ms), which includes it`);
+  return { headersMs, requestMs };
+}
+
 /** Starts the worker on Node; `port: 0` picks a free port. */
-export async function startNodeWorker(options: { env?: WorkerEnv; port?: number; hostname?: string; print?: (text: string) => void } = {}): Promise<NodeWorker> {
+export async function startNodeWorker(
+  options: { env?: WorkerEnv; port?: number; hostname?: string; print?: (text: string) => void; timeouts?: NodeTimeouts } = {},
+): Promise<NodeWorker> {
   const env = options.env ?? process.env;
   const config = configFromEnv(env, { generate: true });
+  const timeouts = nodeTimeouts(env, options.timeouts);
   const store = config.databaseUrl ? await openServerStore(config.databaseUrl) : await createSqlJsStore();
   const tryItStore = config.demo ? await createSqlJsStore() : null;
   const { app } = createDemoApp({ store, tryItStore, auth: config.auth, cors: config.cors });
   const hostname = options.hostname ?? (typeof env['HOST'] === 'string' && env['HOST'] !== '' ? env['HOST'] : '127.0.0.1');
   const port = options.port ?? Number(env['PORT'] ?? 8787);
   if (!Number.isSafeInteger(port) || port < 0 || port > 65535) throw new Error(`PORT must be a port number, not ${String(env['PORT'])}`);
-  const server = serve({ fetch: app.fetch, port, hostname });
+  const server = serve({
+    fetch: app.fetch,
+    port,
+    hostname,
+    serverOptions: {
+      headersTimeout: timeouts.headersMs,
+      requestTimeout: timeouts.requestMs,
+      // Node checks the two timeouts only this often (its default, 30 s, would stretch them).
+      connectionsCheckingInterval: Math.max(10, Math.min(1000, Math.floor(timeouts.headersMs / 4))),
+    },
+  });
   await new Promise<void>((resolve, reject) => {
     server.once('listening', resolve);
     server.once('error', reject);

@@ -222,7 +222,8 @@ export function resultToJson(result: unknown): string {
       if (v instanceof Date) return Number.isNaN(v.getTime()) ? String(v) : v.toISOString();
       const proto = Object.getPrototypeOf(v);
       if (proto === Object.prototype || proto === null) {
-        const o: Record<string, unknown> = {};
+        // Prototype-free, so `o['__proto__'] = …` stays an own key.
+        const o = Object.create(null) as Record<string, unknown>;
         for (const k of Object.keys(v)) o[k] = conv((v as Record<string, unknown>)[k]);
         return o;
       }

@@ -161,6 +161,13 @@ function build(schema: string): SqlDialect {
       setChainHash: `UPDATE ${t('receipt_chain')} SET hash = $1 WHERE id = 1`,
       selectChainHead: `SELECT seq, hash FROM ${t('receipt_chain')} WHERE id = 1`,
       listReceipts: `SELECT ${RECEIPT_COLUMNS} FROM ${t('receipts')} ORDER BY seq NULLS FIRST, ts, receipt_id`,
+      receiptsAfter: `SELECT ${RECEIPT_COLUMNS} FROM ${t('receipts')} WHERE seq > $1 ORDER BY seq LIMIT $2`,
+      receiptById: `SELECT ${RECEIPT_COLUMNS} FROM ${t('receipts')} WHERE receipt_id = $1`,
+      approvalsPage: `SELECT ${APPROVAL_COLUMNS} FROM ${t('approvals')} WHERE (COALESCE(created_at, ''), approval_id) > ($1::text, $2::text) ORDER BY COALESCE(created_at, ''), approval_id LIMIT $3`,
+      approvalsPageInStatus: `SELECT ${APPROVAL_COLUMNS} FROM ${t('approvals')} WHERE status = $1 AND (COALESCE(created_at, ''), approval_id) > ($2::text, $3::text) ORDER BY COALESCE(created_at, ''), approval_id LIMIT $4`,
+      // Stored timestamps compare as text in the "C" order (fixed format, UTC).
+      countPendingFor: `SELECT COUNT(*) AS n FROM ${t('approvals')} WHERE status = 'pending' AND expires_at COLLATE "C" > $1::text
+  AND (action_json::jsonb #>> '{principal,agent}') = $2::text AND (action_json::jsonb #>> '{principal,user}') IS NOT DISTINCT FROM $3::text`,
 
       // A plain INSERT, never an upsert: a second act under one id is a unique violation, refused.
       insertDelegation: `INSERT INTO ${t('delegations')}(${DELEGATION_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,

@@ -154,6 +154,23 @@ export interface DialectSql {
   readonly selectChainHead: string;
   /** Every receipt row by `seq`, null `seq` first. */
   readonly listReceipts: string;
+  /** Params: seq, limit. Rows with `seq` greater, by `seq` (unique: walked on its index), at most `limit`. */
+  readonly receiptsAfter: string;
+  /** Params: receipt_id. Every receipt column. */
+  readonly receiptById: string;
+  /**
+   * Params: created_at, approval_id, limit. Approvals after that position in
+   * `(COALESCE(created_at, ''), approval_id)` order, in that order, at most `limit`.
+   */
+  readonly approvalsPage: string;
+  /** Params: status, created_at, approval_id, limit. As {@link approvalsPage}, only `status`. */
+  readonly approvalsPageInStatus: string;
+  /**
+   * Params: now (a stored timestamp), agent, user (or null). `{ n }`: pending requests not yet
+   * expired whose `action_json` principal is that agent and user (a row whose JSON cannot be read
+   * is not counted).
+   */
+  readonly countPendingFor: string;
 
   /**
    * A plain INSERT, never an upsert. Params: delegation_id, parent_id, depth, grant_json,
@@ -409,10 +426,41 @@ function storedText(s: string): string {
 }
 
 /** An integer column value as a `number`. */
+/**
+ * A chain position read for verification: a safe integer, or `NaN` when the column holds anything
+ * else (SQLite keeps a string or a fraction in an INTEGER column). Never throws, so that a
+ * malformed row reaches {@link verifyChain}, which names it, instead of failing the whole read.
+ */
+function chainPosition(v: SqlValue): number {
+  if (typeof v === 'number' && Number.isSafeInteger(v)) return v;
+  if (typeof v === 'bigint' && v >= BigInt(Number.MIN_SAFE_INTEGER) && v <= BigInt(Number.MAX_SAFE_INTEGER)) return Number(v);
+  return Number.NaN;
+}
+
 function int(v: SqlValue | undefined, what: string): number {
   if (typeof v === 'number' && Number.isSafeInteger(v)) return v;
   if (typeof v === 'bigint' && v >= BigInt(Number.MIN_SAFE_INTEGER) && v <= BigInt(Number.MAX_SAFE_INTEGER)) return Number(v);
   throw new StoreError(`[kernel] column ${what} holds ${String(v)}, not a safe integer`);
+}
+
+function receiptFromRow(r: ReceiptSqlRow): ReceiptRow {
+  return {
+    receipt_id: r.receipt_id,
+    action_id: r.action_id ?? null,
+    effect_key: r.effect_key ?? null,
+    result: r.result ?? null,
+    json: r.json ?? null,
+    ts: r.ts ?? null,
+    seq: r.seq === null || r.seq === undefined ? null : chainPosition(r.seq),
+    prev_hash: r.prev_hash ?? null,
+    hash: r.hash ?? null,
+  };
+}
+
+/** A page bound: a non-negative position and a limit of 1 to 10 000 rows. */
+function checkPage(after: number, limit: number): void {
+  if (typeof after !== 'number' || !Number.isSafeInteger(after) || after < 0) throw new InvalidArgument(`after must be a non-negative integer, got ${String(after)}`);
+  if (typeof limit !== 'number' || !Number.isSafeInteger(limit) || limit < 1 || limit > 10_000) throw new InvalidArgument(`limit must be an integer from 1 to 10000, got ${String(limit)}`);
 }
 
 function effectFromRow(r: EffectRow): EffectRecord {
@@ -1139,19 +1187,52 @@ export class SqlStateStore implements StateStore {
   }
 
   async receipts(): Promise<ReceiptRow[]> {
+    return this.#read(async (ex) => (await this.#query<ReceiptSqlRow>(ex, this.#sql.sql.listReceipts)).rows.map(receiptFromRow));
+  }
+
+  /**
+   * Chained receipt rows with `seq` greater than `after`, by `seq`, at most `limit` (bounded reads
+   * for views). Rows are as stored; a `seq` that is not an integer reads as `NaN`.
+   */
+  async receiptsAfter(after: number, limit: number): Promise<ReceiptRow[]> {
+    checkPage(after, limit);
+    return this.#read(async (ex) => (await this.#query<ReceiptSqlRow>(ex, this.#sql.sql.receiptsAfter, [after, limit])).rows.map(receiptFromRow));
+  }
+
+  /** The receipt row stored under `receiptId` (as stored), or `null`. */
+  async getReceipt(receiptId: string): Promise<ReceiptRow | null> {
+    const row = await this.#read(async (ex) => (await this.#query<ReceiptSqlRow>(ex, this.#sql.sql.receiptById, [nonEmpty(receiptId, 'receiptId')])).rows[0]);
+    return row === undefined ? null : receiptFromRow(row);
+  }
+
+  /**
+   * At most `limit` approvals after `after` (the `createdAt` and `requestId` of the last record
+   * of the previous page; `null` for the first), oldest first, optionally only `status`.
+   */
+  async approvalsPage(options: { status?: ApprovalStatus | undefined; after?: { createdAt: string; requestId: string } | null; limit: number }): Promise<ApprovalRecord[]> {
+    const { status, after = null, limit } = options;
+    if (status !== undefined && !APPROVAL_STATUSES.includes(status)) throw new InvalidArgument(`unknown approval status ${JSON.stringify(status)}`);
+    checkPage(0, limit);
+    if (after !== null && (typeof after !== 'object' || typeof after.createdAt !== 'string' || typeof after.requestId !== 'string')) {
+      throw new InvalidArgument('after must be null or { createdAt, requestId } (strings) of the last record read');
+    }
+    const position: SqlValue[] = after === null ? ['', '', limit] : [after.createdAt, after.requestId, limit];
+    const { sql } = this.#sql;
     return this.#read(async (ex) =>
-      (await this.#query<ReceiptSqlRow>(ex, this.#sql.sql.listReceipts)).rows.map((r) => ({
-        receipt_id: r.receipt_id,
-        action_id: r.action_id ?? null,
-        effect_key: r.effect_key ?? null,
-        result: r.result ?? null,
-        json: r.json ?? null,
-        ts: r.ts ?? null,
-        seq: r.seq === null || r.seq === undefined ? null : int(r.seq, 'receipts.seq'),
-        prev_hash: r.prev_hash ?? null,
-        hash: r.hash ?? null,
-      })),
+      (await (status === undefined ? this.#query<ApprovalRow>(ex, sql.approvalsPage, position) : this.#query<ApprovalRow>(ex, sql.approvalsPageInStatus, [status, ...position]))).rows.map(
+        approvalFromRow,
+      ),
     );
+  }
+
+  /** How many unexpired `pending` requests the principal `{ agent, user }` has. */
+  async countPendingApprovals(principal: { agent: string; user: string | null }): Promise<number> {
+    const agent = nonEmpty(principal?.agent, 'principal.agent');
+    const user = principal.user === null || principal.user === undefined ? null : nonEmpty(principal.user, 'principal.user');
+    return this.#read(async (ex, now) => {
+      const row = (await this.#query<{ n: SqlValue }>(ex, this.#sql.sql.countPendingFor, [storedTime(now()), agent, user])).rows[0];
+      return row === undefined ? 0 : int(row.n, 'count');
+    });
   }
 
   // ---------------------------------------------------------------- delegations

@@ -108,6 +108,14 @@ export const sqliteDialect: SqlDialect = Object.freeze({
     selectChainHead: 'SELECT seq, hash FROM receipt_chain WHERE id = 1',
     // NULL seq (pre-chain rows) sorts first in SQLite.
     listReceipts: `SELECT ${RECEIPT_COLUMNS} FROM receipts ORDER BY seq, rowid`,
+    receiptsAfter: `SELECT ${RECEIPT_COLUMNS} FROM receipts WHERE seq > ? ORDER BY seq LIMIT ?`,
+    receiptById: `SELECT ${RECEIPT_COLUMNS} FROM receipts WHERE receipt_id = ?`,
+    approvalsPage: `SELECT ${APPROVAL_COLUMNS} FROM approvals WHERE (COALESCE(created_at, ''), approval_id) > (?, ?) ORDER BY COALESCE(created_at, ''), approval_id LIMIT ?`,
+    approvalsPageInStatus: `SELECT ${APPROVAL_COLUMNS} FROM approvals WHERE status = ? AND (COALESCE(created_at, ''), approval_id) > (?, ?) ORDER BY COALESCE(created_at, ''), approval_id LIMIT ?`,
+    // CASE, not AND: json_extract raises on text that is not JSON, and AND does not promise an order.
+    countPendingFor: `SELECT COUNT(*) AS n FROM approvals WHERE status = 'pending' AND expires_at > ?
+  AND CASE WHEN json_valid(action_json) THEN json_extract(action_json, '$.principal.agent') END = ?
+  AND CASE WHEN json_valid(action_json) THEN json_extract(action_json, '$.principal.user') END IS ?`,
 
     insertDelegation: `INSERT INTO delegations(${DELEGATION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     selectDelegation: `SELECT ${DELEGATION_COLUMNS} FROM delegations WHERE delegation_id = ?`,

@@ -164,6 +164,23 @@ export interface StateStore {
   /** Every receipt row as stored, by `seq` (null `seq` first). */
   receipts(): Promise<ReceiptRow[]>;
 
+  // Bounded reads for operators' views (each reads at most `limit` rows)
+
+  /**
+   * Chained receipt rows with `seq` greater than `after`, by `seq`, at most `limit` (1–10 000); as
+   * stored, like {@link receipts} (a `seq` column that holds no integer reads as `NaN`).
+   */
+  receiptsAfter(after: number, limit: number): Promise<ReceiptRow[]>;
+  /** The receipt row stored under `receiptId`, as stored, or `null`. */
+  getReceipt(receiptId: string): Promise<ReceiptRow | null>;
+  /**
+   * At most `limit` (1–10 000) approval requests, oldest first (by `createdAt`, then id), after the
+   * record `after` names (the `createdAt` and `requestId` of the previous page's last record), optionally only `status`.
+   */
+  approvalsPage(options: { status?: ApprovalStatus | undefined; after?: { createdAt: string; requestId: string } | null; limit: number }): Promise<ApprovalRecord[]>;
+  /** How many `pending`, unexpired requests were made by the principal `{ agent, user }`. */
+  countPendingApprovals(principal: { agent: string; user: string | null }): Promise<number>;
+
   // Delegations
 
   /** Inserts a delegation row; never an upsert: an existing id is an `InvalidArgument`. */
