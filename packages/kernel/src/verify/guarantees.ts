@@ -527,12 +527,11 @@ function shiftedExpiry(iso: string | null, deltaMs: number): string | null {
 
 /** The parent's constraints as `Control.delegate` takes them, each operand moved by `op`. */
 function constraintInput(grant: Grant, change: (op: string, operand: JsonValue) => JsonValue): Record<string, JsonValue> {
-  const out: Record<string, JsonValue> = {};
-  for (const key of Object.keys(grant.constraints).sort(compareCodePoints)) {
-    const c = grant.constraints[key]!;
-    out[key] = change(c.op, c.operand);
-  }
-  return out;
+  return Object.fromEntries(
+    Object.keys(grant.constraints)
+      .sort(compareCodePoints)
+      .map((key) => [key, change(grant.constraints[key]!.op, grant.constraints[key]!.operand)]),
+  );
 }
 
 /** Tighter by 1 on every bound (`lt`/`lte` down, `gt`/`gte` up); equality and membership kept. */

@@ -149,13 +149,14 @@ function countMembers(constraints: readonly Constraint[]): number {
 
 /** Arguments meeting every constraint, or null. */
 function assign(constraints: ReadonlyMap<string, Constraint[]>): JsonObject | null {
-  const out: JsonObject = {};
+  const out: [string, JsonValue][] = [];
   for (const subject of [...constraints.keys()].sort(compareCodePoints)) {
     const v = solve(constraints.get(subject)!);
     if (v === undefined) return null;
-    out[subject] = v;
+    out.push([subject, v]);
   }
-  return out;
+  // Entries, not `out[subject] = v`: an argument named `__proto__` stays an argument.
+  return Object.fromEntries(out);
 }
 
 /** Placeholders of the entry's templates that no condition sets (`{resource}` of an effect is the action's resource). */
@@ -170,9 +171,8 @@ export function templateOnlyPlaceholders(action: ActionView): string[] {
 
 /** Adds `ctrlrun-verify-<name>` for every template placeholder the conditions left unset. */
 function withPlaceholders(action: ActionView, args: JsonObject): JsonObject {
-  const out: JsonObject = { ...args };
-  for (const p of templateOnlyPlaceholders(action)) if (!Object.prototype.hasOwnProperty.call(out, p)) out[p] = `ctrlrun-verify-${p}`;
-  return out;
+  const added = templateOnlyPlaceholders(action).filter((p) => !Object.prototype.hasOwnProperty.call(args, p));
+  return Object.fromEntries([...Object.entries(args), ...added.map((p): [string, JsonValue] => [p, `ctrlrun-verify-${p}`])]);
 }
 
 /** The fixed-order negation choices: one condition index per earlier rule, first varying fastest last. */
