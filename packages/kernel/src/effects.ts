@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { isWellFormedString, orderedJson, parseJson, type JsonObject, type JsonValue } from './canonical.js';
+import { isWellFormedString, MAX_INTEGER_DIGITS, orderedJson, parseJson, type JsonObject, type JsonValue } from './canonical.js';
 import { AmbiguousEffect, DuplicateEffect, InvalidArgument } from './errors.js';
 import type { EffectRecord, EffectState, Reservation } from './model.js';
 import { parseTime, storedTime } from './time.js';
@@ -209,7 +209,8 @@ export function sameSecret(a: string, b: string): boolean {
  * Renders an executor's result for `result_json`: plain JSON, big integers written as their
  * digits, every object key kept as data (`__proto__` included) and every string exactly as given
  * (no tag inside a string can turn it into something else). Never throws: values JSON cannot
- * encode become their string rendering (a `Date` its ISO time, ±Infinity/NaN their names, a
+ * encode become their string rendering (a `Date` its ISO time, ±Infinity/NaN their names, an
+ * integer of more than {@link MAX_INTEGER_DIGITS} digits its digit string, a
  * cycle `"[Circular]"`, `undefined` null), a lone surrogate becomes U+FFFD (it has no UTF-8
  * form), and if rendering still fails the whole result is `{"repr": <string>}`.
  * {@link resultFromJson} reads it back.
@@ -218,7 +219,9 @@ export function resultToJson(result: unknown): string {
   const seen = new WeakSet<object>();
   const text = (s: string): string => (isWellFormedString(s) ? s : s.replace(LONE_SURROGATES, '\uFFFD'));
   const conv = (v: unknown): JsonValue => {
-    if (v === null || typeof v === 'boolean' || typeof v === 'bigint') return v;
+    if (v === null || typeof v === 'boolean') return v;
+    // Beyond the digits a reader accepts, an integer is kept as its digit string, still readable.
+    if (typeof v === 'bigint') return (v < 0n ? -v : v).toString().length > MAX_INTEGER_DIGITS ? v.toString() : v;
     if (typeof v === 'string') return text(v);
     if (typeof v === 'number') {
       if (!Number.isFinite(v)) return String(v);

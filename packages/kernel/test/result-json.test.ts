@@ -96,6 +96,11 @@ describe('stored executor results (result_json)', () => {
     );
   });
 
+  it('an integer beyond the 400 digits a reader accepts is stored as its digit string, still readable', () => {
+    const huge = 10n ** 400n;
+    expect(resultFromJson(resultToJson({ n: huge, m: 10n ** 399n }))).toEqual({ n: huge.toString(), m: 10n ** 399n });
+  });
+
   it('no stored result: null', () => {
     expect(resultFromJson(null)).toBeNull();
     expect(resultToJson(undefined)).toBe('null');
