@@ -407,6 +407,17 @@ function storedText(s: string): string {
 }
 
 /** An integer column value as a `number`. */
+/**
+ * A chain position read for verification: a safe integer, or `NaN` when the column holds anything
+ * else (SQLite keeps a string or a fraction in an INTEGER column). Never throws, so that a
+ * malformed row reaches {@link verifyChain}, which names it, instead of failing the whole read.
+ */
+function chainPosition(v: SqlValue): number {
+  if (typeof v === 'number' && Number.isSafeInteger(v)) return v;
+  if (typeof v === 'bigint' && v >= BigInt(Number.MIN_SAFE_INTEGER) && v <= BigInt(Number.MAX_SAFE_INTEGER)) return Number(v);
+  return Number.NaN;
+}
+
 function int(v: SqlValue | undefined, what: string): number {
   if (typeof v === 'number' && Number.isSafeInteger(v)) return v;
   if (typeof v === 'bigint' && v >= BigInt(Number.MIN_SAFE_INTEGER) && v <= BigInt(Number.MAX_SAFE_INTEGER)) return Number(v);
@@ -1112,7 +1123,7 @@ export class SqlStateStore implements StateStore {
   async chainHead(): Promise<ChainHead | null> {
     return this.#read(async (ex) => {
       const row = (await this.#query<{ seq: SqlValue; hash: string }>(ex, this.#sql.sql.selectChainHead)).rows[0];
-      return row ? { seq: int(row.seq, 'receipt_chain.seq'), hash: String(row.hash) } : null;
+      return row ? { seq: chainPosition(row.seq), hash: String(row.hash) } : null;
     });
   }
 
@@ -1129,7 +1140,7 @@ export class SqlStateStore implements StateStore {
         result: r.result ?? null,
         json: r.json ?? null,
         ts: r.ts ?? null,
-        seq: r.seq === null || r.seq === undefined ? null : int(r.seq, 'receipts.seq'),
+        seq: r.seq === null || r.seq === undefined ? null : chainPosition(r.seq),
         prev_hash: r.prev_hash ?? null,
         hash: r.hash ?? null,
       })),
