@@ -105,7 +105,7 @@ function position(v: unknown): number | null | undefined {
 /** Reads one row without trusting its shape: a row that cannot be read has no usable `seq`. */
 function entry(row: unknown): Entry {
   try {
-    if (typeof row !== 'object' || row === null) return { seq: undefined, rawSeq: row, json: undefined, hash: undefined };
+    if (typeof row !== 'object' || row === null) return { seq: undefined, rawSeq: row, json: undefined, hash: undefined, columns: {} };
     const r = row as Record<string, unknown>;
     const rawSeq = r['seq'];
     const columns: Partial<Record<DuplicatedColumn, unknown>> = Object.create(null) as Partial<Record<DuplicatedColumn, unknown>>;
