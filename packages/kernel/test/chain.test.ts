@@ -739,4 +739,19 @@ describe('receiptView: what a view shows comes from the stored document', () => 
     }
     expect(() => receiptView(null as unknown as ReceiptRow)).not.toThrow();
   });
+
+  it('property: any row whatsoever gives a view, never a throw, with string-or-null fields', () => {
+    const row = fc.record(
+      { receipt_id: fc.anything(), result: fc.anything(), effect_key: fc.anything(), seq: fc.anything(), hash: fc.anything(), json: fc.oneof(fc.json(), fc.string(), fc.anything()) },
+      { requiredKeys: [] },
+    );
+    fc.assert(
+      fc.property(fc.oneof(row, fc.anything()), (r) => {
+        const v = receiptView(r as ReceiptRow);
+        for (const k of ['receipt_id', 'action_id', 'effect_key', 'result', 'ts', 'prev_hash', 'hash'] as const) expect(v[k] === null || typeof v[k] === 'string').toBe(true);
+        expect(v.seq === null || Number.isSafeInteger(v.seq)).toBe(true);
+      }),
+      { numRuns: 300 },
+    );
+  });
 });
