@@ -82,11 +82,17 @@ interface Entry {
 /** Stands in for the hash of a row that could not be hashed: no JSON value equals it, so nothing links to it. */
 const UNHASHABLE: unique symbol = Symbol('unhashable');
 
+/** A value for a break's detail; never throws (a revoked Proxy, a function whose toString throws). */
 function describe(v: unknown): string {
   if (typeof v === 'string') return JSON.stringify(v.length > 80 ? `${v.slice(0, 80)}…` : v);
   if (typeof v === 'bigint') return `${v}n`;
+  if (typeof v === 'function') return 'a function';
   if (v === null || typeof v !== 'object') return String(v);
-  return Array.isArray(v) ? 'an array' : 'an object';
+  try {
+    return Array.isArray(v) ? 'an array' : 'an object';
+  } catch {
+    return 'an object';
+  }
 }
 
 function message(e: unknown): string {

@@ -756,3 +756,21 @@ describe('receiptView: what a view shows comes from the stored document', () => 
     );
   });
 });
+
+describe('verifyChain and receiptView on hostile column values', () => {
+  it('a revoked Proxy or a function with a throwing toString in a column is a break, never a throw', () => {
+    const { rows, head } = chainOf(2);
+    const { proxy, revoke } = Proxy.revocable({}, {});
+    revoke();
+    const fn = Object.assign(() => 0, { toString: () => { throw new Error('no'); } });
+    for (const value of [proxy, fn]) {
+      for (const column of ['result', 'effect_key', 'hash', 'seq'] as const) {
+        const mangled = [rows[0], { ...rows[1], [column]: value }] as unknown as ReceiptRow[];
+        let r: ChainReport | undefined;
+        expect(() => (r = verifyChain(mangled, head)), column).not.toThrow();
+        expect(r?.ok, column).toBe(false);
+        expect(() => receiptView(mangled[1] as ReceiptRow), column).not.toThrow();
+      }
+    }
+  });
+});
