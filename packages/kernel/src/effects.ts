@@ -216,7 +216,8 @@ export function sameSecret(a: string, b: string): boolean {
  * {@link resultFromJson} reads it back.
  */
 export function resultToJson(result: unknown): string {
-  const seen = new WeakSet<object>();
+  // The objects being rendered above this one: a cycle, not a value seen twice (a shared value is data).
+  const open = new WeakSet<object>();
   const text = (s: string): string => (isWellFormedString(s) ? s : s.replace(LONE_SURROGATES, '\uFFFD'));
   const conv = (v: unknown): JsonValue => {
     if (v === null || typeof v === 'boolean') return v;
@@ -230,18 +231,20 @@ export function resultToJson(result: unknown): string {
     }
     if (typeof v === 'undefined') return null;
     if (typeof v === 'object') {
-      if (seen.has(v)) return '[Circular]';
-      seen.add(v);
-      if (Array.isArray(v)) return Array.from(v, conv);
+      if (open.has(v)) return '[Circular]';
       if (v instanceof Date) return Number.isNaN(v.getTime()) ? String(v) : v.toISOString();
       const proto = Object.getPrototypeOf(v);
-      if (proto === Object.prototype || proto === null) {
+      if (!Array.isArray(v) && proto !== Object.prototype && proto !== null) return text(String(v));
+      open.add(v);
+      try {
+        if (Array.isArray(v)) return Array.from(v, conv);
         // A prototype-free copy: `o['__proto__'] = …` stays an own key, so no key is dropped.
         const o = Object.create(null) as JsonObject;
         for (const k of Object.keys(v)) o[text(k)] = conv((v as Record<string, unknown>)[k]);
         return o;
+      } finally {
+        open.delete(v);
       }
-      return text(String(v));
     }
     return text(String(v));
   };

@@ -101,6 +101,12 @@ describe('stored executor results (result_json)', () => {
     expect(resultFromJson(resultToJson({ n: huge, m: 10n ** 399n }))).toEqual({ n: huge.toString(), m: 10n ** 399n });
   });
 
+  it('a value shared by two keys is data both times; only a cycle is cut', () => {
+    const address = { city: 'Lyon' };
+    const list = [1, 2];
+    expect(resultFromJson(resultToJson({ from: address, to: address, a: list, b: [list, list] }))).toEqual({ from: address, to: address, a: list, b: [list, list] });
+  });
+
   it('no stored result: null', () => {
     expect(resultFromJson(null)).toBeNull();
     expect(resultToJson(undefined)).toBe('null');
