@@ -91,9 +91,10 @@ const DECIMAL_INTEGER = /^(?:0|-?[1-9][0-9]*)$/;
 
 /**
  * One placeholder's text: a non-empty string verbatim, or an integer (not a boolean) in decimal.
- * With `distinct` (an argument, not the action's own resource), a string that is an integer's decimal form is
- * refused: `777` and `"777"` are two actions, and one key for both would make either one the
- * other's duplicate. The integer keeps the original's rendering; the string has to say more.
+ * With `distinct` (an argument, not the action's own resource), a string that is an integer's
+ * decimal form is refused: `777` and `"777"` are two actions, and one key for both would make
+ * either one the other's duplicate. The integer keeps the original's rendering; the string has
+ * to say more.
  */
 function rendered(template: Template, name: string, value: unknown, Err: ErrorClass, distinct: boolean): string {
   if (typeof value === 'string') {

@@ -406,7 +406,6 @@ function storedText(s: string): string {
   return s.replace(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g, (c) => `\\u${c.charCodeAt(0).toString(16)}`);
 }
 
-/** An integer column value as a `number`. */
 /**
  * A chain position read for verification: a safe integer, or `NaN` when the column holds anything
  * else (SQLite keeps a string or a fraction in an INTEGER column). Never throws, so that a
@@ -418,6 +417,7 @@ function chainPosition(v: SqlValue): number {
   return Number.NaN;
 }
 
+/** An integer column value as a `number`. */
 function int(v: SqlValue | undefined, what: string): number {
   if (typeof v === 'number' && Number.isSafeInteger(v)) return v;
   if (typeof v === 'bigint' && v >= BigInt(Number.MIN_SAFE_INTEGER) && v <= BigInt(Number.MAX_SAFE_INTEGER)) return Number(v);
