@@ -72,6 +72,22 @@ describe('ctrlrun verify', () => {
     }
   });
 
+  it('effect keys naming {resource} or constant: a full report, G4 raced by real processes (never exit 3, never a false G4 failure)', async () => {
+    const policies: [string, string, string][] = [
+      ['resource: "payment:{payment_id}"\n    effect: "refund:{resource}"', 'PASS', '7/7 declared guarantees pass. 4 not applicable: G1, G2, G8, G9.'],
+      ['effect: "deploy:prod"', 'PASS', '7/7 declared guarantees pass. 4 not applicable: G1, G2, G8, G9.'],
+      ['effect: "refund:{resource}"', 'N/A', '6/6 declared guarantees pass. 5 not applicable: G1, G2, G4, G8, G9.'],
+    ];
+    for (const [entry, g4, summary] of policies) {
+      const dir = tempDir();
+      writeFileSync(join(dir, 'ctrlrun.yaml'), `schema: ctrlrun.policy/v2\nactions:\n  some.action:\n    ${entry}\n    decision: allow\n`);
+      const r = await run(['verify'], { cwd: dir });
+      expect([r.code, r.stderr], entry).toEqual([0, '']);
+      expect(r.stdout, entry).toMatch(new RegExp(`^G4 +one winner under concurrency +${g4} `, 'm'));
+      expect(r.stdout.trimEnd().split('\n').at(-1), entry).toBe(summary);
+    }
+  }, 300_000);
+
   it('a scratch database that cannot be reached is verify going wrong: exit 3', async () => {
     const dir = tempDir();
     writeFileSync(join(dir, 'ctrlrun.yaml'), NO_TEMPLATES);

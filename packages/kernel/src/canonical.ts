@@ -3,7 +3,7 @@
  *
  * JSON with object keys sorted by Unicode code point (recursively), `,`/`:` separators and no
  * whitespace, non-ASCII written raw, only `"`, `\` and U+0000–U+001F escaped, UTF-8. Integers are
- * exact at any magnitude (`bigint` beyond 2^53 − 1); anything else (a fraction, NaN, ±Infinity,
+ * exact at any magnitude up to {@link MAX_INTEGER_DIGITS} digits (`bigint` beyond 2^53 − 1); anything else (a fraction, NaN, ±Infinity,
  * -0, `undefined`, a function, a symbol, a `Date`, a `Map`, a class instance, a lone surrogate) is
  * refused with {@link InvalidArgument} naming the path. Nothing is ever coerced.
  *
@@ -83,9 +83,13 @@ function write(value: unknown, path: string, out: string[]): void {
       if (Object.is(value, -0)) throw new InvalidArgument(`-0 is not an allowed argument value at ${path}: use 0`);
       out.push(String(value));
       return;
-    case 'bigint':
-      out.push(value.toString());
+    case 'bigint': {
+      const digits = value.toString();
+      const n = digits.length - (value < 0n ? 1 : 0);
+      if (n > MAX_INTEGER_DIGITS) throw new InvalidArgument(`integer at ${path} has ${n} digits; the limit is ${MAX_INTEGER_DIGITS}`);
+      out.push(digits);
       return;
+    }
     case 'boolean':
       out.push(value ? 'true' : 'false');
       return;
@@ -157,6 +161,12 @@ export function deepCopy(value: unknown, freeze = false): JsonValue {
   return value as JsonValue;
 }
 
+/**
+ * The most digits an integer may have (sign not counted), in {@link parseJson} and in the
+ * canonical form alike, so that nothing the kernel writes is unreadable to it.
+ */
+export const MAX_INTEGER_DIGITS = 400;
+
 /** Options for {@link parseJson}. */
 export interface ParseJsonOptions {
   /** `'refuse'` (default): a number with `.`, `e` or `E` is an error. `'allow'`: parsed as a `number`. */
@@ -174,6 +184,9 @@ export function parseJson(text: string, options: ParseJsonOptions = {}): JsonVal
   const floats = options.floats ?? 'refuse';
   const what = options.what ?? 'JSON';
   let i = 0;
+  // Where the parser is, as keys and indexes; rendered only for an error.
+  const at: (string | number)[] = [];
+  const pathText = (): string => at.reduce<string>((p, seg) => (typeof seg === 'number' ? `${p}[${seg}]` : keyPath(p, seg)), '$');
   const fail = (msg: string): never => {
     throw new InvalidArgument(`${what} is not valid: ${msg} at offset ${i}`);
   };
@@ -230,11 +243,21 @@ export function parseJson(text: string, options: ParseJsonOptions = {}): JsonVal
     return out;
   };
   const num = (): number | bigint => {
-    const m = /^-?(?:0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?/.exec(text.slice(i, i + 400));
+    // One character past the limit is read, so a longer number is seen, and refused by name
+    // (BigInt never parses an attacker's megabyte of digits; a cut token would blame the next byte).
+    const m = /^-?(?:0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?/.exec(text.slice(i, i + MAX_INTEGER_DIGITS + 2));
     if (!m) return fail('bad number');
     const tok = m[0];
+    const integer = m[1] === undefined && m[2] === undefined;
+    const digits = tok.length - (tok.startsWith('-') ? 1 : 0);
+    if (digits > MAX_INTEGER_DIGITS) {
+      let end = i + tok.length;
+      while (end < text.length && /[0-9.eE+-]/.test(text[end] as string)) end++;
+      const n = end - i - (tok.startsWith('-') ? 1 : 0);
+      fail(`${integer ? `integer at ${pathText()} has ${n} digits` : `number at ${pathText()} is ${n} characters long`}; the limit is ${MAX_INTEGER_DIGITS}`);
+    }
     i += tok.length;
-    if (m[1] !== undefined || m[2] !== undefined) {
+    if (!integer) {
       if (floats === 'refuse') {
         i -= tok.length;
         fail(`float ${tok} is not allowed`);
@@ -268,7 +291,9 @@ export function parseJson(text: string, options: ParseJsonOptions = {}): JsonVal
         ws();
         if (text[i] !== ':') fail("expected ':'");
         i++;
+        at.push(k);
         o[k] = value(depth + 1);
+        at.pop();
         ws();
         if (text[i] === ',') {
           i++;
@@ -290,7 +315,9 @@ export function parseJson(text: string, options: ParseJsonOptions = {}): JsonVal
         return a;
       }
       for (;;) {
+        at.push(a.length);
         a.push(value(depth + 1));
+        at.pop();
         ws();
         if (text[i] === ',') {
           i++;

@@ -1,19 +1,45 @@
 /**
  * Verifying the receipt chain (spec 03 §5.3): a pure walk over receipt rows as stored and the
- * chain head row, reporting each break by one of six names at the `seq` where it was found.
+ * chain head row, reporting each break by one of seven names at the `seq` where it was found.
  *
  * The walk hashes what was stored: each row's `json` is parsed with the strict {@link parseJson}
  * and hashed with {@link hashDocument}, never re-rendered, so documents of any receipt schema
  * (v1–v3) written by the original verify as they were written.
  *
+ * Only the `json` column is hashed; the columns beside it that repeat one of its fields (the
+ * {@link DUPLICATED_COLUMNS}) are compared with that field, so an edited `result` or `effect_key`
+ * column is a `column_mismatch`, and {@link receiptView} gives views those fields as the hashed
+ * document holds them.
+ *
  * @module
  */
-import { parseJson, type JsonValue } from './canonical.js';
+import { isPlainObject, jsonEquals, parseJson, type JsonObject, type JsonValue } from './canonical.js';
 import { GENESIS_HASH, hashDocument } from './hash.js';
 import type { ChainHead, ReceiptRow } from './model.js';
+import { parseTime } from './time.js';
 
-/** The six names a chain break can have. */
-export type ChainBreakName = 'content_altered' | 'hash_missing' | 'link_broken' | 'missing' | 'head_mismatch' | 'unchained';
+/**
+ * The names a chain break can have: the spec's six, and `column_mismatch` (a column that repeats
+ * a field of the hashed document holds something else than that field).
+ */
+export type ChainBreakName = 'content_altered' | 'hash_missing' | 'link_broken' | 'missing' | 'head_mismatch' | 'unchained' | 'column_mismatch';
+
+/**
+ * The `receipts` columns that repeat a field of the stored document, and that field: the
+ * document is what is hashed, so the column must say the same (`ts` is `finished_at`, the same
+ * instant in either timestamp format).
+ */
+export const DUPLICATED_COLUMNS: Readonly<Record<'receipt_id' | 'action_id' | 'effect_key' | 'result' | 'ts' | 'seq' | 'prev_hash', string>> = Object.freeze({
+  receipt_id: 'receipt_id',
+  action_id: 'action_id',
+  effect_key: 'effect_key',
+  result: 'result',
+  ts: 'finished_at',
+  seq: 'seq',
+  prev_hash: 'prev_hash',
+});
+type DuplicatedColumn = keyof typeof DUPLICATED_COLUMNS;
+const DUPLICATED = Object.keys(DUPLICATED_COLUMNS) as DuplicatedColumn[];
 
 /** One break found by {@link verifyChain}. */
 export interface ChainBreak {
@@ -49,16 +75,24 @@ interface Entry {
   readonly rawSeq: unknown;
   readonly json: unknown;
   readonly hash: unknown;
+  /** The duplicated columns the row has (a column the caller left off is not compared). */
+  readonly columns: Partial<Record<DuplicatedColumn, unknown>>;
 }
 
 /** Stands in for the hash of a row that could not be hashed: no JSON value equals it, so nothing links to it. */
 const UNHASHABLE: unique symbol = Symbol('unhashable');
 
+/** A value for a break's detail; never throws (a revoked Proxy, a function whose toString throws). */
 function describe(v: unknown): string {
   if (typeof v === 'string') return JSON.stringify(v.length > 80 ? `${v.slice(0, 80)}…` : v);
   if (typeof v === 'bigint') return `${v}n`;
+  if (typeof v === 'function') return 'a function';
   if (v === null || typeof v !== 'object') return String(v);
-  return Array.isArray(v) ? 'an array' : 'an object';
+  try {
+    return Array.isArray(v) ? 'an array' : 'an object';
+  } catch {
+    return 'an object';
+  }
 }
 
 function message(e: unknown): string {
@@ -77,13 +111,47 @@ function position(v: unknown): number | null | undefined {
 /** Reads one row without trusting its shape: a row that cannot be read has no usable `seq`. */
 function entry(row: unknown): Entry {
   try {
-    if (typeof row !== 'object' || row === null) return { seq: undefined, rawSeq: row, json: undefined, hash: undefined };
+    if (typeof row !== 'object' || row === null) return { seq: undefined, rawSeq: row, json: undefined, hash: undefined, columns: {} };
     const r = row as Record<string, unknown>;
     const rawSeq = r['seq'];
-    return { seq: position(rawSeq), rawSeq, json: r['json'], hash: r['hash'] };
+    const columns: Partial<Record<DuplicatedColumn, unknown>> = Object.create(null) as Partial<Record<DuplicatedColumn, unknown>>;
+    for (const c of DUPLICATED) if (r[c] !== undefined) columns[c] = r[c];
+    return { seq: position(rawSeq), rawSeq, json: r['json'], hash: r['hash'], columns };
   } catch (e) {
-    return { seq: undefined, rawSeq: `an unreadable row (${message(e)})`, json: undefined, hash: undefined };
+    return { seq: undefined, rawSeq: `an unreadable row (${message(e)})`, json: undefined, hash: undefined, columns: {} };
   }
+}
+
+/** Whether a column value says the same as the document's field (absent field = null). */
+function sameAsField(column: DuplicatedColumn, value: unknown, field: JsonValue): boolean {
+  if (column === 'seq') {
+    // The column may come back as a bigint (BIGINT) or a number; the document holds a JSON integer.
+    return (typeof value === 'number' || typeof value === 'bigint') && (typeof field === 'number' || typeof field === 'bigint') ? jsonEquals(value, field) : value === field;
+  }
+  if (column === 'ts' && typeof value === 'string' && typeof field === 'string' && value !== field) {
+    // `ts` = `finished_at`; a store may write it in the column timestamp format (`+00:00`).
+    try {
+      return parseTime(value).getTime() === parseTime(field).getTime();
+    } catch {
+      return false;
+    }
+  }
+  return value === field;
+}
+
+/**
+ * The duplicated columns of a row that disagree with its parsed document. A field the document
+ * does not have is not compared (an older or newer schema may lack it; a view shows it as null).
+ */
+function columnMismatches(columns: Partial<Record<DuplicatedColumn, unknown>>, document: JsonValue): DuplicatedColumn[] {
+  if (!isPlainObject(document)) return [];
+  const out: DuplicatedColumn[] = [];
+  for (const c of DUPLICATED) {
+    const field = DUPLICATED_COLUMNS[c];
+    if (!(c in columns) || !Object.prototype.hasOwnProperty.call(document, field)) continue;
+    if (!sameAsField(c, columns[c], document[field] as JsonValue)) out.push(c);
+  }
+  return out;
 }
 
 /** Hashes the stored document, or explains why it cannot be hashed. */
@@ -128,8 +196,11 @@ function readHead(head: unknown): { seq: number; hash: string } | string {
  * canonicalised, `hash_missing` when there is no stored hash, `link_broken` when the document's
  * own `prev_hash` is not the previous recomputed hash, `head_mismatch` when the head is not the
  * last row's (`seq`, recomputed hash), and `unchained` (listed first) for rows without `seq`,
- * which are never a pass. A row whose `seq` column is not an integer has no place in the chain:
- * it is reported as `content_altered` with `seq` null.
+ * which are never a pass. `column_mismatch` (after `content_altered`/`hash_missing`, before
+ * `link_broken`) when a column that repeats a field of the parsed document (see
+ * {@link DUPLICATED_COLUMNS}) holds something else: only `json` is hashed, so such a column is
+ * never trusted. A row whose `seq` column is not an integer (a string, a fraction, a number beyond
+ * 2^53) has no place in the chain: it is reported as `content_altered` with `seq` null.
  *
  * Pure and total: it never throws and never loops beyond the rows given.
  */
@@ -177,6 +248,15 @@ export function verifyChain(rows: readonly ReceiptRow[], head: ChainHead | null)
       } else if (e.hash !== r.hash) {
         breaks.push({ name: 'content_altered', seq, detail: `stored hash ${describe(e.hash)} but the document hashes to ${r.hash}` });
       }
+      const wrong = columnMismatches(e.columns, r.document);
+      if (wrong.length > 0) {
+        const doc = r.document as JsonObject;
+        breaks.push({
+          name: 'column_mismatch',
+          seq,
+          detail: wrong.map((c) => `column ${c} is ${describe(e.columns[c])} but the document's ${DUPLICATED_COLUMNS[c]} is ${describe(doc[DUPLICATED_COLUMNS[c]])}`).join('; '),
+        });
+      }
       const prev = documentPrevHash(r.document);
       if (prev !== expectedPrev) {
         const expected = expectedPrev === UNHASHABLE ? 'the previous receipt, which cannot be hashed' : expectedPrev;
@@ -211,5 +291,74 @@ export function verifyChain(rows: readonly ReceiptRow[], head: ChainHead | null)
     head_seq: typeof h === 'string' ? null : h.seq,
     head_hash: typeof h === 'string' ? null : h.hash,
     breaks,
+  };
+}
+
+/** One receipt row as an operator's view shows it: the fields as the stored document holds them. */
+export interface ReceiptView {
+  /** The document's `receipt_id`. */
+  readonly receipt_id: string | null;
+  /** The document's `action_id`. */
+  readonly action_id: string | null;
+  /** The document's `effect_key`. */
+  readonly effect_key: string | null;
+  /** The document's `result`. */
+  readonly result: string | null;
+  /** The document's `finished_at` (what the `ts` column repeats). */
+  readonly ts: string | null;
+  /** The document's `seq`. */
+  readonly seq: number | null;
+  /** The document's `prev_hash`. */
+  readonly prev_hash: string | null;
+  /** The stored `hash` column (not part of the document; {@link verifyChain} checks it). */
+  readonly hash: string | null;
+  /** The parsed stored document (prototype-free objects, integers beyond 2^53 as bigint), or null when `json` cannot be read. */
+  readonly document: JsonObject | null;
+  /**
+   * The columns whose stored value differs from the document's field (`json` when the document
+   * cannot be read): a view may flag them; it never shows the column instead of the field.
+   */
+  readonly mismatched: readonly string[];
+}
+
+/**
+ * Reads one receipt row for display: every field a column repeats is taken from the stored
+ * document, which is what the chain hashes, so an edited `result`, `effect_key`, `action_id`,
+ * `receipt_id`, `ts`, `seq` or `prev_hash` column is never shown as the receipt's. A field the
+ * document lacks (or holds with another type) is null. This looks at one row only: whether the
+ * document itself is intact and chained is {@link verifyChain}'s to say. Never throws.
+ */
+export function receiptView(row: ReceiptRow): ReceiptView {
+  const e = entry(row);
+  const hash = typeof e.hash === 'string' ? e.hash : null;
+  let document: JsonObject | null = null;
+  if (typeof e.json === 'string') {
+    try {
+      const parsed = parseJson(e.json, { what: 'receipt json', floats: 'allow' });
+      if (isPlainObject(parsed)) document = parsed as JsonObject;
+    } catch {
+      document = null;
+    }
+  }
+  if (document === null) {
+    return { receipt_id: null, action_id: null, effect_key: null, result: null, ts: null, seq: null, prev_hash: null, hash, document: null, mismatched: ['json'] };
+  }
+  const doc = document;
+  const text = (field: string): string | null => {
+    const v = Object.prototype.hasOwnProperty.call(doc, field) ? doc[field] : null;
+    return typeof v === 'string' ? v : null;
+  };
+  const seq = Object.prototype.hasOwnProperty.call(doc, 'seq') ? position(doc['seq']) : null;
+  return {
+    receipt_id: text('receipt_id'),
+    action_id: text('action_id'),
+    effect_key: text('effect_key'),
+    result: text('result'),
+    ts: text('finished_at'),
+    seq: seq ?? null,
+    prev_hash: text('prev_hash'),
+    hash,
+    document,
+    mismatched: columnMismatches(e.columns, document),
   };
 }

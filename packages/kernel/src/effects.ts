@@ -4,6 +4,7 @@
  *
  * @module
  */
+import { isWellFormedString, MAX_INTEGER_DIGITS, orderedJson, parseJson, type JsonObject, type JsonValue } from './canonical.js';
 import { AmbiguousEffect, DuplicateEffect, InvalidArgument } from './errors.js';
 import type { EffectRecord, EffectState, Reservation } from './model.js';
 import { parseTime, storedTime } from './time.js';
@@ -205,36 +206,50 @@ export function sameSecret(a: string, b: string): boolean {
 }
 
 /**
- * Renders an executor's result for `result_json`. Never throws: values JSON cannot encode become
- * their string rendering, and if that still fails the whole result is `{"repr": <string>}`.
+ * Renders an executor's result for `result_json`: plain JSON, big integers written as their
+ * digits, every object key kept as data (`__proto__` included) and every string exactly as given
+ * (no tag inside a string can turn it into something else). Never throws: values JSON cannot
+ * encode become their string rendering (a `Date` its ISO time, ±Infinity/NaN their names, an
+ * integer of more than {@link MAX_INTEGER_DIGITS} digits its digit string, a
+ * cycle `"[Circular]"`, `undefined` null), a lone surrogate becomes U+FFFD (it has no UTF-8
+ * form), and if rendering still fails the whole result is `{"repr": <string>}`.
+ * {@link resultFromJson} reads it back.
  */
 export function resultToJson(result: unknown): string {
-  const seen = new WeakSet<object>();
-  const conv = (v: unknown): unknown => {
-    if (v === null || typeof v === 'string' || typeof v === 'boolean') return v;
-    if (typeof v === 'number') return Number.isFinite(v) ? v : String(v);
-    if (typeof v === 'bigint') return v;
+  // The objects being rendered above this one: a cycle, not a value seen twice (a shared value is data).
+  const open = new WeakSet<object>();
+  const text = (s: string): string => (isWellFormedString(s) ? s : s.replace(LONE_SURROGATES, '\uFFFD'));
+  const conv = (v: unknown): JsonValue => {
+    if (v === null || typeof v === 'boolean') return v;
+    // Beyond the digits a reader accepts, an integer is kept as its digit string, still readable.
+    if (typeof v === 'bigint') return (v < 0n ? -v : v).toString().length > MAX_INTEGER_DIGITS ? v.toString() : v;
+    if (typeof v === 'string') return text(v);
+    if (typeof v === 'number') {
+      if (!Number.isFinite(v)) return String(v);
+      // A whole double beyond 2^53 as its exact digits: its shortest rendering names another integer.
+      return Number.isSafeInteger(v) || !Number.isInteger(v) ? v : BigInt(v);
+    }
     if (typeof v === 'undefined') return null;
     if (typeof v === 'object') {
-      if (seen.has(v)) return '[Circular]';
-      seen.add(v);
-      if (Array.isArray(v)) return v.map(conv);
+      if (open.has(v)) return '[Circular]';
       if (v instanceof Date) return Number.isNaN(v.getTime()) ? String(v) : v.toISOString();
       const proto = Object.getPrototypeOf(v);
-      if (proto === Object.prototype || proto === null) {
-        // Prototype-free, so `o['__proto__'] = …` stays an own key.
-        const o = Object.create(null) as Record<string, unknown>;
-        for (const k of Object.keys(v)) o[k] = conv((v as Record<string, unknown>)[k]);
+      if (!Array.isArray(v) && proto !== Object.prototype && proto !== null) return text(String(v));
+      open.add(v);
+      try {
+        if (Array.isArray(v)) return Array.from(v, conv);
+        // A prototype-free copy: `o['__proto__'] = …` stays an own key, so no key is dropped.
+        const o = Object.create(null) as JsonObject;
+        for (const k of Object.keys(v)) o[text(k)] = conv((v as Record<string, unknown>)[k]);
         return o;
+      } finally {
+        open.delete(v);
       }
-      return String(v);
     }
-    return String(v);
+    return text(String(v));
   };
-  const render = (v: unknown): string =>
-    JSON.stringify(v, (_k, x: unknown) => (typeof x === 'bigint' ? `__bigint__${x.toString()}` : x)).replace(/"__bigint__(-?\d+)"/g, '$1');
   try {
-    return render(conv(result));
+    return orderedJson(conv(result));
   } catch {
     let s: string;
     try {
@@ -242,6 +257,20 @@ export function resultToJson(result: unknown): string {
     } catch {
       s = Object.prototype.toString.call(result);
     }
-    return JSON.stringify({ repr: s });
+    return orderedJson({ repr: text(s) });
   }
+}
+
+const LONE_SURROGATES = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
+
+/**
+ * Reads a stored `result_json` back (the inverse of {@link resultToJson}): fractions are allowed
+ * (results are whatever the executor returned), integers beyond 2^53 − 1 come back as `bigint`,
+ * objects are prototype-free so `__proto__` stays a key. `null` (no result) is `null`. Text that
+ * is not JSON (an old row) is refused with {@link InvalidArgument}; a caller showing it may fall
+ * back to the raw text.
+ */
+export function resultFromJson(text: string | null): JsonValue {
+  if (text === null) return null;
+  return parseJson(text, { floats: 'allow', what: 'result_json' });
 }

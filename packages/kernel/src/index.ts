@@ -13,7 +13,7 @@ export * from './model.js';
 export { LEASE_EXPIRED, type ReservationPlan, planReservation, checked, checkActor, checkResolvable, planLeaseExtension, planContinuationHold, checkTakeable, checkContinuation, sameSecret, UNKNOWN_CONTINUATION, leaseLive, resultToJson, resolutionError } from './effects.js';
 export { type ApprovalPlan, checkConsumable, checkAnswerable } from './approvals.js';
 export { RECEIPT_SCHEMA, type ReceiptResult, type ReceiptFields, buildReceipt, sealReceipt } from './receipt.js';
-export { type ChainBreakName, type ChainBreak, type ChainReport, verifyChain } from './chain.js';
+export { type ChainBreakName, type ChainBreak, type ChainReport, type ReceiptView, receiptView, verifyChain } from './chain.js';
 export { type ActionEntry, type CanonicalAuthority, type CanonicalGrant, type Condition, type Decision, type Evaluation, type HashForOptions, type LoadPolicyOptions, type Operator, type PolicyControl, type PolicySchema, type Template, type TemplatePart, BARE_DECISION, DECISIONS, DERIVED_SUBJECTS, EXAMPLE_POLICY_YAML, NO_MATCHING_RULE, POLICY_SCHEMAS, Policy, RESERVED_ARGUMENTS, RESOURCE_PLACEHOLDER, UNKNOWN_ACTION, loadPolicy, loadPolicyDocument, parseTemplate, resolveEffectTemplate, resolveResourceTemplate, splitConditionKey, strictEquals } from './policy/index.js';
 export { type Bypass, type CheckPolicyOptions, type PolicyFinding, type PolicyFindingCode, checkPolicy, foldForExclusion } from './policy/index.js';
 export { type EventSink, type SinkLogger, type JsonlFile, type JsonlWriter, callbackSink, eventLine, jsonlSink, dispatchToSinks } from './events.js';

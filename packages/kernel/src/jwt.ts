@@ -318,13 +318,15 @@ export class JwtIdentityProvider implements IdentityProvider {
     }
     let named: Record<string, string | number | boolean> | null = null;
     if (this.claimNames.length > 0) {
-      named = {};
+      const kept: [string, string | number | boolean][] = [];
       for (const name of this.claimNames) {
         if (!Object.prototype.hasOwnProperty.call(claims, name)) continue;
         const v = claims[name];
-        if (typeof v === 'string' || typeof v === 'boolean' || (typeof v === 'number' && Number.isSafeInteger(v))) named[name] = v;
+        if (typeof v === 'string' || typeof v === 'boolean' || (typeof v === 'number' && Number.isSafeInteger(v))) kept.push([name, v]);
         else this.#logger.warn(`[ctrlrun] JwtIdentityProvider: claim ${name} is not a string, integer or boolean; left off the principal`);
       }
+      // Entries, not `named[name] = v`: a claim named `__proto__` stays a claim.
+      named = Object.fromEntries(kept);
     }
     return createPrincipal({ agent, user, claims: named, issuer: this.issuer, expiresAt: new Date(exp * 1000).toISOString() });
   }

@@ -119,6 +119,7 @@ export interface ReceiptRow {
   readonly result: string | null;
   readonly json: string | null;
   readonly ts: string | null;
+  /** The chain position; `NaN` when the stored column holds something else than a safe integer (`verifyChain` names that row). */
   readonly seq: number | null;
   readonly prev_hash: string | null;
   readonly hash: string | null;
@@ -126,6 +127,7 @@ export interface ReceiptRow {
 
 /** The chain head row `receipt_chain(id = 1)`. */
 export interface ChainHead {
+  /** `NaN` when the stored column holds something else than a safe integer (`verifyChain` reports a `head_mismatch`). */
   readonly seq: number;
   readonly hash: string;
 }

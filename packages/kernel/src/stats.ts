@@ -79,9 +79,8 @@ export function parseSince(text: string, now: Date = new Date()): Date {
 function tally(reasons: readonly string[]): Record<string, number> {
   const counts = new Map<string, number>();
   for (const r of reasons) counts.set(r, (counts.get(r) ?? 0) + 1);
-  const out: Record<string, number> = {};
-  for (const [r, n] of [...counts].sort((a, b) => b[1] - a[1] || compareCodePoints(a[0], b[0]))) out[r] = n;
-  return out;
+  // Entries, not `out[r] = n`: a reason named `__proto__` stays a key.
+  return Object.fromEntries([...counts].sort((a, b) => b[1] - a[1] || compareCodePoints(a[0], b[0])));
 }
 
 interface Counted {

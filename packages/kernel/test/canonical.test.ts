@@ -152,4 +152,25 @@ describe('canonical form (T7)', () => {
       expect(() => parseJson(t), t).toThrow(InvalidArgument);
     }
   });
+
+  it('an integer of more than 400 digits is refused by name, path and limit (parser and canonical form)', () => {
+    const d400 = '9'.repeat(400);
+    const d401 = '9'.repeat(401);
+    expect(parseJson(`{"a":[${d400}]}`)).toEqual({ a: [BigInt(d400)] });
+    expect(parseJson(`-${d400}`)).toBe(-BigInt(d400));
+    for (const [text, path] of [
+      [`{"a":[1,${d401}]}`, '$.a[1]'],
+      [`{"amount":-${d401}}`, '$.amount'],
+      [`{"x y":{"z":${d401}0}}`, '$["x y"].z'],
+      [d401, '$'],
+    ] as const) {
+      expect(() => parseJson(text, { what: 'request body' }), path).toThrow(InvalidArgument);
+      expect(() => parseJson(text, { what: 'request body' }), path).toThrow(new RegExp(`^request body is not valid: integer at ${path.replace(/[[\]$.]/g, '\\$&')} has \\d+ digits; the limit is 400`));
+    }
+    expect(() => parseJson(`{"a":${d401}}`)).toThrow('has 401 digits');
+    expect(() => parseJson(`{"a":1.${d401}}`, { floats: 'allow' })).toThrow('number at $.a is 403 characters long; the limit is 400');
+    expect(canonicalJson({ a: BigInt(d400) })).toBe(`{"a":${d400}}`);
+    expect(() => canonicalJson({ a: [BigInt(d401)] }, 'arguments')).toThrow('integer at arguments.a[0] has 401 digits; the limit is 400');
+    expect(() => canonicalJson(-BigInt(d401))).toThrow('integer at value has 401 digits');
+  });
 });

@@ -7,6 +7,7 @@ import {
   GENESIS_HASH,
   hashDocument,
   parseJson,
+  receiptView,
   sealReceipt,
   sequentialIds,
   verifyChain,
@@ -154,9 +155,11 @@ describe('verifyChain: the tamper table (T164, T166, T167)', () => {
       rows[2] = edit(rows[2] as ReceiptRow, change);
       const r = verifyChain(rows, head);
       expect(r.ok).toBe(false);
-      // The walk carries the recomputed hash, so the next row no longer links to it.
+      // The walk carries the recomputed hash, so the next row no longer links to it; the ts
+      // column still holds the finished_at the document had.
       expect(breaks(r)).toEqual([
         ['content_altered', 3],
+        ...(field === 'finished_at' ? [['column_mismatch', 3]] : []),
         ['link_broken', 4],
       ]);
       expect(r.verified).toBe(3);
@@ -199,8 +202,10 @@ describe('verifyChain: the tamper table (T164, T166, T167)', () => {
     rows[3] = { ...b, seq: a.seq };
     const r = verifyChain(rows, head);
     expect(r.ok).toBe(false);
-    expect(new Set(r.breaks.map((x) => x.name))).toEqual(new Set(['link_broken']));
-    expect(r.breaks.map((x) => x.seq)).toEqual(expect.arrayContaining([2, 4]));
+    // The documents are intact, so nothing is content_altered; their seq no longer matches the column.
+    expect(new Set(r.breaks.map((x) => x.name))).toEqual(new Set(['link_broken', 'column_mismatch']));
+    expect(r.breaks.filter((x) => x.name === 'link_broken').map((x) => x.seq)).toEqual(expect.arrayContaining([2, 4]));
+    expect(r.breaks.filter((x) => x.name === 'column_mismatch').map((x) => x.seq)).toEqual([2, 4]);
   });
 
   it('test_T166_swapping_two_rows_and_moving_their_document_seq_is_also_content_altered', () => {
@@ -250,13 +255,14 @@ describe('verifyChain: the tamper table (T164, T166, T167)', () => {
     expect(r.verified).toBe(3);
   });
 
-  it('the prev_hash column is never consulted: the document decides the link', () => {
+  it('the prev_hash column never decides the link (the document does); a different column is column_mismatch', () => {
     const { rows, head } = chainOf(3);
     rows[1] = { ...(rows[1] as ReceiptRow), prev_hash: GENESIS_HASH };
-    expect(verifyChain(rows, head).ok).toBe(true);
+    expect(breaks(verifyChain(rows, head))).toEqual([['column_mismatch', 2]]);
     rows[1] = edit({ ...(rows[1] as ReceiptRow), prev_hash: (rows[0] as ReceiptRow).hash }, (d) => (d['prev_hash'] = GENESIS_HASH));
     expect(breaks(verifyChain(rows, head))).toEqual([
       ['content_altered', 2],
+      ['column_mismatch', 2],
       ['link_broken', 2],
       ['link_broken', 3],
     ]);
@@ -351,7 +357,7 @@ describe('verifyChain: documents that cannot be hashed are content_altered, neve
     for (const prev of ['"unhashable"', 'null', '""']) {
       const docs = [`{"seq":1,"prev_hash":"${GENESIS_HASH}","x":1.5}`, `{"seq":2,"prev_hash":${prev}}`];
       const hash2 = hashDocument(parseJson(docs[1] as string), 'receipt');
-      const rows: ReceiptRow[] = docs.map((json, i) => ({ receipt_id: `r${i}`, action_id: null, effect_key: null, result: null, json, ts: null, seq: i + 1, prev_hash: null, hash: i === 0 ? 'sha256:x' : hash2 }));
+      const rows: ReceiptRow[] = docs.map((json, i) => ({ receipt_id: `r${i}`, action_id: null, effect_key: null, result: null, json, ts: null, seq: i + 1, prev_hash: i === 0 ? GENESIS_HASH : JSON.parse(prev), hash: i === 0 ? 'sha256:x' : hash2 }));
       expect(breaks(verifyChain(rows, { seq: 2, hash: hash2 }))).toEqual([
         ['content_altered', 1],
         ['link_broken', 2],
@@ -375,9 +381,11 @@ describe('verifyChain: receipts written under older and newer schemas', () => {
   function writeDocs(docs: Record<string, unknown>[], render: (d: unknown) => string = (d) => JSON.stringify(d)): { rows: ReceiptRow[]; head: ChainHead } {
     let prev = GENESIS_HASH;
     const rows = docs.map((d, i) => {
-      const doc = { ...d, seq: i + 1, prev_hash: prev };
+      const doc = { ...d, receipt_id: `r${i}`, seq: i + 1, prev_hash: prev };
       const hash = hashDocument(doc, 'receipt');
-      const row: ReceiptRow = { receipt_id: `r${i}`, action_id: null, effect_key: null, result: null, json: render(doc), ts: null, seq: i + 1, prev_hash: prev, hash };
+      // The columns repeat the document's fields, as every store (and the original) writes them.
+      const field = (k: string): string | null => (doc as Record<string, unknown>)[k] as string | null;
+      const row: ReceiptRow = { receipt_id: doc.receipt_id, action_id: field('action_id'), effect_key: field('effect_key'), result: field('result'), json: render(doc), ts: field('finished_at'), seq: i + 1, prev_hash: prev, hash };
       prev = hash;
       return row;
     });
@@ -505,14 +513,25 @@ describe('verifyChain: wrong types are breaks, never exceptions', () => {
     const row = fc.record(
       {
         receipt_id: fc.anything(),
+        action_id: fc.anything(),
+        effect_key: fc.anything(),
+        result: fc.anything(),
+        ts: fc.oneof(fc.string(), fc.anything()),
         json: fc.oneof(fc.json(), fc.string(), fc.anything()),
-        seq: fc.oneof(fc.constant(null), fc.integer({ min: -2, max: 6 }), fc.anything()),
+        seq: fc.oneof(
+          fc.constant(null),
+          fc.integer({ min: -2, max: 6 }),
+          fc.constantFrom('2', '', 1.5, Number.NaN, Infinity, 2 ** 53, 1e300, 2n ** 64n, -0),
+          fc.double(),
+          fc.bigInt(),
+          fc.anything(),
+        ),
         prev_hash: fc.anything(),
         hash: fc.oneof(fc.constant(null), fc.string(), fc.anything()),
       },
       { requiredKeys: [] },
     );
-    const names = new Set(['content_altered', 'hash_missing', 'link_broken', 'missing', 'head_mismatch', 'unchained']);
+    const names = new Set(['content_altered', 'hash_missing', 'link_broken', 'missing', 'head_mismatch', 'unchained', 'column_mismatch']);
     fc.assert(
       fc.property(fc.oneof(fc.array(fc.oneof(row, fc.anything()), { maxLength: 8 }), fc.anything()), fc.anything(), (rows, head) => {
         const r = verifyChain(rows as ReceiptRow[], head as ChainHead);
@@ -623,5 +642,135 @@ describe('verifyChain: properties over random chains', () => {
       ),
       { numRuns: 150 },
     );
+  });
+});
+
+describe('verifyChain: columns that repeat a field of the hashed document (column_mismatch)', () => {
+  const columnEdits: [keyof ReceiptRow, unknown][] = [
+    ['receipt_id', 'rcp_forged'],
+    ['action_id', 'act_forged'],
+    ['effect_key', 'refund:someone-else'],
+    ['effect_key', null],
+    ['result', 'failed'],
+    ['result', null],
+    ['ts', '2027-01-01T00:00:00.000Z'],
+    ['ts', null],
+    ['prev_hash', `sha256:${'f'.repeat(64)}`],
+  ];
+  for (const [column, value] of columnEdits) {
+    it(`editing the ${column} column (to ${JSON.stringify(value)}) is column_mismatch at its seq, nothing else`, () => {
+      const { rows, head } = chainOf(4);
+      rows[1] = { ...(rows[1] as ReceiptRow), [column]: value };
+      const r = verifyChain(rows, head);
+      expect(r.ok).toBe(false);
+      expect(breaks(r)).toEqual([['column_mismatch', 2]]);
+      expect(r.breaks[0]?.detail).toContain(`column ${column} is`);
+      expect(r.verified).toBe(3);
+    });
+  }
+
+  it('a ts column in the stored timestamp format (+00:00, six fraction digits) is the same instant', () => {
+    const { rows, head } = chainOf(3);
+    const iso = (rows[1] as ReceiptRow).ts as string;
+    // The original writes `ts` in the column format with microseconds; the document keeps milliseconds.
+    for (const ts of [iso.replace('.000Z', '+00:00'), iso.replace('Z', '000+00:00'), iso.replace('.000Z', '.000999+00:00')]) {
+      rows[1] = { ...(rows[1] as ReceiptRow), ts };
+      expect(verifyChain(rows, head).ok, ts).toBe(true);
+    }
+    rows[1] = { ...(rows[1] as ReceiptRow), ts: iso.replace('.000Z', '.001+00:00') };
+    expect(breaks(verifyChain(rows, head))).toEqual([['column_mismatch', 2]]);
+  });
+
+  it('a seq column as bigint (BIGINT) matches the document seq', () => {
+    const { rows, head } = chainOf(2);
+    expect(verifyChain(rows.map((x) => ({ ...x, seq: BigInt(x.seq as number) })) as unknown as ReceiptRow[], head).ok).toBe(true);
+  });
+
+  it('a column the caller did not pass is not compared; a field the document lacks is not compared', () => {
+    const { rows, head } = chainOf(2);
+    const bare = rows.map(({ seq, json, hash, receipt_id }) => ({ seq, json, hash, receipt_id }));
+    expect(verifyChain(bare as unknown as ReceiptRow[], head).ok).toBe(true);
+  });
+
+  it('property: every edit of one duplicated column to another value is column_mismatch at that seq', () => {
+    const value = fc.oneof(fc.constant(null), fc.string({ maxLength: 8 }), fc.constantFrom('committed', 'failed', 'refund:1', GENESIS_HASH));
+    fc.assert(
+      fc.property(fc.array(SPEC_ARB, { minLength: 1, maxLength: 12 }).map(chain), fc.nat(), fc.constantFrom('receipt_id', 'action_id', 'effect_key', 'result', 'ts', 'prev_hash'), value, ({ rows, head }, at, column, v) => {
+        const k = at % rows.length;
+        const row = rows[k] as ReceiptRow;
+        fc.pre(row[column as keyof ReceiptRow] !== v);
+        rows[k] = { ...row, [column]: v };
+        const r = verifyChain(rows, head);
+        expect(r.ok).toBe(false);
+        expect(r.breaks).toContainEqual({ name: 'column_mismatch', seq: k + 1, detail: expect.stringContaining(`column ${column}`) });
+      }),
+      { numRuns: 200 },
+    );
+  });
+});
+
+describe('receiptView: what a view shows comes from the stored document', () => {
+  it('an intact row: the view repeats its columns and lists no mismatch', () => {
+    const { rows } = chainOf(2);
+    const row = rows[1] as ReceiptRow;
+    const v = receiptView(row);
+    expect(v).toMatchObject({ receipt_id: row.receipt_id, action_id: row.action_id, effect_key: row.effect_key, result: row.result, ts: row.ts, seq: 2, prev_hash: row.prev_hash, hash: row.hash, mismatched: [] });
+    expect(v.document?.['arguments']).toEqual(JSON.parse(row.json as string).arguments);
+  });
+
+  it('edited columns are shown as the document holds them and flagged', () => {
+    const { rows } = chainOf(2);
+    const row = rows[0] as ReceiptRow;
+    const forged = { ...row, result: 'failed', effect_key: 'refund:99', action_id: 'act_x', receipt_id: 'rcp_x', ts: '2030-01-01T00:00:00+00:00', seq: 9, prev_hash: 'sha256:x' };
+    const v = receiptView(forged);
+    expect(v).toMatchObject({ result: row.result, effect_key: row.effect_key, action_id: row.action_id, receipt_id: row.receipt_id, ts: row.ts, seq: 1, prev_hash: row.prev_hash });
+    expect([...v.mismatched].sort()).toEqual(['action_id', 'effect_key', 'prev_hash', 'receipt_id', 'result', 'seq', 'ts']);
+  });
+
+  it('keeps __proto__ in the document as a key', () => {
+    const json = '{"receipt_id":"r","arguments":{"__proto__":{"x":1},"amount":5},"result":"committed"}';
+    const v = receiptView({ receipt_id: 'r', action_id: null, effect_key: null, result: 'committed', json, ts: null, seq: null, prev_hash: null, hash: null });
+    expect(Object.keys(v.document?.['arguments'] as object)).toEqual(['__proto__', 'amount']);
+  });
+
+  it('an unreadable document gives nulls and flags json, never a throw', () => {
+    for (const json of ['{', null, 42, '[1]']) {
+      const v = receiptView({ receipt_id: 'r', action_id: 'a', effect_key: 'k', result: 'committed', json, ts: null, seq: 1, prev_hash: null, hash: 'h' } as unknown as ReceiptRow);
+      expect(v).toEqual({ receipt_id: null, action_id: null, effect_key: null, result: null, ts: null, seq: null, prev_hash: null, hash: 'h', document: null, mismatched: ['json'] });
+    }
+    expect(() => receiptView(null as unknown as ReceiptRow)).not.toThrow();
+  });
+
+  it('property: any row whatsoever gives a view, never a throw, with string-or-null fields', () => {
+    const row = fc.record(
+      { receipt_id: fc.anything(), result: fc.anything(), effect_key: fc.anything(), seq: fc.anything(), hash: fc.anything(), json: fc.oneof(fc.json(), fc.string(), fc.anything()) },
+      { requiredKeys: [] },
+    );
+    fc.assert(
+      fc.property(fc.oneof(row, fc.anything()), (r) => {
+        const v = receiptView(r as ReceiptRow);
+        for (const k of ['receipt_id', 'action_id', 'effect_key', 'result', 'ts', 'prev_hash', 'hash'] as const) expect(v[k] === null || typeof v[k] === 'string').toBe(true);
+        expect(v.seq === null || Number.isSafeInteger(v.seq)).toBe(true);
+      }),
+      { numRuns: 300 },
+    );
+  });
+});
+
+describe('verifyChain and receiptView on hostile column values', () => {
+  it('a revoked Proxy or a function with a throwing toString in a column is a break, never a throw', () => {
+    const { rows, head } = chainOf(2);
+    const { proxy, revoke } = Proxy.revocable({}, {});
+    revoke();
+    const fn = Object.assign(() => 0, { toString: () => { throw new Error('no'); } });
+    for (const value of [proxy, fn]) {
+      for (const column of ['result', 'effect_key', 'hash', 'seq'] as const) {
+        const mangled = [rows[0], { ...rows[1], [column]: value }] as unknown as ReceiptRow[];
+        let r: ChainReport | undefined;
+        expect(() => (r = verifyChain(mangled, head)), column).not.toThrow();
+        expect(r?.ok, column).toBe(false);
+        expect(() => receiptView(mangled[1] as ReceiptRow), column).not.toThrow();
+      }
+    }
   });
 });

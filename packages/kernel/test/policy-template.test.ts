@@ -1,6 +1,8 @@
 // Effect and resource templates (spec 01 §3.7).
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { createAction, EffectKeyError, InvalidArgument, loadPolicy, parseTemplate, PolicyError, resolveEffectTemplate, resolveResourceTemplate } from '@ctrlrun/kernel';
+import { createAction, EffectKeyError, InvalidArgument, jsonEquals, loadPolicy, parseTemplate, PolicyError, resolveEffectTemplate, resolveResourceTemplate } from '@ctrlrun/kernel';
+import { setup } from './harness.js';
 
 describe('template grammar', () => {
   it('reads literal text and {name} placeholders, names as Python identifiers', () => {
@@ -94,5 +96,67 @@ describe('resolving an effect template (against the canonical arguments)', () =>
     );
     // And a different template is a different action.
     expect(build(resolveResourceTemplate('pay:{payment_id}', args)).actionHash).not.toBe(fromPolicy.actionHash);
+  });
+});
+
+describe('an integer and its digits as a string never share a key (777 vs "777")', () => {
+  it('a string of only decimal digits is refused in an effect template; the integer keeps its decimal key', () => {
+    expect(resolveEffectTemplate('refund:{payment_id}', { payment_id: 777 }, null)).toBe('refund:777');
+    expect(resolveEffectTemplate('refund:{payment_id}', { payment_id: 12345678901234567890n }, null)).toBe('refund:12345678901234567890');
+    for (const s of ['777', '0', '-5', '12345678901234567890']) {
+      expect(() => resolveEffectTemplate('refund:{payment_id}', { payment_id: s }, null), s).toThrow(EffectKeyError);
+      expect(() => resolveEffectTemplate('refund:{payment_id}', { payment_id: s }, null), s).toThrow(`'{payment_id}' is the string "${s}", which the template would spell exactly like the integer ${s}`);
+    }
+    // Strings no integer renders to stay verbatim.
+    for (const s of ['0777', '+7', '-0', '7.0', '777 ', 'txn_777', '1e3', '٧٧٧']) {
+      expect(resolveEffectTemplate('refund:{payment_id}', { payment_id: s }, null), s).toBe(`refund:${s}`);
+    }
+  });
+
+  it('the same holds for a resource template (an effect key may name {resource}), with InvalidArgument', () => {
+    expect(resolveResourceTemplate('order:{n}', { n: 777 })).toBe('order:777');
+    expect(() => resolveResourceTemplate('order:{n}', { n: '777' })).toThrow(InvalidArgument);
+    // The action's own resource is a string whatever it holds.
+    expect(resolveEffectTemplate('ship:{resource}', {}, '777')).toBe('ship:777');
+  });
+
+  it('property: two different placeholder values that both resolve give two different keys', () => {
+    const value = fc.oneof(
+      fc.integer(),
+      fc.bigInt({ min: -(2n ** 70n), max: 2n ** 70n }),
+      fc.integer().map(String),
+      fc.bigInt({ min: -(2n ** 70n), max: 2n ** 70n }).map(String),
+      fc.string({ minLength: 1, maxLength: 6 }),
+    );
+    const key = (v: unknown): string | null => {
+      try {
+        return resolveEffectTemplate('refund:{id}', { id: v }, null);
+      } catch (e) {
+        expect(e).toBeInstanceOf(EffectKeyError);
+        return null;
+      }
+    };
+    fc.assert(
+      // Random pairs, and the pairs that matter: an integer and its own digits as a string.
+      fc.property(fc.oneof(fc.tuple(value, value), fc.integer().map((n) => [n, String(n)] as const), fc.bigInt().map((n) => [n.toString(), n] as const)), ([a, b]) => {
+        const ka = key(a);
+        const kb = key(b);
+        if (ka !== null && ka === kb) expect(jsonEquals(a, b)).toBe(true);
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it('through Control: "777" after 777 is refused as an effect-key error, never a duplicate of the other action', async () => {
+    const { control, store } = await setup();
+    const run = (payment_id: unknown) => control.execute(createAction({ name: 'stripe.refund', arguments: { payment_id, amount: 100 }, principal: { agent: 'refund-agent' } }), async () => ({ ok: true }));
+    await expect(run(777)).resolves.toEqual({ ok: true });
+    let ran = false;
+    await expect(control.execute(createAction({ name: 'stripe.refund', arguments: { payment_id: '777', amount: 100 }, principal: { agent: 'refund-agent' } }), async () => ((ran = true), {}))).rejects.toBeInstanceOf(EffectKeyError);
+    expect(ran).toBe(false);
+    expect((await store.receipts()).map((r) => [r.effect_key, r.result])).toEqual([
+      ['refund:777', 'committed'],
+      [null, 'denied'],
+    ]);
   });
 });

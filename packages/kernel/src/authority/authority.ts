@@ -206,8 +206,7 @@ export class Authority {
 
   /** The shape the policy hash is taken over: `{max_delegation_depth, grants: {id: grant}}`. */
   canonical(): CanonicalAuthority {
-    const grants: Record<string, CanonicalGrant> = {};
-    for (const [id, g] of this.grants) grants[id] = g.canonical() as unknown as CanonicalGrant;
+    const grants: Record<string, CanonicalGrant> = Object.fromEntries([...this.grants].map(([id, g]) => [id, g.canonical() as unknown as CanonicalGrant]));
     return { max_delegation_depth: this.maxDelegationDepth, grants };
   }
 

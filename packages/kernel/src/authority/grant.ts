@@ -359,8 +359,7 @@ export class Grant {
 
   /** The shape the policy hash is taken over (spec 03 §6). */
   canonical(): JsonObject {
-    const constraints: JsonObject = {};
-    for (const [key, c] of Object.entries(this.constraints)) constraints[key] = { argument: c.subject, op: c.op, operand: c.operand };
+    const constraints: JsonObject = Object.fromEntries(Object.entries(this.constraints).map(([key, c]) => [key, { argument: c.subject, op: c.op, operand: c.operand }]));
     return {
       actions: [...this.actions],
       constraints,
@@ -374,8 +373,7 @@ export class Grant {
 
   /** What `new Grant(…)` would take to build this grant again. */
   toInput(): GrantInput {
-    const constraints: Record<string, JsonValue> = {};
-    for (const [key, c] of Object.entries(this.constraints)) constraints[key] = c.operand;
+    const constraints: Record<string, JsonValue> = Object.fromEntries(Object.entries(this.constraints).map(([key, c]) => [key, c.operand]));
     return {
       id: this.id === '' ? null : this.id,
       subject: { ...this.subject },
@@ -403,15 +401,13 @@ function fromInput(input: GrantInput): Grant {
 /** `undefined` is the absence of a key (the JS spelling of an omitted option), at any depth of a plain object. */
 function withoutUndefined(v: unknown): unknown {
   if (!isPlainObject(v)) return v;
-  const out: Record<string, unknown> = {};
-  for (const [k, x] of Object.entries(v)) if (x !== undefined) out[k] = withoutUndefined(x);
-  return out;
+  // Entries, not `out[k] = …`: a key named `__proto__` stays a key instead of being dropped.
+  return Object.fromEntries(Object.entries(v).flatMap(([k, x]) => (x === undefined ? [] : [[k, withoutUndefined(x)]])));
 }
 
 /** A delegation's stored `grant_json`: compact, sorted keys, operands by key, expiry offset kept. Never hashed. */
 export function grantToJson(grant: Grant): string {
-  const constraints: JsonObject = {};
-  for (const [key, c] of Object.entries(grant.constraints)) constraints[key] = c.operand;
+  const constraints: JsonObject = Object.fromEntries(Object.entries(grant.constraints).map(([key, c]) => [key, c.operand]));
   return canonicalJson(
     {
       actions: [...grant.actions],

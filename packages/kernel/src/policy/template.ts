@@ -86,10 +86,23 @@ function kind(v: unknown): string {
 
 type ErrorClass = typeof InvalidArgument | typeof EffectKeyError;
 
-/** One placeholder's text: a non-empty string verbatim, or an integer (not a boolean) in decimal. */
-function rendered(template: Template, name: string, value: unknown, Err: ErrorClass): string {
+/** The text an integer renders to in a template: a string of exactly this form would read the same. */
+const DECIMAL_INTEGER = /^(?:0|-?[1-9][0-9]*)$/;
+
+/**
+ * One placeholder's text: a non-empty string verbatim, or an integer (not a boolean) in decimal.
+ * With `distinct` (an argument, not the action's own resource), a string that is an integer's
+ * decimal form is refused: `777` and `"777"` are two actions, and one key for both would make
+ * either one the other's duplicate. The integer keeps the original's rendering; the string has
+ * to say more.
+ */
+function rendered(template: Template, name: string, value: unknown, Err: ErrorClass, distinct: boolean): string {
   if (typeof value === 'string') {
     if (value === '') throw new Err(`${describe(template.text)}: '{${name}}' is empty; an effect key must identify`);
+    if (distinct && DECIMAL_INTEGER.test(value)) {
+      const shown = value.length > 40 ? `${value.slice(0, 40)}…` : value;
+      throw new Err(`${describe(template.text)}: '{${name}}' is the string "${shown}", which the template would spell exactly like the integer ${shown}; pass it as an integer, or as an id that is not only digits`);
+    }
     return value;
   }
   if (typeof value === 'bigint') return value.toString();
@@ -97,7 +110,7 @@ function rendered(template: Template, name: string, value: unknown, Err: ErrorCl
   throw new Err(`${describe(template.text)}: '{${name}}' is ${kind(value)}; a placeholder must resolve to a non-empty string or an integer`);
 }
 
-function render(template: Template, values: Readonly<Record<string, unknown>>, extra: { name: string; value: unknown } | null, Err: ErrorClass): string {
+function render(template: Template, values: Readonly<Record<string, unknown>>, extra: { name: string; value: unknown } | null, Err: ErrorClass, distinct: boolean): string {
   let out = '';
   for (const part of template.parts) {
     if ('text' in part) {
@@ -106,33 +119,38 @@ function render(template: Template, values: Readonly<Record<string, unknown>>, e
     }
     const name = part.name;
     if (extra !== null && name === extra.name) {
-      out += rendered(template, name, extra.value, Err);
+      // The action's resource is always a string, so it cannot be confused with an integer.
+      out += rendered(template, name, extra.value, Err, false);
       continue;
     }
     if (!own(values, name)) {
       const have = Object.keys(values).sort().join(', ') || 'nothing';
       throw new Err(`${describe(template.text)}: no value for '{${name}}' (have: ${have})`);
     }
-    out += rendered(template, name, values[name], Err);
+    out += rendered(template, name, values[name], Err, distinct);
   }
   return out;
 }
 
 /**
  * Resolves a `resource` template against the bound call arguments, before the action exists
- * (the resource is hashed). Unresolvable → {@link InvalidArgument}. `{resource}` is an ordinary
- * argument here.
+ * (the resource is hashed). Unresolvable → {@link InvalidArgument}, and so is a string argument
+ * that is only the decimal digits of an integer (see {@link resolveEffectTemplate}: an effect key
+ * may name `{resource}`). `{resource}` is an ordinary argument here.
  */
 export function resolveResourceTemplate(template: string | Template, boundArgs: Readonly<Record<string, unknown>>): string {
   const t = asTemplate(template);
   if (typeof boundArgs !== 'object' || boundArgs === null) throw new InvalidArgument('resource template arguments must be an object');
-  return render(t, boundArgs, null, InvalidArgument);
+  // Distinct too: an effect key may name `{resource}`, so `777` and `"777"` must not meet here either.
+  return render(t, boundArgs, null, InvalidArgument, true);
 }
 
 /**
  * Resolves an `effect` template against an action's canonical arguments. `{resource}` is the
  * action's `resource`: an argument also named `resource` (two candidate values for one key) or a
- * null resource → {@link EffectKeyError}; so is any other unresolvable placeholder.
+ * null resource → {@link EffectKeyError}; so is any other unresolvable placeholder, and a string
+ * argument that is only the decimal digits of an integer (`"777"`, which would share the key of
+ * the integer `777`: refused rather than type-tagged, so every key stays the original's spelling).
  */
 export function resolveEffectTemplate(template: string | Template, canonicalArgs: Readonly<Record<string, unknown>>, actionResource: string | null): string {
   const t = asTemplate(template);
@@ -149,5 +167,5 @@ export function resolveEffectTemplate(template: string | Template, canonicalArgs
     }
     extra = { name: RESOURCE_PLACEHOLDER, value: actionResource };
   }
-  return render(t, canonicalArgs, extra, EffectKeyError);
+  return render(t, canonicalArgs, extra, EffectKeyError, true);
 }

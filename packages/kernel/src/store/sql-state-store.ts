@@ -425,7 +425,6 @@ function storedText(s: string): string {
   return s.replace(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g, (c) => `\\u${c.charCodeAt(0).toString(16)}`);
 }
 
-/** An integer column value as a `number`. */
 /**
  * A chain position read for verification: a safe integer, or `NaN` when the column holds anything
  * else (SQLite keeps a string or a fraction in an INTEGER column). Never throws, so that a
@@ -437,6 +436,7 @@ function chainPosition(v: SqlValue): number {
   return Number.NaN;
 }
 
+/** An integer column value as a `number`. */
 function int(v: SqlValue | undefined, what: string): number {
   if (typeof v === 'number' && Number.isSafeInteger(v)) return v;
   if (typeof v === 'bigint' && v >= BigInt(Number.MIN_SAFE_INTEGER) && v <= BigInt(Number.MAX_SAFE_INTEGER)) return Number(v);
@@ -1169,7 +1169,7 @@ export class SqlStateStore implements StateStore {
   async chainHead(): Promise<ChainHead | null> {
     return this.#read(async (ex) => {
       const row = (await this.#query<{ seq: SqlValue; hash: string }>(ex, this.#sql.sql.selectChainHead)).rows[0];
-      return row ? { seq: int(row.seq, 'receipt_chain.seq'), hash: String(row.hash) } : null;
+      return row ? { seq: chainPosition(row.seq), hash: String(row.hash) } : null;
     });
   }
 

@@ -44,6 +44,8 @@ export const NOT_APPLICABLE = Object.freeze({
   noEffectTemplateNote:
     'in a `ctrlrun.policy/v1` document the template lives in the @protect decorator, which verify does not read',
   perConnection: 'the configured store backend is per-connection and cannot reserve across processes',
+  callerResource:
+    "the effect key names `{resource}` and the policy derives no resource: the caller supplies it, and G4's processes act with the policy alone",
   grantExpiredForProcesses:
     "the grant covering this action expired before this run, and G4's processes cannot share an injected clock",
   noActions: 'the policy lists no action, so an unknown action is indistinguishable from a known one',

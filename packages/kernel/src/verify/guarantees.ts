@@ -11,7 +11,7 @@ import type { Grant, GrantInput } from '../authority/grant.js';
 import { AUTHORITY_REASONS } from '../authority/authority.js';
 import { compareCodePoints, orderedJson, parseJson, type JsonObject, type JsonValue } from '../canonical.js';
 import { verifyChain } from '../chain.js';
-import { ActionDenied, AmbiguousEffect, ApprovalMismatch, ApprovalRequired, AuthorityEscalation, DuplicateEffect, NotExecuted } from '../errors.js';
+import { ActionDenied, AmbiguousEffect, ApprovalMismatch, ApprovalRequired, AuthorityEscalation, DuplicateEffect, EffectKeyError, InvalidArgument, NotExecuted } from '../errors.js';
 import { sha256Tagged } from '../hash.js';
 import type { ReceiptRow } from '../model.js';
 import type { Decision, Policy } from '../policy/policy.js';
@@ -24,7 +24,7 @@ import { VerifyInternalError } from './errors.js';
 import type { Counterexample, GuaranteeResult } from './report.js';
 import { describeOutcome, Rig, VERIFY_AGENT, type Outcome } from './rig.js';
 import { documentEnvironment, grantNamesAction, grantsById, isSelection, principalFor, probeAction, select, selectUnder, type Context, type GrantMiss, type Selection } from './select.js';
-import { shiftInt, templateOnlyPlaceholders, valueBeside, type ActionView, type Vector } from './synthesize.js';
+import { effectKeyFor, needsCallerResource, shiftInt, VERIFY_RESOURCE, templateOnlyPlaceholders, valueBeside, type ActionView, type Vector } from './synthesize.js';
 
 /** How many processes G4 races. */
 export const G4_PROCESSES = 8;
@@ -113,8 +113,18 @@ async function withRig<T>(ctx: Context, g: GuaranteeId, purpose: string, environ
 
 const hasEffect = (v: ActionView) => v.effect !== null;
 
+/** The key a scenario's action reserves, for the report; null when it has none or none can be built (the run says why). */
 function effectKeyOf(action: Action, view: ActionView): string | null {
-  return view.effect === null ? null : resolveEffectTemplate(view.effect, action.canonicalArguments, action.resource);
+  return orNoKey(() => (view.effect === null ? null : resolveEffectTemplate(view.effect, action.canonicalArguments, action.resource)));
+}
+
+function orNoKey(key: () => string | null): string | null {
+  try {
+    return key();
+  } catch (err) {
+    if (err instanceof EffectKeyError || err instanceof InvalidArgument) return null;
+    throw err;
+  }
 }
 
 /** Whether the evaluation of `args` stays on the vector's decision and rule. */
@@ -152,7 +162,7 @@ function variants(ctx: Context, sel: Selection, n: number): JsonObject[] | null 
       if (!sameRule(ctx.policy, vector, args) || (sel.grant !== null && !sel.grant.constraintsHold(args, []))) break;
       out.push(args);
     }
-    if (out.length === n && (effect === null || new Set(out.map((a) => resolveEffectTemplate(effect, a, null))).size === n)) return out;
+    if (out.length === n && (effect === null || new Set(out.map((a) => effectKeyFor(vector.action, a))).size === n)) return out;
   }
   return null;
 }
@@ -263,8 +273,12 @@ async function g4(ctx: Context, b: Builder): Promise<GuaranteeResult> {
   if (sel.vector.evaluation.decision === 'approve') {
     return b.notApplicable('every action with an `effect:` template that verify can reach requires approval, and G4 races processes without a human');
   }
+  if (needsCallerResource(sel.vector.action)) return b.notApplicable(NOT_APPLICABLE.callerResource);
   const name = sel.vector.action.name;
-  const spread = variants(ctx, sel, G4_PROCESSES);
+  // Distinct keys for the positive control; a key no argument moves (`deploy:prod`, or every
+  // placeholder pinned by the rule) cannot have them, and then one process must commit alone.
+  const spread = variants(ctx, sel, G4_PROCESSES) ?? [sel.vector.arguments];
+  const expected = spread.length;
   const launch = (scratch: ScratchStore, runs: JsonObject[]) =>
     launcher({
       locator: scratch.locator!,
@@ -287,7 +301,6 @@ async function g4(ctx: Context, b: Builder): Promise<GuaranteeResult> {
     sel.environment,
     async (rig, scratch) => {
       if (scratch.locator === null) return { na: true as const };
-      if (spread === null) return { na: false as const, ok: false, observed: `verify could not build ${G4_PROCESSES} argument vectors with distinct effect keys on the same rule` };
       let report: ProcessReport;
       try {
         report = await launch(scratch, spread);
@@ -296,13 +309,16 @@ async function g4(ctx: Context, b: Builder): Promise<GuaranteeResult> {
       }
       const committed = report.processes.filter((p) => p.outcome === 'committed').length;
       const records = await rig.store.listEffects('committed');
-      const ok = committed === G4_PROCESSES && report.executorRuns === G4_PROCESSES && records.length === G4_PROCESSES && distinctPids(report);
+      const ok = committed === expected && report.executorRuns === expected && records.length === expected && distinctPids(report);
       return { na: false as const, ok, observed: `${committed} committed, ${report.executorRuns} executor run(s), ${records.length} committed record(s)` };
     },
     ctx.wallClock,
   );
   if (control.na) return b.notApplicable(NOT_APPLICABLE.perConnection);
-  if (!control.ok) return b.fail(sel, null, 'control failed', `${G4_PROCESSES} processes on ${G4_PROCESSES} keys all commit`, control.observed, null);
+  if (!control.ok) {
+    const want = expected === 1 ? '1 process on the one key the rule allows commits' : `${expected} processes on ${expected} keys all commit`;
+    return b.fail(sel, null, 'control failed', want, control.observed, null);
+  }
 
   return withRig(
     ctx,
@@ -311,7 +327,7 @@ async function g4(ctx: Context, b: Builder): Promise<GuaranteeResult> {
     sel.environment,
     async (rig, scratch) => {
       const runs = Array.from({ length: G4_PROCESSES }, () => sel.vector.arguments);
-      const key = sel.vector.action.effect === null ? null : resolveEffectTemplate(sel.vector.action.effect, sel.vector.arguments, null);
+      const key = orNoKey(() => effectKeyFor(sel.vector.action, sel.vector.arguments));
       let report: ProcessReport;
       try {
         report = await launch(scratch, runs);
@@ -413,7 +429,9 @@ async function g7(ctx: Context, b: Builder): Promise<GuaranteeResult> {
   if (!isSelection(sel)) return b.missed(sel);
   const name = sel.vector.action.name;
   const args = sel.vector.arguments;
-  const wrap = (rig: Rig) => protect<JsonObject, unknown>((a) => rig.executor('commit')(a, { effectKey: null }), { control: rig.control, name });
+  // An application whose effect key names `{resource}` that the policy does not derive gives protect() one.
+  const resource = needsCallerResource(sel.vector.action) ? { resource: VERIFY_RESOURCE } : {};
+  const wrap = (rig: Rig) => protect<JsonObject, unknown>((a) => rig.executor('commit')(a, { effectKey: null }), { control: rig.control, name, ...resource });
   const control = await withRig(ctx, 'G7', 'control', sel.environment, async (rig) => {
     const fn = wrap(rig);
     let observed = 'ran';
@@ -527,12 +545,11 @@ function shiftedExpiry(iso: string | null, deltaMs: number): string | null {
 
 /** The parent's constraints as `Control.delegate` takes them, each operand moved by `op`. */
 function constraintInput(grant: Grant, change: (op: string, operand: JsonValue) => JsonValue): Record<string, JsonValue> {
-  const out: Record<string, JsonValue> = {};
-  for (const key of Object.keys(grant.constraints).sort(compareCodePoints)) {
-    const c = grant.constraints[key]!;
-    out[key] = change(c.op, c.operand);
-  }
-  return out;
+  return Object.fromEntries(
+    Object.keys(grant.constraints)
+      .sort(compareCodePoints)
+      .map((key) => [key, change(grant.constraints[key]!.op, grant.constraints[key]!.operand)]),
+  );
 }
 
 /** Tighter by 1 on every bound (`lt`/`lte` down, `gt`/`gte` up); equality and membership kept. */

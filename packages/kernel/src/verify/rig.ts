@@ -14,7 +14,7 @@ import { callbackSink, eventLine } from '../events.js';
 import { sequentialIds } from '../ids.js';
 import type { EffectRecord, EventRecord, StoredReceipt } from '../model.js';
 import type { Policy } from '../policy/policy.js';
-import { resolveResourceTemplate } from '../policy/template.js';
+import { resourceFor } from './synthesize.js';
 import type { StateStore } from '../store/state-store.js';
 import type { Clock } from '../time.js';
 
@@ -89,8 +89,8 @@ export class Rig {
 
   /** Builds the action an application would build for `name` with `args`. */
   action(name: string, args: JsonObject, principal: VerifyPrincipal): Action {
-    const template = this.#policy.action(name)?.resource ?? null;
-    const resource = template === null ? null : resolveResourceTemplate(template, args);
+    const entry = this.#policy.action(name);
+    const resource = entry === null || entry === undefined ? null : resourceFor(entry, args);
     return createAction({ name, arguments: args, principal, resource, environment: this.#environment }, { ids: this.control.ids });
   }
 

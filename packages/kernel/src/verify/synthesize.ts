@@ -14,7 +14,7 @@
 import { compareCodePoints, type JsonObject, type JsonValue } from '../canonical.js';
 import { DERIVED_SUBJECTS, strictEquals, type Condition, type Operator } from '../policy/conditions.js';
 import type { Decision, Evaluation, Policy } from '../policy/policy.js';
-import { parseTemplate, RESOURCE_PLACEHOLDER } from '../policy/template.js';
+import { parseTemplate, resolveEffectTemplate, resolveResourceTemplate, RESOURCE_PLACEHOLDER } from '../policy/template.js';
 
 /** At most this many earlier-rule negations are tried per target rule. */
 export const MAX_CANDIDATES = 64;
@@ -149,30 +149,52 @@ function countMembers(constraints: readonly Constraint[]): number {
 
 /** Arguments meeting every constraint, or null. */
 function assign(constraints: ReadonlyMap<string, Constraint[]>): JsonObject | null {
-  const out: JsonObject = {};
+  const out: [string, JsonValue][] = [];
   for (const subject of [...constraints.keys()].sort(compareCodePoints)) {
     const v = solve(constraints.get(subject)!);
     if (v === undefined) return null;
-    out[subject] = v;
+    out.push([subject, v]);
   }
-  return out;
+  // Entries, not `out[subject] = v`: an argument named `__proto__` stays an argument.
+  return Object.fromEntries(out);
 }
 
-/** Placeholders of the entry's templates that no condition sets (`{resource}` of an effect is the action's resource). */
+/**
+ * Placeholders of the entry's templates that no condition sets. `{resource}` of an effect is the
+ * action's resource, never an argument (an argument of that name would make the key ambiguous).
+ */
 export function templateOnlyPlaceholders(action: ActionView): string[] {
   const names = new Set<string>();
   if (action.resource !== null) for (const p of parseTemplate(action.resource, 'load').placeholders) names.add(p);
   if (action.effect !== null) {
-    for (const p of parseTemplate(action.effect, 'load').placeholders) if (p !== RESOURCE_PLACEHOLDER || action.resource === null) names.add(p);
+    for (const p of parseTemplate(action.effect, 'load').placeholders) if (p !== RESOURCE_PLACEHOLDER) names.add(p);
   }
   return [...names].sort(compareCodePoints);
 }
 
+/** The resource verify gives an action whose effect key names `{resource}` while the policy derives none (a caller's claim). */
+export const VERIFY_RESOURCE = 'ctrlrun-verify-resource';
+
+/** Whether the entry's effect key names `{resource}` and its policy derives no resource, so the caller must give one. */
+export function needsCallerResource(action: Pick<ActionView, 'effect' | 'resource'>): boolean {
+  return action.resource === null && action.effect !== null && parseTemplate(action.effect, 'load').placeholders.includes(RESOURCE_PLACEHOLDER);
+}
+
+/** The resource an application's action would carry for these arguments: derived, the caller's, or none. */
+export function resourceFor(action: Pick<ActionView, 'effect' | 'resource'>, args: JsonObject): string | null {
+  if (action.resource !== null) return resolveResourceTemplate(action.resource, args);
+  return needsCallerResource(action) ? VERIFY_RESOURCE : null;
+}
+
+/** The effect key of `args` as the action built from them would have it, or null (no template). */
+export function effectKeyFor(action: Pick<ActionView, 'effect' | 'resource'>, args: JsonObject): string | null {
+  return action.effect === null ? null : resolveEffectTemplate(action.effect, args, resourceFor(action, args));
+}
+
 /** Adds `ctrlrun-verify-<name>` for every template placeholder the conditions left unset. */
 function withPlaceholders(action: ActionView, args: JsonObject): JsonObject {
-  const out: JsonObject = { ...args };
-  for (const p of templateOnlyPlaceholders(action)) if (!Object.prototype.hasOwnProperty.call(out, p)) out[p] = `ctrlrun-verify-${p}`;
-  return out;
+  const added = templateOnlyPlaceholders(action).filter((p) => !Object.prototype.hasOwnProperty.call(args, p));
+  return Object.fromEntries([...Object.entries(args), ...added.map((p): [string, JsonValue] => [p, `ctrlrun-verify-${p}`])]);
 }
 
 /** The fixed-order negation choices: one condition index per earlier rule, first varying fastest last. */
