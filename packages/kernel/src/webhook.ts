@@ -302,8 +302,12 @@ export class WebhookApprovalProvider implements ApprovalProvider {
   }
 
   async wait(requestId: string, timeoutMs?: number): Promise<Approval | null> {
+    if (timeoutMs !== undefined) checkDuration(timeoutMs, 'timeout');
+    const started = this.#clock().getTime();
     await this.notify(requestId);
-    return this.#local.wait(requestId, timeoutMs);
+    // The time spent delivering counts against the caller's timeout.
+    const left = timeoutMs === undefined ? undefined : Math.max(1, timeoutMs - (this.#clock().getTime() - started));
+    return this.#local.wait(requestId, left);
   }
 
   /**

@@ -169,6 +169,27 @@ describe('outbound: one signed POST per approval request', () => {
     expect(hook.deliveries).toHaveLength(1);
   });
 
+  it('request() stores a pending request and POSTs it once; wait() counts the delivery time against its timeout', async () => {
+    const ctx = await setup();
+    const hook = await receiver(() => {
+      ctx.advance(40_000); // a slow delivery, in the test's clock
+      return { status: 200 };
+    });
+    const { p } = provider(ctx, hook.url, { sleep: async (ms) => ctx.advance(ms) });
+    const action = createAction({ name: 'stripe.refund', arguments: { payment_id: 'r1', amount: 200000 }, principal: { agent: 'refund-agent' } });
+    const request = await p.request(action, 15 * 60_000);
+    expect((await ctx.store.getApproval(request.requestId))!.status).toBe('pending');
+    expect(hook.deliveries).toHaveLength(1);
+    expect(JSON.parse(hook.deliveries[0]!.body.toString('utf8'))).toMatchObject({ request_id: request.requestId, action_hash: action.actionHash });
+    // A second request: its delivery takes 40 s of a 30 s wait, so the wait times out at its first look.
+    const second = createAction({ name: 'stripe.refund', arguments: { payment_id: 'r2', amount: 200000 }, principal: { agent: 'refund-agent' } });
+    const { requestId } = await ctx.control.execute(second, () => 1).catch((e: ApprovalRequired) => e);
+    const started = ctx.clock().getTime();
+    await expect(p.wait(requestId, 30_000)).rejects.toMatchObject({ code: 'ERR_APPROVAL_TIMEOUT' });
+    expect(ctx.clock().getTime() - started).toBeLessThan(40_010); // not 40 s of delivery + 30 s of waiting
+    expect(hook.deliveries).toHaveLength(2);
+  });
+
   it('a 5xx is retried with exponential backoff; still one logical request (same bytes, same request id)', async () => {
     const ctx = await setup();
     const hook = await receiver((n) => ({ status: n < 3 ? 503 : 200 }));
