@@ -183,7 +183,7 @@ describe('outbound: one signed POST per approval request', () => {
     expect(JSON.parse(hook.deliveries[0]!.body.toString('utf8'))).toMatchObject({ request_id: request.requestId, action_hash: action.actionHash });
     // A second request: its delivery takes 40 s of a 30 s wait, so the wait times out at its first look.
     const second = createAction({ name: 'stripe.refund', arguments: { payment_id: 'r2', amount: 200000 }, principal: { agent: 'refund-agent' } });
-    const { requestId } = await ctx.control.execute(second, () => 1).catch((e: ApprovalRequired) => e);
+    const { requestId } = (await ctx.control.execute(second, () => 1).catch((e: unknown) => e)) as ApprovalRequired;
     const started = ctx.clock().getTime();
     await expect(p.wait(requestId, 30_000)).rejects.toMatchObject({ code: 'ERR_APPROVAL_TIMEOUT' });
     expect(ctx.clock().getTime() - started).toBeLessThan(40_010); // not 40 s of delivery + 30 s of waiting
