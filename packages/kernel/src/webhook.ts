@@ -243,9 +243,10 @@ const REMEMBERED = 10_000;
  * and POSTs it; `wait` POSTs it (if nothing did yet) and then waits for the answer in the store,
  * as {@link LocalApprovalProvider} does; {@link sink} POSTs on `APPROVAL_REQUESTED`, for requests
  * the control path creates. Whichever comes first sends: one logical POST per request id, however
- * often it is asked (retries resend the same bytes with a fresh timestamp and the same
- * `CTRLRun-Request-Id`, so a receiver can drop a duplicate delivery). A total failure is a warning
- * — the request stays pending and can still be answered another way.
+ * often it is asked. The provider instance remembers the last 10 000 request ids it sent, so use
+ * one instance per process. Retries resend the same bytes with a fresh timestamp and the same
+ * `CTRLRun-Request-Id`, so a receiver can drop a duplicate delivery. A total failure is a warning:
+ * the request stays pending and can still be answered another way.
  */
 export class WebhookApprovalProvider implements ApprovalProvider {
   readonly store: StateStore;

@@ -206,8 +206,9 @@ describe('outbound: one signed POST per approval request', () => {
 
   it('a slow receiver times out and is retried; one logical request, delivered once it answers', async () => {
     const ctx = await setup();
-    const hook = await receiver((n) => ({ status: 200, delayMs: n === 1 ? 3000 : 0 }));
-    const { p, sleeps } = provider(ctx, hook.url, { timeoutMs: 300 });
+    // The first answer would come after 8 s, past the 2 s timeout (wide enough for a loaded machine).
+    const hook = await receiver((n) => ({ status: 200, delayMs: n === 1 ? 8000 : 0 }));
+    const { p, sleeps } = provider(ctx, hook.url, { timeoutMs: 2000 });
     const { requestId } = await needsApproval(ctx);
     expect(await p.notify(requestId)).toMatchObject({ delivered: true, attempts: 2, status: 200 });
     expect(sleeps).toEqual([1000]);
