@@ -108,6 +108,10 @@ describe('otel sink', () => {
     const attrs = opted.spans()[0]!.attributes;
     expect(Object.keys(attrs).filter((k) => k.startsWith('ctrlrun.argument.')).sort()).toEqual(['ctrlrun.argument.amount', 'ctrlrun.argument.note']);
     expect([attrs['ctrlrun.argument.amount'], attrs['ctrlrun.argument.note']]).toEqual([777, 'shown']);
+    // An argument the agent named __proto__ is an argument like any other (an own key, never the prototype).
+    const hostile = await traced({ arguments: ['__proto__'] });
+    await refundWith(hostile.control)(JSON.parse('{"payment_id":"p5","amount":1,"__proto__":"x"}') as Record<string, unknown>);
+    expect(hostile.spans()[0]!.attributes['ctrlrun.argument.__proto__']).toBe('x');
   });
 
   it('concurrent calls each get their own caller as parent (context flows through the awaits)', async () => {
