@@ -404,8 +404,11 @@ function reply(status: number, outcome: 'ok' | 'refused', detail: string): Respo
   return new Response(JSON.stringify({ status: outcome, detail }), { status, headers: { 'content-type': 'application/json' } });
 }
 
-/** Reads at most `max` bytes of the body; null when it is longer. */
-async function readBounded(request: Request, max: number): Promise<Uint8Array | null> {
+/**
+ * Reads at most `max` bytes of a request's body, whatever its `content-length` claims; null when
+ * it is longer (the rest is not read).
+ */
+export async function readBodyBounded(request: Request, max: number): Promise<Uint8Array | null> {
   const declared = request.headers.get('content-length');
   if (declared !== null && /^[0-9]+$/.test(declared) && Number(declared) > max) return null;
   if (request.body === null) return new Uint8Array(0);
@@ -466,7 +469,7 @@ export function approvalWebhookHandler(options: ApprovalWebhookHandlerOptions): 
       return reply(404, 'refused', 'not an approval answer route');
     }
     if (request.method !== 'POST') return reply(405, 'refused', 'use POST');
-    const body = await readBounded(request, maxBody);
+    const body = await readBodyBounded(request, maxBody);
     if (body === null) return reply(413, 'refused', `the body is larger than ${maxBody} bytes`);
 
     const signature = verifyWebhookSignature(secret, request.headers.get(SIGNATURE_HEADER), body, clock(), tolerance);
