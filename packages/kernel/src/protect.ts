@@ -10,6 +10,7 @@ import { isPlainObject, type JsonObject } from './canonical.js';
 import type { Control, ExecuteOptions, ReconcileHook } from './control.js';
 import { LocalApprovalProvider, type ApprovalProvider } from './approval-providers.js';
 import { ApprovalRequired, InvalidArgument } from './errors.js';
+import { ambientCall } from './ambient.js';
 import { parseTemplate, resolveResourceTemplate } from './policy/index.js';
 import { checkDuration } from './time.js';
 
@@ -22,7 +23,10 @@ export interface CallOptions {
   principal?: { agent: string; user?: string | null } | Principal;
   /** Request headers for a header or JWT identity provider (any case). */
   headers?: Readonly<Record<string, string>>;
-  /** A granted approval to present (its request id). An offer, never a decision. */
+  /**
+   * A granted approval to present (its request id). An offer, never a decision. Left out, the
+   * ambient one (`withApproval` on Node) is presented; `null` presents none.
+   */
   approvalId?: string | null;
 }
 
@@ -85,7 +89,9 @@ export function protect<A extends Record<string, unknown>, R>(fn: (args: JsonObj
 
   return async (args: A, call: CallOptions = {}): Promise<R> => {
     // Who is acting comes first: no principal is refused before anything else, with no evidence.
-    const principal = await control.resolvePrincipal(name, { principal: call.principal ?? null, ...(call.headers ? { headers: call.headers } : {}) });
+    // What the call leaves out, the ambient context (withContext / withApproval on Node) may supply.
+    const ambient = call.principal === undefined || call.approvalId === undefined ? ambientCall() : undefined;
+    const principal = await control.resolvePrincipal(name, { principal: call.principal ?? ambient?.principal ?? null, ...(call.headers ? { headers: call.headers } : {}) });
     if (!isPlainObject(args)) throw new InvalidArgument(`${name} takes one plain-object argument`);
     if ('data_scope' in args) throw new InvalidArgument('an argument may not be named data_scope: it is derived by the policy');
     if (!warned && options.effect !== undefined && entry?.effect && entry.effect !== options.effect) {
@@ -95,7 +101,7 @@ export function protect<A extends Record<string, unknown>, R>(fn: (args: JsonObj
     const bound = { ...defaults, ...args };
     const resource = resourceTemplate === null ? null : resolveResourceTemplate(resourceTemplate, bound);
     const action = createAction({ name, arguments: bound, principal, resource, environment: control.environment }, { ids: control.ids });
-    const exec: ExecuteOptions = { effectTemplate: effect, approvalId: call.approvalId ?? null };
+    const exec: ExecuteOptions = { effectTemplate: effect, approvalId: call.approvalId !== undefined ? call.approvalId : (ambient?.approvalId ?? null) };
     if (options.lease !== undefined) exec.lease = options.lease;
     if (options.reconcile !== undefined) exec.reconcile = options.reconcile;
     if (options.reconcileEagerly !== undefined) exec.reconcileEagerly = options.reconcileEagerly;

@@ -40,3 +40,5 @@ export {
   type PgliteStoreOptions,
   type PgliteTransactionLike,
 } from './pglite.js';
+export { jsonlFileSink, jsonlFileWriter, type JsonlFileOptions, type JsonlFileWriter } from './jsonl-file.js';
+export { currentContext, withApproval, withContext } from './context.js';
