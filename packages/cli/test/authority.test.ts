@@ -164,11 +164,11 @@ describe('delegate and revoke', () => {
     const dir = await authorityDir();
     const created = await run(['delegate', '--parent', 'head-of-support', '--file', 'finance.yaml', '--as', 'head-of-support/dana@example.com'], { cwd: dir });
     const id = created.stdout.split('\n')[0]!.slice('created '.length);
-    const r = await run(['revoke', id], { cwd: dir });
-    expect(r).toEqual({ code: 0, stdout: `revoked ${id} by cli:local\nevery delegation beneath it is denied from the next evaluation\n`, stderr: '' });
+    const r = await run(['revoke', id], { cwd: dir, userName: () => 'ops-ana' });
+    expect(r).toEqual({ code: 0, stdout: `revoked ${id} by ops-ana\nevery delegation beneath it is denied from the next evaluation\n`, stderr: '' });
     const again = await run(['revoke', id, '--by', 'someone-else'], { cwd: dir });
     expect(again.code).toBe(0);
-    expect(again.stdout).toMatch(new RegExp(`^${id} was already revoked at \\S+Z by cli:local; nothing changed\\n$`));
+    expect(again.stdout).toMatch(new RegExp(`^${id} was already revoked at \\S+Z by ops-ana; nothing changed\\n$`));
     const path = join(dir, '.ctrlrun', 'state.db');
     const before = storeBytes(path);
     const unknown = await run(['revoke', 'dlg_00000000000000000000000000000000'], { cwd: dir });

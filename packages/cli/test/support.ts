@@ -31,7 +31,7 @@ export interface RunResult {
 }
 
 /** Runs `ctrlrun` in-process with its own directory and environment. */
-export async function run(argv: string[], options: { cwd: string; env?: Record<string, string> }): Promise<RunResult> {
+export async function run(argv: string[], options: { cwd: string; env?: Record<string, string>; userName?: () => string }): Promise<RunResult> {
   let stdout = '';
   let stderr = '';
   const io: CliIo = {
@@ -39,6 +39,7 @@ export async function run(argv: string[], options: { cwd: string; env?: Record<s
     stderr: (t) => void (stderr += t),
     cwd: options.cwd,
     env: options.env ?? {},
+    ...(options.userName ? { userName: options.userName } : {}),
   };
   const code = await main(argv, io);
   return { code, stdout, stderr };

@@ -118,13 +118,13 @@ export const inspect: Command = {
     json: { type: 'boolean', help: `the ${INSPECTION_SCHEMA} document` },
     'store-url': STORE_URL,
   },
-  async run({ io, values, positionals, out }) {
+  async run({ io, values, positionals, out, json }) {
     const id = positionals[0]!;
     const store = await openReader(storeTarget(io, values['store-url'] as string | undefined));
     try {
       const found = await inspection(store, id);
       if (found === null) throw new CliRefusal(`no action ${id}`);
-      if (values['json'] === true) out(prettyJson(found.document));
+      if (values['json'] === true) json(prettyJson(found.document));
       else human(found.document, found.approvals, out);
       return 0;
     } finally {

@@ -54,7 +54,7 @@ export const verify: Command = {
   },
   details:
     'Exit 0: at least one applicable guarantee, none failed. 1: a guarantee failed. 2: refused (observe mode, a policy that does not load, a bad selection) or none applicable. 3: verify itself went wrong.\nNot applicable is never a pass: it is kept out of the fraction.',
-  async run({ io, values, err }) {
+  async run({ io, values, out, err }) {
     try {
       const path = policyPath(io);
       const text = readPolicy(path);
@@ -109,7 +109,8 @@ export const verify: Command = {
         await closeScratch().catch(() => undefined);
         rmSync(root, { recursive: true, force: true });
       }
-      io.stdout(values['json'] === true ? renderVerifyJson(report) : renderVerifyText(report));
+      if (values['json'] === true) io.stdout(renderVerifyJson(report));
+      else for (const line of renderVerifyText(report).replace(/\n$/, '').split('\n')) out(line);
       if (values['junit'] !== undefined) writeFileSync(resolvePath(io.cwd, values['junit'] as string), renderVerifyJunit(report));
       const code = verifyExitCode(report);
       const badge = verifyBadge(report);
