@@ -6,13 +6,14 @@
  *
  * @module
  */
-import { appendFileSync, mkdirSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { userInfo } from 'node:os';
 import { dirname, join } from 'node:path';
 import { Control, InvalidArgument, jsonlSink, type EventSink, type Policy, type StateStore } from '@ctrlrun/kernel';
 import { OBSERVE_BANNER, type Invocation } from './command.js';
 import { loadPolicyFile, policyPath, storeTarget, type StoreTarget } from './discovery.js';
 import { CliRefusal, UsageError } from './errors.js';
+import { appendRegularFile } from './files.js';
 import type { CliIo } from './io.js';
 import { openAnswerer } from './stores.js';
 
@@ -77,7 +78,8 @@ export function stateDirSinks(target: StoreTarget): EventSink[] {
     jsonlSink({
       append: (file, line) => {
         mkdirSync(dir, { recursive: true });
-        appendFileSync(join(dir, file), line);
+        // A FIFO or device planted in place of events.jsonl is refused, never waited on.
+        appendRegularFile(join(dir, file), line);
       },
     }),
   ];

@@ -5,13 +5,13 @@
  *
  * @module
  */
-import { readFileSync } from 'node:fs';
 import { resolve as resolvePath } from 'node:path';
 import { AuthorityEscalation, evidenceTime, loadGrant, parseTime } from '@ctrlrun/kernel';
 import { STORE_URL, type Command } from '../command.js';
 import { banner, operatorControl, operatorName } from '../control.js';
 import { loadPolicyFile, policyPath, storeTarget } from '../discovery.js';
 import { CliRefusal, UsageError } from '../errors.js';
+import { readRegularFile } from '../files.js';
 import { stamp } from '../format.js';
 import { openWriter } from '../stores.js';
 
@@ -50,7 +50,7 @@ export const delegate: Command = {
     banner(policy, err);
     let grantText: string;
     try {
-      grantText = readFileSync(file, 'utf8');
+      grantText = readRegularFile(file);
     } catch (e) {
       throw new CliRefusal(`the grant file ${file} cannot be read: ${(e as Error).message}`);
     }
