@@ -7,6 +7,7 @@
  */
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { InvalidArgument, loadPolicy, PolicyError, type Policy } from '@ctrlrun/kernel';
+import { parseStoreUrl } from '@ctrlrun/store-node';
 import { CliRefusal } from './errors.js';
 import { readRegularFile, UnreadableFile } from './files.js';
 import type { CliIo } from './io.js';
@@ -90,9 +91,15 @@ export function storeTarget(io: CliIo, flag: string | undefined): StoreTarget {
   if (url === null || url === undefined) return { kind: 'sqlite', path: defaultStatePath(io), isDefault: true };
   const scheme = /^([A-Za-z][A-Za-z0-9+.-]*):/.exec(url)?.[1]?.toLowerCase();
   if (scheme === 'sqlite') {
-    const rest = url.slice('sqlite:'.length);
-    const path = rest.startsWith('//') ? rest.slice(2) : rest;
-    if (path === '') throw new CliRefusal(`the store URL ${JSON.stringify(url)} names no file; expected sqlite://<path>`);
+    // One parser for SQLite addresses (store-node's): a path only, no query string or fragment.
+    let path: string;
+    try {
+      const address = parseStoreUrl(url);
+      if (address.kind !== 'sqlite') throw new InvalidArgument(`not a SQLite address`);
+      path = address.path;
+    } catch (err) {
+      throw new CliRefusal(`the store URL ${JSON.stringify(url)} is refused: ${(err as Error).message}; expected sqlite://<path>`);
+    }
     return { kind: 'sqlite', path: isAbsolute(path) ? path : resolve(io.cwd, path), isDefault: false };
   }
   if ((scheme === 'postgres' || scheme === 'postgresql') && url.slice(scheme.length + 1).startsWith('//')) return { kind: 'postgres', url };

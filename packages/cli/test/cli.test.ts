@@ -1,5 +1,5 @@
 // The ctrlrun commands, run in-process through main(argv, io) against seeded SQLite stores.
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import BetterSqlite3 from 'better-sqlite3';
@@ -408,6 +408,24 @@ describe('stores the CLI is pointed at', () => {
     const unreachable = await run(['receipts', '--store-url', 'postgresql://nobody@127.0.0.1:1/none'], { cwd: s.dir });
     expect(unreachable.code).toBe(1);
     expect(unreachable.stderr).toMatch(ONE_LINE);
+    expect(storeBytes(s.storePath)).toBe(before);
+  });
+
+  it('a store URL with a query string or fragment is refused by every command, and no file appears', async () => {
+    const s = await seed();
+    const before = storeBytes(s.storePath);
+    const entries = () => readdirSync(join(s.dir, '.ctrlrun')).sort();
+    const listed = entries();
+    for (const url of [`sqlite://${s.storePath}?mode=ro`, `sqlite:${s.storePath}#x`, 'sqlite://new.db?mode=rwc']) {
+      for (const argv of [['receipts'], ['effects'], ['approve', s.pending[0], '--as', 'dana'], ['revoke', 'dlg_x', '--by', 'dana']]) {
+        const r = await run([...argv, '--store-url', url], { cwd: s.dir });
+        expect(r.code, `${argv[0]} ${url}`).toBe(1);
+        expect(r.stderr).toMatch(ONE_LINE);
+        expect(r.stderr).toMatch(/query string|fragment/);
+      }
+    }
+    expect(entries()).toEqual(listed);
+    expect(readdirSync(s.dir).sort()).toEqual(['.ctrlrun', 'ctrlrun.yaml']);
     expect(storeBytes(s.storePath)).toBe(before);
   });
 
