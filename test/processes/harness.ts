@@ -145,7 +145,7 @@ export function start(payload: Payload, options: { stallMs?: number } = {}): Run
 
 /** Spawns every worker (all stdins written and closed first), then awaits them all. */
 export async function runAll(payloads: Payload[]): Promise<Finished[]> {
-  const running = payloads.map(start);
+  const running = payloads.map((p) => start(p));
   return Promise.all(running.map((r) => r.finished));
 }
 
