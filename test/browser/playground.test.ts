@@ -130,6 +130,7 @@ function gz(file: string): { bytes: number; gzip: number } {
 
 describeInChromium('playground in Chromium', () => {
   beforeAll(async () => {
+    const began = performance.now();
     dist = mkdtempSync(join(tmpdir(), 'ctrlrun-playground-'));
     await progressWatchdog('building the playground with vite', SETUP_STALL_MS, (progress) =>
       build({
@@ -142,7 +143,10 @@ describeInChromium('playground in Chromium', () => {
     );
     // Served below a path, not at the root: the relative base works from any static host.
     server = await serveStatic(dist, '/try/');
+    const built = performance.now();
     browser = await progressWatchdog('launching Chromium', SETUP_STALL_MS, () => launchChromium());
+    // How long setup took, so a slow run says where its time went (it once exceeded a fixed 120 s hook timeout under load, and all 8 tests were reported skipped).
+    metrics['setup_ms'] = { build: Math.round(built - began), launch: Math.round(performance.now() - built) };
     const assets = readdirSync(join(dist, 'assets'));
     const sum = (ext: string) =>
       assets.filter((f) => f.endsWith(ext)).reduce((a, f) => { const s = gz(join(dist, 'assets', f)); return { bytes: a.bytes + s.bytes, gzip: a.gzip + s.gzip }; }, { bytes: 0, gzip: 0 });
