@@ -145,7 +145,7 @@ describeInChromium('playground in Chromium', () => {
     server = await serveStatic(dist, '/try/');
     const built = performance.now();
     browser = await progressWatchdog('launching Chromium', SETUP_STALL_MS, () => launchChromium());
-    // How long setup took, so a slow run says where its time went (it once exceeded a fixed 120 s hook timeout under load, and all 8 tests were reported skipped).
+    // How long setup took, so a slow run says where its time went (a hook that times out reports every test of the file as skipped).
     metrics['setup_ms'] = { build: Math.round(built - began), launch: Math.round(performance.now() - built) };
     const assets = readdirSync(join(dist, 'assets'));
     const sum = (ext: string) =>
