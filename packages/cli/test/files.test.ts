@@ -95,6 +95,21 @@ describe('every file the CLI reads', { timeout: 16 * HANG_KILL_MS }, () => {
     expect(existsSync(join(dir, '.ctrlrun', 'state.db'))).toBe(false);
   });
 
+  it('a store path naming a FIFO, /dev/zero or a directory is refused by name, for readers and writers', async () => {
+    const s = await seed();
+    for (const [kind, path] of specials(tempDir())) {
+      for (const argv of [['receipts'], ['effects'], ['approve', s.pending[0], '--as', 'dana'], ['revoke', 'dlg_00000000000000000000000000000000', '--by', 'dana']]) {
+        for (const env of [{ CTRLRUN_STATE: path }, { CTRLRUN_STORE_URL: `sqlite://${path}` }]) {
+          const r = await spawnCli(argv, { cwd: s.dir, env, killAfterMs: HANG_KILL_MS });
+          const what = `${argv[0]} with ${JSON.stringify(env)} (${kind})`;
+          expect(r.signal, `${what} hung`).toBeUndefined();
+          expect(r.code, what).toBe(1);
+          expect(r.stderr, what).toMatch(/^Error: [^\n]*(not a regular file|is a directory)[^\n]*\n$/);
+        }
+      }
+    }
+  });
+
   it('a FIFO planted as events.jsonl is not waited on: the answer is recorded, the sink failure is a warning', async () => {
     const s = await seed();
     fifo(join(s.dir, '.ctrlrun', 'events.jsonl'));
