@@ -14,6 +14,7 @@ import { OBSERVE_BANNER, type Invocation } from './command.js';
 import { loadPolicyFile, policyPath, storeTarget, type StoreTarget } from './discovery.js';
 import { CliRefusal, UsageError } from './errors.js';
 import { appendRegularFile } from './files.js';
+import { hasUnsafe } from './format.js';
 import type { CliIo } from './io.js';
 import { openAnswerer } from './stores.js';
 
@@ -31,13 +32,13 @@ export function environmentFromEnv(io: CliIo): string | undefined {
 }
 
 /** The longest name recorded as who answered. */
-export const MAX_ACTOR_LENGTH = 256;
+const MAX_ACTOR_LENGTH = 256;
 
 /** Why `name` cannot be recorded as who answered, or null: blank, too long, or not one visible line. */
 function actorProblem(name: string): string | null {
   if (name.trim() === '') return 'is empty';
   if (name.length > MAX_ACTOR_LENGTH) return `is longer than ${MAX_ACTOR_LENGTH} characters`;
-  if (/[\p{Cc}\p{Cf}\p{Cs}\p{Zl}\p{Zp}]/u.test(name)) return 'holds a control, format or line-separator character';
+  if (hasUnsafe(name)) return 'holds a control, format or line-separator character';
   return null;
 }
 
@@ -100,8 +101,9 @@ export function operatorControl(io: CliIo, policy: Policy, store: StateStore, ta
 /**
  * Runs one human answer (`approve`, `deny`, `resolve`) through the kernel: resolves who answers
  * (`--as`), checks the store through a reader with `precheck`, loads the policy (nothing is
- * written on a refusal of any of these), then hands `answer` a Control composed as {@link operatorControl} composes
- * it (same sinks, the kernel's clock) and always closes the store. Resolves to exit code 0.
+ * written on a refusal of any of these), then hands `answer` a Control composed as
+ * {@link operatorControl} composes it (same sinks, the kernel's clock) and always closes the
+ * store. Resolves to exit code 0.
  */
 export async function answeringControl(
   inv: Invocation,

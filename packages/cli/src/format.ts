@@ -32,6 +32,12 @@ export function visible(text: string): string {
   });
 }
 
+/** Whether `text` holds a character {@link visible} would escape (one that is not one visible line). */
+export function hasUnsafe(text: string): boolean {
+  UNSAFE.lastIndex = 0;
+  return UNSAFE.test(text);
+}
+
 /** A stored timestamp in the CLI's format (ISO-8601 UTC, milliseconds, `Z`), or `-`. */
 export function stamp(stored: string | null | undefined): string {
   if (stored === null || stored === undefined || stored === '') return '-';

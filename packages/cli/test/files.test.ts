@@ -99,7 +99,7 @@ describe('every file the CLI reads', { timeout: 16 * HANG_KILL_MS }, () => {
     const s = await seed();
     for (const [kind, path] of specials(tempDir())) {
       for (const argv of [['receipts'], ['effects'], ['approve', s.pending[0], '--as', 'dana'], ['revoke', 'dlg_00000000000000000000000000000000', '--by', 'dana']]) {
-        for (const env of [{ CTRLRUN_STATE: path }, { CTRLRUN_STORE_URL: `sqlite://${path}` }]) {
+        for (const env of [{ CTRLRUN_STATE: path }, { CTRLRUN_STORE_URL: `sqlite://${path}` }] as Record<string, string>[]) {
           const r = await spawnCli(argv, { cwd: s.dir, env, killAfterMs: HANG_KILL_MS });
           const what = `${argv[0]} with ${JSON.stringify(env)} (${kind})`;
           expect(r.signal, `${what} hung`).toBeUndefined();

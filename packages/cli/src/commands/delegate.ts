@@ -12,7 +12,7 @@ import { banner, operatorControl, operatorName } from '../control.js';
 import { loadPolicyFile, policyPath, storeTarget } from '../discovery.js';
 import { CliRefusal, UsageError } from '../errors.js';
 import { readRegularFile } from '../files.js';
-import { stamp } from '../format.js';
+import { hasUnsafe, stamp } from '../format.js';
 import { openWriter } from '../stores.js';
 
 function required(values: Record<string, unknown>, name: string): string {
@@ -26,7 +26,7 @@ export function parseAs(text: string): { agent: string; user: string | null } {
   const slash = text.indexOf('/');
   const agent = slash < 0 ? text : text.slice(0, slash);
   const user = slash < 0 ? null : text.slice(slash + 1);
-  const bad = (s: string) => s.trim() === '' || /[\p{Cc}\p{Cf}\p{Cs}\p{Zl}\p{Zp}]/u.test(s);
+  const bad = (s: string) => s.trim() === '' || hasUnsafe(s);
   if (bad(agent) || (user !== null && bad(user))) throw new UsageError(`--as must be AGENT or AGENT/USER, got ${JSON.stringify(text)}`);
   return { agent, user };
 }
