@@ -8,6 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { ApprovalRequired, Control, EXAMPLE_POLICY_YAML, loadPolicy, createAction } from '@ctrlrun/kernel';
 import { openStore } from '@ctrlrun/store-node';
 import { writeFileSync, mkdirSync } from 'node:fs';
+import { scaled } from '../../../test/support/load.js';
 import { visible } from '../src/format.js';
 import { run, tempDir } from './support.js';
 
@@ -108,7 +109,7 @@ describe('every text output of agent-controlled text', () => {
       }),
       { numRuns: 15 },
     );
-  }, 120_000);
+  }, scaled(60_000));
 
   it('a forged row in an action name is shown as one row with the escape visible', async () => {
     const dir = tempDir();
