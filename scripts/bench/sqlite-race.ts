@@ -4,7 +4,7 @@
 // worker's barrier release to its last call, so process start-up is not counted.
 import { join } from 'node:path';
 import { createBetterSqlite3Store } from '@ctrlrun/store-node/better-sqlite3';
-import { lastLine, RENDEZVOUS_TIMEOUT_S, runAll, tempDir } from '../../test/processes/harness.js';
+import { lastLine, PROGRESS_EVERY, RENDEZVOUS_TIMEOUT_S, runAll, tempDir } from '../../test/processes/harness.js';
 
 const PROCESSES = 8;
 const KEYS = 500;
@@ -38,6 +38,7 @@ async function run(name: string, workers: number, keysPerWorker: (keys: string[]
         rendezvous_dir: rendezvous.dir,
         contenders: workers,
         rendezvous_timeout: RENDEZVOUS_TIMEOUT_S,
+        progress_every: PROGRESS_EVERY,
       })),
     );
     const reports = finished.map(lastLine) as unknown as Report[];

@@ -12,7 +12,7 @@ import { build } from 'esbuild';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { Harness } from './harness/entry.js';
-import { ARTIFACTS, BROWSER_TEST_TIMEOUT, describeInChromium, launchChromium, ROOT, serveStatic, type StaticServer } from './support.js';
+import { ARTIFACTS, BROWSER_TEST_TIMEOUT, describeInChromium, launchChromium, progressWatchdog, ROOT, serveStatic, SETUP_CEILING, SETUP_STALL_MS, type StaticServer } from './support.js';
 
 const require = createRequire(import.meta.url);
 let dir = '';
@@ -41,8 +41,8 @@ describeInChromium('kernel and store suites in Chromium', () => {
       '<!doctype html><meta charset="utf-8"><link rel="icon" href="data:,"><title>ctrlrun harness</title><pre id="log"></pre><script type="module" src="harness.js"></script>\n',
     );
     server = await serveStatic(dir);
-    browser = await launchChromium();
-  }, BROWSER_TEST_TIMEOUT);
+    browser = await progressWatchdog('launching Chromium', SETUP_STALL_MS, () => launchChromium());
+  }, SETUP_CEILING);
 
   afterAll(async () => {
     await browser?.close();

@@ -14,7 +14,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createTryIt, TRY_IT_OUTCOMES, TRY_IT_POLICY_YAML } from '@ctrlrun/kernel/try-it';
 import { createSqlJsStore } from '@ctrlrun/store-sqljs';
 import { GUIDE } from '../../playground/src/guide.js';
-import { ARTIFACTS, BROWSER_TEST_TIMEOUT, describeInChromium, launchChromium, ROOT, serveStatic, type StaticServer } from './support.js';
+import { ARTIFACTS, BROWSER_TEST_TIMEOUT, describeInChromium, launchChromium, PAGE_TIMEOUT, progressWatchdog, ROOT, serveStatic, SETUP_CEILING, SETUP_STALL_MS, type StaticServer } from './support.js';
 
 /** What spec 04 §4's table asks of each click, keyed by the guide's action ids. */
 interface Expected {
@@ -62,7 +62,7 @@ const outside: string[] = [];
 
 async function freshPage(viewport = { width: 1280, height: 900 }): Promise<Page> {
   const context = await browser.newContext({ viewport });
-  context.setDefaultTimeout(60_000);
+  context.setDefaultTimeout(PAGE_TIMEOUT);
   contexts.push(context);
   const page = await context.newPage();
   page.on('request', (r) => {
@@ -130,16 +130,28 @@ function gz(file: string): { bytes: number; gzip: number } {
 
 describeInChromium('playground in Chromium', () => {
   beforeAll(async () => {
+    const began = performance.now();
     dist = mkdtempSync(join(tmpdir(), 'ctrlrun-playground-'));
-    await build({ configFile: join(ROOT, 'playground', 'vite.config.ts'), logLevel: 'warn', build: { outDir: dist, emptyOutDir: true } });
+    await progressWatchdog('building the playground with vite', SETUP_STALL_MS, (progress) =>
+      build({
+        configFile: join(ROOT, 'playground', 'vite.config.ts'),
+        logLevel: 'warn',
+        build: { outDir: dist, emptyOutDir: true },
+        // Every module transformed and every chunk rendered is progress: a slow build keeps going.
+        plugins: [{ name: 'ctrlrun-test-progress', transform: (_code: string, id: string) => void progress(`transformed ${id}`), renderChunk: (_code: string, chunk: { fileName: string }) => void progress(`rendered ${chunk.fileName}`) }],
+      }),
+    );
     // Served below a path, not at the root: the relative base works from any static host.
     server = await serveStatic(dist, '/try/');
-    browser = await launchChromium();
+    const built = performance.now();
+    browser = await progressWatchdog('launching Chromium', SETUP_STALL_MS, () => launchChromium());
+    // How long setup took, so a slow run says where its time went (a hook that times out reports every test of the file as skipped).
+    metrics['setup_ms'] = { build: Math.round(built - began), launch: Math.round(performance.now() - built) };
     const assets = readdirSync(join(dist, 'assets'));
     const sum = (ext: string) =>
       assets.filter((f) => f.endsWith(ext)).reduce((a, f) => { const s = gz(join(dist, 'assets', f)); return { bytes: a.bytes + s.bytes, gzip: a.gzip + s.gzip }; }, { bytes: 0, gzip: 0 });
     metrics['size'] = { js: sum('.js'), wasm: sum('.wasm'), css: sum('.css'), html: gz(join(dist, 'index.html')) };
-  }, BROWSER_TEST_TIMEOUT);
+  }, SETUP_CEILING);
 
   afterAll(async () => {
     for (const c of contexts) await c.close().catch(() => undefined);
@@ -285,7 +297,7 @@ describeInChromium('playground in Chromium', () => {
     const before = await receiptCount(page);
     await page.fill('#policy', TRY_IT_POLICY_YAML.replace('decision: allow', 'decision: perhaps'));
     await page.click('#load-policy');
-    await expect.poll(() => page.locator('#policy-error').isVisible(), { timeout: 30_000 }).toBe(true);
+    await expect.poll(() => page.locator('#policy-error').isVisible(), { timeout: PAGE_TIMEOUT }).toBe(true);
     expect(await page.locator('#policy-error').innerText()).toMatch(/PolicyError: .*perhaps/);
     expect(await page.locator('#entries > li').last().innerText()).toContain('PolicyError');
     expect(await page.locator('#policy-hash').innerText()).toBe(moduleHash);
@@ -299,7 +311,7 @@ describeInChromium('playground in Chromium', () => {
     const editedHash = createTryIt({ store: await createSqlJsStore(), policyYaml: edited }).policyHash;
     await page.fill('#policy', edited);
     await page.click('#load-policy');
-    await expect.poll(() => page.locator('#policy-hash').innerText(), { timeout: 30_000 }).toBe(editedHash);
+    await expect.poll(() => page.locator('#policy-hash').innerText(), { timeout: PAGE_TIMEOUT }).toBe(editedHash);
     expect(await page.locator('#policy-error').isVisible()).toBe(false);
     const stricter = await runWith(page, { payment_id: 'txn_p2', amount: '50000' });
     expect(stricter.data['outcome']).toBe('approval_required');
@@ -309,7 +321,7 @@ describeInChromium('playground in Chromium', () => {
     expect(await page.inputValue('#policy')).toBe(edited);
     expect(await page.locator('#policy-hash').innerText()).toBe(editedHash);
     await page.click('#restore-policy');
-    await expect.poll(() => page.locator('#policy-hash').innerText(), { timeout: 30_000 }).toBe(moduleHash);
+    await expect.poll(() => page.locator('#policy-hash').innerText(), { timeout: PAGE_TIMEOUT }).toBe(moduleHash);
     expect(await page.inputValue('#policy')).toBe(TRY_IT_POLICY_YAML);
   });
 

@@ -8,6 +8,9 @@ import type { AddressInfo } from 'node:net';
 import { extname, join, normalize, resolve, sep } from 'node:path';
 import { chromium, type Browser } from 'playwright-core';
 import { describe, it } from 'vitest';
+import { scaled } from '../support/load.js';
+
+export { progressWatchdog } from '../support/load.js';
 
 /** The browser: Debian's `chromium` package (`apt-get install -y chromium`). */
 export const CHROMIUM = '/usr/bin/chromium';
@@ -17,10 +20,20 @@ export const ROOT = resolve(import.meta.dirname, '..', '..');
 export const ARTIFACTS = join(ROOT, 'test-artifacts');
 
 /**
- * Per test, and per `beforeAll` (build + launch): generous, because CI machines are shared and a
- * browser under load is slow. No assertion is about time.
+ * Per test: generous on a free machine (a test takes 2–7 s there), and stretched by the measured
+ * load (`test/support/load.ts`), because CI machines are shared and a browser under load is slow.
+ * No assertion is about time.
  */
-export const BROWSER_TEST_TIMEOUT = 120_000;
+export const BROWSER_TEST_TIMEOUT = scaled(120_000);
+/** Playwright's per-action and navigation timeout inside a test, stretched the same way. */
+export const PAGE_TIMEOUT = scaled(60_000);
+/**
+ * `beforeAll` (build + launch) is guarded by {@link progressWatchdog}, not by this: a ceiling far
+ * above any live build, so that a slow build on a busy machine is waited for, never skipped.
+ */
+export const SETUP_CEILING = scaled(15 * 60_000);
+/** How long setup may go without progress (a module built, a chunk written, the browser up) before it fails. */
+export const SETUP_STALL_MS = scaled(120_000);
 
 const inCI = (): boolean => /^(1|true|yes)$/i.test(process.env['CI'] ?? '');
 
@@ -38,14 +51,18 @@ export function describeInChromium(name: string, body: () => void): void {
       });
     });
   } else {
-    describe.skip(`${name} — skipped: ${CHROMIUM} is absent (apt-get install -y chromium)`, body);
+    const reason = `${CHROMIUM} is absent (apt-get install -y chromium)`;
+    // Printed, not only in the suite's name (which the default reporter does not show for a skip).
+    console.warn(`[skipped] ${name}: ${reason}`);
+    describe.skip(`${name} — skipped: ${reason}`, body);
   }
 }
 
-/** Headless Chromium with nothing of its own on the network. */
+/** Headless Chromium with nothing of its own on the network; its launch may take {@link SETUP_STALL_MS}. */
 export function launchChromium(): Promise<Browser> {
   return chromium.launch({
     executablePath: CHROMIUM,
+    timeout: SETUP_STALL_MS,
     args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--disable-dev-shm-usage'],
   });
 }

@@ -12,6 +12,7 @@ import { AmbiguousEffect, Control, DuplicateEffect, LEASE_EXPIRED, createAction,
 import { createBetterSqlite3Store, type BetterSqlite3Store } from '@ctrlrun/store-node/better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
 import { start, tempDir } from './harness.js';
+import { scaled } from '../support/load.js';
 import { PROCESS_POLICY_YAML, PROCESS_PRINCIPAL } from './policy.js';
 
 const LEASE_MS = 60_000;
@@ -64,7 +65,7 @@ async function rejection(p: Promise<unknown>): Promise<Error> {
 }
 
 // Each case spawns a worker: generous timeouts, since a loaded machine starts processes slowly.
-describe('a worker killed with SIGKILL while its executor runs', { timeout: 120_000 }, () => {
+describe('a worker killed with SIGKILL while its executor runs', { timeout: scaled(120_000) }, () => {
   it('test_T160_there_is_no_reaper', async () => {
     const crashed = await crash();
     expect(crashed.effectKey).toBe(`crash:${crashed.reference}`);

@@ -8,7 +8,7 @@
 import { join } from 'node:path';
 import { createBetterSqlite3Store } from '@ctrlrun/store-node/better-sqlite3';
 import { afterAll, it } from 'vitest';
-import { tempDir } from './harness.js';
+import { raceTimeout, tempDir } from './harness.js';
 import { raceSharedKeys } from './race.js';
 
 const PROCESSES = 8;
@@ -16,7 +16,7 @@ const KEYS = 500;
 const work = tempDir('race');
 afterAll(() => work.remove());
 
-it('test_8_processes_x_500_shared_keys_each_key_executes_exactly_once', { timeout: 120_000 }, async () => {
+it('test_8_processes_x_500_shared_keys_each_key_executes_exactly_once', { timeout: raceTimeout(PROCESSES, KEYS) }, async () => {
   const path = join(work.dir, 'race.db');
   const store = await createBetterSqlite3Store(path); // created and migrated before any worker opens it
   try {

@@ -7,7 +7,7 @@
  */
 import { verifyChain, type StateStore } from '@ctrlrun/kernel';
 import { expect } from 'vitest';
-import { files, lastLine, RENDEZVOUS_TIMEOUT_S, runAll, tempDir } from './harness.js';
+import { files, lastLine, PROGRESS_EVERY, RENDEZVOUS_TIMEOUT_S, runAll, tempDir } from './harness.js';
 
 /** Runs the race on `store` (already created and migrated), the workers opening it at `url`, and asserts the outcome. */
 export async function raceSharedKeys(store: StateStore, url: string, opts: { processes: number; keys: number; tempPrefix: string }): Promise<void> {
@@ -25,6 +25,7 @@ export async function raceSharedKeys(store: StateStore, url: string, opts: { pro
         rendezvous_dir: rendezvous.dir,
         contenders: PROCESSES,
         rendezvous_timeout: RENDEZVOUS_TIMEOUT_S,
+        progress_every: PROGRESS_EVERY,
       })),
     );
     const reports = finished.map(lastLine) as unknown as {

@@ -73,9 +73,14 @@ async function executeMany(p: ExecuteManyPayload): Promise<void> {
   const store = await open(p);
   const control = new Control({ policy: loadPolicy(PROCESS_POLICY_YAML), store, principal: PROCESS_PRINCIPAL, logger: { warn() {} } });
   const counts = { executed: 0, duplicate_committed: 0, duplicate_in_progress: 0, ambiguous: 0, doubles: 0, other: {} as Record<string, number> };
+  print({ progress: 0, stage: 'opened' });
   await barrier(p.rendezvous_dir, p.contenders, p.rendezvous_timeout);
+  print({ progress: 0, stage: 'racing' });
   const started = Date.now();
+  let done = 0;
   for (const key of p.keys) {
+    // The parent's watchdog kills a worker that goes quiet, not one that is slow.
+    if (++done % p.progress_every === 0) print({ progress: done });
     const action = createAction({ name: 'race.run', arguments: { key }, principal: PROCESS_PRINCIPAL });
     try {
       await control.execute(action, () => {

@@ -4,7 +4,7 @@
  * file untouched, readers, the missing optional peer, and `openStore` addresses.
  */
 import { spawnSync } from 'node:child_process';
-import { accessSync, chmodSync, constants, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { accessSync, chmodSync, constants, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import {
@@ -256,6 +256,31 @@ describe('createBetterSqlite3Store: refusals', () => {
     db.close();
   });
 
+  it('someone else\'s database that merely has an empty schema_version: SchemaMismatch, file untouched (writer, reader, openStore)', async () => {
+    for (const others of [
+      ['CREATE TABLE users(id INTEGER PRIMARY KEY, email TEXT)', "INSERT INTO users(email) VALUES ('a@example.com')"],
+      // Even tables named like ours: without a recorded migration nothing says they are ours.
+      ['CREATE TABLE effects(effect_key TEXT PRIMARY KEY, state TEXT, action_id TEXT, attempt INTEGER)'],
+    ]) {
+      const path = fresh('empty-version');
+      rawDatabase(path, ['CREATE TABLE schema_version(migration_id TEXT PRIMARY KEY, applied_at TEXT NOT NULL, ctrlrun_version TEXT NOT NULL)', ...others]);
+      const before = fingerprint(path);
+      for (const open of [() => createBetterSqlite3Store(path), () => openStore(`sqlite:${path}`), () => openStore(path, { readOnly: true })]) {
+        const err = await refusal(open());
+        expect(err).toBeInstanceOf(SchemaMismatch);
+        expect(err.message).toMatch(/not a ctrlrun store: its schema_version is empty, yet it has other tables \((users|effects)\)/);
+        expect(fingerprint(path)).toEqual(before);
+        expect(existsSync(`${path}-wal`) || existsSync(`${path}-shm`) || existsSync(`${path}-journal`)).toBe(false);
+      }
+    }
+    // An empty schema_version alone holds nothing: a writer migrates it like an empty file.
+    const alone = fresh('empty-version-alone');
+    rawDatabase(alone, ['CREATE TABLE schema_version(migration_id TEXT PRIMARY KEY, applied_at TEXT NOT NULL, ctrlrun_version TEXT NOT NULL)']);
+    const store = await createBetterSqlite3Store(alone, { clock });
+    expect(await store.listEffects()).toEqual([]);
+    await store.close();
+  });
+
   it('a database from a newer ctrlrun: SchemaMismatch naming the unknown migration, file untouched', async () => {
     const path = fresh('newer');
     const store = await createBetterSqlite3Store(path, { clock });
@@ -443,6 +468,25 @@ describe('openStore(url)', () => {
     expect(await refusal(openStore('sqlite::memory:'))).toBeInstanceOf(InvalidArgument);
   });
 
+  it('a query string or fragment is refused, naming it; no file is created and an existing one is untouched', async () => {
+    const dir = mkdtempSync(join(root, 'query-'));
+    const existing = join(dir, 'q.db');
+    await (await openStore(existing, { clock })).close();
+    const before = fingerprint(existing);
+    for (const suffix of ['?mode=ro', '?immutable=1', '#main', '?']) {
+      for (const url of [`sqlite:${existing}${suffix}`, `sqlite://${existing}${suffix}`, `${existing}${suffix}`, `sqlite:${join(dir, 'new.db')}${suffix}`]) {
+        const err = await refusal(openStore(url));
+        expect(err, url).toBeInstanceOf(InvalidArgument);
+        expect(err.message).toMatch(suffix.startsWith('?') ? /has a query string/ : /has a fragment/);
+        expect(err.message).toContain(JSON.stringify(suffix));
+        expect(() => parseStoreUrl(url)).toThrow(InvalidArgument);
+      }
+    }
+    expect(() => parseStoreUrl(`pglite:${dir}/pgdata?x=1`)).toThrow(/query string/);
+    expect(readdirSync(dir).sort()).toEqual(['q.db']);
+    expect(fingerprint(existing)).toEqual(before);
+  });
+
   it('property: any string parses to a store address or is refused with InvalidArgument', () => {
     fc.assert(
       fc.property(fc.oneof(fc.string(), fc.webUrl(), fc.constantFrom('sqlite:', 'pglite:', 'postgres://', 'x:').chain((p) => fc.string().map((s) => p + s))), (url) => {
@@ -454,6 +498,7 @@ describe('openStore(url)', () => {
           return;
         }
         if (address.kind === 'sqlite') expect(url.endsWith(address.path)).toBe(true);
+        if (address.kind === 'sqlite') expect(address.path).not.toMatch(/[?#]/);
         if (!/^[A-Za-z][A-Za-z0-9+.-]+:/.test(url)) expect(address).toEqual({ kind: 'sqlite', path: url });
       }),
       { numRuns: 500 },

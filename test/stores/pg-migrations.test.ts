@@ -165,6 +165,20 @@ function schemaCases(name: string, backend: () => Backend): void {
       expect(await tables(schema)).toEqual(['customers']);
     });
 
+    it('a foreign database with an empty schema_version is refused untouched: nothing created or migrated', async () => {
+      for (const foreign of [['CREATE TABLE customers(id INT PRIMARY KEY)'], ddl('0001_baseline')]) {
+        const schema = await b().schema();
+        await b().run(schema, [versionRows()[0]!, ...foreign]);
+        const before = await tables(schema);
+        for (const readOnly of [false, true]) {
+          const err = await refusal(b().open(schema, { readOnly }));
+          expect(err.message).toMatch(/not a ctrlrun store: its schema_version is empty, yet it has other tables/);
+          expect(await tables(schema)).toEqual(before);
+          expect(await applied(schema)).toEqual([]);
+        }
+      }
+    });
+
     it('test_T151_a_gapped_database_is_refused_naming_the_missing_migration', async () => {
       const schema = await b().schema();
       await b().run(schema, [...ddl('0001_baseline', '0002_receipt_chain', '0003_resolved_by'), ...versionRows('0001_baseline', '0003_resolved_by')]);

@@ -14,7 +14,8 @@ import { AmbiguousEffect, Control, DuplicateEffect, LEASE_EXPIRED, createAction,
 import { createPgStore, type PgStore } from '@ctrlrun/store-node/pg';
 import pg from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { start } from '../processes/harness.js';
+import { raceTimeout, start } from '../processes/harness.js';
+import { scaled } from '../support/load.js';
 import { raceSharedKeys } from '../processes/race.js';
 import { PROCESS_POLICY_YAML, PROCESS_PRINCIPAL } from '../processes/policy.js';
 import { describePg, freshDatabase, type FreshDatabase } from '../support/pg-cluster.js';
@@ -35,7 +36,7 @@ describePg('real processes on PostgreSQL', (server) => {
     await db?.drop();
   });
 
-  it('test_8_processes_x_500_shared_keys_each_key_executes_exactly_once (PostgreSQL)', { timeout: 180_000 }, async () => {
+  it('test_8_processes_x_500_shared_keys_each_key_executes_exactly_once (PostgreSQL)', { timeout: raceTimeout(PROCESSES, KEYS) }, async () => {
     await db.createSchema('race');
     const store = await createPgStore(pool, { schema: 'race' }); // migrated before any worker opens it
     try {
@@ -45,7 +46,7 @@ describePg('real processes on PostgreSQL', (server) => {
     }
   });
 
-  it('test_T158_a_process_killed_with_sigkill_leaves_executing_then_ambiguous_never_failed (PostgreSQL)', { timeout: 60_000 }, async () => {
+  it('test_T158_a_process_killed_with_sigkill_leaves_executing_then_ambiguous_never_failed (PostgreSQL)', { timeout: scaled(60_000) }, async () => {
     const LEASE_MS = 60_000;
     await db.createSchema('crash');
     await (await createPgStore(pool, { schema: 'crash' })).close();

@@ -220,6 +220,29 @@ describe('migrations at open', () => {
     }
   });
 
+  it('a foreign database with an empty schema_version is refused and left untouched; an empty schema_version alone is migrated', async () => {
+    for (const foreign of [
+      ['CREATE TABLE users(id INTEGER PRIMARY KEY, name TEXT)', "INSERT INTO users VALUES (1, 'ada')"],
+      ddl('0001_baseline'), // our tables, but no migration recorded: the history is missing
+    ]) {
+      const bytes = build([sqliteDialect.sql.createSchemaVersion, ...foreign]);
+      for (const readOnly of [false, true]) {
+        const log: string[] = [];
+        const { s, persistence } = slot(bytes);
+        const err = await refusal(openSqlStateStore(spy(await SqlJsDriver.open(SQL, persistence), log), { readOnly }));
+        expect(err.message).toMatch(/not a ctrlrun store: its schema_version is empty, yet it has other tables/);
+        expect(err.applied).toEqual([]);
+        expect(log.filter((q) => /^\s*(CREATE|ALTER|INSERT|UPDATE|DELETE|DROP)/i.test(q))).toEqual([]);
+        expect(s.saves).toBe(0);
+        expect(s.bytes).toBe(bytes);
+      }
+    }
+    const { s, persistence } = slot(build([sqliteDialect.sql.createSchemaVersion]));
+    const store = await openSqlStateStore(await SqlJsDriver.open(SQL, persistence), { clock: clockAt(T0) });
+    await store.close();
+    expect(rows(s.bytes!, 'SELECT migration_id FROM schema_version ORDER BY migration_id').map((r) => r['migration_id'])).toEqual([...MIGRATION_IDS]);
+  });
+
   it('test_T147_a_v05_database_migrates_and_keeps_every_row', async () => {
     const bytes = build(V05);
     const before = {

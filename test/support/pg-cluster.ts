@@ -289,6 +289,8 @@ export function describePg(title: string, body: (server: { readonly url: string;
         });
       });
     } else {
+      // Printed, not only in the suite's name (which the default reporter does not show for a skip).
+      console.warn(`[skipped] ${title}: ${target.skip}`);
       describe.skip(`${title} — skipped: ${target.skip}`, () => {
         it('needs PostgreSQL', () => undefined);
       });

@@ -6,11 +6,12 @@
  * @module
  */
 import { summaryLine, type VerifyReport } from '@ctrlrun/kernel/verify';
+import { visible } from './format.js';
 
 const CELL: Record<string, string> = { pass: 'PASS', fail: 'FAIL', not_applicable: 'N/A', skipped: 'SKIP' };
 
 function cell(text: string): string {
-  return text.replace(/\|/g, '\\|').replace(/\r?\n/g, ' ');
+  return visible(text.replace(/\r?\n/g, ' ')).replace(/\|/g, '\\|');
 }
 
 /** Markdown for `$GITHUB_STEP_SUMMARY`. */

@@ -21,10 +21,15 @@ export interface Invocation {
   readonly io: CliIo;
   readonly values: Readonly<Record<string, string | boolean | string[] | undefined>>;
   readonly positionals: readonly string[];
-  /** Writes one line to stdout. */
+  /**
+   * Writes one line of text for a person to stdout, every control, bidi and separator character
+   * in it escaped visibly (`visible` in format.ts): a line written with `out` is one line on the screen.
+   */
   out(line: string): void;
-  /** Writes one line to stderr. */
+  /** Writes one line of text for a person to stderr, escaped as {@link out} escapes. */
   err(line: string): void;
+  /** Writes machine-readable output (JSON) to stdout exactly as given, and a newline. */
+  json(text: string): void;
 }
 
 /** A `ctrlrun` command. */
@@ -69,8 +74,15 @@ export const STORE_URL: OptionSpec = {
   help: 'sqlite://PATH or postgresql://… (default: $CTRLRUN_STORE_URL, else $CTRLRUN_STATE, else .ctrlrun/state.db beside the policy)',
 };
 
-/** The approver and resolver the CLI records. */
-export const CLI_ACTOR = 'cli:local';
+/**
+ * `--as NAME` of the commands that answer (`approve`, `deny`, `resolve`): who answers, recorded as
+ * the approver or resolver.
+ */
+export const AS_APPROVER: OptionSpec = {
+  type: 'string',
+  value: 'NAME',
+  help: 'who answers, recorded on the record and its event (default: $CTRLRUN_APPROVER, else your OS login name)',
+};
 
 /** Printed to stderr first by every command that loads a policy in observe mode. */
 export const OBSERVE_BANNER = 'OBSERVE MODE — nothing is enforced';

@@ -1,16 +1,22 @@
 /**
- * For the commands that load the policy (`stats`, `delegate`, `revoke`, `verify`): the banner
- * under observe mode, the deployment's environment, and a `Control` composed as `from_file`
- * composes it (the policy's inline authority, a JSONL sink in the state directory).
+ * For the commands that load the policy (`stats`, `delegate`, `revoke`, `verify`, and the
+ * answers `approve`, `deny`, `resolve`): the banner under observe mode, the deployment's
+ * environment, who answers, and a `Control` composed as `from_file` composes it (the policy's
+ * inline authority, a JSONL sink in the state directory).
  *
  * @module
  */
-import { appendFileSync, mkdirSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
+import { userInfo } from 'node:os';
 import { dirname, join } from 'node:path';
 import { Control, InvalidArgument, jsonlSink, type EventSink, type Policy, type StateStore } from '@ctrlrun/kernel';
-import { OBSERVE_BANNER } from './command.js';
-import type { StoreTarget } from './discovery.js';
+import { OBSERVE_BANNER, type Invocation } from './command.js';
+import { loadPolicyFile, policyPath, storeTarget, type StoreTarget } from './discovery.js';
+import { CliRefusal, UsageError } from './errors.js';
+import { appendRegularFile } from './files.js';
+import { hasUnsafe } from './format.js';
 import type { CliIo } from './io.js';
+import { openAnswerer } from './stores.js';
 
 /** Prints the observe-mode banner to stderr, first, every run. */
 export function banner(policy: Policy, err: (line: string) => void): void {
@@ -25,6 +31,46 @@ export function environmentFromEnv(io: CliIo): string | undefined {
   return v;
 }
 
+/** The longest name recorded as who answered. */
+const MAX_ACTOR_LENGTH = 256;
+
+/** Why `name` cannot be recorded as who answered, or null: blank, too long, or not one visible line. */
+function actorProblem(name: string): string | null {
+  if (name.trim() === '') return 'is empty';
+  if (name.length > MAX_ACTOR_LENGTH) return `is longer than ${MAX_ACTOR_LENGTH} characters`;
+  if (hasUnsafe(name)) return 'holds a control, format or line-separator character';
+  return null;
+}
+
+/**
+ * Who answers an approval or resolves an effect, as recorded on the record and its event: the
+ * flag (`--as NAME`, or `--by` for `revoke`), else `$CTRLRUN_APPROVER`, else the login name of the
+ * operating-system user running the command. Never a made-up name: a blank or control-character
+ * name, or no name at all, is refused with exit 2 before anything is opened.
+ */
+export function operatorName(io: CliIo, flag: string | undefined, option: string): string {
+  if (flag !== undefined) {
+    const problem = actorProblem(flag);
+    if (problem !== null) throw new UsageError(`${option} ${JSON.stringify(flag)} ${problem}: name who answers, on one line`);
+    return flag;
+  }
+  const env = io.env['CTRLRUN_APPROVER'];
+  if (env !== undefined) {
+    const problem = actorProblem(env);
+    if (problem !== null) throw new CliRefusal(`CTRLRUN_APPROVER ${JSON.stringify(env)} ${problem}: unset it, or name who answers on one line`, 2);
+    return env;
+  }
+  let login: string;
+  try {
+    login = (io.userName ?? (() => userInfo().username))();
+  } catch (e) {
+    throw new CliRefusal(`cannot tell who is answering (the system has no name for this user: ${e instanceof Error ? e.message : String(e)}); give ${option} NAME or set CTRLRUN_APPROVER`, 2);
+  }
+  const problem = actorProblem(login);
+  if (problem !== null) throw new CliRefusal(`the login name ${JSON.stringify(login)} ${problem}; give ${option} NAME or set CTRLRUN_APPROVER`, 2);
+  return login;
+}
+
 /** A JSONL sink writing `events.jsonl`/`receipts.jsonl` beside a SQLite store; none for PostgreSQL. */
 export function stateDirSinks(target: StoreTarget): EventSink[] {
   if (target.kind !== 'sqlite') return [];
@@ -33,7 +79,8 @@ export function stateDirSinks(target: StoreTarget): EventSink[] {
     jsonlSink({
       append: (file, line) => {
         mkdirSync(dir, { recursive: true });
-        appendFileSync(join(dir, file), line);
+        // A FIFO or device planted in place of events.jsonl is refused, never waited on.
+        appendRegularFile(join(dir, file), line);
       },
     }),
   ];
@@ -49,4 +96,35 @@ export function operatorControl(io: CliIo, policy: Policy, store: StateStore, ta
     logger: { warn: (message: string) => warn(`warning: ${message}`) },
     ...(environment !== undefined ? { environment } : {}),
   });
+}
+
+/**
+ * Runs one human answer (`approve`, `deny`, `resolve`) through the kernel: resolves who answers
+ * (`--as`), checks the store through a reader with `precheck`, loads the policy (nothing is
+ * written on a refusal of any of these), then hands `answer` a Control composed as
+ * {@link operatorControl} composes it (same sinks, the kernel's clock) and always closes the
+ * store. Resolves to exit code 0.
+ */
+export async function answeringControl(
+  inv: Invocation,
+  precheck: (reader: StateStore) => Promise<void>,
+  answer: (control: Control, who: string) => Promise<void>,
+): Promise<number> {
+  const { io, values, err } = inv;
+  const who = operatorName(io, values['as'] as string | undefined, '--as');
+  const target = storeTarget(io, values['store-url'] as string | undefined);
+  const loaded: { policy?: Policy } = {};
+  // The store and the request are checked first (a missing store is named before a missing
+  // policy); the policy loads before any write connection exists.
+  const store = await openAnswerer(target, async (reader) => {
+    await precheck(reader);
+    loaded.policy = loadPolicyFile(policyPath(io)).policy;
+    banner(loaded.policy, err);
+  });
+  try {
+    await answer(operatorControl(io, loaded.policy!, store, target, err), who);
+    return 0;
+  } finally {
+    await store.close();
+  }
 }

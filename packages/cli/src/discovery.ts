@@ -5,10 +5,11 @@
  *
  * @module
  */
-import { readFileSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { InvalidArgument, loadPolicy, PolicyError, type Policy } from '@ctrlrun/kernel';
+import { parseStoreUrl } from '@ctrlrun/store-node';
 import { CliRefusal } from './errors.js';
+import { readRegularFile, UnreadableFile } from './files.js';
 import type { CliIo } from './io.js';
 
 /** The policy file name looked for in the working directory. */
@@ -32,16 +33,23 @@ export function policyPath(io: CliIo): string {
   return resolve(io.cwd, configured ?? POLICY_FILE);
 }
 
-/** Reads and loads the policy; a missing or malformed file is a `PolicyError` naming it. */
-export function loadPolicyFile(path: string): { policy: Policy; text: string } {
-  let text: string;
+/**
+ * Reads the policy file's text: a missing file, or one that is not a regular file (a FIFO, a
+ * device such as `/dev/zero`, a directory), is an error from `refuse` naming it.
+ */
+export function readPolicyText(path: string, refuse: (message: string) => Error): string {
   try {
-    text = readFileSync(path, 'utf8');
+    return readRegularFile(path);
   } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT') throw new PolicyError(`no policy at ${path}: run 'ctrlrun init' to write one, or set CTRLRUN_CONFIG`);
-    throw new PolicyError(`the policy ${path} cannot be read: ${(err as Error).message}`);
+    if (!(err instanceof UnreadableFile)) throw err;
+    if (err.reason === 'missing') throw refuse(`no policy at ${path}: run 'ctrlrun init' to write one, or set CTRLRUN_CONFIG`);
+    throw refuse(`the policy ${path} cannot be read: ${err.message}`);
   }
+}
+
+/** Reads and loads the policy; a missing, unreadable or malformed file is a `PolicyError` naming it. */
+export function loadPolicyFile(path: string): { policy: Policy; text: string } {
+  const text = readPolicyText(path, (m) => new PolicyError(m));
   return { policy: loadPolicy(text, { source: path }), text };
 }
 
@@ -83,9 +91,15 @@ export function storeTarget(io: CliIo, flag: string | undefined): StoreTarget {
   if (url === null || url === undefined) return { kind: 'sqlite', path: defaultStatePath(io), isDefault: true };
   const scheme = /^([A-Za-z][A-Za-z0-9+.-]*):/.exec(url)?.[1]?.toLowerCase();
   if (scheme === 'sqlite') {
-    const rest = url.slice('sqlite:'.length);
-    const path = rest.startsWith('//') ? rest.slice(2) : rest;
-    if (path === '') throw new CliRefusal(`the store URL ${JSON.stringify(url)} names no file; expected sqlite://<path>`);
+    // One parser for SQLite addresses (store-node's): a path only, no query string or fragment.
+    let path: string;
+    try {
+      const address = parseStoreUrl(url);
+      if (address.kind !== 'sqlite') throw new InvalidArgument(`not a SQLite address`);
+      path = address.path;
+    } catch (err) {
+      throw new CliRefusal(`the store URL ${JSON.stringify(url)} is refused: ${(err as Error).message}; expected sqlite://<path>`);
+    }
     return { kind: 'sqlite', path: isAbsolute(path) ? path : resolve(io.cwd, path), isDefault: false };
   }
   if ((scheme === 'postgres' || scheme === 'postgresql') && url.slice(scheme.length + 1).startsWith('//')) return { kind: 'postgres', url };

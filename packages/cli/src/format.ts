@@ -5,6 +5,39 @@
  */
 import { parseTime } from '@ctrlrun/kernel';
 
+/**
+ * What a terminal could act on instead of showing: C0 and C1 controls (CR, LF, ESC, DEL, …),
+ * format characters (the bidi embeddings, overrides and isolates U+202A–E, U+2066–9, the marks,
+ * zero-width characters), the line and paragraph separators U+2028/9, and lone surrogates.
+ */
+const UNSAFE = /[\p{Cc}\p{Cf}\p{Cs}\p{Zl}\p{Zp}]/gu;
+
+const ESCAPES: Record<string, string> = { '\n': '\\n', '\r': '\\r', '\t': '\\t' };
+
+/**
+ * Text for a person's terminal: every character of {@link UNSAFE} written as a visible escape
+ * (`\n`, `\r`, `\t`, `\x1b`, `\u202e`, `\u{e0001}`), everything else as is. Agent-controlled text
+ * (an action name, an argument, a principal, a reason) can then neither add a row, rewrite one,
+ * reorder one, nor send the terminal a command. The one function every human-readable line of
+ * the CLI goes through (`out` and `err` apply it); JSON output is written exactly, never through it.
+ */
+export function visible(text: string): string {
+  return text.replace(UNSAFE, (c) => {
+    const named = ESCAPES[c];
+    if (named !== undefined) return named;
+    const cp = c.codePointAt(0)!;
+    if (cp < 0x100) return `\\x${cp.toString(16).padStart(2, '0')}`;
+    if (cp < 0x10000) return `\\u${cp.toString(16).padStart(4, '0')}`;
+    return `\\u{${cp.toString(16)}}`;
+  });
+}
+
+/** Whether `text` holds a character {@link visible} would escape (one that is not one visible line). */
+export function hasUnsafe(text: string): boolean {
+  UNSAFE.lastIndex = 0;
+  return UNSAFE.test(text);
+}
+
 /** A stored timestamp in the CLI's format (ISO-8601 UTC, milliseconds, `Z`), or `-`. */
 export function stamp(stored: string | null | undefined): string {
   if (stored === null || stored === undefined || stored === '') return '-';

@@ -5,6 +5,7 @@
  *
  * @module
  */
+import { userInfo } from 'node:os';
 
 /** The process as a command sees it. */
 export interface CliIo {
@@ -16,6 +17,12 @@ export interface CliIo {
   readonly cwd: string;
   /** The environment (`CTRLRUN_CONFIG`, `CTRLRUN_STATE`, `CTRLRUN_STORE_URL`, `CTRLRUN_ENVIRONMENT`). */
   readonly env: Readonly<Record<string, string | undefined>>;
+  /**
+   * The login name of the operating-system user running the command (`os.userInfo().username`),
+   * the default approver; absent means that same lookup. Throws when the system has no name for
+   * the user.
+   */
+  readonly userName?: () => string;
 }
 
 /** The real process. */
@@ -25,5 +32,6 @@ export function processIo(): CliIo {
     stderr: (text) => void process.stderr.write(text),
     cwd: process.cwd(),
     env: process.env,
+    userName: () => userInfo().username,
   };
 }

@@ -9,6 +9,7 @@ import { parseArgs } from 'node:util';
 import { helpText, usageLine, type Command, type Invocation } from './command.js';
 import { COMMANDS } from './commands/index.js';
 import { CliRefusal, oneLine, UsageError } from './errors.js';
+import { visible } from './format.js';
 import type { CliIo } from './io.js';
 import { VERSION } from './version.js';
 
@@ -46,8 +47,9 @@ function parse(cmd: Command, args: readonly string[]): { values: Invocation['val
 
 /** Runs `ctrlrun` with `argv` (without the node and script paths); resolves to the exit code. */
 export async function main(argv: readonly string[], io: CliIo): Promise<number> {
-  const out = (line: string) => io.stdout(`${line}\n`);
-  const err = (line: string) => io.stderr(`${line}\n`);
+  const out = (line: string) => io.stdout(`${visible(line)}\n`);
+  const err = (line: string) => io.stderr(`${visible(line)}\n`);
+  const json = (text: string) => io.stdout(`${text}\n`);
   const [name, ...rest] = argv;
   if (name === undefined) {
     io.stderr(globalHelp());
@@ -75,7 +77,7 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
     }
     if (positionals.length < cmd.positionals.length) throw new UsageError(`missing ${cmd.positionals.slice(positionals.length).join(' ')}`);
     if (positionals.length > cmd.positionals.length) throw new UsageError(`unexpected argument ${JSON.stringify(positionals[cmd.positionals.length])}`);
-    return await cmd.run({ io, values, positionals, out, err });
+    return await cmd.run({ io, values, positionals, out, err, json });
   } catch (e) {
     if (e instanceof UsageError) {
       err(`Error: ${oneLine(e.message)}`);

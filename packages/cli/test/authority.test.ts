@@ -1,5 +1,5 @@
 // The commands that load the policy: stats (T86), delegate and revoke; run in-process.
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import dns from 'node:dns';
 import * as net from 'node:net';
 import { join } from 'node:path';
@@ -155,20 +155,28 @@ describe('delegate and revoke', () => {
       ['delegate', '--parent', 'head-of-support', '--as', 'a'],
       ['delegate', '--parent', 'head-of-support', '--file', 'finance.yaml'],
       ['delegate', '--parent', 'head-of-support', '--file', 'finance.yaml', '--as', '/dana'],
+      // A principal with a control or bidi character would be recorded and shown as something else.
+      ['delegate', '--parent', 'head-of-support', '--file', 'finance.yaml', '--as', 'head-of-support\u202e/dana'],
+      ['delegate', '--parent', 'head-of-support', '--file', 'finance.yaml', '--as', 'head-of-support/dana\r'],
+      ['revoke', 'dlg_00000000000000000000000000000000', '--by', ''],
+      ['revoke', 'dlg_00000000000000000000000000000000', '--by', 'ana\x1b[8m'],
     ]) {
-      expect((await run(argv, { cwd: dir })).code, argv.join(' ')).toBe(2);
+      const r = await run(argv, { cwd: dir });
+      expect(r.code, argv.join(' ')).toBe(2);
+      expect(r.stderr).not.toMatch(/[\x00-\x09\x0b-\x1f\u202e]/);
     }
+    expect(existsSync(join(dir, '.ctrlrun', 'state.db'))).toBe(false);
   });
 
   it('revoke takes a delegation back once; again is exit 0 naming when; an unknown id writes nothing', async () => {
     const dir = await authorityDir();
     const created = await run(['delegate', '--parent', 'head-of-support', '--file', 'finance.yaml', '--as', 'head-of-support/dana@example.com'], { cwd: dir });
     const id = created.stdout.split('\n')[0]!.slice('created '.length);
-    const r = await run(['revoke', id], { cwd: dir });
-    expect(r).toEqual({ code: 0, stdout: `revoked ${id} by cli:local\nevery delegation beneath it is denied from the next evaluation\n`, stderr: '' });
+    const r = await run(['revoke', id], { cwd: dir, userName: () => 'ops-ana' });
+    expect(r).toEqual({ code: 0, stdout: `revoked ${id} by ops-ana\nevery delegation beneath it is denied from the next evaluation\n`, stderr: '' });
     const again = await run(['revoke', id, '--by', 'someone-else'], { cwd: dir });
     expect(again.code).toBe(0);
-    expect(again.stdout).toMatch(new RegExp(`^${id} was already revoked at \\S+Z by cli:local; nothing changed\\n$`));
+    expect(again.stdout).toMatch(new RegExp(`^${id} was already revoked at \\S+Z by ops-ana; nothing changed\\n$`));
     const path = join(dir, '.ctrlrun', 'state.db');
     const before = storeBytes(path);
     const unknown = await run(['revoke', 'dlg_00000000000000000000000000000000'], { cwd: dir });

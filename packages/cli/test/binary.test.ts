@@ -1,6 +1,7 @@
 // Every command once through the real executable, as a subprocess: against a SQLite file, and
 // against a PostgreSQL server (a schema of its own per test, named by ?ctrlrun_schema=).
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { userInfo } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EXAMPLE_POLICY_YAML, type StateStore } from '@ctrlrun/kernel';
@@ -20,27 +21,27 @@ function commandsOn(backend: () => Backend) {
   it('approve', async () => {
     const { flag, open } = await backend().fresh(tempDir());
     const s = await seed(tempDir(), open);
-    const r = await spawnCli(['approve', s.pending[0], ...flag], { cwd: s.dir });
+    const r = await spawnCli(['approve', s.pending[0], '--as', 'dana@example.com', ...flag], { cwd: s.dir });
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
-    expect(r.stdout).toMatch(new RegExp(`^granted ${s.pending[0]} for sha256:[0-9a-f]{64}\\nexpires \\S+Z\\n$`));
+    expect(r.stdout).toMatch(new RegExp(`^granted ${s.pending[0]} for sha256:[0-9a-f]{64} by dana@example\\.com\\nexpires \\S+Z\\n$`));
     const store = await open();
-    expect((await store.getApproval(s.pending[0]))?.status).toBe('granted');
+    expect(await store.getApproval(s.pending[0])).toMatchObject({ status: 'granted', approver: 'dana@example.com' });
     await store.close();
   });
 
   it('deny', async () => {
     const { flag, open } = await backend().fresh(tempDir());
     const s = await seed(tempDir(), open);
-    expect(await spawnCli(['deny', s.pending[1], ...flag], { cwd: s.dir })).toEqual({ code: 0, stdout: `denied ${s.pending[1]}\n`, stderr: '' });
+    expect(await spawnCli(['deny', s.pending[1], '--as', 'dana', ...flag], { cwd: s.dir })).toEqual({ code: 0, stdout: `denied ${s.pending[1]} by dana\n`, stderr: '' });
   });
 
   it('resolve', async () => {
     const { flag, open } = await backend().fresh(tempDir());
     const s = await seed(tempDir(), open);
-    const r = await spawnCli(['resolve', s.ambiguousKey, '--failed', ...flag], { cwd: s.dir });
+    const r = await spawnCli(['resolve', s.ambiguousKey, '--failed', ...flag], { cwd: s.dir, env: { CTRLRUN_APPROVER: 'dana@example.com' } });
     expect(r.code).toBe(0);
-    expect(r.stdout.split('\n')[0]).toBe('email:m1 resolved failed by cli:local');
+    expect(r.stdout.split('\n')[0]).toBe('email:m1 resolved failed by dana@example.com');
     const store = await open();
     expect((await store.getEffect(s.ambiguousKey))?.state).toBe('failed');
     await store.close();
@@ -100,9 +101,10 @@ function commandsOn(backend: () => Backend) {
     const id = created.stdout.split('\n')[0]!.slice('created '.length);
     const r = await spawnCli(['revoke', id, ...flag], { cwd: dir });
     expect(r.code).toBe(0);
-    expect(r.stdout.split('\n')[0]).toBe(`revoked ${id} by cli:local`);
+    // Neither --by nor $CTRLRUN_APPROVER: the login name of the user running the process.
+    expect(r.stdout.split('\n')[0]).toBe(`revoked ${id} by ${userInfo().username}`);
     const store = await open();
-    expect((await store.getDelegation(id))?.revokedBy).toBe('cli:local');
+    expect((await store.getDelegation(id))?.revokedBy).toBe(userInfo().username);
     await store.close();
   });
 }

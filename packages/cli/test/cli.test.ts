@@ -1,5 +1,5 @@
 // The ctrlrun commands, run in-process through main(argv, io) against seeded SQLite stores.
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import BetterSqlite3 from 'better-sqlite3';
@@ -9,6 +9,13 @@ import { openStore } from '@ctrlrun/store-node';
 import { exampleControl, run, seed, storeBytes, tempDir } from './support.js';
 
 const ONE_LINE = /^Error: [^\n]+\n$/;
+
+/** The events the state directory's JSONL sink received (the sink a Control from the policy writes to). */
+function sinkEvents(dir: string): Record<string, unknown>[] {
+  const file = join(dir, '.ctrlrun', 'events.jsonl');
+  if (!existsSync(file)) return [];
+  return readFileSync(file, 'utf8').trimEnd().split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as Record<string, unknown>);
+}
 
 describe('the command line', () => {
   it('prints the version of the package', async () => {
@@ -69,24 +76,68 @@ describe('init', () => {
 });
 
 describe('approve and deny', () => {
-  it('approve grants as cli:local and records APPROVAL_GRANTED bound to the hash', async () => {
+  it('approve --as NAME grants through the kernel: APPROVAL_GRANTED bound to the hash, in the store and the configured sink', async () => {
     const s = await seed();
-    const r = await run(['approve', s.pending[0]], { cwd: s.dir });
+    const r = await run(['approve', s.pending[0], '--as', 'dana@example.com'], { cwd: s.dir });
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
     const [granted, expires] = r.stdout.trimEnd().split('\n');
-    expect(granted).toMatch(new RegExp(`^granted ${s.pending[0]} for sha256:[0-9a-f]{64}$`));
+    expect(granted).toMatch(new RegExp(`^granted ${s.pending[0]} for sha256:[0-9a-f]{64} by dana@example\\.com$`));
     expect(expires).toMatch(/^expires \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
     const store = await openStore(s.storePath, { readOnly: true });
     const record = await store.getApproval(s.pending[0]);
     expect(record?.status).toBe('granted');
-    expect(record?.approver).toBe('cli:local');
+    expect(record?.approver).toBe('dana@example.com');
     const event = (await store.events()).at(-1)!;
     expect(event.type).toBe('APPROVAL_GRANTED');
     expect(event.approvalId).toBe(s.pending[0]);
-    expect(event.data).toEqual({ approver: 'cli:local', action_hash: record!.request.actionHash });
+    expect(event.data).toEqual({ approver: 'dana@example.com', action_hash: record!.request.actionHash });
     expect(granted).toContain(record!.request.actionHash);
     await store.close();
+    // The sink an application composed from the same policy writes to (events.jsonl beside the store) got it too.
+    expect(sinkEvents(s.dir).at(-1)).toMatchObject({ type: 'APPROVAL_GRANTED', event_id: event.eventId, approval_id: s.pending[0], data: event.data });
+  });
+
+  it('who answers: --as, else $CTRLRUN_APPROVER, else the OS login name; never cli:local', async () => {
+    const s = await seed();
+    expect((await run(['approve', s.pending[0]], { cwd: s.dir, env: { CTRLRUN_APPROVER: 'ops-on-call' }, userName: () => 'ana' })).stdout).toMatch(/ by ops-on-call\n/);
+    expect((await run(['deny', s.pending[1]], { cwd: s.dir, userName: () => 'ana' })).stdout).toBe(`denied ${s.pending[1]} by ana\n`);
+    const flagWins = await run(['resolve', s.ambiguousKey, '--failed', '--as', 'dana'], { cwd: s.dir, env: { CTRLRUN_APPROVER: 'ops-on-call' }, userName: () => 'ana' });
+    expect(flagWins.stdout.split('\n')[0]).toBe(`${s.ambiguousKey} resolved failed by dana`);
+    const store = await openStore(s.storePath, { readOnly: true });
+    expect((await store.getApproval(s.pending[0]))?.approver).toBe('ops-on-call');
+    expect((await store.getApproval(s.pending[1]))?.approver).toBe('ana');
+    expect((await store.getEffect(s.ambiguousKey))?.resolvedBy).toBe('dana');
+    expect((await store.events()).filter((e) => JSON.stringify(e.data).includes('cli:local'))).toEqual([]);
+    await store.close();
+    expect(sinkEvents(s.dir).map((e) => e['type'])).toEqual(['APPROVAL_GRANTED', 'APPROVAL_DENIED', 'EFFECT_RESOLVED']);
+  });
+
+  it('an empty, blank or control-character name, or none to be found, is refused: exit 2, one line, nothing written', async () => {
+    const s = await seed();
+    const before = storeBytes(s.storePath);
+    const cases: [string[], Record<string, string>, (() => string) | undefined, RegExp][] = [
+      [['--as', ''], {}, undefined, /--as "" is empty/],
+      [['--as', '  '], {}, undefined, /is empty/],
+      [['--as', 'dana\nAPPROVED by the CFO'], {}, undefined, /control/],
+      [['--as', 'dana\u202e'], {}, undefined, /control/],
+      [['--as', 'x'.repeat(300)], {}, undefined, /longer than 256/],
+      [[], { CTRLRUN_APPROVER: '' }, undefined, /CTRLRUN_APPROVER "" is empty/],
+      [[], { CTRLRUN_APPROVER: 'ana\x1b[2J' }, undefined, /CTRLRUN_APPROVER .* control/],
+      [[], {}, () => { throw new Error('ENOENT: no passwd entry'); }, /cannot tell who is answering .*--as NAME or set CTRLRUN_APPROVER/],
+      [[], {}, () => '', /login name "" is empty/],
+    ];
+    for (const [flags, env, userName, says] of cases) {
+      for (const argv of [['approve', s.pending[0]], ['deny', s.pending[0]], ['resolve', s.ambiguousKey, '--failed']]) {
+        const r = await run([...argv, ...flags], { cwd: s.dir, env, ...(userName ? { userName } : {}) });
+        expect(r.code, `${argv[0]} ${JSON.stringify(flags)} ${JSON.stringify(env)}`).toBe(2);
+        expect(r.stdout).toBe('');
+        expect(r.stderr.split('\n')[0]).toMatch(says);
+        expect(r.stderr).not.toMatch(/[\x00-\x09\x0b-\x1f\u202e]/);
+      }
+    }
+    expect(storeBytes(s.storePath)).toBe(before);
+    expect(sinkEvents(s.dir)).toEqual([]);
   });
 
   it('the granted approval lets the same action run once (approve from a second terminal)', async () => {
@@ -101,12 +152,13 @@ describe('approve and deny', () => {
 
   it('deny records APPROVAL_DENIED', async () => {
     const s = await seed();
-    const r = await run(['deny', s.pending[1]], { cwd: s.dir });
-    expect(r).toEqual({ code: 0, stdout: `denied ${s.pending[1]}\n`, stderr: '' });
+    const r = await run(['deny', s.pending[1], '--as', 'dana'], { cwd: s.dir });
+    expect(r).toEqual({ code: 0, stdout: `denied ${s.pending[1]} by dana\n`, stderr: '' });
     const store = await openStore(s.storePath, { readOnly: true });
     expect((await store.getApproval(s.pending[1]))?.status).toBe('denied');
     const event = (await store.events()).at(-1)!;
-    expect([event.type, event.approvalId, event.data]).toEqual(['APPROVAL_DENIED', s.pending[1], { approver: 'cli:local' }]);
+    expect([event.type, event.approvalId, event.data]).toEqual(['APPROVAL_DENIED', s.pending[1], { approver: 'dana' }]);
+    expect(sinkEvents(s.dir).at(-1)).toMatchObject({ type: 'APPROVAL_DENIED', approval_id: s.pending[1], data: { approver: 'dana' } });
     await store.close();
   });
 
@@ -128,15 +180,16 @@ describe('approve and deny', () => {
 describe('resolve', () => {
   it('test_T10_resolve_failed_permits_a_retry', async () => {
     const s = await seed();
-    const r = await run(['resolve', s.ambiguousKey, '--failed'], { cwd: s.dir });
+    const r = await run(['resolve', s.ambiguousKey, '--failed', '--as', 'dana'], { cwd: s.dir });
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
-    expect(r.stdout.split('\n')[0]).toBe(`${s.ambiguousKey} resolved failed by cli:local`);
+    expect(r.stdout.split('\n')[0]).toBe(`${s.ambiguousKey} resolved failed by dana`);
     expect(r.stdout).toContain('retry is now permitted');
     const store = await openStore(s.storePath);
     const resolved = (await store.events()).at(-1)!;
-    expect([resolved.type, resolved.effectKey, resolved.data]).toEqual(['EFFECT_RESOLVED', s.ambiguousKey, { state: 'failed', resolver: 'cli:local', resolved_by: 'human' }]);
-    expect((await store.getEffect(s.ambiguousKey))?.resolvedBy).toBe('cli:local');
+    expect([resolved.type, resolved.effectKey, resolved.data]).toEqual(['EFFECT_RESOLVED', s.ambiguousKey, { state: 'failed', resolver: 'dana', resolved_by: 'human' }]);
+    expect(sinkEvents(s.dir).at(-1)).toMatchObject({ type: 'EFFECT_RESOLVED', effect_key: s.ambiguousKey, data: resolved.data });
+    expect((await store.getEffect(s.ambiguousKey))?.resolvedBy).toBe('dana');
     const control = exampleControl(store);
     const retry = createAction({ name: 'email.send', arguments: { message_id: 'm1', to: 'ana@example.com' }, principal: { agent: 'refund-agent' } });
     expect(await control.execute(retry, () => 'sent')).toBe('sent');
@@ -146,8 +199,8 @@ describe('resolve', () => {
 
   it('--committed leaves a retry refused as a duplicate', async () => {
     const s = await seed();
-    const r = await run(['resolve', s.ambiguousKey, '--committed'], { cwd: s.dir });
-    expect(r).toEqual({ code: 0, stdout: `${s.ambiguousKey} resolved committed by cli:local\n`, stderr: '' });
+    const r = await run(['resolve', s.ambiguousKey, '--committed', '--as', 'dana'], { cwd: s.dir });
+    expect(r).toEqual({ code: 0, stdout: `${s.ambiguousKey} resolved committed by dana\n`, stderr: '' });
     const store = await openStore(s.storePath);
     const retry = createAction({ name: 'email.send', arguments: { message_id: 'm1', to: 'ana@example.com' }, principal: { agent: 'refund-agent' } });
     await expect(exampleControl(store).execute(retry, () => 'sent')).rejects.toMatchObject({ name: 'DuplicateEffect', state: 'committed' });
@@ -358,11 +411,29 @@ describe('stores the CLI is pointed at', () => {
     expect(storeBytes(s.storePath)).toBe(before);
   });
 
+  it('a store URL with a query string or fragment is refused by every command, and no file appears', async () => {
+    const s = await seed();
+    const before = storeBytes(s.storePath);
+    const entries = () => readdirSync(join(s.dir, '.ctrlrun')).sort();
+    const listed = entries();
+    for (const url of [`sqlite://${s.storePath}?mode=ro`, `sqlite:${s.storePath}#x`, 'sqlite://new.db?mode=rwc']) {
+      for (const argv of [['receipts'], ['effects'], ['approve', s.pending[0], '--as', 'dana'], ['revoke', 'dlg_x', '--by', 'dana']]) {
+        const r = await run([...argv, '--store-url', url], { cwd: s.dir });
+        expect(r.code, `${argv[0]} ${url}`).toBe(1);
+        expect(r.stderr).toMatch(ONE_LINE);
+        expect(r.stderr).toMatch(/query string|fragment/);
+      }
+    }
+    expect(entries()).toEqual(listed);
+    expect(readdirSync(s.dir).sort()).toEqual(['.ctrlrun', 'ctrlrun.yaml']);
+    expect(storeBytes(s.storePath)).toBe(before);
+  });
+
   it('a policy that does not load is one line and exit 1, with nothing written', async () => {
     const s = await seed();
     writeFileSync(join(s.dir, 'ctrlrun.yaml'), 'schema: ctrlrun.policy/v9\nactions: {}\n');
     const before = storeBytes(s.storePath);
-    for (const argv of [['stats'], ['revoke', 'dlg_00000000000000000000000000000000'], ['delegate', '--parent', 'g', '--file', 'g.yaml', '--as', 'a']]) {
+    for (const argv of [['stats'], ['revoke', 'dlg_00000000000000000000000000000000'], ['delegate', '--parent', 'g', '--file', 'g.yaml', '--as', 'a'], ['approve', s.pending[0], '--as', 'dana'], ['deny', s.pending[0], '--as', 'dana'], ['resolve', s.ambiguousKey, '--failed', '--as', 'dana']]) {
       const r = await run(argv, { cwd: s.dir });
       expect(r.code, argv[0]).toBe(1);
       expect(r.stderr).toMatch(ONE_LINE);

@@ -47,6 +47,12 @@ describe('the README', () => {
   it('the command-line walkthrough runs: init, protect, approve from a second terminal, receipts --verify-chain', async () => {
     const walkthrough = section('The command line');
     for (const step of ['npx ctrlrun init', '../examples/refund.ts', 'npx ctrlrun approve apr_', 'npx ctrlrun receipts --verify-chain']) expect(walkthrough).toContain(step);
+    // The approve line as the README writes it, and what it says the command prints.
+    const approveLine = /^npx ctrlrun approve apr_[0-9a-f]{32}( .*)?$/m.exec(walkthrough);
+    expect(approveLine, 'the README shows an approve command').not.toBeNull();
+    const approveFlags = (approveLine![1] ?? '').trim().split(/\s+/).filter((f) => f !== '');
+    const quotedGrant = /^# (granted apr_[0-9a-f]{32} for sha256:[0-9a-f]{64}.*)$/m.exec(walkthrough)?.[1];
+    expect(quotedGrant, 'the README quotes what approve prints').toBeDefined();
     const cwd = tempDir();
     expect((await run(['init'], { cwd })).code).toBe(0);
     const example = join(ROOT, 'examples', 'refund.ts');
@@ -63,9 +69,11 @@ describe('the README', () => {
     const requestId = /ctrlrun approve (apr_[0-9a-f]{32})/.exec(first)?.[1];
     expect(requestId, first).toBeDefined();
     // The second terminal: the human answers.
-    const granted = await run(['approve', requestId!], { cwd });
+    const granted = await run(['approve', requestId!, ...approveFlags], { cwd });
     expect(granted.code).toBe(0);
-    expect(granted.stdout).toMatch(/^granted apr_[0-9a-f]{32} for sha256:[0-9a-f]{64}\nexpires /);
+    expect(granted.stdout).toMatch(/^granted apr_[0-9a-f]{32} for sha256:[0-9a-f]{64}.*\nexpires /);
+    const maskGrant = (line: string) => line.replace(/apr_[0-9a-f]{32}/, 'apr_<id>').replace(/sha256:[0-9a-f]{64}/, 'sha256:<hash>');
+    expect(maskGrant(granted.stdout.split('\n')[0]!)).toBe(maskGrant(quotedGrant!));
     expect(await agent(requestId!)).toBe('refunded {"id":"re_txn_42","amount":120000}\n');
     const chain = await run(['receipts', '--verify-chain'], { cwd });
     expect(chain).toEqual({ code: 0, stdout: 'chain: 1 of 1 receipts verified\nthe chain is intact\n', stderr: '' });

@@ -31,7 +31,7 @@ export interface RunResult {
 }
 
 /** Runs `ctrlrun` in-process with its own directory and environment. */
-export async function run(argv: string[], options: { cwd: string; env?: Record<string, string> }): Promise<RunResult> {
+export async function run(argv: string[], options: { cwd: string; env?: Record<string, string>; userName?: () => string }): Promise<RunResult> {
   let stdout = '';
   let stderr = '';
   const io: CliIo = {
@@ -39,6 +39,7 @@ export async function run(argv: string[], options: { cwd: string; env?: Record<s
     stderr: (t) => void (stderr += t),
     cwd: options.cwd,
     env: options.env ?? {},
+    ...(options.userName ? { userName: options.userName } : {}),
   };
   const code = await main(argv, io);
   return { code, stdout, stderr };
@@ -66,7 +67,7 @@ function executable(): Promise<string> {
  * ships it, or with `launcher: true` through `bin/ctrlrun.js` itself (the installed command, which
  * in a checkout runs the TypeScript under tsx).
  */
-export async function spawnCli(args: string[], options: { cwd: string; env?: Record<string, string>; launcher?: boolean }): Promise<RunResult> {
+export async function spawnCli(args: string[], options: { cwd: string; env?: Record<string, string>; launcher?: boolean; killAfterMs?: number }): Promise<RunResult & { signal?: NodeJS.Signals | null }> {
   const argv = options.launcher ? [LAUNCHER, ...args] : [await executable(), ...args];
   const env: Record<string, string> = { PATH: process.env['PATH'] ?? '', HOME: process.env['HOME'] ?? '', ...(options.env ?? {}) };
   return new Promise((resolve, reject) => {
@@ -75,8 +76,13 @@ export async function spawnCli(args: string[], options: { cwd: string; env?: Rec
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => void (stdout += d.toString()));
     child.stderr.on('data', (d: Buffer) => void (stderr += d.toString()));
+    // A hang is an outcome to report, not a test that never ends: the process is killed after `killAfterMs`.
+    const timer = options.killAfterMs === undefined ? null : setTimeout(() => child.kill('SIGKILL'), options.killAfterMs);
     child.on('error', reject);
-    child.on('close', (code) => resolve({ code: code ?? -1, stdout, stderr }));
+    child.on('close', (code, signal) => {
+      if (timer !== null) clearTimeout(timer);
+      resolve({ code: code ?? -1, stdout, stderr, ...(signal !== null ? { signal } : {}) });
+    });
   });
 }
 

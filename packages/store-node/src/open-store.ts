@@ -29,19 +29,37 @@ export type StoreAddress =
   | { readonly kind: 'pglite'; readonly dir: string | null };
 
 /**
+ * Refuses a query string or fragment in a file or directory address: `sqlite:q.db?mode=ro` would
+ * otherwise name a file literally called `q.db?mode=ro`. Options go in {@link OpenStoreOptions}.
+ */
+function refuseUrlParts(url: string, path: string): void {
+  const at = path.search(/[?#]/);
+  if (at < 0) return;
+  const part = path[at] === '?' ? 'a query string' : 'a fragment';
+  throw new InvalidArgument(
+    `store url ${JSON.stringify(url)} has ${part} (${JSON.stringify(path.slice(at))}), which openStore does not take: the address names a file or directory only, and options such as readOnly go in openStore's options. Nothing was opened or created.`,
+  );
+}
+
+/**
  * Parses a store address without opening anything. `sqlite:PATH` and `sqlite://PATH` both name
  * the file PATH exactly as written (`sqlite:///srv/ctrlrun.db` is `/srv/ctrlrun.db`); nothing is
- * percent-decoded.
+ * percent-decoded. A `?` or `#` in a SQLite path or PGlite directory is refused (a URL's query
+ * or fragment is not part of a file name; SQLite URI parameters are not supported).
  */
 export function parseStoreUrl(url: string): StoreAddress {
   if (typeof url !== 'string' || url.trim() === '') throw new InvalidArgument(`store url must be a non-empty string: ${ACCEPTED_STORE_URLS}`);
   const scheme = SCHEME.exec(url)?.[1]?.toLowerCase();
-  if (scheme === undefined) return { kind: 'sqlite', path: url };
+  if (scheme === undefined) {
+    refuseUrlParts(url, url);
+    return { kind: 'sqlite', path: url };
+  }
   const rest = url.slice(scheme.length + 1);
   switch (scheme) {
     case 'sqlite': {
       const path = rest.startsWith('//') ? rest.slice(2) : rest;
       if (path === '') throw new InvalidArgument(`store url ${JSON.stringify(url)} names no file: sqlite:PATH`);
+      refuseUrlParts(url, path);
       return { kind: 'sqlite', path };
     }
     case 'postgres':
@@ -50,6 +68,7 @@ export function parseStoreUrl(url: string): StoreAddress {
       return { kind: 'postgres', url };
     case 'pglite': {
       const dir = rest.startsWith('//') ? rest.slice(2) : rest;
+      refuseUrlParts(url, dir);
       return { kind: 'pglite', dir: dir === '' ? null : dir };
     }
     default:

@@ -1,16 +1,17 @@
 /**
  * `ctrlrun approve REQUEST_ID` and `ctrlrun deny REQUEST_ID`: a human answers a pending approval
- * request from a second terminal. The store records the answer as `cli:local`, then the event
- * (`APPROVAL_GRANTED` with the hash it is bound to, or `APPROVAL_DENIED`). An unknown request is
- * refused before any write connection is opened.
+ * request from a second terminal, through the kernel (`Control.grantApproval` / `denyApproval`),
+ * so the answer and its event (`APPROVAL_GRANTED` with the hash it is bound to, or
+ * `APPROVAL_DENIED`) are written by the one path every surface uses, on the kernel's clock, and
+ * reach the configured sinks. Who answers is `--as NAME`, `$CTRLRUN_APPROVER`, or the OS login
+ * name. An unknown request is refused before any write connection is opened.
  *
  * @module
  */
-import { evidenceTime, parseTime, type StateStore } from '@ctrlrun/kernel';
-import { CLI_ACTOR, STORE_URL, type Command } from '../command.js';
-import { storeTarget } from '../discovery.js';
+import { evidenceTime, parseTime, type Control, type StateStore } from '@ctrlrun/kernel';
+import { AS_APPROVER, STORE_URL, type Command } from '../command.js';
+import { answeringControl } from '../control.js';
 import { CliRefusal } from '../errors.js';
-import { openAnswerer } from '../stores.js';
 
 /** Refuses an unknown or already answered request while only a reader is open. */
 async function requestMustExist(reader: StateStore, id: string): Promise<void> {
@@ -19,45 +20,27 @@ async function requestMustExist(reader: StateStore, id: string): Promise<void> {
   if (record.status !== 'pending') throw new CliRefusal(`approval request ${id} is ${record.status}, not pending: an answer is given once`);
 }
 
-/**
- * A command that answers one pending request: refuses an unknown or answered one while only a
- * reader is open, then runs `answer` on the writer and always closes it.
- */
-function answerCommand(name: string, summary: string, answer: (store: StateStore, id: string, out: (line: string) => void) => Promise<void>): Command {
+/** A command that answers one pending request as `--as NAME` through the operator's Control. */
+function answerCommand(name: string, summary: string, answer: (control: Control, id: string, approver: string, out: (line: string) => void) => Promise<void>): Command {
   return {
     name,
     summary,
     positionals: ['REQUEST_ID'],
-    options: { 'store-url': STORE_URL },
-    async run({ io, values, positionals, out }) {
-      const id = positionals[0]!;
-      const store = await openAnswerer(storeTarget(io, values['store-url'] as string | undefined), (r) => requestMustExist(r, id));
-      try {
-        await answer(store, id, out);
-        return 0;
-      } finally {
-        await store.close();
-      }
+    options: { as: AS_APPROVER, 'store-url': STORE_URL },
+    async run(inv) {
+      const id = inv.positionals[0]!;
+      return answeringControl(inv, (reader) => requestMustExist(reader, id), (control, approver) => answer(control, id, approver, inv.out));
     },
   };
 }
 
-export const approve: Command = answerCommand('approve', 'grant a pending approval request (bound to its action hash, used once)', async (store, id, out) => {
-  const approval = await store.grantApproval(id, CLI_ACTOR);
-  await store.appendEvent({
-    ts: evidenceTime(new Date()),
-    type: 'APPROVAL_GRANTED',
-    actionId: null,
-    effectKey: null,
-    approvalId: id,
-    data: { approver: CLI_ACTOR, action_hash: approval.actionHash },
-  });
-  out(`granted ${id} for ${approval.actionHash}`);
+export const approve: Command = answerCommand('approve', 'grant a pending approval request (bound to its action hash, used once)', async (control, id, approver, out) => {
+  const approval = await control.grantApproval(id, { approver });
+  out(`granted ${id} for ${approval.actionHash} by ${approver}`);
   out(`expires ${evidenceTime(parseTime(approval.expiresAt))}`);
 });
 
-export const deny: Command = answerCommand('deny', 'deny a pending approval request', async (store, id, out) => {
-  await store.denyApproval(id, CLI_ACTOR);
-  await store.appendEvent({ ts: evidenceTime(new Date()), type: 'APPROVAL_DENIED', actionId: null, effectKey: null, approvalId: id, data: { approver: CLI_ACTOR } });
-  out(`denied ${id}`);
+export const deny: Command = answerCommand('deny', 'deny a pending approval request', async (control, id, approver, out) => {
+  await control.denyApproval(id, { approver });
+  out(`denied ${id} by ${approver}`);
 });

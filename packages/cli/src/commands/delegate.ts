@@ -5,14 +5,14 @@
  *
  * @module
  */
-import { readFileSync } from 'node:fs';
 import { resolve as resolvePath } from 'node:path';
 import { AuthorityEscalation, evidenceTime, loadGrant, parseTime } from '@ctrlrun/kernel';
-import { CLI_ACTOR, STORE_URL, type Command } from '../command.js';
-import { banner, operatorControl } from '../control.js';
+import { STORE_URL, type Command } from '../command.js';
+import { banner, operatorControl, operatorName } from '../control.js';
 import { loadPolicyFile, policyPath, storeTarget } from '../discovery.js';
 import { CliRefusal, UsageError } from '../errors.js';
-import { stamp } from '../format.js';
+import { readRegularFile } from '../files.js';
+import { hasUnsafe, stamp } from '../format.js';
 import { openWriter } from '../stores.js';
 
 function required(values: Record<string, unknown>, name: string): string {
@@ -26,7 +26,8 @@ export function parseAs(text: string): { agent: string; user: string | null } {
   const slash = text.indexOf('/');
   const agent = slash < 0 ? text : text.slice(0, slash);
   const user = slash < 0 ? null : text.slice(slash + 1);
-  if (agent.trim() === '' || (user !== null && user.trim() === '')) throw new UsageError(`--as must be AGENT or AGENT/USER, got ${JSON.stringify(text)}`);
+  const bad = (s: string) => s.trim() === '' || hasUnsafe(s);
+  if (bad(agent) || (user !== null && bad(user))) throw new UsageError(`--as must be AGENT or AGENT/USER, got ${JSON.stringify(text)}`);
   return { agent, user };
 }
 
@@ -41,7 +42,7 @@ export const delegate: Command = {
     json: { type: 'boolean', help: 'the created delegation as JSON' },
     'store-url': STORE_URL,
   },
-  async run({ io, values, out, err }) {
+  async run({ io, values, out, err, json }) {
     const parent = required(values, 'parent');
     const file = resolvePath(io.cwd, required(values, 'file'));
     const by = parseAs(required(values, 'as'));
@@ -49,7 +50,7 @@ export const delegate: Command = {
     banner(policy, err);
     let grantText: string;
     try {
-      grantText = readFileSync(file, 'utf8');
+      grantText = readRegularFile(file);
     } catch (e) {
       throw new CliRefusal(`the grant file ${file} cannot be read: ${(e as Error).message}`);
     }
@@ -68,7 +69,7 @@ export const delegate: Command = {
         throw e;
       }
       if (values['json'] === true) {
-        out(
+        json(
           JSON.stringify({
             delegation_id: d.delegationId,
             parent_id: d.parentId,
@@ -96,13 +97,12 @@ export const revoke: Command = {
   summary: 'revoke a delegation: everything beneath it is denied from the next evaluation',
   positionals: ['DELEGATION_ID'],
   options: {
-    by: { type: 'string', value: 'WHO', help: `who revokes (default ${CLI_ACTOR})` },
+    by: { type: 'string', value: 'NAME', help: 'who revokes, recorded on the delegation (default: $CTRLRUN_APPROVER, else your OS login name)' },
     'store-url': STORE_URL,
   },
   async run({ io, values, positionals, out, err }) {
     const id = positionals[0]!;
-    const by = (values['by'] as string | undefined) ?? CLI_ACTOR;
-    if (by.trim() === '') throw new UsageError('--by must name who revokes');
+    const by = operatorName(io, values['by'] as string | undefined, '--by');
     const { policy } = loadPolicyFile(policyPath(io));
     banner(policy, err);
     const target = storeTarget(io, values['store-url'] as string | undefined);

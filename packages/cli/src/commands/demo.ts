@@ -6,13 +6,14 @@
  *
  * @module
  */
-import { appendFileSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { jsonlSink } from '@ctrlrun/kernel';
 import { runDemo } from '@ctrlrun/kernel/demo';
 import { createSqlJsStore } from '@ctrlrun/store-sqljs';
 import type { Command } from '../command.js';
 import { STATE_DIR } from '../discovery.js';
+import { appendRegularFile } from '../files.js';
 import { shellQuote } from '../format.js';
 
 /** The evidence files, each deleted by name before a run. */
@@ -33,7 +34,7 @@ export const demo: Command = {
       const report = await runDemo({
         store,
         write: out,
-        sinks: [jsonlSink({ append: (file, line) => appendFileSync(join(dir, file), line) })],
+        sinks: [jsonlSink({ append: (file, line) => appendRegularFile(join(dir, file), line) })],
         evidence: { receipts: shown('receipts.jsonl'), events: shown('events.jsonl'), state: shown('state.db') },
       });
       writeFileSync(join(dir, 'state.db'), await store.export());

@@ -42,21 +42,44 @@ function approvalJson(a: ApprovalRecord): JsonObject {
   };
 }
 
+/** What one inspection found: the document, the approvals, and a stored receipt that could not be read. */
+export interface Inspection {
+  readonly document: JsonObject;
+  readonly approvals: ApprovalRecord[];
+  /** The receipt row's id and why its stored document is not shown (not JSON, not an object), or null. */
+  readonly unreadable: { readonly receiptId: string; readonly reason: string } | null;
+}
+
+/** A receipt row's document, or why it cannot be shown: a tampered row is described, never a crash. */
+function receiptDocument(json: unknown): JsonObject | string {
+  if (typeof json !== 'string') return `its json column is ${json === null ? 'null' : typeof json}, not a document`;
+  try {
+    const doc = parseJson(json, { what: 'receipt', floats: 'allow' });
+    return isObject(doc) ? (doc as JsonObject) : 'its stored document is not a JSON object';
+  } catch (e) {
+    return `its stored document is not valid JSON (${e instanceof Error ? e.message : String(e)})`;
+  }
+}
+
 /** Everything the store knows about one action, or null when it knows nothing. */
-export async function inspection(store: StateStore, actionId: string): Promise<{ document: JsonObject; approvals: ApprovalRecord[] } | null> {
+export async function inspection(store: StateStore, actionId: string): Promise<Inspection | null> {
   const events = (await store.events()).filter((e) => e.actionId === actionId);
   const row = (await store.receipts()).filter((r) => r.action_id === actionId).at(-1) ?? null;
   let receipt: JsonObject | null = null;
-  if (row?.json) {
-    const doc = parseJson(row.json, { what: 'receipt', floats: 'allow' });
-    if (isObject(doc)) receipt = doc as JsonObject;
+  let unreadable: Inspection['unreadable'] = null;
+  if (row !== null) {
+    const doc = receiptDocument(row.json);
+    if (typeof doc === 'string') unreadable = { receiptId: String(row.receipt_id), reason: doc };
+    else receipt = doc;
   }
-  if (events.length === 0 && receipt === null) return null;
+  if (events.length === 0 && row === null) return null;
   // A suspended action has no receipt: its hash is on the ACTION_PROPOSED event.
   const proposed = events.find((e) => e.type === 'ACTION_PROPOSED');
-  const hash = (receipt?.['action_hash'] as string | undefined) ?? (proposed?.data['action_hash'] as string | undefined) ?? null;
+  // A tampered document may hold anything in these fields: only strings are looked up.
+  const text = (v: JsonValue | undefined): string | undefined => (typeof v === 'string' ? v : undefined);
+  const hash = text(receipt?.['action_hash']) ?? text(proposed?.data['action_hash']) ?? null;
   const approvals = hash === null ? [] : await store.approvalsFor(hash);
-  const key = (receipt?.['effect_key'] as string | null | undefined) ?? events.find((e) => e.effectKey !== null)?.effectKey ?? null;
+  const key = text(receipt?.['effect_key']) ?? events.find((e) => e.effectKey !== null)?.effectKey ?? null;
   const effect = key === null ? null : await store.getEffect(key);
   const document: JsonObject = {
     schema: INSPECTION_SCHEMA,
@@ -66,7 +89,7 @@ export async function inspection(store: StateStore, actionId: string): Promise<{
     approvals: approvals.map(approvalJson),
     events: events.map((e) => parseJson(eventLine(e), { floats: 'allow' })),
   };
-  return { document, approvals };
+  return { document, approvals, unreadable };
 }
 
 const label = (name: string) => name.padEnd(12);
@@ -76,13 +99,14 @@ function value(v: JsonValue | undefined): string {
   return typeof v === 'string' ? v : prettyJson(v).replace(/\s*\n\s*/g, ' ');
 }
 
-function human(document: JsonObject, approvals: ApprovalRecord[], out: (line: string) => void): void {
+function human({ document, approvals, unreadable }: Inspection, out: (line: string) => void): void {
   const receipt = document['receipt'] as JsonObject | null;
   // Without a receipt (awaiting a human), the action is known from its approval request.
   const requested = approvals[0]?.request.action ?? null;
-  const name = (receipt?.['action'] as string | undefined) ?? requested?.name ?? '-';
-  out(`${document['action_id']}  ${name}`);
-  const p = (receipt?.['principal'] as JsonObject | undefined) ?? (requested ? { agent: requested.principal.agent, user: requested.principal.user, claims: requested.principal.claims ?? null, issuer: requested.principal.issuer ?? null, expires_at: requested.principal.expiresAt ?? null } : null);
+  const name = receipt?.['action'] ?? requested?.name ?? '-';
+  out(`${document['action_id']}  ${value(name)}`);
+  const stored = receipt?.['principal'];
+  const p = (isObject(stored) ? (stored as JsonObject) : undefined) ?? (requested ? { agent: requested.principal.agent, user: requested.principal.user, claims: requested.principal.claims ?? null, issuer: requested.principal.issuer ?? null, expires_at: requested.principal.expiresAt ?? null } : null);
   if (p) {
     out(`${label('principal')}${value(p['agent'])}${typeof p['user'] === 'string' ? ` (user: ${p['user']})` : ''}`);
     if (typeof p['issuer'] === 'string') out(`${label('issuer')}${p['issuer']}`);
@@ -102,7 +126,9 @@ function human(document: JsonObject, approvals: ApprovalRecord[], out: (line: st
   }
   const effect = document['effect'] as JsonObject | null;
   if (effect) out(`${label('effect')}${effect['effect_key']}  ${effect['state']}  attempt ${effect['attempt']}${typeof effect['resolved_by'] === 'string' ? `  resolved by ${effect['resolved_by']}` : ''}`);
-  out(receipt ? `${label('receipt')}${receipt['receipt_id']}  ${receipt['result']}` : `${label('receipt')}-  (awaiting a human)`);
+  if (receipt) out(`${label('receipt')}${value(receipt['receipt_id'])}  ${value(receipt['result'])}`);
+  else if (unreadable) out(`${label('receipt')}${unreadable.receiptId}  (not shown: ${unreadable.reason}; run ctrlrun receipts --verify-chain)`);
+  else out(`${label('receipt')}-  (awaiting a human)`);
   for (const e of events) {
     const data = (e['data'] ?? {}) as JsonObject;
     const pairs = Object.keys(data).map((k) => `${k}=${value(data[k])}`);
@@ -118,14 +144,14 @@ export const inspect: Command = {
     json: { type: 'boolean', help: `the ${INSPECTION_SCHEMA} document` },
     'store-url': STORE_URL,
   },
-  async run({ io, values, positionals, out }) {
+  async run({ io, values, positionals, out, json }) {
     const id = positionals[0]!;
     const store = await openReader(storeTarget(io, values['store-url'] as string | undefined));
     try {
       const found = await inspection(store, id);
       if (found === null) throw new CliRefusal(`no action ${id}`);
-      if (values['json'] === true) out(prettyJson(found.document));
-      else human(found.document, found.approvals, out);
+      if (values['json'] === true) json(prettyJson(found.document));
+      else human(found, out);
       return 0;
     } finally {
       await store.close();

@@ -34,7 +34,7 @@ export const receipts: Command = {
     control: { type: 'string', value: 'ID', help: 'only receipts whose controls cite ID' },
     'store-url': STORE_URL,
   },
-  async run({ io, values, out }) {
+  async run({ io, values, out, json }) {
     let last: number | null = null;
     if (values['last'] !== undefined) {
       const raw = values['last'] as string;
@@ -47,7 +47,7 @@ export const receipts: Command = {
       if (values['verify-chain'] === true) {
         const report = verifyChain(rows, await store.chainHead());
         if (values['json'] === true) {
-          out(
+          json(
             JSON.stringify({
               ok: report.ok,
               verified: report.verified,
@@ -76,7 +76,7 @@ export const receipts: Command = {
       }
       for (const { row, doc } of shown) {
         if (values['json'] === true) {
-          out(row.json ?? 'null');
+          json(row.json ?? 'null');
           continue;
         }
         const principal = isObject(doc?.['principal']) ? (doc!['principal'] as JsonObject) : {};

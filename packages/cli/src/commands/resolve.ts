@@ -1,14 +1,15 @@
 /**
  * `ctrlrun resolve EFFECT_KEY --committed|--failed`: a human says what happened to an ambiguous
- * effect. Only an AMBIGUOUS record moves; anything else is refused before any write connection.
+ * effect, through the kernel (`Control.resolveEffect`), recorded as `--as NAME`,
+ * `$CTRLRUN_APPROVER` or the OS login name. Only an AMBIGUOUS record moves; anything else is
+ * refused before any write connection.
  *
  * @module
  */
-import { evidenceTime, type StateStore } from '@ctrlrun/kernel';
-import { CLI_ACTOR, STORE_URL, type Command } from '../command.js';
-import { storeTarget } from '../discovery.js';
+import type { StateStore } from '@ctrlrun/kernel';
+import { AS_APPROVER, STORE_URL, type Command } from '../command.js';
+import { answeringControl } from '../control.js';
 import { CliRefusal, UsageError } from '../errors.js';
-import { openAnswerer } from '../stores.js';
 
 async function mustBeAmbiguous(reader: StateStore, key: string): Promise<void> {
   const record = await reader.getEffect(key);
@@ -23,28 +24,18 @@ export const resolve: Command = {
   options: {
     committed: { type: 'boolean', help: 'the effect happened (a retry stays refused as a duplicate)' },
     failed: { type: 'boolean', help: 'the effect did not happen (a retry is permitted)' },
+    as: AS_APPROVER,
     'store-url': STORE_URL,
   },
-  async run({ io, values, positionals, out }) {
+  async run(inv) {
+    const { values, positionals, out } = inv;
     const key = positionals[0]!;
     if ((values['committed'] === true) === (values['failed'] === true)) throw new UsageError('resolve needs exactly one outcome, committed|failed: give --committed or --failed');
     const state = values['committed'] === true ? 'committed' : 'failed';
-    const store = await openAnswerer(storeTarget(io, values['store-url'] as string | undefined), (r) => mustBeAmbiguous(r, key));
-    try {
-      const record = await store.resolveEffect(key, state, CLI_ACTOR);
-      await store.appendEvent({
-        ts: evidenceTime(new Date()),
-        type: 'EFFECT_RESOLVED',
-        actionId: record.actionId,
-        effectKey: key,
-        approvalId: null,
-        data: { state, resolver: CLI_ACTOR, resolved_by: 'human' },
-      });
-      out(`${key} resolved ${state} by ${CLI_ACTOR}`);
+    return answeringControl(inv, (reader) => mustBeAmbiguous(reader, key), async (control, by) => {
+      await control.resolveEffect(key, state, { by });
+      out(`${key} resolved ${state} by ${by}`);
       if (state === 'failed') out(`a retry is now permitted: the next attempt reserves ${key} again`);
-      return 0;
-    } finally {
-      await store.close();
-    }
+    });
   },
 };

@@ -42,7 +42,7 @@ export const stats: Command = {
     json: { type: 'boolean', help: 'the ctrlrun.stats/v1 document' },
     'store-url': STORE_URL,
   },
-  async run({ io, values, out, err }) {
+  async run({ io, values, out, err, json }) {
     const now = new Date();
     let since: Date | null = null;
     if (values['since'] !== undefined) {
@@ -58,7 +58,7 @@ export const stats: Command = {
     const store = await openReader(storeTarget(io, values['store-url'] as string | undefined));
     try {
       const doc = await countReceipts(store, { since, mode: policy.mode, clock: () => now });
-      if (values['json'] === true) out(JSON.stringify(doc));
+      if (values['json'] === true) json(JSON.stringify(doc));
       else rows(doc, out);
       return 0;
     } finally {

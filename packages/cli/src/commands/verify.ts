@@ -6,7 +6,7 @@
  *
  * @module
  */
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve as resolvePath } from 'node:path';
 import { loadPolicy, PolicyError } from '@ctrlrun/kernel';
@@ -23,22 +23,15 @@ import {
 } from '@ctrlrun/kernel/verify';
 import type { Command } from '../command.js';
 import { banner } from '../control.js';
-import { maskUrl, policyPath } from '../discovery.js';
+import { maskUrl, policyPath, readPolicyText } from '../discovery.js';
 import { CliRefusal } from '../errors.js';
+import { readRegularFile } from '../files.js';
 import { VERSION } from '../version.js';
 import { nodeProcessLauncher, postgresScratch, sqliteScratch } from '../verify-node.js';
 
 /** A refusal: exit 2. */
 const refuse = (message: string) => new CliRefusal(message, 2);
 
-function readPolicy(path: string): string {
-  try {
-    return readFileSync(path, 'utf8');
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    throw refuse(code === 'ENOENT' ? `no policy at ${path}: run 'ctrlrun init' to write one, or set CTRLRUN_CONFIG` : `the policy ${path} cannot be read: ${(err as Error).message}`);
-  }
-}
 
 export const verify: Command = {
   name: 'verify',
@@ -54,10 +47,10 @@ export const verify: Command = {
   },
   details:
     'Exit 0: at least one applicable guarantee, none failed. 1: a guarantee failed. 2: refused (observe mode, a policy that does not load, a bad selection) or none applicable. 3: verify itself went wrong.\nNot applicable is never a pass: it is kept out of the fraction.',
-  async run({ io, values, err }) {
+  async run({ io, values, out, err }) {
     try {
       const path = policyPath(io);
-      const text = readPolicy(path);
+      const text = readPolicyText(path, refuse);
       let mode: string;
       try {
         mode = loadPolicy(text, { source: path }).mode;
@@ -73,7 +66,7 @@ export const verify: Command = {
       if (values['authority'] !== undefined) {
         const file = resolvePath(io.cwd, values['authority'] as string);
         try {
-          authority = { text: readFileSync(file, 'utf8'), path: file };
+          authority = { text: readRegularFile(file), path: file };
         } catch (e) {
           throw refuse(`the authority document ${file} cannot be read: ${(e as Error).message}`);
         }
@@ -109,7 +102,8 @@ export const verify: Command = {
         await closeScratch().catch(() => undefined);
         rmSync(root, { recursive: true, force: true });
       }
-      io.stdout(values['json'] === true ? renderVerifyJson(report) : renderVerifyText(report));
+      if (values['json'] === true) io.stdout(renderVerifyJson(report));
+      else for (const line of renderVerifyText(report).replace(/\n$/, '').split('\n')) out(line);
       if (values['junit'] !== undefined) writeFileSync(resolvePath(io.cwd, values['junit'] as string), renderVerifyJunit(report));
       const code = verifyExitCode(report);
       const badge = verifyBadge(report);

@@ -101,6 +101,20 @@ export function classifyUnversioned(
   );
 }
 
+/**
+ * A `schema_version` table with no row, beside `otherTables`: alone it is an empty database (a
+ * writer migrates it); beside any other table it is refused untouched — the rows that would make
+ * those tables a ctrlrun store are missing, so they are someone else's, or a store whose history
+ * was erased, and migrating would write into them.
+ */
+function refuseEmptyVersionBeside(otherTables: readonly string[], known: readonly string[], running: string): void {
+  if (otherTables.length === 0) return;
+  throw refuse(
+    `refusing to open a database that is not a ctrlrun store: its schema_version is empty, yet it has other tables (${otherTables.join(', ')}); a ctrlrun store records every migration it applied. Nothing was created or migrated.`,
+    [], known, running,
+  );
+}
+
 async function run<Row>(ex: SqlExecutor, sql: string, params: readonly SqlValue[] = []): Promise<Row[]> {
   try {
     return (await ex.query<Row>(sql, params)).rows;
@@ -125,6 +139,11 @@ async function classifyAt(ex: SqlExecutor, dialect: SqlDialect, known: readonly 
   let applied: string[] = [];
   if ((await run(ex, sql.schemaVersionExists)).length > 0) {
     const rows = await readApplied(ex, dialect);
+    if (rows.length === 0) {
+      // An empty schema_version records nothing: it does not make the tables beside it ours.
+      const others = (await run<{ name: string }>(ex, sql.listTables)).map((r) => String(r.name)).filter((t) => t !== 'schema_version');
+      refuseEmptyVersionBeside(others, known, running);
+    }
     applied = rows.map((r) => r.migrationId);
     pending = classifyVersioned(rows, known, running);
   } else {
