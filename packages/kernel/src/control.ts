@@ -379,6 +379,14 @@ export class Control {
 
     if (evaluation.decision === 'approve') {
       if (approvalId === null) {
+        // One request per action: asking again while a request for this hash is pending
+        // (a retry, a re-run graph node) gets that request, not a second one nobody answers.
+        const pending = await this.pendingApproval(action);
+        if (pending !== null) {
+          const requestId = pending.request.requestId;
+          pass.approvalId = requestId;
+          throw new ApprovalRequired(requestId, { actionId: action.actionId, message: `${action.name} needs a human's approval: request ${requestId} (already pending)` });
+        }
         const now = this.clock();
         const requestId = this.ids('apr');
         const expiresAt = storedTime(new Date(now.getTime() + this.approvalTtl));
@@ -441,6 +449,21 @@ export class Control {
     };
     await this.#event(pass, 'EXECUTION_RESUMED', { round: rounds });
     return this.#run(pass, executor, options);
+  }
+
+  /**
+   * The approval request pending for `action`'s hash and still answerable (the newest, if
+   * several were filed before this rule existed), or `null`. Reads only.
+   */
+  async pendingApproval(action: Action): Promise<ApprovalRecord | null> {
+    this.#checkEnvironment(action);
+    const now = this.clock().getTime();
+    const records = await this.store.approvalsFor(action.actionHash);
+    for (let i = records.length - 1; i >= 0; i--) {
+      const record = records[i]!;
+      if (record.status === 'pending' && now <= parseTime(record.request.expiresAt, 'expires_at').getTime()) return record;
+    }
+    return null;
   }
 
   /** Grants approval request `requestId` as `approver`; records `APPROVAL_GRANTED`. */

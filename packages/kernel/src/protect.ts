@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { createAction, type Principal } from './action.js';
+import { createAction, type Action, type Principal } from './action.js';
 import { isPlainObject, type JsonObject } from './canonical.js';
 import type { Control, ExecuteOptions, ReconcileHook } from './control.js';
 import { LocalApprovalProvider, type ApprovalProvider } from './approval-providers.js';
@@ -50,8 +50,15 @@ export interface ProtectOptions {
   wait?: boolean | { timeoutMs?: number; provider?: ApprovalProvider };
 }
 
-/** A protected function: `(args, call?) => Promise<result>`. */
-export type Protected<A extends Record<string, unknown>, R> = (args: A, call?: CallOptions) => Promise<R>;
+/**
+ * A protected function: `(args, call?) => Promise<result>`. Its `action(args, call?)` builds the
+ * canonical action a call with these arguments would run (principal resolved, defaults bound,
+ * resource resolved) and writes nothing: what an adapter asks `control.evaluate` or
+ * `control.pendingApproval` about.
+ */
+export type Protected<A extends Record<string, unknown>, R> = ((args: A, call?: CallOptions) => Promise<R>) & {
+  readonly action: (args: A, call?: CallOptions) => Promise<Action>;
+};
 
 /**
  * Wraps `fn` so every call goes through the control path: bind defaults, build the canonical
@@ -83,18 +90,22 @@ export function protect<A extends Record<string, unknown>, R>(fn: (args: JsonObj
   const resourceTemplate = options.resource ?? entry?.resource ?? null;
   let warned = false;
 
-  return async (args: A, call: CallOptions = {}): Promise<R> => {
+  const build = async (args: A, call: CallOptions): Promise<Action> => {
     // Who is acting comes first: no principal is refused before anything else, with no evidence.
     const principal = await control.resolvePrincipal(name, { principal: call.principal ?? null, ...(call.headers ? { headers: call.headers } : {}) });
     if (!isPlainObject(args)) throw new InvalidArgument(`${name} takes one plain-object argument`);
     if ('data_scope' in args) throw new InvalidArgument('an argument may not be named data_scope: it is derived by the policy');
+    const bound = { ...defaults, ...args };
+    const resource = resourceTemplate === null ? null : resolveResourceTemplate(resourceTemplate, bound);
+    return createAction({ name, arguments: bound, principal, resource, environment: control.environment }, { ids: control.ids });
+  };
+
+  const protectedFn = async (args: A, call: CallOptions = {}): Promise<R> => {
+    const action = await build(args, call);
     if (!warned && options.effect !== undefined && entry?.effect && entry.effect !== options.effect) {
       warned = true;
       control.logger.warn(`[ctrlrun] ${name}: protect's effect template ${options.effect} overrides the policy's ${entry.effect}`);
     }
-    const bound = { ...defaults, ...args };
-    const resource = resourceTemplate === null ? null : resolveResourceTemplate(resourceTemplate, bound);
-    const action = createAction({ name, arguments: bound, principal, resource, environment: control.environment }, { ids: control.ids });
     const exec: ExecuteOptions = { effectTemplate: effect, approvalId: call.approvalId ?? null };
     if (options.lease !== undefined) exec.lease = options.lease;
     if (options.reconcile !== undefined) exec.reconcile = options.reconcile;
@@ -111,4 +122,5 @@ export function protect<A extends Record<string, unknown>, R>(fn: (args: JsonObj
       return control.execute(action, run, { ...exec, approvalId: err.requestId });
     }
   };
+  return Object.assign(protectedFn, { action: (args: A, call: CallOptions = {}) => build(args, call) });
 }
