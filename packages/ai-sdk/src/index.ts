@@ -1,0 +1,261 @@
+/**
+ * `@ctrlrun/ai-sdk`: ctrlrun for the Vercel AI SDK. `protectTools(tools, { control })` returns
+ * the same tool set in which every tool call runs through the control path, and the SDK's own
+ * tool-approval flow (`needsApproval`, `tool-approval-request`, `tool-approval-response`) is
+ * driven by the policy and bound to the action hash. The adapter decides nothing itself.
+ *
+ * @module
+ */
+import type { ModelMessage, Tool, ToolExecutionOptions, ToolSet } from 'ai';
+import {
+  ApprovalMismatch,
+  ApprovalRequired,
+  InvalidArgument,
+  NotExecuted,
+  checkActor,
+  isKernelError,
+  protect,
+  type Action,
+  type CallOptions,
+  type Control,
+  type JsonObject,
+  type Protected,
+} from '@ctrlrun/kernel';
+
+/** What a refused tool call returns to the model instead of running: a result it can read. */
+export interface ToolRefusal {
+  readonly refused: true;
+  /** The refusal class: `ActionDenied`, `AuthorityDenied`, `DuplicateEffect`, `ApprovalMismatch`, … */
+  readonly error: string;
+  /** Its stable code (`ERR_ACTION_DENIED`, …). */
+  readonly code: string;
+  /** Its reason where it has one: the policy's (`rule[2]`, `unknown_action`), `approval_denied`, `committed`, … */
+  readonly reason: string | null;
+  /** One sentence saying what was refused and why, and that the tool did not run. */
+  readonly message: string;
+}
+
+/** Per-call extras for the control path, from the SDK's `experimental_context`. */
+export type CallFor = (experimentalContext: unknown) => CallOptions;
+
+/** Options of {@link protectTools}. */
+export interface ProtectToolsOptions<TOOLS extends ToolSet> {
+  control: Control;
+  /** The action name the policy matches, per tool key; else the key itself. */
+  names?: { readonly [K in keyof TOOLS]?: string };
+  /**
+   * Who answered the SDK's approval request, as recorded on the ctrlrun grant and the receipt
+   * (`ai-sdk:tool-approval-response` unless given). The SDK's response names nobody; an app that
+   * knows its signed-in user passes a function of `experimental_context`.
+   */
+  approver?: string | ((experimentalContext: unknown) => string);
+  /** The principal or headers of a call (else the Control's default principal or identity provider). */
+  call?: CallOptions | CallFor;
+}
+
+/** Options of {@link protectTool}. */
+export interface ProtectToolOptions extends Omit<ProtectToolsOptions<ToolSet>, 'names'> {
+  /** The action name the policy matches. */
+  name: string;
+}
+
+const DEFAULT_APPROVER = 'ai-sdk:tool-approval-response';
+
+/** The refusals the model is told about as a tool result; anything else is thrown as before. */
+const REFUSALS = new Set([
+  'ERR_ACTION_DENIED',
+  'ERR_AUTHORITY_DENIED',
+  'ERR_APPROVAL_MISMATCH',
+  'ERR_DUPLICATE_EFFECT',
+  'ERR_AMBIGUOUS_EFFECT',
+  'ERR_INVALID_ARGUMENT',
+  'ERR_EFFECT_KEY',
+  'ERR_IDENTITY',
+]);
+
+/**
+ * The readable form of a control-path refusal, or `null` for anything that is not one (an
+ * `ApprovalRequired` is never a result: the SDK's approval flow is where that goes).
+ */
+export function toRefusal(err: unknown): ToolRefusal | null {
+  if (!isKernelError(err) || !REFUSALS.has(err.code)) return null;
+  const withReason = err as { reason?: unknown; state?: unknown };
+  const reason = typeof withReason.reason === 'string' ? withReason.reason : typeof withReason.state === 'string' ? withReason.state : err.code === 'ERR_AMBIGUOUS_EFFECT' ? 'ambiguous' : null;
+  return {
+    refused: true,
+    error: err.name,
+    code: err.code,
+    reason,
+    message: `${err.name}: ${err.message}${reason !== null && !err.message.includes(reason) ? ` (${reason})` : ''}. The tool did not run.`,
+  };
+}
+
+/** Whether a tool's output is a {@link ToolRefusal}. */
+export function isToolRefusal(output: unknown): output is ToolRefusal {
+  return typeof output === 'object' && output !== null && (output as { refused?: unknown }).refused === true && typeof (output as { code?: unknown }).code === 'string';
+}
+
+/** The SDK's approval request for `toolCallId` in `messages`, and the response to it, if any. */
+function approvalFor(toolCallId: string, messages: readonly ModelMessage[]): { approvalId: string; approved: boolean | null; reason: string | null } | null {
+  let approvalId: string | null = null;
+  for (const m of messages) {
+    if (m.role !== 'assistant' || typeof m.content === 'string') continue;
+    for (const part of m.content) if (part.type === 'tool-approval-request' && part.toolCallId === toolCallId) approvalId = part.approvalId;
+  }
+  if (approvalId === null) return null;
+  let answer: { approved: boolean; reason: string | null } | null = null;
+  for (const m of messages) {
+    if (m.role !== 'tool') continue;
+    for (const part of m.content) {
+      // The first response counts, as the SDK itself collects it.
+      if (answer === null && part.type === 'tool-approval-response' && part.approvalId === approvalId) answer = { approved: part.approved === true, reason: part.reason ?? null };
+    }
+  }
+  return { approvalId, approved: answer?.approved ?? null, reason: answer?.reason ?? null };
+}
+
+function pick<T>(option: T | ((ctx: unknown) => T) | undefined, ctx: unknown, fallback: T): T {
+  if (option === undefined) return fallback;
+  return typeof option === 'function' ? (option as (ctx: unknown) => T)(ctx) : option;
+}
+
+const askOnly = (): never => {
+  // Reached only if the policy changed between the evaluation and the request: nothing ran.
+  throw new NotExecuted('asked only whether a human must approve; the tool was not run');
+};
+
+/**
+ * One tool, protected: its `execute` runs as action `name` through the control path, and its
+ * `needsApproval` is the policy's decision for the exact arguments. See {@link protectTools}.
+ */
+export function protectTool<INPUT, OUTPUT>(tool: Tool<INPUT, OUTPUT>, options: ProtectToolOptions): Tool<INPUT, OUTPUT | ToolRefusal> {
+  if (!options || typeof options !== 'object' || !options.control) throw new InvalidArgument('protectTool needs { control, name }');
+  if (typeof options.name !== 'string' || options.name === '') throw new InvalidArgument('protectTool needs a non-empty action name');
+  const { control, name } = options;
+  if (!tool || typeof tool !== 'object') throw new InvalidArgument(`${name}: protectTool needs an AI SDK tool`);
+  const execute = tool.execute;
+  if (typeof execute !== 'function') {
+    throw new InvalidArgument(`${name}: the tool has no execute function (a client-side tool runs outside this process and cannot be protected here)`);
+  }
+  if (tool.needsApproval !== undefined) {
+    throw new InvalidArgument(`${name}: the tool already has needsApproval; the policy decides when a human must approve (decision: approve), so remove it`);
+  }
+  if (options.approver !== undefined && typeof options.approver !== 'string' && typeof options.approver !== 'function') {
+    throw new InvalidArgument(`${name}: approver must be a string or a function of experimental_context`);
+  }
+  if (options.call !== undefined && (options.call === null || (typeof options.call !== 'object' && typeof options.call !== 'function'))) {
+    throw new InvalidArgument(`${name}: call must be call options or a function of experimental_context`);
+  }
+
+  if (typeof options.approver === 'string') checkActor(options.approver, 'approver');
+  // protect hands its function only the canonical arguments; the SDK's execution options of the
+  // call in progress reach the tool through a runner made for that call.
+  const runner = (run: (args: JsonObject) => unknown) => protect<Record<string, unknown>, unknown>((args) => run(args), { control, name });
+  const probe: Protected<Record<string, unknown>, unknown> = runner(askOnly);
+
+  const callOf = (ctx: unknown): CallOptions => pick(options.call, ctx, {});
+
+  /** The action these arguments make, or `null` when they cannot make one (execute then says why). */
+  const actionOf = async (input: unknown, ctx: unknown): Promise<Action | null> => {
+    try {
+      return await probe.action(input as Record<string, unknown>, callOf(ctx));
+    } catch (err) {
+      if (toRefusal(err) !== null) return null;
+      throw err;
+    }
+  };
+
+  const needsApproval = async (input: INPUT, o: { toolCallId: string; messages: ModelMessage[]; experimental_context?: unknown }): Promise<boolean> => {
+    if (control.observing) return false; // observe mode never interrupts
+    const action = await actionOf(input, o.experimental_context);
+    if (action === null) return false;
+    const evaluation = await control.evaluate(action);
+    if (evaluation.decision !== 'approve') return false;
+    // The SDK asks again when the answer comes back (re-validation): file nothing then, so an
+    // answer can only grant a request made before it, for the arguments shown.
+    if (approvalFor(o.toolCallId, o.messages) !== null) return true;
+    try {
+      // File the request now (or re-find the pending one), bound to these exact arguments.
+      await control.execute(action, askOnly, { effectKey: null });
+    } catch (err) {
+      if (err instanceof ApprovalRequired) return true;
+      // The decision changed under us (now allow or deny): execute will run or refuse it.
+      if (err instanceof NotExecuted || toRefusal(err) !== null) return false;
+      throw err;
+    }
+    return false;
+  };
+
+  const protectedExecute = async (input: INPUT, o: ToolExecutionOptions): Promise<OUTPUT | ToolRefusal> => {
+    const ctx = o.experimental_context;
+    const call = callOf(ctx);
+    const run = runner((args) => execute(args as INPUT, o));
+    try {
+      const answer = approvalFor(o.toolCallId, o.messages);
+      if (answer === null || answer.approved === null) return (await run(input as Record<string, unknown>, call)) as OUTPUT;
+      const action = await run.action(input as Record<string, unknown>, call);
+      if (answer.approved === false) {
+        // The SDK does not execute a denied call; if something does, the request is denied too.
+        const pending = await control.pendingApproval(action);
+        const approver = pick(options.approver, ctx, DEFAULT_APPROVER);
+        if (pending !== null) await control.denyApproval(pending.request.requestId, { approver });
+        return toRefusal(new ApprovalMismatch('denied', { message: `${name}: the human denied this call${answer.reason ? ` (${answer.reason})` : ''}` }))!;
+      }
+      // The human said yes to the request filed for the arguments shown. Grant exactly that one:
+      // if the arguments changed since, there is no request for their hash and nothing is granted.
+      const pending = await control.pendingApproval(action);
+      let approvalId: string;
+      if (pending !== null) {
+        approvalId = pending.request.requestId;
+        await control.grantApproval(approvalId, { approver: pick(options.approver, ctx, DEFAULT_APPROVER) });
+      } else {
+        const granted = await control.store.findGrantedApproval(action.actionHash);
+        if (granted === null) {
+          throw new ApprovalMismatch('unknown', {
+            message: `${name}: no approval request is pending for these exact arguments (they changed after the approval was asked, or the request was already answered or expired)`,
+          });
+        }
+        approvalId = granted.approvalId; // granted already through another surface (CLI, worker)
+      }
+      return (await run(input as Record<string, unknown>, { ...call, approvalId })) as OUTPUT;
+    } catch (err) {
+      const refusal = toRefusal(err);
+      if (refusal === null) throw err;
+      return refusal;
+    }
+  };
+
+  return { ...tool, needsApproval, execute: protectedExecute } as Tool<INPUT, OUTPUT | ToolRefusal>;
+}
+
+/** A tool set in which every tool may also return a {@link ToolRefusal}. */
+export type ProtectedTools<TOOLS extends ToolSet> = {
+  [K in keyof TOOLS]: TOOLS[K] extends Tool<infer I, infer O> ? Tool<I, O | ToolRefusal> : TOOLS[K];
+};
+
+/**
+ * Returns the same tool set in which each tool's `execute` runs through the control path as the
+ * action `names[key] ?? key`, and each tool's `needsApproval` is the policy's decision for the
+ * exact arguments (the request is filed then, once per action hash). The SDK's approval
+ * response grants that request (attributed to `approver`) and the call runs presenting it; if
+ * the arguments changed, nothing is granted. Refusals come back as {@link ToolRefusal} results;
+ * the protected function never runs on one.
+ */
+export function protectTools<TOOLS extends ToolSet>(tools: TOOLS, options: ProtectToolsOptions<TOOLS>): ProtectedTools<TOOLS> {
+  if (!tools || typeof tools !== 'object' || Array.isArray(tools)) throw new InvalidArgument('protectTools needs a tool set (an object of tools)');
+  if (!options || typeof options !== 'object' || !options.control) throw new InvalidArgument('protectTools needs { control }');
+  const names = options.names ?? {};
+  if (typeof names !== 'object' || names === null) throw new InvalidArgument('names must be an object of tool key → action name');
+  for (const key of Object.keys(names)) {
+    if (!Object.hasOwn(tools, key)) throw new InvalidArgument(`names.${key}: there is no tool ${JSON.stringify(key)} in the set`);
+  }
+  const out: Record<string, Tool> = Object.create(null) as Record<string, Tool>;
+  for (const [key, tool] of Object.entries(tools)) {
+    const name = Object.hasOwn(names, key) ? (names as Record<string, string>)[key]! : key;
+    const one: ProtectToolOptions = { control: options.control, name };
+    if (options.approver !== undefined) one.approver = options.approver;
+    if (options.call !== undefined) one.call = options.call;
+    Object.defineProperty(out, key, { value: protectTool(tool as Tool, one), enumerable: true, writable: true, configurable: true });
+  }
+  return { ...out } as ProtectedTools<TOOLS>;
+}

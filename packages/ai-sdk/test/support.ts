@@ -1,0 +1,63 @@
+// Shared fixtures for the AI SDK adapter's tests: a real sql.js store, a Control, and the SDK's
+// own mock language model answering from a script (no network, no provider).
+import { callbackSink, Control, loadPolicy, sequentialIds, type ApprovalRecord, type StoredReceipt } from '@ctrlrun/kernel';
+import { createSqlJsStore } from '@ctrlrun/store-sqljs';
+import { MockLanguageModelV3 } from 'ai/test';
+
+export const POLICY = `schema: ctrlrun.policy/v2
+actions:
+  customer.read: {decision: allow}
+  stripe.refund:
+    effect: "refund:{payment_id}"
+    rules:
+      - when: {amount_gte: 0, amount_lte: 100000}
+        decision: allow
+      - when: {amount_gte: 0, amount_lte: 1000000}
+        decision: approve
+      - decision: deny
+`;
+
+export async function setup(policyYaml = POLICY) {
+  const store = await createSqlJsStore();
+  const receipts: StoredReceipt[] = [];
+  const control = new Control({
+    policy: loadPolicy(policyYaml),
+    store,
+    ids: sequentialIds(),
+    principal: { agent: 'support-agent' },
+    sinks: [callbackSink({ onReceipt: (r) => void receipts.push(r) })],
+    logger: { warn: () => {} },
+  });
+  const approvals = (status?: ApprovalRecord['status']) => store.listApprovals(status);
+  return { store, control, receipts, approvals };
+}
+
+const usage = {
+  inputTokens: { total: 10, noCache: 10, cacheRead: 0, cacheWrite: 0 },
+  outputTokens: { total: 5, text: 5, reasoning: 0 },
+};
+
+/** One model turn that calls a tool. */
+export function callsTool(toolCallId: string, toolName: string, input: Record<string, unknown>) {
+  return {
+    content: [{ type: 'tool-call' as const, toolCallId, toolName, input: JSON.stringify(input) }],
+    finishReason: { unified: 'tool-calls' as const, raw: undefined },
+    usage,
+    warnings: [],
+  };
+}
+
+/** One model turn that answers in text. */
+export function says(text: string) {
+  return { content: [{ type: 'text' as const, text }], finishReason: { unified: 'stop' as const, raw: undefined }, usage, warnings: [] };
+}
+
+/** The SDK's mock model playing `turns` in order, one per model call, across generateText calls. */
+export function scriptedModel(turns: ReturnType<typeof callsTool | typeof says>[]) {
+  return new MockLanguageModelV3({ doGenerate: turns });
+}
+
+/** Everything the model was shown in its last call, as text (tool results included). */
+export function lastPrompt(model: MockLanguageModelV3): string {
+  return JSON.stringify(model.doGenerateCalls.at(-1)?.prompt ?? []);
+}
