@@ -379,13 +379,17 @@ export class Control {
 
     if (evaluation.decision === 'approve') {
       if (approvalId === null) {
-        // One request per action: asking again while a request for this hash is pending
-        // (a retry, a re-run graph node) gets that request, not a second one nobody answers.
-        const pending = await this.pendingApproval(action);
-        if (pending !== null) {
-          const requestId = pending.request.requestId;
+        // One request per action: asking again while a request for this hash is open (pending,
+        // or granted and not yet used) — a retry, a re-run graph node — gets that request, not
+        // a second one that nobody answers.
+        const open = await this.openApproval(action);
+        if (open !== null) {
+          const requestId = open.request.requestId;
           pass.approvalId = requestId;
-          throw new ApprovalRequired(requestId, { actionId: action.actionId, message: `${action.name} needs a human's approval: request ${requestId} (already pending)` });
+          const message = open.status === 'granted'
+            ? `${action.name}: approval request ${requestId} is already granted for this action; present it to run`
+            : `${action.name} needs a human's approval: request ${requestId} (already pending)`;
+          throw new ApprovalRequired(requestId, { actionId: action.actionId, message });
         }
         const now = this.clock();
         const requestId = this.ids('apr');
@@ -452,16 +456,18 @@ export class Control {
   }
 
   /**
-   * The approval request pending for `action`'s hash and still answerable (the newest, if
-   * several were filed before this rule existed), or `null`. Reads only.
+   * The approval request open for `action`'s hash — `pending`, or `granted` and not yet
+   * consumed — and not expired (the newest, if several were filed before this rule existed), or
+   * `null`. Reads only.
    */
-  async pendingApproval(action: Action): Promise<ApprovalRecord | null> {
+  async openApproval(action: Action): Promise<ApprovalRecord | null> {
     this.#checkEnvironment(action);
     const now = this.clock().getTime();
     const records = await this.store.approvalsFor(action.actionHash);
     for (let i = records.length - 1; i >= 0; i--) {
       const record = records[i]!;
-      if (record.status === 'pending' && now <= parseTime(record.request.expiresAt, 'expires_at').getTime()) return record;
+      const open = record.status === 'pending' || record.status === 'granted';
+      if (open && now <= parseTime(record.request.expiresAt, 'expires_at').getTime()) return record;
     }
     return null;
   }

@@ -54,7 +54,7 @@ export interface ProtectOptions {
  * A protected function: `(args, call?) => Promise<result>`. Its `action(args, call?)` builds the
  * canonical action a call with these arguments would run (principal resolved, defaults bound,
  * resource resolved) and writes nothing: what an adapter asks `control.evaluate` or
- * `control.pendingApproval` about.
+ * `control.openApproval` about.
  */
 export type Protected<A extends Record<string, unknown>, R> = ((args: A, call?: CallOptions) => Promise<R>) & {
   readonly action: (args: A, call?: CallOptions) => Promise<Action>;

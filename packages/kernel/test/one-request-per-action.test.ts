@@ -56,12 +56,18 @@ describe('one approval request per action', () => {
     expect(b).not.toBe(a);
   });
 
-  it('the granted request, presented, runs the action once; asking after that files a new request', async () => {
+  it('a granted, unused request is still the one: asked again it is named, not refiled; presented it runs once; once consumed a new ask files a new request', async () => {
     const ctx = await setup();
     const { fn, calls } = refunder(ctx);
     const id = await requestIdOf(fn({ payment_id: 'p2', amount: 200000 }));
     expect(await requestIdOf(fn({ payment_id: 'p2', amount: 200000 }))).toBe(id);
     await ctx.control.grantApproval(id, { approver: 'human:ana' });
+    // Granted and not yet used is still open: asking again names it (present it), files nothing.
+    const granted = await fn({ payment_id: 'p2', amount: 200000 }).catch((e: unknown) => e);
+    expect((granted as ApprovalRequired).requestId).toBe(id);
+    expect((granted as ApprovalRequired).message).toMatch(/already granted for this action; present it/);
+    expect(await ctx.store.listApprovals()).toHaveLength(1);
+    expect(calls).toHaveLength(0);
     expect(await fn({ payment_id: 'p2', amount: 200000 }, { approvalId: id })).toBe('re_p2');
     expect(calls).toHaveLength(1);
     // Consumed: no longer pending, so a new ask is a new request (the effect key then refuses the duplicate).
@@ -81,17 +87,17 @@ describe('one approval request per action', () => {
     expect(afterExpiry).not.toBe(afterDeny);
   });
 
-  it('pendingApproval(action) finds the pending request for exactly that action hash and writes nothing', async () => {
+  it('openApproval(action) finds the open request for exactly that action hash and writes nothing', async () => {
     const ctx = await setup();
     const { fn } = refunder(ctx);
     const id = await requestIdOf(fn({ payment_id: 'p4', amount: 200000 }));
     const before = ctx.events.length;
     const same = await fn.action({ payment_id: 'p4', amount: 200000 });
     const other = await fn.action({ payment_id: 'p4', amount: 999 });
-    expect((await ctx.control.pendingApproval(same))?.request.requestId).toBe(id);
-    expect(await ctx.control.pendingApproval(other)).toBeNull();
+    expect((await ctx.control.openApproval(same))?.request.requestId).toBe(id);
+    expect(await ctx.control.openApproval(other)).toBeNull();
     expect(ctx.events.length).toBe(before);
     ctx.advance(16 * MIN);
-    expect(await ctx.control.pendingApproval(same)).toBeNull();
+    expect(await ctx.control.openApproval(same)).toBeNull();
   });
 });
