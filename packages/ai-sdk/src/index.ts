@@ -196,27 +196,22 @@ export function protectTool<INPUT, OUTPUT>(tool: Tool<INPUT, OUTPUT>, options: P
       const action = await run.action(input as Record<string, unknown>, call);
       if (answer.approved === false) {
         // The SDK does not execute a denied call; if something does, the request is denied too.
-        const pending = await control.pendingApproval(action);
+        const open = await control.openApproval(action);
         const approver = pick(options.approver, ctx, DEFAULT_APPROVER);
-        if (pending !== null) await control.denyApproval(pending.request.requestId, { approver });
+        if (open?.status === 'pending') await control.denyApproval(open.request.requestId, { approver });
         return toRefusal(new ApprovalMismatch('denied', { message: `${name}: the human denied this call${answer.reason ? ` (${answer.reason})` : ''}` }))!;
       }
       // The human said yes to the request filed for the arguments shown. Grant exactly that one:
       // if the arguments changed since, there is no request for their hash and nothing is granted.
-      const pending = await control.pendingApproval(action);
-      let approvalId: string;
-      if (pending !== null) {
-        approvalId = pending.request.requestId;
-        await control.grantApproval(approvalId, { approver: pick(options.approver, ctx, DEFAULT_APPROVER) });
-      } else {
-        const granted = await control.store.findGrantedApproval(action.actionHash);
-        if (granted === null) {
-          throw new ApprovalMismatch('unknown', {
-            message: `${name}: no approval request is pending for these exact arguments (they changed after the approval was asked, or the request was already answered or expired)`,
-          });
-        }
-        approvalId = granted.approvalId; // granted already through another surface (CLI, worker)
+      const open = await control.openApproval(action);
+      if (open === null) {
+        throw new ApprovalMismatch('unknown', {
+          message: `${name}: no approval request is pending for these exact arguments (they changed after the approval was asked, or the request was already answered or expired)`,
+        });
       }
+      const approvalId = open.request.requestId;
+      // Granted already through another surface (CLI, worker): presented as is.
+      if (open.status === 'pending') await control.grantApproval(approvalId, { approver: pick(options.approver, ctx, DEFAULT_APPROVER) });
       return (await run(input as Record<string, unknown>, { ...call, approvalId })) as OUTPUT;
     } catch (err) {
       const refusal = toRefusal(err);

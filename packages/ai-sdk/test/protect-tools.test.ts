@@ -200,3 +200,22 @@ describe('protectTool and bad input', () => {
     expect(() => protectTools(null as never, { control: ctx.control })).toThrow(InvalidArgument);
   });
 });
+
+describe('execute called directly', () => {
+  it('with a denied approval response in the history it never runs: the open request is denied and the refusal says so', async () => {
+    const ctx = await setup();
+    const { tools, refunds } = supportTools();
+    const refund = protectTool(tools.refund, { control: ctx.control, name: 'stripe.refund', approver: 'app:ana' });
+    const input = { payment_id: 'p10', amount: 200000 };
+    expect(await refund.needsApproval!(input as never, { toolCallId: 'c1', messages: [] })).toBe(true);
+    const messages: ModelMessage[] = [
+      { role: 'assistant', content: [{ type: 'tool-call', toolCallId: 'c1', toolName: 'refund', input }, { type: 'tool-approval-request', approvalId: 'a1', toolCallId: 'c1' }] },
+      answer('a1', false, 'too much'),
+    ];
+    const output = await refund.execute!(input as never, { toolCallId: 'c1', messages });
+    expect(output).toMatchObject({ refused: true, error: 'ApprovalMismatch', reason: 'denied' });
+    expect((output as ToolRefusal).message).toContain('too much');
+    expect(refunds).toEqual([]);
+    expect((await ctx.approvals()).map((r) => [r.status, r.approver])).toEqual([['denied', 'app:ana']]);
+  });
+});
