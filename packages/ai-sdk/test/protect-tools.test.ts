@@ -207,7 +207,8 @@ describe('execute called directly', () => {
     const { tools, refunds } = supportTools();
     const refund = protectTool(tools.refund, { control: ctx.control, name: 'stripe.refund', approver: 'app:ana' });
     const input = { payment_id: 'p10', amount: 200000 };
-    expect(await refund.needsApproval!(input as never, { toolCallId: 'c1', messages: [] })).toBe(true);
+    const needsApproval = refund.needsApproval as (input: unknown, o: { toolCallId: string; messages: ModelMessage[] }) => Promise<boolean>;
+    expect(await needsApproval(input, { toolCallId: 'c1', messages: [] })).toBe(true);
     const messages: ModelMessage[] = [
       { role: 'assistant', content: [{ type: 'tool-call', toolCallId: 'c1', toolName: 'refund', input }, { type: 'tool-approval-request', approvalId: 'a1', toolCallId: 'c1' }] },
       answer('a1', false, 'too much'),
