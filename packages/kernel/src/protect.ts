@@ -9,7 +9,7 @@ import { createAction, type Action, type Principal } from './action.js';
 import { isPlainObject, type JsonObject } from './canonical.js';
 import type { Control, ExecuteOptions, ReconcileHook } from './control.js';
 import { LocalApprovalProvider, type ApprovalProvider } from './approval-providers.js';
-import { ApprovalRequired, InvalidArgument } from './errors.js';
+import { ActionDenied, ApprovalRequired, IdentityError, InvalidArgument, NotExecuted } from './errors.js';
 import { parseTemplate, resolveResourceTemplate } from './policy/index.js';
 import { checkDuration } from './time.js';
 
@@ -58,6 +58,19 @@ export interface ProtectOptions {
  */
 export type Protected<A extends Record<string, unknown>, R> = ((args: A, call?: CallOptions) => Promise<R>) & {
   readonly action: (args: A, call?: CallOptions) => Promise<Action>;
+  /**
+   * An agent framework's "must a human approve this call?" for these exact arguments: `true`
+   * when the decision is `approve`, and then the approval request is filed (or the open one for
+   * this action hash is re-found) so that the human's answer can only grant these arguments.
+   * `false` for allow and deny (calling the function then runs or refuses it), for arguments
+   * that make no action (the call says why), and always in observe mode. Never runs `fn`.
+   */
+  readonly needsApproval: (args: A, call?: CallOptions) => Promise<boolean>;
+};
+
+/** The executor behind {@link Protected.needsApproval}: reached only if the decision changed to allow. */
+const askOnly = (): never => {
+  throw new NotExecuted('asked only whether a human must approve; nothing was run');
 };
 
 /**
@@ -122,5 +135,26 @@ export function protect<A extends Record<string, unknown>, R>(fn: (args: JsonObj
       return control.execute(action, run, { ...exec, approvalId: err.requestId });
     }
   };
-  return Object.assign(protectedFn, { action: (args: A, call: CallOptions = {}) => build(args, call) });
+  const needsApproval = async (args: A, call: CallOptions = {}): Promise<boolean> => {
+    if (control.observing) return false; // observe mode never interrupts
+    let action: Action;
+    try {
+      action = await build(args, call);
+    } catch (err) {
+      if (err instanceof InvalidArgument || err instanceof ActionDenied || err instanceof IdentityError) return false;
+      throw err;
+    }
+    if ((await control.evaluate(action)).decision !== 'approve') return false;
+    try {
+      // The control path files the request (or names the open one) and never reaches the executor.
+      await control.execute(action, askOnly, { effectKey: null });
+    } catch (err) {
+      if (err instanceof ApprovalRequired) return true;
+      // The decision changed since the evaluation (allow: askOnly refused to run; deny): not asked.
+      if (err instanceof NotExecuted || err instanceof ActionDenied) return false;
+      throw err;
+    }
+    return false;
+  };
+  return Object.assign(protectedFn, { action: (args: A, call: CallOptions = {}) => build(args, call), needsApproval });
 }

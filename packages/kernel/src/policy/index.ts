@@ -25,3 +25,4 @@ export {
 export { DERIVED_SUBJECTS, RESERVED_ARGUMENTS, splitConditionKey, strictEquals, type Condition, type Operator } from './conditions.js';
 export { RESOURCE_PLACEHOLDER, parseTemplate, resolveEffectTemplate, resolveResourceTemplate, type Template, type TemplatePart } from './template.js';
 export { EXAMPLE_POLICY_YAML } from './example.js';
+export { explainDecision } from './explain.js';
