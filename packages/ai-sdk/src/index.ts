@@ -9,31 +9,19 @@
 import type { ModelMessage, Tool, ToolExecutionOptions, ToolSet } from 'ai';
 import {
   ApprovalMismatch,
-  ApprovalRequired,
   InvalidArgument,
-  NotExecuted,
   checkActor,
-  isKernelError,
   protect,
-  type Action,
+  toolRefusal,
   type CallOptions,
   type Control,
+  type Action,
   type JsonObject,
-  type Protected,
+  type Policy,
+  type ToolRefusal,
 } from '@ctrlrun/kernel';
 
-/** What a refused tool call returns to the model instead of running: a result it can read. */
-export interface ToolRefusal {
-  readonly refused: true;
-  /** The refusal class: `ActionDenied`, `AuthorityDenied`, `DuplicateEffect`, `ApprovalMismatch`, … */
-  readonly error: string;
-  /** Its stable code (`ERR_ACTION_DENIED`, …). */
-  readonly code: string;
-  /** Its reason where it has one: the policy's (`rule[2]`, `unknown_action`), `approval_denied`, `committed`, … */
-  readonly reason: string | null;
-  /** One sentence saying what was refused and why, and that the tool did not run. */
-  readonly message: string;
-}
+export type { ToolRefusal } from '@ctrlrun/kernel';
 
 /** Per-call extras for the control path, from the SDK's `experimental_context`. */
 export type CallFor = (experimentalContext: unknown) => CallOptions;
@@ -61,35 +49,6 @@ export interface ProtectToolOptions extends Omit<ProtectToolsOptions<ToolSet>, '
 
 const DEFAULT_APPROVER = 'ai-sdk:tool-approval-response';
 
-/** The refusals the model is told about as a tool result; anything else is thrown as before. */
-const REFUSALS = new Set([
-  'ERR_ACTION_DENIED',
-  'ERR_AUTHORITY_DENIED',
-  'ERR_APPROVAL_MISMATCH',
-  'ERR_DUPLICATE_EFFECT',
-  'ERR_AMBIGUOUS_EFFECT',
-  'ERR_INVALID_ARGUMENT',
-  'ERR_EFFECT_KEY',
-  'ERR_IDENTITY',
-]);
-
-/**
- * The readable form of a control-path refusal, or `null` for anything that is not one (an
- * `ApprovalRequired` is never a result: the SDK's approval flow is where that goes).
- */
-export function toRefusal(err: unknown): ToolRefusal | null {
-  if (!isKernelError(err) || !REFUSALS.has(err.code)) return null;
-  const withReason = err as { reason?: unknown; state?: unknown };
-  const reason = typeof withReason.reason === 'string' ? withReason.reason : typeof withReason.state === 'string' ? withReason.state : err.code === 'ERR_AMBIGUOUS_EFFECT' ? 'ambiguous' : null;
-  return {
-    refused: true,
-    error: err.name,
-    code: err.code,
-    reason,
-    message: `${err.name}: ${err.message}${reason !== null && !err.message.includes(reason) ? ` (${reason})` : ''}. The tool did not run.`,
-  };
-}
-
 /** Whether a tool's output is a {@link ToolRefusal}. */
 export function isToolRefusal(output: unknown): output is ToolRefusal {
   return typeof output === 'object' && output !== null && (output as { refused?: unknown }).refused === true && typeof (output as { code?: unknown }).code === 'string';
@@ -114,15 +73,19 @@ function approvalFor(toolCallId: string, messages: readonly ModelMessage[]): { a
   return { approvalId, approved: answer?.approved ?? null, reason: answer?.reason ?? null };
 }
 
+/** The policy and action a refusal is explained by, when these arguments make an action. */
+async function refusalContext(control: Control, action: () => Promise<Action>): Promise<{ policy: Policy; action: Action } | undefined> {
+  try {
+    return { policy: control.policy, action: await action() };
+  } catch {
+    return undefined;
+  }
+}
+
 function pick<T>(option: T | ((ctx: unknown) => T) | undefined, ctx: unknown, fallback: T): T {
   if (option === undefined) return fallback;
   return typeof option === 'function' ? (option as (ctx: unknown) => T)(ctx) : option;
 }
-
-const askOnly = (): never => {
-  // Reached only if the policy changed between the evaluation and the request: nothing ran.
-  throw new NotExecuted('asked only whether a human must approve; the tool was not run');
-};
 
 /**
  * One tool, protected: its `execute` runs as action `name` through the control path, and its
@@ -151,70 +114,49 @@ export function protectTool<INPUT, OUTPUT>(tool: Tool<INPUT, OUTPUT>, options: P
   // protect hands its function only the canonical arguments; the SDK's execution options of the
   // call in progress reach the tool through a runner made for that call.
   const runner = (run: (args: JsonObject) => unknown) => protect<Record<string, unknown>, unknown>((args) => run(args), { control, name });
-  const probe: Protected<Record<string, unknown>, unknown> = runner(askOnly);
-
+  const asker = runner(() => undefined);
   const callOf = (ctx: unknown): CallOptions => pick(options.call, ctx, {});
 
-  /** The action these arguments make, or `null` when they cannot make one (execute then says why). */
-  const actionOf = async (input: unknown, ctx: unknown): Promise<Action | null> => {
-    try {
-      return await probe.action(input as Record<string, unknown>, callOf(ctx));
-    } catch (err) {
-      if (toRefusal(err) !== null) return null;
-      throw err;
-    }
-  };
-
   const needsApproval = async (input: INPUT, o: { toolCallId: string; messages: ModelMessage[]; experimental_context?: unknown }): Promise<boolean> => {
-    if (control.observing) return false; // observe mode never interrupts
-    const action = await actionOf(input, o.experimental_context);
-    if (action === null) return false;
-    const evaluation = await control.evaluate(action);
-    if (evaluation.decision !== 'approve') return false;
+    const args = input as Record<string, unknown>;
+    const call = callOf(o.experimental_context);
     // The SDK asks again when the answer comes back (re-validation): file nothing then, so an
     // answer can only grant a request made before it, for the arguments shown.
-    if (approvalFor(o.toolCallId, o.messages) !== null) return true;
-    try {
-      // File the request now (or re-find the pending one), bound to these exact arguments.
-      await control.execute(action, askOnly, { effectKey: null });
-    } catch (err) {
-      if (err instanceof ApprovalRequired) return true;
-      // The decision changed under us (now allow or deny): execute will run or refuse it.
-      if (err instanceof NotExecuted || toRefusal(err) !== null) return false;
-      throw err;
+    if (approvalFor(o.toolCallId, o.messages) !== null) {
+      if (control.observing) return false;
+      return (await control.evaluate(await asker.action(args, call))).decision === 'approve';
     }
-    return false;
+    return asker.needsApproval(args, call);
   };
 
   const protectedExecute = async (input: INPUT, o: ToolExecutionOptions): Promise<OUTPUT | ToolRefusal> => {
     const ctx = o.experimental_context;
     const call = callOf(ctx);
-    const run = runner((args) => execute(args as INPUT, o));
+    const args = input as Record<string, unknown>;
+    const run = runner((canonical) => execute(canonical as INPUT, o));
     try {
       const answer = approvalFor(o.toolCallId, o.messages);
-      if (answer === null || answer.approved === null) return (await run(input as Record<string, unknown>, call)) as OUTPUT;
-      const action = await run.action(input as Record<string, unknown>, call);
+      if (answer === null || answer.approved === null) return (await run(args, call)) as OUTPUT;
+      const action = await run.action(args, call);
+      const open = await control.openApproval(action);
+      const approver = pick(options.approver, ctx, DEFAULT_APPROVER);
       if (answer.approved === false) {
         // The SDK does not execute a denied call; if something does, the request is denied too.
-        const open = await control.openApproval(action);
-        const approver = pick(options.approver, ctx, DEFAULT_APPROVER);
         if (open?.status === 'pending') await control.denyApproval(open.request.requestId, { approver });
-        return toRefusal(new ApprovalMismatch('denied', { message: `${name}: the human denied this call${answer.reason ? ` (${answer.reason})` : ''}` }))!;
+        throw new ApprovalMismatch('denied', { message: `${name}: the human denied this call${answer.reason ? ` (${answer.reason})` : ''}` });
       }
       // The human said yes to the request filed for the arguments shown. Grant exactly that one:
       // if the arguments changed since, there is no request for their hash and nothing is granted.
-      const open = await control.openApproval(action);
       if (open === null) {
         throw new ApprovalMismatch('unknown', {
-          message: `${name}: no approval request is pending for these exact arguments (they changed after the approval was asked, or the request was already answered or expired)`,
+          message: `${name}: no approval request is open for these exact arguments (they changed after the approval was asked, or the request was already answered or expired)`,
         });
       }
-      const approvalId = open.request.requestId;
       // Granted already through another surface (CLI, worker): presented as is.
-      if (open.status === 'pending') await control.grantApproval(approvalId, { approver: pick(options.approver, ctx, DEFAULT_APPROVER) });
-      return (await run(input as Record<string, unknown>, { ...call, approvalId })) as OUTPUT;
+      if (open.status === 'pending') await control.grantApproval(open.request.requestId, { approver });
+      return (await run(args, { ...call, approvalId: open.request.requestId })) as OUTPUT;
     } catch (err) {
-      const refusal = toRefusal(err);
+      const refusal = toolRefusal(err, await refusalContext(control, () => run.action(args, call)));
       if (refusal === null) throw err;
       return refusal;
     }

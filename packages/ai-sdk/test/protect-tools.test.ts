@@ -90,7 +90,10 @@ describe('protectTools with generateText', () => {
     const output = result.steps[0]!.toolResults[0]!.output;
     expect(isToolRefusal(output)).toBe(true);
     expect(output).toMatchObject({ refused: true, error: 'ActionDenied', code: 'ERR_ACTION_DENIED', reason: 'rule[2]' });
-    expect((output as ToolRefusal).message).toMatch(/^ActionDenied: stripe\.refund denied by policy \(rule\[2\]\)\. The tool did not run\.$/);
+    // The sentence is built from the rules: what they asked for, and what the model passed.
+    expect((output as ToolRefusal).message).toBe(
+      'ActionDenied: denied: no earlier rule of stripe.refund matched: rule[0] needs amount at least 0 and amount at most 100000, rule[1] needs amount at least 0 and amount at most 1000000; amount 5000000 (rule[2]). The tool did not run.',
+    );
     // The model's next call saw the refusal.
     expect(lastPrompt(model)).toContain('ActionDenied');
     expect(ctx.receipts.at(-1)!.document['result']).toBe('denied');
@@ -136,7 +139,7 @@ describe('protectTools with generateText', () => {
     expect(refunds).toEqual([]);
     expect(second.text).toBe('ok');
     expect(lastPrompt(model)).toContain('ApprovalMismatch');
-    expect(lastPrompt(model)).toContain('no approval request is pending for these exact arguments');
+    expect(lastPrompt(model)).toContain('no approval request is open for these exact arguments');
     // The request for the arguments actually shown is still pending, not granted.
     expect((await ctx.approvals()).map((r) => r.status)).toEqual(['pending']);
   });

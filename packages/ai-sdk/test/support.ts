@@ -3,21 +3,11 @@
 import { callbackSink, Control, loadPolicy, sequentialIds, type ApprovalRecord, type StoredReceipt } from '@ctrlrun/kernel';
 import { createSqlJsStore } from '@ctrlrun/store-sqljs';
 import { MockLanguageModelV3 } from 'ai/test';
+// The kernel's refund policy: allow up to 100000, a human up to 1000000, deny above.
+import { REFUND_POLICY } from '../../kernel/test/harness.js';
 
-export const POLICY = `schema: ctrlrun.policy/v2
-actions:
-  customer.read: {decision: allow}
-  stripe.refund:
-    effect: "refund:{payment_id}"
-    rules:
-      - when: {amount_gte: 0, amount_lte: 100000}
-        decision: allow
-      - when: {amount_gte: 0, amount_lte: 1000000}
-        decision: approve
-      - decision: deny
-`;
 
-export async function setup(policyYaml = POLICY) {
+export async function setup(policyYaml = REFUND_POLICY) {
   const store = await createSqlJsStore();
   const receipts: StoredReceipt[] = [];
   const control = new Control({

@@ -4,19 +4,10 @@ import { describe, expect, it } from 'vitest';
 import { Annotation, Command, END, MemorySaver, START, StateGraph, type BaseCheckpointSaver } from '@langchain/langgraph';
 import { ActionDenied, ApprovalMismatch, callbackSink, Control, InvalidArgument, loadPolicy, sequentialIds, type StateStore, type StoredReceipt } from '@ctrlrun/kernel';
 import { createSqlJsStore } from '@ctrlrun/store-sqljs';
+// The kernel's refund policy: allow up to 100000, a human up to 1000000, deny above.
+import { REFUND_POLICY } from '../../kernel/test/harness.js';
 import { approvalsAsked, InterruptApprovalProvider, protectInGraph, type ApprovalInterrupt } from '@ctrlrun/langgraph';
 
-const POLICY = `schema: ctrlrun.policy/v2
-actions:
-  stripe.refund:
-    effect: "refund:{payment_id}"
-    rules:
-      - when: {amount_gte: 0, amount_lte: 100000}
-        decision: allow
-      - when: {amount_gte: 0, amount_lte: 1000000}
-        decision: approve
-      - decision: deny
-`;
 
 const State = Annotation.Root({
   payment_id: Annotation<string>(),
@@ -27,7 +18,7 @@ const State = Annotation.Root({
 
 function control(store: StateStore, receipts: StoredReceipt[] = []) {
   return new Control({
-    policy: loadPolicy(POLICY),
+    policy: loadPolicy(REFUND_POLICY),
     store,
     ids: sequentialIds(),
     principal: { agent: 'refund-graph' },

@@ -12,17 +12,18 @@
 import type { FunctionTool, RunState, RunToolApprovalItem } from '@openai/agents';
 import {
   ApprovalMismatch,
-  ApprovalRequired,
   InvalidArgument,
-  NotExecuted,
   checkActor,
-  isKernelError,
   protect,
+  toolRefusal,
   type Action,
   type CallOptions,
   type Control,
   type Protected,
+  type ToolRefusal,
 } from '@ctrlrun/kernel';
+
+export type { ToolRefusal } from '@ctrlrun/kernel';
 
 /** Options of {@link protectTool}. */
 export interface ProtectToolOptions {
@@ -47,30 +48,6 @@ export interface AnswerOptions {
   approver: string;
 }
 
-/** The refusals the model is told about as a tool result; anything else is thrown as before. */
-const REFUSALS = new Set([
-  'ERR_ACTION_DENIED',
-  'ERR_AUTHORITY_DENIED',
-  'ERR_APPROVAL_MISMATCH',
-  'ERR_DUPLICATE_EFFECT',
-  'ERR_AMBIGUOUS_EFFECT',
-  'ERR_INVALID_ARGUMENT',
-  'ERR_EFFECT_KEY',
-  'ERR_IDENTITY',
-]);
-
-/**
- * The sentence a refused call returns to the model (`ActionDenied (rule[2]): stripe.refund
- * denied by policy (rule[2]). The tool did not run.`), or `null` for anything that is not a
- * control-path refusal.
- */
-export function refusalText(err: unknown): string | null {
-  if (!isKernelError(err) || !REFUSALS.has(err.code)) return null;
-  const withReason = err as { reason?: unknown; state?: unknown };
-  const reason = typeof withReason.reason === 'string' ? withReason.reason : typeof withReason.state === 'string' ? withReason.state : err.code === 'ERR_AMBIGUOUS_EFFECT' ? 'ambiguous' : null;
-  return `refused: ${err.name}${reason === null ? '' : ` (${reason})`}: ${err.message}. The tool did not run.`;
-}
-
 const noOpenRequest = (name: string) =>
   `${name}: no approval request is open for these exact arguments (they changed after the approval was asked, or the request was already answered or expired)`;
 
@@ -83,11 +60,6 @@ interface Guarded {
 
 /** Which tools this package protected, and how. */
 const guarded = new WeakMap<object, Guarded>();
-
-const askOnly = (): never => {
-  // Reached only if the policy changed between the evaluation and the request: nothing ran.
-  throw new NotExecuted('asked only whether a human must approve; the tool was not run');
-};
 
 function parseArguments(text: unknown, name: string): Record<string, unknown> {
   if (typeof text !== 'string') throw new InvalidArgument(`${name}: the tool call carries no JSON arguments`);
@@ -116,28 +88,8 @@ export function protectTool<T extends FunctionTool<any, any, any>>(tool: T, opti
   const call = options.call ?? {};
   if (typeof call !== 'object' || call === null) throw new InvalidArgument(`${name}: call must be call options`);
   const original = tool.invoke.bind(tool);
-  const probe = protect<Record<string, unknown>, unknown>(askOnly, { control, name });
-
-  const needsApproval = async (_runContext: unknown, input: unknown): Promise<boolean> => {
-    if (control.observing) return false; // observe mode never interrupts
-    let action: Action;
-    try {
-      action = await probe.action(input as Record<string, unknown>, call);
-    } catch (err) {
-      if (refusalText(err) !== null) return false; // invoke says why
-      throw err;
-    }
-    if ((await control.evaluate(action)).decision !== 'approve') return false;
-    try {
-      // File the request now (or re-find the open one), bound to these exact arguments.
-      await control.execute(action, askOnly, { effectKey: null });
-    } catch (err) {
-      if (err instanceof ApprovalRequired) return true;
-      if (err instanceof NotExecuted || refusalText(err) !== null) return false;
-      throw err;
-    }
-    return false;
-  };
+  const probe = protect<Record<string, unknown>, unknown>(() => undefined, { control, name });
+  const needsApproval = (_runContext: unknown, input: unknown): Promise<boolean> => probe.needsApproval(input as Record<string, unknown>, call);
 
   const invoke: FunctionTool['invoke'] = async (runContext, input, details) => {
     // The protected function hands the SDK the call's own input; the control path has hashed
@@ -156,9 +108,15 @@ export function protectTool<T extends FunctionTool<any, any, any>>(tool: T, opti
       }
       return await run(args, { ...call, approvalId: open?.request.requestId ?? null });
     } catch (err) {
-      const text = refusalText(err);
-      if (text === null) throw err;
-      return text;
+      let context: { policy: Control['policy']; action: Action } | undefined;
+      try {
+        context = { policy: control.policy, action: await run.action(parseArguments(input, name), call) };
+      } catch {
+        context = undefined; // arguments that make no action: the refusal says so itself
+      }
+      const refusal: ToolRefusal | null = toolRefusal(err, context);
+      if (refusal === null) throw err;
+      return refusal;
     }
   };
 
@@ -171,8 +129,9 @@ export function protectTool<T extends FunctionTool<any, any, any>>(tool: T, opti
  * Returns the same function tools, each protected as the action `names[tool.name] ??
  * tool.name`: `needsApproval` is the policy's decision for the exact arguments, and the
  * ctrlrun request is filed then (once per action hash); `invoke` runs through the control path,
- * presenting the request a human granted; refusals come back to the model as a sentence naming
- * the refusal class and reason, and the tool never runs on one.
+ * presenting the request a human granted; refusals come back to the model as a
+ * {@link ToolRefusal} (the class, its reason, a sentence built from the rule), and the tool
+ * never runs on one.
  */
 export function protectTools<T extends FunctionTool<any, any, any>>(tools: readonly T[], options: ProtectToolsOptions): T[] {
   if (!Array.isArray(tools)) throw new InvalidArgument('protectTools needs an array of function tools');

@@ -51,13 +51,19 @@ describe('protectTools with run()', () => {
     expect((await ctx.store.listApprovals()).map((r) => [r.status, r.approver])).toEqual([['denied', 'human:ana']]);
   });
 
-  it('a policy denial never interrupts: the model reads a sentence naming ActionDenied and the rule, and the refund never runs', async () => {
+  it('a policy denial never interrupts: the model reads a refusal naming ActionDenied and a sentence built from the rules, and the refund never runs', async () => {
     const ctx = await setup([callsTool('c1', 'refund', { payment_id: 'p3', amount: 5000000 }), says('Cannot.')]);
     const result = await run(ctx.agent, 'refund p3');
     expect(result.interruptions).toEqual([]);
     expect(result.finalOutput).toBe('Cannot.');
     expect(ctx.done.refunds).toEqual([]);
-    expect(ctx.model.lastInput()).toContain('refused: ActionDenied (rule[2]): stripe.refund denied by policy (rule[2]). The tool did not run.');
+    expect(ctx.model.toolOutputs().at(-1)).toEqual({
+      refused: true,
+      error: 'ActionDenied',
+      code: 'ERR_ACTION_DENIED',
+      reason: 'rule[2]',
+      message: 'ActionDenied: denied: no earlier rule of stripe.refund matched: rule[0] needs amount at least 0 and amount at most 100000, rule[1] needs amount at least 0 and amount at most 1000000; amount 5000000 (rule[2]). The tool did not run.',
+    });
   });
 
   it('a retried call with the same arguments in a new run files no second ctrlrun request', async () => {
@@ -75,7 +81,7 @@ describe('protectTools with run()', () => {
     first.state.approve(first.interruptions[0]!);
     await run(ctx.agent, first.state);
     expect(ctx.done.refunds).toEqual([]);
-    expect(ctx.model.lastInput()).toContain('ApprovalMismatch (pending)');
+    expect(ctx.model.toolOutputs().at(-1)).toMatchObject({ refused: true, error: 'ApprovalMismatch', reason: 'pending' });
     expect((await ctx.store.listApprovals()).map((r) => r.status)).toEqual(['pending']);
   });
 
@@ -89,7 +95,7 @@ describe('protectTools with run()', () => {
     tampered.approve(item!);
     await run(ctx.agent, tampered);
     expect(ctx.done.refunds).toEqual([]);
-    expect(ctx.model.lastInput()).toContain('refused: ApprovalMismatch (unknown): stripe.refund: no approval request is open for these exact arguments');
+    expect(ctx.model.toolOutputs().at(-1)).toMatchObject({ error: 'ApprovalMismatch', reason: 'unknown', message: expect.stringContaining('stripe.refund: no approval request is open for these exact arguments') });
     expect((await ctx.store.listApprovals()).map((r) => [r.status, r.request.action.canonicalArguments['amount']])).toEqual([['pending', 200000]]);
   });
 
@@ -97,7 +103,7 @@ describe('protectTools with run()', () => {
     const ctx = await setup([callsTool('c1', 'refund', { payment_id: 'p6', amount: 500 }), callsTool('c2', 'refund', { payment_id: 'p6', amount: 500 }), says('done')]);
     await run(ctx.agent, 'refund p6 twice');
     expect(ctx.done.refunds).toEqual([{ payment_id: 'p6', amount: 500 }]);
-    expect(ctx.model.lastInput()).toContain('refused: DuplicateEffect (committed)');
+    expect(ctx.model.toolOutputs()).toEqual([{ id: 're_p6', amount: 500 }, expect.objectContaining({ refused: true, error: 'DuplicateEffect', reason: 'committed' })]);
   });
 });
 
