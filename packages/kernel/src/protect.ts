@@ -56,7 +56,7 @@ export interface ProtectOptions {
  * resource resolved) and writes nothing: what an adapter asks `control.evaluate` or
  * `control.openApproval` about.
  */
-export type Protected<A extends Record<string, unknown>, R> = ((args: A, call?: CallOptions) => Promise<R>) & {
+export type Protected<A extends object, R> = ((args: A, call?: CallOptions) => Promise<R>) & {
   readonly action: (args: A, call?: CallOptions) => Promise<Action>;
   /**
    * An agent framework's "must a human approve this call?" for these exact arguments: `true`
@@ -68,6 +68,19 @@ export type Protected<A extends Record<string, unknown>, R> = ((args: A, call?: 
   readonly needsApproval: (args: A, call?: CallOptions) => Promise<boolean>;
 };
 
+/**
+ * A copy of plain object `value` without its `undefined` members, at any depth through plain
+ * objects (own keys kept as own keys, `__proto__` included). Arrays are left as they are: an
+ * `undefined` element is refused by the canonical form, naming its path.
+ */
+function withoutUndefined(value: Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(
+    Object.entries(value)
+      .filter(([, v]) => v !== undefined)
+      .map(([k, v]) => [k, isPlainObject(v) ? withoutUndefined(v as Record<string, unknown>) : v]),
+  );
+}
+
 /** The executor behind {@link Protected.needsApproval}: reached only if the decision changed to allow. */
 const askOnly = (): never => {
   throw new NotExecuted('asked only whether a human must approve; nothing was run');
@@ -78,7 +91,7 @@ const askOnly = (): never => {
  * action, decide, approve, reserve, execute, record. `fn` receives the canonical arguments, never
  * the caller's objects.
  */
-export function protect<A extends Record<string, unknown>, R>(fn: (args: JsonObject) => R | Promise<R>, options: ProtectOptions): Protected<A, R> {
+export function protect<A extends object = JsonObject, R = unknown>(fn: (args: A) => R | Promise<R>, options: ProtectOptions): Protected<A, R> {
   if (typeof fn !== 'function') throw new InvalidArgument('protect needs a function');
   if (!options || typeof options !== 'object' || !options.control) throw new InvalidArgument('protect needs { control, name }');
   const { control } = options;
@@ -107,8 +120,10 @@ export function protect<A extends Record<string, unknown>, R>(fn: (args: JsonObj
     // Who is acting comes first: no principal is refused before anything else, with no evidence.
     const principal = await control.resolvePrincipal(name, { principal: call.principal ?? null, ...(call.headers ? { headers: call.headers } : {}) });
     if (!isPlainObject(args)) throw new InvalidArgument(`${name} takes one plain-object argument`);
-    if ('data_scope' in args) throw new InvalidArgument('an argument may not be named data_scope: it is derived by the policy');
-    const bound = { ...defaults, ...args };
+    // An optional field left undefined is absent (the default, if any, applies), at any depth.
+    const given = withoutUndefined(args as Record<string, unknown>);
+    if ('data_scope' in given) throw new InvalidArgument('an argument may not be named data_scope: it is derived by the policy');
+    const bound = { ...defaults, ...given };
     const resource = resourceTemplate === null ? null : resolveResourceTemplate(resourceTemplate, bound);
     return createAction({ name, arguments: bound, principal, resource, environment: control.environment }, { ids: control.ids });
   };
@@ -124,7 +139,8 @@ export function protect<A extends Record<string, unknown>, R>(fn: (args: JsonObj
     if (options.reconcile !== undefined) exec.reconcile = options.reconcile;
     if (options.reconcileEagerly !== undefined) exec.reconcileEagerly = options.reconcileEagerly;
     if (effect === null) exec.effectKey = null;
-    const run = (canonicalArgs: JsonObject) => fn(canonicalArgs);
+    // fn gets the canonical arguments: the shape it declared, as the action was hashed.
+    const run = (canonicalArgs: JsonObject) => fn(canonicalArgs as unknown as A);
     try {
       return await control.execute(action, run, exec);
     } catch (err) {
