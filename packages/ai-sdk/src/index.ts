@@ -16,7 +16,6 @@ import {
   type CallOptions,
   type Control,
   type Action,
-  type JsonObject,
   type Policy,
   type ToolRefusal,
 } from '@ctrlrun/kernel';
@@ -113,7 +112,7 @@ export function protectTool<INPUT, OUTPUT>(tool: Tool<INPUT, OUTPUT>, options: P
   if (typeof options.approver === 'string') checkActor(options.approver, 'approver');
   // protect hands its function only the canonical arguments; the SDK's execution options of the
   // call in progress reach the tool through a runner made for that call.
-  const runner = (run: (args: JsonObject) => unknown) => protect<Record<string, unknown>, unknown>((args) => run(args), { control, name });
+  const runner = (run: (args: Record<string, unknown>) => unknown) => protect<Record<string, unknown>, unknown>((args) => run(args), { control, name });
   const asker = runner(() => undefined);
   const callOf = (ctx: unknown): CallOptions => pick(options.call, ctx, {});
 

@@ -144,7 +144,7 @@ export class InterruptApprovalProvider implements ApprovalProvider {
  * approver, request_id } })` answers it; the same action then runs once, presenting the
  * request (approve), or is refused as `ActionDenied('approval_denied')` (deny).
  */
-export function protectInGraph<A extends Record<string, unknown>, R>(fn: (args: JsonObject) => R | Promise<R>, options: Omit<ProtectOptions, 'wait'>): Protected<A, R> {
+export function protectInGraph<A extends object = JsonObject, R = unknown>(fn: (args: A) => R | Promise<R>, options: Omit<ProtectOptions, 'wait'>): Protected<A, R> {
   if (!options || typeof options !== 'object' || !options.control) throw new InvalidArgument('protectInGraph needs { control, name }');
   if ('wait' in options) throw new InvalidArgument('protectInGraph waits through interrupt(); do not pass wait');
   return protect<A, R>(fn, { ...options, wait: { provider: new InterruptApprovalProvider(options.control) } });
