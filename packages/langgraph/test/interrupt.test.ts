@@ -121,7 +121,8 @@ describe('protectInGraph: approval through interrupt()', () => {
       'yes',
       { decision: 'maybe', approver: 'human:ana', request_id: 'x' },
       { decision: 'approve', approver: 'a\nb', request_id: 'x' },
-      { decision: 'approve', approver: 'human:ana', request_id: 'x', __proto__: { extra: 1 }, arguments: { amount: 1 } },
+      JSON.parse('{"decision":"approve","approver":"human:ana","request_id":"x","__proto__":{"decision":"approve"}}') as object,
+      { decision: 'approve', approver: 'human:ana', request_id: 'x', arguments: { amount: 1 } },
     ]) {
       const { store, graph } = await setup();
       const asked = interruptOf(await graph.invoke({ payment_id: 'p4', amount: 500000 }, thread('t4')));
