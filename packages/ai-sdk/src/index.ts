@@ -115,6 +115,15 @@ export function protectTool<INPUT, OUTPUT>(tool: Tool<INPUT, OUTPUT>, options: P
   const runner = (run: (args: Record<string, unknown>) => unknown) => protect<Record<string, unknown>, unknown>((args) => run(args), { control, name });
   const asker = runner(() => undefined);
   const callOf = (ctx: unknown): CallOptions => pick(options.call, ctx, {});
+  const approverOf = (ctx: unknown): string => {
+    const approver = pick(options.approver, ctx, DEFAULT_APPROVER);
+    try {
+      return checkActor(approver, 'approver');
+    } catch (err) {
+      // A wiring bug, not a refusal the model should read: a plain error, thrown as such.
+      throw new TypeError(`${name}: the approver option gave ${JSON.stringify(approver)}: ${(err as Error).message}`);
+    }
+  };
 
   const needsApproval = async (input: INPUT, o: { toolCallId: string; messages: ModelMessage[]; experimental_context?: unknown }): Promise<boolean> => {
     const args = input as Record<string, unknown>;
@@ -123,7 +132,12 @@ export function protectTool<INPUT, OUTPUT>(tool: Tool<INPUT, OUTPUT>, options: P
     // answer can only grant a request made before it, for the arguments shown.
     if (approvalFor(o.toolCallId, o.messages) !== null) {
       if (control.observing) return false;
-      return (await control.evaluate(await asker.action(args, call))).decision === 'approve';
+      try {
+        return (await control.evaluate(await asker.action(args, call))).decision === 'approve';
+      } catch (err) {
+        if (toolRefusal(err) !== null) return false; // arguments that make no action: execute says why
+        throw err;
+      }
     }
     return asker.needsApproval(args, call);
   };
@@ -138,7 +152,7 @@ export function protectTool<INPUT, OUTPUT>(tool: Tool<INPUT, OUTPUT>, options: P
       if (answer === null || answer.approved === null) return (await run(args, call)) as OUTPUT;
       const action = await run.action(args, call);
       const open = await control.openApproval(action);
-      const approver = pick(options.approver, ctx, DEFAULT_APPROVER);
+      const approver = approverOf(ctx);
       if (answer.approved === false) {
         // The SDK does not execute a denied call; if something does, the request is denied too.
         if (open?.status === 'pending') await control.denyApproval(open.request.requestId, { approver });

@@ -204,6 +204,21 @@ describe('protectTool and bad input', () => {
   });
 });
 
+describe('wiring bugs are errors, not refusals', () => {
+  it('an approver function giving no usable name is a tool error, and nothing is granted or run', async () => {
+    const ctx = await setup();
+    const { tools, refunds } = supportTools();
+    const model = scriptedModel([callsTool('c1', 'refund', { payment_id: 'p11', amount: 200000 }), says('ok')]);
+    const protectedTools = protectTools(tools, { control: ctx.control, names: NAMES, approver: () => 'two\nlines' });
+    const first = await generateText({ model, tools: protectedTools, prompt: 'refund p11' });
+    const [request] = approvalRequests(first);
+    const second = await generateText({ model, tools: protectedTools, messages: [user('refund p11'), ...first.response.messages, answer(request!.approvalId, true)] });
+    expect(refunds).toEqual([]);
+    expect(JSON.stringify(second.response.messages)).toContain('the approver option gave');
+    expect((await ctx.approvals()).map((r) => r.status)).toEqual(['pending']);
+  });
+});
+
 describe('execute called directly', () => {
   it('with a denied approval response in the history it never runs: the open request is denied and the refusal says so', async () => {
     const ctx = await setup();
