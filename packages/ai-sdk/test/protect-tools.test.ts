@@ -1,11 +1,11 @@
 // @ctrlrun/ai-sdk against the real `ai` package: generateText driving the SDK's mock model,
 // multi-step, with the SDK's own tool-approval flow in the middle.
 import { describe, expect, it } from 'vitest';
-import { generateText, stepCountIs, tool, type ModelMessage } from 'ai';
+import { generateText, stepCountIs, streamText, tool, type ModelMessage } from 'ai';
 import { z } from 'zod';
 import { InvalidArgument } from '@ctrlrun/kernel';
 import { isToolRefusal, protectTool, protectTools, type ToolRefusal } from '@ctrlrun/ai-sdk';
-import { callsTool, lastPrompt, says, scriptedModel, setup } from './support.js';
+import { callsTool, lastPrompt, says, scriptedModel, scriptedStreamingModel, setup } from './support.js';
 
 function supportTools() {
   const refunds: unknown[] = [];
@@ -169,6 +169,28 @@ describe('protectTools with generateText', () => {
     expect(second.text).toBe('understood');
     expect(refunds).toEqual([]);
     expect(lastPrompt(model)).toContain('not this one');
+  });
+});
+
+describe('protectTools with streamText', () => {
+  it('the same flow streamed: the approval request, then the granted refund runs once and the model answers', async () => {
+    const ctx = await setup();
+    const { tools, refunds } = supportTools();
+    const model = scriptedStreamingModel([callsTool('c1', 'refund', { payment_id: 's1', amount: 500000 }), says('Refunded.')]);
+    const protectedTools = protectTools(tools, { control: ctx.control, names: NAMES, approver: 'human:ana' });
+    const messages: ModelMessage[] = [user('refund s1')];
+    const first = streamText({ model, tools: protectedTools, messages, stopWhen: stepCountIs(5) });
+    const parts = await first.content;
+    const request = parts.find((p) => p.type === 'tool-approval-request');
+    expect(request).toBeDefined();
+    expect(refunds).toEqual([]);
+    expect(await ctx.approvals('pending')).toHaveLength(1);
+
+    messages.push(...(await first.response).messages, answer(request!.approvalId, true));
+    const second = streamText({ model, tools: protectedTools, messages, stopWhen: stepCountIs(5) });
+    expect(await second.text).toBe('Refunded.');
+    expect(refunds).toEqual([{ payment_id: 's1', amount: 500000 }]);
+    expect((await ctx.approvals()).map((r) => [r.status, r.approver])).toEqual([['consumed', 'human:ana']]);
   });
 });
 

@@ -2,6 +2,7 @@
 // own mock language model answering from a script (no network, no provider).
 import { callbackSink, Control, loadPolicy, sequentialIds, type ApprovalRecord, type StoredReceipt } from '@ctrlrun/kernel';
 import { createSqlJsStore } from '@ctrlrun/store-sqljs';
+import { simulateReadableStream } from 'ai';
 import { MockLanguageModelV3 } from 'ai/test';
 // The kernel's refund policy: allow up to 100000, a human up to 1000000, deny above.
 import { REFUND_POLICY } from '../../kernel/test/harness.js';
@@ -50,4 +51,22 @@ export function scriptedModel(turns: ReturnType<typeof callsTool | typeof says>[
 /** Everything the model was shown in its last call, as text (tool results included). */
 export function lastPrompt(model: MockLanguageModelV3): string {
   return JSON.stringify(model.doGenerateCalls.at(-1)?.prompt ?? []);
+}
+
+/** A part of a model's stream, as the SDK's model interface types it. */
+type StreamPart = Awaited<ReturnType<MockLanguageModelV3['doStream']>>['stream'] extends ReadableStream<infer P> ? P : never;
+
+/** The same turns as a streaming model (streamText), one stream per model call. */
+export function scriptedStreamingModel(turns: ReturnType<typeof callsTool | typeof says>[]) {
+  return new MockLanguageModelV3({
+    doStream: turns.map((turn) => {
+      const chunks: StreamPart[] = [{ type: 'stream-start', warnings: [] }];
+      for (const part of turn.content) {
+        if (part.type === 'text') chunks.push({ type: 'text-start', id: 't' }, { type: 'text-delta', id: 't', delta: part.text }, { type: 'text-end', id: 't' });
+        else chunks.push(part);
+      }
+      chunks.push({ type: 'finish', finishReason: turn.finishReason, usage: turn.usage });
+      return { stream: simulateReadableStream({ chunks }) };
+    }),
+  });
 }
