@@ -17,6 +17,7 @@ export type JsonValue = string | number | bigint | boolean | null | JsonValue[] 
 export type JsonObject = { [key: string]: JsonValue };
 
 const FLOAT_HINT = ": use integer minor units (amount=200000) or a decimal string ('2000.00')";
+const DATE_HINT = ': pass date.toISOString() (a string such as "2026-01-01T12:00:00.000Z") or date.getTime() (integer milliseconds)';
 const encoder = new TextEncoder();
 
 /** Orders two strings by Unicode code point (UTF-8 byte order), not by UTF-16 code unit. */
@@ -123,6 +124,7 @@ function write(value: unknown, path: string, out: string[]): void {
         out.push('}');
         return;
       }
+      if (value instanceof Date) throw new InvalidArgument(`Date is not an allowed argument type at ${path}${DATE_HINT}`);
       throw new InvalidArgument(`${describe(value)} is not an allowed argument type at ${path}`);
     default:
       throw new InvalidArgument(`${describe(value)} is not an allowed argument type at ${path}`);

@@ -399,6 +399,18 @@ export class Control {
 
     if (evaluation.decision === 'approve') {
       if (approvalId === null) {
+        // One request per action: asking again while a request for this hash is open (pending,
+        // or granted and not yet used) — a retry, a re-run graph node — gets that request, not
+        // a second one that nobody answers.
+        const open = await this.openApproval(action);
+        if (open !== null) {
+          const requestId = open.request.requestId;
+          pass.approvalId = requestId;
+          const message = open.status === 'granted'
+            ? `${action.name}: approval request ${requestId} is already granted for this action; present it to run`
+            : `${action.name} needs a human's approval: request ${requestId} (already pending)`;
+          throw new ApprovalRequired(requestId, { actionId: action.actionId, message });
+        }
         const now = this.clock();
         const requestId = this.ids('apr');
         const expiresAt = storedTime(new Date(now.getTime() + this.approvalTtl));
@@ -501,6 +513,23 @@ export class Control {
       policyHash: this.policyHash,
       policyVersion: this.policy.version,
     };
+  }
+
+  /**
+   * The approval request open for `action`'s hash — `pending`, or `granted` and not yet
+   * consumed — and not expired (the newest, if several were filed before this rule existed), or
+   * `null`. Reads only.
+   */
+  async openApproval(action: Action): Promise<ApprovalRecord | null> {
+    this.#checkEnvironment(action);
+    const now = this.clock().getTime();
+    const records = await this.store.approvalsFor(action.actionHash);
+    for (let i = records.length - 1; i >= 0; i--) {
+      const record = records[i]!;
+      const open = record.status === 'pending' || record.status === 'granted';
+      if (open && now <= parseTime(record.request.expiresAt, 'expires_at').getTime()) return record;
+    }
+    return null;
   }
 
   /** Grants approval request `requestId` as `approver`; records `APPROVAL_GRANTED`. */

@@ -14,7 +14,7 @@ export { LEASE_EXPIRED, type ReservationPlan, planReservation, checked, checkAct
 export { type ApprovalPlan, checkConsumable, checkAnswerable } from './approvals.js';
 export { RECEIPT_SCHEMA, type ReceiptResult, type ReceiptFields, buildReceipt, sealReceipt } from './receipt.js';
 export { type ChainBreakName, type ChainBreak, type ChainReport, type ReceiptView, receiptView, verifyChain } from './chain.js';
-export { type ActionEntry, type CanonicalAuthority, type CanonicalGrant, type Condition, type Decision, type Evaluation, type HashForOptions, type LoadPolicyOptions, type Operator, type PolicyControl, type PolicySchema, type Template, type TemplatePart, BARE_DECISION, DECISIONS, DERIVED_SUBJECTS, EXAMPLE_POLICY_YAML, NO_MATCHING_RULE, POLICY_SCHEMAS, Policy, RESERVED_ARGUMENTS, RESOURCE_PLACEHOLDER, UNKNOWN_ACTION, loadPolicy, loadPolicyDocument, parseTemplate, resolveEffectTemplate, resolveResourceTemplate, splitConditionKey, strictEquals } from './policy/index.js';
+export { type ActionEntry, type CanonicalAuthority, type CanonicalGrant, type Condition, type Decision, type Evaluation, type HashForOptions, type LoadPolicyOptions, type Operator, type PolicyControl, type PolicySchema, type Template, type TemplatePart, BARE_DECISION, DECISIONS, DERIVED_SUBJECTS, EXAMPLE_POLICY_YAML, NO_MATCHING_RULE, explainDecision, POLICY_SCHEMAS, Policy, RESERVED_ARGUMENTS, RESOURCE_PLACEHOLDER, UNKNOWN_ACTION, loadPolicy, loadPolicyDocument, parseTemplate, resolveEffectTemplate, resolveResourceTemplate, splitConditionKey, strictEquals } from './policy/index.js';
 export { type Bypass, type CheckPolicyOptions, type PolicyFinding, type PolicyFindingCode, checkPolicy, foldForExclusion } from './policy/index.js';
 export { type EventSink, type SinkLogger, type JsonlFile, type JsonlWriter, callbackSink, eventLine, jsonlSink, dispatchToSinks } from './events.js';
 export type { Dialect, SqlValue, QueryResult, SqlExecutor, SqlDriver, DriverCapabilities } from './store/driver.js';
@@ -28,6 +28,7 @@ export { MIGRATION_IDS, SCHEMA_WRITER, type MigrationId, type AppliedMigration, 
 export { Control, type ControlOptions, type DelegateOptions, type ExecuteOptions, type ExecuteResult, type Executor, type ExecutionContext, type Logger, type ReconcileHook, type ResolveOptions, describeError } from './control.js';
 export { protect, type ProtectOptions, type CallOptions, type Protected } from './protect.js';
 export { type AmbientCall, type AmbientCallProvider, ambientCall, setAmbientCallContext } from './ambient.js';
+export { toolRefusal, type ToolRefusal } from './tool-refusal.js';
 export { type ApprovalProvider, type ProviderOptions, type ScriptedStep, LocalApprovalProvider, ScriptedApprovalProvider } from './approval-providers.js';
 export * from './authority/index.js';
 export type { DelegationRecord } from './store/state-store.js';

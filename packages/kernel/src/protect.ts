@@ -5,11 +5,11 @@
  *
  * @module
  */
-import { createAction, type Principal } from './action.js';
+import { createAction, type Action, type Principal } from './action.js';
 import { isPlainObject, type JsonObject } from './canonical.js';
 import type { Control, ExecuteOptions, ReconcileHook } from './control.js';
 import { LocalApprovalProvider, type ApprovalProvider } from './approval-providers.js';
-import { ApprovalRequired, InvalidArgument } from './errors.js';
+import { ActionDenied, ApprovalRequired, IdentityError, InvalidArgument, NotExecuted } from './errors.js';
 import { ambientCall } from './ambient.js';
 import { parseTemplate, resolveResourceTemplate } from './policy/index.js';
 import { checkDuration } from './time.js';
@@ -54,15 +54,48 @@ export interface ProtectOptions {
   wait?: boolean | { timeoutMs?: number; provider?: ApprovalProvider };
 }
 
-/** A protected function: `(args, call?) => Promise<result>`. */
-export type Protected<A extends Record<string, unknown>, R> = (args: A, call?: CallOptions) => Promise<R>;
+/**
+ * A protected function: `(args, call?) => Promise<result>`. Its `action(args, call?)` builds the
+ * canonical action a call with these arguments would run (principal resolved, defaults bound,
+ * resource resolved) and writes nothing: what an adapter asks `control.evaluate` or
+ * `control.openApproval` about.
+ */
+export type Protected<A extends object, R> = ((args: A, call?: CallOptions) => Promise<R>) & {
+  readonly action: (args: A, call?: CallOptions) => Promise<Action>;
+  /**
+   * An agent framework's "must a human approve this call?" for these exact arguments: `true`
+   * when the decision is `approve`, and then the approval request is filed (or the open one for
+   * this action hash is re-found) so that the human's answer can only grant these arguments.
+   * `false` for allow and deny (calling the function then runs or refuses it), for arguments
+   * that make no action (the call says why), and always in observe mode. Never runs `fn`.
+   */
+  readonly needsApproval: (args: A, call?: CallOptions) => Promise<boolean>;
+};
+
+/**
+ * A copy of plain object `value` without its `undefined` members, at any depth through plain
+ * objects (own keys kept as own keys, `__proto__` included). Arrays are left as they are: an
+ * `undefined` element is refused by the canonical form, naming its path.
+ */
+function withoutUndefined(value: Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(
+    Object.entries(value)
+      .filter(([, v]) => v !== undefined)
+      .map(([k, v]) => [k, isPlainObject(v) ? withoutUndefined(v as Record<string, unknown>) : v]),
+  );
+}
+
+/** The executor behind {@link Protected.needsApproval}: reached only if the decision changed to allow. */
+const askOnly = (): never => {
+  throw new NotExecuted('asked only whether a human must approve; nothing was run');
+};
 
 /**
  * Wraps `fn` so every call goes through the control path: bind defaults, build the canonical
  * action, decide, approve, reserve, execute, record. `fn` receives the canonical arguments, never
  * the caller's objects.
  */
-export function protect<A extends Record<string, unknown>, R>(fn: (args: JsonObject) => R | Promise<R>, options: ProtectOptions): Protected<A, R> {
+export function protect<A extends object = JsonObject, R = unknown>(fn: (args: A) => R | Promise<R>, options: ProtectOptions): Protected<A, R> {
   if (typeof fn !== 'function') throw new InvalidArgument('protect needs a function');
   if (!options || typeof options !== 'object' || !options.control) throw new InvalidArgument('protect needs { control, name }');
   const { control } = options;
@@ -87,26 +120,34 @@ export function protect<A extends Record<string, unknown>, R>(fn: (args: JsonObj
   const resourceTemplate = options.resource ?? entry?.resource ?? null;
   let warned = false;
 
-  return async (args: A, call: CallOptions = {}): Promise<R> => {
+  const build = async (args: A, call: CallOptions): Promise<Action> => {
     // Who is acting comes first: no principal is refused before anything else, with no evidence.
     // What the call leaves out, the ambient context (withContext / withApproval on Node) may supply.
     const ambient = call.principal === undefined || call.approvalId === undefined ? ambientCall() : undefined;
     const principal = await control.resolvePrincipal(name, { principal: call.principal ?? ambient?.principal ?? null, ...(call.headers ? { headers: call.headers } : {}) });
     if (!isPlainObject(args)) throw new InvalidArgument(`${name} takes one plain-object argument`);
-    if ('data_scope' in args) throw new InvalidArgument('an argument may not be named data_scope: it is derived by the policy');
+    // An optional field left undefined is absent (the default, if any, applies), at any depth.
+    const given = withoutUndefined(args as Record<string, unknown>);
+    if ('data_scope' in given) throw new InvalidArgument('an argument may not be named data_scope: it is derived by the policy');
+    const bound = { ...defaults, ...given };
+    const resource = resourceTemplate === null ? null : resolveResourceTemplate(resourceTemplate, bound);
+    return createAction({ name, arguments: bound, principal, resource, environment: control.environment }, { ids: control.ids });
+  };
+
+  const protectedFn = async (args: A, call: CallOptions = {}): Promise<R> => {
+    const action = await build(args, call);
     if (!warned && options.effect !== undefined && entry?.effect && entry.effect !== options.effect) {
       warned = true;
       control.logger.warn(`[ctrlrun] ${name}: protect's effect template ${options.effect} overrides the policy's ${entry.effect}`);
     }
-    const bound = { ...defaults, ...args };
-    const resource = resourceTemplate === null ? null : resolveResourceTemplate(resourceTemplate, bound);
-    const action = createAction({ name, arguments: bound, principal, resource, environment: control.environment }, { ids: control.ids });
-    const exec: ExecuteOptions = { effectTemplate: effect, approvalId: call.approvalId !== undefined ? call.approvalId : (ambient?.approvalId ?? null) };
+    // What the call leaves out, the ambient context (withApproval on Node) may supply.
+    const exec: ExecuteOptions = { effectTemplate: effect, approvalId: call.approvalId !== undefined ? call.approvalId : (ambientCall()?.approvalId ?? null) };
     if (options.lease !== undefined) exec.lease = options.lease;
     if (options.reconcile !== undefined) exec.reconcile = options.reconcile;
     if (options.reconcileEagerly !== undefined) exec.reconcileEagerly = options.reconcileEagerly;
     if (effect === null) exec.effectKey = null;
-    const run = (canonicalArgs: JsonObject) => fn(canonicalArgs);
+    // fn gets the canonical arguments: the shape it declared, as the action was hashed.
+    const run = (canonicalArgs: JsonObject) => fn(canonicalArgs as unknown as A);
     try {
       return await control.execute(action, run, exec);
     } catch (err) {
@@ -117,4 +158,26 @@ export function protect<A extends Record<string, unknown>, R>(fn: (args: JsonObj
       return control.execute(action, run, { ...exec, approvalId: err.requestId });
     }
   };
+  const needsApproval = async (args: A, call: CallOptions = {}): Promise<boolean> => {
+    if (control.observing) return false; // observe mode never interrupts
+    let action: Action;
+    try {
+      action = await build(args, call);
+    } catch (err) {
+      if (err instanceof InvalidArgument || err instanceof ActionDenied || err instanceof IdentityError) return false;
+      throw err;
+    }
+    if ((await control.evaluate(action)).decision !== 'approve') return false;
+    try {
+      // The control path files the request (or names the open one) and never reaches the executor.
+      await control.execute(action, askOnly, { effectKey: null });
+    } catch (err) {
+      if (err instanceof ApprovalRequired) return true;
+      // The decision changed since the evaluation (allow: askOnly refused to run; deny): not asked.
+      if (err instanceof NotExecuted || err instanceof ActionDenied) return false;
+      throw err;
+    }
+    return false;
+  };
+  return Object.assign(protectedFn, { action: (args: A, call: CallOptions = {}) => build(args, call), needsApproval });
 }

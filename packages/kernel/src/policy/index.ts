@@ -27,3 +27,4 @@ export { RESOURCE_PLACEHOLDER, parseTemplate, resolveEffectTemplate, resolveReso
 export { EXAMPLE_POLICY_YAML } from './example.js';
 export { checkPolicy, type Bypass, type CheckPolicyOptions, type PolicyFinding, type PolicyFindingCode } from './check.js';
 export { foldForExclusion } from './conditions.js';
+export { explainDecision } from './explain.js';

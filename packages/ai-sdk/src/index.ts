@@ -1,0 +1,211 @@
+/**
+ * `@ctrlrun/ai-sdk`: ctrlrun for the Vercel AI SDK. `protectTools(tools, { control })` returns
+ * the same tool set in which every tool call runs through the control path, and the SDK's own
+ * tool-approval flow (`needsApproval`, `tool-approval-request`, `tool-approval-response`) is
+ * driven by the policy and bound to the action hash. The adapter decides nothing itself.
+ *
+ * @module
+ */
+import type { ModelMessage, Tool, ToolExecutionOptions, ToolSet } from 'ai';
+import {
+  ApprovalMismatch,
+  InvalidArgument,
+  checkActor,
+  protect,
+  toolRefusal,
+  type CallOptions,
+  type Control,
+  type Action,
+  type Policy,
+  type ToolRefusal,
+} from '@ctrlrun/kernel';
+
+export type { ToolRefusal } from '@ctrlrun/kernel';
+
+/** Per-call extras for the control path, from the SDK's `experimental_context`. */
+export type CallFor = (experimentalContext: unknown) => CallOptions;
+
+/** Options of {@link protectTools}. */
+export interface ProtectToolsOptions<TOOLS extends ToolSet> {
+  control: Control;
+  /** The action name the policy matches, per tool key; else the key itself. */
+  names?: { readonly [K in keyof TOOLS]?: string };
+  /**
+   * Who answered the SDK's approval request, as recorded on the ctrlrun grant and the receipt
+   * (`ai-sdk:tool-approval-response` unless given). The SDK's response names nobody; an app that
+   * knows its signed-in user passes a function of `experimental_context`.
+   */
+  approver?: string | ((experimentalContext: unknown) => string);
+  /** The principal or headers of a call (else the Control's default principal or identity provider). */
+  call?: CallOptions | CallFor;
+}
+
+/** Options of {@link protectTool}. */
+export interface ProtectToolOptions extends Omit<ProtectToolsOptions<ToolSet>, 'names'> {
+  /** The action name the policy matches. */
+  name: string;
+}
+
+const DEFAULT_APPROVER = 'ai-sdk:tool-approval-response';
+
+/** Whether a tool's output is a {@link ToolRefusal}. */
+export function isToolRefusal(output: unknown): output is ToolRefusal {
+  return typeof output === 'object' && output !== null && (output as { refused?: unknown }).refused === true && typeof (output as { code?: unknown }).code === 'string';
+}
+
+/** The SDK's approval request for `toolCallId` in `messages`, and the response to it, if any. */
+function approvalFor(toolCallId: string, messages: readonly ModelMessage[]): { approvalId: string; approved: boolean | null; reason: string | null } | null {
+  let approvalId: string | null = null;
+  for (const m of messages) {
+    if (m.role !== 'assistant' || typeof m.content === 'string') continue;
+    for (const part of m.content) if (part.type === 'tool-approval-request' && part.toolCallId === toolCallId) approvalId = part.approvalId;
+  }
+  if (approvalId === null) return null;
+  let answer: { approved: boolean; reason: string | null } | null = null;
+  for (const m of messages) {
+    if (m.role !== 'tool') continue;
+    for (const part of m.content) {
+      // The first response counts, as the SDK itself collects it.
+      if (answer === null && part.type === 'tool-approval-response' && part.approvalId === approvalId) answer = { approved: part.approved === true, reason: part.reason ?? null };
+    }
+  }
+  return { approvalId, approved: answer?.approved ?? null, reason: answer?.reason ?? null };
+}
+
+/** The policy and action a refusal is explained by, when these arguments make an action. */
+async function refusalContext(control: Control, action: () => Promise<Action>): Promise<{ policy: Policy; action: Action } | undefined> {
+  try {
+    return { policy: control.policy, action: await action() };
+  } catch {
+    return undefined;
+  }
+}
+
+function pick<T>(option: T | ((ctx: unknown) => T) | undefined, ctx: unknown, fallback: T): T {
+  if (option === undefined) return fallback;
+  return typeof option === 'function' ? (option as (ctx: unknown) => T)(ctx) : option;
+}
+
+/**
+ * One tool, protected: its `execute` runs as action `name` through the control path, and its
+ * `needsApproval` is the policy's decision for the exact arguments. See {@link protectTools}.
+ */
+export function protectTool<INPUT, OUTPUT>(tool: Tool<INPUT, OUTPUT>, options: ProtectToolOptions): Tool<INPUT, OUTPUT | ToolRefusal> {
+  if (!options || typeof options !== 'object' || !options.control) throw new InvalidArgument('protectTool needs { control, name }');
+  if (typeof options.name !== 'string' || options.name === '') throw new InvalidArgument('protectTool needs a non-empty action name');
+  const { control, name } = options;
+  if (!tool || typeof tool !== 'object') throw new InvalidArgument(`${name}: protectTool needs an AI SDK tool`);
+  const execute = tool.execute;
+  if (typeof execute !== 'function') {
+    throw new InvalidArgument(`${name}: the tool has no execute function (a client-side tool runs outside this process and cannot be protected here)`);
+  }
+  if (tool.needsApproval !== undefined) {
+    throw new InvalidArgument(`${name}: the tool already has needsApproval; the policy decides when a human must approve (decision: approve), so remove it`);
+  }
+  if (options.approver !== undefined && typeof options.approver !== 'string' && typeof options.approver !== 'function') {
+    throw new InvalidArgument(`${name}: approver must be a string or a function of experimental_context`);
+  }
+  if (options.call !== undefined && (options.call === null || (typeof options.call !== 'object' && typeof options.call !== 'function'))) {
+    throw new InvalidArgument(`${name}: call must be call options or a function of experimental_context`);
+  }
+
+  if (typeof options.approver === 'string') checkActor(options.approver, 'approver');
+  // protect hands its function only the canonical arguments; the SDK's execution options of the
+  // call in progress reach the tool through a runner made for that call.
+  const runner = (run: (args: Record<string, unknown>) => unknown) => protect<Record<string, unknown>, unknown>((args) => run(args), { control, name });
+  const asker = runner(() => undefined);
+  const callOf = (ctx: unknown): CallOptions => pick(options.call, ctx, {});
+  const approverOf = (ctx: unknown): string => {
+    const approver = pick(options.approver, ctx, DEFAULT_APPROVER);
+    try {
+      return checkActor(approver, 'approver');
+    } catch (err) {
+      // A wiring bug, not a refusal the model should read: a plain error, thrown as such.
+      throw new TypeError(`${name}: the approver option gave ${JSON.stringify(approver)}: ${(err as Error).message}`);
+    }
+  };
+
+  const needsApproval = async (input: INPUT, o: { toolCallId: string; messages: ModelMessage[]; experimental_context?: unknown }): Promise<boolean> => {
+    const args = input as Record<string, unknown>;
+    const call = callOf(o.experimental_context);
+    // The SDK asks again when the answer comes back (re-validation): file nothing then, so an
+    // answer can only grant a request made before it, for the arguments shown.
+    if (approvalFor(o.toolCallId, o.messages) !== null) {
+      if (control.observing) return false;
+      try {
+        return (await control.evaluate(await asker.action(args, call))).decision === 'approve';
+      } catch (err) {
+        if (toolRefusal(err) !== null) return false; // arguments that make no action: execute says why
+        throw err;
+      }
+    }
+    return asker.needsApproval(args, call);
+  };
+
+  const protectedExecute = async (input: INPUT, o: ToolExecutionOptions): Promise<OUTPUT | ToolRefusal> => {
+    const ctx = o.experimental_context;
+    const call = callOf(ctx);
+    const args = input as Record<string, unknown>;
+    const run = runner((canonical) => execute(canonical as INPUT, o));
+    try {
+      const answer = approvalFor(o.toolCallId, o.messages);
+      if (answer === null || answer.approved === null) return (await run(args, call)) as OUTPUT;
+      const action = await run.action(args, call);
+      const open = await control.openApproval(action);
+      const approver = approverOf(ctx);
+      if (answer.approved === false) {
+        // The SDK does not execute a denied call; if something does, the request is denied too.
+        if (open?.status === 'pending') await control.denyApproval(open.request.requestId, { approver });
+        throw new ApprovalMismatch('denied', { message: `${name}: the human denied this call${answer.reason ? ` (${answer.reason})` : ''}` });
+      }
+      // The human said yes to the request filed for the arguments shown. Grant exactly that one:
+      // if the arguments changed since, there is no request for their hash and nothing is granted.
+      if (open === null) {
+        throw new ApprovalMismatch('unknown', {
+          message: `${name}: no approval request is open for these exact arguments (they changed after the approval was asked, or the request was already answered or expired)`,
+        });
+      }
+      // Granted already through another surface (CLI, worker): presented as is.
+      if (open.status === 'pending') await control.grantApproval(open.request.requestId, { approver });
+      return (await run(args, { ...call, approvalId: open.request.requestId })) as OUTPUT;
+    } catch (err) {
+      const refusal = toolRefusal(err, await refusalContext(control, () => run.action(args, call)));
+      if (refusal === null) throw err;
+      return refusal;
+    }
+  };
+
+  return { ...tool, needsApproval, execute: protectedExecute } as Tool<INPUT, OUTPUT | ToolRefusal>;
+}
+
+/** A tool set in which every tool may also return a {@link ToolRefusal}. */
+export type ProtectedTools<TOOLS extends ToolSet> = {
+  [K in keyof TOOLS]: TOOLS[K] extends Tool<infer I, infer O> ? Tool<I, O | ToolRefusal> : TOOLS[K];
+};
+
+/**
+ * Returns the same tool set in which each tool's `execute` runs through the control path as the
+ * action `names[key] ?? key`, and each tool's `needsApproval` is the policy's decision for the
+ * exact arguments (the request is filed then, once per action hash). The SDK's approval
+ * response grants that request (attributed to `approver`) and the call runs presenting it; if
+ * the arguments changed, nothing is granted. Refusals come back as {@link ToolRefusal} results;
+ * the protected function never runs on one.
+ */
+export function protectTools<TOOLS extends ToolSet>(tools: TOOLS, options: ProtectToolsOptions<TOOLS>): ProtectedTools<TOOLS> {
+  if (!tools || typeof tools !== 'object' || Array.isArray(tools)) throw new InvalidArgument('protectTools needs a tool set (an object of tools)');
+  if (!options || typeof options !== 'object' || !options.control) throw new InvalidArgument('protectTools needs { control }');
+  const names = options.names ?? {};
+  if (typeof names !== 'object' || names === null) throw new InvalidArgument('names must be an object of tool key → action name');
+  for (const key of Object.keys(names)) {
+    if (!Object.hasOwn(tools, key)) throw new InvalidArgument(`names.${key}: there is no tool ${JSON.stringify(key)} in the set`);
+  }
+  const out: Record<string, Tool> = Object.create(null) as Record<string, Tool>;
+  for (const [key, tool] of Object.entries(tools)) {
+    const name = Object.hasOwn(names, key) ? (names as Record<string, string>)[key]! : key;
+    const one: ProtectToolOptions = { control: options.control, name };
+    if (options.approver !== undefined) one.approver = options.approver;
+    if (options.call !== undefined) one.call = options.call;
+    Object.defineProperty(out, key, { value: protectTool(tool as Tool, one), enumerable: true, writable: true, configurable: true });
+  }
+  return { ...out } as ProtectedTools<TOOLS>;
+}

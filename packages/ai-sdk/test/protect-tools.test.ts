@@ -1,0 +1,262 @@
+// @ctrlrun/ai-sdk against the real `ai` package: generateText driving the SDK's mock model,
+// multi-step, with the SDK's own tool-approval flow in the middle.
+import { describe, expect, it } from 'vitest';
+import { generateText, stepCountIs, streamText, tool, type ModelMessage } from 'ai';
+import { z } from 'zod';
+import { InvalidArgument } from '@ctrlrun/kernel';
+import { isToolRefusal, protectTool, protectTools, type ToolRefusal } from '@ctrlrun/ai-sdk';
+import { callsTool, lastPrompt, says, scriptedModel, scriptedStreamingModel, setup } from './support.js';
+
+function supportTools() {
+  const refunds: unknown[] = [];
+  const lookups: unknown[] = [];
+  const tools = {
+    lookup: tool({
+      description: 'Look a customer up',
+      inputSchema: z.object({ customer_id: z.string() }),
+      execute: async ({ customer_id }) => {
+        lookups.push(customer_id);
+        return { customer_id, plan: 'pro' };
+      },
+    }),
+    refund: tool({
+      description: 'Refund a payment',
+      inputSchema: z.object({ payment_id: z.string(), amount: z.number().int() }),
+      execute: async ({ payment_id, amount }) => {
+        refunds.push({ payment_id, amount });
+        return { id: `re_${payment_id}`, amount };
+      },
+    }),
+  };
+  return { tools, refunds, lookups };
+}
+
+const NAMES = { lookup: 'customer.read', refund: 'stripe.refund' };
+const user = (content: string): ModelMessage => ({ role: 'user', content });
+
+/** The approval requests the SDK emitted in a result. */
+function approvalRequests(result: { content: readonly { type: string }[] }) {
+  return result.content.filter((p): p is { type: 'tool-approval-request'; approvalId: string; toolCall: { toolCallId: string; input: unknown } } => p.type === 'tool-approval-request');
+}
+
+function answer(approvalId: string, approved: boolean, reason?: string): ModelMessage {
+  return { role: 'tool', content: [{ type: 'tool-approval-response', approvalId, approved, ...(reason ? { reason } : {}) }] };
+}
+
+describe('protectTools with generateText', () => {
+  it('a multi-step call: an allowed tool runs, the refund waits for the SDK approval, the approval becomes a ctrlrun grant, the refund runs once', async () => {
+    const ctx = await setup();
+    const { tools, refunds, lookups } = supportTools();
+    const model = scriptedModel([
+      callsTool('c1', 'lookup', { customer_id: 'cus_1' }),
+      callsTool('c2', 'refund', { payment_id: 'p1', amount: 500000 }),
+      says('Refunded 5000.00.'),
+    ]);
+    const protectedTools = protectTools(tools, { control: ctx.control, names: NAMES, approver: (c) => `app:${(c as { user: string }).user}` });
+    const messages: ModelMessage[] = [user('refund p1 for cus_1')];
+
+    const first = await generateText({ model, tools: protectedTools, messages, stopWhen: stepCountIs(5), experimental_context: { user: 'ana' } });
+    expect(lookups).toEqual(['cus_1']);
+    expect(refunds).toEqual([]);
+    const [request] = approvalRequests(first);
+    expect(request?.toolCall.toolCallId).toBe('c2');
+    // The SDK's request is backed by one ctrlrun request, filed for exactly these arguments.
+    const pending = await ctx.approvals('pending');
+    expect(pending).toHaveLength(1);
+    expect(pending[0]!.request.action.name).toBe('stripe.refund');
+    expect(pending[0]!.request.action.canonicalArguments).toEqual({ payment_id: 'p1', amount: 500000 });
+
+    messages.push(...first.response.messages, answer(request!.approvalId, true));
+    const second = await generateText({ model, tools: protectedTools, messages, stopWhen: stepCountIs(5), experimental_context: { user: 'ana' } });
+    expect(refunds).toEqual([{ payment_id: 'p1', amount: 500000 }]);
+    expect(second.text).toBe('Refunded 5000.00.');
+    expect(lastPrompt(model)).toContain('re_p1');
+
+    const [record] = await ctx.approvals();
+    expect([record!.status, record!.approver]).toEqual(['consumed', 'app:ana']);
+    const receipt = ctx.receipts.at(-1)!.document;
+    expect([receipt['action'], receipt['result'], receipt['decision'], receipt['approval_id'], receipt['approver']]).toEqual([
+      'stripe.refund', 'committed', 'approve', record!.request.requestId, 'app:ana',
+    ]);
+  });
+
+  it('a policy denial reaches the model as a readable result naming ActionDenied and its reason; the refund never runs', async () => {
+    const ctx = await setup();
+    const { tools, refunds } = supportTools();
+    const model = scriptedModel([callsTool('c1', 'refund', { payment_id: 'p9', amount: 5000000 }), says('I cannot refund that much.')]);
+    const result = await generateText({ model, tools: protectTools(tools, { control: ctx.control, names: NAMES }), prompt: 'refund p9', stopWhen: stepCountIs(3) });
+    expect(refunds).toEqual([]);
+    expect(approvalRequests(result)).toEqual([]); // a deny is never put to a human
+    const output = result.steps[0]!.toolResults[0]!.output;
+    expect(isToolRefusal(output)).toBe(true);
+    expect(output).toMatchObject({ refused: true, error: 'ActionDenied', code: 'ERR_ACTION_DENIED', reason: 'rule[2]' });
+    // The sentence is built from the rules: what they asked for, and what the model passed.
+    expect((output as ToolRefusal).message).toBe(
+      'ActionDenied: denied: no earlier rule of stripe.refund matched: rule[0] needs amount at least 0 and amount at most 100000, rule[1] needs amount at least 0 and amount at most 1000000; amount 5000000 (rule[2]). The tool did not run.',
+    );
+    // The model's next call saw the refusal.
+    expect(lastPrompt(model)).toContain('ActionDenied');
+    expect(ctx.receipts.at(-1)!.document['result']).toBe('denied');
+  });
+
+  it('a retried call with the same arguments files no second ctrlrun request; answering either SDK request grants the one', async () => {
+    const ctx = await setup();
+    const { tools, refunds } = supportTools();
+    const model = scriptedModel([
+      callsTool('c1', 'refund', { payment_id: 'p2', amount: 200000 }),
+      callsTool('c2', 'refund', { payment_id: 'p2', amount: 200000 }),
+      says('done'),
+    ]);
+    const protectedTools = protectTools(tools, { control: ctx.control, names: NAMES });
+    const first = await generateText({ model, tools: protectedTools, prompt: 'refund p2' });
+    const second = await generateText({ model, tools: protectedTools, prompt: 'refund p2, again' });
+    const [a] = approvalRequests(first);
+    const [b] = approvalRequests(second);
+    expect(a!.approvalId).not.toBe(b!.approvalId); // two SDK requests …
+    expect(await ctx.approvals()).toHaveLength(1); // … one ctrlrun request
+
+    const messages: ModelMessage[] = [user('refund p2, again'), ...second.response.messages, answer(b!.approvalId, true)];
+    const third = await generateText({ model, tools: protectedTools, messages });
+    expect(third.text).toBe('done');
+    expect(refunds).toEqual([{ payment_id: 'p2', amount: 200000 }]);
+    expect((await ctx.approvals()).map((r) => r.status)).toEqual(['consumed']);
+  });
+
+  it('arguments changed after the approval was asked: nothing is granted and the refund never runs', async () => {
+    const ctx = await setup();
+    const { tools, refunds } = supportTools();
+    const model = scriptedModel([callsTool('c1', 'refund', { payment_id: 'p3', amount: 200000 }), says('ok')]);
+    const protectedTools = protectTools(tools, { control: ctx.control, names: NAMES });
+    const first = await generateText({ model, tools: protectedTools, prompt: 'refund p3' });
+    const [request] = approvalRequests(first);
+
+    // The history comes back with a bigger amount in the tool call the human approved.
+    const tampered = structuredClone(first.response.messages).map((m) => {
+      if (m.role !== 'assistant' || typeof m.content === 'string') return m;
+      return { ...m, content: m.content.map((p) => (p.type === 'tool-call' ? { ...p, input: { payment_id: 'p3', amount: 900000 } } : p)) };
+    });
+    const second = await generateText({ model, tools: protectedTools, messages: [user('refund p3'), ...tampered, answer(request!.approvalId, true)] });
+    expect(refunds).toEqual([]);
+    expect(second.text).toBe('ok');
+    expect(lastPrompt(model)).toContain('ApprovalMismatch');
+    expect(lastPrompt(model)).toContain('no approval request is open for these exact arguments');
+    // The request for the arguments actually shown is still pending, not granted.
+    expect((await ctx.approvals()).map((r) => r.status)).toEqual(['pending']);
+  });
+
+  it('the same effect twice: the second call is a readable DuplicateEffect, and the refund ran once', async () => {
+    const ctx = await setup();
+    const { tools, refunds } = supportTools();
+    const model = scriptedModel([
+      callsTool('c1', 'refund', { payment_id: 'p4', amount: 500 }),
+      callsTool('c2', 'refund', { payment_id: 'p4', amount: 500 }),
+      says('done'),
+    ]);
+    const result = await generateText({ model, tools: protectTools(tools, { control: ctx.control, names: NAMES }), prompt: 'refund p4', stopWhen: stepCountIs(4) });
+    expect(refunds).toEqual([{ payment_id: 'p4', amount: 500 }]);
+    expect(result.steps[0]!.toolResults[0]!.output).toEqual({ id: 're_p4', amount: 500 });
+    expect(result.steps[1]!.toolResults[0]!.output).toMatchObject({ refused: true, error: 'DuplicateEffect', reason: 'committed' });
+  });
+
+  it('a denial in the SDK is never executed', async () => {
+    const ctx = await setup();
+    const { tools, refunds } = supportTools();
+    const model = scriptedModel([callsTool('c1', 'refund', { payment_id: 'p5', amount: 200000 }), says('understood')]);
+    const protectedTools = protectTools(tools, { control: ctx.control, names: NAMES });
+    const first = await generateText({ model, tools: protectedTools, prompt: 'refund p5' });
+    const [request] = approvalRequests(first);
+    const second = await generateText({ model, tools: protectedTools, messages: [user('refund p5'), ...first.response.messages, answer(request!.approvalId, false, 'not this one')] });
+    expect(second.text).toBe('understood');
+    expect(refunds).toEqual([]);
+    expect(lastPrompt(model)).toContain('not this one');
+  });
+});
+
+describe('protectTools with streamText', () => {
+  it('the same flow streamed: the approval request, then the granted refund runs once and the model answers', async () => {
+    const ctx = await setup();
+    const { tools, refunds } = supportTools();
+    const model = scriptedStreamingModel([callsTool('c1', 'refund', { payment_id: 's1', amount: 500000 }), says('Refunded.')]);
+    const protectedTools = protectTools(tools, { control: ctx.control, names: NAMES, approver: 'human:ana' });
+    const messages: ModelMessage[] = [user('refund s1')];
+    const first = streamText({ model, tools: protectedTools, messages, stopWhen: stepCountIs(5) });
+    const parts = await first.content;
+    const request = parts.find((p) => p.type === 'tool-approval-request');
+    expect(request).toBeDefined();
+    expect(refunds).toEqual([]);
+    expect(await ctx.approvals('pending')).toHaveLength(1);
+
+    messages.push(...(await first.response).messages, answer(request!.approvalId, true));
+    const second = streamText({ model, tools: protectedTools, messages, stopWhen: stepCountIs(5) });
+    expect(await second.text).toBe('Refunded.');
+    expect(refunds).toEqual([{ payment_id: 's1', amount: 500000 }]);
+    expect((await ctx.approvals()).map((r) => [r.status, r.approver])).toEqual([['consumed', 'human:ana']]);
+  });
+});
+
+describe('protectTool and bad input', () => {
+  it('protectTool protects one tool under the given action name', async () => {
+    const ctx = await setup();
+    const { tools, refunds } = supportTools();
+    const model = scriptedModel([callsTool('c1', 'payback', { payment_id: 'p6', amount: 100 }), says('ok')]);
+    await generateText({ model, tools: { payback: protectTool(tools.refund, { control: ctx.control, name: 'stripe.refund' }) }, prompt: 'x', stopWhen: stepCountIs(2) });
+    expect(refunds).toEqual([{ payment_id: 'p6', amount: 100 }]);
+    expect(ctx.receipts.at(-1)!.document['action']).toBe('stripe.refund');
+  });
+
+  it('an unnamed action is refused as unknown_action, readable', async () => {
+    const ctx = await setup();
+    const { tools, refunds } = supportTools();
+    const model = scriptedModel([callsTool('c1', 'refund', { payment_id: 'p7', amount: 100 }), says('ok')]);
+    const result = await generateText({ model, tools: protectTools(tools, { control: ctx.control }), prompt: 'x', stopWhen: stepCountIs(2) });
+    expect(refunds).toEqual([]);
+    expect(result.steps[0]!.toolResults[0]!.output).toMatchObject({ error: 'ActionDenied', reason: 'unknown_action' });
+  });
+
+  it('refuses a names key with no tool, a tool with no execute, a tool that already has needsApproval, a bad approver', async () => {
+    const ctx = await setup();
+    const { tools } = supportTools();
+    expect(() => protectTools(tools, { control: ctx.control, names: { nope: 'x' } as never })).toThrow(/names\.nope: there is no tool "nope"/);
+    const clientSide = tool({ inputSchema: z.object({}) });
+    expect(() => protectTools({ clientSide }, { control: ctx.control })).toThrow(/clientSide: the tool has no execute function/);
+    const asks = tool({ inputSchema: z.object({}), needsApproval: true, execute: async () => 1 });
+    expect(() => protectTools({ asks }, { control: ctx.control })).toThrow(/asks: the tool already has needsApproval/);
+    expect(() => protectTools(tools, { control: ctx.control, approver: 'two\nlines' })).toThrow(InvalidArgument);
+    expect(() => protectTools(null as never, { control: ctx.control })).toThrow(InvalidArgument);
+  });
+});
+
+describe('wiring bugs are errors, not refusals', () => {
+  it('an approver function giving no usable name is a tool error, and nothing is granted or run', async () => {
+    const ctx = await setup();
+    const { tools, refunds } = supportTools();
+    const model = scriptedModel([callsTool('c1', 'refund', { payment_id: 'p11', amount: 200000 }), says('ok')]);
+    const protectedTools = protectTools(tools, { control: ctx.control, names: NAMES, approver: () => 'two\nlines' });
+    const first = await generateText({ model, tools: protectedTools, prompt: 'refund p11' });
+    const [request] = approvalRequests(first);
+    const second = await generateText({ model, tools: protectedTools, messages: [user('refund p11'), ...first.response.messages, answer(request!.approvalId, true)] });
+    expect(refunds).toEqual([]);
+    expect(JSON.stringify(second.response.messages)).toContain('the approver option gave');
+    expect((await ctx.approvals()).map((r) => r.status)).toEqual(['pending']);
+  });
+});
+
+describe('execute called directly', () => {
+  it('with a denied approval response in the history it never runs: the open request is denied and the refusal says so', async () => {
+    const ctx = await setup();
+    const { tools, refunds } = supportTools();
+    const refund = protectTool(tools.refund, { control: ctx.control, name: 'stripe.refund', approver: 'app:ana' });
+    const input = { payment_id: 'p10', amount: 200000 };
+    const needsApproval = refund.needsApproval as (input: unknown, o: { toolCallId: string; messages: ModelMessage[] }) => Promise<boolean>;
+    expect(await needsApproval(input, { toolCallId: 'c1', messages: [] })).toBe(true);
+    const messages: ModelMessage[] = [
+      { role: 'assistant', content: [{ type: 'tool-call', toolCallId: 'c1', toolName: 'refund', input }, { type: 'tool-approval-request', approvalId: 'a1', toolCallId: 'c1' }] },
+      answer('a1', false, 'too much'),
+    ];
+    const output = await refund.execute!(input as never, { toolCallId: 'c1', messages });
+    expect(output).toMatchObject({ refused: true, error: 'ApprovalMismatch', reason: 'denied' });
+    expect((output as ToolRefusal).message).toContain('too much');
+    expect(refunds).toEqual([]);
+    expect((await ctx.approvals()).map((r) => [r.status, r.approver])).toEqual([['denied', 'app:ana']]);
+  });
+});

@@ -1,0 +1,151 @@
+/**
+ * `@ctrlrun/langgraph`: ctrlrun for LangGraph.js. An approval provider built on `interrupt()`:
+ * the graph pauses with the ctrlrun request, the human's answer comes back through
+ * `Command({ resume })`, and is recorded with the same `grantApproval` / `denyApproval` as the
+ * CLI. Resuming re-runs the node from its start; the control path then finds the request that
+ * is already pending for the action's hash, so no second request is filed and none is left
+ * pending. The adapter decides nothing itself.
+ *
+ * @module
+ */
+import { INTERRUPT, interrupt, isInterrupted } from '@langchain/langgraph';
+import {
+  ApprovalMismatch,
+  InvalidArgument,
+  LocalApprovalProvider,
+  actionToJson,
+  checkActor,
+  parseJson,
+  protect,
+  type Action,
+  type Approval,
+  type ApprovalProvider,
+  type ApprovalRecord,
+  type ApprovalRequest,
+  type Control,
+  type JsonObject,
+  type ProtectOptions,
+  type Protected,
+} from '@ctrlrun/kernel';
+
+/** The value a graph pauses with (`result.__interrupt__[i].value`): what the human is asked. */
+export interface ApprovalInterrupt {
+  readonly type: 'ctrlrun.approval';
+  readonly request_id: string;
+  readonly action_hash: string;
+  /** The whole action as stored: `name`, `arguments`, `principal`, `resource`, `environment`. */
+  readonly action: JsonObject;
+  readonly expires_at: string;
+}
+
+/** What the human resumes with: `new Command({ resume: answer })`. */
+export interface ApprovalAnswer {
+  readonly decision: 'approve' | 'deny';
+  /** Who answered: recorded on the request, its events and the receipt. */
+  readonly approver: string;
+  /** The request answered (from the interrupt); it must be the one this run waits on. */
+  readonly request_id: string;
+  /** Optional: the hash the human saw; if given it must be the request's. */
+  readonly action_hash?: string;
+}
+
+const ANSWER_KEYS = new Set(['decision', 'approver', 'request_id', 'action_hash']);
+
+/** Checks a resume value against the request it answers; refuses anything else. */
+function readAnswer(value: unknown, record: ApprovalRecord): ApprovalAnswer {
+  const id = record.request.requestId;
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new InvalidArgument(`resume with { decision: 'approve' | 'deny', approver, request_id } to answer approval ${id}`);
+  }
+  for (const key of Object.keys(value)) {
+    if (!ANSWER_KEYS.has(key)) throw new InvalidArgument(`the answer to approval ${id} has an unknown key ${JSON.stringify(key)} (expected decision, approver, request_id, action_hash)`);
+  }
+  const answer = value as Record<string, unknown>;
+  if (answer['decision'] !== 'approve' && answer['decision'] !== 'deny') {
+    throw new InvalidArgument(`the answer to approval ${id} needs decision 'approve' or 'deny', not ${JSON.stringify(answer['decision'])}`);
+  }
+  const approver = checkActor(answer['approver'], 'approver');
+  if (answer['request_id'] !== id) {
+    throw new ApprovalMismatch('mismatch', {
+      approvalId: id,
+      message: `approval ${id} refused (mismatch): the answer is for request ${JSON.stringify(answer['request_id'])}, but this run waits on ${id} (the answered one expired or was already used)`,
+    });
+  }
+  if (answer['action_hash'] !== undefined && answer['action_hash'] !== record.request.actionHash) {
+    throw new ApprovalMismatch('mismatch', { approvalId: id, message: `approval ${id} refused (mismatch): the answer was given for action ${String(answer['action_hash'])}, not ${record.request.actionHash}` });
+  }
+  return { decision: answer['decision'], approver, request_id: id };
+}
+
+/** The interrupt value for a request. */
+export function approvalInterrupt(request: ApprovalRequest): ApprovalInterrupt {
+  return {
+    type: 'ctrlrun.approval',
+    request_id: request.requestId,
+    action_hash: request.actionHash,
+    action: parseJson(actionToJson(request.action)) as JsonObject,
+    expires_at: request.expiresAt,
+  };
+}
+
+/**
+ * The ctrlrun approvals a graph paused for, from what `invoke` returned (`__interrupt__`):
+ * empty when it did not pause for one.
+ */
+export function approvalsAsked(result: unknown): ApprovalInterrupt[] {
+  if (!isInterrupted(result)) return [];
+  return result[INTERRUPT].map((i) => i.value).filter((v): v is ApprovalInterrupt => typeof v === 'object' && v !== null && (v as { type?: unknown }).type === 'ctrlrun.approval');
+}
+
+/**
+ * An {@link ApprovalProvider} whose human is reached through LangGraph's `interrupt()`. `wait`
+ * must run inside a graph node with a checkpointer: the first time it pauses the graph with an
+ * {@link ApprovalInterrupt}; when the node re-runs on `Command({ resume })`, `interrupt()` returns
+ * the {@link ApprovalAnswer} and it grants or denies the request through the Control.
+ */
+export class InterruptApprovalProvider implements ApprovalProvider {
+  readonly control: Control;
+
+  constructor(control: Control) {
+    if (!control || typeof control.grantApproval !== 'function') throw new InvalidArgument('InterruptApprovalProvider needs a Control');
+    this.control = control;
+  }
+
+  /** The open request for `action`'s hash (pending, or granted and unused) if any, else a new one. */
+  async request(action: Action, ttlMs: number, options?: { policyHash?: string | null }): Promise<ApprovalRequest> {
+    const open = await this.control.openApproval(action);
+    if (open !== null) return open.request;
+    return new LocalApprovalProvider(this.control.store, { clock: this.control.clock, ids: this.control.ids }).request(action, ttlMs, options);
+  }
+
+  /**
+   * Granted already (through any surface): that approval, no interrupt. Pending: interrupt, then
+   * record the human's answer (`Approval` on approve, `null` on deny). Answered otherwise or
+   * expired: `null`. Unknown: `ApprovalMismatch('unknown')`.
+   */
+  async wait(requestId: string): Promise<Approval | null> {
+    const record = await this.control.store.getApproval(requestId);
+    if (record === null) throw new ApprovalMismatch('unknown', { approvalId: requestId, message: `approval ${requestId} refused (unknown): no such approval request` });
+    if (record.status === 'granted') {
+      return { approvalId: requestId, actionHash: record.request.actionHash, approver: record.approver ?? '', grantedAt: record.grantedAt ?? '', expiresAt: record.request.expiresAt };
+    }
+    if (record.status !== 'pending') return null;
+    // Throws GraphInterrupt on the first run; returns the resume value when the node re-runs.
+    const answer = readAnswer(interrupt(approvalInterrupt(record.request)), record);
+    if (answer.decision === 'approve') return this.control.grantApproval(requestId, { approver: answer.approver });
+    await this.control.denyApproval(requestId, { approver: answer.approver });
+    return null;
+  }
+}
+
+/**
+ * `protect(fn, options)` for a function called inside a LangGraph node: an action the policy
+ * sends to a human pauses the graph (`interrupt()`), and `Command({ resume: { decision,
+ * approver, request_id } })` answers it; the same action then runs once, presenting the
+ * request (approve), or is refused as `ActionDenied('approval_denied')` (deny).
+ */
+export function protectInGraph<A extends object = JsonObject, R = unknown>(fn: (args: A) => R | Promise<R>, options: Omit<ProtectOptions, 'wait'>): Protected<A, R> {
+  if (!options || typeof options !== 'object' || !options.control) throw new InvalidArgument('protectInGraph needs { control, name }');
+  if ('wait' in options) throw new InvalidArgument('protectInGraph waits through interrupt(); do not pass wait');
+  return protect<A, R>(fn, { ...options, wait: { provider: new InterruptApprovalProvider(options.control) } });
+}

@@ -1,0 +1,180 @@
+// @ctrlrun/langgraph against the real @langchain/langgraph: a StateGraph with a MemorySaver
+// checkpointer, a node calling a protected refund, resumed with Command({ resume }). No model.
+import { describe, expect, it } from 'vitest';
+import { Annotation, Command, END, MemorySaver, START, StateGraph, type BaseCheckpointSaver } from '@langchain/langgraph';
+import { ActionDenied, ApprovalMismatch, callbackSink, Control, InvalidArgument, loadPolicy, sequentialIds, type StateStore, type StoredReceipt } from '@ctrlrun/kernel';
+import { createSqlJsStore } from '@ctrlrun/store-sqljs';
+// The kernel's refund policy: allow up to 100000, a human up to 1000000, deny above.
+import { REFUND_POLICY } from '../../kernel/test/harness.js';
+import { approvalsAsked, InterruptApprovalProvider, protectInGraph, type ApprovalInterrupt } from '@ctrlrun/langgraph';
+
+
+const State = Annotation.Root({
+  payment_id: Annotation<string>(),
+  amount: Annotation<number>(),
+  refund: Annotation<unknown>(),
+  refused: Annotation<string | null>(),
+});
+
+function control(store: StateStore, receipts: StoredReceipt[] = []) {
+  return new Control({
+    policy: loadPolicy(REFUND_POLICY),
+    store,
+    ids: sequentialIds(),
+    principal: { agent: 'refund-graph' },
+    sinks: [callbackSink({ onReceipt: (r) => void receipts.push(r) })],
+    logger: { warn: () => {} },
+  });
+}
+
+/** A one-node graph: the node refunds through ctrlrun and turns a refusal into state. */
+function refundGraph(ctrl: Control, checkpointer: BaseCheckpointSaver) {
+  const runs = { node: 0, refunds: [] as unknown[] };
+  const refund = protectInGraph<{ payment_id: string; amount: number }, { id: string }>(
+    (args) => {
+      runs.refunds.push(args);
+      return { id: `re_${String(args['payment_id'])}` };
+    },
+    { control: ctrl, name: 'stripe.refund' },
+  );
+  const graph = new StateGraph(State)
+    .addNode('pay_back', async (state) => {
+      runs.node++;
+      try {
+        return { refund: await refund({ payment_id: state.payment_id, amount: state.amount }), refused: null };
+      } catch (err) {
+        if (err instanceof ActionDenied) return { refused: err.reason };
+        throw err;
+      }
+    })
+    .addEdge(START, 'pay_back')
+    .addEdge('pay_back', END)
+    .compile({ checkpointer });
+  return { graph, runs };
+}
+
+async function setup() {
+  const store = await createSqlJsStore();
+  const receipts: StoredReceipt[] = [];
+  const ctrl = control(store, receipts);
+  const checkpointer = new MemorySaver();
+  return { store, receipts, ctrl, checkpointer, ...refundGraph(ctrl, checkpointer) };
+}
+
+const thread = (id: string) => ({ configurable: { thread_id: id } });
+
+function interruptOf(result: unknown): ApprovalInterrupt {
+  const asked = approvalsAsked(result);
+  expect(asked).toHaveLength(1);
+  return asked[0]!;
+}
+
+describe('protectInGraph: approval through interrupt()', () => {
+  it('pauses with the request; resuming re-runs the node, re-finds the same request, runs the refund once and leaves nothing pending', async () => {
+    const { store, receipts, graph, runs } = await setup();
+    const paused = await graph.invoke({ payment_id: 'p1', amount: 500000 }, thread('t1'));
+    const asked = interruptOf(paused);
+    expect(asked).toMatchObject({ type: 'ctrlrun.approval', action: { name: 'stripe.refund', arguments: { amount: 500000, payment_id: 'p1' } } });
+    expect(runs.refunds).toEqual([]);
+    expect((await store.listApprovals()).map((r) => [r.request.requestId, r.status])).toEqual([[asked.request_id, 'pending']]);
+
+    const done = await graph.invoke(new Command({ resume: { decision: 'approve', approver: 'human:ana', request_id: asked.request_id } }), thread('t1'));
+    expect(done.refund).toEqual({ id: 're_p1' });
+    expect(runs.node).toBe(2); // the node ran again from its start …
+    expect(runs.refunds).toHaveLength(1); // … and the refund ran once
+    // One request, answered and used: no second request, nothing left pending.
+    const all = await store.listApprovals();
+    expect(all.map((r) => [r.request.requestId, r.status, r.approver])).toEqual([[asked.request_id, 'consumed', 'human:ana']]);
+    expect(receipts.at(-1)!.document).toMatchObject({ result: 'committed', approval_id: asked.request_id, approver: 'human:ana' });
+  });
+
+  it('a deny answer is recorded as the human\'s and the node sees ActionDenied(approval_denied); the refund never runs', async () => {
+    const { store, graph, runs } = await setup();
+    const asked = interruptOf(await graph.invoke({ payment_id: 'p2', amount: 500000 }, thread('t2')));
+    const done = await graph.invoke(new Command({ resume: { decision: 'deny', approver: 'human:ana', request_id: asked.request_id } }), thread('t2'));
+    expect(done.refused).toBe('approval_denied');
+    expect(runs.refunds).toEqual([]);
+    expect((await store.listApprovals()).map((r) => [r.status, r.approver])).toEqual([['denied', 'human:ana']]);
+  });
+
+  it('an answer for another request, or for another action hash, grants nothing', async () => {
+    const { store, graph, runs } = await setup();
+    interruptOf(await graph.invoke({ payment_id: 'p3', amount: 500000 }, thread('t3')));
+    const wrongId = await graph.invoke(new Command({ resume: { decision: 'approve', approver: 'human:ana', request_id: 'apr_other' } }), thread('t3')).catch((e: unknown) => e);
+    expect(wrongId).toBeInstanceOf(ApprovalMismatch);
+    expect((wrongId as Error).message).toMatch(/the answer is for request "apr_other"/);
+
+    const other = await setup();
+    const asked2 = interruptOf(await other.graph.invoke({ payment_id: 'p3', amount: 500000 }, thread('t3b')));
+    const wrongHash = await other.graph
+      .invoke(new Command({ resume: { decision: 'approve', approver: 'human:ana', request_id: asked2.request_id, action_hash: 'sha256:' + '0'.repeat(64) } }), thread('t3b'))
+      .catch((e: unknown) => e);
+    expect(wrongHash).toBeInstanceOf(ApprovalMismatch);
+    expect(runs.refunds).toEqual([]);
+    expect(other.runs.refunds).toEqual([]);
+    expect((await store.listApprovals()).map((r) => r.status)).toEqual(['pending']);
+    expect((await other.store.listApprovals()).map((r) => r.status)).toEqual(['pending']);
+  });
+
+  it('a malformed answer is a clear InvalidArgument and records nothing', async () => {
+    for (const resume of [
+      'yes',
+      { decision: 'maybe', approver: 'human:ana', request_id: 'x' },
+      { decision: 'approve', approver: 'a\nb', request_id: 'x' },
+      JSON.parse('{"decision":"approve","approver":"human:ana","request_id":"x","__proto__":{"decision":"approve"}}') as object,
+      { decision: 'approve', approver: 'human:ana', request_id: 'x', arguments: { amount: 1 } },
+    ]) {
+      const { store, graph } = await setup();
+      const asked = interruptOf(await graph.invoke({ payment_id: 'p4', amount: 500000 }, thread('t4')));
+      const fixed = typeof resume === 'object' && 'request_id' in resume ? { ...resume, request_id: asked.request_id } : resume;
+      const err = await graph.invoke(new Command({ resume: fixed }), thread('t4')).catch((e: unknown) => e);
+      expect(err, JSON.stringify(resume)).toBeInstanceOf(InvalidArgument);
+      expect((await store.listApprovals()).map((r) => r.status)).toEqual(['pending']);
+    }
+  });
+
+  it('an allowed action never interrupts; a denied one is refused without asking anyone', async () => {
+    const { store, graph, runs } = await setup();
+    const small = await graph.invoke({ payment_id: 'p5', amount: 500 }, thread('t5'));
+    expect(small.refund).toEqual({ id: 're_p5' });
+    const big = await graph.invoke({ payment_id: 'p6', amount: 5000000 }, thread('t6'));
+    expect(big.refused).toBe('rule[2]');
+    expect(runs.refunds).toHaveLength(1);
+    expect(await store.listApprovals()).toEqual([]);
+    expect(approvalsAsked(small)).toEqual([]);
+  });
+
+  it('resumed by a fresh Control and graph over the same store and checkpointer (another process): the same request is answered', async () => {
+    const first = await setup();
+    const asked = interruptOf(await first.graph.invoke({ payment_id: 'p7', amount: 500000 }, thread('t7')));
+    const later = refundGraph(control(first.store), first.checkpointer);
+    const done = await later.graph.invoke(new Command({ resume: { decision: 'approve', approver: 'human:bo', request_id: asked.request_id } }), thread('t7'));
+    expect(done.refund).toEqual({ id: 're_p7' });
+    expect(later.runs.refunds).toHaveLength(1);
+    expect((await first.store.listApprovals()).map((r) => [r.status, r.approver])).toEqual([['consumed', 'human:bo']]);
+  });
+
+  it('a request granted elsewhere (the CLI) while the graph was paused is used without asking again', async () => {
+    const { store, ctrl, graph, runs } = await setup();
+    const asked = interruptOf(await graph.invoke({ payment_id: 'p8', amount: 500000 }, thread('t8')));
+    await ctrl.grantApproval(asked.request_id, { approver: 'cli:ana' });
+    const done = await graph.invoke(new Command({ resume: { decision: 'approve', approver: 'human:ana', request_id: asked.request_id } }), thread('t8'));
+    expect(done.refund).toEqual({ id: 're_p8' });
+    expect(runs.refunds).toHaveLength(1);
+    expect((await store.listApprovals()).map((r) => [r.status, r.approver])).toEqual([['consumed', 'cli:ana']]);
+  });
+
+  it('the provider files one request per action and refuses bad wiring', async () => {
+    const { store, ctrl } = await setup();
+    const provider = new InterruptApprovalProvider(ctrl);
+    const probe = protectInGraph(() => 1, { control: ctrl, name: 'stripe.refund' });
+    const action = await probe.action({ payment_id: 'p9', amount: 500000 });
+    const a = await provider.request(action, 60_000);
+    const b = await provider.request(action, 60_000);
+    expect(b.requestId).toBe(a.requestId);
+    expect(await store.listApprovals()).toHaveLength(1);
+    await expect(provider.wait('apr_nope')).rejects.toBeInstanceOf(ApprovalMismatch);
+    expect(() => new InterruptApprovalProvider(null as never)).toThrow(InvalidArgument);
+    expect(() => protectInGraph(() => 1, { control: ctrl, name: 'x', wait: true } as never)).toThrow(/do not pass wait/);
+  });
+});

@@ -1,0 +1,177 @@
+// @ctrlrun/openai-agents against the real @openai/agents: run() with a scripted Model (the SDK's
+// Model interface), interruptions answered through ctrlrun, the run state serialized and resumed
+// in another OS process over the same store.
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { run, RunState, tool } from '@openai/agents';
+import { z } from 'zod';
+import { ApprovalMismatch, InvalidArgument, type StoredReceipt } from '@ctrlrun/kernel';
+import { createSqlJsStore } from '@ctrlrun/store-sqljs';
+import { openStore } from '@ctrlrun/store-node';
+import { approveInterruption, protectTool, protectTools, rejectInterruption } from '@ctrlrun/openai-agents';
+import { callsTool, control, refundAgent, says, ScriptedModel, type Turn } from './fixtures/agent.js';
+
+async function setup(turns: Turn[]) {
+  const store = await createSqlJsStore();
+  const receipts: StoredReceipt[] = [];
+  const ctrl = control(store, receipts);
+  const model = new ScriptedModel(turns);
+  return { store, receipts, ctrl, model, ...refundAgent(ctrl, model) };
+}
+
+describe('protectTools with run()', () => {
+  it('multi-turn: the lookup runs, the refund interrupts with one ctrlrun request, approveInterruption grants it and the refund runs once', async () => {
+    const ctx = await setup([callsTool('c1', 'lookup', { customer_id: 'cus_1' }), callsTool('c2', 'refund', { payment_id: 'p1', amount: 500000 }), says('Refunded.')]);
+    const first = await run(ctx.agent, 'refund p1 for cus_1');
+    expect(ctx.done.lookups).toEqual(['cus_1']);
+    expect(ctx.done.refunds).toEqual([]);
+    expect(first.interruptions.map((i) => [i.name, i.arguments])).toEqual([['refund', '{"payment_id":"p1","amount":500000}']]);
+    const [pending] = await ctx.store.listApprovals('pending');
+    expect(pending!.request.action.canonicalArguments).toEqual({ payment_id: 'p1', amount: 500000 });
+
+    await approveInterruption(first.state, first.interruptions[0]!, { approver: 'human:ana' });
+    const second = await run(ctx.agent, first.state);
+    expect(second.finalOutput).toBe('Refunded.');
+    expect(ctx.done.refunds).toEqual([{ payment_id: 'p1', amount: 500000 }]);
+    expect((await ctx.store.listApprovals()).map((r) => [r.status, r.approver])).toEqual([['consumed', 'human:ana']]);
+    expect(ctx.receipts.at(-1)!.document).toMatchObject({ action: 'stripe.refund', result: 'committed', approver: 'human:ana', approval_id: pending!.request.requestId });
+  });
+
+  it('rejectInterruption records the human\'s no in ctrlrun and the model is told; the refund never runs', async () => {
+    const ctx = await setup([callsTool('c1', 'refund', { payment_id: 'p2', amount: 500000 }), says('Understood.')]);
+    const first = await run(ctx.agent, 'refund p2');
+    await rejectInterruption(first.state, first.interruptions[0]!, { approver: 'human:ana', message: 'refused by ana: too much' });
+    const second = await run(ctx.agent, first.state);
+    expect(second.finalOutput).toBe('Understood.');
+    expect(ctx.done.refunds).toEqual([]);
+    expect(ctx.model.lastInput()).toContain('refused by ana: too much');
+    expect((await ctx.store.listApprovals()).map((r) => [r.status, r.approver])).toEqual([['denied', 'human:ana']]);
+  });
+
+  it('a policy denial never interrupts: the model reads a refusal naming ActionDenied and a sentence built from the rules, and the refund never runs', async () => {
+    const ctx = await setup([callsTool('c1', 'refund', { payment_id: 'p3', amount: 5000000 }), says('Cannot.')]);
+    const result = await run(ctx.agent, 'refund p3');
+    expect(result.interruptions).toEqual([]);
+    expect(result.finalOutput).toBe('Cannot.');
+    expect(ctx.done.refunds).toEqual([]);
+    expect(ctx.model.toolOutputs().at(-1)).toEqual({
+      refused: true,
+      error: 'ActionDenied',
+      code: 'ERR_ACTION_DENIED',
+      reason: 'rule[2]',
+      message: 'ActionDenied: denied: no earlier rule of stripe.refund matched: rule[0] needs amount at least 0 and amount at most 100000, rule[1] needs amount at least 0 and amount at most 1000000; amount 5000000 (rule[2]). The tool did not run.',
+    });
+  });
+
+  it('a retried call with the same arguments in a new run files no second ctrlrun request', async () => {
+    const ctx = await setup([callsTool('c1', 'refund', { payment_id: 'p4', amount: 200000 }), callsTool('c9', 'refund', { payment_id: 'p4', amount: 200000 })]);
+    const a = await run(ctx.agent, 'refund p4');
+    const b = await run(ctx.agent, 'refund p4 again');
+    expect(a.interruptions).toHaveLength(1);
+    expect(b.interruptions).toHaveLength(1);
+    expect(await ctx.store.listApprovals()).toHaveLength(1);
+  });
+
+  it('state.approve alone (not through ctrlrun) runs nothing: the model is told the request is still pending', async () => {
+    const ctx = await setup([callsTool('c1', 'refund', { payment_id: 'p5', amount: 200000 }), says('ok')]);
+    const first = await run(ctx.agent, 'refund p5');
+    first.state.approve(first.interruptions[0]!);
+    await run(ctx.agent, first.state);
+    expect(ctx.done.refunds).toEqual([]);
+    expect(ctx.model.toolOutputs().at(-1)).toMatchObject({ refused: true, error: 'ApprovalMismatch', reason: 'pending' });
+    expect((await ctx.store.listApprovals()).map((r) => r.status)).toEqual(['pending']);
+  });
+
+  it('changed arguments approved with state.approve alone are refused at invoke: no request filed for them, nothing run', async () => {
+    const ctx = await setup([callsTool('c1', 'refund', { payment_id: 'p9', amount: 200000 }), says('ok')]);
+    const first = await run(ctx.agent, 'refund p9');
+    const tampered = await RunState.fromString(ctx.agent, first.state.toString().replaceAll('\\"amount\\":200000', '\\"amount\\":900000'));
+    const [item] = tampered.getInterruptions();
+    expect(item!.arguments).toBe('{"payment_id":"p9","amount":900000}');
+    await expect(approveInterruption(tampered, item!, { approver: 'human:ana' })).rejects.toBeInstanceOf(ApprovalMismatch);
+    tampered.approve(item!);
+    await run(ctx.agent, tampered);
+    expect(ctx.done.refunds).toEqual([]);
+    expect(ctx.model.toolOutputs().at(-1)).toMatchObject({ error: 'ApprovalMismatch', reason: 'unknown', message: expect.stringContaining('stripe.refund: no approval request is open for these exact arguments') });
+    expect((await ctx.store.listApprovals()).map((r) => [r.status, r.request.action.canonicalArguments['amount']])).toEqual([['pending', 200000]]);
+  });
+
+  it('the same effect twice is a readable DuplicateEffect; the refund ran once', async () => {
+    const ctx = await setup([callsTool('c1', 'refund', { payment_id: 'p6', amount: 500 }), callsTool('c2', 'refund', { payment_id: 'p6', amount: 500 }), says('done')]);
+    await run(ctx.agent, 'refund p6 twice');
+    expect(ctx.done.refunds).toEqual([{ payment_id: 'p6', amount: 500 }]);
+    expect(ctx.model.toolOutputs()).toEqual([{ id: 're_p6', amount: 500 }, expect.objectContaining({ refused: true, error: 'DuplicateEffect', reason: 'committed' })]);
+  });
+});
+
+describe('a run state serialized and resumed in another process', () => {
+  const dirs: string[] = [];
+  afterEach(() => {
+    for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+  });
+
+  async function pausedRun(amount: number) {
+    const dir = mkdtempSync(join(tmpdir(), 'ctrlrun-agents-'));
+    dirs.push(dir);
+    const db = join(dir, 'state.db');
+    const store = await openStore(db);
+    const ctx = { store, ...refundAgent(control(store), new ScriptedModel([callsTool('c1', 'refund', { payment_id: 'p7', amount })])) };
+    const first = await run(ctx.agent, 'refund p7');
+    expect(first.interruptions).toHaveLength(1);
+    return { dir, db, ctx, serialized: first.state.toString() };
+  }
+
+  function resumeElsewhere(db: string, statePath: string, approver: string) {
+    const script = join(import.meta.dirname, 'fixtures', 'resume.ts');
+    const out = execFileSync(process.execPath, ['--conditions=@ctrlrun/source', '--import', 'tsx', script, db, statePath, approver], { encoding: 'utf8' });
+    return JSON.parse(out.trim().split('\n').at(-1)!) as { finalOutput: string | null; refunds: unknown[]; refused: string[] };
+  }
+
+  it('the other process approves through ctrlrun and the refund runs there once, bound to the request filed here', async () => {
+    const { dir, db, ctx, serialized } = await pausedRun(500000);
+    const [request] = await ctx.store.listApprovals('pending');
+    const statePath = join(dir, 'run-state.json');
+    writeFileSync(statePath, serialized);
+    const other = resumeElsewhere(db, statePath, 'human:bo');
+    expect(other).toEqual({ finalOutput: 'Refunded.', refunds: [{ payment_id: 'p7', amount: 500000 }], refused: [] });
+    expect(ctx.done.refunds).toEqual([]); // not in this process
+    const [record] = await ctx.store.listApprovals();
+    expect([record!.request.requestId, record!.status, record!.approver]).toEqual([request!.request.requestId, 'consumed', 'human:bo']);
+    await ctx.store.close();
+  }, 120_000);
+
+  it('a serialized state whose arguments were changed is refused there: nothing granted, nothing run', async () => {
+    const { dir, db, ctx, serialized } = await pausedRun(500000);
+    const statePath = join(dir, 'run-state.json');
+    const tampered = serialized.replaceAll('\\"amount\\":500000', '\\"amount\\":900000');
+    expect(tampered).not.toBe(serialized);
+    writeFileSync(statePath, tampered);
+    const other = resumeElsewhere(db, statePath, 'human:bo');
+    expect(other.refunds).toEqual([]);
+    expect(other.refused).toEqual([expect.stringMatching(/^ApprovalMismatch: stripe\.refund: no approval request is open for these exact arguments/)]);
+    expect((await ctx.store.listApprovals()).map((r) => r.status)).toEqual(['pending']);
+    await ctx.store.close();
+  }, 120_000);
+});
+
+describe('wiring', () => {
+  it('refuses what it cannot protect, and answers only its own interruptions', async () => {
+    const ctx = await setup([callsTool('c1', 'refund', { payment_id: 'p8', amount: 200000 })]);
+    const plain = tool({ name: 'plain', description: 'x', parameters: z.object({}), execute: async () => 'x' });
+    expect(() => protectTools([plain], { control: ctx.ctrl, names: { nope: 'x' } })).toThrow(/names\.nope: there is no tool "nope"/);
+    expect(() => protectTool({ type: 'hosted_tool' } as never, { control: ctx.ctrl, name: 'x' })).toThrow(/needs a function tool/);
+    const once = protectTool(plain, { control: ctx.ctrl, name: 'x' });
+    expect(() => protectTool(once, { control: ctx.ctrl, name: 'x' })).toThrow(/already protected/);
+
+    const first = await run(ctx.agent, 'refund p8');
+    const item = first.interruptions[0]!;
+    await expect(approveInterruption(first.state, item, { approver: 'two\nlines' })).rejects.toBeInstanceOf(InvalidArgument);
+    await expect(approveInterruption(first.state, { type: 'message_output_item' } as never, { approver: 'human:ana' })).rejects.toThrow(/expected an interruption/);
+    const foreign = Object.assign(Object.create(Object.getPrototypeOf(item) as object), item, { agent: { name: 'other', tools: [plain] } });
+    await expect(approveInterruption(first.state, foreign, { approver: 'human:ana' })).rejects.toThrow(/not a tool protected by @ctrlrun\/openai-agents/);
+    expect((await ctx.store.listApprovals()).map((r) => r.status)).toEqual(['pending']);
+  });
+});
