@@ -14,37 +14,8 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createTryIt, TRY_IT_OUTCOMES, TRY_IT_POLICY_YAML } from '@ctrlrun/kernel/try-it';
 import { createSqlJsStore } from '@ctrlrun/store-sqljs';
 import { GUIDE } from '../../playground/src/guide.js';
+import { SPEC } from './six-steps.js';
 import { ARTIFACTS, BROWSER_TEST_TIMEOUT, describeInChromium, launchChromium, ROOT, serveStatic, type StaticServer } from './support.js';
-
-/** What spec 04 §4's table asks of each click, keyed by the guide's action ids. */
-interface Expected {
-  /** The form after the guide's button: payment id, amount, lose the reply, an approval presented. */
-  form?: { payment_id: string; amount: string; lose_reply: boolean; presents: boolean };
-  outcome: string;
-  remote?: number;
-  decision?: string;
-  result?: string;
-  reason?: string;
-  error?: string;
-  receipt?: false;
-  /** The text names this. */
-  names?: string[];
-}
-
-const form = (payment_id: string, amount: number, lose_reply = false, presents = false) => ({ payment_id, amount: String(amount), lose_reply, presents });
-
-const SPEC: [string, Expected][] = [
-  ['1', { form: form('txn_1', 50000), outcome: 'executed', decision: 'allow', result: 'committed', remote: 1 }],
-  ['2a', { form: form('txn_2', 200000), outcome: 'approval_required', remote: 0, receipt: false, names: ['ApprovalRequired'] }],
-  ['2b', { outcome: 'approved' }],
-  ['2c', { form: form('txn_2', 500000, false, true), outcome: 'approval_mismatch', reason: 'mismatch', result: 'blocked', remote: 0, names: ['ApprovalMismatch', 'mismatch'] }],
-  ['2d', { form: form('txn_2', 200000, false, true), outcome: 'executed', decision: 'approve', result: 'committed', remote: 1 }],
-  ['3', { form: form('txn_2', 200000, false, true), outcome: 'approval_mismatch', reason: 'consumed', remote: 1, names: ['ApprovalMismatch', 'consumed'] }],
-  ['4', { form: form('txn_3', 2000000), outcome: 'denied', error: 'ActionDenied', result: 'denied', remote: 0, names: ['ActionDenied'] }],
-  ['5a', { form: form('txn_4', 50000, true), outcome: 'reply_lost', result: 'ambiguous', remote: 1, names: ['AMBIGUOUS'] }],
-  ['5b', { form: form('txn_4', 50000), outcome: 'ambiguous_retry', error: 'AmbiguousEffect', result: 'blocked', remote: 1, names: ['AmbiguousEffect', 'AMBIGUOUS'] }],
-  ['6', { form: form('txn_1', 50000), outcome: 'duplicate', error: 'DuplicateEffect', remote: 1, names: ['DuplicateEffect'] }],
-];
 
 /** One entry of the output box, as the page shows it. */
 interface Shown {
