@@ -150,3 +150,16 @@ export async function seriousViolations(page: Page, root: string): Promise<strin
   });
   return violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${v.impact} ${v.id}: ${v.help} at ${v.targets.join(' ')}`);
 }
+
+/** Whether the current step's top edge is visible: in the viewport and not under a sticky bar of the page. */
+export async function currentStepUncovered(w: Locator): Promise<{ step: string | null; uncovered: boolean; at: string }> {
+  return w.evaluate((host) => {
+    const li = host.shadowRoot?.querySelector<HTMLElement>('.step[aria-current]');
+    if (!li) return { step: null, uncovered: false, at: 'no current step' };
+    const r = li.getBoundingClientRect();
+    const x = r.left + Math.min(20, r.width / 2);
+    const y = r.top + 4;
+    const top = y >= 0 && y < window.innerHeight ? document.elementFromPoint(x, y) : null;
+    return { step: li.dataset['step'] ?? null, uncovered: top === host, at: `${Math.round(y)}: ${top ? `${top.tagName.toLowerCase()}.${String(top.className)}` : 'outside the viewport'}` };
+  });
+}

@@ -206,6 +206,9 @@ describeInChromium('<ctrlrun-try-it> in Chromium', () => {
       await openAllDetails(w);
       expect(await seriousViolations(page, ROOT), `${path} ${scheme}, after the six steps`).toEqual([]);
       await page.screenshot({ path: join(ARTIFACTS, `widget-${path.replace('.html', '')}-${scheme}.png`), fullPage: true });
+      // The check sees inside the shadow root: an unlabelled field put there is reported.
+      await w.evaluate((host) => host.shadowRoot!.querySelector('.root')!.append(Object.assign(document.createElement('input'), { className: 'axe-control' })));
+      expect((await seriousViolations(page, ROOT)).join('\n')).toMatch(/critical label: .*axe-control/);
     }
   });
 
