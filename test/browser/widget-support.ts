@@ -96,11 +96,11 @@ export async function overflowing(page: Page, selector = 'ctrlrun-try-it'): Prom
   return page.evaluate((sel) => {
     const out: string[] = [];
     if (document.documentElement.scrollWidth > window.innerWidth) out.push(`the page: ${document.documentElement.scrollWidth} > ${window.innerWidth}`);
-    for (const host of document.querySelectorAll(sel)) {
+    for (const host of Array.from(document.querySelectorAll(sel))) {
       const root = host.shadowRoot;
       if (!root) continue;
       if (host.scrollWidth > host.clientWidth + 1) out.push(`${host.id || sel}: ${host.scrollWidth} > ${host.clientWidth}`);
-      for (const el of root.querySelectorAll<HTMLElement>('.root, .output, .entries, .entry, pre, .chain, .link, .steps, .step, form, .machinery, .resolve')) {
+      for (const el of Array.from(root.querySelectorAll<HTMLElement>('.root, .output, .entries, .entry, pre, .chain, .link, .steps, .step, form, .machinery, .resolve'))) {
         if (el.getClientRects().length === 0) continue; // not rendered (a closed details)
         if (el.scrollWidth > el.clientWidth + 1) out.push(`${host.id || sel} ${el.tagName.toLowerCase()}.${el.className}: ${el.scrollWidth} > ${el.clientWidth}`);
       }
