@@ -71,7 +71,7 @@ export class CtrlrunTryIt extends HTMLElement {
   #observer: IntersectionObserver | null = null;
   #queue: Promise<void> = Promise.resolve();
   #current = 0;
-  /** The guide action whose values are in the form (its step gets the verdict). */
+  /** The guide action whose values are in the form (after it runs, the next one gets the focus). */
   #filled: string | null = null;
   #requestId: string | null = null;
   #approvalId: string | null = null;
@@ -216,7 +216,11 @@ export class CtrlrunTryIt extends HTMLElement {
     await old?.store.close();
     this.#ui.entries.replaceChildren();
     this.#requestId = this.#approvalId = null;
-    this.#ui.requestId.value = '';
+    this.#filled = null;
+    for (const input of [this.#ui.paymentId, this.#ui.amount, this.#ui.approvalId, this.#ui.requestId]) input.value = '';
+    this.#ui.loseReply.checked = false;
+    this.#ui.latest.textContent = '';
+    this.#renderSteps();
     await this.#boot();
     this.#log({ kind: 'note', text: `a new policy: a fresh store under ${this.#live!.tryIt.policyHash}` });
   }
@@ -309,7 +313,6 @@ export class CtrlrunTryIt extends HTMLElement {
             }),
           ),
           h('p', { class: 'watch' }, h('strong', {}, 'Watch for: '), step.watch),
-          h('ul', { class: 'verdicts', 'aria-label': `What step ${step.n} did` }),
         );
         const head = h('button', { type: 'button', class: 'step-head', 'aria-expanded': 'false', 'aria-controls': `step-${step.n}-body` }, h('span', { class: 'n' }, `${step.n}.`), step.title, h('span', { class: 'done' }));
         head.addEventListener('click', () => this.#setCurrent(i));
@@ -386,7 +389,7 @@ export class CtrlrunTryIt extends HTMLElement {
       this.#requestId = item.result.request_id;
       ui.requestId.value = item.result.request_id;
     }
-    this.#log(item, filled);
+    this.#log(item);
     if (item.kind === 'refund') await this.#showChain();
     this.#advance(filled);
   }
@@ -399,7 +402,7 @@ export class CtrlrunTryIt extends HTMLElement {
       this.#approvalId = item.result.approval_id;
       this.#ui.approvalId.value = item.result.approval_id;
     }
-    this.#log(item, filled);
+    this.#log(item);
     this.#advance(filled);
   }
 
@@ -446,7 +449,7 @@ export class CtrlrunTryIt extends HTMLElement {
     requestAnimationFrame(() => (region.textContent = text));
   }
 
-  #log(item: LogItem, filled: string | null = null): void {
+  #log(item: LogItem): void {
     const li = entryElement(item);
     if (item.kind === 'refund') li.append(this.#machinery(item.request, item.result.receipt as Record<string, unknown> | undefined, item.result.outcome));
     if (item.kind === 'approve') li.append(this.#grantMachinery(item.result.action_hash));
@@ -462,11 +465,6 @@ export class CtrlrunTryIt extends HTMLElement {
     this.#ui.latest.dataset['outcome'] = li.dataset['outcome'] ?? '';
     const calls = item.kind === 'refund' ? ` Remote refund calls for ${item.request.payment_id}: ${item.result.remote_calls}.` : '';
     this.#say(`${entry.title}.${calls}`);
-    const at = filled === null ? undefined : ACTIONS.find((x) => x.action.id === filled);
-    if (at) {
-      const verdicts = this.#stepItem(at.step).querySelector('.verdicts');
-      verdicts?.append(h('li', { 'data-outcome': li.dataset['outcome'] ?? '' }, entry.title));
-    }
   }
 
   #copyable(label: string, text: string, cls: string): HTMLElement {

@@ -14,7 +14,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createTryIt, TRY_IT_OUTCOMES, TRY_IT_POLICY_YAML } from '@ctrlrun/kernel/try-it';
 import { createSqlJsStore } from '@ctrlrun/store-sqljs';
 import { GUIDE } from '../../playground/src/guide.js';
-import { SPEC } from './six-steps.js';
+import { expectStep, SPEC } from './six-steps.js';
 import { ARTIFACTS, BROWSER_TEST_TIMEOUT, describeInChromium, launchChromium, ROOT, serveStatic, type StaticServer } from './support.js';
 
 /** One entry of the output box, as the page shows it. */
@@ -142,14 +142,7 @@ describeInChromium('playground in Chromium', () => {
       const shown = await act(page, id);
       seen[id] = shown;
       const d = shown.data;
-      expect(d['outcome'], `step ${id}: ${shown.text}`).toBe(want.outcome);
-      if (want.remote !== undefined) expect(Number(d['remoteCalls']), `step ${id}: remote calls`).toBe(want.remote);
-      if (want.decision) expect(d['decision'], `step ${id}: decision`).toBe(want.decision);
-      if (want.result) expect(d['result'], `step ${id}: receipt result`).toBe(want.result);
-      if (want.reason) expect(d['reason'], `step ${id}: reason`).toBe(want.reason);
-      if (want.error) expect(d['error'], `step ${id}: error class`).toBe(want.error);
-      if (want.receipt === false) expect(d['result'], `step ${id}: no receipt`).toBeUndefined();
-      for (const name of want.names ?? []) expect(shown.text, `step ${id} names ${name}`).toContain(name);
+      expectStep(id, want, shown);
       if (id === '2a') {
         requestId = d['requestId'] ?? '';
         expect(requestId).toMatch(/^apr_[0-9a-f]{32}$/);

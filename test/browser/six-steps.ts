@@ -1,3 +1,5 @@
+import { expect } from 'vitest';
+
 /**
  * Spec 04 §4's six steps as the browser tests click them (the playground page and the
  * `<ctrlrun-try-it>` element): what each guided action must show, keyed by the guide's action ids.
@@ -46,3 +48,16 @@ export const RULE: Readonly<Record<string, string>> = {
   '5b': 'rule[0]',
   '6': 'rule[0]',
 };
+
+/** Spec 04 §4's expectations for one guided action. */
+export function expectStep(id: string, want: Expected, shown: { data: Record<string, string | undefined>; text: string }): void {
+  const d = shown.data;
+  expect(d['outcome'], `step ${id}: ${shown.text}`).toBe(want.outcome);
+  if (want.remote !== undefined) expect(Number(d['remoteCalls']), `step ${id}: remote calls`).toBe(want.remote);
+  if (want.decision) expect(d['decision'], `step ${id}: decision`).toBe(want.decision);
+  if (want.result) expect(d['result'], `step ${id}: receipt result`).toBe(want.result);
+  if (want.reason) expect(d['reason'], `step ${id}: reason`).toBe(want.reason);
+  if (want.error) expect(d['error'], `step ${id}: error class`).toBe(want.error);
+  if (want.receipt === false) expect(d['result'], `step ${id}: no receipt`).toBeUndefined();
+  for (const name of want.names ?? []) expect(shown.text, `step ${id} names ${name}`).toContain(name);
+}

@@ -6,15 +6,14 @@
  * overflowing sideways. Screenshots go to `test-artifacts/`; timings are reported, not asserted.
  */
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildWidget } from '../../playground/widget/build.js';
-import { SPEC } from './six-steps.js';
-import { ARTIFACTS, BROWSER_TEST_TIMEOUT, describeInChromium, launchChromium, ROOT, serveStatic, type StaticServer } from './support.js';
-import { act, currentStepUncovered, expectStep, openAllDetails, overflowing, ready, seriousViolations } from './widget-support.js';
+import { expectStep, SPEC } from './six-steps.js';
+import { ARTIFACTS, BROWSER_TEST_TIMEOUT, describeInChromium, ROOT } from './support.js';
+import { act, currentStepUncovered, openAllDetails, overflowing, ready, seriousViolations, startSession, type ChromiumSession } from './widget-support.js';
 
 const EXAMPLE = join(ROOT, 'examples', 'vitepress');
 const VITEPRESS = join(EXAMPLE, 'node_modules', 'vitepress', 'bin', 'vitepress.js');
@@ -33,24 +32,7 @@ function run(cmd: string, args: string[], cwd: string): Promise<string> {
 }
 
 let site = '';
-let server: StaticServer;
-let browser: Browser;
-const contexts: BrowserContext[] = [];
-const metrics: Record<string, unknown> = {};
-const outside: string[] = [];
-
-async function open(path: string, options: { width: number; height: number; colorScheme: 'light' | 'dark' }): Promise<Page> {
-  const context = await browser.newContext({ viewport: { width: options.width, height: options.height }, colorScheme: options.colorScheme });
-  context.setDefaultTimeout(60_000);
-  contexts.push(context);
-  const page = await context.newPage();
-  page.on('request', (r) => {
-    if (!r.url().startsWith(server.origin + '/')) outside.push(r.url());
-  });
-  page.on('pageerror', (e) => outside.push(`page error: ${e.message}`));
-  await page.goto(`${server.url}${path}`);
-  return page;
-}
+let session: ChromiumSession;
 
 if (!existsSync(VITEPRESS)) {
   describe.skip(`the VitePress docs example — skipped: VitePress is not installed in examples/vitepress (cd examples/vitepress && npm install)`, () => {
@@ -64,39 +46,33 @@ if (!existsSync(VITEPRESS)) {
       site = mkdtempSync(join(tmpdir(), 'ctrlrun-vitepress-'));
       const t0 = performance.now();
       await run(process.execPath, [VITEPRESS, 'build', 'docs', '--outDir', site], EXAMPLE);
-      metrics['vitepressBuildMs'] = Math.round(performance.now() - t0);
-      server = await serveStatic(site, '/');
-      browser = await launchChromium();
+      session = await startSession(site, '/', 'widget-docs-metrics.json');
+      session.metrics['vitepressBuildMs'] = Math.round(performance.now() - t0);
     }, BUILD_TIMEOUT);
 
     afterAll(async () => {
-      for (const c of contexts) await c.close().catch(() => undefined);
-      await browser?.close();
-      await server?.close();
+      await session?.close();
       if (site) rmSync(site, { recursive: true, force: true });
-      mkdirSync(ARTIFACTS, { recursive: true });
-      writeFileSync(join(ARTIFACTS, 'widget-docs-metrics.json'), `${JSON.stringify(metrics, null, 2)}\n`);
-      console.log(`widget docs metrics: ${JSON.stringify(metrics)}`);
     }, BROWSER_TEST_TIMEOUT);
 
     it('the Markdown page renders the element and step 1 runs', async () => {
-      const page = await open('index.html', { width: 1280, height: 800, colorScheme: 'light' });
+      const page = await session.open('index.html', { width: 1280, height: 800, colorScheme: 'light' });
       const w = page.locator('ctrlrun-try-it');
       await expect.poll(() => w.locator('.step').count(), { timeout: 60_000 }).toBe(6);
       await ready(w);
-      metrics['readyMsFromNavigation'] = Number(await w.getAttribute('data-ready-at'));
+      session.metrics['readyMsFromNavigation'] = Number(await w.getAttribute('data-ready-at'));
       const shown = await act(w, '1');
       expectStep('1', SPEC[0]![1], shown);
       expect(await seriousViolations(page, ROOT), 'axe, on the page with the element').toEqual([]);
       mkdirSync(ARTIFACTS, { recursive: true });
       await page.screenshot({ path: join(ARTIFACTS, 'widget-vitepress.png'), fullPage: true });
-      expect(outside).toEqual([]);
+      expect(session.outside).toEqual([]);
     });
 
     for (const colorScheme of ['light', 'dark'] as const) {
       it(`two elements on one page, two stores: the six steps in each, page in ${colorScheme}, 375 px wide`, async () => {
-        const wasmBefore = server.requested.filter((p) => p.endsWith('.wasm')).length;
-        const page = await open('twice.html', { width: 375, height: 740, colorScheme });
+        const wasmBefore = session.server.requested.filter((p) => p.endsWith('.wasm')).length;
+        const page = await session.open('twice.html', { width: 375, height: 740, colorScheme });
         for (const id of ['#first', '#second']) {
           const w = page.locator(id);
           await w.scrollIntoViewIfNeeded();
@@ -112,13 +88,13 @@ if (!existsSync(VITEPRESS)) {
         const counts = await page.locator('ctrlrun-try-it .chain-verdict').evaluateAll((ps) => ps.map((p) => (p as HTMLElement).dataset['count']));
         expect(counts[0]).toBe(counts[1]);
         expect(Number(counts[0])).toBe(8);
-        expect(server.requested.filter((p) => p.endsWith('.wasm')).length - wasmBefore, 'one wasm fetch for both elements').toBe(1);
+        expect(session.server.requested.filter((p) => p.endsWith('.wasm')).length - wasmBefore, 'one wasm fetch for both elements').toBe(1);
         for (const id of ['#first', '#second']) await openAllDetails(page.locator(id));
         expect(await overflowing(page)).toEqual([]);
         await page.screenshot({ path: join(ARTIFACTS, `widget-vitepress-twice-375-${colorScheme}.png`), fullPage: true });
         await page.locator('#first').screenshot({ path: join(ARTIFACTS, `widget-vitepress-first-375-${colorScheme}.png`) });
         await page.locator('#second').screenshot({ path: join(ARTIFACTS, `widget-vitepress-second-375-${colorScheme}.png`) });
-        expect(outside).toEqual([]);
+        expect(session.outside).toEqual([]);
       });
     }
   });

@@ -3,12 +3,12 @@
  * clicking a guided action in one element, and reading what it shows. Locators are scoped to
  * one element (Playwright's CSS pierces open shadow roots), so two elements on a page never mix.
  */
-import { readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
-import type { Locator, Page } from 'playwright-core';
+import type { Browser, BrowserContext, Locator, Page } from 'playwright-core';
 import { expect } from 'vitest';
-import type { Expected } from './six-steps.js';
+import { ARTIFACTS, launchChromium, serveStatic, type StaticServer } from './support.js';
 
 /** One output entry as the element shows it. */
 export interface Shown {
@@ -75,19 +75,6 @@ export async function formOf(w: Locator) {
   };
 }
 
-/** Spec 04 §4's expectations for one guided action. */
-export function expectStep(id: string, want: Expected, shown: Shown): void {
-  const d = shown.data;
-  expect(d['outcome'], `step ${id}: ${shown.text}`).toBe(want.outcome);
-  if (want.remote !== undefined) expect(Number(d['remoteCalls']), `step ${id}: remote calls`).toBe(want.remote);
-  if (want.decision) expect(d['decision'], `step ${id}: decision`).toBe(want.decision);
-  if (want.result) expect(d['result'], `step ${id}: receipt result`).toBe(want.result);
-  if (want.reason) expect(d['reason'], `step ${id}: reason`).toBe(want.reason);
-  if (want.error) expect(d['error'], `step ${id}: error class`).toBe(want.error);
-  if (want.receipt === false) expect(d['result'], `step ${id}: no receipt`).toBeUndefined();
-  for (const name of want.names ?? []) expect(shown.text, `step ${id} names ${name}`).toContain(name);
-}
-
 /**
  * Elements inside the element (and the page itself) wider than their box: every output
  * container, entry, pre, chain row. Empty when nothing is clipped or scrolls sideways.
@@ -125,7 +112,8 @@ export async function currentStepInView(w: Locator): Promise<{ step: string | nu
     const latest = host.shadowRoot?.querySelector<HTMLElement>('.latest');
     if (!li || !latest) return { step: null, inView: false, latestInView: false, box: 'no current step' };
     const r = li.getBoundingClientRect();
-    return { step: li.dataset['step'] ?? null, inView: inView(r), latestInView: inView(latest.getBoundingClientRect()), box: `${r.top}..${r.bottom} of ${window.innerHeight}` };
+    const l = latest.getBoundingClientRect();
+    return { step: li.dataset['step'] ?? null, inView: inView(r), latestInView: inView(l), box: `step ${r.top}..${r.bottom}, latest ${l.top}..${l.bottom} of ${window.innerHeight}` };
   });
 }
 
@@ -162,4 +150,53 @@ export async function currentStepUncovered(w: Locator): Promise<{ step: string |
     const top = y >= 0 && y < window.innerHeight ? document.elementFromPoint(x, y) : null;
     return { step: li.dataset['step'] ?? null, uncovered: top === host, at: `${Math.round(y)}: ${top ? `${top.tagName.toLowerCase()}.${String(top.className)}` : 'outside the viewport'}` };
   });
+}
+
+/** A browser and a static server for one test file, with what its pages did. */
+export interface ChromiumSession {
+  readonly server: StaticServer;
+  readonly browser: Browser;
+  /** Timings and sizes, written to `test-artifacts/<name>` and printed when the session closes. */
+  readonly metrics: Record<string, unknown>;
+  /** Requests that left the test server, and page errors (a test expects this empty). */
+  readonly outside: string[];
+  /** A page in a fresh context (its own storage), at `path` under the server. */
+  open(path: string, options?: { width?: number; height?: number; colorScheme?: 'light' | 'dark' }): Promise<Page>;
+  close(): Promise<void>;
+}
+
+/** Serves `dir` under `prefix` and launches Chromium; `close()` reports the metrics as `artifact`. */
+export async function startSession(dir: string, prefix: string, artifact: string): Promise<ChromiumSession> {
+  const server = await serveStatic(dir, prefix);
+  const browser = await launchChromium();
+  const contexts: BrowserContext[] = [];
+  const metrics: Record<string, unknown> = {};
+  const outside: string[] = [];
+  return {
+    server,
+    browser,
+    metrics,
+    outside,
+    async open(path, options = {}) {
+      const context = await browser.newContext({ viewport: { width: options.width ?? 720, height: options.height ?? 600 }, colorScheme: options.colorScheme ?? 'light' });
+      context.setDefaultTimeout(60_000);
+      contexts.push(context);
+      const page = await context.newPage();
+      page.on('request', (r) => {
+        if (!r.url().startsWith(server.origin + '/')) outside.push(r.url());
+      });
+      page.on('pageerror', (e) => outside.push(`page error: ${e.message}`));
+      await page.goto(`${server.url}${path}`);
+      return page;
+    },
+    async close() {
+      for (const c of contexts) await c.close().catch(() => undefined);
+      metrics['chromium'] = browser.version();
+      await browser.close();
+      await server.close();
+      mkdirSync(ARTIFACTS, { recursive: true });
+      writeFileSync(join(ARTIFACTS, artifact), `${JSON.stringify(metrics, null, 2)}\n`);
+      console.log(`${artifact}: ${JSON.stringify(metrics)}`);
+    },
+  };
 }

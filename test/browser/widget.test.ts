@@ -10,44 +10,27 @@ import { createHash } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { GUIDE } from '../../playground/src/guide.js';
 import { buildWidget } from '../../playground/widget/build.js';
-import { RULE, SPEC } from './six-steps.js';
-import { ARTIFACTS, BROWSER_TEST_TIMEOUT, describeInChromium, launchChromium, ROOT, serveStatic, type StaticServer } from './support.js';
-import { act, currentStepInView, expectStep, formOf, gz, newest, openAllDetails, overflowing, ready, seriousViolations, widgetPage } from './widget-support.js';
+import { expectStep, RULE, SPEC } from './six-steps.js';
+import { ARTIFACTS, BROWSER_TEST_TIMEOUT, describeInChromium, ROOT } from './support.js';
+import { act, currentStepInView, formOf, gz, newest, openAllDetails, overflowing, ready, seriousViolations, startSession, widgetPage, type ChromiumSession } from './widget-support.js';
 
 let dist = '';
-let server: StaticServer;
-let browser: Browser;
-const contexts: BrowserContext[] = [];
-const metrics: Record<string, unknown> = {};
-/** Requests outside the test server, and page errors (must stay empty). */
-const outside: string[] = [];
-
-async function freshPage(path: string, options: { width?: number; height?: number; colorScheme?: 'light' | 'dark' } = {}): Promise<Page> {
-  const context = await browser.newContext({ viewport: { width: options.width ?? 720, height: options.height ?? 600 }, colorScheme: options.colorScheme ?? 'light' });
-  context.setDefaultTimeout(60_000);
-  contexts.push(context);
-  const page = await context.newPage();
-  page.on('request', (r) => {
-    if (!r.url().startsWith(server.origin + '/')) outside.push(r.url());
-  });
-  page.on('pageerror', (e) => outside.push(`page error: ${e.message}`));
-  await page.goto(`${server.url}${path}`);
-  return page;
-}
+let session: ChromiumSession;
+const freshPage: ChromiumSession['open'] = (path, options) => session.open(path, options);
 
 describeInChromium('<ctrlrun-try-it> in Chromium', () => {
   beforeAll(async () => {
     dist = mkdtempSync(join(tmpdir(), 'ctrlrun-widget-'));
     const built = await buildWidget(dist);
-    metrics['size'] = { module: gz(built.module), wasm: gz(built.wasm) };
+    const size = { module: gz(built.module), wasm: gz(built.wasm) };
     writeFileSync(join(dist, 'one.html'), widgetPage(['<ctrlrun-try-it id="a"></ctrlrun-try-it>']));
     writeFileSync(join(dist, 'dark.html'), widgetPage(['<ctrlrun-try-it id="a" theme="dark"></ctrlrun-try-it>']));
     writeFileSync(join(dist, 'below.html'), widgetPage(['<ctrlrun-try-it id="a"></ctrlrun-try-it>'], { before: '<p style="height: 3000px">A long page above the element.</p>' }));
     writeFileSync(join(dist, 'two.html'), widgetPage(['<ctrlrun-try-it id="a" theme="light"></ctrlrun-try-it>', '<ctrlrun-try-it id="b" theme="dark" layout="full"></ctrlrun-try-it>']));
+    writeFileSync(join(dist, 'full.html'), widgetPage(['<ctrlrun-try-it id="a" layout="full"></ctrlrun-try-it>']));
     writeFileSync(join(dist, 'policy.yaml'), 'schema: ctrlrun.policy/v2\nactions:\n  stripe.refund:\n    effect: "refund:{payment_id}"\n    rules:\n      - when: { amount_lte: 100 }\n        decision: allow\n      - decision: approve\n');
     writeFileSync(
       join(dist, 'policies.html'),
@@ -62,19 +45,13 @@ describeInChromium('<ctrlrun-try-it> in Chromium', () => {
         '<ctrlrun-try-it id="bad" policy="schema: ctrlrun.policy/v2&#10;actions: 7"></ctrlrun-try-it>',
       ]),
     );
-    server = await serveStatic(dist, '/w/');
-    browser = await launchChromium();
+    session = await startSession(dist, '/w/', 'widget-metrics.json');
+    session.metrics['size'] = size;
   }, BROWSER_TEST_TIMEOUT);
 
   afterAll(async () => {
-    for (const c of contexts) await c.close().catch(() => undefined);
-    await browser?.close();
-    await server?.close();
+    await session?.close();
     if (dist) rmSync(dist, { recursive: true, force: true });
-    mkdirSync(ARTIFACTS, { recursive: true });
-    metrics['chromium'] = browser?.version();
-    writeFileSync(join(ARTIFACTS, 'widget-metrics.json'), `${JSON.stringify(metrics, null, 2)}\n`);
-    console.log(`widget metrics: ${JSON.stringify(metrics)}`);
   }, BROWSER_TEST_TIMEOUT);
 
   it('fetches the wasm only when the element comes into view', async () => {
@@ -84,7 +61,7 @@ describeInChromium('<ctrlrun-try-it> in Chromium', () => {
     // Rendered (steps, form) before the kernel starts; the wasm waits.
     expect(await w.locator('.step').count()).toBe(GUIDE.length);
     await page.waitForTimeout(1000);
-    const wasm = () => server.requested.filter((p) => p.endsWith('.wasm')).length;
+    const wasm = () => session.server.requested.filter((p) => p.endsWith('.wasm')).length;
     const before = wasm();
     expect(await w.getAttribute('data-state')).toBeNull();
     await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
@@ -92,14 +69,14 @@ describeInChromium('<ctrlrun-try-it> in Chromium', () => {
     await w.scrollIntoViewIfNeeded();
     await ready(w);
     expect(wasm() - before, 'the wasm, once').toBe(1);
-    expect(outside).toEqual([]);
+    expect(session.outside).toEqual([]);
   });
 
   it('runs the six steps at 720×600: current step in view, nothing overflowing sideways, the machinery behind each step', async () => {
     const page = await freshPage('one.html');
     const w = page.locator('#a');
     await ready(w);
-    metrics['readyMs'] = Number(await w.getAttribute('data-ready-at'));
+    session.metrics['readyMs'] = Number(await w.getAttribute('data-ready-at'));
     let requestId = '';
     const seen: Record<string, Awaited<ReturnType<typeof act>>> = {};
     for (const [id, want] of SPEC) {
@@ -157,7 +134,11 @@ describeInChromium('<ctrlrun-try-it> in Chromium', () => {
     mkdirSync(ARTIFACTS, { recursive: true });
     await page.screenshot({ path: join(ARTIFACTS, 'widget-720x600.png') });
     await page.screenshot({ path: join(ARTIFACTS, 'widget-720x600-full.png'), fullPage: true });
-    expect(outside).toEqual([]);
+    // One entry with only its machinery open, for a reader of the artifacts.
+    await seen['2c']!.li.evaluate((li) => li.querySelectorAll('details').forEach((d) => (d.open = d.classList.contains('machinery-details'))));
+    await seen['2c']!.li.locator('.machinery-details').evaluate((d) => d.scrollIntoView({ block: 'start' }));
+    await w.locator('.output').screenshot({ path: join(ARTIFACTS, 'widget-720x600-machinery.png') });
+    expect(session.outside).toEqual([]);
   });
 
   it('the operator resolves the AMBIGUOUS effect: committed makes the retry a duplicate; failed lets it run again', async () => {
@@ -201,6 +182,9 @@ describeInChromium('<ctrlrun-try-it> in Chromium', () => {
       const page = await freshPage(path, { colorScheme: scheme });
       const w = page.locator('#a');
       await ready(w);
+      // theme="auto" follows prefers-color-scheme; theme="dark" is dark under a light preference too.
+      const dark = path === 'dark.html' || scheme === 'dark';
+      expect(await w.evaluate((host) => getComputedStyle(host).backgroundColor), `${path} ${scheme}`).toBe(dark ? 'rgb(13, 17, 23)' : 'rgb(255, 255, 255)');
       expect(await seriousViolations(page, ROOT), `${path} ${scheme}, fresh`).toEqual([]);
       for (const [id] of SPEC) await act(w, id);
       await openAllDetails(w);
@@ -277,11 +261,40 @@ describeInChromium('<ctrlrun-try-it> in Chromium', () => {
     }
   });
 
+  it('a new policy attribute on a running element: a fresh store under it', async () => {
+    const page = await freshPage('one.html');
+    const w = page.locator('#a');
+    await ready(w);
+    expect((await act(w, '1')).data['outcome']).toBe('executed');
+    await w.evaluate((host) => host.setAttribute('policy', './policy.yaml'));
+    await expect.poll(() => w.locator('.entries > li').first().innerText(), { timeout: 60_000 }).toMatch(/a new policy: a fresh store under sha256:/);
+    await ready(w);
+    expect(await w.locator('.chain-verdict').getAttribute('data-count')).toBe('0');
+    // The same refund again is not a duplicate (a fresh store) and now needs a human (the new policy).
+    expect((await act(w, '1')).data['outcome']).toBe('approval_required');
+  });
+
+  it('layout="full" puts the steps beside the work when there is room', async () => {
+    const page = await freshPage('full.html', { width: 1280, height: 900 });
+    const w = page.locator('#a');
+    await ready(w);
+    const steps = await w.locator('.steps').boundingBox();
+    const form = await w.locator('form.refund').boundingBox();
+    expect(steps!.x + steps!.width).toBeLessThanOrEqual(form!.x);
+    for (const [id] of SPEC) await act(w, id);
+    expect(await overflowing(page)).toEqual([]);
+    await page.screenshot({ path: join(ARTIFACTS, 'widget-full-1280.png'), fullPage: true });
+    // The same element in a narrow frame falls back to one column.
+    await page.setViewportSize({ width: 720, height: 600 });
+    const narrowSteps = await w.locator('.steps').boundingBox();
+    expect(narrowSteps!.y + narrowSteps!.height).toBeLessThanOrEqual((await w.locator('form.refund').boundingBox())!.y);
+  });
+
   it('measures ready, the first step and the six steps inside the page', async () => {
     const page = await freshPage('one.html');
     const w = page.locator('#a');
     await ready(w);
-    metrics['readyMsFromNavigation'] = Number(await w.getAttribute('data-ready-at'));
+    session.metrics['readyMsFromNavigation'] = Number(await w.getAttribute('data-ready-at'));
     const plan = SPEC.map(([id]) => [id, id === '2b' ? 'button.approve' : 'button.run'] as const);
     const times = await w.evaluate(async (host, steps) => {
       const root = host.shadowRoot!;
@@ -311,8 +324,8 @@ describeInChromium('<ctrlrun-try-it> in Chromium', () => {
     }, plan);
     const outcomes = await w.locator('.entries > li').evaluateAll((lis) => lis.map((li) => (li as HTMLElement).dataset['outcome']));
     expect(outcomes).toEqual(SPEC.map(([, want]) => want.outcome));
-    metrics['firstStepMs'] = Math.round(times.each[0]! * 10) / 10;
-    metrics['sixStepsInPageMs'] = Math.round(times.total * 10) / 10;
-    metrics['perActionMs'] = times.each.map((t) => Math.round(t * 10) / 10);
+    session.metrics['firstStepMs'] = Math.round(times.each[0]! * 10) / 10;
+    session.metrics['sixStepsInPageMs'] = Math.round(times.total * 10) / 10;
+    session.metrics['perActionMs'] = times.each.map((t) => Math.round(t * 10) / 10);
   });
 });
