@@ -5,7 +5,7 @@
  */
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { gzipSync } from 'node:zlib';
+import { brotliCompressSync, gzipSync } from 'node:zlib';
 import type { Browser, BrowserContext, Locator, Page } from 'playwright-core';
 import { expect } from 'vitest';
 import { ARTIFACTS, launchChromium, serveStatic, type StaticServer } from './support.js';
@@ -117,10 +117,10 @@ export async function currentStepInView(w: Locator): Promise<{ step: string | nu
   });
 }
 
-/** `{ bytes, gzip }` of a file. */
-export function gz(file: string): { bytes: number; gzip: number } {
+/** `{ bytes, gzip, brotli }` of a file (gzip -9; brotli at its default quality, as static hosts serve it). */
+export function gz(file: string): { bytes: number; gzip: number; brotli: number } {
   const data = readFileSync(file);
-  return { bytes: data.length, gzip: gzipSync(data, { level: 9 }).length };
+  return { bytes: data.length, gzip: gzipSync(data, { level: 9 }).length, brotli: brotliCompressSync(data).length };
 }
 
 /** axe-core's source, injected into a page. */

@@ -25,7 +25,9 @@ describeInChromium('<ctrlrun-try-it> in Chromium', () => {
   beforeAll(async () => {
     dist = mkdtempSync(join(tmpdir(), 'ctrlrun-widget-'));
     const built = await buildWidget(dist);
-    const size = { module: gz(built.module), wasm: gz(built.wasm) };
+    const module = gz(built.module);
+    const wasm = gz(built.wasm);
+    const size = { module, wasm, totalGzip: module.gzip + wasm.gzip, totalBrotli: module.brotli + wasm.brotli };
     writeFileSync(join(dist, 'one.html'), widgetPage(['<ctrlrun-try-it id="a"></ctrlrun-try-it>']));
     writeFileSync(join(dist, 'dark.html'), widgetPage(['<ctrlrun-try-it id="a" theme="dark"></ctrlrun-try-it>']));
     writeFileSync(join(dist, 'below.html'), widgetPage(['<ctrlrun-try-it id="a"></ctrlrun-try-it>'], { before: '<p style="height: 3000px">A long page above the element.</p>' }));
@@ -70,6 +72,18 @@ describeInChromium('<ctrlrun-try-it> in Chromium', () => {
     await ready(w);
     expect(wasm() - before, 'the wasm, once').toBe(1);
     expect(session.outside).toEqual([]);
+  });
+
+  it('or on first use: focus inside an element still out of view starts it', async () => {
+    const page = await freshPage('below.html');
+    const w = page.locator('#a');
+    await page.waitForFunction(() => customElements.get('ctrlrun-try-it') !== undefined);
+    await page.waitForTimeout(500);
+    expect(await w.getAttribute('data-state')).toBeNull();
+    await w.evaluate((host) => host.shadowRoot!.querySelector<HTMLButtonElement>('button[data-fill="1"]')!.focus({ preventScroll: true }));
+    await ready(w);
+    expect(await page.evaluate(() => window.scrollY), 'still out of view').toBe(0);
+    expect(await w.evaluate((host) => host.getBoundingClientRect().top)).toBeGreaterThan(600);
   });
 
   it('runs the six steps at 720×600: current step in view, nothing overflowing sideways, the machinery behind each step', async () => {
