@@ -116,6 +116,11 @@ export class CtrlrunTryIt extends HTMLElement {
   disconnectedCallback(): void {
     this.#observer?.disconnect();
     this.#observer = null;
+    // Removed for good (not just moved, which reconnects at once): free the store's wasm memory.
+    // Put back later, the element starts over on a fresh store.
+    queueMicrotask(() => {
+      if (!this.isConnected) this.#serial(() => this.#close());
+    });
   }
 
   attributeChangedCallback(name: string, old: string | null, value: string | null): void {
@@ -214,15 +219,35 @@ export class CtrlrunTryIt extends HTMLElement {
     this.#live = null;
     this.#booting = null;
     await old?.store.close();
+    this.#clear();
+    await this.#boot();
+    this.#log({ kind: 'note', text: `a new policy: a fresh store under ${this.#live!.tryIt.policyHash}` });
+  }
+
+  async #close(): Promise<void> {
+    if (this.isConnected) return;
+    const live = this.#live ?? (this.#booting ? await this.#booting.catch(() => null) : null);
+    if (this.isConnected) return;
+    this.#live = null;
+    this.#booting = null;
+    await live?.store.close();
+    this.#clear();
+    this.dataset['state'] = 'closed';
+    this.#ui.status.textContent = 'Closed: this element was removed from the page. Put back, it starts over.';
+  }
+
+  /** Forgets the session's ids and output and goes back to step 1. */
+  #clear(): void {
     this.#ui.entries.replaceChildren();
+    this.#ui.chain.replaceChildren();
+    this.#ui.chainVerdict.textContent = 'no receipts yet';
+    this.#ui.chainVerdict.dataset['count'] = '0';
     this.#requestId = this.#approvalId = null;
     this.#filled = null;
     for (const input of [this.#ui.paymentId, this.#ui.amount, this.#ui.approvalId, this.#ui.requestId]) input.value = '';
     this.#ui.loseReply.checked = false;
     this.#ui.latest.textContent = '';
     this.#renderSteps();
-    await this.#boot();
-    this.#log({ kind: 'note', text: `a new policy: a fresh store under ${this.#live!.tryIt.policyHash}` });
   }
 
   // ---------------------------------------------------------------------------- building

@@ -288,6 +288,34 @@ describeInChromium('<ctrlrun-try-it> in Chromium', () => {
     expect((await act(w, '1')).data['outcome']).toBe('approval_required');
   });
 
+  it('removed from the page, it closes its store; moved, it keeps it; put back, it starts over', async () => {
+    const page = await freshPage('one.html');
+    const w = page.locator('#a');
+    await ready(w);
+    await act(w, '1');
+    // Moved (removed and added in one task): the same session.
+    await page.evaluate(() => {
+      const host = document.querySelector('#a')!;
+      document.body.append(host);
+    });
+    await page.evaluate(() => new Promise((r) => setTimeout(r, 50)));
+    expect(await w.getAttribute('data-state')).toBe('ready');
+    expect(await w.locator('.chain-verdict').getAttribute('data-count')).toBe('1');
+    // Removed: closed.
+    await page.evaluate(() => {
+      const host = document.querySelector('#a')!;
+      (window as unknown as { kept: Element }).kept = host;
+      host.remove();
+    });
+    await expect.poll(() => page.evaluate(() => (window as unknown as { kept: HTMLElement }).kept.dataset['state']), { timeout: 30_000 }).toBe('closed');
+    // Put back: a fresh store, step 1 runs again as a first refund.
+    await page.evaluate(() => document.querySelector('main')!.append((window as unknown as { kept: Element }).kept));
+    await ready(w);
+    expect(await w.locator('.entries > li').count()).toBe(0);
+    const again = await act(w, '1');
+    expect([again.data['outcome'], again.data['remoteCalls']]).toEqual(['executed', '1']);
+  });
+
   it('layout="full" puts the steps beside the work when there is room', async () => {
     const page = await freshPage('full.html', { width: 1280, height: 900 });
     const w = page.locator('#a');
