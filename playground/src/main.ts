@@ -14,7 +14,8 @@ import { GUIDE, type GuideAction } from './guide.js';
 import { entryElement, h } from './dom.js';
 import { formatMinor, parseAmount } from './input.js';
 import { emptyState, forgetStore, indexedDbKeeper, memoryKeeper, type Keeper, type LogItem, type PageState } from './kept.js';
-import { approveRequest, chainView, errorOf, runRefundForm } from './session.js';
+import { errorOf } from './render.js';
+import { approveRequest, chainView, runRefundForm } from './session.js';
 import './style.css';
 
 /** The IndexedDB database the store lives in. */

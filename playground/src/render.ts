@@ -160,6 +160,12 @@ export function renderResolve(req: ResolveRequest, res: ResolveResult): Entry {
   };
 }
 
+/** `{ name, message }` of anything thrown. */
+export function errorOf(err: unknown): { name: string; message: string } {
+  if (err instanceof Error) return { name: err.name, message: err.message };
+  return { name: 'Error', message: String(err) };
+}
+
 /** Renders input the page or the kernel refused before anything ran. */
 export function renderRefused(asked: string, error: { name?: string; message: string }): Entry {
   const cls = error.name && error.name !== 'Error' ? `${error.name}: ` : '';

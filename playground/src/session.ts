@@ -10,12 +10,7 @@ import { GENESIS_HASH, verifyChain, type ChainReport, type ReceiptRow, type Stat
 import type { ResolveRequest, TryIt } from '@ctrlrun/kernel/try-it';
 import { parseRefund, type FormText } from './input.js';
 import type { LogItem } from './kept.js';
-
-/** `{ name, message }` of anything thrown. */
-export function errorOf(err: unknown): { name: string; message: string } {
-  if (err instanceof Error) return { name: err.name, message: err.message };
-  return { name: 'Error', message: String(err) };
-}
+import { errorOf } from './render.js';
 
 /** Reads the form and runs the refund; input that cannot be a request (or a made-up approval id) is refused before anything is written. */
 export async function runRefundForm(tryIt: TryIt, store: Pick<StateStore, 'getApproval'>, form: FormText): Promise<LogItem> {

@@ -4,7 +4,7 @@
  * platform: a Node built-in anywhere in the graph fails the build. Class names are kept because
  * the kernel's errors take their `name` from their class and the element shows it.
  *
- *   node --import tsx playground/widget/build.ts [outDir]   (default playground/widget/dist)
+ *   node --import tsx playground/widget/build.ts [outDir] [--split]   (default playground/widget/dist)
  */
 import { copyFileSync, mkdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -29,13 +29,28 @@ const inlineCss: Plugin = {
   },
 };
 
-/** Builds into `outDir`; returns the two files' paths. */
-export async function buildWidget(outDir: string = join(here, 'dist')): Promise<{ module: string; wasm: string }> {
+/** What a build wrote. */
+export interface WidgetBuild {
+  /** The module a page loads (`ctrlrun-try-it.js`). */
+  module: string;
+  /** The wasm (`ctrlrun-sql.wasm`). */
+  wasm: string;
+  /** With `split`: the chunks the module imports when an element starts (the kernel side). */
+  chunks: string[];
+}
+
+/**
+ * Builds into `outDir`. By default one ES module with everything in it. With `split`, the module
+ * holds only the element (its DOM, the guide, the rendering) and imports the kernel side
+ * (`engine.ts`: the kernel, yaml, sql.js) as a chunk when an element starts, with the wasm.
+ */
+export async function buildWidget(outDir: string = join(here, 'dist'), options: { split?: boolean } = {}): Promise<WidgetBuild> {
   mkdirSync(outDir, { recursive: true });
-  const module = join(outDir, MODULE_FILE);
-  await build({
-    entryPoints: [join(here, 'element.ts')],
-    outfile: module,
+  const result = await build({
+    entryPoints: { 'ctrlrun-try-it': join(here, 'element.ts') },
+    outdir: outDir,
+    splitting: options.split === true,
+    chunkNames: 'ctrlrun-try-it-[hash]',
     bundle: true,
     format: 'esm',
     platform: 'browser',
@@ -45,14 +60,19 @@ export async function buildWidget(outDir: string = join(here, 'dist')): Promise<
     conditions: ['@ctrlrun/source', 'module'],
     legalComments: 'none',
     plugins: [inlineCss],
+    metafile: true,
     logLevel: 'warning',
   });
+  const written = Object.keys(result.metafile.outputs).map((f) => resolve(f));
+  const module = join(outDir, MODULE_FILE);
   const wasm = join(outDir, WASM_OUT);
   copyFileSync(join(dirname(require.resolve('sql.js')), 'sql-wasm-browser.wasm'), wasm);
-  return { module, wasm };
+  return { module, wasm, chunks: written.filter((f) => f !== resolve(module)) };
 }
 
 if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  const out = await buildWidget(process.argv[2] ? resolve(process.argv[2]) : undefined);
-  console.log(`built ${out.module} and ${out.wasm}`);
+  const args = process.argv.slice(2);
+  const dir = args.find((a) => !a.startsWith('--'));
+  const out = await buildWidget(dir ? resolve(dir) : undefined, { split: args.includes('--split') });
+  console.log(`built ${[out.module, ...out.chunks, out.wasm].join(', ')}`);
 }

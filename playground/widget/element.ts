@@ -14,16 +14,13 @@
  *
  * @module
  */
-import initSqlJs from 'sql.js';
-import type { Policy } from '@ctrlrun/kernel';
-import { createTryIt, TRY_IT_POLICY_YAML, type RefundRequest, type TryIt } from '@ctrlrun/kernel/try-it';
-import { createSqlJsStore, type SqlJsModule, type SqlJsStore } from '@ctrlrun/store-sqljs';
+import type { RefundRequest } from '@ctrlrun/kernel/try-it';
 import { entryElement, entryFor, h } from '../src/dom.js';
 import { GUIDE, type GuideAction } from '../src/guide.js';
 import { formatMinor, parseAmount } from '../src/input.js';
 import type { LogItem } from '../src/kept.js';
-import { canonicalAction, decidingRule, evaluateRule, policyOf, protectCall } from '../src/machinery.js';
-import { approveRequest, chainView, errorOf, resolveAs, runRefundForm } from '../src/session.js';
+import { errorOf } from '../src/render.js';
+import type { Live } from './engine.js';
 import { dedentAttribute, isPolicyUrl } from './policy-attribute.js';
 import css from './style.css?inline';
 
@@ -33,25 +30,15 @@ export const TAG = 'ctrlrun-try-it';
 /** The wasm's file name next to the built module. */
 export const WASM_FILE = 'ctrlrun-sql.wasm';
 
-/** One sql.js per wasm URL and page: the wasm is fetched and compiled once, however many elements. */
-const sqlModules = new Map<string, Promise<SqlJsModule>>();
-function sqlFor(wasmUrl: string): Promise<SqlJsModule> {
-  let found = sqlModules.get(wasmUrl);
-  if (!found) {
-    found = (initSqlJs({ locateFile: () => wasmUrl }) as Promise<unknown> as Promise<SqlJsModule>).catch((err: unknown) => {
-      sqlModules.delete(wasmUrl);
-      throw err;
-    });
-    sqlModules.set(wasmUrl, found);
-  }
-  return found;
-}
-
-/** What the element has once the kernel runs. */
-interface Live {
-  store: SqlJsStore;
-  tryIt: TryIt;
-  policy: Policy;
+/** The kernel side, loaded when an element starts (inlined in the one-file build, a chunk in the split one). */
+type Engine = typeof import('./engine.js');
+let engine: Promise<Engine> | null = null;
+function loadEngine(): Promise<Engine> {
+  engine ??= import('./engine.js').catch((err: unknown) => {
+    engine = null;
+    throw err;
+  });
+  return engine;
 }
 
 /** The flat list of the guide's actions, in order (the keyboard moves through it). */
@@ -67,6 +54,8 @@ export class CtrlrunTryIt extends HTMLElement {
   readonly #n = ++instances;
   #built = false;
   #live: Live | null = null;
+  /** Set once the kernel side has loaded (before any step runs). */
+  #engine: Engine | null = null;
   #booting: Promise<Live> | null = null;
   #observer: IntersectionObserver | null = null;
   #queue: Promise<void> = Promise.resolve();
@@ -160,26 +149,14 @@ export class CtrlrunTryIt extends HTMLElement {
     return attr ? new URL(attr, document.baseURI).href : new URL(`./${WASM_FILE}`, import.meta.url).href;
   }
 
-  async #policyText(): Promise<string> {
+  async #policyText(defaultYaml: string): Promise<string> {
     const attr = this.getAttribute('policy');
-    if (attr === null || attr.trim() === '') return TRY_IT_POLICY_YAML;
+    if (attr === null || attr.trim() === '') return defaultYaml;
     if (!isPolicyUrl(attr)) return dedentAttribute(attr);
     const url = new URL(attr.trim(), document.baseURI);
     const res = await fetch(url, { credentials: 'same-origin' });
     if (!res.ok) throw new Error(`the policy attribute names ${url.href}, which answered ${res.status} ${res.statusText}`.trim());
     return res.text();
-  }
-
-  async #open(policyYaml: string): Promise<Live> {
-    const SQL = await sqlFor(this.#wasmUrl());
-    const store = await createSqlJsStore({ SQL });
-    try {
-      const tryIt = createTryIt({ store, policyYaml });
-      return { store, tryIt, policy: policyOf(tryIt.policyYaml) };
-    } catch (err) {
-      await store.close();
-      throw err;
-    }
   }
 
   #boot(): Promise<Live> {
@@ -190,8 +167,10 @@ export class CtrlrunTryIt extends HTMLElement {
       this.dataset['state'] = 'loading';
       this.#ui.status.textContent = 'Starting the kernel in this tab…';
       this.#booting = (async () => {
-        const [policyYaml] = await Promise.all([this.#policyText(), sqlFor(this.#wasmUrl())]);
-        const live = await this.#open(policyYaml);
+        const eng = await loadEngine();
+        this.#engine = eng;
+        const [policyYaml] = await Promise.all([this.#policyText(eng.TRY_IT_POLICY_YAML), eng.sqlFor(this.#wasmUrl())]);
+        const live = await eng.openLive(policyYaml, this.#wasmUrl());
         this.#live = live;
         this.#showPolicy();
         await this.#showChain();
@@ -409,7 +388,7 @@ export class CtrlrunTryIt extends HTMLElement {
     const ui = this.#ui;
     const live = await this.#boot();
     const filled = this.#filled;
-    const item = await runRefundForm(live.tryIt, live.store, { payment_id: ui.paymentId.value, amount: ui.amount.value, lose_reply: ui.loseReply.checked, approval_id: ui.approvalId.value });
+    const item = await this.#engine!.runRefundForm(live.tryIt, live.store, { payment_id: ui.paymentId.value, amount: ui.amount.value, lose_reply: ui.loseReply.checked, approval_id: ui.approvalId.value });
     if (item.kind === 'refund' && item.result.outcome === 'approval_required' && item.result.request_id) {
       this.#requestId = item.result.request_id;
       ui.requestId.value = item.result.request_id;
@@ -422,7 +401,7 @@ export class CtrlrunTryIt extends HTMLElement {
   async #onApprove(): Promise<void> {
     const live = await this.#boot();
     const filled = this.#filled === '2b' ? '2b' : null;
-    const item = await approveRequest(live.tryIt, this.#ui.requestId.value);
+    const item = await this.#engine!.approveRequest(live.tryIt, this.#ui.requestId.value);
     if (item.kind === 'approve') {
       this.#approvalId = item.result.approval_id;
       this.#ui.approvalId.value = item.result.approval_id;
@@ -433,7 +412,7 @@ export class CtrlrunTryIt extends HTMLElement {
 
   async #onResolve(effectKey: string, state: 'committed' | 'failed', group: HTMLElement): Promise<void> {
     const live = await this.#boot();
-    const item = await resolveAs(live.tryIt, effectKey, state);
+    const item = await this.#engine!.resolveAs(live.tryIt, effectKey, state);
     if (item.kind === 'resolve') {
       for (const b of this.#ui.entries.querySelectorAll<HTMLButtonElement>('.resolve button')) if (b.dataset['effect'] === effectKey) b.disabled = true;
     }
@@ -509,6 +488,7 @@ export class CtrlrunTryIt extends HTMLElement {
   /** What is behind a refund step: the hashed text, the rule that decided, the TypeScript. */
   #machinery(req: RefundRequest, receipt: Record<string, unknown> | undefined, outcome: string): HTMLElement {
     const live = this.#live!;
+    const { canonicalAction, decidingRule, evaluateRule, protectCall } = this.#engine!;
     const action = canonicalAction(req);
     const stated = typeof receipt?.['action_hash'] === 'string' ? receipt['action_hash'] : null;
     const rule = receipt && typeof receipt['decision_reason'] === 'string' ? decidingRule(live.policy, receipt['decision_reason'], String(receipt['decision'])) : evaluateRule(live.policy, req);
@@ -559,7 +539,7 @@ export class CtrlrunTryIt extends HTMLElement {
   /** The receipt chain as linked rows: each row's prev hash is the hash of the row above. */
   async #showChain(): Promise<void> {
     if (!this.#live) return;
-    const { rows, report } = await chainView(this.#live.store);
+    const { rows, report } = await this.#engine!.chainView(this.#live.store);
     const short = (v: string | null): string => (v === null ? '-' : v.length > 23 ? `${v.slice(0, 19)}…${v.slice(-4)}` : v);
     this.#ui.chain.replaceChildren(
       ...rows.map((row) => {

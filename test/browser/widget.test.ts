@@ -18,6 +18,7 @@ import { ARTIFACTS, BROWSER_TEST_TIMEOUT, describeInChromium, ROOT } from './sup
 import { act, currentStepInView, formOf, gz, newest, openAllDetails, overflowing, ready, seriousViolations, startSession, widgetPage, type ChromiumSession } from './widget-support.js';
 
 let dist = '';
+let splitFiles: string[] = [];
 let session: ChromiumSession;
 const freshPage: ChromiumSession['open'] = (path, options) => session.open(path, options);
 
@@ -47,6 +48,10 @@ describeInChromium('<ctrlrun-try-it> in Chromium', () => {
         '<ctrlrun-try-it id="bad" policy="schema: ctrlrun.policy/v2&#10;actions: 7"></ctrlrun-try-it>',
       ]),
     );
+    // The split build, for a page that wants less JavaScript before anyone scrolls to the element.
+    const split = await buildWidget(join(dist, 'split'), { split: true });
+    splitFiles = [split.module, ...split.chunks];
+    writeFileSync(join(dist, 'split', 'below.html'), widgetPage(['<ctrlrun-try-it id="a"></ctrlrun-try-it>'], { before: '<p style="height: 3000px">A long page above the element.</p>' }));
     session = await startSession(dist, '/w/', 'widget-metrics.json');
     session.metrics['size'] = size;
   }, BROWSER_TEST_TIMEOUT);
@@ -71,6 +76,27 @@ describeInChromium('<ctrlrun-try-it> in Chromium', () => {
     await w.scrollIntoViewIfNeeded();
     await ready(w);
     expect(wasm() - before, 'the wasm, once').toBe(1);
+    expect(session.outside).toEqual([]);
+  });
+
+  it('the split build: only the element\'s own code before it is in view; the kernel side and the wasm when it is', async () => {
+    const before = session.server.requested.length;
+    const page = await freshPage('split/below.html');
+    const w = page.locator('#a');
+    await page.waitForFunction(() => customElements.get('ctrlrun-try-it') !== undefined);
+    await page.waitForTimeout(1000);
+    const fetched = () => session.server.requested.slice(before).filter((p) => p.startsWith('/w/split/'));
+    const early = fetched().filter((p) => p.endsWith('.js'));
+    expect(fetched().filter((p) => p.endsWith('.wasm'))).toEqual([]);
+    expect(early).toContain('/w/split/ctrlrun-try-it.js');
+    const sizeOf = (paths: string[]) => paths.reduce((n, p) => n + gz(splitFiles.find((f) => f.endsWith(p.slice('/w/split/'.length)))!).gzip, 0);
+    const all = splitFiles.map((f) => `/w/split/${f.split('/').at(-1)}`);
+    expect(early.length).toBeLessThan(all.length);
+    await w.scrollIntoViewIfNeeded();
+    await ready(w);
+    expect(fetched().filter((p) => p.endsWith('.wasm'))).toHaveLength(1);
+    for (const [id, want] of SPEC) expectStep(id, want, await act(w, id));
+    session.metrics['split'] = { jsBeforeInViewGzip: sizeOf(early), jsFiles: early, jsAllGzip: sizeOf(all) };
     expect(session.outside).toEqual([]);
   });
 
