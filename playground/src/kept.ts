@@ -5,12 +5,13 @@
  *
  * @module
  */
-import type { ApproveRequest, ApproveResult, RefundRequest, RefundResult } from '@ctrlrun/kernel/try-it';
+import type { ApproveRequest, ApproveResult, RefundRequest, RefundResult, ResolveRequest, ResolveResult } from '@ctrlrun/kernel/try-it';
 
 /** One output entry as kept: the request and what came back (JSON), or the refusal. */
 export type LogItem =
   | { kind: 'refund'; request: RefundRequest; result: RefundResult }
   | { kind: 'approve'; request: ApproveRequest; result: ApproveResult }
+  | { kind: 'resolve'; request: ResolveRequest; result: ResolveResult }
   | { kind: 'refused'; asked: string; error: { name: string; message: string } }
   | { kind: 'note'; text: string };
 

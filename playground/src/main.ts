@@ -7,14 +7,15 @@
  */
 import initSqlJs from 'sql.js';
 import wasmUrl from 'sql.js/dist/sql-wasm-browser.wasm?url';
-import { verifyChain } from '@ctrlrun/kernel';
 import { runDemo } from '@ctrlrun/kernel/demo';
-import { createTryIt, TRY_IT_POLICY_YAML, type ApproveRequest, type RefundRequest, type RemoteCallCounter, type TryIt } from '@ctrlrun/kernel/try-it';
+import { createTryIt, TRY_IT_POLICY_YAML, type RemoteCallCounter, type TryIt } from '@ctrlrun/kernel/try-it';
 import { createSqlJsStore, indexedDbPersistence, type SqlJsModule, type SqlJsStore } from '@ctrlrun/store-sqljs';
 import { GUIDE, type GuideAction } from './guide.js';
-import { formatMinor, parseAmount, parseRefund } from './input.js';
+import { entryElement, h } from './dom.js';
+import { formatMinor, parseAmount } from './input.js';
 import { emptyState, forgetStore, indexedDbKeeper, memoryKeeper, type Keeper, type LogItem, type PageState } from './kept.js';
-import { renderApprove, renderRefund, renderRefused, type Entry } from './render.js';
+import { errorOf } from './render.js';
+import { approveRequest, chainView, runRefundForm } from './session.js';
 import './style.css';
 
 /** The IndexedDB database the store lives in. */
@@ -30,13 +31,6 @@ function el<T extends HTMLElement = HTMLElement>(id: string): T {
   const found = document.getElementById(id);
   if (!found) throw new Error(`the page has no #${id}`);
   return found as T;
-}
-
-function h<K extends keyof HTMLElementTagNameMap>(tag: K, attrs: Record<string, string> = {}, ...children: (Node | string)[]): HTMLElementTagNameMap[K] {
-  const node = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, v);
-  node.append(...children);
-  return node;
 }
 
 const ui = {
@@ -98,11 +92,6 @@ function serial(fn: () => Promise<void>): void {
   });
 }
 
-function errorOf(err: unknown): { name: string; message: string } {
-  if (err instanceof Error) return { name: err.name, message: err.message };
-  return { name: 'Error', message: String(err) };
-}
-
 /** The fake remote's counter, kept in the page's record. */
 function keptCounter(): RemoteCallCounter {
   return {
@@ -125,47 +114,8 @@ async function openStore(SQL: SqlJsModule, persistent: boolean): Promise<SqlJsSt
 
 // ------------------------------------------------------------------------------ output
 
-function entryFor(item: LogItem): Entry {
-  switch (item.kind) {
-    case 'refund':
-      return renderRefund(item.request, item.result);
-    case 'approve':
-      return renderApprove(item.request, item.result);
-    case 'refused':
-      return renderRefused(item.asked, item.error);
-    case 'note':
-      return { tone: 'ok', asked: 'the page', title: item.text, lines: [] };
-  }
-}
-
 function show(item: LogItem): void {
-  const entry = entryFor(item);
-  const li = h('li', { class: `entry tone-${entry.tone}` });
-  if (item.kind === 'refund') {
-    li.dataset['outcome'] = item.result.outcome;
-    li.dataset['remoteCalls'] = String(item.result.remote_calls);
-    if (item.result.error) li.dataset['error'] = item.result.error;
-    if (item.result.reason) li.dataset['reason'] = item.result.reason;
-    const receipt = item.result.receipt as Record<string, unknown> | undefined;
-    if (receipt) {
-      li.dataset['decision'] = String(receipt['decision']);
-      li.dataset['result'] = String(receipt['result']);
-      li.dataset['approvalId'] = String(receipt['approval_id']);
-    }
-    if (item.result.request_id) li.dataset['requestId'] = item.result.request_id;
-  } else if (item.kind === 'approve') {
-    li.dataset['outcome'] = 'approved';
-    li.dataset['approvalId'] = item.result.approval_id;
-    li.dataset['actionHash'] = item.result.action_hash;
-  } else {
-    li.dataset['outcome'] = item.kind;
-  }
-  li.append(h('p', { class: 'asked' }, `› ${entry.asked}`), h('p', { class: 'title' }, entry.title));
-  if (entry.lines.length) li.append(h('pre', { class: 'lines' }, entry.lines.join('\n')));
-  if (item.kind === 'refund' || item.kind === 'approve') {
-    li.append(h('details', {}, h('summary', {}, 'the JSON step() returned'), h('pre', { class: 'json' }, JSON.stringify(item.result, null, 2))));
-  }
-  ui.entries.append(li);
+  ui.entries.append(entryElement(item));
   ui.output.scrollTop = ui.output.scrollHeight;
 }
 
@@ -187,16 +137,10 @@ function shortId(v: unknown): string {
 
 async function showReceipts(): Promise<void> {
   if (!live) return;
-  const rows = await live.store.receipts();
-  const report = verifyChain(rows, await live.store.chainHead());
+  const { rows, report } = await chainView(live.store);
   ui.receipts.replaceChildren(
     ...rows.map((row) => {
-      let doc: Record<string, unknown> = {};
-      try {
-        if (row.json !== null) doc = JSON.parse(row.json) as Record<string, unknown>;
-      } catch {
-        // A row that does not parse is shown empty; verifyChain names it.
-      }
+      const doc = row.document;
       const args = (doc['arguments'] ?? {}) as Record<string, unknown>;
       const amount = typeof args['amount'] === 'number' ? formatMinor(args['amount']) : '-';
       return h(
@@ -208,7 +152,7 @@ async function showReceipts(): Promise<void> {
         h('td', {}, String(doc['decision'] ?? '-')),
         h('td', {}, String(doc['result'] ?? '-')),
         h('td', doc['approval_id'] ? { title: String(doc['approval_id']) } : {}, shortId(doc['approval_id'])),
-        h('td', {}, row.receipt_id),
+        h('td', {}, row.receiptId),
       );
     }),
   );
@@ -228,49 +172,23 @@ function updateAmountHint(): void {
 
 async function onRun(): Promise<void> {
   if (!live) return;
-  const form = { payment_id: ui.paymentId.value, amount: ui.amount.value, lose_reply: ui.loseReply.checked, approval_id: ui.approvalId.value };
-  const parsed = parseRefund(form);
-  const asked = `refund ${form.payment_id.trim() || '(no payment id)'} ${form.amount.trim() || '(no amount)'}`;
-  if (!parsed.ok) return await log({ kind: 'refused', asked, error: { name: 'InvalidArgument', message: parsed.message } });
-  const request: RefundRequest = parsed.request;
-  // An approval id the store has never seen is a typo, not an attempt: refuse it before anything is written.
-  if (request.approval_id && !(await live.store.getApproval(request.approval_id))) {
-    return await log({
-      kind: 'refused',
-      asked,
-      error: { name: 'InvalidArgument', message: `there is no approval ${request.approval_id} in this tab: run a refund that needs one, press Approve, then present the id it prints` },
-    });
+  const item = await runRefundForm(live.tryIt, live.store, { payment_id: ui.paymentId.value, amount: ui.amount.value, lose_reply: ui.loseReply.checked, approval_id: ui.approvalId.value });
+  if (item.kind === 'refund' && item.result.outcome === 'approval_required' && item.result.request_id) {
+    live.state.requestId = item.result.request_id;
+    ui.requestId.value = item.result.request_id;
   }
-  let result;
-  try {
-    result = await live.tryIt.step(request);
-  } catch (err) {
-    return await log({ kind: 'refused', asked, error: errorOf(err) });
-  }
-  if (result.outcome === 'approval_required' && result.request_id) {
-    live.state.requestId = result.request_id;
-    ui.requestId.value = result.request_id;
-  }
-  await log({ kind: 'refund', request, result });
-  await showReceipts();
+  await log(item);
+  if (item.kind === 'refund') await showReceipts();
 }
 
 async function onApprove(): Promise<void> {
   if (!live) return;
-  const request: ApproveRequest = { op: 'approve', request_id: ui.requestId.value.trim() };
-  const asked = `approve ${request.request_id || '(no request id)'}`;
-  if (request.request_id === '') {
-    return await log({ kind: 'refused', asked, error: { name: 'InvalidArgument', message: 'there is no request awaiting a human: run a refund that needs approval first (step 2)' } });
+  const item = await approveRequest(live.tryIt, ui.requestId.value);
+  if (item.kind === 'approve') {
+    live.state.approvalId = item.result.approval_id;
+    ui.approvalId.value = item.result.approval_id;
   }
-  let result;
-  try {
-    result = await live.tryIt.step(request);
-  } catch (err) {
-    return await log({ kind: 'refused', asked, error: errorOf(err) });
-  }
-  live.state.approvalId = result.approval_id;
-  ui.approvalId.value = result.approval_id;
-  await log({ kind: 'approve', request, result });
+  await log(item);
 }
 
 function fill(action: GuideAction): void {

@@ -5,7 +5,7 @@
  *
  * @module
  */
-import type { ApproveRequest, ApproveResult, RefundRequest, RefundResult, TryItOutcome } from '@ctrlrun/kernel/try-it';
+import type { ApproveRequest, ApproveResult, RefundRequest, RefundResult, ResolveRequest, ResolveResult, TryItOutcome } from '@ctrlrun/kernel/try-it';
 import { formatMinor } from './input.js';
 
 /** How an entry looks: it went through, it was refused, it waits for a human, nobody knows, or bad input. */
@@ -144,6 +144,26 @@ export function renderApprove(req: ApproveRequest, res: ApproveResult): Entry {
     title: `✓ GRANTED — approval ${res.approval_id} by ${res.approver}`,
     lines: [`bound to action ${res.action_hash}`, `expires ${res.expires_at}`, 'present it with the refund it was granted for; it works once'],
   };
+}
+
+/** Renders the operator's Resolve: what the AMBIGUOUS effect is now, and what a retry will do. */
+export function renderResolve(req: ResolveRequest, res: ResolveResult): Entry {
+  const next =
+    res.state === 'committed'
+      ? 'a retry is now refused as a DuplicateEffect (committed): the refund happened, it is not made twice'
+      : 'a retry now runs again as attempt 2: the refund did not happen, so it may be made';
+  return {
+    tone: 'ok',
+    asked: `resolve ${req.effect_key} as ${req.state}`,
+    title: `✓ RESOLVED — ${res.effect_key} is ${res.state.toUpperCase()}, by ${res.resolved_by}`,
+    lines: ['the operator checked with the payment provider; only a human moves an AMBIGUOUS effect on', next],
+  };
+}
+
+/** `{ name, message }` of anything thrown. */
+export function errorOf(err: unknown): { name: string; message: string } {
+  if (err instanceof Error) return { name: err.name, message: err.message };
+  return { name: 'Error', message: String(err) };
 }
 
 /** Renders input the page or the kernel refused before anything ran. */

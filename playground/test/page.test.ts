@@ -16,6 +16,11 @@ import { OUTCOME_CLASS, renderApprove, renderRefund, renderRefused } from '../sr
 const here = join(import.meta.dirname, '..');
 const src = (file: string) => readFileSync(join(here, 'src', file), 'utf8');
 const sources = readdirSync(join(here, 'src')).filter((f) => f.endsWith('.ts'));
+/** The `<ctrlrun-try-it>` element's sources, which share `src/`'s modules. */
+const widget = (file: string) => readFileSync(join(here, 'widget', file), 'utf8');
+const widgetSources = readdirSync(join(here, 'widget')).filter((f) => f.endsWith('.ts'));
+/** Every source of the page and the element, as [path, text]. */
+const everySource = (): [string, string][] => [...sources.map((f): [string, string] => [`src/${f}`, src(f)]), ...widgetSources.map((f): [string, string] => [`widget/${f}`, widget(f)])];
 const kernelTryIt = readFileSync(join(here, '..', 'packages', 'kernel', 'src', 'try-it.ts'), 'utf8');
 
 /** What the spec names for each outcome (spec 04 §4, "Page"). */
@@ -104,17 +109,31 @@ describe('the playground page', () => {
   });
 
   it('test_the_playground_has_no_way_to_grant_but_the_human_button', () => {
-    // One approve request in the page's sources, in the Approve form's handler, and that handler wired to that form only.
-    const approves = sources.flatMap((f) => [...src(f).matchAll(/op: 'approve'/g)].map(() => f));
-    expect(approves).toEqual(['main.ts']);
+    // One approve request in the page's and the element's sources: built in session.ts's approveRequest.
+    const approves = everySource().flatMap(([f, text]) => [...text.matchAll(/op: 'approve'/g)].map(() => f));
+    expect(approves).toEqual(['src/session.ts']);
+    const session = src('session.ts');
+    const start = session.indexOf('export async function approveRequest');
+    expect(start).toBeGreaterThan(-1);
+    expect(session.slice(start, session.indexOf('\n}\n', start))).toContain("op: 'approve'");
+    // approveRequest is called once by the page and once by the element, each from its Approve form's handler.
+    const callers = everySource().flatMap(([f, text]) => [...text.matchAll(/\bapproveRequest\(/g)].map(() => f));
+    expect(callers.sort()).toEqual(['src/main.ts', 'src/session.ts', 'widget/element.ts']);
     const main = src('main.ts');
     const handler = main.slice(main.indexOf('async function onApprove'), main.indexOf('\n}\n', main.indexOf('async function onApprove')));
-    expect(handler).toContain("op: 'approve'");
+    expect(handler).toContain('approveRequest(');
     expect([...main.matchAll(/\bonApprove\b/g)]).toHaveLength(2);
     expect(main).toMatch(/ui\.approveForm\.addEventListener\('submit', \(event\) => \{\s*event\.preventDefault\(\);\s*serial\(onApprove\);/);
+    const element = widget('element.ts');
+    const elementHandler = element.slice(element.indexOf('async #onApprove'), element.indexOf('\n  }\n', element.indexOf('async #onApprove')));
+    expect(elementHandler).toContain('approveRequest(');
+    expect([...element.matchAll(/#onApprove\b/g)]).toHaveLength(2);
+    expect(element).toMatch(/ui\.approveForm\.addEventListener\('submit', \(event\) => \{\s*event\.preventDefault\(\);\s*this\.#serial\(\(\) => this\.#onApprove\(\)\);/);
     // Nothing else that grants, approves by script, or hands the module to other code.
-    for (const f of sources) {
-      const text = src(f);
+    for (const [f, source] of everySource()) {
+      if (f === 'widget/build.ts') continue; // the build script, Node only
+      // machinery.ts prints the protect() call a user would write: `new Control(` there is text in a string, never code.
+      const text = f === 'src/machinery.ts' ? source.replace(/'(?:[^'\\\n]|\\.)*'/g, "''") : source;
       expect(text, f).not.toMatch(/grantApproval|denyApproval|new Control\b|ApprovalProvider|autoApprove|dryRun|dry_run/);
       expect(text, f).not.toMatch(/(window|globalThis|self)\s*(\.\s*\w+|\[[^\]]+\])\s*=(?!=)/);
     }
@@ -134,7 +153,7 @@ describe('the playground page', () => {
     expect(main).toContain('ui.policyHash.textContent = live.tryIt.policyHash;');
     // No copy of the policy anywhere in the page.
     const html = readFileSync(join(here, 'index.html'), 'utf8');
-    for (const [name, text] of [...sources.map((f) => [f, src(f)]), ['index.html', html]]) {
+    for (const [name, text] of [...everySource(), ['index.html', html]]) {
       expect(text, name).not.toMatch(/ctrlrun\.policy\/v\d|amount_lte|decision: (allow|approve|deny)/);
     }
   });

@@ -14,37 +14,8 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createTryIt, TRY_IT_OUTCOMES, TRY_IT_POLICY_YAML } from '@ctrlrun/kernel/try-it';
 import { createSqlJsStore } from '@ctrlrun/store-sqljs';
 import { GUIDE } from '../../playground/src/guide.js';
+import { expectStep, SPEC } from './six-steps.js';
 import { ARTIFACTS, BROWSER_TEST_TIMEOUT, describeInChromium, launchChromium, PAGE_TIMEOUT, progressWatchdog, ROOT, serveStatic, SETUP_CEILING, SETUP_STALL_MS, type StaticServer } from './support.js';
-
-/** What spec 04 §4's table asks of each click, keyed by the guide's action ids. */
-interface Expected {
-  /** The form after the guide's button: payment id, amount, lose the reply, an approval presented. */
-  form?: { payment_id: string; amount: string; lose_reply: boolean; presents: boolean };
-  outcome: string;
-  remote?: number;
-  decision?: string;
-  result?: string;
-  reason?: string;
-  error?: string;
-  receipt?: false;
-  /** The text names this. */
-  names?: string[];
-}
-
-const form = (payment_id: string, amount: number, lose_reply = false, presents = false) => ({ payment_id, amount: String(amount), lose_reply, presents });
-
-const SPEC: [string, Expected][] = [
-  ['1', { form: form('txn_1', 50000), outcome: 'executed', decision: 'allow', result: 'committed', remote: 1 }],
-  ['2a', { form: form('txn_2', 200000), outcome: 'approval_required', remote: 0, receipt: false, names: ['ApprovalRequired'] }],
-  ['2b', { outcome: 'approved' }],
-  ['2c', { form: form('txn_2', 500000, false, true), outcome: 'approval_mismatch', reason: 'mismatch', result: 'blocked', remote: 0, names: ['ApprovalMismatch', 'mismatch'] }],
-  ['2d', { form: form('txn_2', 200000, false, true), outcome: 'executed', decision: 'approve', result: 'committed', remote: 1 }],
-  ['3', { form: form('txn_2', 200000, false, true), outcome: 'approval_mismatch', reason: 'consumed', remote: 1, names: ['ApprovalMismatch', 'consumed'] }],
-  ['4', { form: form('txn_3', 2000000), outcome: 'denied', error: 'ActionDenied', result: 'denied', remote: 0, names: ['ActionDenied'] }],
-  ['5a', { form: form('txn_4', 50000, true), outcome: 'reply_lost', result: 'ambiguous', remote: 1, names: ['AMBIGUOUS'] }],
-  ['5b', { form: form('txn_4', 50000), outcome: 'ambiguous_retry', error: 'AmbiguousEffect', result: 'blocked', remote: 1, names: ['AmbiguousEffect', 'AMBIGUOUS'] }],
-  ['6', { form: form('txn_1', 50000), outcome: 'duplicate', error: 'DuplicateEffect', remote: 1, names: ['DuplicateEffect'] }],
-];
 
 /** One entry of the output box, as the page shows it. */
 interface Shown {
@@ -183,14 +154,7 @@ describeInChromium('playground in Chromium', () => {
       const shown = await act(page, id);
       seen[id] = shown;
       const d = shown.data;
-      expect(d['outcome'], `step ${id}: ${shown.text}`).toBe(want.outcome);
-      if (want.remote !== undefined) expect(Number(d['remoteCalls']), `step ${id}: remote calls`).toBe(want.remote);
-      if (want.decision) expect(d['decision'], `step ${id}: decision`).toBe(want.decision);
-      if (want.result) expect(d['result'], `step ${id}: receipt result`).toBe(want.result);
-      if (want.reason) expect(d['reason'], `step ${id}: reason`).toBe(want.reason);
-      if (want.error) expect(d['error'], `step ${id}: error class`).toBe(want.error);
-      if (want.receipt === false) expect(d['result'], `step ${id}: no receipt`).toBeUndefined();
-      for (const name of want.names ?? []) expect(shown.text, `step ${id} names ${name}`).toContain(name);
+      expectStep(id, want, shown);
       if (id === '2a') {
         requestId = d['requestId'] ?? '';
         expect(requestId).toMatch(/^apr_[0-9a-f]{32}$/);

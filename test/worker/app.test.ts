@@ -4,6 +4,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { AGENT, harness, OPERATOR } from './harness.js';
+import { createTryIt } from '@ctrlrun/kernel/try-it';
+import { createSqlJsStore } from '@ctrlrun/store-sqljs';
 
 const refund = (payment_id: string, amount: number, extra: Record<string, unknown> = {}) => ({ name: 'stripe.refund', arguments: { payment_id, amount }, ...extra });
 
@@ -311,6 +313,24 @@ describe('the playground route and CORS', () => {
     const h = await harness();
     const r = await h.call('POST', '/v1/try-it/step', AGENT, { op: 'refund', payment_id: 'x', amount: 1 });
     expect(r.status).toBe(404);
+  });
+
+  it('an agent may only refund: approve and resolve (and anything else) need an operator; the operator resolves', async () => {
+    const store = await createSqlJsStore();
+    const h = await harness({ tryIt: createTryIt({ store }) });
+    const lost = await h.call('POST', '/v1/try-it/step', AGENT, { op: 'refund', payment_id: 'txn_4', amount: 50000, lose_reply: true });
+    expect([lost.status, lost.json['outcome']]).toEqual([200, 'reply_lost']);
+    const before = (await store.events()).length;
+    for (const body of [{ op: 'resolve', effect_key: 'refund:txn_4', state: 'failed' }, { op: 'approve', request_id: 'apr_x' }, { op: 'Resolve' }, { op: null }]) {
+      const r = await h.call('POST', '/v1/try-it/step', AGENT, body);
+      expect([r.status, (r.json['error'] as { code: string }).code], JSON.stringify(body)).toEqual([403, 'ERR_FORBIDDEN']);
+    }
+    expect((await store.getEffect('refund:txn_4'))?.state).toBe('ambiguous');
+    expect((await store.events()).length).toBe(before);
+    const retry = await h.call('POST', '/v1/try-it/step', AGENT, { op: 'refund', payment_id: 'txn_4', amount: 50000 });
+    expect([retry.json['outcome'], retry.json['remote_calls']]).toEqual(['ambiguous_retry', 1]);
+    const resolved = await h.call('POST', '/v1/try-it/step', OPERATOR, { op: 'resolve', effect_key: 'refund:txn_4', state: 'committed' });
+    expect([resolved.status, resolved.json['state']]).toEqual([200, 'committed']);
   });
 
   it('CORS answers only the configured origins', async () => {

@@ -218,7 +218,7 @@ function recorded(value: unknown): JsonValue {
  *   `POST /v1/approvals/:id/grant|deny` (operator).
  * - `GET /v1/effects/:key`, `POST /v1/effects/:key/resolve` (operator).
  * - `GET /v1/receipts?after=&limit=`, `GET /v1/receipts/verify`, `GET /v1/receipts/:id` (operator).
- * - `POST /v1/try-it/step` (demo mode; `approve` needs an operator).
+ * - `POST /v1/try-it/step` (demo mode; `approve` and `resolve` need an operator).
  * - `GET /healthz`.
  *
  * No credential is 401; the wrong role is 403; a body over the limit is 413; a body that is
@@ -517,9 +517,11 @@ export function createApp(options: AppOptions): App {
   app.post('/v1/try-it/step', as(['agent', 'operator'], 'use the playground'), async (c) => {
     if (tryIt === null) throw notFound('the playground is off: the worker is not in demo mode');
     const body = await readJsonBody(c.req.raw, limit);
-    if (!isObject(body)) throw badRequest('a step is { op: "refund", payment_id, amount, lose_reply?, approval_id? } or { op: "approve", request_id }', '$');
-    if (body['op'] === 'approve' && c.get('identity').role !== 'operator') {
-      return errorResponse(403, 'ERR_FORBIDDEN', 'an agent credential cannot approve: only an operator can');
+    if (!isObject(body)) throw badRequest('a step is { op: "refund", payment_id, amount, lose_reply?, approval_id? }, { op: "approve", request_id } or { op: "resolve", effect_key, state }', '$');
+    // An agent may only refund: approving and resolving an AMBIGUOUS effect are the operator's (an
+    // agent that could resolve its own lost reply as failed could run the refund twice).
+    if (body['op'] !== 'refund' && c.get('identity').role !== 'operator') {
+      return errorResponse(403, 'ERR_FORBIDDEN', `an agent credential can only refund: ${body['op'] === 'resolve' ? 'resolving an effect' : 'approving'} is the operator's`);
     }
     const result = await tryItSteps.run(() => tryIt.step(body as never));
     return jsonResponse(200, result as unknown as Record<string, unknown>);

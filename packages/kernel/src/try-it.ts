@@ -31,6 +31,8 @@ actions:
 
 /** Who approves from the page. */
 export const TRY_IT_APPROVER = 'human:playground';
+/** Who resolves an AMBIGUOUS effect from the page: the operator, a human. */
+export const TRY_IT_OPERATOR = 'human:operator';
 /** Who acts in the playground. */
 export const TRY_IT_PRINCIPAL = { agent: 'refund-agent', user: null } as const;
 
@@ -49,6 +51,16 @@ export interface RefundRequest {
 export interface ApproveRequest {
   op: 'approve';
   request_id: string;
+}
+
+/**
+ * The operator's answer for an AMBIGUOUS effect: they checked with the payment provider and the
+ * refund did happen (`committed`) or did not (`failed`). Only an AMBIGUOUS effect can be resolved.
+ */
+export interface ResolveRequest {
+  op: 'resolve';
+  effect_key: string;
+  state: 'committed' | 'failed';
 }
 
 /** Every outcome a refund step can have, in the order spec 04 §4 lists them (the page renders each). */
@@ -83,6 +95,16 @@ export interface ApproveResult {
   expires_at: string;
 }
 
+/** What a resolve step returns. */
+export interface ResolveResult {
+  outcome: 'resolved';
+  effect_key: string;
+  /** The effect's state now: `committed` or `failed`. */
+  state: string;
+  /** Who resolved it ({@link TRY_IT_OPERATOR}). */
+  resolved_by: string;
+}
+
 /** The playground module. */
 export interface TryIt {
   /** The exact policy text loaded. */
@@ -92,7 +114,9 @@ export interface TryIt {
   /** Runs one request. Bad input throws `InvalidArgument`; an unknown request id throws `ApprovalMismatch`. */
   step(request: RefundRequest): Promise<RefundResult>;
   step(request: ApproveRequest): Promise<ApproveResult>;
-  step(request: RefundRequest | ApproveRequest): Promise<RefundResult | ApproveResult>;
+  /** Resolves an AMBIGUOUS effect as the operator; anything not AMBIGUOUS throws the kernel's error. */
+  step(request: ResolveRequest): Promise<ResolveResult>;
+  step(request: RefundRequest | ApproveRequest | ResolveRequest): Promise<RefundResult | ApproveResult | ResolveResult>;
 }
 
 /**
@@ -205,16 +229,27 @@ export function createTryIt(options: TryItOptions): TryIt {
     }
   }
 
-  async function step(request: RefundRequest | ApproveRequest): Promise<RefundResult | ApproveResult> {
-    if (!isPlainObject(request)) throw new InvalidArgument('a step is { op: "refund", payment_id, amount, lose_reply?, approval_id? } or { op: "approve", request_id }');
+  async function step(request: RefundRequest | ApproveRequest | ResolveRequest): Promise<RefundResult | ApproveResult | ResolveResult> {
+    if (!isPlainObject(request)) {
+      throw new InvalidArgument('a step is { op: "refund", payment_id, amount, lose_reply?, approval_id? }, { op: "approve", request_id } or { op: "resolve", effect_key, state }');
+    }
     if (request.op === 'approve') {
       const id = (request as unknown as Record<string, unknown>)['request_id'];
       if (typeof id !== 'string' || id === '') throw new InvalidArgument('request_id must be a non-empty string');
       const approval = await control.grantApproval(id, { approver: TRY_IT_APPROVER });
       return { outcome: 'approved', approval_id: approval.approvalId, action_hash: approval.actionHash, approver: approval.approver, expires_at: approval.expiresAt };
     }
+    if (request.op === 'resolve') {
+      const r = request as unknown as Record<string, unknown>;
+      const key = r['effect_key'];
+      const state = r['state'];
+      if (typeof key !== 'string' || key === '' || key.length > 300) throw new InvalidArgument('effect_key must be a non-empty string of at most 300 characters');
+      if (state !== 'committed' && state !== 'failed') throw new InvalidArgument(`state must be "committed" or "failed", got ${JSON.stringify(state)?.slice(0, 40)}`);
+      const record = await control.resolveEffect(key, state, { by: TRY_IT_OPERATOR });
+      return { outcome: 'resolved', effect_key: key, state: record.state, resolved_by: TRY_IT_OPERATOR };
+    }
     if (request.op === 'refund') return runRefund(checkRefund(request as unknown as Record<string, unknown>));
-    throw new InvalidArgument(`unknown op ${JSON.stringify((request as { op?: unknown }).op)}: use "refund" or "approve"`);
+    throw new InvalidArgument(`unknown op ${JSON.stringify((request as { op?: unknown }).op)}: use "refund", "approve" or "resolve"`);
   }
 
   return { policyYaml, policyHash: control.policyHash, step: step as TryIt['step'] };
