@@ -8,6 +8,7 @@ import { approve, deny } from './approve.js';
 import { delegate, revoke } from './delegate.js';
 import { demo } from './demo.js';
 import { effects } from './effects.js';
+import { gateway } from './gateway.js';
 import { init } from './init.js';
 import { inspect } from './inspect.js';
 import { receipts } from './receipts.js';
@@ -16,4 +17,4 @@ import { stats } from './stats.js';
 import { verify } from './verify.js';
 
 /** The commands this build has, sorted by name. */
-export const COMMANDS: readonly Command[] = [approve, delegate, demo, deny, effects, init, inspect, receipts, resolve, revoke, stats, verify];
+export const COMMANDS: readonly Command[] = [approve, delegate, demo, deny, effects, gateway, init, inspect, receipts, resolve, revoke, stats, verify];

@@ -1,0 +1,162 @@
+/**
+ * `ctrlrun gateway`: ctrlrun in front of one MCP server (spec 04 §5). The agent connects to the
+ * gateway (Streamable HTTP, or `--stdio`); the gateway connects to the upstream (`--upstream URL`
+ * over Streamable HTTP, or `--upstream-command "CMD ARGS"` as a subprocess over stdio). Every
+ * `tools/call` goes through the control path as `mcp.<alias>.<tool>`; everything else is relayed.
+ *
+ * @module
+ */
+import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import { Control, InvalidArgument } from '@ctrlrun/kernel';
+import { ALIAS_PATTERN, Gateway } from '@ctrlrun/mcp';
+import { STORE_URL, type Command } from '../command.js';
+import { banner, environmentFromEnv, stateDirSinks } from '../control.js';
+import { describeTarget, loadPolicyFile, policyPath, storeTarget } from '../discovery.js';
+import { CliRefusal, UsageError } from '../errors.js';
+import { checkPath, connectUpstream, LOOPBACK_HOSTS, parseListen, serveHttp, splitCommand, untilSignalled, type UpstreamTarget } from '../mcp-http.js';
+import { openWriter } from '../stores.js';
+
+/** A positive whole number from a flag. */
+export function positiveInt(value: string | undefined, flag: string, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (!/^[1-9]\d{0,9}$/.test(value)) throw new UsageError(`${flag} must be a positive whole number, got ${JSON.stringify(value)}`);
+  return Number(value);
+}
+
+function upstreamTarget(values: Record<string, unknown>, env: Readonly<Record<string, string | undefined>>): UpstreamTarget {
+  const url = values['upstream'] as string | undefined;
+  const command = values['upstream-command'] as string | undefined;
+  if ((url === undefined) === (command === undefined)) throw new UsageError('give exactly one of --upstream URL or --upstream-command "CMD ARGS"');
+  if (url !== undefined) {
+    let parsed: URL;
+    try {
+      parsed = new URL(url);
+    } catch {
+      throw new UsageError(`--upstream must be an http(s):// URL, got ${JSON.stringify(url)}`);
+    }
+    if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new UsageError(`--upstream must be an http(s):// URL, got ${JSON.stringify(url)}`);
+    return { kind: 'http', url: parsed };
+  }
+  const childEnv: Record<string, string> = {};
+  for (const [k, v] of Object.entries(env)) if (v !== undefined) childEnv[k] = v;
+  return { kind: 'command', argv: splitCommand(command!), env: childEnv };
+}
+
+export const gateway: Command = {
+  name: 'gateway',
+  summary: 'put ctrlrun in front of an MCP server: every tools/call goes through the policy',
+  positionals: [],
+  options: {
+    upstream: { type: 'string', value: 'URL', help: 'the MCP server to front, over Streamable HTTP (http(s)://…)' },
+    'upstream-command': { type: 'string', value: '"CMD ARGS"', help: 'or: start the MCP server as a subprocess and talk stdio to it' },
+    alias: { type: 'string', value: 'NAME', help: 'required: tools become the actions mcp.<alias>.<tool> ([a-z0-9][a-z0-9_-]*)' },
+    principal: { type: 'string', value: 'NAME', help: 'required: the agent every call is made as (AGENT or AGENT/USER)' },
+    listen: { type: 'string', value: 'HOST:PORT', help: 'where agents connect (default 127.0.0.1:8900; port 0 picks one)' },
+    'allow-remote': { type: 'boolean', help: 'allow --listen on an address other than loopback' },
+    path: { type: 'string', value: 'PATH', help: 'the MCP endpoint (default /mcp; not under /ctrlrun/)' },
+    stdio: { type: 'boolean', help: 'serve the agent over stdin/stdout instead of HTTP (for clients that launch a command)' },
+    environment: { type: 'string', value: 'ENV', help: 'the deployment environment (beats $CTRLRUN_ENVIRONMENT and the policy)' },
+    wait: { type: 'boolean', help: 'when a call needs approval, hold it until a human answers, then run it' },
+    'wait-timeout': { type: 'string', value: 'SECONDS', help: 'with --wait: give up after this long (default: when the request expires)' },
+    'upstream-timeout': { type: 'string', value: 'SECONDS', help: 'how long one upstream request may take (default 30); a timeout is an unknown outcome' },
+    'max-body-bytes': { type: 'string', value: 'N', help: 'largest request body accepted (default 1048576)' },
+    'allow-origin': { type: 'string', multiple: true, value: 'ORIGIN', help: 'an Origin header to accept (repeatable; none: any Origin is refused)' },
+    'store-url': STORE_URL,
+  },
+  details:
+    'Approval required, denied, duplicate and ambiguous calls come back as JSON-RPC errors -41001…-41012 with data.error naming the refusal.\n' +
+    'A human answers approvals with ctrlrun approve/deny or ctrlrun mcp-operator; the agent then sends the same call again.',
+  async run({ io, values, out, err }) {
+    const alias = values['alias'] as string | undefined;
+    if (alias === undefined) throw new UsageError('--alias is required (tools become mcp.<alias>.<tool>)');
+    if (!ALIAS_PATTERN.test(alias)) throw new UsageError(`--alias must match ${ALIAS_PATTERN.source}, got ${JSON.stringify(alias)}`);
+    const principalFlag = values['principal'] as string | undefined;
+    if (principalFlag === undefined || principalFlag.trim() === '') throw new UsageError('--principal NAME is required: the agent every call is made as');
+    const [agent, user, ...rest] = principalFlag.split('/');
+    if (!agent || rest.length > 0 || user === '') throw new UsageError(`--principal must be AGENT or AGENT/USER, got ${JSON.stringify(principalFlag)}`);
+    const upstream = upstreamTarget(values, io.env);
+    const stdio = values['stdio'] === true;
+    const listen = parseListen((values['listen'] as string | undefined) ?? '127.0.0.1:8900');
+    if (!stdio && !LOOPBACK_HOSTS.has(listen.host) && values['allow-remote'] !== true) {
+      throw new UsageError(`--listen ${listen.host} is not a loopback address; add --allow-remote to accept agents from the network`);
+    }
+    const path = checkPath((values['path'] as string | undefined) ?? '/mcp');
+    const upstreamTimeout = positiveInt(values['upstream-timeout'] as string | undefined, '--upstream-timeout', 30) * 1000;
+    const maxBodyBytes = positiveInt(values['max-body-bytes'] as string | undefined, '--max-body-bytes', 1_048_576);
+    const waitTimeout = values['wait-timeout'] === undefined ? undefined : positiveInt(values['wait-timeout'] as string, '--wait-timeout', 0) * 1000;
+    if (waitTimeout !== undefined && values['wait'] !== true) throw new UsageError('--wait-timeout needs --wait');
+
+    // With --stdio, stdout is the protocol: everything for the human goes to stderr.
+    const say = stdio ? err : out;
+    const { policy } = loadPolicyFile(policyPath(io));
+    banner(policy, err);
+    const flagEnv = values['environment'] as string | undefined;
+    if (flagEnv !== undefined && flagEnv.trim() === '') throw new InvalidArgument('--environment is blank; name the deployment');
+    const environment = flagEnv ?? environmentFromEnv(io);
+    const target = storeTarget(io, values['store-url'] as string | undefined);
+    const store = await openWriter(target);
+    let client;
+    try {
+      const control = new Control({
+        policy,
+        store,
+        sinks: stateDirSinks(target),
+        logger: { warn: (message: string) => err(`warning: ${message}`) },
+        ...(environment !== undefined ? { environment } : {}),
+      });
+      try {
+        client = await connectUpstream(upstream, (text) => io.stderr(text));
+      } catch (e) {
+        const where = upstream.kind === 'http' ? upstream.url.href : upstream.argv.join(' ');
+        throw new CliRefusal(`the upstream MCP server ${where} cannot be reached: ${e instanceof Error ? e.message : String(e)}`);
+      }
+      const core = new Gateway({
+        control,
+        upstream: client,
+        alias,
+        principal: { agent, user: user ?? null },
+        upstreamTimeoutMs: upstreamTimeout,
+        ...(values['wait'] === true ? { wait: waitTimeout === undefined ? true : { timeoutMs: waitTimeout } } : {}),
+      });
+
+      const prefix = `mcp.${alias}.`;
+      const noEffect = policy.actionNames.filter((n) => n.startsWith(prefix) && policy.action(n)?.effect === null);
+      const startup = [
+        `environment ${control.environment}`,
+        `identity static (every call is ${principalFlag})`,
+        control.authority === null ? 'no authority: section — every principal is unrestricted' : `authority from ${policy.source}`,
+        `store ${describeTarget(target)}`,
+        `policy ${control.policyHash}`,
+        `upstream ${upstream.kind === 'http' ? upstream.url.href : upstream.argv.join(' ')} as mcp.${alias}.<tool>`,
+      ];
+      if (noEffect.length > 0) {
+        startup.push(`${noEffect.length} action(s) have no effect: template and get no reservation:`, ...noEffect.map((n) => `  ${n}`), '  (that suits reads only: a repeated call runs again)');
+      }
+
+      if (stdio) {
+        for (const line of startup) say(line);
+        const transport = new StdioServerTransport();
+        const server = core.createServer();
+        const closed = new Promise<void>((resolve) => {
+          server.onclose = () => resolve();
+          process.stdin.once('end', () => resolve());
+        });
+        await server.connect(transport);
+        say('serving the agent on stdio');
+        await Promise.race([closed, untilSignalled()]);
+        await server.close().catch(() => {});
+        return 0;
+      }
+      const allowOrigins = (values['allow-origin'] as string[] | undefined) ?? [];
+      const serving = await serveHttp({ ...listen, path, maxBodyBytes, allowOrigins, createServer: () => core.createServer(), sessions: true });
+      for (const line of startup) say(line);
+      say(`listening on ${serving.url}`);
+      await untilSignalled();
+      await serving.close();
+      return 0;
+    } finally {
+      await client?.close().catch(() => {});
+      await store.close();
+    }
+  },
+};
