@@ -7,7 +7,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { main, type CliIo } from '@ctrlrun/cli';
 import { openStore } from '@ctrlrun/store-node';
-import { call, CLI, httpAgent, NODE_TS, ROOT, start, token, UPSTREAM, upstreamCalls, workDir } from './support.js';
+import { call, receiptDocs, CLI, httpAgent, NODE_TS, ROOT, start, token, UPSTREAM, upstreamCalls, workDir } from './support.js';
 
 const TIMEOUT = 180_000;
 const UPSTREAM_COMMAND = `${process.execPath} ${NODE_TS.join(' ')} ${UPSTREAM}`;
@@ -76,7 +76,7 @@ describe('ctrlrun gateway (a real process)', () => {
     }
     const store = await openStore(join(dir, '.ctrlrun', 'state.db'), { readOnly: true });
     try {
-      const results = (await store.receipts()).map((r) => (JSON.parse(r.json) as { action: string; result: string }).action + ' ' + (JSON.parse(r.json) as { result: string }).result);
+      const results = (await receiptDocs(store)).map((d) => `${String(d['action'])} ${String(d['result'])}`);
       expect(results).toEqual(['mcp.pay.refund committed', 'mcp.pay.refund blocked', 'mcp.pay.refund committed', 'mcp.pay.lookup committed']);
       const approval = (await store.listApprovals())[0]!;
       expect(approval.status).toBe('consumed');
@@ -114,7 +114,7 @@ describe('ctrlrun gateway (a real process)', () => {
     }
     const store = await openStore(join(dir, '.ctrlrun', 'state.db'), { readOnly: true });
     try {
-      const first = JSON.parse((await store.receipts())[0]!.json) as { principal: unknown };
+      const first = (await receiptDocs(store))[0]!;
       expect(first.principal).toMatchObject({ agent: 'agent-1', user: 'alice' });
     } finally {
       await store.close();

@@ -8,7 +8,7 @@ import { canonicalJson, Control, createAction, loadPolicy, type StateStore } fro
 import { Gateway, RECEIPT_META_KEY } from '@ctrlrun/mcp';
 import { createSqlJsStore } from '@ctrlrun/store-sqljs';
 import { connectUpstream, serveHttp, type HttpServing } from '../../packages/cli/src/mcp-http.js';
-import { call, httpAgent, NODE_TS, POLICY, startHttpUpstream, token, UPSTREAM, upstreamCalls, workDir } from './support.js';
+import { call, receiptDocs, httpAgent, NODE_TS, POLICY, startHttpUpstream, token, UPSTREAM, upstreamCalls, workDir } from './support.js';
 
 const TIMEOUT = 120_000;
 
@@ -75,8 +75,7 @@ describe('gateway: tools/call through the control path', () => {
     const meta = receiptMeta(first.result);
     expect(meta).toMatchObject({ result: 'committed', effect_key: 'refund:p1', attempt: 1 });
     expect(upstreamCalls(r.log)).toEqual([{ tool: 'refund', arguments: { amount: 50, payment_id: 'p1' } }]);
-    const rows = await r.store.receipts();
-    const receipt = JSON.parse(rows.at(-1)!.json) as Record<string, unknown>;
+        const receipt = (await receiptDocs(r.store)).at(-1)!;
     expect(receipt['action']).toBe('mcp.pay.refund');
     expect(receipt['principal']).toMatchObject({ agent: 'agent-1' });
     expect(receipt['receipt_id']).toBe(meta['receipt_id']);
@@ -98,7 +97,7 @@ describe('gateway: tools/call through the control path', () => {
     expect(Object.keys(seen!.arguments)).toContain('__proto__');
     expect(canonicalJson(seen!.arguments)).toBe(canonicalJson(hostile));
     // What the upstream received hashes to the hash the receipt recorded.
-    const receipt = JSON.parse((await r.store.receipts()).at(-1)!.json) as Record<string, unknown>;
+    const receipt = (await receiptDocs(r.store)).at(-1)!;
     const received = createAction({ name: 'mcp.pay.refund', arguments: seen!.arguments, principal: { agent: 'agent-1' }, environment: r.control.environment });
     expect(receipt['action_hash']).toBe(received.actionHash);
     expect(canonicalJson(JSON.parse(JSON.stringify(receipt['arguments'])))).toBe(canonicalJson(seen!.arguments));

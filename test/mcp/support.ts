@@ -129,3 +129,8 @@ export async function call(client: Client, name: string, args: unknown): Promise
 export function token(error: McpError | undefined): unknown {
   return (error?.data as { error?: unknown } | undefined)?.error;
 }
+
+/** The store's receipt documents, in chain order. */
+export async function receiptDocs(store: { receipts(): Promise<{ json: string | null }[]> }): Promise<Record<string, unknown>[]> {
+  return (await store.receipts()).map((r) => JSON.parse(r.json ?? 'null') as Record<string, unknown>);
+}
