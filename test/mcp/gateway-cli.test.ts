@@ -29,6 +29,7 @@ describe('ctrlrun gateway (a real process)', () => {
     const dir = workDir();
     const env = gatewayEnv(dir);
     const gw = start([...NODE_TS, CLI, 'gateway', '--upstream-command', UPSTREAM_COMMAND, '--alias', 'pay', '--principal', 'agent-1', '--listen', '127.0.0.1:0'], env);
+    let exit: number | null = null;
     try {
       const url = (await gw.waitFor(/listening on (\S+)/, 120_000))[1]!;
       const out = gw.stdout();
@@ -72,8 +73,9 @@ describe('ctrlrun gateway (a real process)', () => {
       expect((await call(agent, 'lookup', {})).error).toBeUndefined();
       await agent.close();
     } finally {
-      expect(await gw.stop()).toBe(0);
+      exit = await gw.stop();
     }
+    expect(exit, gw.stderr()).toBe(0);
     const store = await openStore(join(dir, '.ctrlrun', 'state.db'), { readOnly: true });
     try {
       const results = (await receiptDocs(store)).map((d) => `${String(d['action'])} ${String(d['result'])}`);

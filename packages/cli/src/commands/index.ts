@@ -11,10 +11,11 @@ import { effects } from './effects.js';
 import { gateway } from './gateway.js';
 import { init } from './init.js';
 import { inspect } from './inspect.js';
+import { mcpOperator } from './mcp-operator.js';
 import { receipts } from './receipts.js';
 import { resolve } from './resolve.js';
 import { stats } from './stats.js';
 import { verify } from './verify.js';
 
 /** The commands this build has, sorted by name. */
-export const COMMANDS: readonly Command[] = [approve, delegate, demo, deny, effects, gateway, init, inspect, receipts, resolve, revoke, stats, verify];
+export const COMMANDS: readonly Command[] = [approve, delegate, demo, deny, effects, gateway, init, inspect, mcpOperator, receipts, resolve, revoke, stats, verify];
