@@ -24,8 +24,8 @@ async function operatorClient(url: string, headers: Record<string, string> = {})
   return client;
 }
 
-function structured(result: { structuredContent?: unknown } | undefined): Record<string, unknown> {
-  return (result?.structuredContent ?? {}) as Record<string, unknown>;
+function structured(result: unknown): Record<string, unknown> {
+  return ((result as { structuredContent?: unknown } | undefined)?.structuredContent ?? {}) as Record<string, unknown>;
 }
 
 describe('ctrlrun mcp-operator', () => {
