@@ -4,6 +4,7 @@
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { McpError, ResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { canonicalJson, Control, createAction, loadPolicy, type StateStore } from '@ctrlrun/kernel';
 import { Gateway, RECEIPT_META_KEY } from '@ctrlrun/mcp';
 import { createSqlJsStore } from '@ctrlrun/store-sqljs';
@@ -82,6 +83,7 @@ describe('gateway: tools/call through the control path', () => {
 
     const again = await call(r.agent, 'refund', { amount: 50, payment_id: 'p1' });
     expect(again.error?.code).toBe(-41004);
+    expect(again.error?.message).toMatch(/^MCP error -41004: (?!MCP error)\S/);
     expect(token(again.error)).toBe('ctrlrun.duplicate_effect');
     expect(again.error?.data).toMatchObject({ effect_key: 'refund:p1', state: 'committed' });
     expect(upstreamCalls(r.log)).toHaveLength(1);
@@ -210,6 +212,11 @@ describe('gateway: tools/call through the control path', () => {
     expect((await r.agent.getPrompt({ name: 'greet' })).messages[0]?.content).toEqual({ type: 'text', text: 'hello from greet' });
     expect(r.agent.getServerVersion()).toMatchObject({ name: 'counting-upstream' });
     expect(r.agent.getInstructions()).toBe('the upstream test server');
+    // The upstream's own error reaches the agent as a direct client would see it: same code, same message.
+    const direct = await r.upstream.request({ method: 'foo/bar', params: {} } as never, ResultSchema).catch((e: unknown) => e as McpError);
+    const relayed = await r.agent.request({ method: 'foo/bar', params: {} } as never, ResultSchema).catch((e: unknown) => e as McpError);
+    expect(direct).toBeInstanceOf(McpError);
+    expect([relayed.code, relayed.message]).toEqual([direct.code, direct.message]);
     expect((await r.store.events()).length).toBe(before);
     expect(await r.store.receipts()).toHaveLength(0);
   }, TIMEOUT);

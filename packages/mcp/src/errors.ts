@@ -27,10 +27,20 @@ export const GATEWAY_ERRORS = {
 /** One of {@link GATEWAY_ERRORS}' names. */
 export type GatewayErrorName = keyof typeof GATEWAY_ERRORS;
 
+/**
+ * A JSON-RPC error to send: its `message` is exactly `message` (the SDK's constructor prefixes
+ * `MCP error <code>: `, and the receiving client prefixes it again).
+ */
+export function rpcError(code: number, message: string, data?: unknown): McpError {
+  const err = new McpError(code, message, data);
+  err.message = message;
+  return err;
+}
+
 /** A JSON-RPC error carrying `data.error` = the refusal's token and `data`'s other fields. */
 export function gatewayError(name: GatewayErrorName, message: string, data: Record<string, unknown> = {}): McpError {
   const { code, token } = GATEWAY_ERRORS[name];
-  return new McpError(code, message, { error: token, ...data });
+  return rpcError(code, message, { error: token, ...data });
 }
 
 /** The message an `McpError` was built with, without the `MCP error <code>: ` prefix the SDK adds. */

@@ -44,7 +44,7 @@ import {
   type JsonObject,
 } from '@ctrlrun/kernel';
 import { classifyError, classifyResult, type Outcome } from './classify.js';
-import { bareMessage, gatewayError } from './errors.js';
+import { bareMessage, gatewayError, rpcError } from './errors.js';
 
 /** An alias: the middle segment of `mcp.<alias>.<tool>`. */
 export const ALIAS_PATTERN = /^[a-z0-9][a-z0-9_-]*$/;
@@ -149,21 +149,27 @@ export class Gateway {
 
   async #handle(request: JSONRPCRequest, extra: Extra): Promise<Result> {
     if (request.method === 'tools/call') return this.callTool(request.params, extra);
-    return this.upstream.request({ method: request.method, ...(request.params !== undefined ? { params: request.params } : {}) } as Parameters<Client['request']>[0], ResultSchema, {
-      signal: extra.signal,
-      timeout: this.#timeout,
-    });
+    try {
+      return await this.upstream.request({ method: request.method, ...(request.params !== undefined ? { params: request.params } : {}) } as Parameters<Client['request']>[0], ResultSchema, {
+        signal: extra.signal,
+        timeout: this.#timeout,
+      });
+    } catch (err) {
+      // The upstream's own error, relayed with its code, message and data as it sent them.
+      if (err instanceof McpError) throw rpcError(err.code, bareMessage(err), err.data);
+      throw err;
+    }
   }
 
   /** One intercepted `tools/call`: the control path, the upstream, the outcome. */
   async callTool(params: unknown, extra: Pick<Extra, 'signal' | 'requestInfo' | '_meta' | 'sendNotification'>): Promise<Result> {
-    if (!isPlainObject(params)) throw new McpError(ErrorCode.InvalidParams, 'tools/call needs params { name, arguments }');
+    if (!isPlainObject(params)) throw rpcError(ErrorCode.InvalidParams, 'tools/call needs params { name, arguments }');
     const tool = params['name'];
     if (typeof tool !== 'string' || !TOOL_NAME_PATTERN.test(tool)) {
-      throw new McpError(ErrorCode.InvalidParams, `tools/call: the tool name must be 1 to 128 of A-Z a-z 0-9 _ . - (it becomes mcp.${this.alias}.<tool>), got ${JSON.stringify(typeof tool === 'string' ? tool.slice(0, 200) : tool)}`);
+      throw rpcError(ErrorCode.InvalidParams, `tools/call: the tool name must be 1 to 128 of A-Z a-z 0-9 _ . - (it becomes mcp.${this.alias}.<tool>), got ${JSON.stringify(typeof tool === 'string' ? tool.slice(0, 200) : tool)}`);
     }
     const args = params['arguments'] ?? {};
-    if (!isPlainObject(args)) throw new McpError(ErrorCode.InvalidParams, 'tools/call: arguments must be an object');
+    if (!isPlainObject(args)) throw rpcError(ErrorCode.InvalidParams, 'tools/call: arguments must be an object');
     const pointer = unrepresentable(args, '');
     if (pointer !== null) {
       throw gatewayError('unrepresentableArgument', `tools/call ${tool}: the argument at ${pointer || '/'} is not a safe integer, string, boolean, null, array or object (use integer minor units or a decimal string)`, { pointer });
@@ -275,7 +281,7 @@ export class Gateway {
       const meta = { action_id: action.actionId, receipt_id: null, effect_key: effectKey, result: err === marker ? 'ambiguous' : 'failed', attempt };
       if (seen.kind === 'result') return withReceipt(seen.result, meta);
       const c = classifyError(seen.error);
-      if (c.kind === 'rpc') throw new McpError(c.error.code, bareMessage(c.error), c.error.data);
+      if (c.kind === 'rpc') throw rpcError(c.error.code, bareMessage(c.error), c.error.data);
       const data = { effect_key: effectKey, action_id: action.actionId, _meta: { [RECEIPT_META_KEY]: meta } };
       if (c.outcome === 'failed') throw gatewayError('upstreamNotExecuted', `${action.name}: the upstream was not reached, nothing ran (${describe(seen.error)})`, data);
       throw gatewayError('upstreamAmbiguous', `${action.name}: the upstream failed after the call was sent; nobody knows whether it ran, and a retry is refused until a human resolves ${effectKey ?? 'it'} (${describe(seen.error)})`, data);
@@ -306,7 +312,7 @@ export class Gateway {
     if (err instanceof AmbiguousEffect) return gatewayError('ambiguousEffect', err.message, { effect_key: err.effectKey });
     if (err instanceof ApprovalMismatch) return gatewayError('blocked', err.message, { reason: err.reason });
     if (err instanceof EffectKeyError) return gatewayError('denied', err.message, { reason: 'effect_key_error', action_id: actionId });
-    if (err instanceof InvalidArgument) return new McpError(ErrorCode.InvalidParams, err.message);
+    if (err instanceof InvalidArgument) return rpcError(ErrorCode.InvalidParams, err.message);
     return err;
   }
 }

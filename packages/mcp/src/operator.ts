@@ -10,7 +10,7 @@
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js';
 import { CTRLRunError, evidenceTime, parseSince, parseTime, stats, type Control, type JsonObject } from '@ctrlrun/kernel';
-import { gatewayError } from './errors.js';
+import { gatewayError, rpcError } from './errors.js';
 
 /** Who is asking, as the identity source sees them: `null` when no credential named anyone. */
 export type OperatorIdentity = { readonly agent: string; readonly user: string | null } | null;
@@ -48,7 +48,7 @@ export const OPERATOR_TOOLS: readonly Tool[] = [
 const WRITES = new Set(['approve', 'deny', 'resolve']);
 
 function badArg(message: string): McpError {
-  return new McpError(ErrorCode.InvalidParams, message);
+  return rpcError(ErrorCode.InvalidParams, message);
 }
 
 /** Reads a tool's arguments against the few shapes these tools take; anything else is -32602. */
@@ -183,7 +183,7 @@ export function createOperatorServer(options: OperatorOptions): Server {
     } catch (err) {
       if (err instanceof McpError) throw err;
       if (err instanceof CTRLRunError) throw gatewayError('approvalDenied', err.message, { reason: err.code });
-      throw new McpError(ErrorCode.InternalError, `the store failed: ${err instanceof Error ? err.message : String(err)}`);
+      throw rpcError(ErrorCode.InternalError, `the store failed: ${err instanceof Error ? err.message : String(err)}`);
     }
   });
   return server;
