@@ -129,6 +129,7 @@ describe('ctrlrun gateway (a real process)', () => {
     const base = ['gateway', '--upstream', 'http://127.0.0.1:9/mcp', '--principal', 'a'];
     const cases: [string[], RegExp][] = [
       [[...base], /--alias is required/],
+      [[...base, '--alias', 'pay', '--principal', 'a/b/c'], /AGENT or AGENT\/USER/],
       [[...base, '--alias', 'Pay.X'], /--alias must match/],
       [['gateway', '--alias', 'pay', '--principal', 'a'], /exactly one of --upstream URL or --upstream-command/],
       [[...base, '--alias', 'pay', '--upstream-command', 'x'], /exactly one of/],
@@ -136,6 +137,9 @@ describe('ctrlrun gateway (a real process)', () => {
       [[...base, '--alias', 'pay', '--path', '/ctrlrun/mcp'], /may not be under \/ctrlrun\//],
       [['gateway', '--upstream', 'file:///x', '--alias', 'pay', '--principal', 'a'], /http\(s\):\/\/ URL/],
       [[...base, '--alias', 'pay', '--principal-from-client-info'], /Unknown option/],
+      [[...base, '--alias', 'pay', '--principal-header', 'x-agent'], /exactly one identity source/],
+      [['gateway', '--upstream', 'http://127.0.0.1:9/mcp', '--alias', 'pay'], /exactly one identity source/],
+      [['gateway', '--upstream', 'http://127.0.0.1:9/mcp', '--alias', 'pay', '--principal-header', 'x-agent', '--stdio'], /--stdio has no request headers/],
     ];
     for (const [argv, message] of cases) {
       const r = await ctrlrun(argv, env);

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { McpError, ResultSchema } from '@modelcontextprotocol/sdk/types.js';
-import { canonicalJson, Control, createAction, loadPolicy, type StateStore } from '@ctrlrun/kernel';
+import { canonicalJson, Control, createAction, HeaderIdentityProvider, loadPolicy, type StateStore } from '@ctrlrun/kernel';
 import { Gateway, RECEIPT_META_KEY } from '@ctrlrun/mcp';
 import { createSqlJsStore } from '@ctrlrun/store-sqljs';
 import { connectUpstream, serveHttp, type HttpServing } from '../../packages/cli/src/mcp-http.js';
@@ -27,11 +27,12 @@ afterEach(async () => {
   for (const r of open.splice(0)) await r.close();
 });
 
-async function rig(options: { policy?: string; upstream?: 'stdio' | 'http'; wait?: boolean } = {}): Promise<Rig & { killUpstream?: () => Promise<unknown> }> {
+async function rig(options: { policy?: string; upstream?: 'stdio' | 'http'; wait?: boolean; headerIdentity?: boolean } = {}): Promise<Rig & { killUpstream?: () => Promise<unknown>; url: string }> {
   const dir = workDir();
   const log = join(dir, 'upstream.log');
   const store = await createSqlJsStore();
-  const control = new Control({ policy: loadPolicy(options.policy ?? POLICY), store, logger: { warn: () => {} } });
+  const identity = options.headerIdentity ? new HeaderIdentityProvider({ agentHeader: 'X-Agent', userHeader: 'X-User' }, { logger: { warn: () => {} } }) : null;
+  const control = new Control({ policy: loadPolicy(options.policy ?? POLICY), store, identity, logger: { warn: () => {} } });
   let upstream: Client;
   let killUpstream: (() => Promise<unknown>) | undefined;
   if (options.upstream === 'http') {
@@ -41,7 +42,7 @@ async function rig(options: { policy?: string; upstream?: 'stdio' | 'http'; wait
   } else {
     upstream = await connectUpstream({ kind: 'command', argv: [process.execPath, ...NODE_TS, UPSTREAM], env: { PATH: process.env['PATH'] ?? '', UPSTREAM_LOG: log } }, () => {});
   }
-  const gateway = new Gateway({ control, upstream, alias: 'pay', principal: { agent: 'agent-1' }, ...(options.wait ? { wait: { timeoutMs: 60_000 } } : {}) });
+  const gateway = new Gateway({ control, upstream, alias: 'pay', principal: options.headerIdentity ? null : { agent: 'agent-1' }, ...(options.wait ? { wait: { timeoutMs: 60_000 } } : {}) });
   const serving: HttpServing = await serveHttp({ host: '127.0.0.1', port: 0, path: '/mcp', maxBodyBytes: 65536, allowOrigins: [], createServer: () => gateway.createServer(), sessions: true });
   const agent = await httpAgent(serving.url);
   const r = {
@@ -50,6 +51,7 @@ async function rig(options: { policy?: string; upstream?: 'stdio' | 'http'; wait
     agent,
     log,
     upstream,
+    url: serving.url,
     ...(killUpstream ? { killUpstream } : {}),
     async close() {
       await agent.close().catch(() => {});
@@ -262,6 +264,22 @@ describe('gateway: tools/call through the control path', () => {
     }
     await r.control.denyApproval(second!, { approver: 'alice' });
     expect((await denied).error?.code).toBe(-41003);
+    expect(upstreamCalls(r.log)).toHaveLength(1);
+  }, TIMEOUT);
+
+  it('--principal-header: the principal is read per request; without the header -41007, saying nothing and writing nothing', async () => {
+    const r = await rig({ headerIdentity: true });
+    const anonymous = await call(r.agent, 'refund', { payment_id: 'h1', amount: 5 });
+    expect(anonymous.error?.code).toBe(-41007);
+    expect(anonymous.error?.data).toEqual({ error: 'ctrlrun.no_principal' });
+    expect(await r.store.events()).toHaveLength(0);
+    const carol = await httpAgent(r.url, { 'X-Agent': 'bot-7', 'X-User': 'carol' });
+    try {
+      expect((await call(carol, 'refund', { payment_id: 'h1', amount: 5 })).error).toBeUndefined();
+    } finally {
+      await carol.close();
+    }
+    expect((await receiptDocs(r.store)).map((d) => d['principal'])).toMatchObject([{ agent: 'bot-7', user: 'carol' }]);
     expect(upstreamCalls(r.log)).toHaveLength(1);
   }, TIMEOUT);
 });

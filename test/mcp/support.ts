@@ -108,9 +108,9 @@ export async function startHttpUpstream(log: string): Promise<{ url: string; pro
 }
 
 /** An SDK client (the agent) connected over Streamable HTTP. */
-export async function httpAgent(url: string): Promise<Client> {
+export async function httpAgent(url: string, headers: Record<string, string> = {}): Promise<Client> {
   const client = new Client({ name: 'test-agent', version: '1.0.0' });
-  await client.connect(new StreamableHTTPClientTransport(new URL(url)));
+  await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers } }));
   return client;
 }
 

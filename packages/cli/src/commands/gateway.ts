@@ -7,7 +7,7 @@
  * @module
  */
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
-import { Control, InvalidArgument } from '@ctrlrun/kernel';
+import { Control, HeaderIdentityProvider, InvalidArgument } from '@ctrlrun/kernel';
 import { ALIAS_PATTERN, Gateway } from '@ctrlrun/mcp';
 import { STORE_URL, type Command } from '../command.js';
 import { banner, environmentFromEnv, stateDirSinks } from '../control.js';
@@ -50,7 +50,9 @@ export const gateway: Command = {
     upstream: { type: 'string', value: 'URL', help: 'the MCP server to front, over Streamable HTTP (http(s)://…)' },
     'upstream-command': { type: 'string', value: '"CMD ARGS"', help: 'or: start the MCP server as a subprocess and talk stdio to it' },
     alias: { type: 'string', value: 'NAME', help: 'required: tools become the actions mcp.<alias>.<tool> ([a-z0-9][a-z0-9_-]*)' },
-    principal: { type: 'string', value: 'NAME', help: 'required: the agent every call is made as (AGENT or AGENT/USER)' },
+    principal: { type: 'string', value: 'NAME', help: 'the agent every call is made as (AGENT or AGENT/USER); or:' },
+    'principal-header': { type: 'string', value: 'H', help: 'the request header naming the agent, per request (set by a proxy you trust)' },
+    'user-header': { type: 'string', value: 'H', help: 'with --principal-header: the request header naming the human' },
     listen: { type: 'string', value: 'HOST:PORT', help: 'where agents connect (default 127.0.0.1:8900; port 0 picks one)' },
     'allow-remote': { type: 'boolean', help: 'allow --listen on an address other than loopback' },
     path: { type: 'string', value: 'PATH', help: 'the MCP endpoint (default /mcp; not under /ctrlrun/)' },
@@ -71,11 +73,19 @@ export const gateway: Command = {
     if (alias === undefined) throw new UsageError('--alias is required (tools become mcp.<alias>.<tool>)');
     if (!ALIAS_PATTERN.test(alias)) throw new UsageError(`--alias must match ${ALIAS_PATTERN.source}, got ${JSON.stringify(alias)}`);
     const principalFlag = values['principal'] as string | undefined;
-    if (principalFlag === undefined || principalFlag.trim() === '') throw new UsageError('--principal NAME is required: the agent every call is made as');
-    const [agent, user, ...rest] = principalFlag.split('/');
-    if (!agent || rest.length > 0 || user === '') throw new UsageError(`--principal must be AGENT or AGENT/USER, got ${JSON.stringify(principalFlag)}`);
+    const agentHeader = values['principal-header'] as string | undefined;
+    const userHeader = values['user-header'] as string | undefined;
+    if ((principalFlag === undefined) === (agentHeader === undefined)) throw new UsageError('give exactly one identity source: --principal NAME, or --principal-header H [--user-header H]');
+    if (userHeader !== undefined && agentHeader === undefined) throw new UsageError('--user-header needs --principal-header');
+    let principal: { agent: string; user: string | null } | null = null;
+    if (principalFlag !== undefined) {
+      const [agent, user, ...rest] = principalFlag.split('/');
+      if (!agent || rest.length > 0 || user === '') throw new UsageError(`--principal must be AGENT or AGENT/USER, got ${JSON.stringify(principalFlag)}`);
+      principal = { agent, user: user ?? null };
+    }
     const upstream = upstreamTarget(values, io.env);
     const stdio = values['stdio'] === true;
+    if (stdio && agentHeader !== undefined) throw new UsageError('--stdio has no request headers: use --principal NAME');
     const listen = parseListen((values['listen'] as string | undefined) ?? '127.0.0.1:8900');
     if (!stdio && !LOOPBACK_HOSTS.has(listen.host) && values['allow-remote'] !== true) {
       throw new UsageError(`--listen ${listen.host} is not a loopback address; add --allow-remote to accept agents from the network`);
@@ -97,9 +107,11 @@ export const gateway: Command = {
     const store = await openWriter(target);
     let client;
     try {
+      const identity = agentHeader === undefined ? null : new HeaderIdentityProvider({ agentHeader, userHeader: userHeader ?? null }, { logger: { warn: () => {} } });
       const control = new Control({
         policy,
         store,
+        identity,
         sinks: stateDirSinks(target),
         logger: { warn: (message: string) => err(`warning: ${message}`) },
         ...(environment !== undefined ? { environment } : {}),
@@ -114,7 +126,7 @@ export const gateway: Command = {
         control,
         upstream: client,
         alias,
-        principal: { agent, user: user ?? null },
+        principal,
         upstreamTimeoutMs: upstreamTimeout,
         ...(values['wait'] === true ? { wait: waitTimeout === undefined ? true : { timeoutMs: waitTimeout } } : {}),
       });
@@ -123,7 +135,9 @@ export const gateway: Command = {
       const noEffect = policy.actionNames.filter((n) => n.startsWith(prefix) && policy.action(n)?.effect === null);
       const startup = [
         `environment ${control.environment}`,
-        `identity static (every call is ${principalFlag})`,
+        identity === null
+          ? `identity static (every call is ${principalFlag})`
+          : `identity header ${identity.agentHeader}${identity.userHeader ? ` + ${identity.userHeader}` : ''} — a header is worth what the proxy setting it is worth: it must overwrite it on every request`,
         control.authority === null ? 'no authority: section — every principal is unrestricted' : `authority from ${policy.source}`,
         `store ${describeTarget(target)}`,
         `policy ${control.policyHash}`,
