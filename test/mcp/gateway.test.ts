@@ -1,6 +1,7 @@
 // The gateway core end to end: a real SDK client (the agent) over real Streamable HTTP on
 // 127.0.0.1 (port 0) to the Gateway, whose upstream is the counting MCP server in its own process
 // (stdio or HTTP), over a sql.js store. Spec 04 §5: T19, T23, T24 and the classification table.
+import { request as httpRequest } from 'node:http';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -43,7 +44,7 @@ async function rig(options: { policy?: string; upstream?: 'stdio' | 'http'; wait
     upstream = await connectUpstream({ kind: 'command', argv: [process.execPath, ...NODE_TS, UPSTREAM], env: { PATH: process.env['PATH'] ?? '', UPSTREAM_LOG: log } }, () => {});
   }
   const gateway = new Gateway({ control, upstream, alias: 'pay', principal: options.headerIdentity ? null : { agent: 'agent-1' }, ...(options.wait ? { wait: { timeoutMs: 60_000 } } : {}) });
-  const serving: HttpServing = await serveHttp({ host: '127.0.0.1', port: 0, path: '/mcp', maxBodyBytes: 65536, allowOrigins: [], createServer: () => gateway.createServer(), sessions: true });
+  const serving: HttpServing = await serveHttp({ host: '127.0.0.1', port: 0, path: '/mcp', maxBodyBytes: 65536, allowOrigins: [], createServer: () => gateway.createServer(), sessions: true, identityHeaders: options.headerIdentity ? ['X-Agent', 'X-User'] : [] });
   const agent = await httpAgent(serving.url);
   const r = {
     store,
@@ -281,5 +282,47 @@ describe('gateway: tools/call through the control path', () => {
     }
     expect((await receiptDocs(r.store)).map((d) => d['principal'])).toMatchObject([{ agent: 'bot-7', user: 'carol' }]);
     expect(upstreamCalls(r.log)).toHaveLength(1);
+  }, TIMEOUT);
+
+  it('T65c: an identity header sent twice is refused 403 -41007 before anything reads it, with no evidence', async () => {
+    const r = await rig({ headerIdentity: true });
+    const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'x', version: '1' } } });
+    const { status, text } = await new Promise<{ status: number; text: string }>((resolve, reject) => {
+      const req = httpRequest(r.url, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'x-agent': ['bot-7', 'admin'] } }, (res) => {
+        let t = '';
+        res.on('data', (d: Buffer) => void (t += d.toString()));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, text: t }));
+      });
+      req.on('error', reject);
+      req.end(body);
+    });
+    expect(status).toBe(403);
+    expect(JSON.parse(text)).toMatchObject({ error: { code: -41007, data: { error: 'ctrlrun.no_principal' } } });
+    expect(await r.store.events()).toHaveLength(0);
+  }, TIMEOUT);
+
+  it('T91: an authority denial is -41012 ctrlrun.unauthorized (checked before the policy), the upstream untouched', async () => {
+    const v3 = POLICY.replace('schema: ctrlrun.policy/v2\n', 'schema: ctrlrun.policy/v3\nauthority:\n  grants:\n    - id: reads-only\n      subject: { agent: "agent-1" }\n      actions: ["mcp.pay.lookup"]\n');
+    const r = await rig({ policy: v3 });
+    expect((await call(r.agent, 'lookup', {})).error).toBeUndefined();
+    const refused = await call(r.agent, 'refund', { payment_id: 'a1', amount: 5 });
+    expect(refused.error?.code).toBe(-41012);
+    expect(refused.error?.data).toMatchObject({ error: 'ctrlrun.unauthorized', reason: expect.any(String), action_id: expect.stringMatching(/^act_/) });
+    expect(upstreamCalls(r.log).map((c) => c.tool)).toEqual(['lookup']);
+  }, TIMEOUT);
+
+  it('T91c: in observe mode the gateway forwards everything and records what enforce mode would have done', async () => {
+    const r = await rig({ policy: POLICY.replace('schema: ctrlrun.policy/v2\n', 'schema: ctrlrun.policy/v3\nmode: observe\n') });
+    for (const [tool, args] of [['refund', { payment_id: 'o1', amount: 5000 }], ['refund', { payment_id: 'o2', amount: 500 }], ['not_in_policy', {}]] as const) {
+      const got = await call(r.agent, tool, args);
+      expect(got.error, tool).toBeUndefined();
+    }
+    expect(upstreamCalls(r.log)).toHaveLength(3);
+    const docs = await receiptDocs(r.store);
+    expect(docs.map((d) => [d['result'], (d['would_have'] as { decision: string }).decision])).toEqual([
+      ['observed', 'deny'],
+      ['observed', 'approve'],
+      ['observed', 'deny'],
+    ]);
   }, TIMEOUT);
 });

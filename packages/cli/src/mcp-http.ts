@@ -93,6 +93,11 @@ export interface HttpServeOptions {
   createServer: () => Server;
   /** Keep sessions (`Mcp-Session-Id`): the gateway does; the operator server is stateless. */
   sessions: boolean;
+  /**
+   * Headers that name a principal: one sent twice is refused 403 `-41007` before anything else
+   * reads it (Node would join the two values, and which one names the principal is a guess).
+   */
+  identityHeaders?: readonly string[];
 }
 
 /** A running listener. */
@@ -132,11 +137,23 @@ function readBody(req: IncomingMessage, max: number): Promise<Buffer | null> {
 /** Serves MCP over Streamable HTTP at `path`; resolves once listening. */
 export async function serveHttp(options: HttpServeOptions): Promise<HttpServing> {
   const sessions = new Map<string, StreamableHTTPServerTransport>();
+  const identity = new Set((options.identityHeaders ?? []).map((h) => h.toLowerCase()));
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const path = new URL(req.url ?? '/', 'http://localhost').pathname;
     if (path !== options.path) return plain(res, 404);
     const origin = req.headers.origin;
     if (origin !== undefined && !options.allowOrigins.includes(origin)) return plain(res, 403);
+    if (identity.size > 0) {
+      const seen = new Set<string>();
+      for (let i = 0; i < req.rawHeaders.length; i += 2) {
+        const name = req.rawHeaders[i]!.toLowerCase();
+        if (!identity.has(name)) continue;
+        if (seen.has(name)) {
+          return void res.writeHead(403, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -41007, message: 'no principal', data: { error: 'ctrlrun.no_principal' } } }));
+        }
+        seen.add(name);
+      }
+    }
     const sessionId = req.headers['mcp-session-id'];
     if (req.method !== 'POST') {
       const transport = typeof sessionId === 'string' ? sessions.get(sessionId) : undefined;

@@ -162,7 +162,7 @@ export const gateway: Command = {
         return 0;
       }
       const allowOrigins = (values['allow-origin'] as string[] | undefined) ?? [];
-      const serving = await serveHttp({ ...listen, path, maxBodyBytes, allowOrigins, createServer: () => core.createServer(), sessions: true });
+      const serving = await serveHttp({ ...listen, path, maxBodyBytes, allowOrigins, createServer: () => core.createServer(), sessions: true, identityHeaders: identity === null ? [] : [identity.agentHeader, ...(identity.userHeader ? [identity.userHeader] : [])] });
       for (const line of startup) say(line);
       say(`listening on ${serving.url}`);
       await untilSignalled();
