@@ -325,4 +325,27 @@ describe('gateway: tools/call through the control path', () => {
       ['observed', 'deny'],
     ]);
   }, TIMEOUT);
+
+  it("the upstream's progress reaches the agent, and the final answer comes after the outcome is recorded", async () => {
+    const r = await rig();
+    const seen: number[] = [];
+    const result = await r.agent.request({ method: 'tools/call', params: { name: 'progress', arguments: { id: 'g1' } } }, ResultSchema, { onprogress: (p) => void seen.push(p.progress), timeout: 60_000 });
+    expect(seen).toEqual([1, 2]);
+    expect(receiptMeta(result)).toMatchObject({ result: 'committed', effect_key: 'progress:g1' });
+    expect((await r.store.getEffect('progress:g1'))?.state).toBe('committed');
+  }, TIMEOUT);
+
+  it('the agent cancels a call in flight: the upstream is told, and the outcome is AMBIGUOUS (it may have acted)', async () => {
+    const r = await rig();
+    const abort = new AbortController();
+    const pending = r.agent.request({ method: 'tools/call', params: { name: 'hang', arguments: { id: 'c1' } } }, ResultSchema, { signal: abort.signal, timeout: 60_000 }).catch((e: unknown) => e);
+    for (let i = 0; i < 400 && upstreamCalls(r.log).length === 0; i++) await new Promise((res) => setTimeout(res, 25));
+    abort.abort('the user pressed stop');
+    expect(await pending).toBeDefined();
+    for (let i = 0; i < 400 && (await r.store.getEffect('hang:c1'))?.state !== 'ambiguous'; i++) await new Promise((res) => setTimeout(res, 25));
+    expect((await r.store.getEffect('hang:c1'))?.state).toBe('ambiguous');
+    for (let i = 0; i < 400 && upstreamCalls(r.log).length < 2; i++) await new Promise((res) => setTimeout(res, 25));
+    expect(upstreamCalls(r.log).map((c) => c.tool)).toEqual(['hang', 'hang:cancelled']);
+    expect((await call(r.agent, 'hang', { id: 'c1' })).error?.code).toBe(-41005);
+  }, TIMEOUT);
 });

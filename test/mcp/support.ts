@@ -31,6 +31,8 @@ actions:
   mcp.pay.bad_params: {effect: "bp:{id}", decision: allow}
   mcp.pay.internal: {effect: "int:{id}", decision: allow}
   mcp.pay.die: {effect: "die:{id}", decision: allow}
+  mcp.pay.progress: {effect: "progress:{id}", decision: allow}
+  mcp.pay.hang: {effect: "hang:{id}", decision: allow}
 `;
 
 const made: string[] = [];

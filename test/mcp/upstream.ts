@@ -28,6 +28,8 @@ const TOOLS = [
   { name: 'bad_params', description: 'answers JSON-RPC -32602', inputSchema: { type: 'object' as const } },
   { name: 'internal', description: 'answers JSON-RPC -32603', inputSchema: { type: 'object' as const } },
   { name: 'die', description: 'logs the call, then the process exits before answering', inputSchema: { type: 'object' as const } },
+  { name: 'progress', description: 'reports progress twice, then answers', inputSchema: { type: 'object' as const } },
+  { name: 'hang', description: 'answers only when cancelled (logs the cancellation)', inputSchema: { type: 'object' as const } },
 ];
 
 function build(): Server {
@@ -37,7 +39,7 @@ function build(): Server {
   server.setRequestHandler(ReadResourceRequestSchema, async (req) => ({ contents: [{ uri: req.params.uri, text: `memo ${req.params.uri}` }] }));
   server.setRequestHandler(ListPromptsRequestSchema, async () => ({ prompts: [{ name: 'greet' }] }));
   server.setRequestHandler(GetPromptRequestSchema, async (req) => ({ messages: [{ role: 'user', content: { type: 'text', text: `hello from ${req.params.name}` } }] }));
-  server.fallbackRequestHandler = async (req) => {
+  server.fallbackRequestHandler = async (req, extra) => {
     if (req.method !== 'tools/call') throw new McpError(-32601, `no method ${req.method}`);
     const params = req.params as { name: string; arguments?: Record<string, unknown> };
     if (LOG) appendFileSync(LOG, `${JSON.stringify({ tool: params.name, arguments: params.arguments ?? {} })}\n`);
@@ -50,6 +52,20 @@ function build(): Server {
         throw new McpError(-32603, 'the upstream broke');
       case 'die':
         process.exit(3);
+      case 'progress': {
+        const progressToken = (req.params as { _meta?: { progressToken?: string | number } })._meta?.progressToken;
+        if (progressToken !== undefined) {
+          for (const progress of [1, 2]) await extra.sendNotification({ method: 'notifications/progress', params: { progressToken, progress, total: 2 } });
+        }
+        return { content: [{ type: 'text', text: 'progress done' }] };
+      }
+      case 'hang':
+        return new Promise((_resolve, reject) => {
+          extra.signal.addEventListener('abort', () => {
+            if (LOG) appendFileSync(LOG, `${JSON.stringify({ tool: 'hang:cancelled', arguments: {} })}\n`);
+            reject(new Error('cancelled'));
+          });
+        });
       default:
         return { content: [{ type: 'text', text: `${params.name} done` }] };
     }

@@ -14,6 +14,7 @@ import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/proto
 import {
   ErrorCode,
   McpError,
+  ProgressNotificationSchema,
   ResultSchema,
   type JSONRPCRequest,
   type Notification,
@@ -98,6 +99,9 @@ export class Gateway {
   readonly #timeout: number;
   readonly #howToAnswer: (requestId: string) => string;
   readonly #servers = new Set<Server>();
+  /** Progress relays in flight: the token the gateway gave the upstream → where the agent wants it. */
+  readonly #progress = new Map<string, (params: Record<string, unknown>) => void>();
+  #nextToken = 0;
 
   constructor(options: GatewayOptions) {
     if (!options || typeof options !== 'object') throw new InvalidArgument('Gateway needs { control, upstream, alias }');
@@ -115,6 +119,13 @@ export class Gateway {
     this.#timeout = options.upstreamTimeoutMs ?? 30_000;
     if (!Number.isSafeInteger(this.#timeout) || this.#timeout <= 0) throw new InvalidArgument('upstreamTimeoutMs must be a positive integer of milliseconds');
     this.#howToAnswer = options.howToAnswer ?? defaultHowToAnswer;
+    // The upstream's progress goes to the request that asked for it, under the agent's own token.
+    // (Not the SDK's per-request onprogress: it drops a progress notification that arrives in the
+    // same read as the response, as a fast tool's do.)
+    this.upstream.setNotificationHandler(ProgressNotificationSchema, (notification) => {
+      const { progressToken, ...rest } = notification.params;
+      this.#progress.get(String(progressToken))?.(rest);
+    });
     // The upstream's notifications (list changes, logs, resource updates) reach every agent session.
     this.upstream.fallbackNotificationHandler = async (notification: Notification) => {
       await Promise.all([...this.#servers].map((s) => s.notification(notification as ServerNotification).catch(() => {})));
@@ -149,8 +160,10 @@ export class Gateway {
 
   async #handle(request: JSONRPCRequest, extra: Extra): Promise<Result> {
     if (request.method === 'tools/call') return this.callTool(request.params, extra);
+    const relay = this.#relayProgress(extra);
     try {
-      return await this.upstream.request({ method: request.method, ...(request.params !== undefined ? { params: request.params } : {}) } as Parameters<Client['request']>[0], ResultSchema, {
+      const params = request.params === undefined ? undefined : relay.token === null ? request.params : { ...request.params, _meta: { ...request.params['_meta'] as object, progressToken: relay.token } };
+      return await this.upstream.request({ method: request.method, ...(params !== undefined ? { params } : {}) } as Parameters<Client['request']>[0], ResultSchema, {
         signal: extra.signal,
         timeout: this.#timeout,
       });
@@ -158,7 +171,23 @@ export class Gateway {
       // The upstream's own error, relayed with its code, message and data as it sent them.
       if (err instanceof McpError) throw rpcError(err.code, bareMessage(err), err.data);
       throw err;
+    } finally {
+      relay.done();
     }
+  }
+
+  /**
+   * When the agent asked for progress (`_meta.progressToken`): a fresh token for the upstream,
+   * whose notifications are sent on to the agent under the agent's token until `done()`.
+   */
+  #relayProgress(extra: Pick<Extra, '_meta' | 'sendNotification'>): { token: string | null; done: () => void } {
+    const agentToken = extra._meta?.progressToken;
+    if (agentToken === undefined) return { token: null, done: () => {} };
+    const token = `ctrlrun-${++this.#nextToken}`;
+    this.#progress.set(token, (params) => {
+      void extra.sendNotification({ method: 'notifications/progress', params: { ...params, progressToken: agentToken } as ServerNotification['params'] & { progress: number } } as ServerNotification).catch(() => {});
+    });
+    return { token, done: () => void this.#progress.delete(token) };
   }
 
   /** One intercepted `tools/call`: the control path, the upstream, the outcome. */
@@ -245,24 +274,21 @@ export class Gateway {
     let attempt = 1;
     let effectKey: string | null = null;
     const marker = new UpstreamOutcome('the upstream did not commit');
-    const progressToken = extra._meta?.progressToken;
     const executor = async (canonical: JsonObject, ctx: { effectKey: string | null; attempt: number }): Promise<Result> => {
       attempt = ctx.attempt;
       effectKey = ctx.effectKey;
       let result: Result;
+      const relay = this.#relayProgress(extra);
       try {
-        result = await this.upstream.request({ method: 'tools/call', params: { name: tool, arguments: canonical } } as Parameters<Client['request']>[0], ResultSchema, {
-          signal: extra.signal,
-          timeout: this.#timeout,
-          ...(progressToken !== undefined
-            ? { onprogress: (p) => void extra.sendNotification({ method: 'notifications/progress', params: { ...p, progressToken } }).catch(() => {}) }
-            : {}),
-        });
+        const params = { name: tool, arguments: canonical, ...(relay.token !== null ? { _meta: { progressToken: relay.token } } : {}) };
+        result = await this.upstream.request({ method: 'tools/call', params } as Parameters<Client['request']>[0], ResultSchema, { signal: extra.signal, timeout: this.#timeout });
       } catch (err) {
         observed = { kind: 'error', error: err };
         const { outcome } = classifyError(err);
         if (outcome === 'failed') throw new NotExecuted(`the upstream did not execute ${tool}: ${describe(err)}`, { cause: marker });
         throw marker;
+      } finally {
+        relay.done();
       }
       const outcome = classifyResult(result, { notExecutedOnError });
       observed = { kind: 'result', result, outcome };
