@@ -348,4 +348,14 @@ describe('gateway: tools/call through the control path', () => {
     expect(upstreamCalls(r.log).map((c) => c.tool)).toEqual(['hang', 'hang:cancelled']);
     expect((await call(r.agent, 'hang', { id: 'c1' })).error?.code).toBe(-41005);
   }, TIMEOUT);
+
+  it('a tools/call sent as a notification (no id) never reaches the upstream; a real notification is relayed', async () => {
+    const r = await rig();
+    await r.agent.notification({ method: 'tools/call', params: { name: 'refund', arguments: { payment_id: 'n1', amount: 5 } } } as never);
+    await r.agent.notification({ method: 'notifications/x-custom', params: { note: 1 } } as never);
+    for (let i = 0; i < 400 && upstreamCalls(r.log).length === 0; i++) await new Promise((res) => setTimeout(res, 25));
+    await call(r.agent, 'lookup', {});
+    expect(upstreamCalls(r.log).map((c) => c.tool)).toEqual(['notification:notifications/x-custom', 'lookup']);
+    expect(await r.store.getEffect('refund:n1')).toBeNull();
+  }, TIMEOUT);
 });

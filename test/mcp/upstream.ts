@@ -39,6 +39,10 @@ function build(): Server {
   server.setRequestHandler(ReadResourceRequestSchema, async (req) => ({ contents: [{ uri: req.params.uri, text: `memo ${req.params.uri}` }] }));
   server.setRequestHandler(ListPromptsRequestSchema, async () => ({ prompts: [{ name: 'greet' }] }));
   server.setRequestHandler(GetPromptRequestSchema, async (req) => ({ messages: [{ role: 'user', content: { type: 'text', text: `hello from ${req.params.name}` } }] }));
+  // Notifications the gateway relays are logged too, so a test can see what reached this server.
+  server.fallbackNotificationHandler = async (n) => {
+    if (LOG) appendFileSync(LOG, `${JSON.stringify({ tool: `notification:${n.method}`, arguments: n.params ?? {} })}\n`);
+  };
   server.fallbackRequestHandler = async (req, extra) => {
     if (req.method !== 'tools/call') throw new McpError(-32601, `no method ${req.method}`);
     const params = req.params as { name: string; arguments?: Record<string, unknown> };

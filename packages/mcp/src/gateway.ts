@@ -146,7 +146,10 @@ export class Gateway {
     const instructions = this.upstream.getInstructions();
     const server = new Server(info, { capabilities: this.upstream.getServerCapabilities() ?? {}, ...(instructions !== undefined ? { instructions } : {}) });
     server.fallbackRequestHandler = (request, extra) => this.#handle(request as JSONRPCRequest, extra as Extra);
+    // Only real notifications go on: a "notification" named like a request (a tools/call without an
+    // id) is dropped, so that a lax upstream can never run a tool the control path did not see.
     server.fallbackNotificationHandler = async (notification) => {
+      if (!notification.method.startsWith('notifications/')) return;
       await this.upstream.notification(notification as Parameters<Client['notification']>[0]);
     };
     this.#servers.add(server);
