@@ -7,7 +7,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { McpError, ResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { canonicalJson, Control, createAction, HeaderIdentityProvider, loadPolicy, type StateStore } from '@ctrlrun/kernel';
-import { Gateway, RECEIPT_META_KEY } from '@ctrlrun/mcp';
+import { Gateway, RECEIPT_META_KEY, ReceiptIds } from '@ctrlrun/mcp';
 import { createSqlJsStore } from '@ctrlrun/store-sqljs';
 import { connectUpstream, serveHttp, type HttpServing } from '../../packages/cli/src/mcp-http.js';
 import { call, receiptDocs, httpAgent, NODE_TS, POLICY, startHttpUpstream, token, UPSTREAM, upstreamCalls, workDir } from './support.js';
@@ -33,7 +33,8 @@ async function rig(options: { policy?: string; upstream?: 'stdio' | 'http'; wait
   const log = join(dir, 'upstream.log');
   const store = await createSqlJsStore();
   const identity = options.headerIdentity ? new HeaderIdentityProvider({ agentHeader: 'X-Agent', userHeader: 'X-User' }, { logger: { warn: () => {} } }) : null;
-  const control = new Control({ policy: loadPolicy(options.policy ?? POLICY), store, identity, logger: { warn: () => {} } });
+  const receiptIds = new ReceiptIds();
+  const control = new Control({ policy: loadPolicy(options.policy ?? POLICY), store, identity, sinks: [receiptIds.sink], logger: { warn: () => {} } });
   let upstream: Client;
   let killUpstream: (() => Promise<unknown>) | undefined;
   if (options.upstream === 'http') {
@@ -43,7 +44,7 @@ async function rig(options: { policy?: string; upstream?: 'stdio' | 'http'; wait
   } else {
     upstream = await connectUpstream({ kind: 'command', argv: [process.execPath, ...NODE_TS, UPSTREAM], env: { PATH: process.env['PATH'] ?? '', UPSTREAM_LOG: log } }, () => {});
   }
-  const gateway = new Gateway({ control, upstream, alias: 'pay', principal: options.headerIdentity ? null : { agent: 'agent-1' }, ...(options.wait ? { wait: { timeoutMs: 60_000 } } : {}) });
+  const gateway = new Gateway({ control, upstream, alias: 'pay', receiptIds, principal: options.headerIdentity ? null : { agent: 'agent-1' }, ...(options.wait ? { wait: { timeoutMs: 60_000 } } : {}) });
   const serving: HttpServing = await serveHttp({ host: '127.0.0.1', port: 0, path: '/mcp', maxBodyBytes: 65536, allowOrigins: [], createServer: () => gateway.createServer(), sessions: true, identityHeaders: options.headerIdentity ? ['X-Agent', 'X-User'] : [] });
   const agent = await httpAgent(serving.url);
   const r = {
@@ -155,6 +156,9 @@ describe('gateway: tools/call through the control path', () => {
     const first = await call(r.agent, 'flaky', { id: 'f1' });
     expect(first.result?.isError).toBe(true);
     expect(receiptMeta(first.result)).toMatchObject({ result: 'ambiguous', effect_key: 'flaky:f1' });
+    // The failed/ambiguous result names its receipt too, the one the store recorded.
+    expect(receiptMeta(first.result)['receipt_id']).toBe((await receiptDocs(r.store)).at(-1)!['receipt_id']);
+    expect(receiptMeta(first.result)['receipt_id']).toMatch(/^ctr_[0-9a-f]{32}$/);
     expect((await r.store.getEffect('flaky:f1'))?.state).toBe('ambiguous');
     const retry = await call(r.agent, 'flaky', { id: 'f1' });
     expect(retry.error?.code).toBe(-41005);
@@ -188,6 +192,8 @@ describe('gateway: tools/call through the control path', () => {
     const died = await call(r.agent, 'die', { id: 'd1' });
     expect(died.error?.code).toBe(-41010);
     expect(died.error?.data).toMatchObject({ error: 'ctrlrun.upstream_ambiguous', effect_key: 'die:d1', action_id: expect.stringMatching(/^act_/) });
+    const diedMeta = (died.error?.data as { _meta: Record<string, Record<string, unknown>> })._meta[RECEIPT_META_KEY]!;
+    expect(diedMeta).toMatchObject({ result: 'ambiguous', receipt_id: (await receiptDocs(r.store)).at(-1)!['receipt_id'] });
     expect((await r.store.getEffect('die:d1'))?.state).toBe('ambiguous');
     const retry = await call(r.agent, 'die', { id: 'd1' });
     expect(retry.error?.code).toBe(-41005);

@@ -40,7 +40,9 @@ import {
   resolveResourceTemplate,
   type Action,
   type ApprovalProvider,
+  callbackSink,
   type Control,
+  type EventSink,
   type ExecuteOptions,
   type JsonObject,
 } from '@ctrlrun/kernel';
@@ -73,6 +75,32 @@ export interface GatewayOptions {
   upstreamTimeoutMs?: number;
   /** How a human answers a request, for the approval-required message (`ctrlrun approve <id>`). */
   howToAnswer?: (requestId: string) => string;
+  /** Receipt ids from the Control's sinks (see {@link ReceiptIds}), for failed and ambiguous calls. */
+  receiptIds?: ReceiptIds;
+}
+
+/**
+ * Receipt ids by action id, as the Control stores them: add {@link ReceiptIds.sink} to the
+ * Control's sinks and pass this to the {@link Gateway}, so that a failed or ambiguous call's
+ * `_meta["com.ctrlrun/receipt"]` names its receipt too (a committed one always does).
+ */
+export class ReceiptIds {
+  readonly #ids = new Map<string, string>();
+  /** The sink to give the Control. */
+  readonly sink: EventSink = callbackSink({
+    name: 'ctrlrun-mcp-receipt-ids',
+    onReceipt: (receipt) => {
+      const actionId = receipt.document['action_id'];
+      const receiptId = receipt.document['receipt_id'];
+      if (typeof actionId === 'string' && typeof receiptId === 'string') this.#ids.set(actionId, receiptId);
+    },
+  });
+  /** The receipt id recorded for `actionId`, forgotten once taken. */
+  take(actionId: string): string | null {
+    const id = this.#ids.get(actionId) ?? null;
+    this.#ids.delete(actionId);
+    return id;
+  }
 }
 
 /** What an execution observed upstream, kept so the agent gets the upstream's own answer. */
@@ -98,6 +126,7 @@ export class Gateway {
   readonly #wait: { timeoutMs?: number; provider: ApprovalProvider } | null;
   readonly #timeout: number;
   readonly #howToAnswer: (requestId: string) => string;
+  readonly #receiptIds: ReceiptIds | null;
   readonly #servers = new Set<Server>();
   /** Progress relays in flight: the token the gateway gave the upstream → where the agent wants it. */
   readonly #progress = new Map<string, (params: Record<string, unknown>) => void>();
@@ -119,6 +148,7 @@ export class Gateway {
     this.#timeout = options.upstreamTimeoutMs ?? 30_000;
     if (!Number.isSafeInteger(this.#timeout) || this.#timeout <= 0) throw new InvalidArgument('upstreamTimeoutMs must be a positive integer of milliseconds');
     this.#howToAnswer = options.howToAnswer ?? defaultHowToAnswer;
+    this.#receiptIds = options.receiptIds ?? null;
     // The upstream's progress goes to the request that asked for it, under the agent's own token.
     // (Not the SDK's per-request onprogress: it drops a progress notification that arrives in the
     // same read as the response, as a fast tool's do.)
@@ -209,6 +239,14 @@ export class Gateway {
     const name = this.actionName(tool);
     const action = await this.#action(name, args, extra.requestInfo?.headers);
     const approvalId = await this.#presentable(action);
+    try {
+      return await this.#decide(action, approvalId, extra);
+    } finally {
+      this.#receiptIds?.take(action.actionId);
+    }
+  }
+
+  async #decide(action: Action, approvalId: string | null, extra: Pick<Extra, 'signal' | '_meta' | 'sendNotification'>): Promise<Result> {
     try {
       return await this.#execute(action, approvalId, extra);
     } catch (err) {
@@ -307,7 +345,7 @@ export class Gateway {
       const fromUpstream = err === marker || (err instanceof NotExecuted && err.cause === marker);
       if (!fromUpstream || observed === null) throw err;
       const seen = observed as Observed;
-      const meta = { action_id: action.actionId, receipt_id: null, effect_key: effectKey, result: err === marker ? 'ambiguous' : 'failed', attempt };
+      const meta = { action_id: action.actionId, receipt_id: this.#receiptIds?.take(action.actionId) ?? null, effect_key: effectKey, result: err === marker ? 'ambiguous' : 'failed', attempt };
       if (seen.kind === 'result') return withReceipt(seen.result, meta);
       const c = classifyError(seen.error);
       if (c.kind === 'rpc') throw rpcError(c.error.code, bareMessage(c.error), c.error.data);

@@ -8,7 +8,7 @@
  */
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { Control, HeaderIdentityProvider, InvalidArgument } from '@ctrlrun/kernel';
-import { ALIAS_PATTERN, Gateway } from '@ctrlrun/mcp';
+import { ALIAS_PATTERN, Gateway, ReceiptIds } from '@ctrlrun/mcp';
 import { STORE_URL, type Command } from '../command.js';
 import { banner, environmentFromEnv, stateDirSinks } from '../control.js';
 import { describeTarget, loadPolicyFile, policyPath, storeTarget } from '../discovery.js';
@@ -108,11 +108,12 @@ export const gateway: Command = {
     let client;
     try {
       const identity = agentHeader === undefined ? null : new HeaderIdentityProvider({ agentHeader, userHeader: userHeader ?? null }, { logger: { warn: () => {} } });
+      const receiptIds = new ReceiptIds();
       const control = new Control({
         policy,
         store,
         identity,
-        sinks: stateDirSinks(target),
+        sinks: [...stateDirSinks(target), receiptIds.sink],
         logger: { warn: (message: string) => err(`warning: ${message}`) },
         ...(environment !== undefined ? { environment } : {}),
       });
@@ -127,6 +128,7 @@ export const gateway: Command = {
         upstream: client,
         alias,
         principal,
+        receiptIds,
         upstreamTimeoutMs: upstreamTimeout,
         ...(values['wait'] === true ? { wait: waitTimeout === undefined ? true : { timeoutMs: waitTimeout } } : {}),
       });
