@@ -10,3 +10,4 @@ export { Gateway, ReceiptIds, type GatewayOptions, ALIAS_PATTERN, TOOL_NAME_PATT
 export { type Outcome, type ErrorClass, NOT_EXECUTED_CODES, NEVER_CONNECTED_CODES, UpstreamNotConnected, classifyResult, classifyError, neverConnected } from './classify.js';
 export { GATEWAY_ERRORS, type GatewayErrorName, gatewayError } from './errors.js';
 export { createOperatorServer, type OperatorOptions, type OperatorIdentity, OPERATOR_TOOLS, OPERATOR_ACTOR_PREFIX } from './operator.js';
+export { mcpFetchHandler, type FetchHandlerOptions } from './web.js';
