@@ -250,13 +250,18 @@ describe('gateway: tools/call through the control path', () => {
 
   it('with wait: the call is held until a human answers, then the same action runs once', async () => {
     const r = await rig({ wait: true });
-    const pending = call(r.agent, 'refund', { payment_id: 'p6', amount: 300 });
+    const told: string[] = [];
+    const pending = r.agent
+      .request({ method: 'tools/call', params: { name: 'refund', arguments: { payment_id: 'p6', amount: 300 } } }, ResultSchema, { onprogress: (p) => void told.push(p.message ?? ''), timeout: 60_000 })
+      .then((result) => ({ result, error: undefined }));
     let request: string | undefined;
     for (let i = 0; i < 400 && request === undefined; i++) {
       request = (await r.store.listApprovals('pending'))[0]?.request.requestId;
       if (request === undefined) await new Promise((res) => setTimeout(res, 25));
     }
     expect(upstreamCalls(r.log)).toHaveLength(0);
+    for (let i = 0; i < 400 && told.length === 0; i++) await new Promise((res) => setTimeout(res, 25));
+    expect(told[0]).toBe(`waiting for a human to answer approval request ${request}`);
     await r.control.grantApproval(request!, { approver: 'alice' });
     const got = await pending;
     expect(got.error).toBeUndefined();

@@ -251,10 +251,22 @@ export class Gateway {
       return await this.#execute(action, approvalId, extra);
     } catch (err) {
       if (this.#wait === null || !(err instanceof ApprovalRequired)) throw await this.#refusal(err, action, approvalId);
+      // An agent that asked for progress hears why the call is held, and again every 10 s, so a
+      // client that resets its timeout on progress waits for the human.
+      const token = extra._meta?.progressToken;
+      let beat = 0;
+      const tell = () =>
+        void extra
+          .sendNotification({ method: 'notifications/progress', params: { progressToken: token!, progress: ++beat, message: `waiting for a human to answer approval request ${err.requestId}` } })
+          .catch(() => {});
+      if (token !== undefined) tell();
+      const timer = token === undefined ? null : setInterval(tell, 10_000);
       try {
         await this.#wait.provider.wait(err.requestId, this.#wait.timeoutMs);
       } catch (waitErr) {
         throw await this.#refusal(waitErr instanceof ApprovalTimeout ? err : waitErr, action, err.requestId);
+      } finally {
+        if (timer !== null) clearInterval(timer);
       }
       try {
         return await this.#execute(action, err.requestId, extra);

@@ -58,7 +58,7 @@ export const gateway: Command = {
     path: { type: 'string', value: 'PATH', help: 'the MCP endpoint (default /mcp; not under /ctrlrun/)' },
     stdio: { type: 'boolean', help: 'serve the agent over stdin/stdout instead of HTTP (for clients that launch a command)' },
     environment: { type: 'string', value: 'ENV', help: 'the deployment environment (beats $CTRLRUN_ENVIRONMENT and the policy)' },
-    wait: { type: 'boolean', help: 'when a call needs approval, hold it until a human answers, then run it' },
+    wait: { type: 'boolean', help: 'when a call needs approval, hold it until a human answers, then run it (the agent hears progress every 10 s if it asked for progress; its own request timeout still applies)' },
     'wait-timeout': { type: 'string', value: 'SECONDS', help: 'with --wait: give up after this long (default: when the request expires)' },
     'upstream-timeout': { type: 'string', value: 'SECONDS', help: 'how long one upstream request may take (default 30); a timeout is an unknown outcome' },
     'max-body-bytes': { type: 'string', value: 'N', help: 'largest request body accepted (default 1048576)' },
@@ -164,8 +164,9 @@ export const gateway: Command = {
         return 0;
       }
       const allowOrigins = (values['allow-origin'] as string[] | undefined) ?? [];
-      const serving = await serveHttp({ ...listen, path, maxBodyBytes, allowOrigins, createServer: () => core.createServer(), sessions: true, identityHeaders: identity === null ? [] : [identity.agentHeader, ...(identity.userHeader ? [identity.userHeader] : [])] });
+      // The block is out before anything can connect; the address follows once it is bound.
       for (const line of startup) say(line);
+      const serving = await serveHttp({ ...listen, path, maxBodyBytes, allowOrigins, createServer: () => core.createServer(), sessions: true, identityHeaders: identity === null ? [] : [identity.agentHeader, ...(identity.userHeader ? [identity.userHeader] : [])] });
       say(`listening on ${serving.url}`);
       await untilSignalled();
       await serving.close();

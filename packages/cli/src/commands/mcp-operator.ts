@@ -95,8 +95,8 @@ export const mcpOperator: Command = {
         return 0;
       }
       const allowOrigins = (values['allow-origin'] as string[] | undefined) ?? [];
-      const serving = await serveHttp({ ...listen, path, maxBodyBytes, allowOrigins, createServer: () => createOperatorServer(options), sessions: false, identityHeaders: [agentHeader!, userHeader!] });
       for (const line of startup) say(line);
+      const serving = await serveHttp({ ...listen, path, maxBodyBytes, allowOrigins, createServer: () => createOperatorServer(options), sessions: false, identityHeaders: [agentHeader!, userHeader!] });
       say(`listening on ${serving.url}`);
       await untilSignalled();
       await serving.close();
