@@ -5,9 +5,13 @@
  * first, in the spec's order, before the SDK reads a byte: `Origin` (403), size (413), JSON
  * (400 -32700), one message and not a batch (400 -32600).
  *
+ * In workerd no I/O object may outlive the request that made it: connect the upstream client (and
+ * make the {@link Gateway}) per request there, sharing only the Control (test/mcp/workerd-entry.ts).
+ *
  * @module
  */
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import type { Gateway } from './gateway.js';
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 
 /** Options of {@link mcpFetchHandler}. */
