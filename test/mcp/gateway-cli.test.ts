@@ -70,6 +70,8 @@ describe('ctrlrun gateway (a real process)', () => {
       expect((await post(`{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":"${'a'.repeat(1_100_000)}"}}`)).status).toBe(413);
       expect((await post('{"jsonrpc":"2.0","id":1,"method":"ping"}', { origin: 'https://evil.example' })).status).toBe(403);
       expect((await post('{"jsonrpc":"2.0","id":1,"method":"ping"}', {}, url.replace(/\/mcp$/, '/other'))).status).toBe(404);
+      const float = await post('{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"refund","arguments":{"payment_id":"p3","amount":1e2}}}');
+      expect(await float.json()).toMatchObject({ id: 9, error: { code: -41008, data: { pointer: '/amount' } } });
       expect((await call(agent, 'lookup', {})).error).toBeUndefined();
       await agent.close();
     } finally {

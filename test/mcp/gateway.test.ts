@@ -45,7 +45,7 @@ async function rig(options: { policy?: string; upstream?: 'stdio' | 'http'; wait
     upstream = await connectUpstream({ kind: 'command', argv: [process.execPath, ...NODE_TS, UPSTREAM], env: { PATH: process.env['PATH'] ?? '', UPSTREAM_LOG: log } }, () => {});
   }
   const gateway = new Gateway({ control, upstream, alias: 'pay', receiptIds, principal: options.headerIdentity ? null : { agent: 'agent-1' }, ...(options.wait ? { wait: { timeoutMs: 60_000 } } : {}) });
-  const serving: HttpServing = await serveHttp({ host: '127.0.0.1', port: 0, path: '/mcp', maxBodyBytes: 65536, allowOrigins: [], createServer: () => gateway.createServer(), sessions: true, identityHeaders: options.headerIdentity ? ['X-Agent', 'X-User'] : [] });
+  const serving: HttpServing = await serveHttp({ host: '127.0.0.1', port: 0, path: '/mcp', maxBodyBytes: 65536, allowOrigins: [], createServer: () => gateway.createServer(), sessions: true, refuseFloatArguments: true, identityHeaders: options.headerIdentity ? ['X-Agent', 'X-User'] : [] });
   const agent = await httpAgent(serving.url);
   const r = {
     store,

@@ -49,6 +49,9 @@ describe('the gateway behind a Web-standard handler in Hono', () => {
     expect((await post('{')).status).toBe(400);
     expect(((await (await post('[]')).json()) as { error: { code: number } }).error.code).toBe(-32600);
     expect((await post('{"jsonrpc":"2.0","id":1,"method":"ping"}', { origin: 'https://evil.example' })).status).toBe(403);
+    // 2000.0 is a float even though JSON.parse reads it as 2000: refused with its pointer, as the reference does.
+    const float = await post('{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"refund","arguments":{"payment_id":"w9","amount":2000.0}}}');
+    expect(await float.json()).toMatchObject({ id: 7, error: { code: -41008, data: { error: 'ctrlrun.unrepresentable_argument', pointer: '/amount' } } });
     expect(upstreamCalls(log)).toHaveLength(1);
   }, TIMEOUT);
 });

@@ -15,6 +15,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
+import { floatRefusal } from '@ctrlrun/mcp';
 import { UsageError } from './errors.js';
 import { VERSION } from './version.js';
 
@@ -98,6 +99,8 @@ export interface HttpServeOptions {
    * reads it (Node would join the two values, and which one names the principal is a guess).
    */
   identityHeaders?: readonly string[];
+  /** Refuse a tools/call whose arguments hold `2.0`-style floats (`-41008`): the gateway's rule. */
+  refuseFloatArguments?: boolean;
 }
 
 /** A running listener. */
@@ -163,14 +166,26 @@ export async function serveHttp(options: HttpServeOptions): Promise<HttpServing>
     const body = await readBody(req, options.maxBodyBytes);
     if (body === null) return plain(res, 413);
     let message: unknown;
+    const text = body.toString('utf8');
     try {
-      message = JSON.parse(body.toString('utf8'));
+      message = JSON.parse(text);
     } catch {
       return rpcError(res, 400, -32700, 'parse error: the body is not JSON');
     }
     if (Array.isArray(message)) return rpcError(res, 400, -32600, 'invalid request: one JSON-RPC message per request, no batches');
     if (typeof message !== 'object' || message === null || (message as { jsonrpc?: unknown }).jsonrpc !== '2.0') {
       return rpcError(res, 400, -32600, 'invalid request: not a JSON-RPC 2.0 message');
+    }
+    if (options.refuseFloatArguments) {
+      let refusal;
+      try {
+        refusal = floatRefusal(message, text);
+      } catch (err) {
+        if (err instanceof RangeError) return rpcError(res, 400, -32600, `invalid request: ${err.message}`);
+        throw err;
+      }
+      // Answered as a JSON-RPC error (200) so that any client reads it as the call's answer.
+      if (refusal !== null) return void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(refusal));
     }
     if (!options.sessions) {
       const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });

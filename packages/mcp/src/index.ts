@@ -11,3 +11,4 @@ export { type Outcome, type ErrorClass, NOT_EXECUTED_CODES, NEVER_CONNECTED_CODE
 export { GATEWAY_ERRORS, type GatewayErrorName, gatewayError } from './errors.js';
 export { createOperatorServer, type OperatorOptions, type OperatorIdentity, OPERATOR_TOOLS, OPERATOR_ACTOR_PREFIX } from './operator.js';
 export { mcpFetchHandler, type FetchHandlerOptions } from './web.js';
+export { floatArgumentPointer, floatRefusal, MAX_DEPTH } from './floats.js';

@@ -11,6 +11,7 @@
  * @module
  */
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { floatRefusal } from './floats.js';
 import type { Gateway } from './gateway.js';
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 
@@ -22,6 +23,8 @@ export interface FetchHandlerOptions {
   maxBodyBytes?: number;
   /** Origins accepted in an `Origin` header; none (default): a request with any `Origin` is refused. */
   allowOrigins?: readonly string[];
+  /** Refuse a tools/call whose arguments hold `2.0`-style floats (`-41008`; default true: the gateway's rule). */
+  refuseFloatArguments?: boolean;
 }
 
 function rpcErrorResponse(status: number, code: number, message: string): Response {
@@ -75,6 +78,16 @@ export function mcpFetchHandler(options: FetchHandlerOptions): (request: Request
     if (Array.isArray(message)) return rpcErrorResponse(400, -32600, 'invalid request: one JSON-RPC message per request, no batches');
     if (typeof message !== 'object' || message === null || (message as { jsonrpc?: unknown }).jsonrpc !== '2.0') {
       return rpcErrorResponse(400, -32600, 'invalid request: not a JSON-RPC 2.0 message');
+    }
+    if (options.refuseFloatArguments !== false) {
+      let refusal;
+      try {
+        refusal = floatRefusal(message, text);
+      } catch (err) {
+        if (err instanceof RangeError) return rpcErrorResponse(400, -32600, `invalid request: ${err.message}`);
+        throw err;
+      }
+      if (refusal !== null) return new Response(JSON.stringify(refusal), { status: 200, headers: { 'content-type': 'application/json' } });
     }
     const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
     const server = options.createServer();

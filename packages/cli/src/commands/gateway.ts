@@ -166,7 +166,7 @@ export const gateway: Command = {
       const allowOrigins = (values['allow-origin'] as string[] | undefined) ?? [];
       // The block is out before anything can connect; the address follows once it is bound.
       for (const line of startup) say(line);
-      const serving = await serveHttp({ ...listen, path, maxBodyBytes, allowOrigins, createServer: () => core.createServer(), sessions: true, identityHeaders: identity === null ? [] : [identity.agentHeader, ...(identity.userHeader ? [identity.userHeader] : [])] });
+      const serving = await serveHttp({ ...listen, path, maxBodyBytes, allowOrigins, createServer: () => core.createServer(), sessions: true, refuseFloatArguments: true, identityHeaders: identity === null ? [] : [identity.agentHeader, ...(identity.userHeader ? [identity.userHeader] : [])] });
       say(`listening on ${serving.url}`);
       await untilSignalled();
       await serving.close();
