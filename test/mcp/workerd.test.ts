@@ -1,49 +1,21 @@
 // The gateway in workerd with Node compatibility off (miniflare): bundled as a deployment would be,
 // fronting the counting upstream (a Node process, over Streamable HTTP), with a real SDK agent
 // talking to miniflare over HTTP.
-import { readFile } from 'node:fs/promises';
-import { basename, join } from 'node:path';
-import { createRequire } from 'node:module';
-import { build, type Plugin } from 'esbuild';
+import { join } from 'node:path';
 import { Miniflare } from 'miniflare';
 import { afterAll, expect, it } from 'vitest';
-import { COMPATIBILITY_DATE, out, root } from '../worker/bundle.js';
+import { bundleWorkerd, COMPATIBILITY_DATE, out, root } from '../worker/bundle.js';
 import { call, httpAgent, POLICY, startHttpUpstream, upstreamCalls, workDir } from './support.js';
 
-const require = createRequire(import.meta.url);
 const closers: (() => Promise<unknown>)[] = [];
 afterAll(async () => {
   for (const c of closers.reverse()) await c().catch(() => {});
 });
 
 it('the gateway runs in workerd: one run, the duplicate refused, the rest relayed', async () => {
-  const wasmPaths: string[] = [];
-  const wasm: Plugin = {
-    name: 'wasm-module',
-    setup(b) {
-      b.onResolve({ filter: /\.wasm$/ }, (args) => {
-        const path = require.resolve(args.path, { paths: [args.resolveDir] });
-        wasmPaths.push(path);
-        return { path: `./${basename(path)}`, external: true };
-      });
-    },
-  };
-  const scriptPath = join(out, 'mcp-gateway-workerd.mjs');
-  const result = await build({
-    entryPoints: [join(root, 'test/mcp/workerd-entry.ts')],
-    outfile: scriptPath,
-    bundle: true,
-    format: 'esm',
-    target: 'es2022',
-    platform: 'neutral',
-    mainFields: ['browser', 'module', 'main'],
-    conditions: ['@ctrlrun/source', 'browser', 'workerd', 'worker'],
-    metafile: true,
-    logLevel: 'silent',
-    absWorkingDir: root,
-    plugins: [wasm],
-  });
-  expect(Object.keys(result.metafile.inputs).filter((i) => i.startsWith('node:'))).toEqual([]);
+  const bundle = await bundleWorkerd('mcp-gateway-workerd', join(root, 'test/mcp/workerd-entry.ts'));
+  expect(bundle.inputs.filter((i) => i.startsWith('node:') || i.startsWith('packages/store-node/'))).toEqual([]);
+  expect(bundle.inputs.some((i) => i.includes('node_modules/@modelcontextprotocol/sdk/'))).toBe(true);
   const log = join(workDir(), 'upstream.log');
   const upstream = await startHttpUpstream(log);
   closers.push(() => upstream.process.stop());
@@ -52,8 +24,8 @@ it('the gateway runs in workerd: one run, the duplicate refused, the rest relaye
     compatibilityFlags: [],
     modulesRoot: out,
     modules: [
-      { type: 'ESModule', path: scriptPath, contents: await readFile(scriptPath, 'utf8') },
-      { type: 'CompiledWasm', path: join(out, basename(wasmPaths[0]!)), contents: await readFile(wasmPaths[0]!) },
+      { type: 'ESModule', path: bundle.scriptPath, contents: bundle.script },
+      { type: 'CompiledWasm', path: join(out, bundle.wasmName), contents: bundle.wasm },
     ],
     bindings: { UPSTREAM_URL: upstream.url, POLICY },
   });

@@ -13,10 +13,16 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import { floatRefusal } from '@ctrlrun/mcp';
+import { Control, InvalidArgument, type ControlOptions, type Policy, type StateStore } from '@ctrlrun/kernel';
+import type { OptionSpec } from './command.js';
+import { banner, environmentFromEnv, stateDirSinks } from './control.js';
+import { loadPolicyFile, policyPath, storeTarget, type StoreTarget } from './discovery.js';
 import { UsageError } from './errors.js';
+import type { CliIo } from './io.js';
 import { VERSION } from './version.js';
 
 /** Hosts a loopback-only listener accepts. */
@@ -243,4 +249,67 @@ export function untilSignalled(): Promise<void> {
     process.on('SIGINT', done);
     process.on('SIGTERM', done);
   });
+}
+
+/** Options both MCP commands take, alike. */
+export const MCP_OPTIONS: Readonly<Record<string, OptionSpec>> = {
+  path: { type: 'string', value: 'PATH', help: 'the MCP endpoint (default /mcp; not under /ctrlrun/)' },
+  environment: { type: 'string', value: 'ENV', help: 'the deployment environment (beats $CTRLRUN_ENVIRONMENT and the policy)' },
+  'max-body-bytes': { type: 'string', value: 'N', help: 'largest request body accepted (default 1048576)' },
+  'allow-origin': { type: 'string', multiple: true, value: 'ORIGIN', help: 'an Origin header to accept (repeatable; none: any Origin is refused)' },
+};
+
+/** A positive whole number from a flag. */
+export function positiveInt(value: string | undefined, flag: string, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (!/^[1-9]\d{0,9}$/.test(value)) throw new UsageError(`${flag} must be a positive whole number, got ${JSON.stringify(value)}`);
+  return Number(value);
+}
+
+/**
+ * What both MCP commands load first: the policy (its observe banner on stderr first), the
+ * environment (`--environment`, else `$CTRLRUN_ENVIRONMENT`, else the policy's) and where the store is.
+ */
+export function loadSetup(io: CliIo, values: Readonly<Record<string, unknown>>, err: (line: string) => void): { policy: Policy; environment: string | undefined; target: StoreTarget } {
+  const { policy } = loadPolicyFile(policyPath(io));
+  banner(policy, err);
+  const flag = values['environment'] as string | undefined;
+  if (flag !== undefined && flag.trim() === '') throw new InvalidArgument('--environment is blank; name the deployment');
+  return { policy, environment: flag ?? environmentFromEnv(io), target: storeTarget(io, values['store-url'] as string | undefined) };
+}
+
+/** The Control an MCP command answers through: the state directory's JSONL sinks (and `extra`), warnings on stderr. */
+export function commandControl(
+  setup: { policy: Policy; environment: string | undefined; target: StoreTarget },
+  store: StateStore,
+  err: (line: string) => void,
+  extra: Pick<ControlOptions, 'identity' | 'sinks'> = {},
+): Control {
+  return new Control({
+    policy: setup.policy,
+    store,
+    identity: extra.identity ?? null,
+    sinks: [...stateDirSinks(setup.target), ...(extra.sinks ?? [])],
+    logger: { warn: (message: string) => err(`warning: ${message}`) },
+    ...(setup.environment !== undefined ? { environment: setup.environment } : {}),
+  });
+}
+
+/** Serves `server` on stdin/stdout until stdin ends, the client closes, or SIGINT/SIGTERM. */
+export async function serveStdio(server: Server): Promise<void> {
+  const closed = new Promise<void>((resolve) => {
+    server.onclose = () => resolve();
+    process.stdin.once('end', () => resolve());
+  });
+  await server.connect(new StdioServerTransport());
+  await Promise.race([closed, untilSignalled()]);
+  await server.close().catch(() => {});
+}
+
+/** Serves over HTTP until SIGINT/SIGTERM; the address is said once bound. */
+export async function serveHttpUntilSignalled(options: HttpServeOptions, say: (line: string) => void): Promise<void> {
+  const serving = await serveHttp(options);
+  say(`listening on ${serving.url}`);
+  await untilSignalled();
+  await serving.close();
 }

@@ -6,22 +6,26 @@
  *
  * @module
  */
-import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
-import { Control, HeaderIdentityProvider, InvalidArgument } from '@ctrlrun/kernel';
+import { HeaderIdentityProvider } from '@ctrlrun/kernel';
 import { ALIAS_PATTERN, Gateway, ReceiptIds } from '@ctrlrun/mcp';
 import { STORE_URL, type Command } from '../command.js';
-import { banner, environmentFromEnv, stateDirSinks } from '../control.js';
-import { describeTarget, loadPolicyFile, policyPath, storeTarget } from '../discovery.js';
+import { describeTarget } from '../discovery.js';
 import { CliRefusal, UsageError } from '../errors.js';
-import { checkPath, connectUpstream, LOOPBACK_HOSTS, parseListen, serveHttp, splitCommand, untilSignalled, type UpstreamTarget } from '../mcp-http.js';
+import {
+  checkPath,
+  commandControl,
+  connectUpstream,
+  loadSetup,
+  LOOPBACK_HOSTS,
+  MCP_OPTIONS,
+  parseListen,
+  positiveInt,
+  serveHttpUntilSignalled,
+  serveStdio,
+  splitCommand,
+  type UpstreamTarget,
+} from '../mcp-http.js';
 import { openWriter } from '../stores.js';
-
-/** A positive whole number from a flag. */
-export function positiveInt(value: string | undefined, flag: string, fallback: number): number {
-  if (value === undefined) return fallback;
-  if (!/^[1-9]\d{0,9}$/.test(value)) throw new UsageError(`${flag} must be a positive whole number, got ${JSON.stringify(value)}`);
-  return Number(value);
-}
 
 function upstreamTarget(values: Record<string, unknown>, env: Readonly<Record<string, string | undefined>>): UpstreamTarget {
   const url = values['upstream'] as string | undefined;
@@ -55,14 +59,11 @@ export const gateway: Command = {
     'user-header': { type: 'string', value: 'H', help: 'with --principal-header: the request header naming the human' },
     listen: { type: 'string', value: 'HOST:PORT', help: 'where agents connect (default 127.0.0.1:8900; port 0 picks one)' },
     'allow-remote': { type: 'boolean', help: 'allow --listen on an address other than loopback' },
-    path: { type: 'string', value: 'PATH', help: 'the MCP endpoint (default /mcp; not under /ctrlrun/)' },
     stdio: { type: 'boolean', help: 'serve the agent over stdin/stdout instead of HTTP (for clients that launch a command)' },
-    environment: { type: 'string', value: 'ENV', help: 'the deployment environment (beats $CTRLRUN_ENVIRONMENT and the policy)' },
     wait: { type: 'boolean', help: 'when a call needs approval, hold it until a human answers, then run it (the agent hears progress every 10 s if it asked for progress; its own request timeout still applies)' },
     'wait-timeout': { type: 'string', value: 'SECONDS', help: 'with --wait: give up after this long (default: when the request expires)' },
     'upstream-timeout': { type: 'string', value: 'SECONDS', help: 'how long one upstream request may take (default 30); a timeout is an unknown outcome' },
-    'max-body-bytes': { type: 'string', value: 'N', help: 'largest request body accepted (default 1048576)' },
-    'allow-origin': { type: 'string', multiple: true, value: 'ORIGIN', help: 'an Origin header to accept (repeatable; none: any Origin is refused)' },
+    ...MCP_OPTIONS,
     'store-url': STORE_URL,
   },
   details:
@@ -98,25 +99,14 @@ export const gateway: Command = {
 
     // With --stdio, stdout is the protocol: everything for the human goes to stderr.
     const say = stdio ? err : out;
-    const { policy } = loadPolicyFile(policyPath(io));
-    banner(policy, err);
-    const flagEnv = values['environment'] as string | undefined;
-    if (flagEnv !== undefined && flagEnv.trim() === '') throw new InvalidArgument('--environment is blank; name the deployment');
-    const environment = flagEnv ?? environmentFromEnv(io);
-    const target = storeTarget(io, values['store-url'] as string | undefined);
+    const setup = loadSetup(io, values, err);
+    const { policy, target } = setup;
     const store = await openWriter(target);
     let client;
     try {
       const identity = agentHeader === undefined ? null : new HeaderIdentityProvider({ agentHeader, userHeader: userHeader ?? null }, { logger: { warn: () => {} } });
       const receiptIds = new ReceiptIds();
-      const control = new Control({
-        policy,
-        store,
-        identity,
-        sinks: [...stateDirSinks(target), receiptIds.sink],
-        logger: { warn: (message: string) => err(`warning: ${message}`) },
-        ...(environment !== undefined ? { environment } : {}),
-      });
+      const control = commandControl(setup, store, err, { identity, sinks: [receiptIds.sink] });
       try {
         client = await connectUpstream(upstream, (text) => io.stderr(text));
       } catch (e) {
@@ -149,27 +139,16 @@ export const gateway: Command = {
         startup.push(`${noEffect.length} action(s) have no effect: template and get no reservation:`, ...noEffect.map((n) => `  ${n}`), '  (that suits reads only: a repeated call runs again)');
       }
 
-      if (stdio) {
-        for (const line of startup) say(line);
-        const transport = new StdioServerTransport();
-        const server = core.createServer();
-        const closed = new Promise<void>((resolve) => {
-          server.onclose = () => resolve();
-          process.stdin.once('end', () => resolve());
-        });
-        await server.connect(transport);
-        say('serving the agent on stdio');
-        await Promise.race([closed, untilSignalled()]);
-        await server.close().catch(() => {});
-        return 0;
-      }
-      const allowOrigins = (values['allow-origin'] as string[] | undefined) ?? [];
       // The block is out before anything can connect; the address follows once it is bound.
       for (const line of startup) say(line);
-      const serving = await serveHttp({ ...listen, path, maxBodyBytes, allowOrigins, createServer: () => core.createServer(), sessions: true, refuseFloatArguments: true, identityHeaders: identity === null ? [] : [identity.agentHeader, ...(identity.userHeader ? [identity.userHeader] : [])] });
-      say(`listening on ${serving.url}`);
-      await untilSignalled();
-      await serving.close();
+      if (stdio) {
+        say('serving the agent on stdio');
+        await serveStdio(core.createServer());
+        return 0;
+      }
+      const identityHeaders = identity === null ? [] : [identity.agentHeader, ...(identity.userHeader ? [identity.userHeader] : [])];
+      const allowOrigins = (values['allow-origin'] as string[] | undefined) ?? [];
+      await serveHttpUntilSignalled({ ...listen, path, maxBodyBytes, allowOrigins, createServer: () => core.createServer(), sessions: true, refuseFloatArguments: true, identityHeaders }, say);
       return 0;
     } finally {
       await client?.close().catch(() => {});

@@ -8,16 +8,13 @@
  * @module
  */
 import { userInfo } from 'node:os';
-import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
-import { Control, HeaderIdentityProvider, InvalidArgument } from '@ctrlrun/kernel';
+import { HeaderIdentityProvider } from '@ctrlrun/kernel';
 import { createOperatorServer, type OperatorOptions } from '@ctrlrun/mcp';
 import { STORE_URL, type Command } from '../command.js';
-import { banner, environmentFromEnv, stateDirSinks } from '../control.js';
-import { describeTarget, loadPolicyFile, policyPath, storeTarget } from '../discovery.js';
+import { describeTarget } from '../discovery.js';
 import { UsageError } from '../errors.js';
-import { checkPath, LOOPBACK_HOSTS, parseListen, serveHttp, untilSignalled } from '../mcp-http.js';
+import { checkPath, commandControl, loadSetup, LOOPBACK_HOSTS, MCP_OPTIONS, parseListen, positiveInt, serveHttpUntilSignalled, serveStdio } from '../mcp-http.js';
 import { openAnswerer } from '../stores.js';
-import { positiveInt } from './gateway.js';
 import { inspection } from './inspect.js';
 
 export const mcpOperator: Command = {
@@ -26,13 +23,10 @@ export const mcpOperator: Command = {
   positionals: [],
   options: {
     listen: { type: 'string', value: 'HOST:PORT', help: 'loopback address to serve on (default 127.0.0.1:8901; port 0 picks one)' },
-    path: { type: 'string', value: 'PATH', help: 'the MCP endpoint (default /mcp)' },
     'principal-header': { type: 'string', value: 'NAME', help: 'the request header naming who answers (set by a proxy you trust)' },
     'user-header': { type: 'string', value: 'NAME', help: 'the request header naming the human; writes without one are refused' },
     stdio: { type: 'boolean', help: 'serve over stdin/stdout; the approver is the OS account running this process' },
-    environment: { type: 'string', value: 'ENV', help: 'the deployment environment (beats $CTRLRUN_ENVIRONMENT and the policy)' },
-    'max-body-bytes': { type: 'string', value: 'N', help: 'largest request body accepted (default 1048576)' },
-    'allow-origin': { type: 'string', multiple: true, value: 'ORIGIN', help: 'an Origin header to accept (repeatable; none: any Origin is refused)' },
+    ...MCP_OPTIONS,
     'store-url': STORE_URL,
   },
   details: 'Reads (list_pending_approvals, inspect_action, receipts, effects, stats) need no credential; approve, deny and resolve are recorded as mcp-operator:<user>.',
@@ -50,21 +44,11 @@ export const mcpOperator: Command = {
     if (stdio && (agentHeader !== undefined || userHeader !== undefined)) throw new UsageError('--stdio answers as the OS account; it takes no identity headers');
 
     const say = stdio ? err : out;
-    const { policy } = loadPolicyFile(policyPath(io));
-    banner(policy, err);
-    const flagEnv = values['environment'] as string | undefined;
-    if (flagEnv !== undefined && flagEnv.trim() === '') throw new InvalidArgument('--environment is blank; name the deployment');
-    const environment = flagEnv ?? environmentFromEnv(io);
-    const target = storeTarget(io, values['store-url'] as string | undefined);
+    const setup = loadSetup(io, values, err);
+    const { target } = setup;
     const store = await openAnswerer(target, async () => {});
     try {
-      const control = new Control({
-        policy,
-        store,
-        sinks: stateDirSinks(target),
-        logger: { warn: (message: string) => err(`warning: ${message}`) },
-        ...(environment !== undefined ? { environment } : {}),
-      });
+      const control = commandControl(setup, store, err);
       let identify: OperatorOptions['identify'];
       let identityLine: string;
       if (stdio) {
@@ -82,24 +66,13 @@ export const mcpOperator: Command = {
         inspect: async (actionId) => (await inspection(store, actionId))?.document ?? null,
       };
       const startup = [`environment ${control.environment}`, `store ${describeTarget(target)}`, identityLine, 'reads need no credential; approve, deny and resolve need a credential naming a human'];
+      for (const line of startup) say(line);
       if (stdio) {
-        for (const line of startup) say(line);
-        const server = createOperatorServer(options);
-        const closed = new Promise<void>((resolve) => {
-          server.onclose = () => resolve();
-          process.stdin.once('end', () => resolve());
-        });
-        await server.connect(new StdioServerTransport());
-        await Promise.race([closed, untilSignalled()]);
-        await server.close().catch(() => {});
+        await serveStdio(createOperatorServer(options));
         return 0;
       }
       const allowOrigins = (values['allow-origin'] as string[] | undefined) ?? [];
-      for (const line of startup) say(line);
-      const serving = await serveHttp({ ...listen, path, maxBodyBytes, allowOrigins, createServer: () => createOperatorServer(options), sessions: false, identityHeaders: [agentHeader!, userHeader!] });
-      say(`listening on ${serving.url}`);
-      await untilSignalled();
-      await serving.close();
+      await serveHttpUntilSignalled({ ...listen, path, maxBodyBytes, allowOrigins, createServer: () => createOperatorServer(options), sessions: false, identityHeaders: [agentHeader!, userHeader!] }, say);
       return 0;
     } finally {
       await store.close();
