@@ -369,4 +369,18 @@ describe('gateway: tools/call through the control path', () => {
     expect(upstreamCalls(r.log).map((c) => c.tool)).toEqual(['notification:notifications/x-custom', 'lookup']);
     expect(await r.store.getEffect('refund:n1')).toBeNull();
   }, TIMEOUT);
+
+  it('sessions are bounded: past maxSessions the oldest is closed, and its client is told to initialize again', async () => {
+    const r = await rig();
+    const serving = await serveHttp({ host: '127.0.0.1', port: 0, path: '/mcp', maxBodyBytes: 65536, allowOrigins: [], createServer: () => new Gateway({ control: r.control, upstream: r.upstream, alias: 'pay', principal: { agent: 'agent-1' } }).createServer(), sessions: true, maxSessions: 2 });
+    try {
+      const [a, b, c] = [await httpAgent(serving.url), await httpAgent(serving.url), await httpAgent(serving.url)];
+      await expect(a.listTools()).rejects.toThrow(/404|no such session/);
+      expect((await b.listTools()).tools.length).toBeGreaterThan(0);
+      expect((await c.listTools()).tools.length).toBeGreaterThan(0);
+      for (const x of [a, b, c]) await x.close().catch(() => {});
+    } finally {
+      await serving.close();
+    }
+  }, TIMEOUT);
 });

@@ -107,6 +107,8 @@ export interface HttpServeOptions {
   identityHeaders?: readonly string[];
   /** Refuse a tools/call whose arguments hold `2.0`-style floats (`-41008`): the gateway's rule. */
   refuseFloatArguments?: boolean;
+  /** With sessions: how many are kept (1000); past that, the oldest is closed (its client initializes again). */
+  maxSessions?: number;
 }
 
 /** A running listener. */
@@ -208,7 +210,15 @@ export async function serveHttp(options: HttpServeOptions): Promise<HttpServing>
     if (!isInitializeRequest(message)) return rpcError(res, 400, -32000, 'no session: the first request must be initialize');
     const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
-      onsessioninitialized: (id) => void sessions.set(id, transport),
+      onsessioninitialized: (id) => {
+        sessions.set(id, transport);
+        // Map order is insertion order: the first key is the oldest session.
+        if (sessions.size > (options.maxSessions ?? 1000)) {
+          const [oldest, t] = sessions.entries().next().value as [string, StreamableHTTPServerTransport];
+          sessions.delete(oldest);
+          void t.close().catch(() => {});
+        }
+      },
     });
     transport.onclose = () => {
       if (transport.sessionId !== undefined) sessions.delete(transport.sessionId);

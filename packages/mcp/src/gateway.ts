@@ -60,7 +60,10 @@ export const RECEIPT_META_KEY = 'com.ctrlrun/receipt';
 export interface GatewayOptions {
   /** The control path every tools/call goes through. */
   control: Control;
-  /** A connected client to the upstream MCP server. */
+  /**
+   * A connected client to the upstream MCP server. The gateway takes over its progress and
+   * fallback notification handlers: one Gateway per Client.
+   */
   upstream: Client;
   /** The upstream's alias (`^[a-z0-9][a-z0-9_-]*$`): actions are named `mcp.<alias>.<tool>`. */
   alias: string;
