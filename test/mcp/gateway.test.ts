@@ -198,6 +198,10 @@ describe('gateway: tools/call through the control path', () => {
     const retry = await call(r.agent, 'die', { id: 'd1' });
     expect(retry.error?.code).toBe(-41005);
     expect(upstreamCalls(r.log)).toHaveLength(1);
+    // With the upstream gone, a new call is never sent: FAILED (-41011), so it may run once it is back.
+    const after = await call(r.agent, 'refund', { payment_id: 'd2', amount: 5 });
+    expect(after.error?.code).toBe(-41011);
+    expect((await r.store.getEffect('refund:d2'))?.state).toBe('failed');
   }, TIMEOUT);
 
   it('an upstream that cannot be reached (connection refused): -41011, recorded FAILED, so a later retry may run', async () => {

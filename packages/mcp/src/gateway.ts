@@ -46,7 +46,7 @@ import {
   type ExecuteOptions,
   type JsonObject,
 } from '@ctrlrun/kernel';
-import { classifyError, classifyResult, type Outcome } from './classify.js';
+import { classifyError, classifyResult, UpstreamNotConnected, type Outcome } from './classify.js';
 import { bareMessage, gatewayError, rpcError } from './errors.js';
 
 /** An alias: the middle segment of `mcp.<alias>.<tool>`. */
@@ -336,6 +336,8 @@ export class Gateway {
       let result: Result;
       const relay = this.#relayProgress(extra);
       try {
+        // A client whose transport closed sends nothing: that is "never connected", not unknown.
+        if (this.upstream.transport === undefined) throw new UpstreamNotConnected('the upstream connection is closed');
         const params = { name: tool, arguments: canonical, ...(relay.token !== null ? { _meta: { progressToken: relay.token } } : {}) };
         result = await this.upstream.request({ method: 'tools/call', params } as Parameters<Client['request']>[0], ResultSchema, { signal: extra.signal, timeout: this.#timeout });
       } catch (err) {
