@@ -108,6 +108,12 @@ describe('ctrlrun mcp-operator', () => {
       expect(structured(resolved.result)).toMatchObject({ status: 'resolved', state: 'committed', resolved_by: 'mcp-operator:alice' });
       expect((await call(agent, 'die', { id: 'd1' })).error?.code).toBe(-41004);
 
+      const receipts = structured((await call(anonymous, 'receipts', { limit: 2 })).result)['receipts'] as { action: string }[];
+      expect(receipts.map((d) => d.action)).toEqual(['mcp.pay.die', 'mcp.pay.die']);
+      expect(structured((await call(anonymous, 'receipts', { control: 'SOC2-CC6.1' })).result)['receipts']).toEqual([]);
+      expect((await call(anonymous, 'receipts', { limit: 0 })).error?.code).toBe(-32602);
+      expect((structured((await call(anonymous, 'effects', { state: 'committed' })).result)['effects'] as { effectKey: string }[]).map((e) => e.effectKey).sort()).toEqual(['die:d1', 'refund:p1']);
+      expect(structured((await call(anonymous, 'stats', { since: '1d' })).result)).toMatchObject({ schema: 'ctrlrun.stats/v1', mode: 'enforce' });
       const inspected = structured((await call(anonymous, 'inspect_action', { action_id: (died.error!.data as { action_id: string }).action_id })).result);
       expect(inspected['schema']).toBe('ctrlrun.inspection/v2');
       for (const c of [agent, anonymous, agentOnly, alice]) await c.close();

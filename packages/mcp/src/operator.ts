@@ -37,7 +37,7 @@ const limit = (dflt: number) => ({ type: 'integer', minimum: 1, maximum: 200, de
 export const OPERATOR_TOOLS: readonly Tool[] = [
   { name: 'list_pending_approvals', description: 'Pending, unexpired approval requests, oldest first, each with exactly what was hashed: the canonical action text, its hash and its arguments.', inputSchema: object({ limit: limit(50) }) },
   { name: 'inspect_action', description: "One action's events, receipt, approvals and effect (ctrlrun inspect --json).", inputSchema: object({ action_id: { type: 'string' } }, ['action_id']) },
-  { name: 'receipts', description: 'The newest receipts, oldest first.', inputSchema: object({ limit: limit(20) }) },
+  { name: 'receipts', description: 'The newest receipts, oldest first; with control, only those whose controls cite it.', inputSchema: object({ limit: limit(20), control: { type: 'string' } }) },
   { name: 'effects', description: 'Effect records, optionally only those in one state.', inputSchema: object({ state: { type: 'string', enum: ['reserved', 'executing', 'committed', 'failed', 'ambiguous'] } }) },
   { name: 'stats', description: 'What the receipts recorded (ctrlrun.stats/v1).', inputSchema: object({ since: { type: 'string' } }) },
   { name: 'approve', description: 'Grant a pending request (bound to its action hash, used once). Needs a credential naming a human.', inputSchema: object({ request_id: { type: 'string' } }, ['request_id']) },
@@ -147,8 +147,10 @@ export function createOperatorServer(options: OperatorOptions): Server {
           return answer(doc);
         }
         case 'receipts': {
-          const rows = await store.receipts();
-          return answer({ receipts: rows.slice(-((args['limit'] as number | undefined) ?? 20)).map((r) => JSON.parse(r.json ?? 'null') as unknown) });
+          const control = args['control'] as string | undefined;
+          const docs = (await store.receipts()).map((r) => JSON.parse(r.json ?? 'null') as { controls?: unknown } | null);
+          const cited = control === undefined ? docs : docs.filter((d) => Array.isArray(d?.controls) && d.controls.includes(control));
+          return answer({ receipts: cited.slice(-((args['limit'] as number | undefined) ?? 20)) });
         }
         case 'effects': {
           const records = await store.listEffects(args['state'] as Parameters<typeof store.listEffects>[0]);
