@@ -78,6 +78,7 @@ describe('ctrlrun gateway (a real process)', () => {
       exit = await gw.stop();
     }
     expect(exit, gw.stderr()).toBe(0);
+    expect(gw.stderr()).not.toContain('closed the connection');
     const store = await openStore(join(dir, '.ctrlrun', 'state.db'), { readOnly: true });
     try {
       const results = (await receiptDocs(store)).map((d) => `${String(d['action'])} ${String(d['result'])}`);

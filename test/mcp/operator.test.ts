@@ -103,6 +103,7 @@ describe('ctrlrun mcp-operator', () => {
       expect((await call(agent, 'refund', { payment_id: 'p2', amount: 800 })).error?.code).toBe(-41003);
       const died = await call(agent, 'die', { id: 'd1' });
       expect(died.error?.code).toBe(-41010);
+      expect(gw.stderr()).toContain('warning: the upstream MCP server closed the connection; every tools/call is now refused -41011');
       expect((await call(alice, 'resolve', { effect_key: 'die:d1', outcome: 'committed', reason: ' ' })).error?.code).toBe(-32602);
       const resolved = await call(alice, 'resolve', { effect_key: 'die:d1', outcome: 'committed', reason: 'the upstream log shows it ran' });
       expect(structured(resolved.result)).toMatchObject({ status: 'resolved', state: 'committed', resolved_by: 'mcp-operator:alice' });

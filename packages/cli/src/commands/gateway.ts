@@ -103,6 +103,7 @@ export const gateway: Command = {
     const { policy, target } = setup;
     const store = await openWriter(target);
     let client;
+    let stopping = false;
     try {
       const identity = agentHeader === undefined ? null : new HeaderIdentityProvider({ agentHeader, userHeader: userHeader ?? null }, { logger: { warn: () => {} } });
       const receiptIds = new ReceiptIds();
@@ -113,6 +114,9 @@ export const gateway: Command = {
         const where = upstream.kind === 'http' ? upstream.url.href : upstream.argv.join(' ');
         throw new CliRefusal(`the upstream MCP server ${where} cannot be reached: ${e instanceof Error ? e.message : String(e)}`);
       }
+      client.onclose = () => {
+        if (!stopping) err('warning: the upstream MCP server closed the connection; every tools/call is now refused -41011 (not sent) until ctrlrun gateway is restarted');
+      };
       const core = new Gateway({
         control,
         upstream: client,
@@ -151,6 +155,7 @@ export const gateway: Command = {
       await serveHttpUntilSignalled({ ...listen, path, maxBodyBytes, allowOrigins, createServer: () => core.createServer(), sessions: true, refuseFloatArguments: true, identityHeaders }, say);
       return 0;
     } finally {
+      stopping = true;
       await client?.close().catch(() => {});
       await store.close();
     }
