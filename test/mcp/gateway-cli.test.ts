@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { main, type CliIo } from '@ctrlrun/cli';
+import { canonicalJson } from '@ctrlrun/kernel';
 import { openStore } from '@ctrlrun/store-node';
 import { call, receiptDocs, CLI, httpAgent, NODE_TS, ROOT, start, token, UPSTREAM, upstreamCalls, workDir } from './support.js';
 
@@ -112,6 +113,12 @@ describe('ctrlrun gateway (a real process)', () => {
       const dup = await call(agent, 'refund', { payment_id: 's1', amount: 1 });
       expect(dup.error?.code).toBe(-41004);
       expect(upstreamCalls(env.UPSTREAM_LOG!)).toHaveLength(1);
+      // Over stdio too, the upstream receives exactly what was hashed, a "__proto__" key included.
+      const hostile = JSON.parse('{"payment_id":"s2\\u0000","amount":2,"__proto__":{"admin":true}}') as Record<string, unknown>;
+      expect((await call(agent, 'refund', hostile)).error).toBeUndefined();
+      const received = upstreamCalls(env.UPSTREAM_LOG!)[1]!.arguments;
+      expect(Object.keys(received)).toContain('__proto__');
+      expect(canonicalJson(received)).toBe(canonicalJson(hostile));
       expect(stderr).toContain('identity static (every call is agent-1/alice)');
       expect(stderr).toContain('serving the agent on stdio');
     } finally {
