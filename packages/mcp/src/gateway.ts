@@ -280,7 +280,7 @@ export class Gateway {
   }
 
   async #action(name: string, args: Record<string, unknown>, rawHeaders: Readonly<Record<string, string | string[] | undefined>> | undefined): Promise<Action> {
-    const headers: Record<string, string> = {};
+    const headers = Object.create(null) as Record<string, string>; // a header may be named __proto__
     for (const [k, v] of Object.entries(rawHeaders ?? {})) if (v !== undefined) headers[k] = Array.isArray(v) ? v.join(', ') : v;
     try {
       const principal = await this.control.resolvePrincipal(name, { principal: this.#principal, headers });
