@@ -48,7 +48,8 @@ export interface WorkerdBundle {
   inputs: string[];
 }
 
-export async function bundleWorkerd(name = 'workerd'): Promise<WorkerdBundle> {
+/** Bundles a workerd entry (the worker's own unless `entry` names another, e.g. a test's). */
+export async function bundleWorkerd(name = 'workerd', entry = join(root, 'worker', 'src', 'workerd.ts')): Promise<WorkerdBundle> {
   await mkdir(out, { recursive: true });
   const wasmPaths: string[] = [];
   // The `.wasm` import becomes a sibling module of the script, resolved from where sql.js is.
@@ -65,7 +66,7 @@ export async function bundleWorkerd(name = 'workerd'): Promise<WorkerdBundle> {
   const scriptPath = join(out, `${name}.mjs`);
   const result = await build({
     ...shared,
-    entryPoints: [join(root, 'worker', 'src', 'workerd.ts')],
+    entryPoints: [entry],
     outfile: scriptPath,
     platform: 'neutral',
     mainFields: ['browser', 'module', 'main'],

@@ -532,27 +532,36 @@ export class Control {
     return null;
   }
 
-  /** Grants approval request `requestId` as `approver`; records `APPROVAL_GRANTED`. */
-  async grantApproval(requestId: string, options: { approver: string }): Promise<Approval> {
+  /**
+   * Grants approval request `requestId` as `approver`; records `APPROVAL_GRANTED` (with `via`, the
+   * surface the answer came through, when given).
+   */
+  async grantApproval(requestId: string, options: { approver: string; via?: string }): Promise<Approval> {
     const approver = checkActor(options?.approver, 'approver');
+    const via = optionalText(options?.via, 'via');
     const approval = await this.store.grantApproval(requestId, approver);
-    await this.#eventRaw('APPROVAL_GRANTED', null, null, requestId, { approver, action_hash: approval.actionHash });
+    await this.#eventRaw('APPROVAL_GRANTED', null, null, requestId, { approver, action_hash: approval.actionHash, ...via });
     return approval;
   }
 
-  /** Denies approval request `requestId` as `approver`; records `APPROVAL_DENIED`. */
-  async denyApproval(requestId: string, options: { approver: string }): Promise<ApprovalRecord> {
+  /** Denies approval request `requestId` as `approver`; records `APPROVAL_DENIED` (with `via` when given). */
+  async denyApproval(requestId: string, options: { approver: string; via?: string }): Promise<ApprovalRecord> {
     const approver = checkActor(options?.approver, 'approver');
+    const via = optionalText(options?.via, 'via');
     const record = await this.store.denyApproval(requestId, approver);
-    await this.#eventRaw('APPROVAL_DENIED', null, null, requestId, { approver });
+    await this.#eventRaw('APPROVAL_DENIED', null, null, requestId, { approver, ...via });
     return record;
   }
 
-  /** A human says what happened to an ambiguous effect; records `EFFECT_RESOLVED`. */
-  async resolveEffect(effectKey: string, state: 'committed' | 'failed', options: { by: string }) {
+  /**
+   * A human says what happened to an ambiguous effect; records `EFFECT_RESOLVED` (with `via` and
+   * the human's `reason` when given).
+   */
+  async resolveEffect(effectKey: string, state: 'committed' | 'failed', options: { by: string; via?: string; reason?: string }) {
     const by = checkActor(options?.by, 'resolver');
+    const extra = { ...optionalText(options?.via, 'via'), ...optionalText(options?.reason, 'reason') };
     const record = await this.store.resolveEffect(effectKey, state, by);
-    await this.#eventRaw('EFFECT_RESOLVED', record.actionId, effectKey, null, { state, resolver: by, resolved_by: 'human' });
+    await this.#eventRaw('EFFECT_RESOLVED', record.actionId, effectKey, null, { state, resolver: by, resolved_by: 'human', ...extra });
     return record;
   }
 
@@ -1121,6 +1130,13 @@ function expiryOf(principal: Principal, actionName: string): Date | null {
     const shown = JSON.stringify(exp.length > 64 ? `${exp.slice(0, 64)}…` : exp);
     throw new IdentityError(`${actionName}: the principal's credential expiry ${shown} is not a time with an offset`, { reason: 'expires_at_invalid', cause: err });
   }
+}
+
+/** `{ [name]: value }` for a given non-blank string, `{}` when absent; anything else is refused. */
+function optionalText(value: unknown, name: string): Record<string, string> {
+  if (value === undefined) return {};
+  if (typeof value !== 'string' || value.trim() === '') throw new InvalidArgument(`${name} must be a non-blank string when given`);
+  return { [name]: value };
 }
 
 function deny(reason: string): Evaluation {

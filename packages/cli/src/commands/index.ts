@@ -8,13 +8,15 @@ import { approve, deny } from './approve.js';
 import { delegate, revoke } from './delegate.js';
 import { demo } from './demo.js';
 import { effects } from './effects.js';
+import { gateway } from './gateway.js';
 import { init } from './init.js';
 import { inspect } from './inspect.js';
 import { policy } from './policy.js';
+import { mcpOperator } from './mcp-operator.js';
 import { receipts } from './receipts.js';
 import { resolve } from './resolve.js';
 import { stats } from './stats.js';
 import { verify } from './verify.js';
 
 /** The commands this build has, sorted by name. */
-export const COMMANDS: readonly Command[] = [approve, delegate, demo, deny, effects, init, inspect, policy, receipts, resolve, revoke, stats, verify];
+export const COMMANDS: readonly Command[] = [approve, delegate, demo, deny, effects, gateway, init, inspect, mcpOperator, policy, receipts, resolve, revoke, stats, verify];

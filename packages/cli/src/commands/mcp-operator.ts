@@ -1,0 +1,81 @@
+/**
+ * `ctrlrun mcp-operator`: the MCP server a human's own client (an IDE, an assistant) connects to
+ * in order to list, inspect, approve, deny and resolve (spec 04 §8). Loopback only — reads need no
+ * credential — and there is no flag that permits a remote bind. Writes name a human: over HTTP the
+ * `--principal-header`/`--user-header` a local proxy sets; over `--stdio`, the OS account that
+ * launched the process.
+ *
+ * @module
+ */
+import { userInfo } from 'node:os';
+import { HeaderIdentityProvider } from '@ctrlrun/kernel';
+import { createOperatorServer, type OperatorOptions } from '@ctrlrun/mcp';
+import { STORE_URL, type Command } from '../command.js';
+import { describeTarget } from '../discovery.js';
+import { UsageError } from '../errors.js';
+import { checkPath, commandControl, loadSetup, LOOPBACK_HOSTS, MCP_OPTIONS, parseListen, positiveInt, serveHttpUntilSignalled, serveStdio } from '../mcp-http.js';
+import { openAnswerer } from '../stores.js';
+import { inspection } from './inspect.js';
+
+export const mcpOperator: Command = {
+  name: 'mcp-operator',
+  summary: "answer approvals from your own MCP client: list, inspect, approve, deny, resolve (loopback only)",
+  positionals: [],
+  options: {
+    listen: { type: 'string', value: 'HOST:PORT', help: 'loopback address to serve on (default 127.0.0.1:8901; port 0 picks one)' },
+    'principal-header': { type: 'string', value: 'NAME', help: 'the request header naming who answers (set by a proxy you trust)' },
+    'user-header': { type: 'string', value: 'NAME', help: 'the request header naming the human; writes without one are refused' },
+    stdio: { type: 'boolean', help: 'serve over stdin/stdout; the approver is the OS account running this process' },
+    ...MCP_OPTIONS,
+    'store-url': STORE_URL,
+  },
+  details: 'Reads (list_pending_approvals, inspect_action, receipts, effects, stats) need no credential; approve, deny and resolve are recorded as mcp-operator:<user>.',
+  async run({ io, values, out, err }) {
+    const stdio = values['stdio'] === true;
+    const listen = parseListen((values['listen'] as string | undefined) ?? '127.0.0.1:8901');
+    if (!LOOPBACK_HOSTS.has(listen.host)) throw new UsageError(`--listen ${listen.host} is not loopback: mcp-operator serves 127.0.0.1, localhost or ::1 only (its reads are unauthenticated)`);
+    const path = checkPath((values['path'] as string | undefined) ?? '/mcp');
+    const maxBodyBytes = positiveInt(values['max-body-bytes'] as string | undefined, '--max-body-bytes', 1_048_576);
+    const agentHeader = values['principal-header'] as string | undefined;
+    const userHeader = values['user-header'] as string | undefined;
+    if (!stdio && (agentHeader === undefined || userHeader === undefined)) {
+      throw new UsageError('give --principal-header and --user-header (who answers, and the human), or --stdio (the OS account answers)');
+    }
+    if (stdio && (agentHeader !== undefined || userHeader !== undefined)) throw new UsageError('--stdio answers as the OS account; it takes no identity headers');
+
+    const say = stdio ? err : out;
+    const setup = loadSetup(io, values, err);
+    const { target } = setup;
+    const store = await openAnswerer(target, async () => {});
+    try {
+      const control = commandControl(setup, store, err);
+      let identify: OperatorOptions['identify'];
+      let identityLine: string;
+      if (stdio) {
+        const account = userInfo().username;
+        identify = async () => ({ agent: 'os', user: account });
+        identityLine = `identity os account (${account})`;
+      } else {
+        const provider = new HeaderIdentityProvider({ agentHeader: agentHeader!, userHeader: userHeader! }, { logger: { warn: () => {} } });
+        identify = async ({ tool, headers }) => provider.resolve({ action: tool, environment: control.environment, headers, agent: null, user: null });
+        identityLine = `identity headers ${provider.agentHeader} + ${provider.userHeader} — worth exactly what the proxy setting them is worth: it must overwrite them on every request`;
+      }
+      const options: OperatorOptions = {
+        control,
+        identify,
+        inspect: async (actionId) => (await inspection(store, actionId))?.document ?? null,
+      };
+      const startup = [`environment ${control.environment}`, `store ${describeTarget(target)}`, identityLine, 'reads need no credential; approve, deny and resolve need a credential naming a human'];
+      for (const line of startup) say(line);
+      if (stdio) {
+        await serveStdio(createOperatorServer(options));
+        return 0;
+      }
+      const allowOrigins = (values['allow-origin'] as string[] | undefined) ?? [];
+      await serveHttpUntilSignalled({ ...listen, path, maxBodyBytes, allowOrigins, createServer: () => createOperatorServer(options), sessions: false, identityHeaders: [agentHeader!, userHeader!] }, say);
+      return 0;
+    } finally {
+      await store.close();
+    }
+  },
+};

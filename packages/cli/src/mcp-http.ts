@@ -1,0 +1,325 @@
+/**
+ * The Node side of the MCP surfaces (`gateway`, `mcp-operator`): the listen address, the
+ * Streamable HTTP server in front of an MCP `Server` factory, and the upstream connection.
+ * Checks happen in the spec's order before the SDK sees a byte: path (404), `Origin` (403),
+ * size (413), JSON (400 -32700), one message, not a batch (400 -32600).
+ *
+ * @module
+ */
+import { randomUUID } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
+import { floatRefusal } from '@ctrlrun/mcp';
+import { Control, InvalidArgument, type ControlOptions, type Policy, type StateStore } from '@ctrlrun/kernel';
+import type { OptionSpec } from './command.js';
+import { banner, environmentFromEnv, stateDirSinks } from './control.js';
+import { loadPolicyFile, policyPath, storeTarget, type StoreTarget } from './discovery.js';
+import { UsageError } from './errors.js';
+import type { CliIo } from './io.js';
+import { VERSION } from './version.js';
+
+/** Hosts a loopback-only listener accepts. */
+export const LOOPBACK_HOSTS: ReadonlySet<string> = new Set(['127.0.0.1', 'localhost', '::1', '[::1]']);
+
+/** `HOST:PORT` parsed (`[::1]:8900` for IPv6). */
+export function parseListen(value: string, flag = '--listen'): { host: string; port: number } {
+  const m = /^(\[[0-9a-fA-F:]+\]|[^:[\]\s]+):(\d{1,5})$/.exec(value);
+  const port = m ? Number(m[2]) : NaN;
+  if (!m || port > 65535) throw new UsageError(`${flag} must be HOST:PORT (e.g. 127.0.0.1:8900), got ${JSON.stringify(value)}`);
+  return { host: m[1]!, port };
+}
+
+/** The `--path` the endpoint is served at: absolute, no query, not under `/ctrlrun/`. */
+export function checkPath(value: string): string {
+  if (!/^\/[A-Za-z0-9._~/-]*$/.test(value)) throw new UsageError(`--path must be an absolute URL path such as /mcp, got ${JSON.stringify(value)}`);
+  if (value === '/ctrlrun' || value.startsWith('/ctrlrun/')) throw new UsageError('--path may not be under /ctrlrun/ (reserved for ctrlrun\'s own endpoints)');
+  return value;
+}
+
+/** Splits `CMD ARGS` as a shell would for plain words and quotes ('…', "…"); no expansion. */
+export function splitCommand(text: string): string[] {
+  const words: string[] = [];
+  let word: string | null = null;
+  let quote: '"' | "'" | null = null;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i]!;
+    if (quote !== null) {
+      if (c === quote) quote = null;
+      else if (c === '\\' && quote === '"' && (text[i + 1] === '"' || text[i + 1] === '\\')) word = (word ?? '') + text[++i];
+      else word = (word ?? '') + c;
+    } else if (c === '"' || c === "'") {
+      quote = c;
+      word ??= '';
+    } else if (/\s/.test(c)) {
+      if (word !== null) words.push(word);
+      word = null;
+    } else if (c === '\\' && i + 1 < text.length) {
+      word = (word ?? '') + text[++i];
+    } else {
+      word = (word ?? '') + c;
+    }
+  }
+  if (quote !== null) throw new UsageError(`--upstream-command has an unterminated ${quote} quote`);
+  if (word !== null) words.push(word);
+  if (words.length === 0) throw new UsageError('--upstream-command is empty; give the command that starts the MCP server');
+  return words;
+}
+
+/** Where the upstream is. */
+export type UpstreamTarget = { readonly kind: 'http'; readonly url: URL } | { readonly kind: 'command'; readonly argv: readonly string[]; readonly env: Record<string, string> };
+
+/** Connects an MCP client to the upstream (initialize included); a failure names the upstream. */
+export async function connectUpstream(target: UpstreamTarget, onStderr?: (text: string) => void): Promise<Client> {
+  const client = new Client({ name: 'ctrlrun-gateway', version: VERSION });
+  if (target.kind === 'http') {
+    await client.connect(new StreamableHTTPClientTransport(target.url));
+    return client;
+  }
+  const transport = new StdioClientTransport({ command: target.argv[0]!, args: [...target.argv.slice(1)], env: target.env, stderr: onStderr ? 'pipe' : 'inherit' });
+  if (onStderr) transport.stderr?.on('data', (d: Buffer) => onStderr(d.toString()));
+  await client.connect(transport);
+  return client;
+}
+
+/** Options of {@link serveHttp}. */
+export interface HttpServeOptions {
+  host: string;
+  port: number;
+  path: string;
+  maxBodyBytes: number;
+  /** Origins accepted in an `Origin` header; empty: a request with any `Origin` is refused. */
+  allowOrigins: readonly string[];
+  /** One MCP server per session (stateful) or per request (stateless). */
+  createServer: () => Server;
+  /** Keep sessions (`Mcp-Session-Id`): the gateway does; the operator server is stateless. */
+  sessions: boolean;
+  /**
+   * Headers that name a principal: one sent twice is refused 403 `-41007` before anything else
+   * reads it (Node would join the two values, and which one names the principal is a guess).
+   */
+  identityHeaders?: readonly string[];
+  /** Refuse a tools/call whose arguments hold `2.0`-style floats (`-41008`): the gateway's rule. */
+  refuseFloatArguments?: boolean;
+  /** With sessions: how many are kept (1000); past that, the oldest is closed (its client initializes again). */
+  maxSessions?: number;
+}
+
+/** A running listener. */
+export interface HttpServing {
+  readonly url: string;
+  close(): Promise<void>;
+}
+
+function plain(res: ServerResponse, status: number): void {
+  res.writeHead(status).end();
+}
+
+function rpcError(res: ServerResponse, status: number, code: number, message: string): void {
+  res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: null, error: { code, message } }));
+}
+
+/** Reads the body, or null once it passes `max` bytes (the rest is not read). */
+function readBody(req: IncomingMessage, max: number): Promise<Buffer | null> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > max) {
+        req.removeAllListeners('data');
+        req.resume();
+        resolve(null);
+        return;
+      }
+      chunks.push(chunk);
+    });
+    req.on('end', () => resolve(Buffer.concat(chunks)));
+    req.on('error', reject);
+  });
+}
+
+/** Serves MCP over Streamable HTTP at `path`; resolves once listening. */
+export async function serveHttp(options: HttpServeOptions): Promise<HttpServing> {
+  const sessions = new Map<string, StreamableHTTPServerTransport>();
+  const identity = new Set((options.identityHeaders ?? []).map((h) => h.toLowerCase()));
+  const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    const path = new URL(req.url ?? '/', 'http://localhost').pathname;
+    if (path !== options.path) return plain(res, 404);
+    const origin = req.headers.origin;
+    if (origin !== undefined && !options.allowOrigins.includes(origin)) return plain(res, 403);
+    if (identity.size > 0) {
+      const seen = new Set<string>();
+      for (let i = 0; i < req.rawHeaders.length; i += 2) {
+        const name = req.rawHeaders[i]!.toLowerCase();
+        if (!identity.has(name)) continue;
+        if (seen.has(name)) {
+          return void res.writeHead(403, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -41007, message: 'no principal', data: { error: 'ctrlrun.no_principal' } } }));
+        }
+        seen.add(name);
+      }
+    }
+    const sessionId = req.headers['mcp-session-id'];
+    if (req.method !== 'POST') {
+      const transport = typeof sessionId === 'string' ? sessions.get(sessionId) : undefined;
+      if (!options.sessions || transport === undefined) return rpcError(res, options.sessions ? 404 : 405, -32000, options.sessions ? 'no such session' : 'method not allowed: this endpoint takes POST only');
+      return transport.handleRequest(req, res);
+    }
+    const body = await readBody(req, options.maxBodyBytes);
+    if (body === null) return plain(res, 413);
+    let message: unknown;
+    const text = body.toString('utf8');
+    try {
+      message = JSON.parse(text);
+    } catch {
+      return rpcError(res, 400, -32700, 'parse error: the body is not JSON');
+    }
+    if (Array.isArray(message)) return rpcError(res, 400, -32600, 'invalid request: one JSON-RPC message per request, no batches');
+    if (typeof message !== 'object' || message === null || (message as { jsonrpc?: unknown }).jsonrpc !== '2.0') {
+      return rpcError(res, 400, -32600, 'invalid request: not a JSON-RPC 2.0 message');
+    }
+    if (options.refuseFloatArguments) {
+      let refusal;
+      try {
+        refusal = floatRefusal(message, text);
+      } catch (err) {
+        if (err instanceof RangeError) return rpcError(res, 400, -32600, `invalid request: ${err.message}`);
+        throw err;
+      }
+      // Answered as a JSON-RPC error (200) so that any client reads it as the call's answer.
+      if (refusal !== null) return void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(refusal));
+    }
+    if (!options.sessions) {
+      const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+      const server = options.createServer();
+      res.on('close', () => void transport.close().catch(() => {}));
+      await server.connect(transport);
+      return transport.handleRequest(req, res, message);
+    }
+    if (typeof sessionId === 'string') {
+      const transport = sessions.get(sessionId);
+      if (transport === undefined) return rpcError(res, 404, -32001, 'no such session: initialize again');
+      return transport.handleRequest(req, res, message);
+    }
+    if (!isInitializeRequest(message)) return rpcError(res, 400, -32000, 'no session: the first request must be initialize');
+    const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
+      sessionIdGenerator: () => randomUUID(),
+      onsessioninitialized: (id) => {
+        sessions.set(id, transport);
+        // Map order is insertion order: the first key is the oldest session.
+        if (sessions.size > (options.maxSessions ?? 1000)) {
+          const [oldest, t] = sessions.entries().next().value as [string, StreamableHTTPServerTransport];
+          sessions.delete(oldest);
+          void t.close().catch(() => {});
+        }
+      },
+    });
+    transport.onclose = () => {
+      if (transport.sessionId !== undefined) sessions.delete(transport.sessionId);
+    };
+    await options.createServer().connect(transport);
+    return transport.handleRequest(req, res, message);
+  };
+  const http: HttpServer = createServer((req, res) => {
+    handle(req, res).catch((err: unknown) => {
+      if (!res.headersSent) rpcError(res, 500, -32603, `internal error: ${err instanceof Error ? err.message : String(err)}`);
+      else res.end();
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    http.once('error', reject);
+    http.listen(options.port, options.host.replace(/^\[(.*)\]$/, '$1'), () => resolve());
+  });
+  const address = http.address() as AddressInfo;
+  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  return {
+    url: `http://${host}:${address.port}${options.path}`,
+    async close() {
+      for (const t of sessions.values()) await t.close().catch(() => {});
+      http.closeAllConnections();
+      await new Promise<void>((resolve) => http.close(() => resolve()));
+    },
+  };
+}
+
+/** Resolves on SIGINT or SIGTERM (the way a long-running command is asked to stop). */
+export function untilSignalled(): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      process.off('SIGINT', done);
+      process.off('SIGTERM', done);
+      resolve();
+    };
+    process.on('SIGINT', done);
+    process.on('SIGTERM', done);
+  });
+}
+
+/** Options both MCP commands take, alike. */
+export const MCP_OPTIONS: Readonly<Record<string, OptionSpec>> = {
+  path: { type: 'string', value: 'PATH', help: 'the MCP endpoint (default /mcp; not under /ctrlrun/)' },
+  environment: { type: 'string', value: 'ENV', help: 'the deployment environment (beats $CTRLRUN_ENVIRONMENT and the policy)' },
+  'max-body-bytes': { type: 'string', value: 'N', help: 'largest request body accepted (default 1048576)' },
+  'allow-origin': { type: 'string', multiple: true, value: 'ORIGIN', help: 'an Origin header to accept (repeatable; none: any Origin is refused)' },
+};
+
+/** A positive whole number from a flag. */
+export function positiveInt(value: string | undefined, flag: string, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (!/^[1-9]\d{0,9}$/.test(value)) throw new UsageError(`${flag} must be a positive whole number, got ${JSON.stringify(value)}`);
+  return Number(value);
+}
+
+/**
+ * What both MCP commands load first: the policy (its observe banner on stderr first), the
+ * environment (`--environment`, else `$CTRLRUN_ENVIRONMENT`, else the policy's) and where the store is.
+ */
+export function loadSetup(io: CliIo, values: Readonly<Record<string, unknown>>, err: (line: string) => void): { policy: Policy; environment: string | undefined; target: StoreTarget } {
+  const { policy } = loadPolicyFile(policyPath(io));
+  banner(policy, err);
+  const flag = values['environment'] as string | undefined;
+  if (flag !== undefined && flag.trim() === '') throw new InvalidArgument('--environment is blank; name the deployment');
+  return { policy, environment: flag ?? environmentFromEnv(io), target: storeTarget(io, values['store-url'] as string | undefined) };
+}
+
+/** The Control an MCP command answers through: the state directory's JSONL sinks (and `extra`), warnings on stderr. */
+export function commandControl(
+  setup: { policy: Policy; environment: string | undefined; target: StoreTarget },
+  store: StateStore,
+  err: (line: string) => void,
+  extra: Pick<ControlOptions, 'identity' | 'sinks'> = {},
+): Control {
+  return new Control({
+    policy: setup.policy,
+    store,
+    identity: extra.identity ?? null,
+    sinks: [...stateDirSinks(setup.target), ...(extra.sinks ?? [])],
+    logger: { warn: (message: string) => err(`warning: ${message}`) },
+    ...(setup.environment !== undefined ? { environment: setup.environment } : {}),
+  });
+}
+
+/** Serves `server` on stdin/stdout until stdin ends, the client closes, or SIGINT/SIGTERM. */
+export async function serveStdio(server: Server): Promise<void> {
+  const closed = new Promise<void>((resolve) => {
+    server.onclose = () => resolve();
+    process.stdin.once('end', () => resolve());
+  });
+  await server.connect(new StdioServerTransport());
+  await Promise.race([closed, untilSignalled()]);
+  await server.close().catch(() => {});
+}
+
+/** Serves over HTTP until SIGINT/SIGTERM; the address is said once bound. */
+export async function serveHttpUntilSignalled(options: HttpServeOptions, say: (line: string) => void): Promise<void> {
+  const serving = await serveHttp(options);
+  say(`listening on ${serving.url}`);
+  await untilSignalled();
+  await serving.close();
+}

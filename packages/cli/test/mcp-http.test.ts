@@ -1,0 +1,39 @@
+// What the MCP commands parse from their command line: --upstream-command, --listen, --path.
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { UsageError } from '../src/errors.js';
+import { checkPath, parseListen, splitCommand } from '../src/mcp-http.js';
+
+/** Quotes a word for splitCommand the way a person would in a shell. */
+const quote = (w: string) => (w === '' || /[\s'"\\]/.test(w) ? (w.includes("'") ? `"${w.replace(/["\\]/g, '\\$&')}"` : `'${w}'`) : w);
+
+describe('splitCommand', () => {
+  it('splits words and keeps quoted spaces; every word survives quoting (property)', () => {
+    expect(splitCommand('npx -y  @scope/server "/a dir/x" \'it\'\'s\'')).toEqual(['npx', '-y', '@scope/server', '/a dir/x', 'its']);
+    expect(splitCommand('node "say \\"hi\\""')).toEqual(['node', 'say "hi"']);
+    fc.assert(
+      fc.property(fc.array(fc.string({ unit: fc.constantFrom('a', 'b', ' ', '\t', "'", '"', '\\', '/', '-', 'é') }), { minLength: 1, maxLength: 6 }), (words) => {
+        expect(splitCommand(words.map(quote).join(' '))).toEqual(words);
+      }),
+    );
+  });
+
+  it('refuses an empty command and an unterminated quote', () => {
+    for (const bad of ['', '   ', 'node "x', "node 'x"]) expect(() => splitCommand(bad), bad).toThrow(UsageError);
+  });
+});
+
+describe('parseListen and checkPath', () => {
+  it('HOST:PORT with IPv6 in brackets; anything else is a usage error', () => {
+    expect(parseListen('127.0.0.1:0')).toEqual({ host: '127.0.0.1', port: 0 });
+    expect(parseListen('[::1]:8900')).toEqual({ host: '[::1]', port: 8900 });
+    expect(parseListen('localhost:65535')).toEqual({ host: 'localhost', port: 65535 });
+    for (const bad of ['127.0.0.1', ':80', '127.0.0.1:65536', '::1:80', 'a b:1', '127.0.0.1:-1', '127.0.0.1:8900\n']) expect(() => parseListen(bad), bad).toThrow(UsageError);
+  });
+
+  it('an absolute path, not under /ctrlrun/', () => {
+    expect(checkPath('/mcp')).toBe('/mcp');
+    expect(checkPath('/a/b-c')).toBe('/a/b-c');
+    for (const bad of ['mcp', '/ctrlrun', '/ctrlrun/mcp', '/mcp?x=1', '/m cp', '']) expect(() => checkPath(bad), bad).toThrow(UsageError);
+  });
+});

@@ -1,0 +1,115 @@
+/**
+ * Floats written as integers. `JSON.parse` reads `2000.0` and `2e3` as the integer 2000, so the
+ * gateway would hash (and send upstream) a value the agent did not write as an integer, where
+ * the reference refuses it (`-41008`). The HTTP layers look at the message text for that.
+ *
+ * @module
+ */
+
+/** Escapes one JSON pointer segment (RFC 6901). */
+function segment(key: string): string {
+  return key.replace(/~/g, '~0').replace(/\//g, '~1');
+}
+
+type Where = 'top' | 'params' | 'elsewhere' | { readonly pointer: string };
+
+/** How deep the scan goes; deeper text is refused (a RangeError), as a message no tool needs. */
+export const MAX_DEPTH = 512;
+const NUMBER = /-?\d+(\.\d+)?([eE][+-]?\d+)?/y;
+
+/**
+ * The JSON pointer, relative to `params.arguments`, of the first number written with a fraction
+ * or an exponent in the arguments of the JSON-RPC message `text` (every `params.arguments` when a
+ * key is repeated), or `null`. `text` must be JSON that `JSON.parse` accepted; nesting deeper than
+ * {@link MAX_DEPTH} is a `RangeError`.
+ */
+export function floatArgumentPointer(text: string): string | null {
+  let i = 0;
+  let found: string | null = null;
+  const ws = () => {
+    while (i < text.length && (text[i] === ' ' || text[i] === '\t' || text[i] === '\n' || text[i] === '\r')) i++;
+  };
+  const string = (): string => {
+    const start = i;
+    i++;
+    while (i < text.length && text[i] !== '"') i += text[i] === '\\' ? 2 : 1;
+    i++;
+    return JSON.parse(text.slice(start, i)) as string;
+  };
+  const value = (where: Where, depth: number): void => {
+    if (depth > MAX_DEPTH) throw new RangeError(`the message nests deeper than ${MAX_DEPTH} levels`);
+    ws();
+    const c = text[i];
+    if (c === '{') {
+      i++;
+      ws();
+      if (text[i] === '}') {
+        i++;
+        return;
+      }
+      for (;;) {
+        ws();
+        const key = string();
+        ws();
+        i++; // ':'
+        const inner: Where =
+          typeof where === 'object' ? { pointer: `${where.pointer}/${segment(key)}` } : where === 'top' && key === 'params' ? 'params' : where === 'params' && key === 'arguments' ? { pointer: '' } : 'elsewhere';
+        value(inner, depth + 1);
+        if (found !== null) return;
+        ws();
+        if (text[i++] === '}') return;
+      }
+    }
+    if (c === '[') {
+      i++;
+      ws();
+      if (text[i] === ']') {
+        i++;
+        return;
+      }
+      for (let n = 0; ; n++) {
+        value(typeof where === 'object' ? { pointer: `${where.pointer}/${n}` } : 'elsewhere', depth + 1);
+        if (found !== null) return;
+        ws();
+        if (text[i++] === ']') return;
+      }
+    }
+    if (c === '"') {
+      string();
+      return;
+    }
+    NUMBER.lastIndex = i;
+    const m = NUMBER.exec(text);
+    if (m) {
+      i += m[0].length;
+      if (typeof where === 'object' && (m[1] !== undefined || m[2] !== undefined)) found = where.pointer;
+      return;
+    }
+    // true, false, null
+    i += text.startsWith('false', i) ? 5 : 4;
+  };
+  value('top', 0);
+  return found;
+}
+
+/**
+ * The JSON-RPC error response for a `tools/call` request whose arguments hold a float written as
+ * an integer (`-41008 ctrlrun.unrepresentable_argument` with its pointer), else `null`.
+ * `message` is `JSON.parse(text)`.
+ */
+export function floatRefusal(message: unknown, text: string): { jsonrpc: '2.0'; id: unknown; error: { code: number; message: string; data: { error: string; pointer: string } } } | null {
+  if (typeof message !== 'object' || message === null || Array.isArray(message)) return null;
+  const m = message as { method?: unknown; id?: unknown };
+  if (m.method !== 'tools/call' || m.id === undefined) return null;
+  const pointer = floatArgumentPointer(text);
+  if (pointer === null) return null;
+  return {
+    jsonrpc: '2.0',
+    id: m.id,
+    error: {
+      code: -41008,
+      message: `tools/call: the argument at ${pointer || '/'} is written as a float (a fraction or an exponent); use an integer (minor units) or a decimal string`,
+      data: { error: 'ctrlrun.unrepresentable_argument', pointer },
+    },
+  };
+}

@@ -1,0 +1,444 @@
+/**
+ * The MCP gateway's core (spec 04 §5): an MCP server in front of one upstream MCP client. Every
+ * `tools/call` becomes the action `mcp.<alias>.<tool>` and goes through {@link Control}; the
+ * upstream receives the action's canonical arguments (exactly what was hashed) and its answer is
+ * classified into the kernel's outcome. Every other request and notification is relayed.
+ *
+ * Runtime-neutral: transports (HTTP, stdio, a subprocess) are the caller's.
+ *
+ * @module
+ */
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
+import {
+  ErrorCode,
+  McpError,
+  ProgressNotificationSchema,
+  ResultSchema,
+  type JSONRPCRequest,
+  type Notification,
+  type Result,
+  type ServerNotification,
+  type ServerRequest,
+} from '@modelcontextprotocol/sdk/types.js';
+import {
+  ActionDenied,
+  AmbiguousEffect,
+  ApprovalMismatch,
+  ApprovalRequired,
+  ApprovalTimeout,
+  AuthorityDenied,
+  createAction,
+  DuplicateEffect,
+  EffectKeyError,
+  IdentityError,
+  InvalidArgument,
+  LocalApprovalProvider,
+  NotExecuted,
+  resolveEffectTemplate,
+  resolveResourceTemplate,
+  type Action,
+  type ApprovalProvider,
+  callbackSink,
+  type Control,
+  type EventSink,
+  type ExecuteOptions,
+  type JsonObject,
+} from '@ctrlrun/kernel';
+import { classifyError, classifyResult, UpstreamNotConnected, type Outcome } from './classify.js';
+import { bareMessage, gatewayError, rpcError } from './errors.js';
+
+/** An alias: the middle segment of `mcp.<alias>.<tool>`. */
+export const ALIAS_PATTERN = /^[a-z0-9][a-z0-9_-]*$/;
+/** A tool name the gateway will turn into an action name: MCP's tool-name characters, 1–128 of them. */
+export const TOOL_NAME_PATTERN = /^[A-Za-z0-9_.-]{1,128}$/;
+/** The `_meta` key the gateway adds to a relayed tools/call result. */
+export const RECEIPT_META_KEY = 'com.ctrlrun/receipt';
+
+/** Options of {@link Gateway}. */
+export interface GatewayOptions {
+  /** The control path every tools/call goes through. */
+  control: Control;
+  /**
+   * A connected client to the upstream MCP server. The gateway takes over its progress and
+   * fallback notification handlers: one Gateway per Client.
+   */
+  upstream: Client;
+  /** The upstream's alias (`^[a-z0-9][a-z0-9_-]*$`): actions are named `mcp.<alias>.<tool>`. */
+  alias: string;
+  /** The acting principal (`--principal NAME`); with an identity provider on the Control, a hint. */
+  principal?: { agent: string; user?: string | null } | null;
+  /**
+   * On approval required, wait for the human's answer (a {@link LocalApprovalProvider} over the
+   * Control's store unless `provider` is given) and run the same action presenting it.
+   */
+  wait?: boolean | { timeoutMs?: number; provider?: ApprovalProvider };
+  /** How long one upstream request may take, in ms (30 s); a timeout is an unknown outcome. */
+  upstreamTimeoutMs?: number;
+  /** How a human answers a request, for the approval-required message (`ctrlrun approve <id>`). */
+  howToAnswer?: (requestId: string) => string;
+  /** Receipt ids from the Control's sinks (see {@link ReceiptIds}), for failed and ambiguous calls. */
+  receiptIds?: ReceiptIds;
+}
+
+/**
+ * Receipt ids by action id, as the Control stores them: add {@link ReceiptIds.sink} to the
+ * Control's sinks and pass this to the {@link Gateway}, so that a failed or ambiguous call's
+ * `_meta["com.ctrlrun/receipt"]` names its receipt too (a committed one always does).
+ */
+export class ReceiptIds {
+  readonly #ids = new Map<string, string>();
+  /** The sink to give the Control. */
+  readonly sink: EventSink = callbackSink({
+    name: 'ctrlrun-mcp-receipt-ids',
+    onReceipt: (receipt) => {
+      const actionId = receipt.document['action_id'];
+      const receiptId = receipt.document['receipt_id'];
+      if (typeof actionId === 'string' && typeof receiptId === 'string') this.#ids.set(actionId, receiptId);
+    },
+  });
+  /** The receipt id recorded for `actionId`, forgotten once taken. */
+  take(actionId: string): string | null {
+    const id = this.#ids.get(actionId) ?? null;
+    this.#ids.delete(actionId);
+    return id;
+  }
+}
+
+/** What an execution observed upstream, kept so the agent gets the upstream's own answer. */
+type Observed =
+  | { readonly kind: 'result'; readonly result: Result; readonly outcome: Outcome }
+  | { readonly kind: 'error'; readonly error: unknown };
+
+/** Thrown by the executor (so the kernel records the outcome), caught again by the gateway. */
+class UpstreamOutcome extends Error {
+  override name = 'UpstreamOutcome';
+}
+
+type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>;
+
+const defaultHowToAnswer = (id: string) => `a human answers with 'ctrlrun approve ${id}' (or 'ctrlrun deny ${id}'), or through ctrlrun mcp-operator; then send the same call again`;
+
+/** The gateway: one per upstream; {@link Gateway.createServer} makes one MCP server per agent session. */
+export class Gateway {
+  readonly control: Control;
+  readonly upstream: Client;
+  readonly alias: string;
+  readonly #principal: { agent: string; user?: string | null } | null;
+  readonly #wait: { timeoutMs?: number; provider: ApprovalProvider } | null;
+  readonly #timeout: number;
+  readonly #howToAnswer: (requestId: string) => string;
+  readonly #receiptIds: ReceiptIds | null;
+  readonly #servers = new Set<Server>();
+  /** Progress relays in flight: the token the gateway gave the upstream → where the agent wants it. */
+  readonly #progress = new Map<string, (params: Record<string, unknown>) => void>();
+  #nextToken = 0;
+
+  constructor(options: GatewayOptions) {
+    if (!options || typeof options !== 'object') throw new InvalidArgument('Gateway needs { control, upstream, alias }');
+    if (!options.control || typeof options.control.execute !== 'function') throw new InvalidArgument('Gateway needs a Control');
+    if (!options.upstream || typeof options.upstream.request !== 'function') throw new InvalidArgument('Gateway needs a connected MCP Client for the upstream');
+    if (typeof options.alias !== 'string' || !ALIAS_PATTERN.test(options.alias)) {
+      throw new InvalidArgument(`alias must match ${ALIAS_PATTERN.source} (it becomes the middle of mcp.<alias>.<tool>), got ${JSON.stringify(options.alias)}`);
+    }
+    this.control = options.control;
+    this.upstream = options.upstream;
+    this.alias = options.alias;
+    this.#principal = options.principal ?? null;
+    const wait = options.wait === undefined || options.wait === false ? null : options.wait === true ? {} : options.wait;
+    this.#wait = wait === null ? null : { ...wait, provider: wait.provider ?? new LocalApprovalProvider(this.control.store, { clock: this.control.clock }) };
+    this.#timeout = options.upstreamTimeoutMs ?? 30_000;
+    if (!Number.isSafeInteger(this.#timeout) || this.#timeout <= 0) throw new InvalidArgument('upstreamTimeoutMs must be a positive integer of milliseconds');
+    this.#howToAnswer = options.howToAnswer ?? defaultHowToAnswer;
+    this.#receiptIds = options.receiptIds ?? null;
+    // The upstream's progress goes to the request that asked for it, under the agent's own token.
+    // (Not the SDK's per-request onprogress: it drops a progress notification that arrives in the
+    // same read as the response, as a fast tool's do.)
+    this.upstream.setNotificationHandler(ProgressNotificationSchema, (notification) => {
+      const { progressToken, ...rest } = notification.params;
+      this.#progress.get(String(progressToken))?.(rest);
+    });
+    // The upstream's notifications (list changes, logs, resource updates) reach every agent session.
+    this.upstream.fallbackNotificationHandler = async (notification: Notification) => {
+      await Promise.all([...this.#servers].map((s) => s.notification(notification as ServerNotification).catch(() => {})));
+    };
+  }
+
+  /** The action name a tool becomes: `mcp.<alias>.<tool>`. */
+  actionName(tool: string): string {
+    return `mcp.${this.alias}.${tool}`;
+  }
+
+  /**
+   * A new MCP server for one agent session, presenting the upstream's server info, capabilities
+   * and instructions. Connect it to a transport; it is forgotten when the transport closes.
+   */
+  createServer(): Server {
+    const info = this.upstream.getServerVersion() ?? { name: `ctrlrun-gateway-${this.alias}`, version: '0.0.0' };
+    const instructions = this.upstream.getInstructions();
+    const server = new Server(info, { capabilities: this.upstream.getServerCapabilities() ?? {}, ...(instructions !== undefined ? { instructions } : {}) });
+    server.fallbackRequestHandler = (request, extra) => this.#handle(request as JSONRPCRequest, extra as Extra);
+    // Only real notifications go on: a "notification" named like a request (a tools/call without an
+    // id) is dropped, so that a lax upstream can never run a tool the control path did not see.
+    server.fallbackNotificationHandler = async (notification) => {
+      if (!notification.method.startsWith('notifications/')) return;
+      await this.upstream.notification(notification as Parameters<Client['notification']>[0]);
+    };
+    this.#servers.add(server);
+    const onclose = server.onclose;
+    server.onclose = () => {
+      this.#servers.delete(server);
+      onclose?.();
+    };
+    return server;
+  }
+
+  async #handle(request: JSONRPCRequest, extra: Extra): Promise<Result> {
+    if (request.method === 'tools/call') return this.callTool(request.params, extra);
+    const relay = this.#relayProgress(extra);
+    try {
+      const params = request.params === undefined ? undefined : relay.token === null ? request.params : { ...request.params, _meta: { ...request.params['_meta'] as object, progressToken: relay.token } };
+      return await this.upstream.request({ method: request.method, ...(params !== undefined ? { params } : {}) } as Parameters<Client['request']>[0], ResultSchema, {
+        signal: extra.signal,
+        timeout: this.#timeout,
+      });
+    } catch (err) {
+      // The upstream's own error, relayed with its code, message and data as it sent them.
+      if (err instanceof McpError) throw rpcError(err.code, bareMessage(err), err.data);
+      throw err;
+    } finally {
+      relay.done();
+    }
+  }
+
+  /**
+   * When the agent asked for progress (`_meta.progressToken`): a fresh token for the upstream,
+   * whose notifications are sent on to the agent under the agent's token until `done()`.
+   */
+  #relayProgress(extra: Pick<Extra, '_meta' | 'sendNotification'>): { token: string | null; done: () => void } {
+    const agentToken = extra._meta?.progressToken;
+    if (agentToken === undefined) return { token: null, done: () => {} };
+    const token = `ctrlrun-${++this.#nextToken}`;
+    this.#progress.set(token, (params) => {
+      void extra.sendNotification({ method: 'notifications/progress', params: { ...params, progressToken: agentToken } as ServerNotification['params'] & { progress: number } } as ServerNotification).catch(() => {});
+    });
+    return { token, done: () => void this.#progress.delete(token) };
+  }
+
+  /** One intercepted `tools/call`: the control path, the upstream, the outcome. */
+  async callTool(params: unknown, extra: Pick<Extra, 'signal' | 'requestInfo' | '_meta' | 'sendNotification'>): Promise<Result> {
+    if (!isPlainObject(params)) throw rpcError(ErrorCode.InvalidParams, 'tools/call needs params { name, arguments }');
+    const tool = params['name'];
+    if (typeof tool !== 'string' || !TOOL_NAME_PATTERN.test(tool)) {
+      throw rpcError(ErrorCode.InvalidParams, `tools/call: the tool name must be 1 to 128 of A-Z a-z 0-9 _ . - (it becomes mcp.${this.alias}.<tool>), got ${JSON.stringify(typeof tool === 'string' ? tool.slice(0, 200) : tool)}`);
+    }
+    const args = params['arguments'] ?? {};
+    if (!isPlainObject(args)) throw rpcError(ErrorCode.InvalidParams, 'tools/call: arguments must be an object');
+    const pointer = unrepresentable(args, '');
+    if (pointer !== null) {
+      throw gatewayError('unrepresentableArgument', `tools/call ${tool}: the argument at ${pointer || '/'} is not a safe integer, string, boolean, null, array or object (use integer minor units or a decimal string)`, { pointer });
+    }
+    const name = this.actionName(tool);
+    const action = await this.#action(name, args, extra.requestInfo?.headers);
+    const approvalId = await this.#presentable(action);
+    try {
+      return await this.#decide(action, approvalId, extra);
+    } finally {
+      this.#receiptIds?.take(action.actionId);
+    }
+  }
+
+  async #decide(action: Action, approvalId: string | null, extra: Pick<Extra, 'signal' | '_meta' | 'sendNotification'>): Promise<Result> {
+    try {
+      return await this.#execute(action, approvalId, extra);
+    } catch (err) {
+      if (this.#wait === null || !(err instanceof ApprovalRequired)) throw await this.#refusal(err, action, approvalId);
+      // An agent that asked for progress hears why the call is held, and again every 10 s, so a
+      // client that resets its timeout on progress waits for the human.
+      const token = extra._meta?.progressToken;
+      let beat = 0;
+      const tell = () =>
+        void extra
+          .sendNotification({ method: 'notifications/progress', params: { progressToken: token!, progress: ++beat, message: `waiting for a human to answer approval request ${err.requestId}` } })
+          .catch(() => {});
+      if (token !== undefined) tell();
+      const timer = token === undefined ? null : setInterval(tell, 10_000);
+      try {
+        await this.#wait.provider.wait(err.requestId, this.#wait.timeoutMs);
+      } catch (waitErr) {
+        throw await this.#refusal(waitErr instanceof ApprovalTimeout ? err : waitErr, action, err.requestId);
+      } finally {
+        if (timer !== null) clearInterval(timer);
+      }
+      try {
+        return await this.#execute(action, err.requestId, extra);
+      } catch (again) {
+        throw await this.#refusal(again, action, err.requestId);
+      }
+    }
+  }
+
+  async #action(name: string, args: Record<string, unknown>, rawHeaders: Readonly<Record<string, string | string[] | undefined>> | undefined): Promise<Action> {
+    const headers = Object.create(null) as Record<string, string>; // a header may be named __proto__
+    for (const [k, v] of Object.entries(rawHeaders ?? {})) if (v !== undefined) headers[k] = Array.isArray(v) ? v.join(', ') : v;
+    try {
+      const principal = await this.control.resolvePrincipal(name, { principal: this.#principal, headers });
+      const entry = this.control.policy.action(name);
+      const resource = entry?.resource ? resolveResourceTemplate(entry.resource, args) : null;
+      return createAction({ name, arguments: args, principal, resource, environment: this.control.environment }, { ids: this.control.ids });
+    } catch (err) {
+      throw await this.#refusal(err, null, null);
+    }
+  }
+
+  /**
+   * Under `approve` (enforce mode): a granted approval for this exact hash is presented, so the
+   * agent only resends the call; otherwise a standing denial, a committed or an ambiguous effect
+   * is refused before a new request is created for a human to answer in vain.
+   */
+  async #presentable(action: Action): Promise<string | null> {
+    if (this.control.observing) return null;
+    const evaluation = await this.control.evaluate(action).catch(() => null);
+    if (evaluation?.decision !== 'approve') return null;
+    const store = this.control.store;
+    const granted = await store.findGrantedApproval(action.actionHash);
+    if (granted !== null) return granted.approvalId;
+    const denied = await store.findDeniedRequest(action.actionHash);
+    if (denied !== null) {
+      throw gatewayError('approvalDenied', `${action.name}: a human denied this exact call (request ${denied.request.requestId})`, { request_id: denied.request.requestId });
+    }
+    const template = this.control.policy.action(action.name)?.effect ?? null;
+    if (template === null) return null;
+    let key: string;
+    try {
+      key = resolveEffectTemplate(template, action.canonicalArguments, action.resource);
+    } catch {
+      return null; // the control path records and refuses it
+    }
+    const effect = await store.getEffect(key);
+    if (effect?.state === 'committed') throw gatewayError('duplicateEffect', `${action.name}: the effect ${key} already happened`, { effect_key: key, state: 'committed' });
+    if (effect?.state === 'ambiguous') throw gatewayError('ambiguousEffect', `${action.name}: nobody knows whether ${key} happened; a human resolves it first`, { effect_key: key });
+    return null;
+  }
+
+  /** Runs the action once through Control; relays the upstream's answer with the receipt in `_meta`. */
+  async #execute(action: Action, approvalId: string | null, extra: Pick<Extra, 'signal' | '_meta' | 'sendNotification'>): Promise<Result> {
+    const tool = action.name.slice(`mcp.${this.alias}.`.length);
+    const notExecutedOnError = this.control.policy.action(action.name)?.notExecutedOnError ?? false;
+    let observed: Observed | null = null;
+    let attempt = 1;
+    let effectKey: string | null = null;
+    const marker = new UpstreamOutcome('the upstream did not commit');
+    const executor = async (canonical: JsonObject, ctx: { effectKey: string | null; attempt: number }): Promise<Result> => {
+      attempt = ctx.attempt;
+      effectKey = ctx.effectKey;
+      let result: Result;
+      const relay = this.#relayProgress(extra);
+      try {
+        // A client whose transport closed sends nothing: that is "never connected", not unknown.
+        if (this.upstream.transport === undefined) throw new UpstreamNotConnected('the upstream connection is closed');
+        const params = { name: tool, arguments: canonical, ...(relay.token !== null ? { _meta: { progressToken: relay.token } } : {}) };
+        result = await this.upstream.request({ method: 'tools/call', params } as Parameters<Client['request']>[0], ResultSchema, { signal: extra.signal, timeout: this.#timeout });
+      } catch (err) {
+        observed = { kind: 'error', error: err };
+        const { outcome } = classifyError(err);
+        if (outcome === 'failed') throw new NotExecuted(`the upstream did not execute ${tool}: ${describe(err)}`, { cause: marker });
+        throw marker;
+      } finally {
+        relay.done();
+      }
+      const outcome = classifyResult(result, { notExecutedOnError });
+      observed = { kind: 'result', result, outcome };
+      if (outcome === 'failed') throw new NotExecuted(`the upstream answered ${tool} with isError (the policy says that means not executed)`, { cause: marker });
+      if (outcome === 'ambiguous') throw marker;
+      return result;
+    };
+    const options: ExecuteOptions = { approvalId };
+    try {
+      const { value, receipt } = await this.control.executeWithReceipt(action, executor, options);
+      return withReceipt(value, { action_id: action.actionId, receipt_id: receipt.document["receipt_id"] ?? null, effect_key: effectKey, result: 'committed', attempt });
+    } catch (err) {
+      const fromUpstream = err === marker || (err instanceof NotExecuted && err.cause === marker);
+      if (!fromUpstream || observed === null) throw err;
+      const seen = observed as Observed;
+      const meta = { action_id: action.actionId, receipt_id: this.#receiptIds?.take(action.actionId) ?? null, effect_key: effectKey, result: err === marker ? 'ambiguous' : 'failed', attempt };
+      if (seen.kind === 'result') return withReceipt(seen.result, meta);
+      const c = classifyError(seen.error);
+      if (c.kind === 'rpc') throw rpcError(c.error.code, bareMessage(c.error), c.error.data);
+      const data = { effect_key: effectKey, action_id: action.actionId, _meta: { [RECEIPT_META_KEY]: meta } };
+      if (c.outcome === 'failed') throw gatewayError('upstreamNotExecuted', `${action.name}: the upstream was not reached, nothing ran (${describe(seen.error)})`, data);
+      throw gatewayError('upstreamAmbiguous', `${action.name}: the upstream failed after the call was sent; nobody knows whether it ran, and a retry is refused until a human resolves ${effectKey ?? 'it'} (${describe(seen.error)})`, data);
+    }
+  }
+
+  /** The kernel's refusal as the gateway's JSON-RPC error. */
+  async #refusal(err: unknown, action: Action | null, approvalId: string | null): Promise<unknown> {
+    const actionId = action?.actionId ?? null;
+    if (err instanceof McpError) return err;
+    if (err instanceof ApprovalRequired) {
+      const record = await this.control.store.getApproval(err.requestId);
+      const expiresAt = record?.request.expiresAt ?? null;
+      return gatewayError('approvalRequired', `${action?.name ?? 'this call'} needs a human's approval: request ${err.requestId}; ${this.#howToAnswer(err.requestId)}`, {
+        request_id: err.requestId,
+        action_hash: action?.actionHash ?? record?.request.actionHash ?? null,
+        expires_at: expiresAt,
+      });
+    }
+    if (err instanceof AuthorityDenied) return gatewayError('unauthorized', err.message, { reason: err.reason, action_id: err.actionId ?? actionId });
+    if (err instanceof ActionDenied) {
+      if (err.reason === 'no_principal') return gatewayError('noPrincipal', 'no principal');
+      if (err.reason === 'approval_denied') return gatewayError('approvalDenied', err.message, { request_id: approvalId });
+      return gatewayError('denied', err.message, { reason: err.reason, action_id: err.actionId ?? actionId });
+    }
+    if (err instanceof IdentityError) return gatewayError('noPrincipal', 'no principal');
+    if (err instanceof DuplicateEffect) return gatewayError('duplicateEffect', err.message, { effect_key: err.effectKey, state: err.state });
+    if (err instanceof AmbiguousEffect) return gatewayError('ambiguousEffect', err.message, { effect_key: err.effectKey });
+    if (err instanceof ApprovalMismatch) return gatewayError('blocked', err.message, { reason: err.reason });
+    if (err instanceof EffectKeyError) return gatewayError('denied', err.message, { reason: 'effect_key_error', action_id: actionId });
+    if (err instanceof InvalidArgument) return rpcError(ErrorCode.InvalidParams, err.message);
+    return err;
+  }
+}
+
+/** A JSON object as JSON.parse makes one (or `Object.create(null)`). */
+function isPlainObject(v: unknown): v is Record<string, unknown> {
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) return false;
+  const proto = Object.getPrototypeOf(v);
+  return proto === Object.prototype || proto === null;
+}
+
+/** A JSON pointer to the first number that is not a safe integer, or null. */
+function unrepresentable(value: unknown, pointer: string): string | null {
+  if (typeof value === 'number') return Number.isSafeInteger(value) && !Object.is(value, -0) ? null : pointer;
+  if (typeof value === 'bigint') return pointer;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const p = unrepresentable(value[i], `${pointer}/${i}`);
+      if (p !== null) return p;
+    }
+    return null;
+  }
+  if (typeof value === 'object' && value !== null) {
+    for (const [k, v] of Object.entries(value)) {
+      const p = unrepresentable(v, `${pointer}/${k.replace(/~/g, '~0').replace(/\//g, '~1')}`);
+      if (p !== null) return p;
+    }
+  }
+  return null;
+}
+
+/** The result with `_meta["com.ctrlrun/receipt"]` added (a copy; the upstream's `_meta` kept). */
+function withReceipt(result: Result, receipt: Record<string, unknown>): Result {
+  const meta = isPlainObject(result._meta) ? result._meta : {};
+  return { ...result, _meta: { ...meta, [RECEIPT_META_KEY]: receipt } };
+}
+
+function describe(err: unknown): string {
+  if (err instanceof Error) {
+    const cause = (err as { cause?: unknown }).cause;
+    const code = typeof cause === 'object' && cause !== null ? (cause as { code?: unknown }).code : undefined;
+    return `${err.name}: ${err.message}${typeof code === 'string' ? ` (${code})` : ''}`;
+  }
+  return String(err);
+}

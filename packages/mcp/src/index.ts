@@ -1,0 +1,14 @@
+/**
+ * `@ctrlrun/mcp`: ctrlrun in front of any MCP server. {@link Gateway} puts every `tools/call`
+ * through the control path; {@link createOperatorServer} is the MCP server a human answers
+ * approvals from. Transports are the caller's (the `ctrlrun` CLI mounts both over Streamable
+ * HTTP or stdio).
+ *
+ * @module
+ */
+export { Gateway, ReceiptIds, type GatewayOptions, ALIAS_PATTERN, TOOL_NAME_PATTERN, RECEIPT_META_KEY } from './gateway.js';
+export { type Outcome, type ErrorClass, NOT_EXECUTED_CODES, NEVER_CONNECTED_CODES, UpstreamNotConnected, classifyResult, classifyError, neverConnected } from './classify.js';
+export { GATEWAY_ERRORS, type GatewayErrorName, gatewayError } from './errors.js';
+export { createOperatorServer, type OperatorOptions, type OperatorIdentity, OPERATOR_TOOLS, OPERATOR_ACTOR_PREFIX } from './operator.js';
+export { mcpFetchHandler, type FetchHandlerOptions } from './web.js';
+export { floatArgumentPointer, floatRefusal, MAX_DEPTH } from './floats.js';

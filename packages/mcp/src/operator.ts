@@ -1,0 +1,192 @@
+/**
+ * The operator's MCP server (spec 04 §8): where a human answers approvals from their own
+ * assistant. A transport for the answer only — it never executes, resumes, reserves, delegates or
+ * revokes, and has no upstream. Reads need no credential; every write names a verified human and
+ * goes through {@link Control.grantApproval}, {@link Control.denyApproval} or
+ * {@link Control.resolveEffect}, attributed `mcp-operator:<user>`.
+ *
+ * @module
+ */
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js';
+import { CTRLRunError, evidenceTime, parseSince, parseTime, stats, type Control, type JsonObject } from '@ctrlrun/kernel';
+import { gatewayError, rpcError } from './errors.js';
+
+/** Who is asking, as the identity source sees them: `null` when no credential named anyone. */
+export type OperatorIdentity = { readonly agent: string; readonly user: string | null } | null;
+
+/** Options of {@link createOperatorServer}. */
+export interface OperatorOptions {
+  control: Control;
+  /**
+   * Resolves who sends a write (`tool` is `mcp-operator.<tool>`, `headers` the request's,
+   * lower-cased). `null` is refused `-41007`; a principal without a user `-41013`.
+   */
+  identify: (context: { tool: string; headers: Readonly<Record<string, string>> }) => Promise<OperatorIdentity>;
+  /** `inspect_action`'s document (`ctrlrun inspect --json`), or null for an unknown action. */
+  inspect?: (actionId: string) => Promise<JsonObject | null>;
+}
+
+/** The attribution prefix of every answer given here. */
+export const OPERATOR_ACTOR_PREFIX = 'mcp-operator:';
+
+const object = (properties: Record<string, unknown>, required: string[] = []): Tool['inputSchema'] => ({ type: 'object', properties, required, additionalProperties: false }) as Tool['inputSchema'];
+const limit = (dflt: number) => ({ type: 'integer', minimum: 1, maximum: 200, default: dflt });
+
+/** The tools, in the order `tools/list` gives them. */
+export const OPERATOR_TOOLS: readonly Tool[] = [
+  { name: 'list_pending_approvals', description: 'Pending, unexpired approval requests, oldest first, each with exactly what was hashed: the canonical action text, its hash and its arguments.', inputSchema: object({ limit: limit(50) }) },
+  { name: 'inspect_action', description: "One action's events, receipt, approvals and effect (ctrlrun inspect --json).", inputSchema: object({ action_id: { type: 'string' } }, ['action_id']) },
+  { name: 'receipts', description: 'The newest receipts, oldest first; with control, only those whose controls cite it.', inputSchema: object({ limit: limit(20), control: { type: 'string' } }) },
+  { name: 'effects', description: 'Effect records, optionally only those in one state.', inputSchema: object({ state: { type: 'string', enum: ['reserved', 'executing', 'committed', 'failed', 'ambiguous'] } }) },
+  { name: 'stats', description: 'What the receipts recorded (ctrlrun.stats/v1).', inputSchema: object({ since: { type: 'string' } }) },
+  { name: 'approve', description: 'Grant a pending request (bound to its action hash, used once). Needs a credential naming a human.', inputSchema: object({ request_id: { type: 'string' } }, ['request_id']) },
+  { name: 'deny', description: 'Deny a pending request. Needs a credential naming a human.', inputSchema: object({ request_id: { type: 'string' } }, ['request_id']) },
+  { name: 'resolve', description: 'Say what happened to an AMBIGUOUS effect. Needs a credential naming a human and a reason.', inputSchema: object({ effect_key: { type: 'string' }, outcome: { type: 'string', enum: ['committed', 'failed'] }, reason: { type: 'string' } }, ['effect_key', 'outcome', 'reason']) },
+];
+
+const WRITES = new Set(['approve', 'deny', 'resolve']);
+
+function badArg(message: string): McpError {
+  return rpcError(ErrorCode.InvalidParams, message);
+}
+
+/** Reads a tool's arguments against the few shapes these tools take; anything else is -32602. */
+function argsOf(tool: Tool, raw: unknown): Record<string, unknown> {
+  const args = raw ?? {};
+  if (typeof args !== 'object' || args === null || Array.isArray(args)) throw badArg(`${tool.name}: arguments must be an object`);
+  const schema = tool.inputSchema as { properties: Record<string, { type: string; minimum?: number; maximum?: number; enum?: string[] }>; required: string[] };
+  for (const key of Object.keys(args)) if (!Object.prototype.hasOwnProperty.call(schema.properties, key)) throw badArg(`${tool.name}: unknown argument ${JSON.stringify(key)}`);
+  const out: Record<string, unknown> = Object.create(null) as Record<string, unknown>;
+  for (const [key, spec] of Object.entries(schema.properties)) {
+    const v = (args as Record<string, unknown>)[key];
+    if (v === undefined) {
+      if (schema.required.includes(key)) throw badArg(`${tool.name}: ${key} is required`);
+      continue;
+    }
+    if (spec.type === 'integer') {
+      if (!Number.isSafeInteger(v) || (v as number) < (spec.minimum ?? -Infinity) || (v as number) > (spec.maximum ?? Infinity)) {
+        throw badArg(`${tool.name}: ${key} must be a whole number from ${spec.minimum} to ${spec.maximum}`);
+      }
+    } else if (typeof v !== 'string' || v.trim() === '') {
+      throw badArg(`${tool.name}: ${key} must be a non-blank string`);
+    } else if (spec.enum && !spec.enum.includes(v)) {
+      throw badArg(`${tool.name}: ${key} must be one of ${spec.enum.join(', ')}`);
+    }
+    out[key] = v;
+  }
+  return out;
+}
+
+function answer(value: unknown): CallToolResult {
+  const text = JSON.stringify(value, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v), 2);
+  return { content: [{ type: 'text', text }], structuredContent: JSON.parse(text) as Record<string, unknown> };
+}
+
+function headersOf(raw: Readonly<Record<string, string | string[] | undefined>> | undefined): Record<string, string> | 'repeated' {
+  const out: Record<string, string> = Object.create(null) as Record<string, string>;
+  for (const [k, v] of Object.entries(raw ?? {})) {
+    if (v === undefined) continue;
+    if (Array.isArray(v)) return 'repeated';
+    out[k.toLowerCase()] = v;
+  }
+  return out;
+}
+
+/** A new operator server (one per request or session); connect it to a transport. */
+export function createOperatorServer(options: OperatorOptions): Server {
+  const { control } = options;
+  const store = control.store;
+  const server = new Server({ name: 'ctrlrun-mcp-operator', version: '0.1.0' }, { capabilities: { tools: {} }, instructions: 'Answer ctrlrun approval requests. Reads need no credential; approve, deny and resolve are recorded as the human your credential names.' });
+  server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: [...OPERATOR_TOOLS] }));
+  server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
+    const tool = OPERATOR_TOOLS.find((t) => t.name === request.params.name);
+    if (tool === undefined) throw badArg(`no tool ${JSON.stringify(request.params.name)}; the tools are ${OPERATOR_TOOLS.map((t) => t.name).join(', ')}`);
+    const args = argsOf(tool, request.params.arguments);
+    let actor: string | null = null;
+    if (WRITES.has(tool.name)) {
+      const headers = headersOf(extra.requestInfo?.headers);
+      let who: OperatorIdentity = null;
+      if (headers !== 'repeated') {
+        try {
+          who = await options.identify({ tool: `mcp-operator.${tool.name}`, headers });
+        } catch {
+          who = null;
+        }
+      }
+      if (who === null) throw gatewayError('noPrincipal', 'no principal');
+      if (who.user === null) throw gatewayError('notAHuman', `${tool.name} needs a credential naming a human (a user); ${who.agent} names none`);
+      actor = `${OPERATOR_ACTOR_PREFIX}${who.user}`;
+    }
+    try {
+      switch (tool.name) {
+        case 'list_pending_approvals': {
+          const now = control.clock().getTime();
+          const pending = (await store.listApprovals('pending')).filter((a) => parseTime(a.request.expiresAt).getTime() >= now);
+          return answer({
+            approvals: pending.slice(0, (args['limit'] as number | undefined) ?? 50).map((a) => ({
+              request_id: a.request.requestId,
+              action_hash: a.request.actionHash,
+              action: {
+                name: a.request.action.name,
+                arguments: a.request.action.canonicalArguments,
+                principal: { agent: a.request.action.principal.agent, user: a.request.action.principal.user },
+                resource: a.request.action.resource,
+                environment: a.request.action.environment,
+              },
+              hashed: a.request.action.canonical,
+              created_at: evidenceTime(parseTime(a.request.createdAt)),
+              expires_at: evidenceTime(parseTime(a.request.expiresAt)),
+            })),
+          });
+        }
+        case 'inspect_action': {
+          if (options.inspect === undefined) throw badArg('inspect_action is not available on this server');
+          const doc = await options.inspect(args['action_id'] as string);
+          if (doc === null) throw badArg(`no action ${JSON.stringify(args['action_id'])}`);
+          return answer(doc);
+        }
+        case 'receipts': {
+          const control = args['control'] as string | undefined;
+          const docs = (await store.receipts()).map((r) => JSON.parse(r.json ?? 'null') as { controls?: unknown } | null);
+          const cited = control === undefined ? docs : docs.filter((d) => Array.isArray(d?.controls) && d.controls.includes(control));
+          return answer({ receipts: cited.slice(-((args['limit'] as number | undefined) ?? 20)) });
+        }
+        case 'effects': {
+          const records = await store.listEffects(args['state'] as Parameters<typeof store.listEffects>[0]);
+          return answer({ effects: records });
+        }
+        case 'stats': {
+          let since: Date | null = null;
+          if (args['since'] !== undefined) {
+            try {
+              since = parseSince(args['since'] as string, control.clock());
+            } catch (err) {
+              throw badArg(`stats: ${err instanceof Error ? err.message : String(err)}`);
+            }
+          }
+          return answer(await stats(store, { since, mode: control.policy.mode, clock: control.clock }));
+        }
+        case 'approve': {
+          const approval = await control.grantApproval(args['request_id'] as string, { approver: actor!, via: 'mcp-operator' });
+          return answer({ status: 'granted', request_id: approval.approvalId, action_hash: approval.actionHash, approver: actor, expires_at: evidenceTime(parseTime(approval.expiresAt)) });
+        }
+        case 'deny': {
+          const record = await control.denyApproval(args['request_id'] as string, { approver: actor!, via: 'mcp-operator' });
+          return answer({ status: 'denied', request_id: record.request.requestId, approver: actor });
+        }
+        case 'resolve': {
+          const outcome = args['outcome'] as 'committed' | 'failed';
+          const record = await control.resolveEffect(args['effect_key'] as string, outcome, { by: actor!, via: 'mcp-operator', reason: args['reason'] as string });
+          return answer({ status: 'resolved', effect_key: record.effectKey, state: record.state, resolved_by: actor });
+        }
+      }
+      throw badArg(`no tool ${tool.name}`);
+    } catch (err) {
+      if (err instanceof McpError) throw err;
+      if (err instanceof CTRLRunError) throw gatewayError('approvalDenied', err.message, { reason: err.code });
+      throw rpcError(ErrorCode.InternalError, `the store failed: ${err instanceof Error ? err.message : String(err)}`);
+    }
+  });
+  return server;
+}

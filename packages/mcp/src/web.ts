@@ -1,0 +1,102 @@
+/**
+ * A Web-standard `(Request) => Promise<Response>` for an MCP server factory over Streamable HTTP,
+ * stateless (a fresh server per request, JSON responses): what a Hono app, a Cloudflare Worker or
+ * Deno mounts at `/mcp` to put the gateway (or the operator server) on the edge. The checks come
+ * first, in the spec's order, before the SDK reads a byte: `Origin` (403), size (413), JSON
+ * (400 -32700), one message and not a batch (400 -32600).
+ *
+ * In workerd no I/O object may outlive the request that made it: connect the upstream client (and
+ * make the {@link Gateway}) per request there, sharing only the Control (test/mcp/workerd-entry.ts).
+ *
+ * @module
+ */
+import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { floatRefusal } from './floats.js';
+import type { Gateway } from './gateway.js';
+import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
+
+/** Options of {@link mcpFetchHandler}. */
+export interface FetchHandlerOptions {
+  /** A new MCP server (e.g. `() => gateway.createServer()`); one per request. */
+  createServer: () => Server;
+  /** Largest body accepted, in bytes (1048576). */
+  maxBodyBytes?: number;
+  /** Origins accepted in an `Origin` header; none (default): a request with any `Origin` is refused. */
+  allowOrigins?: readonly string[];
+  /** Refuse a tools/call whose arguments hold `2.0`-style floats (`-41008`; default true: the gateway's rule). */
+  refuseFloatArguments?: boolean;
+}
+
+function rpcErrorResponse(status: number, code: number, message: string): Response {
+  return new Response(JSON.stringify({ jsonrpc: '2.0', id: null, error: { code, message } }), { status, headers: { 'content-type': 'application/json' } });
+}
+
+/** Reads at most `max` bytes of the body; null once it passes them. */
+async function boundedText(request: Request, max: number): Promise<string | null> {
+  const declared = Number(request.headers.get('content-length') ?? NaN);
+  if (Number.isFinite(declared) && declared > max) return null;
+  if (request.body === null) return '';
+  const reader = request.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > max) {
+      await reader.cancel().catch(() => {});
+      return null;
+    }
+    chunks.push(value);
+  }
+  const all = new Uint8Array(size);
+  let at = 0;
+  for (const c of chunks) {
+    all.set(c, at);
+    at += c.byteLength;
+  }
+  return new TextDecoder('utf-8', { fatal: false }).decode(all);
+}
+
+/** The handler; POST only (stateless: no session, so no GET stream and no DELETE). */
+export function mcpFetchHandler(options: FetchHandlerOptions): (request: Request) => Promise<Response> {
+  const max = options.maxBodyBytes ?? 1_048_576;
+  if (!Number.isSafeInteger(max) || max <= 0) throw new TypeError('maxBodyBytes must be a positive whole number');
+  const origins = options.allowOrigins ?? [];
+  return async (request) => {
+    const origin = request.headers.get('origin');
+    if (origin !== null && !origins.includes(origin)) return new Response(null, { status: 403 });
+    if (request.method !== 'POST') return rpcErrorResponse(405, -32000, 'method not allowed: this endpoint takes POST only');
+    const text = await boundedText(request, max);
+    if (text === null) return new Response(null, { status: 413 });
+    let message: unknown;
+    try {
+      message = JSON.parse(text);
+    } catch {
+      return rpcErrorResponse(400, -32700, 'parse error: the body is not JSON');
+    }
+    if (Array.isArray(message)) return rpcErrorResponse(400, -32600, 'invalid request: one JSON-RPC message per request, no batches');
+    if (typeof message !== 'object' || message === null || (message as { jsonrpc?: unknown }).jsonrpc !== '2.0') {
+      return rpcErrorResponse(400, -32600, 'invalid request: not a JSON-RPC 2.0 message');
+    }
+    if (options.refuseFloatArguments !== false) {
+      let refusal;
+      try {
+        refusal = floatRefusal(message, text);
+      } catch (err) {
+        if (err instanceof RangeError) return rpcErrorResponse(400, -32600, `invalid request: ${err.message}`);
+        throw err;
+      }
+      if (refusal !== null) return new Response(JSON.stringify(refusal), { status: 200, headers: { 'content-type': 'application/json' } });
+    }
+    const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+    const server = options.createServer();
+    await server.connect(transport);
+    try {
+      return await transport.handleRequest(request, { parsedBody: message });
+    } finally {
+      // JSON responses are complete once returned; the per-request server is done.
+      void server.close().catch(() => {});
+    }
+  };
+}

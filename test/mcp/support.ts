@@ -1,0 +1,138 @@
+// Shared pieces of the MCP tests: the counting upstream as a real process, the real `ctrlrun`
+// command as a real process, an SDK client, and the upstream's log.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll } from 'vitest';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { McpError, ResultSchema, type Result } from '@modelcontextprotocol/sdk/types.js';
+
+export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+export const UPSTREAM = fileURLToPath(new URL('./upstream.ts', import.meta.url));
+export const CLI = fileURLToPath(new URL('../../packages/cli/src/bin.ts', import.meta.url));
+/** `node` with TypeScript sources: the argv prefix that runs a .ts file from this checkout. */
+export const NODE_TS = ['--conditions=@ctrlrun/source', '--import', 'tsx'];
+
+export const POLICY = `schema: ctrlrun.policy/v2
+actions:
+  mcp.pay.refund:
+    effect: "refund:{payment_id}"
+    rules:
+      - when: {amount_lte: 100}
+        decision: allow
+      - when: {amount_lte: 1000}
+        decision: approve
+      - decision: deny
+  mcp.pay.lookup: {decision: allow}
+  mcp.pay.flaky: {effect: "flaky:{id}", decision: allow}
+  mcp.pay.bad_params: {effect: "bp:{id}", decision: allow}
+  mcp.pay.internal: {effect: "int:{id}", decision: allow}
+  mcp.pay.die: {effect: "die:{id}", decision: allow}
+  mcp.pay.progress: {effect: "progress:{id}", decision: allow}
+  mcp.pay.hang: {effect: "hang:{id}", decision: allow}
+`;
+
+const made: string[] = [];
+const children: ChildProcess[] = [];
+afterAll(() => {
+  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+  for (const d of made) rmSync(d, { recursive: true, force: true });
+});
+
+/** A fresh directory with the test policy in it, removed after the file's tests. */
+export function workDir(policy = POLICY): string {
+  const dir = mkdtempSync(join(tmpdir(), 'ctrlrun-mcp-'));
+  made.push(dir);
+  writeFileSync(join(dir, 'ctrlrun.yaml'), policy);
+  return dir;
+}
+
+/** The upstream's log: one entry per tools/call it ran. */
+export function upstreamCalls(log: string): { tool: string; arguments: Record<string, unknown> }[] {
+  if (!existsSync(log)) return [];
+  return readFileSync(log, 'utf8')
+    .split('\n')
+    .filter((l) => l !== '')
+    .map((l) => JSON.parse(l) as { tool: string; arguments: Record<string, unknown> });
+}
+
+/** A running child process whose output is collected. */
+export interface Running {
+  readonly child: ChildProcess;
+  stdout(): string;
+  stderr(): string;
+  /** Resolves with the first match of `pattern` on stdout (rejects if the process exits first). */
+  waitFor(pattern: RegExp, timeoutMs?: number): Promise<RegExpMatchArray>;
+  stop(): Promise<number | null>;
+}
+
+/** Starts `node <args>` from the repository root. */
+export function start(args: string[], env: Record<string, string> = {}, cwd = ROOT): Running {
+  const child = spawn(process.execPath, args, { cwd, env: { PATH: process.env['PATH'] ?? '', HOME: process.env['HOME'] ?? '', ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
+  children.push(child);
+  let out = '';
+  let err = '';
+  child.stdout!.on('data', (d: Buffer) => void (out += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => void (err += d.toString()));
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  return {
+    child,
+    stdout: () => out,
+    stderr: () => err,
+    waitFor(pattern, timeoutMs = 60_000) {
+      return new Promise((resolve, reject) => {
+        const started = Date.now();
+        const tick = () => {
+          const m = out.match(pattern);
+          if (m) return resolve(m);
+          if (child.exitCode !== null || child.signalCode !== null) return reject(new Error(`the process exited (${child.exitCode ?? child.signalCode}) before printing ${pattern}\nstdout:\n${out}\nstderr:\n${err}`));
+          if (Date.now() - started > timeoutMs) return reject(new Error(`no ${pattern} within ${timeoutMs} ms\nstdout:\n${out}\nstderr:\n${err}`));
+          setTimeout(tick, 25);
+        };
+        tick();
+      });
+    },
+    async stop() {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+      return exited;
+    },
+  };
+}
+
+/** The counting upstream over Streamable HTTP, as its own process. */
+export async function startHttpUpstream(log: string): Promise<{ url: string; process: Running }> {
+  const p = start([...NODE_TS, UPSTREAM, '--http'], { UPSTREAM_LOG: log });
+  const m = await p.waitFor(/listening (\S+)/);
+  return { url: m[1]!, process: p };
+}
+
+/** An SDK client (the agent) connected over Streamable HTTP. */
+export async function httpAgent(url: string, headers: Record<string, string> = {}): Promise<Client> {
+  const client = new Client({ name: 'test-agent', version: '1.0.0' });
+  await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers } }));
+  return client;
+}
+
+/** Sends tools/call as the agent; resolves to the result or to the JSON-RPC error. */
+export async function call(client: Client, name: string, args: unknown): Promise<{ result?: Result; error?: McpError }> {
+  try {
+    const result = await client.request({ method: 'tools/call', params: { name, arguments: args as Record<string, unknown> } }, ResultSchema, { timeout: 120_000 });
+    return { result };
+  } catch (error) {
+    if (error instanceof McpError) return { error };
+    throw error;
+  }
+}
+
+/** `data.error` of a gateway refusal. */
+export function token(error: McpError | undefined): unknown {
+  return (error?.data as { error?: unknown } | undefined)?.error;
+}
+
+/** The store's receipt documents, in chain order. */
+export async function receiptDocs(store: { receipts(): Promise<{ json: string | null }[]> }): Promise<Record<string, unknown>[]> {
+  return (await store.receipts()).map((r) => JSON.parse(r.json ?? 'null') as Record<string, unknown>);
+}
