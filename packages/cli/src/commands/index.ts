@@ -13,8 +13,9 @@ import { inspect } from './inspect.js';
 import { policy } from './policy.js';
 import { receipts } from './receipts.js';
 import { resolve } from './resolve.js';
+import { scan } from './scan.js';
 import { stats } from './stats.js';
 import { verify } from './verify.js';
 
 /** The commands this build has, sorted by name. */
-export const COMMANDS: readonly Command[] = [approve, delegate, demo, deny, effects, init, inspect, policy, receipts, resolve, revoke, stats, verify];
+export const COMMANDS: readonly Command[] = [approve, delegate, demo, deny, effects, init, inspect, policy, receipts, resolve, revoke, scan, stats, verify];

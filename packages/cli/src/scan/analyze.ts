@@ -1,0 +1,367 @@
+/**
+ * The analysis of `ctrlrun scan` over parsed units: which calls are consequential (catalogue or
+ * vocabulary), which are covered (lexically inside a function given to `protect` or an
+ * adapter's wrapper, or a call of what `protect` returned), which are suppressed, and which
+ * can't be told ("undetermined"). Reads syntax trees only.
+ *
+ * @module
+ */
+import type * as TS from 'typescript';
+import { callMatcher, moduleMatcher, normalizeModule, vocabularyVerb, type CatalogueEntry, type Wrapper } from './catalogue.js';
+import { Resolver, text, type Origin, type Unit } from './resolve.js';
+
+/** A consequential call nothing covers. */
+export interface CallFinding {
+  readonly kind: 'unprotected_call';
+  readonly unit: Unit;
+  readonly line: number;
+  readonly column: number;
+  /** `catalogue:<id>` or `vocabulary:<verb>`. */
+  readonly rule: string;
+  /** The call as written (callee). */
+  readonly target: string;
+  /** What it resolved to: `module#member.path`, or the callee. */
+  readonly name: string;
+  readonly why: string;
+  /** Suggested policy entry. */
+  readonly action: string;
+  readonly effect: string;
+  /** A suppression comment without a reason (which has no effect), else null. */
+  readonly detail: string | null;
+}
+
+/** A call that a `ctrlrun: not-consequential — <reason>` comment suppresses. */
+export interface Suppressed {
+  readonly unit: Unit;
+  readonly line: number;
+  readonly column: number;
+  readonly target: string;
+  readonly reason: string;
+  readonly rule: string;
+}
+
+/** A call whose target or argument can't be read from the text. */
+export interface Undetermined {
+  readonly unit: Unit;
+  readonly line: number;
+  readonly column: number;
+  readonly expression: string;
+  readonly why: string;
+}
+
+/** A `protect(fn, { name })` call. */
+export interface ProtectedAction {
+  readonly unit: Unit;
+  readonly line: number;
+  readonly column: number;
+  /** The action name, or null when not a literal. */
+  readonly name: string | null;
+  readonly suppliesEffect: boolean;
+}
+
+export interface Analysis {
+  readonly findings: CallFinding[];
+  readonly suppressed: Suppressed[];
+  readonly undetermined: Undetermined[];
+  readonly protectedActions: ProtectedAction[];
+}
+
+export interface AnalyzeOptions {
+  readonly catalogue: readonly CatalogueEntry[];
+  readonly wrappers: readonly Wrapper[];
+  readonly vocabulary: readonly string[];
+}
+
+/**
+ * Method names of the language's own objects (arrays, maps, sets, strings, promises, events,
+ * the DOM): on a receiver whose type the text doesn't give, `items.push(x)` or `map.delete(k)` is
+ * taken for the built-in and the vocabulary is not applied (with a tsconfig, the checker says).
+ */
+const BUILTIN_METHODS = new Set([
+  'push', 'pop', 'shift', 'unshift', 'splice', 'slice', 'concat', 'filter', 'map', 'forEach', 'reduce', 'find', 'findIndex', 'some', 'every',
+  'includes', 'indexOf', 'join', 'sort', 'reverse', 'flat', 'flatMap', 'at', 'fill', 'get', 'set', 'has', 'delete', 'clear', 'add', 'keys',
+  'values', 'entries', 'then', 'catch', 'finally', 'toString', 'remove', 'removeChild', 'removeAttribute', 'removeItem', 'removeListener',
+  'removeEventListener', 'removeAllListeners', 'removeProperty', 'pushState', 'send', 'emit', 'replace', 'split', 'trim', 'append',
+]);
+
+/** Globals whose members are the platform's, never an agent's action (fetch is catalogued). */
+const PLATFORM_GLOBALS = new Set([
+  'console', 'Math', 'JSON', 'Object', 'Array', 'Promise', 'Reflect', 'Number', 'String', 'Symbol', 'Date', 'Map', 'Set', 'WeakMap', 'WeakSet',
+  'document', 'window', 'navigator', 'history', 'location', 'localStorage', 'sessionStorage', 'process', 'Buffer', 'URL', 'URLSearchParams',
+  'Headers', 'crypto', 'Intl', 'Error', 'setTimeout', 'setInterval', 'clearTimeout', 'clearInterval', 'queueMicrotask', 'structuredClone',
+  'describe', 'it', 'test', 'expect', 'beforeEach', 'afterEach', 'beforeAll', 'afterAll', 'require', 'module', 'exports',
+]);
+
+const SUPPRESS = /ctrlrun:\s*not-consequential\b(.*)$/;
+const SQL_WRITE = /^\s*(?:\/\*[^]*?\*\/\s*|--[^\n]*\n\s*)*(insert|update|delete|drop|truncate|alter|create|grant|revoke|merge|replace|upsert|call|copy)\b/i;
+const SQL_READ = /^\s*(?:\/\*[^]*?\*\/\s*|--[^\n]*\n\s*)*(select|with|show|explain|begin|commit|rollback|set|savepoint|release|pragma|values)\b/i;
+const READ_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+type Verdict = { readonly kind: 'yes'; readonly detail?: string } | { readonly kind: 'no' } | { readonly kind: 'cant_tell'; readonly why: string };
+
+/** Runs the two passes: coverage first (it crosses files), then the calls. */
+export function analyze(ts: typeof TS, units: ReadonlyMap<string, Unit>, options: AnalyzeOptions): Analysis {
+  const wrappers = options.wrappers.map((w) => ({ module: moduleMatcher(normalizeModule(w.module)), name: w.name }));
+  const isWrapper = (o: Origin) => o.kind === 'module' && o.path.length > 0 && wrappers.some((w) => w.name === o.path[o.path.length - 1] && w.module(o.module));
+  const catalogue = options.catalogue.map((e) => ({ entry: e, module: moduleMatcher(normalizeModule(e.module)), call: callMatcher(e.call) }));
+  const catalogued = (module: string) => catalogue.some((c) => c.module(module));
+  const known = (module: string) => catalogued(module) || wrappers.some((w) => w.module(module));
+  const resolver = new Resolver(ts, units, known, isWrapper);
+  const verbs = new Set(options.vocabulary);
+
+  const calls = new Map<Unit, TS.CallExpression[]>();
+  for (const unit of units.values()) {
+    const list: TS.CallExpression[] = [];
+    const visit = (n: TS.Node): void => {
+      if (ts.isCallExpression(n)) list.push(n);
+      ts.forEachChild(n, visit);
+    };
+    visit(unit.sf);
+    calls.set(unit, list);
+  }
+
+  // Pass 1: what the wrappers cover.
+  const covered = new Set<TS.Node>();
+  const protectedActions: ProtectedAction[] = [];
+  const cover = (arg: TS.Expression, unit: Unit, depth: number): void => {
+    if (depth > 8) return;
+    let e: TS.Expression = arg;
+    while (ts.isParenthesizedExpression(e) || ts.isAsExpression(e) || ts.isSatisfiesExpression(e) || ts.isNonNullExpression(e)) e = e.expression;
+    covered.add(e);
+    if (ts.isIdentifier(e)) {
+      const d = resolver.declarationOf(e, unit);
+      if (d === null) return;
+      if (ts.isVariableDeclaration(d.decl) && d.decl.initializer) cover(d.decl.initializer, d.unit, depth + 1);
+      else covered.add(d.decl);
+    } else if (ts.isObjectLiteralExpression(e)) {
+      for (const p of e.properties) {
+        if (ts.isShorthandPropertyAssignment(p)) cover(p.name, unit, depth + 1);
+        else if (ts.isPropertyAssignment(p)) cover(p.initializer, unit, depth + 1);
+      }
+    } else if (ts.isArrayLiteralExpression(e)) {
+      for (const el of e.elements) cover(el, unit, depth + 1);
+    } else if (ts.isCallExpression(e) && ts.isPropertyAccessExpression(e.expression) && e.expression.name.text === 'bind') {
+      cover(e.expression.expression, unit, depth + 1);
+    }
+  };
+  for (const [unit, list] of calls) {
+    for (const call of list) {
+      const callee = resolver.originOf(call.expression, unit);
+      if (!isWrapper(callee)) continue;
+      const fn = call.arguments[0];
+      if (fn !== undefined) cover(fn, unit, 0);
+      if (callee.kind === 'module' && callee.path[callee.path.length - 1] === 'protect') {
+        const opts = call.arguments[1];
+        let name: string | null = null;
+        let suppliesEffect = false;
+        if (opts !== undefined && ts.isObjectLiteralExpression(opts)) {
+          for (const p of opts.properties) {
+            const key = p.name && (ts.isIdentifier(p.name) || ts.isStringLiteral(p.name)) ? p.name.text : null;
+            if ((key === 'name' || key === 'action') && ts.isPropertyAssignment(p) && ts.isStringLiteralLike(p.initializer)) name = p.initializer.text;
+            if (key === 'effect') suppliesEffect = true;
+          }
+        }
+        protectedActions.push({ unit, ...position(unit, call), name, suppliesEffect });
+      }
+    }
+  }
+  const isCovered = (n: TS.Node): boolean => {
+    for (let p: TS.Node | undefined = n; p !== undefined; p = p.parent) if (covered.has(p)) return true;
+    return false;
+  };
+
+  // Pass 2: the calls.
+  const findings: CallFinding[] = [];
+  const suppressed: Suppressed[] = [];
+  const undetermined: Undetermined[] = [];
+  for (const [unit, list] of calls) {
+    for (const call of list) {
+      const origin = resolver.originOf(call.expression, unit);
+      if (isWrapper(origin) || origin.kind === 'protected') continue;
+      const target = text(call.expression, unit);
+      let hit: { rule: string; name: string; why: string; action: string; effect: string } | null = null;
+      if (origin.kind === 'dynamic') {
+        if (!isCovered(call)) undetermined.push({ unit, ...position(unit, call), expression: text(call, unit), why: `the called member is chosen at run time (${origin.expression})` });
+        continue;
+      }
+      if (origin.kind === 'module' && catalogued(origin.module)) {
+        const path = origin.module === '<global>' ? origin.path.filter((p, i) => !(i === 0 && p === 'globalThis')) : origin.path;
+        for (const c of catalogue) {
+          if (!c.module(origin.module) || !c.call(path)) continue;
+          const v = condition(ts, resolver, c.entry, call, unit);
+          if (v.kind === 'no') continue;
+          if (v.kind === 'cant_tell') {
+            if (!isCovered(call)) undetermined.push({ unit, ...position(unit, call), expression: text(call, unit), why: `${c.entry.id}: ${v.why}` });
+            hit = null;
+            break;
+          }
+          const name = `${origin.module}#${path.join('.')}${v.detail ? `(${v.detail})` : ''}`;
+          hit = { rule: `catalogue:${c.entry.id}`, name, why: c.entry.why, action: c.entry.action, effect: c.entry.effect };
+          break;
+        }
+      } else {
+        const segments = [...calleeSegments(ts, call.expression), ...(origin.kind === 'module' ? origin.path : [])];
+        const verb = vocabularyVerb(segments, verbs);
+        if (verb !== null && !builtin(ts, call, unit, origin)) {
+          const qualified = origin.kind === 'module' ? `${origin.module}#${origin.path.join('.')}` : target;
+          const actionName = suggestedAction(segments);
+          hit = {
+            rule: `vocabulary:${verb}`,
+            name: qualified,
+            why: `its name says ${JSON.stringify(verb)}: a ${verb} is an action the agent should not take twice or unchecked`,
+            action: actionName,
+            effect: `${actionName.split('.').pop()}:{id}`,
+          };
+        }
+      }
+      if (hit === null || isCovered(call)) continue;
+      const pos = position(unit, call);
+      const comment = suppression(unit, call);
+      if (comment !== null && comment !== '') {
+        suppressed.push({ unit, ...pos, target, reason: comment, rule: hit.rule });
+        continue;
+      }
+      findings.push({ kind: 'unprotected_call', unit, ...pos, ...hit, target, detail: comment === '' ? 'the ctrlrun: not-consequential comment gives no reason, so it suppresses nothing' : null });
+    }
+  }
+  return { findings, suppressed, undetermined, protectedActions };
+}
+
+/** 1-based line and column of a node's start. */
+export function position(unit: Unit, node: TS.Node): { line: number; column: number } {
+  const lc = unit.sf.getLineAndCharacterOfPosition(node.getStart(unit.sf));
+  return { line: lc.line + 1, column: lc.character + 1 };
+}
+
+/** The reason of a trailing `ctrlrun: not-consequential — <reason>` comment on the call's first or last line ('' without one), or null. */
+function suppression(unit: Unit, call: TS.Node): string | null {
+  const sf = unit.sf;
+  const lines = new Set([sf.getLineAndCharacterOfPosition(call.getStart(sf)).line, sf.getLineAndCharacterOfPosition(call.getEnd()).line]);
+  for (const line of lines) {
+    const start = sf.getPositionOfLineAndCharacter(line, 0);
+    const end = line + 1 < sf.getLineStarts().length ? sf.getPositionOfLineAndCharacter(line + 1, 0) : sf.text.length;
+    const lineText = sf.text.slice(start, end).replace(/[\r\n]+$/, '');
+    const at = lineText.search(/\/\/|\/\*/);
+    if (at < 0) continue;
+    const m = SUPPRESS.exec(lineText.slice(at));
+    if (m) return m[1]!.replace(/\*\/\s*$/, '').replace(/^\s*(?:[—–:-]+)\s*/, '').trim();
+  }
+  return null;
+}
+
+/** The names a callee is written with: `this.billing.refunds.create` → billing, refunds, create. */
+function calleeSegments(ts: typeof TS, e: TS.Expression): string[] {
+  const out: string[] = [];
+  for (let n: TS.Expression = e; ; ) {
+    if (ts.isPropertyAccessExpression(n)) {
+      out.unshift(n.name.text);
+      n = n.expression;
+    } else if (ts.isElementAccessExpression(n)) {
+      if (ts.isStringLiteralLike(n.argumentExpression)) out.unshift(n.argumentExpression.text);
+      n = n.expression;
+    } else if (ts.isCallExpression(n) || ts.isParenthesizedExpression(n) || ts.isNonNullExpression(n) || ts.isAsExpression(n) || ts.isAwaitExpression(n)) {
+      n = n.expression;
+    } else {
+      if (ts.isIdentifier(n)) out.unshift(n.text);
+      return out;
+    }
+  }
+}
+
+/** A call of the platform's own objects (an array's `push`, a map's `delete`), as far as can be told. */
+function builtin(ts: typeof TS, call: TS.CallExpression, unit: Unit, origin: Origin): boolean {
+  if (origin.kind === 'module' && origin.module === '<global>' && PLATFORM_GLOBALS.has(origin.path[0] ?? '')) return true;
+  const callee = call.expression;
+  const nameNode = ts.isPropertyAccessExpression(callee) ? callee.name : ts.isIdentifier(callee) ? callee : null;
+  if (unit.program !== null && nameNode !== null) {
+    try {
+      const decls = unit.program.getTypeChecker().getSymbolAtLocation(nameNode)?.declarations ?? [];
+      if (decls.length > 0) {
+        return decls.every((d) => {
+          const sf = d.getSourceFile();
+          return unit.program!.isSourceFileDefaultLibrary(sf) || /[\\/]node_modules[\\/]@types[\\/]node[\\/]/.test(sf.fileName);
+        });
+      }
+    } catch {
+      // The checker gave up on this file: fall back to the names.
+    }
+  }
+  const local = origin.kind === 'local' && (ts.isFunctionDeclaration(origin.decl) || ts.isClassDeclaration(origin.decl)) && origin.path.length === 0;
+  return ts.isPropertyAccessExpression(callee) && origin.kind !== 'module' && !local && BUILTIN_METHODS.has(callee.name.text);
+}
+
+/** A policy action name for a call found by the vocabulary: `billing.refundOrder` → `billing.refund_order`. */
+function suggestedAction(segments: readonly string[]): string {
+  const snake = (s: string) => s.replace(/([a-z0-9])([A-Z])/g, '$1_$2').replace(/[^A-Za-z0-9_]/g, '_').toLowerCase();
+  const tail = segments.slice(-2).map(snake).filter((s) => s !== '');
+  return tail.length === 0 ? 'app.action' : tail.join('.');
+}
+
+/** Whether the arguments make a catalogued call consequential. */
+function condition(ts: typeof TS, resolver: Resolver, entry: CatalogueEntry, call: TS.CallExpression, unit: Unit): Verdict {
+  const when = entry.when;
+  if (when === undefined) return { kind: 'yes' };
+  if (when.sql !== undefined) {
+    const arg = call.arguments[when.sql];
+    if (arg === undefined) return { kind: 'no' };
+    const sql = staticText(ts, arg);
+    if (sql === null) {
+      // `{ text: '…' }` query configs (pg).
+      if (ts.isObjectLiteralExpression(arg)) {
+        const t = arg.properties.find((p) => ts.isPropertyAssignment(p) && p.name.getText(unit.sf) === 'text');
+        if (t && ts.isPropertyAssignment(t)) return sqlVerdict(staticText(ts, t.initializer));
+      }
+      return sqlVerdict(null);
+    }
+    return sqlVerdict(sql);
+  }
+  if (when.method !== undefined) {
+    const opts = call.arguments[when.method];
+    if (opts === undefined) return { kind: 'no' };
+    if (!ts.isObjectLiteralExpression(opts)) return { kind: 'cant_tell', why: 'the request options are not written here, so the method is unknown' };
+    let method: string | null | undefined;
+    for (const p of opts.properties) {
+      if (ts.isSpreadAssignment(p)) method = null;
+      else if (p.name?.getText(unit.sf).replace(/^['"]|['"]$/g, '') === 'method') method = ts.isPropertyAssignment(p) ? staticText(ts, p.initializer) : null;
+    }
+    if (method === undefined) return { kind: 'no' };
+    if (method === null) return { kind: 'cant_tell', why: 'the HTTP method is computed at run time' };
+    return READ_METHODS.has(method.toUpperCase()) ? { kind: 'no' } : { kind: 'yes', detail: method.toUpperCase() };
+  }
+  if (when.command !== undefined) {
+    const arg = call.arguments[0];
+    if (arg === undefined) return { kind: 'no' };
+    let e: TS.Expression = arg;
+    while (ts.isParenthesizedExpression(e) || ts.isAsExpression(e)) e = e.expression;
+    let command: string | null = null;
+    if (ts.isNewExpression(e)) {
+      const o = resolver.originOf(e.expression, unit);
+      command = o.kind === 'module' ? (o.path[o.path.length - 1] ?? null) : ts.isIdentifier(e.expression) ? e.expression.text : null;
+    } else if (ts.isIdentifier(e)) {
+      const d = resolver.declarationOf(e, unit);
+      if (d && ts.isVariableDeclaration(d.decl) && d.decl.initializer && ts.isNewExpression(d.decl.initializer)) {
+        const o = resolver.originOf(d.decl.initializer.expression, d.unit);
+        command = o.kind === 'module' ? (o.path[o.path.length - 1] ?? null) : null;
+      }
+    }
+    if (command === null) return { kind: 'cant_tell', why: 'the command sent is not constructed here' };
+    return new RegExp(when.command).test(command) ? { kind: 'yes', detail: command } : { kind: 'no' };
+  }
+  return { kind: 'yes' };
+}
+
+function sqlVerdict(sql: string | null): Verdict {
+  if (sql === null) return { kind: 'cant_tell', why: 'the SQL is built at run time, so whether it writes is unknown' };
+  const write = SQL_WRITE.exec(sql);
+  if (write) return { kind: 'yes', detail: write[1]!.toUpperCase() };
+  if (SQL_READ.test(sql)) return { kind: 'no' };
+  return { kind: 'cant_tell', why: 'the SQL does not start with a statement keyword this scan reads' };
+}
+
+/** A string literal's text, or a template's head (enough for the SQL verb), else null. */
+function staticText(ts: typeof TS, e: TS.Expression): string | null {
+  if (ts.isStringLiteralLike(e)) return e.text;
+  if (ts.isTemplateExpression(e)) return e.head.text.trim() === '' ? null : e.head.text;
+  if (ts.isTaggedTemplateExpression(e)) return staticText(ts, e.template as TS.Expression);
+  return null;
+}
