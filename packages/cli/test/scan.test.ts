@@ -1,0 +1,392 @@
+// `ctrlrun scan` (issue 18, spec 04 §7): the fixtures under test/fixtures/scan through the real
+// binary, the repository's own examples/, the refusals (exit 2), and a 5,000-file tree timed.
+import { cpSync, existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { vocabularyVerb, VOCABULARY } from '../src/scan/catalogue.js';
+import { run, spawnCli, tempDir } from './support.js';
+
+const FIXTURES = fileURLToPath(new URL('./fixtures/scan/', import.meta.url));
+const EXAMPLES = fileURLToPath(new URL('../../../examples/', import.meta.url));
+const LIMITS = /^ctrlrun scan is a finder, not a proof: it read \d+ files? .*did not read dependencies.*tool servers behind a gateway.*a clean run means nothing was found where it looked, not that nothing is there\.$/m;
+
+/** A copy of a fixture in a fresh directory (so a run that wrote anything would show it). */
+function copy(name: string): string {
+  const dir = join(tempDir('ctrlrun-scan-'), name);
+  cpSync(join(FIXTURES, name), dir, { recursive: true });
+  return dir;
+}
+
+interface ScanDoc {
+  schema: string;
+  root: string;
+  findings: { kind: string; file: string; line: number; column: number; rule: string; target: string; name: string; detail: string | null; why: string | null; suggested_policy: string | null }[];
+  suppressed: { file: string; line: number; target: string; reason: string }[];
+  undetermined: { file: string; line: number; expression: string; why: string }[];
+  totals: Record<string, number>;
+  vocabulary: string[];
+  policy: string | null;
+  limits: { statement: string; not_read: string[] };
+  exit_code: number;
+}
+
+const where = (d: ScanDoc) => d.findings.map((f) => `${f.file}:${f.line}:${f.column} ${f.rule}`);
+
+describe('ctrlrun scan over the basic fixture (syntax only)', () => {
+  it('lists each uncovered consequential call with why and a policy entry; covered, read-only and built-in calls are not listed', async () => {
+    const cwd = copy('basic');
+    // A package that would act if anything under node_modules were loaded: node_modules is never read.
+    mkdirSync(join(cwd, 'node_modules', 'evil'), { recursive: true });
+    writeFileSync(join(cwd, 'node_modules', 'evil', 'index.js'), "require('node:fs').writeFileSync(__dirname + '/RAN', 'x');\n");
+    const r = await spawnCli(['scan', '--json'], { cwd });
+    expect(r.code).toBe(1);
+    const d = JSON.parse(r.stdout) as ScanDoc;
+    expect(d.schema).toBe('ctrlrun.scan/v1');
+    expect(where(d)).toEqual([
+      // Re-exports through local modules: an alias, a const bound to an import, a star, a namespace re-export.
+      'src/cleanup.ts:6:3 catalogue:fs.delete',
+      'src/cleanup.ts:7:3 catalogue:fs.write',
+      'src/cleanup.ts:8:3 catalogue:child_process',
+      'src/cleanup.ts:9:3 catalogue:fs.delete',
+      // A suppression without a reason suppresses nothing.
+      'src/cleanup.ts:11:3 catalogue:fs.delete',
+      // AWS v3 commands through client.send (GetObjectCommand on line 15 is a read); a typed parameter.
+      'src/cloud.ts:14:9 catalogue:aws.command',
+      'src/cloud.ts:16:9 catalogue:aws.command',
+      'src/cloud.ts:17:9 catalogue:k8s.write',
+      'src/cloud.ts:19:9 catalogue:github.merge',
+      'src/cloud.ts:20:9 catalogue:mcp.callTool',
+      // SQL: the literal DELETE and the template DELETE; the SELECT is not listed.
+      'src/db.ts:8:9 catalogue:pg.write',
+      'src/db.ts:10:9 catalogue:pg.write',
+      // Prisma through a local module's export.
+      'src/db.ts:12:9 catalogue:prisma.write',
+      'src/http.ts:3:9 catalogue:fetch.write',
+      // require() with destructuring, and a member path through require.
+      'src/legacy.cjs:4:1 catalogue:child_process',
+      'src/legacy.cjs:5:1 catalogue:fs.delete',
+      // The one refund outside protect.
+      'src/payments.ts:9:10 catalogue:stripe.refund',
+      // An aliased import and a namespace import.
+      'src/shell.ts:7:3 catalogue:child_process',
+      'src/shell.ts:8:3 catalogue:child_process',
+      // The tool no wrapper got.
+      'src/tools.ts:19:56 catalogue:github.delete',
+      // Names: refundOrder and createRefund; not refundsReport, deletedAt, items.push, cache.delete.
+      'src/vocab.ts:17:9 vocabulary:refund',
+      'src/vocab.ts:20:9 vocabulary:refund',
+      'src/payments.ts:17:23 not-in-policy',
+      'src/vocab.ts:12:15 not-in-policy',
+      'ctrlrun.yaml:7:1 no-effect-template',
+      'ctrlrun.yaml:9:1 no-effect-template',
+      'src/broken.ts:2:10 syntax-error',
+    ]);
+    const shell = d.findings.find((f) => f.file === 'src/shell.ts' && f.line === 7)!;
+    expect(shell).toMatchObject({ kind: 'unprotected_call', target: 'run', name: 'child_process#exec', suggested_policy: 'shell.run:\n  effect: "shell:{command}"\n  decision: approve' });
+    expect(shell.why).toMatch(/runs a program/);
+    expect(d.findings.find((f) => f.file === 'src/cloud.ts' && f.line === 14)!.name).toBe('@aws-sdk/client-s3#S3Client.send(DeleteObjectCommand)');
+    expect(d.findings.find((f) => f.file === 'src/cleanup.ts' && f.line === 11)!.detail).toMatch(/gives no reason/);
+    expect(d.findings.filter((f) => f.kind === 'action_without_effect').map((f) => f.name)).toEqual(['report.send', 'customer.read']);
+    expect(d.suppressed.map((s) => `${s.file}:${s.line} ${s.reason}`)).toEqual([
+      'src/cleanup.ts:10 a scratch directory this process created',
+      'src/sideeffect.mjs:3 the marker T194 looks for',
+    ]);
+    // Dynamic member access, SQL built at run time and a computed HTTP method: can't tell.
+    expect(d.undetermined.map((u) => `${u.file}:${u.line} ${u.expression}`)).toEqual([
+      'src/db.ts:11 pool.query(sqlFor(table))',
+      'src/dynamic.ts:7 handlers[name](args)',
+      "src/dynamic.ts:8 (cp as any)[method]('ls')",
+      'src/http.ts:6 fetch(url, { method })',
+    ]);
+    expect(d.totals).toEqual({ files_read: 16, files_excluded: 0, files_typed: 0, findings: 27, suppressed: 2, undetermined: 4 });
+    expect(d.exit_code).toBe(1);
+    expect(d.limits.statement).toMatch(LIMITS);
+    expect(r.stderr.trim()).toBe(d.limits.statement);
+  });
+
+  it('test_T194_scan_never_imports_the_tree_it_reads and test_T205 (no principal, no policy evaluation, no store)', async () => {
+    const cwd = copy('basic');
+    mkdirSync(join(cwd, 'node_modules', 'evil'), { recursive: true });
+    writeFileSync(join(cwd, 'node_modules', 'evil', 'index.js'), "require('node:fs').writeFileSync(__dirname + '/RAN', 'x');\n");
+    const before = readdirSync(cwd).sort();
+    // A store URL no backend takes and a state file: any command that opened a store would refuse or create it.
+    const r = await spawnCli(['scan'], { cwd, env: { CTRLRUN_STORE_URL: 'nosuch://store', CTRLRUN_STATE: join(cwd, 'state.db') } });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toBe('');
+    expect(existsSync(join(cwd, 'src', 'IMPORTED'))).toBe(false);
+    expect(existsSync(join(cwd, 'node_modules', 'evil', 'RAN'))).toBe(false);
+    expect(existsSync(join(cwd, 'state.db'))).toBe(false);
+    expect(existsSync(join(cwd, '.ctrlrun'))).toBe(false);
+    expect(readdirSync(cwd).sort()).toEqual(before);
+    // The refund stays uncovered however the policy would decide it: nothing is evaluated.
+    expect(r.stdout).toContain('src/payments.ts:9:10  stripe.refunds.create(…)  [unprotected_call: catalogue:stripe.refund]');
+  });
+
+  it('prints file:line:col, the call, why and the suggested policy entry; totals and the policy; the limits statement last', async () => {
+    const cwd = copy('basic');
+    const r = await spawnCli(['scan'], { cwd });
+    expect(r.code).toBe(1);
+    const lines = r.stdout.trimEnd().split('\n');
+    expect(lines[0]).toBe('unprotected_call (22)');
+    expect(lines).toContain('  src/shell.ts:7:3  run(…)  [unprotected_call: catalogue:child_process]');
+    const i = lines.indexOf('  src/shell.ts:7:3  run(…)  [unprotected_call: catalogue:child_process]');
+    expect(lines[i + 1]).toMatch(/^ {6}why: runs a program with the agent’s privileges/);
+    expect(lines[i + 2]).toBe('      policy: shell.run: { effect: "shell:{command}", decision: approve }');
+    expect(lines).toContain("undetermined (4) — can't tell");
+    expect(lines).toContain("  src/dynamic.ts:7:3  handlers[name](args)  — can't tell: the called member is chosen at run time (handlers[name])");
+    expect(lines).toContain('suppressed (2)');
+    expect(lines).toContain('findings 27, suppressed 2, undetermined 4; files read 16, excluded 0');
+    expect(lines).toContain(`policy: ${join(cwd, 'ctrlrun.yaml')}`);
+    expect(lines.at(-1)).toMatch(LIMITS);
+    // Never a score.
+    expect(r.stdout).not.toMatch(/%|score|\d+\s*\/\s*\d+/i);
+  });
+
+  it('--sarif is SARIF 2.1.0: one result per finding, suppressed calls carry their in-source suppression, can\'t-tell calls are notes', async () => {
+    const cwd = copy('basic');
+    const r = await spawnCli(['scan', '--sarif'], { cwd });
+    expect(r.code).toBe(1);
+    const s = JSON.parse(r.stdout) as {
+      version: string;
+      runs: { tool: { driver: { name: string; rules: { id: string }[] } }; results: { ruleId: string; ruleIndex: number; level: string; message: { text: string }; locations: { physicalLocation: { artifactLocation: { uri: string; uriBaseId: string }; region: { startLine: number; startColumn: number } } }[]; suppressions?: { kind: string; justification: string }[] }[]; invocations: { toolExecutionNotifications: { message: { text: string } }[] }[]; properties: { limits: { statement: string } } }[];
+    };
+    expect(s.version).toBe('2.1.0');
+    const run0 = s.runs[0]!;
+    expect(run0.tool.driver.name).toBe('ctrlrun scan');
+    expect(run0.results).toHaveLength(27 + 2 + 4);
+    for (const res of run0.results) expect(run0.tool.driver.rules[res.ruleIndex]!.id).toBe(res.ruleId);
+    const refund = run0.results.find((x) => x.ruleId === 'catalogue:stripe.refund')!;
+    expect(refund.level).toBe('error');
+    expect(refund.locations[0]!.physicalLocation).toEqual({ artifactLocation: { uri: 'src/payments.ts', uriBaseId: '%SRCROOT%' }, region: { startLine: 9, startColumn: 10 } });
+    expect(refund.message.text).toContain('stripe.refund:\n  effect: "refund:{payment_intent}"');
+    expect(run0.results.filter((x) => x.suppressions).map((x) => x.suppressions![0]!.justification)).toEqual(['a scratch directory this process created', 'the marker T194 looks for']);
+    expect(run0.results.filter((x) => x.ruleId === 'undetermined').every((x) => x.level === 'note')).toBe(true);
+    expect(run0.properties.limits.statement).toMatch(LIMITS);
+    expect(run0.invocations[0]!.toolExecutionNotifications[0]!.message.text).toMatch(LIMITS);
+    expect(r.stderr).toMatch(LIMITS);
+  });
+});
+
+describe('ctrlrun scan with a tsconfig.json (type information)', () => {
+  it("resolves a paths alias and tells a class's own push from an array's push; without the tsconfig neither", async () => {
+    const cwd = copy('typed');
+    const typed = JSON.parse((await spawnCli(['scan', '--json'], { cwd })).stdout) as ScanDoc;
+    expect(where(typed)).toEqual(['src/git.ts:16:3 vocabulary:push', 'src/git.ts:19:3 catalogue:fs.delete']);
+    expect(typed.totals['files_typed']).toBe(2);
+    const bare = copy('typed');
+    rmSync(join(bare, 'tsconfig.json'));
+    const syntaxOnly = JSON.parse((await spawnCli(['scan', '--json'], { cwd: bare })).stdout) as ScanDoc;
+    expect(syntaxOnly.totals['files_typed']).toBe(0);
+    // No paths mapping: '@/lib/fs' is a package the catalogue does not know, and `git.push` is taken for the built-in.
+    expect(where(syntaxOnly)).toEqual([]);
+  });
+});
+
+describe('ctrlrun scan: a clean run, the limits statement, the exit codes', () => {
+  it('test_T203_the_limits_sentence_is_in_every_run_including_a_clean_one', async () => {
+    const cwd = copy('clean');
+    const text = await spawnCli(['scan'], { cwd });
+    expect(text.code).toBe(0);
+    expect(text.stdout).toMatch(LIMITS);
+    expect(text.stdout).toContain('findings 0, suppressed 0, undetermined 0; files read 1, excluded 0');
+    const json = await spawnCli(['scan', '--json'], { cwd });
+    expect(json.code).toBe(0);
+    expect((JSON.parse(json.stdout) as ScanDoc).limits.statement).toMatch(LIMITS);
+    expect((JSON.parse(json.stdout) as ScanDoc).exit_code).toBe(0);
+    expect(json.stderr).toMatch(LIMITS);
+    const sarif = await spawnCli(['scan', '--sarif'], { cwd });
+    expect(sarif.code).toBe(0);
+    expect(sarif.stderr).toMatch(LIMITS);
+  });
+
+  it('a suppressed call alone is exit 1; --exclude leaves a path out and counts it', async () => {
+    const cwd = tempDir('ctrlrun-scan-');
+    mkdirSync(join(cwd, 'gen'));
+    writeFileSync(join(cwd, 'a.ts'), "import { rmSync } from 'node:fs';\nrmSync('/tmp/x'); // ctrlrun: not-consequential — temp dir\n");
+    writeFileSync(join(cwd, 'gen', 'b.ts'), "import { rmSync } from 'node:fs';\nrmSync('/srv');\n");
+    const r = await run(['scan', '--json', '--exclude', 'gen/**'], { cwd });
+    expect(r.code).toBe(1);
+    const d = JSON.parse(r.stdout) as ScanDoc;
+    expect(d.findings).toEqual([]);
+    expect(d.suppressed).toHaveLength(1);
+    expect(d.totals).toMatchObject({ files_read: 1, files_excluded: 1 });
+    const all = JSON.parse((await run(['scan', '--json'], { cwd })).stdout) as ScanDoc;
+    expect(where(all)).toEqual(['gen/b.ts:2:1 catalogue:fs.delete']);
+  });
+
+  it('exit 2 when it cannot run: not a directory, no source files, a policy that does not load, a bad vocabulary or catalogue; --json with --sarif is a usage error', async () => {
+    const cwd = tempDir('ctrlrun-scan-');
+    writeFileSync(join(cwd, 'file.txt'), 'x');
+    const notDir = await run(['scan', '--path', 'file.txt'], { cwd });
+    expect(notDir.code).toBe(2);
+    expect(notDir.stderr).toMatch(/^Error: .*file\.txt is not a directory/);
+    const empty = await run(['scan'], { cwd });
+    expect(empty.code).toBe(2);
+    expect(empty.stderr).toMatch(/no TypeScript or JavaScript source files/);
+    writeFileSync(join(cwd, 'a.ts'), 'export {};\n');
+    writeFileSync(join(cwd, 'ctrlrun.yaml'), 'schema: ctrlrun.policy/v9\nactions: {}\n');
+    const policy = await run(['scan'], { cwd });
+    expect(policy.code).toBe(2);
+    expect(policy.stderr).toMatch(/^Error: .*unknown policy schema/);
+    writeFileSync(join(cwd, 'ctrlrun.yaml'), 'schema: ctrlrun.policy/v2\nactions: {}\n');
+    writeFileSync(join(cwd, 'verbs.txt'), 'refund\nRe-Fund!\n');
+    const vocab = await run(['scan', '--vocabulary', 'verbs.txt'], { cwd });
+    expect(vocab.code).toBe(2);
+    expect(vocab.stderr).toMatch(/verbs\.txt: line 2: "Re-Fund!" is not a verb/);
+    const missing = await run(['scan', '--vocabulary', 'nowhere.txt'], { cwd });
+    expect(missing.code).toBe(2);
+    writeFileSync(join(cwd, 'ctrlrun.scan.yaml'), 'schema: ctrlrun.scan-catalogue/v1\ncatalogue:\n  - id: x\n    module: m\n    call: f\n    why: because\n    __proto__: { polluted: true }\n');
+    const cat = await run(['scan'], { cwd });
+    expect(cat.code).toBe(2);
+    expect(cat.stderr).toMatch(/ctrlrun\.scan\.yaml: catalogue\[0\]\.__proto__: unknown key/);
+    expect(({} as Record<string, unknown>)['polluted']).toBeUndefined();
+    const both = await run(['scan', '--json', '--sarif'], { cwd });
+    expect(both.code).toBe(2);
+    expect(both.stderr).toMatch(/give --json or --sarif, not both/);
+  });
+});
+
+describe('ctrlrun scan: the catalogue and the vocabulary are the operator\'s to extend', () => {
+  it('ctrlrun.scan.yaml adds an entry (with its reason) and a wrapper; --vocabulary replaces the verbs; --list prints them', async () => {
+    const cwd = tempDir('ctrlrun-scan-');
+    writeFileSync(
+      join(cwd, 'ctrlrun.scan.yaml'),
+      [
+        'schema: ctrlrun.scan-catalogue/v1',
+        'catalogue:',
+        '  - id: acme.wire',
+        '    module: "@acme/bank"',
+        '    call: "**.wires.create"',
+        '    why: sends money out of the company account',
+        '    action: bank.wire',
+        '    effect: "wire:{reference}"',
+        'wrappers:',
+        '  - { module: "@acme/guard", name: guarded }',
+        '',
+      ].join('\n'),
+    );
+    writeFileSync(
+      join(cwd, 'bank.ts'),
+      [
+        "import { Bank } from '@acme/bank';",
+        "import { guarded } from '@acme/guard';",
+        'const bank = new Bank();',
+        "bank.wires.create({ reference: 'r1' });",
+        "export const safe = guarded(() => bank.wires.create({ reference: 'r2' }));",
+        'archiveTicket();',
+        'refundOrder();',
+        'function archiveTicket() {}',
+        'function refundOrder() {}',
+        '',
+      ].join('\n'),
+    );
+    const r = await run(['scan', '--json'], { cwd });
+    const d = JSON.parse(r.stdout) as ScanDoc;
+    expect(where(d)).toEqual(['bank.ts:4:1 catalogue:acme.wire', 'bank.ts:7:1 vocabulary:refund']);
+    expect(d.findings[0]).toMatchObject({ why: 'sends money out of the company account', suggested_policy: 'bank.wire:\n  effect: "wire:{reference}"\n  decision: approve' });
+    writeFileSync(join(cwd, 'verbs.txt'), '# our verbs\narchive\n');
+    const replaced = JSON.parse((await run(['scan', '--json', '--vocabulary', 'verbs.txt'], { cwd })).stdout) as ScanDoc;
+    expect(where(replaced)).toEqual(['bank.ts:4:1 catalogue:acme.wire', 'bank.ts:6:1 vocabulary:archive']);
+    expect(replaced.vocabulary).toEqual(['archive']);
+    const list = await run(['scan', '--list'], { cwd });
+    expect(list.code).toBe(0);
+    expect(list.stdout).toContain(`verbs (25): ${VOCABULARY.join(' ')}`);
+    expect(list.stdout).toMatch(/^ {2}acme\.wire {2}@acme\/bank {2}\*\*\.wires\.create {2}— sends money out of the company account$/m);
+    expect(list.stdout).toMatch(/^ {2}stripe\.refund {2}stripe {2}\*\*\.refunds\.create {2}— moves money back/m);
+    expect(list.stdout).toContain('@acme/guard#guarded');
+  });
+
+  it('the vocabulary rule of spec 04 §7: a segment matches a verb or its plural, a compound word only the singular', () => {
+    const verbs = new Set(VOCABULARY);
+    expect(vocabularyVerb(['create_refund'], verbs)).toBe('refund');
+    expect(vocabularyVerb(['refunds_report'], verbs)).toBeNull();
+    expect(vocabularyVerb(['deleted_at'], verbs)).toBeNull();
+    expect(vocabularyVerb(['deletedAt'], verbs)).toBeNull();
+    expect(vocabularyVerb(['stripe', 'refunds', 'create'], verbs)).toBe('refund');
+    expect(vocabularyVerb(['execute'], verbs)).toBeNull();
+    fc.assert(
+      fc.property(fc.constantFrom(...VOCABULARY), fc.stringMatching(/^[a-z]{1,8}$/), (verb, word) => {
+        // A verb in a compound always matches; a word made of letters alone and no verb never does.
+        expect(vocabularyVerb([`${word}_${verb}`], verbs)).not.toBeNull();
+        expect(vocabularyVerb([`${word}${verb[0]!.toUpperCase()}${verb.slice(1)}`], verbs)).not.toBeNull();
+      }),
+    );
+  });
+});
+
+describe('ctrlrun scan: untrusted trees', () => {
+  it('prints a control character in a file name or the code as an escape, never raw', async () => {
+    const cwd = tempDir('ctrlrun-scan-');
+    writeFileSync(join(cwd, 'evil\u001b[2J.ts'), "import { rmSync } from 'node:fs';\nrmSync('/x'); // ctrlrun: not-consequential — ok\u001b[31m red\n");
+    const r = await run(['scan'], { cwd });
+    expect(r.code).toBe(1);
+    expect(r.stdout).not.toMatch(/\u001b/);
+    expect(r.stdout).toContain('evil\\u001b[2J.ts:2:1');
+  });
+
+  it('any text at all: the scan answers 0 or 1 with a document, never a crash (property)', async () => {
+    const cwd = tempDir('ctrlrun-scan-');
+    const snippets = fc.constantFrom('import { exec } from "child_process";', 'exec(x);', 'obj[k]();', 'fetch(u, {method: m});', '`${', '/*', 'protect(', ')', '{', '__proto__.delete()', 'require("fs").rmSync(p)', 'export * from "./a.js";', '\u0000', '\u2028');
+    await fc.assert(
+      fc.asyncProperty(fc.array(fc.oneof(snippets, fc.string({ maxLength: 20 })), { maxLength: 30 }), async (parts) => {
+        writeFileSync(join(cwd, 'a.ts'), parts.join('\n'));
+        writeFileSync(join(cwd, 'b.js'), parts.reverse().join(' '));
+        const r = await run(['scan', '--json'], { cwd });
+        expect([0, 1]).toContain(r.code);
+        const d = JSON.parse(r.stdout) as ScanDoc;
+        expect(d.exit_code).toBe(r.code);
+        const text = await run(['scan'], { cwd });
+        expect(text.stdout).not.toMatch(/[\u0000-\u0008\u000b-\u001f\u2028]/);
+      }),
+      { numRuns: 25 },
+    );
+  });
+});
+
+describe("ctrlrun scan over this repository's examples/", () => {
+  it('finds the two read actions without an effect: template, and the protected refund is covered and in the policy', async () => {
+    const r = await spawnCli(['scan', '--json', '--path', EXAMPLES], { cwd: tempDir() });
+    expect(r.code).toBe(1);
+    const d = JSON.parse(r.stdout) as ScanDoc;
+    expect(d.findings.map((f) => `${f.kind} ${f.name}`)).toEqual(['action_without_effect customer.read', 'action_without_effect invoice.read']);
+    expect(d.undetermined).toEqual([]);
+    expect(d.suppressed).toEqual([]);
+    expect(d.policy).toBe(join(EXAMPLES, 'ctrlrun.yaml'));
+  });
+});
+
+describe('ctrlrun scan is fast', () => {
+  it('reads a generated 5,000-file tree (time printed, not asserted)', async () => {
+    const root = tempDir('ctrlrun-scan-bench-');
+    const FILES = 5000;
+    for (let i = 0; i < FILES; i++) {
+      const dir = join(root, 'src', `m${Math.floor(i / 100)}`);
+      if (i % 100 === 0) mkdirSync(dir, { recursive: true });
+      const next = `../m${Math.floor(((i + 1) % FILES) / 100)}/f${(i + 1) % FILES}.js`;
+      writeFileSync(
+        join(dir, `f${i}.ts`),
+        [
+          "import { exec as run } from 'node:child_process';",
+          "import { protect } from '@ctrlrun/kernel';",
+          `import { helper${(i + 1) % FILES} } from '${next}';`,
+          `export function helper${i}(xs: number[]) {`,
+          '  xs.push(1);',
+          `  return xs.map((x) => x * ${i}).filter((x) => x > 2);`,
+          '}',
+          `export const guarded${i} = protect(async () => run('true'), { control: null as never, name: 'job.run' });`,
+          i % 500 === 0 ? "export function purge() { run('rm -rf /tmp/x'); }" : `export const v${i} = helper${(i + 1) % FILES};`,
+          '',
+        ].join('\n'),
+      );
+    }
+    const started = performance.now();
+    const r = await run(['scan', '--json'], { cwd: root });
+    const seconds = (performance.now() - started) / 1000;
+    const d = JSON.parse(r.stdout) as ScanDoc;
+    expect(d.totals['files_read']).toBe(FILES);
+    expect(d.findings).toHaveLength(FILES / 500);
+    console.log(`ctrlrun scan: ${FILES} files in ${seconds.toFixed(2)} s (syntax only, in-process)`);
+  }, 600_000);
+});
