@@ -316,6 +316,26 @@ describe('ctrlrun scan: the catalogue and the vocabulary are the operator\'s to 
   });
 });
 
+describe('ctrlrun scan: MCP tools behind the gateway', () => {
+  it('a callTool whose client connects only to a gateway URL from ctrlrun.scan.yaml is covered; one to another server, or to a URL read at run time, is not', async () => {
+    const cwd = copy('gateway');
+    const d = JSON.parse((await spawnCli(['scan', '--json'], { cwd })).stdout) as ScanDoc;
+    expect(where(d)).toEqual(['src/agent.ts:13:9 catalogue:mcp.callTool', 'src/agent.ts:17:9 catalogue:mcp.callTool']);
+    // Without the gateway list, the gated client's call is a finding too.
+    rmSync(join(cwd, 'ctrlrun.scan.yaml'));
+    const bare = JSON.parse((await run(['scan', '--json'], { cwd })).stdout) as ScanDoc;
+    expect(where(bare)).toEqual(['src/agent.ts:9:9 catalogue:mcp.callTool', 'src/agent.ts:13:9 catalogue:mcp.callTool', 'src/agent.ts:17:9 catalogue:mcp.callTool']);
+  });
+
+  it('refuses a gateway that is not an http(s) URL (exit 2)', async () => {
+    const cwd = copy('gateway');
+    writeFileSync(join(cwd, 'ctrlrun.scan.yaml'), 'schema: ctrlrun.scan-catalogue/v1\ngateways: ["file:///etc/passwd"]\n');
+    const r = await run(['scan'], { cwd });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/gateways\[0\]: "file:\/\/\/etc\/passwd" is not an http\(s\) URL/);
+  });
+});
+
 describe('ctrlrun scan: untrusted trees', () => {
   it('prints a control character in a file name or the code as an escape, never raw', async () => {
     const cwd = tempDir('ctrlrun-scan-');

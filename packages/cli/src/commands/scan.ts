@@ -50,7 +50,7 @@ export const scan: Command = {
       rootOk = false;
     }
     const cataloguePath = values['catalogue'] !== undefined ? resolvePath(io.cwd, values['catalogue'] as string) : rootOk ? catalogueIn(root) : null;
-    const extra = cataloguePath === null ? { entries: [], wrappers: [] } : loadCatalogueFile(cataloguePath);
+    const extra = cataloguePath === null ? { entries: [], wrappers: [], gateways: [] } : loadCatalogueFile(cataloguePath);
     const catalogue = [...CATALOGUE, ...extra.entries];
     const wrappers = [...WRAPPERS, ...extra.wrappers];
     if (values['list'] === true) {
@@ -58,6 +58,7 @@ export const scan: Command = {
       out(`catalogue (${catalogue.length}):`);
       for (const e of catalogue) out(visible(`  ${e.id}  ${e.module}  ${e.call}${e.when ? `  when ${JSON.stringify(e.when)}` : ''}  — ${e.why}`));
       out(`wrappers (${wrappers.length}): ${wrappers.map((w) => visible(`${w.module}#${w.name}`)).join(' ')}`);
+      out(`gateways (${extra.gateways.length}): ${extra.gateways.map(visible).join(' ')}`);
       return 0;
     }
     if (!rootOk) throw cannot(`${root} is not a directory`);
@@ -79,7 +80,7 @@ export const scan: Command = {
     // Loaded here, not at start-up: the other commands never pay for the compiler.
     const compiler = await import('typescript');
     const ts = compiler.default as unknown as typeof compiler;
-    const result = scanTree({ ts, root, exclude: (values['exclude'] as string[] | undefined) ?? [], catalogue, wrappers, vocabulary, policy });
+    const result = scanTree({ ts, root, exclude: (values['exclude'] as string[] | undefined) ?? [], catalogue, wrappers, gateways: extra.gateways, vocabulary, policy });
     if (result.filesRead === 0 && result.findings.length === 0) throw cannot(`no TypeScript or JavaScript source files under ${root}`);
 
     const statement = limitsStatement(result);

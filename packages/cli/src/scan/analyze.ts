@@ -7,7 +7,7 @@
  * @module
  */
 import type * as TS from 'typescript';
-import { callMatcher, moduleMatcher, normalizeModule, vocabularyVerb, type CatalogueEntry, type Wrapper } from './catalogue.js';
+import { callMatcher, gatewayKey, moduleMatcher, normalizeModule, vocabularyVerb, type CatalogueEntry, type Wrapper } from './catalogue.js';
 import { Resolver, text, type Origin, type Unit } from './resolve.js';
 
 /** A consequential call nothing covers. */
@@ -70,6 +70,12 @@ export interface AnalyzeOptions {
   readonly catalogue: readonly CatalogueEntry[];
   readonly wrappers: readonly Wrapper[];
   readonly vocabulary: readonly string[];
+  /**
+   * The URLs `ctrlrun gateway` listens on. An MCP `callTool` is covered when every
+   * `client.connect(transport)` of its client in the same file hands it a transport built here on
+   * one of these URLs (a literal); anything the text doesn't show stays a finding.
+   */
+  readonly gateways: readonly string[];
 }
 
 /**
@@ -108,6 +114,7 @@ export function analyze(ts: typeof TS, units: ReadonlyMap<string, Unit>, options
   const known = (module: string) => catalogued(module) || wrappers.some((w) => w.module(module));
   const resolver = new Resolver(ts, units, known, isWrapper);
   const verbs = new Set(options.vocabulary);
+  const gateways = new Set(options.gateways.map(gatewayKey).filter((k): k is string => k !== null));
 
   const calls = new Map<Unit, TS.CallExpression[]>();
   for (const unit of units.values()) {
@@ -215,6 +222,7 @@ export function analyze(ts: typeof TS, units: ReadonlyMap<string, Unit>, options
         }
       }
       if (hit === null || isCovered(call)) continue;
+      if (hit.rule === 'catalogue:mcp.callTool' && gateways.size > 0 && behindGateway(ts, resolver, call, unit, list, gateways)) continue;
       const pos = position(unit, call);
       const comment = suppression(unit, call);
       if (comment !== null && comment !== '') {
@@ -225,6 +233,41 @@ export function analyze(ts: typeof TS, units: ReadonlyMap<string, Unit>, options
     }
   }
   return { findings, suppressed, undetermined, protectedActions };
+}
+
+/**
+ * Whether the client of `client.callTool(…)` is connected only to a gateway: every
+ * `client.connect(t)` in the file (at least one) gets a transport constructed on a literal URL
+ * that is one of `gateways`.
+ */
+function behindGateway(ts: typeof TS, resolver: Resolver, call: TS.CallExpression, unit: Unit, calls: readonly TS.CallExpression[], gateways: ReadonlySet<string>): boolean {
+  const callee = call.expression;
+  if (!ts.isPropertyAccessExpression(callee) || !ts.isIdentifier(callee.expression)) return false;
+  const client = resolver.declarationOf(callee.expression, unit);
+  if (client === null) return false;
+  let connects = 0;
+  for (const c of calls) {
+    const e = c.expression;
+    if (!ts.isPropertyAccessExpression(e) || e.name.text !== 'connect' || !ts.isIdentifier(e.expression)) continue;
+    if (resolver.declarationOf(e.expression, unit)?.decl !== client.decl) continue;
+    connects++;
+    const url = transportUrl(ts, resolver, c.arguments[0], unit);
+    if (url === null || !gateways.has(gatewayKey(url) ?? '')) return false;
+  }
+  return connects > 0;
+}
+
+/** The literal URL a transport is constructed on (`new XTransport(new URL('…'))`, or a name bound to one), or null. */
+function transportUrl(ts: typeof TS, resolver: Resolver, arg: TS.Expression | undefined, unit: Unit): string | null {
+  let e = arg;
+  if (e !== undefined && ts.isIdentifier(e)) {
+    const d = resolver.declarationOf(e, unit);
+    e = d !== null && d.unit === unit && ts.isVariableDeclaration(d.decl) && (d.decl.parent.flags & ts.NodeFlags.Const) !== 0 ? d.decl.initializer : undefined;
+  }
+  if (e === undefined || !ts.isNewExpression(e) || !/Transport$/.test(e.expression.getText(unit.sf))) return null;
+  let u = e.arguments?.[0];
+  if (u !== undefined && ts.isNewExpression(u) && ts.isIdentifier(u.expression) && u.expression.text === 'URL') u = u.arguments?.[0];
+  return u !== undefined && ts.isStringLiteralLike(u) ? u.text : null;
 }
 
 /** 1-based line and column of a node's start. */

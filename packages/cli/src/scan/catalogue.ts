@@ -108,6 +108,20 @@ export const CATALOGUE_SCHEMA = 'ctrlrun.scan-catalogue/v1';
 export interface CatalogueFile {
   readonly entries: readonly CatalogueEntry[];
   readonly wrappers: readonly Wrapper[];
+  /** The URLs `ctrlrun gateway` listens on: an MCP client connected only to these is covered. */
+  readonly gateways: readonly string[];
+}
+
+/** A URL as compared with a gateway's: origin and path, without a trailing `/`; null when not an http(s) URL. */
+export function gatewayKey(url: string): string | null {
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    return null;
+  }
+  if (u.protocol !== 'http:' && u.protocol !== 'https:') return null;
+  return `${u.origin}${u.pathname.replace(/\/+$/, '')}`;
 }
 
 const ENTRY_KEYS = new Set(['id', 'module', 'call', 'why', 'action', 'effect', 'when']);
@@ -119,8 +133,9 @@ function isRecord(v: unknown): v is Record<string, unknown> {
 
 /**
  * Reads a catalogue file: `schema: ctrlrun.scan-catalogue/v1`, `catalogue:` (a list of entries:
- * `id`, `module`, `call`, `why` required; `action`, `effect`, `when` optional) and `wrappers:` (a
- * list of `{module, name}`). Anything else is refused, naming where (exit 2).
+ * `id`, `module`, `call`, `why` required; `action`, `effect`, `when` optional), `wrappers:` (a
+ * list of `{module, name}`) and `gateways:` (the URLs `ctrlrun gateway` listens on). Anything
+ * else is refused, naming where (exit 2).
  */
 export function loadCatalogueFile(path: string): CatalogueFile {
   let text: string;
@@ -137,7 +152,7 @@ export function loadCatalogueFile(path: string): CatalogueFile {
     throw bad('document', `not YAML (${(e as Error).message})`);
   }
   if (!isRecord(doc)) throw bad('document', 'must be a mapping with schema and catalogue or wrappers');
-  for (const k of Object.keys(doc)) if (!['schema', 'catalogue', 'wrappers'].includes(k)) throw bad(JSON.stringify(k), 'unknown key; the keys are schema, catalogue, wrappers');
+  for (const k of Object.keys(doc)) if (!['schema', 'catalogue', 'wrappers', 'gateways'].includes(k)) throw bad(JSON.stringify(k), 'unknown key; the keys are schema, catalogue, wrappers, gateways');
   if (doc['schema'] !== CATALOGUE_SCHEMA) throw bad('schema', `must be ${CATALOGUE_SCHEMA}`);
   const str = (v: unknown, where: string, required: boolean): string | undefined => {
     if (v === undefined && !required) return undefined;
@@ -194,7 +209,12 @@ export function loadCatalogueFile(path: string): CatalogueFile {
     for (const k of Object.keys(w)) if (k !== 'module' && k !== 'name') throw bad(`${where}.${k}`, 'unknown key; the keys are module, name');
     return { module: str(w['module'], `${where}.module`, true)!, name: str(w['name'], `${where}.name`, true)! };
   });
-  return { entries, wrappers };
+  const gateways = list('gateways').map((g, i): string => {
+    const url = str(g, `gateways[${i}]`, true)!;
+    if (gatewayKey(url) === null) throw bad(`gateways[${i}]`, `${JSON.stringify(url.slice(0, 200))} is not an http(s) URL`);
+    return url;
+  });
+  return { entries, wrappers, gateways };
 }
 
 /** Reads a vocabulary file: one verb a line (`#` starts a comment); lowercase ASCII letters and `_`. */

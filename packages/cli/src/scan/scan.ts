@@ -38,6 +38,8 @@ export interface ScanOptions {
   readonly exclude: readonly string[];
   readonly catalogue: readonly CatalogueEntry[];
   readonly wrappers: readonly Wrapper[];
+  /** `ctrlrun gateway` URLs (see {@link AnalyzeOptions.gateways}). */
+  readonly gateways: readonly string[];
   readonly vocabulary: readonly string[];
   /** The policy and where it was read, or null. */
   readonly policy: { readonly policy: Policy; readonly path: string; readonly text: string } | null;
