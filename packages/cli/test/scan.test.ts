@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { writeScanTree } from '../../../scripts/bench/_scan-tree.js';
 import { vocabularyVerb, VOCABULARY } from '../src/scan/catalogue.js';
 import { run, spawnCli, tempDir } from './support.js';
 
@@ -346,6 +347,22 @@ describe('ctrlrun scan: untrusted trees', () => {
     expect(r.stdout).toContain('evil\\u001b[2J.ts:2:1');
   });
 
+  it('a file nested deeper than the stack is an unreadable finding, and the rest of the tree is still read', async () => {
+    const cwd = tempDir('ctrlrun-scan-');
+    writeFileSync(join(cwd, 'chain.ts'), `import * as fs from 'fs';\nfs${'.x'.repeat(30000)}.rmSync('/');\nfs.rmSync('/y');\n`);
+    writeFileSync(join(cwd, 'nest.ts'), `const x = ${'['.repeat(100000)}${']'.repeat(100000)};\n`);
+    writeFileSync(join(cwd, 'ok.ts'), "import { execSync } from 'node:child_process';\nexecSync('make deploy');\n");
+    const r = await run(['scan', '--json'], { cwd });
+    expect(r.code).toBe(1);
+    const d = JSON.parse(r.stdout) as ScanDoc;
+    expect(d.findings.map((f) => `${f.file}:${f.line} ${f.rule} ${f.detail ?? ''}`.trim())).toEqual([
+      'chain.ts:3 catalogue:fs.delete',
+      'ok.ts:2 catalogue:child_process',
+      'chain.ts:2 unreadable nested too deeply for this scan to read',
+      'nest.ts:1 unreadable nested too deeply for the parser',
+    ]);
+  });
+
   it('any text at all: the scan answers 0 or 1 with a document, never a crash (property)', async () => {
     const cwd = tempDir('ctrlrun-scan-');
     const snippets = fc.constantFrom('import { exec } from "child_process";', 'exec(x);', 'obj[k]();', 'fetch(u, {method: m});', '`${', '/*', 'protect(', ')', '{', '__proto__.delete()', 'require("fs").rmSync(p)', 'export * from "./a.js";', '\u0000', '\u2028');
@@ -381,32 +398,13 @@ describe('ctrlrun scan is fast', () => {
   it('reads a generated 5,000-file tree (time printed, not asserted)', async () => {
     const root = tempDir('ctrlrun-scan-bench-');
     const FILES = 5000;
-    for (let i = 0; i < FILES; i++) {
-      const dir = join(root, 'src', `m${Math.floor(i / 100)}`);
-      if (i % 100 === 0) mkdirSync(dir, { recursive: true });
-      const next = `../m${Math.floor(((i + 1) % FILES) / 100)}/f${(i + 1) % FILES}.js`;
-      writeFileSync(
-        join(dir, `f${i}.ts`),
-        [
-          "import { exec as run } from 'node:child_process';",
-          "import { protect } from '@ctrlrun/kernel';",
-          `import { helper${(i + 1) % FILES} } from '${next}';`,
-          `export function helper${i}(xs: number[]) {`,
-          '  xs.push(1);',
-          `  return xs.map((x) => x * ${i}).filter((x) => x > 2);`,
-          '}',
-          `export const guarded${i} = protect(async () => run('true'), { control: null as never, name: 'job.run' });`,
-          i % 500 === 0 ? "export function purge() { run('rm -rf /tmp/x'); }" : `export const v${i} = helper${(i + 1) % FILES};`,
-          '',
-        ].join('\n'),
-      );
-    }
+    const expected = writeScanTree(root, FILES);
     const started = performance.now();
     const r = await run(['scan', '--json'], { cwd: root });
     const seconds = (performance.now() - started) / 1000;
     const d = JSON.parse(r.stdout) as ScanDoc;
     expect(d.totals['files_read']).toBe(FILES);
-    expect(d.findings).toHaveLength(FILES / 500);
+    expect(d.findings).toHaveLength(expected);
     console.log(`ctrlrun scan: ${FILES} files in ${seconds.toFixed(2)} s (syntax only, in-process)`);
   }, 600_000);
 });

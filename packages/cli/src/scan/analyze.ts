@@ -59,7 +59,16 @@ export interface ProtectedAction {
   readonly suppliesEffect: boolean;
 }
 
+/** A file whose analysis stopped part-way (what was found before stays listed). */
+export interface Failure {
+  readonly unit: Unit;
+  readonly line: number;
+  readonly column: number;
+  readonly message: string;
+}
+
 export interface Analysis {
+  readonly failures: Failure[];
   readonly findings: CallFinding[];
   readonly suppressed: Suppressed[];
   readonly undetermined: Undetermined[];
@@ -119,13 +128,26 @@ export function analyze(ts: typeof TS, units: ReadonlyMap<string, Unit>, options
   const calls = new Map<Unit, TS.CallExpression[]>();
   for (const unit of units.values()) {
     const list: TS.CallExpression[] = [];
-    const visit = (n: TS.Node): void => {
+    // An explicit stack, not recursion: a file nested thousands deep is read, not a crash.
+    const stack: TS.Node[] = [unit.sf];
+    while (stack.length > 0) {
+      const n = stack.pop()!;
       if (ts.isCallExpression(n)) list.push(n);
-      ts.forEachChild(n, visit);
-    };
-    visit(unit.sf);
+      ts.forEachChild(n, (c) => {
+        stack.push(c);
+      });
+    }
+    list.reverse();
     calls.set(unit, list);
   }
+
+  // A file the analysis cannot finish (nested deeper than the stack) is reported, never a crash of the whole scan.
+  const failures = new Map<Unit, Failure>();
+  const fail = (unit: Unit, call: TS.Node, e: unknown) => {
+    if (failures.has(unit)) return;
+    const message = e instanceof RangeError ? 'nested too deeply for this scan to read' : `the scan could not read this file (${e instanceof Error ? e.message : String(e)})`;
+    failures.set(unit, { unit, ...position(unit, call), message });
+  };
 
   // Pass 1: what the wrappers cover.
   const covered = new Set<TS.Node>();
@@ -153,22 +175,26 @@ export function analyze(ts: typeof TS, units: ReadonlyMap<string, Unit>, options
   };
   for (const [unit, list] of calls) {
     for (const call of list) {
-      const callee = resolver.originOf(call.expression, unit);
-      if (!isWrapper(callee)) continue;
-      const fn = call.arguments[0];
-      if (fn !== undefined) cover(fn, unit, 0);
-      if (callee.kind === 'module' && callee.path[callee.path.length - 1] === 'protect') {
-        const opts = call.arguments[1];
-        let name: string | null = null;
-        let suppliesEffect = false;
-        if (opts !== undefined && ts.isObjectLiteralExpression(opts)) {
-          for (const p of opts.properties) {
-            const key = p.name && (ts.isIdentifier(p.name) || ts.isStringLiteral(p.name)) ? p.name.text : null;
-            if ((key === 'name' || key === 'action') && ts.isPropertyAssignment(p) && ts.isStringLiteralLike(p.initializer)) name = p.initializer.text;
-            if (key === 'effect') suppliesEffect = true;
+      try {
+        const callee = resolver.originOf(call.expression, unit);
+        if (!isWrapper(callee)) continue;
+        const fn = call.arguments[0];
+        if (fn !== undefined) cover(fn, unit, 0);
+        if (callee.kind === 'module' && callee.path[callee.path.length - 1] === 'protect') {
+          const opts = call.arguments[1];
+          let name: string | null = null;
+          let suppliesEffect = false;
+          if (opts !== undefined && ts.isObjectLiteralExpression(opts)) {
+            for (const p of opts.properties) {
+              const key = p.name && (ts.isIdentifier(p.name) || ts.isStringLiteral(p.name)) ? p.name.text : null;
+              if ((key === 'name' || key === 'action') && ts.isPropertyAssignment(p) && ts.isStringLiteralLike(p.initializer)) name = p.initializer.text;
+              if (key === 'effect') suppliesEffect = true;
+            }
           }
+          protectedActions.push({ unit, ...position(unit, call), name, suppliesEffect });
         }
-        protectedActions.push({ unit, ...position(unit, call), name, suppliesEffect });
+      } catch (e) {
+        fail(unit, call, e);
       }
     }
   }
@@ -183,56 +209,60 @@ export function analyze(ts: typeof TS, units: ReadonlyMap<string, Unit>, options
   const undetermined: Undetermined[] = [];
   for (const [unit, list] of calls) {
     for (const call of list) {
-      const origin = resolver.originOf(call.expression, unit);
-      if (isWrapper(origin) || origin.kind === 'protected') continue;
-      const target = text(call.expression, unit);
-      let hit: { rule: string; name: string; why: string; action: string; effect: string } | null = null;
-      if (origin.kind === 'dynamic') {
-        if (!isCovered(call)) undetermined.push({ unit, ...position(unit, call), expression: text(call, unit), why: `the called member is chosen at run time (${origin.expression})` });
-        continue;
-      }
-      if (origin.kind === 'module' && catalogued(origin.module)) {
-        const path = origin.module === '<global>' ? origin.path.filter((p, i) => !(i === 0 && p === 'globalThis')) : origin.path;
-        for (const c of catalogue) {
-          if (!c.module(origin.module) || !c.call(path)) continue;
-          const v = condition(ts, resolver, c.entry, call, unit);
-          if (v.kind === 'no') continue;
-          if (v.kind === 'cant_tell') {
-            if (!isCovered(call)) undetermined.push({ unit, ...position(unit, call), expression: text(call, unit), why: `${c.entry.id}: ${v.why}` });
-            hit = null;
+      try {
+        const origin = resolver.originOf(call.expression, unit);
+        if (isWrapper(origin) || origin.kind === 'protected') continue;
+        const target = text(call.expression, unit);
+        let hit: { rule: string; name: string; why: string; action: string; effect: string } | null = null;
+        if (origin.kind === 'dynamic') {
+          if (!isCovered(call)) undetermined.push({ unit, ...position(unit, call), expression: text(call, unit), why: `the called member is chosen at run time (${origin.expression})` });
+          continue;
+        }
+        if (origin.kind === 'module' && catalogued(origin.module)) {
+          const path = origin.module === '<global>' ? origin.path.filter((p, i) => !(i === 0 && p === 'globalThis')) : origin.path;
+          for (const c of catalogue) {
+            if (!c.module(origin.module) || !c.call(path)) continue;
+            const v = condition(ts, resolver, c.entry, call, unit);
+            if (v.kind === 'no') continue;
+            if (v.kind === 'cant_tell') {
+              if (!isCovered(call)) undetermined.push({ unit, ...position(unit, call), expression: text(call, unit), why: `${c.entry.id}: ${v.why}` });
+              hit = null;
+              break;
+            }
+            const name = `${origin.module}#${path.join('.')}${v.detail ? `(${v.detail})` : ''}`;
+            hit = { rule: `catalogue:${c.entry.id}`, name, why: c.entry.why, action: c.entry.action, effect: c.entry.effect };
             break;
           }
-          const name = `${origin.module}#${path.join('.')}${v.detail ? `(${v.detail})` : ''}`;
-          hit = { rule: `catalogue:${c.entry.id}`, name, why: c.entry.why, action: c.entry.action, effect: c.entry.effect };
-          break;
+        } else {
+          const segments = [...calleeSegments(ts, call.expression), ...(origin.kind === 'module' ? origin.path : [])];
+          const verb = vocabularyVerb(segments, verbs);
+          if (verb !== null && !builtin(ts, call, unit, origin)) {
+            const qualified = origin.kind === 'module' ? `${origin.module}#${origin.path.join('.')}` : target;
+            const actionName = suggestedAction(segments);
+            hit = {
+              rule: `vocabulary:${verb}`,
+              name: qualified,
+              why: `its name says ${JSON.stringify(verb)}: a ${verb} is an action the agent should not take twice or unchecked`,
+              action: actionName,
+              effect: `${actionName.split('.').pop()}:{id}`,
+            };
+          }
         }
-      } else {
-        const segments = [...calleeSegments(ts, call.expression), ...(origin.kind === 'module' ? origin.path : [])];
-        const verb = vocabularyVerb(segments, verbs);
-        if (verb !== null && !builtin(ts, call, unit, origin)) {
-          const qualified = origin.kind === 'module' ? `${origin.module}#${origin.path.join('.')}` : target;
-          const actionName = suggestedAction(segments);
-          hit = {
-            rule: `vocabulary:${verb}`,
-            name: qualified,
-            why: `its name says ${JSON.stringify(verb)}: a ${verb} is an action the agent should not take twice or unchecked`,
-            action: actionName,
-            effect: `${actionName.split('.').pop()}:{id}`,
-          };
+        if (hit === null || isCovered(call)) continue;
+        if (hit.rule === 'catalogue:mcp.callTool' && gateways.size > 0 && behindGateway(ts, resolver, call, unit, list, gateways)) continue;
+        const pos = position(unit, call);
+        const comment = suppression(unit, call);
+        if (comment !== null && comment !== '') {
+          suppressed.push({ unit, ...pos, target, reason: comment, rule: hit.rule });
+          continue;
         }
+        findings.push({ kind: 'unprotected_call', unit, ...pos, ...hit, target, detail: comment === '' ? 'the ctrlrun: not-consequential comment gives no reason, so it suppresses nothing' : null });
+      } catch (e) {
+        fail(unit, call, e);
       }
-      if (hit === null || isCovered(call)) continue;
-      if (hit.rule === 'catalogue:mcp.callTool' && gateways.size > 0 && behindGateway(ts, resolver, call, unit, list, gateways)) continue;
-      const pos = position(unit, call);
-      const comment = suppression(unit, call);
-      if (comment !== null && comment !== '') {
-        suppressed.push({ unit, ...pos, target, reason: comment, rule: hit.rule });
-        continue;
-      }
-      findings.push({ kind: 'unprotected_call', unit, ...pos, ...hit, target, detail: comment === '' ? 'the ctrlrun: not-consequential comment gives no reason, so it suppresses nothing' : null });
     }
   }
-  return { findings, suppressed, undetermined, protectedActions };
+  return { findings, suppressed, undetermined, protectedActions, failures: [...failures.values()] };
 }
 
 /**

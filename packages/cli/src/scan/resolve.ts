@@ -424,8 +424,12 @@ function collectBindings(ts: typeof TS, sf: TS.SourceFile): Map<string, Binding[
     } else if (ts.isParameter(n)) bindName(n.name, n.parent, n, []);
     else if ((ts.isFunctionDeclaration(n) || ts.isClassDeclaration(n)) && n.name) add(n.name.text, { scope: blockOf(n), decl: n, path: [] });
     else if ((ts.isFunctionExpression(n) || ts.isClassExpression(n)) && n.name) add(n.name.text, { scope: n, decl: n, path: [] });
-    ts.forEachChild(n, visit);
+    ts.forEachChild(n, (c) => {
+      stack.push(c);
+    });
   };
-  visit(sf);
+  // An explicit stack, not recursion: a file nested thousands deep is read, not a crash.
+  const stack: TS.Node[] = [sf];
+  while (stack.length > 0) visit(stack.pop()!);
   return map;
 }

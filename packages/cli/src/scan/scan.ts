@@ -154,7 +154,14 @@ export function scanTree(options: ScanOptions): ScanResult {
     const compiler = config === null ? null : programFor(ts, config, group, texts);
     if (compiler !== null) filesTyped += group.length;
     for (const file of group) {
-      const sf = compiler?.program.getSourceFile(file) ?? ts.createSourceFile(file, texts.get(file)!, ts.ScriptTarget.Latest, true, scriptKind(ts, file));
+      let sf: TS.SourceFile | undefined;
+      try {
+        sf = compiler?.program.getSourceFile(file) ?? ts.createSourceFile(file, texts.get(file)!, ts.ScriptTarget.Latest, true, scriptKind(ts, file));
+      } catch (e) {
+        const detail = e instanceof RangeError ? 'nested too deeply for the parser' : `the parser failed (${(e as Error).message})`;
+        findings.push({ kind: 'unparseable', file: relOf(file), line: 1, column: 1, rule: 'unreadable', target: relOf(file), name: relOf(file), detail });
+        continue;
+      }
       const unit: Unit = { file, rel: relOf(file), sf, program: compiler?.program ?? null, options: compiler?.options ?? null };
       units.set(file, unit);
       const diagnostics = (sf as unknown as { parseDiagnostics?: readonly TS.DiagnosticWithLocation[] }).parseDiagnostics ?? [];
@@ -169,6 +176,7 @@ export function scanTree(options: ScanOptions): ScanResult {
 
   const analysis = analyze(ts, units, options);
   findings.push(...analysis.findings);
+  for (const f of analysis.failures) findings.push({ kind: 'unparseable', file: f.unit.rel, line: f.line, column: f.column, rule: 'unreadable', target: f.unit.rel, name: f.unit.rel, detail: f.message });
   const policy = options.policy;
   if (policy !== null) {
     const policyRel = relOf(policy.path).startsWith('..') ? policy.path : relOf(policy.path);
@@ -243,7 +251,18 @@ function programFor(ts: typeof TS, config: string, files: readonly string[], tex
     const t = texts.get(p);
     return t !== undefined ? ts.createSourceFile(p, t, lang, true, scriptKind(ts, p)) : getSourceFile(p, lang, onError, create);
   };
-  return { program: ts.createProgram({ rootNames: [...files], options, host }), options };
+  // Following every import depth-first recurses once per file in a chain: on a chain deeper than the
+  // stack, keep the files of the tree only (no package types), and failing that read by syntax only.
+  for (const attempt of [options, { ...options, noResolve: true }]) {
+    try {
+      const program = ts.createProgram({ rootNames: [...files], options: attempt, host });
+      for (const f of files) program.getSourceFile(f);
+      return { program, options: attempt };
+    } catch (e) {
+      if (!(e instanceof RangeError)) return null;
+    }
+  }
+  return null;
 }
 
 /** Whether `dir/ctrlrun.scan.yaml` exists. */
