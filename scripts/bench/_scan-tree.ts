@@ -1,5 +1,5 @@
 // A generated tree for `ctrlrun scan` timings: `files` TypeScript modules in folders of 100, each
-// importing the next (a ring, so resolution crosses files), with an aliased child_process import,
+// importing the next one in its folder (a ring of 100, so resolution crosses files), with an aliased child_process import,
 // array built-ins, a protect()-covered call, and one uncovered shell call every 500 files.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -9,7 +9,8 @@ export function writeScanTree(root: string, files: number, options: { tsconfig?:
   for (let i = 0; i < files; i++) {
     const dir = join(root, 'src', `m${Math.floor(i / 100)}`);
     if (i % 100 === 0) mkdirSync(dir, { recursive: true });
-    const n = (i + 1) % files;
+    const base = i - (i % 100);
+    const n = base + ((i + 1 - base) % Math.min(100, files - base));
     writeFileSync(
       join(dir, `f${i}.ts`),
       [

@@ -1,6 +1,6 @@
 // `ctrlrun scan` (issue 18, spec 04 §7): the fixtures under test/fixtures/scan through the real
 // binary, the repository's own examples/, the refusals (exit 2), and a 5,000-file tree timed.
-import { cpSync, existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import fc from 'fast-check';
@@ -139,7 +139,7 @@ describe('ctrlrun scan over the basic fixture (syntax only)', () => {
     expect(lines).toContain("  src/dynamic.ts:7:3  handlers[name](args)  — can't tell: the called member is chosen at run time (handlers[name])");
     expect(lines).toContain('suppressed (2)');
     expect(lines).toContain('findings 27, suppressed 2, undetermined 4; files read 16, excluded 0');
-    expect(lines).toContain(`policy: ${join(cwd, 'ctrlrun.yaml')}`);
+    expect(lines).toContain('policy: ctrlrun.yaml');
     expect(lines.at(-1)).toMatch(LIMITS);
     // Never a score.
     expect(r.stdout).not.toMatch(/%|score|\d+\s*\/\s*\d+/i);
@@ -391,6 +391,17 @@ describe("ctrlrun scan over this repository's examples/", () => {
     expect(d.undetermined).toEqual([]);
     expect(d.suppressed).toEqual([]);
     expect(d.policy).toBe(join(EXAMPLES, 'ctrlrun.yaml'));
+  });
+
+  it('the README "ctrlrun scan" section quotes this output verbatim', async () => {
+    const readme = readFileSync(join(EXAMPLES, '..', 'README.md'), 'utf8');
+    const start = readme.indexOf('\n## ctrlrun scan\n');
+    expect(start).toBeGreaterThanOrEqual(0);
+    const block = /```text\n\$ cd examples && npx ctrlrun scan\n([\s\S]*?)\n```/.exec(readme.slice(start))?.[1];
+    expect(block).toBeDefined();
+    const r = await run(['scan'], { cwd: EXAMPLES });
+    expect(r.code).toBe(1);
+    expect(block!.split('\n')).toEqual(r.stdout.trimEnd().split('\n'));
   });
 });
 

@@ -7,7 +7,7 @@
  * @module
  */
 import { existsSync, statSync } from 'node:fs';
-import { join, resolve as resolvePath } from 'node:path';
+import { isAbsolute, join, relative, resolve as resolvePath } from 'node:path';
 import { PolicyError } from '@ctrlrun/kernel';
 import type { Command } from '../command.js';
 import { loadPolicyFile, POLICY_FILE } from '../discovery.js';
@@ -91,7 +91,8 @@ export const scan: Command = {
       out(JSON.stringify(renderSarif(result, { version: VERSION })));
       err(statement);
     } else {
-      for (const line of renderText(result, policyPath)) out(line);
+      const shown = policyPath === null ? null : relative(root, policyPath);
+      for (const line of renderText(result, shown === null || shown.startsWith('..') || isAbsolute(shown) ? policyPath : shown)) out(line);
       out('');
       out(statement);
     }
