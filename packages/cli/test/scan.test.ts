@@ -317,6 +317,37 @@ describe('ctrlrun scan: the catalogue and the vocabulary are the operator\'s to 
   });
 });
 
+describe('ctrlrun scan: coverage by name across files', () => {
+  it('a function declared in another file and passed to protect by name (through a re-export) is covered; calling it directly is still listed', async () => {
+    const cwd = tempDir('ctrlrun-scan-');
+    mkdirSync(join(cwd, 'ops'));
+    writeFileSync(join(cwd, 'ops', 'wipe.ts'), "import { rmSync } from 'node:fs';\nexport function wipeWorkspace(args: { dir: string }) {\n  rmSync(args.dir, { recursive: true });\n}\n");
+    writeFileSync(join(cwd, 'ops', 'index.ts'), "export { wipeWorkspace } from './wipe.js';\n");
+    writeFileSync(
+      join(cwd, 'agent.ts'),
+      [
+        "import { protect as guard } from '@ctrlrun/kernel';",
+        "import { wipeWorkspace } from './ops/index.js';",
+        'declare const control: never;',
+        "export const wipe = guard(wipeWorkspace, { control, name: 'workspace.wipe', effect: 'workspace:{dir}' });",
+        "await wipe({ dir: '/w' });",
+        "wipeWorkspace({ dir: '/w' });",
+        '',
+      ].join('\n'),
+    );
+    const d = JSON.parse((await run(['scan', '--json'], { cwd })).stdout) as ScanDoc;
+    // The rmSync inside is covered. The direct call bypasses protect, but "wipe" is not one of the verbs.
+    expect(where(d)).toEqual([]);
+    writeFileSync(join(cwd, 'verbs.txt'), 'wipe\n');
+    const withWipe = JSON.parse((await run(['scan', '--json', '--vocabulary', 'verbs.txt'], { cwd })).stdout) as ScanDoc;
+    expect(where(withWipe)).toEqual(['agent.ts:6:1 vocabulary:wipe']);
+    // Take the wrapper away and the call inside is listed.
+    writeFileSync(join(cwd, 'agent.ts'), "import { wipeWorkspace } from './ops/index.js';\nwipeWorkspace({ dir: '/w' });\n");
+    const bare = JSON.parse((await run(['scan', '--json'], { cwd })).stdout) as ScanDoc;
+    expect(where(bare)).toEqual(['ops/wipe.ts:3:3 catalogue:fs.delete']);
+  });
+});
+
 describe('ctrlrun scan: MCP tools behind the gateway', () => {
   it('a callTool whose client connects only to a gateway URL from ctrlrun.scan.yaml is covered; one to another server, or to a URL read at run time, is not', async () => {
     const cwd = copy('gateway');
