@@ -218,10 +218,15 @@ export function analyze(ts: typeof TS, units: ReadonlyMap<string, Unit>, options
           if (!isCovered(call)) undetermined.push({ unit, ...position(unit, call), expression: text(call, unit), why: `the called member is chosen at run time (${origin.expression})` });
           continue;
         }
-        if (origin.kind === 'module' && catalogued(origin.module)) {
-          const path = origin.module === '<global>' ? origin.path.filter((p, i) => !(i === 0 && p === 'globalThis')) : origin.path;
+        // A catalogue entry whose module and member path match decides (its argument test included);
+        // otherwise the vocabulary — for a catalogued package only on the member called, so that
+        // `stripe.refunds.list` is a read while `stripe.payouts.cancel` is listed.
+        let decided = false;
+        const inCatalogue = origin.kind === 'module' && catalogued(origin.module);
+        if (origin.kind === 'module' && inCatalogue) {
           for (const c of catalogue) {
-            if (!c.module(origin.module) || !c.call(path)) continue;
+            if (!c.module(origin.module) || !c.call(origin.path)) continue;
+            decided = true;
             const v = condition(ts, resolver, c.entry, call, unit);
             if (v.kind === 'no') continue;
             if (v.kind === 'cant_tell') {
@@ -229,16 +234,18 @@ export function analyze(ts: typeof TS, units: ReadonlyMap<string, Unit>, options
               hit = null;
               break;
             }
-            const name = `${origin.module}#${path.join('.')}${v.detail ? `(${v.detail})` : ''}`;
+            const name = `${origin.module}#${origin.path.join('.')}${v.detail ? `(${v.detail})` : ''}`;
             hit = { rule: `catalogue:${c.entry.id}`, name, why: c.entry.why, action: c.entry.action, effect: c.entry.effect };
             break;
           }
-        } else {
-          const segments = [...calleeSegments(ts, call.expression), ...(origin.kind === 'module' ? origin.path : [])];
+        }
+        if (!decided) {
+          const written = calleeSegments(ts, call.expression);
+          const segments = origin.kind !== 'module' ? written : inCatalogue ? origin.path.slice(-1) : [...written, ...origin.path];
           const verb = vocabularyVerb(segments, verbs);
           if (verb !== null && !builtin(ts, call, unit, origin)) {
             const qualified = origin.kind === 'module' ? `${origin.module}#${origin.path.join('.')}` : target;
-            const actionName = suggestedAction(segments);
+            const actionName = suggestedAction(inCatalogue ? [...written.slice(-2, -1), ...segments] : segments);
             hit = {
               rule: `vocabulary:${verb}`,
               name: qualified,

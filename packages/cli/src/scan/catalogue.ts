@@ -59,10 +59,10 @@ export const WRAPPERS: readonly Wrapper[] = [
 ];
 
 const AWS_WRITE = '^(Delete|Terminate|Put|Create|Update|Remove|Stop|Reboot|Detach|Revoke|Disable|Modify|Publish|Send|Invoke|Copy|Restore|Attach|Authorize|Run|Start|Purge|Cancel|Batch(Delete|Write)|Transact(Write)?)\\w*Command$';
-const SQL_WRITERS = (module: string, id: string, lib: string): CatalogueEntry => ({
+const SQL_WRITERS = (module: string, id: string, lib: string, extra = ''): CatalogueEntry => ({
   id,
   module,
-  call: '**.{query,execute,exec,none,any,many,one,oneOrNone,result}',
+  call: `**.{query,execute,exec,none,any,many,one,oneOrNone,result${extra}}`,
   when: { sql: 0 },
   why: `${lib} runs this SQL as written: an INSERT, UPDATE, DELETE, DROP or TRUNCATE changes data that a retry changes again`,
   action: 'db.write',
@@ -87,8 +87,9 @@ export const CATALOGUE: readonly CatalogueEntry[] = [
   { id: 'github.write', module: '{@octokit/*,octokit}', call: '**.{git.updateRef,repos.createOrUpdateFileContents,repos.createRelease,actions.createWorkflowDispatch,repos.update}', why: 'writes to a repository or starts a workflow (a deploy)', action: 'github.write', effect: 'github:{owner}/{repo}:{ref}' },
   // Databases.
   SQL_WRITERS('pg', 'pg.write', 'pg'),
-  SQL_WRITERS('{mysql2,mysql2/*,mysql}', 'mysql.write', 'mysql2'),
-  SQL_WRITERS('{better-sqlite3,sqlite3}', 'sqlite.write', 'the SQLite driver'),
+  SQL_WRITERS('{mysql2,mysql2/*,mysql}', 'mysql.write', 'mysql2', ',prepare'),
+  SQL_WRITERS('better-sqlite3', 'sqlite.write', 'better-sqlite3', ',prepare'),
+  SQL_WRITERS('sqlite3', 'sqlite3.write', 'sqlite3', ',prepare,run,all,get,each'),
   { id: 'prisma.write', module: '{@prisma/client,@prisma/client/*}', call: '**.{create,createMany,createManyAndReturn,update,updateMany,upsert,delete,deleteMany,$executeRaw,$executeRawUnsafe}', why: 'Prisma writes or deletes rows', action: 'db.write', effect: 'db:{model}:{id}' },
   { id: 'drizzle.write', module: '{drizzle-orm,drizzle-orm/*}', call: '**.{insert,update,delete}', why: 'Drizzle inserts, updates or deletes rows', action: 'db.write', effect: 'db:{table}:{id}' },
   // The machine.
