@@ -381,6 +381,45 @@ describe('ctrlrun scan: untrusted trees', () => {
     expect(r.stdout).toContain('evil\\u001b[2J.ts:2:1');
   });
 
+  it('a suppression is a comment: the same words inside a string suppress nothing; a comment on the first line of a call spread over lines does', async () => {
+    const cwd = tempDir('ctrlrun-scan-');
+    writeFileSync(
+      join(cwd, 'a.ts'),
+      [
+        "import { rmSync } from 'node:fs';",
+        "rmSync('/srv', { note: '// ctrlrun: not-consequential — a string, not a comment' });",
+        'rmSync(`/srv/${1} /* ctrlrun: not-consequential — in a template */`);',
+        'rmSync( // ctrlrun: not-consequential — the build output this script made',
+        "  '/tmp/out',",
+        ');',
+        "rmSync('/tmp/y'); /* ctrlrun: not-consequential: block comments count too */",
+        '',
+      ].join('\n'),
+    );
+    const d = JSON.parse((await run(['scan', '--json'], { cwd })).stdout) as ScanDoc;
+    expect(where(d)).toEqual(['a.ts:2:1 catalogue:fs.delete', 'a.ts:3:1 catalogue:fs.delete']);
+    expect(d.suppressed.map((x) => `${x.line} ${x.reason}`)).toEqual(['4 the build output this script made', '7 block comments count too']);
+  });
+
+  it("only a called member chosen at run time is can't tell: a member named on a value reached through obj[k] is read by its name", async () => {
+    const cwd = tempDir('ctrlrun-scan-');
+    writeFileSync(
+      join(cwd, 'a.ts'),
+      [
+        'declare const labels: string[]; declare const i: number; declare const handlers: Record<string, () => void>; declare const k: string;',
+        'declare const clients: Record<string, { deleteAccount(): void }>; declare const it: Iterable<number>;',
+        'labels[i]!.padEnd(4);',
+        'handlers[k]!();',
+        'clients[k]!.deleteAccount();',
+        'it[Symbol.iterator]();',
+        '',
+      ].join('\n'),
+    );
+    const d = JSON.parse((await run(['scan', '--json'], { cwd })).stdout) as ScanDoc;
+    expect(d.undetermined.map((u) => `${u.line} ${u.expression}`)).toEqual(['4 handlers[k]!()']);
+    expect(where(d)).toEqual(['a.ts:5:1 vocabulary:delete']);
+  });
+
   it('a file nested deeper than the stack is an unreadable finding, and the rest of the tree is still read', async () => {
     const cwd = tempDir('ctrlrun-scan-');
     writeFileSync(join(cwd, 'chain.ts'), `import * as fs from 'fs';\nfs${'.x'.repeat(30000)}.rmSync('/');\nfs.rmSync('/y');\n`);

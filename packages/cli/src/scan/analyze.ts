@@ -204,6 +204,7 @@ export function analyze(ts: typeof TS, units: ReadonlyMap<string, Unit>, options
   };
 
   // Pass 2: the calls.
+  const comments = new Map<Unit, Map<number, string[]>>();
   const findings: CallFinding[] = [];
   const suppressed: Suppressed[] = [];
   const undetermined: Undetermined[] = [];
@@ -258,7 +259,11 @@ export function analyze(ts: typeof TS, units: ReadonlyMap<string, Unit>, options
         if (hit === null || isCovered(call)) continue;
         if (hit.rule === 'catalogue:mcp.callTool' && gateways.size > 0 && behindGateway(ts, resolver, call, unit, list, gateways)) continue;
         const pos = position(unit, call);
-        const comment = suppression(unit, call);
+        const comment = suppression(unit, call, () => {
+          let c = comments.get(unit);
+          if (c === undefined) comments.set(unit, (c = commentsByLine(ts, unit.sf)));
+          return c;
+        });
         if (comment !== null && comment !== '') {
           suppressed.push({ unit, ...pos, target, reason: comment, rule: hit.rule });
           continue;
@@ -313,18 +318,48 @@ export function position(unit: Unit, node: TS.Node): { line: number; column: num
   return { line: lc.line + 1, column: lc.character + 1 };
 }
 
-/** The reason of a trailing `ctrlrun: not-consequential — <reason>` comment on the call's first or last line ('' without one), or null. */
-function suppression(unit: Unit, call: TS.Node): string | null {
+/**
+ * The comments of a file by line, read from the syntax tree's trivia (so `// …` inside a string or
+ * a template is text, not a comment).
+ */
+function commentsByLine(ts: typeof TS, sf: TS.SourceFile): Map<number, string[]> {
+  const byLine = new Map<number, string[]>();
+  const seen = new Set<number>();
+  const take = (ranges: readonly TS.CommentRange[] | undefined) => {
+    for (const r of ranges ?? []) {
+      if (seen.has(r.pos)) continue;
+      seen.add(r.pos);
+      const line = sf.getLineAndCharacterOfPosition(r.pos).line;
+      const list = byLine.get(line);
+      const text = sf.text.slice(r.pos, r.end);
+      if (list) list.push(text);
+      else byLine.set(line, [text]);
+    }
+  };
+  const stack: TS.Node[] = [sf];
+  while (stack.length > 0) {
+    const n = stack.pop()!;
+    // A comment on the line a node starts (after the token before it) is "trailing" at its pos.
+    take(ts.getLeadingCommentRanges(sf.text, n.pos));
+    take(ts.getTrailingCommentRanges(sf.text, n.pos));
+    take(ts.getTrailingCommentRanges(sf.text, n.end));
+    ts.forEachChild(n, (c) => {
+      stack.push(c);
+    });
+  }
+  take(ts.getLeadingCommentRanges(sf.text, sf.endOfFileToken.pos));
+  return byLine;
+}
+
+/** The reason of a `ctrlrun: not-consequential — <reason>` comment on the call's first or last line ('' without one), or null. */
+function suppression(unit: Unit, call: TS.Node, comments: () => Map<number, string[]>): string | null {
   const sf = unit.sf;
   const lines = new Set([sf.getLineAndCharacterOfPosition(call.getStart(sf)).line, sf.getLineAndCharacterOfPosition(call.getEnd()).line]);
   for (const line of lines) {
-    const start = sf.getPositionOfLineAndCharacter(line, 0);
-    const end = line + 1 < sf.getLineStarts().length ? sf.getPositionOfLineAndCharacter(line + 1, 0) : sf.text.length;
-    const lineText = sf.text.slice(start, end).replace(/[\r\n]+$/, '');
-    const at = lineText.search(/\/\/|\/\*/);
-    if (at < 0) continue;
-    const m = SUPPRESS.exec(lineText.slice(at));
-    if (m) return m[1]!.replace(/\*\/\s*$/, '').replace(/^\s*(?:[—–:-]+)\s*/, '').trim();
+    for (const comment of comments().get(line) ?? []) {
+      const m = SUPPRESS.exec(comment.replace(/\*\/$/, '').replace(/[\r\n]+/g, ' '));
+      if (m) return m[1]!.replace(/^\s*(?:[—–:-]+)\s*/, '').trim();
+    }
   }
   return null;
 }

@@ -103,7 +103,7 @@ export class Resolver {
     if (ts.isElementAccessExpression(expr)) {
       const key = literalKey(ts, expr.argumentExpression);
       const base = this.originOf(expr.expression, unit);
-      if (key === null) return base.kind === 'dynamic' ? base : { kind: 'dynamic', expression: text(expr, unit) };
+      if (key === null) return { kind: 'dynamic', expression: text(expr, unit) };
       return member(base, key, this);
     }
     if (ts.isCallExpression(expr)) {
@@ -346,7 +346,8 @@ function member(base: Origin, name: string, _r: Resolver): Origin {
     case 'namespace':
       return _r.exportOrigin(base.unit, name, new Set());
     case 'dynamic':
-      return base;
+      // Reached through `obj[k]`, but the member called is named: `labels[i].padEnd()` is a padEnd.
+      return { kind: 'unknown', path: [name] };
     default:
       return { ...base, path: [...base.path, name] };
   }
@@ -354,6 +355,8 @@ function member(base: Origin, name: string, _r: Resolver): Origin {
 
 function literalKey(ts: typeof TS, e: TS.Expression): string | null {
   if (ts.isStringLiteralLike(e) || ts.isNumericLiteral(e)) return e.text;
+  // A well-known symbol (`it[Symbol.iterator]()`) names its member.
+  if (ts.isPropertyAccessExpression(e) && ts.isIdentifier(e.expression) && e.expression.text === 'Symbol') return `[Symbol.${e.name.text}]`;
   return null;
 }
 
