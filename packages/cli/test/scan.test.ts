@@ -1,6 +1,6 @@
 // `ctrlrun scan` (issue 18, spec 04 §7): the fixtures under test/fixtures/scan through the real
 // binary, the repository's own examples/, the refusals (exit 2), and a 5,000-file tree timed.
-import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import fc from 'fast-check';
@@ -174,11 +174,15 @@ describe('ctrlrun scan over the basic fixture (syntax only)', () => {
 });
 
 describe('ctrlrun scan with a tsconfig.json (type information)', () => {
-  it("resolves a paths alias and tells a class's own push from an array's push; without the tsconfig neither", async () => {
+  it("resolves a paths alias, tells a class's own push from an array's push, and knows a callback's pg client by its type; without the tsconfig none of them", async () => {
     const cwd = copy('typed');
+    // The installed packages, so the checker finds pg's types (the scan itself never enters node_modules).
+    symlinkSync(join(EXAMPLES, '..', 'node_modules'), join(cwd, 'node_modules'));
     const typed = JSON.parse((await spawnCli(['scan', '--json'], { cwd })).stdout) as ScanDoc;
-    expect(where(typed)).toEqual(['src/git.ts:16:3 vocabulary:push', 'src/git.ts:19:3 catalogue:fs.delete']);
-    expect(typed.totals['files_typed']).toBe(2);
+    // The callback's `client` is a pg PoolClient only by its inferred type.
+    expect(where(typed)).toEqual(['src/db.ts:7:42 catalogue:pg.write', 'src/git.ts:16:3 vocabulary:push', 'src/git.ts:19:3 catalogue:fs.delete']);
+    expect(typed.findings[0]!.name).toBe('pg#PoolClient.query(DELETE)');
+    expect(typed.totals['files_typed']).toBe(3);
     const bare = copy('typed');
     rmSync(join(bare, 'tsconfig.json'));
     const syntaxOnly = JSON.parse((await spawnCli(['scan', '--json'], { cwd: bare })).stdout) as ScanDoc;
