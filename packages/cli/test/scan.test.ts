@@ -179,16 +179,23 @@ describe('ctrlrun scan with a tsconfig.json (type information)', () => {
     // The installed packages, so the checker finds pg's types (the scan itself never enters node_modules).
     symlinkSync(join(EXAMPLES, '..', 'node_modules'), join(cwd, 'node_modules'));
     const typed = JSON.parse((await spawnCli(['scan', '--json'], { cwd })).stdout) as ScanDoc;
-    // The callback's `client` is a pg PoolClient only by its inferred type.
-    expect(where(typed)).toEqual(['src/db.ts:7:42 catalogue:pg.write', 'src/git.ts:16:3 vocabulary:push', 'src/git.ts:19:3 catalogue:fs.delete']);
+    // The callback's `client` and the class field `this.pool` are pg clients only by their inferred types.
+    expect(where(typed)).toEqual([
+      'src/db.ts:7:42 catalogue:pg.write',
+      'src/db.ts:14:12 catalogue:pg.write',
+      'src/db.ts:20:1 catalogue:child_process',
+      'src/git.ts:16:3 vocabulary:push',
+      'src/git.ts:19:3 catalogue:fs.delete',
+    ]);
     expect(typed.findings[0]!.name).toBe('pg#PoolClient.query(DELETE)');
     expect(typed.totals['files_typed']).toBe(3);
     const bare = copy('typed');
     rmSync(join(bare, 'tsconfig.json'));
     const syntaxOnly = JSON.parse((await spawnCli(['scan', '--json'], { cwd: bare })).stdout) as ScanDoc;
     expect(syntaxOnly.totals['files_typed']).toBe(0);
-    // No paths mapping: '@/lib/fs' is a package the catalogue does not know, and `git.push` is taken for the built-in.
-    expect(where(syntaxOnly)).toEqual([]);
+    // No paths mapping: '@/lib/fs' is a package the catalogue does not know, `git.push` is taken for the
+    // built-in, and `client`/`this.pool` have no known origin. `exec.call(…)` needs no types.
+    expect(where(syntaxOnly)).toEqual(['src/db.ts:20:1 catalogue:child_process']);
   });
 });
 

@@ -83,7 +83,9 @@ export class Resolver {
     if (cached !== undefined) return cached;
     this.#origins.set(expr, 'pending');
     let o = this.#compute(expr, unit);
-    if (o.kind === 'unknown' && o.path.length === 0) o = this.#typeOrigin(expr, unit) ?? o;
+    // Bases are resolved first, so the checker is asked about the shortest expression the text
+    // could not place (`client` in a callback, `this.pool` in a class), and the member path follows.
+    if (o.kind === 'unknown') o = this.#typeOrigin(expr, unit) ?? o;
     this.#origins.set(expr, o);
     return o;
   }
@@ -99,7 +101,12 @@ export class Resolver {
       return this.#fromBinding(b, unit);
     }
     if (ts.isQualifiedName(expr)) return member(this.originOf(expr.left, unit), expr.right.text, this);
-    if (ts.isPropertyAccessExpression(expr)) return member(this.originOf(expr.expression, unit), expr.name.text, this);
+    if (ts.isPropertyAccessExpression(expr)) {
+      const base = this.originOf(expr.expression, unit);
+      // `exec.call(…)`, `exec.apply(…)`, `exec.bind(…)` are calls of `exec`.
+      if (base.kind === 'module' && base.path.length > 0 && ['call', 'apply', 'bind'].includes(expr.name.text)) return base;
+      return member(base, expr.name.text, this);
+    }
     if (ts.isElementAccessExpression(expr)) {
       const key = literalKey(ts, expr.argumentExpression);
       const base = this.originOf(expr.expression, unit);
@@ -114,7 +121,7 @@ export class Resolver {
       }
       const c = this.originOf(callee, unit);
       if (this.#wrapper(c)) return { kind: 'protected', path: [] };
-      // `.call/.apply/.bind` keep the function; anything else: the member path of what was called.
+      // What a package's function returns is read as the package's (`new Pool().connect()` → Pool.connect).
       if (c.kind === 'module' || c.kind === 'protected') return c;
       return c.kind === 'dynamic' ? c : UNKNOWN;
     }
@@ -339,12 +346,12 @@ export class Resolver {
 }
 
 /** A member of an origin. */
-function member(base: Origin, name: string, _r: Resolver): Origin {
+function member(base: Origin, name: string, resolver: Resolver): Origin {
   switch (base.kind) {
     case 'module':
       return { kind: 'module', module: base.module, path: [...base.path, name] };
     case 'namespace':
-      return _r.exportOrigin(base.unit, name, new Set());
+      return resolver.exportOrigin(base.unit, name, new Set());
     case 'dynamic':
       // Reached through `obj[k]`, but the member called is named: `labels[i].padEnd()` is a padEnd.
       return { kind: 'unknown', path: [name] };
