@@ -2,7 +2,7 @@
 // binary, the repository's own examples/, the refusals (exit 2), and a 5,000-file tree timed.
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { writeScanTree } from '../../../scripts/bench/_scan-tree.js';
@@ -229,6 +229,29 @@ describe('ctrlrun scan: a clean run, the limits statement, the exit codes', () =
     expect(d.totals).toMatchObject({ files_read: 1, files_excluded: 1 });
     const all = JSON.parse((await run(['scan', '--json'], { cwd })).stdout) as ScanDoc;
     expect(where(all)).toEqual(['gen/b.ts:2:1 catalogue:fs.delete']);
+  });
+
+  it('--path below the working directory still finds the policy the other commands find (./ctrlrun.yaml, $CTRLRUN_CONFIG); SARIF names it by a file URI', async () => {
+    const cwd = tempDir('ctrlrun-scan-');
+    mkdirSync(join(cwd, 'src'));
+    writeFileSync(join(cwd, 'src', 'a #1.ts'), "import { protect } from '@ctrlrun/kernel';\nexport const f = protect(async () => 1, { control: null as never, name: 'report.send' });\nimport { rmSync } from 'node:fs';\nrmSync('/x');\n");
+    writeFileSync(join(cwd, 'ctrlrun.yaml'), 'schema: ctrlrun.policy/v2\nactions:\n  report.send:\n    decision: allow\n');
+    const d = JSON.parse((await run(['scan', '--json', '--path', 'src'], { cwd })).stdout) as ScanDoc;
+    expect(d.policy).toBe(join(cwd, 'ctrlrun.yaml'));
+    expect(where(d)).toEqual(['a #1.ts:4:1 catalogue:fs.delete', `${join(cwd, 'ctrlrun.yaml')}:3:1 no-effect-template`]);
+    const sarif = JSON.parse((await run(['scan', '--sarif', '--path', 'src'], { cwd })).stdout) as { runs: { results: { locations: { physicalLocation: { artifactLocation: unknown } }[] }[] }[] };
+    expect(sarif.runs[0]!.results.map((x) => x.locations[0]!.physicalLocation.artifactLocation)).toEqual([
+      { uri: 'a%20%231.ts', uriBaseId: '%SRCROOT%' },
+      { uri: pathToFileURL(join(cwd, 'ctrlrun.yaml')).href },
+    ]);
+    writeFileSync(join(cwd, 'other.yaml'), 'schema: ctrlrun.policy/v2\nactions: {}\n');
+    const byEnv = JSON.parse((await run(['scan', '--json', '--path', 'src'], { cwd, env: { CTRLRUN_CONFIG: 'other.yaml' } })).stdout) as ScanDoc;
+    expect(byEnv.policy).toBe(join(cwd, 'other.yaml'));
+    // The action is protected but the other policy lacks it.
+    expect(where(byEnv)).toEqual(['a #1.ts:4:1 catalogue:fs.delete', 'a #1.ts:2:18 not-in-policy']);
+    const blank = await run(['scan', '--path', 'src'], { cwd, env: { CTRLRUN_CONFIG: ' ' } });
+    expect(blank.code).toBe(2);
+    expect(blank.stderr).toMatch(/CTRLRUN_CONFIG is set but blank/);
   });
 
   it('exit 2 when it cannot run: not a directory, no source files, a policy that does not load, a bad vocabulary or catalogue; --json with --sarif is a usage error', async () => {

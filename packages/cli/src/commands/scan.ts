@@ -10,7 +10,7 @@ import { existsSync, statSync } from 'node:fs';
 import { isAbsolute, join, relative, resolve as resolvePath } from 'node:path';
 import { PolicyError } from '@ctrlrun/kernel';
 import type { Command } from '../command.js';
-import { loadPolicyFile, POLICY_FILE } from '../discovery.js';
+import { loadPolicyFile, POLICY_FILE, policyPath as discoveredPolicy } from '../discovery.js';
 import { CliRefusal, UsageError } from '../errors.js';
 import { CATALOGUE, loadCatalogueFile, loadVocabularyFile, VOCABULARY, WRAPPERS } from '../scan/catalogue.js';
 import { exitCode, limitsStatement, renderJson, renderSarif, renderText, visible } from '../scan/report.js';
@@ -26,7 +26,7 @@ export const scan: Command = {
   positionals: [],
   options: {
     path: { type: 'string', value: 'DIR', help: 'the tree to read (default: the working directory)' },
-    policy: { type: 'string', value: 'FILE', help: 'the policy (default: ctrlrun.yaml at the top of the tree, else $CTRLRUN_CONFIG)' },
+    policy: { type: 'string', value: 'FILE', help: 'the policy (default: ctrlrun.yaml at the top of the tree, else $CTRLRUN_CONFIG, else ./ctrlrun.yaml if there is one)' },
     exclude: { type: 'string', value: 'GLOB', multiple: true, help: 'leave out paths matching GLOB (relative to DIR; repeatable)' },
     vocabulary: { type: 'string', value: 'FILE', help: 'replace the verb list with the verbs in FILE (one a line)' },
     catalogue: { type: 'string', value: 'FILE', help: 'add catalogue entries and wrappers from FILE (default: ctrlrun.scan.yaml at the top of the tree)' },
@@ -63,18 +63,23 @@ export const scan: Command = {
     }
     if (!rootOk) throw cannot(`${root} is not a directory`);
 
+    // The policy: --policy, else ctrlrun.yaml at the top of the tree, else the one the other commands
+    // find ($CTRLRUN_CONFIG, else ./ctrlrun.yaml when there is one); none is not an error.
     let policyPath: string | null = null;
-    if (values['policy'] !== undefined) policyPath = resolvePath(io.cwd, values['policy'] as string);
-    else if (existsSync(join(root, POLICY_FILE))) policyPath = join(root, POLICY_FILE);
-    else if (io.env['CTRLRUN_CONFIG'] !== undefined && io.env['CTRLRUN_CONFIG'].trim() !== '') policyPath = resolvePath(io.cwd, io.env['CTRLRUN_CONFIG']);
     let policy = null;
-    if (policyPath !== null) {
-      try {
-        policy = { ...loadPolicyFile(policyPath), path: policyPath };
-      } catch (e) {
-        if (e instanceof PolicyError) throw cannot(e.message);
-        throw e;
+    try {
+      if (values['policy'] !== undefined) policyPath = resolvePath(io.cwd, values['policy'] as string);
+      else if (existsSync(join(root, POLICY_FILE))) policyPath = join(root, POLICY_FILE);
+      else {
+        const found = discoveredPolicy(io);
+        if (io.env['CTRLRUN_CONFIG'] !== undefined || existsSync(found)) policyPath = found;
       }
+      if (policyPath !== null) {
+        policy = { ...loadPolicyFile(policyPath), path: policyPath };
+      }
+    } catch (e) {
+      if (e instanceof PolicyError) throw cannot(e.message);
+      throw e;
     }
 
     // Loaded here, not at start-up: the other commands never pay for the compiler.

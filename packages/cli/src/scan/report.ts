@@ -4,6 +4,8 @@
  *
  * @module
  */
+import { isAbsolute } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import type { Finding, ScanResult } from './scan.js';
 
 /** The schema tag of `--json`. */
@@ -154,7 +156,9 @@ export function renderSarif(r: ScanResult, meta: { version: string }): Record<st
     if (!rules.has(id)) rules.set(id, { id, name: kind, shortDescription: { text: kind === 'undetermined' ? "A call ctrlrun scan can't tell" : RULE_TEXT[kind] }, fullDescription: { text: description }, helpUri: 'https://github.com/ctrlrun/ctrlrun#ctrlrun-scan' });
     return [...rules.keys()].indexOf(id);
   };
-  const location = (file: string, line: number, column: number) => ({ physicalLocation: { artifactLocation: { uri: encodeURI(file), uriBaseId: '%SRCROOT%' }, region: { startLine: line, startColumn: column } } });
+  // A file outside the tree (the policy found beside the working directory) is an absolute file URI.
+  const artifact = (file: string) => (isAbsolute(file) ? { uri: pathToFileURL(file).href } : { uri: file.split('/').map(encodeURIComponent).join('/'), uriBaseId: '%SRCROOT%' });
+  const location = (file: string, line: number, column: number) => ({ physicalLocation: { artifactLocation: artifact(file), region: { startLine: line, startColumn: column } } });
   const results: Record<string, unknown>[] = [];
   for (const f of r.findings) {
     const w = why(f);
@@ -195,7 +199,7 @@ export function renderSarif(r: ScanResult, meta: { version: string }): Record<st
     runs: [
       {
         tool: { driver: { name: 'ctrlrun scan', semanticVersion: meta.version, informationUri: 'https://github.com/ctrlrun/ctrlrun#ctrlrun-scan', rules: [...rules.values()] } },
-        originalUriBaseIds: { '%SRCROOT%': { uri: `${encodeURI(r.root.endsWith('/') ? r.root : `${r.root}/`).replace(/^\/?/, 'file:///')}` } },
+        originalUriBaseIds: { '%SRCROOT%': { uri: pathToFileURL(r.root.endsWith('/') ? r.root : `${r.root}/`).href } },
         invocations: [{ executionSuccessful: true, toolExecutionNotifications: [{ level: 'note', message: { text: statement } }] }],
         results,
         properties: { limits: { statement, not_read: NOT_READ } },
