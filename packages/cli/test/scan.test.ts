@@ -385,6 +385,30 @@ describe('ctrlrun scan: coverage by name across files', () => {
   });
 });
 
+describe('ctrlrun scan: the action protect() names', () => {
+  it("a const (here or imported) names it as a literal would; a name known only at run time is can't tell", async () => {
+    const cwd = tempDir('ctrlrun-scan-');
+    writeFileSync(join(cwd, 'ctrlrun.yaml'), 'schema: ctrlrun.policy/v2\nactions:\n  stripe.refund:\n    effect: "refund:{payment_id}"\n    decision: approve\n');
+    writeFileSync(join(cwd, 'names.ts'), "export const REFUND = 'stripe.refund';\nexport const PURGE = 'ops.purge' as const;\n");
+    writeFileSync(
+      join(cwd, 'agent.ts'),
+      [
+        "import { protect } from '@ctrlrun/kernel';",
+        "import { REFUND, PURGE } from './names.js';",
+        'declare const control: never;',
+        'export const refund = protect(async () => 1, { control, name: REFUND });',
+        'export const purge = protect(async () => 1, { control, name: PURGE });',
+        'export const make = (name: string) => protect(async () => 1, { control, name });',
+        '',
+      ].join('\n'),
+    );
+    const d = JSON.parse((await run(['scan', '--json'], { cwd })).stdout) as ScanDoc;
+    expect(where(d)).toEqual(['agent.ts:5:22 not-in-policy']);
+    expect(d.findings[0]!.name).toBe('ops.purge');
+    expect(d.undetermined.map((u) => `${u.file}:${u.line} ${u.why}`)).toEqual(['agent.ts:6 protect() names its action at run time, so whether the policy lists it is unknown']);
+  });
+});
+
 describe('ctrlrun scan: MCP tools behind the gateway', () => {
   it('a callTool whose client connects only to a gateway URL from ctrlrun.scan.yaml is covered; one to another server, or to a URL read at run time, is not', async () => {
     const cwd = copy('gateway');

@@ -54,9 +54,11 @@ export interface ProtectedAction {
   readonly unit: Unit;
   readonly line: number;
   readonly column: number;
-  /** The action name, or null when not a literal. */
+  /** The action name, or null when the text doesn't give it (not a literal, nor a const bound to one). */
   readonly name: string | null;
   readonly suppliesEffect: boolean;
+  /** The call as written (for the can't-tell list when the name is not known). */
+  readonly expression: string;
 }
 
 /** A file whose analysis stopped part-way (what was found before stays listed). */
@@ -187,11 +189,11 @@ export function analyze(ts: typeof TS, units: ReadonlyMap<string, Unit>, options
           if (opts !== undefined && ts.isObjectLiteralExpression(opts)) {
             for (const p of opts.properties) {
               const key = p.name && (ts.isIdentifier(p.name) || ts.isStringLiteral(p.name)) ? p.name.text : null;
-              if ((key === 'name' || key === 'action') && ts.isPropertyAssignment(p) && ts.isStringLiteralLike(p.initializer)) name = p.initializer.text;
+              if ((key === 'name' || key === 'action') && ts.isPropertyAssignment(p)) name = constantText(ts, resolver, p.initializer, unit);
               if (key === 'effect') suppliesEffect = true;
             }
           }
-          protectedActions.push({ unit, ...position(unit, call), name, suppliesEffect });
+          protectedActions.push({ unit, ...position(unit, call), name, suppliesEffect, expression: text(call, unit) });
         }
       } catch (e) {
         fail(unit, call, e);
@@ -471,6 +473,17 @@ function sqlVerdict(sql: string | null): Verdict {
   if (write) return { kind: 'yes', detail: write[1]!.toUpperCase() };
   if (SQL_READ.test(sql)) return { kind: 'no' };
   return { kind: 'cant_tell', why: 'the SQL does not start with a statement keyword this scan reads' };
+}
+
+/** A string literal's text, or that of a `const` bound to one (in this file or imported from the tree), else null. */
+function constantText(ts: typeof TS, resolver: Resolver, e: TS.Expression, unit: Unit): string | null {
+  if (ts.isStringLiteralLike(e)) return e.text;
+  if (!ts.isIdentifier(e)) return null;
+  const d = resolver.declarationOf(e, unit);
+  if (d === null || !ts.isVariableDeclaration(d.decl) || (d.decl.parent.flags & ts.NodeFlags.Const) === 0) return null;
+  let init = d.decl.initializer;
+  while (init !== undefined && (ts.isAsExpression(init) || ts.isSatisfiesExpression(init) || ts.isParenthesizedExpression(init))) init = init.expression;
+  return init !== undefined && ts.isStringLiteralLike(init) ? init.text : null;
 }
 
 /** A string literal's text, or a template's head (enough for the SQL verb), else null. */

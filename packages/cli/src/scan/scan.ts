@@ -182,7 +182,11 @@ export function scanTree(options: ScanOptions): ScanResult {
     const policyRel = relOf(policy.path).startsWith('..') ? policy.path : relOf(policy.path);
     const listed = new Set(policy.policy.actionNames);
     for (const p of analysis.protectedActions) {
-      if (p.name === null || listed.has(p.name)) continue;
+      if (p.name === null) {
+        analysis.undetermined.push({ unit: p.unit, line: p.line, column: p.column, expression: p.expression, why: 'protect() names its action at run time, so whether the policy lists it is unknown' });
+        continue;
+      }
+      if (listed.has(p.name)) continue;
       findings.push({ kind: 'protected_action_not_in_policy', file: p.unit.rel, line: p.line, column: p.column, rule: 'not-in-policy', target: p.name, name: p.name });
     }
     const supplied = new Set(analysis.protectedActions.filter((p) => p.suppliesEffect && p.name !== null).map((p) => p.name));
