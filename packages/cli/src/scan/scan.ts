@@ -238,22 +238,30 @@ function keyLine(text: string, name: string): number {
  * the texts already read, so each file is read once.
  */
 function programFor(ts: typeof TS, config: string, files: readonly string[], texts: ReadonlyMap<string, string>): { program: TS.Program; options: TS.CompilerOptions } | null {
-  const read = ts.readConfigFile(config, (p) => ts.sys.readFile(p));
+  // What the compiler reads beside the tree (configs it extends, declaration files) is bounded:
+  // a regular file of at most 32 MiB, so a tree cannot point it at a device or a huge file.
+  const guarded = (p: string): string | undefined => {
+    try {
+      const st = statSync(p);
+      return st.isFile() && st.size <= 32 * 1024 * 1024 ? readFileSync(p, 'utf8') : undefined;
+    } catch {
+      return undefined;
+    }
+  };
+  const read = ts.readConfigFile(config, guarded);
   if (read.error) return null;
   let parsed: TS.ParsedCommandLine;
   try {
-    parsed = ts.parseJsonConfigFileContent(read.config, ts.sys, dirname(config), undefined, config);
+    parsed = ts.parseJsonConfigFileContent(read.config, { ...ts.sys, readFile: guarded }, dirname(config), undefined, config);
   } catch {
     return null;
   }
   const options: TS.CompilerOptions = { ...parsed.options, allowJs: true, checkJs: false, noEmit: true, skipLibCheck: true, composite: false, incremental: false, declaration: false };
   const host = ts.createCompilerHost(options, true);
-  const readFile = host.readFile.bind(host);
-  host.readFile = (p) => texts.get(p) ?? readFile(p);
-  const getSourceFile = host.getSourceFile.bind(host);
-  host.getSourceFile = (p, lang, onError, create) => {
-    const t = texts.get(p);
-    return t !== undefined ? ts.createSourceFile(p, t, lang, true, scriptKind(ts, p)) : getSourceFile(p, lang, onError, create);
+  host.readFile = (p) => texts.get(p) ?? guarded(p);
+  host.getSourceFile = (p, lang) => {
+    const t = texts.get(p) ?? guarded(p);
+    return t === undefined ? undefined : ts.createSourceFile(p, t, lang, true, scriptKind(ts, p));
   };
   // Following every import depth-first recurses once per file in a chain: on a chain deeper than the
   // stack, keep the files of the tree only (no package types), and failing that read by syntax only.
