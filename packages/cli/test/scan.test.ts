@@ -385,6 +385,15 @@ describe('ctrlrun scan: coverage by name across files', () => {
   });
 });
 
+describe('ctrlrun scan: helpers only protected code calls', () => {
+  it('a function of the file, not exported, referred to only from inside protect is covered (and its own helpers); one also called outside, or exported, is not', async () => {
+    const cwd = tempDir('ctrlrun-scan-');
+    cpSync(join(FIXTURES, 'helpers.ts'), join(cwd, 'a.ts'));
+    const d = JSON.parse((await run(['scan', '--json'], { cwd })).stdout) as ScanDoc;
+    expect(where(d)).toEqual(['a.ts:15:10 catalogue:stripe.refund', 'a.ts:23:10 catalogue:stripe.refund']);
+  });
+});
+
 describe('ctrlrun scan: the action protect() names', () => {
   it("a const (here or imported) names it as a literal would; a name known only at run time is can't tell", async () => {
     const cwd = tempDir('ctrlrun-scan-');

@@ -204,6 +204,13 @@ export function analyze(ts: typeof TS, units: ReadonlyMap<string, Unit>, options
     for (let p: TS.Node | undefined = n; p !== undefined; p = p.parent) if (covered.has(p)) return true;
     return false;
   };
+  for (const [unit] of calls) {
+    try {
+      coverHelpers(ts, resolver, unit, covered, isCovered);
+    } catch (e) {
+      fail(unit, unit.sf, e);
+    }
+  }
 
   // Pass 2: the calls.
   const comments = new Map<Unit, Map<number, string[]>>();
@@ -312,6 +319,51 @@ function transportUrl(ts: typeof TS, resolver: Resolver, arg: TS.Expression | un
   let u = e.arguments?.[0];
   if (u !== undefined && ts.isNewExpression(u) && ts.isIdentifier(u.expression) && u.expression.text === 'URL') u = u.arguments?.[0];
   return u !== undefined && ts.isStringLiteralLike(u) ? u.text : null;
+}
+
+/**
+ * A function of this file that is not exported and is referred to only from covered code
+ * (`protect(async (a) => doRefund(a))` with `doRefund` declared beside it) is covered too: nothing
+ * else can call it. Repeated until nothing changes, so a helper of a helper counts.
+ */
+function coverHelpers(ts: typeof TS, resolver: Resolver, unit: Unit, covered: Set<TS.Node>, isCovered: (n: TS.Node) => boolean): void {
+  const exported = new Set<string>();
+  const helpers = new Map<TS.Node, { name: TS.Identifier; refs: TS.Node[] }>();
+  const hasExport = (n: TS.Node) => ts.canHaveModifiers(n) && (ts.getModifiers(n) ?? []).some((m) => m.kind === ts.SyntaxKind.ExportKeyword);
+  for (const st of unit.sf.statements) {
+    if (ts.isExportDeclaration(st) && st.moduleSpecifier === undefined && st.exportClause && ts.isNamedExports(st.exportClause)) {
+      for (const e of st.exportClause.elements) exported.add((e.propertyName ?? e.name).text);
+    } else if (ts.isExportAssignment(st) && ts.isIdentifier(st.expression)) exported.add(st.expression.text);
+  }
+  const stack: TS.Node[] = [unit.sf];
+  const ids: TS.Identifier[] = [];
+  while (stack.length > 0) {
+    const n = stack.pop()!;
+    if (ts.isIdentifier(n)) ids.push(n);
+    else if (ts.isFunctionDeclaration(n) && n.name && n.body && !hasExport(n)) helpers.set(n, { name: n.name, refs: [] });
+    else if (ts.isVariableDeclaration(n) && ts.isIdentifier(n.name) && n.initializer && (ts.isArrowFunction(n.initializer) || ts.isFunctionExpression(n.initializer)) && !hasExport(n.parent.parent)) {
+      helpers.set(n, { name: n.name, refs: [] });
+    }
+    ts.forEachChild(n, (c) => {
+      stack.push(c);
+    });
+  }
+  if (helpers.size === 0) return;
+  const names = new Set([...helpers.values()].map((h) => h.name.text));
+  for (const id of ids) {
+    if (!names.has(id.text)) continue;
+    const b = resolver.lookup(id.text, id, unit);
+    const h = b === null ? undefined : helpers.get(b.decl);
+    if (h !== undefined && h.name !== id) h.refs.push(id);
+  }
+  for (let changed = true; changed; ) {
+    changed = false;
+    for (const [decl, h] of helpers) {
+      if (covered.has(decl) || exported.has(h.name.text) || h.refs.length === 0 || !h.refs.every(isCovered)) continue;
+      covered.add(decl);
+      changed = true;
+    }
+  }
 }
 
 /** 1-based line and column of a node's start. */

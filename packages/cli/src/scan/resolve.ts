@@ -38,7 +38,7 @@ export type Origin =
   | { readonly kind: 'unknown'; readonly path: readonly string[] }
   | { readonly kind: 'dynamic'; readonly expression: string };
 
-interface Binding {
+export interface Binding {
   readonly scope: TS.Node;
   /** The declaring node: import clause/specifier, namespace import, variable declaration, parameter, function or class. */
   readonly decl: TS.Node;
