@@ -6,6 +6,7 @@
  */
 import { isAbsolute } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import type * as Sarif from 'sarif';
 import type { Finding, ScanResult } from './scan.js';
 
 /** The schema tag of `--json`. */
@@ -150,16 +151,16 @@ const RULE_TEXT: Record<Finding['kind'], string> = {
 };
 
 /** SARIF 2.1.0 for code scanning: one rule per finding rule, suppressed calls carry their in-source suppression. */
-export function renderSarif(r: ScanResult, meta: { version: string }): Record<string, unknown> {
-  const rules = new Map<string, Record<string, unknown>>();
+export function renderSarif(r: ScanResult, meta: { version: string }): Sarif.Log {
+  const rules = new Map<string, Sarif.ReportingDescriptor>();
   const ruleFor = (id: string, kind: Finding['kind'] | 'undetermined', description: string) => {
-    if (!rules.has(id)) rules.set(id, { id, name: kind, shortDescription: { text: kind === 'undetermined' ? "A call ctrlrun scan can't tell" : RULE_TEXT[kind] }, fullDescription: { text: description }, helpUri: 'https://github.com/ctrlrun/ctrlrun#ctrlrun-scan' });
+    if (!rules.has(id)) rules.set(id, { id, name: kind, shortDescription: { text: kind === 'undetermined' ? "A call ctrlrun scan can't tell" : RULE_TEXT[kind] }, fullDescription: { text: description }, help: { text: `${description}. Wrap the call with protect() and list its action in the policy, or suppress it with a trailing // ctrlrun: not-consequential — <reason>.` } });
     return [...rules.keys()].indexOf(id);
   };
   // A file outside the tree (the policy found beside the working directory) is an absolute file URI.
-  const artifact = (file: string) => (isAbsolute(file) ? { uri: pathToFileURL(file).href } : { uri: file.split('/').map(encodeURIComponent).join('/'), uriBaseId: '%SRCROOT%' });
-  const location = (file: string, line: number, column: number) => ({ physicalLocation: { artifactLocation: artifact(file), region: { startLine: line, startColumn: column } } });
-  const results: Record<string, unknown>[] = [];
+  const artifact = (file: string): Sarif.ArtifactLocation => (isAbsolute(file) ? { uri: pathToFileURL(file).href } : { uri: file.split('/').map(encodeURIComponent).join('/'), uriBaseId: '%SRCROOT%' });
+  const location = (file: string, line: number, column: number): Sarif.Location => ({ physicalLocation: { artifactLocation: artifact(file), region: { startLine: line, startColumn: column } } });
+  const results: Sarif.Result[] = [];
   for (const f of r.findings) {
     const w = why(f);
     const s = suggestionYaml(f);
@@ -198,7 +199,7 @@ export function renderSarif(r: ScanResult, meta: { version: string }): Record<st
     version: '2.1.0',
     runs: [
       {
-        tool: { driver: { name: 'ctrlrun scan', semanticVersion: meta.version, informationUri: 'https://github.com/ctrlrun/ctrlrun#ctrlrun-scan', rules: [...rules.values()] } },
+        tool: { driver: { name: 'ctrlrun scan', semanticVersion: meta.version, rules: [...rules.values()] } },
         originalUriBaseIds: { '%SRCROOT%': { uri: pathToFileURL(r.root.endsWith('/') ? r.root : `${r.root}/`).href } },
         invocations: [{ executionSuccessful: true, toolExecutionNotifications: [{ level: 'note', message: { text: statement } }] }],
         results,
