@@ -6,7 +6,8 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { writeScanTree } from '../../../scripts/bench/_scan-tree.js';
-import { vocabularyVerb, VOCABULARY } from '../src/scan/catalogue.js';
+import { callMatcher, moduleMatcher, vocabularyVerb, VOCABULARY } from '../src/scan/catalogue.js';
+import { globMatcher } from '../src/scan/scan.js';
 import { run, spawnCli, tempDir } from './support.js';
 
 const FIXTURES = fileURLToPath(new URL('./fixtures/scan/', import.meta.url));
@@ -435,6 +436,48 @@ describe('ctrlrun scan: MCP tools behind the gateway', () => {
     const r = await run(['scan'], { cwd });
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/gateways\[0\]: "file:\/\/\/etc\/passwd" is not an http\(s\) URL/);
+  });
+});
+
+describe('ctrlrun scan: the globs it parses (property)', () => {
+  const name = fc.stringMatching(/^[A-Za-z0-9_$-]{1,8}$/);
+  const path = fc.array(name, { minLength: 1, maxLength: 5 });
+
+  it('--exclude: a path excludes itself and what is under it, however it is written; * stays within a name', () => {
+    fc.assert(
+      fc.property(path, name, (segments, file) => {
+        const rel = segments.join('/');
+        for (const written of [rel, `./${rel}`, `${rel}/`]) {
+          expect(globMatcher(written)(rel)).toBe(true);
+          expect(globMatcher(written)(`${rel}/${file}.ts`)).toBe(true);
+        }
+        expect(globMatcher(`${rel}/**`)(`${rel}/${file}.ts`)).toBe(true);
+        expect(globMatcher(`${rel}x`)(rel)).toBe(false);
+        // A bare name matches at any depth; `*` never crosses a `/`.
+        expect(globMatcher(segments.at(-1)!)(`deep/${rel}`)).toBe(true);
+        if (segments.length > 1) expect(globMatcher(`${segments[0]}/*`)(`${segments[0]}/${segments.slice(1).join('/')}`)).toBe(true);
+        expect(globMatcher('*.ts')(`${rel}/${file}.ts`)).toBe(true);
+        expect(globMatcher(`${segments[0]}*.ts`)(`${rel}.js`)).toBe(false);
+      }),
+    );
+  });
+
+  it('catalogue calls: ** is any names before, * within one name, {a,b} either; other characters are literal', () => {
+    fc.assert(
+      fc.property(path, name, (segments, extra) => {
+        const last = segments.at(-1)!;
+        expect(callMatcher(`**.${last}`)(segments)).toBe(true);
+        expect(callMatcher(`**.${last}`)([...segments, extra])).toBe(extra === last);
+        expect(callMatcher(segments.join('.'))(segments)).toBe(true);
+        expect(callMatcher(`{${extra},${last}}`)([last])).toBe(true);
+        expect(callMatcher(`${last.slice(0, 1)}*`)([last])).toBe(true);
+        expect(callMatcher(`${last.slice(0, 1)}*`)([last, extra])).toBe(false);
+        // Regex metacharacters in a written name are literal.
+        expect(callMatcher('a.b')(['aXb'])).toBe(false);
+        expect(moduleMatcher('@aws-sdk/client-*')(`@aws-sdk/client-${last}`)).toBe(true);
+        expect(moduleMatcher('@aws-sdk/client-*')(`@aws-sdk/clientX${last}`)).toBe(false);
+      }),
+    );
   });
 });
 

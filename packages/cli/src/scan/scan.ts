@@ -61,7 +61,8 @@ export interface ScanResult {
 const KIND_ORDER = ['unprotected_call', 'protected_action_not_in_policy', 'action_without_effect', 'unparseable'];
 
 /** A glob over relative paths (`**` any directories, `*` within a name, `?` one character) as a test. */
-export function globMatcher(glob: string): (rel: string) => boolean {
+export function globMatcher(pattern: string): (rel: string) => boolean {
+  const glob = pattern.replace(/^(?:\.\/)+/, '').replace(/\/+$/, '');
   let re = '';
   for (let i = 0; i < glob.length; i++) {
     const c = glob[i]!;
@@ -73,7 +74,7 @@ export function globMatcher(glob: string): (rel: string) => boolean {
     else re += c.replace(/[.+^$(){}|[\]\\]/g, '\\$&');
   }
   // A pattern without a `/` matches a name at any depth; a directory pattern excludes what is under it.
-  const anchored = glob.includes('/') ? `^${re.replace(/^\.\//, '')}(?:/.*)?$` : `(?:^|/)${re}(?:/.*)?$`;
+  const anchored = glob.includes('/') ? `^${re}(?:/.*)?$` : `(?:^|/)${re}(?:/.*)?$`;
   const rx = new RegExp(anchored);
   return (rel) => rx.test(rel);
 }
