@@ -478,6 +478,14 @@ describe('ctrlrun scan: the globs it parses (property)', () => {
         expect(moduleMatcher('@aws-sdk/client-*')(`@aws-sdk/clientX${last}`)).toBe(false);
       }),
     );
+    // Whatever an operator writes in ctrlrun.scan.yaml compiles to a matcher; none throws.
+    fc.assert(
+      fc.property(fc.string({ maxLength: 30 }), path, (glob, segments) => {
+        expect(typeof callMatcher(glob)(segments)).toBe('boolean');
+        expect(typeof moduleMatcher(glob)(segments.join('/'))).toBe('boolean');
+        expect(typeof globMatcher(glob)(segments.join('/'))).toBe('boolean');
+      }),
+    );
   });
 });
 
