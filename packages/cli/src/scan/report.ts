@@ -14,7 +14,7 @@ export const SCAN_SCHEMA = 'ctrlrun.scan/v1';
 
 /** What the scan did not read, every run. */
 export const NOT_READ = [
-  'dependencies (node_modules and anything imported from a package is read only as the catalogue describes it)',
+  'dependencies (node_modules: a package is known only by the catalogue and, with a tsconfig.json, its type declarations)',
   'other services this code calls',
   'tool servers behind a gateway, and what an MCP tool does on its server',
   'code built or loaded at run time (eval, dynamic import, generated files)',
