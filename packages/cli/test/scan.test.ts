@@ -190,16 +190,16 @@ describe('ctrlrun scan over the basic fixture (syntax only)', () => {
 });
 
 describe('ctrlrun scan with a tsconfig.json (type information)', () => {
-  it("resolves a paths alias, tells a class's own push from an array's push, and knows a callback's pg client by its type; without the tsconfig none of them", async () => {
+  it("resolves a paths alias, tells a class's own push from an array's push, and knows a pg client by its inferred type; without the tsconfig none of them", async () => {
     const cwd = copy('typed');
     // The installed packages, so the checker finds pg's types (the scan itself never enters node_modules).
     symlinkSync(join(EXAMPLES, '..', 'node_modules'), join(cwd, 'node_modules'));
     const typed = JSON.parse((await spawnCli(['scan', '--json'], { cwd })).stdout) as ScanDoc;
-    // The callback's `client` and the class field `this.pool` are pg clients only by their inferred types.
+    // What connect() returns and the class field `this.pool` are pg clients only by their inferred types.
     expect(where(typed)).toEqual([
-      'src/db.ts:7:42 catalogue:pg.write',
-      'src/db.ts:14:12 catalogue:pg.write',
-      'src/db.ts:20:1 catalogue:child_process',
+      'src/db.ts:13:10 catalogue:pg.write',
+      'src/db.ts:20:12 catalogue:pg.write',
+      'src/db.ts:26:1 catalogue:child_process',
       'src/git.ts:16:3 vocabulary:push',
       'src/git.ts:19:3 catalogue:fs.delete',
     ]);
@@ -211,7 +211,7 @@ describe('ctrlrun scan with a tsconfig.json (type information)', () => {
     expect(syntaxOnly.totals['files_typed']).toBe(0);
     // No paths mapping: '@/lib/fs' is a package the catalogue does not know, `git.push` is taken for the
     // built-in, and `client`/`this.pool` have no known origin. `exec.call(…)` needs no types.
-    expect(where(syntaxOnly)).toEqual(['src/db.ts:20:1 catalogue:child_process']);
+    expect(where(syntaxOnly)).toEqual(['src/db.ts:26:1 catalogue:child_process']);
   });
 });
 
@@ -407,6 +407,16 @@ describe('ctrlrun scan: helpers only protected code calls', () => {
     cpSync(join(FIXTURES, 'helpers.ts'), join(cwd, 'a.ts'));
     const d = JSON.parse((await run(['scan', '--json'], { cwd })).stdout) as ScanDoc;
     expect(where(d)).toEqual(['a.ts:15:10 catalogue:stripe.refund', 'a.ts:23:10 catalogue:stripe.refund']);
+  });
+});
+
+describe('ctrlrun scan: callbacks', () => {
+  it("a callback's parameters given by a catalogued package (Drizzle and Prisma transactions, a pg client) are that package's; an Express res is not", async () => {
+    const cwd = tempDir('ctrlrun-scan-');
+    cpSync(join(FIXTURES, 'callbacks.ts'), join(cwd, 'a.ts'));
+    const d = JSON.parse((await run(['scan', '--json'], { cwd })).stdout) as ScanDoc;
+    expect(where(d)).toEqual(['a.ts:11:9 catalogue:drizzle.write', 'a.ts:15:3 catalogue:pg.write', 'a.ts:18:41 catalogue:prisma.write']);
+    expect(d.undetermined).toEqual([]);
   });
 });
 

@@ -123,7 +123,7 @@ export function analyze(ts: typeof TS, units: ReadonlyMap<string, Unit>, options
   const catalogue = options.catalogue.map((e) => ({ entry: e, module: moduleMatcher(normalizeModule(e.module)), call: callMatcher(e.call) }));
   const catalogued = (module: string) => catalogue.some((c) => c.module(module));
   const known = (module: string) => catalogued(module) || wrappers.some((w) => w.module(module));
-  const resolver = new Resolver(ts, units, known, isWrapper);
+  const resolver = new Resolver(ts, units, { known, catalogued }, isWrapper);
   const verbs = new Set(options.vocabulary);
   const gateways = new Set(options.gateways.map(gatewayKey).filter((k): k is string => k !== null));
 

@@ -64,10 +64,13 @@ export class Resolver {
   readonly #modules = new Map<string, Unit | null>();
   readonly #wrapper: (o: Origin) => boolean;
 
-  constructor(ts: typeof TS, units: ReadonlyMap<string, Unit>, known: (module: string) => boolean, isWrapper: (o: Origin) => boolean) {
+  readonly #catalogued: (module: string) => boolean;
+
+  constructor(ts: typeof TS, units: ReadonlyMap<string, Unit>, modules: { known: (module: string) => boolean; catalogued: (module: string) => boolean }, isWrapper: (o: Origin) => boolean) {
     this.#ts = ts;
     this.#units = units;
-    this.#known = known;
+    this.#known = modules.known;
+    this.#catalogued = modules.catalogued;
     this.#wrapper = isWrapper;
   }
 
@@ -202,14 +205,22 @@ export class Resolver {
     }
     if (ts.isVariableDeclaration(d)) {
       if (d.initializer === undefined || ts.isForOfStatement(d.parent.parent) || ts.isForInStatement(d.parent.parent)) return { kind: 'local', unit, decl: d, path: [] };
-      const init = this.originOf(d.initializer, unit);
-      return withPath(init.kind === 'unknown' && init.path.length === 0 && b.path?.length === 0 ? { kind: 'local', unit, decl: d, path: [] } : init);
+      // An initializer the text can't place leaves the variable unknown, so the checker is asked about it.
+      return withPath(this.originOf(d.initializer, unit));
     }
     if (ts.isParameter(d)) {
       const type = d.type;
       if (type !== undefined && b.path !== null) {
         if (ts.isTypeReferenceNode(type)) return withPath(this.originOf(type.typeName, unit));
         if (ts.isTypeQueryNode(type)) return withPath(this.originOf(type.exprName, unit));
+      }
+      // A callback handed to a package's function gets what that package gives it:
+      // `db.transaction(async (tx) => tx.delete(t))`, `pool.connect((err, client) => client.query(…))`.
+      const fn = d.parent;
+      if (type === undefined && b.path !== null && (ts.isArrowFunction(fn) || ts.isFunctionExpression(fn)) && ts.isCallExpression(fn.parent) && fn.parent.arguments.includes(fn)) {
+        const callee = this.originOf(fn.parent.expression, unit);
+        // Only for a package the catalogue knows: an Express handler's `res` stays unknown, so `res.send()` reads as the built-in it is.
+        if (callee.kind === 'module' && callee.module !== '<global>' && this.#catalogued(callee.module)) return withPath(callee);
       }
       return UNKNOWN;
     }
