@@ -618,6 +618,15 @@ describe("ctrlrun scan over this repository's examples/", () => {
     const r = await run(['scan'], { cwd: EXAMPLES });
     expect(r.code).toBe(1);
     expect(block!.split('\n')).toEqual(r.stdout.trimEnd().split('\n'));
+    // Its ctrlrun.scan.yaml example is a catalogue file the scan loads.
+    const yamlBlock = /```yaml\n(# ctrlrun\.scan\.yaml\n[\s\S]*?)\n```/.exec(readme.slice(start))?.[1];
+    expect(yamlBlock).toBeDefined();
+    const cwd = tempDir('ctrlrun-scan-');
+    writeFileSync(join(cwd, 'ctrlrun.scan.yaml'), yamlBlock!);
+    const list = await run(['scan', '--list'], { cwd });
+    expect(list.code).toBe(0);
+    expect(list.stdout).toContain('@acme/guard#guarded');
+    expect(list.stdout).toContain('gateways (1): http://127.0.0.1:8900/mcp');
   });
 });
 
