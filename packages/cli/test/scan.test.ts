@@ -6,7 +6,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { writeScanTree } from '../../../scripts/bench/_scan-tree.js';
-import { callMatcher, moduleMatcher, vocabularyVerb, VOCABULARY } from '../src/scan/catalogue.js';
+import { CATALOGUE, callMatcher, moduleMatcher, vocabularyVerb, VOCABULARY } from '../src/scan/catalogue.js';
 import { globMatcher } from '../src/scan/scan.js';
 import { run, spawnCli, tempDir } from './support.js';
 
@@ -407,6 +407,18 @@ describe('ctrlrun scan: helpers only protected code calls', () => {
     cpSync(join(FIXTURES, 'helpers.ts'), join(cwd, 'a.ts'));
     const d = JSON.parse((await run(['scan', '--json'], { cwd })).stdout) as ScanDoc;
     expect(where(d)).toEqual(['a.ts:15:10 catalogue:stripe.refund', 'a.ts:23:10 catalogue:stripe.refund']);
+  });
+});
+
+describe('ctrlrun scan: the built-in catalogue', () => {
+  it('every entry finds its call, each with its reason; the read beside it is not listed', async () => {
+    const cwd = tempDir('ctrlrun-scan-');
+    cpSync(join(FIXTURES, 'catalogue.ts'), join(cwd, 'a.ts'));
+    const d = JSON.parse((await run(['scan', '--json'], { cwd })).stdout) as ScanDoc;
+    expect(d.findings.map((f) => f.rule)).toEqual(CATALOGUE.map((e) => `catalogue:${e.id}`));
+    for (const f of d.findings) expect(f.why).toBe(CATALOGUE.find((e) => f.rule === `catalogue:${e.id}`)!.why);
+    expect(d.undetermined).toEqual([]);
+    expect(d.suppressed).toEqual([]);
   });
 });
 
