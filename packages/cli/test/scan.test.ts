@@ -567,12 +567,15 @@ describe('ctrlrun scan: untrusted trees', () => {
         'handlers[k]!();',
         'clients[k]!.deleteAccount();',
         'it[Symbol.iterator]();',
+        'handlers[k + 1]!(); // ctrlrun: not-consequential — the handlers are all read-only lookups',
         '',
       ].join('\n'),
     );
     const d = JSON.parse((await run(['scan', '--json'], { cwd })).stdout) as ScanDoc;
     expect(d.undetermined.map((u) => `${u.line} ${u.expression}`)).toEqual(['4 handlers[k]!()']);
     expect(where(d)).toEqual(['a.ts:5:1 vocabulary:delete']);
+    // Someone read it and said why: suppressed, still listed.
+    expect(d.suppressed.map((x) => `${x.line} ${x.reason}`)).toEqual(['7 the handlers are all read-only lookups']);
   });
 
   it('a file nested deeper than the stack is an unreadable finding, and the rest of the tree is still read', async () => {

@@ -213,10 +213,23 @@ export function analyze(ts: typeof TS, units: ReadonlyMap<string, Unit>, options
   }
 
   // Pass 2: the calls.
-  const comments = new Map<Unit, Map<number, string[]>>();
   const findings: CallFinding[] = [];
   const suppressed: Suppressed[] = [];
   const undetermined: Undetermined[] = [];
+  const comments = new Map<Unit, Map<number, string[]>>();
+  const commentOn = (unit: Unit, call: TS.Node) =>
+    suppression(unit, call, () => {
+      let c = comments.get(unit);
+      if (c === undefined) comments.set(unit, (c = commentsByLine(ts, unit.sf)));
+      return c;
+    });
+  /** A call that can't be told, unless a reasoned suppression says someone read it. */
+  const cantTell = (unit: Unit, call: TS.CallExpression, why: string) => {
+    const reason = commentOn(unit, call);
+    const at = position(unit, call);
+    if (reason !== null && reason !== '') suppressed.push({ unit, ...at, target: text(call.expression, unit), reason, rule: 'undetermined' });
+    else undetermined.push({ unit, ...at, expression: text(call, unit), why });
+  };
   for (const [unit, list] of calls) {
     for (const call of list) {
       try {
@@ -225,7 +238,7 @@ export function analyze(ts: typeof TS, units: ReadonlyMap<string, Unit>, options
         const target = text(call.expression, unit);
         let hit: { rule: string; name: string; why: string; action: string; effect: string } | null = null;
         if (origin.kind === 'dynamic') {
-          if (!isCovered(call)) undetermined.push({ unit, ...position(unit, call), expression: text(call, unit), why: `the called member is chosen at run time (${origin.expression})` });
+          if (!isCovered(call)) cantTell(unit, call, `the called member is chosen at run time (${origin.expression})`);
           continue;
         }
         // A catalogue entry whose module and member path match decides (its argument test included);
@@ -240,7 +253,7 @@ export function analyze(ts: typeof TS, units: ReadonlyMap<string, Unit>, options
             const v = condition(ts, resolver, c.entry, call, unit);
             if (v.kind === 'no') continue;
             if (v.kind === 'cant_tell') {
-              if (!isCovered(call)) undetermined.push({ unit, ...position(unit, call), expression: text(call, unit), why: `${c.entry.id}: ${v.why}` });
+              if (!isCovered(call)) cantTell(unit, call, `${c.entry.id}: ${v.why}`);
               hit = null;
               break;
             }
@@ -268,11 +281,7 @@ export function analyze(ts: typeof TS, units: ReadonlyMap<string, Unit>, options
         if (hit === null || isCovered(call)) continue;
         if (hit.rule === 'catalogue:mcp.callTool' && gateways.size > 0 && behindGateway(ts, resolver, call, unit, list, gateways)) continue;
         const pos = position(unit, call);
-        const comment = suppression(unit, call, () => {
-          let c = comments.get(unit);
-          if (c === undefined) comments.set(unit, (c = commentsByLine(ts, unit.sf)));
-          return c;
-        });
+        const comment = commentOn(unit, call);
         if (comment !== null && comment !== '') {
           suppressed.push({ unit, ...pos, target, reason: comment, rule: hit.rule });
           continue;
