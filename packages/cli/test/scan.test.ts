@@ -422,6 +422,21 @@ describe('ctrlrun scan: the built-in catalogue', () => {
   });
 });
 
+describe('ctrlrun scan: CommonJS', () => {
+  it('require() of a local module follows module.exports (an object, one value) and exports.x', async () => {
+    const cwd = copy('cjs');
+    const d = JSON.parse((await run(['scan', '--json'], { cwd })).stdout) as ScanDoc;
+    expect(d.findings.map((f) => `${f.file}:${f.line} ${f.rule} ${f.name}`)).toEqual([
+      'main.js:6 catalogue:child_process child_process#exec',
+      'main.js:7 catalogue:fs.delete fs#rmSync',
+      'main.js:8 catalogue:child_process child_process#execSync',
+      'main.js:9 catalogue:fs.delete fs#unlinkSync',
+      'main.js:10 catalogue:child_process child_process#spawn',
+      'main.js:11 catalogue:child_process child_process#execSync',
+    ]);
+  });
+});
+
 describe('ctrlrun scan: callbacks', () => {
   it("a callback's parameters given by a catalogued package (Drizzle and Prisma transactions, a pg client) are that package's; an Express res is not", async () => {
     const cwd = tempDir('ctrlrun-scan-');

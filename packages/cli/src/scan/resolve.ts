@@ -49,6 +49,8 @@ export interface Binding {
 type ExportRef = { readonly kind: 'node'; readonly node: TS.Node } | { readonly kind: 'from'; readonly spec: string; readonly name: string | null };
 
 const UNKNOWN: Origin = { kind: 'unknown', path: [] };
+/** The export key of a CommonJS `module.exports = x` (no ES export can be named so). */
+const CJS_EXPORT = '\0module.exports';
 const GLOBAL_ROOTS = new Set(['globalThis', 'window', 'self', 'global']);
 const SOURCE_EXTENSIONS = ['.ts', '.tsx', '.mts', '.cts', '.js', '.jsx', '.mjs', '.cjs'];
 
@@ -230,7 +232,11 @@ export class Resolver {
   /** An import of `spec` from `unit`: a local module's export, or a package member path. */
   #moduleOrigin(spec: string, unit: Unit, name: string | null): Origin {
     const local = this.#localModule(spec, unit);
-    if (local !== null) return name === null ? { kind: 'namespace', unit: local } : this.exportOrigin(local, name, new Set());
+    if (local !== null) {
+      // A CommonJS module that assigns one value to module.exports is that value, whole.
+      if (name === null && this.#exportsOf(local).named.has(CJS_EXPORT)) return this.exportOrigin(local, CJS_EXPORT, new Set());
+      return name === null ? { kind: 'namespace', unit: local } : this.exportOrigin(local, name, new Set());
+    }
     return { kind: 'module', module: normalizeModule(spec), path: name === null ? [] : [name] };
   }
 
@@ -240,7 +246,7 @@ export class Resolver {
     seen.add(unit);
     const ts = this.#ts;
     const ex = this.#exportsOf(unit);
-    const ref = ex.named.get(name);
+    const ref = ex.named.get(name) ?? (name === 'default' ? ex.named.get(CJS_EXPORT) : undefined);
     if (ref?.kind === 'node') {
       const n = ref.node;
       if (ts.isFunctionDeclaration(n) || ts.isClassDeclaration(n)) return { kind: 'local', unit, decl: n, path: [] };
@@ -319,6 +325,22 @@ export class Resolver {
     const exported = (n: TS.Node) => ts.canHaveModifiers(n) && (ts.getModifiers(n) ?? []).some((m) => m.kind === ts.SyntaxKind.ExportKeyword);
     const isDefault = (n: TS.Node) => ts.canHaveModifiers(n) && (ts.getModifiers(n) ?? []).some((m) => m.kind === ts.SyntaxKind.DefaultKeyword);
     for (const s of unit.sf.statements) {
+      // CommonJS: `module.exports = { a, b: c }`, `module.exports = x`, `exports.a = …`.
+      if (ts.isExpressionStatement(s) && ts.isBinaryExpression(s.expression) && s.expression.operatorToken.kind === ts.SyntaxKind.EqualsToken) {
+        const { left, right } = s.expression;
+        const target = ts.isPropertyAccessExpression(left) ? left.getText(unit.sf) : '';
+        if (target === 'module.exports') {
+          if (ts.isObjectLiteralExpression(right)) {
+            for (const p of right.properties) {
+              if (ts.isShorthandPropertyAssignment(p)) named.set(p.name.text, { kind: 'node', node: p.name });
+              else if (ts.isPropertyAssignment(p) && (ts.isIdentifier(p.name) || ts.isStringLiteral(p.name))) named.set(p.name.text, { kind: 'node', node: p.initializer });
+            }
+          } else named.set(CJS_EXPORT, { kind: 'node', node: right });
+        } else if (ts.isPropertyAccessExpression(left) && (target.startsWith('exports.') || target.startsWith('module.exports.')) && target.split('.').length === (target.startsWith('exports.') ? 2 : 3)) {
+          named.set(left.name.text, { kind: 'node', node: right });
+        }
+        continue;
+      }
       if ((ts.isFunctionDeclaration(s) || ts.isClassDeclaration(s)) && exported(s)) {
         if (isDefault(s)) named.set('default', { kind: 'node', node: s });
         if (s.name) named.set(s.name.text, { kind: 'node', node: s });
