@@ -352,6 +352,25 @@ describe('ctrlrun scan: the catalogue and the vocabulary are the operator\'s to 
     expect(list.stdout).toContain('@acme/guard#guarded');
   });
 
+  it("Node's own modules the catalogue doesn't list are the platform's: socket.destroy() and removeAllListeners() are not listed, your removeUser() is", async () => {
+    const cwd = tempDir('ctrlrun-scan-');
+    writeFileSync(
+      join(cwd, 'a.ts'),
+      [
+        "import { EventEmitter } from 'node:events';",
+        "import net from 'net';",
+        "import { removeUser } from './users.js';",
+        'new EventEmitter().removeAllListeners();',
+        'net.connect(80).destroy();',
+        'removeUser();',
+        '',
+      ].join('\n'),
+    );
+    writeFileSync(join(cwd, 'users.ts'), 'export function removeUser() {}\n');
+    const d = JSON.parse((await run(['scan', '--json'], { cwd })).stdout) as ScanDoc;
+    expect(where(d)).toEqual(['a.ts:6:1 vocabulary:remove']);
+  });
+
   it('the vocabulary rule of spec 04 §7: a segment matches a verb or its plural, a compound word only the singular', () => {
     const verbs = new Set(VOCABULARY);
     expect(vocabularyVerb(['create_refund'], verbs)).toBe('refund');

@@ -6,6 +6,7 @@
  *
  * @module
  */
+import { isBuiltin } from 'node:module';
 import type * as TS from 'typescript';
 import { callMatcher, gatewayKey, moduleMatcher, normalizeModule, vocabularyVerb, type CatalogueEntry, type Wrapper } from './catalogue.js';
 import { Resolver, text, type Origin, type Unit } from './resolve.js';
@@ -449,6 +450,8 @@ function calleeSegments(ts: typeof TS, e: TS.Expression): string[] {
 /** A call of the platform's own objects (an array's `push`, a map's `delete`), as far as can be told. */
 function builtin(ts: typeof TS, call: TS.CallExpression, unit: Unit, origin: Origin): boolean {
   if (origin.kind === 'module' && origin.module === '<global>' && PLATFORM_GLOBALS.has(origin.path[0] ?? '')) return true;
+  // Node's own modules the catalogue doesn't list (events, net, stream…): `socket.destroy()` is the platform's.
+  if (origin.kind === 'module' && origin.module !== '<global>' && isBuiltin(origin.module)) return true;
   const callee = call.expression;
   const nameNode = ts.isPropertyAccessExpression(callee) ? callee.name : ts.isIdentifier(callee) ? callee : null;
   if (unit.program !== null && nameNode !== null) {
