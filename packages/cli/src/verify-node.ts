@@ -74,9 +74,10 @@ export async function postgresScratch(url: string): Promise<{ factory: ScratchSt
 
 /**
  * Packages left out of a bundle and loaded from where they are installed: the native and WASM
- * drivers, which find their binaries relative to their own files.
+ * drivers, which find their binaries relative to their own files, and the TypeScript compiler
+ * (`scan`; it reads `__filename`, which an ES-module bundle lacks).
  */
-const INSTALLED = /^(better-sqlite3|pg|@electric-sql\/pglite|sql\.js)$/;
+const INSTALLED = /^(better-sqlite3|pg|@electric-sql\/pglite|sql\.js|typescript)$/;
 
 /**
  * Bundles a TypeScript entry of this source checkout (with the workspace's source condition) into

@@ -15,8 +15,9 @@ import { policy } from './policy.js';
 import { mcpOperator } from './mcp-operator.js';
 import { receipts } from './receipts.js';
 import { resolve } from './resolve.js';
+import { scan } from './scan.js';
 import { stats } from './stats.js';
 import { verify } from './verify.js';
 
 /** The commands this build has, sorted by name. */
-export const COMMANDS: readonly Command[] = [approve, delegate, demo, deny, effects, gateway, init, inspect, mcpOperator, policy, receipts, resolve, revoke, stats, verify];
+export const COMMANDS: readonly Command[] = [approve, delegate, demo, deny, effects, gateway, init, inspect, mcpOperator, policy, receipts, resolve, revoke, scan, stats, verify];
