@@ -67,6 +67,10 @@ export interface AppOptions {
    * nothing is written. `null`: no limit.
    */
   maxPendingApprovals?: number | null;
+  /** The YAML the policy was loaded from, served by `GET /v1/policy` (omit: `yaml` is null). */
+  policyText?: string | null;
+  /** Where the policy came from, as `GET /v1/policy` names it (default the policy's `source`). */
+  policySource?: string;
 }
 
 /** The default of {@link AppOptions.maxPendingApprovals}. */
@@ -219,6 +223,8 @@ function recorded(value: unknown): JsonValue {
  * - `GET /v1/effects/:key`, `POST /v1/effects/:key/resolve` (operator).
  * - `GET /v1/receipts?after=&limit=`, `GET /v1/receipts/verify`, `GET /v1/receipts/:id` (operator).
  * - `POST /v1/try-it/step` (demo mode; `approve` needs an operator).
+ * - `GET /v1/policy` (agent or operator): the policy served, its hash as receipts record it, and
+ *   which of its actions have an executor.
  * - `GET /healthz`.
  *
  * No credential is 401; the wrong role is 403; a body over the limit is 413; a body that is
@@ -284,6 +290,21 @@ export function createApp(options: AppOptions): App {
   const operator = (what: string) => as(['operator'], what);
 
   app.get('/healthz', (c) => c.json({ ok: true }));
+
+  const policyText = options.policyText ?? null;
+  const policySource = options.policySource ?? control.policy.source;
+  app.get('/v1/policy', as(['agent', 'operator'], 'read the policy'), () =>
+    jsonResponse(200, {
+      policyHash: control.policyHash,
+      source: policySource,
+      schema: control.policy.schema,
+      version: control.policy.version,
+      mode: control.policy.mode,
+      environment: control.environment,
+      actions: control.policy.actionNames.map((name) => ({ name, executor: executorFor(executors, name) !== undefined })),
+      yaml: policyText,
+    }),
+  );
 
   app.post('/v1/actions', agent, async (c) => {
     const request = parseActionRequest(await readJsonBody(c.req.raw, limit));

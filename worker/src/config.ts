@@ -1,6 +1,8 @@
 /**
- * Configuration from the environment (Node's `process.env`, Deno's `Deno.env`, workerd's
- * bindings), read only by the entry points. Every variable is optional:
+ * Token configuration from the environment (Node's `process.env`, Deno's `Deno.env`, workerd's
+ * bindings). The entry points read everything through `settings.ts` (`loadWorkerSettings`:
+ * the config document, the policy, executors, tokens, JWT); this is the environment-only subset,
+ * kept for embedders. Every variable is optional:
  *
  * | variable | meaning | default |
  * |---|---|---|

@@ -9,14 +9,18 @@
  */
 import type { StateStore } from '@ctrlrun/kernel';
 import { createSqlJsStore } from '@ctrlrun/store-sqljs';
-import { configFromEnv, startupBanner } from './config.js';
-import { createDemoApp } from './demo.js';
+import { createConfiguredApp } from './configured.js';
+import { createFakeRemote } from './demo.js';
+import { loadWorkerSettings, settingsBanner } from './settings.js';
 import { describeUrl, openServerStore } from './server-store.js';
 
 declare const Deno: {
   version: { deno: string };
   exit(code: number): never;
   env: { toObject(): Record<string, string> };
+  args: string[];
+  cwd(): string;
+  readTextFile(path: string): Promise<string>;
   serve(
     options: { port: number; hostname: string; onListen?: (addr: { hostname: string; port: number }) => void },
     handler: (request: Request) => Response | Promise<Response>,
@@ -36,10 +40,23 @@ async function openDatabase(url: string): Promise<StateStore> {
 }
 
 const env = Deno.env.toObject();
-const config = configFromEnv(env, { generate: true });
+const flag = Deno.args.indexOf('--config');
+const configPath = flag >= 0 ? (Deno.args[flag + 1] ?? null) : null;
+const config = await loadWorkerSettings(env, {
+  generate: true,
+  configPath,
+  runtime: {
+    readText: (path) => Deno.readTextFile(path),
+    importModule: async (path) => (await import(new URL(path, `file://${Deno.cwd()}/`).href)) as Record<string, unknown>,
+  },
+  demoExecutors: createFakeRemote().executors,
+}).catch((err: unknown) => {
+  console.error(`error: ${err instanceof Error ? err.message : String(err)}`);
+  return Deno.exit(1);
+});
 const store = config.databaseUrl ? await openDatabase(config.databaseUrl) : await createSqlJsStore();
 const tryItStore = config.demo ? await createSqlJsStore() : null;
-const { app } = createDemoApp({ store, tryItStore, auth: config.auth, cors: config.cors });
+const { app, control } = createConfiguredApp(config, { store, tryItStore });
 const hostname = env['HOST'] || '127.0.0.1';
 const port = Number(env['PORT'] ?? 8787);
 Deno.serve({
@@ -47,6 +64,6 @@ Deno.serve({
   hostname,
   onListen(addr) {
     const storeName = config.databaseUrl ? describeUrl(config.databaseUrl) : 'sql.js in memory (gone when the process exits)';
-    console.log(startupBanner(config, { url: `http://${addr.hostname}:${addr.port}`, store: storeName, runtime: `deno ${Deno.version.deno}` }));
+    console.log(settingsBanner(config, { url: `http://${addr.hostname}:${addr.port}`, store: storeName, runtime: `deno ${Deno.version.deno}`, policyHash: control.policyHash }));
   },
 }, (request) => app.fetch(request));

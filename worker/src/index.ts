@@ -12,3 +12,5 @@ export { checkExecutors, executorFor, httpForwarder, neverConnected, UpstreamErr
 export { DEFAULT_BODY_LIMIT, HttpError, jsonPathAt, readJsonBody, statusForCode, type WorkerErrorCode } from './http.js';
 export { configFromEnv, startupBanner, type WorkerConfig, type WorkerEnv } from './config.js';
 export { createDemoApp, createFakeRemote, type DemoAppOptions, type FakeRemote } from './demo.js';
+export { loadWorkerSettings, parseWorkerConfig, settingsBanner, type ExecutorDeclaration, type ExecutorSummary, type JwtDeclaration, type RuntimeAccess, type SecretRef, type WorkerFileConfig, type WorkerSettings } from './settings.js';
+export { createConfiguredApp } from './configured.js';
