@@ -39,6 +39,7 @@ import type { AgentIdentity, Authenticator, Identity, OperatorIdentity } from '.
 import { scopedCallerKey, templateCollision } from './caller-keys.js';
 import { checkExecutors, executorFor, type Executors } from './executors.js';
 import { DEFAULT_BODY_LIMIT, errorResponse, HttpError, jsonResponse, readJsonBody, responseForError } from './http.js';
+import { openApiDocument } from './openapi.js';
 import { decodeApprovalCursor, encodeApprovalCursor, receiptView } from './views.js';
 
 /** Cross-origin access; off unless given. */
@@ -225,6 +226,7 @@ function recorded(value: unknown): JsonValue {
  * - `POST /v1/try-it/step` (demo mode; `approve` needs an operator).
  * - `GET /v1/policy` (agent or operator): the policy served, its hash as receipts record it, and
  *   which of its actions have an executor.
+ * - `GET /v1/openapi.json`: the OpenAPI 3.1 document of all this (no credential needed).
  * - `GET /healthz`.
  *
  * No credential is 401; the wrong role is 403; a body over the limit is 413; a body that is
@@ -290,6 +292,7 @@ export function createApp(options: AppOptions): App {
   const operator = (what: string) => as(['operator'], what);
 
   app.get('/healthz', (c) => c.json({ ok: true }));
+  app.get('/v1/openapi.json', () => jsonResponse(200, openApiDocument()));
 
   const policyText = options.policyText ?? null;
   const policySource = options.policySource ?? control.policy.source;
