@@ -2,7 +2,7 @@
 // POST /refunds refunds once per Idempotency-Key; GET /count shows how many refunds ran.
 import { createServer } from 'node:http';
 
-export function startFakeUpstream(port = 8788, host = '127.0.0.1') {
+export function startFakeUpstream(port = 8788, host = '127.0.0.1', { delayMs = 0 } = {}) {
   const refunds = new Map();
   let calls = 0;
   const server = createServer((req, res) => {
@@ -17,13 +17,13 @@ export function startFakeUpstream(port = 8788, host = '127.0.0.1') {
       const key = req.headers['idempotency-key'] ?? `anon-${calls}`;
       const args = JSON.parse(body);
       refunds.set(key, { id: `re_${args.payment_id}`, amount: args.amount, authorization: req.headers.authorization ?? null });
-      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ id: `re_${args.payment_id}`, amount: args.amount, status: 'succeeded' }));
+      setTimeout(() => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ id: `re_${args.payment_id}`, amount: args.amount, status: 'succeeded' })), delayMs);
     });
   });
   return new Promise((resolve) =>
     server.listen(port, host, () => {
       const { port: bound } = server.address();
-      resolve({ url: `http://${host}:${bound}`, calls: () => calls, refunds, close: () => new Promise((r) => server.close(() => r())) });
+      resolve({ url: `http://${host}:${bound}`, calls: () => calls, refunds, close: () => new Promise((r) => { server.close(() => r()); server.closeAllConnections(); }) });
     }),
   );
 }
