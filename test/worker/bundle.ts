@@ -96,14 +96,14 @@ export async function bundleWorkerdModule(entry: string, name: string, alias: Re
   return { script: await readFile(scriptPath, 'utf8'), scriptPath, inputs: Object.keys(result.metafile!.inputs) };
 }
 
-export async function bundleDeno(name = 'deno'): Promise<string> {
+export async function bundleDeno(name = 'deno', entry = 'deno.ts'): Promise<string> {
   await mkdir(out, { recursive: true });
   await writeFile(join(out, 'package.json'), '{ "type": "module" }\n');
   const outfile = join(out, `${name}.mjs`);
   // store-node goes in (one kernel in the process); its database drivers resolve from node_modules.
   await build({
     ...shared,
-    entryPoints: [join(root, 'worker', 'src', 'deno.ts')],
+    entryPoints: [join(root, 'worker', 'src', entry)],
     outfile,
     platform: 'neutral',
     mainFields: ['module', 'main'],
