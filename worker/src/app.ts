@@ -39,6 +39,7 @@ import type { AgentIdentity, Authenticator, Identity, OperatorIdentity } from '.
 import { scopedCallerKey, templateCollision } from './caller-keys.js';
 import { checkExecutors, executorFor, type Executors } from './executors.js';
 import { DEFAULT_BODY_LIMIT, errorResponse, HttpError, jsonResponse, readJsonBody, responseForError } from './http.js';
+import { mountInbox } from './inbox.js';
 import { openApiDocument } from './openapi.js';
 import { decodeApprovalCursor, encodeApprovalCursor, receiptView } from './views.js';
 
@@ -72,6 +73,11 @@ export interface AppOptions {
   policyText?: string | null;
   /** Where the policy came from, as `GET /v1/policy` names it (default the policy's `source`). */
   policySource?: string;
+  /**
+   * The operator inbox at `/inbox` (default on). `sessionSecret` signs its session cookies: give
+   * every instance serving one inbox the same one (default: random per app).
+   */
+  inbox?: boolean | { sessionSecret?: string | null };
 }
 
 /** The default of {@link AppOptions.maxPendingApprovals}. */
@@ -504,17 +510,22 @@ export function createApp(options: AppOptions): App {
     return jsonResponse(200, { effect: effectJson(await control.resolveEffect(key, state, { by })) });
   });
 
-  app.get('/v1/receipts/verify', operator('verify receipts'), async () => {
-    verifying ??= (async () => {
+  const verifyShared = (): Promise<ChainReport> =>
+    (verifying ??= (async () => {
       try {
         const [rows, head] = await Promise.all([store.receipts(), store.chainHead()]);
         return verifyChain(rows, head);
       } finally {
         verifying = null;
       }
-    })();
-    return jsonResponse(200, (await verifying) as unknown as Record<string, unknown>);
-  });
+    })());
+
+  app.get('/v1/receipts/verify', operator('verify receipts'), async () => jsonResponse(200, (await verifyShared()) as unknown as Record<string, unknown>));
+
+  if (options.inbox !== false) {
+    const inboxOptions = typeof options.inbox === 'object' && options.inbox !== null ? options.inbox : {};
+    mountInbox(app, { control, auth, verify: verifyShared, ...(inboxOptions.sessionSecret ? { sessionSecret: inboxOptions.sessionSecret } : {}) });
+  }
 
   app.get('/v1/receipts', operator('read receipts'), async (c) => {
     const after = queryInteger(c, 'after', 0, 0, Number.MAX_SAFE_INTEGER);

@@ -22,6 +22,7 @@ export function createConfiguredApp(settings: WorkerSettings, options: { store: 
     tryIt,
     policyText: settings.policyText,
     policySource: settings.policySource,
+    inbox: { sessionSecret: settings.sessionSecret },
     ...(settings.cors ? { cors: settings.cors } : {}),
   });
   return { app, control };

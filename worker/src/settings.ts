@@ -315,6 +315,8 @@ export interface WorkerSettings {
   databaseUrl: string | null;
   /** The config document's source, or null. */
   configSource: string | null;
+  /** `CTRLRUN_SESSION_SECRET`: signs the inbox's session cookies (default random per instance). */
+  sessionSecret: string | null;
 }
 
 function envText(env: WorkerEnv, name: string): string | undefined {
@@ -477,6 +479,7 @@ export async function loadWorkerSettings(env: WorkerEnv, options: { generate: bo
     cors: origins.length > 0 ? { origins } : null,
     databaseUrl: envText(env, 'DATABASE_URL')?.trim() ?? null,
     configSource: file?.source ?? null,
+    sessionSecret: envText(env, 'CTRLRUN_SESSION_SECRET') ?? null,
   };
 }
 
