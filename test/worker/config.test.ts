@@ -97,6 +97,31 @@ describe('the config document', () => {
     await expect(loadWorkerSettings({ ...ENV, CTRLRUN_POLICY: 'schema: nope\n' }, { generate: false })).rejects.toThrow(/CTRLRUN_POLICY/);
   });
 
+  it('a header secret with a line break is refused at start, naming the variable and never its value', async () => {
+    const policy = 'schema: ctrlrun.policy/v2\nactions:\n  a.run:\n    decision: allow\n';
+    const config = 'executors:\n  a.run:\n    http: { url: "http://127.0.0.1:1/", headers: { authorization: { env: UP_KEY } } }\n';
+    const err = await loadWorkerSettings({ ...ENV, UP_KEY: 'abc\r\nX-Injected: 1', CTRLRUN_POLICY: policy, CTRLRUN_CONFIG: config }, { generate: false }).then(() => new Error('accepted'), (e: unknown) => e as Error);
+    expect(err).toBeInstanceOf(InvalidArgument);
+    expect(err.message).toMatch(/headers\.authorization: the variable UP_KEY holds a character a header cannot carry/);
+    expect(err.message).not.toContain('abc');
+    // An executor named __proto__ is a name like any other: the policy lists no such action.
+    await expect(loadWorkerSettings({ ...ENV, CTRLRUN_POLICY: policy, CTRLRUN_CONFIG: 'executors:\n  __proto__:\n    http: { url: "http://127.0.0.1:1/" }\n' }, { generate: false })).rejects.toThrow(/executors\.__proto__: the policy \(CTRLRUN_POLICY\) has no action "__proto__"/);
+  });
+
+  it('JWT settings from the config: agents present a signed token (its key from a variable); operators keep their static token', async () => {
+    const { SignJWT, exportSPKI, generateKeyPair } = await import('jose');
+    const keys = await generateKeyPair('ES256', { extractable: true });
+    const policy = 'schema: ctrlrun.policy/v2\nactions:\n  a.run:\n    decision: allow\n';
+    const config = 'jwt:\n  issuer: https://idp.example\n  audience: ctrlrun\n  algorithms: [ES256]\n  publicKey: { env: JWT_KEY }\n  claimNames: [team]\n';
+    const s = await loadWorkerSettings({ ...ENV, JWT_KEY: await exportSPKI(keys.publicKey), CTRLRUN_POLICY: policy, CTRLRUN_CONFIG: config }, { generate: false });
+    const token = await new SignJWT({ team: 'payments' }).setProtectedHeader({ alg: 'ES256', typ: 'JWT' }).setIssuer('https://idp.example').setAudience('ctrlrun').setSubject('jwt-agent').setExpirationTime('5m').sign(keys.privateKey);
+    const who = await s.auth(new Request('http://x.invalid/', { headers: { authorization: `Bearer ${token}` } }));
+    expect(who).toMatchObject({ role: 'agent', principal: { agent: 'jwt-agent', claims: { team: 'payments' }, issuer: 'https://idp.example' } });
+    expect(await s.auth(new Request('http://x.invalid/', { headers: { authorization: `Bearer ${OPERATOR}` } }))).toEqual({ role: 'operator', operator: 'human:operator' });
+    expect(s.agents).toContain('JWT from https://idp.example');
+    await expect(loadWorkerSettings({ ...ENV, CTRLRUN_POLICY: policy, CTRLRUN_CONFIG: config }, { generate: false })).rejects.toThrow(/jwt\.publicKey: the variable JWT_KEY is not set/);
+  });
+
   it('CTRLRUN_POLICY_FILE is read; actions that can run but have no executor are listed (never-run deny actions are not)', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'ctrlrun-policy-'));
     try {

@@ -44,10 +44,10 @@
 import { parseDocument } from 'yaml';
 import { InvalidArgument, loadPolicy, type Policy } from '@ctrlrun/kernel';
 import { TRY_IT_POLICY_YAML } from '@ctrlrun/kernel/try-it';
-import { anyOf, generateToken, identityProviderAuth, staticTokens, type Authenticator, type StaticToken } from './auth.js';
+import { anyOf, identityProviderAuth, staticTokens, type Authenticator, type StaticToken } from './auth.js';
 import type { CorsOptions } from './app.js';
 import { httpForwarder, type ActionExecutor, type HttpForwarderOptions } from './executors.js';
-import type { WorkerEnv } from './config.js';
+import { envCorsOrigins, envDemo, envText, envToken, envTokens, type WorkerEnv } from './config.js';
 
 /** A secret's value: the variable (or binding) that holds it. */
 export interface SecretRef {
@@ -319,13 +319,6 @@ export interface WorkerSettings {
   sessionSecret: string | null;
 }
 
-function envText(env: WorkerEnv, name: string): string | undefined {
-  const v = env[name];
-  if (v === undefined || v === null || v === '') return undefined;
-  if (typeof v !== 'string') throw new InvalidArgument(`${name} must be a string`);
-  return v;
-}
-
 function resolvePath(base: string | null, path: string): string {
   if (base === null || path.startsWith('/') || /^[A-Za-z]:[\\/]/.test(path)) return path;
   const cut = Math.max(base.lastIndexOf('/'), base.lastIndexOf('\\'));
@@ -396,7 +389,15 @@ export async function loadWorkerSettings(env: WorkerEnv, options: { generate: bo
     if (policy.action(name) === null) throw new InvalidArgument(`${at}: the policy (${policySource}) has no action ${JSON.stringify(name)}, so this executor could never run`);
     if (decl.kind === 'http') {
       const headers = Object.create(null) as Record<string, string>;
-      for (const [h, v] of Object.entries(decl.headers)) headers[h] = typeof v === 'string' ? v : secretValue(env, v, `${at}.http.headers.${h}`);
+      for (const [h, v] of Object.entries(decl.headers)) {
+        const value = typeof v === 'string' ? v : secretValue(env, v, `${at}.http.headers.${h}`);
+        // Checked now, not at the first call: a value no request can carry would fail every action.
+        // eslint-disable-next-line no-control-regex
+        if (/[\u0000-\u0008\u000a-\u001f\u007f]|[^\u0000-\u00ff]/.test(value)) {
+          throw new InvalidArgument(`${at}.http.headers.${h}: ${typeof v === 'string' ? 'the value' : `the variable ${v.env}`} holds a character a header cannot carry (a line break, a control character or one beyond Latin-1)`);
+        }
+        headers[h] = value;
+      }
       executors[name] = httpForwarder({ url: decl.url, method: decl.method, headers, timeoutMs: decl.timeoutMs, notExecutedStatuses: decl.notExecutedStatuses });
       described.set(name, `http ${decl.method} ${new URL(decl.url).origin}${new URL(decl.url).pathname}`);
     } else {
@@ -419,22 +420,13 @@ export async function loadWorkerSettings(env: WorkerEnv, options: { generate: bo
 
   // Who may call.
   const generated: WorkerSettings['generated'] = [];
-  const tokenFrom = (variable: string, role: 'agent' | 'operator', path: string): string => {
-    const given = envText(env, variable);
-    if (given !== undefined) return given.trim();
-    if (!options.generate) throw new InvalidArgument(`${path}${variable} is not set: bind it as a secret`);
-    const made = generateToken();
-    generated.push({ role, variable, token: made });
-    return made;
-  };
   const tokens: StaticToken[] = [];
   if (file?.tokens) {
-    file.tokens.agents.forEach((a, i) => tokens.push({ role: 'agent', token: tokenFrom(a.token.env, 'agent', `${file!.source}: tokens.agents[${i}].token: `), agent: a.agent, user: a.user }));
-    file.tokens.operators.forEach((o, i) => tokens.push({ role: 'operator', token: tokenFrom(o.token.env, 'operator', `${file!.source}: tokens.operators[${i}].token: `), operator: o.operator }));
+    const source = file.source;
+    file.tokens.agents.forEach((a, i) => tokens.push({ role: 'agent', token: envToken(env, a.token.env, 'agent', { generate: options.generate, generated, where: `${source}: tokens.agents[${i}].token: ` }), agent: a.agent, user: a.user }));
+    file.tokens.operators.forEach((o, i) => tokens.push({ role: 'operator', token: envToken(env, o.token.env, 'operator', { generate: options.generate, generated, where: `${source}: tokens.operators[${i}].token: ` }), operator: o.operator }));
   } else {
-    const agent = envText(env, 'CTRLRUN_AGENT')?.trim() ?? 'refund-agent';
-    const operator = envText(env, 'CTRLRUN_OPERATOR')?.trim() ?? 'human:operator';
-    tokens.push({ role: 'agent', token: tokenFrom('CTRLRUN_AGENT_TOKEN', 'agent', ''), agent }, { role: 'operator', token: tokenFrom('CTRLRUN_OPERATOR_TOKEN', 'operator', ''), operator });
+    tokens.push(...envTokens(env, { generate: options.generate, generated }).tokens);
   }
   let auth = staticTokens(tokens);
   const environment = file?.environment ?? null;
@@ -457,11 +449,8 @@ export async function loadWorkerSettings(env: WorkerEnv, options: { generate: bo
     auth = anyOf(auth, identityProviderAuth(provider, { environment: environment ?? policy.environment ?? 'production' }));
   }
 
-  const demoVar = envText(env, 'CTRLRUN_DEMO')?.trim().toLowerCase();
-  if (demoVar !== undefined && !['on', 'off', '1', '0', 'true', 'false'].includes(demoVar)) throw new InvalidArgument('CTRLRUN_DEMO must be on or off');
-  const demo = demoVar !== undefined ? ['on', '1', 'true'].includes(demoVar) : (file?.demo ?? builtIn);
-  const originsVar = envText(env, 'CTRLRUN_CORS_ORIGINS');
-  const origins = originsVar !== undefined ? originsVar.split(',').map((o) => o.trim()).filter((o) => o !== '') : (file?.cors ?? []);
+  const demo = envDemo(env) ?? file?.demo ?? builtIn;
+  const origins = envCorsOrigins(env) ?? file?.cors ?? [];
   return {
     policy,
     policyText,
