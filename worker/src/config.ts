@@ -100,16 +100,3 @@ export function configFromEnv(env: WorkerEnv, options: { generate: boolean }): W
     databaseUrl: text(env, 'DATABASE_URL') ?? null,
   };
 }
-
-/** The lines an entry point prints before it listens. */
-export function startupBanner(config: WorkerConfig, where: { url: string; store: string; runtime: string }): string {
-  const lines = [
-    `ctrlrun worker (${where.runtime}) on ${where.url}`,
-    `  store:    ${where.store}`,
-    `  policy:   try-it (stripe.refund: allow ≤ 100000, approve ≤ 1000000, else deny)`,
-    `  agent:    ${config.agent}    operator: ${config.operator}`,
-    `  try-it:   ${config.demo ? 'POST /v1/try-it/step' : 'off'}    CORS: ${config.cors ? config.cors.origins.join(', ') : 'off'}`,
-  ];
-  for (const g of config.generated) lines.push(`  ${g.variable}=${g.token}   (generated; set it to keep it)`);
-  return lines.join('\n');
-}
