@@ -105,6 +105,25 @@ describe('the operator inbox', () => {
     expect(await (await h.app.request('http://inbox.test/inbox/live', { headers: { cookie } })).text()).not.toContain('charge:amb_1');
   });
 
+  it('reads forms up to 16 KiB and only URL-encoded: a larger login or post is 413, another type 415, nothing changes', async () => {
+    const h = await harness();
+    const asked = await h.call('POST', '/v1/actions', AGENT, { name: 'stripe.refund', arguments: { payment_id: 'in_3', amount: 200000 } });
+    const id = String(asked.json['requestId']);
+    expect((await h.app.request('http://inbox.test/inbox/login', { method: 'POST', body: new URLSearchParams({ token: OPERATOR, pad: 'x'.repeat(20_000) }) })).status).toBe(413);
+    expect((await h.app.request('http://inbox.test/inbox/login', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ token: OPERATOR }) })).status).toBe(415);
+    const { cookie, csrf } = await signedIn(h);
+    const chunked = new ReadableStream<Uint8Array>({
+      start(controller) {
+        controller.enqueue(new TextEncoder().encode(`csrf=${csrf}&pad=`));
+        for (let i = 0; i < 40; i++) controller.enqueue(new TextEncoder().encode('y'.repeat(1024)));
+        controller.close();
+      },
+    });
+    const big = await h.app.request(`http://inbox.test/inbox/approvals/${id}/grant`, { method: 'POST', headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' }, body: chunked, duplex: 'half' } as RequestInit);
+    expect(big.status).toBe(413);
+    expect((await h.store.getApproval(id))!.status).toBe('pending');
+  });
+
   it('escapes what an agent wrote: markup in an argument is shown as text', async () => {
     const h = await harness();
     await h.call('POST', '/v1/actions', AGENT, { name: 'stripe.refund', arguments: { payment_id: '<script>alert(1)</script>', amount: 200000 } });

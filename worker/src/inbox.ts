@@ -77,6 +77,52 @@ function fromB64url(text: string): string | null {
   }
 }
 
+/** The largest form the inbox reads (its forms carry a token or two). */
+const FORM_LIMIT = 16 * 1024;
+
+/**
+ * A URL-encoded form, read up to {@link FORM_LIMIT} bytes (past it, `'too_large'`), as a
+ * prototype-free record; any other body type is `'unsupported'`.
+ */
+async function readForm(request: Request): Promise<Record<string, string> | 'too_large' | 'unsupported'> {
+  const type = (request.headers.get('content-type') ?? '').split(';')[0]!.trim().toLowerCase();
+  if (type !== 'application/x-www-form-urlencoded') return 'unsupported';
+  const length = Number(request.headers.get('content-length') ?? '0');
+  if (Number.isFinite(length) && length > FORM_LIMIT) return 'too_large';
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  if (request.body) {
+    const reader = request.body.getReader();
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      size += value.byteLength;
+      if (size > FORM_LIMIT) {
+        await reader.cancel().catch(() => undefined);
+        return 'too_large';
+      }
+      chunks.push(value);
+    }
+  }
+  const bytes = new Uint8Array(size);
+  let at = 0;
+  for (const c of chunks) {
+    bytes.set(c, at);
+    at += c.byteLength;
+  }
+  const form = Object.create(null) as Record<string, string>;
+  new URLSearchParams(new TextDecoder().decode(bytes)).forEach((v, k) => {
+    form[k] = v;
+  });
+  return form;
+}
+
+function formRefusal(reason: 'too_large' | 'unsupported'): Response {
+  return reason === 'too_large'
+    ? page('Refused', '<main><p class="flash error" role="alert">Refused: the form is too large.</p></main>', 413)
+    : page('Refused', '<main><p class="flash error" role="alert">Refused: send the form as application/x-www-form-urlencoded.</p></main>', 415);
+}
+
 function randomToken(): string {
   return b64url(crypto.getRandomValues(new Uint8Array(24)));
 }
@@ -221,9 +267,8 @@ export function mountInbox(app: Hono<any>, options: InboxOptions): void {
     if (origin !== undefined && origin !== 'null' && origin !== new URL(c.req.url).origin && !(isHttps(c) && origin === new URL(c.req.url).origin.replace(/^http:/, 'https:'))) {
       return page('Refused', `<main><p class="flash error" role="alert">Refused: the form was not sent from this inbox.</p></main>`, 403);
     }
-    const form = Object.create(null) as Record<string, string>;
-    const body = await c.req.parseBody().catch(() => ({}) as Record<string, unknown>);
-    for (const [k, v] of Object.entries(body)) if (typeof v === 'string') form[k] = v;
+    const form = await readForm(c.req.raw);
+    if (typeof form === 'string') return formRefusal(form);
     if (typeof form['csrf'] !== 'string' || !constantTimeEqual(form['csrf'], s.csrf)) {
       return page('Refused', `<main><p class="flash error" role="alert">Refused: the form's CSRF token does not match this session. Reload the inbox and try again.</p><p><a href="/inbox">Back to the inbox</a></p></main>`, 403);
     }
@@ -336,8 +381,9 @@ ${flash ? `<p class="flash" role="status">${esc(flash)}</p>` : ''}
   });
 
   app.post('/inbox/login', async (c) => {
-    const body = await c.req.parseBody().catch(() => ({}) as Record<string, unknown>);
-    const token = typeof body['token'] === 'string' ? body['token'].trim() : '';
+    const body = await readForm(c.req.raw);
+    if (typeof body === 'string') return formRefusal(body);
+    const token = (body['token'] ?? '').trim();
     if (token === '' || !/^[A-Za-z0-9\-._~+/]+=*$/.test(token)) return loginPage('Enter the operator credential.', 401);
     let identity;
     try {
