@@ -277,7 +277,7 @@ export function mountInbox(app: Hono<any>, options: InboxOptions): void {
 
   let chain: { at: number; report: Promise<ChainReport> } | null = null;
   const chainState = (): Promise<ChainReport> => {
-    if (chain === null || Date.now() - chain.at > 10_000) chain = { at: Date.now(), report: options.verify() };
+    if (chain === null || Date.now() - chain.at > 30_000) chain = { at: Date.now(), report: options.verify() };
     return chain.report;
   };
 
