@@ -277,7 +277,14 @@ export function mountInbox(app: Hono<any>, options: InboxOptions): void {
 
   let chain: { at: number; report: Promise<ChainReport> } | null = null;
   const chainState = (): Promise<ChainReport> => {
-    if (chain === null || Date.now() - chain.at > 30_000) chain = { at: Date.now(), report: options.verify() };
+    if (chain === null || Date.now() - chain.at > 30_000) {
+      // A failed walk is not kept: the next refresh tries again.
+      const report = options.verify().catch((err: unknown) => {
+        chain = null;
+        throw err;
+      });
+      chain = { at: Date.now(), report };
+    }
     return chain.report;
   };
 
