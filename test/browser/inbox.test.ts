@@ -5,7 +5,7 @@
  * request appears without a reload (live refresh). On a phone-sized viewport the page needs no
  * sideways scrolling. axe-core finds no serious or critical issue on the login page or the inbox.
  */
-import { copyFile, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { copyFile, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -20,6 +20,7 @@ interface Upstream { url: string; calls(): number; close(): Promise<void> }
 interface AxeViolation { id: string; impact: string | null; help: string; nodes: { target: string[] }[] }
 
 const require = createRequire(import.meta.url);
+const ROOT_EXAMPLES = join(ROOT, 'examples');
 const AGENT = 'agent-token-for-inbox-chromium';
 const OPERATOR = 'operator-token-for-inbox-chrom';
 
@@ -46,8 +47,9 @@ describeInChromium('operator inbox in Chromium', () => {
     upstream = (await startFakeUpstream(0)) as Upstream;
     dir = await mkdtemp(join(tmpdir(), 'ctrlrun-inbox-'));
     const example = join(ROOT, 'examples', 'worker');
-    for (const f of ['policy.yaml', 'tools.mjs']) await copyFile(join(example, f), join(dir, f));
-    await writeFile(join(dir, 'worker.yaml'), (await readFile(join(example, 'worker.yaml'), 'utf8')).replace('http://127.0.0.1:8788', upstream.url));
+    await mkdir(join(dir, 'worker'));
+  for (const f of ['policy.yaml', 'tools.mjs']) await copyFile(join(example, f), join(dir, 'worker', f));
+    await writeFile(join(dir, 'worker.yaml'), (await readFile(join(ROOT_EXAMPLES, 'worker.yaml'), 'utf8')).replace('http://127.0.0.1:8788', upstream.url));
     worker = await startNodeWorker({ env: { CTRLRUN_AGENT_TOKEN: AGENT, CTRLRUN_OPERATOR_TOKEN: OPERATOR, UPSTREAM_TOKEN: 'u' }, configPath: join(dir, 'worker.yaml'), port: 0, print: () => undefined });
     browser = await launchChromium();
   }, BROWSER_TEST_TIMEOUT);

@@ -5,7 +5,7 @@
  * banner that names every action without an executor.
  */
 import { spawn } from 'node:child_process';
-import { copyFile, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { copyFile, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
@@ -19,6 +19,7 @@ import { root } from './bundle.js';
 
 interface Upstream { url: string; calls(): number; refunds: Map<string, { authorization: string | null }>; close(): Promise<void> }
 
+const ROOT_EXAMPLES = join(root, 'examples');
 const AGENT = 'agent-token-for-config-tests';
 const OPERATOR = 'operator-token-for-config-test';
 const ENV = { CTRLRUN_AGENT_TOKEN: AGENT, CTRLRUN_OPERATOR_TOKEN: OPERATOR, UPSTREAM_TOKEN: 'upstream-secret' };
@@ -27,8 +28,9 @@ const example = join(root, 'examples', 'worker');
 /** The example, copied with its upstream URL pointed at `upstreamUrl`. */
 async function exampleCopy(upstreamUrl: string, edit: (text: string) => string = (t) => t): Promise<{ dir: string; config: string }> {
   const dir = await mkdtemp(join(tmpdir(), 'ctrlrun-config-'));
-  for (const f of ['policy.yaml', 'tools.mjs']) await copyFile(join(example, f), join(dir, f));
-  const text = (await readFile(join(example, 'worker.yaml'), 'utf8')).replace('http://127.0.0.1:8788', upstreamUrl);
+  await mkdir(join(dir, 'worker'));
+  for (const f of ['policy.yaml', 'tools.mjs']) await copyFile(join(example, f), join(dir, 'worker', f));
+  const text = (await readFile(join(ROOT_EXAMPLES, 'worker.yaml'), 'utf8')).replace('http://127.0.0.1:8788', upstreamUrl);
   await writeFile(join(dir, 'worker.yaml'), edit(text));
   return { dir, config: join(dir, 'worker.yaml') };
 }
@@ -136,7 +138,7 @@ describe('the config document', () => {
   });
 });
 
-describe('npm run worker -- --config examples/worker/worker.yaml, against a real upstream', () => {
+describe('npm run worker -- --config examples/worker.yaml, against a real upstream', () => {
   let upstream: Upstream;
   let copy: { dir: string; config: string };
   let worker: NodeWorker;
@@ -160,7 +162,7 @@ describe('npm run worker -- --config examples/worker/worker.yaml, against a real
     expect(r.json['policyHash']).toMatch(/^sha256:[0-9a-f]{64}$/);
     expect(banner).toContain(`hash:     ${String(r.json['policyHash'])}`);
     expect(banner).toContain(`billing.refund → http POST ${upstream.url}/refunds`);
-    expect(banner).toContain('billing.lookup → module ./tools.mjs#lookup');
+    expect(banner).toContain('billing.lookup → module ./worker/tools.mjs#lookup');
     expect(banner).not.toContain('WARNING');
     expect(r.json['yaml']).toBe(await readFile(join(example, 'policy.yaml'), 'utf8'));
     expect(r.json['actions']).toEqual([
@@ -203,7 +205,7 @@ describe('npm run worker -- --config examples/worker/worker.yaml, against a real
 
 it('the npm script itself: `npm run worker -- --config …` serves the config; an action without an executor is named at start', async () => {
   const upstream = (await startFakeUpstream(0)) as Upstream;
-  const copy = await exampleCopy(upstream.url, (t) => t.replace(/  billing\.lookup:\n    module: \.\/tools\.mjs\n    export: lookup\n/, ''));
+  const copy = await exampleCopy(upstream.url, (t) => t.replace(/  billing\.lookup:\n    module: \.\/worker\/tools\.mjs\n    export: lookup\n/, ''));
   const child = spawn('npm', ['run', '--silent', 'worker', '--', '--config', copy.config], { cwd: root, env: { ...process.env, ...ENV, PORT: '0' }, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   try {

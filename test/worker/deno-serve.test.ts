@@ -6,7 +6,7 @@
  * the same database the retry is refused.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { copyFile, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { copyFile, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -17,6 +17,7 @@ import { bundleDeno, denoCommand, root } from './bundle.js';
 
 interface Upstream { url: string; calls(): number; close(): Promise<void> }
 
+const ROOT_EXAMPLES = join(root, 'examples');
 const AGENT = 'agent-token-for-deno-serve-t';
 const OPERATOR = 'operator-token-for-deno-serve';
 const DENO_ENV = { DENO_NO_UPDATE_CHECK: '1', DENO_NO_PROMPT: '1', NO_COLOR: '1' };
@@ -26,8 +27,9 @@ const entry = bundleDeno('deno-serve-test', 'deno-serve.ts');
 async function exampleConfig(upstreamUrl: string): Promise<{ dir: string; config: string }> {
   const dir = await mkdtemp(join(tmpdir(), 'ctrlrun-deno-serve-'));
   const example = join(root, 'examples', 'worker');
-  for (const f of ['policy.yaml', 'tools.mjs']) await copyFile(join(example, f), join(dir, f));
-  await writeFile(join(dir, 'worker.yaml'), (await readFile(join(example, 'worker.yaml'), 'utf8')).replace('http://127.0.0.1:8788', upstreamUrl));
+  await mkdir(join(dir, 'worker'));
+  for (const f of ['policy.yaml', 'tools.mjs']) await copyFile(join(example, f), join(dir, 'worker', f));
+  await writeFile(join(dir, 'worker.yaml'), (await readFile(join(ROOT_EXAMPLES, 'worker.yaml'), 'utf8')).replace('http://127.0.0.1:8788', upstreamUrl));
   return { dir, config: join(dir, 'worker.yaml') };
 }
 
@@ -87,7 +89,7 @@ async function onceAcrossRestart(databaseUrl: string, storeLine: string): Promis
     try {
       expect(first.output()).toContain(`store:    ${storeLine}`);
       expect(first.output()).toMatch(/hash: {5}sha256:[0-9a-f]{64}/);
-      expect(first.output()).toContain('billing.lookup → module ./tools.mjs#lookup');
+      expect(first.output()).toContain('billing.lookup → module ./worker/tools.mjs#lookup');
       expect((await refund(first.url, 'deno_1')).status).toBe(200);
       expect(upstream.calls()).toBe(1);
     } finally {
