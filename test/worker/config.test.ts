@@ -206,7 +206,9 @@ describe('npm run worker -- --config examples/worker.yaml, against a real upstre
 it('the npm script itself: `npm run worker -- --config …` serves the config; an action without an executor is named at start', async () => {
   const upstream = (await startFakeUpstream(0)) as Upstream;
   const copy = await exampleCopy(upstream.url, (t) => t.replace(/  billing\.lookup:\n    module: \.\/worker\/tools\.mjs\n    export: lookup\n/, ''));
-  const child = spawn('npm', ['run', '--silent', 'worker', '--', '--config', copy.config], { cwd: root, env: { ...process.env, ...ENV, PORT: '0' }, stdio: ['ignore', 'pipe', 'pipe'] });
+  // Its own process group: npm starts tsx, which starts node; stopping npm alone would leave them running.
+  const child = spawn('npm', ['run', '--silent', 'worker', '--', '--config', copy.config], { cwd: root, env: { ...process.env, ...ENV, PORT: '0' }, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   let output = '';
   try {
     const url = await new Promise<string>((resolve, reject) => {
@@ -224,7 +226,8 @@ it('the npm script itself: `npm run worker -- --config …` serves the config; a
     expect(upstream.calls()).toBe(1);
     expect((await call(url, AGENT, 'POST', '/v1/actions', { name: 'billing.lookup', arguments: {} })).status).toBe(422);
   } finally {
-    child.kill('SIGTERM');
+    process.kill(-child.pid!, 'SIGTERM');
+    await exited;
     await upstream.close();
     await rm(copy.dir, { recursive: true, force: true });
   }
