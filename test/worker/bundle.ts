@@ -78,14 +78,33 @@ export async function bundleWorkerd(name = 'workerd', entry = join(root, 'worker
   return { script: await readFile(scriptPath, 'utf8'), scriptPath, wasmName: basename(wasmPaths[0]!), wasm: await readFile(wasmPaths[0]!), inputs: Object.keys(result.metafile!.inputs) };
 }
 
-export async function bundleDeno(name = 'deno'): Promise<string> {
+/**
+ * Any module for workerd, as {@link bundleWorkerd} builds the worker (no `.wasm` allowed):
+ * `alias` replaces imports (the conformance run swaps `vitest` for the harness's stand-in).
+ */
+export async function bundleWorkerdModule(entry: string, name: string, alias: Record<string, string> = {}): Promise<{ script: string; scriptPath: string; inputs: string[] }> {
+  await mkdir(out, { recursive: true });
+  const scriptPath = join(out, `${name}.mjs`);
+  const result = await build({
+    ...shared,
+    entryPoints: [join(root, entry)],
+    outfile: scriptPath,
+    platform: 'neutral',
+    mainFields: ['browser', 'module', 'main'],
+    conditions: ['@ctrlrun/source', 'browser', 'workerd', 'worker'],
+    alias,
+  });
+  return { script: await readFile(scriptPath, 'utf8'), scriptPath, inputs: Object.keys(result.metafile!.inputs) };
+}
+
+export async function bundleDeno(name = 'deno', entry = 'deno.ts'): Promise<string> {
   await mkdir(out, { recursive: true });
   await writeFile(join(out, 'package.json'), '{ "type": "module" }\n');
   const outfile = join(out, `${name}.mjs`);
   // store-node goes in (one kernel in the process); its database drivers resolve from node_modules.
   await build({
     ...shared,
-    entryPoints: [join(root, 'worker', 'src', 'deno.ts')],
+    entryPoints: [join(root, 'worker', 'src', entry)],
     outfile,
     platform: 'neutral',
     mainFields: ['module', 'main'],

@@ -39,6 +39,8 @@ import type { AgentIdentity, Authenticator, Identity, OperatorIdentity } from '.
 import { scopedCallerKey, templateCollision } from './caller-keys.js';
 import { checkExecutors, executorFor, type Executors } from './executors.js';
 import { DEFAULT_BODY_LIMIT, errorResponse, HttpError, jsonResponse, readJsonBody, responseForError } from './http.js';
+import { mountInbox } from './inbox.js';
+import { openApiDocument } from './openapi.js';
 import { decodeApprovalCursor, encodeApprovalCursor, receiptView } from './views.js';
 
 /** Cross-origin access; off unless given. */
@@ -67,6 +69,15 @@ export interface AppOptions {
    * nothing is written. `null`: no limit.
    */
   maxPendingApprovals?: number | null;
+  /** The YAML the policy was loaded from, served by `GET /v1/policy` (omit: `yaml` is null). */
+  policyText?: string | null;
+  /** Where the policy came from, as `GET /v1/policy` names it (default the policy's `source`). */
+  policySource?: string;
+  /**
+   * The operator inbox at `/inbox` (default on). `sessionSecret` signs its session cookies: give
+   * every instance serving one inbox the same one (default: random per app).
+   */
+  inbox?: boolean | { sessionSecret?: string | null };
 }
 
 /** The default of {@link AppOptions.maxPendingApprovals}. */
@@ -219,6 +230,9 @@ function recorded(value: unknown): JsonValue {
  * - `GET /v1/effects/:key`, `POST /v1/effects/:key/resolve` (operator).
  * - `GET /v1/receipts?after=&limit=`, `GET /v1/receipts/verify`, `GET /v1/receipts/:id` (operator).
  * - `POST /v1/try-it/step` (demo mode; `approve` and `resolve` need an operator).
+ * - `GET /v1/policy` (agent or operator): the policy served, its hash as receipts record it, and
+ *   which of its actions have an executor.
+ * - `GET /v1/openapi.json`: the OpenAPI 3.1 document of all this (no credential needed).
  * - `GET /healthz`.
  *
  * No credential is 401; the wrong role is 403; a body over the limit is 413; a body that is
@@ -284,6 +298,22 @@ export function createApp(options: AppOptions): App {
   const operator = (what: string) => as(['operator'], what);
 
   app.get('/healthz', (c) => c.json({ ok: true }));
+  app.get('/v1/openapi.json', () => jsonResponse(200, openApiDocument()));
+
+  const policyText = options.policyText ?? null;
+  const policySource = options.policySource ?? control.policy.source;
+  app.get('/v1/policy', as(['agent', 'operator'], 'read the policy'), () =>
+    jsonResponse(200, {
+      policyHash: control.policyHash,
+      source: policySource,
+      schema: control.policy.schema,
+      version: control.policy.version,
+      mode: control.policy.mode,
+      environment: control.environment,
+      actions: control.policy.actionNames.map((name) => ({ name, executor: executorFor(executors, name) !== undefined })),
+      yaml: policyText,
+    }),
+  );
 
   app.post('/v1/actions', agent, async (c) => {
     const request = parseActionRequest(await readJsonBody(c.req.raw, limit));
@@ -480,17 +510,22 @@ export function createApp(options: AppOptions): App {
     return jsonResponse(200, { effect: effectJson(await control.resolveEffect(key, state, { by })) });
   });
 
-  app.get('/v1/receipts/verify', operator('verify receipts'), async () => {
-    verifying ??= (async () => {
+  const verifyShared = (): Promise<ChainReport> =>
+    (verifying ??= (async () => {
       try {
         const [rows, head] = await Promise.all([store.receipts(), store.chainHead()]);
         return verifyChain(rows, head);
       } finally {
         verifying = null;
       }
-    })();
-    return jsonResponse(200, (await verifying) as unknown as Record<string, unknown>);
-  });
+    })());
+
+  app.get('/v1/receipts/verify', operator('verify receipts'), async () => jsonResponse(200, (await verifyShared()) as unknown as Record<string, unknown>));
+
+  if (options.inbox !== false) {
+    const inboxOptions = typeof options.inbox === 'object' && options.inbox !== null ? options.inbox : {};
+    mountInbox(app, { control, auth, verify: verifyShared, ...(inboxOptions.sessionSecret ? { sessionSecret: inboxOptions.sessionSecret } : {}) });
+  }
 
   app.get('/v1/receipts', operator('read receipts'), async (c) => {
     const after = queryInteger(c, 'after', 0, 0, Number.MAX_SAFE_INTEGER);

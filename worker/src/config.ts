@@ -1,6 +1,8 @@
 /**
- * Configuration from the environment (Node's `process.env`, Deno's `Deno.env`, workerd's
- * bindings), read only by the entry points. Every variable is optional:
+ * Token configuration from the environment (Node's `process.env`, Deno's `Deno.env`, workerd's
+ * bindings). The entry points read everything through `settings.ts` (`loadWorkerSettings`:
+ * the config document, the policy, executors, tokens, JWT); this is the environment-only subset,
+ * kept for embedders. Every variable is optional:
  *
  * | variable | meaning | default |
  * |---|---|---|
@@ -15,7 +17,7 @@
  * @module
  */
 import { InvalidArgument } from '@ctrlrun/kernel';
-import { generateToken, staticTokens, type Authenticator } from './auth.js';
+import { generateToken, staticTokens, type Authenticator, type StaticToken } from './auth.js';
 import type { CorsOptions } from './app.js';
 
 /** Environment variables or bindings, by name. */
@@ -33,11 +35,51 @@ export interface WorkerConfig {
   databaseUrl: string | null;
 }
 
-function text(env: WorkerEnv, name: string): string | undefined {
+/** A variable's text, or `undefined` when unset or empty; a non-string binding is refused. */
+export function envText(env: WorkerEnv, name: string): string | undefined {
   const v = env[name];
   if (v === undefined || v === null || v === '') return undefined;
   if (typeof v !== 'string') throw new InvalidArgument(`${name} must be a string`);
-  return v.trim();
+  return v;
+}
+
+function text(env: WorkerEnv, name: string): string | undefined {
+  return envText(env, name)?.trim();
+}
+
+/** A token from `variable`; made up (and listed in `generated`) when unset and `generate` allows. */
+export function envToken(env: WorkerEnv, variable: string, role: 'agent' | 'operator', options: { generate: boolean; generated: WorkerConfig['generated']; where?: string }): string {
+  const given = text(env, variable);
+  if (given !== undefined) return given;
+  if (!options.generate) throw new InvalidArgument(`${options.where ?? ''}${variable} is not set: bind it as a secret`);
+  const made = generateToken();
+  options.generated.push({ role, variable, token: made });
+  return made;
+}
+
+/** The two static tokens of `CTRLRUN_AGENT_TOKEN` / `CTRLRUN_OPERATOR_TOKEN`, for `CTRLRUN_AGENT` / `CTRLRUN_OPERATOR`. */
+export function envTokens(env: WorkerEnv, options: { generate: boolean; generated: WorkerConfig['generated'] }): { agent: string; operator: string; tokens: StaticToken[] } {
+  const agent = text(env, 'CTRLRUN_AGENT') ?? 'refund-agent';
+  const operator = text(env, 'CTRLRUN_OPERATOR') ?? 'human:operator';
+  const tokens: StaticToken[] = [
+    { role: 'agent', token: envToken(env, 'CTRLRUN_AGENT_TOKEN', 'agent', options), agent },
+    { role: 'operator', token: envToken(env, 'CTRLRUN_OPERATOR_TOKEN', 'operator', options), operator },
+  ];
+  return { agent, operator, tokens };
+}
+
+/** `CTRLRUN_DEMO` (`on`/`off`), or `undefined` when unset. */
+export function envDemo(env: WorkerEnv): boolean | undefined {
+  const demo = text(env, 'CTRLRUN_DEMO')?.toLowerCase();
+  if (demo === undefined) return undefined;
+  if (!['on', 'off', '1', '0', 'true', 'false'].includes(demo)) throw new InvalidArgument('CTRLRUN_DEMO must be on or off');
+  return ['on', '1', 'true'].includes(demo);
+}
+
+/** `CTRLRUN_CORS_ORIGINS` as a list, or `undefined` when unset. */
+export function envCorsOrigins(env: WorkerEnv): string[] | undefined {
+  const origins = text(env, 'CTRLRUN_CORS_ORIGINS');
+  return origins === undefined ? undefined : origins.split(',').map((o) => o.trim()).filter((o) => o !== '');
 }
 
 /**
@@ -45,44 +87,16 @@ function text(env: WorkerEnv, name: string): string | undefined {
  * must be bound); with it, a fresh token is made and listed in `generated`.
  */
 export function configFromEnv(env: WorkerEnv, options: { generate: boolean }): WorkerConfig {
-  const agent = text(env, 'CTRLRUN_AGENT') ?? 'refund-agent';
-  const operator = text(env, 'CTRLRUN_OPERATOR') ?? 'human:operator';
   const generated: WorkerConfig['generated'] = [];
-  const token = (role: 'agent' | 'operator', variable: string): string => {
-    const given = text(env, variable);
-    if (given !== undefined) return given;
-    if (!options.generate) throw new InvalidArgument(`${variable} is not set: bind it as a secret`);
-    const made = generateToken();
-    generated.push({ role, variable, token: made });
-    return made;
-  };
-  const auth = staticTokens([
-    { role: 'agent', token: token('agent', 'CTRLRUN_AGENT_TOKEN'), agent },
-    { role: 'operator', token: token('operator', 'CTRLRUN_OPERATOR_TOKEN'), operator },
-  ]);
-  const origins = (text(env, 'CTRLRUN_CORS_ORIGINS') ?? '').split(',').map((o) => o.trim()).filter((o) => o !== '');
-  const demo = (text(env, 'CTRLRUN_DEMO') ?? 'on').toLowerCase();
-  if (!['on', 'off', '1', '0', 'true', 'false'].includes(demo)) throw new InvalidArgument('CTRLRUN_DEMO must be on or off');
+  const { agent, operator, tokens } = envTokens(env, { generate: options.generate, generated });
+  const origins = envCorsOrigins(env) ?? [];
   return {
-    auth,
+    auth: staticTokens(tokens),
     agent,
     operator,
     generated,
-    demo: ['on', '1', 'true'].includes(demo),
+    demo: envDemo(env) ?? true,
     cors: origins.length > 0 ? { origins } : null,
     databaseUrl: text(env, 'DATABASE_URL') ?? null,
   };
-}
-
-/** The lines an entry point prints before it listens. */
-export function startupBanner(config: WorkerConfig, where: { url: string; store: string; runtime: string }): string {
-  const lines = [
-    `ctrlrun worker (${where.runtime}) on ${where.url}`,
-    `  store:    ${where.store}`,
-    `  policy:   try-it (stripe.refund: allow ≤ 100000, approve ≤ 1000000, else deny)`,
-    `  agent:    ${config.agent}    operator: ${config.operator}`,
-    `  try-it:   ${config.demo ? 'POST /v1/try-it/step' : 'off'}    CORS: ${config.cors ? config.cors.origins.join(', ') : 'off'}`,
-  ];
-  for (const g of config.generated) lines.push(`  ${g.variable}=${g.token}   (generated; set it to keep it)`);
-  return lines.join('\n');
 }

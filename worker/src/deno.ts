@@ -1,21 +1,14 @@
 /**
- * Deno entry: the embedded default on `Deno.serve`. Run the bundle from the repository root
- * (`deno run -A --node-modules-dir=manual`), so `sql.js` and the database drivers resolve from
- * `node_modules`. `PORT` (default 8787; 0 picks one) and
- * `HOST` (default 127.0.0.1). `DATABASE_URL` may name PostgreSQL (`postgres://…`) or PGlite
- * (`pglite:`); a SQLite file needs better-sqlite3, a legacy native addon Deno cannot load.
+ * Deno entry on `Deno.serve` (`deno run -A --node-modules-dir=manual`, from the repository root
+ * so `sql.js` and the database drivers resolve from `node_modules`). `PORT` (default 8787; 0
+ * picks one) and `HOST` (default 127.0.0.1); configuration and stores as in `deno-app.ts`. For
+ * `deno serve`, see `deno-serve.ts`.
  *
  * @module
  */
-import type { StateStore } from '@ctrlrun/kernel';
-import { createSqlJsStore } from '@ctrlrun/store-sqljs';
-import { configFromEnv, startupBanner } from './config.js';
-import { createDemoApp } from './demo.js';
-import { describeUrl, openServerStore } from './server-store.js';
+import { denoApp } from './deno-app.js';
 
 declare const Deno: {
-  version: { deno: string };
-  exit(code: number): never;
   env: { toObject(): Record<string, string> };
   serve(
     options: { port: number; hostname: string; onListen?: (addr: { hostname: string; port: number }) => void },
@@ -23,30 +16,12 @@ declare const Deno: {
   ): { finished: Promise<void> };
 };
 
-/** A server store, or a one-line error and exit 1: a SQLite file needs better-sqlite3, which Deno cannot load. */
-async function openDatabase(url: string): Promise<StateStore> {
-  try {
-    return await openServerStore(url);
-  } catch (err) {
-    const message = err instanceof Error ? err.message : String(err);
-    const hint = /better-sqlite3/.test(message) ? ' (on Deno, DATABASE_URL may be postgres://… or pglite:…; a SQLite file needs better-sqlite3, a native addon Deno cannot load)' : '';
-    console.error(`error: DATABASE_URL ${describeUrl(url)}: ${message}${hint}`);
-    return Deno.exit(1);
-  }
-}
-
 const env = Deno.env.toObject();
-const config = configFromEnv(env, { generate: true });
-const store = config.databaseUrl ? await openDatabase(config.databaseUrl) : await createSqlJsStore();
-const tryItStore = config.demo ? await createSqlJsStore() : null;
-const { app } = createDemoApp({ store, tryItStore, auth: config.auth, cors: config.cors });
-const hostname = env['HOST'] || '127.0.0.1';
-const port = Number(env['PORT'] ?? 8787);
+const { app, banner } = await denoApp();
 Deno.serve({
-  port,
-  hostname,
+  port: Number(env['PORT'] ?? 8787),
+  hostname: env['HOST'] || '127.0.0.1',
   onListen(addr) {
-    const storeName = config.databaseUrl ? describeUrl(config.databaseUrl) : 'sql.js in memory (gone when the process exits)';
-    console.log(startupBanner(config, { url: `http://${addr.hostname}:${addr.port}`, store: storeName, runtime: `deno ${Deno.version.deno}` }));
+    console.log(banner(`http://${addr.hostname}:${addr.port}`));
   },
 }, (request) => app.fetch(request));

@@ -1,5 +1,6 @@
 /**
- * Node entry (`npm run worker`): the embedded default on `@hono/node-server`. The in-memory
+ * Node entry (`npm run worker [-- --config worker.yaml]`) on `@hono/node-server`: the configured
+ * policy and executors (`settings.ts`), else the embedded try-it default. The in-memory
  * sql.js store unless `DATABASE_URL` names a server store; tokens from the environment,
  * generated and printed when absent. `PORT` (default 8787) and `HOST` (default 127.0.0.1).
  *
@@ -11,13 +12,18 @@
  * @module
  */
 import process from 'node:process';
+import { readFile } from 'node:fs/promises';
+import { resolve } from 'node:path';
+import { parseArgs } from 'node:util';
 import { pathToFileURL } from 'node:url';
 import type { AddressInfo } from 'node:net';
 import { serve } from '@hono/node-server';
 import { InvalidArgument, type StateStore } from '@ctrlrun/kernel';
 import { createSqlJsStore } from '@ctrlrun/store-sqljs';
-import { configFromEnv, startupBanner, type WorkerEnv } from './config.js';
-import { createDemoApp } from './demo.js';
+import type { WorkerEnv } from './config.js';
+import { createConfiguredApp } from './configured.js';
+import { createFakeRemote } from './demo.js';
+import { loadWorkerSettings, settingsBanner, type RuntimeAccess, type WorkerSettings } from './settings.js';
 import { describeUrl, openServerStore } from './server-store.js';
 
 /** A running Node server. */
@@ -25,6 +31,8 @@ export interface NodeWorker {
   /** `http://host:port` it listens on. */
   readonly url: string;
   readonly store: StateStore;
+  /** What it was configured with. */
+  readonly settings: WorkerSettings;
   /** Stops listening and closes the stores. */
   close(): Promise<void>;
 }
@@ -64,16 +72,25 @@ export function nodeTimeouts(env: WorkerEnv, given: NodeTimeouts = {}): Required
   return { headersMs, requestMs };
 }
 
-/** Starts the worker on Node; `port: 0` picks a free port. */
+/** Files and modules on Node: paths relative to the working directory. */
+export const NODE_RUNTIME: RuntimeAccess = {
+  readText: (path) => readFile(resolve(path), 'utf8'),
+  importModule: async (path) => (await import(pathToFileURL(resolve(path)).href)) as Record<string, unknown>,
+};
+
+/**
+ * Starts the worker on Node; `port: 0` picks a free port. `configPath` (the `--config` flag)
+ * names a config document; else `CTRLRUN_CONFIG_FILE` / `CTRLRUN_CONFIG` (see `settings.ts`).
+ */
 export async function startNodeWorker(
-  options: { env?: WorkerEnv; port?: number; hostname?: string; print?: (text: string) => void; timeouts?: NodeTimeouts } = {},
+  options: { env?: WorkerEnv; configPath?: string | null; port?: number; hostname?: string; print?: (text: string) => void; timeouts?: NodeTimeouts } = {},
 ): Promise<NodeWorker> {
   const env = options.env ?? process.env;
-  const config = configFromEnv(env, { generate: true });
+  const config = await loadWorkerSettings(env, { generate: true, configPath: options.configPath ?? null, runtime: NODE_RUNTIME, demoExecutors: createFakeRemote().executors });
   const timeouts = nodeTimeouts(env, options.timeouts);
   const store = config.databaseUrl ? await openServerStore(config.databaseUrl) : await createSqlJsStore();
   const tryItStore = config.demo ? await createSqlJsStore() : null;
-  const { app } = createDemoApp({ store, tryItStore, auth: config.auth, cors: config.cors });
+  const { app, control } = createConfiguredApp(config, { store, tryItStore });
   const hostname = options.hostname ?? (typeof env['HOST'] === 'string' && env['HOST'] !== '' ? env['HOST'] : '127.0.0.1');
   const port = options.port ?? Number(env['PORT'] ?? 8787);
   if (!Number.isSafeInteger(port) || port < 0 || port > 65535) throw new Error(`PORT must be a port number, not ${String(env['PORT'])}`);
@@ -95,10 +112,11 @@ export async function startNodeWorker(
   const address = server.address() as AddressInfo;
   const url = `http://${hostname.includes(':') ? `[${hostname}]` : hostname}:${address.port}`;
   const storeName = config.databaseUrl ? describeUrl(config.databaseUrl) : 'sql.js in memory (gone when the process exits)';
-  (options.print ?? console.log)(startupBanner(config, { url, store: storeName, runtime: `node ${process.versions.node}` }));
+  (options.print ?? console.log)(settingsBanner(config, { url, store: storeName, runtime: `node ${process.versions.node}`, policyHash: control.policyHash }));
   return {
     url,
     store,
+    settings: config,
     async close() {
       await new Promise<void>((resolve) => server.close(() => resolve()));
       await store.close();
@@ -108,7 +126,10 @@ export async function startNodeWorker(
 }
 
 if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  const worker = await startNodeWorker().catch((err: unknown) => {
+  const worker = await (async () => {
+    const { values } = parseArgs({ options: { config: { type: 'string' } }, strict: true });
+    return startNodeWorker({ configPath: values.config ?? null });
+  })().catch((err: unknown) => {
     console.error(`error: ${err instanceof Error ? err.message : String(err)}`);
     return process.exit(1);
   });

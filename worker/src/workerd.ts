@@ -1,5 +1,6 @@
 /**
- * workerd entry (a module worker; Node compatibility off). Tokens come from the bindings
+ * workerd entry (a module worker; Node compatibility off). The policy and the config come as text
+ * bindings (`CTRLRUN_POLICY`, `CTRLRUN_CONFIG`; see `settings.ts`). Tokens come from the bindings
  * `CTRLRUN_AGENT_TOKEN` and `CTRLRUN_OPERATOR_TOKEN` (secrets; nothing is generated here), the
  * store is sql.js in memory per isolate, so state lasts as long as the isolate does: a
  * deployment that must keep it needs a durable store (not part of this worker yet).
@@ -12,8 +13,10 @@
 import initSqlJs from 'sql.js';
 import sqlWasm from 'sql.js/dist/sql-wasm-browser.wasm';
 import { createSqlJsStore, type SqlJsModule } from '@ctrlrun/store-sqljs';
-import { configFromEnv, type WorkerEnv } from './config.js';
-import { createDemoApp } from './demo.js';
+import type { WorkerEnv } from './config.js';
+import { createConfiguredApp } from './configured.js';
+import { createFakeRemote } from './demo.js';
+import { loadWorkerSettings } from './settings.js';
 import { errorResponse } from './http.js';
 
 // sql.js's browser build reads `self.location.href` while it initialises; workerd has none.
@@ -33,10 +36,11 @@ function sqlJs(): Promise<SqlJsModule> {
 let app: Promise<{ fetch(request: Request): Response | Promise<Response> }> | undefined;
 
 async function build(env: WorkerEnv): Promise<{ fetch(request: Request): Response | Promise<Response> }> {
-  const config = configFromEnv(env, { generate: false });
+  // No files here: the config and the policy arrive as text bindings (CTRLRUN_CONFIG, CTRLRUN_POLICY).
+  const settings = await loadWorkerSettings(env, { generate: false, demoExecutors: createFakeRemote().executors });
   const store = await createSqlJsStore({ SQL: sqlJs() });
-  const tryItStore = config.demo ? await createSqlJsStore({ SQL: sqlJs() }) : null;
-  return createDemoApp({ store, tryItStore, auth: config.auth, cors: config.cors }).app;
+  const tryItStore = settings.demo ? await createSqlJsStore({ SQL: sqlJs() }) : null;
+  return createConfiguredApp(settings, { store, tryItStore }).app;
 }
 
 export default {

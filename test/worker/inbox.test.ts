@@ -1,0 +1,134 @@
+/**
+ * The operator inbox over `app.request` (no browser): login with the operator credential sets a
+ * session cookie (HttpOnly, SameSite=Strict, Secure only over HTTPS); an agent credential is
+ * refused and sees nothing; a post without the session's CSRF token, or from another origin,
+ * changes nothing; the page shows every hashed argument (`__proto__` included), the hash, the
+ * rule and who asked; approve, deny and resolve go through the kernel.
+ */
+import { describe, expect, it } from 'vitest';
+import { AGENT, harness, OPERATOR, type Harness } from './harness.js';
+
+async function login(h: Harness, token: string, base = 'http://inbox.test'): Promise<Response> {
+  return h.app.request(`${base}/inbox/login`, { method: 'POST', body: new URLSearchParams({ token }) });
+}
+
+async function signedIn(h: Harness): Promise<{ cookie: string; csrf: string; html: string }> {
+  const r = await login(h, OPERATOR);
+  expect(r.status).toBe(303);
+  const cookie = r.headers.get('set-cookie')!.split(';')[0]!;
+  const page = await h.app.request('http://inbox.test/inbox', { headers: { cookie } });
+  const html = await page.text();
+  const csrf = /name="csrf" value="([^"]+)"/.exec(html)![1]!;
+  return { cookie, csrf, html };
+}
+
+const post = (h: Harness, path: string, cookie: string, form: Record<string, string>, headers: Record<string, string> = {}) =>
+  h.app.request(`http://inbox.test${path}`, { method: 'POST', headers: { cookie, ...headers }, body: new URLSearchParams(form) });
+
+describe('the operator inbox', () => {
+  it('sets a session cookie HttpOnly, SameSite=Strict, scoped to /inbox; Secure over HTTPS only', async () => {
+    const h = await harness();
+    const plain = (await login(h, OPERATOR)).headers.get('set-cookie')!;
+    expect(plain).toMatch(/^ctrlrun_session=[\w-]+\.[\w-]+; Path=\/inbox; HttpOnly; SameSite=Strict; Max-Age=28800$/);
+    expect((await login(h, OPERATOR, 'https://inbox.test')).headers.get('set-cookie')).toMatch(/; Secure$/);
+    expect((await h.app.request('http://inbox.test/inbox/login', { method: 'POST', headers: { 'x-forwarded-proto': 'https' }, body: new URLSearchParams({ token: OPERATOR }) })).headers.get('set-cookie')).toMatch(/; Secure$/);
+  });
+
+  it('an agent credential is refused at login and sees nothing; a forged or missing cookie sees the login form', async () => {
+    const h = await harness();
+    await h.call('POST', '/v1/actions', AGENT, { name: 'stripe.refund', arguments: { payment_id: 'secret_payment', amount: 200000 } });
+    const r = await login(h, AGENT);
+    expect(r.status).toBe(403);
+    expect(r.headers.get('set-cookie')).toBeNull();
+    const text = await r.text();
+    expect(text).toContain('agent credential');
+    expect(text).not.toContain('secret_payment');
+    expect((await login(h, 'wrong-token-that-is-long-enough')).status).toBe(401);
+    for (const cookie of ['', 'ctrlrun_session=eyJ4Ijox.forged', 'ctrlrun_session=abc']) {
+      const page = await (await h.app.request('http://inbox.test/inbox', { headers: { cookie } })).text();
+      expect(page).toContain('Operator credential');
+      expect(page).not.toContain('secret_payment');
+    }
+    expect((await h.app.request('http://inbox.test/inbox/live')).status).toBe(401);
+    // A signed cookie from another app (another secret) is refused too.
+    const other = await harness();
+    const stolen = (await login(other, OPERATOR)).headers.get('set-cookie')!.split(';')[0]!;
+    expect(await (await h.app.request('http://inbox.test/inbox', { headers: { cookie: stolen } })).text()).toContain('Operator credential');
+  });
+
+  it('shows every hashed argument (with __proto__), the hash, the rule, who asked and when; approves once through the kernel', async () => {
+    const h = await harness();
+    const asked = await h.call('POST', '/v1/actions', AGENT, '{"name":"stripe.refund","arguments":{"payment_id":"in_1","amount":200000,"__proto__":{"polluted":true}}}');
+    expect(asked.status).toBe(202);
+    const id = String(asked.json['requestId']);
+    const { cookie, csrf, html } = await signedIn(h);
+    expect(html).toContain(id);
+    expect(html).toContain('&#34;__proto__&#34;:{&#34;polluted&#34;:true}');
+    expect(html).toContain(String(asked.json['actionHash']));
+    expect(html).toContain('billing-agent for u-42');
+    expect(html).toMatch(/rule\[1\]: amount_gte 0, amount_lte 1000000 → approve/);
+    const granted = await post(h, `/inbox/approvals/${id}/grant`, cookie, { csrf });
+    expect(granted.status).toBe(303);
+    expect((await h.store.getApproval(id))!.status).toBe('granted');
+    expect((await h.store.getApproval(id))!.approver).toBe('human:ops');
+    const again = await h.call('POST', '/v1/actions', AGENT, `{"name":"stripe.refund","arguments":{"payment_id":"in_1","amount":200000,"__proto__":{"polluted":true}},"approvalId":"${id}"}`);
+    expect(again.status).toBe(200);
+    expect(h.calls).toEqual(['refund in_1']);
+  });
+
+  it('a post without the CSRF token, with another session\'s token, or from another origin changes nothing', async () => {
+    const h = await harness();
+    const asked = await h.call('POST', '/v1/actions', AGENT, { name: 'stripe.refund', arguments: { payment_id: 'in_2', amount: 200000 } });
+    const id = String(asked.json['requestId']);
+    const me = await signedIn(h);
+    const other = await signedIn(h);
+    expect(other.csrf).not.toBe(me.csrf);
+    expect((await post(h, `/inbox/approvals/${id}/grant`, me.cookie, {})).status).toBe(403);
+    expect((await post(h, `/inbox/approvals/${id}/grant`, me.cookie, { csrf: other.csrf })).status).toBe(403);
+    expect((await post(h, `/inbox/approvals/${id}/grant`, me.cookie, { csrf: me.csrf }, { origin: 'https://evil.example' })).status).toBe(403);
+    expect((await post(h, `/inbox/approvals/${id}/grant`, '', { csrf: me.csrf })).status).toBe(401);
+    expect((await h.store.getApproval(id))!.status).toBe('pending');
+    expect((await post(h, `/inbox/approvals/${id}/deny`, me.cookie, { csrf: me.csrf })).status).toBe(303);
+    expect((await h.store.getApproval(id))!.status).toBe('denied');
+  });
+
+  it('lists an AMBIGUOUS effect and resolves it; shows the chain verification state', async () => {
+    const h = await harness();
+    expect((await h.call('POST', '/v1/actions', AGENT, { name: 'flaky.charge', arguments: { id: 'amb_1', mode: 'lost' } })).status).toBe(502);
+    const { cookie, csrf, html } = await signedIn(h);
+    expect(html).toContain('charge:amb_1');
+    expect(html).toContain('data-chain="ok"');
+    const bad = await post(h, `/inbox/effects/${encodeURIComponent('charge:amb_1')}/resolve`, cookie, { csrf, state: 'sideways' });
+    expect(await bad.text()).toContain('choose committed or failed');
+    expect((await post(h, `/inbox/effects/${encodeURIComponent('charge:amb_1')}/resolve`, cookie, { csrf, state: 'failed' })).status).toBe(303);
+    expect((await h.store.getEffect('charge:amb_1'))!).toMatchObject({ state: 'failed', resolvedBy: 'human:ops' });
+    expect(await (await h.app.request('http://inbox.test/inbox/live', { headers: { cookie } })).text()).not.toContain('charge:amb_1');
+  });
+
+  it('reads forms up to 16 KiB and only URL-encoded: a larger login or post is 413, another type 415, nothing changes', async () => {
+    const h = await harness();
+    const asked = await h.call('POST', '/v1/actions', AGENT, { name: 'stripe.refund', arguments: { payment_id: 'in_3', amount: 200000 } });
+    const id = String(asked.json['requestId']);
+    expect((await h.app.request('http://inbox.test/inbox/login', { method: 'POST', body: new URLSearchParams({ token: OPERATOR, pad: 'x'.repeat(20_000) }) })).status).toBe(413);
+    expect((await h.app.request('http://inbox.test/inbox/login', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ token: OPERATOR }) })).status).toBe(415);
+    const { cookie, csrf } = await signedIn(h);
+    const chunked = new ReadableStream<Uint8Array>({
+      start(controller) {
+        controller.enqueue(new TextEncoder().encode(`csrf=${csrf}&pad=`));
+        for (let i = 0; i < 40; i++) controller.enqueue(new TextEncoder().encode('y'.repeat(1024)));
+        controller.close();
+      },
+    });
+    const big = await h.app.request(`http://inbox.test/inbox/approvals/${id}/grant`, { method: 'POST', headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' }, body: chunked, duplex: 'half' } as RequestInit);
+    expect(big.status).toBe(413);
+    expect((await h.store.getApproval(id))!.status).toBe('pending');
+  });
+
+  it('escapes what an agent wrote: markup in an argument is shown as text', async () => {
+    const h = await harness();
+    await h.call('POST', '/v1/actions', AGENT, { name: 'stripe.refund', arguments: { payment_id: '<script>alert(1)</script>', amount: 200000 } });
+    const { html } = await signedIn(h);
+    expect(html).not.toContain('<script>alert(1)</script>');
+    expect(html).toContain('&#60;script&#62;alert(1)&#60;/script&#62;');
+  });
+});

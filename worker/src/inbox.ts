@@ -1,0 +1,441 @@
+/**
+ * The operator inbox at `/inbox`: a small page for the humans who answer approvals. It shows each
+ * pending request with the exact canonical arguments that were hashed (every key, `__proto__`
+ * included), the action hash, the policy rule that asked for a human, who asked and when; it
+ * grants and denies; it lists AMBIGUOUS effects with a resolve control; it shows whether the
+ * receipt chain verifies. It refreshes itself without a reload (a small script polls
+ * `/inbox/live`), and it works on a phone.
+ *
+ * Login takes the operator's credential (the same bearer token the API takes) and sets a session
+ * cookie: `HttpOnly`, `SameSite=Strict`, `Path=/inbox`, `Secure` when the page is served over
+ * HTTPS, signed (HMAC-SHA-256) and valid for 8 hours. Every form post carries the session's CSRF
+ * token and must come from the same origin. An agent credential is refused at login and sees
+ * nothing. Plain templates, Web-standard globals only (WebCrypto for the signature).
+ *
+ * @module
+ */
+import type { Context, Hono } from 'hono';
+import {
+  ApprovalMismatch,
+  canonicalJson,
+  IdentityError,
+  InvalidArgument,
+  type ApprovalRecord,
+  type ChainReport,
+  type Control,
+  type EffectRecord,
+} from '@ctrlrun/kernel';
+import type { Authenticator } from './auth.js';
+import { constantTimeEqual } from './auth.js';
+
+/** How long a session lasts. */
+const SESSION_MS = 8 * 60 * 60 * 1000;
+const COOKIE = 'ctrlrun_session';
+/** What one page shows at most of each list. */
+const SHOWN = 200;
+const encoder = new TextEncoder();
+
+interface Session {
+  /** Who is recorded as the approver. */
+  operator: string;
+  /** Expiry, ms since the epoch. */
+  exp: number;
+  /** The token every form post must carry. */
+  csrf: string;
+}
+
+/** What the inbox needs from the app. */
+export interface InboxOptions {
+  control: Control;
+  auth: Authenticator;
+  /** The chain's verification (shared with `GET /v1/receipts/verify`). */
+  verify(): Promise<ChainReport>;
+  /**
+   * The key sessions are signed with. Default: random per app, so sessions end when the process
+   * (or isolate) does; give the same secret to every instance that serves one inbox.
+   */
+  sessionSecret?: string | null;
+}
+
+function esc(text: unknown): string {
+  return String(text).replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+}
+
+function b64url(bytes: Uint8Array): string {
+  let binary = '';
+  for (const b of bytes) binary += String.fromCharCode(b);
+  return btoa(binary).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
+}
+
+function fromB64url(text: string): string | null {
+  if (!/^[A-Za-z0-9_-]*$/.test(text) || text.length > 4096) return null;
+  try {
+    const binary = atob(text.replace(/-/g, '+').replace(/_/g, '/'));
+    return new TextDecoder('utf-8', { fatal: true }).decode(Uint8Array.from(binary, (c) => c.charCodeAt(0)));
+  } catch {
+    return null;
+  }
+}
+
+/** The largest form the inbox reads (its forms carry a token or two). */
+const FORM_LIMIT = 16 * 1024;
+
+/**
+ * A URL-encoded form, read up to {@link FORM_LIMIT} bytes (past it, `'too_large'`), as a
+ * prototype-free record; any other body type is `'unsupported'`.
+ */
+async function readForm(request: Request): Promise<Record<string, string> | 'too_large' | 'unsupported'> {
+  const type = (request.headers.get('content-type') ?? '').split(';')[0]!.trim().toLowerCase();
+  if (type !== 'application/x-www-form-urlencoded') return 'unsupported';
+  const length = Number(request.headers.get('content-length') ?? '0');
+  if (Number.isFinite(length) && length > FORM_LIMIT) return 'too_large';
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  if (request.body) {
+    const reader = request.body.getReader();
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      size += value.byteLength;
+      if (size > FORM_LIMIT) {
+        await reader.cancel().catch(() => undefined);
+        return 'too_large';
+      }
+      chunks.push(value);
+    }
+  }
+  const bytes = new Uint8Array(size);
+  let at = 0;
+  for (const c of chunks) {
+    bytes.set(c, at);
+    at += c.byteLength;
+  }
+  const form = Object.create(null) as Record<string, string>;
+  new URLSearchParams(new TextDecoder().decode(bytes)).forEach((v, k) => {
+    form[k] = v;
+  });
+  return form;
+}
+
+function formRefusal(reason: 'too_large' | 'unsupported'): Response {
+  return reason === 'too_large'
+    ? page('Refused', '<main><p class="flash error" role="alert">Refused: the form is too large.</p></main>', 413)
+    : page('Refused', '<main><p class="flash error" role="alert">Refused: send the form as application/x-www-form-urlencoded.</p></main>', 415);
+}
+
+function randomToken(): string {
+  return b64url(crypto.getRandomValues(new Uint8Array(24)));
+}
+
+function isHttps(c: Context): boolean {
+  return new URL(c.req.url).protocol === 'https:' || (c.req.header('x-forwarded-proto') ?? '').split(',')[0]?.trim() === 'https';
+}
+
+function page(title: string, body: string, status = 200, extraHeaders: Record<string, string> = {}): Response {
+  const html = `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${esc(title)}</title>
+<link rel="icon" href="data:,">
+<style>
+:root { color-scheme: light; font-family: system-ui, -apple-system, "Segoe UI", sans-serif; line-height: 1.45; }
+body { margin: 0; background: #f6f7f9; color: #1b1f24; }
+header { background: #1b1f24; color: #fff; padding: .75rem 1rem; display: flex; justify-content: space-between; align-items: center; gap: 1rem; flex-wrap: wrap; }
+header h1 { font-size: 1.15rem; margin: 0; }
+main { max-width: 60rem; margin: 0 auto; padding: 1rem; }
+section { margin-bottom: 1.5rem; }
+h2 { font-size: 1.1rem; margin: 1rem 0 .5rem; }
+article { background: #fff; border: 1px solid #c9ced6; border-radius: .5rem; padding: .75rem 1rem; margin: .75rem 0; }
+article h3 { font-size: 1rem; margin: 0 0 .5rem; word-break: break-all; }
+dl { display: grid; grid-template-columns: max-content 1fr; gap: .25rem .75rem; margin: 0 0 .75rem; }
+dt { font-weight: 600; }
+dd { margin: 0; word-break: break-all; }
+pre { background: #eef0f3; padding: .5rem; border-radius: .25rem; white-space: pre-wrap; word-break: break-all; margin: 0 0 .75rem; font-size: .9rem; }
+form.inline { display: inline-block; margin: 0 .5rem .5rem 0; }
+button { font: inherit; min-height: 2.75rem; min-width: 6rem; padding: .5rem 1rem; border-radius: .375rem; border: 1px solid #1b1f24; background: #fff; color: #1b1f24; cursor: pointer; }
+button.primary { background: #0b5d1e; border-color: #0b5d1e; color: #fff; }
+button.danger { background: #a4161a; border-color: #a4161a; color: #fff; }
+header button { background: transparent; color: #fff; border-color: #fff; min-width: 0; }
+label { display: block; font-weight: 600; margin-bottom: .25rem; }
+input[type=password] { font: inherit; width: 100%; max-width: 30rem; padding: .5rem; min-height: 2.75rem; box-sizing: border-box; border: 1px solid #5a6270; border-radius: .375rem; }
+.ok { color: #0b5d1e; font-weight: 600; }
+.bad { color: #a4161a; font-weight: 600; }
+.note { color: #4a515c; }
+.flash { background: #fff; border-left: .25rem solid #0b5d1e; padding: .5rem .75rem; }
+.error { border-left-color: #a4161a; }
+@media (max-width: 30rem) { dl { grid-template-columns: 1fr; } dt { margin-top: .25rem; } }
+</style>
+</head>
+<body>
+${body}
+</body>
+</html>
+`;
+  return new Response(html, {
+    status,
+    headers: {
+      'content-type': 'text/html; charset=utf-8',
+      'content-security-policy': "default-src 'none'; script-src 'self'; style-src 'unsafe-inline'; img-src data:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+      'x-frame-options': 'DENY',
+      'referrer-policy': 'no-referrer',
+      'x-content-type-options': 'nosniff',
+      ...extraHeaders,
+    },
+  });
+}
+
+function loginPage(message: string | null, status = 200): Response {
+  return page(
+    'ctrlrun inbox: sign in',
+    `<header><h1>ctrlrun inbox</h1></header>
+<main>
+<h2>Sign in</h2>
+${message ? `<p class="flash error" role="alert">${esc(message)}</p>` : ''}
+<form method="post" action="/inbox/login">
+<label for="token">Operator credential</label>
+<input id="token" name="token" type="password" autocomplete="current-password" required>
+<p><button class="primary" type="submit">Sign in</button></p>
+</form>
+</main>`,
+    status,
+  );
+}
+
+/** The client script: polls `/inbox/live` and swaps the live region when it changed. */
+const SCRIPT = `(() => {
+  const live = document.getElementById('live');
+  const status = document.getElementById('refresh-status');
+  if (!live) return;
+  let last = live.innerHTML;
+  async function refresh() {
+    try {
+      const r = await fetch('/inbox/live', { credentials: 'same-origin', headers: { accept: 'text/html' } });
+      if (r.status === 401) { location.assign('/inbox'); return; }
+      if (!r.ok) return;
+      const html = await r.text();
+      const active = document.activeElement;
+      const busy = active && live.contains(active) && active.tagName !== 'BODY';
+      if (html !== last && !busy) { live.innerHTML = html; last = html; }
+      if (status) status.textContent = 'Updated ' + new Date().toLocaleTimeString();
+    } catch (e) { if (status) status.textContent = 'Offline: retrying'; }
+  }
+  setInterval(refresh, 2000);
+})();
+`;
+
+/** Registers `/inbox` on `app`. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export function mountInbox(app: Hono<any>, options: InboxOptions): void {
+  const { control, auth } = options;
+  const store = control.store;
+  const secret = options.sessionSecret ?? randomToken();
+  if (typeof secret !== 'string' || secret.length < 16) throw new InvalidArgument('sessionSecret must be a string of at least 16 characters');
+  const key = crypto.subtle.importKey('raw', encoder.encode(secret), { name: 'HMAC', hash: 'SHA-256' }, false, ['sign']);
+  const sign = async (payload: string): Promise<string> => b64url(new Uint8Array(await crypto.subtle.sign('HMAC', await key, encoder.encode(`ctrlrun-inbox-session:${payload}`))));
+
+  const issue = async (operator: string): Promise<string> => {
+    const payload = b64url(encoder.encode(JSON.stringify({ operator, exp: Date.now() + SESSION_MS, csrf: randomToken() } satisfies Session)));
+    return `${payload}.${await sign(payload)}`;
+  };
+
+  const session = async (c: Context): Promise<Session | null> => {
+    const cookie = c.req.header('cookie') ?? '';
+    const m = new RegExp(`(?:^|;\\s*)${COOKIE}=([A-Za-z0-9_-]+)\\.([A-Za-z0-9_-]+)`).exec(cookie);
+    if (!m) return null;
+    if (!constantTimeEqual(await sign(m[1]!), m[2]!)) return null;
+    const text = fromB64url(m[1]!);
+    if (text === null) return null;
+    try {
+      const s = JSON.parse(text) as Session;
+      if (typeof s.operator !== 'string' || typeof s.exp !== 'number' || typeof s.csrf !== 'string' || s.exp < Date.now()) return null;
+      return s;
+    } catch {
+      return null;
+    }
+  };
+
+  const cookie = (c: Context, value: string, maxAge: number): string =>
+    `${COOKIE}=${value}; Path=/inbox; HttpOnly; SameSite=Strict; Max-Age=${maxAge}${isHttps(c) ? '; Secure' : ''}`;
+
+  /** A form post: a live session, a same-origin request, the session's CSRF token. */
+  const checkedPost = async (c: Context): Promise<{ session: Session; form: Record<string, string> } | Response> => {
+    const s = await session(c);
+    if (s === null) return loginPage('Your session has ended: sign in again.', 401);
+    const origin = c.req.header('origin');
+    if (origin !== undefined && origin !== 'null' && origin !== new URL(c.req.url).origin && !(isHttps(c) && origin === new URL(c.req.url).origin.replace(/^http:/, 'https:'))) {
+      return page('Refused', `<main><p class="flash error" role="alert">Refused: the form was not sent from this inbox.</p></main>`, 403);
+    }
+    const form = await readForm(c.req.raw);
+    if (typeof form === 'string') return formRefusal(form);
+    if (typeof form['csrf'] !== 'string' || !constantTimeEqual(form['csrf'], s.csrf)) {
+      return page('Refused', `<main><p class="flash error" role="alert">Refused: the form's CSRF token does not match this session. Reload the inbox and try again.</p><p><a href="/inbox">Back to the inbox</a></p></main>`, 403);
+    }
+    return { session: s, form };
+  };
+
+  let chain: { at: number; report: Promise<ChainReport> } | null = null;
+  const chainState = (): Promise<ChainReport> => {
+    if (chain === null || Date.now() - chain.at > 30_000) {
+      // A failed walk is not kept: the next refresh tries again.
+      const report = options.verify().catch((err: unknown) => {
+        chain = null;
+        throw err;
+      });
+      chain = { at: Date.now(), report };
+    }
+    return chain.report;
+  };
+
+  const ruleFor = (record: ApprovalRecord): string => {
+    const { action } = record.request;
+    const evaluation = control.policy.evaluate(action.name, action.canonicalArguments);
+    const index = /^rule\[(\d+)\]$/.exec(evaluation.reason);
+    const rules = control.policy.rules(action.name) ?? [];
+    const rule = index ? rules[Number(index[1])] : undefined;
+    const conditions = rule?.conditions.map((cond) => `${cond.key} ${canonicalJson(cond.operand)}`).join(', ');
+    const changed = record.request.policyHash !== control.policyHash ? ' (the policy has changed since this request was made)' : '';
+    return `${evaluation.reason}${conditions ? `: ${conditions}` : ''} → ${evaluation.decision}${changed}`;
+  };
+
+  const approvalHtml = (record: ApprovalRecord, csrf: string): string => {
+    const { request } = record;
+    const { action } = request;
+    const id = esc(request.requestId);
+    return `<article aria-labelledby="apr-${id}">
+<h3 id="apr-${id}">${esc(action.name)} <span class="note">(${id})</span></h3>
+<dl>
+<dt>Asked by</dt><dd>${esc(action.principal.agent)}${action.principal.user ? ` for ${esc(action.principal.user)}` : ''}</dd>
+<dt>Asked at</dt><dd><time datetime="${esc(request.createdAt)}">${esc(request.createdAt)}</time> (expires ${esc(request.expiresAt)})</dd>
+<dt>Rule</dt><dd>${esc(ruleFor(record))}</dd>
+<dt>Resource</dt><dd>${esc(action.resource ?? 'none')}</dd>
+<dt>Action hash</dt><dd><code>${esc(request.actionHash)}</code></dd>
+</dl>
+<p><strong>Arguments, exactly as hashed</strong></p>
+<pre data-arguments>${esc(canonicalJson(action.canonicalArguments))}</pre>
+<details><summary>The whole hashed text</summary><pre>${esc(action.canonical)}</pre></details>
+<form class="inline" method="post" action="/inbox/approvals/${encodeURIComponent(request.requestId)}/grant"><input type="hidden" name="csrf" value="${esc(csrf)}"><button class="primary" type="submit" aria-label="Approve ${esc(action.name)} ${id}">Approve</button></form>
+<form class="inline" method="post" action="/inbox/approvals/${encodeURIComponent(request.requestId)}/deny"><input type="hidden" name="csrf" value="${esc(csrf)}"><button class="danger" type="submit" aria-label="Deny ${esc(action.name)} ${id}">Deny</button></form>
+</article>`;
+  };
+
+  const effectHtml = (record: EffectRecord, csrf: string): string => {
+    const key = esc(record.effectKey);
+    const action = `/inbox/effects/${encodeURIComponent(record.effectKey)}/resolve`;
+    return `<article aria-label="Ambiguous effect ${key}">
+<h3>${key}</h3>
+<dl>
+<dt>Action</dt><dd>${esc(record.actionId)} (attempt ${esc(record.attempt)})</dd>
+<dt>Since</dt><dd>${esc(record.updatedAt)}</dd>
+<dt>Error</dt><dd>${esc(record.error ?? 'none recorded')}</dd>
+</dl>
+<p class="note">Check with the upstream whether it acted, then record what happened.</p>
+<form class="inline" method="post" action="${action}"><input type="hidden" name="csrf" value="${esc(csrf)}"><input type="hidden" name="state" value="committed"><button type="submit" aria-label="It happened: resolve ${key} as committed">It happened (committed)</button></form>
+<form class="inline" method="post" action="${action}"><input type="hidden" name="csrf" value="${esc(csrf)}"><input type="hidden" name="state" value="failed"><button type="submit" aria-label="It did not happen: resolve ${key} as failed">It did not happen (failed)</button></form>
+</article>`;
+  };
+
+  const liveHtml = async (s: Session): Promise<string> => {
+    const [pending, ambiguous, report] = await Promise.all([
+      store.approvalsPage({ status: 'pending', after: null, limit: SHOWN + 1 }),
+      store.listEffects('ambiguous'),
+      chainState(),
+    ]);
+    const now = new Date().toISOString();
+    const open = pending.filter((r) => r.request.expiresAt > now);
+    return `<section aria-labelledby="pending-h">
+<h2 id="pending-h">Pending approvals (${open.length > SHOWN ? `${SHOWN}+` : open.length})</h2>
+${open.length === 0 ? '<p class="note">Nothing is waiting for you.</p>' : open.slice(0, SHOWN).map((r) => approvalHtml(r, s.csrf)).join('\n')}
+</section>
+<section aria-labelledby="ambiguous-h">
+<h2 id="ambiguous-h">Ambiguous effects (${ambiguous.length})</h2>
+${ambiguous.length === 0 ? '<p class="note">No effect is waiting to be resolved.</p>' : ambiguous.slice(0, SHOWN).map((r) => effectHtml(r, s.csrf)).join('\n')}
+</section>
+<section aria-labelledby="chain-h">
+<h2 id="chain-h">Receipt chain</h2>
+${report.ok ? `<p class="ok" data-chain="ok">Verified: ${esc(report.verified)} receipts, no break.</p>` : `<p class="bad" data-chain="broken">Broken: ${esc(report.breaks.length)} break(s): ${esc(report.breaks.slice(0, 5).map((b) => `${b.name} at seq ${String(b.seq)}`).join('; '))}</p>`}
+</section>`;
+  };
+
+  const inbox = async (s: Session, flash: string | null): Promise<Response> =>
+    page(
+      'ctrlrun inbox',
+      `<header><h1>ctrlrun inbox</h1><div><span class="note" style="color:#fff">${esc(s.operator)}</span>
+<form class="inline" method="post" action="/inbox/logout"><input type="hidden" name="csrf" value="${esc(s.csrf)}"><button type="submit">Sign out</button></form></div></header>
+<main>
+${flash ? `<p class="flash" role="status">${esc(flash)}</p>` : ''}
+<p class="note" id="refresh-status" aria-live="polite">Live: refreshes on its own.</p>
+<div id="live">${await liveHtml(s)}</div>
+</main>
+<script src="/inbox/inbox.js"></script>`,
+    );
+
+  const FLASH: Record<string, string> = { granted: 'Approved: the agent may now run it, once.', denied: 'Denied.', resolved: 'Resolved.' };
+
+  app.get('/inbox', async (c) => {
+    const s = await session(c);
+    if (s === null) return loginPage(null);
+    return inbox(s, FLASH[c.req.query('done') ?? ''] ?? null);
+  });
+
+  app.get('/inbox/inbox.js', () => new Response(SCRIPT, { headers: { 'content-type': 'text/javascript; charset=utf-8' } }));
+
+  app.get('/inbox/live', async (c) => {
+    const s = await session(c);
+    if (s === null) return new Response('sign in', { status: 401, headers: { 'content-type': 'text/plain' } });
+    return new Response(await liveHtml(s), { headers: { 'content-type': 'text/html; charset=utf-8' } });
+  });
+
+  app.post('/inbox/login', async (c) => {
+    const body = await readForm(c.req.raw);
+    if (typeof body === 'string') return formRefusal(body);
+    const token = (body['token'] ?? '').trim();
+    if (token === '' || !/^[A-Za-z0-9\-._~+/]+=*$/.test(token)) return loginPage('Enter the operator credential.', 401);
+    let identity;
+    try {
+      identity = await auth(new Request(c.req.url, { headers: { authorization: `Bearer ${token}` } }));
+    } catch (err) {
+      if (!(err instanceof IdentityError)) throw err;
+      identity = null;
+    }
+    if (identity === null) return loginPage('That credential is not valid.', 401);
+    if (identity.role !== 'operator') return loginPage('That is an agent credential: only an operator can open the inbox.', 403);
+    return new Response(null, { status: 303, headers: { location: '/inbox', 'set-cookie': cookie(c, await issue(identity.operator), SESSION_MS / 1000), 'cache-control': 'no-store' } });
+  });
+
+  app.post('/inbox/logout', async (c) => {
+    const checked = await checkedPost(c);
+    if (checked instanceof Response) return checked;
+    return new Response(null, { status: 303, headers: { location: '/inbox', 'set-cookie': cookie(c, '', 0) } });
+  });
+
+  const answer = (verb: 'grant' | 'deny') =>
+    app.post(`/inbox/approvals/:id/${verb}`, async (c) => {
+      const checked = await checkedPost(c);
+      if (checked instanceof Response) return checked;
+      const id = c.req.param('id');
+      try {
+        if (verb === 'grant') await control.grantApproval(id, { approver: checked.session.operator });
+        else await control.denyApproval(id, { approver: checked.session.operator });
+      } catch (err) {
+        if (!(err instanceof ApprovalMismatch)) throw err;
+        return inbox(checked.session, `Not ${verb === 'grant' ? 'approved' : 'denied'}: ${err.message}`);
+      }
+      return new Response(null, { status: 303, headers: { location: `/inbox?done=${verb === 'grant' ? 'granted' : 'denied'}` } });
+    });
+  answer('grant');
+  answer('deny');
+
+  app.post('/inbox/effects/:key/resolve', async (c) => {
+    const checked = await checkedPost(c);
+    if (checked instanceof Response) return checked;
+    const key = c.req.param('key');
+    const state = checked.form['state'];
+    if (state !== 'committed' && state !== 'failed') return inbox(checked.session, 'Not resolved: choose committed or failed.');
+    const before = await store.getEffect(key);
+    if (before === null || before.state !== 'ambiguous') return inbox(checked.session, `Not resolved: ${key} is ${before === null ? 'unknown' : before.state}, not ambiguous.`);
+    await control.resolveEffect(key, state, { by: checked.session.operator });
+    return new Response(null, { status: 303, headers: { location: '/inbox?done=resolved' } });
+  });
+}

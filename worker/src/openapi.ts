@@ -1,0 +1,262 @@
+/**
+ * The HTTP API as an OpenAPI 3.1 document, served at `GET /v1/openapi.json`. Its schemas are
+ * JSON Schema 2020-12, and a test validates every response the suite receives against them, so
+ * the document describes what the server sends, not what it was meant to send.
+ *
+ * @module
+ */
+
+type Schema = Record<string, unknown>;
+
+const ref = (name: string): Schema => ({ $ref: `#/components/schemas/${name}` });
+const str: Schema = { type: 'string' };
+const nullableStr: Schema = { type: ['string', 'null'] };
+const int: Schema = { type: 'integer' };
+const hash: Schema = { type: 'string', pattern: '^sha256:[0-9a-f]{64}$' };
+const anyJson: Schema = {};
+const obj = (properties: Record<string, Schema>, required: string[] = Object.keys(properties), extra = false): Schema => ({
+  type: 'object',
+  properties,
+  required,
+  additionalProperties: extra,
+});
+
+const schemas: Record<string, Schema> = {
+  Error: obj(
+    {
+      error: obj(
+        { code: { type: 'string', pattern: '^ERR_[A-Z_]+$' }, message: str, path: str, actionId: str, actionHash: hash, effectKey: nullableStr, outcome: { const: 'ambiguous' }, limit: int, pending: int, state: str, reason: str },
+        ['code', 'message'],
+        true,
+      ),
+    },
+  ),
+  ActionRequest: obj(
+    {
+      name: { type: 'string', minLength: 1, description: 'The action name the policy matches.' },
+      arguments: { type: 'object', description: 'The arguments, hashed in canonical form. Integers only (no floats).' },
+      resource: { type: ['string', 'null'], minLength: 1 },
+      effectKey: { type: ['string', 'null'], minLength: 1 },
+      approvalId: { type: ['string', 'null'], minLength: 1 },
+    },
+    ['name'],
+  ),
+  Committed: obj({ status: { const: 'committed' }, actionId: str, actionHash: hash, effectKey: nullableStr, receiptId: str, seq: int, result: anyJson }),
+  ApprovalRequired: obj({ status: { const: 'approval_required' }, requestId: str, actionId: str, actionHash: hash, expiresAt: str, message: str }),
+  Action: obj({
+    actionId: str,
+    name: str,
+    arguments: { type: 'object', description: 'Every key as hashed, `__proto__` included.' },
+    principal: obj({ agent: str, user: nullableStr }),
+    resource: nullableStr,
+    environment: str,
+    actionHash: hash,
+    canonical: { type: 'string', description: 'The exact text that was hashed.' },
+  }),
+  Approval: obj({
+    requestId: str,
+    status: { enum: ['pending', 'granted', 'denied', 'expired', 'consumed'] },
+    actionHash: hash,
+    action: ref('Action'),
+    createdAt: str,
+    expiresAt: str,
+    policyHash: hash,
+    approver: nullableStr,
+    grantedAt: nullableStr,
+    consumedAt: nullableStr,
+  }),
+  ApprovalPage: obj({ approvals: { type: 'array', items: ref('Approval') }, next: nullableStr }),
+  Grant: obj({ approval: obj({ approvalId: str, status: { const: 'granted' }, actionHash: hash, approver: str, grantedAt: str, expiresAt: str }) }),
+  Denial: obj({ approval: ref('Approval') }),
+  Effect: obj({
+    effect: obj({
+      effectKey: str,
+      state: { enum: ['pending', 'committed', 'failed', 'ambiguous'] },
+      actionId: str,
+      attempt: int,
+      leaseExpiresAt: nullableStr,
+      result: anyJson,
+      error: nullableStr,
+      createdAt: str,
+      updatedAt: str,
+      resolvedBy: nullableStr,
+    }),
+  }),
+  Resolve: obj({ state: { enum: ['committed', 'failed'] } }),
+  ChainBreak: obj({ name: str, seq: { type: ['integer', 'null'] }, detail: str }, ['name', 'seq'], true),
+  Receipt: obj(
+    {
+      seq: anyJson,
+      receiptId: anyJson,
+      actionId: anyJson,
+      effectKey: anyJson,
+      result: anyJson,
+      ts: anyJson,
+      prevHash: anyJson,
+      hash: nullableStr,
+      receipt: { type: ['object', 'null'], description: 'The hashed document as stored.' },
+      intact: { type: 'boolean' },
+      breaks: { type: 'array', items: ref('ChainBreak') },
+      unverifiedColumns: obj({ receiptId: nullableStr, seq: nullableStr }),
+    },
+    ['seq', 'receiptId', 'actionId', 'effectKey', 'result', 'ts', 'prevHash', 'hash', 'receipt', 'intact', 'breaks'],
+  ),
+  ReceiptPage: obj({ receipts: { type: 'array', items: ref('Receipt') }, next: { type: ['integer', 'null'] }, breaks: { type: 'array', items: ref('ChainBreak') } }, ['receipts', 'next']),
+  ChainReport: obj({
+    ok: { type: 'boolean' },
+    verified: int,
+    chained: int,
+    unchained: int,
+    head_seq: { type: ['integer', 'null'] },
+    head_hash: nullableStr,
+    breaks: { type: 'array', items: ref('ChainBreak') },
+  }),
+  Policy: obj({
+    policyHash: hash,
+    source: str,
+    schema: str,
+    version: nullableStr,
+    mode: { enum: ['enforce', 'observe'] },
+    environment: str,
+    actions: { type: 'array', items: obj({ name: str, executor: { type: 'boolean' } }) },
+    yaml: nullableStr,
+  }),
+  TryItStep: { type: 'object', description: 'A playground step (spec 04 §4): `{ op: "refund", payment_id, amount, lose_reply?, approval_id? }` or `{ op: "approve", request_id }`.' },
+  TryItResult: { type: 'object', description: 'The step result of spec 04 §4.' },
+};
+
+const json = (schema: Schema, description: string): Schema => ({ description, content: { 'application/json': { schema } } });
+const error = (description: string): Schema => json(ref('Error'), description);
+const common = { '401': error('No credential, or one that is not valid.'), '403': error('The credential has the wrong role.') };
+const operatorOnly = { ...common };
+const bearer = [{ bearer: [] }];
+const pathParam = (name: string, description: string): Schema => ({ name, in: 'path', required: true, schema: str, description });
+const query = (name: string, schema: Schema, description: string): Schema => ({ name, in: 'query', required: false, schema, description });
+const body = (schema: Schema, required = true): Schema => ({ required, content: { 'application/json': { schema } } });
+
+/** The OpenAPI 3.1 document of the worker's API (a fresh copy each call). */
+export function openApiDocument(): Record<string, unknown> {
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'ctrlrun worker',
+      version: '1',
+      description:
+        'The last check before an AI agent does something it cannot undo, over HTTP. Agents propose actions; operators answer approvals, resolve AMBIGUOUS effects and read receipts. The principal always comes from the credential. Bodies are strict JSON: a float, a byte order mark or an unknown field is 400 with its path.',
+    },
+    jsonSchemaDialect: 'https://json-schema.org/draft/2020-12/schema',
+    components: {
+      securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'An agent or operator token (static, or a JWT for agents).' } },
+      schemas,
+    },
+    paths: {
+      '/healthz': { get: { operationId: 'health', summary: 'Liveness', responses: { '200': json(obj({ ok: { const: true } }), 'Up.') } } },
+      '/v1/openapi.json': { get: { operationId: 'openapi', summary: 'This document', responses: { '200': json({ type: 'object', required: ['openapi', 'paths'] }, 'The OpenAPI document.') } } },
+      '/v1/policy': {
+        get: { operationId: 'getPolicy', summary: 'The policy served, its hash and which actions have an executor', security: bearer, responses: { '200': json(ref('Policy'), 'The policy.'), '401': common['401'] } },
+      },
+      '/v1/actions': {
+        post: {
+          operationId: 'proposeAction',
+          summary: 'Propose an action (agent)',
+          security: bearer,
+          requestBody: body(ref('ActionRequest')),
+          responses: {
+            '200': json(ref('Committed'), 'Allowed (or approved) and run; the receipt is written.'),
+            '202': json(ref('ApprovalRequired'), 'A human must approve this exact action; retry with approvalId once granted.'),
+            '400': error('Malformed body, a float, an unknown field, a bad effectKey or resource (path names it).'),
+            ...common,
+            '409': error('ApprovalMismatch, DuplicateEffect or AmbiguousEffect.'),
+            '413': error('Body over the limit.'),
+            '415': error('Not application/json.'),
+            '422': error('NotExecuted: refused before acting, recorded FAILED (or no executor).'),
+            '429': error('Too many approval requests waiting for this credential; nothing written.'),
+            '502': error('The outcome is unknown; recorded AMBIGUOUS until an operator resolves it.'),
+          },
+        },
+      },
+      '/v1/approvals': {
+        get: {
+          operationId: 'listApprovals',
+          summary: 'Approval requests, paged (operator)',
+          security: bearer,
+          parameters: [
+            query('status', { enum: ['pending', 'granted', 'denied', 'expired', 'consumed'] }, 'Only this status.'),
+            query('limit', { type: 'integer', minimum: 1, maximum: 1000 }, 'Page size (default 100).'),
+            query('after', str, 'The `next` cursor of the previous page.'),
+          ],
+          responses: { '200': json(ref('ApprovalPage'), 'One page.'), '400': error('Bad query.'), ...operatorOnly },
+        },
+      },
+      '/v1/approvals/{id}/grant': {
+        post: {
+          operationId: 'grantApproval',
+          summary: 'Grant (operator)',
+          security: bearer,
+          parameters: [pathParam('id', 'The request id.')],
+          requestBody: body({ type: 'object', additionalProperties: false }, false),
+          responses: { '200': json(ref('Grant'), 'Granted: the agent may now run it, once.'), '400': error('A body with fields.'), ...operatorOnly, '404': error('No such request.'), '409': error('Not pending (answered, expired, consumed).') },
+        },
+      },
+      '/v1/approvals/{id}/deny': {
+        post: {
+          operationId: 'denyApproval',
+          summary: 'Deny (operator)',
+          security: bearer,
+          parameters: [pathParam('id', 'The request id.')],
+          requestBody: body({ type: 'object', additionalProperties: false }, false),
+          responses: { '200': json(ref('Denial'), 'Denied.'), '400': error('A body with fields.'), ...operatorOnly, '404': error('No such request.'), '409': error('Not pending.') },
+        },
+      },
+      '/v1/effects/{key}': {
+        get: {
+          operationId: 'getEffect',
+          summary: 'One effect record (operator)',
+          security: bearer,
+          parameters: [pathParam('key', 'The effect key (URL-encoded).')],
+          responses: { '200': json(ref('Effect'), 'The record.'), ...operatorOnly, '404': error('No such effect.') },
+        },
+      },
+      '/v1/effects/{key}/resolve': {
+        post: {
+          operationId: 'resolveEffect',
+          summary: 'Resolve an AMBIGUOUS effect (operator)',
+          security: bearer,
+          parameters: [pathParam('key', 'The effect key (URL-encoded).')],
+          requestBody: body(ref('Resolve')),
+          responses: { '200': json(ref('Effect'), 'Resolved.'), '400': error('Bad body.'), ...operatorOnly, '404': error('No such effect.'), '409': error('Not ambiguous.') },
+        },
+      },
+      '/v1/receipts': {
+        get: {
+          operationId: 'listReceipts',
+          summary: 'Receipts after a seq, paged (operator)',
+          security: bearer,
+          parameters: [query('after', { type: 'integer', minimum: 0 }, 'List rows with a larger seq.'), query('limit', { type: 'integer', minimum: 1, maximum: 1000 }, 'Page size (default 100).')],
+          responses: { '200': json(ref('ReceiptPage'), 'One page.'), '400': error('Bad query.'), ...operatorOnly },
+        },
+      },
+      '/v1/receipts/verify': {
+        get: { operationId: 'verifyReceipts', summary: 'Verify the whole chain (operator)', security: bearer, responses: { '200': json(ref('ChainReport'), 'The report.'), ...operatorOnly } },
+      },
+      '/v1/receipts/{id}': {
+        get: {
+          operationId: 'getReceipt',
+          summary: 'One receipt (operator)',
+          security: bearer,
+          parameters: [pathParam('id', 'The receipt id.')],
+          responses: { '200': json(ref('Receipt'), 'The receipt.'), ...operatorOnly, '404': error('No such receipt.') },
+        },
+      },
+      '/v1/try-it/step': {
+        post: {
+          operationId: 'tryItStep',
+          summary: 'A playground step (demo mode)',
+          security: bearer,
+          requestBody: body(ref('TryItStep')),
+          responses: { '200': json(ref('TryItResult'), 'The step result.'), '400': error('Bad step.'), ...common, '404': error('Demo mode is off.') },
+        },
+      },
+    },
+  };
+}
