@@ -82,15 +82,17 @@ export function operatorControl(io: CliIo, policy: Policy, store: StateStore, ta
 
 /**
  * Runs one human answer (`approve`, `deny`, `resolve`) through the kernel: resolves who answers
- * (`--as`), checks the store through a reader with `precheck`, loads the policy (nothing is
- * written on a refusal of any of these), then hands `answer` a Control composed as
- * {@link operatorControl} composes it (same sinks, the kernel's clock) and always closes the
- * store. Resolves to exit code 0.
+ * (`--as`), checks the store through a reader with `precheck`, loads the policy, then lets
+ * `confirm` (still on the reader, with the policy) show what is answered and ask — nothing is
+ * written on a refusal of any of these — then hands `answer` a Control composed by
+ * {@link operatorControl} (same sinks, the kernel's clock) and always closes the store.
+ * Resolves to exit code 0.
  */
 export async function answeringControl(
   inv: Invocation,
   precheck: (reader: StateStore) => Promise<void>,
   answer: (control: Control, who: string) => Promise<void>,
+  confirm?: (reader: StateStore, policy: Policy, who: string) => Promise<void>,
 ): Promise<number> {
   const { io, values, err } = inv;
   const who = operatorName(io, values['as'] as string | undefined, '--as');
@@ -102,6 +104,7 @@ export async function answeringControl(
     await precheck(reader);
     loaded.policy = loadPolicyFile(policyPath(io)).policy;
     banner(loaded.policy, err);
+    if (confirm !== undefined) await confirm(reader, loaded.policy, who);
   });
   try {
     const control = await operatorControl(io, loaded.policy!, store, target, err);
