@@ -4,8 +4,14 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { dirname } from 'node:path';
+import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ActionDenied, InvalidArgument, PolicyError, protect, type EventRecord } from '@ctrlrun/kernel';
+import { ActionDenied, ApprovalRequired, InvalidArgument, PolicyError, protect, type EventRecord } from '@ctrlrun/kernel';
+import { otelSink } from '@ctrlrun/kernel/otel';
+import { WebhookApprovalProvider } from '@ctrlrun/kernel/webhook';
 import { createSqlJsStore } from '@ctrlrun/store-sqljs';
 import { FileControl, fromFile, jsonlFileSink, openStore, policyFilePath, stateFilePath } from '@ctrlrun/store-node';
 
@@ -122,6 +128,46 @@ describe('fromFile', () => {
     await control.close();
     expect(existsSync(join(cwd, '.ctrlrun', 'state.db'))).toBe(true);
     expect(existsSync(join(cwd, '.ctrlrun', 'events.jsonl'))).toBe(false);
+  });
+});
+
+describe('fromFile composes with the webhook provider and the OpenTelemetry sink (the README example)', () => {
+  it('one request: a signed POST to the person, a span, and the JSONL line, from one Control', async () => {
+    const cwd = tempDir();
+    writeFileSync(join(cwd, 'ctrlrun.yaml'), POLICY.replace('decision: deny', 'decision: approve'));
+    const bodies: string[] = [];
+    const server = createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        bodies.push(Buffer.concat(chunks).toString('utf8'));
+        res.writeHead(200).end('ok');
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    try {
+      const exporter = new InMemorySpanExporter();
+      const tracerProvider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
+      // As the README writes it: the store fromFile would find, opened first so the webhook can use it.
+      const statePath = stateFilePath({ cwd, env: {} });
+      mkdirSync(dirname(statePath), { recursive: true });
+      const store = await openStore(statePath);
+      const webhook = new WebhookApprovalProvider(store, { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`, secret: 'a-test-secret-that-is-at-least-32-bytes-long', allowInsecure: true });
+      const control = await fromFile({ cwd, env: {}, store, stateDir: dirname(statePath), principal: { agent: 'support-agent' }, sinks: [webhook.sink, otelSink({ tracerProvider })] });
+      const err = await protect(() => 'ran', { control, name: 'stripe.refund' })({ payment_id: 'p9', amount: 50000 }).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(ApprovalRequired);
+      const id = (err as ApprovalRequired).requestId;
+      for (let i = 0; i < 500 && bodies.length === 0; i++) await new Promise((r) => setTimeout(r, 10));
+      expect(bodies).toHaveLength(1);
+      expect(JSON.parse(bodies[0]!)).toMatchObject({ request_id: id });
+      expect(exporter.getFinishedSpans().map((sp) => sp.attributes['ctrlrun.result'])).toContain('approval_required');
+      await control.close();
+      expect(lines(join(cwd, '.ctrlrun', 'events.jsonl')).map((e) => e['type'])).toContain('APPROVAL_REQUESTED');
+      await store.close();
+    } finally {
+      server.closeAllConnections();
+      await new Promise<void>((r) => server.close(() => r()));
+    }
   });
 });
 
