@@ -5,7 +5,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ApprovalRequired, LocalApprovalProvider, protect } from '@ctrlrun/kernel';
+import { ApprovalRequired, LocalApprovalProvider, protect, type JsonObject } from '@ctrlrun/kernel';
 import { main, type CliIo } from '@ctrlrun/cli';
 import { fromFile, openStore } from '@ctrlrun/store-node';
 import { executable, run, seed, spawnCli, storeBytes, tempDir, type RunResult } from './support.js';
@@ -52,7 +52,7 @@ async function hostile(): Promise<{ dir: string; storePath: string; id: string }
   const dir = tempDir();
   writeFileSync(join(dir, 'ctrlrun.yaml'), NAMESPACE_POLICY);
   const control = await fromFile({ cwd: dir, env: {}, principal: { agent: 'ops-agent' }, logger: { warn: () => {} } });
-  const args = JSON.parse('{"cluster":"c1","name":"prod\\u001b[2J\\ngranted: nothing","__proto__":"hidden?"}') as Record<string, unknown>;
+  const args = JSON.parse('{"cluster":"c1","name":"prod\\u001b[2J\\ngranted: nothing","__proto__":"hidden?"}') as JsonObject;
   const err = await protect(() => null, { control, name: 'k8s.delete_namespace' })(args).catch((e: unknown) => e);
   await control.close();
   if (!(err instanceof ApprovalRequired)) throw new Error(`expected ApprovalRequired, got ${String(err)}`);
