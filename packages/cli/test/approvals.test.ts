@@ -4,8 +4,11 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { ApprovalRequired, LocalApprovalProvider, protect, type JsonObject } from '@ctrlrun/kernel';
+import { ApprovalRequired, createAction, LocalApprovalProvider, protect, type ApprovalRecord, type JsonObject } from '@ctrlrun/kernel';
+import { requestLines } from '../src/approval-view.js';
+import { visible } from '../src/format.js';
 import { main, type CliIo } from '@ctrlrun/cli';
 import { fromFile, openStore } from '@ctrlrun/store-node';
 import { executable, run, seed, spawnCli, storeBytes, tempDir, type RunResult } from './support.js';
@@ -206,6 +209,33 @@ describe('approve and deny show the exact action and ask on a terminal', () => {
     expect(lines).toContain('              "cluster": "c1"');
     expect(lines).toContain('              "name": "prod\\u001b[2J\\ngranted: nothing"');
     expect(lines.filter((l) => l.startsWith('granted'))).toEqual([]);
+  });
+
+  it('property: whatever the agent puts in the arguments, the display has one visible line per canonical argument', () => {
+    const key = fc.string({ unit: 'binary', maxLength: 12 }).filter((k) => k !== 'data_scope');
+    const value = fc.oneof(fc.string({ unit: 'binary', maxLength: 40 }), fc.integer(), fc.boolean(), fc.constant(null), fc.array(fc.string({ unit: 'binary', maxLength: 8 }), { maxLength: 3 }));
+    fc.assert(
+      fc.property(fc.uniqueArray(fc.tuple(key, value), { selector: ([k]) => k, maxLength: 6 }), (pairs) => {
+        let action;
+        try {
+          action = createAction({ name: 'k8s.delete_namespace', arguments: Object.fromEntries(pairs) as JsonObject, principal: { agent: 'a' } });
+        } catch {
+          return; // the kernel refused the arguments (e.g. a lone surrogate): nothing to show
+        }
+        const record: ApprovalRecord = {
+          request: { requestId: 'apr_0', actionHash: action.actionHash, action, createdAt: '2026-01-01T00:00:00+00:00', expiresAt: '2099-01-01T00:00:00+00:00', policyHash: null },
+          status: 'pending', approver: null, grantedAt: null, consumedAt: null,
+        };
+        // As the terminal receives them: each line through visible(), as out() writes it.
+        const shown = requestLines({ record, rule: 'decision' }, null).map(visible).join('\n').split('\n');
+        const argLines = shown.filter((l) => l.startsWith('  arguments   ') || l.startsWith(' '.repeat(14)));
+        const keys = Object.keys(action.canonicalArguments);
+        expect(argLines).toHaveLength(Math.max(1, keys.length));
+        keys.forEach((k, i) => expect(argLines[i]!.slice(14).startsWith(visible(JSON.stringify(k)))).toBe(true));
+        for (const l of shown) expect(l).not.toMatch(/[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/);
+      }),
+      { numRuns: 300 },
+    );
   });
 
   it('a request whose stored action was altered is neither shown nor answered', async () => {
