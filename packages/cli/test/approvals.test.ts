@@ -212,8 +212,11 @@ describe('approve and deny show the exact action and ask on a terminal', () => {
   });
 
   it('property: whatever the agent puts in the arguments, the display has one visible line per canonical argument', () => {
-    const key = fc.string({ unit: 'binary', maxLength: 12 }).filter((k) => k !== 'data_scope');
-    const value = fc.oneof(fc.string({ unit: 'binary', maxLength: 40 }), fc.integer(), fc.boolean(), fc.constant(null), fc.array(fc.string({ unit: 'binary', maxLength: 8 }), { maxLength: 3 }));
+    // Mostly the characters that move a terminal's cursor or text, and some of everything else.
+    const unit = fc.oneof(fc.constantFrom('\n', '\r', '\t', '\u001b', '\u0085', '\u2028', '\u2029', '\u202e', '\u2066', '\u200b', '"', '\\', ' ', 'a'), fc.string({ unit: 'binary', minLength: 1, maxLength: 1 }));
+    const text = (maxLength: number) => fc.string({ unit, maxLength });
+    const key = text(12).filter((k) => k !== 'data_scope');
+    const value = fc.oneof(text(40), fc.integer(), fc.boolean(), fc.constant(null), fc.array(text(8), { maxLength: 3 }));
     fc.assert(
       fc.property(fc.uniqueArray(fc.tuple(key, value), { selector: ([k]) => k, maxLength: 6 }), (pairs) => {
         let action;
