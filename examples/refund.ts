@@ -1,15 +1,10 @@
 // The README's walkthrough: one refund protected by ctrlrun, run from the directory `ctrlrun init`
-// wrote (it reads ./ctrlrun.yaml and keeps its state in ./.ctrlrun/state.db).
-import { readFileSync } from 'node:fs';
-import { ApprovalRequired, Control, loadPolicy, protect } from '@ctrlrun/kernel';
-import { openStore } from '@ctrlrun/store-node';
+// wrote. fromFile() finds things as the CLI does: ./ctrlrun.yaml (or $CTRLRUN_CONFIG), the store
+// .ctrlrun/state.db beside it (or $CTRLRUN_STATE), events.jsonl and receipts.jsonl there too.
+import { answerCommands, ApprovalRequired, protect } from '@ctrlrun/kernel';
+import { fromFile } from '@ctrlrun/store-node';
 
-const store = await openStore('.ctrlrun/state.db');
-const control = new Control({
-  policy: loadPolicy(readFileSync('ctrlrun.yaml', 'utf8'), { source: 'ctrlrun.yaml' }),
-  store,
-  principal: { agent: 'refund-agent' },
-});
+const control = await fromFile({ principal: { agent: 'refund-agent' } });
 const refund = protect(async ({ payment_id, amount }) => ({ id: `re_${String(payment_id)}`, amount }), { control, name: 'stripe.refund' });
 
 const approvalId = process.argv[2]; // the request a human granted, on the second run
@@ -18,7 +13,7 @@ try {
   console.log('refunded', JSON.stringify(result));
 } catch (err) {
   if (!(err instanceof ApprovalRequired)) throw err;
-  console.log(`a human must approve: ctrlrun approve ${err.requestId}`);
+  console.log(`a human must approve: ${answerCommands(err.requestId).approve}`);
 } finally {
-  await store.close();
+  await control.close();
 }

@@ -6,14 +6,13 @@
  *
  * @module
  */
-import { mkdirSync } from 'node:fs';
 import { userInfo } from 'node:os';
-import { dirname, join } from 'node:path';
-import { Control, InvalidArgument, jsonlSink, type EventSink, type Policy, type StateStore } from '@ctrlrun/kernel';
+import { dirname } from 'node:path';
+import type { Control, Policy, StateStore } from '@ctrlrun/kernel';
+import { fromFile, type FileControl } from '@ctrlrun/store-node';
 import { OBSERVE_BANNER, type Invocation } from './command.js';
 import { loadPolicyFile, policyPath, storeTarget, type StoreTarget } from './discovery.js';
 import { CliRefusal, UsageError } from './errors.js';
-import { appendRegularFile } from './files.js';
 import { hasUnsafe } from './format.js';
 import type { CliIo } from './io.js';
 import { openAnswerer } from './stores.js';
@@ -21,14 +20,6 @@ import { openAnswerer } from './stores.js';
 /** Prints the observe-mode banner to stderr, first, every run. */
 export function banner(policy: Policy, err: (line: string) => void): void {
   if (policy.mode === 'observe') err(OBSERVE_BANNER);
-}
-
-/** `$CTRLRUN_ENVIRONMENT` (blank is an error), else undefined: the policy's, else `production`. */
-export function environmentFromEnv(io: CliIo): string | undefined {
-  const v = io.env['CTRLRUN_ENVIRONMENT'];
-  if (v === undefined) return undefined;
-  if (v.trim() === '') throw new InvalidArgument('CTRLRUN_ENVIRONMENT is set but blank; unset it or name the deployment');
-  return v;
 }
 
 /** The longest name recorded as who answered. */
@@ -71,44 +62,37 @@ export function operatorName(io: CliIo, flag: string | undefined, option: string
   return login;
 }
 
-/** A JSONL sink writing `events.jsonl`/`receipts.jsonl` beside a SQLite store; none for PostgreSQL. */
-export function stateDirSinks(target: StoreTarget): EventSink[] {
-  if (target.kind !== 'sqlite') return [];
-  const dir = dirname(target.path);
-  return [
-    jsonlSink({
-      append: (file, line) => {
-        mkdirSync(dir, { recursive: true });
-        // A FIFO or device planted in place of events.jsonl is refused, never waited on.
-        appendRegularFile(join(dir, file), line);
-      },
-    }),
-  ];
-}
-
-/** A Control over the operator's policy and store, as an application's `from_file` builds it. */
-export function operatorControl(io: CliIo, policy: Policy, store: StateStore, target: StoreTarget, warn: (line: string) => void): Control {
-  const environment = environmentFromEnv(io);
-  return new Control({
+/**
+ * A Control over the operator's policy and store, composed by `fromFile` as an application
+ * composes it (the JSONL files beside a SQLite store, none for PostgreSQL; the policy's inline
+ * authority; `$CTRLRUN_ENVIRONMENT`). Close it when done (the JSONL files); the store stays the
+ * caller's.
+ */
+export function operatorControl(io: CliIo, policy: Policy, store: StateStore, target: StoreTarget, warn: (line: string) => void): Promise<FileControl> {
+  return fromFile({
+    env: io.env,
+    cwd: io.cwd,
+    path: policyPath(io),
     policy,
     store,
-    sinks: stateDirSinks(target),
+    stateDir: target.kind === 'sqlite' ? dirname(target.path) : null,
     logger: { warn: (message: string) => warn(`warning: ${message}`) },
-    ...(environment !== undefined ? { environment } : {}),
   });
 }
 
 /**
  * Runs one human answer (`approve`, `deny`, `resolve`) through the kernel: resolves who answers
- * (`--as`), checks the store through a reader with `precheck`, loads the policy (nothing is
- * written on a refusal of any of these), then hands `answer` a Control composed as
- * {@link operatorControl} composes it (same sinks, the kernel's clock) and always closes the
- * store. Resolves to exit code 0.
+ * (`--as`), checks the store through a reader with `precheck`, loads the policy, then lets
+ * `confirm` (still on the reader, with the policy) show what is answered and ask — nothing is
+ * written on a refusal of any of these — then hands `answer` a Control composed by
+ * {@link operatorControl} (same sinks, the kernel's clock) and always closes the store.
+ * Resolves to exit code 0.
  */
 export async function answeringControl(
   inv: Invocation,
   precheck: (reader: StateStore) => Promise<void>,
   answer: (control: Control, who: string) => Promise<void>,
+  confirm?: (reader: StateStore, policy: Policy, who: string) => Promise<void>,
 ): Promise<number> {
   const { io, values, err } = inv;
   const who = operatorName(io, values['as'] as string | undefined, '--as');
@@ -120,9 +104,15 @@ export async function answeringControl(
     await precheck(reader);
     loaded.policy = loadPolicyFile(policyPath(io)).policy;
     banner(loaded.policy, err);
+    if (confirm !== undefined) await confirm(reader, loaded.policy, who);
   });
   try {
-    await answer(operatorControl(io, loaded.policy!, store, target, err), who);
+    const control = await operatorControl(io, loaded.policy!, store, target, err);
+    try {
+      await answer(control, who);
+    } finally {
+      await control.close();
+    }
     return 0;
   } finally {
     await store.close();

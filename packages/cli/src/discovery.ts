@@ -5,19 +5,13 @@
  *
  * @module
  */
-import { dirname, isAbsolute, resolve } from 'node:path';
-import { InvalidArgument, loadPolicy, PolicyError, type Policy } from '@ctrlrun/kernel';
-import { parseStoreUrl } from '@ctrlrun/store-node';
+import { isAbsolute, resolve } from 'node:path';
+import { InvalidArgument } from '@ctrlrun/kernel';
+import { parseStoreUrl, policyFilePath, stateFilePath } from '@ctrlrun/store-node';
 import { CliRefusal } from './errors.js';
-import { readRegularFile, UnreadableFile } from './files.js';
 import type { CliIo } from './io.js';
 
-/** The policy file name looked for in the working directory. */
-export const POLICY_FILE = 'ctrlrun.yaml';
-/** The state directory beside the policy. */
-export const STATE_DIR = '.ctrlrun';
-/** The default SQLite file in the state directory. */
-export const STATE_FILE = 'state.db';
+export { loadPolicyFile, POLICY_FILE, readPolicyText, STATE_DIR, STATE_FILE } from '@ctrlrun/store-node';
 
 /** `$NAME`, refusing a set-but-blank value (blank is a mistake, never "use the default"). */
 function envValue(io: CliIo, name: string, error: (m: string) => Error): string | null {
@@ -27,30 +21,9 @@ function envValue(io: CliIo, name: string, error: (m: string) => Error): string 
   return v;
 }
 
-/** The policy path: `$CTRLRUN_CONFIG`, else `./ctrlrun.yaml` (absolute). */
+/** The policy path: `$CTRLRUN_CONFIG`, else `./ctrlrun.yaml` (absolute), as `fromFile` finds it. */
 export function policyPath(io: CliIo): string {
-  const configured = envValue(io, 'CTRLRUN_CONFIG', (m) => new PolicyError(m));
-  return resolve(io.cwd, configured ?? POLICY_FILE);
-}
-
-/**
- * Reads the policy file's text: a missing file, or one that is not a regular file (a FIFO, a
- * device such as `/dev/zero`, a directory), is an error from `refuse` naming it.
- */
-export function readPolicyText(path: string, refuse: (message: string) => Error): string {
-  try {
-    return readRegularFile(path);
-  } catch (err) {
-    if (!(err instanceof UnreadableFile)) throw err;
-    if (err.reason === 'missing') throw refuse(`no policy at ${path}: run 'ctrlrun init' to write one, or set CTRLRUN_CONFIG`);
-    throw refuse(`the policy ${path} cannot be read: ${err.message}`);
-  }
-}
-
-/** Reads and loads the policy; a missing, unreadable or malformed file is a `PolicyError` naming it. */
-export function loadPolicyFile(path: string): { policy: Policy; text: string } {
-  const text = readPolicyText(path, (m) => new PolicyError(m));
-  return { policy: loadPolicy(text, { source: path }), text };
+  return policyFilePath({ env: io.env, cwd: io.cwd });
 }
 
 /** Where a store lives. */
@@ -74,11 +47,9 @@ export function maskUrl(url: string): string {
   return url.replace(/^([a-z][a-z0-9+.-]*:\/\/[^:/?#@]*:)[^@/?#]*@/i, '$1***@');
 }
 
-/** The default SQLite file: `$CTRLRUN_STATE`, else `.ctrlrun/state.db` beside the policy. */
+/** The default SQLite file: `$CTRLRUN_STATE`, else `.ctrlrun/state.db` beside the policy, as `fromFile` finds it. */
 export function defaultStatePath(io: CliIo): string {
-  const state = envValue(io, 'CTRLRUN_STATE', (m) => new InvalidArgument(m));
-  if (state !== null) return resolve(io.cwd, state);
-  return resolve(dirname(policyPath(io)), STATE_DIR, STATE_FILE);
+  return stateFilePath({ env: io.env, cwd: io.cwd });
 }
 
 /**

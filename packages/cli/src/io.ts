@@ -6,6 +6,7 @@
  * @module
  */
 import { userInfo } from 'node:os';
+import { createInterface } from 'node:readline';
 
 /** The process as a command sees it. */
 export interface CliIo {
@@ -23,6 +24,33 @@ export interface CliIo {
    * the user.
    */
   readonly userName?: () => string;
+  /**
+   * Whether a person is at a terminal: standard input is a TTY. `approve` and `deny` then show
+   * the action and ask before answering (unless `--yes`); otherwise (a script, a pipe, CI) they
+   * answer without asking, as they always did. Absent means false.
+   */
+  readonly interactive?: boolean;
+  /** Writes `question` to stderr and resolves to the line typed, or null at end of input. */
+  readonly ask?: (question: string) => Promise<string | null>;
+}
+
+/** One line from standard input after `question` on stderr; null when input ends first. */
+function askOnTerminal(question: string): Promise<string | null> {
+  return new Promise((resolve) => {
+    const rl = createInterface({ input: process.stdin, output: process.stderr, terminal: true });
+    let answered = false;
+    rl.on('close', () => {
+      if (!answered) {
+        process.stderr.write('\n');
+        resolve(null);
+      }
+    });
+    rl.question(question, (line) => {
+      answered = true;
+      rl.close();
+      resolve(line);
+    });
+  });
 }
 
 /** The real process. */
@@ -33,5 +61,7 @@ export function processIo(): CliIo {
     cwd: process.cwd(),
     env: process.env,
     userName: () => userInfo().username,
+    interactive: process.stdin.isTTY === true,
+    ask: askOnTerminal,
   };
 }

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { Control, loadPolicy, protect } from '@ctrlrun/kernel';
 import { openStore } from '@ctrlrun/store-node';
-import { AUTHORITY_POLICY, grantYaml, run, storeBytes, tempDir } from './support.js';
+import { AUTHORITY_POLICY, grantYaml, run, seed, storeBytes, tempDir } from './support.js';
 
 const OBSERVE_POLICY = `schema: ctrlrun.policy/v3
 mode: observe
@@ -48,13 +48,31 @@ async function observed(): Promise<string> {
 describe('stats', () => {
   afterEach(() => void vi.restoreAllMocks());
 
+  it('enforced refusals and approval requests show up, and stay visible after a switch to observe', async () => {
+    // The seeded store ran in enforce mode: one denial (iam.grant_admin), two requests awaiting a human.
+    const s = await seed();
+    const enforce = await run(['stats', '--json'], { cwd: s.dir });
+    expect(JSON.parse(enforce.stdout)).toMatchObject({ mode: 'enforce', denied: 1, enforced_denied: 1, enforced_blocked: 0, approvals_requested: 2, approvals_pending: 2 });
+    const human = (await run(['stats'], { cwd: s.dir })).stdout.split('\n');
+    expect(human).toContain(`${'approval requests'.padEnd(30)}${'2'.padStart(6)}`);
+    expect(human).toContain(`${'   still pending'.padEnd(30)}${'2'.padStart(6)}`);
+    // The team switches the policy to observe: the enforced refusal is not reported as 0.
+    writeFileSync(join(s.dir, 'ctrlrun.yaml'), OBSERVE_POLICY);
+    const observe = await run(['stats', '--json'], { cwd: s.dir });
+    expect(JSON.parse(observe.stdout)).toMatchObject({ mode: 'observe', would_have_been_denied: 0, enforced_denied: 1, enforced_denied_by_reason: { decision: 1 } });
+    const lines = (await run(['stats'], { cwd: s.dir })).stdout.split('\n');
+    expect(lines).toContain(`${'denied (enforced)'.padEnd(30)}${'1'.padStart(6)}`);
+    expect(lines).toContain(`   ${'decision'.padEnd(27)}${'1'.padStart(6)}`);
+  });
+
   it('test_T86_stats_counts_what_observe_mode_recorded', async () => {
     const dir = await observed();
     const r = await run(['stats', '--json'], { cwd: dir });
     expect(r.code).toBe(0);
     expect(r.stderr).toBe('OBSERVE MODE — nothing is enforced\n');
     const doc = JSON.parse(r.stdout) as Record<string, unknown>;
-    expect(Object.keys(doc)).toEqual(['schema', 'mode', 'since', 'from', 'to', 'actions', 'would_have_been_denied', 'denied_by_reason', 'would_have_needed_approval', 'would_have_been_blocked', 'blocked_by_reason', 'ambiguous_outcomes']);
+    expect(Object.keys(doc)).toEqual(['schema', 'mode', 'since', 'from', 'to', 'actions', 'would_have_been_denied', 'denied_by_reason', 'would_have_needed_approval', 'would_have_been_blocked', 'blocked_by_reason', 'ambiguous_outcomes',
+      'enforced_denied', 'enforced_denied_by_reason', 'enforced_blocked', 'approvals_requested', 'approvals_pending']);
     expect(doc).toMatchObject({
       schema: 'ctrlrun.stats/v1',
       mode: 'observe',

@@ -53,7 +53,7 @@ let built: Promise<string> | null = null;
  * The executable bundled once per test file, laid out as a build ships it: `bin.js` with its
  * sibling `g4-child.js` (verify's racing processes) in an ES-module package; plain `node` runs it.
  */
-function executable(): Promise<string> {
+export function executable(): Promise<string> {
   return (built ??= (async () => {
     const dir = tempDir('ctrlrun-bin-');
     writeFileSync(join(dir, 'package.json'), '{"type":"module"}\n');

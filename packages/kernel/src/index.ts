@@ -27,6 +27,7 @@ export { A1_OURS, A1_REINSERT, A1_REFUSE, A2_LANDED, A2_REISSUE, A2_REFUSE, LOST
 export { MIGRATION_IDS, SCHEMA_WRITER, type MigrationId, type AppliedMigration, type MigrateOptions, classifyVersioned, classifyUnversioned, checkMigrationList, migrate, readApplied } from './store/migrations.js';
 export { Control, type ControlOptions, type DelegateOptions, type ExecuteOptions, type ExecuteResult, type Executor, type ExecutionContext, type Logger, type ReconcileHook, type ResolveOptions, describeError } from './control.js';
 export { protect, type ProtectOptions, type CallOptions, type Protected } from './protect.js';
+export { answerCommands, type WaitingFor } from './protect.js';
 export { type AmbientCall, type AmbientCallProvider, ambientCall, setAmbientCallContext } from './ambient.js';
 export { toolRefusal, type ToolRefusal } from './tool-refusal.js';
 export { type ApprovalProvider, type ProviderOptions, type ScriptedStep, LocalApprovalProvider, ScriptedApprovalProvider } from './approval-providers.js';

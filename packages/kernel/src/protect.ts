@@ -30,6 +30,28 @@ export interface CallOptions {
   approvalId?: string | null;
 }
 
+/** What {@link ProtectOptions.wait}'s `onWaiting` is told when a call starts waiting for a human. */
+export interface WaitingFor {
+  /** The approval request a human must answer (`apr_…`). */
+  readonly requestId: string;
+  /** The action's name. */
+  readonly name: string;
+  /** The hash the answer is bound to. */
+  readonly actionHash: string;
+  /** The commands that answer it from a terminal (see {@link answerCommands}). */
+  readonly approve: string;
+  readonly deny: string;
+}
+
+/**
+ * The commands a person runs to answer request `requestId` from a terminal beside the store:
+ * `npx ctrlrun approve apr_… --as NAME` and `npx ctrlrun deny apr_… --as NAME` (`NAME` is who
+ * answers, recorded on the record). Another provider (a webhook, an MCP operator) answers too.
+ */
+export function answerCommands(requestId: string): { approve: string; deny: string } {
+  return { approve: `npx ctrlrun approve ${requestId} --as NAME`, deny: `npx ctrlrun deny ${requestId} --as NAME` };
+}
+
 /** Options of {@link protect}. */
 export interface ProtectOptions {
   control: Control;
@@ -50,8 +72,14 @@ export interface ProtectOptions {
    * the Control's store, unless `provider` is given) and run the same action again presenting
    * the request. A denial, an expiry or a consumed approval is then refused by the control path
    * as usual; no answer in `timeoutMs` (or before the request expires) is `ApprovalTimeout`.
+   *
+   * Before waiting, the call says what it waits for: `onWaiting` is called with the request id
+   * and the commands that answer it ({@link WaitingFor}); without `onWaiting`, one line goes to
+   * the Control's logger (`[ctrlrun] stripe.refund is waiting for a human: approval request
+   * apr_…; answer with: npx ctrlrun approve apr_… --as NAME`). An `onWaiting` that throws is
+   * logged and the wait goes on.
    */
-  wait?: boolean | { timeoutMs?: number; provider?: ApprovalProvider };
+  wait?: boolean | { timeoutMs?: number; provider?: ApprovalProvider; onWaiting?: (waiting: WaitingFor) => void };
 }
 
 /**
@@ -85,6 +113,19 @@ function withoutUndefined(value: Record<string, unknown>): Record<string, unknow
   );
 }
 
+/** Tells `onWaiting`, else the Control's logger, what a call is about to wait for. */
+function announceWait(control: Control, onWaiting: ((waiting: WaitingFor) => void) | undefined, waiting: WaitingFor): void {
+  if (onWaiting === undefined) {
+    control.logger.warn(`[ctrlrun] ${waiting.name} is waiting for a human: approval request ${waiting.requestId}; answer with: ${waiting.approve} (or: ${waiting.deny})`);
+    return;
+  }
+  try {
+    onWaiting(waiting);
+  } catch (err) {
+    control.logger.warn(`[ctrlrun] ${waiting.name}: wait.onWaiting raised ${err instanceof Error ? err.message : String(err)}; waiting for ${waiting.requestId} anyway`);
+  }
+}
+
 /** The executor behind {@link Protected.needsApproval}: reached only if the decision changed to allow. */
 const askOnly = (): never => {
   throw new NotExecuted('asked only whether a human must approve; nothing was run');
@@ -114,6 +155,7 @@ export function protect<A extends object = JsonObject, R = unknown>(fn: (args: A
   if (wait !== null && (typeof wait !== 'object' || Array.isArray(wait))) throw new InvalidArgument('wait must be true, false or { timeoutMs?, provider? }');
   if (wait?.timeoutMs !== undefined) checkDuration(wait.timeoutMs, 'wait.timeoutMs');
   if (wait?.provider !== undefined && typeof wait.provider?.wait !== 'function') throw new InvalidArgument('wait.provider must be an ApprovalProvider');
+  if (wait?.onWaiting !== undefined && typeof wait.onWaiting !== 'function') throw new InvalidArgument('wait.onWaiting must be a function');
 
   const entry = control.policy.action(name);
   const effect = options.effect ?? entry?.effect ?? null;
@@ -153,6 +195,7 @@ export function protect<A extends object = JsonObject, R = unknown>(fn: (args: A
     } catch (err) {
       if (wait === null || !(err instanceof ApprovalRequired)) throw err;
       const provider = wait.provider ?? new LocalApprovalProvider(control.store, { clock: control.clock });
+      announceWait(control, wait.onWaiting, { requestId: err.requestId, name, actionHash: action.actionHash, ...answerCommands(err.requestId) });
       await provider.wait(err.requestId, wait.timeoutMs);
       // The same action, now presenting the request: the control path decides what the answer allows.
       return control.execute(action, run, { ...exec, approvalId: err.requestId });

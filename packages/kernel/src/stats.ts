@@ -2,6 +2,9 @@
  * `ctrlrun.stats/v1` (spec 02 §4.4): what a rollout in observe mode recorded — how many actions
  * would have been denied, needed a human, or been blocked, and why — counted from the receipts
  * alone (one receipt = one action; an action awaiting a human has none and is not counted).
+ * Beside the spec's fields, every document also carries what was really enforced (`enforced_*`,
+ * whatever mode the policy is in now) and the approval requests filed in the window
+ * (`approvals_requested`, `approvals_pending`): the only trace an action awaiting a human leaves.
  * Local store only; nothing here touches the network.
  *
  * @module
@@ -24,7 +27,11 @@ export interface StatsOptions {
    * with an offset, or `<n>m`/`<n>h`/`<n>d` back from now (see {@link parseSince}).
    */
   since?: Date | string | null;
-  /** Which document to build; default `observe` (what observe mode recorded). */
+  /**
+   * Which document to build. Default: the store's mode — the mode the newest counted receipt was
+   * written in (`result: "observed"` → `observe`, anything else → `enforce`); `observe` when
+   * nothing is counted. The CLI passes the policy's mode (spec 04 §2).
+   */
   mode?: 'observe' | 'enforce';
   /** "Now", for a relative `since`. */
   clock?: Clock;
@@ -45,6 +52,27 @@ export interface StatsDocument {
   would_have_been_blocked?: number;
   blocked_by_reason?: Record<string, number>;
   ambiguous_outcomes: number;
+  /**
+   * Added to `ctrlrun.stats/v1` (both modes, same meaning in each): receipts whose action was
+   * really refused (`result: "denied"`) — enforce-mode refusals, and in observe mode the ones it
+   * still refuses (`no_principal`, …). In an enforce document it equals `denied`.
+   */
+  enforced_denied: number;
+  /** The {@link enforced_denied} receipts by `decision_reason`. */
+  enforced_denied_by_reason: Record<string, number>;
+  /**
+   * Receipts of actions really stopped by a state (`result: "blocked"`): a mismatched, consumed or
+   * expired approval, a duplicate, an effect in progress or ambiguous. Enforce receipts do not
+   * record which, so there is no breakdown.
+   */
+  enforced_blocked: number;
+  /**
+   * Approval requests filed in the window (by when they were made), whatever became of them: in
+   * enforce mode, every action that needed a human. None is filed in observe mode.
+   */
+  approvals_requested: number;
+  /** Of {@link approvals_requested}, those still pending and unexpired: actions awaiting a human. */
+  approvals_pending: number;
 }
 
 const RELATIVE = /^([0-9]+)([mhd])$/;
@@ -124,11 +152,13 @@ function read(json: string | null): Counted | null {
  * `would_have_needed_approval`, `would_have_been_blocked` and `blocked_by_reason`, and
  * `ambiguous_outcomes` (what the executor did). In enforce mode: `denied`, `denied_by_reason`
  * (the receipt's reason) and `ambiguous_outcomes`; enforce receipts carry no blocked breakdown.
- * Unreadable receipt rows are skipped.
+ * Either way the `enforced_*` and `approvals_*` fields follow (see {@link StatsDocument}), so a
+ * refusal is never hidden by the mode the document is built in. Unreadable receipt rows are skipped.
  */
 export async function stats(store: StateStore, options: StatsOptions = {}): Promise<StatsDocument> {
-  const mode = options.mode ?? 'observe';
-  if (mode !== 'observe' && mode !== 'enforce') throw new InvalidArgument(`mode must be 'observe' or 'enforce', got ${JSON.stringify(mode)}`);
+  if (options.mode !== undefined && options.mode !== 'observe' && options.mode !== 'enforce') {
+    throw new InvalidArgument(`mode must be 'observe' or 'enforce', got ${JSON.stringify(options.mode)}`);
+  }
   const clock = options.clock ?? systemClock;
   let since: Date | null = null;
   if (options.since instanceof Date) {
@@ -145,6 +175,18 @@ export async function stats(store: StateStore, options: StatsOptions = {}): Prom
     counted.push(r);
   }
   const finished = counted.map((r) => r.finishedAt.getTime());
+  const newest = counted.reduce<Counted | null>((n, r) => (n === null || r.finishedAt.getTime() >= n.finishedAt.getTime() ? r : n), null);
+  const mode = options.mode ?? (newest !== null && newest.result !== 'observed' ? 'enforce' : 'observe');
+  const enforcedDenied = counted.filter((r) => r.result === 'denied');
+  const now = clock().getTime();
+  const requests = (await store.listApprovals()).filter((a) => since === null || Date.parse(a.request.createdAt) >= since.getTime());
+  const tail = {
+    enforced_denied: enforcedDenied.length,
+    enforced_denied_by_reason: tally(enforcedDenied.map((r) => r.decisionReason)),
+    enforced_blocked: counted.filter((r) => r.result === 'blocked').length,
+    approvals_requested: requests.length,
+    approvals_pending: requests.filter((a) => a.status === 'pending' && !(Date.parse(a.request.expiresAt) <= now)).length,
+  };
   const head = {
     schema: STATS_SCHEMA,
     mode,
@@ -160,6 +202,7 @@ export async function stats(store: StateStore, options: StatsOptions = {}): Prom
       denied: refused.length,
       denied_by_reason: tally(refused.map((r) => r.decisionReason)),
       ambiguous_outcomes: counted.filter((r) => r.result === 'ambiguous').length,
+      ...tail,
     };
   }
   const observed = counted.flatMap((r) => (r.wouldHave === null ? [] : [r.wouldHave]));
@@ -173,5 +216,6 @@ export async function stats(store: StateStore, options: StatsOptions = {}): Prom
     would_have_been_blocked: blocked.length,
     blocked_by_reason: tally(blocked.map((w) => w.blocked_reason!)),
     ambiguous_outcomes: counted.filter((r) => r.execution === 'ambiguous').length,
+    ...tail,
   };
 }

@@ -241,7 +241,11 @@ describe('T86: stats counts what observe mode recorded', () => {
     await r.control.execute(refund(100, 'a5'), boom).catch(() => undefined); // ambiguous outcome
     await r.control.execute(refund(100, 'a6'), r.executor); // nothing
     const doc = await stats(r.store, { mode: 'observe' });
-    expect(Object.keys(doc)).toEqual(['schema', 'mode', 'since', 'from', 'to', 'actions', 'would_have_been_denied', 'denied_by_reason', 'would_have_needed_approval', 'would_have_been_blocked', 'blocked_by_reason', 'ambiguous_outcomes']);
+    expect(Object.keys(doc)).toEqual([
+      'schema', 'mode', 'since', 'from', 'to', 'actions', 'would_have_been_denied', 'denied_by_reason', 'would_have_needed_approval', 'would_have_been_blocked', 'blocked_by_reason', 'ambiguous_outcomes',
+      // Added after the spec's fields: what was really enforced, and the approval requests filed.
+      'enforced_denied', 'enforced_denied_by_reason', 'enforced_blocked', 'approvals_requested', 'approvals_pending',
+    ]);
     expect(doc).toEqual({
       schema: STATS_SCHEMA,
       mode: 'observe',
@@ -255,6 +259,11 @@ describe('T86: stats counts what observe mode recorded', () => {
       would_have_been_blocked: 1,
       blocked_by_reason: { duplicate: 1 },
       ambiguous_outcomes: 1,
+      enforced_denied: 0,
+      enforced_denied_by_reason: {},
+      enforced_blocked: 0,
+      approvals_requested: 0,
+      approvals_pending: 0,
     });
     expect(Object.keys(doc.denied_by_reason)).toEqual(['rule[2]', 'no_authority']);
     // --since is inclusive on finished_at.
@@ -270,10 +279,11 @@ describe('T86: stats counts what observe mode recorded', () => {
     }
     await r.control.execute(refund(100, 'b4'), r.executor).catch(() => undefined);
     const doc = await stats(r.store, { mode: 'enforce' });
-    expect(Object.keys(doc)).toEqual(['schema', 'mode', 'since', 'from', 'to', 'actions', 'denied', 'denied_by_reason', 'ambiguous_outcomes']);
-    expect(doc).toMatchObject({ mode: 'enforce', actions: 5, denied: 3, denied_by_reason: { no_authority: 2, 'rule[2]': 1 }, ambiguous_outcomes: 0 });
-    // Observe numbers over enforce receipts: nothing counterfactual was recorded.
-    expect(await stats(r.store)).toMatchObject({ actions: 5, would_have_been_denied: 0, would_have_been_blocked: 0 });
+    expect(Object.keys(doc)).toEqual(['schema', 'mode', 'since', 'from', 'to', 'actions', 'denied', 'denied_by_reason', 'ambiguous_outcomes', 'enforced_denied', 'enforced_denied_by_reason', 'enforced_blocked', 'approvals_requested', 'approvals_pending']);
+    expect(doc).toMatchObject({ mode: 'enforce', actions: 5, denied: 3, denied_by_reason: { no_authority: 2, 'rule[2]': 1 }, ambiguous_outcomes: 0, enforced_denied: 3, enforced_blocked: 1 });
+    // Observe numbers over enforce receipts: nothing counterfactual was recorded, but the
+    // enforced refusals are still there to read.
+    expect(await stats(r.store, { mode: 'observe' })).toMatchObject({ actions: 5, would_have_been_denied: 0, would_have_been_blocked: 0, enforced_denied: 3, enforced_blocked: 1 });
   });
 
   it('an empty store is all zeros', async () => {
@@ -281,7 +291,42 @@ describe('T86: stats counts what observe mode recorded', () => {
     expect(await stats(r.store)).toEqual({
       schema: STATS_SCHEMA, mode: 'observe', since: null, from: null, to: null, actions: 0,
       would_have_been_denied: 0, denied_by_reason: {}, would_have_needed_approval: 0, would_have_been_blocked: 0, blocked_by_reason: {}, ambiguous_outcomes: 0,
+      enforced_denied: 0, enforced_denied_by_reason: {}, enforced_blocked: 0, approvals_requested: 0, approvals_pending: 0,
     });
+  });
+
+  it('stats(store) counts in the store\'s mode: enforced refusals and approvals-required show up', async () => {
+    // An application in enforce mode reads stats(store) with no options: it used to get the
+    // observe document, with 0 would-have-been-denied and nothing about what was refused.
+    const r = await rig(V3 + AUTHORITY + ACTIONS);
+    await r.control.execute(refund(90000000, 'c1'), r.executor).catch(() => undefined); // denied: rule[2]
+    await r.control.execute(refund(100, 'c2', { agent: 'stranger' }), r.executor).catch(() => undefined); // denied: no_authority
+    await r.control.execute(refund(100000, 'c3'), r.executor).catch(() => undefined); // approval required (pending)
+    await r.control.execute(refund(200000, 'c4'), r.executor).catch(() => undefined); // approval required (pending)
+    const doc = await stats(r.store, { clock: r.clock });
+    expect(doc).toMatchObject({
+      mode: 'enforce',
+      actions: 2,
+      denied: 2,
+      denied_by_reason: { no_authority: 1, 'rule[2]': 1 },
+      enforced_denied: 2,
+      enforced_denied_by_reason: { no_authority: 1, 'rule[2]': 1 },
+      enforced_blocked: 0,
+      approvals_requested: 2,
+      approvals_pending: 2,
+    });
+    expect(doc).not.toHaveProperty('would_have_been_denied');
+    // One answered: still requested, no longer pending; a window after the requests counts none.
+    const [first] = await r.store.listApprovals('pending');
+    await r.control.denyApproval(first!.request.requestId, { approver: 'dana' });
+    expect(await stats(r.store, { clock: r.clock })).toMatchObject({ approvals_requested: 2, approvals_pending: 1 });
+    // Past their expiry, none is pending; a window after the requests counts none.
+    expect(await stats(r.store, { clock: () => new Date(T0.getTime() + 400 * 24 * 60 * MIN) })).toMatchObject({ approvals_requested: 2, approvals_pending: 0 });
+    expect(await stats(r.store, { since: '1m', clock: () => new Date(T0.getTime() + 10 * MIN) })).toMatchObject({ actions: 0, approvals_requested: 0 });
+    // An observe store keeps the observe document by default.
+    const o = await rig(OBSERVE + ACTIONS);
+    await o.control.execute(refund(90000000, 'd1'), o.executor);
+    expect(await stats(o.store)).toMatchObject({ mode: 'observe', would_have_been_denied: 1, enforced_denied: 0 });
   });
 
   it('test_T86_stats_reaches_no_network', async () => {

@@ -1,6 +1,6 @@
 // protect({ wait }): block on the human's answer, then run the same action presenting it.
 import { describe, expect, it } from 'vitest';
-import { ActionDenied, ApprovalTimeout, LocalApprovalProvider, protect } from '@ctrlrun/kernel';
+import { ActionDenied, ApprovalTimeout, answerCommands, LocalApprovalProvider, protect, type WaitingFor } from '@ctrlrun/kernel';
 import { setup } from './harness.js';
 
 const MIN = 60_000;
@@ -66,5 +66,38 @@ describe('protect with wait', () => {
     expect(calls).toEqual(['w4']);
     expect(() => protect(() => 1, { control: ctx.control, name: 'x', wait: { timeoutMs: 0 } })).toThrow('wait.timeoutMs');
     expect(() => protect(() => 1, { control: ctx.control, name: 'x', wait: 'yes' as never })).toThrow('wait must be');
+  });
+
+  it('says what it waits for before waiting: onWaiting gets the request id and the commands that answer it', async () => {
+    const ctx = await setup();
+    const told: WaitingFor[] = [];
+    const seenWhenAnswered: number[] = [];
+    const provider = human(ctx, async (id) => {
+      seenWhenAnswered.push(told.length);
+      await ctx.control.grantApproval(id, { approver: 'human:ana' });
+    });
+    const { fn } = refunder(ctx, { provider, onWaiting: (w) => void told.push(w) });
+    expect(await fn({ payment_id: 'w5', amount: 200000 })).toBe('re_w5');
+    const [req] = await ctx.store.listApprovals();
+    const id = req!.request.requestId;
+    expect(told).toEqual([{ requestId: id, name: 'stripe.refund', actionHash: req!.request.actionHash, approve: `npx ctrlrun approve ${id} --as NAME`, deny: `npx ctrlrun deny ${id} --as NAME` }]);
+    expect(seenWhenAnswered[0]).toBe(1); // told before the human could answer
+    expect(answerCommands(id)).toEqual({ approve: told[0]!.approve, deny: told[0]!.deny });
+  });
+
+  it("without onWaiting, one line to the Control's logger names the request and the command; a throwing onWaiting is logged and the wait goes on", async () => {
+    const warnings: string[] = [];
+    const ctx = await setup(undefined, { logger: { warn: (m: string) => void warnings.push(m) } });
+    const grant = (id: string) => ctx.control.grantApproval(id, { approver: 'human:ana' });
+    const { fn } = refunder(ctx, { provider: human(ctx, grant) });
+    await fn({ payment_id: 'w6', amount: 200000 });
+    const id = (await ctx.store.listApprovals())[0]!.request.requestId;
+    expect(warnings).toEqual([`[ctrlrun] stripe.refund is waiting for a human: approval request ${id}; answer with: npx ctrlrun approve ${id} --as NAME (or: npx ctrlrun deny ${id} --as NAME)`]);
+    warnings.length = 0;
+    const throwing = refunder(ctx, { provider: human(ctx, grant), onWaiting: () => { throw new Error('pager down'); } });
+    expect(await throwing.fn({ payment_id: 'w7', amount: 200000 })).toBe('re_w7');
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toContain('pager down');
+    expect(() => protect(() => 1, { control: ctx.control, name: 'x', wait: { onWaiting: 'no' as never } })).toThrow('wait.onWaiting');
   });
 });

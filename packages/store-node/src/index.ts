@@ -42,3 +42,18 @@ export {
 } from './pglite.js';
 export { jsonlFileSink, jsonlFileWriter, type JsonlFileOptions, type JsonlFileWriter } from './jsonl-file.js';
 export { currentContext, withApproval, withContext } from './context.js';
+export {
+  environmentFromEnv,
+  FileControl,
+  fromFile,
+  loadPolicyFile,
+  POLICY_FILE,
+  policyFilePath,
+  readPolicyText,
+  STATE_DIR,
+  STATE_FILE,
+  stateFilePath,
+  type DiscoveryOptions,
+  type FromFileOptions,
+} from './from-file.js';
+export { appendRegularFile, MAX_INPUT_BYTES, openForAppend, readRegularFile, UnreadableFile, type UnreadableReason } from './regular-file.js';

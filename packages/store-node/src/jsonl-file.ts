@@ -21,6 +21,7 @@
  */
 import fs from 'node:fs';
 import { join } from 'node:path';
+import { openForAppend } from './regular-file.js';
 import { InvalidArgument, jsonlSink, type EventSink, type JsonlFile, type JsonlWriter } from '@ctrlrun/kernel';
 
 /** Options of {@link jsonlFileSink} and {@link jsonlFileWriter}. */
@@ -55,7 +56,14 @@ class RotatingFile {
   }
 
   #open(): number {
-    this.#fd ??= fs.openSync(this.#path, 'a');
+    if (this.#fd === null) {
+      try {
+        // A FIFO or device planted in place of the file is refused, never waited on.
+        this.#fd = openForAppend(this.#path);
+      } catch (err) {
+        throw new InvalidArgument(`${this.#path} cannot be appended to: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+      }
+    }
     return this.#fd;
   }
 

@@ -8,6 +8,7 @@
 import { resolve as resolvePath } from 'node:path';
 import { AuthorityEscalation, evidenceTime, loadGrant, parseTime } from '@ctrlrun/kernel';
 import { STORE_URL, type Command } from '../command.js';
+import type { FileControl } from '@ctrlrun/store-node';
 import { banner, operatorControl, operatorName } from '../control.js';
 import { loadPolicyFile, policyPath, storeTarget } from '../discovery.js';
 import { CliRefusal, UsageError } from '../errors.js';
@@ -57,8 +58,9 @@ export const delegate: Command = {
     const grant = loadGrant(grantText, { source: file });
     const target = storeTarget(io, values['store-url'] as string | undefined);
     const store = await openWriter(target);
+    let control: FileControl | undefined;
     try {
-      const control = operatorControl(io, policy, store, target, err);
+      control = await operatorControl(io, policy, store, target, err);
       let d;
       try {
         d = await control.delegate(parent, grant, { by, via: 'cli' });
@@ -87,6 +89,7 @@ export const delegate: Command = {
       }
       return 0;
     } finally {
+      await control?.close();
       await store.close();
     }
   },
@@ -107,9 +110,10 @@ export const revoke: Command = {
     banner(policy, err);
     const target = storeTarget(io, values['store-url'] as string | undefined);
     const store = await openWriter(target);
+    let control: FileControl | undefined;
     try {
       // The already-revoked warning is said below, in the command's own words.
-      const control = operatorControl(io, policy, store, target, (line) => void (line.includes('already revoked') || err(line)));
+      control = await operatorControl(io, policy, store, target, (line) => void (line.includes('already revoked') || err(line)));
       if (await control.revoke(id, { by })) {
         out(`revoked ${id} by ${by}`);
         out('every delegation beneath it is denied from the next evaluation');
@@ -120,6 +124,7 @@ export const revoke: Command = {
       }
       return 0;
     } finally {
+      await control?.close();
       await store.close();
     }
   },

@@ -4,6 +4,7 @@
  * @module
  */
 import type { Command } from '../command.js';
+import { approvals } from './approvals.js';
 import { approve, deny } from './approve.js';
 import { delegate, revoke } from './delegate.js';
 import { demo } from './demo.js';
@@ -20,4 +21,4 @@ import { stats } from './stats.js';
 import { verify } from './verify.js';
 
 /** The commands this build has, sorted by name. */
-export const COMMANDS: readonly Command[] = [approve, delegate, demo, deny, effects, gateway, init, inspect, mcpOperator, policy, receipts, resolve, revoke, scan, stats, verify];
+export const COMMANDS: readonly Command[] = [approvals, approve, delegate, demo, deny, effects, gateway, init, inspect, mcpOperator, policy, receipts, resolve, revoke, scan, stats, verify];

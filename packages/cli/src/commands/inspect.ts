@@ -29,7 +29,7 @@ function effectJson(r: EffectRecord): JsonObject {
   };
 }
 
-function approvalJson(a: ApprovalRecord): JsonObject {
+export function approvalJson(a: ApprovalRecord): JsonObject {
   return {
     approval_id: a.request.requestId,
     action_hash: a.request.actionHash,

@@ -29,6 +29,19 @@ function rows(doc: StatsDocument, out: (line: string) => void): void {
     reasons(doc.denied_by_reason);
   }
   row('ambiguous outcomes', doc.ambiguous_outcomes);
+  // What was really enforced, whatever the mode: in observe mode, the refusals written before
+  // the switch (or still refused in observe), never hidden behind the counterfactual numbers.
+  if (doc.mode === 'observe') {
+    if (doc.enforced_denied > 0) {
+      row('denied (enforced)', doc.enforced_denied);
+      reasons(doc.enforced_denied_by_reason);
+    }
+    if (doc.enforced_blocked > 0) row('blocked (enforced)', doc.enforced_blocked);
+  } else {
+    row('blocked', doc.enforced_blocked);
+  }
+  row('approval requests', doc.approvals_requested);
+  row('   still pending', doc.approvals_pending);
   if (doc.mode === 'enforce') out('enforce-mode receipts record no duplicate/ambiguous split of blocked actions: they count as actions only.');
   out('actions awaiting a human have no receipt yet and are not counted.');
 }
