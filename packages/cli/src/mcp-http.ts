@@ -6,6 +6,7 @@
  *
  * @module
  */
+import { dirname } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -19,7 +20,8 @@ import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import { floatRefusal } from '@ctrlrun/mcp';
 import { Control, InvalidArgument, type ControlOptions, type Policy, type StateStore } from '@ctrlrun/kernel';
 import type { OptionSpec } from './command.js';
-import { banner, environmentFromEnv, stateDirSinks } from './control.js';
+import { environmentFromEnv, jsonlFileSink } from '@ctrlrun/store-node';
+import { banner } from './control.js';
 import { loadPolicyFile, policyPath, storeTarget, type StoreTarget } from './discovery.js';
 import { UsageError } from './errors.js';
 import type { CliIo } from './io.js';
@@ -285,7 +287,7 @@ export function loadSetup(io: CliIo, values: Readonly<Record<string, unknown>>, 
   banner(policy, err);
   const flag = values['environment'] as string | undefined;
   if (flag !== undefined && flag.trim() === '') throw new InvalidArgument('--environment is blank; name the deployment');
-  return { policy, environment: flag ?? environmentFromEnv(io), target: storeTarget(io, values['store-url'] as string | undefined) };
+  return { policy, environment: flag ?? environmentFromEnv(io.env), target: storeTarget(io, values['store-url'] as string | undefined) };
 }
 
 /** The Control an MCP command answers through: the state directory's JSONL sinks (and `extra`), warnings on stderr. */
@@ -299,7 +301,8 @@ export function commandControl(
     policy: setup.policy,
     store,
     identity: extra.identity ?? null,
-    sinks: [...stateDirSinks(setup.target), ...(extra.sinks ?? [])],
+    // The JSONL files beside a SQLite store, as fromFile writes them (none for PostgreSQL).
+    sinks: [...(setup.target.kind === 'sqlite' ? [jsonlFileSink(dirname(setup.target.path))] : []), ...(extra.sinks ?? [])],
     logger: { warn: (message: string) => err(`warning: ${message}`) },
     ...(setup.environment !== undefined ? { environment: setup.environment } : {}),
   });
