@@ -6,7 +6,7 @@
  * overflowing sideways. Screenshots go to `test-artifacts/`; timings are reported, not asserted.
  */
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -32,6 +32,7 @@ function run(cmd: string, args: string[], cwd: string): Promise<string> {
 }
 
 let site = '';
+let work = '';
 let session: ChromiumSession;
 
 if (!existsSync(VITEPRESS) && process.env['CI'] === 'true') {
@@ -49,10 +50,16 @@ if (!existsSync(VITEPRESS) && process.env['CI'] === 'true') {
 } else {
   describeInChromium('the VitePress docs example in Chromium', () => {
     beforeAll(async () => {
-      await buildWidget(join(EXAMPLE, 'docs', 'public', 'ctrlrun'));
+      // Built in a copy of the example, so the source tree never holds build output (another
+      // test, ctrlrun scan over examples/, reads that tree while this one runs).
+      work = mkdtempSync(join(tmpdir(), 'ctrlrun-vitepress-src-'));
+      cpSync(join(EXAMPLE, 'docs'), join(work, 'docs'), { recursive: true, filter: (from) => !/[\\/](public[\\/]ctrlrun|\.vitepress[\\/](cache|dist))$/.test(from) });
+      cpSync(join(EXAMPLE, 'package.json'), join(work, 'package.json'));
+      symlinkSync(join(EXAMPLE, 'node_modules'), join(work, 'node_modules'), 'dir');
+      await buildWidget(join(work, 'docs', 'public', 'ctrlrun'));
       site = mkdtempSync(join(tmpdir(), 'ctrlrun-vitepress-'));
       const t0 = performance.now();
-      await run(process.execPath, [VITEPRESS, 'build', 'docs', '--outDir', site], EXAMPLE);
+      await run(process.execPath, [VITEPRESS, 'build', 'docs', '--outDir', site], work);
       session = await startSession(site, '/', 'widget-docs-metrics.json');
       session.metrics['vitepressBuildMs'] = Math.round(performance.now() - t0);
     }, BUILD_TIMEOUT);
@@ -60,6 +67,7 @@ if (!existsSync(VITEPRESS) && process.env['CI'] === 'true') {
     afterAll(async () => {
       await session?.close();
       if (site) rmSync(site, { recursive: true, force: true });
+      if (work) rmSync(work, { recursive: true, force: true });
     }, BROWSER_TEST_TIMEOUT);
 
     it('the Markdown page renders the element and step 1 runs', async () => {

@@ -52,7 +52,7 @@ describe('ctrlrun gateway (a real process)', () => {
       const asked = await call(agent, 'refund', { payment_id: 'p2', amount: 700 });
       expect(token(asked.error)).toBe('ctrlrun.approval_required');
       const id = (asked.error!.data as { request_id: string }).request_id;
-      const approved = await ctrlrun(['approve', id], { CTRLRUN_CONFIG: env.CTRLRUN_CONFIG! });
+      const approved = await ctrlrun(['approve', id, '--as', 'dana@example.com'], { CTRLRUN_CONFIG: env.CTRLRUN_CONFIG! });
       expect(approved.stderr).toBe('');
       expect(approved.code).toBe(0);
       const ran = await call(agent, 'refund', { payment_id: 'p2', amount: 700 });
@@ -86,7 +86,7 @@ describe('ctrlrun gateway (a real process)', () => {
       expect(results).toEqual(['mcp.pay.refund committed', 'mcp.pay.refund blocked', 'mcp.pay.refund committed', 'mcp.pay.lookup committed']);
       const approval = (await store.listApprovals())[0]!;
       expect(approval.status).toBe('consumed');
-      expect(approval.approver).toBe('cli:local');
+      expect(approval.approver).toBe('dana@example.com');
     } finally {
       await store.close();
     }
