@@ -343,6 +343,21 @@ describe('inspect', () => {
     expect(human.stdout).toMatch(/\n {2}[ \d]{3}  \S+Z  APPROVAL_REQUESTED {10}action_hash=sha256:[0-9a-f]{64} expires_at=\S+Z\n/);
   });
 
+  it('inspect takes the approval request id the agent printed, or a receipt id ctrlrun receipts printed', async () => {
+    const s = await seed();
+    const byAction = await run(['inspect', s.actions.suspended, '--json'], { cwd: s.dir });
+    expect(byAction.code).toBe(0);
+    expect(await run(['inspect', s.pending[0], '--json'], { cwd: s.dir })).toEqual(byAction);
+    // The second pending request belongs to another action: not the same story.
+    const other = JSON.parse((await run(['inspect', s.pending[1], '--json'], { cwd: s.dir })).stdout) as Record<string, unknown>;
+    expect(other['action_id']).not.toBe(s.actions.suspended);
+    expect((other['approvals'] as { approval_id: string }[]).map((a) => a.approval_id)).toEqual([s.pending[1]]);
+    const receipts = (await run(['receipts', '--json'], { cwd: s.dir })).stdout.trim().split('\n').map((l) => JSON.parse(l) as Record<string, string>);
+    const refund = receipts.find((r) => r['action_id'] === s.actions.refund)!;
+    expect((await run(['receipts'], { cwd: s.dir })).stdout).toContain(refund['receipt_id']);
+    expect(await run(['inspect', refund['receipt_id']!, '--json'], { cwd: s.dir })).toEqual(await run(['inspect', s.actions.refund, '--json'], { cwd: s.dir }));
+  });
+
   it('an unknown action id: exit 1, no action <id> on stderr, stdout empty', async () => {
     const s = await seed();
     expect(await run(['inspect', 'act_nope', '--json'], { cwd: s.dir })).toEqual({ code: 1, stdout: '', stderr: 'Error: no action act_nope\n' });
