@@ -9,7 +9,7 @@
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 
 export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -114,7 +114,16 @@ export function allManifestProblems(root = ROOT): string[] {
   const rootM = rootManifest(root);
   const rootLicense = readFileSync(join(root, 'LICENSE'), 'utf8');
   const read = (p: string) => (existsSync(p) ? readFileSync(p, 'utf8') : null);
-  return all.flatMap((p) => manifestProblems(p, rootM, all, { readme: read(join(p.path, 'README.md')), license: read(join(p.path, 'LICENSE')), rootLicense }).map((x) => `${p.dir}: ${x}`));
+  const problems = all.flatMap((p) => manifestProblems(p, rootM, all, { readme: read(join(p.path, 'README.md')), license: read(join(p.path, 'LICENSE')), rootLicense }).map((x) => `${p.dir}: ${x}`));
+  problems.push(...versionProblems(all));
+  return problems;
+}
+
+/** All packages are released together at one version (RELEASING.md): any other is named. */
+export function versionProblems(all: readonly { dir: string; version: string }[]): string[] {
+  const first = all[0];
+  if (!first) return [];
+  return all.filter((p) => p.version !== first.version).map((p) => `${p.dir}: version ${p.version} differs from ${first.dir}'s ${first.version} (every package is released at one version)`);
 }
 
 /**
@@ -140,4 +149,10 @@ export function tarballProblems(pkg: { dir: string; path: string; manifest: Mani
   for (const must of ['package.json', 'README.md', 'LICENSE']) if (!files.includes(must)) problems.push(`${must}: not in the tarball`);
   if (!files.some((f) => f.startsWith('dist/'))) problems.push('dist/: not in the tarball (was it built?)');
   return problems;
+}
+
+// `node --import tsx scripts/packages.ts`: the publishable packages as npm workspace flags
+// (`-w packages/kernel -w …`), for the release workflow.
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  console.log(publishablePackages().map((p) => `-w packages/${p.dir}`).join(' '));
 }
