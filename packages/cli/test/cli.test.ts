@@ -7,6 +7,7 @@ import { createAction, EXAMPLE_POLICY_YAML, sqliteDialect } from '@ctrlrun/kerne
 import { COMMANDS, VERSION } from '@ctrlrun/cli';
 import { openStore } from '@ctrlrun/store-node';
 import { exampleControl, run, seed, storeBytes, tempDir } from './support.js';
+import { scaled } from '../../../test/support/load.js';
 
 const ONE_LINE = /^Error: [^\n]+\n$/;
 
@@ -61,6 +62,20 @@ describe('init', () => {
     expect(r.stdout).toContain(`created ${join(cwd, '.ctrlrun')}/\n`);
     expect(r.stdout).toContain('protect');
   });
+
+  it('says what to run next, and every command it prints runs as printed in that directory', async () => {
+    const cwd = tempDir();
+    const r = await run(['init'], { cwd });
+    const next = r.stdout.split('\n').map((l) => /^\s+npx ctrlrun ([^#<]*?)\s*(#.*)?$/.exec(l)?.[1]).filter((c): c is string => c !== undefined);
+    expect(next, r.stdout).toEqual(['policy check', 'verify', 'demo']);
+    for (const command of next) {
+      const ran = await run(command.split(' '), { cwd });
+      expect(ran.code, `${command}: ${ran.stderr}`).toBe(0);
+    }
+    // And how a request is answered, once the user's code asks for one.
+    expect(r.stdout).toMatch(/^\s+npx ctrlrun inspect <request_id>/m);
+    expect(r.stdout).toMatch(/^\s+npx ctrlrun approve <request_id> --as <your name>/m);
+  }, scaled(120_000));
 
   it('refuses to overwrite an existing policy without --force', async () => {
     const cwd = tempDir();
