@@ -9,7 +9,7 @@ const root = rootManifest();
 const all = publishablePackages();
 const kernel = all.find((p) => p.dir === 'kernel')!;
 const rootLicense = readFileSync(join(ROOT, 'LICENSE'), 'utf8');
-const good = { readme: '# @ctrlrun/kernel\n', license: rootLicense, rootLicense };
+const good: { readme: string | null; license: string | null; rootLicense: string } = { readme: '# @ctrlrun/kernel\n', license: rootLicense, rootLicense };
 const check = (change: (m: Manifest) => void, files = good) => {
   const manifest = structuredClone(kernel.manifest);
   change(manifest);

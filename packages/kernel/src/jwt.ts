@@ -109,7 +109,8 @@ export interface JwtIdentityOptions {
  * of Node APIs: `jose` verifies with it as it is.
  */
 export interface PublicKeyObject {
-  readonly type: 'public';
+  /** `'public'`; a `'private'` or `'secret'` KeyObject is refused at construction. */
+  readonly type: string;
   readonly asymmetricKeyType?: string;
   export(options?: unknown): unknown;
 }

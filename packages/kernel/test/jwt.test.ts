@@ -147,8 +147,8 @@ describe('the key a jose user holds', () => {
     expect(() => new JwtIdentityProvider({ ...opts, publicKey: hmac })).toThrow(InvalidArgument);
     expect(() => new JwtIdentityProvider({ ...opts, publicKey: hmac })).toThrow(/got a secret CryptoKey/);
     const { privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
-    expect(() => new JwtIdentityProvider({ ...opts, publicKey: privateKey as never })).toThrow(/got a private KeyObject/);
-    expect(() => new JwtIdentityProvider({ ...opts, publicKey: createSecretKey(new Uint8Array(32)) as never })).toThrow(/got a secret KeyObject/);
+    expect(() => new JwtIdentityProvider({ ...opts, publicKey: privateKey })).toThrow(/got a private KeyObject/);
+    expect(() => new JwtIdentityProvider({ ...opts, publicKey: createSecretKey(new Uint8Array(32)) })).toThrow(/got a secret KeyObject/);
   });
 });
 
