@@ -194,6 +194,16 @@ describe.skipIf(offline !== null)(`the packed packages, installed into an empty 
     expect(r.stdout).toMatch(/^(\d+)\/\1 declared guarantees pass\./m);
   }, scaled(300_000) + step);
 
+  it('the SQLite driver comes with the CLI; a server store driver is optional and named with its install command when missing', async () => {
+    const cli = JSON.parse(readFileSync(join(app, 'node_modules', '@ctrlrun', 'cli', 'package.json'), 'utf8')) as { dependencies: Record<string, string> };
+    expect(cli.dependencies['better-sqlite3']).toMatch(/^\^12\./);
+    expect(existsSync(join(app, 'node_modules', 'better-sqlite3', 'package.json'))).toBe(true);
+    if (existsSync(join(app, 'node_modules', 'pg'))) return void console.warn('[pack-install] pg is installed here (a peer of another package): the missing-driver message is not checked');
+    const r = await sh('npx', ['ctrlrun', 'receipts', '--store-url', 'postgresql://ctrlrun@127.0.0.1:1/ctrlrun'], { cwd: app, timeoutMs: step });
+    expect(r.code, ok(r)).toBe(1);
+    expect(r.stderr).toContain('npm install pg@8');
+  }, step);
+
   it('the command-line walkthrough on the SQLite file: refund, inspect the request, approve, refund again, receipts --verify-chain', async () => {
     const dir = join(app, 'walkthrough');
     mkdirSync(dir);
