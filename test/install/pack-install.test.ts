@@ -135,6 +135,21 @@ describe.skipIf(offline !== null)(`the packed packages, installed into an empty 
     expect(JSON.parse(r.stdout)).toEqual(example.expected);
   }, step);
 
+  it('every package README block marked <!-- runs: pack-install --> runs from the install', async () => {
+    let ran = 0;
+    for (const p of packages) {
+      const readme = readFileSync(join(app, 'node_modules', p.name, 'README.md'), 'utf8');
+      for (const [i, m] of [...readme.matchAll(/<!-- runs: pack-install[^>]*-->\n```(?:ts|js)\n([\s\S]*?)```/g)].entries()) {
+        const file = `readme-${p.dir}-${i}.mjs`;
+        writeFileSync(join(app, file), m[1]!);
+        const r = await sh(process.execPath, [file], { cwd: app, timeoutMs: step });
+        expect(r.code, `${p.name} README block ${i + 1}\n${ok(r)}`).toBe(0);
+        ran++;
+      }
+    }
+    expect(ran).toBeGreaterThanOrEqual(1);
+  }, step * 4);
+
   it('every exports entry of every package imports in plain Node (a missing optional peer is the only excuse)', async () => {
     const specs = packages.flatMap((p) => {
       const m = p.manifest as { exports: Record<string, unknown>; peerDependenciesMeta?: Record<string, { optional?: boolean }> };
