@@ -8,6 +8,7 @@ import {
   GENESIS_HASH,
   InvalidArgument,
   MIGRATION_IDS,
+  SCHEMA_LEVEL,
   SCHEMA_WRITER,
   SchemaMismatch,
   checkMigrationList,
@@ -157,6 +158,9 @@ describe('migrations at open', () => {
       expect(err.applied).toEqual([...MIGRATION_IDS, '0099_future']);
       expect(err.message).toContain('0099_future');
       expect(err.message).toContain('ctrlrun 0.9.0'); // the version recorded for the unknown id
+      // The level this build stops at, named, and what it is in the original's terms.
+      expect(SCHEMA_LEVEL).toBe('0004_policy_provenance');
+      expect(err.message).toContain('this build stops at schema level 0004_policy_provenance, the schema of the Python original CTRLRun 0.6');
       expect(err.message).toContain('forward-only');
       expect(err.message).toContain('backup');
       for (const q of log) {

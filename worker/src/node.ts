@@ -107,7 +107,11 @@ export async function startNodeWorker(
   });
   await new Promise<void>((resolve, reject) => {
     server.once('listening', resolve);
-    server.once('error', reject);
+    server.once('error', (err: NodeJS.ErrnoException) => {
+      const inUse = err.code === 'EADDRINUSE';
+      const failure = inUse ? new Error(`${hostname}:${port} is already in use (another ctrlrun worker, or another program): stop it, or start this one on another port (PORT=8788, or PORT=0 for any free port; HOST picks the address)`, { cause: err }) : err;
+      void Promise.allSettled([store.close(), tryItStore?.close()]).then(() => reject(failure));
+    });
   });
   const address = server.address() as AddressInfo;
   const url = `http://${hostname.includes(':') ? `[${hostname}]` : hostname}:${address.port}`;

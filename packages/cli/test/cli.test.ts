@@ -7,6 +7,7 @@ import { createAction, EXAMPLE_POLICY_YAML, sqliteDialect } from '@ctrlrun/kerne
 import { COMMANDS, VERSION } from '@ctrlrun/cli';
 import { openStore } from '@ctrlrun/store-node';
 import { exampleControl, run, seed, storeBytes, tempDir } from './support.js';
+import { scaled } from '../../../test/support/load.js';
 
 const ONE_LINE = /^Error: [^\n]+\n$/;
 
@@ -61,6 +62,20 @@ describe('init', () => {
     expect(r.stdout).toContain(`created ${join(cwd, '.ctrlrun')}/\n`);
     expect(r.stdout).toContain('protect');
   });
+
+  it('says what to run next, and every command it prints runs as printed in that directory', async () => {
+    const cwd = tempDir();
+    const r = await run(['init'], { cwd });
+    const next = r.stdout.split('\n').map((l) => /^\s+npx ctrlrun ([^#<]*?)\s*(#.*)?$/.exec(l)?.[1]).filter((c): c is string => c !== undefined);
+    expect(next, r.stdout).toEqual(['policy check', 'verify', 'demo']);
+    for (const command of next) {
+      const ran = await run(command.split(' '), { cwd });
+      expect(ran.code, `${command}: ${ran.stderr}`).toBe(0);
+    }
+    // And how a request is answered, once the user's code asks for one.
+    expect(r.stdout).toMatch(/^\s+npx ctrlrun inspect <request_id>/m);
+    expect(r.stdout).toMatch(/^\s+npx ctrlrun approve <request_id> --as <your name>/m);
+  }, scaled(120_000));
 
   it('refuses to overwrite an existing policy without --force', async () => {
     const cwd = tempDir();
@@ -341,6 +356,21 @@ describe('inspect', () => {
     expect(lines).toContain(`approval    ${s.pending[0]}  pending`);
     expect(lines).toContain('receipt     -  (awaiting a human)');
     expect(human.stdout).toMatch(/\n {2}[ \d]{3}  \S+Z  APPROVAL_REQUESTED {10}action_hash=sha256:[0-9a-f]{64} expires_at=\S+Z\n/);
+  });
+
+  it('inspect takes the approval request id the agent printed, or a receipt id ctrlrun receipts printed', async () => {
+    const s = await seed();
+    const byAction = await run(['inspect', s.actions.suspended, '--json'], { cwd: s.dir });
+    expect(byAction.code).toBe(0);
+    expect(await run(['inspect', s.pending[0], '--json'], { cwd: s.dir })).toEqual(byAction);
+    // The second pending request belongs to another action: not the same story.
+    const other = JSON.parse((await run(['inspect', s.pending[1], '--json'], { cwd: s.dir })).stdout) as Record<string, unknown>;
+    expect(other['action_id']).not.toBe(s.actions.suspended);
+    expect((other['approvals'] as { approval_id: string }[]).map((a) => a.approval_id)).toEqual([s.pending[1]]);
+    const receipts = (await run(['receipts', '--json'], { cwd: s.dir })).stdout.trim().split('\n').map((l) => JSON.parse(l) as Record<string, string>);
+    const refund = receipts.find((r) => r['action_id'] === s.actions.refund)!;
+    expect((await run(['receipts'], { cwd: s.dir })).stdout).toContain(refund['receipt_id']);
+    expect(await run(['inspect', refund['receipt_id']!, '--json'], { cwd: s.dir })).toEqual(await run(['inspect', s.actions.refund, '--json'], { cwd: s.dir }));
   });
 
   it('an unknown action id: exit 1, no action <id> on stderr, stdout empty', async () => {

@@ -46,7 +46,9 @@ describe('the README', () => {
 
   it('the command-line walkthrough runs: init, protect, approve from a second terminal, receipts --verify-chain', async () => {
     const walkthrough = section('The command line');
-    for (const step of ['npx ctrlrun init', '../examples/refund.ts', 'npx ctrlrun approve apr_', 'npx ctrlrun receipts --verify-chain']) expect(walkthrough).toContain(step);
+    for (const step of ['npx ctrlrun init', '../examples/refund.ts', 'npx ctrlrun inspect apr_', 'npx ctrlrun approve apr_', 'npx ctrlrun receipts --verify-chain']) expect(walkthrough).toContain(step);
+    // Every id the walkthrough passes is one something before it printed: no act_ id nothing shows.
+    expect(walkthrough).not.toMatch(/npx ctrlrun inspect act_/);
     // The approve line as the README writes it, and what it says the command prints.
     const approveLine = /^npx ctrlrun approve apr_[0-9a-f]{32}( .*)?$/m.exec(walkthrough);
     expect(approveLine, 'the README shows an approve command').not.toBeNull();
@@ -68,6 +70,10 @@ describe('the README', () => {
     const first = await agent();
     const requestId = /ctrlrun approve (apr_[0-9a-f]{32})/.exec(first)?.[1];
     expect(requestId, first).toBeDefined();
+    // The second terminal: the human reads what they are approving, by the request id printed.
+    const inspected = await run(['inspect', requestId!], { cwd });
+    expect(inspected.code, inspected.stderr).toBe(0);
+    expect(inspected.stdout).toContain(`approval    ${requestId}  pending`);
     // The second terminal: the human answers.
     const granted = await run(['approve', requestId!, ...approveFlags], { cwd });
     expect(granted.code).toBe(0);

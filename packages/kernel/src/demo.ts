@@ -171,7 +171,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoReport> {
     write('   ✗ BLOCKED — it may have committed; a blind retry is refused');
   }
   write(`   remote refund calls: ${checkCalls(1, 'txn_1', 1)}`);
-  write('   only a human moves it on: ctrlrun resolve refund:txn_1 --committed|--failed');
+  write('   only a human moves it on: npx ctrlrun resolve refund:txn_1 --committed|--failed');
 
   // 2. An approval is bound to the exact action: a changed amount is refused.
   write('');
@@ -286,7 +286,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoReport> {
     write(`Receipts (${receipts}): ${options.evidence.receipts}`);
     write(`Events:       ${options.evidence.events}`);
     write('');
-    write(`Read them:    CTRLRUN_STATE=${options.evidence.state} ctrlrun receipts`);
+    write(`Read them:    CTRLRUN_STATE=${options.evidence.state} npx ctrlrun receipts`);
   } else {
     write(`Receipts (${receipts})`);
   }

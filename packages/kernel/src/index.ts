@@ -24,7 +24,7 @@ export { SqlStateStore, openSqlStateStore, type SqlStateStoreOptions, type SqlDi
 export { sqliteDialect } from './store/sqlite.js';
 export { postgresDialect, quoteIdentifier, sqlState, commitErrorOutcome, FAILED_WRITE_SQLSTATES, MIGRATION_LOCK_KEY } from './store/postgres.js';
 export { A1_OURS, A1_REINSERT, A1_REFUSE, A2_LANDED, A2_REISSUE, A2_REFUSE, LOST_COMMIT_BRANCHES, WRITTEN_COLUMNS, type LostCommitBranch, type InsertBranch, type UpdateBranch, type EffectWriteIntent, sameWrittenColumns, lostInsertBranch, lostUpdateBranch, lostCommitBranch } from './store/lost-commit.js';
-export { MIGRATION_IDS, SCHEMA_WRITER, type MigrationId, type AppliedMigration, type MigrateOptions, classifyVersioned, classifyUnversioned, checkMigrationList, migrate, readApplied } from './store/migrations.js';
+export { MIGRATION_IDS, SCHEMA_LEVEL, SCHEMA_WRITER, type MigrationId, type AppliedMigration, type MigrateOptions, classifyVersioned, classifyUnversioned, checkMigrationList, migrate, readApplied } from './store/migrations.js';
 export { Control, type ControlOptions, type DelegateOptions, type ExecuteOptions, type ExecuteResult, type Executor, type ExecutionContext, type Logger, type ReconcileHook, type ResolveOptions, describeError } from './control.js';
 export { protect, type ProtectOptions, type CallOptions, type Protected } from './protect.js';
 export { answerCommands, type WaitingFor } from './protect.js';

@@ -57,8 +57,13 @@ export class CredentialRejected extends IdentityError {
 export interface JwtIdentityOptions {
   /** An `https:` JWKS URL. Exactly one of `jwksUrl`, `publicKey`, `secret`. */
   jwksUrl?: string;
-  /** A public key: SPKI PEM text (`-----BEGIN PUBLIC KEY-----…`) or a JWK. Paths are read by the CLI. */
-  publicKey?: string | Record<string, unknown>;
+  /**
+   * A public key: SPKI PEM text (`-----BEGIN PUBLIC KEY-----…`), a JWK object, a Web Crypto
+   * `CryptoKey` of type `public` (what `jose`'s `importSPKI`/`importJWK` and
+   * `crypto.subtle.importKey` return), or a Node `KeyObject` of type `public`
+   * (`crypto.createPublicKey`). A private or secret key is refused. Paths are read by the CLI.
+   */
+  publicKey?: string | Record<string, unknown> | CryptoKey | PublicKeyObject;
   /** A shared secret, for `HS*` algorithms only. */
   secret?: string | Uint8Array;
   /** The algorithms a token may use (`RS256`, `ES256`, `EdDSA`, `HS256`, …); `none` is refused. */
@@ -97,6 +102,32 @@ export interface JwtIdentityOptions {
   logger?: IdentityLogger;
   /** How `jose` is loaded; default `import('jose')`. */
   loadJose?: () => Promise<Jose>;
+}
+
+/**
+ * A Node `KeyObject` (`crypto.createPublicKey(…)`), described by shape so this module stays free
+ * of Node APIs: `jose` verifies with it as it is.
+ */
+export interface PublicKeyObject {
+  /** `'public'`; a `'private'` or `'secret'` KeyObject is refused at construction. */
+  readonly type: string;
+  readonly asymmetricKeyType?: string;
+  export(options?: unknown): unknown;
+}
+
+/** A key object `jose` verifies with directly, or null when `v` is not one (text, a JWK). */
+function keyObject(v: unknown): CryptoKey | PublicKeyObject | null {
+  if (typeof CryptoKey === 'function' && v instanceof CryptoKey) {
+    if (v.type !== 'public') throw new InvalidArgument(`publicKey must be a public key, got a ${v.type} CryptoKey`);
+    if (!v.usages.includes('verify')) throw new InvalidArgument("publicKey is a CryptoKey without the 'verify' usage");
+    return v;
+  }
+  if (typeof v === 'object' && v !== null && !isPlainObject(v) && 'type' in v && typeof (v as { export?: unknown }).export === 'function') {
+    const type = (v as { type: unknown }).type;
+    if (type !== 'public') throw new InvalidArgument(`publicKey must be a public key, got a ${String(type)} KeyObject`);
+    return v as PublicKeyObject;
+  }
+  return null;
 }
 
 interface Jwk {
@@ -147,6 +178,7 @@ export class JwtIdentityProvider implements IdentityProvider {
   readonly claimNames: readonly string[];
   readonly #jwksUrl: string | null;
   readonly #publicKey: string | Record<string, unknown> | null;
+  readonly #keyObject: CryptoKey | PublicKeyObject | null;
   readonly #secret: Uint8Array | null;
   readonly #leeway: number;
   readonly #minRefresh: number;
@@ -200,6 +232,7 @@ export class JwtIdentityProvider implements IdentityProvider {
     this.#loadJose = options.loadJose ?? (() => import('jose'));
     this.#jwksUrl = null;
     this.#publicKey = null;
+    this.#keyObject = null;
     this.#secret = null;
     this.#fetch = null;
     if (sources[0] === 'jwksUrl') {
@@ -217,12 +250,17 @@ export class JwtIdentityProvider implements IdentityProvider {
       this.#fetch = f;
     } else if (sources[0] === 'publicKey') {
       const key = options.publicKey!;
-      if (typeof key === 'string') {
-        if (!key.trimStart().startsWith('-----BEGIN')) throw new InvalidArgument('publicKey must be PEM text (-----BEGIN PUBLIC KEY-----) or a JWK; a path is read by the CLI, not the kernel');
-      } else if (!isPlainObject(key)) {
-        throw new InvalidArgument('publicKey must be PEM text or a JWK object');
+      const object = keyObject(key);
+      if (object !== null) {
+        this.#keyObject = object;
+      } else if (typeof key === 'string') {
+        if (!key.trimStart().startsWith('-----BEGIN')) throw new InvalidArgument('publicKey must be PEM text (-----BEGIN PUBLIC KEY-----), a JWK, a public CryptoKey or a public KeyObject; a path is read by the CLI, not the kernel');
+        this.#publicKey = key;
+      } else if (isPlainObject(key)) {
+        this.#publicKey = key as Record<string, unknown>;
+      } else {
+        throw new InvalidArgument('publicKey must be PEM text, a JWK object, a public CryptoKey or a public KeyObject');
       }
-      this.#publicKey = key;
     } else {
       const secret = options.secret!;
       const bytes = typeof secret === 'string' ? new TextEncoder().encode(secret) : secret;
@@ -339,6 +377,7 @@ export class JwtIdentityProvider implements IdentityProvider {
 
   async #key(jose: Jose, alg: string, kid: unknown): Promise<VerifyKey> {
     if (this.#secret !== null) return this.#secret;
+    if (this.#keyObject !== null) return this.#keyObject as VerifyKey;
     if (this.#publicKey !== null) {
       const pk = this.#publicKey;
       let key = this.#staticKeys.get(alg);

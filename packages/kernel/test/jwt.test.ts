@@ -1,6 +1,7 @@
 // The JWT identity provider (spec 02 §1.6): real keys made by `jose`, a JWKS served by a local
 // fetch stub (no network), every refusal by its own reason, only the named claims, the
 // algorithm from the configuration and never from the token.
+import { createPublicKey, createSecretKey, generateKeyPairSync } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
@@ -119,6 +120,35 @@ describe('T88: a valid token resolves to a principal', () => {
     expect(await pem.resolve(ctx(`Bearer ${await token({}, { alg: 'ES256', typ: undefined }, ec.privateKey)}`))).toMatchObject({ agent: 'support-agent', user: null });
     const hs = new JwtIdentityProvider({ secret: SECRET, algorithms: ['HS256'], issuer: ISSUER, audience: AUDIENCE, tokenType: 'at+jwt', clock: () => T0, logger: quiet, agentClaim: 'client_id' });
     expect(await hs.resolve(ctx(`Bearer ${await token({ client_id: 'billing-bot' }, { alg: 'HS256' }, new TextEncoder().encode(SECRET))}`))).toMatchObject({ agent: 'billing-bot' });
+  });
+});
+
+describe('the key a jose user holds', () => {
+  const opts = { algorithms: ['ES256'], issuer: ISSUER, audience: AUDIENCE, tokenType: null, clock: () => T0, logger: quiet } as const;
+  const signed = () => token({}, { alg: 'ES256', typ: undefined }, ec.privateKey);
+
+  it('a public CryptoKey (generateKeyPair, importSPKI, importJWK) verifies; another key does not', async () => {
+    const p = new JwtIdentityProvider({ ...opts, publicKey: ec.publicKey });
+    expect(await p.resolve(ctx(`Bearer ${await signed()}`))).toMatchObject({ agent: 'support-agent' });
+    const other = await generateKeyPair('ES256');
+    const wrong = new JwtIdentityProvider({ ...opts, publicKey: other.publicKey });
+    expect(await reason(wrong, `Bearer ${await signed()}`)).toBe('bad_signature');
+  });
+
+  it("a Node KeyObject of type 'public' (crypto.createPublicKey) verifies", async () => {
+    const pem = await exportSPKI(ec.publicKey);
+    const p = new JwtIdentityProvider({ ...opts, publicKey: createPublicKey(pem) });
+    expect(await p.resolve(ctx(`Bearer ${await signed()}`))).toMatchObject({ agent: 'support-agent' });
+  });
+
+  it('a private or secret key is refused at construction, naming what it got', async () => {
+    expect(() => new JwtIdentityProvider({ ...opts, publicKey: ec.privateKey })).toThrow(/must be a public key, got a private CryptoKey/);
+    const hmac = await crypto.subtle.importKey('raw', new TextEncoder().encode(SECRET), { name: 'HMAC', hash: 'SHA-256' }, false, ['verify']);
+    expect(() => new JwtIdentityProvider({ ...opts, publicKey: hmac })).toThrow(InvalidArgument);
+    expect(() => new JwtIdentityProvider({ ...opts, publicKey: hmac })).toThrow(/got a secret CryptoKey/);
+    const { privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+    expect(() => new JwtIdentityProvider({ ...opts, publicKey: privateKey })).toThrow(/got a private KeyObject/);
+    expect(() => new JwtIdentityProvider({ ...opts, publicKey: createSecretKey(new Uint8Array(32)) })).toThrow(/got a secret KeyObject/);
   });
 });
 

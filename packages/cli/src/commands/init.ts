@@ -11,6 +11,21 @@ import type { Command } from '../command.js';
 import { POLICY_FILE, STATE_DIR } from '../discovery.js';
 import { CliRefusal } from '../errors.js';
 
+/**
+ * What `init` prints after writing: each indented `npx ctrlrun …` line without a `<placeholder>`
+ * runs as written in the directory init wrote (the pack-and-install test runs every one).
+ */
+export const NEXT_STEPS: readonly string[] = [
+  'next, in this directory:',
+  '  npx ctrlrun policy check     # what a missing or mistyped argument would let through (none in the starter)',
+  '  npx ctrlrun verify           # prove the declared guarantees against ./ctrlrun.yaml',
+  '  npx ctrlrun demo             # five ways an agent action goes wrong, each refused',
+  'then edit ctrlrun.yaml (unknown actions are denied) and wrap an action with protect(fn, { control, name })',
+  'on openStore(\'.ctrlrun/state.db\') from @ctrlrun/store-node; answer its approval requests with',
+  '  npx ctrlrun inspect <request_id>     # what a human would approve',
+  '  npx ctrlrun approve <request_id> --as <your name>',
+];
+
 export const init: Command = {
   name: 'init',
   summary: 'write the starter policy ./ctrlrun.yaml and create ./.ctrlrun/',
@@ -28,8 +43,7 @@ export const init: Command = {
     mkdirSync(dir, { recursive: true });
     out(`wrote ${path}`);
     out(`created ${dir}/`);
-    out('next: edit the policy (unknown actions are denied), then wrap an action with protect(fn, { control, name });');
-    out("      a pending approval is answered with 'ctrlrun approve <request_id>'.");
+    for (const line of NEXT_STEPS) out(line);
     return 0;
   },
 };

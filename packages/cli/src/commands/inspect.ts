@@ -1,5 +1,5 @@
 /**
- * `ctrlrun inspect ACTION_ID`: one action's whole story — its events, its receipt, its approvals
+ * `ctrlrun inspect ID` (an action, approval request or receipt id): one action's whole story — its events, its receipt, its approvals
  * and its effect — as `ctrlrun.inspection/v2` (`--json`) or for a person. One producer,
  * {@link inspection}, shared with every other surface that shows an action.
  *
@@ -92,6 +92,24 @@ export async function inspection(store: StateStore, actionId: string): Promise<I
   return { document, approvals, unreadable };
 }
 
+/**
+ * The action an id names: an action id (`act_…`) as it is; an approval request id (`apr_…`, what
+ * `ApprovalRequired` and the agent print) the action that asked for it; a receipt id (`ctr_…`, what
+ * `ctrlrun receipts` prints) the action it records. Null when the store knows none of them.
+ */
+export async function actionIdFor(store: StateStore, id: string): Promise<string | null> {
+  const events = await store.events();
+  if (events.some((e) => e.actionId === id)) return id;
+  const receipts = await store.receipts();
+  if (receipts.some((r) => r.action_id === id)) return id;
+  const asked = events.find((e) => e.type === 'APPROVAL_REQUESTED' && e.approvalId === id);
+  if (asked) return asked.actionId;
+  const approval = await store.getApproval(id);
+  if (approval !== null) return approval.request.action.actionId;
+  const receipt = receipts.find((r) => r.receipt_id === id);
+  return receipt !== undefined && typeof receipt.action_id === 'string' ? receipt.action_id : null;
+}
+
 const label = (name: string) => name.padEnd(12);
 
 function value(v: JsonValue | undefined): string {
@@ -138,8 +156,8 @@ function human({ document, approvals, unreadable }: Inspection, out: (line: stri
 
 export const inspect: Command = {
   name: 'inspect',
-  summary: "show one action: its events, receipt, approvals and effect",
-  positionals: ['ACTION_ID'],
+  summary: 'show one action (by its action id, approval request id or receipt id): its events, receipt, approvals and effect',
+  positionals: ['ID'],
   options: {
     json: { type: 'boolean', help: `the ${INSPECTION_SCHEMA} document` },
     'store-url': STORE_URL,
@@ -148,7 +166,8 @@ export const inspect: Command = {
     const id = positionals[0]!;
     const store = await openReader(storeTarget(io, values['store-url'] as string | undefined));
     try {
-      const found = await inspection(store, id);
+      const actionId = await actionIdFor(store, id);
+      const found = actionId === null ? null : await inspection(store, actionId);
       if (found === null) throw new CliRefusal(`no action ${id}`);
       if (values['json'] === true) json(prettyJson(found.document));
       else human(found, out);

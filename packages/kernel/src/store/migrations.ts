@@ -14,6 +14,16 @@ import type { SqlDialect } from './sql-state-store.js';
 /** Every migration this build knows, in order. Both dialects carry exactly these ids. */
 export const MIGRATION_IDS = ['0001_baseline', '0002_receipt_chain', '0003_resolved_by', '0004_policy_provenance'] as const;
 
+/**
+ * The schema level this build reads and writes: its last migration. It is the schema of the
+ * Python original (CTRLRun) 0.6; a store the original has migrated further (its later releases go
+ * on to `0008_…`) is refused as newer than this build, never opened.
+ */
+export const SCHEMA_LEVEL: MigrationId = MIGRATION_IDS[MIGRATION_IDS.length - 1]!;
+
+/** What a refusal says about the level, so an operator sees where the two implementations part. */
+const LEVEL_NOTE = `(this build stops at schema level ${MIGRATION_IDS[MIGRATION_IDS.length - 1]!}, the schema of the Python original CTRLRun 0.6; a store migrated past it, by a later CTRLRun for instance, is not shared)`;
+
 /** One known migration id. */
 export type MigrationId = (typeof MIGRATION_IDS)[number];
 
@@ -66,11 +76,11 @@ export function classifyVersioned(applied: readonly AppliedMigration[], known: r
     const missing = known.filter((id) => !appliedSet.has(id));
     if (missing.length > 0) {
       throw refuse(
-        `database schema has diverged from this build: it has ${named}, which ${running} does not know, and lacks ${missing.join(', ')}, which it needs. Nothing was applied. ${FORWARD_ONLY}`,
+        `database schema has diverged from this build: it has ${named}, which ${running} does not know, and lacks ${missing.join(', ')}, which it needs ${LEVEL_NOTE}. Nothing was applied. ${FORWARD_ONLY}`,
         ids, known, running,
       );
     }
-    throw refuse(`database schema is newer than this build: it has ${named}, which ${running} does not know. ${FORWARD_ONLY}`, ids, known, running);
+    throw refuse(`database schema is newer than this build: it has ${named}, which ${running} does not know ${LEVEL_NOTE}. ${FORWARD_ONLY}`, ids, known, running);
   }
   const prefix = known.slice(0, ids.length);
   if (ids.length === prefix.length && ids.every((id, i) => id === prefix[i])) return known.slice(ids.length);
