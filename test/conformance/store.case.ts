@@ -9,33 +9,8 @@
  * The continuation suite's cross-process case (`taken-once-cross-process`) is not written yet.
  */
 import { describe, expect, it } from 'vitest';
-import {
-  ActionDenied,
-  AmbiguousEffect,
-  ApprovalMismatch,
-  DuplicateEffect,
-  GENESIS_HASH,
-  Grant,
-  InvalidArgument,
-  MINUTE,
-  NotExecuted,
-  buildReceipt,
-  createAction,
-  grantFromJson,
-  grantToJson,
-  hashDocument,
-  parseJson,
-  randomIds,
-  storedTime,
-  type Action,
-  type Clock,
-  type DelegationRecord,
-  type Dialect,
-  type EffectRecord,
-  type EventDraft,
-  type JsonObject,
-  type StateStore,
-} from '@ctrlrun/kernel';
+import { ActionDenied, AmbiguousEffect, ApprovalMismatch, DuplicateEffect, Grant, InvalidArgument, MINUTE, NotExecuted, createAction, grantFromJson, grantToJson, parseJson, randomIds, type Action, type Clock, type DelegationRecord, type EffectRecord, type EventDraft, type JsonObject, type StateStore } from '@ctrlrun/kernel';
+import { GENESIS_HASH, buildReceipt, hashDocument, storedTime, type Dialect } from '@ctrlrun/kernel/store';
 
 /** 2026-01-01T12:00Z: every case starts here. */
 export const T0 = new Date('2026-01-01T12:00:00Z');

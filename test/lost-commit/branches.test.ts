@@ -5,29 +5,8 @@
  * sql.js that loses COMMITs on cue. The same paths on a real server, through a TCP proxy, are in
  * proxy.test.ts.
  */
-import {
-  A1_OURS,
-  A1_REFUSE,
-  A1_REINSERT,
-  A2_LANDED,
-  A2_REFUSE,
-  A2_REISSUE,
-  AmbiguousEffect,
-  AmbiguousWrite,
-  DuplicateEffect,
-  LOST_COMMIT_BRANCHES,
-  MINUTE,
-  SqlStateStore,
-  StoreError,
-  WRITTEN_COLUMNS,
-  commitErrorOutcome,
-  lostInsertBranch,
-  lostUpdateBranch,
-  sameWrittenColumns,
-  type EffectRecord,
-  type SqlDriver,
-  type SqlExecutor,
-} from '@ctrlrun/kernel';
+import { A1_OURS, A1_REFUSE, A1_REINSERT, A2_LANDED, A2_REFUSE, A2_REISSUE, LOST_COMMIT_BRANCHES, SqlStateStore, WRITTEN_COLUMNS, commitErrorOutcome, lostInsertBranch, lostUpdateBranch, sameWrittenColumns, type SqlDriver, type SqlExecutor } from '@ctrlrun/kernel/store';
+import { AmbiguousEffect, AmbiguousWrite, DuplicateEffect, MINUTE, StoreError, type EffectRecord } from '@ctrlrun/kernel';
 import { SqlJsDriver, type SqlJsModule } from '@ctrlrun/store-sqljs';
 import fc from 'fast-check';
 import initSqlJs from 'sql.js';
@@ -244,7 +223,8 @@ describe('SqlStateStore settles a lost COMMIT by a re-read (scripted driver)', (
 
   it('a1.row2.reinsert re-issues the whole operation: approval consumption included', async () => {
     const { driver, store, branches } = await lossyStore();
-    const { createAction, storedTime } = await import('@ctrlrun/kernel');
+    const { createAction } = await import('@ctrlrun/kernel');
+    const { storedTime } = await import('@ctrlrun/kernel/store');
     const action = createAction({ name: 'stripe.refund', arguments: { amount: 5 }, principal: { agent: 'a' } });
     await store.putApprovalRequest({ requestId: 'apr_1', actionHash: action.actionHash, action, createdAt: storedTime(T0), expiresAt: storedTime(new Date(T0.getTime() + 15 * MINUTE)), policyHash: null });
     await store.grantApproval('apr_1', 'alice');

@@ -5,19 +5,8 @@
  * case runs a real `Control.execute` and checks the branch logged, the executor's call count, the
  * record read straight from the server, and that no effect is ever recorded `failed`.
  */
-import {
-  A1_OURS,
-  A1_REFUSE,
-  A1_REINSERT,
-  A2_LANDED,
-  A2_REISSUE,
-  AmbiguousWrite,
-  Control,
-  DuplicateEffect,
-  createAction,
-  loadPolicy,
-  type Clock,
-} from '@ctrlrun/kernel';
+import { A1_OURS, A1_REFUSE, A1_REINSERT, A2_LANDED, A2_REISSUE } from '@ctrlrun/kernel/store';
+import { AmbiguousWrite, Control, DuplicateEffect, createAction, loadPolicy, type Clock } from '@ctrlrun/kernel';
 import { createPgStore, type PgStore } from '@ctrlrun/store-node/pg';
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';

@@ -3,7 +3,8 @@
  * and breaks one rule (with raw SQL where the contract would not let it); its named case must
  * fail by an assertion, and the unbroken store must pass the same case.
  */
-import { AmbiguousEffect, ApprovalMismatch, DuplicateEffect, InvalidArgument, NotExecuted, parseTime, type Clock, type DelegationRecord, type StateStore } from '@ctrlrun/kernel';
+import { AmbiguousEffect, ApprovalMismatch, DuplicateEffect, InvalidArgument, NotExecuted, type Clock, type DelegationRecord, type StateStore } from '@ctrlrun/kernel';
+import { parseTime } from '@ctrlrun/kernel/store';
 import { createSqlJsStore, type SqlJsStore } from '@ctrlrun/store-sqljs';
 import { describe, expect, it } from 'vitest';
 import { storeCases, type CaseId, type StoreFactory } from '../conformance/store.case.js';

@@ -8,7 +8,8 @@
  *
  * @module
  */
-import { evidenceTime, parseTime, type Control, type StateStore } from '@ctrlrun/kernel';
+import { evidenceTime, parseTime } from '@ctrlrun/kernel/store';
+import { type Control, type StateStore } from '@ctrlrun/kernel';
 import { AS_APPROVER, STORE_URL, type Command } from '../command.js';
 import { answeringControl } from '../control.js';
 import { CliRefusal } from '../errors.js';
