@@ -42,6 +42,20 @@ const FIXTURES: Record<string, { breaks: CaseId; overrides: Overrides }> = {
       },
     }),
   },
+  'refuses-with-the-wrong-error': {
+    breaks: 'e1-in-process',
+    // Still one winner, but the losers hear AmbiguousEffect instead of DuplicateEffect (state in_progress).
+    overrides: (real) => ({
+      async reserveEffect(key: string, actionId: string, lease: number) {
+        try {
+          return await real.reserveEffect(key, actionId, lease);
+        } catch (err) {
+          if (!(err instanceof DuplicateEffect)) throw err;
+          throw new AmbiguousEffect(key, { actionId, message: `effect ${key} is in progress` });
+        }
+      },
+    }),
+  },
   'two-winners': {
     breaks: 'e1-in-process',
     overrides: (real) => ({
