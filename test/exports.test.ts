@@ -33,7 +33,7 @@ describe('the public root and the store subpath', () => {
   const documented = [
     'canonicalBytes', 'canonicalJson', 'createAction', 'actionHash', 'loadPolicy', 'Policy', 'Control', 'protect', 'verifyChain',
     'ActionDenied', 'ApprovalRequired', 'ApprovalMismatch', 'AmbiguousEffect', 'DuplicateEffect', 'NotExecuted', 'PolicyError',
-    'InvalidArgument', 'SchemaMismatch', 'explainDecision', 'toolRefusal',
+    'InvalidArgument', 'SchemaMismatch', 'explainDecision', 'toolRefusal', 'ChainVerifier',
   ];
   // Store internals: table/lock constants, SQL text, lost-COMMIT rules, planners.
   const storeOnly = [
