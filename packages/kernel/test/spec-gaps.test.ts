@@ -157,12 +157,15 @@ describe('T146: the planners a store calls are pure', () => {
         const now = new Date(T0.getTime());
         const plan = (): unknown => {
           try {
-            return planReservation(found, 'act_2', now, 60_000);
+            return planReservation(found, 'refund:1', 'act_2', 60_000, now);
           } catch (e) {
             return { threw: (e as Error).name, message: (e as Error).message };
           }
         };
-        expect(plan()).toEqual(plan());
+        const once = plan();
+        expect(once).toEqual(plan());
+        // A free key always plans a fresh reservation (the call itself is well-formed).
+        if (found === null) expect(once).toMatchObject({ reservation: { effectKey: 'refund:1', actionId: 'act_2', attempt: 1 } });
         expect(JSON.stringify(found)).toBe(copy);
         expect(now.getTime()).toBe(T0.getTime());
       }),
@@ -171,17 +174,16 @@ describe('T146: the planners a store calls are pure', () => {
 
   it('checkConsumable gives one answer for one input', () => {
     const action = refund();
-    const approval = deepFreeze({
-      requestId: 'apr_1', actionHash: action.actionHash, status: 'granted' as const, action, approver: 'ana', createdAt: storedTime(T0),
-      grantedAt: storedTime(T0), expiresAt: storedTime(new Date(T0.getTime() + 60_000)), consumedAt: null, policyHash: null,
-    });
+    const request = { requestId: 'apr_1', actionHash: action.actionHash, action, createdAt: storedTime(T0), expiresAt: storedTime(new Date(T0.getTime() + 60_000)), policyHash: null };
+    const approval = deepFreeze({ request, status: 'granted' as const, approver: 'ana', grantedAt: storedTime(T0), consumedAt: null });
     const once = (): unknown => {
       try {
-        return checkConsumable(approval as never, action.actionHash, T0);
+        return checkConsumable(approval, 'apr_1', action.actionHash, T0);
       } catch (e) {
         return (e as Error).message;
       }
     };
+    expect(once()).toMatchObject({ kind: 'ok', record: { status: 'granted', approver: 'ana' } });
     expect(once()).toEqual(once());
   });
 });
