@@ -199,3 +199,57 @@ describe('T125b: the kernel never imports verify', () => {
     expect(readFileSync(join(root, 'src', 'verify', 'rig.ts'), 'utf8')).toMatch(/from '\.\.\/control\.js'/);
   });
 });
+
+describe('the T66 guard: without an authority section no AUTHORITY_* event is ever written', () => {
+  it('property: any decision, any amount, any outcome, on a policy with no authority section', async () => {
+    const { protect } = await import('@ctrlrun/kernel');
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.record({ amount: fc.integer({ min: 0, max: 2_000_000 }), outcome: fc.constantFrom('ok', 'lost', 'not_executed'), grant: fc.boolean() }), { minLength: 1, maxLength: 6 }),
+        async (calls) => {
+          const ctx = await setup();
+          expect(ctx.control.authority).toBeNull();
+          const { NotExecuted } = await import('@ctrlrun/kernel');
+          let i = 0;
+          for (const c of calls) {
+            const fn = protect<{ payment_id: string; amount: number }, string>(
+              () => {
+                if (c.outcome === 'lost') throw new Error('read timeout');
+                if (c.outcome === 'not_executed') throw new NotExecuted('declined');
+                return 'ok';
+              },
+              { control: ctx.control, name: 'stripe.refund' },
+            );
+            const args = { payment_id: `txn_${++i}`, amount: c.amount };
+            const err = await fn(args).then(() => null, (e: unknown) => e);
+            if (err instanceof ApprovalRequired && c.grant) {
+              await ctx.control.grantApproval(err.requestId, { approver: 'ana' });
+              await fn(args, { approvalId: err.requestId }).catch(() => undefined);
+            }
+          }
+          const types = (await ctx.store.events()).map((e) => e.type);
+          expect(types.length).toBeGreaterThan(0);
+          expect(types.filter((t) => t.startsWith('AUTHORITY'))).toEqual([]);
+        },
+      ),
+      { numRuns: 15 },
+    );
+  });
+});
+
+describe('the template-precedence warning', () => {
+  it("protect's effect template beats the policy's, and a disagreement warns once per function", async () => {
+    const warnings: string[] = [];
+    const ctx = await setup(REFUND_POLICY, { logger: { warn: (m: string) => void warnings.push(m) } });
+    const { protect } = await import('@ctrlrun/kernel');
+    const fn = protect<{ payment_id: string; amount: number }, string>(() => 'ok', { control: ctx.control, name: 'stripe.refund', effect: 'refund-v2:{payment_id}' });
+    await fn({ payment_id: 'txn_1', amount: 10 });
+    await fn({ payment_id: 'txn_2', amount: 10 });
+    expect((await ctx.store.listEffects()).map((e) => e.effectKey)).toEqual(['refund-v2:txn_1', 'refund-v2:txn_2']);
+    expect(warnings.filter((w) => w.includes('overrides the policy'))).toEqual(["[ctrlrun] stripe.refund: protect's effect template refund-v2:{payment_id} overrides the policy's refund:{payment_id}"]);
+    // Agreeing templates say nothing.
+    const same = protect<{ payment_id: string; amount: number }, string>(() => 'ok', { control: ctx.control, name: 'stripe.refund', effect: 'refund:{payment_id}' });
+    await same({ payment_id: 'txn_3', amount: 10 });
+    expect(warnings.filter((w) => w.includes('overrides the policy'))).toHaveLength(1);
+  });
+});
