@@ -14,6 +14,7 @@ export { type IdPrefix, type IdSource, randomIds, sequentialIds } from './ids.js
 export { type Action, type ActionInput, type Principal, createAction, createPrincipal, actionHash, actionToJson, actionFromJson } from './action.js';
 export * from './model.js';
 export { checkActor, resultToJson } from './effects.js';
+export { parseReceipt, RECEIPT_KEYS, type ReceiptDocument, type ReceiptPrincipal, type ReceiptResult } from './receipt.js';
 export { type ChainBreakName, type ChainBreak, type ChainReport, type ReceiptView, receiptView, verifyChain, ChainVerifier } from './chain.js';
 export { type ActionEntry, type CanonicalAuthority, type CanonicalGrant, type Condition, type Decision, type Evaluation, type HashForOptions, type LoadPolicyOptions, type Operator, type PolicyControl, type PolicySchema, type Template, type TemplatePart, EXAMPLE_POLICY_YAML, explainDecision, Policy, loadPolicy, parseTemplate, resolveEffectTemplate, resolveResourceTemplate } from './policy/index.js';
 export { type Bypass, type CheckPolicyOptions, type PolicyFinding, type PolicyFindingCode, checkPolicy } from './policy/index.js';
