@@ -1,7 +1,8 @@
 // The CLI's streamed receipt views, measured (not a timed test): writes a SQLite store with N valid
 // chained receipts (sealed by the kernel, inserted bare in one transaction), then runs the built
 // `ctrlrun` (packages/cli/dist, so run `npx tsc -b` first) under `/usr/bin/time -v` for
-// `receipts --verify-chain`, `receipts` (the newest page) and `receipts --all --json`, and prints
+// `receipts --verify-chain`, `receipts` (the newest page), `receipts --all --json`, `effects` and
+// `effects --all` (as many effect records), and prints
 // wall time, receipts/s and the peak RSS of each.
 //
 //   node --conditions=@ctrlrun/source --import tsx scripts/bench/receipts-stream.ts [N ...]   (default 100000)
@@ -42,6 +43,14 @@ async function seed(path: string, n: number): Promise<void> {
     }
   });
   for (let from = 1; from <= n; from += 50_000) write(from, Math.min(n, from + 49_999));
+  // As many committed effect records, for the effects listing.
+  const effect = db.prepare("INSERT INTO effects(effect_key, state, action_id, attempt, lease_expires_at, result_json, error, created_at, updated_at) VALUES (?, 'committed', ?, 1, NULL, '{\"ok\":true}', NULL, ?, ?)");
+  db.transaction(() => {
+    for (let i = 1; i <= n; i++) {
+      const at = new Date(Date.UTC(2026, 0, 1) + i * 1000).toISOString().replace('Z', '+00:00');
+      effect.run(`refund:txn_${i}`, `act_${String(i).padStart(32, '0')}`, at, at);
+    }
+  })();
   db.prepare('UPDATE receipt_chain SET seq = ?, hash = ? WHERE id = 1').run(n, prev);
   db.close();
 }
@@ -79,6 +88,10 @@ for (const n of sizes.length > 0 ? sizes : [100_000]) {
     console.log(`  receipts (newest page):  ${newest.s.toFixed(2)} s, peak RSS ${newest.mb.toFixed(0)} MB, exit ${newest.code}`);
     const all = measure(['receipts', '--all', '--json', '--store-url', url]);
     console.log(`  receipts --all --json:   ${all.s.toFixed(1)} s, peak RSS ${all.mb.toFixed(0)} MB, ${(all.bytes / 2 ** 20).toFixed(0)} MB written, exit ${all.code}`);
+    const effects = measure(['effects', '--store-url', url]);
+    console.log(`  effects (newest page):   ${effects.s.toFixed(2)} s, peak RSS ${effects.mb.toFixed(0)} MB, exit ${effects.code}`);
+    const allEffects = measure(['effects', '--all', '--store-url', url]);
+    console.log(`  effects --all:           ${allEffects.s.toFixed(1)} s, peak RSS ${allEffects.mb.toFixed(0)} MB, ${(allEffects.bytes / 2 ** 20).toFixed(0)} MB written, exit ${allEffects.code}`);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
