@@ -26,3 +26,30 @@ describe.skipIf(!built)(`built packages${built ? '' : ` — skipped: ${why}`}`, 
     for (const s of specs) expect(out[s], s).toBeGreaterThan(0);
   });
 });
+
+// The root is what an application uses; a store author's names live on `/store`. Runs on source.
+describe('the public root and the store subpath', () => {
+  // The names ARCHITECTURE.md and the README document on the root.
+  const documented = [
+    'canonicalBytes', 'canonicalJson', 'createAction', 'actionHash', 'loadPolicy', 'Policy', 'Control', 'protect', 'verifyChain',
+    'ActionDenied', 'ApprovalRequired', 'ApprovalMismatch', 'AmbiguousEffect', 'DuplicateEffect', 'NotExecuted', 'PolicyError',
+    'InvalidArgument', 'SchemaMismatch', 'explainDecision', 'toolRefusal', 'ChainVerifier',
+  ];
+  // Store internals: table/lock constants, SQL text, lost-COMMIT rules, planners.
+  const storeOnly = [
+    'SqlStateStore', 'openSqlStateStore', 'sqliteDialect', 'postgresDialect', 'Mutex', 'MIGRATION_LOCK_KEY', 'MIGRATION_IDS',
+    'SCHEMA_WRITER', 'migrate', 'quoteIdentifier', 'commitErrorOutcome', 'FAILED_WRITE_SQLSTATES', 'LOST_COMMIT_BRANCHES',
+    'WRITTEN_COLUMNS', 'lostCommitBranch', 'planReservation', 'checkConsumable', 'buildReceipt', 'sealReceipt', 'GENESIS_HASH',
+    'hashDocument', 'storedTime', 'LEASE_EXPIRED',
+  ];
+  it('the root keeps every documented name and none of the store internals', async () => {
+    const root: Record<string, unknown> = await import('@ctrlrun/kernel');
+    for (const name of documented) expect(root[name], name).toBeDefined();
+    for (const name of storeOnly) expect(name in root, `${name} leaks from the root`).toBe(false);
+    expect(Object.keys(root).filter((k) => /_COLUMNS$|LOCK_KEY$|^A[12]_|Dialect$/.test(k))).toEqual([]);
+  });
+  it('@ctrlrun/kernel/store carries what a driver or store author needs', async () => {
+    const store: Record<string, unknown> = await import('@ctrlrun/kernel/store');
+    for (const name of storeOnly) expect(store[name], name).toBeDefined();
+  });
+});

@@ -6,7 +6,8 @@
  *
  * @module
  */
-import { GENESIS_HASH, verifyChain, type ChainReport, type ReceiptRow, type StateStore } from '@ctrlrun/kernel';
+import { verifyChain, type ChainReport, type ReceiptRow, type StateStore } from '@ctrlrun/kernel';
+import { GENESIS_HASH } from '@ctrlrun/kernel/store';
 import type { ResolveRequest, TryIt } from '@ctrlrun/kernel/try-it';
 import { parseRefund, type FormText } from './input.js';
 import type { LogItem } from './kept.js';

@@ -6,7 +6,8 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { Control, loadPolicy, protect, sha256Tagged } from '@ctrlrun/kernel';
+import { Control, loadPolicy, protect } from '@ctrlrun/kernel';
+import { sha256Tagged } from '@ctrlrun/kernel/store';
 import { createTryIt, TRY_IT_POLICY_YAML, type RefundRequest, type RefundResult } from '@ctrlrun/kernel/try-it';
 import { createSqlJsStore } from '@ctrlrun/store-sqljs';
 import { GUIDE } from '../src/guide.js';

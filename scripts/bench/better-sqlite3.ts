@@ -7,7 +7,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { Control, createAction, loadPolicy, openSqlStateStore, type SqlDriver, type SqlExecutor, type SqlValue } from '@ctrlrun/kernel';
+import { Control, createAction, loadPolicy } from '@ctrlrun/kernel';
+import { openSqlStateStore, type SqlDriver, type SqlExecutor, type SqlValue } from '@ctrlrun/kernel/store';
 import { BetterSqlite3Driver, createBetterSqlite3Store, type BetterSqlite3Database } from '@ctrlrun/store-node/better-sqlite3';
 
 const POLICY = loadPolicy(`schema: ctrlrun.policy/v2

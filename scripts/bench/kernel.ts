@@ -2,7 +2,8 @@
 // Control.execute on in-memory sql.js; and the floor — the very statements the store ran for one
 // action (recorded), replayed bare on sql.js with prepared statements in the same transactions.
 import initSqlJs from 'sql.js';
-import { Control, loadPolicy, createAction, openSqlStateStore, type SqlDriver, type SqlExecutor, type SqlValue } from '@ctrlrun/kernel';
+import { Control, loadPolicy, createAction } from '@ctrlrun/kernel';
+import { openSqlStateStore, type SqlDriver, type SqlExecutor, type SqlValue } from '@ctrlrun/kernel/store';
 import { DEMO_POLICY_YAML } from '@ctrlrun/kernel/demo';
 import { SqlJsDriver } from '@ctrlrun/store-sqljs';
 

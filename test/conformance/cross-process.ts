@@ -5,7 +5,7 @@
  * (or from `opener`, a module exporting `openStore(url)`).
  */
 import { files, lastLine, RENDEZVOUS_TIMEOUT_S, runAll, tempDir } from '../processes/harness.js';
-import type { ProcessRunner, RaceOutcome, WorkerReport } from './store.case.js';
+import type { ProcessRunner, RaceOutcome, WorkerReport } from '@ctrlrun/kernel/conformance';
 
 /** A {@link ProcessRunner} spawning Node workers; `opener` overrides the module they open the url with. */
 export function nodeProcesses(options: { opener?: string } = {}): ProcessRunner {

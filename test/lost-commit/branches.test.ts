@@ -5,29 +5,8 @@
  * sql.js that loses COMMITs on cue. The same paths on a real server, through a TCP proxy, are in
  * proxy.test.ts.
  */
-import {
-  A1_OURS,
-  A1_REFUSE,
-  A1_REINSERT,
-  A2_LANDED,
-  A2_REFUSE,
-  A2_REISSUE,
-  AmbiguousEffect,
-  AmbiguousWrite,
-  DuplicateEffect,
-  LOST_COMMIT_BRANCHES,
-  MINUTE,
-  SqlStateStore,
-  StoreError,
-  WRITTEN_COLUMNS,
-  commitErrorOutcome,
-  lostInsertBranch,
-  lostUpdateBranch,
-  sameWrittenColumns,
-  type EffectRecord,
-  type SqlDriver,
-  type SqlExecutor,
-} from '@ctrlrun/kernel';
+import { INSERT_LANDED, INSERT_FOUND_OTHER, INSERT_LOST_REISSUE, UPDATE_LANDED, UPDATE_FOUND_OTHER, UPDATE_LOST_REISSUE, LOST_COMMIT_BRANCHES, SqlStateStore, WRITTEN_COLUMNS, commitErrorOutcome, lostInsertBranch, lostUpdateBranch, sameWrittenColumns, type SqlDriver, type SqlExecutor } from '@ctrlrun/kernel/store';
+import { AmbiguousEffect, AmbiguousWrite, DuplicateEffect, MINUTE, StoreError, type EffectRecord } from '@ctrlrun/kernel';
 import { SqlJsDriver, type SqlJsModule } from '@ctrlrun/store-sqljs';
 import fc from 'fast-check';
 import initSqlJs from 'sql.js';
@@ -66,9 +45,9 @@ describe('Tables A1/A2: the branch decision (pure)', () => {
 
   it('A1: identical row → ours; no row → reinsert; any other row → refuse', () => {
     const ours = record();
-    expect(lostInsertBranch(ours, { ...ours })).toBe(A1_OURS);
-    expect(lostInsertBranch(ours, null)).toBe(A1_REINSERT);
-    expect(lostInsertBranch(ours, record({ actionId: 'act_theirs' }))).toBe(A1_REFUSE);
+    expect(lostInsertBranch(ours, { ...ours })).toBe(INSERT_LANDED);
+    expect(lostInsertBranch(ours, null)).toBe(INSERT_LOST_REISSUE);
+    expect(lostInsertBranch(ours, record({ actionId: 'act_theirs' }))).toBe(INSERT_FOUND_OTHER);
   });
 
   it('A1: an action_id match alone is never ours — every one of the seven columns counts', () => {
@@ -77,28 +56,28 @@ describe('Tables A1/A2: the branch decision (pure)', () => {
       if (column === 'actionId') continue;
       const found = { ...ours, ...other(column, ours) };
       expect(found.actionId).toBe(ours.actionId);
-      expect(lostInsertBranch(ours, found), column).toBe(A1_REFUSE);
+      expect(lostInsertBranch(ours, found), column).toBe(INSERT_FOUND_OTHER);
     }
   });
 
   it('A1: columns the INSERT does not write (result, error, resolver) do not decide', () => {
     const ours = record();
-    expect(lostInsertBranch(ours, { ...ours, resultJson: '{"x":1}', error: 'e', resolvedBy: 'cli:local' })).toBe(A1_OURS);
+    expect(lostInsertBranch(ours, { ...ours, resultJson: '{"x":1}', error: 'e', resolvedBy: 'cli:local' })).toBe(INSERT_LANDED);
   });
 
   it('A2: target → landed; unchanged pre-state → reissue; anything else or no row → refuse', () => {
     const prior = record({ state: 'executing', updatedAt: '2026-01-01T12:00:01+00:00' });
     const target = { ...prior, state: 'committed' as const, leaseExpiresAt: null, resultJson: '{}', updatedAt: '2026-01-01T12:00:02+00:00' };
-    expect(lostUpdateBranch(prior, target, { ...target })).toBe(A2_LANDED);
-    expect(lostUpdateBranch(prior, target, { ...prior })).toBe(A2_REISSUE);
-    expect(lostUpdateBranch(prior, target, { ...prior, state: 'ambiguous', leaseExpiresAt: null })).toBe(A2_REFUSE);
-    expect(lostUpdateBranch(prior, target, null)).toBe(A2_REFUSE);
+    expect(lostUpdateBranch(prior, target, { ...target })).toBe(UPDATE_LANDED);
+    expect(lostUpdateBranch(prior, target, { ...prior })).toBe(UPDATE_LOST_REISSUE);
+    expect(lostUpdateBranch(prior, target, { ...prior, state: 'ambiguous', leaseExpiresAt: null })).toBe(UPDATE_FOUND_OTHER);
+    expect(lostUpdateBranch(prior, target, null)).toBe(UPDATE_FOUND_OTHER);
     // A renewal: the same failed attempt is the pre-state; a renewal by someone else is not ours.
     const failed = record({ state: 'failed', leaseExpiresAt: null, actionId: 'act_old' });
     const renewed = { ...failed, state: 'reserved' as const, actionId: 'act_ours', attempt: 2, leaseExpiresAt: '2026-01-01T12:10:00+00:00', updatedAt: '2026-01-01T12:05:00+00:00' };
-    expect(lostUpdateBranch(failed, renewed, { ...renewed })).toBe(A2_LANDED);
-    expect(lostUpdateBranch(failed, renewed, { ...failed })).toBe(A2_REISSUE);
-    expect(lostUpdateBranch(failed, renewed, { ...renewed, actionId: 'act_theirs' })).toBe(A2_REFUSE);
+    expect(lostUpdateBranch(failed, renewed, { ...renewed })).toBe(UPDATE_LANDED);
+    expect(lostUpdateBranch(failed, renewed, { ...failed })).toBe(UPDATE_LOST_REISSUE);
+    expect(lostUpdateBranch(failed, renewed, { ...renewed, actionId: 'act_theirs' })).toBe(UPDATE_FOUND_OTHER);
   });
 
   it('property: the decision is exactly "all seven written columns equal"', () => {
@@ -112,8 +91,8 @@ describe('Tables A1/A2: the branch decision (pure)', () => {
       fc.property(effect, effect, effect, (prior, target, found) => {
         const same = (a: EffectRecord, b: EffectRecord) => WRITTEN_COLUMNS.every((c) => a[c] === b[c]);
         expect(sameWrittenColumns(found, target)).toBe(same(found, target));
-        expect(lostInsertBranch(target, found)).toBe(same(found, target) ? A1_OURS : A1_REFUSE);
-        expect(lostUpdateBranch(prior, target, found)).toBe(same(found, target) ? A2_LANDED : same(found, prior) ? A2_REISSUE : A2_REFUSE);
+        expect(lostInsertBranch(target, found)).toBe(same(found, target) ? INSERT_LANDED : INSERT_FOUND_OTHER);
+        expect(lostUpdateBranch(prior, target, found)).toBe(same(found, target) ? UPDATE_LANDED : same(found, prior) ? UPDATE_LOST_REISSUE : UPDATE_FOUND_OTHER);
       }),
     );
   });
@@ -226,9 +205,9 @@ describe('SqlStateStore settles a lost COMMIT by a re-read (scripted driver)', (
     driver.loss = { mode: 'land', when: INSERT_EFFECT };
     const r = await store.reserveEffect('refund:1', 'act_a', LEASE);
     expect(r).toMatchObject({ effectKey: 'refund:1', actionId: 'act_a', attempt: 1 });
-    expect(branches()).toEqual([A1_OURS]);
-    expect(warnings[0]!.attributes).toMatchObject({ logger: 'ctrlrun.postgres', level: 'WARNING', branch: A1_OURS, effectKey: 'refund:1' });
-    expect(warnings[0]!.message).toContain(A1_OURS);
+    expect(branches()).toEqual([INSERT_LANDED]);
+    expect(warnings[0]!.attributes).toMatchObject({ logger: 'ctrlrun.postgres', level: 'WARNING', branch: INSERT_LANDED, effectKey: 'refund:1' });
+    expect(warnings[0]!.message).toContain(INSERT_LANDED);
     expect(await store.getEffect('refund:1')).toMatchObject({ state: 'reserved', actionId: 'act_a' });
     expect(driver.transactions).toBe(1); // nothing re-issued
   });
@@ -237,20 +216,21 @@ describe('SqlStateStore settles a lost COMMIT by a re-read (scripted driver)', (
     const { driver, store, branches } = await lossyStore();
     driver.loss = { mode: 'drop', when: INSERT_EFFECT };
     const r = await store.reserveEffect('refund:2', 'act_a', LEASE);
-    expect(branches()).toEqual([A1_REINSERT]);
+    expect(branches()).toEqual([INSERT_LOST_REISSUE]);
     expect(driver.transactions).toBe(2);
     expect(await store.getEffect('refund:2')).toMatchObject({ state: 'reserved', actionId: 'act_a', leaseExpiresAt: r.leaseExpiresAt, createdAt: '2026-01-01T12:00:00+00:00' });
   });
 
   it('a1.row2.reinsert re-issues the whole operation: approval consumption included', async () => {
     const { driver, store, branches } = await lossyStore();
-    const { createAction, storedTime } = await import('@ctrlrun/kernel');
+    const { createAction } = await import('@ctrlrun/kernel');
+    const { storedTime } = await import('@ctrlrun/kernel/store');
     const action = createAction({ name: 'stripe.refund', arguments: { amount: 5 }, principal: { agent: 'a' } });
     await store.putApprovalRequest({ requestId: 'apr_1', actionHash: action.actionHash, action, createdAt: storedTime(T0), expiresAt: storedTime(new Date(T0.getTime() + 15 * MINUTE)), policyHash: null });
     await store.grantApproval('apr_1', 'alice');
     driver.loss = { mode: 'drop', when: INSERT_EFFECT };
     await store.consumeApprovalAndReserve('apr_1', action.actionHash, 'refund:3', action.actionId, LEASE);
-    expect(branches()).toEqual([A1_REINSERT]);
+    expect(branches()).toEqual([INSERT_LOST_REISSUE]);
     expect((await store.getApproval('apr_1'))!.status).toBe('consumed');
     expect(await store.getEffect('refund:3')).toMatchObject({ state: 'reserved', actionId: action.actionId });
   });
@@ -262,7 +242,7 @@ describe('SqlStateStore settles a lost COMMIT by a re-read (scripted driver)', (
     const err = await store.reserveEffect('refund:4', 'act_a', LEASE).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(DuplicateEffect);
     expect(err).toMatchObject({ state: 'in_progress' });
-    expect(branches()).toEqual([A1_REFUSE]);
+    expect(branches()).toEqual([INSERT_FOUND_OTHER]);
     expect(driver.transactions).toBe(1);
     expect(await store.getEffect('refund:4')).toMatchObject({ updatedAt: '2026-01-01T12:00:01+00:00' }); // theirs, untouched
   });
@@ -274,7 +254,7 @@ describe('SqlStateStore settles a lost COMMIT by a re-read (scripted driver)', (
     driver.loss = { mode: 'land', when: UPDATE_EFFECT };
     const r = await store.commitEffect('refund:5', 'act_a', { refund_id: 're_1' });
     expect(r.state).toBe('committed');
-    expect(branches()).toEqual([A2_LANDED]);
+    expect(branches()).toEqual([UPDATE_LANDED]);
     expect(await store.getEffect('refund:5')).toMatchObject({ state: 'committed', resultJson: '{"refund_id":"re_1"}' });
   });
 
@@ -283,7 +263,7 @@ describe('SqlStateStore settles a lost COMMIT by a re-read (scripted driver)', (
     await store.reserveEffect('refund:6', 'act_a', LEASE);
     driver.loss = { mode: 'drop', when: UPDATE_EFFECT };
     await store.beginExecution('refund:6', 'act_a');
-    expect(branches()).toEqual([A2_REISSUE]);
+    expect(branches()).toEqual([UPDATE_LOST_REISSUE]);
     expect(await store.getEffect('refund:6')).toMatchObject({ state: 'executing' });
   });
 
@@ -297,7 +277,7 @@ describe('SqlStateStore settles a lost COMMIT by a re-read (scripted driver)', (
     };
     const err = await store.failEffect('refund:7', 'act_a', 'NotExecuted: declined').catch((e: unknown) => e);
     expect(err).toBeInstanceOf(AmbiguousEffect);
-    expect(branches()).toEqual([A2_REFUSE]);
+    expect(branches()).toEqual([UPDATE_FOUND_OTHER]);
     expect((await store.getEffect('refund:7'))!.state).toBe('ambiguous');
   });
 
@@ -308,7 +288,7 @@ describe('SqlStateStore settles a lost COMMIT by a re-read (scripted driver)', (
     now += LEASE + 1;
     driver.loss = { mode: 'land', when: UPDATE_EFFECT };
     await expect(store.reserveEffect('refund:8', 'act_b', LEASE)).rejects.toBeInstanceOf(AmbiguousEffect);
-    expect(branches()).toEqual([A2_LANDED]);
+    expect(branches()).toEqual([UPDATE_LANDED]);
     expect((await store.getEffect('refund:8'))!.state).toBe('ambiguous');
   });
 
@@ -318,7 +298,7 @@ describe('SqlStateStore settles a lost COMMIT by a re-read (scripted driver)', (
     const err = await store.reserveEffect('refund:9', 'act_a', LEASE).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(StoreError);
     expect(String((err as Error).message)).toMatch(/lost again after one re-issue/);
-    expect(branches()).toEqual([A1_REINSERT, A1_REINSERT]);
+    expect(branches()).toEqual([INSERT_LOST_REISSUE, INSERT_LOST_REISSUE]);
     expect(driver.transactions).toBe(2);
     expect(await store.getEffect('refund:9')).toBeNull();
   });

@@ -5,19 +5,8 @@
  * case runs a real `Control.execute` and checks the branch logged, the executor's call count, the
  * record read straight from the server, and that no effect is ever recorded `failed`.
  */
-import {
-  A1_OURS,
-  A1_REFUSE,
-  A1_REINSERT,
-  A2_LANDED,
-  A2_REISSUE,
-  AmbiguousWrite,
-  Control,
-  DuplicateEffect,
-  createAction,
-  loadPolicy,
-  type Clock,
-} from '@ctrlrun/kernel';
+import { INSERT_LANDED, INSERT_FOUND_OTHER, INSERT_LOST_REISSUE, UPDATE_LANDED, UPDATE_LOST_REISSUE } from '@ctrlrun/kernel/store';
+import { AmbiguousWrite, Control, DuplicateEffect, createAction, loadPolicy, type Clock } from '@ctrlrun/kernel';
 import { createPgStore, type PgStore } from '@ctrlrun/store-node/pg';
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
@@ -92,8 +81,8 @@ describePg('lost COMMIT through a TCP proxy', (server) => {
     expect(await fired).toEqual(expect.arrayContaining([expect.stringMatching(INSERT_EFFECT)]));
     expect(value).toEqual({ refund_id: 're_1' });
     expect(s.calls.n).toBe(1);
-    expect(s.branches()).toEqual([A1_OURS]);
-    expect(s.warnings[0]).toMatchObject({ logger: 'ctrlrun.postgres', level: 'WARNING', branch: A1_OURS });
+    expect(s.branches()).toEqual([INSERT_LANDED]);
+    expect(s.warnings[0]).toMatchObject({ logger: 'ctrlrun.postgres', level: 'WARNING', branch: INSERT_LANDED });
     expect(await s.row()).toMatchObject({ state: 'committed', action_id: s.action.actionId, attempt: 1 });
   });
 
@@ -109,7 +98,7 @@ describePg('lost COMMIT through a TCP proxy', (server) => {
     expect(await fired!).toEqual(expect.arrayContaining([expect.stringMatching(UPDATE_EFFECT)]));
     expect(value).toEqual({ refund_id: 're_2' });
     expect(s.calls.n).toBe(1);
-    expect(s.branches()).toEqual([A2_LANDED]);
+    expect(s.branches()).toEqual([UPDATE_LANDED]);
     expect(await s.row()).toMatchObject({ state: 'committed', result_json: '{"refund_id":"re_2"}' });
   });
 
@@ -128,7 +117,7 @@ describePg('lost COMMIT through a TCP proxy', (server) => {
     expect(err).toBeInstanceOf(DuplicateEffect);
     expect(err).toMatchObject({ state: 'committed' });
     expect(s.calls.n, 'the executor ran once, in the other worker').toBe(1);
-    expect(s.branches()).toEqual([A1_REFUSE]);
+    expect(s.branches()).toEqual([INSERT_FOUND_OTHER]);
     expect(await s.row()).toMatchObject({ state: 'committed', action_id: s.action.actionId, result_json: '{"refund_id":"re_other"}' });
   });
 
@@ -139,7 +128,7 @@ describePg('lost COMMIT through a TCP proxy', (server) => {
     await fired;
     expect(value).toEqual({ refund_id: 're_4' });
     expect(s.calls.n).toBe(1);
-    expect(s.branches()).toEqual([A1_REINSERT]);
+    expect(s.branches()).toEqual([INSERT_LOST_REISSUE]);
     expect(await s.row()).toMatchObject({ state: 'committed', attempt: 1 });
   });
 
@@ -154,7 +143,7 @@ describePg('lost COMMIT through a TCP proxy', (server) => {
     await fired!;
     expect(value).toEqual({ refund_id: 're_5' });
     expect(s.calls.n).toBe(1);
-    expect(s.branches()).toEqual([A2_REISSUE]);
+    expect(s.branches()).toEqual([UPDATE_LOST_REISSUE]);
     expect(await s.row()).toMatchObject({ state: 'committed', result_json: '{"refund_id":"re_5"}' });
   });
 

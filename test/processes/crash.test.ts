@@ -8,7 +8,8 @@
  */
 import { hostname } from 'node:os';
 import { join } from 'node:path';
-import { AmbiguousEffect, Control, DuplicateEffect, LEASE_EXPIRED, createAction, loadPolicy, parseTime, type Clock } from '@ctrlrun/kernel';
+import { AmbiguousEffect, Control, DuplicateEffect, createAction, loadPolicy, type Clock } from '@ctrlrun/kernel';
+import { LEASE_EXPIRED, parseTime } from '@ctrlrun/kernel/store';
 import { createBetterSqlite3Store, type BetterSqlite3Store } from '@ctrlrun/store-node/better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
 import { start, tempDir } from './harness.js';

@@ -5,7 +5,8 @@
  * `SQLITE_BUSY`, not a refusal. A short pause after each read inside a transaction widens that
  * window, so the race shows on any machine. Workers load it as `opener`.
  */
-import { openSqlStateStore, type Clock, type SqlDriver, type SqlStateStore, type SqlValue } from '@ctrlrun/kernel';
+import { openSqlStateStore, type SqlDriver, type SqlStateStore, type SqlValue } from '@ctrlrun/kernel/store';
+import { type Clock } from '@ctrlrun/kernel';
 import { BetterSqlite3Driver, type BetterSqlite3Database } from '@ctrlrun/store-node/better-sqlite3';
 import Database from 'better-sqlite3';
 

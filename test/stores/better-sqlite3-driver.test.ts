@@ -7,16 +7,8 @@ import { spawnSync } from 'node:child_process';
 import { accessSync, chmodSync, constants, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
-import {
-  AmbiguousEffect,
-  DuplicateEffect,
-  InvalidArgument,
-  MIGRATION_IDS,
-  SchemaMismatch,
-  StoreClosedError,
-  StoreError,
-  type SqlValue,
-} from '@ctrlrun/kernel';
+import { AmbiguousEffect, DuplicateEffect, InvalidArgument, SchemaMismatch, StoreClosedError, StoreError } from '@ctrlrun/kernel';
+import { MIGRATION_IDS, type SqlValue } from '@ctrlrun/kernel/store';
 import { ACCEPTED_STORE_URLS, openStore, parseStoreUrl } from '@ctrlrun/store-node';
 import {
   BUSY_TIMEOUT_MS,

@@ -3,7 +3,8 @@
  * and breaks one rule (with raw SQL where the contract would not let it); its named case must
  * fail by an assertion, and the unbroken store must pass the same case.
  */
-import { AmbiguousEffect, ApprovalMismatch, DuplicateEffect, InvalidArgument, NotExecuted, parseTime, type Clock, type DelegationRecord, type StateStore } from '@ctrlrun/kernel';
+import { AmbiguousEffect, ApprovalMismatch, DuplicateEffect, InvalidArgument, NotExecuted, type Clock, type DelegationRecord, type StateStore } from '@ctrlrun/kernel';
+import { parseTime } from '@ctrlrun/kernel/store';
 import { createSqlJsStore, type SqlJsStore } from '@ctrlrun/store-sqljs';
 import { describe, expect, it } from 'vitest';
 import { storeCases, type CaseId, type StoreFactory } from '../conformance/store.case.js';
@@ -38,6 +39,20 @@ const FIXTURES: Record<string, { breaks: CaseId; overrides: Overrides }> = {
           await sql(real, 'DELETE FROM effects WHERE effect_key = ?', [key]);
         }
         return real.reserveEffect(key, actionId, lease);
+      },
+    }),
+  },
+  'refuses-with-the-wrong-error': {
+    breaks: 'e1-in-process',
+    // Still one winner, but the losers hear AmbiguousEffect instead of DuplicateEffect (state in_progress).
+    overrides: (real) => ({
+      async reserveEffect(key: string, actionId: string, lease: number) {
+        try {
+          return await real.reserveEffect(key, actionId, lease);
+        } catch (err) {
+          if (!(err instanceof DuplicateEffect)) throw err;
+          throw new AmbiguousEffect(key, { actionId, message: `effect ${key} is in progress` });
+        }
       },
     }),
   },

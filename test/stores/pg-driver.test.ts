@@ -6,7 +6,8 @@
  */
 import { spawnSync } from 'node:child_process';
 import { resolve } from 'node:path';
-import { AmbiguousWrite, InvalidArgument, StoreError, buildReceipt, createAction, openSqlStateStore } from '@ctrlrun/kernel';
+import { AmbiguousWrite, InvalidArgument, StoreError, createAction } from '@ctrlrun/kernel';
+import { buildReceipt, openSqlStateStore } from '@ctrlrun/kernel/store';
 import { openStore } from '@ctrlrun/store-node';
 import { PgDriver, PgStore, createPgStore, openPgStore } from '@ctrlrun/store-node/pg';
 import { createPgliteStore } from '@ctrlrun/store-node/pglite';

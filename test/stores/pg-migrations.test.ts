@@ -6,16 +6,8 @@
  * lock, and — on the server — the UTF8 (T154c) and CREATE-privilege checks.
  */
 import { PGlite } from '@electric-sql/pglite';
-import {
-  GENESIS_HASH,
-  InvalidArgument,
-  MIGRATION_IDS,
-  SCHEMA_WRITER,
-  SchemaMismatch,
-  StoreError,
-  postgresDialect,
-  type SqlStateStore,
-} from '@ctrlrun/kernel';
+import { GENESIS_HASH, MIGRATION_IDS, SCHEMA_WRITER, postgresDialect, type SqlStateStore } from '@ctrlrun/kernel/store';
+import { InvalidArgument, SchemaMismatch, StoreError } from '@ctrlrun/kernel';
 import { createPgStore, openPgStore } from '@ctrlrun/store-node/pg';
 import { createPgliteStore, openPgliteStore } from '@ctrlrun/store-node/pglite';
 import pg from 'pg';

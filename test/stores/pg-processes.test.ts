@@ -10,7 +10,8 @@
  *
  * (T3, one key × 8 processes, runs as the conformance case e1-cross-process in pg.test.ts.)
  */
-import { AmbiguousEffect, Control, DuplicateEffect, LEASE_EXPIRED, createAction, loadPolicy, type Clock } from '@ctrlrun/kernel';
+import { AmbiguousEffect, Control, DuplicateEffect, createAction, loadPolicy, type Clock } from '@ctrlrun/kernel';
+import { LEASE_EXPIRED } from '@ctrlrun/kernel/store';
 import { createPgStore, type PgStore } from '@ctrlrun/store-node/pg';
 import pg from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';

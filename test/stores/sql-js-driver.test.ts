@@ -3,18 +3,8 @@
  * see from outside: persistence after commit, reload after a failed save, prepared-statement
  * reuse, bigint reads, wrapped driver errors, the per-driver mutex, the PK and renewal guards.
  */
-import {
-  AmbiguousEffect,
-  DuplicateEffect,
-  InvalidArgument,
-  SqlStateStore,
-  StoreClosedError,
-  StoreError,
-  openSqlStateStore,
-  sqliteDialect,
-  type SqlDriver,
-  type SqlExecutor,
-} from '@ctrlrun/kernel';
+import { AmbiguousEffect, DuplicateEffect, InvalidArgument, StoreClosedError, StoreError } from '@ctrlrun/kernel';
+import { SqlStateStore, openSqlStateStore, sqliteDialect, type SqlDriver, type SqlExecutor } from '@ctrlrun/kernel/store';
 import {
   SqlJsDriver,
   createSqlJsStore,

@@ -3,22 +3,8 @@
  * refusals, adoption of unversioned stores, one transaction per migration, readers never migrate.
  * Databases are built with raw sql.js, then opened through the kernel's store.
  */
-import {
-  DuplicateEffect,
-  GENESIS_HASH,
-  InvalidArgument,
-  MIGRATION_IDS,
-  SCHEMA_LEVEL,
-  SCHEMA_WRITER,
-  SchemaMismatch,
-  checkMigrationList,
-  classifyUnversioned,
-  classifyVersioned,
-  openSqlStateStore,
-  sqliteDialect,
-  type SqlDriver,
-  type SqlExecutor,
-} from '@ctrlrun/kernel';
+import { DuplicateEffect, InvalidArgument, SCHEMA_LEVEL, SchemaMismatch } from '@ctrlrun/kernel';
+import { GENESIS_HASH, MIGRATION_IDS, SCHEMA_WRITER, checkMigrationList, classifyUnversioned, classifyVersioned, openSqlStateStore, sqliteDialect, type SqlDriver, type SqlExecutor } from '@ctrlrun/kernel/store';
 import { SqlJsDriver, openSqlJsStore, type SqlJsModule, type SqlJsPersistence } from '@ctrlrun/store-sqljs';
 import fc from 'fast-check';
 import initSqlJs from 'sql.js';

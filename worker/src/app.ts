@@ -8,32 +8,8 @@
  */
 import { Hono, type Context, type MiddlewareHandler } from 'hono';
 import { cors } from 'hono/cors';
-import {
-  ApprovalMismatch,
-  ApprovalRequired,
-  createAction,
-  createPrincipal,
-  describeError,
-  Mutex,
-  IdentityError,
-  InvalidArgument,
-  NotExecuted,
-  parseJson,
-  resolveEffectTemplate,
-  resolveResourceTemplate,
-  resultToJson,
-  verifyChain,
-  type Action,
-  type ApprovalRecord,
-  type ApprovalStatus,
-  type Control,
-  type EffectRecord,
-  type ExecuteOptions,
-  type Executor,
-  type JsonObject,
-  type ChainReport,
-  type JsonValue,
-} from '@ctrlrun/kernel';
+import { ApprovalMismatch, ApprovalRequired, createAction, createPrincipal, describeError, IdentityError, InvalidArgument, NotExecuted, parseJson, resolveEffectTemplate, resolveResourceTemplate, resultToJson, verifyChain, type Action, type ApprovalRecord, type ApprovalStatus, type Control, type EffectRecord, type ExecuteOptions, type Executor, type JsonObject, type ChainReport, type JsonValue } from '@ctrlrun/kernel';
+import { Mutex } from '@ctrlrun/kernel/store';
 import type { TryIt } from '@ctrlrun/kernel/try-it';
 import type { AgentIdentity, Authenticator, Identity, OperatorIdentity } from './auth.js';
 import { scopedCallerKey, templateCollision } from './caller-keys.js';

@@ -5,7 +5,8 @@
  *
  * @module
  */
-import { checkActor, IdentityError, InvalidArgument, sha256Tagged, type IdentityProvider } from '@ctrlrun/kernel';
+import { checkActor, IdentityError, InvalidArgument, type IdentityProvider } from '@ctrlrun/kernel';
+import { sha256Tagged } from '@ctrlrun/kernel/store';
 
 /** An agent: may propose actions, never answer approvals or resolve effects. */
 export interface AgentIdentity {

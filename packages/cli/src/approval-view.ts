@@ -6,7 +6,8 @@
  *
  * @module
  */
-import { answerCommands, canonicalJson, explainDecision, parseTime, type ApprovalRecord, type JsonObject, type Policy, type StateStore } from '@ctrlrun/kernel';
+import { answerCommands, canonicalJson, explainDecision, type ApprovalRecord, type JsonObject, type Policy, type StateStore } from '@ctrlrun/kernel';
+import { parseTime } from '@ctrlrun/kernel/store';
 import { approvalJson } from './commands/inspect.js';
 import { CliRefusal } from './errors.js';
 import { stamp } from './format.js';

@@ -1,6 +1,7 @@
 /**
  * For the commands that load the policy (`stats`, `delegate`, `revoke`, `verify`, and the
- * answers `approve`, `deny`, `resolve`): the banner under observe mode, the deployment's
+ * answers `approve`, `deny`, `resolve`): the banner under observe mode (printed by the first
+ * four only: an answer to one request is not where an operator needs the reminder), the deployment's
  * environment, who answers, and a `Control` composed as `from_file` composes it (the policy's
  * inline authority, a JSONL sink in the state directory).
  *
@@ -103,7 +104,6 @@ export async function answeringControl(
   const store = await openAnswerer(target, async (reader) => {
     await precheck(reader);
     loaded.policy = loadPolicyFile(policyPath(io)).policy;
-    banner(loaded.policy, err);
     if (confirm !== undefined) await confirm(reader, loaded.policy, who);
   });
   try {

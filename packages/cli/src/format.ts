@@ -3,7 +3,7 @@
  *
  * @module
  */
-import { parseTime } from '@ctrlrun/kernel';
+import { parseTime } from '@ctrlrun/kernel/store';
 
 /**
  * What a terminal could act on instead of showing: C0 and C1 controls (CR, LF, ESC, DEL, …),

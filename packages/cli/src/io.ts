@@ -14,6 +14,12 @@ export interface CliIo {
   stdout(text: string): void;
   /** Writes text to standard error as is. */
   stderr(text: string): void;
+  /**
+   * Resolves once standard output has taken what was written (its buffer is below its
+   * high-water mark): a streaming listing awaits it between pages, so a slow reader of a pipe
+   * holds the command back instead of the output piling up in memory. Absent: nothing to wait for.
+   */
+  readonly drained?: () => Promise<void>;
   /** The directory relative paths are resolved against. */
   readonly cwd: string;
   /** The environment (`CTRLRUN_CONFIG`, `CTRLRUN_STATE`, `CTRLRUN_STORE_URL`, `CTRLRUN_ENVIRONMENT`). */
@@ -58,6 +64,7 @@ export function processIo(): CliIo {
   return {
     stdout: (text) => void process.stdout.write(text),
     stderr: (text) => void process.stderr.write(text),
+    drained: () => (process.stdout.writableNeedDrain ? new Promise<void>((resolve) => process.stdout.once('drain', () => resolve())) : Promise.resolve()),
     cwd: process.cwd(),
     env: process.env,
     userName: () => userInfo().username,

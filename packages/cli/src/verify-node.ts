@@ -115,16 +115,16 @@ export async function bundleSource(entry: string, outfile: string): Promise<void
 }
 
 /**
- * How a child is started. Built: the sibling `g4-child.js`. In a source checkout: the TypeScript
+ * How a child is started. Built: the sibling `race-child.js`. In a source checkout: the TypeScript
  * child bundled once per run (a plain `node` start per process, instead of a loader compiling the
  * kernel in every one of them), else run through tsx.
  */
 async function childCommand(workDir: string): Promise<string[]> {
   const here = import.meta.url;
-  if (!here.endsWith('.ts')) return [fileURLToPath(new URL('./g4-child.js', here))];
-  const script = fileURLToPath(new URL('./g4-child.ts', here));
+  if (!here.endsWith('.ts')) return [fileURLToPath(new URL('./race-child.js', here))];
+  const script = fileURLToPath(new URL('./race-child.ts', here));
   try {
-    const outfile = join(workDir, 'g4-child.mjs');
+    const outfile = join(workDir, 'race-child.mjs');
     await bundleSource(script, outfile);
     return [outfile];
   } catch {
@@ -155,7 +155,7 @@ export function nodeProcessLauncher(workDir: string): ProcessLauncher {
   return async (request) => {
     const args = await (command ??= childCommand(workDir));
     return new Promise((resolve, reject) => {
-      const markers = mkdtempSync(join(workDir, 'g4-runs-'));
+      const markers = mkdtempSync(join(workDir, 'race-runs-'));
       const states: ChildState[] = [];
       let settled = false;
       const finish = (err: Error | null) => {

@@ -51,13 +51,13 @@ let built: Promise<string> | null = null;
 
 /**
  * The executable bundled once per test file, laid out as a build ships it: `bin.js` with its
- * sibling `g4-child.js` (verify's racing processes) in an ES-module package; plain `node` runs it.
+ * sibling `race-child.js` (verify's racing processes) in an ES-module package; plain `node` runs it.
  */
 export function executable(): Promise<string> {
   return (built ??= (async () => {
     const dir = tempDir('ctrlrun-bin-');
     writeFileSync(join(dir, 'package.json'), '{"type":"module"}\n');
-    await Promise.all([bundleSource(SRC('bin.ts'), join(dir, 'bin.js')), bundleSource(SRC('g4-child.ts'), join(dir, 'g4-child.js'))]);
+    await Promise.all([bundleSource(SRC('bin.ts'), join(dir, 'bin.js')), bundleSource(SRC('race-child.ts'), join(dir, 'race-child.js'))]);
     return join(dir, 'bin.js');
   })());
 }

@@ -185,6 +185,10 @@ function readHead(head: unknown): { seq: number; hash: string } | string {
   }
 }
 
+// Module-private access to a verifier's row intake, for verifyChain (set in the class's static block).
+let pushEntry: (v: ChainVerifier, e: Entry) => void;
+let setListError: (v: ChainVerifier, detail: string) => void;
+
 /**
  * Verifies the receipt chain: `rows` are the `receipts` rows as stored (any order; position comes
  * from the `seq` column, nulls first, ties kept in the given order) and `head` the
@@ -205,93 +209,173 @@ function readHead(head: unknown): { seq: number; hash: string } | string {
  * Pure and total: it never throws and never loops beyond the rows given.
  */
 export function verifyChain(rows: readonly ReceiptRow[], head: ChainHead | null): ChainReport {
-  const breaks: ChainBreak[] = [];
-  const entries: Entry[] = [];
-  let listError: string | null = null;
+  const verifier = new ChainVerifier(head);
+  let entries: Entry[] = [];
   try {
-    if (!Array.isArray(rows)) listError = `the receipt rows are ${describe(rows)}, not an array`;
+    if (!Array.isArray(rows)) setListError(verifier, `the receipt rows are ${describe(rows)}, not an array`);
     else for (const row of rows as readonly unknown[]) entries.push(entry(row));
   } catch (e) {
-    listError = `the receipt rows cannot be read (${message(e)})`;
+    entries = [];
+    setListError(verifier, `the receipt rows cannot be read (${message(e)})`);
   }
-
-  const unchained = entries.filter((e) => e.seq === null).length;
-  const misplaced = entries.filter((e) => e.seq === undefined);
   // Array#sort is stable, so equal positions keep the order they were given in.
-  const walk = entries.filter((e): e is Entry & { seq: number } => typeof e.seq === 'number').sort((a, b) => a.seq - b.seq);
+  const chained = entries.filter((e): e is Entry & { seq: number } => typeof e.seq === 'number').sort((a, b) => a.seq - b.seq);
+  for (const e of entries) if (typeof e.seq !== 'number') pushEntry(verifier, e);
+  for (const e of chained) pushEntry(verifier, e);
+  return verifier.finish();
+}
 
-  if (unchained > 0) {
-    breaks.push({ name: 'unchained', seq: null, detail: `${unchained} receipt${unchained === 1 ? ' has' : 's have'} no seq, so the chain does not cover ${unchained === 1 ? 'it' : 'them'}` });
-  }
-  if (listError !== null) breaks.push({ name: 'content_altered', seq: null, detail: listError });
-  for (const m of misplaced) {
-    breaks.push({ name: 'content_altered', seq: null, detail: `a receipt's seq column is ${describe(m.rawSeq)}, not an integer` });
+/**
+ * {@link verifyChain} in pages, for a chain too long to hold in memory: construct it with the head
+ * row, {@link ChainVerifier.push} the rows page by page, then {@link ChainVerifier.finish}. Memory
+ * is bounded by the breaks found, not by the rows.
+ *
+ * Rows with an integer `seq` must come in non-decreasing `seq` order across all pages (a store's
+ * `chainPage` reads them so); rows without one (unchained, or a `seq` that is not an integer) may
+ * come in any page. Given the same rows, the report is the one {@link verifyChain} gives for them
+ * in that order. A chained row whose `seq` goes backwards throws a `RangeError`: the caller's
+ * paging is wrong, and a report would be silently different.
+ */
+export class ChainVerifier {
+  readonly #head: { seq: number; hash: string } | string;
+  readonly #walkBreaks: ChainBreak[] = [];
+  readonly #misplaced: ChainBreak[] = [];
+  #listError: string | null = null;
+  #unchained = 0;
+  #chained = 0;
+  #expectedPrev: string | typeof UNHASHABLE = GENESIS_HASH;
+  #expectedSeq = 1;
+  #lastSeq = 0;
+  /** Every seq a break has named so far (bounded by the breaks). */
+  readonly #named = new Set<number>();
+  /** The run of rows sharing the current seq: counted verified once the run ends unnamed. */
+  #runSeq: number | null = null;
+  #runCount = 0;
+  #verified = 0;
+  /** Rows whose seq is the head's, so a head_mismatch naming it can take them back. */
+  #headSeqRows = 0;
+  #finished = false;
+
+  /** `head` is the `receipt_chain(id = 1)` row, or `null` when there is none. */
+  constructor(head: ChainHead | null) {
+    this.#head = readHead(head);
   }
 
-  let expectedPrev: string | typeof UNHASHABLE = GENESIS_HASH;
-  let expectedSeq = 1;
-  let lastSeq = 0;
-  for (const e of walk) {
+  /** Adds one page of receipt rows as stored. */
+  push(rows: readonly ReceiptRow[]): this {
+    try {
+      if (!Array.isArray(rows)) throw new TypeError(`a page of receipt rows must be an array, got ${describe(rows)}`);
+    } catch (e) {
+      if (e instanceof TypeError) throw e;
+      throw new TypeError(`a page of receipt rows cannot be read (${message(e)})`);
+    }
+    for (const row of rows as readonly unknown[]) this.#pushEntry(entry(row));
+    return this;
+  }
+
+  static {
+    pushEntry = (v, e) => v.#pushEntry(e);
+    setListError = (v, detail) => {
+      v.#listError = detail;
+    };
+  }
+
+  #pushEntry(e: Entry): void {
+    if (this.#finished) throw new RangeError('this ChainVerifier has finished; start a new one');
+    if (e.seq === null) {
+      this.#unchained += 1;
+      return;
+    }
+    this.#chained += 1;
+    if (e.seq === undefined) {
+      this.#misplaced.push({ name: 'content_altered', seq: null, detail: `a receipt's seq column is ${describe(e.rawSeq)}, not an integer` });
+      return;
+    }
     const seq = e.seq;
-    if (seq !== expectedSeq) {
-      breaks.push({ name: 'missing', seq: expectedSeq, detail: `expected seq ${expectedSeq}, found seq ${seq}` });
-      expectedSeq = seq;
+    if (this.#runSeq !== null && seq < this.#runSeq) throw new RangeError(`chained receipt rows must come in seq order: seq ${seq} after seq ${this.#runSeq}`);
+    if (seq !== this.#runSeq) {
+      this.#closeRun();
+      this.#runSeq = seq;
+    }
+    this.#runCount += 1;
+    if (typeof this.#head !== 'string' && seq === this.#head.seq) this.#headSeqRows += 1;
+
+    if (seq !== this.#expectedSeq) {
+      this.#break({ name: 'missing', seq: this.#expectedSeq, detail: `expected seq ${this.#expectedSeq}, found seq ${seq}` });
+      this.#expectedSeq = seq;
     }
     const r = recompute(e.json);
     if ('error' in r) {
-      breaks.push({ name: 'content_altered', seq, detail: `the stored document cannot be hashed: ${r.error}` });
+      this.#break({ name: 'content_altered', seq, detail: `the stored document cannot be hashed: ${r.error}` });
       // Its link cannot be evaluated either; the next row is compared against an impossible value.
-      expectedPrev = UNHASHABLE;
+      this.#expectedPrev = UNHASHABLE;
     } else {
       if (e.hash === null || e.hash === undefined || e.hash === '') {
-        breaks.push({ name: 'hash_missing', seq, detail: `no stored hash (recomputed ${r.hash})` });
+        this.#break({ name: 'hash_missing', seq, detail: `no stored hash (recomputed ${r.hash})` });
       } else if (e.hash !== r.hash) {
-        breaks.push({ name: 'content_altered', seq, detail: `stored hash ${describe(e.hash)} but the document hashes to ${r.hash}` });
+        this.#break({ name: 'content_altered', seq, detail: `stored hash ${describe(e.hash)} but the document hashes to ${r.hash}` });
       }
       const wrong = columnMismatches(e.columns, r.document);
       if (wrong.length > 0) {
         const doc = r.document as JsonObject;
-        breaks.push({
+        this.#break({
           name: 'column_mismatch',
           seq,
           detail: wrong.map((c) => `column ${c} is ${describe(e.columns[c])} but the document's ${DUPLICATED_COLUMNS[c]} is ${describe(doc[DUPLICATED_COLUMNS[c]])}`).join('; '),
         });
       }
       const prev = documentPrevHash(r.document);
-      if (prev !== expectedPrev) {
-        const expected = expectedPrev === UNHASHABLE ? 'the previous receipt, which cannot be hashed' : expectedPrev;
-        breaks.push({
-          name: 'link_broken',
-          seq,
-          detail: `the document's prev_hash is ${prev === undefined ? 'absent' : describe(prev)}, expected ${expected}`,
-        });
+      if (prev !== this.#expectedPrev) {
+        const expected = this.#expectedPrev === UNHASHABLE ? 'the previous receipt, which cannot be hashed' : this.#expectedPrev;
+        this.#break({ name: 'link_broken', seq, detail: `the document's prev_hash is ${prev === undefined ? 'absent' : describe(prev)}, expected ${expected}` });
       }
-      expectedPrev = r.hash;
+      this.#expectedPrev = r.hash;
     }
-    lastSeq = seq;
-    expectedSeq = seq + 1;
+    this.#lastSeq = seq;
+    this.#expectedSeq = seq + 1;
   }
 
-  const h = readHead(head);
-  if (typeof h === 'string') {
-    breaks.push({ name: 'head_mismatch', seq: null, detail: h });
-  } else if (h.seq !== lastSeq || h.hash !== expectedPrev) {
-    const last = expectedPrev === UNHASHABLE ? 'a receipt that cannot be hashed' : expectedPrev;
-    breaks.push({ name: 'head_mismatch', seq: h.seq, detail: `head is (${h.seq}, ${h.hash}) but the chain ends at (${lastSeq}, ${last})` });
+  #break(b: ChainBreak): void {
+    this.#walkBreaks.push(b);
+    if (b.seq !== null) this.#named.add(b.seq);
   }
 
-  const named = new Set<number>();
-  for (const b of breaks) if (b.seq !== null) named.add(b.seq);
-  const verified = walk.filter((e) => !named.has(e.seq)).length;
-  return {
-    ok: breaks.length === 0,
-    verified,
-    chained: walk.length + misplaced.length,
-    unchained,
-    head_seq: typeof h === 'string' ? null : h.seq,
-    head_hash: typeof h === 'string' ? null : h.hash,
-    breaks,
-  };
+  #closeRun(): void {
+    if (this.#runSeq !== null && !this.#named.has(this.#runSeq)) this.#verified += this.#runCount;
+    this.#runCount = 0;
+  }
+
+  /** Compares the head with the chain's end and reports; the verifier takes no rows after this. */
+  finish(): ChainReport {
+    if (this.#finished) throw new RangeError('this ChainVerifier has already finished');
+    this.#finished = true;
+    this.#closeRun();
+    const breaks: ChainBreak[] = [];
+    const unchained = this.#unchained;
+    if (unchained > 0) {
+      breaks.push({ name: 'unchained', seq: null, detail: `${unchained} receipt${unchained === 1 ? ' has' : 's have'} no seq, so the chain does not cover ${unchained === 1 ? 'it' : 'them'}` });
+    }
+    if (this.#listError !== null) breaks.push({ name: 'content_altered', seq: null, detail: this.#listError });
+    breaks.push(...this.#misplaced, ...this.#walkBreaks);
+    const h = this.#head;
+    let verified = this.#verified;
+    if (typeof h === 'string') {
+      breaks.push({ name: 'head_mismatch', seq: null, detail: h });
+    } else if (h.seq !== this.#lastSeq || h.hash !== this.#expectedPrev) {
+      const last = this.#expectedPrev === UNHASHABLE ? 'a receipt that cannot be hashed' : this.#expectedPrev;
+      breaks.push({ name: 'head_mismatch', seq: h.seq, detail: `head is (${h.seq}, ${h.hash}) but the chain ends at (${this.#lastSeq}, ${last})` });
+      if (!this.#named.has(h.seq)) verified -= this.#headSeqRows;
+    }
+    return {
+      ok: breaks.length === 0,
+      verified,
+      chained: this.#chained,
+      unchained,
+      head_seq: typeof h === 'string' ? null : h.seq,
+      head_hash: typeof h === 'string' ? null : h.hash,
+      breaks,
+    };
+  }
 }
 
 /** One receipt row as an operator's view shows it: the fields as the stored document holds them. */

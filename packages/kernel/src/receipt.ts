@@ -4,7 +4,8 @@
  * @module
  */
 import { type Action, principalJson } from './action.js';
-import { orderedJson, type JsonObject, type JsonValue } from './canonical.js';
+import { isPlainObject, orderedJson, parseJson, type JsonObject, type JsonValue } from './canonical.js';
+import { InvalidArgument } from './errors.js';
 import { hashDocument } from './hash.js';
 import type { ReceiptDraft } from './model.js';
 
@@ -82,3 +83,112 @@ export function sealReceipt(document: JsonObject, seq: number, prevHash: string)
   if (!Object.prototype.hasOwnProperty.call(sealed, 'prev_hash')) sealed['prev_hash'] = prevHash;
   return { document: sealed, json: orderedJson(sealed), hash: hashDocument(sealed, 'receipt') };
 }
+
+/** A receipt's principal, as the document holds it. */
+export interface ReceiptPrincipal {
+  readonly agent: string;
+  readonly user: string | null;
+  readonly claims: JsonObject | null;
+  readonly issuer: string | null;
+  readonly expires_at: string | null;
+}
+
+/** A `ctrlrun.receipt/v3` document, typed field by field (the names are the document's own). */
+export interface ReceiptDocument {
+  readonly schema: typeof RECEIPT_SCHEMA;
+  readonly receipt_id: string;
+  readonly action_id: string;
+  readonly action: string;
+  readonly action_hash: string;
+  readonly principal: ReceiptPrincipal;
+  readonly resource: string | null;
+  readonly arguments: JsonObject;
+  readonly environment: string;
+  readonly decision: string;
+  readonly decision_reason: string;
+  readonly approval_id: string | null;
+  readonly approver: string | null;
+  readonly effect_key: string | null;
+  readonly attempt: number;
+  readonly result: ReceiptResult;
+  readonly execution: 'committed' | 'failed' | 'ambiguous' | null;
+  readonly would_have: { readonly decision: string; readonly reason: string; readonly blocked_reason: string | null } | null;
+  readonly error: string | null;
+  readonly started_at: string;
+  readonly finished_at: string;
+  readonly seq: number | null;
+  readonly prev_hash: string | null;
+  readonly policy_hash: string | null;
+  readonly policy_version: string | null;
+  readonly controls: readonly string[];
+}
+
+const RESULTS: readonly string[] = ['committed', 'failed', 'ambiguous', 'denied', 'blocked', 'observed'];
+const EXECUTIONS: readonly (string | null)[] = ['committed', 'failed', 'ambiguous', null];
+
+/**
+ * Reads a stored receipt (its `json` column, or a `receipts.jsonl` line) back into a typed
+ * {@link ReceiptDocument}: exactly the keys `buildReceipt` writes, in any order, each of its type.
+ * Anything else — another schema, a missing or extra key, a wrong type, text that is not strict
+ * JSON — is an `InvalidArgument` naming the field. It reads the document; whether it is intact
+ * and chained is `verifyChain`'s to say.
+ */
+export function parseReceipt(json: string): ReceiptDocument {
+  if (typeof json !== 'string') throw new InvalidArgument('a receipt must be given as JSON text');
+  let doc: JsonValue;
+  try {
+    doc = parseJson(json, { what: 'receipt' });
+  } catch (e) {
+    throw new InvalidArgument(`the receipt is not strict JSON: ${e instanceof Error ? e.message : String(e)}`);
+  }
+  const bad = (field: string, want: string, got: unknown): never => {
+    throw new InvalidArgument(`receipt field ${field} must be ${want}, got ${got === null ? 'null' : Array.isArray(got) ? 'an array' : typeof got}`);
+  };
+  if (!isPlainObject(doc)) return bad('(document)', 'an object', doc);
+  const d = doc as JsonObject;
+  const keys = Object.keys(d);
+  const expected = RECEIPT_KEYS;
+  const missing = expected.filter((k) => !Object.prototype.hasOwnProperty.call(d, k));
+  const extra = keys.filter((k) => !expected.includes(k));
+  if (missing.length > 0) throw new InvalidArgument(`receipt field${missing.length > 1 ? 's' : ''} missing: ${missing.join(', ')}`);
+  if (extra.length > 0) throw new InvalidArgument(`receipt has unknown field${extra.length > 1 ? 's' : ''}: ${extra.map((k) => JSON.stringify(k)).join(', ')}`);
+  if (d['schema'] !== RECEIPT_SCHEMA) bad('schema', JSON.stringify(RECEIPT_SCHEMA), d['schema']);
+  const str = (k: string): void => void (typeof d[k] === 'string' || bad(k, 'a string', d[k]));
+  const strOrNull = (k: string): void => void (d[k] === null || typeof d[k] === 'string' || bad(k, 'a string or null', d[k]));
+  for (const k of ['receipt_id', 'action_id', 'action', 'action_hash', 'environment', 'decision', 'decision_reason', 'started_at', 'finished_at']) str(k);
+  for (const k of ['resource', 'approval_id', 'approver', 'effect_key', 'error', 'prev_hash', 'policy_hash', 'policy_version']) strOrNull(k);
+  if (!isPlainObject(d['arguments'])) bad('arguments', 'an object', d['arguments']);
+  const attempt = d['attempt'];
+  if (typeof attempt !== 'number' || !Number.isSafeInteger(attempt) || attempt < 0) bad('attempt', 'a non-negative integer', attempt);
+  const seq = d['seq'];
+  if (seq !== null && (typeof seq !== 'number' || !Number.isSafeInteger(seq) || seq < 1)) bad('seq', 'a positive integer or null', seq);
+  if (typeof d['result'] !== 'string' || !RESULTS.includes(d['result'])) bad('result', `one of ${RESULTS.join(', ')}`, d['result']);
+  if (!EXECUTIONS.includes(d['execution'] as string | null)) bad('execution', 'committed, failed, ambiguous or null', d['execution']);
+  const p = d['principal'];
+  if (!isPlainObject(p)) return bad('principal', 'an object', p);
+  const principal = p as JsonObject;
+  const pKeys = Object.keys(principal).sort().join();
+  if (pKeys !== 'agent,claims,expires_at,issuer,user') throw new InvalidArgument(`receipt field principal must have exactly agent, user, claims, issuer, expires_at; got ${Object.keys(principal).join(', ') || 'nothing'}`);
+  if (typeof principal['agent'] !== 'string') bad('principal.agent', 'a string', principal['agent']);
+  for (const k of ['user', 'issuer', 'expires_at']) if (principal[k] !== null && typeof principal[k] !== 'string') bad(`principal.${k}`, 'a string or null', principal[k]);
+  if (principal['claims'] !== null && !isPlainObject(principal['claims'])) bad('principal.claims', 'an object or null', principal['claims']);
+  const w = d['would_have'];
+  if (w !== null) {
+    if (!isPlainObject(w)) return bad('would_have', 'an object or null', w);
+    const would = w as JsonObject;
+    if (Object.keys(would).sort().join() !== 'blocked_reason,decision,reason') throw new InvalidArgument('receipt field would_have must have exactly decision, reason, blocked_reason');
+    if (typeof would['decision'] !== 'string') bad('would_have.decision', 'a string', would['decision']);
+    if (typeof would['reason'] !== 'string') bad('would_have.reason', 'a string', would['reason']);
+    if (would['blocked_reason'] !== null && typeof would['blocked_reason'] !== 'string') bad('would_have.blocked_reason', 'a string or null', would['blocked_reason']);
+  }
+  const controls = d['controls'];
+  if (!Array.isArray(controls) || !controls.every((c) => typeof c === 'string')) bad('controls', 'an array of strings', controls);
+  return d as unknown as ReceiptDocument;
+}
+
+/** The keys of a `ctrlrun.receipt/v3` document, in the order `buildReceipt` writes them. */
+export const RECEIPT_KEYS: readonly string[] = Object.freeze([
+  'schema', 'receipt_id', 'action_id', 'action', 'action_hash', 'principal', 'resource', 'arguments', 'environment', 'decision', 'decision_reason',
+  'approval_id', 'approver', 'effect_key', 'attempt', 'result', 'execution', 'would_have', 'error', 'started_at', 'finished_at', 'seq', 'prev_hash',
+  'policy_hash', 'policy_version', 'controls',
+]);

@@ -3,21 +3,9 @@
 // `grant_json`, and the pattern grammar, matching and containment (with properties).
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import {
-  Authority,
-  Grant,
-  InvalidArgument,
-  PolicyError,
-  grantFromJson,
-  grantToJson,
-  loadAuthority,
-  loadGrant,
-  loadPolicy,
-  matchesPattern,
-  parseInstant,
-  patternContains,
-  patternError,
-} from '@ctrlrun/kernel';
+import { Authority, Grant, InvalidArgument, PolicyError, grantFromJson, grantToJson, loadAuthority, loadGrant, loadPolicy } from '@ctrlrun/kernel';
+import { matchesPattern, patternContains, patternError } from '../src/authority/patterns.js';
+import { parseInstant } from '../src/authority/grant.js';
 import { ACTIONS, GRANT, V3, doc } from './authority.fixtures.js';
 import { refusal as policyError } from './policy.fixtures.js';
 

@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { canonicalBytes, canonicalJson, compareCodePoints, createAction, InvalidArgument, jsonEquals, parseJson } from '@ctrlrun/kernel';
+import { canonicalBytes, canonicalJson, createAction, InvalidArgument, parseJson } from '@ctrlrun/kernel';
+import { compareCodePoints, jsonEquals } from '../src/canonical.js';
 
 /** Plain JSON data with safe integers, strings (well-formed), booleans and null. */
 const jsonData = fc.letrec((tie) => ({

@@ -1,22 +1,8 @@
 import { createHash } from 'node:crypto';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import {
-  buildReceipt,
-  createAction,
-  GENESIS_HASH,
-  hashDocument,
-  parseJson,
-  receiptView,
-  sealReceipt,
-  sequentialIds,
-  verifyChain,
-  type ChainHead,
-  type ChainReport,
-  type JsonObject,
-  type ReceiptResult,
-  type ReceiptRow,
-} from '@ctrlrun/kernel';
+import { buildReceipt, GENESIS_HASH, hashDocument, sealReceipt, type ReceiptResult } from '@ctrlrun/kernel/store';
+import { createAction, parseJson, receiptView, sequentialIds, verifyChain, type ChainHead, type ChainReport, type JsonObject, type ReceiptRow } from '@ctrlrun/kernel';
 
 /** What varies between the receipts of a generated chain. */
 interface Spec {

@@ -5,25 +5,8 @@
  * (the contract before they existed), so the events must be identical, only the number of
  * BEGINs differs.
  */
-import {
-  AmbiguousEffect,
-  AmbiguousWrite,
-  Control,
-  DuplicateEffect,
-  MINUTE,
-  SqlStateStore,
-  callbackSink,
-  createAction,
-  loadPolicy,
-  sequentialIds,
-  type EventDraft,
-  type EventRecord,
-  type Reservation,
-  type SqlDriver,
-  type SqlExecutor,
-  type StateStore,
-  type TrailingEvents,
-} from '@ctrlrun/kernel';
+import { AmbiguousEffect, AmbiguousWrite, Control, DuplicateEffect, MINUTE, callbackSink, createAction, loadPolicy, sequentialIds, type EventDraft, type EventRecord, type Reservation, type StateStore } from '@ctrlrun/kernel';
+import { SqlStateStore, type SqlDriver, type SqlExecutor, type TrailingEvents } from '@ctrlrun/kernel/store';
 import { SqlJsDriver, type SqlJsModule } from '@ctrlrun/store-sqljs';
 import initSqlJs from 'sql.js';
 import { beforeAll, describe, expect, it } from 'vitest';

@@ -1,21 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import {
-  buildReceipt,
-  callbackSink,
-  createAction,
-  dispatchToSinks,
-  eventLine,
-  GENESIS_HASH,
-  jsonlSink,
-  parseJson,
-  sealReceipt,
-  sequentialIds,
-  type EventRecord,
-  type EventSink,
-  type JsonlFile,
-  type StoredReceipt,
-} from '@ctrlrun/kernel';
+import { buildReceipt, dispatchToSinks, GENESIS_HASH, sealReceipt } from '@ctrlrun/kernel/store';
+import { callbackSink, createAction, eventLine, jsonlSink, parseJson, sequentialIds, type EventRecord, type EventSink, type JsonlFile, type StoredReceipt } from '@ctrlrun/kernel';
 
 function storedReceipt(): StoredReceipt {
   const action = createAction({ name: 'refund', arguments: { amount: 200000, memo: 'café ☕' }, principal: { agent: 'agent-1', user: 'alice' } }, { ids: sequentialIds() });

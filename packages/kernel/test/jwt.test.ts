@@ -8,7 +8,8 @@ import { build } from 'esbuild';
 import { SignJWT, exportJWK, exportSPKI, generateKeyPair, type JWK } from 'jose';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { Control, IdentityError, InvalidArgument, MissingDependency, createAction, loadPolicy, parseTime, protect, sequentialIds, type IdentityContext } from '@ctrlrun/kernel';
+import { Control, IdentityError, InvalidArgument, MissingDependency, createAction, loadPolicy, protect, sequentialIds, type IdentityContext } from '@ctrlrun/kernel';
+import { parseTime } from '@ctrlrun/kernel/store';
 import { CredentialRejected, JwtIdentityProvider, createJwtIdentityProvider, type JwtIdentityOptions } from '@ctrlrun/kernel/jwt';
 import { createSqlJsStore } from '@ctrlrun/store-sqljs';
 

@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { Grant, InvalidArgument, sealReceipt, stats, type JsonObject, type StateStore } from '@ctrlrun/kernel';
+import { Grant, InvalidArgument, stats, type JsonObject, type StateStore } from '@ctrlrun/kernel';
+import { sealReceipt } from '@ctrlrun/kernel/store';
 
 /**
  * `out[k] = v` into a `{}` literal turns `__proto__` into a prototype change and drops the key.

@@ -3,7 +3,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
-import { EXAMPLE_POLICY_YAML, checkPolicy, loadAuthority, loadPolicy, loadPolicyDocument, parseTemplate, PolicyError, InvalidArgument, type Policy } from '@ctrlrun/kernel';
+import { EXAMPLE_POLICY_YAML, checkPolicy, loadAuthority, loadPolicy, parseTemplate, PolicyError, InvalidArgument, type Policy } from '@ctrlrun/kernel';
+import { loadPolicyDocument } from '../src/policy/policy.js';
 
 /** Loads `text`; any throw other than a PolicyError fails the property. */
 function loadOrRefuse(text: string): Policy | null {

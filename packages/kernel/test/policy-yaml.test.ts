@@ -1,7 +1,8 @@
 // The policy's YAML is read as the reference read it: PyYAML safe_load, YAML 1.1 scalars,
 // duplicate keys refused (PITFALLS.md; spec 01 §14).
 import { describe, expect, it } from 'vitest';
-import { loadAuthority, loadGrant, loadPolicy, loadPolicyDocument, PolicyError } from '@ctrlrun/kernel';
+import { loadAuthority, loadGrant, loadPolicy, PolicyError } from '@ctrlrun/kernel';
+import { loadPolicyDocument } from '../src/policy/policy.js';
 import { MAX_EXPANDED_BYTES, readYaml, YFloat, YMap, YTimestamp, type YValue } from '../src/policy/yaml.js';
 import { refusal } from './policy.fixtures.js';
 

@@ -1,7 +1,9 @@
 // The policy document: loading, evaluation, the policy hash (spec 01 §3, spec 03 §6).
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { EXAMPLE_POLICY_YAML, InvalidArgument, loadPolicy, loadPolicyDocument, PolicyError, RESERVED_ARGUMENTS, type Policy } from '@ctrlrun/kernel';
+import { EXAMPLE_POLICY_YAML, InvalidArgument, loadPolicy, PolicyError, type Policy } from '@ctrlrun/kernel';
+import { loadPolicyDocument } from '../src/policy/policy.js';
+import { RESERVED_ARGUMENTS } from '../src/policy/conditions.js';
 import { decodeTyped, type Typed } from '../../../test/support/typed.js';
 import { refusal } from './policy.fixtures.js';
 

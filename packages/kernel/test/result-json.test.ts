@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { jsonEquals, parseJson, resultToJson } from '@ctrlrun/kernel';
+import { jsonEquals } from '../src/canonical.js';
+import { parseJson, resultToJson } from '@ctrlrun/kernel';
 import { resultFromJson } from '../src/effects.js';
 
 /** Keys an agent might choose to hide behind: prototype names, a bigint tag, anything else. */

@@ -9,7 +9,8 @@
  */
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js';
-import { CTRLRunError, evidenceTime, parseSince, parseTime, stats, type Control, type JsonObject } from '@ctrlrun/kernel';
+import { CTRLRunError, parseSince, stats, type Control, type JsonObject } from '@ctrlrun/kernel';
+import { evidenceTime, parseTime } from '@ctrlrun/kernel/store';
 import { gatewayError, rpcError } from './errors.js';
 
 /** Who is asking, as the identity source sees them: `null` when no credential named anyone. */

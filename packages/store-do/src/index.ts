@@ -12,7 +12,8 @@
  *
  * @module
  */
-import { InvalidArgument, SqlStateStore, sqliteDialect, StoreError, type Clock, type SqlDialect, type QueryResult, type SqlDriver, type SqlExecutor, type SqlValue } from '@ctrlrun/kernel';
+import { InvalidArgument, StoreError, type Clock } from '@ctrlrun/kernel';
+import { SqlStateStore, sqliteDialect, type SqlDialect, type QueryResult, type SqlDriver, type SqlExecutor, type SqlValue } from '@ctrlrun/kernel/store';
 
 /** What `ctx.storage.sql.exec` returns, as far as the driver uses it. */
 export interface DurableObjectSqlCursor {

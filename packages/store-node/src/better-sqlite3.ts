@@ -10,17 +10,8 @@
  */
 import { closeSync, openSync, readSync, rmSync, statSync, accessSync, constants as fsConstants } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import {
-  InvalidArgument,
-  MissingDependency,
-  SqlStateStore,
-  StoreError,
-  type Clock,
-  type QueryResult,
-  type SqlDriver,
-  type SqlExecutor,
-  type SqlValue,
-} from '@ctrlrun/kernel';
+import { InvalidArgument, MissingDependency, StoreError, type Clock } from '@ctrlrun/kernel';
+import { SqlStateStore, type QueryResult, type SqlDriver, type SqlExecutor, type SqlValue } from '@ctrlrun/kernel/store';
 import { importOnce } from './optional-import.js';
 
 /** The part of a better-sqlite3 `Statement` the driver uses. */

@@ -6,7 +6,8 @@
  *
  * @module
  */
-import { InvalidArgument, type Clock, type SqlStateStore } from '@ctrlrun/kernel';
+import { InvalidArgument, type Clock } from '@ctrlrun/kernel';
+import { type SqlStateStore } from '@ctrlrun/kernel/store';
 
 /** Options of {@link openStore}, shared by every driver. */
 export interface OpenStoreOptions {

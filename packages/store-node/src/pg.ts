@@ -14,18 +14,8 @@
  *
  * @module
  */
-import {
-  AmbiguousWrite,
-  InvalidArgument,
-  StoreError,
-  commitErrorOutcome,
-  quoteIdentifier,
-  type Logger,
-  type QueryResult,
-  type SqlDriver,
-  type SqlExecutor,
-  type SqlValue,
-} from '@ctrlrun/kernel';
+import { AmbiguousWrite, InvalidArgument, StoreError, type Logger } from '@ctrlrun/kernel';
+import { commitErrorOutcome, quoteIdentifier, type QueryResult, type SqlDriver, type SqlExecutor, type SqlValue } from '@ctrlrun/kernel/store';
 import { importOnce } from './optional-import.js';
 import { SchemaStore, checkSchema, checkStoreOptions, message, openSchemaStore, type PostgresStoreOptions } from './postgres-common.js';
 

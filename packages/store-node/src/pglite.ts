@@ -10,15 +10,8 @@
  *
  * @module
  */
-import {
-  InvalidArgument,
-  StoreError,
-  quoteIdentifier,
-  type QueryResult,
-  type SqlDriver,
-  type SqlExecutor,
-  type SqlValue,
-} from '@ctrlrun/kernel';
+import { InvalidArgument, StoreError } from '@ctrlrun/kernel';
+import { quoteIdentifier, type QueryResult, type SqlDriver, type SqlExecutor, type SqlValue } from '@ctrlrun/kernel/store';
 import { importOnce } from './optional-import.js';
 import { SchemaStore, checkSchema, checkStoreOptions, message, openSchemaStore, type PostgresStoreOptions } from './postgres-common.js';
 

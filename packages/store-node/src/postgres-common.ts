@@ -5,17 +5,8 @@
  *
  * @module
  */
-import {
-  CTRLRunError,
-  InvalidArgument,
-  SqlStateStore,
-  StoreError,
-  postgresDialect,
-  quoteIdentifier,
-  type Clock,
-  type Logger,
-  type SqlDriver,
-} from '@ctrlrun/kernel';
+import { CTRLRunError, InvalidArgument, StoreError, type Clock, type Logger } from '@ctrlrun/kernel';
+import { SqlStateStore, postgresDialect, quoteIdentifier, type SqlDriver } from '@ctrlrun/kernel/store';
 
 /** An error's message, or the thrown value as text. */
 export function message(err: unknown): string {

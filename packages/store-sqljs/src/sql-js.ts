@@ -5,7 +5,8 @@
  *
  * @module
  */
-import { InvalidArgument, SqlStateStore, StoreError, type Clock, type QueryResult, type SqlDriver, type SqlExecutor, type SqlValue } from '@ctrlrun/kernel';
+import { InvalidArgument, StoreError, type Clock } from '@ctrlrun/kernel';
+import { SqlStateStore, type QueryResult, type SqlDriver, type SqlExecutor, type SqlValue } from '@ctrlrun/kernel/store';
 
 /** The part of a sql.js `Statement` the driver uses (sql.js ≥ 1.17). */
 export interface SqlJsStatement {

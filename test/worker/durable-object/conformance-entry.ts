@@ -10,7 +10,8 @@
  * `test/worker/durable-object.test.ts`' two-isolates test, not an OS-process race.
  */
 import { describe, expect, it } from 'vitest';
-import { StoreError, type SqlExecutor } from '@ctrlrun/kernel';
+import { StoreError } from '@ctrlrun/kernel';
+import type { SqlExecutor } from '@ctrlrun/kernel/store';
 import { DurableObjectSqlDriver, openDurableObjectStore, type DurableObjectSqlStorage } from '@ctrlrun/store-do';
 import { beginFile, runAll } from '../../browser/harness/vitest-shim.js';
 import { describeStore } from '../../conformance/store.case.js';

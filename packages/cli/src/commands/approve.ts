@@ -15,7 +15,8 @@
  *
  * @module
  */
-import { evidenceTime, parseTime, type Control, type JsonObject, type Policy, type StateStore } from '@ctrlrun/kernel';
+import { evidenceTime, parseTime } from '@ctrlrun/kernel/store';
+import { type Control, type JsonObject, type Policy, type StateStore } from '@ctrlrun/kernel';
 import { readRequest, requestJson, requestLines, type RequestView } from '../approval-view.js';
 import { AS_APPROVER, STORE_URL, type Command, type Invocation } from '../command.js';
 import { answeringControl } from '../control.js';

@@ -6,7 +6,8 @@
  * @module
  */
 import { resolve as resolvePath } from 'node:path';
-import { AuthorityEscalation, evidenceTime, loadGrant, parseTime } from '@ctrlrun/kernel';
+import { AuthorityEscalation, loadGrant } from '@ctrlrun/kernel';
+import { evidenceTime, parseTime } from '@ctrlrun/kernel/store';
 import { STORE_URL, type Command } from '../command.js';
 import type { FileControl } from '@ctrlrun/store-node';
 import { banner, operatorControl, operatorName } from '../control.js';

@@ -1,10 +1,12 @@
 /**
- * `ctrlrun receipts`: the chained receipts, oldest first; `--verify-chain` walks the chain and
- * names each break by its name and seq (any break, even only `unchained`, exits 1).
+ * `ctrlrun receipts`: the newest page of receipts, oldest first (`--all` streams every one,
+ * `--last N` the last N); `--verify-chain` walks the chain in pages and names each break by its
+ * name and seq (any break, even only `unchained`, exits 1). Memory stays bounded by a page
+ * whatever the chain's length, on a store with paged reads (every SQL store has them).
  *
  * @module
  */
-import { parseJson, verifyChain, type JsonObject } from '@ctrlrun/kernel';
+import { ChainVerifier, parseJson, verifyChain, type JsonObject, type ReceiptRow, type StateStore } from '@ctrlrun/kernel';
 import { isObject } from '../format.js';
 import { STORE_URL, type Command } from '../command.js';
 import { storeTarget } from '../discovery.js';
@@ -23,18 +25,69 @@ function readDocument(json: string | null): JsonObject | null {
 
 const text = (v: unknown): string => (typeof v === 'string' && v !== '' ? v : '-');
 
+/** Rows per read while streaming. */
+const PAGE = 1000;
+/** Receipts the default view shows: the newest page. */
+export const NEWEST_PAGE = 50;
+
+/**
+ * Every receipt row, page by page: those without an integer seq first (unchained, or a tampered
+ * seq), then the chain in seq order, which is the order {@link ChainVerifier} takes. A store
+ * without paged reads hands over all its rows in one page.
+ */
+async function* receiptPages(store: StateStore): AsyncGenerator<ReceiptRow[]> {
+  if (!store.receiptsInChain || !store.receiptsOffChain) {
+    yield await store.receipts();
+    return;
+  }
+  yield* offChainPages(store);
+  for (let after: { seq: number; receiptId: string } | null = null; ; ) {
+    const page: ReceiptRow[] = await store.receiptsInChain({ after, limit: PAGE });
+    if (page.length > 0) yield page;
+    if (page.length < PAGE) break;
+    const end: ReceiptRow = page[page.length - 1]!;
+    after = { seq: end.seq as number, receiptId: end.receipt_id };
+  }
+}
+
+/** The receipt rows without an integer seq, page by page (by receipt id). */
+async function* offChainPages(store: StateStore): AsyncGenerator<ReceiptRow[]> {
+  if (!store.receiptsOffChain) return;
+  for (let after: string | null = null; ; ) {
+    const page: ReceiptRow[] = await store.receiptsOffChain({ after, limit: PAGE });
+    if (page.length > 0) yield page;
+    if (page.length < PAGE) break;
+    after = page[page.length - 1]!.receipt_id;
+  }
+}
+
+/** The last `n` rows of `rows` (a ring of at most `n`). */
+async function lastOf<T>(rows: AsyncIterable<T>, n: number): Promise<T[]> {
+  const ring: T[] = [];
+  for await (const row of rows) {
+    ring.push(row);
+    if (ring.length > n) ring.shift();
+  }
+  return ring;
+}
+
+async function* flat<T>(pages: AsyncIterable<T[]>): AsyncGenerator<T> {
+  for await (const page of pages) yield* page;
+}
+
 export const receipts: Command = {
   name: 'receipts',
   summary: 'list the chained receipts, or verify the chain',
   positionals: [],
   options: {
-    last: { type: 'string', value: 'N', help: 'only the last N receipts (N ≥ 1)' },
+    last: { type: 'string', value: 'N', help: `only the last N receipts (N ≥ 1; default ${NEWEST_PAGE})` },
+    all: { type: 'boolean', help: 'every receipt, streamed oldest first (overrides --last)' },
     json: { type: 'boolean', help: 'one receipt document per line (with --verify-chain: the chain report)' },
     'verify-chain': { type: 'boolean', help: 'verify the hash chain; every break named by its seq and name (overrides --last and --control)' },
     control: { type: 'string', value: 'ID', help: 'only receipts whose controls cite ID' },
     'store-url': STORE_URL,
   },
-  async run({ io, values, out, json }) {
+  async run({ io, values, out, err, json }) {
     let last: number | null = null;
     if (values['last'] !== undefined) {
       const raw = values['last'] as string;
@@ -43,9 +96,15 @@ export const receipts: Command = {
     }
     const store = await openReader(storeTarget(io, values['store-url'] as string | undefined));
     try {
-      const rows = await store.receipts();
       if (values['verify-chain'] === true) {
-        const report = verifyChain(rows, await store.chainHead());
+        let report;
+        if (store.receiptsInChain && store.receiptsOffChain) {
+          const verifier = new ChainVerifier(await store.chainHead());
+          for await (const page of receiptPages(store)) verifier.push(page);
+          report = verifier.finish();
+        } else {
+          report = verifyChain(await store.receipts(), await store.chainHead());
+        }
         if (values['json'] === true) {
           json(
             JSON.stringify({
@@ -67,14 +126,46 @@ export const receipts: Command = {
         return report.ok ? 0 : 1;
       }
       const control = values['control'] as string | undefined;
-      let shown = rows.map((row) => ({ row, doc: readDocument(row.json) }));
-      if (control !== undefined) shown = shown.filter(({ doc }) => Array.isArray(doc?.['controls']) && (doc['controls'] as unknown[]).includes(control));
-      if (last !== null) shown = shown.slice(-last);
-      if (shown.length === 0) {
-        out(control === undefined ? 'no receipts yet' : `no receipts cite '${control}'`);
-        return 0;
+      const all = values['all'] === true;
+      const limit = last ?? NEWEST_PAGE;
+      async function* shown(): AsyncGenerator<{ row: ReceiptRow; doc: JsonObject | null }> {
+        for await (const row of flat(receiptPages(store))) {
+          const doc = readDocument(row.json);
+          if (control !== undefined && !(Array.isArray(doc?.['controls']) && (doc['controls'] as unknown[]).includes(control))) continue;
+          yield { row, doc };
+        }
       }
-      for (const { row, doc } of shown) {
+      let rows: AsyncIterable<{ row: ReceiptRow; doc: JsonObject | null }>;
+      let more = false;
+      if (all) rows = shown();
+      else {
+        // The newest page: a bounded read from the chain's end when nothing is filtered.
+        let picked: { row: ReceiptRow; doc: JsonObject | null }[];
+        if (control === undefined && store.receiptsInChain && store.receiptsOffChain && limit <= 10_000) {
+          const chained = await store.receiptsInChain({ newest: true, limit: limit + 1 });
+          let page = chained.slice(-limit);
+          more = chained.length > limit;
+          if (page.length < limit) {
+            // Rows off the chain come before it; the last of them fill the page.
+            const room = limit - page.length;
+            const off = await lastOf(flat(offChainPages(store)), room + 1);
+            more = off.length > room;
+            page = [...off.slice(-room), ...page];
+          }
+          picked = page.map((row) => ({ row, doc: readDocument(row.json) }));
+        } else {
+          const tail = await lastOf(shown(), limit + 1);
+          more = tail.length > limit;
+          picked = tail.slice(-limit);
+        }
+        rows = (async function* () {
+          yield* picked;
+        })();
+      }
+      let count = 0;
+      for await (const { row, doc } of rows) {
+        count += 1;
+        if (count % 256 === 0) await io.drained?.();
         if (values['json'] === true) {
           json(row.json ?? 'null');
           continue;
@@ -91,6 +182,11 @@ export const receipts: Command = {
           ].join('  '),
         );
       }
+      if (count === 0) {
+        out(control === undefined ? 'no receipts yet' : `no receipts cite '${control}'`);
+        return 0;
+      }
+      if (more && last === null) err(`(the newest ${limit} receipts; --all lists every one, --last N the last N)`);
       return 0;
     } finally {
       await store.close();

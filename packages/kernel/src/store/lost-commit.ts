@@ -1,5 +1,5 @@
 /**
- * Lost COMMIT (spec 03 §3.4, Tables A1 and A2): when a Postgres connection dies during or after
+ * Lost COMMIT (docs/spec/03-production.md §3.4, Tables A1 and A2): when a Postgres connection dies during or after
  * `COMMIT`, the store cannot know whether its write landed. It re-reads the effect row on a fresh
  * connection and takes exactly one of six named branches. This module is the decision only —
  * pure, no SQL, no I/O — so every branch is testable without a server; {@link SqlStateStore}
@@ -9,28 +9,44 @@
  */
 import type { EffectRecord } from '../model.js';
 
-/** A1 (INSERT): the re-read row is identical to ours — the write landed and we hold it. */
-export const A1_OURS = 'a1.row1.ours' as const;
-/** A1 (INSERT): no row — the write never landed; re-issue the same operation once. */
-export const A1_REINSERT = 'a1.row2.reinsert' as const;
-/** A1 (INSERT): someone else's row (even with our `action_id`) — plan on it and raise. */
-export const A1_REFUSE = 'a1.row3.refuse' as const;
-/** A2 (UPDATE): the row is in our target state, identical to what we wrote — landed. */
-export const A2_LANDED = 'a2.row1.landed' as const;
-/** A2 (UPDATE): the row is still exactly the pre-state we read — re-issue the conditional UPDATE once. */
-export const A2_REISSUE = 'a2.row2.reissue' as const;
-/** A2 (UPDATE): anything else — run the transition's predicate on it and raise. */
-export const A2_REFUSE = 'a2.row3.refuse' as const;
+// The branch names keep the lost-COMMIT tables' numbering (a1 = after an INSERT, a2 = after an
+// UPDATE; row 1–3) because operators see them in the WARNING log line.
+
+/** After an INSERT: the re-read row is identical to ours — the write landed and we hold it. */
+export const INSERT_LANDED = 'a1.row1.ours' as const;
+/** After an INSERT: no row — the write never landed; re-issue the same operation once. */
+export const INSERT_LOST_REISSUE = 'a1.row2.reinsert' as const;
+/** After an INSERT: someone else's row (even with our `action_id`) — plan on it and raise. */
+export const INSERT_FOUND_OTHER = 'a1.row3.refuse' as const;
+/** After an UPDATE: the row is in our target state, identical to what we wrote — landed. */
+export const UPDATE_LANDED = 'a2.row1.landed' as const;
+/** After an UPDATE: the row is still exactly the pre-state we read — re-issue the conditional UPDATE once. */
+export const UPDATE_LOST_REISSUE = 'a2.row2.reissue' as const;
+/** After an UPDATE: anything else — run the transition's predicate on it and raise. */
+export const UPDATE_FOUND_OTHER = 'a2.row3.refuse' as const;
+
+/** @deprecated The table-numbered names; use {@link INSERT_LANDED} and its siblings. */
+export const A1_OURS = INSERT_LANDED;
+/** @deprecated Use {@link INSERT_LOST_REISSUE}. */
+export const A1_REINSERT = INSERT_LOST_REISSUE;
+/** @deprecated Use {@link INSERT_FOUND_OTHER}. */
+export const A1_REFUSE = INSERT_FOUND_OTHER;
+/** @deprecated Use {@link UPDATE_LANDED}. */
+export const A2_LANDED = UPDATE_LANDED;
+/** @deprecated Use {@link UPDATE_LOST_REISSUE}. */
+export const A2_REISSUE = UPDATE_LOST_REISSUE;
+/** @deprecated Use {@link UPDATE_FOUND_OTHER}. */
+export const A2_REFUSE = UPDATE_FOUND_OTHER;
 
 /** The branch taken after an INSERT's lost COMMIT. */
-export type InsertBranch = typeof A1_OURS | typeof A1_REINSERT | typeof A1_REFUSE;
+export type InsertBranch = typeof INSERT_LANDED | typeof INSERT_LOST_REISSUE | typeof INSERT_FOUND_OTHER;
 /** The branch taken after an UPDATE's lost COMMIT. */
-export type UpdateBranch = typeof A2_LANDED | typeof A2_REISSUE | typeof A2_REFUSE;
+export type UpdateBranch = typeof UPDATE_LANDED | typeof UPDATE_LOST_REISSUE | typeof UPDATE_FOUND_OTHER;
 /** One of the six named branches; logged at WARNING (logger `ctrlrun.postgres`, attribute `branch`). */
 export type LostCommitBranch = InsertBranch | UpdateBranch;
 
 /** Every branch name, in table order. */
-export const LOST_COMMIT_BRANCHES: readonly LostCommitBranch[] = Object.freeze([A1_OURS, A1_REINSERT, A1_REFUSE, A2_LANDED, A2_REISSUE, A2_REFUSE]);
+export const LOST_COMMIT_BRANCHES: readonly LostCommitBranch[] = Object.freeze([INSERT_LANDED, INSERT_LOST_REISSUE, INSERT_FOUND_OTHER, UPDATE_LANDED, UPDATE_LOST_REISSUE, UPDATE_FOUND_OTHER]);
 
 /**
  * The seven columns a reservation or transition writes, compared as stored. "Identical" means
@@ -47,25 +63,25 @@ export function sameWrittenColumns(a: EffectRecord | null, b: EffectRecord | nul
 
 /**
  * Table A1: after the COMMIT of an INSERT of `ours` was lost, the re-read found `found`.
- * Identical → {@link A1_OURS}; no row → {@link A1_REINSERT}; any other row → {@link A1_REFUSE}.
+ * Identical → {@link INSERT_LANDED}; no row → {@link INSERT_LOST_REISSUE}; any other row → {@link INSERT_FOUND_OTHER}.
  */
 export function lostInsertBranch(ours: EffectRecord, found: EffectRecord | null): InsertBranch {
-  if (found === null) return A1_REINSERT;
-  return sameWrittenColumns(found, ours) ? A1_OURS : A1_REFUSE;
+  if (found === null) return INSERT_LOST_REISSUE;
+  return sameWrittenColumns(found, ours) ? INSERT_LANDED : INSERT_FOUND_OTHER;
 }
 
 /**
  * Table A2: after the COMMIT of a conditional UPDATE from `prior` to `target` was lost, the
- * re-read found `found`. Identical to `target` → {@link A2_LANDED}; identical to `prior` (nobody
- * moved it; for a renewal, still the same `failed` attempt) → {@link A2_REISSUE}; anything else,
- * including no row → {@link A2_REFUSE}. The target is tested first: an idempotent write whose
+ * re-read found `found`. Identical to `target` → {@link UPDATE_LANDED}; identical to `prior` (nobody
+ * moved it; for a renewal, still the same `failed` attempt) → {@link UPDATE_LOST_REISSUE}; anything else,
+ * including no row → {@link UPDATE_FOUND_OTHER}. The target is tested first: an idempotent write whose
  * target equals its pre-state has landed either way.
  */
 export function lostUpdateBranch(prior: EffectRecord, target: EffectRecord, found: EffectRecord | null): UpdateBranch {
-  if (found === null) return A2_REFUSE;
-  if (sameWrittenColumns(found, target)) return A2_LANDED;
-  if (sameWrittenColumns(found, prior)) return A2_REISSUE;
-  return A2_REFUSE;
+  if (found === null) return UPDATE_FOUND_OTHER;
+  if (sameWrittenColumns(found, target)) return UPDATE_LANDED;
+  if (sameWrittenColumns(found, prior)) return UPDATE_LOST_REISSUE;
+  return UPDATE_FOUND_OTHER;
 }
 
 /**

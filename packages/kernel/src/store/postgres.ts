@@ -163,6 +163,11 @@ function build(schema: string): SqlDialect {
       listReceipts: `SELECT ${RECEIPT_COLUMNS} FROM ${t('receipts')} ORDER BY seq NULLS FIRST, ts, receipt_id`,
       receiptsAfter: `SELECT ${RECEIPT_COLUMNS} FROM ${t('receipts')} WHERE seq > $1 ORDER BY seq LIMIT $2`,
       receiptById: `SELECT ${RECEIPT_COLUMNS} FROM ${t('receipts')} WHERE receipt_id = $1`,
+      receiptsInChain: `SELECT ${RECEIPT_COLUMNS} FROM ${t('receipts')} WHERE seq BETWEEN -9007199254740991 AND 9007199254740991 AND seq >= $1::bigint AND (seq > $2::bigint OR receipt_id > $3::text) ORDER BY seq, receipt_id LIMIT $4`,
+      newestReceiptsInChain: `SELECT * FROM (SELECT ${RECEIPT_COLUMNS} FROM ${t('receipts')} WHERE seq BETWEEN -9007199254740991 AND 9007199254740991 ORDER BY seq DESC, receipt_id DESC LIMIT $1) AS newest ORDER BY seq, receipt_id`,
+      receiptsOffChain: `SELECT ${RECEIPT_COLUMNS} FROM ${t('receipts')} WHERE (seq IS NULL OR seq NOT BETWEEN -9007199254740991 AND 9007199254740991) AND receipt_id > $1::text ORDER BY receipt_id LIMIT $2`,
+      effectsPage: `SELECT ${EFFECT_COLUMNS} FROM ${t('effects')} WHERE ($1::text IS NULL OR state = $2::text) AND (COALESCE(created_at, '') COLLATE "C", effect_key) > ($3::text COLLATE "C", $4::text) ORDER BY COALESCE(created_at, '') COLLATE "C", effect_key LIMIT $5`,
+      newestEffects: `SELECT * FROM (SELECT ${EFFECT_COLUMNS} FROM ${t('effects')} WHERE ($1::text IS NULL OR state = $2::text) ORDER BY COALESCE(created_at, '') COLLATE "C" DESC, effect_key DESC LIMIT $3) AS newest ORDER BY COALESCE(created_at, '') COLLATE "C", effect_key`,
       approvalsPage: `SELECT ${APPROVAL_COLUMNS} FROM ${t('approvals')} WHERE (COALESCE(created_at, ''), approval_id) > ($1::text, $2::text) ORDER BY COALESCE(created_at, ''), approval_id LIMIT $3`,
       approvalsPageInStatus: `SELECT ${APPROVAL_COLUMNS} FROM ${t('approvals')} WHERE status = $1 AND (COALESCE(created_at, ''), approval_id) > ($2::text, $3::text) ORDER BY COALESCE(created_at, ''), approval_id LIMIT $4`,
       // Stored timestamps compare as text in the "C" order (fixed format, UTC).

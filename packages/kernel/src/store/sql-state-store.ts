@@ -159,6 +159,22 @@ export interface DialectSql {
   /** Params: receipt_id. Every receipt column. */
   readonly receiptById: string;
   /**
+   * Params: seq, seq, receipt_id, limit. Receipt rows whose `seq` is an integer within ±(2^53 − 1), after that
+   * position in `(seq, receipt_id)` order, in that order, at most `limit` (a streaming walk).
+   */
+  readonly receiptsInChain: string;
+  /** Params: limit. The last `limit` rows of {@link receiptsInChain}'s order, in that order. */
+  readonly newestReceiptsInChain: string;
+  /** Params: receipt_id, limit. Receipt rows whose `seq` is not such an integer (null: unchained), by `receipt_id` after it. */
+  readonly receiptsOffChain: string;
+  /**
+   * Params: state, state (or null, null for all), created_at, effect_key, limit. Effects after that position in
+   * `(COALESCE(created_at, ''), effect_key)` order, in that order, at most `limit`.
+   */
+  readonly effectsPage: string;
+  /** Params: state, state (or null, null for all), limit. The last `limit` rows of {@link effectsPage}'s order, in that order. */
+  readonly newestEffects: string;
+  /**
    * Params: created_at, approval_id, limit. Approvals after that position in
    * `(COALESCE(created_at, ''), approval_id)` order, in that order, at most `limit`.
    */
@@ -1314,6 +1330,45 @@ export class SqlStateStore implements StateStore {
     } catch (err) {
       if (wasOpen) throw this.#wrap(err, null);
     }
+  }
+
+  // ---------------------------------------------------------------- paged reads for streaming views
+
+  /** Receipt rows with an integer `seq`, in `(seq, receipt_id)` order: after `after`, or the newest `limit`. */
+  async receiptsInChain(options: { after?: { seq: number; receiptId: string } | null; newest?: boolean; limit: number }): Promise<ReceiptRow[]> {
+    const { after = null, newest = false, limit } = options;
+    checkPage(0, limit);
+    if (after !== null && (typeof after !== 'object' || !Number.isSafeInteger(after.seq) || typeof after.receiptId !== 'string')) {
+      throw new InvalidArgument('after must be null or { seq, receiptId } (an integer and a string) of the last row read');
+    }
+    const { sql } = this.#sql;
+    const position: SqlValue[] = after === null ? [Number.MIN_SAFE_INTEGER, Number.MIN_SAFE_INTEGER, ''] : [after.seq, after.seq, after.receiptId];
+    return this.#read(async (ex) =>
+      (await (newest ? this.#query<ReceiptSqlRow>(ex, sql.newestReceiptsInChain, [limit]) : this.#query<ReceiptSqlRow>(ex, sql.receiptsInChain, [...position, limit]))).rows.map(receiptFromRow),
+    );
+  }
+
+  /** Receipt rows whose `seq` is not an integer, by `receipt_id` after `after`. */
+  async receiptsOffChain(options: { after?: string | null; limit: number }): Promise<ReceiptRow[]> {
+    const { after = null, limit } = options;
+    checkPage(0, limit);
+    if (after !== null && typeof after !== 'string') throw new InvalidArgument('after must be null or the receipt_id of the last row read');
+    return this.#read(async (ex) => (await this.#query<ReceiptSqlRow>(ex, this.#sql.sql.receiptsOffChain, [after ?? '', limit])).rows.map(receiptFromRow));
+  }
+
+  /** Effect records in `(createdAt, effectKey)` order: after `after`, or the newest `limit`; optionally only `state`. */
+  async effectsPage(options: { state?: EffectState | undefined; after?: { createdAt: string | null; effectKey: string } | null; newest?: boolean; limit: number }): Promise<EffectRecord[]> {
+    const { state, after = null, newest = false, limit } = options;
+    if (state !== undefined && !EFFECT_STATES.includes(state)) throw new InvalidArgument(`unknown effect state ${JSON.stringify(state)}`);
+    checkPage(0, limit);
+    if (after !== null && (typeof after !== 'object' || (after.createdAt !== null && typeof after.createdAt !== 'string') || typeof after.effectKey !== 'string')) {
+      throw new InvalidArgument('after must be null or { createdAt, effectKey } of the last record read');
+    }
+    const { sql } = this.#sql;
+    const s = state ?? null;
+    return this.#read(async (ex) =>
+      (await (newest ? this.#query<EffectRow>(ex, sql.newestEffects, [s, s, limit]) : this.#query<EffectRow>(ex, sql.effectsPage, [s, s, after?.createdAt ?? '', after?.effectKey ?? '', limit]))).rows.map(effectFromRow),
+    );
   }
 }
 

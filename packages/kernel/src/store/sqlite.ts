@@ -110,6 +110,11 @@ export const sqliteDialect: SqlDialect = Object.freeze({
     listReceipts: `SELECT ${RECEIPT_COLUMNS} FROM receipts ORDER BY seq, rowid`,
     receiptsAfter: `SELECT ${RECEIPT_COLUMNS} FROM receipts WHERE seq > ? ORDER BY seq LIMIT ?`,
     receiptById: `SELECT ${RECEIPT_COLUMNS} FROM receipts WHERE receipt_id = ?`,
+    receiptsInChain: `SELECT ${RECEIPT_COLUMNS} FROM receipts WHERE typeof(seq) = 'integer' AND seq BETWEEN -9007199254740991 AND 9007199254740991 AND seq >= ? AND (seq > ? OR receipt_id > ?) ORDER BY seq, receipt_id LIMIT ?`,
+    newestReceiptsInChain: `SELECT * FROM (SELECT ${RECEIPT_COLUMNS} FROM receipts WHERE typeof(seq) = 'integer' AND seq BETWEEN -9007199254740991 AND 9007199254740991 ORDER BY seq DESC, receipt_id DESC LIMIT ?) ORDER BY seq, receipt_id`,
+    receiptsOffChain: `SELECT ${RECEIPT_COLUMNS} FROM receipts WHERE NOT (typeof(seq) = 'integer' AND seq BETWEEN -9007199254740991 AND 9007199254740991) AND receipt_id > ? ORDER BY receipt_id LIMIT ?`,
+    effectsPage: `SELECT ${EFFECT_COLUMNS} FROM effects WHERE (? IS NULL OR state = ?) AND (COALESCE(created_at, ''), effect_key) > (?, ?) ORDER BY COALESCE(created_at, ''), effect_key LIMIT ?`,
+    newestEffects: `SELECT * FROM (SELECT ${EFFECT_COLUMNS} FROM effects WHERE (? IS NULL OR state = ?) ORDER BY COALESCE(created_at, '') DESC, effect_key DESC LIMIT ?) ORDER BY COALESCE(created_at, ''), effect_key`,
     approvalsPage: `SELECT ${APPROVAL_COLUMNS} FROM approvals WHERE (COALESCE(created_at, ''), approval_id) > (?, ?) ORDER BY COALESCE(created_at, ''), approval_id LIMIT ?`,
     approvalsPageInStatus: `SELECT ${APPROVAL_COLUMNS} FROM approvals WHERE status = ? AND (COALESCE(created_at, ''), approval_id) > (?, ?) ORDER BY COALESCE(created_at, ''), approval_id LIMIT ?`,
     // CASE, not AND: json_extract raises on text that is not JSON, and AND does not promise an order.

@@ -140,6 +140,12 @@ export interface StateStore {
   getEffect(key: string): Promise<EffectRecord | null>;
   /** Records oldest first, optionally only those in `state`. */
   listEffects(state?: EffectState): Promise<EffectRecord[]>;
+  /**
+   * Optional: at most `limit` (1–10 000) effect records in `(createdAt, effectKey)` order, after
+   * `after` (the previous page's last record; `null` for the first), or with `newest` the last
+   * `limit` records; optionally only `state`.
+   */
+  effectsPage?(options: { state?: EffectState | undefined; after?: { createdAt: string | null; effectKey: string } | null; newest?: boolean; limit: number }): Promise<EffectRecord[]>;
 
   // Evidence
 
@@ -173,6 +179,18 @@ export interface StateStore {
   receiptsAfter(after: number, limit: number): Promise<ReceiptRow[]>;
   /** The receipt row stored under `receiptId`, as stored, or `null`. */
   getReceipt(receiptId: string): Promise<ReceiptRow | null>;
+  /**
+   * Optional: receipt rows whose `seq` is an integer, in `(seq, receiptId)` order, at most `limit`
+   * (1–10 000): those after `after` (the `seq` and `receipt_id` of the previous page's last row;
+   * `null` for the first page), or with `newest` the last `limit` rows. A streaming chain walk
+   * (`ChainVerifier`) reads the chain this way, in memory bounded by the page.
+   */
+  receiptsInChain?(options: { after?: { seq: number; receiptId: string } | null; newest?: boolean; limit: number }): Promise<ReceiptRow[]>;
+  /**
+   * Optional: receipt rows whose `seq` is not an integer (null: written before the chain), by
+   * `receipt_id` after `after` (`null` for the first page), at most `limit` (1–10 000).
+   */
+  receiptsOffChain?(options: { after?: string | null; limit: number }): Promise<ReceiptRow[]>;
   /**
    * At most `limit` (1–10 000) approval requests, oldest first (by `createdAt`, then id), after the
    * record `after` names (the `createdAt` and `requestId` of the previous page's last record), optionally only `status`.

@@ -176,7 +176,7 @@ function failed(b: Builder, sel: Selection, key: string | null, reason: string, 
 
 // ---- G1, G2: approvals ----
 
-async function g1(ctx: Context, b: Builder): Promise<GuaranteeResult> {
+async function mutatedApprovalRefused(ctx: Context, b: Builder): Promise<GuaranteeResult> {
   const sel = select(ctx, ['approve']);
   if (sel === null) return b.notApplicable(NOT_APPLICABLE.noApproval);
   if (!isSelection(sel)) return b.missed(sel);
@@ -207,7 +207,7 @@ async function g1(ctx: Context, b: Builder): Promise<GuaranteeResult> {
   });
 }
 
-async function g2(ctx: Context, b: Builder): Promise<GuaranteeResult> {
+async function replayedApprovalRefused(ctx: Context, b: Builder): Promise<GuaranteeResult> {
   const sel = select(ctx, ['approve']);
   if (sel === null) return b.notApplicable(NOT_APPLICABLE.noApproval);
   if (!isSelection(sel)) return b.missed(sel);
@@ -242,7 +242,7 @@ function effectSelection(ctx: Context, b: Builder): Selection | GuaranteeResult 
   return sel;
 }
 
-async function g3(ctx: Context, b: Builder): Promise<GuaranteeResult> {
+async function duplicateEffectRefused(ctx: Context, b: Builder): Promise<GuaranteeResult> {
   const sel = effectSelection(ctx, b);
   if (!('vector' in sel)) return sel;
   const name = sel.vector.action.name;
@@ -264,7 +264,7 @@ async function g3(ctx: Context, b: Builder): Promise<GuaranteeResult> {
   });
 }
 
-async function g4(ctx: Context, b: Builder): Promise<GuaranteeResult> {
+async function oneWinnerUnderConcurrency(ctx: Context, b: Builder): Promise<GuaranteeResult> {
   const sel = effectSelection(ctx, b);
   if (!('vector' in sel)) return sel;
   const launcher = ctx.launcher;
@@ -351,7 +351,7 @@ async function g4(ctx: Context, b: Builder): Promise<GuaranteeResult> {
   );
 }
 
-async function g5(ctx: Context, b: Builder): Promise<GuaranteeResult> {
+async function ambiguousBlocksBlindRetry(ctx: Context, b: Builder): Promise<GuaranteeResult> {
   const sel = effectSelection(ctx, b);
   if (!('vector' in sel)) return sel;
   const name = sel.vector.action.name;
@@ -396,7 +396,7 @@ export function absentActionName(policy: Policy): string {
   return `ctrlrun.verify.absent.${sha256Tagged(new TextEncoder().encode(names)).slice('sha256:'.length, 'sha256:'.length + 12)}`;
 }
 
-async function g6(ctx: Context, b: Builder): Promise<GuaranteeResult> {
+async function unknownActionRefused(ctx: Context, b: Builder): Promise<GuaranteeResult> {
   if (ctx.views.length === 0) return b.notApplicable(NOT_APPLICABLE.noActions);
   const sel = select(ctx, ['allow', 'approve']);
   if (sel === null) return b.notApplicable(NOT_APPLICABLE.everyActionDenied);
@@ -423,7 +423,7 @@ async function g6(ctx: Context, b: Builder): Promise<GuaranteeResult> {
   });
 }
 
-async function g7(ctx: Context, b: Builder): Promise<GuaranteeResult> {
+async function noPrincipalRefused(ctx: Context, b: Builder): Promise<GuaranteeResult> {
   const sel = select(ctx, ['allow', 'approve']);
   if (sel === null) return b.notApplicable(NOT_APPLICABLE.everyActionDenied);
   if (!isSelection(sel)) return b.missed(sel);
@@ -480,7 +480,7 @@ function otherCover(ctx: Context, sel: Selection, grant: Grant, at: Date): Grant
   return null;
 }
 
-async function g8(ctx: Context, b: Builder): Promise<GuaranteeResult> {
+async function expiredAuthorityRefused(ctx: Context, b: Builder): Promise<GuaranteeResult> {
   if (ctx.authority === null) return b.notApplicable(NOT_APPLICABLE.noAuthority);
   const expiring = grantsById(ctx.authority).filter((g) => g.expiresMicros !== null);
   if (expiring.length === 0) return b.notApplicable(NOT_APPLICABLE.noExpiringGrant);
@@ -597,7 +597,7 @@ function escalations(parent: Grant, narrowed: GrantInput): { dimension: Dimensio
   return out;
 }
 
-async function g9(ctx: Context, b: Builder): Promise<GuaranteeResult> {
+async function delegationCannotEscalate(ctx: Context, b: Builder): Promise<GuaranteeResult> {
   if (ctx.authority === null) return b.notApplicable(NOT_APPLICABLE.noAuthority);
   const delegable = grantsById(ctx.authority).filter((g) => g.delegable);
   if (delegable.length === 0) return b.notApplicable(NOT_APPLICABLE.noDelegableGrant);
@@ -657,7 +657,7 @@ async function g9(ctx: Context, b: Builder): Promise<GuaranteeResult> {
 
 // ---- G10, G11: outcomes and evidence ----
 
-async function g10(ctx: Context, b: Builder): Promise<GuaranteeResult> {
+async function unknownExceptionIsAmbiguous(ctx: Context, b: Builder): Promise<GuaranteeResult> {
   let sel = select(ctx, ['allow', 'approve'], hasEffect);
   if (!isSelection(sel)) sel = select(ctx, ['allow', 'approve']);
   if (sel === null) return b.notApplicable(NOT_APPLICABLE.everyActionDenied);
@@ -687,7 +687,7 @@ async function g10(ctx: Context, b: Builder): Promise<GuaranteeResult> {
   return b.pass(found, control.key, 'timeout and a generic error recorded ambiguous');
 }
 
-async function g11(ctx: Context, b: Builder): Promise<GuaranteeResult> {
+async function alteredReceiptDetected(ctx: Context, b: Builder): Promise<GuaranteeResult> {
   if (ctx.views.length === 0) return b.notApplicable(NOT_APPLICABLE.noActions);
   const picked = select(ctx, ['allow', 'deny']);
   const sel = isSelection(picked) ? picked : null;
@@ -722,15 +722,15 @@ async function g11(ctx: Context, b: Builder): Promise<GuaranteeResult> {
 
 /** Each guarantee's scenario. */
 export const RUNNERS: Readonly<Record<GuaranteeId, (ctx: Context, b: Builder) => Promise<GuaranteeResult>>> = {
-  G1: g1,
-  G2: g2,
-  G3: g3,
-  G4: g4,
-  G5: g5,
-  G6: g6,
-  G7: g7,
-  G8: g8,
-  G9: g9,
-  G10: g10,
-  G11: g11,
+  G1: mutatedApprovalRefused,
+  G2: replayedApprovalRefused,
+  G3: duplicateEffectRefused,
+  G4: oneWinnerUnderConcurrency,
+  G5: ambiguousBlocksBlindRetry,
+  G6: unknownActionRefused,
+  G7: noPrincipalRefused,
+  G8: expiredAuthorityRefused,
+  G9: delegationCannotEscalate,
+  G10: unknownExceptionIsAmbiguous,
+  G11: alteredReceiptDetected,
 };

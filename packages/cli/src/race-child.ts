@@ -18,7 +18,7 @@ const lines = createInterface({ input: process.stdin })[Symbol.asyncIterator]();
 const first = await lines.next();
 const orders = parseJson(String(first.value)) as JsonObject;
 const args = orders['arguments'];
-if (!isObject(args)) throw new Error('g4-child: the orders carry no arguments');
+if (!isObject(args)) throw new Error('race-child: the orders carry no arguments');
 const principal = orders['principal'] as { agent: string; user: string | null };
 
 const store = await openAddress(orders['locator'] as string);

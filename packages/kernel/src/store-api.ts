@@ -1,0 +1,27 @@
+/**
+ * `@ctrlrun/kernel/store`: what a driver or store author needs, and nothing an application should.
+ *
+ * - the driver contract (`SqlDriver`, `QueryResult`, …) a database client implements;
+ * - the `StateStore` protocol and `SqlStateStore`, its one SQL implementation, with the two
+ *   dialects (`sqliteDialect`, `postgresDialect`), the migrations and the lost-COMMIT rules;
+ * - `Mutex` for single-connection engines;
+ * - the pure planners a store calls inside its transactions (reservation, approval consumption,
+ *   lease extension, continuations, receipt sealing, the chain's genesis hash and time format).
+ *
+ * @module
+ */
+export type { Dialect, SqlValue, QueryResult, SqlExecutor, SqlDriver, DriverCapabilities } from './store/driver.js';
+export type { StateStore, TrailingEvents, TakenContinuation, DelegationRecord } from './store/state-store.js';
+export type * from './model.js';
+export { Mutex } from './store/mutex.js';
+export { SqlStateStore, openSqlStateStore, type SqlStateStoreOptions, type SqlDialect, type DialectSql } from './store/sql-state-store.js';
+export { sqliteDialect } from './store/sqlite.js';
+export { postgresDialect, quoteIdentifier, sqlState, commitErrorOutcome, FAILED_WRITE_SQLSTATES, MIGRATION_LOCK_KEY } from './store/postgres.js';
+export { INSERT_LANDED, INSERT_LOST_REISSUE, INSERT_FOUND_OTHER, UPDATE_LANDED, UPDATE_LOST_REISSUE, UPDATE_FOUND_OTHER, LOST_COMMIT_BRANCHES, WRITTEN_COLUMNS, type LostCommitBranch, type InsertBranch, type UpdateBranch, type EffectWriteIntent, sameWrittenColumns, lostInsertBranch, lostUpdateBranch, lostCommitBranch } from './store/lost-commit.js';
+export { MIGRATION_IDS, SCHEMA_WRITER, type MigrationId, type AppliedMigration, type MigrateOptions, classifyVersioned, classifyUnversioned, checkMigrationList, migrate, readApplied } from './store/migrations.js';
+export { LEASE_EXPIRED, type ReservationPlan, planReservation, checked, checkResolvable, planLeaseExtension, planContinuationHold, checkTakeable, checkContinuation, sameSecret, UNKNOWN_CONTINUATION, leaseLive, resolutionError } from './effects.js';
+export { type ApprovalPlan, checkConsumable, checkAnswerable } from './approvals.js';
+export { RECEIPT_SCHEMA, type ReceiptResult, type ReceiptFields, buildReceipt, sealReceipt } from './receipt.js';
+export { GENESIS_HASH, hashDocument, sha256Tagged } from './hash.js';
+export { evidenceTime, storedTime, parseTime } from './time.js';
+export { dispatchToSinks } from './events.js';

@@ -1,0 +1,112 @@
+// ChainVerifier: the receipt chain verified in pages gives verifyChain's report for the same rows.
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { buildReceipt, GENESIS_HASH, sealReceipt } from '@ctrlrun/kernel/store';
+import { ChainVerifier, createAction, sequentialIds, verifyChain, type ChainHead, type ReceiptRow } from '@ctrlrun/kernel';
+
+function sealed(n: number): { rows: ReceiptRow[]; head: ChainHead } {
+  const ids = sequentialIds();
+  const rows: ReceiptRow[] = [];
+  let prev = GENESIS_HASH;
+  for (let seq = 1; seq <= n; seq++) {
+    const action = createAction({ name: 'refund', arguments: { amount: seq }, principal: { agent: 'a' } }, { ids });
+    const at = new Date(Date.UTC(2026, 0, 1, 12, 0, seq)).toISOString();
+    const draft = buildReceipt(action, {
+      receiptId: `rcp_${seq}`, decision: 'allow', decisionReason: 'rule[0]', approvalId: null, approver: null, effectKey: `refund:${seq}`, attempt: 1,
+      result: 'committed', error: null, startedAt: at, finishedAt: at, policyHash: `sha256:${'a'.repeat(64)}`, policyVersion: '1', controls: [],
+    });
+    const s = sealReceipt(draft.document, seq, prev);
+    rows.push({ receipt_id: draft.receiptId, action_id: draft.actionId, effect_key: draft.effectKey, result: draft.result, json: s.json, ts: at, seq, prev_hash: prev, hash: s.hash });
+    prev = s.hash;
+  }
+  return { rows, head: { seq: n, hash: prev } };
+}
+
+/** The order a store's pages give: rows without an integer seq (any order), then by seq (ties kept). */
+function pagedOrder(rows: readonly ReceiptRow[]): ReceiptRow[] {
+  const pos = (v: unknown): number | null | undefined => (v === null || v === undefined ? null : typeof v === 'number' && Number.isSafeInteger(v) ? v : undefined);
+  const off = rows.filter((r) => typeof pos(r.seq) !== 'number');
+  const on = rows.filter((r) => typeof pos(r.seq) === 'number').sort((a, b) => (a.seq as number) - (b.seq as number));
+  return [...off, ...on];
+}
+
+function paged(rows: readonly ReceiptRow[], head: ChainHead | null, cuts: readonly number[]): ReturnType<typeof verifyChain> {
+  const v = new ChainVerifier(head);
+  let at = 0;
+  for (const c of cuts) {
+    const end = Math.min(rows.length, at + c);
+    v.push(rows.slice(at, end));
+    at = end;
+  }
+  v.push(rows.slice(at));
+  return v.finish();
+}
+
+const BASE = sealed(12);
+
+/** One tampering of a sealed chain. */
+const tamper = fc.oneof(
+  fc.record({ kind: fc.constant('drop' as const), i: fc.nat(11) }),
+  fc.record({ kind: fc.constant('duplicate' as const), i: fc.nat(11) }),
+  fc.record({ kind: fc.constant('json' as const), i: fc.nat(11), text: fc.oneof(fc.string({ maxLength: 6 }), fc.constant('{"seq":1}')) }),
+  fc.record({ kind: fc.constant('hash' as const), i: fc.nat(11), hash: fc.oneof(fc.constant(null), fc.constant(''), fc.string({ maxLength: 4 })) }),
+  fc.record({ kind: fc.constant('seq' as const), i: fc.nat(11), seq: fc.oneof(fc.constant(null), fc.integer({ min: -1, max: 15 }), fc.constantFrom(Number.NaN, 2.5)) }),
+  fc.record({ kind: fc.constant('column' as const), i: fc.nat(11), result: fc.constantFrom('failed', 'committed') }),
+);
+const headArb = fc.oneof(
+  fc.constant<ChainHead | null>(BASE.head),
+  fc.constant<ChainHead | null>(null),
+  fc.record({ seq: fc.integer({ min: 0, max: 14 }), hash: fc.constantFrom(BASE.head.hash, GENESIS_HASH, 'sha256:x') }),
+);
+
+describe('ChainVerifier', () => {
+  it('property: any split of the rows into pages gives verifyChain\'s report', () => {
+    fc.assert(
+      fc.property(fc.array(tamper, { maxLength: 5 }), headArb, fc.array(fc.nat(6), { maxLength: 8 }), (edits, head, cuts) => {
+        let rows = BASE.rows.map((r) => ({ ...r }));
+        for (const e of edits) {
+          const i = Math.min(e.i, rows.length - 1);
+          if (i < 0) break;
+          const r = rows[i]!;
+          if (e.kind === 'drop') rows.splice(i, 1);
+          else if (e.kind === 'duplicate') rows.splice(i, 0, { ...r });
+          else if (e.kind === 'json') rows[i] = { ...r, json: e.text };
+          else if (e.kind === 'hash') rows[i] = { ...r, hash: e.hash };
+          else if (e.kind === 'seq') rows[i] = { ...r, seq: e.seq };
+          else rows[i] = { ...r, result: e.result };
+        }
+        rows = pagedOrder(rows);
+        expect(paged(rows, head, cuts)).toEqual(verifyChain(rows, head));
+      }),
+      { numRuns: 400 },
+    );
+  });
+
+  it('an intact chain in pages of one row verifies every row', () => {
+    const report = paged(BASE.rows, BASE.head, Array.from({ length: 12 }, () => 1));
+    expect(report).toMatchObject({ ok: true, verified: 12, chained: 12, unchained: 0, breaks: [] });
+  });
+
+  it('a head that names a row takes that row out of the verified count, as verifyChain does', () => {
+    const head = { seq: 12, hash: 'sha256:wrong' };
+    expect(paged(BASE.rows, head, [5])).toEqual(verifyChain(BASE.rows, head));
+    expect(paged(BASE.rows, head, [5]).verified).toBe(11);
+  });
+
+  it('a chained row whose seq goes backwards throws: the paging is wrong, not the chain', () => {
+    const v = new ChainVerifier(BASE.head);
+    v.push(BASE.rows.slice(5, 7));
+    expect(() => v.push(BASE.rows.slice(0, 1))).toThrow(RangeError);
+  });
+
+  it('finish() once; no rows after it', () => {
+    const v = new ChainVerifier(BASE.head).push(BASE.rows);
+    v.finish();
+    expect(() => v.finish()).toThrow(RangeError);
+    expect(() => v.push(BASE.rows)).toThrow(RangeError);
+  });
+
+  it('a page that is not a list throws a TypeError naming it', () => {
+    expect(() => new ChainVerifier(null).push('rows' as never)).toThrow(/must be an array/);
+  });
+});
