@@ -13,7 +13,13 @@ import { describe, expect, it } from 'vitest';
 
 const root = join(import.meta.dirname, '..', '..');
 const here = join(root, 'playground', 'src');
-const sources = readdirSync(here).filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts'));
+const widgetDir = join(root, 'playground', 'widget');
+/** The page's and the `<ctrlrun-try-it>` element's modules (the element's build script is Node, not page code). */
+const sources = [
+  ...readdirSync(here).filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts')).map((f) => `src/${f}`),
+  ...readdirSync(widgetDir).filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts') && f !== 'build.ts').map((f) => `widget/${f}`),
+];
+const sourcePath = (f: string): string => join(root, 'playground', f);
 const parse = (path: string): ts.SourceFile => ts.createSourceFile(path, readFileSync(path, 'utf8'), ts.ScriptTarget.Latest, true);
 
 const NODE_GLOBALS = ['process', 'Buffer', 'require', '__dirname', '__filename', 'global', 'setImmediate'];
@@ -37,6 +43,7 @@ function walk(node: ts.Node, visit: (n: ts.Node) => void): void {
 describe('the playground boundary', { timeout: 120_000 }, () => {
   it('the page and everything it bundles (kernel, sql.js store) need no Node: neutral platform, no Node global', async () => {
     expect(await nodeGlobalsIn({ entryPoints: [join(here, 'main.ts')] })).toEqual([]);
+    expect(await nodeGlobalsIn({ entryPoints: [join(widgetDir, 'element.ts')], outdir: '/nowhere', splitting: true })).toEqual([]);
     // The kernel's every entry point too.
     const manifest = JSON.parse(readFileSync(join(root, 'packages', 'kernel', 'package.json'), 'utf8')) as { exports: Record<string, { '@ctrlrun/source'?: string }> };
     const entries = Object.values(manifest.exports).flatMap((e) => (typeof e === 'object' && e['@ctrlrun/source'] ? [join(root, 'packages', 'kernel', e['@ctrlrun/source'])] : []));
@@ -55,35 +62,60 @@ describe('the playground boundary', { timeout: 120_000 }, () => {
   it('the page reaches the kernel only through these names (no Control, no grant, no provider)', () => {
     const imported: string[] = [];
     for (const f of sources) {
-      for (const st of parse(join(here, f)).statements) {
+      for (const st of parse(sourcePath(f)).statements) {
         if (!ts.isImportDeclaration(st) || !ts.isStringLiteral(st.moduleSpecifier) || !st.moduleSpecifier.text.startsWith('@ctrlrun/')) continue;
         const nb = st.importClause?.namedBindings;
         expect(nb && ts.isNamedImports(nb), `${f}: a namespace or default import of ${st.moduleSpecifier.text}`).toBe(true);
         for (const e of (nb as ts.NamedImports).elements) if (!e.isTypeOnly && !st.importClause!.isTypeOnly) imported.push(`${st.moduleSpecifier.text} ${(e.propertyName ?? e.name).text}`);
       }
     }
-    expect(imported.sort()).toEqual([
+    // createAction and loadPolicy build what the element shows (the canonical JSON behind a hash, a
+    // policy attribute); neither writes, grants or decides.
+    expect([...new Set(imported)].sort()).toEqual([
+      '@ctrlrun/kernel createAction',
+      '@ctrlrun/kernel loadPolicy',
       '@ctrlrun/kernel verifyChain',
       '@ctrlrun/kernel/demo runDemo',
+      '@ctrlrun/kernel/store GENESIS_HASH',
       '@ctrlrun/kernel/try-it TRY_IT_POLICY_YAML',
+      '@ctrlrun/kernel/try-it TRY_IT_PRINCIPAL',
       '@ctrlrun/kernel/try-it createTryIt',
       '@ctrlrun/store-sqljs createSqlJsStore',
       '@ctrlrun/store-sqljs indexedDbPersistence',
     ]);
   });
 
-  it('one approve request, built in onApprove, which only the Approve form submits; nothing assigned onto a global', () => {
+  it('one approve request, built in approveRequest, which only the Approve forms reach; nothing assigned onto a global', () => {
+    /** The name of the function, method or accessor around `n`. */
+    const enclosing = (n: ts.Node, sf: ts.SourceFile): string => {
+      for (let fn: ts.Node | undefined = n.parent; fn; fn = fn.parent) {
+        if ((ts.isFunctionDeclaration(fn) || ts.isMethodDeclaration(fn)) && fn.name) return fn.name.getText(sf);
+      }
+      return '(top level)';
+    };
+    /** The callees of the calls around `n`, innermost first. */
+    const callChain = (n: ts.Node, sf: ts.SourceFile): string[] => {
+      const chain: string[] = [];
+      for (let at = n.parent; at; at = at.parent) if (ts.isCallExpression(at)) chain.push(at.expression.getText(sf));
+      return chain;
+    };
     const approves: string[] = [];
-    const onApproveUses: ts.Node[] = [];
+    const callers: string[] = [];
+    const handlerUses: { f: string; chain: string[] }[] = [];
     for (const f of sources) {
-      const sf = parse(join(here, f));
+      const sf = parse(sourcePath(f));
       walk(sf, (n) => {
-        if (ts.isPropertyAssignment(n) && n.name.getText(sf) === 'op' && ts.isStringLiteral(n.initializer) && n.initializer.text === 'approve') {
-          let fn: ts.Node | undefined = n.parent;
-          while (fn && !ts.isFunctionDeclaration(fn)) fn = fn.parent;
-          approves.push(`${f} ${fn && ts.isFunctionDeclaration(fn) ? fn.name?.text : '(top level)'}`);
+        if (ts.isPropertyAssignment(n) && n.name.getText(sf) === 'op' && ts.isStringLiteral(n.initializer) && n.initializer.text === 'approve') approves.push(`${f} ${enclosing(n, sf)}`);
+        // A call of approveRequest, directly or as a member (the element reaches it through its lazily loaded engine).
+        if (ts.isCallExpression(n)) {
+          const callee = n.expression;
+          const name = ts.isIdentifier(callee) ? callee.text : ts.isPropertyAccessExpression(callee) ? callee.name.getText(sf) : '';
+          if (name === 'approveRequest') callers.push(`${f} ${enclosing(n, sf)}`);
         }
-        if (ts.isIdentifier(n) && n.text === 'onApprove' && !ts.isFunctionDeclaration(n.parent)) onApproveUses.push(n);
+        // Every use of an Approve handler that is not its own declaration.
+        if ((ts.isIdentifier(n) && n.text === 'onApprove' && !ts.isFunctionDeclaration(n.parent)) || (ts.isPrivateIdentifier(n) && n.text === '#onApprove' && !ts.isMethodDeclaration(n.parent))) {
+          handlerUses.push({ f, chain: callChain(n, sf) });
+        }
         if (ts.isBinaryExpression(n) && n.operatorToken.kind === ts.SyntaxKind.EqualsToken) {
           let target: ts.Expression = n.left;
           while (ts.isPropertyAccessExpression(target) || ts.isElementAccessExpression(target)) target = target.expression;
@@ -91,16 +123,14 @@ describe('the playground boundary', { timeout: 120_000 }, () => {
         }
       });
     }
-    expect(approves).toEqual(['main.ts onApprove']);
-    expect(onApproveUses).toHaveLength(1);
-    // …used as `serial(onApprove)` inside the approve form's submit listener.
-    let at: ts.Node = onApproveUses[0]!;
-    const chain: string[] = [];
-    while (at.parent) {
-      at = at.parent;
-      if (ts.isCallExpression(at)) chain.push(at.expression.getText());
-    }
-    expect(chain.slice(0, 2)).toEqual(['serial', 'ui.approveForm.addEventListener']);
+    expect(approves).toEqual(['src/session.ts approveRequest']);
+    expect(callers.sort()).toEqual(['src/main.ts onApprove', 'widget/element.ts #onApprove']);
+    // Each handler is used once: inside its Approve form's submit listener, through the serialiser.
+    expect(handlerUses.map((u) => u.f).sort()).toEqual(['src/main.ts', 'widget/element.ts']);
+    const page = handlerUses.find((u) => u.f === 'src/main.ts')!.chain;
+    expect(page.slice(0, 2)).toEqual(['serial', 'ui.approveForm.addEventListener']);
+    const element = handlerUses.find((u) => u.f === 'widget/element.ts')!.chain;
+    expect(element.slice(0, 3)).toEqual(['this.#onApprove', 'this.#serial', 'ui.approveForm.addEventListener']);
   });
 
   it('the try-it module grants in one place: the approve op', () => {
