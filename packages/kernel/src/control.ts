@@ -32,6 +32,7 @@ import type { Decision, Evaluation, Policy } from './policy/index.js';
 import { resolveEffectTemplate } from './policy/index.js';
 import { buildReceipt, type ReceiptFields, type ReceiptResult } from './receipt.js';
 import type { StateStore, TrailingEvents } from './store/state-store.js';
+import type { ReceiptDraft } from './model.js';
 import { checkDuration, evidenceTime, MINUTE, parseTime, storedTime, systemClock, type Clock } from './time.js';
 import { checkActor } from './effects.js';
 import { delegationToRecord } from './authority/authority.js';
@@ -148,6 +149,9 @@ export interface ExecuteResult<T> {
 
 const RECONCILED: Record<string, 'committed' | 'failed'> = { committed: 'committed', not_executed: 'failed' };
 
+/** EXECUTION_STARTED, as a reservation step that also starts the execution drafts it. */
+const STARTED: [EventType, JsonObject] = ['EXECUTION_STARTED', {}];
+
 interface Pass {
   readonly action: Action;
   readonly startedAt: string;
@@ -165,11 +169,12 @@ interface Pass {
   /** Whether this attempt holds its effect key (observe mode may run without it). */
   held: boolean;
   /**
-   * ACTION_PROPOSED, drafted with the ids the pass began with and not yet stored: it is written
-   * (and stamped) in one transaction with the pass's next event, or alone before anything else
-   * is (a throw, a receipt, observe mode), so that nothing reaches the store before it.
+   * Events drafted (with the pass's ids as they stood) and not yet stored, oldest first —
+   * ACTION_PROPOSED, then whatever the decision noted. They are written (and stamped) in the same
+   * transaction as the pass's next write, before its own events, or alone when the pass throws
+   * first, so nothing of this action reaches the store before them and their order never changes.
    */
-  pending: EventDraft | null;
+  pending: EventDraft[];
 }
 
 /** The control path over one policy and one store. */
@@ -328,21 +333,25 @@ export class Control {
 
     const pass: Pass = {
       action, startedAt: evidenceTime(this.clock()), effectKey, approvalId, approver: null, attempt: 1, evaluation: null, hookCalls: 0,
-      observation: this.observing ? { decision: 'allow', reason: '', blocked: null } : null, held: false, pending: null,
+      observation: this.observing ? { decision: 'allow', reason: '', blocked: null } : null, held: false, pending: [],
       policyHash: this.policyHash, policyVersion: this.policy.version,
     };
-    pass.pending = this.#draft(pass, 'ACTION_PROPOSED', { action_hash: action.actionHash });
+    this.#note(pass, 'ACTION_PROPOSED', { action_hash: action.actionHash });
     try {
       return await this.#decided(pass, executor, options, lease, template);
     } catch (err) {
-      // Whatever refused or failed before the next event, the proposal is on record.
-      try {
-        await this.#flush(pass);
-      } catch (failure) {
-        // The first failure is the one the caller must see.
-        this.logger.warn(`[ctrlrun] ${action.name}: ACTION_PROPOSED could not be stored: ${describeError(failure)}`);
-      }
+      await this.#flushAfterThrow(pass);
       throw err;
+    }
+  }
+
+  /** Whatever refused or failed before the pass's next write, its pending events go on record. */
+  async #flushAfterThrow(pass: Pass): Promise<void> {
+    try {
+      await this.#flush(pass);
+    } catch (failure) {
+      // The first failure is the one the caller must see.
+      this.logger.warn(`[ctrlrun] ${pass.action.name}: ${pass.pending.map((d) => d.type).join(', ')} could not be stored: ${describeError(failure)}`);
     }
   }
 
@@ -356,7 +365,7 @@ export class Control {
         pass.effectKey = resolveEffectTemplate(template, action.canonicalArguments, action.resource);
       } catch (err) {
         if (!(err instanceof EffectKeyError)) throw err;
-        await this.#event(pass, 'ACTION_DENIED', { reason: 'effect_key_error', effect: template, error: err.message });
+        this.#note(pass, 'ACTION_DENIED', { reason: 'effect_key_error', effect: template, error: err.message });
         await this.#receipt(pass, { decision: 'deny', reason: 'effect_key_error', result: 'denied', error: err.message });
         throw err;
       }
@@ -366,7 +375,7 @@ export class Control {
       pass.evaluation = deny('principal_expired');
       // Observe mode records what enforce mode would have reached, and enforce stops here.
       if (pass.observation) return this.#observed(pass, executor, options, lease);
-      await this.#event(pass, 'ACTION_DENIED', { reason: 'principal_expired' });
+      this.#note(pass, 'ACTION_DENIED', { reason: 'principal_expired' });
       await this.#receipt(pass, { result: 'denied', error: null });
       throw new IdentityError(`${action.name}: the principal ${action.principal.agent}'s credential expired at ${action.principal.expiresAt}`, { reason: 'principal_expired' });
     }
@@ -377,26 +386,29 @@ export class Control {
       if (!result.passed) {
         // Authority denies before policy is consulted: no POLICY_EVALUATED, no approval request.
         pass.evaluation = deny(result.reason);
-        await this.#event(pass, 'AUTHORITY_DENIED', authorityEventData(result));
+        this.#note(pass, 'AUTHORITY_DENIED', authorityEventData(result));
         if (pass.observation) return this.#observed(pass, executor, options, lease);
         await this.#refuseAuthority(pass, result);
       }
-      await this.#event(pass, 'AUTHORITY_RESOLVED', authorityEventData(result));
+      this.#note(pass, 'AUTHORITY_RESOLVED', authorityEventData(result));
     }
 
     const evaluation = this.policy.evaluate(action.name, action.canonicalArguments);
     for (const w of evaluation.warnings) this.logger.warn(`[ctrlrun] ${action.name}: ${w}`);
     pass.evaluation = evaluation;
-    await this.#event(pass, 'POLICY_EVALUATED', { decision: evaluation.decision, reason: evaluation.reason });
+    this.#note(pass, 'POLICY_EVALUATED', { decision: evaluation.decision, reason: evaluation.reason });
     if (pass.observation) return this.#observed(pass, executor, options, lease);
 
     if (evaluation.decision === 'deny') {
       pass.approver = await this.#approverOf(pass);
-      await this.#event(pass, 'ACTION_DENIED', { reason: evaluation.reason });
+      this.#note(pass, 'ACTION_DENIED', { reason: evaluation.reason });
       await this.#receipt(pass, { result: 'denied', error: null });
       throw new ActionDenied(evaluation.reason, { actionId: action.actionId, message: `${action.name} denied by policy (${evaluation.reason})` });
     }
 
+    // The reservation step in one transaction (approval, reservation, start) where the store can;
+    // an approval the policy no longer needs keeps its own write, between reservation and start.
+    const merged = pass.effectKey !== null && this.store.reserveForExecution !== undefined && !(evaluation.decision === 'allow' && approvalId !== null);
     if (evaluation.decision === 'approve') {
       if (approvalId === null) {
         // One request per action: asking again while a request for this hash is open (pending,
@@ -419,13 +431,15 @@ export class Control {
         await this.#event(pass, 'APPROVAL_REQUESTED', { action_hash: action.actionHash, expires_at: evidenceTime(parseTime(expiresAt)) });
         throw new ApprovalRequired(requestId, { actionId: action.actionId, message: `${action.name} needs a human's approval: request ${requestId}` });
       }
-      await this.#consumeAndReserve(pass, lease, options.reconcile);
+      await this.#consumeAndReserve(pass, lease, options.reconcile, merged);
     } else {
-      if (pass.effectKey !== null) await this.#reserve(pass, lease, options.reconcile);
+      if (pass.effectKey !== null) await this.#reserve(pass, lease, options.reconcile, merged);
       if (approvalId !== null) await this.#consumeUnneeded(pass);
     }
 
-    if (pass.effectKey !== null) {
+    if (merged) {
+      pass.held = true;
+    } else if (pass.effectKey !== null) {
       // EXECUTION_STARTED is written in the transition's own transaction, and only if it happened.
       const started = this.#trailing(pass, () => [['EXECUTION_STARTED', {}]]);
       let record: EffectRecord;
@@ -438,7 +452,7 @@ export class Control {
         throw err;
       }
       pass.held = true;
-      await this.#written(record, started);
+      await this.#written(pass, record, started);
     } else {
       await this.#event(pass, 'EXECUTION_STARTED', {});
     }
@@ -477,7 +491,7 @@ export class Control {
     const decided = await this.#decidedBefore(action, effectKey, rounds);
     const pass: Pass = {
       action, startedAt: evidenceTime(this.clock()), effectKey, approvalId: decided.approvalId, approver: decided.approver, attempt: record.attempt,
-      evaluation: decided.evaluation, hookCalls: 0, observation: decided.observation, held: true, pending: null,
+      evaluation: decided.evaluation, hookCalls: 0, observation: decided.observation, held: true, pending: [],
       policyHash: decided.policyHash, policyVersion: decided.policyVersion,
     };
     if (this.authority !== null) {
@@ -487,7 +501,12 @@ export class Control {
       await this.#event(pass, result.passed ? 'AUTHORITY_RESOLVED' : 'AUTHORITY_DENIED', authorityEventData(result));
     }
     await this.#event(pass, 'EXECUTION_RESUMED', { round: rounds });
-    return this.#run(pass, executor, options);
+    try {
+      return await this.#run(pass, executor, options);
+    } catch (err) {
+      await this.#flushAfterThrow(pass);
+      throw err;
+    }
   }
 
   /**
@@ -639,7 +658,7 @@ export class Control {
   async #refuseAuthority(pass: Pass, result: AuthorityResult): Promise<never> {
     const { action } = pass;
     pass.approver = await this.#approverOf(pass);
-    await this.#event(pass, 'ACTION_DENIED', { reason: result.reason });
+    this.#note(pass, 'ACTION_DENIED', { reason: result.reason });
     await this.#receipt(pass, { result: 'denied', error: null });
     throw new AuthorityDenied(result.reason, {
       actionId: action.actionId,
@@ -716,19 +735,22 @@ export class Control {
     }
   }
 
-  async #consumeAndReserve(pass: Pass, lease: number, hook: ReconcileHook | undefined): Promise<void> {
+  async #consumeAndReserve(pass: Pass, lease: number, hook: ReconcileHook | undefined, merged: boolean): Promise<void> {
     const { action } = pass;
     const id = pass.approvalId as string;
-    // With a key, APPROVAL_CONSUMED and EFFECT_RESERVED are written in the write's own transaction.
-    const consumed = this.#trailing<[Approval, Reservation]>(pass, ([approval, reservation]) => [
-      ['APPROVAL_CONSUMED', { approver: approval.approver }],
+    // With a key, APPROVAL_CONSUMED and EFFECT_RESERVED (and, merged, EXECUTION_STARTED) are written in the write's own transaction.
+    const consumed = this.#trailing<[Approval | null, Reservation]>(pass, ([approval, reservation]) => [
+      ['APPROVAL_CONSUMED', { approver: approval!.approver }],
       ['EFFECT_RESERVED', reservedData(reservation)],
+      ...(merged ? [STARTED] : []),
     ]);
-    const attemptOnce = async (): Promise<[Approval, Reservation | null]> =>
+    const attemptOnce = async (): Promise<[Approval | null, Reservation | null]> =>
       pass.effectKey === null
         ? [await this.store.consumeApproval(id, action.actionHash), null]
-        : await this.store.consumeApprovalAndReserve(id, action.actionHash, pass.effectKey, action.actionId, lease, consumed);
-    let pair: [Approval, Reservation | null];
+        : merged
+          ? await this.store.reserveForExecution!({ key: pass.effectKey, actionId: action.actionId, leaseMs: lease, approval: { id, actionHash: action.actionHash } }, consumed)
+          : await this.store.consumeApprovalAndReserve(id, action.actionHash, pass.effectKey, action.actionId, lease, consumed);
+    let pair: [Approval | null, Reservation | null];
     try {
       try {
         pair = await attemptOnce();
@@ -739,15 +761,15 @@ export class Control {
     } catch (err) {
       if (err instanceof ApprovalMismatch) {
         pass.approver = await this.#approverOf(pass);
-        if (err.reason === 'expired') await this.#event(pass, 'APPROVAL_EXPIRED', {});
-        await this.#event(pass, 'APPROVAL_INVALIDATED', { reason: err.reason, action_hash: action.actionHash });
+        if (err.reason === 'expired') this.#note(pass, 'APPROVAL_EXPIRED', {});
+        this.#note(pass, 'APPROVAL_INVALIDATED', { reason: err.reason, action_hash: action.actionHash });
         await this.#receipt(pass, { result: 'blocked', error: err.message });
         throw err;
       }
       if (err instanceof ActionDenied && err.reason === 'approval_denied') {
         pass.approver = await this.#approverOf(pass);
-        await this.#event(pass, 'APPROVAL_DENIED', { approver: pass.approver });
-        await this.#event(pass, 'ACTION_DENIED', { reason: 'approval_denied' });
+        this.#note(pass, 'APPROVAL_DENIED', { approver: pass.approver });
+        this.#note(pass, 'ACTION_DENIED', { reason: 'approval_denied' });
         await this.#receipt(pass, { result: 'denied', error: err.message });
         throw new ActionDenied('approval_denied', { actionId: action.actionId, message: err.message });
       }
@@ -758,33 +780,41 @@ export class Control {
       throw err;
     }
     const [approval, reservation] = pair;
-    pass.approver = approval.approver;
+    pass.approver = approval!.approver;
     if (reservation) {
       pass.attempt = reservation.attempt;
-      await this.#written([approval, reservation], consumed);
+      await this.#written(pass, [approval, reservation], consumed);
     } else {
-      await this.#event(pass, 'APPROVAL_CONSUMED', { approver: approval.approver });
+      await this.#event(pass, 'APPROVAL_CONSUMED', { approver: approval!.approver });
     }
   }
 
-  async #reserve(pass: Pass, lease: number, hook: ReconcileHook | undefined): Promise<void> {
+  async #reserve(pass: Pass, lease: number, hook: ReconcileHook | undefined, merged: boolean): Promise<void> {
     const key = pass.effectKey as string;
-    // EFFECT_RESERVED is written in the reservation's own transaction; a refusal writes none.
-    const reserved = this.#trailing<Reservation>(pass, (r) => [['EFFECT_RESERVED', reservedData(r)]]);
+    const { actionId } = pass.action;
+    // EFFECT_RESERVED (and, merged, EXECUTION_STARTED) is written in the reservation's own transaction; a refusal writes none.
+    const reserved = this.#trailing<Reservation>(pass, (r) => [['EFFECT_RESERVED', reservedData(r)], ...(merged ? [STARTED] : [])]);
+    const attemptOnce = async (): Promise<Reservation> => {
+      if (!merged) return this.store.reserveEffect(key, actionId, lease, reserved);
+      const both = this.#trailing<[Approval | null, Reservation]>(pass, ([, r]) => [['EFFECT_RESERVED', reservedData(r)], STARTED]);
+      const [, r] = await this.store.reserveForExecution!({ key, actionId, leaseMs: lease, approval: null }, both);
+      if (both.stored !== undefined) reserved.stored = both.stored;
+      return r;
+    };
     let reservation: Reservation;
     try {
       try {
-        reservation = await this.store.reserveEffect(key, pass.action.actionId, lease, reserved);
+        reservation = await attemptOnce();
       } catch (err) {
         if (!(err instanceof AmbiguousEffect) || !(await this.#blockingReconcile(pass, hook))) throw err;
-        reservation = await this.store.reserveEffect(key, pass.action.actionId, lease, reserved);
+        reservation = await attemptOnce();
       }
     } catch (err) {
       if (err instanceof DuplicateEffect || err instanceof AmbiguousEffect) await this.#refused(pass, err);
       throw err;
     }
     pass.attempt = reservation.attempt;
-    await this.#written(reservation, reserved);
+    await this.#written(pass, reservation, reserved);
   }
 
   /** The ALLOW row: an approval the policy no longer needs is consumed in its own write. */
@@ -799,7 +829,7 @@ export class Control {
   }
 
   async #refused(pass: Pass, err: DuplicateEffect | AmbiguousEffect): Promise<void> {
-    await this.#event(pass, 'EFFECT_RESERVATION_REFUSED', refusalData(err));
+    this.#note(pass, 'EFFECT_RESERVATION_REFUSED', refusalData(err));
     await this.#receipt(pass, { result: 'blocked', error: err.message });
   }
 
@@ -856,25 +886,27 @@ export class Control {
       if (thrown instanceof NotExecuted) {
         const error = thrown.message;
         if (key !== null) {
-          const failed = this.#trailing(pass, () => [['EXECUTION_FAILED', { error }]]);
+          // The outcome, its event and the receipt in one transaction.
+          const failed = this.#trailing(pass, () => [['EXECUTION_FAILED', { error }]], this.#receiptDraft(pass, { result: 'failed', error }));
           let record: EffectRecord;
           try {
             record = await this.store.failEffect(key, action.actionId, error, failed);
           } catch (refusal) {
             return this.#outcomeRefused(pass, refusal);
           }
-          await this.#written(record, failed);
+          await this.#written(pass, record, failed);
+          await this.#receiptOf(pass, failed);
         } else {
-          await this.#event(pass, 'EXECUTION_FAILED', { error });
+          this.#note(pass, 'EXECUTION_FAILED', { error });
+          await this.#receipt(pass, { result: 'failed', error });
         }
-        await this.#receipt(pass, { result: 'failed', error });
         throw thrown;
       }
       const error = describeError(thrown);
       let marked = key === null;
       let written: [EffectRecord, TrailingEvents<EffectRecord>] | null = null;
       if (key !== null) {
-        const ambiguous = this.#trailing(pass, () => [['EXECUTION_AMBIGUOUS', { error }]]);
+        const ambiguous = this.#trailing(pass, () => [['EXECUTION_AMBIGUOUS', { error }]], this.#receiptDraft(pass, { result: 'ambiguous', error }));
         try {
           written = [await this.store.markAmbiguous(key, action.actionId, error, ambiguous), ambiguous];
           marked = true;
@@ -883,28 +915,32 @@ export class Control {
         }
       }
       // A refused mark still leaves the event: the outcome is unknown either way.
-      if (written !== null) await this.#written(...written);
-      else await this.#event(pass, 'EXECUTION_AMBIGUOUS', { error });
-      await this.#receipt(pass, { result: 'ambiguous', error });
+      if (written !== null) {
+        await this.#written(pass, ...written);
+        await this.#receiptOf(pass, written[1]);
+      } else {
+        this.#note(pass, 'EXECUTION_AMBIGUOUS', { error });
+        await this.#receipt(pass, { result: 'ambiguous', error });
+      }
       if (key !== null && marked && options.reconcileEagerly && options.reconcile && pass.hookCalls === 0) {
         await this.#reconcile(pass, options.reconcile, 'eager');
       }
       throw thrown;
     }
     if (key !== null) {
-      const committed = this.#trailing(pass, () => [['EXECUTION_COMMITTED', {}]]);
+      // The outcome, its event and the chained receipt in one transaction.
+      const committed = this.#trailing(pass, () => [['EXECUTION_COMMITTED', {}]], this.#receiptDraft(pass, { result: 'committed', error: null }));
       let record: EffectRecord;
       try {
         record = await this.store.commitEffect(key, action.actionId, value, committed);
       } catch (refusal) {
         return this.#outcomeRefused(pass, refusal);
       }
-      await this.#written(record, committed);
-    } else {
-      await this.#event(pass, 'EXECUTION_COMMITTED', {});
+      await this.#written(pass, record, committed);
+      return { value, receipt: await this.#receiptOf(pass, committed) };
     }
-    const receipt = await this.#receipt(pass, { result: 'committed', error: null });
-    return { value, receipt };
+    this.#note(pass, 'EXECUTION_COMMITTED', {});
+    return { value, receipt: await this.#receipt(pass, { result: 'committed', error: null }) };
   }
 
   /**
@@ -942,8 +978,8 @@ export class Control {
         this.logger.warn(`[ctrlrun] could not record ${key} as ambiguous: ${describeError(markRefused)}`);
       }
     }
-    if (written !== null) await this.#written(...written);
-    else await this.#event(pass, 'EXECUTION_AMBIGUOUS', { error });
+    if (written !== null) await this.#written(pass, ...written);
+    else this.#note(pass, 'EXECUTION_AMBIGUOUS', { error });
     await this.#receipt(pass, { result: 'ambiguous', error });
     throw refusal;
   }
@@ -985,7 +1021,7 @@ export class Control {
   async #outcomeRefused(pass: Pass, refusal: unknown): Promise<never> {
     if (refusal instanceof DuplicateEffect || refusal instanceof AmbiguousEffect) {
       const error = describeError(refusal);
-      await this.#event(pass, 'EXECUTION_AMBIGUOUS', { error });
+      this.#note(pass, 'EXECUTION_AMBIGUOUS', { error });
       await this.#receipt(pass, { result: 'ambiguous', error });
     }
     throw refusal;
@@ -993,11 +1029,15 @@ export class Control {
 
   // ---- evidence ----
 
+  /** Drafts an event of this pass, to be stored with the pass's next write (see {@link Pass.pending}). */
+  #note(pass: Pass, type: EventType, data: JsonObject): void {
+    pass.pending.push(this.#draft(pass, type, data));
+  }
+
+  /** Stores this pass's pending events and one more, in one transaction; resolves to the last. */
   async #event(pass: Pass, type: EventType, data: JsonObject): Promise<EventRecord> {
-    const pending = pass.pending;
-    if (pending === null) return this.#eventRaw(type, pass.action.actionId, pass.effectKey, pass.approvalId, data);
-    pass.pending = null;
-    const stored = await this.#appendAll([{ ...pending, ts: evidenceTime(this.clock()) }, this.#draft(pass, type, data)]);
+    this.#note(pass, type, data);
+    const stored = await this.#flush(pass);
     return stored[stored.length - 1]!;
   }
 
@@ -1006,12 +1046,19 @@ export class Control {
     return { ts: evidenceTime(this.clock()), type, actionId: pass.action.actionId, effectKey: pass.effectKey, approvalId: pass.approvalId, data };
   }
 
-  /** Stores the pass's pending ACTION_PROPOSED, if any, alone. */
-  async #flush(pass: Pass): Promise<void> {
-    const pending = pass.pending;
-    if (pending === null) return;
-    pass.pending = null;
-    await this.#appendAll([{ ...pending, ts: evidenceTime(this.clock()) }]);
+  /** The pass's pending events, stamped now (they are written now), in order. */
+  #takePending(pass: Pass): EventDraft[] {
+    if (pass.pending.length === 0) return [];
+    const ts = evidenceTime(this.clock());
+    return pass.pending.map((d) => ({ ...d, ts }));
+  }
+
+  /** Stores the pass's pending events, if any, on their own. */
+  async #flush(pass: Pass): Promise<EventRecord[]> {
+    if (pass.pending.length === 0) return [];
+    const stored = await this.#appendAll(this.#takePending(pass));
+    pass.pending = [];
+    return stored;
   }
 
   /**
@@ -1023,56 +1070,60 @@ export class Control {
       const stored: EventRecord[] = [];
       for (const draft of drafts) {
         const event = await this.store.appendEvent(draft);
-        await dispatchToSinks(this.#sinks, 'event', event, this.logger);
+        await this.#sink(event);
         stored.push(event);
       }
       return stored;
     }
     const stored = await this.store.appendEvents(drafts);
-    for (const event of stored) await dispatchToSinks(this.#sinks, 'event', event, this.logger);
+    for (const event of stored) await this.#sink(event);
     return stored;
   }
 
-  /**
-   * Events a state change writes in its own transaction: each drafted when the store calls back
-   * (after the write succeeded), with this pass's ids as they stand then.
-   */
-  #trailing<R>(pass: Pass, make: (result: R) => [EventType, JsonObject][]): TrailingEvents<R> {
-    return { drafts: (result: R): EventDraft[] => make(result).map(([type, data]) => this.#draft(pass, type, data)) };
+  /** Hands a stored event to the sinks; nothing at all when none is registered. */
+  async #sink(event: EventRecord): Promise<void> {
+    if (this.#sinks.length !== 0) await dispatchToSinks(this.#sinks, 'event', event, this.logger);
   }
 
   /**
-   * After a state change succeeded: its events go to the sinks in order. A store that did not
-   * write them with the change (a `StateStore` that ignores the parameter) gets them appended now,
-   * one by one, each dispatched once stored, as before the parameter existed.
+   * The events a write stores in its own transaction: the pass's pending events first, then
+   * those `make` drafts from the write's result (after the write succeeded, with this pass's ids
+   * as they stand then), and optionally a receipt chained in the same transaction.
    */
-  async #written<R>(result: R, events: TrailingEvents<R>): Promise<void> {
+  #trailing<R>(pass: Pass, make: (result: R) => [EventType, JsonObject][], receipt?: ReceiptDraft): TrailingEvents<R> {
+    const drafts = (result: R): EventDraft[] => [...this.#takePending(pass), ...make(result).map(([type, data]) => this.#draft(pass, type, data))];
+    return receipt === undefined ? { drafts } : { drafts, receipt };
+  }
+
+  /**
+   * After a state change succeeded: its events (the pending ones included) go to the sinks in
+   * order. A store that did not write them with the change (a `StateStore` that ignores the
+   * parameter) gets them appended now, one by one, each dispatched once stored.
+   */
+  async #written<R>(pass: Pass, result: R, events: TrailingEvents<R>): Promise<void> {
     const stored = events.stored;
     if (stored === undefined) {
-      for (const draft of events.drafts(result)) {
-        await dispatchToSinks(this.#sinks, 'event', await this.store.appendEvent(draft), this.logger);
-      }
-      return;
+      for (const draft of events.drafts(result)) await this.#sink(await this.store.appendEvent(draft));
+    } else {
+      for (const event of stored) await this.#sink(event);
     }
-    for (const event of stored) await dispatchToSinks(this.#sinks, 'event', event, this.logger);
+    // Whichever way they were stored, the pending events are on record now.
+    pass.pending = [];
   }
 
   async #eventRaw(type: EventType, actionId: string | null, effectKey: string | null, approvalId: string | null, data: JsonObject): Promise<EventRecord> {
     const stored = await this.store.appendEvent({ ts: evidenceTime(this.clock()), type, actionId, effectKey, approvalId, data });
-    await dispatchToSinks(this.#sinks, 'event', stored, this.logger);
+    await this.#sink(stored);
     return stored;
   }
 
-  async #receipt(
-    pass: Pass,
-    r: { result: ReceiptFields['result']; error: string | null; decision?: string; reason?: string },
-  ): Promise<StoredReceipt> {
-    await this.#flush(pass);
+  /** The receipt of this pass's terminal outcome, built now (`finished_at`), not yet chained. */
+  #receiptDraft(pass: Pass, r: { result: ReceiptFields['result']; error: string | null; decision?: string; reason?: string }): ReceiptDraft {
     const ev = pass.evaluation;
     // Observe mode: every terminal outcome of an action that ran is `observed`, with what the
     // executor did and what enforce mode would have done. Still-refused paths stay `denied`.
     const observed = pass.observation !== null && isExecution(r.result);
-    const draft = buildReceipt(pass.action, {
+    return buildReceipt(pass.action, {
       receiptId: this.ids('ctr'),
       decision: r.decision ?? ev?.decision ?? 'deny',
       decisionReason: r.reason ?? ev?.reason ?? 'unknown',
@@ -1090,8 +1141,31 @@ export class Control {
       policyVersion: pass.policyVersion,
       controls: ev?.controls ?? [],
     });
-    const stored = await this.store.putReceipt(draft);
-    await dispatchToSinks(this.#sinks, 'receipt', stored, this.logger);
+  }
+
+  /** Chains the receipt with the pass's pending events (one transaction), then hands both to the sinks. */
+  async #receipt(pass: Pass, r: { result: ReceiptFields['result']; error: string | null; decision?: string; reason?: string }): Promise<StoredReceipt> {
+    return this.#chain(pass, this.#receiptDraft(pass, r));
+  }
+
+  async #chain(pass: Pass, draft: ReceiptDraft): Promise<StoredReceipt> {
+    const leading = this.#trailing<StoredReceipt>(pass, () => []);
+    // A failed write leaves the pending events pending: the caller's catch stores them alone.
+    const stored = await this.store.putReceipt(draft, leading);
+    await this.#written(pass, stored, leading);
+    if (this.#sinks.length !== 0) await dispatchToSinks(this.#sinks, 'receipt', stored, this.logger);
+    return stored;
+  }
+
+  /**
+   * The receipt an outcome write carried: chained with it, or — when the store did not (it does
+   * not take receipts, or the receipt part failed and the outcome was written without it) —
+   * chained now on its own; a failure then raises, with the outcome kept (T170).
+   */
+  async #receiptOf<R>(pass: Pass, written: TrailingEvents<R>): Promise<StoredReceipt> {
+    const stored = written.storedReceipt;
+    if (stored === undefined) return this.#chain(pass, written.receipt!);
+    if (this.#sinks.length !== 0) await dispatchToSinks(this.#sinks, 'receipt', stored, this.logger);
     return stored;
   }
 

@@ -58,7 +58,7 @@ import { sqliteDialect } from './sqlite.js';
 import { A1_OURS, A1_REFUSE, A1_REINSERT, A2_LANDED, A2_REFUSE, A2_REISSUE, lostCommitBranch, type EffectWriteIntent } from './lost-commit.js';
 import { postgresDialect } from './postgres.js';
 import type { Logger } from '../control.js';
-import type { DelegationRecord, StateStore, TakenContinuation, TrailingEvents } from './state-store.js';
+import type { DelegationRecord, ReservationStep, StateStore, TakenContinuation, TrailingEvents } from './state-store.js';
 
 /**
  * Every statement the store sends, in one dialect's text and placeholder style. Parameters are
@@ -132,6 +132,12 @@ export interface DialectSql {
 
   /** Params: ts, type, action_id, effect_key, approval_id, data_json. Returns `{ event_id }`. */
   readonly insertEvent: string;
+  /**
+   * Optional: {@link insertEvent} for `n` rows in one statement (params: the six of each row, row
+   * after row), returning one `{ event_id }` per row; ids are assigned in row order. Absent: one
+   * statement per event.
+   */
+  insertEvents?(n: number): string;
   /** Every event by `event_id`. */
   readonly listEvents: string;
   /** Params: action_id, type. The newest such event's columns (as {@link listEvents}), or no row. */
@@ -267,6 +273,20 @@ interface WriteRun {
 interface Trailed<R> {
   readonly value: R;
   readonly events: EventRecord[];
+  readonly receipt: StoredReceipt | null;
+}
+
+/** A receipt draft, checked, before any transaction starts. */
+function receiptFields(draft: ReceiptDraft) {
+  if (!isPlainObject(draft) || !isPlainObject(draft.document)) throw new InvalidArgument('receipt draft must be an object with a document');
+  return {
+    receiptId: nonEmpty(draft.receiptId, 'receipt.receiptId'),
+    actionId: nullableText(draft.actionId, 'receipt.actionId'),
+    effectKey: nullableText(draft.effectKey, 'receipt.effectKey'),
+    result: nonEmpty(draft.result, 'receipt.result'),
+    finishedAt: nonEmpty(draft.finishedAt, 'receipt.finishedAt'),
+    document: draft.document,
+  };
 }
 
 /** Refuses a malformed `events` argument before any transaction starts. */
@@ -287,6 +307,13 @@ function eventFields(event: EventDraft, what = 'event'): { record: Omit<EventRec
   if (!isPlainObject(event.data)) throw new InvalidArgument(`${what}.data must be a plain object`);
   const dataJson = canonicalJson(event.data, `${what}.data`);
   return { record: { ts, type, actionId, effectKey, approvalId, data: event.data }, params: [ts, type, actionId, effectKey, approvalId, dataJson] };
+}
+
+/** The receipt part of an outcome's transaction failed: the transaction is rolled back and the outcome written without it. */
+class ReceiptPartFailed extends StoreError {
+  constructor(readonly failure: unknown) {
+    super(`[kernel] the receipt written with an outcome failed: ${failure instanceof Error ? failure.message : String(failure)}`, { cause: failure });
+  }
 }
 
 /** Rolls back a receipt write whose id is already stored (where the dialect can, the stored row is returned instead). */
@@ -726,22 +753,76 @@ export class SqlStateStore implements StateStore {
   ): Promise<R> {
     const trailing = checkTrailing(events);
     if (trailing === undefined) return this.#write(what, fn);
-    const out = await this.#write<Trailed<R>>(what, async (tx, now, run) => {
+    const receipt = trailing.receipt === undefined ? null : receiptFields(trailing.receipt);
+    const run = (withReceipt: boolean) => this.#write<Trailed<R>>(what, async (tx, now, run) => {
       const value = await fn(tx, now, run);
       if (value instanceof RaiseAfterCommit) return value;
-      const stored: EventRecord[] = [];
       const drafts = trailing.drafts(value);
       if (!Array.isArray(drafts)) throw new InvalidArgument(`${what}: events.drafts must return an array of event drafts`);
-      for (const [i, draft] of drafts.entries()) stored.push(await this.#insertEvent(tx, eventFields(draft, `events.drafts(…)[${i}]`)));
-      return { value, events: stored };
+      const stored = await this.#insertEvents(tx, drafts.map((draft, i) => eventFields(draft, `events.drafts(…)[${i}]`)));
+      if (!withReceipt || receipt === null) return { value, events: stored, receipt: null };
+      try {
+        return { value, events: stored, receipt: await this.#chainReceipt(tx, receipt) };
+      } catch (err) {
+        // Rolled back whole, and written again without it: the outcome is never lost to its receipt.
+        throw new ReceiptPartFailed(err);
+      }
     });
+    let out: Trailed<R>;
+    try {
+      out = await run(true);
+    } catch (err) {
+      if (!(err instanceof ReceiptPartFailed)) throw err;
+      out = await run(false);
+    }
     trailing.stored = out.events;
+    if (out.receipt !== null) trailing.storedReceipt = out.receipt;
     return out.value;
+  }
+
+  /** Inserts events in order — in one statement where the dialect can — and returns them with their ids. */
+  async #insertEvents(tx: SqlExecutor, all: readonly ReturnType<typeof eventFields>[]): Promise<EventRecord[]> {
+    if (all.length === 0) return [];
+    const many = this.#sql.sql.insertEvents;
+    if (all.length === 1 || many === undefined) {
+      const stored: EventRecord[] = [];
+      for (const fields of all) stored.push(await this.#insertEvent(tx, fields));
+      return stored;
+    }
+    const rows = (await this.#query<{ event_id: SqlValue }>(tx, many.call(this.#sql.sql, all.length), all.flatMap((f) => f.params))).rows;
+    if (rows.length !== all.length) throw new StoreError(`[kernel] [${this.name}] ${all.length} events inserted, ${rows.length} ids returned`);
+    // Ids follow row order; RETURNING's own order is not promised, so they are sorted.
+    const ids = rows.map((r) => int(r.event_id, 'events.event_id')).sort((a, b) => a - b);
+    return all.map((fields, i) => ({ eventId: ids[i]!, ...fields.record }));
   }
 
   async #insertEvent(tx: SqlExecutor, fields: ReturnType<typeof eventFields>): Promise<EventRecord> {
     const row = (await this.#query<{ event_id: SqlValue }>(tx, this.#sql.sql.insertEvent, fields.params)).rows[0];
     return { eventId: int(row?.event_id, 'events.event_id'), ...fields.record };
+  }
+
+  /**
+   * Chains a receipt (spec 03 §5.2): the head row locked and advanced first, so concurrent
+   * writers queue rather than race; the row; the head's hash. Throws {@link ReceiptAlreadyStored}
+   * on an id already stored (the transaction must roll back: the head never advances without its row).
+   */
+  async #chainReceipt(tx: SqlExecutor, r: ReturnType<typeof receiptFields>): Promise<StoredReceipt> {
+    const { sql } = this.#sql;
+    const head = (await this.#query<{ seq: SqlValue; hash: string }>(tx, sql.lockChainHead)).rows[0];
+    if (!head) throw new InvalidArgument('the receipt chain has no head row (receipt_chain id = 1)');
+    const seq = int(head.seq, 'receipt_chain.seq');
+    const prevHash = String(head.hash);
+    const sealed = sealReceipt(r.document, seq, prevHash);
+    let inserted: number;
+    try {
+      ({ rowsAffected: inserted } = await this.#query(tx, sql.insertReceipt, [r.receiptId, r.actionId, r.effectKey, r.result, sealed.json, r.finishedAt, seq, prevHash, sealed.hash]));
+    } catch (err) {
+      if (!this.#sql.isUniqueViolation(err)) throw err;
+      inserted = 0;
+    }
+    if (inserted !== 1) throw new ReceiptAlreadyStored(r.receiptId);
+    await this.#query(tx, sql.setChainHash, [sealed.hash]);
+    return { seq, prevHash, hash: sealed.hash, json: sealed.json, document: sealed.document };
   }
 
   async #effect(ex: SqlExecutor, key: string): Promise<EffectRecord | null> {
@@ -773,7 +854,13 @@ export class SqlStateStore implements StateStore {
     return new DuplicateEffect('in_progress', { effectKey: key, message: `effect ${key} was reserved by another worker first` });
   }
 
-  async #reserve(tx: SqlExecutor, key: string, actionId: string, leaseMs: number, now: Date, run: WriteRun): Promise<Reservation | RaiseAfterCommit> {
+  /**
+   * Reserves `key`; `state` is what the new record is written as (`executing` when the
+   * reservation and the start of execution share one transaction).
+   */
+  async #reserve(
+    tx: SqlExecutor, key: string, actionId: string, leaseMs: number, now: Date, run: WriteRun, state: 'reserved' | 'executing' = 'reserved',
+  ): Promise<Reservation | RaiseAfterCommit> {
     const { sql } = this.#sql;
     const record = await this.#effect(tx, key);
     const plan = planReservation(record, key, actionId, leaseMs, now);
@@ -786,15 +873,15 @@ export class SqlStateStore implements StateStore {
         return new RaiseAfterCommit(plan.error);
       case 'renew': {
         const r = plan.reservation;
-        run.intent = { kind: 'update', prior: record!, target: plan.record, refuse };
+        run.intent = { kind: 'update', prior: record!, target: { ...plan.record, state }, refuse };
         const { rowsAffected } = await this.#query(tx, sql.renewEffect, [
-          'reserved', r.actionId, r.attempt, r.leaseExpiresAt, plan.record.updatedAt, key, plan.priorAttempt,
+          state, r.actionId, r.attempt, r.leaseExpiresAt, plan.record.updatedAt, key, plan.priorAttempt,
         ]);
         if (rowsAffected !== 1) throw new DuplicateEffect('in_progress', { effectKey: key, message: `effect ${key} was renewed by another worker first` });
         return r;
       }
       case 'insert': {
-        const n = plan.record;
+        const n = { ...plan.record, state };
         run.intent = { kind: 'insert', record: n, refuse };
         let inserted: number;
         try {
@@ -984,6 +1071,33 @@ export class SqlStateStore implements StateStore {
     });
   }
 
+  async reserveForExecution(step: ReservationStep, events?: TrailingEvents<[Approval | null, Reservation]>): Promise<[Approval | null, Reservation]> {
+    if (!isPlainObject(step)) throw new InvalidArgument('reservation step must be an object');
+    const k = nonEmpty(step.key, 'effect_key');
+    const { actionId, leaseMs } = step;
+    const approval = step.approval === null || step.approval === undefined
+      ? null
+      : { id: nonEmpty(step.approval.id, 'approval_id'), hash: nonEmpty(step.approval.actionHash, 'action_hash') };
+    return this.#writeTrailed('reserveForExecution', events, async (tx, now, run) => {
+      let granted: ApprovalRecord | null = null;
+      if (approval !== null) {
+        // The approval first: its refusal wins, and nothing of the reservation is written.
+        const record = await this.#approval(tx, approval.id);
+        const plan = checkConsumable(record, approval.id, approval.hash, now);
+        if (plan.kind === 'expire') {
+          await this.#expire(tx, record!);
+          return new RaiseAfterCommit(plan.error);
+        }
+        granted = plan.record;
+      }
+      const reservation = await this.#reserve(tx, k, actionId, leaseMs, now, run, 'executing');
+      // A refused reservation (even a kept ambiguation) leaves the approval granted.
+      if (reservation instanceof RaiseAfterCommit) return reservation;
+      const consumed = granted === null ? null : await this.#consume(tx, granted, now);
+      return [consumed, reservation] satisfies [Approval | null, Reservation];
+    });
+  }
+
   async beginExecution(key: string, actionId: string, events?: TrailingEvents<EffectRecord>): Promise<EffectRecord> {
     return this.#transition('beginExecution', key, actionId, ['reserved'], (r, stamp) => ({ ...r, state: 'executing', updatedAt: stamp }), events);
   }
@@ -1120,41 +1234,20 @@ export class SqlStateStore implements StateStore {
     if (!Array.isArray(events)) throw new InvalidArgument('events must be an array of event drafts');
     const all = events.map((e, i) => eventFields(e, `events[${i}]`));
     if (all.length === 0) return [];
-    return this.#write('appendEvents', async (tx) => {
-      const stored: EventRecord[] = [];
-      for (const fields of all) stored.push(await this.#insertEvent(tx, fields));
-      return stored;
-    });
+    return this.#write('appendEvents', (tx) => this.#insertEvents(tx, all));
   }
 
-  async putReceipt(draft: ReceiptDraft): Promise<StoredReceipt> {
-    if (!isPlainObject(draft) || !isPlainObject(draft.document)) throw new InvalidArgument('receipt draft must be an object with a document');
-    const receiptId = nonEmpty(draft.receiptId, 'receipt.receiptId');
-    const actionId = nullableText(draft.actionId, 'receipt.actionId');
-    const effectKey = nullableText(draft.effectKey, 'receipt.effectKey');
-    const result = nonEmpty(draft.result, 'receipt.result');
-    const finishedAt = nonEmpty(draft.finishedAt, 'receipt.finishedAt');
+  async putReceipt(draft: ReceiptDraft, events?: TrailingEvents<StoredReceipt>): Promise<StoredReceipt> {
+    const fields = receiptFields(draft);
+    const receiptId = fields.receiptId;
+    const trailing = checkTrailing(events);
+    // Its own `receipt` member is the caller's business on an outcome; here the receipt is the change.
+    const only: TrailingEvents<StoredReceipt> | undefined = trailing === undefined ? undefined : { drafts: (r) => trailing.drafts(r) };
     const { sql } = this.#sql;
     try {
-      return await this.#write('putReceipt', async (tx) => {
-        // The head row first: a lock, so concurrent writers queue rather than race.
-        const head = (await this.#query<{ seq: SqlValue; hash: string }>(tx, sql.lockChainHead)).rows[0];
-        if (!head) throw new InvalidArgument('the receipt chain has no head row (receipt_chain id = 1)');
-        const seq = int(head.seq, 'receipt_chain.seq');
-        const prevHash = String(head.hash);
-        const sealed = sealReceipt(draft.document, seq, prevHash);
-        let inserted: number;
-        try {
-          ({ rowsAffected: inserted } = await this.#query(tx, sql.insertReceipt, [receiptId, actionId, effectKey, result, sealed.json, finishedAt, seq, prevHash, sealed.hash]));
-        } catch (err) {
-          if (!this.#sql.isUniqueViolation(err)) throw err;
-          inserted = 0;
-        }
-        // Rolls the head back with it: the head never advances without its row.
-        if (inserted !== 1) throw new ReceiptAlreadyStored(receiptId);
-        await this.#query(tx, sql.setChainHash, [sealed.hash]);
-        return { seq, prevHash, hash: sealed.hash, json: sealed.json, document: sealed.document } satisfies StoredReceipt;
-      });
+      const stored = await this.#writeTrailed('putReceipt', only, (tx) => this.#chainReceipt(tx, fields));
+      if (trailing !== undefined && only !== undefined) trailing.stored = only.stored!;
+      return stored;
     } catch (err) {
       const select = sql.selectReceipt;
       if (!(err instanceof ReceiptAlreadyStored) || select === undefined) throw err;
