@@ -17,7 +17,6 @@ import type { ReceiptResult } from '../receipt.js';
 import type { StateStore } from '../store/state-store.js';
 import { evidenceTime, parseTime, type Clock } from '../time.js';
 import { delegationToRecord } from '../authority/authority.js';
-
 import type { Logger } from './types.js';
 
 /**

@@ -9,13 +9,9 @@
 import { CTRLRunError, SchemaMismatch, StoreError } from '../errors.js';
 import { storedTime, type Clock } from '../time.js';
 import type { SqlExecutor, SqlDriver, SqlValue } from './driver.js';
-import type { SqlDialect } from './sql-state-store.js';
+import { MIGRATION_IDS, type SqlDialect } from './dialect.js';
 
-/** Every migration this build knows, in order. Both dialects carry exactly these ids. */
-export const MIGRATION_IDS = ['0001_baseline', '0002_receipt_chain', '0003_resolved_by', '0004_policy_provenance'] as const;
-
-/** One known migration id. */
-export type MigrationId = (typeof MIGRATION_IDS)[number];
+export { MIGRATION_IDS, type MigrationId } from './dialect.js';
 
 /** What this build records in `schema_version.ctrlrun_version` and reports as `running`. */
 export const SCHEMA_WRITER = 'ctrlrun-ts 0.1.0';

@@ -15,7 +15,7 @@
  */
 import { GENESIS_HASH } from '../hash.js';
 import { APPROVAL_COLUMNS, CONTINUATION_COLUMNS, DELEGATION_COLUMNS, EFFECT_COLUMNS, RECEIPT_COLUMNS } from './columns.js';
-import type { SqlDialect } from './sql-state-store.js';
+import type { SqlDialect } from './dialect.js';
 
 /**
  * The migration lock key: 0x43545252554E, "CTRRUN". Transaction-scoped

@@ -10,7 +10,7 @@
  */
 import { GENESIS_HASH } from '../hash.js';
 import { APPROVAL_COLUMNS, CONTINUATION_COLUMNS, DELEGATION_COLUMNS, EFFECT_COLUMNS, RECEIPT_COLUMNS } from './columns.js';
-import type { SqlDialect } from './sql-state-store.js';
+import type { SqlDialect } from './dialect.js';
 
 /** Walks an error and its `cause` chain. */
 function* causes(err: unknown): Generator<unknown> {
