@@ -395,11 +395,22 @@ export function jsonEquals(a: unknown, b: unknown): boolean {
  * Values must already be valid JSON data.
  */
 export function orderedJson(value: unknown): string {
+  // JSON.stringify keeps each object's own key order too, natively; of JSON data it refuses only
+  // a bigint (a TypeError), which the walk below writes as digits.
+  try {
+    return JSON.stringify(value);
+  } catch (err) {
+    if (!(err instanceof TypeError)) throw err;
+  }
+  return orderedWalk(value);
+}
+
+function orderedWalk(value: unknown): string {
   if (typeof value === 'bigint') return value.toString();
-  if (Array.isArray(value)) return `[${value.map(orderedJson).join(',')}]`;
+  if (Array.isArray(value)) return `[${value.map(orderedWalk).join(',')}]`;
   if (typeof value === 'object' && value !== null) {
     const parts: string[] = [];
-    for (const k of Object.keys(value)) parts.push(`${JSON.stringify(k)}:${orderedJson((value as Record<string, unknown>)[k])}`);
+    for (const k of Object.keys(value)) parts.push(`${JSON.stringify(k)}:${orderedWalk((value as Record<string, unknown>)[k])}`);
     return `{${parts.join(',')}}`;
   }
   return JSON.stringify(value);

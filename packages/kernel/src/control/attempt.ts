@@ -53,7 +53,7 @@ export async function attempt<T>(ctx: ControlContext, action: Action, executor: 
   const template = options.effectKey === undefined ? (options.effectTemplate ?? ctx.policy.action(action.name)?.effect ?? null) : null;
 
   const pass: Pass = {
-    action, startedAt: evidenceTime(ctx.clock()), effectKey, approvalId, approver: null, attempt: 1, evaluation: null, hookCalls: 0,
+    action, args: action.canonicalArguments, startedAt: evidenceTime(ctx.clock()), effectKey, approvalId, approver: null, attempt: 1, evaluation: null, hookCalls: 0,
     observation: ctx.observing ? { decision: 'allow', reason: '', blocked: null } : null, held: false, pending: [],
     policyHash: ctx.policyHash, policyVersion: ctx.policy.version,
   };
@@ -83,7 +83,7 @@ export async function decideAndRun<T>(ctx: ControlContext, pass: Pass, executor:
 
   if (template !== null) {
     try {
-      pass.effectKey = resolveEffectTemplate(template, action.canonicalArguments, action.resource);
+      pass.effectKey = resolveEffectTemplate(template, pass.args, action.resource);
     } catch (err) {
       if (!(err instanceof EffectKeyError)) throw err;
       note(ctx, pass, 'ACTION_DENIED', { reason: 'effect_key_error', effect: template, error: err.message });
@@ -114,7 +114,7 @@ export async function decideAndRun<T>(ctx: ControlContext, pass: Pass, executor:
     note(ctx, pass, 'AUTHORITY_RESOLVED', authorityEventData(result));
   }
 
-  const evaluation = ctx.policy.evaluate(action.name, action.canonicalArguments);
+  const evaluation = ctx.policy.evaluate(action.name, pass.args);
   for (const w of evaluation.warnings) ctx.logger.warn(`[ctrlrun] ${action.name}: ${w}`);
   pass.evaluation = evaluation;
   note(ctx, pass, 'POLICY_EVALUATED', { decision: evaluation.decision, reason: evaluation.reason });
@@ -193,7 +193,7 @@ export async function resumeAttempt<T>(ctx: ControlContext, continuation: string
   // The decision that let the action run stands, as the first attempt recorded it.
   const decided = await decidedBefore(ctx, action, effectKey, rounds);
   const pass: Pass = {
-    action, startedAt: evidenceTime(ctx.clock()), effectKey, approvalId: decided.approvalId, approver: decided.approver, attempt: record.attempt,
+    action, args: action.canonicalArguments, startedAt: evidenceTime(ctx.clock()), effectKey, approvalId: decided.approvalId, approver: decided.approver, attempt: record.attempt,
     evaluation: decided.evaluation, hookCalls: 0, observation: decided.observation, held: true, pending: [],
     policyHash: decided.policyHash, policyVersion: decided.policyVersion,
   };

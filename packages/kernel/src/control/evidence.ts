@@ -124,6 +124,7 @@ export function receiptDraft(ctx: ControlContext, pass: Pass, r: { result: Recei
     policyHash: pass.policyHash,
     policyVersion: pass.policyVersion,
     controls: ev?.controls ?? [],
+    arguments: pass.args,
   });
 }
 

@@ -71,6 +71,11 @@ export const STARTED: [EventType, JsonObject] = ['EXECUTION_STARTED', {}];
 export interface Pass {
   readonly action: Action;
   readonly startedAt: string;
+  /**
+   * The action's canonical arguments, read once for the decision, the effect key and the receipt
+   * (each read of `action.canonicalArguments` parses a fresh copy; the executor gets its own).
+   */
+  readonly args: JsonObject;
   effectKey: string | null;
   approvalId: string | null;
   approver: string | null;
