@@ -21,7 +21,6 @@ const widget = (file: string) => readFileSync(join(here, 'widget', file), 'utf8'
 const widgetSources = readdirSync(join(here, 'widget')).filter((f) => f.endsWith('.ts'));
 /** Every source of the page and the element, as [path, text]. */
 const everySource = (): [string, string][] => [...sources.map((f): [string, string] => [`src/${f}`, src(f)]), ...widgetSources.map((f): [string, string] => [`widget/${f}`, widget(f)])];
-const kernelTryIt = readFileSync(join(here, '..', 'packages', 'kernel', 'src', 'try-it.ts'), 'utf8');
 
 /** What the spec names for each outcome (spec 04 §4, "Page"). */
 const SPEC_NAMES: Record<TryItOutcome, string[]> = {

@@ -113,6 +113,67 @@ function floorOn(path: string): { one: () => void; close: () => void } {
   };
 }
 
+// The minimal floor: a reservation and its outcome at the least — BEGIN IMMEDIATE; INSERT;
+// COMMIT; BEGIN IMMEDIATE; UPDATE; COMMIT — on a file with the same pragmas.
+function minimalOn(path: string): { one: () => void; close: () => void } {
+  const db = new Database(path, { timeout: 5000 });
+  db.pragma('journal_mode = WAL');
+  db.pragma('synchronous = NORMAL');
+  db.exec('CREATE TABLE effects_min(k TEXT PRIMARY KEY, state TEXT NOT NULL)');
+  const [begin, commit] = [db.prepare('BEGIN IMMEDIATE'), db.prepare('COMMIT')];
+  const insert = db.prepare('INSERT INTO effects_min(k, state) VALUES (?, ?)');
+  const update = db.prepare('UPDATE effects_min SET state = ? WHERE k = ?');
+  let i = 0;
+  return {
+    one() {
+      i++;
+      begin.run();
+      insert.run(`k${i}`, 'executing');
+      commit.run();
+      begin.run();
+      update.run('committed', `k${i}`);
+      commit.run();
+    },
+    close: () => db.close(),
+  };
+}
+
+// Transactions and statements of an approved action and of a refused duplicate, recorded the same way.
+async function recordedCounts(run: (control: Control, store: Awaited<ReturnType<typeof openSqlStateStore>>) => Promise<void>): Promise<string> {
+  const path = join(dir, `count-${recorded.length}-${Math.random().toString(16).slice(2)}.db`);
+  await (await createBetterSqlite3Store(path)).close();
+  const store = await openSqlStateStore(recorder(new BetterSqlite3Driver(new Database(path) as unknown as BetterSqlite3Database)));
+  const control = new Control({ policy: loadPolicy(APPROVE_POLICY), store, logger: { warn() {} } });
+  const before = recorded.length;
+  await run(control, store);
+  const ops = recorded.splice(before);
+  await store.close();
+  return `${ops.filter((o) => o.kind === 'begin').length} transactions / ${ops.filter((o) => o.kind === 'query').length} statements`;
+}
+const APPROVE_POLICY = `schema: ctrlrun.policy/v2
+actions:
+  stripe.refund:
+    effect: "refund:{payment_id}"
+    rules:
+      - when: {amount_lte: 100000}
+        decision: allow
+      - decision: approve
+`;
+const approvedCounts = await recordedCounts(async (control) => {
+  const action = createAction({ name: 'stripe.refund', arguments: { payment_id: 'txn_a', amount: 500000 }, principal });
+  const id = await control.execute(action, () => 'never').catch((e: { requestId: string }) => e.requestId);
+  await control.grantApproval(id, { approver: 'bench' });
+  recording = true;
+  await control.execute(action, () => ({ ok: true }), { approvalId: id });
+  recording = false;
+});
+const duplicateCounts = await recordedCounts(async (control) => {
+  await control.execute(createAction({ name: 'stripe.refund', arguments: { payment_id: 'txn_d', amount: 500 }, principal }), () => ({ ok: true }));
+  recording = true;
+  await control.execute(createAction({ name: 'stripe.refund', arguments: { payment_id: 'txn_d', amount: 500 }, principal }), () => 'never').catch(() => undefined);
+  recording = false;
+});
+
 // Interleaved slices, so that a change in the machine's load hits both sides alike.
 const SLICES = 10;
 const SLICE_MS = 400;
@@ -121,13 +182,15 @@ const oneControl = controlOn(store);
 const bare = join(dir, 'floor.db');
 await (await createBetterSqlite3Store(bare)).close();
 const floor = floorOn(bare);
+const minimal = minimalOn(join(dir, 'minimal.db'));
 for (let k = 0; k < 300; k++) {
   await oneControl();
   floor.one();
+  minimal.one();
 }
 // Wall time, and this process's CPU time (user + system), which other processes' load barely moves.
-const totals = { control: { n: 0, ms: 0, cpuMs: 0 }, floor: { n: 0, ms: 0, cpuMs: 0 } };
-async function slice(side: 'control' | 'floor', fn: () => Promise<void> | void): Promise<void> {
+const totals = { control: { n: 0, ms: 0, cpuMs: 0 }, floor: { n: 0, ms: 0, cpuMs: 0 }, minimal: { n: 0, ms: 0, cpuMs: 0 } };
+async function slice(side: 'control' | 'floor' | 'minimal', fn: () => Promise<void> | void): Promise<void> {
   const start = performance.now();
   const cpu = process.cpuUsage();
   let n = 0;
@@ -143,10 +206,12 @@ async function slice(side: 'control' | 'floor', fn: () => Promise<void> | void):
 for (let i = 0; i < SLICES; i++) {
   await slice('control', oneControl);
   await slice('floor', floor.one);
+  await slice('minimal', minimal.one);
 }
 await store.close();
 floor.close();
-const best = { control: totals.control.n / (totals.control.ms / 1000), floor: totals.floor.n / (totals.floor.ms / 1000) };
+minimal.close();
+const best = { control: totals.control.n / (totals.control.ms / 1000), floor: totals.floor.n / (totals.floor.ms / 1000), minimal: totals.minimal.n / (totals.minimal.ms / 1000) };
 const perCpu = { control: totals.control.n / (totals.control.cpuMs / 1000), floor: totals.floor.n / (totals.floor.cpuMs / 1000) };
 
 const full = await createBetterSqlite3Store(join(dir, 'full.db'), { synchronous: 'FULL' });
@@ -158,7 +223,10 @@ await full.close();
 const fmt = (n: number) => Math.round(n).toLocaleString('en-US');
 console.log(`allowed actions/s (Control)      ${fmt(best.control)}   better-sqlite3 file, WAL, synchronous=NORMAL; ${txPerAction} transactions and ${statementsPerAction} statements per action  (target ≥ 4,000)`);
 console.log(`floor: same SQL bare, actions/s  ${fmt(best.floor)}   prepared, same BEGIN IMMEDIATE … COMMIT transactions, no kernel`);
-console.log(`ratio Control / floor            ${((best.control / best.floor) * 100).toFixed(0)}%   (target ≥ 60%)`);
+console.log(`ratio Control / floor            ${((best.control / best.floor) * 100).toFixed(0)}%   (target ≥ 75%)`);
+console.log(`minimal floor, actions/s         ${fmt(best.minimal)}   BEGIN IMMEDIATE; INSERT; COMMIT; BEGIN IMMEDIATE; UPDATE; COMMIT, same pragmas`);
+console.log(`ratio Control / minimal floor    ${((best.control / best.minimal) * 100).toFixed(0)}%   (target ≥ 25%)`);
+console.log(`per action: allowed ${txPerAction} transactions / ${statementsPerAction} statements; approved ${approvedCounts}; refused duplicate ${duplicateCounts}`);
 console.log(`per CPU-second: Control ${fmt(perCpu.control)}, floor ${fmt(perCpu.floor)}, ratio ${((perCpu.control / perCpu.floor) * 100).toFixed(0)}%   (this process's user + system time; other load moves it less)`);
 console.log(`load average at the end          ${(await import('node:os')).loadavg().map((l) => l.toFixed(2)).join(' ')}   (${(await import('node:os')).cpus().length} CPUs)`);
 console.log(`allowed actions/s, FULL          ${fmt(fullRate)}   the same with synchronous=FULL (every commit synced)`);

@@ -9,21 +9,17 @@ import type { ProcessRunner, RaceOutcome, WorkerReport } from '@ctrlrun/kernel/c
 
 /** A {@link ProcessRunner} spawning Node workers; `opener` overrides the module they open the url with. */
 export function nodeProcesses(options: { opener?: string } = {}): ProcessRunner {
-  return async ({ url, effectKey, contenders }): Promise<RaceOutcome> => {
+  return async ({ url, effectKey, contenders, continuation }): Promise<RaceOutcome> => {
     const marker = tempDir('marker');
     const rendezvous = tempDir('rendezvous');
     try {
       const finished = await runAll(
-        Array.from({ length: contenders }, () => ({
-          kind: 'reserve' as const,
-          url,
-          ...(options.opener ? { opener: options.opener } : {}),
-          effect_key: effectKey,
-          marker_dir: marker.dir,
-          rendezvous_dir: rendezvous.dir,
-          contenders,
-          rendezvous_timeout: RENDEZVOUS_TIMEOUT_S,
-        })),
+        Array.from({ length: contenders }, () => {
+          const common = { url, ...(options.opener ? { opener: options.opener } : {}), rendezvous_dir: rendezvous.dir, contenders, rendezvous_timeout: RENDEZVOUS_TIMEOUT_S };
+          return continuation === undefined
+            ? { kind: 'reserve' as const, ...common, effect_key: effectKey, marker_dir: marker.dir }
+            : { kind: 'take' as const, ...common, continuation };
+        }),
       );
       const reports = finished.map((f) => lastLine(f) as unknown as WorkerReport);
       return { reports, arrivals: files(rendezvous.dir).filter((f) => f.startsWith('arrived-')).length, marker: files(marker.dir) };

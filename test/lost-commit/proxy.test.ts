@@ -168,8 +168,9 @@ describePg('lost COMMIT through a TCP proxy', (server) => {
     await fired;
     expect(err).toBeInstanceOf(AmbiguousWrite);
     expect(s.calls.n).toBe(0);
-    // The reservation landed and stays as written: a retry is refused while its lease lives.
-    expect(await s.row()).toMatchObject({ state: 'reserved', action_id: s.action.actionId });
+    // The reservation landed and stays as written (the reservation step writes the record
+    // `executing` in the same transaction): a retry is refused while its lease lives.
+    expect(await s.row()).toMatchObject({ state: 'executing', action_id: s.action.actionId });
     await expect((s.store as PgStore).reserveEffect(s.key, 'act_retry', 60_000)).rejects.toMatchObject({ code: 'ERR_DUPLICATE_EFFECT', state: 'in_progress' });
   });
 });

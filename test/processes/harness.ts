@@ -57,6 +57,15 @@ export interface ExecuteManyPayload extends BasePayload {
   progress_every: number;
 }
 
+/** Race to take one held continuation at the store level (the conformance case taken-once-cross-process). */
+export interface TakePayload extends BasePayload {
+  kind: 'take';
+  continuation: string;
+  rendezvous_dir: string;
+  contenders: number;
+  rendezvous_timeout: number;
+}
+
 /** Start one execution through `Control.execute`, report it, and hang inside the executor until killed. */
 export interface HangPayload extends BasePayload {
   kind: 'hang';
@@ -64,7 +73,7 @@ export interface HangPayload extends BasePayload {
   lease_ms: number;
 }
 
-export type Payload = ReservePayload | ExecuteManyPayload | HangPayload;
+export type Payload = ReservePayload | TakePayload | ExecuteManyPayload | HangPayload;
 
 /** A finished worker: exit, its parsed stdout lines, and its stderr for diagnostics. */
 export interface Finished {

@@ -4,6 +4,8 @@
  *
  * - `reserve` (spec 03 §7.2): barrier, reserve the key; the winner begins, calls the fake remote
  *   (exclusive-create `marker/called`) and commits. Prints `{won, action_id, error, message}`.
+ * - `take`: barrier, take the held continuation once. Prints `{won, action_id, error, message}`
+ *   (`action_id`: the held action's, for the process that took it).
  * - `execute-many`: barrier, then every key through `Control.execute`; the executor
  *   exclusive-creates `marker/<key>`, so a second execution of a key is an `EEXIST` (counted).
  * - `hang`: one execution through `Control.execute` whose executor prints `{executing: …}` and
@@ -12,7 +14,7 @@
 import { openSync, closeSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { Control, createAction, loadPolicy, randomIds, type StateStore } from '@ctrlrun/kernel';
-import type { ExecuteManyPayload, HangPayload, Payload, ReservePayload } from './harness.js';
+import type { ExecuteManyPayload, HangPayload, Payload, ReservePayload, TakePayload } from './harness.js';
 import { PROCESS_POLICY_YAML, PROCESS_PRINCIPAL } from './policy.js';
 
 const LEASE_MS = 5 * 60_000;
@@ -64,6 +66,19 @@ async function reserve(p: ReservePayload): Promise<void> {
     print({ won, action_id: actionId, error: null, message: null });
   } catch (err) {
     print({ won, action_id: actionId, ...describe(err) });
+  } finally {
+    await store.close();
+  }
+}
+
+async function take(p: TakePayload): Promise<void> {
+  const store = await open(p);
+  await barrier(p.rendezvous_dir, p.contenders, p.rendezvous_timeout);
+  try {
+    const taken = await store.takeContinuation(p.continuation);
+    print({ won: true, action_id: taken.action.actionId, error: null, message: null });
+  } catch (err) {
+    print({ won: false, action_id: null, ...describe(err) });
   } finally {
     await store.close();
   }
@@ -124,6 +139,9 @@ const payload = await readPayload();
 switch (payload.kind) {
   case 'reserve':
     await reserve(payload);
+    break;
+  case 'take':
+    await take(payload);
     break;
   case 'execute-many':
     await executeMany(payload);

@@ -3,7 +3,7 @@
  * see from outside: persistence after commit, reload after a failed save, prepared-statement
  * reuse, bigint reads, wrapped driver errors, the per-driver mutex, the PK and renewal guards.
  */
-import { AmbiguousEffect, DuplicateEffect, InvalidArgument, StoreClosedError, StoreError } from '@ctrlrun/kernel';
+import { AmbiguousEffect, Control, createAction, DuplicateEffect, InvalidArgument, loadPolicy, StoreClosedError, StoreError } from '@ctrlrun/kernel';
 import { SqlStateStore, openSqlStateStore, sqliteDialect, type SqlDriver, type SqlExecutor } from '@ctrlrun/kernel/store';
 import {
   SqlJsDriver,
@@ -63,6 +63,33 @@ describe('persistence', () => {
     // The saved bytes are the committed state.
     const copy = await openSqlJsStore(SQL, { persistence: { load: async () => s.bytes, save: async () => undefined } });
     expect(await copy.getEffect('k1')).toMatchObject({ state: 'reserved', actionId: 'act_1' });
+    await copy.close();
+    await store.close();
+  });
+
+  it('an allowed action saves twice: the reservation before the executor runs, the outcome and receipt after', async () => {
+    const { s, persistence } = slot();
+    const store = await createSqlJsStore({ clock: () => T0, persistence });
+    const control = new Control({
+      policy: loadPolicy('schema: ctrlrun.policy/v2\nactions:\n  pay: {decision: allow, effect: "pay:{id}"}\n'),
+      store, clock: () => T0, principal: { agent: 'a' }, logger: { warn: () => undefined },
+    });
+    const reopen = () => openSqlJsStore(SQL, { persistence: { load: async () => s.bytes, save: async () => undefined } });
+    const before = s.saves;
+    let seenByExecutor: unknown = null;
+    await control.execute(createAction({ name: 'pay', arguments: { id: 'p1' }, principal: { agent: 'a' } }), async () => {
+      // A reload now (a closed tab, a crash) still holds the reservation: the key is taken.
+      const copy = await reopen();
+      seenByExecutor = await copy.getEffect('pay:p1');
+      await copy.close();
+      return 'paid';
+    });
+    expect(seenByExecutor).toMatchObject({ state: 'executing', attempt: 1 });
+    expect(s.saves - before).toBe(2);
+    const copy = await reopen();
+    expect(await copy.getEffect('pay:p1')).toMatchObject({ state: 'committed' });
+    expect((await copy.receipts()).map((r) => r.seq)).toEqual([1]);
+    expect((await copy.events()).map((e) => e.type)).toEqual(['ACTION_PROPOSED', 'POLICY_EVALUATED', 'EFFECT_RESERVED', 'EXECUTION_STARTED', 'EXECUTION_COMMITTED']);
     await copy.close();
     await store.close();
   });

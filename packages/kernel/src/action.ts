@@ -85,12 +85,13 @@ export function createPrincipal(input: ActionInput['principal']): Principal {
   return Object.freeze(p);
 }
 
-/** The six-key payload that is hashed. */
-function payloadText(name: string, args: JsonObject, principal: Principal, resource: string | null, environment: string): string {
-  return canonicalJson(
-    { arguments: args, environment, name, principal: { agent: principal.agent, user: principal.user }, resource, schema: ACTION_SCHEMA },
-    'action',
-  );
+/**
+ * The six-key payload that is hashed, around the arguments' canonical text (written once per
+ * action): `arguments` sorts first, so the payload is that text followed by the other five keys.
+ */
+function payloadText(argsText: string, name: string, principal: Principal, resource: string | null, environment: string): string {
+  const rest = canonicalJson({ environment, name, principal: { agent: principal.agent, user: principal.user }, resource, schema: ACTION_SCHEMA }, 'action');
+  return `{"arguments":${argsText},${rest.slice(1)}`;
 }
 
 /** Builds a canonical action: validates every field, deep-freezes the arguments, hashes the payload. */
@@ -104,8 +105,8 @@ export function createAction(input: ActionInput, options: { ids?: IdSource } = {
   const resource = nullOrNonEmpty(input.resource, 'action.resource');
   const environment = input.environment === undefined ? DEFAULT_ENVIRONMENT : nonEmpty(input.environment, 'action.environment');
   const actionId = input.actionId === undefined ? (options.ids ?? randomIds)('act') : nonEmpty(input.actionId, 'action.actionId');
-  const canonical = payloadText(name, args, principal, resource, environment);
   const argsText = canonicalJson(args, 'arguments');
+  const canonical = payloadText(argsText, name, principal, resource, environment);
   const action: Action = {
     actionId,
     name,

@@ -69,25 +69,37 @@ function keyPath(path: string, key: string): string {
   return /^[A-Za-z_$][\w$]*$/.test(key) ? `${path}.${key}` : `${path}[${JSON.stringify(key)}]`;
 }
 
+/**
+ * Where a value sits, for error messages only: built as a chain while writing (cheap) and turned
+ * into text (`arguments.items[2].name`) only when something is refused.
+ */
+type Path = string | { readonly parent: Path; readonly key: string | number };
+
+function pathText(path: Path): string {
+  if (typeof path === 'string') return path;
+  const parent = pathText(path.parent);
+  return typeof path.key === 'number' ? `${parent}[${path.key}]` : keyPath(parent, path.key);
+}
+
 /** Serialises `value` canonically, validating as it goes; `path` names the root in errors. */
-function write(value: unknown, path: string, out: string[]): void {
+function write(value: unknown, path: Path, out: string[]): void {
   switch (typeof value) {
     case 'string':
-      if (!isWellFormedString(value)) throw new InvalidArgument(`a lone surrogate is not allowed at ${path}`);
+      if (!isWellFormedString(value)) throw new InvalidArgument(`a lone surrogate is not allowed at ${pathText(path)}`);
       out.push(JSON.stringify(value));
       return;
     case 'number':
-      if (!Number.isInteger(value)) throw new InvalidArgument(`float is not an allowed argument type at ${path}${FLOAT_HINT}`);
+      if (!Number.isInteger(value)) throw new InvalidArgument(`float is not an allowed argument type at ${pathText(path)}${FLOAT_HINT}`);
       if (!Number.isSafeInteger(value)) {
-        throw new InvalidArgument(`integer at ${path} is beyond 2^53 - 1 and would lose precision: pass it as a bigint`);
+        throw new InvalidArgument(`integer at ${pathText(path)} is beyond 2^53 - 1 and would lose precision: pass it as a bigint`);
       }
-      if (Object.is(value, -0)) throw new InvalidArgument(`-0 is not an allowed argument value at ${path}: use 0`);
+      if (Object.is(value, -0)) throw new InvalidArgument(`-0 is not an allowed argument value at ${pathText(path)}: use 0`);
       out.push(String(value));
       return;
     case 'bigint': {
       const digits = value.toString();
       const n = digits.length - (value < 0n ? 1 : 0);
-      if (n > MAX_INTEGER_DIGITS) throw new InvalidArgument(`integer at ${path} has ${n} digits; the limit is ${MAX_INTEGER_DIGITS}`);
+      if (n > MAX_INTEGER_DIGITS) throw new InvalidArgument(`integer at ${pathText(path)} has ${n} digits; the limit is ${MAX_INTEGER_DIGITS}`);
       out.push(digits);
       return;
     }
@@ -102,32 +114,32 @@ function write(value: unknown, path: string, out: string[]): void {
       if (Array.isArray(value)) {
         out.push('[');
         for (let i = 0; i < value.length; i++) {
-          if (!(i in value)) throw new InvalidArgument(`an array hole is not an allowed argument value at ${path}[${i}]`);
+          if (!(i in value)) throw new InvalidArgument(`an array hole is not an allowed argument value at ${pathText({ parent: path, key: i })}`);
           if (i > 0) out.push(',');
-          write(value[i], `${path}[${i}]`, out);
+          write(value[i], { parent: path, key: i }, out);
         }
         out.push(']');
         return;
       }
       if (isPlainObject(value)) {
-        if (Object.getOwnPropertySymbols(value).length > 0) throw new InvalidArgument(`a symbol key is not allowed at ${path}`);
+        if (Object.getOwnPropertySymbols(value).length > 0) throw new InvalidArgument(`a symbol key is not allowed at ${pathText(path)}`);
         const keys = Object.keys(value).sort(compareCodePoints);
         out.push('{');
         let first = true;
         for (const k of keys) {
-          if (!isWellFormedString(k)) throw new InvalidArgument(`a key with a lone surrogate is not allowed at ${path}`);
+          if (!isWellFormedString(k)) throw new InvalidArgument(`a key with a lone surrogate is not allowed at ${pathText(path)}`);
           if (!first) out.push(',');
           first = false;
           out.push(JSON.stringify(k), ':');
-          write(value[k], keyPath(path, k), out);
+          write(value[k], { parent: path, key: k }, out);
         }
         out.push('}');
         return;
       }
-      if (value instanceof Date) throw new InvalidArgument(`Date is not an allowed argument type at ${path}${DATE_HINT}`);
-      throw new InvalidArgument(`${describe(value)} is not an allowed argument type at ${path}`);
+      if (value instanceof Date) throw new InvalidArgument(`Date is not an allowed argument type at ${pathText(path)}${DATE_HINT}`);
+      throw new InvalidArgument(`${describe(value)} is not an allowed argument type at ${pathText(path)}`);
     default:
-      throw new InvalidArgument(`${describe(value)} is not an allowed argument type at ${path}`);
+      throw new InvalidArgument(`${describe(value)} is not an allowed argument type at ${pathText(path)}`);
   }
 }
 
@@ -383,11 +395,22 @@ export function jsonEquals(a: unknown, b: unknown): boolean {
  * Values must already be valid JSON data.
  */
 export function orderedJson(value: unknown): string {
+  // JSON.stringify keeps each object's own key order too, natively; of JSON data it refuses only
+  // a bigint (a TypeError), which the walk below writes as digits.
+  try {
+    return JSON.stringify(value);
+  } catch (err) {
+    if (!(err instanceof TypeError)) throw err;
+  }
+  return orderedWalk(value);
+}
+
+function orderedWalk(value: unknown): string {
   if (typeof value === 'bigint') return value.toString();
-  if (Array.isArray(value)) return `[${value.map(orderedJson).join(',')}]`;
+  if (Array.isArray(value)) return `[${value.map(orderedWalk).join(',')}]`;
   if (typeof value === 'object' && value !== null) {
     const parts: string[] = [];
-    for (const k of Object.keys(value)) parts.push(`${JSON.stringify(k)}:${orderedJson((value as Record<string, unknown>)[k])}`);
+    for (const k of Object.keys(value)) parts.push(`${JSON.stringify(k)}:${orderedWalk((value as Record<string, unknown>)[k])}`);
     return `{${parts.join(',')}}`;
   }
   return JSON.stringify(value);

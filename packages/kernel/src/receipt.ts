@@ -35,6 +35,8 @@ export interface ReceiptFields {
   policyHash: string | null;
   policyVersion: string | null;
   controls: readonly string[];
+  /** The canonical arguments to record, when the caller already holds a copy; else read from the action. */
+  arguments?: JsonObject;
 }
 
 /** Builds the receipt document in `to_json` key order, `seq`/`prev_hash` still null. */
@@ -47,7 +49,7 @@ export function buildReceipt(action: Action, f: ReceiptFields): ReceiptDraft {
     action_hash: action.actionHash,
     principal: principalJson(action.principal),
     resource: action.resource,
-    arguments: action.canonicalArguments,
+    arguments: f.arguments ?? action.canonicalArguments,
     environment: action.environment,
     decision: f.decision,
     decision_reason: f.decisionReason,

@@ -174,4 +174,10 @@ describe('canonical form (T7)', () => {
     expect(() => canonicalJson({ a: [BigInt(d401)] }, 'arguments')).toThrow('integer at arguments.a[0] has 401 digits; the limit is 400');
     expect(() => canonicalJson(-BigInt(d401))).toThrow('integer at value has 401 digits');
   });
+
+  it('names the refused value by its full path, built only when something is refused', () => {
+    expect(() => canonicalJson({ 'a b': [{ c: 1.5 }] }, 'arguments')).toThrow('float is not an allowed argument type at arguments["a b"][0].c');
+    expect(() => canonicalJson({ list: [1, [2, undefined]] }, 'arguments')).toThrow('undefined is not an allowed argument type at arguments.list[1][1]');
+    expect(() => canonicalJson([0, , 2], 'xs')).toThrow('an array hole is not an allowed argument value at xs[1]');
+  });
 });

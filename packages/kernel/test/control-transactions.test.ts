@@ -1,9 +1,10 @@
 /**
  * Fewer write transactions per action, the same evidence: a state change writes the events that
- * describe it in its own transaction (`TrailingEvents`), and ACTION_PROPOSED goes in one
- * transaction with the pass's next event. Every case compares against a store that ignores both
- * (the contract before they existed), so the events must be identical, only the number of
- * BEGINs differs.
+ * describe it in its own transaction (`TrailingEvents`), the events a pass drafts before its next
+ * write go in with that write, the reservation step (approval, reservation, start) is one
+ * transaction (`reserveForExecution`), and the outcome carries its receipt. Every case compares
+ * against a store that ignores all of it (the contract before it existed), so the events and
+ * receipts must be identical; only the number of BEGINs and statements differs.
  */
 import { AmbiguousEffect, AmbiguousWrite, Control, DuplicateEffect, MINUTE, callbackSink, createAction, loadPolicy, sequentialIds, type EventDraft, type EventRecord, type Reservation, type StateStore } from '@ctrlrun/kernel';
 import { SqlStateStore, type SqlDriver, type SqlExecutor, type TrailingEvents } from '@ctrlrun/kernel/store';
@@ -25,6 +26,8 @@ class CountingDriver implements SqlDriver {
   readonly dialect = 'sqlite' as const;
   readonly capabilities = Object.freeze({ concurrentConnections: false });
   begins = 0;
+  /** Statements sent inside transactions. */
+  statements = 0;
   loss: { mode: 'land' | 'drop'; when: RegExp } | null = null;
   constructor(readonly inner: SqlJsDriver) {}
   query: SqlDriver['query'] = (sql, params) => this.inner.query(sql, params);
@@ -39,8 +42,8 @@ class CountingDriver implements SqlDriver {
     try {
       await this.inner.transaction(async (tx) => {
         const watched: SqlExecutor = {
-          query: (sql, params) => ((hit ||= loss !== null && loss.when.test(sql)), tx.query(sql, params)),
-          exec: (sql) => tx.exec(sql),
+          query: (sql, params) => ((hit ||= loss !== null && loss.when.test(sql)), this.statements++, tx.query(sql, params)),
+          exec: (sql) => (this.statements++, tx.exec(sql)),
         };
         result = await fn(watched);
         if (hit && loss!.mode === 'drop') throw ROLL_BACK;
@@ -59,14 +62,14 @@ class CountingDriver implements SqlDriver {
   }
 }
 
-/** The contract as it was: no trailing events, no `appendEvents`. */
+/** The contract as it was: no trailing events, no `appendEvents`, no `reserveForExecution`. */
 function legacy(real: StateStore): StateStore {
   const strip = new Map<string | symbol, number>([
-    ['reserveEffect', 3], ['consumeApprovalAndReserve', 5], ['beginExecution', 2], ['commitEffect', 3], ['failEffect', 3], ['markAmbiguous', 3],
+    ['reserveEffect', 3], ['consumeApprovalAndReserve', 5], ['beginExecution', 2], ['commitEffect', 3], ['failEffect', 3], ['markAmbiguous', 3], ['putReceipt', 1],
   ]);
   return new Proxy(real, {
     get(target, prop, receiver) {
-      if (prop === 'appendEvents') return undefined;
+      if (prop === 'appendEvents' || prop === 'reserveForExecution') return undefined;
       const v = Reflect.get(target, prop, receiver) as unknown;
       if (typeof v !== 'function') return v;
       const arity = strip.get(prop);
@@ -91,6 +94,7 @@ async function scene(options: { legacy?: boolean; policy?: string } = {}) {
     logger: { warn: () => undefined },
   });
   driver.begins = 0; // only the case's own writes
+  driver.statements = 0;
   return { driver, store: real, control, sunk };
 }
 
@@ -114,13 +118,35 @@ describe('an allowed action writes its events with its state changes', () => {
     expect(await now.store.receipts()).toEqual(await before.store.receipts());
   });
 
-  it('takes 5 write transactions where one event per transaction took 9', async () => {
+  it('takes 2 write transactions (reserve; outcome and receipt) where one event per transaction took 9', async () => {
     const now = await scene();
     const before = await scene({ legacy: true });
     await now.control.execute(refund('txn_2'), () => 'ok');
     await before.control.execute(refund('txn_2'), () => 'ok');
     expect(before.driver.begins).toBe(9);
-    expect(now.driver.begins).toBe(5);
+    expect(now.driver.begins).toBe(2);
+    // Reserve: read the key, insert it executing, the four events in one INSERT. Outcome: read,
+    // compare-and-set, its event, then the chain (lock the head, the row, the head's hash).
+    expect(now.driver.statements).toBe(9);
+    console.log(`allowed action: ${now.driver.begins} transactions / ${now.driver.statements} statements (one event per transaction: ${before.driver.begins} / ${before.driver.statements})`);
+  });
+
+  it('a refused duplicate: the refused reservation, then its events and receipt in one transaction', async () => {
+    const now = await scene();
+    const before = await scene({ legacy: true });
+    const [first, again] = [refund('txn_dup'), refund('txn_dup')];
+    for (const s of [now, before]) {
+      await s.control.execute(first, () => 'ok');
+      s.driver.begins = 0;
+      s.driver.statements = 0;
+      await expect(s.control.execute(again, () => 'never')).rejects.toBeInstanceOf(DuplicateEffect);
+    }
+    expect(now.driver.begins).toBe(2);
+    expect(before.driver.begins).toBe(5);
+    expect(await now.store.events()).toEqual(await before.store.events());
+    expect(await now.store.receipts()).toEqual(await before.store.receipts());
+    expect(now.sunk).toEqual(await now.store.events());
+    console.log(`refused duplicate: ${now.driver.begins} transactions / ${now.driver.statements} statements (one event per transaction: ${before.driver.begins} / ${before.driver.statements})`);
   });
 
   it('an approved action: APPROVAL_CONSUMED and EFFECT_RESERVED ride on the consumption, unchanged', async () => {
@@ -129,13 +155,16 @@ describe('an allowed action writes its events with its state changes', () => {
       const id = await s.control.execute(action, () => 'never').catch((e: { requestId: string }) => e.requestId);
       await s.control.grantApproval(id, { approver: 'alice' });
       s.driver.begins = 0;
+      s.driver.statements = 0;
       await s.control.execute(action, () => 'ok', { approvalId: id });
       return s.driver.begins;
     };
     const now = await scene();
     const before = await scene({ legacy: true });
     expect(await run(before)).toBe(10);
-    expect(await run(now)).toBe(5);
+    expect(await run(now)).toBe(2);
+    console.log(`approved action: ${now.driver.begins} transactions / ${now.driver.statements} statements (one event per transaction: ${before.driver.begins} / ${before.driver.statements})`);
+    expect(await now.store.receipts()).toEqual(await before.store.receipts());
     const events = await now.store.events();
     expect(events.slice(-6).map((e) => e.type)).toEqual(['ACTION_PROPOSED', 'POLICY_EVALUATED', 'APPROVAL_CONSUMED', 'EFFECT_RESERVED', 'EXECUTION_STARTED', 'EXECUTION_COMMITTED']);
     expect(events).toEqual(await before.store.events());
@@ -222,6 +251,39 @@ describe('a lost COMMIT settles the events with the write, exactly once', () => 
       const stored = await store.events();
       expect(stored.map((e) => e.data)).toEqual([{ n: 0 }, { n: 1 }, { n: 2 }]);
       expect(events.stored).toEqual(stored.slice(1));
+    });
+  }
+
+  for (const [mode, what] of [['land', 'landed (a1.row1.ours)'], ['drop', 'never arrived (a1.row2.reinsert)']] as const) {
+    it(`reserveForExecution whose COMMIT was lost and ${what}: the executing row is ours, its events once`, async () => {
+      const driver = new CountingDriver(await SqlJsDriver.open(SQL));
+      const warned: unknown[] = [];
+      const store = await new SqlStateStore(driver, { clock: () => T0, logger: { warn: (...a: unknown[]) => void warned.push(a) } }).open();
+      driver.loss = { mode, when: /^INSERT INTO effects/ };
+      const events: TrailingEvents<[unknown, Reservation]> = { drafts: ([, r]) => [draft(r.attempt), { ...draft(r.attempt + 1), type: 'EXECUTION_STARTED' }] };
+      const [approval, r] = await store.reserveForExecution({ key: 'refund:lost', actionId: 'act_a', leaseMs: MINUTE, approval: null }, events);
+      expect(approval).toBeNull();
+      expect(r).toMatchObject({ attempt: 1 });
+      expect(await store.getEffect('refund:lost')).toMatchObject({ state: 'executing', actionId: 'act_a', attempt: 1 });
+      const stored = await store.events();
+      expect(stored.map((e) => e.type)).toEqual(['EFFECT_RESERVED', 'EXECUTION_STARTED']);
+      expect(events.stored).toEqual(stored);
+      expect(JSON.stringify(warned)).toContain(mode === 'land' ? 'a1.row1.ours' : 'a1.row2.reinsert');
+    });
+  }
+
+  for (const [mode, what] of [['land', 'landed (a2.row1.landed)'], ['drop', 'never arrived (a2.row2.reissue)']] as const) {
+    it(`commitEffect with its receipt whose COMMIT was lost and ${what}: one receipt, no gap`, async () => {
+      const driver = new CountingDriver(await SqlJsDriver.open(SQL));
+      const store = await new SqlStateStore(driver, { clock: () => T0, logger: { warn: () => undefined } }).open();
+      const control = new Control({ policy: loadPolicy(REFUND_POLICY), store, clock: () => T0, ids: sequentialIds(), principal: { agent: 'refund-agent' }, logger: { warn: () => undefined } });
+      driver.loss = { mode, when: /^UPDATE effects/ };
+      const { receipt } = await control.executeWithReceipt(refund('txn_lost'), () => 'ok');
+      expect(receipt.seq).toBe(1);
+      const rows = await store.receipts();
+      expect(rows.map((r) => r.seq)).toEqual([1]);
+      expect((await store.events()).filter((e) => e.type === 'EXECUTION_COMMITTED')).toHaveLength(1);
+      expect(await store.getEffect('refund:txn_lost')).toMatchObject({ state: 'committed' });
     });
   }
 

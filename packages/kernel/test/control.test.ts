@@ -13,6 +13,7 @@ import {
   protect,
   type StateStore,
 } from '@ctrlrun/kernel';
+import type { SqlExecutor } from '@ctrlrun/kernel/store';
 import { setup } from './harness.js';
 import { GRANT, action as authorityAction, doc, rig } from './authority.fixtures.js';
 
@@ -479,12 +480,15 @@ describe('receipts (T11, T170, T172)', () => {
     const ctx = await setup();
     const { fn } = refunder(ctx);
     await fn({ payment_id: 'txn_a', amount: 500 });
-    const real = ctx.store.putReceipt.bind(ctx.store);
+    // The receipt's INSERT fails wherever it is written: with the outcome (one transaction) or alone.
+    const driver = ctx.store.driver;
+    const real = driver.transaction.bind(driver);
     let fail = true;
-    ctx.store.putReceipt = async (d) => {
-      if (fail) throw new Error('disk full');
-      return real(d);
-    };
+    driver.transaction = <T,>(body: (tx: SqlExecutor) => Promise<T>) =>
+      real((tx) => body({
+        query: (sql, params) => (fail && sql.startsWith('INSERT INTO receipts') ? Promise.reject(new Error('disk full')) : tx.query(sql, params)),
+        exec: (sql) => tx.exec(sql),
+      }));
     await expect(fn({ payment_id: 'txn_b', amount: 500 })).rejects.toThrow('disk full');
     expect((await ctx.store.getEffect('refund:txn_b'))?.state).toBe('committed');
     expect(ctx.types()).toContain('EXECUTION_COMMITTED');

@@ -12,7 +12,7 @@ import type { Action, Principal } from '../action.js';
 import { compareCodePoints, type JsonObject } from '../canonical.js';
 import { AuthorityEscalation, IdentityError, InvalidArgument, PolicyError } from '../errors.js';
 import type { IdSource } from '../ids.js';
-import type { CanonicalAuthority, CanonicalGrant } from '../policy/policy.js';
+import type { CanonicalAuthority, CanonicalGrant } from '../policy/types.js';
 import { POLICY_SCHEMAS } from '../policy/schemas.js';
 import { quote, Refusal, rejectNestedMode, rejectUnknownKeys, toInt } from '../policy/tree.js';
 import { readYaml, refusalToPolicyError, typeName, YamlRefusal, YMap, YSeq, type YValue } from '../policy/yaml.js';

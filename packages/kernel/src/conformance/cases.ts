@@ -53,6 +53,7 @@ export const CASE_IDS = [
   'grant-json-round-trip',
   'one-resumption',
   'extend-lease-refusals',
+  'taken-once-cross-process',
 ] as const;
 
 /** One case id. */
@@ -85,11 +86,15 @@ export interface WorkerReport {
   message: string | null;
 }
 
-/** One cross-process race: `contenders` OS processes open `url` and reserve `effectKey` at once. */
+/**
+ * One cross-process race: `contenders` OS processes open `url` and reserve `effectKey` at once,
+ * or, with `continuation`, each try to take that held continuation.
+ */
 export interface RaceRequest {
   url: string;
   effectKey: string;
   contenders: number;
+  continuation?: string;
 }
 
 /** What the parent saw: every worker's report, the barrier's arrivals, the fake remote's marker files. */
@@ -384,7 +389,37 @@ function continuationValue(): string {
 }
 
 /** Every case of the continuation suite (spec 01 §10, spec 03 §3.1 and §4). */
-const continuationCases: Record<'one-resumption' | 'extend-lease-refusals', CaseDef> = {
+const continuationCases: Record<'one-resumption' | 'extend-lease-refusals' | 'taken-once-cross-process', CaseDef> = {
+  'taken-once-cross-process': {
+    suite: 'continuation',
+    crossProcess: true,
+    async run(factory) {
+      if (!factory.url) return declaredHonestly(factory, 'no url()');
+      if (!factory.processes) throw new Error(`${factory.name} declares url() but gives no processes runner`);
+      // The workers read the wall clock: the lease must be live for them.
+      await withStore(factory, manualClock(new Date()), async (store) => {
+        const key = freshKey();
+        const action = refundAction(4300, { cross: true });
+        await executing(store, key, action);
+        const value = continuationValue();
+        expect(await store.holdContinuation(action, key, value, LEASE), 'held').toBe(1);
+        const out = await factory.processes!({ url: factory.url!(store), effectKey: key, contenders: CONTENDERS, continuation: value });
+        const seen = JSON.stringify(out.reports);
+        expect(out.arrivals, 'every worker reached the barrier').toBe(CONTENDERS);
+        expect(out.reports, 'every worker reported').toHaveLength(CONTENDERS);
+        const takers = out.reports.filter((r) => r.won);
+        expect(takers, `exactly one process took it: ${seen}`).toHaveLength(1);
+        expect(takers[0]!.action_id, 'the held action came back').toBe(action.actionId);
+        const again = await refused(store.takeContinuation(value), InvalidArgument, INVALID, 'taking it again in the parent');
+        // Every loser met the one uninformative refusal a taken value meets.
+        for (const r of out.reports) {
+          if (!r.won) expect({ error: r.error, message: r.message }, `a loser: ${seen}`).toEqual({ error: 'InvalidArgument', message: (again as Error).message });
+        }
+        expect(await store.continuationRounds(key), 'still one round').toBe(1);
+        expect(await state(store, key), 'taking never moves the record').toMatchObject({ state: 'executing', actionId: action.actionId });
+      });
+    },
+  },
   'one-resumption': {
     suite: 'continuation',
     test: 'test_T163_a_continuation_is_taken_once_and_never_after_its_lease',

@@ -16,7 +16,15 @@ import type { Authority } from '../authority/authority.js';
 import { DERIVED_SUBJECTS, NUMERIC_OPERATORS, type Condition } from './conditions.js';
 import { parseTemplate, RESOURCE_PLACEHOLDER } from './template.js';
 import { child } from './tree.js';
-import type { Decision, Policy } from './policy.js';
+import type { ActionEntry, Decision, PolicyRule } from './types.js';
+
+/** What {@link checkPolicy} reads of a loaded policy. */
+export interface CheckedPolicy {
+  readonly actionNames: readonly string[];
+  action(name: string): ActionEntry | null;
+  rules(name: string): readonly PolicyRule[] | null;
+  readonly authority: Authority | null;
+}
 
 /** The kinds of finding. */
 export type PolicyFindingCode =
@@ -100,9 +108,9 @@ function bypassesOnto(conditions: readonly Condition[], later: readonly Conditio
  * The findings for `policy` (and its grants): each a place where a missing or mistyped argument,
  * or another spelling of a value, turns a stricter decision into a less strict one. An empty list
  * means none was found, not that the policy is right. Pure and cheap; `loadPolicy` runs it and
- * keeps the messages as {@link Policy.warnings}.
+ * keeps the messages as `Policy.warnings`.
  */
-export function checkPolicy(policy: Policy, options: CheckPolicyOptions = {}): PolicyFinding[] {
+export function checkPolicy(policy: CheckedPolicy, options: CheckPolicyOptions = {}): PolicyFinding[] {
   const findings: PolicyFinding[] = [];
   for (const name of policy.actionNames) {
     const rules = policy.rules(name) ?? [];

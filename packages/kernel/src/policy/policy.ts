@@ -4,13 +4,14 @@
  *
  * @module
  */
-import { canonicalJson, compareCodePoints, isPlainObject, type JsonValue } from '../canonical.js';
+import { canonicalJson, compareCodePoints, isPlainObject } from '../canonical.js';
 import { DEFAULT_ENVIRONMENT } from '../action.js';
 import { InvalidArgument, PolicyError } from '../errors.js';
 import { sha256Tagged } from '../hash.js';
 import { compileCondition, DERIVED_SUBJECTS, splitConditionKey, type Condition, type Matcher } from './conditions.js';
 import { parseTemplate } from './template.js';
 import { checkPolicy } from './check.js';
+import type { ActionEntry, CanonicalAuthority, Decision, PolicyRule } from './types.js';
 import { POLICY_SCHEMAS, type PolicySchema } from './schemas.js';
 import { checkResourceScopes, parseAuthoritySection, type Authority } from '../authority/authority.js';
 import { child, fromJs, isBlank, parseOperand, plain, quote, Refusal, rejectNestedMode, rejectUnknownKeys } from './tree.js';
@@ -18,8 +19,7 @@ import { describeKey, readYaml, refusalToPolicyError, typeName, YamlRefusal, YMa
 
 
 export { POLICY_SCHEMAS, type PolicySchema };
-/** What a policy decides. Renders by value everywhere (`"approve"`). */
-export type Decision = 'allow' | 'approve' | 'deny';
+export type { ActionEntry, CanonicalAuthority, CanonicalGrant, Decision, PolicyRule } from './types.js';
 
 /** The three decisions, from least to most strict. */
 export const DECISIONS: readonly Decision[] = Object.freeze(['allow', 'approve', 'deny'] as const);
@@ -41,18 +41,6 @@ export interface Evaluation {
   warnings: string[];
 }
 
-/** What the control path needs to know about one action entry. */
-export interface ActionEntry {
-  readonly name: string;
-  /** The `effect:` template as written (validated at load), or null: no key, no reservation. */
-  readonly effect: string | null;
-  /** The `resource:` template as written (validated at load), or null. */
-  readonly resource: string | null;
-  /** Argument name → data label (`data:`). */
-  readonly data: Readonly<Record<string, string>>;
-  /** `mcp.not_executed_on_error`: an upstream error means nothing was executed. */
-  readonly notExecutedOnError: boolean;
-}
 
 /** One entry of the `controls:` registry (v4). */
 export interface PolicyControl {
@@ -61,22 +49,7 @@ export interface PolicyControl {
   readonly source: string | null;
 }
 
-/** One grant in the 0.6 canonical shape the policy hash is taken over. */
-export interface CanonicalGrant {
-  readonly actions: readonly string[];
-  readonly constraints: Readonly<Record<string, { readonly argument: string; readonly op: string; readonly operand: JsonValue }>>;
-  readonly delegable: boolean;
-  readonly environments: readonly string[] | null;
-  readonly expires_at: string | null;
-  readonly resources: readonly string[] | null;
-  readonly subject: { readonly agent: string | null; readonly user: string | null };
-}
 
-/** Authority in the canonical form the policy hash is taken over (spec 03 §6). */
-export interface CanonicalAuthority {
-  readonly max_delegation_depth: number | bigint;
-  readonly grants: Readonly<Record<string, CanonicalGrant>>;
-}
 
 /** Options of {@link loadPolicy}. */
 export interface LoadPolicyOptions {
@@ -271,13 +244,6 @@ interface CompiledRule {
   readonly controls: readonly string[];
 }
 
-/** One rule as {@link Policy.rules} shows it. */
-export interface PolicyRule {
-  readonly decision: Decision;
-  /** `rule[N]`, or `decision` for a bare `decision:` entry. */
-  readonly reason: string;
-  readonly conditions: readonly Condition[];
-}
 
 /** An action entry ready to evaluate. */
 interface CompiledEntry {

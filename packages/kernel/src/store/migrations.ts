@@ -9,10 +9,8 @@
 import { CTRLRunError, SchemaMismatch, StoreError } from '../errors.js';
 import { storedTime, type Clock } from '../time.js';
 import type { SqlExecutor, SqlDriver, SqlValue } from './driver.js';
-import type { SqlDialect } from './sql-state-store.js';
-
-/** Every migration this build knows, in order. Both dialects carry exactly these ids. */
-export const MIGRATION_IDS = ['0001_baseline', '0002_receipt_chain', '0003_resolved_by', '0004_policy_provenance'] as const;
+import { MIGRATION_IDS, type MigrationId, type SqlDialect } from './dialect.js';
+export { MIGRATION_IDS, type MigrationId };
 
 /**
  * The schema level this build reads and writes: its last migration. It is the schema of the
@@ -23,9 +21,6 @@ export const SCHEMA_LEVEL: MigrationId = MIGRATION_IDS[MIGRATION_IDS.length - 1]
 
 /** What a refusal says about the level, so an operator sees where the two implementations part. */
 const LEVEL_NOTE = `(this build stops at schema level ${MIGRATION_IDS[MIGRATION_IDS.length - 1]!}, the schema of the Python original CTRLRun 0.6; a store migrated past it, by a later CTRLRun for instance, is not shared)`;
-
-/** One known migration id. */
-export type MigrationId = (typeof MIGRATION_IDS)[number];
 
 /** What this build records in `schema_version.ctrlrun_version` and reports as `running`. */
 export const SCHEMA_WRITER = 'ctrlrun-ts 0.1.0';

@@ -15,7 +15,7 @@
  */
 import { GENESIS_HASH } from '../hash.js';
 import { APPROVAL_COLUMNS, CONTINUATION_COLUMNS, DELEGATION_COLUMNS, EFFECT_COLUMNS, RECEIPT_COLUMNS } from './columns.js';
-import type { SqlDialect } from './sql-state-store.js';
+import type { SqlDialect } from './dialect.js';
 
 /**
  * The migration lock key: 0x43545252554E, "CTRRUN". Transaction-scoped
@@ -151,6 +151,8 @@ function build(schema: string): SqlDialect {
       listApprovalsInStatus: `SELECT ${APPROVAL_COLUMNS} FROM ${t('approvals')} WHERE status = $1 ORDER BY created_at, approval_id`,
 
       insertEvent: `INSERT INTO ${t('events')}(ts, type, action_id, effect_key, approval_id, data_json) VALUES ($1, $2, $3, $4, $5, $6) RETURNING event_id`,
+      insertEvents: (n: number): string =>
+        `INSERT INTO ${t('events')}(ts, type, action_id, effect_key, approval_id, data_json) VALUES ${Array.from({ length: n }, (_, r) => `(${Array.from({ length: 6 }, (_, c) => `$${r * 6 + c + 1}`).join(', ')})`).join(', ')} RETURNING event_id`,
       listEvents: `SELECT event_id, ts, type, action_id, effect_key, approval_id, data_json FROM ${t('events')} ORDER BY event_id`,
       lastEvent: `SELECT event_id, ts, type, action_id, effect_key, approval_id, data_json FROM ${t('events')} WHERE action_id = $1 AND type = $2 ORDER BY event_id DESC LIMIT 1`,
 

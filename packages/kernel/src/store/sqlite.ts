@@ -10,7 +10,7 @@
  */
 import { GENESIS_HASH } from '../hash.js';
 import { APPROVAL_COLUMNS, CONTINUATION_COLUMNS, DELEGATION_COLUMNS, EFFECT_COLUMNS, RECEIPT_COLUMNS } from './columns.js';
-import type { SqlDialect } from './sql-state-store.js';
+import type { SqlDialect } from './dialect.js';
 
 /** Walks an error and its `cause` chain. */
 function* causes(err: unknown): Generator<unknown> {
@@ -99,6 +99,8 @@ export const sqliteDialect: SqlDialect = Object.freeze({
 
     insertEvent:
       'INSERT INTO events(ts, type, action_id, effect_key, approval_id, data_json) VALUES (?, ?, ?, ?, ?, ?) RETURNING event_id',
+    insertEvents: (n: number): string =>
+      `INSERT INTO events(ts, type, action_id, effect_key, approval_id, data_json) VALUES ${Array.from({ length: n }, () => '(?, ?, ?, ?, ?, ?)').join(', ')} RETURNING event_id`,
     listEvents: 'SELECT event_id, ts, type, action_id, effect_key, approval_id, data_json FROM events ORDER BY event_id',
     lastEvent: 'SELECT event_id, ts, type, action_id, effect_key, approval_id, data_json FROM events WHERE action_id = ? AND type = ? ORDER BY event_id DESC LIMIT 1',
 

@@ -65,6 +65,25 @@ export interface TrailingEvents<R> {
   readonly drafts: (result: R) => readonly EventDraft[];
   /** Set by the store once the transaction committed: the events it stored, in order. */
   stored?: EventRecord[];
+  /**
+   * Optional: a receipt to chain in the same transaction, after the events (an outcome and its
+   * receipt in one commit). A store that honours it sets {@link storedReceipt}. If the receipt
+   * part fails, the store writes the change and its events without it and leaves
+   * `storedReceipt` unset: the caller then writes the receipt itself ({@link StateStore.putReceipt}),
+   * and a failure there raises with the outcome already kept (T170).
+   */
+  readonly receipt?: ReceiptDraft;
+  /** Set by the store when it chained {@link receipt} with the change. */
+  storedReceipt?: StoredReceipt;
+}
+
+/** The reservation step of one action (see {@link StateStore.reserveForExecution}). */
+export interface ReservationStep {
+  readonly key: string;
+  readonly actionId: string;
+  readonly leaseMs: number;
+  /** An approval to consume in the same transaction (checked first; its refusal wins), or null. */
+  readonly approval: { readonly id: string; readonly actionHash: string } | null;
 }
 
 /** The state a control path keeps: approvals, effects, events, the receipt chain and delegations. */
@@ -107,6 +126,15 @@ export interface StateStore {
   consumeApprovalAndReserve(
     id: string, actionHash: string, key: string, actionId: string, leaseMs: number, events?: TrailingEvents<[Approval, Reservation]>,
   ): Promise<[Approval, Reservation]>;
+  /**
+   * Optional: the whole reservation step in one transaction — the approval consumed as
+   * {@link consumeApprovalAndReserve} does (when `step.approval`), the effect reserved as
+   * {@link reserveEffect} does, and the record written `executing` at once (the `reserved` state
+   * is never visible, as if {@link beginExecution} ran in the same transaction). Refusals are
+   * those of the two methods; a refused step writes none of `events`. A caller without it calls
+   * the two (or three) methods in turn.
+   */
+  reserveForExecution?(step: ReservationStep, events?: TrailingEvents<[Approval | null, Reservation]>): Promise<[Approval | null, Reservation]>;
   /** `reserved` → `executing` (lease kept). `events`: see {@link TrailingEvents}. */
   beginExecution(key: string, actionId: string, events?: TrailingEvents<EffectRecord>): Promise<EffectRecord>;
   /** `executing` → `committed`, storing the result as JSON. `events`: see {@link TrailingEvents}. */
@@ -156,8 +184,11 @@ export interface StateStore {
    * their increasing ids. A caller without it appends them one by one with {@link appendEvent}.
    */
   appendEvents?(events: readonly EventDraft[]): Promise<EventRecord[]>;
-  /** Chains and stores a receipt under the head row's lock (seq = head + 1). */
-  putReceipt(draft: ReceiptDraft): Promise<StoredReceipt>;
+  /**
+   * Chains and stores a receipt under the head row's lock (seq = head + 1). `events`: appended
+   * in the same transaction (see {@link TrailingEvents}; its `receipt` member is not used here).
+   */
+  putReceipt(draft: ReceiptDraft, events?: TrailingEvents<StoredReceipt>): Promise<StoredReceipt>;
   /** The chain head `(seq, hash)`, or `null` if the head row is missing. */
   chainHead(): Promise<ChainHead | null>;
   /** Every event, oldest first. */

@@ -19,7 +19,7 @@ import { resolveEffectTemplate } from '../policy/template.js';
 import { protect } from '../protect.js';
 import type { Clock } from '../time.js';
 import { NOT_APPLICABLE, type Guarantee, type GuaranteeId } from './catalogue.js';
-import type { ProcessReport, ScratchStore } from './engine.js';
+import type { ProcessReport, ScratchStore } from './contracts.js';
 import { VerifyInternalError } from './errors.js';
 import type { Counterexample, GuaranteeResult } from './report.js';
 import { describeOutcome, Rig, VERIFY_AGENT, type Outcome } from './rig.js';

@@ -14,7 +14,7 @@ import { ACTION_SEPARATOR, matchesPattern } from '../authority/patterns.js';
 import type { Decision, Policy } from '../policy/policy.js';
 import { resolveResourceTemplate } from '../policy/template.js';
 import type { Clock } from '../time.js';
-import type { ProcessLauncher, ScratchStoreFactory } from './engine.js';
+import type { ProcessLauncher, ScratchStoreFactory } from './contracts.js';
 import { VERIFY_AGENT, type VerifyPrincipal } from './rig.js';
 import { vectorFor, type ActionView, type Vector } from './synthesize.js';
 

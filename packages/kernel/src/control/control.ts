@@ -1,0 +1,189 @@
+/**
+ * `Control`: the one control path. normalize → decide → approve → reserve → execute → resolve →
+ * record. Every entry point (`protect`, the CLI, the worker, the playground) goes through
+ * {@link Control.execute}; the plan of one action is in `attempt.ts`, its gates in `gates.ts`,
+ * the outcome rule in `outcome.ts`, and the decisions themselves in the pure planners they call.
+ *
+ * @module
+ */
+import type { Action, Principal } from '../action.js';
+import { checkResourceScopes, type Authority, type Delegation } from '../authority/authority.js';
+import type { Grant, GrantInput } from '../authority/grant.js';
+import { InvalidArgument } from '../errors.js';
+import type { IdentityProvider } from '../identity.js';
+import { randomIds, type IdSource } from '../ids.js';
+import type { Approval, ApprovalRecord } from '../model.js';
+import type { Evaluation, Policy } from '../policy/index.js';
+import type { StateStore } from '../store/state-store.js';
+import { checkDuration, MINUTE, systemClock, type Clock } from '../time.js';
+import { denyApproval, delegate, grantApproval, openApproval, resolveEffect, revoke } from './answers.js';
+import { attempt, resumeAttempt } from './attempt.js';
+import { evaluate, resolvePrincipal } from './gates.js';
+import type { ControlContext } from './pass.js';
+import type { ControlOptions, DelegateOptions, Executor, ExecuteOptions, ExecuteResult, Logger, ResolveOptions } from './types.js';
+
+/** The control path over one policy and one store. */
+export class Control {
+  readonly policy: Policy;
+  readonly store: StateStore;
+  readonly environment: string;
+  readonly policyHash: string;
+  readonly defaultPrincipal: { agent: string; user?: string | null } | null;
+  readonly clock: Clock;
+  readonly ids: IdSource;
+  readonly lease: number;
+  readonly approvalTtl: number;
+  /** How long a suspended execution stays resumable, in ms. */
+  readonly suspendTimeout: number;
+  readonly logger: Logger;
+  /** The authority in force, or null: no grant is needed (and no `AUTHORITY_*` event appears). */
+  readonly authority: Authority | null;
+  /** Where principals come from, or null. */
+  readonly identity: IdentityProvider | null;
+  /** `mode: observe`: everything is evaluated and recorded, nothing is enforced. */
+  readonly observing: boolean;
+  readonly #ctx: ControlContext;
+
+  constructor(options: ControlOptions) {
+    if (!options || typeof options !== 'object') throw new InvalidArgument('Control needs { policy, store }');
+    if (!options.policy || typeof options.policy.evaluate !== 'function') throw new InvalidArgument('Control needs a policy (loadPolicy(yamlText))');
+    if (!options.store || typeof options.store.reserveEffect !== 'function') throw new InvalidArgument('Control needs a store');
+    this.policy = options.policy;
+    this.store = options.store;
+    if (options.environment !== undefined && (typeof options.environment !== 'string' || options.environment.trim() === '')) {
+      throw new InvalidArgument('environment must be a non-empty string');
+    }
+    this.environment = (options.environment ?? options.policy.environment ?? 'production').trim();
+    const inline = options.policy.authority;
+    if (options.authority !== undefined && options.authority !== null && inline !== null && options.authority !== inline) {
+      throw new InvalidArgument(
+        `authority is declared twice: in the policy document ${options.policy.source} and in the Control's authority option; two sources for one section is an ambiguity nobody can resolve later`,
+      );
+    }
+    this.authority = options.authority === undefined ? inline : options.authority;
+    if (this.authority !== null && (typeof this.authority !== 'object' || typeof this.authority.evaluate !== 'function')) {
+      throw new InvalidArgument('authority must be an Authority (loadAuthority(yamlText), or a policy document with an authority: section) or null');
+    }
+    // A grant scoped by resource on an action whose resource the policy does not derive would check the caller's claim.
+    if (this.authority !== null) checkResourceScopes(this.authority, options.policy);
+    if (options.identity !== undefined && options.identity !== null && typeof options.identity.resolve !== 'function') {
+      throw new InvalidArgument('identity must be an IdentityProvider (an object with resolve(context))');
+    }
+    this.identity = options.identity ?? null;
+    this.observing = options.policy.mode === 'observe';
+    this.policyHash = options.policy.hashFor({ environment: this.environment, authority: this.authority });
+    this.defaultPrincipal = options.principal ?? null;
+    this.clock = options.clock ?? systemClock;
+    this.ids = options.ids ?? randomIds;
+    this.lease = checkDuration(options.lease ?? 5 * MINUTE, 'lease');
+    this.approvalTtl = checkDuration(options.approvalTtl ?? 15 * MINUTE, 'approvalTtl');
+    this.suspendTimeout = checkDuration(options.suspendTimeout ?? 5 * MINUTE, 'suspendTimeout');
+    this.logger = options.logger ?? console;
+    this.#ctx = {
+      policy: this.policy, store: this.store, environment: this.environment, policyHash: this.policyHash, defaultPrincipal: this.defaultPrincipal,
+      clock: this.clock, ids: this.ids, lease: this.lease, approvalTtl: this.approvalTtl, suspendTimeout: this.suspendTimeout, logger: this.logger,
+      authority: this.authority, identity: this.identity, observing: this.observing, sinks: [...(options.sinks ?? [])], warned: { principal: false },
+    };
+  }
+
+
+  /**
+   * The combined decision for `action` — the stricter of authority and policy — with no writes
+   * (env mismatch → `InvalidArgument`; an unreadable principal expiry → `IdentityError`
+   * `expires_at_invalid`; an expired principal → `deny`/`principal_expired`; an
+   * authority denial → `deny` with its reason, policy never consulted). Reads the store to
+   * resolve delegations, hence async.
+   */
+  async evaluate(action: Action): Promise<Evaluation> {
+    return evaluate(this.#ctx, action);
+  }
+
+  /**
+   * The principal for a call of `actionName` (spec 02 §1.3). Without a provider: the per-call
+   * or default principal, else `no_principal`. With one: its answer wins; a decline falls back
+   * to the per-call or default principal only when no authority section is loaded; a throw is an
+   * `IdentityError` and nothing fills in. `no_principal` is an `ActionDenied` that leaves no
+   * receipt and no event.
+   */
+  async resolvePrincipal(actionName: string, options: ResolveOptions = {}): Promise<Principal> {
+    return resolvePrincipal(this.#ctx, actionName, options);
+  }
+
+  /** Runs `action` through the control path; resolves to the executor's value. */
+  async execute<T>(action: Action, executor: Executor<T>, options: ExecuteOptions = {}): Promise<T> {
+    return (await this.executeWithReceipt(action, executor, options)).value;
+  }
+
+  /** `Control.executeWithReceipt`: runs `action` through the control path; resolves to the executor's value and the receipt. */
+  async executeWithReceipt<T>(action: Action, executor: Executor<T>, options: ExecuteOptions = {}): Promise<ExecuteResult<T>> {
+    return attempt(this.#ctx, action, executor, options);
+  }
+
+  /**
+   * Resumes a suspended execution (one whose executor threw `Suspended`): takes `continuation`
+   * from the store — once; atomically; a miss or a second take is an `InvalidArgument`, a lapsed
+   * lease an `AmbiguousEffect`, a held action of another environment an `InvalidArgument` (not
+   * taken), and then the executor is never called — records the authority's answer now
+   * (`AUTHORITY_RESOLVED` / `AUTHORITY_DENIED`, when an authority is loaded) without deciding
+   * again, records `EXECUTION_RESUMED {round}`, and runs `executor` with the held action's
+   * canonical arguments. The outcome follows the same rule as {@link execute} (commit, fail,
+   * ambiguous, receipt), or the executor suspends again (the next round, whose lease extension is
+   * refused once the credential has expired or the authority denies: spec 02 T61b, T80b). The
+   * receipt carries what the first attempt was decided and approved with: its decision, reason,
+   * controls, approval and approver, policy hash and version, and in observe mode its
+   * `would_have`.
+   */
+  async resume<T>(continuation: string, executor: Executor<T>, options: Pick<ExecuteOptions, 'reconcile' | 'reconcileEagerly'> = {}): Promise<T> {
+    return (await this.resumeWithReceipt(continuation, executor, options)).value;
+  }
+
+  /** `Control.resumeWithReceipt`: the resumption of a suspended execution (see `Control.resume`). */
+  async resumeWithReceipt<T>(continuation: string, executor: Executor<T>, options: Pick<ExecuteOptions, 'reconcile' | 'reconcileEagerly'> = {}): Promise<ExecuteResult<T>> {
+    return resumeAttempt(this.#ctx, continuation, executor, options);
+  }
+
+  /**
+   * The approval request open for `action`'s hash — `pending`, or `granted` and not yet
+   * consumed — and not expired (the newest, if several were filed before this rule existed), or
+   * `null`. Reads only.
+   */
+  async openApproval(action: Action): Promise<ApprovalRecord | null> {
+    return openApproval(this.#ctx, action);
+  }
+
+  /** Grants approval request `requestId` as `approver`; records `APPROVAL_GRANTED`. */
+  async grantApproval(requestId: string, options: { approver: string; via?: string }): Promise<Approval> {
+    return grantApproval(this.#ctx, requestId, options);
+  }
+
+  /** Denies approval request `requestId` as `approver`; records `APPROVAL_DENIED`. */
+  async denyApproval(requestId: string, options: { approver: string; via?: string }): Promise<ApprovalRecord> {
+    return denyApproval(this.#ctx, requestId, options);
+  }
+
+  /** A human says what happened to an ambiguous effect; records `EFFECT_RESOLVED`. */
+  async resolveEffect(effectKey: string, state: 'committed' | 'failed', options: { by: string; via?: string; reason?: string }) {
+    return resolveEffect(this.#ctx, effectKey, state, options);
+  }
+
+  /**
+   * Creates a delegated grant beneath `parentId` (a root grant or a live delegation), or
+   * refuses with an {@link AuthorityEscalation} (`unknown_parent`, `parent_not_delegable`,
+   * `parent_not_valid`, `not_the_subject`, `max_depth`, `containment` + `dimension`) and
+   * `DELEGATION_REJECTED`; an expired `by` is an `IdentityError`. On success one row is written
+   * and `DELEGATION_CREATED` reaches the store and every sink. Not idempotent: two calls make two
+   * delegations. A malformed grant is an `InvalidArgument`, with nothing written.
+   */
+  async delegate(parentId: string, grant: Grant | GrantInput, options: DelegateOptions): Promise<Delegation> {
+    return delegate(this.#ctx, parentId, grant, options);
+  }
+
+  /**
+   * Revokes one delegation in one write; every descendant is denied from the next evaluation
+   * (the chain is walked, no child is visited). Resolves `true` when this call revoked it and
+   * `false` when it already was (logged, no event). An unknown id is an `InvalidArgument`.
+   */
+  async revoke(delegationId: string, options: { by?: string | null } = {}): Promise<boolean> {
+    return revoke(this.#ctx, delegationId, options);
+  }
+}

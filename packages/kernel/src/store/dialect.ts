@@ -1,0 +1,208 @@
+/**
+ * The dialect contract: every statement the SQL store sends, in one SQL family's text, and how
+ * that family's engine reports the few things the store must recognise. `sqlite.ts` and
+ * `postgres.ts` each implement it; nothing else in the store is dialect-specific.
+ *
+ * @module
+ */
+import type { Dialect } from './driver.js';
+
+/** Every migration this build knows, in order. Both dialects carry exactly these ids. */
+export const MIGRATION_IDS = ['0001_baseline', '0002_receipt_chain', '0003_resolved_by', '0004_policy_provenance'] as const;
+
+/** One known migration id. */
+export type MigrationId = (typeof MIGRATION_IDS)[number];
+
+/**
+ * Every statement the store sends, in one dialect's text and placeholder style. Parameters are
+ * positional and in the order each member's TSDoc gives; a new dialect writes the same
+ * statements with the same parameter order (and `rowsAffected` semantics), never a translation.
+ */
+export interface DialectSql {
+  /** One row `{ version }`, or `null` when the engine needs no check. */
+  readonly serverVersion: string | null;
+  /** Catalogue: one row if `schema_version` exists, none otherwise. */
+  readonly schemaVersionExists: string;
+  /** Catalogue: `{ name }` of every user table, by name. */
+  readonly listTables: string;
+  /** Catalogue: `{ name }` of every column of table `?1`. */
+  readonly tableColumns: string;
+  /** `CREATE TABLE IF NOT EXISTS schema_version(…)` (spec 03 §1). */
+  readonly createSchemaVersion: string;
+  /** `{ migration_id, applied_at, ctrlrun_version }` by `migration_id`. */
+  readonly readSchemaVersion: string;
+  /** Params: migration_id, applied_at, ctrlrun_version. */
+  readonly insertSchemaVersion: string;
+  /** Run first in each migration transaction (Postgres: the advisory lock), or `null`. */
+  readonly migrationLock: string | null;
+  /**
+   * Before migrating, one row the dialect's `checkMigrationPrivilege` judges (Postgres: the
+   * schema, the role and `has_schema_privilege(schema, 'CREATE')`); absent when the engine has no
+   * privileges to check.
+   */
+  readonly migrationPrivilege?: string | null;
+
+  /** Params: effect_key. Every effect column. */
+  readonly selectEffect: string;
+  /**
+   * Params: effect_key, state, action_id, attempt, lease_expires_at, created_at, updated_at.
+   * A key collision may raise a unique violation (SQLite) or affect 0 rows (`ON CONFLICT DO
+   * NOTHING`, as Postgres must, since an error aborts its transaction): both mean "someone
+   * else's row landed first", and the store re-plans once on the re-read row.
+   */
+  readonly insertEffect: string;
+  /** Params: state, action_id, attempt, lease_expires_at, updated_at, effect_key, prior attempt (only if still `failed`). */
+  readonly renewEffect: string;
+  /**
+   * Compare-and-set of a whole record. Params: state, action_id, attempt, lease_expires_at,
+   * result_json, error, updated_at, resolved_by, then the read row's effect_key, state,
+   * action_id, attempt.
+   */
+  readonly updateEffect: string;
+  /** Every effect, by `created_at` (dialect tie-break). */
+  readonly listEffects: string;
+  /** Params: state. As {@link listEffects}. */
+  readonly listEffectsInState: string;
+
+  /** Params: approval_id, action_hash, action_json, created_at, expires_at, policy_hash_at_approval (status `pending`). */
+  readonly insertApproval: string;
+  /** Params: approval_id. Every approval column. */
+  readonly selectApproval: string;
+  /** Params: status, approver, granted_at, approval_id (only if still `pending`). */
+  readonly answerApproval: string;
+  /** Params: approval_id, the status read (only if still that status). */
+  readonly expireApproval: string;
+  /** Params: consumed_at, approval_id (only if still `granted`). */
+  readonly consumeApproval: string;
+  /** Params: action_hash. Oldest first. */
+  readonly approvalsFor: string;
+  /** Params: action_hash, status. Newest first. */
+  readonly newestApprovalsFor: string;
+  /** Every approval, oldest first. */
+  readonly listApprovals: string;
+  /** Params: status. Oldest first. */
+  readonly listApprovalsInStatus: string;
+
+  /** Params: ts, type, action_id, effect_key, approval_id, data_json. Returns `{ event_id }`. */
+  readonly insertEvent: string;
+  /**
+   * Optional: {@link insertEvent} for `n` rows in one statement (params: the six of each row, row
+   * after row), returning one `{ event_id }` per row; ids are assigned in row order. Absent: one
+   * statement per event.
+   */
+  insertEvents?(n: number): string;
+  /** Every event by `event_id`. */
+  readonly listEvents: string;
+  /** Params: action_id, type. The newest such event's columns (as {@link listEvents}), or no row. */
+  readonly lastEvent: string;
+
+  /** Locks and advances the head row; returns `{ seq, hash }` (the new seq, the previous hash). */
+  readonly lockChainHead: string;
+  /** Params: receipt_id, action_id, effect_key, result, json, ts, seq, prev_hash, hash. */
+  readonly insertReceipt: string;
+  /**
+   * Params: receipt_id. Every receipt column. Present when `insertReceipt` affects 0 rows on a
+   * receipt id already stored (Postgres `ON CONFLICT (receipt_id) DO NOTHING`): the store then
+   * rolls back — the head never advances without its row — and returns the stored receipt.
+   * Absent: a collision is an `InvalidArgument`.
+   */
+  readonly selectReceipt?: string;
+  /** Params: hash. */
+  readonly setChainHash: string;
+  /** `{ seq, hash }` of the head row. */
+  readonly selectChainHead: string;
+  /** Every receipt row by `seq`, null `seq` first. */
+  readonly listReceipts: string;
+  /** Params: seq, limit. Rows with `seq` greater, by `seq` (unique: walked on its index), at most `limit`. */
+  readonly receiptsAfter: string;
+  /** Params: receipt_id. Every receipt column. */
+  readonly receiptById: string;
+  /**
+   * Params: seq, seq, receipt_id, limit. Receipt rows whose `seq` is an integer within ±(2^53 − 1), after that
+   * position in `(seq, receipt_id)` order, in that order, at most `limit` (a streaming walk).
+   */
+  readonly receiptsInChain: string;
+  /** Params: limit. The last `limit` rows of {@link receiptsInChain}'s order, in that order. */
+  readonly newestReceiptsInChain: string;
+  /** Params: receipt_id, limit. Receipt rows whose `seq` is not such an integer (null: unchained), by `receipt_id` after it. */
+  readonly receiptsOffChain: string;
+  /**
+   * Params: state, state (or null, null for all), created_at, effect_key, limit. Effects after that position in
+   * `(COALESCE(created_at, ''), effect_key)` order, in that order, at most `limit`.
+   */
+  readonly effectsPage: string;
+  /** Params: state, state (or null, null for all), limit. The last `limit` rows of {@link effectsPage}'s order, in that order. */
+  readonly newestEffects: string;
+  /**
+   * Params: created_at, approval_id, limit. Approvals after that position in
+   * `(COALESCE(created_at, ''), approval_id)` order, in that order, at most `limit`.
+   */
+  readonly approvalsPage: string;
+  /** Params: status, created_at, approval_id, limit. As {@link approvalsPage}, only `status`. */
+  readonly approvalsPageInStatus: string;
+  /**
+   * Params: now (a stored timestamp), agent, user (or null). `{ n }`: pending requests not yet
+   * expired whose `action_json` principal is that agent and user (a row whose JSON cannot be read
+   * is not counted).
+   */
+  readonly countPendingFor: string;
+
+  /**
+   * A plain INSERT, never an upsert. Params: delegation_id, parent_id, depth, grant_json,
+   * created_by_agent, created_by_user, created_via, created_at, revoked_at, revoked_by. An
+   * existing id raises a unique violation or affects 0 rows; both are refused.
+   */
+  readonly insertDelegation: string;
+  /** Params: delegation_id. Every delegation column. */
+  readonly selectDelegation: string;
+  /** Params: parent_id. Every delegation column, oldest first. */
+  readonly delegationsFor: string;
+  /** Every delegation, oldest first. */
+  readonly listDelegations: string;
+  /** Every unrevoked delegation, oldest first. */
+  readonly listLiveDelegations: string;
+  /** Params: revoked_at, revoked_by, delegation_id (only if not yet revoked). */
+  readonly revokeDelegation: string;
+
+  /** Params: effect_key. `{ effect_key, action_id, action_json, continuation, rounds }`. */
+  readonly selectContinuation: string;
+  /** Params: continuation (never matches the taken value `''`). As {@link selectContinuation}. */
+  readonly selectContinuationByValue: string;
+  /**
+   * Params: effect_key, action_id, action_json, continuation, rounds, updated_at. A collision on
+   * the key or on the held value affects 0 rows (never an error: the transaction lives on).
+   */
+  readonly insertContinuation: string;
+  /**
+   * Compare-and-set of a held row. Params: action_id, action_json, continuation, rounds,
+   * updated_at, then the read row's effect_key, action_id, rounds. A collision affects 0 rows.
+   */
+  readonly updateContinuation: string;
+  /** Consumes a held value. Params: updated_at, effect_key, continuation (only if still held). */
+  readonly takeContinuation: string;
+}
+
+/** One SQL family's text: migration DDL, statements, and how its engine reports two things. */
+export interface SqlDialect {
+  /** The family, matched against {@link SqlDriver.dialect}. */
+  readonly name: Dialect;
+  /** The DDL of each migration, statement by statement; every id of `MIGRATION_IDS`. */
+  readonly migrations: Readonly<Record<MigrationId, readonly string[]>>;
+  /** Every other statement. */
+  readonly sql: DialectSql;
+  /**
+   * Postgres: classify and apply every pending migration in one transaction, after
+   * `migrationLock`, with the catalogue read inside it (spec 03 §2.2). Otherwise each migration
+   * runs in its own transaction and the classification reads outside one.
+   */
+  readonly migrateInOneTransaction?: boolean;
+  /**
+   * Why the engine (the `serverVersion` row: its `version`, and whatever else the dialect
+   * selects, e.g. the Postgres database encoding) is refused, or `null` if it is fine.
+   */
+  checkServerVersion(version: string, row?: Readonly<Record<string, unknown>>): string | null;
+  /** Why the `migrationPrivilege` row forbids migrating (naming the missing grant), or `null`. */
+  checkMigrationPrivilege?(row: Readonly<Record<string, unknown>>): string | null;
+  /** Whether a driver error (or its `cause` chain) is a unique/primary-key violation. */
+  isUniqueViolation(err: unknown): boolean;
+}

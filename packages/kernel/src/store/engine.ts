@@ -1,0 +1,320 @@
+/**
+ * The SQL store's transaction engine: reads queued behind a single connection's transactions,
+ * read-decide-write transactions with the clock read inside them, refusals whose write is kept
+ * (raised after commit), events and a receipt written with a state change, and the lost-COMMIT
+ * rule (spec 03 §3.4: a re-read on a fresh connection, one named branch, at most one re-issue).
+ *
+ * @module
+ */
+import { AmbiguousWrite, CTRLRunError, InvalidArgument, StoreClosedError, StoreError } from '../errors.js';
+import type { ApprovalRecord, EffectRecord, EventRecord, StoredReceipt } from '../model.js';
+import { sealReceipt } from '../receipt.js';
+import type { Clock } from '../time.js';
+import type { SqlDriver, SqlExecutor, SqlValue } from './driver.js';
+import type { SqlDialect } from './dialect.js';
+import { Mutex } from './mutex.js';
+import { A1_OURS, A1_REFUSE, A1_REINSERT, A2_LANDED, A2_REFUSE, A2_REISSUE, lostCommitBranch, type EffectWriteIntent } from './lost-commit.js';
+import type { Logger } from '../control/types.js';
+import type { TrailingEvents } from './state-store.js';
+import { receiptFields, eventFields, type EffectRow, type ApprovalRow, int, effectFromRow, approvalFromRow, effectParams } from './rows.js';
+
+/** A refusal whose write must be kept: returned out of the transaction, thrown after commit. */
+export class RaiseAfterCommit {
+  constructor(readonly error: Error) {}
+}
+
+/**
+ * One write attempt's declaration: the effect row it is about to write, so that a lost COMMIT
+ * ({@link AmbiguousWrite} from the driver) can be resolved by a re-read (spec 03 §3.4).
+ */
+export interface WriteRun {
+  intent: EffectWriteIntent | null;
+}
+
+/** A write's result with the events it stored in its own transaction (see {@link TrailingEvents}). */
+export interface Trailed<R> {
+  readonly value: R;
+  readonly events: EventRecord[];
+  readonly receipt: StoredReceipt | null;
+}
+
+
+/** Refuses a malformed `events` argument before any transaction starts. */
+export function checkTrailing<R>(events: TrailingEvents<R> | undefined): TrailingEvents<R> | undefined {
+  if (events === undefined || events === null) return undefined;
+  if (typeof events !== 'object' || typeof events.drafts !== 'function') throw new InvalidArgument('events must be { drafts: (result) => EventDraft[] }');
+  return events;
+}
+
+
+/** The receipt part of an outcome's transaction failed: the transaction is rolled back and the outcome written without it. */
+export class ReceiptPartFailed extends StoreError {
+  constructor(readonly failure: unknown) {
+    super(`[kernel] the receipt written with an outcome failed: ${failure instanceof Error ? failure.message : String(failure)}`, { cause: failure });
+  }
+}
+
+/** Rolls back a receipt write whose id is already stored (where the dialect can, the stored row is returned instead). */
+export class ReceiptAlreadyStored extends InvalidArgument {
+  constructor(readonly receiptId: string) {
+    super(`receipt ${receiptId} is already stored`);
+  }
+}
+
+
+/** One mutex per driver, so two stores on one single-connection driver still never interleave. */
+const MUTEXES = new WeakMap<SqlDriver, Mutex>();
+
+/** One store's connection to its database: the driver, its dialect, its clock, its lock. */
+export class SqlEngine {
+  readonly name: string;
+  readonly driver: SqlDriver;
+  readonly sql: SqlDialect;
+  readonly clock: Clock;
+  readonly logger: Logger;
+  readonly readOnly: boolean;
+  readonly mutex: Mutex | null;
+  state: 'new' | 'opening' | 'open' | 'closed' = 'new';
+
+  constructor(driver: SqlDriver, dialect: SqlDialect, options: { clock: Clock; logger: Logger; readOnly: boolean }) {
+    this.name = driver.name;
+    this.driver = driver;
+    this.sql = dialect;
+    this.clock = options.clock;
+    this.logger = options.logger;
+    this.readOnly = options.readOnly;
+    if (driver.capabilities.concurrentConnections) {
+      this.mutex = null;
+    } else {
+      let m = MUTEXES.get(driver);
+      if (!m) MUTEXES.set(driver, (m = new Mutex()));
+      this.mutex = m;
+    }
+  }
+
+  // ---------------------------------------------------------------- plumbing
+  now(): Date {
+    const d = this.clock();
+    if (!(d instanceof Date) || Number.isNaN(d.getTime())) throw new InvalidArgument('clock must return a valid Date');
+    return d;
+  }
+
+  locked<T>(fn: () => Promise<T>): Promise<T> {
+    return this.mutex ? this.mutex.run(fn) : fn();
+  }
+
+  checkOpen(): void {
+    if (this.state === 'closed') throw new StoreClosedError(`[kernel] [${this.name}] store is closed`);
+    if (this.state !== 'open') throw new StoreError(`[kernel] [${this.name}] store is not open: use openSqlStateStore or the driver's factory`);
+  }
+
+  wrap(err: unknown, sql: string | null): Error {
+    if (err instanceof CTRLRunError) return err;
+    const message = err instanceof Error ? err.message : String(err);
+    return new StoreError(`[kernel] [${this.name}] ${message}`, { sql, cause: err });
+  }
+
+  async query<Row>(ex: SqlExecutor, sql: string, params: readonly SqlValue[] = []): Promise<{ rows: Row[]; rowsAffected: number }> {
+    try {
+      return await ex.query<Row>(sql, params);
+    } catch (err) {
+      throw this.wrap(err, sql);
+    }
+  }
+
+  /** A read: one statement, no transaction, but queued behind any transaction on a single connection. */
+  async read<T>(fn: (ex: SqlExecutor, now: () => Date) => Promise<T>): Promise<T> {
+    this.checkOpen();
+    try {
+      return await this.locked(() => fn(this.driver, () => this.now()));
+    } catch (err) {
+      throw this.wrap(err, null);
+    }
+  }
+
+  /** A read-decide-write: one transaction, the clock read inside it; a kept refusal is thrown after commit. */
+  async write<T>(what: string, fn: (tx: SqlExecutor, now: Date, run: WriteRun) => Promise<T | RaiseAfterCommit>): Promise<T> {
+    this.checkOpen();
+    if (this.readOnly) throw new InvalidArgument(`store ${this.name} was opened read-only: ${what} writes`);
+    let out: T | RaiseAfterCommit;
+    try {
+      out = await this.locked(() => this.attempt(what, fn, null, true));
+    } catch (err) {
+      throw this.wrap(err, null);
+    }
+    if (out instanceof RaiseAfterCommit) throw out.error;
+    return out;
+  }
+
+  /**
+   * One transaction of a write. When the driver reports that its COMMIT was lost
+   * ({@link AmbiguousWrite}) and the attempt declared the effect row it wrote, the outcome is
+   * settled by a re-read on a fresh connection (spec 03 §3.4); `now` is kept so that a re-issue
+   * writes exactly the same values.
+   */
+  async attempt<T>(what: string, fn: (tx: SqlExecutor, now: Date, run: WriteRun) => Promise<T | RaiseAfterCommit>, now: Date | null, mayReissue: boolean): Promise<T | RaiseAfterCommit> {
+    const run: WriteRun = { intent: null };
+    let at = now;
+    const done: { value?: T | RaiseAfterCommit } = {};
+    try {
+      return await this.driver.transaction(async (tx) => {
+        at ??= this.now();
+        const value = await fn(tx, at, run);
+        done.value = value;
+        return value;
+      });
+    } catch (err) {
+      if (!(err instanceof AmbiguousWrite) || run.intent === null || !('value' in done) || at === null) throw err;
+      return this.settleLostCommit(what, fn, at, run.intent, done.value as T | RaiseAfterCommit, mayReissue, err);
+    }
+  }
+
+  /** Tables A1/A2: re-read the row, take one named branch, log it, act on it. */
+  async settleLostCommit<T>(
+    what: string,
+    fn: (tx: SqlExecutor, now: Date, run: WriteRun) => Promise<T | RaiseAfterCommit>,
+    now: Date,
+    intent: EffectWriteIntent,
+    produced: T | RaiseAfterCommit,
+    mayReissue: boolean,
+    lost: AmbiguousWrite,
+  ): Promise<T | RaiseAfterCommit> {
+    const key = intent.kind === 'insert' ? intent.record.effectKey : intent.prior.effectKey;
+    const driver = this.driver;
+    let found: EffectRecord | null;
+    try {
+      if (driver.reread === undefined) throw new StoreError(`the ${this.name} driver cannot re-read on a fresh connection`);
+      found = await driver.reread<EffectRecord | null>((ex) => this.effect(ex, key));
+    } catch (err) {
+      // Availability, never a double execution: nothing more is written, and the caller learns the outcome is unknown.
+      throw new AmbiguousWrite(
+        `[kernel] [${this.name}] ${what} on ${key}: the connection was lost during COMMIT (${lost.message}) and the re-read on a fresh connection failed (${(err as Error)?.message ?? String(err)}); whether the write landed is unknown, and nothing more was written`,
+        { cause: err },
+      );
+    }
+    const branch = lostCommitBranch(intent, found);
+    this.logger.warn(`[kernel] [${this.name}] ${what} on ${key}: COMMIT lost; the re-read on a fresh connection took branch ${branch}`, {
+      logger: 'ctrlrun.postgres', level: 'WARNING', branch, effectKey: key, operation: what,
+    });
+    switch (branch) {
+      case A1_OURS:
+      case A2_LANDED:
+        return produced;
+      case A1_REINSERT:
+      case A2_REISSUE:
+        if (!mayReissue) {
+          throw new StoreError(`[kernel] [${this.name}] ${what} on ${key}: the COMMIT was lost again after one re-issue, and the re-read shows it did not land; nothing was written`, { cause: lost });
+        }
+        return this.attempt(what, fn, now, false);
+      case A1_REFUSE:
+      case A2_REFUSE:
+        throw intent.refuse(found);
+    }
+  }
+
+  /**
+   * A write whose events (if any) are appended in its own transaction once it succeeded (see
+   * {@link TrailingEvents}). A kept refusal writes none. A landed lost COMMIT returns the events
+   * the landed transaction stored; a re-issue runs `fn` again, and with it the inserts, once.
+   */
+  async writeTrailed<R>(
+    what: string,
+    events: TrailingEvents<R> | undefined,
+    fn: (tx: SqlExecutor, now: Date, run: WriteRun) => Promise<R | RaiseAfterCommit>,
+  ): Promise<R> {
+    const trailing = checkTrailing(events);
+    if (trailing === undefined) return this.write(what, fn);
+    const receipt = trailing.receipt === undefined ? null : receiptFields(trailing.receipt);
+    const run = (withReceipt: boolean) => this.write<Trailed<R>>(what, async (tx, now, run) => {
+      const value = await fn(tx, now, run);
+      if (value instanceof RaiseAfterCommit) return value;
+      const drafts = trailing.drafts(value);
+      if (!Array.isArray(drafts)) throw new InvalidArgument(`${what}: events.drafts must return an array of event drafts`);
+      const stored = await this.insertEvents(tx, drafts.map((draft, i) => eventFields(draft, `events.drafts(…)[${i}]`)));
+      if (!withReceipt || receipt === null) return { value, events: stored, receipt: null };
+      try {
+        return { value, events: stored, receipt: await this.chainReceipt(tx, receipt) };
+      } catch (err) {
+        // Rolled back whole, and written again without it: the outcome is never lost to its receipt.
+        throw new ReceiptPartFailed(err);
+      }
+    });
+    let out: Trailed<R>;
+    try {
+      out = await run(true);
+    } catch (err) {
+      if (!(err instanceof ReceiptPartFailed)) throw err;
+      out = await run(false);
+    }
+    trailing.stored = out.events;
+    if (out.receipt !== null) trailing.storedReceipt = out.receipt;
+    return out.value;
+  }
+
+  /** Inserts events in order — in one statement where the dialect can — and returns them with their ids. */
+  async insertEvents(tx: SqlExecutor, all: readonly ReturnType<typeof eventFields>[]): Promise<EventRecord[]> {
+    if (all.length === 0) return [];
+    const many = this.sql.sql.insertEvents;
+    if (all.length === 1 || many === undefined) {
+      const stored: EventRecord[] = [];
+      for (const fields of all) stored.push(await this.insertEvent(tx, fields));
+      return stored;
+    }
+    const rows = (await this.query<{ event_id: SqlValue }>(tx, many.call(this.sql.sql, all.length), all.flatMap((f) => f.params))).rows;
+    if (rows.length !== all.length) throw new StoreError(`[kernel] [${this.name}] ${all.length} events inserted, ${rows.length} ids returned`);
+    // Ids follow row order; RETURNING's own order is not promised, so they are sorted.
+    const ids = rows.map((r) => int(r.event_id, 'events.event_id')).sort((a, b) => a - b);
+    return all.map((fields, i) => ({ eventId: ids[i]!, ...fields.record }));
+  }
+
+  async insertEvent(tx: SqlExecutor, fields: ReturnType<typeof eventFields>): Promise<EventRecord> {
+    const row = (await this.query<{ event_id: SqlValue }>(tx, this.sql.sql.insertEvent, fields.params)).rows[0];
+    return { eventId: int(row?.event_id, 'events.event_id'), ...fields.record };
+  }
+
+  /**
+   * Chains a receipt (spec 03 §5.2): the head row locked and advanced first, so concurrent
+   * writers queue rather than race; the row; the head's hash. Throws {@link ReceiptAlreadyStored}
+   * on an id already stored (the transaction must roll back: the head never advances without its row).
+   */
+  async chainReceipt(tx: SqlExecutor, r: ReturnType<typeof receiptFields>): Promise<StoredReceipt> {
+    const { sql } = this.sql;
+    const head = (await this.query<{ seq: SqlValue; hash: string }>(tx, sql.lockChainHead)).rows[0];
+    if (!head) throw new InvalidArgument('the receipt chain has no head row (receipt_chain id = 1)');
+    const seq = int(head.seq, 'receipt_chain.seq');
+    const prevHash = String(head.hash);
+    const sealed = sealReceipt(r.document, seq, prevHash);
+    let inserted: number;
+    try {
+      ({ rowsAffected: inserted } = await this.query(tx, sql.insertReceipt, [r.receiptId, r.actionId, r.effectKey, r.result, sealed.json, r.finishedAt, seq, prevHash, sealed.hash]));
+    } catch (err) {
+      if (!this.sql.isUniqueViolation(err)) throw err;
+      inserted = 0;
+    }
+    if (inserted !== 1) throw new ReceiptAlreadyStored(r.receiptId);
+    await this.query(tx, sql.setChainHash, [sealed.hash]);
+    return { seq, prevHash, hash: sealed.hash, json: sealed.json, document: sealed.document };
+  }
+
+  async effect(ex: SqlExecutor, key: string): Promise<EffectRecord | null> {
+    const row = (await this.query<EffectRow>(ex, this.sql.sql.selectEffect, [key])).rows[0];
+    return row ? effectFromRow(row) : null;
+  }
+
+  async approval(ex: SqlExecutor, id: string): Promise<ApprovalRecord | null> {
+    const row = (await this.query<ApprovalRow>(ex, this.sql.sql.selectApproval, [id])).rows[0];
+    return row ? approvalFromRow(row) : null;
+  }
+
+  /**
+   * Writes `next` over `prior` only if the row is still `prior`. Anything else means it moved on:
+   * the row is re-read and `refuse` (the operation's own predicate) names the refusal. The write
+   * is declared on `run` first, so a lost COMMIT can be settled (Table A2).
+   */
+  async cas(tx: SqlExecutor, prior: EffectRecord, next: EffectRecord, run: WriteRun, refuse: (found: EffectRecord | null) => Error): Promise<EffectRecord> {
+    run.intent = { kind: 'update', prior, target: next, refuse };
+    const { rowsAffected } = await this.query(tx, this.sql.sql.updateEffect, effectParams(next, prior));
+    if (rowsAffected !== 1) throw refuse(await this.effect(tx, prior.effectKey));
+    return next;
+  }
+}

@@ -1,0 +1,431 @@
+/**
+ * The SQL store's writes: each a read-decide-write in one transaction, deciding through the
+ * kernel's pure planners (`planReservation`, `checked`, `checkConsumable`, `checkAnswerable`,
+ * `planLeaseExtension`, `sealReceipt`) and writing what they say.
+ *
+ * @module
+ */
+import { actionFromJson, actionToJson, type Action } from '../action.js';
+import { checkAnswerable, checkConsumable } from '../approvals.js';
+import { isPlainObject, parseJson, type JsonObject } from '../canonical.js';
+import {
+  checkActor,
+  checkContinuation,
+  checked,
+  checkResolvable,
+  checkTakeable,
+  planContinuationHold,
+  planLeaseExtension,
+  planReservation,
+  resolutionError,
+  resultToJson,
+  sameSecret,
+  UNKNOWN_CONTINUATION,
+} from '../effects.js';
+import { ApprovalMismatch, DuplicateEffect, InvalidArgument } from '../errors.js';
+import type { Approval, ApprovalRecord, ApprovalRequest, EffectRecord, EffectState, EventDraft, EventRecord, ReceiptDraft, Reservation, StoredReceipt } from '../model.js';
+import { parseTime, storedTime } from '../time.js';
+import type { SqlExecutor, SqlValue } from './driver.js';
+import type { DelegationRecord, ReservationStep, TakenContinuation, TrailingEvents } from './state-store.js';
+import { RaiseAfterCommit, type WriteRun, checkTrailing, ReceiptAlreadyStored, SqlEngine } from './engine.js';
+import { heldByValue, heldFor } from './reads.js';
+import { receiptFields, eventFields, type ReceiptSqlRow, type DelegationRow, stamp, nonEmpty, nullableText, storedText, int, grantedApproval } from './rows.js';
+
+/** The error `check` throws, or `fallback()` if it passes. */
+function refusalOf(check: () => unknown, fallback: () => Error): Error {
+  try {
+    check();
+  } catch (err) {
+    return err as Error;
+  }
+  return fallback();
+}
+
+function movedOn(key: string): DuplicateEffect {
+  return new DuplicateEffect('in_progress', { effectKey: key, message: `effect ${key} moved on while it was being written; another worker holds it` });
+}
+
+/** The refusal a reservation meets on `found` (re-planned once), or `DuplicateEffect(in_progress)`. */
+function reservationRefusal(found: EffectRecord | null, key: string, actionId: string, leaseMs: number, now: Date): Error {
+  const again = planReservation(found, key, actionId, leaseMs, now);
+  if (again.kind === 'refuse') return again.error;
+  return new DuplicateEffect('in_progress', { effectKey: key, message: `effect ${key} was reserved by another worker first` });
+}
+
+/**
+ * Reserves `key`; `state` is what the new record is written as (`executing` when the
+ * reservation and the start of execution share one transaction).
+ */
+async function reserve(e: SqlEngine, 
+  tx: SqlExecutor, key: string, actionId: string, leaseMs: number, now: Date, run: WriteRun, state: 'reserved' | 'executing' = 'reserved',
+): Promise<Reservation | RaiseAfterCommit> {
+  const { sql } = e.sql;
+  const record = await e.effect(tx, key);
+  const plan = planReservation(record, key, actionId, leaseMs, now);
+  const refuse = (found: EffectRecord | null): Error => reservationRefusal(found, key, actionId, leaseMs, now);
+  switch (plan.kind) {
+    case 'refuse':
+      throw plan.error;
+    case 'ambiguate':
+      await e.cas(tx, record!, plan.record, run, refuse);
+      return new RaiseAfterCommit(plan.error);
+    case 'renew': {
+      const r = plan.reservation;
+      run.intent = { kind: 'update', prior: record!, target: { ...plan.record, state }, refuse };
+      const { rowsAffected } = await e.query(tx, sql.renewEffect, [
+        state, r.actionId, r.attempt, r.leaseExpiresAt, plan.record.updatedAt, key, plan.priorAttempt,
+      ]);
+      if (rowsAffected !== 1) throw new DuplicateEffect('in_progress', { effectKey: key, message: `effect ${key} was renewed by another worker first` });
+      return r;
+    }
+    case 'insert': {
+      const n = { ...plan.record, state };
+      run.intent = { kind: 'insert', record: n, refuse };
+      let inserted: number;
+      try {
+        ({ rowsAffected: inserted } = await e.query(tx, sql.insertEffect, [
+          key, n.state, n.actionId, n.attempt, n.leaseExpiresAt, n.createdAt, n.updatedAt,
+        ]));
+      } catch (err) {
+        if (!e.sql.isUniqueViolation(err)) throw err;
+        inserted = 0;
+      }
+      if (inserted !== 1) {
+        // The key is the last word: someone else's row landed first. Re-plan once on it.
+        const again = planReservation(await e.effect(tx, key), key, actionId, leaseMs, now);
+        if (again.kind === 'refuse') throw again.error;
+        throw new DuplicateEffect('in_progress', { effectKey: key, message: `effect ${key} was reserved by another worker first` });
+      }
+      return plan.reservation;
+    }
+  }
+}
+
+async function expire(e: SqlEngine, tx: SqlExecutor, record: ApprovalRecord): Promise<void> {
+  await e.query(tx, e.sql.sql.expireApproval, [record.request.requestId, record.status]);
+}
+
+async function consume(e: SqlEngine, tx: SqlExecutor, record: ApprovalRecord, now: Date): Promise<Approval> {
+  const id = record.request.requestId;
+  const { rowsAffected } = await e.query(tx, e.sql.sql.consumeApproval, [storedTime(now), id]);
+  if (rowsAffected !== 1) throw new ApprovalMismatch('consumed', { approvalId: id, message: `approval ${id} refused (consumed): it was consumed by another caller first` });
+  return grantedApproval(record);
+}
+
+async function transition(e: SqlEngine, 
+  what: string, key: unknown, actionId: unknown, from: readonly EffectState[], next: (r: EffectRecord, stamp: string) => EffectRecord, events?: TrailingEvents<EffectRecord>,
+): Promise<EffectRecord> {
+  const k = nonEmpty(key, 'effect_key');
+  const a = nonEmpty(actionId, 'action_id');
+  return e.writeTrailed(what, events, async (tx, now, run) => {
+    const record = checked(await e.effect(tx, k), k, a, from, now);
+    return e.cas(tx, record, next(record, storedTime(now)), run, (found) => refusalOf(() => checked(found, k, a, from, now), () => movedOn(k)));
+  });
+}
+
+// ---------------------------------------------------------------- approvals
+export async function putApprovalRequest(e: SqlEngine, request: ApprovalRequest): Promise<void> {
+  if (!isPlainObject(request)) throw new InvalidArgument('approval request must be an object');
+  const id = nonEmpty(request.requestId, 'request.requestId');
+  const hash = nonEmpty(request.actionHash, 'request.actionHash');
+  const action = request.action;
+  if (typeof action !== 'object' || action === null || action.actionHash !== hash) {
+    throw new InvalidArgument(`request.action must be the action whose hash is request.actionHash (${hash})`);
+  }
+  const created = parseTime(nonEmpty(request.createdAt, 'request.createdAt'), 'request.createdAt');
+  const expires = parseTime(nonEmpty(request.expiresAt, 'request.expiresAt'), 'request.expiresAt');
+  if (!(expires.getTime() > created.getTime())) throw new InvalidArgument('request.expiresAt must be after request.createdAt');
+  const policyHash = nullableText(request.policyHash, 'request.policyHash');
+  const actionJson = actionToJson(action);
+  const { sql } = e.sql;
+  await e.write('putApprovalRequest', async (tx) => {
+    try {
+      await e.query(tx, sql.insertApproval, [id, hash, actionJson, request.createdAt, request.expiresAt, policyHash]);
+    } catch (err) {
+      if (e.sql.isUniqueViolation(err)) throw new InvalidArgument(`approval request ${id} already exists`);
+      throw err;
+    }
+  });
+}
+
+export async function grantApproval(e: SqlEngine, id: string, approver: string): Promise<Approval> {
+  const i = nonEmpty(id, 'approval_id');
+  const who = checkActor(approver, 'approver');
+  return e.write('grantApproval', async (tx, now) => {
+    const record = await e.approval(tx, i);
+    const plan = checkAnswerable(record, i, now);
+    if (plan.kind === 'expire') {
+      await expire(e, tx, record!);
+      return new RaiseAfterCommit(plan.error);
+    }
+    const grantedAt = storedTime(now);
+    await answer(e, tx, i, 'granted', who, grantedAt);
+    return grantedApproval({ ...plan.record, status: 'granted', approver: who, grantedAt });
+  });
+}
+
+export async function denyApproval(e: SqlEngine, id: string, approver: string): Promise<ApprovalRecord> {
+  const i = nonEmpty(id, 'approval_id');
+  const who = checkActor(approver, 'approver');
+  return e.write('denyApproval', async (tx, now) => {
+    const record = await e.approval(tx, i);
+    const plan = checkAnswerable(record, i, now);
+    if (plan.kind === 'expire') {
+      await expire(e, tx, record!);
+      return new RaiseAfterCommit(plan.error);
+    }
+    await answer(e, tx, i, 'denied', who, null);
+    return { ...plan.record, status: 'denied', approver: who } satisfies ApprovalRecord;
+  });
+}
+
+async function answer(e: SqlEngine, tx: SqlExecutor, id: string, status: 'granted' | 'denied', approver: string, grantedAt: string | null): Promise<void> {
+  const { rowsAffected } = await e.query(tx, e.sql.sql.answerApproval, [status, storedText(approver), grantedAt, id]);
+  if (rowsAffected !== 1) throw new ApprovalMismatch('answered', { approvalId: id, message: `approval ${id} refused (answered): it was answered by another caller first` });
+}
+
+export async function consumeApproval(e: SqlEngine, id: string, actionHash: string): Promise<Approval> {
+  const i = nonEmpty(id, 'approval_id');
+  const hash = nonEmpty(actionHash, 'action_hash');
+  return e.write('consumeApproval', async (tx, now) => {
+    const record = await e.approval(tx, i);
+    const plan = checkConsumable(record, i, hash, now);
+    if (plan.kind === 'expire') {
+      await expire(e, tx, record!);
+      return new RaiseAfterCommit(plan.error);
+    }
+    return consume(e, tx, plan.record, now);
+  });
+}
+
+// ---------------------------------------------------------------- effects
+export async function reserveEffect(e: SqlEngine, key: string, actionId: string, leaseMs: number, events?: TrailingEvents<Reservation>): Promise<Reservation> {
+  const k = nonEmpty(key, 'effect_key');
+  return e.writeTrailed('reserveEffect', events, (tx, now, run) => reserve(e, tx, k, actionId, leaseMs, now, run));
+}
+
+export async function consumeApprovalAndReserve(e: SqlEngine, 
+  id: string, actionHash: string, key: string, actionId: string, leaseMs: number, events?: TrailingEvents<[Approval, Reservation]>,
+): Promise<[Approval, Reservation]> {
+  const i = nonEmpty(id, 'approval_id');
+  const hash = nonEmpty(actionHash, 'action_hash');
+  const k = nonEmpty(key, 'effect_key');
+  return e.writeTrailed('consumeApprovalAndReserve', events, async (tx, now, run) => {
+    // The approval first: its refusal wins, and nothing of the reservation is written.
+    const record = await e.approval(tx, i);
+    const plan = checkConsumable(record, i, hash, now);
+    if (plan.kind === 'expire') {
+      await expire(e, tx, record!);
+      return new RaiseAfterCommit(plan.error);
+    }
+    const reservation = await reserve(e, tx, k, actionId, leaseMs, now, run);
+    // A refused reservation (even a kept ambiguation) leaves the approval granted.
+    if (reservation instanceof RaiseAfterCommit) return reservation;
+    const approval = await consume(e, tx, plan.record, now);
+    return [approval, reservation] satisfies [Approval, Reservation];
+  });
+}
+
+export async function reserveForExecution(e: SqlEngine, step: ReservationStep, events?: TrailingEvents<[Approval | null, Reservation]>): Promise<[Approval | null, Reservation]> {
+  if (!isPlainObject(step)) throw new InvalidArgument('reservation step must be an object');
+  const k = nonEmpty(step.key, 'effect_key');
+  const { actionId, leaseMs } = step;
+  const approval = step.approval === null || step.approval === undefined
+    ? null
+    : { id: nonEmpty(step.approval.id, 'approval_id'), hash: nonEmpty(step.approval.actionHash, 'action_hash') };
+  return e.writeTrailed('reserveForExecution', events, async (tx, now, run) => {
+    let granted: ApprovalRecord | null = null;
+    if (approval !== null) {
+      // The approval first: its refusal wins, and nothing of the reservation is written.
+      const record = await e.approval(tx, approval.id);
+      const plan = checkConsumable(record, approval.id, approval.hash, now);
+      if (plan.kind === 'expire') {
+        await expire(e, tx, record!);
+        return new RaiseAfterCommit(plan.error);
+      }
+      granted = plan.record;
+    }
+    const reservation = await reserve(e, tx, k, actionId, leaseMs, now, run, 'executing');
+    // A refused reservation (even a kept ambiguation) leaves the approval granted.
+    if (reservation instanceof RaiseAfterCommit) return reservation;
+    const consumed = granted === null ? null : await consume(e, tx, granted, now);
+    return [consumed, reservation] satisfies [Approval | null, Reservation];
+  });
+}
+
+export async function beginExecution(e: SqlEngine, key: string, actionId: string, events?: TrailingEvents<EffectRecord>): Promise<EffectRecord> {
+  return transition(e, 'beginExecution', key, actionId, ['reserved'], (r, stamp) => ({ ...r, state: 'executing', updatedAt: stamp }), events);
+}
+
+export async function commitEffect(e: SqlEngine, key: string, actionId: string, result: unknown, events?: TrailingEvents<EffectRecord>): Promise<EffectRecord> {
+  const resultJson = resultToJson(result);
+  return transition(e, 'commitEffect', key, actionId, ['executing'], (r, stamp) => ({
+    ...r, state: 'committed', leaseExpiresAt: null, resultJson: storedText(resultJson), updatedAt: stamp,
+  }), events);
+}
+
+export async function failEffect(e: SqlEngine, key: string, actionId: string, error: string, events?: TrailingEvents<EffectRecord>): Promise<EffectRecord> {
+  const text = storedText(nonEmpty(error, 'error'));
+  return transition(e, 'failEffect', key, actionId, ['executing'], (r, stamp) => ({ ...r, state: 'failed', leaseExpiresAt: null, error: text, updatedAt: stamp }), events);
+}
+
+export async function markAmbiguous(e: SqlEngine, key: string, actionId: string, error: string, events?: TrailingEvents<EffectRecord>): Promise<EffectRecord> {
+  const text = storedText(nonEmpty(error, 'error'));
+  return transition(e, 'markAmbiguous', key, actionId, ['reserved', 'executing', 'ambiguous'], (r, stamp) => ({
+    ...r, state: 'ambiguous', leaseExpiresAt: null, error: text, updatedAt: stamp,
+  }), events);
+}
+
+export async function resolveEffect(e: SqlEngine, key: string, state: 'committed' | 'failed', resolver: string): Promise<EffectRecord> {
+  const k = nonEmpty(key, 'effect_key');
+  checkActor(resolver, 'resolver');
+  return e.write('resolveEffect', async (tx, now, run) => {
+    const record = await e.effect(tx, k);
+    const to = checkResolvable(record, k, state, resolver);
+    const r = record!;
+    const who = storedText(resolver);
+    return e.cas(
+      tx, r,
+      { ...r, state: to, leaseExpiresAt: null, error: storedText(resolutionError(to, resolver, r.error)), resolvedBy: who, updatedAt: storedTime(now) },
+      run, (found) => refusalOf(() => checkResolvable(found, k, state, resolver), () => movedOn(k)),
+    );
+  });
+}
+
+export async function extendLease(e: SqlEngine, key: string, actionId: string, leaseMs: number): Promise<EffectRecord> {
+  const k = nonEmpty(key, 'effect_key');
+  const a = nonEmpty(actionId, 'action_id');
+  return e.write('extendLease', async (tx, now, run) => {
+    const record = await e.effect(tx, k);
+    const leaseExpiresAt = planLeaseExtension(record, k, a, leaseMs, now);
+    return e.cas(tx, record!, { ...record!, leaseExpiresAt, updatedAt: storedTime(now) }, run, (found) =>
+      refusalOf(() => planLeaseExtension(found, k, a, leaseMs, now), () => movedOn(k)),
+    );
+  });
+}
+
+export async function holdContinuation(e: SqlEngine, action: Action, key: string, continuation: string, leaseMs: number): Promise<number> {
+  if (!action || typeof action !== 'object' || typeof action.actionHash !== 'string') throw new InvalidArgument('holdContinuation needs an Action');
+  const k = nonEmpty(key, 'effect_key');
+  const value = checkContinuation(continuation);
+  const a = action.actionId;
+  const actionJson = storedText(actionToJson(action));
+  const { sql } = e.sql;
+  return e.write('holdContinuation', async (tx, now, run) => {
+    const record = await e.effect(tx, k);
+    const held = await heldFor(e, tx, k);
+    const plan = planContinuationHold(record, k, a, value, leaseMs, now, held);
+    const taken = await heldByValue(e, tx, value);
+    // A held value names one suspension; reusing it would let one resumption answer two.
+    if (taken !== null) throw new InvalidArgument(`continuation for ${k} is already held${taken.effectKey === k ? ' for this effect' : ' for another effect'}; each suspension needs a fresh one`);
+    const stamp = storedTime(now);
+    await e.cas(tx, record!, { ...record!, leaseExpiresAt: plan.leaseExpiresAt, updatedAt: stamp }, run, (found) =>
+      refusalOf(() => planLeaseExtension(found, k, a, leaseMs, now), () => movedOn(k)),
+    );
+    const { rowsAffected } = held === null
+      ? await e.query(tx, sql.insertContinuation, [k, a, actionJson, value, plan.round, stamp])
+      : await e.query(tx, sql.updateContinuation, [a, actionJson, value, plan.round, stamp, k, held.actionId, held.rounds]);
+    if (rowsAffected !== 1) throw movedOn(k);
+    return plan.round;
+  });
+}
+
+export async function takeContinuation(e: SqlEngine, continuation: string, options: { environment?: string } = {}): Promise<TakenContinuation> {
+  const value = checkContinuation(continuation);
+  const environment = options?.environment;
+  if (environment !== undefined) nonEmpty(environment, 'environment');
+  return e.write('takeContinuation', async (tx, now) => {
+    const held = await heldByValue(e, tx, value);
+    // One message for every miss: the caller learns nothing about which part was wrong.
+    if (held === null || !sameSecret(held.continuation, value)) throw new InvalidArgument(UNKNOWN_CONTINUATION);
+    const action = actionFromJson(held.actionJson);
+    // Checked before anything is consumed: the deployment the action belongs to can still resume it.
+    if (environment !== undefined && action.environment !== environment) {
+      throw new InvalidArgument(`the held action is for environment ${JSON.stringify(action.environment)}, not ${JSON.stringify(environment)}: only a Control of its own environment may resume it`);
+    }
+    const record = checkTakeable(await e.effect(tx, held.effectKey), held.effectKey, held.actionId, now);
+    const { rowsAffected } = await e.query(tx, e.sql.sql.takeContinuation, [storedTime(now), held.effectKey, value]);
+    if (rowsAffected !== 1) throw new InvalidArgument(UNKNOWN_CONTINUATION);
+    return { action, effectKey: held.effectKey, record, rounds: held.rounds } satisfies TakenContinuation;
+  });
+}
+
+// ---------------------------------------------------------------- evidence
+export async function appendEvent(e: SqlEngine, event: EventDraft): Promise<EventRecord> {
+  const fields = eventFields(event);
+  return e.write('appendEvent', (tx) => e.insertEvent(tx, fields));
+}
+
+export async function appendEvents(e: SqlEngine, events: readonly EventDraft[]): Promise<EventRecord[]> {
+  if (!Array.isArray(events)) throw new InvalidArgument('events must be an array of event drafts');
+  const all = events.map((e, i) => eventFields(e, `events[${i}]`));
+  if (all.length === 0) return [];
+  return e.write('appendEvents', (tx) => e.insertEvents(tx, all));
+}
+
+export async function putReceipt(e: SqlEngine, draft: ReceiptDraft, events?: TrailingEvents<StoredReceipt>): Promise<StoredReceipt> {
+  const fields = receiptFields(draft);
+  const receiptId = fields.receiptId;
+  const trailing = checkTrailing(events);
+  // Its own `receipt` member is the caller's business on an outcome; here the receipt is the change.
+  const only: TrailingEvents<StoredReceipt> | undefined = trailing === undefined ? undefined : { drafts: (r) => trailing.drafts(r) };
+  const { sql } = e.sql;
+  try {
+    const stored = await e.writeTrailed('putReceipt', only, (tx) => e.chainReceipt(tx, fields));
+    if (trailing !== undefined && only !== undefined) trailing.stored = only.stored!;
+    return stored;
+  } catch (err) {
+    const select = sql.selectReceipt;
+    if (!(err instanceof ReceiptAlreadyStored) || select === undefined) throw err;
+    const row = await e.read(async (ex) => (await e.query<ReceiptSqlRow>(ex, select, [receiptId])).rows[0]);
+    if (!row || row.json === null || row.hash === null || row.prev_hash === null) throw err;
+    const document = parseJson(row.json, { what: `receipts.json of ${receiptId}`, floats: 'allow' });
+    if (!isPlainObject(document)) throw err;
+    return { seq: int(row.seq, 'receipts.seq'), prevHash: row.prev_hash, hash: row.hash, json: row.json, document: document as JsonObject };
+  }
+}
+
+// ---------------------------------------------------------------- delegations
+export async function putDelegation(e: SqlEngine, record: DelegationRecord): Promise<void> {
+  if (!isPlainObject(record)) throw new InvalidArgument('delegation record must be an object');
+  const id = nonEmpty(record.delegationId, 'delegation.delegationId');
+  const depth = record.depth;
+  if (typeof depth !== 'number' || !Number.isSafeInteger(depth) || depth < 0) throw new InvalidArgument(`delegation.depth must be a non-negative integer, got ${String(depth)}`);
+  const params: SqlValue[] = [
+    id,
+    nonEmpty(record.parentId, 'delegation.parentId'),
+    depth,
+    nonEmpty(record.grantJson, 'delegation.grantJson'),
+    storedText(nonEmpty(record.createdByAgent, 'delegation.createdByAgent')),
+    record.createdByUser === null || record.createdByUser === undefined ? null : storedText(nonEmpty(record.createdByUser, 'delegation.createdByUser')),
+    nonEmpty(record.createdVia, 'delegation.createdVia'),
+    stamp(record.createdAt, 'delegation.createdAt'),
+    record.revokedAt === null || record.revokedAt === undefined ? null : stamp(record.revokedAt, 'delegation.revokedAt'),
+    record.revokedBy === null || record.revokedBy === undefined ? null : storedText(nonEmpty(record.revokedBy, 'delegation.revokedBy')),
+  ];
+  await e.write('putDelegation', async (tx) => {
+    let inserted: number;
+    try {
+      ({ rowsAffected: inserted } = await e.query(tx, e.sql.sql.insertDelegation, params));
+    } catch (err) {
+      if (!e.sql.isUniqueViolation(err)) throw err;
+      inserted = 0;
+    }
+    // Never an upsert: a delegation is an act, and a second act under one id would rewrite the first.
+    if (inserted !== 1) throw new InvalidArgument(`delegation ${id} already exists; a delegation is never overwritten`);
+  });
+}
+
+export async function revokeDelegation(e: SqlEngine, id: string, by: string | null, at: string): Promise<boolean> {
+  const i = nonEmpty(id, 'delegation_id');
+  const who = by === null || by === undefined ? null : storedText(checkActor(by, 'revoked_by'));
+  const when = stamp(at, 'revoked_at');
+  const { revokeDelegation: revoke, selectDelegation: select } = e.sql.sql;
+  return e.write('revokeDelegation', async (tx) => {
+    const { rowsAffected } = await e.query(tx, revoke, [when, who, i]);
+    if (rowsAffected === 1) return true;
+    const row = (await e.query<DelegationRow>(tx, select, [i])).rows[0];
+    if (!row) throw new InvalidArgument(`no delegation ${i}`);
+    return false;
+  });
+}
