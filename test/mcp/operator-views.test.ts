@@ -1,11 +1,14 @@
-// The operator server's list tools read the store a page at a time: an agent that files many
+// What the operator server shows a human. Its list tools read the store a page at a time: an agent that files many
 // approval requests (or a long receipt chain) cannot make `list_pending_approvals` or `receipts`
 // load every row. The store here refuses the unbounded reads outright, so a tool that still used
-// them fails; the answers are checked against what the paged reads must give.
+// them fails; the answers are checked against what the paged reads must give. Its text shows
+// every invisible character an agent put in an argument as a JSON escape, and parses to exactly
+// the hashed value.
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
-import { Control, createAction, loadPolicy, type StateStore } from '@ctrlrun/kernel';
+import { canonicalJson, Control, createAction, loadPolicy, type StateStore } from '@ctrlrun/kernel';
 import { createOperatorServer } from '@ctrlrun/mcp';
 import { createSqlJsStore } from '@ctrlrun/store-sqljs';
 
@@ -64,9 +67,13 @@ describe('mcp-operator list tools are bounded', () => {
       const client = await operator(control);
 
       const listed = structured(await client.callTool({ name: 'list_pending_approvals', arguments: { limit: 200 } }))['approvals'] as { action: { arguments: { id: string } } }[];
-      expect(listed).toHaveLength(200);
-      expect(listed[0]!.action.arguments.id).toBe('a000');
-      expect(listed[199]!.action.arguments.id).toBe('a199');
+      // Oldest first (requests made in the same millisecond in request id order).
+      const expected = (await raw.listApprovals('pending'))
+        .map((a) => [a.request.createdAt, a.request.requestId, a.request.action.canonicalArguments['id']] as const)
+        .sort((x, y) => (x[0] === y[0] ? (x[1] < y[1] ? -1 : 1) : x[0] < y[0] ? -1 : 1))
+        .slice(0, 200)
+        .map((x) => x[2]);
+      expect(listed.map((a) => a.action.arguments.id)).toEqual(expected);
 
       const receipts = structured(await client.callTool({ name: 'receipts', arguments: { limit: 3 } }))['receipts'] as { arguments: { id: string } }[];
       const all = (await raw.receipts()).map((r) => (JSON.parse(r.json!) as { arguments: { id: string } }).arguments.id);
@@ -76,6 +83,38 @@ describe('mcp-operator list tools are bounded', () => {
       await client.close();
     } finally {
       await raw.close();
+    }
+  }, 180_000);
+});
+
+describe('mcp-operator text shows what was hashed', () => {
+  it('an argument with bidi overrides, zero-width or C1 characters (in a key or a value, __proto__ included) is written as JSON escapes, and the text parses to the hashed arguments', async () => {
+    const store = await createSqlJsStore();
+    try {
+      const control = new Control({ policy: loadPolicy('schema: ctrlrun.policy/v2\nactions:\n  pay.refund: {decision: approve}\n'), store, logger: { warn: () => {} } });
+      const client = await operator(control);
+      const invisible = fc.constantFrom('\u202e', '\u202d', '\u2066', '\u2069', '\u200b', '\u200f', '\u2028', '\u0085', '\u009b', '\u007f', '\ufeff', '\u{e0041}', '\u061c');
+      const text = fc.array(fc.oneof(invisible, fc.string({ maxLength: 4 })), { maxLength: 6 }).map((p) => p.join(''));
+      const key = fc.oneof(text, fc.constantFrom('__proto__', 'constructor', 'amount'));
+      let n = 0;
+      await fc.assert(
+        fc.asyncProperty(fc.dictionary(key, text, { maxKeys: 4 }), text, async (extra, value) => {
+          const args = JSON.parse(JSON.stringify({ ...extra, id: `c${n++}${value}` })) as Record<string, unknown>;
+          const action = createAction({ name: 'pay.refund', arguments: args, principal: { agent: 'agent-1' }, environment: control.environment });
+          await control.execute(action, () => 'never').catch(() => undefined);
+          const result = await client.callTool({ name: 'list_pending_approvals', arguments: { limit: 200 } });
+          const shown = (result.content as { type: string; text: string }[])[0]!.text;
+          expect(shown.replace(/\n/g, '')).not.toMatch(/[\p{Cc}\p{Cf}\p{Cs}\p{Zl}\p{Zp}]/u);
+          const parsed = JSON.parse(shown) as { approvals: { action_hash: string; action: { arguments: Record<string, unknown> }; hashed: string }[] };
+          const mine = parsed.approvals.find((a) => a.action_hash === action.actionHash)!;
+          expect(canonicalJson(mine.action.arguments as never)).toBe(canonicalJson(action.canonicalArguments));
+          expect(mine.hashed).toBe(action.canonical);
+        }),
+        { numRuns: 40 },
+      );
+      await client.close();
+    } finally {
+      await store.close();
     }
   }, 180_000);
 });
