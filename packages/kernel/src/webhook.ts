@@ -143,9 +143,24 @@ export function approvalRequestJson(request: ApprovalRequest, options: Pick<Payl
   );
 }
 
-/** Slack's three escapes; agent-chosen text can then neither mention (`<!channel>`) nor link. */
+/**
+ * Characters that would make a message read differently from what was hashed: controls, format
+ * characters (a bidi override reverses what follows; a zero-width space hides a difference),
+ * separators, lone surrogates.
+ */
+const INVISIBLE = /[\p{Cc}\p{Cf}\p{Cs}\p{Zl}\p{Zp}]/gu;
+
+/**
+ * Slack's three escapes, and every invisible character written `\uXXXX` (inside the arguments'
+ * JSON that is the same string): agent-chosen text can neither mention (`<!channel>`), link, nor
+ * read differently from the hash.
+ */
 function slackText(s: string): string {
-  return s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+  return s
+    .replace(INVISIBLE, (c) => Array.from({ length: c.length }, (_, i) => `\\u${c.charCodeAt(i).toString(16).padStart(4, '0')}`).join(''))
+    .replace(/&/g, '&amp;')
+    .replace(/</g, '&lt;')
+    .replace(/>/g, '&gt;');
 }
 
 /** Inside a code block: no backtick can close it early, and the block stays within Slack's limits. */
