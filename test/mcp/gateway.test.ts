@@ -404,6 +404,22 @@ describe('gateway: tools/call through the control path', () => {
     expect(await r.store.getEffect('refund:n1')).toBeNull();
   }, TIMEOUT);
 
+  it('tools/call under another casing, spacing or with invisible characters is never relayed (a lax upstream would run it past the control path)', async () => {
+    const r = await rig();
+    for (const method of ['Tools/Call', 'TOOLS/CALL', ' tools/call', 'tools/call\n', 'tools\u200b/call', 'ｔｏｏｌｓ/call']) {
+      const got = await r.agent.request({ method, params: { name: 'refund', arguments: { payment_id: 'lax', amount: 999 } } } as never, ResultSchema).then(
+        () => null,
+        (e: unknown) => e as McpError,
+      );
+      expect(got?.code, JSON.stringify(method)).toBe(-32601);
+    }
+    expect(upstreamCalls(r.log)).toEqual([]);
+    expect(await r.store.getEffect('refund:lax')).toBeNull();
+    // The real method still goes through the control path.
+    expect((await call(r.agent, 'refund', { payment_id: 'lax', amount: 5 })).error).toBeUndefined();
+    expect(upstreamCalls(r.log)).toHaveLength(1);
+  }, TIMEOUT);
+
   it('sessions are bounded: past maxSessions the oldest is closed, and its client is told to initialize again', async () => {
     const r = await rig();
     const serving = await serveHttp({ host: '127.0.0.1', port: 0, path: '/mcp', maxBodyBytes: 65536, allowOrigins: [], createServer: () => new Gateway({ control: r.control, upstream: r.upstream, alias: 'pay', principal: { agent: 'agent-1' } }).createServer(), sessions: true, maxSessions: 2 });

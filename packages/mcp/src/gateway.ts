@@ -214,6 +214,11 @@ export class Gateway {
 
   async #handle(request: JSONRPCRequest, extra: Extra): Promise<Result> {
     if (request.method === 'tools/call') return this.callTool(request.params, extra);
+    // A lax upstream may route `Tools/Call`, ` tools/call` or `tools\u200b/call` to its tool
+    // handler: such a name is never relayed, so no tool runs past the control path.
+    if (foldMethod(request.method) === 'tools/call') {
+      throw rpcError(ErrorCode.MethodNotFound, `no method ${JSON.stringify(request.method.slice(0, 100))}: the method is tools/call, exactly`);
+    }
     const relay = this.#relayProgress(extra);
     try {
       const params = request.params === undefined ? undefined : relay.token === null ? request.params : { ...request.params, _meta: { ...request.params['_meta'] as object, progressToken: relay.token } };
@@ -456,6 +461,11 @@ export class Gateway {
     if (err instanceof InvalidArgument) return rpcError(ErrorCode.InvalidParams, err.message);
     return err;
   }
+}
+
+/** A method name as a lax router might read it: compatibility-folded, lower case, without spacing, controls or invisible characters. */
+function foldMethod(method: string): string {
+  return method.normalize('NFKC').toLowerCase().replace(/[\s\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/gu, '');
 }
 
 /** A JSON object as JSON.parse makes one (or `Object.create(null)`). */
