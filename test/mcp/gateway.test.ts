@@ -15,6 +15,7 @@ import { call, receiptDocs, httpAgent, NODE_TS, POLICY, startHttpUpstream, token
 const TIMEOUT = 120_000;
 
 interface Rig {
+  gateway: Gateway;
   store: StateStore;
   control: Control;
   agent: Client;
@@ -50,6 +51,7 @@ async function rig(options: { policy?: string; upstream?: 'stdio' | 'http'; wait
   const r = {
     store,
     control,
+    gateway,
     agent,
     log,
     upstream,
@@ -418,6 +420,21 @@ describe('gateway: tools/call through the control path', () => {
     // The real method still goes through the control path.
     expect((await call(r.agent, 'refund', { payment_id: 'lax', amount: 5 })).error).toBeUndefined();
     expect(upstreamCalls(r.log)).toHaveLength(1);
+  }, TIMEOUT);
+
+  it('arguments nested deeper than MAX_DEPTH get a clear -32602 naming the depth (not a stack overflow), nothing reaches the upstream', async () => {
+    const r = await rig();
+    for (const depth of [600, 50_000]) {
+      const deep = JSON.parse(`{"payment_id":"deep","amount":5,"x":${'['.repeat(depth)}${']'.repeat(depth)}}`) as Record<string, unknown>;
+      const got = await r.gateway.callTool({ name: 'refund', arguments: deep }, { signal: new AbortController().signal, sendNotification: async () => {} } as never).then(
+        () => null,
+        (e: unknown) => e as McpError,
+      );
+      expect(got?.code, String(depth)).toBe(-32602);
+      expect(got?.message).toMatch(/nest deeper than 512 levels/);
+    }
+    expect(upstreamCalls(r.log)).toEqual([]);
+    expect(await r.store.getEffect('refund:deep')).toBeNull();
   }, TIMEOUT);
 
   it('sessions are bounded: past maxSessions the oldest is closed, and its client is told to initialize again', async () => {

@@ -49,6 +49,7 @@ import {
 } from '@ctrlrun/kernel';
 import { classifyError, classifyResult, UpstreamNotConnected, type Outcome } from './classify.js';
 import { bareMessage, gatewayError, rpcError } from './errors.js';
+import { MAX_DEPTH } from './floats.js';
 
 /** An alias: the middle segment of `mcp.<alias>.<tool>`. */
 export const ALIAS_PATTERN = /^[a-z0-9][a-z0-9_-]*$/;
@@ -258,6 +259,7 @@ export class Gateway {
     }
     const args = params['arguments'] ?? {};
     if (!isPlainObject(args)) throw rpcError(ErrorCode.InvalidParams, 'tools/call: arguments must be an object');
+    if (tooDeep(args, MAX_DEPTH)) throw rpcError(ErrorCode.InvalidParams, `tools/call ${tool}: the arguments nest deeper than ${MAX_DEPTH} levels`);
     const pointer = unrepresentable(args, '');
     if (pointer !== null) {
       throw gatewayError('unrepresentableArgument', `tools/call ${tool}: the argument at ${pointer || '/'} is not a safe integer, string, boolean, null, array or object (use integer minor units or a decimal string)`, { pointer });
@@ -473,6 +475,18 @@ function isPlainObject(v: unknown): v is Record<string, unknown> {
   if (typeof v !== 'object' || v === null || Array.isArray(v)) return false;
   const proto = Object.getPrototypeOf(v);
   return proto === Object.prototype || proto === null;
+}
+
+/** Whether `value` nests deeper than `max` arrays and objects (without recursing: any depth is answered). */
+function tooDeep(value: unknown, max: number): boolean {
+  const stack: Array<[unknown, number]> = [[value, 0]];
+  while (stack.length > 0) {
+    const [v, depth] = stack.pop()!;
+    if (typeof v !== 'object' || v === null) continue;
+    if (depth >= max) return true;
+    for (const child of Array.isArray(v) ? v : Object.values(v)) stack.push([child, depth + 1]);
+  }
+  return false;
 }
 
 /** A JSON pointer to the first number that is not a safe integer, or null. */
