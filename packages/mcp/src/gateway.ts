@@ -178,8 +178,13 @@ export class Gateway {
       const { progressToken, ...rest } = notification.params;
       this.#progress.get(String(progressToken))?.(rest);
     });
-    // The upstream's notifications (list changes, logs, resource updates) reach every agent session.
+    // The upstream's notifications (list changes, logs, resource updates) reach every agent
+    // session when every session is the same principal. With a principal per request (an identity
+    // provider), a log line or a resource update cannot be attributed to the session it concerns:
+    // only list changes, which say nothing about anyone's calls, are sent to every session.
+    const perRequest = this.#principal === null || this.control.identity !== null;
     this.upstream.fallbackNotificationHandler = async (notification: Notification) => {
+      if (perRequest && !/^notifications\/(?:tools|resources|prompts)\/list_changed$/.test(notification.method)) return;
       await Promise.all([...this.#servers].map((s) => s.notification(notification as ServerNotification).catch(() => {})));
     };
   }
