@@ -150,6 +150,8 @@ describe('ctrlrun gateway (a real process)', () => {
       [[...base, '--alias', 'pay', '--principal-header', 'x-agent'], /exactly one identity source/],
       [['gateway', '--upstream', 'http://127.0.0.1:9/mcp', '--alias', 'pay'], /exactly one identity source/],
       [['gateway', '--upstream', 'http://127.0.0.1:9/mcp', '--alias', 'pay', '--principal-header', 'x-agent', '--stdio'], /--stdio has no request headers/],
+      [[...base, '--alias', 'pay', '--max-pending-approvals', '0'], /--max-pending-approvals must be a positive whole number/],
+      [[...base, '--alias', 'pay', '--max-pending-approvals', 'lots'], /--max-pending-approvals must be a positive whole number/],
     ];
     for (const [argv, message] of cases) {
       const r = await ctrlrun(argv, env);

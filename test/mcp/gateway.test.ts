@@ -15,6 +15,7 @@ import { call, receiptDocs, httpAgent, NODE_TS, POLICY, startHttpUpstream, token
 const TIMEOUT = 120_000;
 
 interface Rig {
+  gateway: Gateway;
   store: StateStore;
   control: Control;
   agent: Client;
@@ -28,7 +29,7 @@ afterEach(async () => {
   for (const r of open.splice(0)) await r.close();
 });
 
-async function rig(options: { policy?: string; upstream?: 'stdio' | 'http'; wait?: boolean; headerIdentity?: boolean } = {}): Promise<Rig & { killUpstream?: () => Promise<unknown>; url: string }> {
+async function rig(options: { policy?: string; upstream?: 'stdio' | 'http'; wait?: boolean; headerIdentity?: boolean; maxPendingApprovals?: number | null } = {}): Promise<Rig & { killUpstream?: () => Promise<unknown>; url: string }> {
   const dir = workDir();
   const log = join(dir, 'upstream.log');
   const store = await createSqlJsStore();
@@ -44,12 +45,13 @@ async function rig(options: { policy?: string; upstream?: 'stdio' | 'http'; wait
   } else {
     upstream = await connectUpstream({ kind: 'command', argv: [process.execPath, ...NODE_TS, UPSTREAM], env: { PATH: process.env['PATH'] ?? '', UPSTREAM_LOG: log } }, () => {});
   }
-  const gateway = new Gateway({ control, upstream, alias: 'pay', receiptIds, principal: options.headerIdentity ? null : { agent: 'agent-1' }, ...(options.wait ? { wait: { timeoutMs: 60_000 } } : {}) });
+  const gateway = new Gateway({ control, upstream, alias: 'pay', receiptIds, principal: options.headerIdentity ? null : { agent: 'agent-1' }, ...(options.wait ? { wait: { timeoutMs: 60_000 } } : {}), ...(options.maxPendingApprovals !== undefined ? { maxPendingApprovals: options.maxPendingApprovals } : {}) });
   const serving: HttpServing = await serveHttp({ host: '127.0.0.1', port: 0, path: '/mcp', maxBodyBytes: 65536, allowOrigins: [], createServer: () => gateway.createServer(), sessions: true, refuseFloatArguments: true, identityHeaders: options.headerIdentity ? ['X-Agent', 'X-User'] : [] });
   const agent = await httpAgent(serving.url);
   const r = {
     store,
     control,
+    gateway,
     agent,
     log,
     upstream,
@@ -130,6 +132,36 @@ describe('gateway: tools/call through the control path', () => {
     const again = await call(r.agent, 'refund', { payment_id: 'p2', amount: 500 });
     expect(again.error?.code).toBe(-41004);
     expect(upstreamCalls(r.log)).toHaveLength(1);
+  }, TIMEOUT);
+
+  it('an agent cannot flood the humans with approval requests: past maxPendingApprovals a call that would file another is -41001 too_many_pending_approvals, nothing filed; its own open request is unaffected', async () => {
+    const r = await rig({ maxPendingApprovals: 2 });
+    const a = await call(r.agent, 'refund', { payment_id: 'fa', amount: 500 });
+    const b = await call(r.agent, 'refund', { payment_id: 'fb', amount: 500 });
+    expect([a.error?.code, b.error?.code]).toEqual([-41002, -41002]);
+    const c = await call(r.agent, 'refund', { payment_id: 'fc', amount: 500 });
+    expect(c.error?.code).toBe(-41001);
+    expect(c.error?.data).toMatchObject({ error: 'ctrlrun.denied', reason: 'too_many_pending_approvals', limit: 2, pending: 2 });
+    expect((await r.store.listApprovals('pending')).map((x) => x.request.action.canonicalArguments['payment_id']).sort()).toEqual(['fa', 'fb']);
+    // The same call again names its own request; an allowed call still runs.
+    expect((await call(r.agent, 'refund', { payment_id: 'fa', amount: 500 })).error?.code).toBe(-41002);
+    expect((await call(r.agent, 'refund', { payment_id: 'ok', amount: 5 })).error).toBeUndefined();
+    // Calls in parallel cannot all slip past the count before any request is written.
+    const burst = await Promise.all(['p1', 'p2', 'p3', 'p4'].map((id) => call(r.agent, 'refund', { payment_id: id, amount: 500 })));
+    expect(burst.every((x) => x.error?.code === -41001)).toBe(true);
+    // Once a human answers one, there is room for one more.
+    await r.control.denyApproval((a.error!.data as { request_id: string }).request_id, { approver: 'alice' });
+    expect((await call(r.agent, 'refund', { payment_id: 'fc', amount: 500 })).error?.code).toBe(-41002);
+    expect((await call(r.agent, 'refund', { payment_id: 'fd', amount: 500 })).error?.code).toBe(-41001);
+    expect(upstreamCalls(r.log).map((x) => x.tool)).toEqual(['refund']);
+  }, TIMEOUT);
+
+  it('parallel calls under the pending limit: exactly the limit are filed', async () => {
+    const r = await rig({ maxPendingApprovals: 3 });
+    const got = await Promise.all(Array.from({ length: 8 }, (_, i) => call(r.agent, 'refund', { payment_id: `par${i}`, amount: 500 })));
+    expect(got.filter((x) => x.error?.code === -41002)).toHaveLength(3);
+    expect(got.filter((x) => x.error?.code === -41001)).toHaveLength(5);
+    expect(await r.store.listApprovals('pending')).toHaveLength(3);
   }, TIMEOUT);
 
   it('denied by policy (-41001) and denied by a human (-41003): the upstream never runs', async () => {
@@ -372,6 +404,37 @@ describe('gateway: tools/call through the control path', () => {
     await call(r.agent, 'lookup', {});
     expect(upstreamCalls(r.log).map((c) => c.tool)).toEqual(['notification:notifications/x-custom', 'lookup']);
     expect(await r.store.getEffect('refund:n1')).toBeNull();
+  }, TIMEOUT);
+
+  it('tools/call under another casing, spacing or with invisible characters is never relayed (a lax upstream would run it past the control path)', async () => {
+    const r = await rig();
+    for (const method of ['Tools/Call', 'TOOLS/CALL', ' tools/call', 'tools/call\n', 'tools\u200b/call', 'ｔｏｏｌｓ/call']) {
+      const got = await r.agent.request({ method, params: { name: 'refund', arguments: { payment_id: 'lax', amount: 999 } } } as never, ResultSchema).then(
+        () => null,
+        (e: unknown) => e as McpError,
+      );
+      expect(got?.code, JSON.stringify(method)).toBe(-32601);
+    }
+    expect(upstreamCalls(r.log)).toEqual([]);
+    expect(await r.store.getEffect('refund:lax')).toBeNull();
+    // The real method still goes through the control path.
+    expect((await call(r.agent, 'refund', { payment_id: 'lax', amount: 5 })).error).toBeUndefined();
+    expect(upstreamCalls(r.log)).toHaveLength(1);
+  }, TIMEOUT);
+
+  it('arguments nested deeper than MAX_DEPTH get a clear -32602 naming the depth (not a stack overflow), nothing reaches the upstream', async () => {
+    const r = await rig();
+    for (const depth of [600, 50_000]) {
+      const deep = JSON.parse(`{"payment_id":"deep","amount":5,"x":${'['.repeat(depth)}${']'.repeat(depth)}}`) as Record<string, unknown>;
+      const got = await r.gateway.callTool({ name: 'refund', arguments: deep }, { signal: new AbortController().signal, sendNotification: async () => {} } as never).then(
+        () => null,
+        (e: unknown) => e as McpError,
+      );
+      expect(got?.code, String(depth)).toBe(-32602);
+      expect(got?.message).toMatch(/nest deeper than 512 levels/);
+    }
+    expect(upstreamCalls(r.log)).toEqual([]);
+    expect(await r.store.getEffect('refund:deep')).toBeNull();
   }, TIMEOUT);
 
   it('sessions are bounded: past maxSessions the oldest is closed, and its client is told to initialize again', async () => {

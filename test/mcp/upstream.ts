@@ -44,7 +44,8 @@ function build(): Server {
     if (LOG) appendFileSync(LOG, `${JSON.stringify({ tool: `notification:${n.method}`, arguments: n.params ?? {} })}\n`);
   };
   server.fallbackRequestHandler = async (req, extra) => {
-    if (req.method !== 'tools/call') throw new McpError(-32601, `no method ${req.method}`);
+    // Lax on purpose, as some servers are: any casing or spacing of tools/call runs a tool.
+    if (req.method.normalize('NFKC').toLowerCase().replace(/[\s\p{Cf}]/gu, '') !== 'tools/call') throw new McpError(-32601, `no method ${req.method}`);
     const params = req.params as { name: string; arguments?: Record<string, unknown> };
     if (LOG) appendFileSync(LOG, `${JSON.stringify({ tool: params.name, arguments: params.arguments ?? {} })}\n`);
     switch (params.name) {

@@ -5,6 +5,7 @@
  * changes nothing; the page shows every hashed argument (`__proto__` included), the hash, the
  * rule and who asked; approve, deny and resolve go through the kernel.
  */
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { AGENT, harness, OPERATOR, type Harness } from './harness.js';
 
@@ -130,5 +131,43 @@ describe('the operator inbox', () => {
     const { html } = await signedIn(h);
     expect(html).not.toContain('<script>alert(1)</script>');
     expect(html).toContain('&#60;script&#62;alert(1)&#60;/script&#62;');
+  });
+
+  it('makes invisible characters visible: a bidi override, zero-width or C1 control in an argument, key or principal cannot make the page read differently from the hash', async () => {
+    const h = await harness();
+    // U+202E would show "amount" ... reversed; U+200B hides a difference between two keys.
+    const args = JSON.parse('{"payment_id":"in_\\u202e1000\\u202c","amount":200000,"note\\u200b":"\\u0085x\\u2066y\\u2069"}') as Record<string, unknown>;
+    const asked = await h.call('POST', '/v1/actions', AGENT, { name: 'stripe.refund', arguments: args });
+    expect(asked.status).toBe(202);
+    const { html } = await signedIn(h);
+    const live = html.slice(html.indexOf('<div id="live">'));
+    expect(live.replace(/\n/g, '')).not.toMatch(/[\p{Cc}\p{Cf}\p{Cs}\p{Zl}\p{Zp}]/u);
+    expect(live).toContain('in_\\u202e1000\\u202c');
+    expect(live).toContain('note\\u200b');
+    expect(live).toContain('\\u0085x\\u2066y\\u2069');
+    // Property: whatever invisible characters an argument holds, the live region has none of them raw.
+    const invisible = fc.constantFrom('\u202a', '\u202b', '\u202d', '\u202e', '\u2066', '\u2067', '\u2068', '\u2069', '\u200b', '\u200e', '\u200f', '\u2028', '\u2029', '\u0085', '\u009b', '\u007f', '\ufeff', '\u{e0041}');
+    await fc.assert(
+      fc.asyncProperty(fc.array(fc.oneof(invisible, fc.string({ maxLength: 3 })), { minLength: 1, maxLength: 8 }).map((parts) => parts.join('')), async (text) => {
+        const r = await h.call('POST', '/v1/actions', AGENT, { name: 'stripe.refund', arguments: { payment_id: `p${text}`, amount: 200000 } });
+        expect([202, 409]).toContain(r.status);
+        const page = await (await h.app.request('http://inbox.test/inbox/live', { headers: { cookie: (await signedIn(h)).cookie } })).text();
+        expect(page.replace(/\n/g, '')).not.toMatch(/[\p{Cc}\p{Cf}\p{Cs}\p{Zl}\p{Zp}]/u);
+      }),
+      { numRuns: 15 },
+    );
+  });
+
+  it('the page and its live fragment may not be framed, sniffed or cached (they hold the CSRF token and what agents asked)', async () => {
+    const h = await harness();
+    const { cookie } = await signedIn(h);
+    for (const path of ['/inbox', '/inbox/live']) {
+      const r = await h.app.request(`http://inbox.test${path}`, { headers: { cookie } });
+      expect(r.status).toBe(200);
+      expect(r.headers.get('x-frame-options')).toBe('DENY');
+      expect(r.headers.get('content-security-policy')).toContain("frame-ancestors 'none'");
+      expect(r.headers.get('x-content-type-options')).toBe('nosniff');
+      expect(r.headers.get('cache-control')).toBe('no-store');
+    }
   });
 });

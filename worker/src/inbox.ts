@@ -57,8 +57,22 @@ export interface InboxOptions {
   sessionSecret?: string | null;
 }
 
+/**
+ * Characters a page could act on instead of showing: C0/C1 controls, format characters (the bidi
+ * embeddings, overrides and isolates, zero-width characters), line/paragraph separators and lone
+ * surrogates. An agent could use them to make an argument read differently from what was hashed
+ * (U+202E reverses what follows), so every one is shown as a visible escape.
+ */
+const INVISIBLE = /[\p{Cc}\p{Cf}\p{Cs}\p{Zl}\p{Zp}]/gu;
+
+/** Agent-controlled text as HTML text (or attribute value): markup escaped, invisible characters made visible. */
 function esc(text: unknown): string {
-  return String(text).replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+  return String(text)
+    .replace(INVISIBLE, (c) => {
+      const cp = c.codePointAt(0)!;
+      return cp < 0x10000 ? `\\u${cp.toString(16).padStart(4, '0')}` : `\\u{${cp.toString(16)}}`;
+    })
+    .replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 }
 
 function b64url(bytes: Uint8Array): string {
@@ -181,6 +195,7 @@ ${body}
       'x-frame-options': 'DENY',
       'referrer-policy': 'no-referrer',
       'x-content-type-options': 'nosniff',
+      'cache-control': 'no-store',
       ...extraHeaders,
     },
   });
@@ -384,7 +399,10 @@ ${flash ? `<p class="flash" role="status">${esc(flash)}</p>` : ''}
   app.get('/inbox/live', async (c) => {
     const s = await session(c);
     if (s === null) return new Response('sign in', { status: 401, headers: { 'content-type': 'text/plain' } });
-    return new Response(await liveHtml(s), { headers: { 'content-type': 'text/html; charset=utf-8' } });
+    // A fragment of the page: the page's own headers (no framing, no sniffing, not cached: it holds the CSRF token).
+    return new Response(await liveHtml(s), {
+      headers: { 'content-type': 'text/html; charset=utf-8', 'content-security-policy': "default-src 'none'; frame-ancestors 'none'", 'x-frame-options': 'DENY', 'x-content-type-options': 'nosniff', 'cache-control': 'no-store', 'referrer-policy': 'no-referrer' },
+    });
   });
 
   app.post('/inbox/login', async (c) => {

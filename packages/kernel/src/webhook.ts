@@ -15,7 +15,7 @@ import { hmac } from '@noble/hashes/hmac.js';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { bytesToHex } from '@noble/hashes/utils.js';
 import { LocalApprovalProvider, type ApprovalProvider, type ProviderOptions } from './approval-providers.js';
-import { canonicalJson, isPlainObject } from './canonical.js';
+import { canonicalJson, isPlainObject, type JsonObject, type JsonValue } from './canonical.js';
 import type { Control, Logger } from './control.js';
 import { checkActor, sameSecret } from './effects.js';
 import { ApprovalMismatch, CTRLRunError, InvalidArgument } from './errors.js';
@@ -143,9 +143,51 @@ export function approvalRequestJson(request: ApprovalRequest, options: Pick<Payl
   );
 }
 
-/** Slack's three escapes; agent-chosen text can then neither mention (`<!channel>`) nor link. */
+/**
+ * Characters that would make a message read differently from what was hashed: controls, format
+ * characters (a bidi override reverses what follows; a zero-width space hides a difference),
+ * separators, lone surrogates.
+ */
+const INVISIBLE = /[\p{Cc}\p{Cf}\p{Cs}\p{Zl}\p{Zp}]/gu;
+
+/**
+ * Slack's three escapes, and every invisible character written `\uXXXX` (inside the arguments'
+ * JSON that is the same string): agent-chosen text can neither mention (`<!channel>`), link, nor
+ * read differently from the hash.
+ */
 function slackText(s: string): string {
-  return s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+  return s
+    .replace(INVISIBLE, (c) => Array.from({ length: c.length }, (_, i) => `\\u${c.charCodeAt(i).toString(16).padStart(4, '0')}`).join(''))
+    .replace(/&/g, '&amp;')
+    .replace(/</g, '&lt;')
+    .replace(/>/g, '&gt;');
+}
+
+/**
+ * The canonical arguments' JSON, fitted into `max` characters so that every key still shows: when
+ * the whole text is longer, each string (key or value) past a length is cut and marked with how
+ * much was left out, at shorter lengths until it fits. Cutting the text itself would let one long
+ * argument push the others (`amount` after a padded `a`) out of the human's sight.
+ */
+function argumentsForDisplay(args: JsonObject, max: number): string {
+  const whole = canonicalJson(args);
+  if (whole.length <= max) return whole;
+  for (const cut of [200, 60, 16]) {
+    const text = shortened(args, cut);
+    if (text.length <= max) return `${text} (strings over ${cut} characters shortened for display; the action hash names the whole)`;
+  }
+  return shortened(args, 16);
+}
+
+function shortened(value: JsonValue, cut: number): string {
+  const str = (s: string) => JSON.stringify(s.length > cut ? `${s.slice(0, cut)}…(+${s.length - cut} characters)` : s);
+  if (typeof value === 'string') return str(value);
+  if (Array.isArray(value)) return `[${value.map((v) => shortened(v, cut)).join(',')}]`;
+  if (isPlainObject(value)) {
+    const keys = Object.keys(value).sort();
+    return `{${keys.map((k) => `${str(k)}:${shortened((value as JsonObject)[k] as JsonValue, cut)}`).join(',')}}`;
+  }
+  return canonicalJson(value);
 }
 
 /** Inside a code block: no backtick can close it early, and the block stays within Slack's limits. */
@@ -167,7 +209,7 @@ export function approvalRequestSlackJson(request: ApprovalRequest, options: Pick
   const answer = url === null ? `Answer with \`ctrlrun approve ${request.requestId}\` or \`ctrlrun deny ${request.requestId}\`.` : `Answer by a signed POST to ${url}.`;
   const blocks = [
     { type: 'section', text: { type: 'mrkdwn', text } },
-    { type: 'section', text: { type: 'mrkdwn', text: `*Arguments*\n${slackCode(canonicalJson(a.canonicalArguments), 2500)}` } },
+    { type: 'section', text: { type: 'mrkdwn', text: `*Arguments*\n${slackCode(argumentsForDisplay(a.canonicalArguments, 2500), 2500)}` } },
     {
       type: 'context',
       elements: [

@@ -155,6 +155,44 @@ describe('outbound: one signed POST per approval request', () => {
     expect(JSON.stringify(body)).toContain(action.actionHash);
   });
 
+  it('the Slack message shows invisible characters the agent chose (bidi overrides, zero-width, C1, separators) as \\u escapes: it reads as hashed', async () => {
+    const ctx = await setup();
+    const hook = await receiver();
+    const action = createAction({ name: 'stripe.refund', arguments: { payment_id: 'in_\u202e0001\u202c', 'amount\u200b': 1, amount: 200000, note: 'a\u2028b\u0085c\u2066d\u{e0041}' }, principal: { agent: 'refund-agent', user: 'u\u202e1' } });
+    const err = (await ctx.control.execute(action, () => 1).catch((e: unknown) => e)) as ApprovalRequired;
+    const { p } = provider(ctx, hook.url, { format: 'slack' });
+    await p.notify(err.requestId);
+    const body = JSON.parse(hook.deliveries[0]!.body.toString('utf8')) as { text: string; blocks: Array<{ text?: { text: string } }> };
+    const shown = [body.text, ...body.blocks.map((b) => b.text?.text ?? '')].join(' ').replace(/\n/g, ' ');
+    expect(shown).not.toMatch(/[\p{Cc}\p{Cf}\p{Cs}\p{Zl}\p{Zp}]/u);
+    const args = body.blocks[1]!.text!.text;
+    expect(args).toContain('"amount\\u200b":1');
+    expect(args).toContain('in_\\u202e0001\\u202c');
+    expect(args).toContain('a\\u2028b\\u0085c\\u2066d\\udb40\\udc41');
+    expect(body.text).toContain('refund-agent for u\\u202e1');
+    // Inside the code block it is still the hashed arguments' JSON.
+    const json = args.slice(args.indexOf('```') + 3, args.lastIndexOf('```'));
+    expect(JSON.parse(json)).toEqual(JSON.parse(JSON.stringify(action.canonicalArguments)));
+  });
+
+  it('the Slack message shows every argument key however long one argument is: a padded first argument cannot push the amount out of sight', async () => {
+    const ctx = await setup();
+    const hook = await receiver();
+    const action = createAction({ name: 'stripe.refund', arguments: { a: 'x'.repeat(5000), amount: 200000, ['k'.repeat(3000)]: 1, payment_id: 'in_9', __proto__x: [{ deep: 'y'.repeat(900) }] }, principal: { agent: 'refund-agent' } });
+    const err = (await ctx.control.execute(action, () => 1).catch((e: unknown) => e)) as ApprovalRequired;
+    const { p } = provider(ctx, hook.url, { format: 'slack' });
+    await p.notify(err.requestId);
+    const body = JSON.parse(hook.deliveries[0]!.body.toString('utf8')) as { blocks: Array<{ text?: { text: string } }> };
+    const args = body.blocks[1]!.text!.text;
+    expect(args.length).toBeLessThan(3000); // Slack's section limit
+    expect(args).toContain('"amount":200000');
+    expect(args).toContain('"payment_id":"in_9"');
+    expect(args).toContain('"__proto__x":[{"deep":');
+    expect(args).toMatch(/"k{16,200}…\(\+\d+ characters\)":1/);
+    expect(args).toMatch(/"a":"x+…\(\+\d+ characters\)"/);
+    expect(args).toContain('shortened for display');
+  });
+
   it('never a second POST for the same request: notify, the sink and wait share one delivery', async () => {
     const ctx = await setup();
     const hook = await receiver();

@@ -35,6 +35,7 @@ import {
   IdentityError,
   InvalidArgument,
   LocalApprovalProvider,
+  Mutex,
   NotExecuted,
   resolveEffectTemplate,
   resolveResourceTemplate,
@@ -48,6 +49,7 @@ import {
 } from '@ctrlrun/kernel';
 import { classifyError, classifyResult, UpstreamNotConnected, type Outcome } from './classify.js';
 import { bareMessage, gatewayError, rpcError } from './errors.js';
+import { MAX_DEPTH } from './floats.js';
 
 /** An alias: the middle segment of `mcp.<alias>.<tool>`. */
 export const ALIAS_PATTERN = /^[a-z0-9][a-z0-9_-]*$/;
@@ -80,7 +82,17 @@ export interface GatewayOptions {
   howToAnswer?: (requestId: string) => string;
   /** Receipt ids from the Control's sinks (see {@link ReceiptIds}), for failed and ambiguous calls. */
   receiptIds?: ReceiptIds;
+  /**
+   * How many approval requests one principal may have waiting (pending, unexpired) before a call
+   * that would file another is refused `-41001` with `reason: too_many_pending_approvals`
+   * ({@link DEFAULT_MAX_PENDING_APPROVALS}); `null`: no limit. A call whose exact action already
+   * has an open request is never refused by it.
+   */
+  maxPendingApprovals?: number | null;
 }
+
+/** The default of {@link GatewayOptions.maxPendingApprovals} (the worker's too). */
+export const DEFAULT_MAX_PENDING_APPROVALS = 100;
 
 /**
  * Receipt ids by action id, as the Control stores them: add {@link ReceiptIds.sink} to the
@@ -130,6 +142,10 @@ export class Gateway {
   readonly #timeout: number;
   readonly #howToAnswer: (requestId: string) => string;
   readonly #receiptIds: ReceiptIds | null;
+  readonly #maxPending: number | null;
+  /** The pending-count check runs one at a time; a call past it holds a slot until its request is written. */
+  readonly #pendingCheck = new Mutex();
+  readonly #inFlight = new Map<string, number>();
   readonly #servers = new Set<Server>();
   /** Progress relays in flight: the token the gateway gave the upstream → where the agent wants it. */
   readonly #progress = new Map<string, (params: Record<string, unknown>) => void>();
@@ -152,6 +168,9 @@ export class Gateway {
     if (!Number.isSafeInteger(this.#timeout) || this.#timeout <= 0) throw new InvalidArgument('upstreamTimeoutMs must be a positive integer of milliseconds');
     this.#howToAnswer = options.howToAnswer ?? defaultHowToAnswer;
     this.#receiptIds = options.receiptIds ?? null;
+    const maxPending = options.maxPendingApprovals === undefined ? DEFAULT_MAX_PENDING_APPROVALS : options.maxPendingApprovals;
+    if (maxPending !== null && (!Number.isSafeInteger(maxPending) || maxPending < 1)) throw new InvalidArgument('maxPendingApprovals must be a positive integer, or null for no limit');
+    this.#maxPending = maxPending;
     // The upstream's progress goes to the request that asked for it, under the agent's own token.
     // (Not the SDK's per-request onprogress: it drops a progress notification that arrives in the
     // same read as the response, as a fast tool's do.)
@@ -159,8 +178,13 @@ export class Gateway {
       const { progressToken, ...rest } = notification.params;
       this.#progress.get(String(progressToken))?.(rest);
     });
-    // The upstream's notifications (list changes, logs, resource updates) reach every agent session.
+    // The upstream's notifications (list changes, logs, resource updates) reach every agent
+    // session when every session is the same principal. With a principal per request (an identity
+    // provider), a log line or a resource update cannot be attributed to the session it concerns:
+    // only list changes, which say nothing about anyone's calls, are sent to every session.
+    const perRequest = this.#principal === null || this.control.identity !== null;
     this.upstream.fallbackNotificationHandler = async (notification: Notification) => {
+      if (perRequest && !/^notifications\/(?:tools|resources|prompts)\/list_changed$/.test(notification.method)) return;
       await Promise.all([...this.#servers].map((s) => s.notification(notification as ServerNotification).catch(() => {})));
     };
   }
@@ -196,6 +220,11 @@ export class Gateway {
 
   async #handle(request: JSONRPCRequest, extra: Extra): Promise<Result> {
     if (request.method === 'tools/call') return this.callTool(request.params, extra);
+    // A lax upstream may route `Tools/Call`, ` tools/call` or `tools\u200b/call` to its tool
+    // handler: such a name is never relayed, so no tool runs past the control path.
+    if (foldMethod(request.method) === 'tools/call') {
+      throw rpcError(ErrorCode.MethodNotFound, `no method ${JSON.stringify(request.method.slice(0, 100))}: the method is tools/call, exactly`);
+    }
     const relay = this.#relayProgress(extra);
     try {
       const params = request.params === undefined ? undefined : relay.token === null ? request.params : { ...request.params, _meta: { ...request.params['_meta'] as object, progressToken: relay.token } };
@@ -235,6 +264,7 @@ export class Gateway {
     }
     const args = params['arguments'] ?? {};
     if (!isPlainObject(args)) throw rpcError(ErrorCode.InvalidParams, 'tools/call: arguments must be an object');
+    if (tooDeep(args, MAX_DEPTH)) throw rpcError(ErrorCode.InvalidParams, `tools/call ${tool}: the arguments nest deeper than ${MAX_DEPTH} levels`);
     const pointer = unrepresentable(args, '');
     if (pointer !== null) {
       throw gatewayError('unrepresentableArgument', `tools/call ${tool}: the argument at ${pointer || '/'} is not a safe integer, string, boolean, null, array or object (use integer minor units or a decimal string)`, { pointer });
@@ -242,17 +272,56 @@ export class Gateway {
     const name = this.actionName(tool);
     const action = await this.#action(name, args, extra.requestInfo?.headers);
     const approvalId = await this.#presentable(action);
+    const release = approvalId === null ? await this.#pendingSlot(action) : () => {};
     try {
-      return await this.#decide(action, approvalId, extra);
+      return await this.#decide(action, approvalId, extra, release);
     } finally {
+      release();
       this.#receiptIds?.take(action.actionId);
     }
   }
 
-  async #decide(action: Action, approvalId: string | null, extra: Pick<Extra, 'signal' | '_meta' | 'sendNotification'>): Promise<Result> {
+  /**
+   * Under `approve` with no open request for this exact action: a slot under the principal's
+   * pending limit (released once the request is written or the call ends), or the refusal. An agent
+   * cannot flood the humans' lists (and the operator's views) with requests.
+   */
+  async #pendingSlot(action: Action): Promise<() => void> {
+    const max = this.#maxPending;
+    if (max === null || this.control.observing || this.control.policy.evaluate(action.name, action.canonicalArguments).decision !== 'approve') return () => {};
+    const credential = JSON.stringify([action.principal.agent, action.principal.user]);
+    const refused = await this.#pendingCheck.run(async () => {
+      if ((await this.control.openApproval(action)) !== null) return null; // no new request: not counted
+      const pending = (await this.control.store.countPendingApprovals(action.principal)) + (this.#inFlight.get(credential) ?? 0);
+      if (pending >= max && (await this.control.evaluate(action).catch(() => null))?.decision === 'approve') return pending;
+      this.#inFlight.set(credential, (this.#inFlight.get(credential) ?? 0) + 1);
+      return null;
+    });
+    if (refused !== null) {
+      const who = `${action.principal.agent}${action.principal.user === null ? '' : ` (user ${action.principal.user})`}`;
+      throw gatewayError('denied', `${action.name}: ${who} already has ${refused} approval request(s) waiting, the most this gateway takes (maxPendingApprovals ${max}); wait until a human answers them or they expire`, {
+        reason: 'too_many_pending_approvals',
+        action_id: action.actionId,
+        limit: max,
+        pending: refused,
+      });
+    }
+    let held = true;
+    return () => {
+      if (!held) return;
+      held = false;
+      const left = (this.#inFlight.get(credential) ?? 1) - 1;
+      if (left <= 0) this.#inFlight.delete(credential);
+      else this.#inFlight.set(credential, left);
+    };
+  }
+
+  async #decide(action: Action, approvalId: string | null, extra: Pick<Extra, 'signal' | '_meta' | 'sendNotification'>, release: () => void = () => {}): Promise<Result> {
     try {
       return await this.#execute(action, approvalId, extra);
     } catch (err) {
+      // The request is written (or the call refused): the store counts it from here on.
+      release();
       if (this.#wait === null || !(err instanceof ApprovalRequired)) throw await this.#refusal(err, action, approvalId);
       // An agent that asked for progress hears why the call is held, and again every 10 s, so a
       // client that resets its timeout on progress waits for the human.
@@ -401,11 +470,28 @@ export class Gateway {
   }
 }
 
+/** A method name as a lax router might read it: compatibility-folded, lower case, without spacing, controls or invisible characters. */
+function foldMethod(method: string): string {
+  return method.normalize('NFKC').toLowerCase().replace(/[\s\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/gu, '');
+}
+
 /** A JSON object as JSON.parse makes one (or `Object.create(null)`). */
 function isPlainObject(v: unknown): v is Record<string, unknown> {
   if (typeof v !== 'object' || v === null || Array.isArray(v)) return false;
   const proto = Object.getPrototypeOf(v);
   return proto === Object.prototype || proto === null;
+}
+
+/** Whether `value` nests deeper than `max` arrays and objects (without recursing: any depth is answered). */
+function tooDeep(value: unknown, max: number): boolean {
+  const stack: Array<[unknown, number]> = [[value, 0]];
+  while (stack.length > 0) {
+    const [v, depth] = stack.pop()!;
+    if (typeof v !== 'object' || v === null) continue;
+    if (depth >= max) return true;
+    for (const child of Array.isArray(v) ? v : Object.values(v)) stack.push([child, depth + 1]);
+  }
+  return false;
 }
 
 /** A JSON pointer to the first number that is not a safe integer, or null. */

@@ -47,6 +47,8 @@ export const OPERATOR_TOOLS: readonly Tool[] = [
 ];
 
 const WRITES = new Set(['approve', 'deny', 'resolve']);
+/** Rows read from the store at a time by the list tools. */
+const PAGE = 200;
 
 function badArg(message: string): McpError {
   return rpcError(ErrorCode.InvalidParams, message);
@@ -79,8 +81,22 @@ function argsOf(tool: Tool, raw: unknown): Record<string, unknown> {
   return out;
 }
 
+/**
+ * Characters that would make the text read differently from what was hashed (a bidi override
+ * reverses what follows, a zero-width space hides a difference between two keys). A raw newline
+ * here is the indentation's: one inside a string is already written `\n`.
+ */
+const INVISIBLE = /(?!\n)[\p{Cc}\p{Cf}\p{Cs}\p{Zl}\p{Zp}]/gu;
+
+/**
+ * A tool's answer: the JSON text a human (or their assistant) reads, with every invisible
+ * character written as a JSON `\uXXXX` escape, so it shows and still parses to exactly the same
+ * value; and that value as `structuredContent`.
+ */
 function answer(value: unknown): CallToolResult {
-  const text = JSON.stringify(value, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v), 2);
+  const text = JSON.stringify(value, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v), 2).replace(INVISIBLE, (c) =>
+    Array.from({ length: c.length }, (_, i) => `\\u${c.charCodeAt(i).toString(16).padStart(4, '0')}`).join(''),
+  );
   return { content: [{ type: 'text', text }], structuredContent: JSON.parse(text) as Record<string, unknown> };
 }
 
@@ -122,10 +138,20 @@ export function createOperatorServer(options: OperatorOptions): Server {
     try {
       switch (tool.name) {
         case 'list_pending_approvals': {
+          // Read a page at a time (an agent can file many requests): never every row at once.
           const now = control.clock().getTime();
-          const pending = (await store.listApprovals('pending')).filter((a) => parseTime(a.request.expiresAt).getTime() >= now);
+          const want = (args['limit'] as number | undefined) ?? 50;
+          const pending: Awaited<ReturnType<typeof store.approvalsPage>> = [];
+          let after: { createdAt: string; requestId: string } | null = null;
+          for (;;) {
+            const page = await store.approvalsPage({ status: 'pending', after, limit: PAGE });
+            for (const a of page) if (pending.length < want && parseTime(a.request.expiresAt).getTime() >= now) pending.push(a);
+            if (pending.length >= want || page.length < PAGE) break;
+            const last = page[page.length - 1]!;
+            after = { createdAt: last.request.createdAt, requestId: last.request.requestId };
+          }
           return answer({
-            approvals: pending.slice(0, (args['limit'] as number | undefined) ?? 50).map((a) => ({
+            approvals: pending.map((a) => ({
               request_id: a.request.requestId,
               action_hash: a.request.actionHash,
               action: {
@@ -148,10 +174,26 @@ export function createOperatorServer(options: OperatorOptions): Server {
           return answer(doc);
         }
         case 'receipts': {
+          // The newest `limit` (cited) receipts, read a page at a time and keeping only those:
+          // memory stays bounded however long the chain is.
           const control = args['control'] as string | undefined;
-          const docs = (await store.receipts()).map((r) => JSON.parse(r.json ?? 'null') as { controls?: unknown } | null);
-          const cited = control === undefined ? docs : docs.filter((d) => Array.isArray(d?.controls) && d.controls.includes(control));
-          return answer({ receipts: cited.slice(-((args['limit'] as number | undefined) ?? 20)) });
+          const want = (args['limit'] as number | undefined) ?? 20;
+          const kept: unknown[] = [];
+          let after = 0;
+          for (;;) {
+            const page = await store.receiptsAfter(after, PAGE);
+            for (const r of page) {
+              const d = JSON.parse(r.json ?? 'null') as { controls?: unknown } | null;
+              if (control !== undefined && !(Array.isArray(d?.controls) && d.controls.includes(control))) continue;
+              kept.push(d);
+              if (kept.length > want) kept.shift();
+            }
+            const last = page[page.length - 1]?.seq;
+            // A short page is the end; a seq that is no integer cannot be paged past (ctrlrun verify names it).
+            if (page.length < PAGE || typeof last !== 'number' || !Number.isSafeInteger(last) || last <= after) break;
+            after = last;
+          }
+          return answer({ receipts: kept });
         }
         case 'effects': {
           const records = await store.listEffects(args['state'] as Parameters<typeof store.listEffects>[0]);

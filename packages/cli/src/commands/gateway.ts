@@ -7,7 +7,7 @@
  * @module
  */
 import { HeaderIdentityProvider } from '@ctrlrun/kernel';
-import { ALIAS_PATTERN, Gateway, ReceiptIds } from '@ctrlrun/mcp';
+import { ALIAS_PATTERN, DEFAULT_MAX_PENDING_APPROVALS, Gateway, ReceiptIds } from '@ctrlrun/mcp';
 import { STORE_URL, type Command } from '../command.js';
 import { describeTarget } from '../discovery.js';
 import { CliRefusal, UsageError } from '../errors.js';
@@ -63,6 +63,7 @@ export const gateway: Command = {
     wait: { type: 'boolean', help: 'when a call needs approval, hold it until a human answers, then run it (the agent hears progress every 10 s if it asked for progress; its own request timeout still applies)' },
     'wait-timeout': { type: 'string', value: 'SECONDS', help: 'with --wait: give up after this long (default: when the request expires)' },
     'upstream-timeout': { type: 'string', value: 'SECONDS', help: 'how long one upstream request may take (default 30); a timeout is an unknown outcome' },
+    'max-pending-approvals': { type: 'string', value: 'N', help: 'approval requests one principal may have waiting before another is refused -41001 (default 100)' },
     ...MCP_OPTIONS,
     'store-url': STORE_URL,
   },
@@ -96,6 +97,7 @@ export const gateway: Command = {
     const maxBodyBytes = positiveInt(values['max-body-bytes'] as string | undefined, '--max-body-bytes', 1_048_576);
     const waitTimeout = values['wait-timeout'] === undefined ? undefined : positiveInt(values['wait-timeout'] as string, '--wait-timeout', 0) * 1000;
     if (waitTimeout !== undefined && values['wait'] !== true) throw new UsageError('--wait-timeout needs --wait');
+    const maxPendingApprovals = positiveInt(values['max-pending-approvals'] as string | undefined, '--max-pending-approvals', DEFAULT_MAX_PENDING_APPROVALS);
 
     // With --stdio, stdout is the protocol: everything for the human goes to stderr.
     const say = stdio ? err : out;
@@ -124,6 +126,7 @@ export const gateway: Command = {
         principal,
         receiptIds,
         upstreamTimeoutMs: upstreamTimeout,
+        maxPendingApprovals,
         ...(values['wait'] === true ? { wait: waitTimeout === undefined ? true : { timeoutMs: waitTimeout } } : {}),
       });
 
