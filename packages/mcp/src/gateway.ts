@@ -35,7 +35,6 @@ import {
   IdentityError,
   InvalidArgument,
   LocalApprovalProvider,
-  Mutex,
   NotExecuted,
   resolveEffectTemplate,
   resolveResourceTemplate,
@@ -47,6 +46,7 @@ import {
   type ExecuteOptions,
   type JsonObject,
 } from '@ctrlrun/kernel';
+import { Mutex } from '@ctrlrun/kernel/store';
 import { classifyError, classifyResult, UpstreamNotConnected, type Outcome } from './classify.js';
 import { bareMessage, gatewayError, rpcError } from './errors.js';
 import { MAX_DEPTH } from './floats.js';
