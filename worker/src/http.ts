@@ -6,6 +6,7 @@
  * @module
  */
 import { InvalidArgument, isKernelError, orderedJson, parseJson, type ErrorCode, type JsonValue } from '@ctrlrun/kernel';
+import { readBodyBounded } from '@ctrlrun/kernel/webhook';
 
 /** Codes the worker adds for refusals the kernel has no class for (HTTP-level ones). */
 export type WorkerErrorCode =
@@ -131,29 +132,8 @@ function checkContentType(request: Request): void {
 
 /** Reads at most `limit` bytes of the body; more is a 413, whatever the headers claimed. */
 async function readLimited(request: Request, limit: number): Promise<Uint8Array> {
-  const tooLarge = (): HttpError => new HttpError(413, 'ERR_PAYLOAD_TOO_LARGE', `the request body is larger than ${limit} bytes`, { limit });
-  const declared = request.headers.get('content-length');
-  if (declared !== null && /^\d+$/.test(declared.trim()) && Number(declared.trim()) > limit) throw tooLarge();
-  if (request.body === null) return new Uint8Array(0);
-  const reader = request.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > limit) {
-      await reader.cancel().catch(() => undefined);
-      throw tooLarge();
-    }
-    chunks.push(value);
-  }
-  const bytes = new Uint8Array(size);
-  let at = 0;
-  for (const c of chunks) {
-    bytes.set(c, at);
-    at += c.byteLength;
-  }
+  const bytes = await readBodyBounded(request, limit);
+  if (bytes === null) throw new HttpError(413, 'ERR_PAYLOAD_TOO_LARGE', `the request body is larger than ${limit} bytes`, { limit });
   return bytes;
 }
 

@@ -25,6 +25,7 @@ import {
   type Control,
   type EffectRecord,
 } from '@ctrlrun/kernel';
+import { readBodyBounded } from '@ctrlrun/kernel/webhook';
 import type { Authenticator } from './auth.js';
 import { constantTimeEqual } from './auth.js';
 
@@ -101,29 +102,8 @@ const FORM_LIMIT = 16 * 1024;
 async function readForm(request: Request): Promise<Record<string, string> | 'too_large' | 'unsupported'> {
   const type = (request.headers.get('content-type') ?? '').split(';')[0]!.trim().toLowerCase();
   if (type !== 'application/x-www-form-urlencoded') return 'unsupported';
-  const length = Number(request.headers.get('content-length') ?? '0');
-  if (Number.isFinite(length) && length > FORM_LIMIT) return 'too_large';
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  if (request.body) {
-    const reader = request.body.getReader();
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      size += value.byteLength;
-      if (size > FORM_LIMIT) {
-        await reader.cancel().catch(() => undefined);
-        return 'too_large';
-      }
-      chunks.push(value);
-    }
-  }
-  const bytes = new Uint8Array(size);
-  let at = 0;
-  for (const c of chunks) {
-    bytes.set(c, at);
-    at += c.byteLength;
-  }
+  const bytes = await readBodyBounded(request, FORM_LIMIT);
+  if (bytes === null) return 'too_large';
   const form = Object.create(null) as Record<string, string>;
   new URLSearchParams(new TextDecoder().decode(bytes)).forEach((v, k) => {
     form[k] = v;

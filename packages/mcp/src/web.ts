@@ -12,6 +12,7 @@
  */
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { floatRefusal } from './floats.js';
+import { readBodyBounded } from '@ctrlrun/kernel/webhook';
 import type { Gateway } from './gateway.js';
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 
@@ -33,29 +34,8 @@ function rpcErrorResponse(status: number, code: number, message: string): Respon
 
 /** Reads at most `max` bytes of the body; null once it passes them. */
 async function boundedText(request: Request, max: number): Promise<string | null> {
-  const declared = Number(request.headers.get('content-length') ?? NaN);
-  if (Number.isFinite(declared) && declared > max) return null;
-  if (request.body === null) return '';
-  const reader = request.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > max) {
-      await reader.cancel().catch(() => {});
-      return null;
-    }
-    chunks.push(value);
-  }
-  const all = new Uint8Array(size);
-  let at = 0;
-  for (const c of chunks) {
-    all.set(c, at);
-    at += c.byteLength;
-  }
-  return new TextDecoder('utf-8', { fatal: false }).decode(all);
+  const bytes = await readBodyBounded(request, max);
+  return bytes === null ? null : new TextDecoder('utf-8', { fatal: false }).decode(bytes);
 }
 
 /** The handler; POST only (stateless: no session, so no GET stream and no DELETE). */
