@@ -19,7 +19,6 @@ import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import { floatRefusal } from '@ctrlrun/mcp';
 import { Control, InvalidArgument, type ControlOptions, type Policy, type StateStore } from '@ctrlrun/kernel';
-import type { OptionSpec } from './command.js';
 import { environmentFromEnv, jsonlFileSink } from '@ctrlrun/store-node';
 import { banner } from './control.js';
 import { loadPolicyFile, policyPath, storeTarget, type StoreTarget } from './discovery.js';
@@ -263,13 +262,7 @@ export function untilSignalled(): Promise<void> {
   });
 }
 
-/** Options both MCP commands take, alike. */
-export const MCP_OPTIONS: Readonly<Record<string, OptionSpec>> = {
-  path: { type: 'string', value: 'PATH', help: 'the MCP endpoint (default /mcp; not under /ctrlrun/)' },
-  environment: { type: 'string', value: 'ENV', help: 'the deployment environment (beats $CTRLRUN_ENVIRONMENT and the policy)' },
-  'max-body-bytes': { type: 'string', value: 'N', help: 'largest request body accepted (default 1048576)' },
-  'allow-origin': { type: 'string', multiple: true, value: 'ORIGIN', help: 'an Origin header to accept (repeatable; none: any Origin is refused)' },
-};
+export { MCP_OPTIONS } from './mcp-options.js';
 
 /** A positive whole number from a flag. */
 export function positiveInt(value: string | undefined, flag: string, fallback: number): number {

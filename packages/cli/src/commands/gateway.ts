@@ -7,27 +7,14 @@
  * @module
  */
 import { HeaderIdentityProvider } from '@ctrlrun/kernel';
-import { ALIAS_PATTERN, DEFAULT_MAX_PENDING_APPROVALS, Gateway, ReceiptIds } from '@ctrlrun/mcp';
 import { STORE_URL, type Command } from '../command.js';
 import { describeTarget } from '../discovery.js';
 import { CliRefusal, UsageError } from '../errors.js';
-import {
-  checkPath,
-  commandControl,
-  connectUpstream,
-  loadSetup,
-  LOOPBACK_HOSTS,
-  MCP_OPTIONS,
-  parseListen,
-  positiveInt,
-  serveHttpUntilSignalled,
-  serveStdio,
-  splitCommand,
-  type UpstreamTarget,
-} from '../mcp-http.js';
+import type { UpstreamTarget } from '../mcp-http.js';
+import { MCP_OPTIONS } from '../mcp-options.js';
 import { openWriter } from '../stores.js';
 
-function upstreamTarget(values: Record<string, unknown>, env: Readonly<Record<string, string | undefined>>): UpstreamTarget {
+function upstreamTarget(values: Record<string, unknown>, env: Readonly<Record<string, string | undefined>>, splitCommand: (command: string) => string[]): UpstreamTarget {
   const url = values['upstream'] as string | undefined;
   const command = values['upstream-command'] as string | undefined;
   if ((url === undefined) === (command === undefined)) throw new UsageError('give exactly one of --upstream URL or --upstream-command "CMD ARGS"');
@@ -71,6 +58,9 @@ export const gateway: Command = {
     'Approval required, denied, duplicate and ambiguous calls come back as JSON-RPC errors -41001…-41012 with data.error naming the refusal.\n' +
     'A human answers approvals with ctrlrun approve/deny or ctrlrun mcp-operator; the agent then sends the same call again.',
   async run({ io, values, out, err }) {
+    // The MCP SDK loads only when the command runs (importing the CLI pulls in no extra).
+    const { ALIAS_PATTERN, DEFAULT_MAX_PENDING_APPROVALS, Gateway, ReceiptIds } = await import('@ctrlrun/mcp');
+    const { checkPath, commandControl, connectUpstream, loadSetup, LOOPBACK_HOSTS, parseListen, positiveInt, serveHttpUntilSignalled, serveStdio, splitCommand } = await import('../mcp-http.js');
     const alias = values['alias'] as string | undefined;
     if (alias === undefined) throw new UsageError('--alias is required (tools become mcp.<alias>.<tool>)');
     if (!ALIAS_PATTERN.test(alias)) throw new UsageError(`--alias must match ${ALIAS_PATTERN.source}, got ${JSON.stringify(alias)}`);
@@ -85,7 +75,7 @@ export const gateway: Command = {
       if (!agent || rest.length > 0 || user === '') throw new UsageError(`--principal must be AGENT or AGENT/USER, got ${JSON.stringify(principalFlag)}`);
       principal = { agent, user: user ?? null };
     }
-    const upstream = upstreamTarget(values, io.env);
+    const upstream = upstreamTarget(values, io.env, splitCommand);
     const stdio = values['stdio'] === true;
     if (stdio && agentHeader !== undefined) throw new UsageError('--stdio has no request headers: use --principal NAME');
     const listen = parseListen((values['listen'] as string | undefined) ?? '127.0.0.1:8900');

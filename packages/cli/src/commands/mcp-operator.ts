@@ -9,11 +9,11 @@
  */
 import { userInfo } from 'node:os';
 import { HeaderIdentityProvider } from '@ctrlrun/kernel';
-import { createOperatorServer, type OperatorOptions } from '@ctrlrun/mcp';
+import type { OperatorOptions } from '@ctrlrun/mcp';
 import { STORE_URL, type Command } from '../command.js';
 import { describeTarget } from '../discovery.js';
 import { UsageError } from '../errors.js';
-import { checkPath, commandControl, loadSetup, LOOPBACK_HOSTS, MCP_OPTIONS, parseListen, positiveInt, serveHttpUntilSignalled, serveStdio } from '../mcp-http.js';
+import { MCP_OPTIONS } from '../mcp-options.js';
 import { openAnswerer } from '../stores.js';
 import { inspection } from './inspect.js';
 
@@ -31,6 +31,9 @@ export const mcpOperator: Command = {
   },
   details: 'Reads (list_pending_approvals, inspect_action, receipts, effects, stats) need no credential; approve, deny and resolve are recorded as mcp-operator:<user>.',
   async run({ io, values, out, err }) {
+    // The MCP SDK loads only when the command runs (importing the CLI pulls in no extra).
+    const { createOperatorServer } = await import('@ctrlrun/mcp');
+    const { checkPath, commandControl, loadSetup, LOOPBACK_HOSTS, parseListen, positiveInt, serveHttpUntilSignalled, serveStdio } = await import('../mcp-http.js');
     const stdio = values['stdio'] === true;
     const listen = parseListen((values['listen'] as string | undefined) ?? '127.0.0.1:8901');
     if (!LOOPBACK_HOSTS.has(listen.host)) throw new UsageError(`--listen ${listen.host} is not loopback: mcp-operator serves 127.0.0.1, localhost or ::1 only (its reads are unauthenticated)`);
