@@ -106,7 +106,7 @@ export async function startCommitProxy(target: { host: string; port: number }): 
     client.on('data', (chunk) => {
       if (dead) return;
       pending = Buffer.concat([pending, chunk]);
-      let forward = 0;
+      const forward = 0;
       let offset = 0;
       for (;;) {
         if (!started) {
