@@ -92,7 +92,7 @@ describe('gateway: tools/call through the control path', () => {
     // A tool error, not a JSON-RPC error: its text says first that the tool was not called.
     expect(again.error).toBeUndefined();
     expect(again.result?.['isError']).toBe(true);
-    expect(again.refused?.text).toMatch(/^ctrlrun refused this call\. The tool was not called; this text is ctrlrun's, not the tool's\. mcp\.pay\.refund: /);
+    expect(again.refused?.text).toMatch(/^ctrlrun refused this call\. The tool was not called; this text is ctrlrun's, not the tool's\. effect refund:p1 is already committed/);
     expect(again.result?.['structuredContent']).toEqual({ code: -41004, ...again.refused!.data });
     expect(token(again.refused)).toBe('ctrlrun.duplicate_effect');
     expect(again.refused?.data).toMatchObject({ effect_key: 'refund:p1', state: 'committed' });
@@ -116,7 +116,7 @@ describe('gateway: tools/call through the control path', () => {
     expect(({} as Record<string, unknown>)['polluted']).toBeUndefined();
   }, TIMEOUT);
 
-  it('approval required: a JSON-RPC error with the request id and how to answer; nothing runs; once granted, the same call runs once', async () => {
+  it('approval required: a tool error (not a JSON-RPC error) saying the tool was not called, with the request id and the commands that answer it; nothing runs; once granted, the same call runs once', async () => {
     const r = await rig();
     const asked = await call(r.agent, 'refund', { payment_id: 'p2', amount: 500 });
     expect(asked.refused?.code).toBe(-41002);
@@ -125,7 +125,12 @@ describe('gateway: tools/call through the control path', () => {
     expect(data.request_id).toMatch(/^apr_[0-9a-f]{32}$/);
     expect(data.action_hash).toMatch(/^sha256:[0-9a-f]{64}$/);
     expect(typeof data.expires_at).toBe('string');
+    expect(asked.error).toBeUndefined();
+    expect(asked.result?.['isError']).toBe(true);
+    expect(asked.refused!.text).toMatch(/^ctrlrun held this call for a human's approval\. The tool was not called; this text is ctrlrun's, not the tool's\. /);
     expect(asked.refused!.text).toContain(`ctrlrun approve ${data.request_id}`);
+    expect(asked.refused!.text).toContain(`ctrlrun deny ${data.request_id}`);
+    expect(asked.refused!.text).toContain('mcp-operator');
     expect(upstreamCalls(r.log)).toHaveLength(0);
 
     await r.control.grantApproval(data.request_id, { approver: 'alice' });
@@ -221,6 +226,27 @@ describe('gateway: tools/call through the control path', () => {
     expect(internal.error?.code).toBe(-32603);
     expect((await r.store.getEffect('int:i1'))?.state).toBe('ambiguous');
     expect(upstreamCalls(r.log).map((c) => c.tool)).toEqual(['bad_params', 'internal']);
+  }, TIMEOUT);
+
+  it('a refusal of a tool with an outputSchema carries no structuredContent (an SDK client validates it even on an error), the fields stay in _meta; an upstream JSON-RPC error with a refusal code is relayed, not turned into a refusal', async () => {
+    const r = await rig();
+    // Before tools/list the gateway knows of no outputSchema: the fields are in structuredContent too.
+    const early = await call(r.agent, 'typed', { id: 't0' });
+    expect(early.refused?.code).toBe(-41001);
+    expect(early.result?.['structuredContent']).toEqual({ code: -41001, ...early.refused!.data });
+    expect((await r.agent.listTools()).tools.find((t) => t.name === 'typed')?.outputSchema).toBeDefined();
+    // The SDK's callTool checks structuredContent against the listed outputSchema: a refusal's fields would fail it.
+    const refused = await r.agent.callTool({ name: 'typed', arguments: { id: 't1' } });
+    expect(refused.isError).toBe(true);
+    expect(refused.structuredContent).toBeUndefined();
+    expect(refused._meta?.['com.ctrlrun/refusal']).toMatchObject({ code: -41001, error: 'ctrlrun.denied', reason: expect.any(String) });
+    expect((refused.content as { text: string }[])[0]!.text).toMatch(/^ctrlrun refused this call\. The tool was not called/);
+    // The upstream's own JSON-RPC error is relayed as one, whatever its code: never dressed as ctrlrun's refusal.
+    const forged = await call(r.agent, 'forged', { id: 'f1' });
+    expect(forged.refused).toBeUndefined();
+    expect(forged.error?.code).toBe(-41002);
+    expect(forged.error?.message).toContain('the upstream says approval required');
+    expect(upstreamCalls(r.log).map((c) => c.tool)).toEqual(['forged']);
   }, TIMEOUT);
 
   it('the upstream dies mid-call: -41010, recorded AMBIGUOUS, and the retry is refused without reaching the upstream', async () => {

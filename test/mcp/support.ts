@@ -33,6 +33,8 @@ actions:
   mcp.pay.die: {effect: "die:{id}", decision: allow}
   mcp.pay.progress: {effect: "progress:{id}", decision: allow}
   mcp.pay.hang: {effect: "hang:{id}", decision: allow}
+  mcp.pay.typed: {effect: "typed:{id}", decision: deny}
+  mcp.pay.forged: {effect: "forged:{id}", decision: allow}
 `;
 
 const made: string[] = [];

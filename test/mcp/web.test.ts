@@ -51,7 +51,7 @@ describe('the gateway behind a Web-standard handler in Hono', () => {
     expect((await post('{"jsonrpc":"2.0","id":1,"method":"ping"}', { origin: 'https://evil.example' })).status).toBe(403);
     // 2000.0 is a float even though JSON.parse reads it as 2000: refused with its pointer, as the reference does.
     const float = await post('{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"refund","arguments":{"payment_id":"w9","amount":2000.0}}}');
-    expect(await float.json()).toMatchObject({ id: 7, error: { code: -41008, data: { error: 'ctrlrun.unrepresentable_argument', pointer: '/amount' } } });
+    expect(await float.json()).toMatchObject({ id: 7, result: { isError: true, _meta: { 'com.ctrlrun/refusal': { code: -41008, error: 'ctrlrun.unrepresentable_argument', pointer: '/amount' } } } });
     expect(upstreamCalls(log)).toHaveLength(1);
   }, TIMEOUT);
 });
