@@ -80,6 +80,7 @@ function lead(name: GatewayErrorName): string {
 export function refusalResult(err: GatewayRefusal, options: { structured: boolean }): CallToolResult {
   const { _meta: extraMeta, ...fields } = (err.data ?? {}) as Record<string, unknown>;
   const content = { code: err.code, ...fields };
+  content.code = err.code; // the refusal's own code, whatever the fields say
   const meta = typeof extraMeta === 'object' && extraMeta !== null && !Array.isArray(extraMeta) ? (extraMeta as Record<string, unknown>) : {};
   return {
     isError: true,
