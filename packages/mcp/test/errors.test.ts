@@ -11,7 +11,8 @@ describe('refusalResult: a ctrlrun refusal as a tools/call tool error', () => {
         const err = gatewayError(name, message, fields);
         expect(err).toBeInstanceOf(GatewayRefusal);
         const result = refusalResult(err, { structured });
-        const expected = { code: GATEWAY_ERRORS[name].code, error: GATEWAY_ERRORS[name].token, ...fields, ...{ code: GATEWAY_ERRORS[name].code } };
+        const expected: Record<string, unknown> = { code: GATEWAY_ERRORS[name].code, error: GATEWAY_ERRORS[name].token, ...fields };
+        expected['code'] = GATEWAY_ERRORS[name].code;
         expect(result.isError).toBe(true);
         expect(result.content).toHaveLength(1);
         const text = (result.content[0] as { text: string }).text;
