@@ -255,12 +255,14 @@ describe('gateway: tools/call through the control path', () => {
     expect(died.refused?.code).toBe(-41010);
     expect(died.refused?.data).toMatchObject({ error: 'ctrlrun.upstream_ambiguous', effect_key: 'die:d1', action_id: expect.stringMatching(/^act_/) });
     expect(died.refused?.text).toMatch(/^ctrlrun: the tool's outcome is unknown\./);
+    expect(died.refused?.text).toContain("'ctrlrun resolve die:d1 --committed' or 'ctrlrun resolve die:d1 --failed'");
     expect(died.refused?.data).not.toHaveProperty('_meta');
     const diedMeta = (died.result?._meta as Record<string, Record<string, unknown>>)[RECEIPT_META_KEY]!;
     expect(diedMeta).toMatchObject({ result: 'ambiguous', receipt_id: (await receiptDocs(r.store)).at(-1)!['receipt_id'] });
     expect((await r.store.getEffect('die:d1'))?.state).toBe('ambiguous');
     const retry = await call(r.agent, 'die', { id: 'd1' });
     expect(retry.refused?.code).toBe(-41005);
+    expect(retry.refused?.text).toMatch(/^ctrlrun refused this call\. The tool was not called.*'ctrlrun resolve die:d1 --committed'/);
     expect(upstreamCalls(r.log)).toHaveLength(1);
     // With the upstream gone, a new call is never sent: FAILED (-41011), so it may run once it is back.
     const after = await call(r.agent, 'refund', { payment_id: 'd2', amount: 5 });

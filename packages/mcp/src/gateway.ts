@@ -417,7 +417,7 @@ export class Gateway {
     }
     const effect = await store.getEffect(key);
     if (effect?.state === 'committed') throw gatewayError('duplicateEffect', `${action.name}: the effect ${key} already happened`, { effect_key: key, state: 'committed' });
-    if (effect?.state === 'ambiguous') throw gatewayError('ambiguousEffect', `${action.name}: nobody knows whether ${key} happened; a human resolves it first`, { effect_key: key });
+    if (effect?.state === 'ambiguous') throw gatewayError('ambiguousEffect', `${action.name}: nobody knows whether ${key} happened; ${howToResolve(key)}`, { effect_key: key });
     return null;
   }
 
@@ -467,7 +467,7 @@ export class Gateway {
       if (c.kind === 'rpc') throw rpcError(c.error.code, bareMessage(c.error), c.error.data);
       const data = { effect_key: effectKey, action_id: action.actionId, _meta: { [RECEIPT_META_KEY]: meta } };
       if (c.outcome === 'failed') throw gatewayError('upstreamNotExecuted', `${action.name}: the upstream was not reached, nothing ran (${describe(seen.error)})`, data);
-      throw gatewayError('upstreamAmbiguous', `${action.name}: the upstream failed after the call was sent; nobody knows whether it ran, and a retry is refused until a human resolves ${effectKey ?? 'it'} (${describe(seen.error)})`, data);
+      throw gatewayError('upstreamAmbiguous', `${action.name}: the upstream failed after the call was sent; nobody knows whether it ran, and a retry is refused until a human resolves it (${describe(seen.error)}); ${effectKey === null ? 'the action has no effect key' : howToResolve(effectKey)}`, data);
     }
   }
 
@@ -492,12 +492,17 @@ export class Gateway {
     }
     if (err instanceof IdentityError) return gatewayError('noPrincipal', 'no principal');
     if (err instanceof DuplicateEffect) return gatewayError('duplicateEffect', err.message, { effect_key: err.effectKey, state: err.state });
-    if (err instanceof AmbiguousEffect) return gatewayError('ambiguousEffect', err.message, { effect_key: err.effectKey });
+    if (err instanceof AmbiguousEffect) return gatewayError('ambiguousEffect', `${err.message}; ${howToResolve(err.effectKey)}`, { effect_key: err.effectKey });
     if (err instanceof ApprovalMismatch) return gatewayError('blocked', err.message, { reason: err.reason });
     if (err instanceof EffectKeyError) return gatewayError('denied', err.message, { reason: 'effect_key_error', action_id: actionId });
     if (err instanceof InvalidArgument) return rpcError(ErrorCode.InvalidParams, err.message);
     return err;
   }
+}
+
+/** How a human settles an ambiguous effect, for the agent to pass on. */
+function howToResolve(key: string): string {
+  return `a human says what happened with 'ctrlrun resolve ${key} --committed' or 'ctrlrun resolve ${key} --failed', or with resolve in ctrlrun mcp-operator`;
 }
 
 /** A method name as a lax router might read it: compatibility-folded, lower case, without spacing, controls or invisible characters. */
