@@ -8,7 +8,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { main, type CliIo } from '@ctrlrun/cli';
 import { canonicalJson } from '@ctrlrun/kernel';
 import { openStore } from '@ctrlrun/store-node';
-import { call, receiptDocs, CLI, httpAgent, NODE_TS, ROOT, start, token, UPSTREAM, upstreamCalls, workDir } from './support.js';
+import { call, failure, receiptDocs, CLI, httpAgent, NODE_TS, ROOT, start, token, UPSTREAM, upstreamCalls, workDir } from './support.js';
 
 const TIMEOUT = 180_000;
 const UPSTREAM_COMMAND = `${process.execPath} ${NODE_TS.join(' ')} ${UPSTREAM}`;
@@ -44,19 +44,19 @@ describe('ctrlrun gateway (a real process)', () => {
 
       const agent = await httpAgent(url);
       const ok = await call(agent, 'refund', { payment_id: 'p1', amount: 10 });
-      expect(ok.error).toBeUndefined();
+      expect(failure(ok)).toBeUndefined();
       const dup = await call(agent, 'refund', { payment_id: 'p1', amount: 10 });
-      expect(dup.error?.code).toBe(-41004);
+      expect(dup.refused?.code).toBe(-41004);
       expect(upstreamCalls(env.UPSTREAM_LOG!)).toHaveLength(1);
 
       const asked = await call(agent, 'refund', { payment_id: 'p2', amount: 700 });
-      expect(token(asked.error)).toBe('ctrlrun.approval_required');
-      const id = (asked.error!.data as { request_id: string }).request_id;
+      expect(token(asked.refused)).toBe('ctrlrun.approval_required');
+      const id = (asked.refused!.data as { request_id: string }).request_id;
       const approved = await ctrlrun(['approve', id, '--as', 'dana@example.com'], { CTRLRUN_CONFIG: env.CTRLRUN_CONFIG! });
       expect(approved.stderr).toBe('');
       expect(approved.code).toBe(0);
       const ran = await call(agent, 'refund', { payment_id: 'p2', amount: 700 });
-      expect(ran.error).toBeUndefined();
+      expect(failure(ran)).toBeUndefined();
       expect(upstreamCalls(env.UPSTREAM_LOG!).map((c) => c.arguments['payment_id'])).toEqual(['p1', 'p2']);
 
       // Not JSON, a batch, too big, a foreign Origin, another path: refused before the SDK, nothing written.
@@ -72,8 +72,8 @@ describe('ctrlrun gateway (a real process)', () => {
       expect((await post('{"jsonrpc":"2.0","id":1,"method":"ping"}', { origin: 'https://evil.example' })).status).toBe(403);
       expect((await post('{"jsonrpc":"2.0","id":1,"method":"ping"}', {}, url.replace(/\/mcp$/, '/other'))).status).toBe(404);
       const float = await post('{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"refund","arguments":{"payment_id":"p3","amount":1e2}}}');
-      expect(await float.json()).toMatchObject({ id: 9, error: { code: -41008, data: { pointer: '/amount' } } });
-      expect((await call(agent, 'lookup', {})).error).toBeUndefined();
+      expect(await float.json()).toMatchObject({ id: 9, result: { isError: true, _meta: { 'com.ctrlrun/refusal': { code: -41008, error: 'ctrlrun.unrepresentable_argument', pointer: '/amount' } } } });
+      expect(failure(await call(agent, 'lookup', {}))).toBeUndefined();
       await agent.close();
     } finally {
       exit = await gw.stop();
@@ -109,13 +109,13 @@ describe('ctrlrun gateway (a real process)', () => {
     try {
       expect((await agent.listTools()).tools.map((t) => t.name)).toContain('refund');
       const ok = await call(agent, 'refund', { payment_id: 's1', amount: 1 });
-      expect(ok.error).toBeUndefined();
+      expect(failure(ok)).toBeUndefined();
       const dup = await call(agent, 'refund', { payment_id: 's1', amount: 1 });
-      expect(dup.error?.code).toBe(-41004);
+      expect(dup.refused?.code).toBe(-41004);
       expect(upstreamCalls(env.UPSTREAM_LOG!)).toHaveLength(1);
       // Over stdio too, the upstream receives exactly what was hashed, a "__proto__" key included.
       const hostile = JSON.parse('{"payment_id":"s2\\u0000","amount":2,"__proto__":{"admin":true}}') as Record<string, unknown>;
-      expect((await call(agent, 'refund', hostile)).error).toBeUndefined();
+      expect(failure(await call(agent, 'refund', hostile))).toBeUndefined();
       const received = upstreamCalls(env.UPSTREAM_LOG!)[1]!.arguments;
       expect(Object.keys(received)).toContain('__proto__');
       expect(canonicalJson(received)).toBe(canonicalJson(hostile));

@@ -10,7 +10,7 @@ import { canonicalJson, Control, createAction, HeaderIdentityProvider, loadPolic
 import { Gateway, RECEIPT_META_KEY, ReceiptIds } from '@ctrlrun/mcp';
 import { createSqlJsStore } from '@ctrlrun/store-sqljs';
 import { connectUpstream, serveHttp, type HttpServing } from '../../packages/cli/src/mcp-http.js';
-import { call, receiptDocs, httpAgent, NODE_TS, POLICY, startHttpUpstream, token, UPSTREAM, upstreamCalls, workDir } from './support.js';
+import { call, failure, receiptDocs, httpAgent, NODE_TS, POLICY, startHttpUpstream, token, UPSTREAM, upstreamCalls, workDir } from './support.js';
 
 const TIMEOUT = 120_000;
 
@@ -77,7 +77,7 @@ describe('gateway: tools/call through the control path', () => {
   it('T19: the action is mcp.<alias>.<tool>, the upstream runs it once with the canonical arguments; T23: the identical call again is refused and the upstream count stays 1', async () => {
     const r = await rig();
     const first = await call(r.agent, 'refund', { payment_id: 'p1', amount: 50 });
-    expect(first.error).toBeUndefined();
+    expect(failure(first)).toBeUndefined();
     expect(first.result?.content).toEqual([{ type: 'text', text: 'refund done' }]);
     const meta = receiptMeta(first.result);
     expect(meta).toMatchObject({ result: 'committed', effect_key: 'refund:p1', attempt: 1 });
@@ -88,10 +88,14 @@ describe('gateway: tools/call through the control path', () => {
     expect(receipt['receipt_id']).toBe(meta['receipt_id']);
 
     const again = await call(r.agent, 'refund', { amount: 50, payment_id: 'p1' });
-    expect(again.error?.code).toBe(-41004);
-    expect(again.error?.message).toMatch(/^MCP error -41004: (?!MCP error)\S/);
-    expect(token(again.error)).toBe('ctrlrun.duplicate_effect');
-    expect(again.error?.data).toMatchObject({ effect_key: 'refund:p1', state: 'committed' });
+    expect(again.refused?.code).toBe(-41004);
+    // A tool error, not a JSON-RPC error: its text says first that the tool was not called.
+    expect(again.error).toBeUndefined();
+    expect(again.result?.['isError']).toBe(true);
+    expect(again.refused?.text).toMatch(/^ctrlrun refused this call\. The tool was not called; this text is ctrlrun's, not the tool's\. effect refund:p1 is already committed/);
+    expect(again.result?.['structuredContent']).toEqual({ code: -41004, ...again.refused!.data });
+    expect(token(again.refused)).toBe('ctrlrun.duplicate_effect');
+    expect(again.refused?.data).toMatchObject({ effect_key: 'refund:p1', state: 'committed' });
     expect(upstreamCalls(r.log)).toHaveLength(1);
   }, TIMEOUT);
 
@@ -100,7 +104,7 @@ describe('gateway: tools/call through the control path', () => {
     const hostile = JSON.parse('{"payment_id":"p\\u0000\\u001b[31m\\u2028x","amount":7,"__proto__":{"polluted":true},"\\u0007key":["\\u007f",{"__proto__":null}]}') as Record<string, unknown>;
     expect(Object.keys(hostile)).toContain('__proto__');
     const got = await call(r.agent, 'refund', hostile);
-    expect(got.error).toBeUndefined();
+    expect(failure(got)).toBeUndefined();
     const [seen] = upstreamCalls(r.log);
     expect(Object.keys(seen!.arguments)).toContain('__proto__');
     expect(canonicalJson(seen!.arguments)).toBe(canonicalJson(hostile));
@@ -112,25 +116,30 @@ describe('gateway: tools/call through the control path', () => {
     expect(({} as Record<string, unknown>)['polluted']).toBeUndefined();
   }, TIMEOUT);
 
-  it('approval required: a JSON-RPC error with the request id and how to answer; nothing runs; once granted, the same call runs once', async () => {
+  it('approval required: a tool error (not a JSON-RPC error) saying the tool was not called, with the request id and the commands that answer it; nothing runs; once granted, the same call runs once', async () => {
     const r = await rig();
     const asked = await call(r.agent, 'refund', { payment_id: 'p2', amount: 500 });
-    expect(asked.error?.code).toBe(-41002);
-    expect(token(asked.error)).toBe('ctrlrun.approval_required');
-    const data = asked.error!.data as { request_id: string; action_hash: string; expires_at: string };
+    expect(asked.refused?.code).toBe(-41002);
+    expect(token(asked.refused)).toBe('ctrlrun.approval_required');
+    const data = asked.refused!.data as { request_id: string; action_hash: string; expires_at: string };
     expect(data.request_id).toMatch(/^apr_[0-9a-f]{32}$/);
     expect(data.action_hash).toMatch(/^sha256:[0-9a-f]{64}$/);
     expect(typeof data.expires_at).toBe('string');
-    expect(asked.error!.message).toContain(`ctrlrun approve ${data.request_id}`);
+    expect(asked.error).toBeUndefined();
+    expect(asked.result?.['isError']).toBe(true);
+    expect(asked.refused!.text).toMatch(/^ctrlrun held this call for a human's approval\. The tool was not called; this text is ctrlrun's, not the tool's\. /);
+    expect(asked.refused!.text).toContain(`ctrlrun approve ${data.request_id}`);
+    expect(asked.refused!.text).toContain(`ctrlrun deny ${data.request_id}`);
+    expect(asked.refused!.text).toContain('mcp-operator');
     expect(upstreamCalls(r.log)).toHaveLength(0);
 
     await r.control.grantApproval(data.request_id, { approver: 'alice' });
     const ran = await call(r.agent, 'refund', { payment_id: 'p2', amount: 500 });
-    expect(ran.error).toBeUndefined();
+    expect(failure(ran)).toBeUndefined();
     expect(upstreamCalls(r.log)).toHaveLength(1);
     expect((await r.store.getApproval(data.request_id))?.status).toBe('consumed');
     const again = await call(r.agent, 'refund', { payment_id: 'p2', amount: 500 });
-    expect(again.error?.code).toBe(-41004);
+    expect(again.refused?.code).toBe(-41004);
     expect(upstreamCalls(r.log)).toHaveLength(1);
   }, TIMEOUT);
 
@@ -138,48 +147,48 @@ describe('gateway: tools/call through the control path', () => {
     const r = await rig({ maxPendingApprovals: 2 });
     const a = await call(r.agent, 'refund', { payment_id: 'fa', amount: 500 });
     const b = await call(r.agent, 'refund', { payment_id: 'fb', amount: 500 });
-    expect([a.error?.code, b.error?.code]).toEqual([-41002, -41002]);
+    expect([a.refused?.code, b.refused?.code]).toEqual([-41002, -41002]);
     const c = await call(r.agent, 'refund', { payment_id: 'fc', amount: 500 });
-    expect(c.error?.code).toBe(-41001);
-    expect(c.error?.data).toMatchObject({ error: 'ctrlrun.denied', reason: 'too_many_pending_approvals', limit: 2, pending: 2 });
+    expect(c.refused?.code).toBe(-41001);
+    expect(c.refused?.data).toMatchObject({ error: 'ctrlrun.denied', reason: 'too_many_pending_approvals', limit: 2, pending: 2 });
     expect((await r.store.listApprovals('pending')).map((x) => x.request.action.canonicalArguments['payment_id']).sort()).toEqual(['fa', 'fb']);
     // The same call again names its own request; an allowed call still runs.
-    expect((await call(r.agent, 'refund', { payment_id: 'fa', amount: 500 })).error?.code).toBe(-41002);
-    expect((await call(r.agent, 'refund', { payment_id: 'ok', amount: 5 })).error).toBeUndefined();
+    expect((await call(r.agent, 'refund', { payment_id: 'fa', amount: 500 })).refused?.code).toBe(-41002);
+    expect(failure(await call(r.agent, 'refund', { payment_id: 'ok', amount: 5 }))).toBeUndefined();
     // Calls in parallel cannot all slip past the count before any request is written.
     const burst = await Promise.all(['p1', 'p2', 'p3', 'p4'].map((id) => call(r.agent, 'refund', { payment_id: id, amount: 500 })));
-    expect(burst.every((x) => x.error?.code === -41001)).toBe(true);
+    expect(burst.every((x) => x.refused?.code === -41001)).toBe(true);
     // Once a human answers one, there is room for one more.
-    await r.control.denyApproval((a.error!.data as { request_id: string }).request_id, { approver: 'alice' });
-    expect((await call(r.agent, 'refund', { payment_id: 'fc', amount: 500 })).error?.code).toBe(-41002);
-    expect((await call(r.agent, 'refund', { payment_id: 'fd', amount: 500 })).error?.code).toBe(-41001);
+    await r.control.denyApproval((a.refused!.data as { request_id: string }).request_id, { approver: 'alice' });
+    expect((await call(r.agent, 'refund', { payment_id: 'fc', amount: 500 })).refused?.code).toBe(-41002);
+    expect((await call(r.agent, 'refund', { payment_id: 'fd', amount: 500 })).refused?.code).toBe(-41001);
     expect(upstreamCalls(r.log).map((x) => x.tool)).toEqual(['refund']);
   }, TIMEOUT);
 
   it('parallel calls under the pending limit: exactly the limit are filed', async () => {
     const r = await rig({ maxPendingApprovals: 3 });
     const got = await Promise.all(Array.from({ length: 8 }, (_, i) => call(r.agent, 'refund', { payment_id: `par${i}`, amount: 500 })));
-    expect(got.filter((x) => x.error?.code === -41002)).toHaveLength(3);
-    expect(got.filter((x) => x.error?.code === -41001)).toHaveLength(5);
+    expect(got.filter((x) => x.refused?.code === -41002)).toHaveLength(3);
+    expect(got.filter((x) => x.refused?.code === -41001)).toHaveLength(5);
     expect(await r.store.listApprovals('pending')).toHaveLength(3);
   }, TIMEOUT);
 
   it('denied by policy (-41001) and denied by a human (-41003): the upstream never runs', async () => {
     const r = await rig();
     const denied = await call(r.agent, 'refund', { payment_id: 'p3', amount: 5000 });
-    expect(denied.error?.code).toBe(-41001);
-    expect(token(denied.error)).toBe('ctrlrun.denied');
-    expect(denied.error?.data).toMatchObject({ reason: expect.any(String), action_id: expect.stringMatching(/^act_/) });
+    expect(denied.refused?.code).toBe(-41001);
+    expect(token(denied.refused)).toBe('ctrlrun.denied');
+    expect(denied.refused?.data).toMatchObject({ reason: expect.any(String), action_id: expect.stringMatching(/^act_/) });
     const unknown = await call(r.agent, 'not_in_policy', {});
-    expect(unknown.error?.code).toBe(-41001);
-    expect(unknown.error?.data).toMatchObject({ reason: 'unknown_action' });
+    expect(unknown.refused?.code).toBe(-41001);
+    expect(unknown.refused?.data).toMatchObject({ reason: 'unknown_action' });
 
     const asked = await call(r.agent, 'refund', { payment_id: 'p4', amount: 600 });
-    const id = (asked.error!.data as { request_id: string }).request_id;
+    const id = (asked.refused!.data as { request_id: string }).request_id;
     await r.control.denyApproval(id, { approver: 'alice' });
     const refused = await call(r.agent, 'refund', { payment_id: 'p4', amount: 600 });
-    expect(refused.error?.code).toBe(-41003);
-    expect(refused.error?.data).toMatchObject({ error: 'ctrlrun.approval_denied', request_id: id });
+    expect(refused.refused?.code).toBe(-41003);
+    expect(refused.refused?.data).toMatchObject({ error: 'ctrlrun.approval_denied', request_id: id });
     expect(upstreamCalls(r.log)).toHaveLength(0);
   }, TIMEOUT);
 
@@ -193,8 +202,8 @@ describe('gateway: tools/call through the control path', () => {
     expect(receiptMeta(first.result)['receipt_id']).toMatch(/^ctr_[0-9a-f]{32}$/);
     expect((await r.store.getEffect('flaky:f1'))?.state).toBe('ambiguous');
     const retry = await call(r.agent, 'flaky', { id: 'f1' });
-    expect(retry.error?.code).toBe(-41005);
-    expect(token(retry.error)).toBe('ctrlrun.ambiguous_effect');
+    expect(retry.refused?.code).toBe(-41005);
+    expect(token(retry.refused)).toBe('ctrlrun.ambiguous_effect');
     expect(upstreamCalls(r.log)).toHaveLength(1);
     await r.close();
 
@@ -219,30 +228,55 @@ describe('gateway: tools/call through the control path', () => {
     expect(upstreamCalls(r.log).map((c) => c.tool)).toEqual(['bad_params', 'internal']);
   }, TIMEOUT);
 
+  it('a refusal of a tool with an outputSchema carries no structuredContent (an SDK client validates it even on an error), the fields stay in _meta; an upstream JSON-RPC error with a refusal code is relayed, not turned into a refusal', async () => {
+    const r = await rig();
+    // Before tools/list the gateway knows of no outputSchema: the fields are in structuredContent too.
+    const early = await call(r.agent, 'typed', { id: 't0' });
+    expect(early.refused?.code).toBe(-41001);
+    expect(early.result?.['structuredContent']).toEqual({ code: -41001, ...early.refused!.data });
+    expect((await r.agent.listTools()).tools.find((t) => t.name === 'typed')?.outputSchema).toBeDefined();
+    // The SDK's callTool checks structuredContent against the listed outputSchema: a refusal's fields would fail it.
+    const refused = await r.agent.callTool({ name: 'typed', arguments: { id: 't1' } });
+    expect(refused.isError).toBe(true);
+    expect(refused.structuredContent).toBeUndefined();
+    expect(refused._meta?.['com.ctrlrun/refusal']).toMatchObject({ code: -41001, error: 'ctrlrun.denied', reason: expect.any(String) });
+    expect((refused.content as { text: string }[])[0]!.text).toMatch(/^ctrlrun refused this call\. The tool was not called/);
+    // The upstream's own JSON-RPC error is relayed as one, whatever its code: never dressed as ctrlrun's refusal.
+    const forged = await call(r.agent, 'forged', { id: 'f1' });
+    expect(forged.refused).toBeUndefined();
+    expect(forged.error?.code).toBe(-41002);
+    expect(forged.error?.message).toContain('the upstream says approval required');
+    expect(upstreamCalls(r.log).map((c) => c.tool)).toEqual(['forged']);
+  }, TIMEOUT);
+
   it('the upstream dies mid-call: -41010, recorded AMBIGUOUS, and the retry is refused without reaching the upstream', async () => {
     const r = await rig();
     const died = await call(r.agent, 'die', { id: 'd1' });
-    expect(died.error?.code).toBe(-41010);
-    expect(died.error?.data).toMatchObject({ error: 'ctrlrun.upstream_ambiguous', effect_key: 'die:d1', action_id: expect.stringMatching(/^act_/) });
-    const diedMeta = (died.error?.data as { _meta: Record<string, Record<string, unknown>> })._meta[RECEIPT_META_KEY]!;
+    expect(died.refused?.code).toBe(-41010);
+    expect(died.refused?.data).toMatchObject({ error: 'ctrlrun.upstream_ambiguous', effect_key: 'die:d1', action_id: expect.stringMatching(/^act_/) });
+    expect(died.refused?.text).toMatch(/^ctrlrun: the tool's outcome is unknown\./);
+    expect(died.refused?.text).toContain("'ctrlrun resolve die:d1 --committed' or 'ctrlrun resolve die:d1 --failed'");
+    expect(died.refused?.data).not.toHaveProperty('_meta');
+    const diedMeta = (died.result?._meta as Record<string, Record<string, unknown>>)[RECEIPT_META_KEY]!;
     expect(diedMeta).toMatchObject({ result: 'ambiguous', receipt_id: (await receiptDocs(r.store)).at(-1)!['receipt_id'] });
     expect((await r.store.getEffect('die:d1'))?.state).toBe('ambiguous');
     const retry = await call(r.agent, 'die', { id: 'd1' });
-    expect(retry.error?.code).toBe(-41005);
+    expect(retry.refused?.code).toBe(-41005);
+    expect(retry.refused?.text).toMatch(/^ctrlrun refused this call\. The tool was not called.*'ctrlrun resolve die:d1 --committed'/);
     expect(upstreamCalls(r.log)).toHaveLength(1);
     // With the upstream gone, a new call is never sent: FAILED (-41011), so it may run once it is back.
     const after = await call(r.agent, 'refund', { payment_id: 'd2', amount: 5 });
-    expect(after.error?.code).toBe(-41011);
+    expect(after.refused?.code).toBe(-41011);
     expect((await r.store.getEffect('refund:d2'))?.state).toBe('failed');
   }, TIMEOUT);
 
   it('an upstream that cannot be reached (connection refused): -41011, recorded FAILED, so a later retry may run', async () => {
     const r = await rig({ upstream: 'http' });
-    expect((await call(r.agent, 'lookup', {})).error).toBeUndefined();
+    expect(failure(await call(r.agent, 'lookup', {}))).toBeUndefined();
     await r.killUpstream!();
     const refused = await call(r.agent, 'refund', { payment_id: 'p9', amount: 5 });
-    expect(refused.error?.code).toBe(-41011);
-    expect(token(refused.error)).toBe('ctrlrun.upstream_not_executed');
+    expect(refused.refused?.code).toBe(-41011);
+    expect(token(refused.refused)).toBe('ctrlrun.upstream_not_executed');
     expect((await r.store.getEffect('refund:p9'))?.state).toBe('failed');
     expect(upstreamCalls(r.log).map((c) => c.tool)).toEqual(['lookup']);
   }, TIMEOUT);
@@ -273,15 +307,15 @@ describe('gateway: tools/call through the control path', () => {
       expect(got.error?.code, JSON.stringify(name)).toBe(-32602);
     }
     const float = await call(r.agent, 'refund', { payment_id: 'p5', amount: 10.5, nested: [1] });
-    expect(float.error?.code).toBe(-41008);
-    expect(float.error?.data).toMatchObject({ error: 'ctrlrun.unrepresentable_argument', pointer: '/amount' });
+    expect(float.refused?.code).toBe(-41008);
+    expect(float.refused?.data).toMatchObject({ error: 'ctrlrun.unrepresentable_argument', pointer: '/amount' });
     const big = await call(r.agent, 'refund', { payment_id: 'p5', amount: [1, 2 ** 60] });
-    expect(big.error?.data).toMatchObject({ pointer: '/amount/1' });
+    expect(big.refused?.data).toMatchObject({ pointer: '/amount/1' });
     const notObject = await call(r.agent, 'refund', [1, 2]);
     expect(notObject.error?.code).toBe(-32602);
     expect(await r.store.events()).toHaveLength(0);
     expect(upstreamCalls(r.log)).toHaveLength(0);
-    expect((await call(r.agent, 'lookup', { q: 1 })).error).toBeUndefined();
+    expect(failure(await call(r.agent, 'lookup', { q: 1 }))).toBeUndefined();
   }, TIMEOUT);
 
   it('with wait: the call is held until a human answers, then the same action runs once', async () => {
@@ -300,7 +334,7 @@ describe('gateway: tools/call through the control path', () => {
     expect(told[0]).toBe(`waiting for a human to answer approval request ${request}`);
     await r.control.grantApproval(request!, { approver: 'alice' });
     const got = await pending;
-    expect(got.error).toBeUndefined();
+    expect(failure(got)).toBeUndefined();
     expect(receiptMeta(got.result)).toMatchObject({ result: 'committed' });
     expect(upstreamCalls(r.log)).toHaveLength(1);
 
@@ -311,19 +345,19 @@ describe('gateway: tools/call through the control path', () => {
       if (second === undefined) await new Promise((res) => setTimeout(res, 25));
     }
     await r.control.denyApproval(second!, { approver: 'alice' });
-    expect((await denied).error?.code).toBe(-41003);
+    expect((await denied).refused?.code).toBe(-41003);
     expect(upstreamCalls(r.log)).toHaveLength(1);
   }, TIMEOUT);
 
   it('--principal-header: the principal is read per request; without the header -41007, saying nothing and writing nothing', async () => {
     const r = await rig({ headerIdentity: true });
     const anonymous = await call(r.agent, 'refund', { payment_id: 'h1', amount: 5 });
-    expect(anonymous.error?.code).toBe(-41007);
-    expect(anonymous.error?.data).toEqual({ error: 'ctrlrun.no_principal' });
+    expect(anonymous.refused?.code).toBe(-41007);
+    expect(anonymous.refused?.data).toEqual({ error: 'ctrlrun.no_principal' });
     expect(await r.store.events()).toHaveLength(0);
     const carol = await httpAgent(r.url, { 'X-Agent': 'bot-7', 'X-User': 'carol' });
     try {
-      expect((await call(carol, 'refund', { payment_id: 'h1', amount: 5 })).error).toBeUndefined();
+      expect(failure(await call(carol, 'refund', { payment_id: 'h1', amount: 5 }))).toBeUndefined();
     } finally {
       await carol.close();
     }
@@ -351,10 +385,10 @@ describe('gateway: tools/call through the control path', () => {
   it('T91: an authority denial is -41012 ctrlrun.unauthorized (checked before the policy), the upstream untouched', async () => {
     const v3 = POLICY.replace('schema: ctrlrun.policy/v2\n', 'schema: ctrlrun.policy/v3\nauthority:\n  grants:\n    - id: reads-only\n      subject: { agent: "agent-1" }\n      actions: ["mcp.pay.lookup"]\n');
     const r = await rig({ policy: v3 });
-    expect((await call(r.agent, 'lookup', {})).error).toBeUndefined();
+    expect(failure(await call(r.agent, 'lookup', {}))).toBeUndefined();
     const refused = await call(r.agent, 'refund', { payment_id: 'a1', amount: 5 });
-    expect(refused.error?.code).toBe(-41012);
-    expect(refused.error?.data).toMatchObject({ error: 'ctrlrun.unauthorized', reason: expect.any(String), action_id: expect.stringMatching(/^act_/) });
+    expect(refused.refused?.code).toBe(-41012);
+    expect(refused.refused?.data).toMatchObject({ error: 'ctrlrun.unauthorized', reason: expect.any(String), action_id: expect.stringMatching(/^act_/) });
     expect(upstreamCalls(r.log).map((c) => c.tool)).toEqual(['lookup']);
   }, TIMEOUT);
 
@@ -393,7 +427,7 @@ describe('gateway: tools/call through the control path', () => {
     expect((await r.store.getEffect('hang:c1'))?.state).toBe('ambiguous');
     for (let i = 0; i < 400 && upstreamCalls(r.log).length < 2; i++) await new Promise((res) => setTimeout(res, 25));
     expect(upstreamCalls(r.log).map((c) => c.tool)).toEqual(['hang', 'hang:cancelled']);
-    expect((await call(r.agent, 'hang', { id: 'c1' })).error?.code).toBe(-41005);
+    expect((await call(r.agent, 'hang', { id: 'c1' })).refused?.code).toBe(-41005);
   }, TIMEOUT);
 
   it('a tools/call sent as a notification (no id) never reaches the upstream; a real notification is relayed', async () => {
@@ -418,7 +452,7 @@ describe('gateway: tools/call through the control path', () => {
     expect(upstreamCalls(r.log)).toEqual([]);
     expect(await r.store.getEffect('refund:lax')).toBeNull();
     // The real method still goes through the control path.
-    expect((await call(r.agent, 'refund', { payment_id: 'lax', amount: 5 })).error).toBeUndefined();
+    expect(failure(await call(r.agent, 'refund', { payment_id: 'lax', amount: 5 }))).toBeUndefined();
     expect(upstreamCalls(r.log)).toHaveLength(1);
   }, TIMEOUT);
 

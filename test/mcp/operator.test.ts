@@ -7,7 +7,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { main, type CliIo } from '@ctrlrun/cli';
 import { openStore } from '@ctrlrun/store-node';
-import { call, CLI, httpAgent, NODE_TS, ROOT, start, token, UPSTREAM, upstreamCalls, workDir } from './support.js';
+import { call, failure, CLI, httpAgent, NODE_TS, ROOT, start, token, UPSTREAM, upstreamCalls, workDir } from './support.js';
 
 const TIMEOUT = 180_000;
 const UPSTREAM_COMMAND = `${process.execPath} ${NODE_TS.join(' ')} ${UPSTREAM}`;
@@ -64,7 +64,7 @@ describe('ctrlrun mcp-operator', () => {
       expect(op.stdout()).toContain('reads need no credential; approve, deny and resolve need a credential naming a human');
 
       const asked = await call(agent, 'refund', { payment_id: 'p1', amount: 700, note: 'line\u0000two' });
-      const { request_id: requestId, action_hash: actionHash } = asked.error!.data as { request_id: string; action_hash: string };
+      const { request_id: requestId, action_hash: actionHash } = asked.refused!.data as { request_id: string; action_hash: string };
 
       const anonymous = await operatorClient(opUrl);
       expect((await anonymous.listTools()).tools.map((t) => t.name)).toEqual(['list_pending_approvals', 'inspect_action', 'receipts', 'effects', 'stats', 'approve', 'deny', 'resolve']);
@@ -84,7 +84,7 @@ describe('ctrlrun mcp-operator', () => {
 
       const alice = await operatorClient(opUrl, { 'X-Ctrlrun-Agent': 'laptop', 'X-Ctrlrun-User': 'alice' });
       const granted = await call(alice, 'approve', { request_id: requestId });
-      expect(granted.error).toBeUndefined();
+      expect(failure(granted)).toBeUndefined();
       expect(structured(granted.result)).toMatchObject({ status: 'granted', request_id: requestId, action_hash: actionHash, approver: 'mcp-operator:alice' });
       const twice = await call(alice, 'approve', { request_id: requestId });
       expect(twice.error?.code).toBe(-41003);
@@ -93,21 +93,21 @@ describe('ctrlrun mcp-operator', () => {
       await expect(alice.listResources()).rejects.toMatchObject({ code: -32601 });
 
       const ran = await call(agent, 'refund', { payment_id: 'p1', amount: 700, note: 'line\u0000two' });
-      expect(ran.error).toBeUndefined();
+      expect(failure(ran)).toBeUndefined();
       expect(upstreamCalls(env.UPSTREAM_LOG)).toHaveLength(1);
 
       // A denial, and an ambiguous effect resolved by the human (with a reason).
       const second = await call(agent, 'refund', { payment_id: 'p2', amount: 800 });
-      const secondId = (second.error!.data as { request_id: string }).request_id;
+      const secondId = (second.refused!.data as { request_id: string }).request_id;
       expect(structured((await call(alice, 'deny', { request_id: secondId })).result)).toMatchObject({ status: 'denied' });
-      expect((await call(agent, 'refund', { payment_id: 'p2', amount: 800 })).error?.code).toBe(-41003);
+      expect((await call(agent, 'refund', { payment_id: 'p2', amount: 800 })).refused?.code).toBe(-41003);
       const died = await call(agent, 'die', { id: 'd1' });
-      expect(died.error?.code).toBe(-41010);
+      expect(died.refused?.code).toBe(-41010);
       expect(gw.stderr()).toContain('warning: the upstream MCP server closed the connection; every tools/call is now refused -41011');
       expect((await call(alice, 'resolve', { effect_key: 'die:d1', outcome: 'committed', reason: ' ' })).error?.code).toBe(-32602);
       const resolved = await call(alice, 'resolve', { effect_key: 'die:d1', outcome: 'committed', reason: 'the upstream log shows it ran' });
       expect(structured(resolved.result)).toMatchObject({ status: 'resolved', state: 'committed', resolved_by: 'mcp-operator:alice' });
-      expect((await call(agent, 'die', { id: 'd1' })).error?.code).toBe(-41004);
+      expect((await call(agent, 'die', { id: 'd1' })).refused?.code).toBe(-41004);
 
       const receipts = structured((await call(anonymous, 'receipts', { limit: 2 })).result)['receipts'] as { action: string }[];
       expect(receipts.map((d) => d.action)).toEqual(['mcp.pay.die', 'mcp.pay.die']);
@@ -115,7 +115,7 @@ describe('ctrlrun mcp-operator', () => {
       expect((await call(anonymous, 'receipts', { limit: 0 })).error?.code).toBe(-32602);
       expect((structured((await call(anonymous, 'effects', { state: 'committed' })).result)['effects'] as { effectKey: string }[]).map((e) => e.effectKey).sort()).toEqual(['die:d1', 'refund:p1']);
       expect(structured((await call(anonymous, 'stats', { since: '1d' })).result)).toMatchObject({ schema: 'ctrlrun.stats/v1', mode: 'enforce' });
-      const inspected = structured((await call(anonymous, 'inspect_action', { action_id: (died.error!.data as { action_id: string }).action_id })).result);
+      const inspected = structured((await call(anonymous, 'inspect_action', { action_id: (died.refused!.data as { action_id: string }).action_id })).result);
       expect(inspected['schema']).toBe('ctrlrun.inspection/v2');
       for (const c of [agent, anonymous, agentOnly, alice]) await c.close();
     } finally {

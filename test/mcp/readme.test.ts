@@ -66,9 +66,10 @@ describe('the README MCP section', () => {
     try {
       expect((await agent.listTools()).tools.map((t) => t.name).sort()).toEqual(['lookup_payment', 'refund']);
       const refused = await call(agent, 'refund', { payment_id: 'txn_7', amount: 120000 });
-      const e = refused.error!;
-      const message = e.message.replace(/^MCP error -?\d+: /, '');
-      const shown = JSON.stringify({ code: e.code, message, data: e.data })
+      const e = refused.refused!;
+      const r = refused.result!;
+      expect(r._meta?.['com.ctrlrun/refusal']).toEqual(r['structuredContent']);
+      const shown = JSON.stringify({ isError: r['isError'], content: r['content'], structuredContent: r['structuredContent'] })
         .replace(/apr_[0-9a-f]{32}/g, 'apr_…')
         .replace(/sha256:[0-9a-f]{64}/g, 'sha256:…')
         .replace(/"expires_at":"[^"]+"/, '"expires_at":"…"');
@@ -88,7 +89,7 @@ describe('the README MCP section', () => {
       const ran = await call(agent, 'refund', { payment_id: 'txn_7', amount: 120000 });
       expect(ran.result?.content).toEqual([{ type: 'text', text: 'refunded 120000 on txn_7 (re_txn_7)' }]);
       expect(ran.result?._meta?.['com.ctrlrun/receipt']).toMatchObject({ result: 'committed', effect_key: 'refund:txn_7' });
-      expect((await call(agent, 'refund', { payment_id: 'txn_7', amount: 120000 })).error?.code).toBe(-41004);
+      expect((await call(agent, 'refund', { payment_id: 'txn_7', amount: 120000 })).refused?.code).toBe(-41004);
       expect((await call(agent, 'lookup_payment', { payment_id: 'txn_7' })).result?.content).toEqual([{ type: 'text', text: 'txn_7: 2000.00 EUR, captured' }]);
     } finally {
       await agent.close();

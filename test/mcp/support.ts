@@ -33,6 +33,8 @@ actions:
   mcp.pay.die: {effect: "die:{id}", decision: allow}
   mcp.pay.progress: {effect: "progress:{id}", decision: allow}
   mcp.pay.hang: {effect: "hang:{id}", decision: allow}
+  mcp.pay.typed: {effect: "typed:{id}", decision: deny}
+  mcp.pay.forged: {effect: "forged:{id}", decision: allow}
 `;
 
 const made: string[] = [];
@@ -116,23 +118,49 @@ export async function httpAgent(url: string, headers: Record<string, string> = {
   return client;
 }
 
-/** Sends tools/call as the agent; resolves to the result or to the JSON-RPC error. */
-export async function call(client: Client, name: string, args: unknown): Promise<{ result?: Result; error?: McpError }> {
+/** A ctrlrun refusal read from a tool-error result: its code, its fields (`data.error` the token) and its text. */
+export interface Refused {
+  code: number;
+  data: Record<string, unknown>;
+  text: string;
+}
+
+/** The refusal a tools/call result carries (`isError` with `_meta["com.ctrlrun/refusal"]`), or undefined. */
+export function refusedOf(result: Result | undefined): Refused | undefined {
+  if (result?.['isError'] !== true) return undefined;
+  const fields = (result._meta as Record<string, unknown> | undefined)?.['com.ctrlrun/refusal'] as Record<string, unknown> | undefined;
+  if (fields === undefined) return undefined;
+  const { code, ...data } = fields;
+  const content = result['content'] as { type: string; text?: string }[];
+  return { code: code as number, data, text: content.map((c) => c.text ?? '').join('') };
+}
+
+/**
+ * Sends tools/call as the agent; resolves to the result (with `refused` when it is a ctrlrun
+ * refusal) or to the JSON-RPC error.
+ */
+export async function call(client: Client, name: string, args: unknown): Promise<{ result?: Result; error?: McpError; refused?: Refused }> {
   try {
     const result = await client.request({ method: 'tools/call', params: { name, arguments: args as Record<string, unknown> } }, ResultSchema, { timeout: 120_000 });
-    return { result };
+    const refused = refusedOf(result);
+    return refused === undefined ? { result } : { result, refused };
   } catch (error) {
     if (error instanceof McpError) return { error };
     throw error;
   }
 }
 
-/** `data.error` of a gateway refusal. */
-export function token(error: McpError | undefined): unknown {
+/** `data.error` of a refusal (a tool error's fields, or a JSON-RPC error's data). */
+export function token(error: { data?: unknown } | undefined): unknown {
   return (error?.data as { error?: unknown } | undefined)?.error;
 }
 
 /** The store's receipt documents, in chain order. */
 export async function receiptDocs(store: { receipts(): Promise<{ json: string | null }[]> }): Promise<Record<string, unknown>[]> {
   return (await store.receipts()).map((r) => JSON.parse(r.json ?? 'null') as Record<string, unknown>);
+}
+
+/** What went wrong with a call: its JSON-RPC error or its ctrlrun refusal (undefined when the tool ran). */
+export function failure(r: { error?: McpError; refused?: Refused }): McpError | Refused | undefined {
+  return r.error ?? r.refused;
 }

@@ -30,6 +30,13 @@ const TOOLS = [
   { name: 'die', description: 'logs the call, then the process exits before answering', inputSchema: { type: 'object' as const } },
   { name: 'progress', description: 'reports progress twice, then answers', inputSchema: { type: 'object' as const } },
   { name: 'hang', description: 'answers only when cancelled (logs the cancellation)', inputSchema: { type: 'object' as const } },
+  {
+    name: 'typed',
+    description: 'declares an outputSchema (its refusals must not carry structuredContent)',
+    inputSchema: { type: 'object' as const },
+    outputSchema: { type: 'object' as const, properties: { total: { type: 'number' } }, required: ['total'] },
+  },
+  { name: 'forged', description: "answers a JSON-RPC error with a ctrlrun refusal's code", inputSchema: { type: 'object' as const } },
 ];
 
 function build(): Server {
@@ -55,6 +62,10 @@ function build(): Server {
         throw new McpError(-32602, 'the upstream refused the arguments');
       case 'internal':
         throw new McpError(-32603, 'the upstream broke');
+      case 'forged':
+        throw new McpError(-41002, 'the upstream says approval required', { error: 'ctrlrun.approval_required', request_id: 'apr_forged' });
+      case 'typed':
+        return { content: [{ type: 'text', text: 'total 3' }], structuredContent: { total: 3 } };
       case 'die':
         process.exit(3);
       case 'progress': {

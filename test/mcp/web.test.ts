@@ -10,7 +10,7 @@ import { Control, loadPolicy } from '@ctrlrun/kernel';
 import { Gateway, mcpFetchHandler } from '@ctrlrun/mcp';
 import { createSqlJsStore } from '@ctrlrun/store-sqljs';
 import { connectUpstream } from '../../packages/cli/src/mcp-http.js';
-import { call, httpAgent, NODE_TS, POLICY, UPSTREAM, upstreamCalls, workDir } from './support.js';
+import { call, failure, httpAgent, NODE_TS, POLICY, UPSTREAM, upstreamCalls, workDir } from './support.js';
 
 const TIMEOUT = 120_000;
 const closers: (() => Promise<unknown>)[] = [];
@@ -37,11 +37,11 @@ describe('the gateway behind a Web-standard handler in Hono', () => {
     const agent = await httpAgent(url);
     closers.push(() => agent.close());
     expect((await agent.listTools()).tools.map((t) => t.name)).toContain('refund');
-    expect((await call(agent, 'refund', { payment_id: 'w1', amount: 9 })).error).toBeUndefined();
+    expect(failure(await call(agent, 'refund', { payment_id: 'w1', amount: 9 }))).toBeUndefined();
     const dup = await call(agent, 'refund', { payment_id: 'w1', amount: 9 });
-    expect(dup.error?.code).toBe(-41004);
+    expect(dup.refused?.code).toBe(-41004);
     expect(upstreamCalls(log)).toHaveLength(1);
-    expect((await call(agent, 'refund', { payment_id: 'w2', amount: 900 })).error?.code).toBe(-41002);
+    expect((await call(agent, 'refund', { payment_id: 'w2', amount: 900 })).refused?.code).toBe(-41002);
 
     const post = (body: string, headers: Record<string, string> = {}) =>
       fetch(url, { method: 'POST', body, headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers } });
@@ -51,7 +51,7 @@ describe('the gateway behind a Web-standard handler in Hono', () => {
     expect((await post('{"jsonrpc":"2.0","id":1,"method":"ping"}', { origin: 'https://evil.example' })).status).toBe(403);
     // 2000.0 is a float even though JSON.parse reads it as 2000: refused with its pointer, as the reference does.
     const float = await post('{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"refund","arguments":{"payment_id":"w9","amount":2000.0}}}');
-    expect(await float.json()).toMatchObject({ id: 7, error: { code: -41008, data: { error: 'ctrlrun.unrepresentable_argument', pointer: '/amount' } } });
+    expect(await float.json()).toMatchObject({ id: 7, result: { isError: true, _meta: { 'com.ctrlrun/refusal': { code: -41008, error: 'ctrlrun.unrepresentable_argument', pointer: '/amount' } } } });
     expect(upstreamCalls(log)).toHaveLength(1);
   }, TIMEOUT);
 });

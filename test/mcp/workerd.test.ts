@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { Miniflare } from 'miniflare';
 import { afterAll, expect, it } from 'vitest';
 import { bundleWorkerd, COMPATIBILITY_DATE, out, root } from '../worker/bundle.js';
-import { call, httpAgent, POLICY, startHttpUpstream, upstreamCalls, workDir } from './support.js';
+import { call, failure, httpAgent, POLICY, startHttpUpstream, upstreamCalls, workDir } from './support.js';
 
 const closers: (() => Promise<unknown>)[] = [];
 afterAll(async () => {
@@ -35,9 +35,9 @@ it('the gateway runs in workerd: one run, the duplicate refused, the rest relaye
   closers.push(() => agent.close());
   expect((await agent.listTools()).tools.map((t) => t.name)).toContain('refund');
   const first = await call(agent, 'refund', { payment_id: 'e1', amount: 3 });
-  expect(first.error).toBeUndefined();
+  expect(failure(first)).toBeUndefined();
   expect(first.result?._meta?.['com.ctrlrun/receipt']).toMatchObject({ result: 'committed', effect_key: 'refund:e1' });
-  expect((await call(agent, 'refund', { payment_id: 'e1', amount: 3 })).error?.code).toBe(-41004);
-  expect((await call(agent, 'refund', { payment_id: 'e2', amount: 9000 })).error?.code).toBe(-41001);
+  expect((await call(agent, 'refund', { payment_id: 'e1', amount: 3 })).refused?.code).toBe(-41004);
+  expect((await call(agent, 'refund', { payment_id: 'e2', amount: 9000 })).refused?.code).toBe(-41001);
   expect(upstreamCalls(log).map((c) => c.arguments)).toEqual([{ amount: 3, payment_id: 'e1' }]);
 }, 180_000);

@@ -193,7 +193,7 @@ export async function serveHttp(options: HttpServeOptions): Promise<HttpServing>
         if (err instanceof RangeError) return rpcError(res, 400, -32600, `invalid request: ${err.message}`);
         throw err;
       }
-      // Answered as a JSON-RPC error (200) so that any client reads it as the call's answer.
+      // Answered as a tool error (a 200 result), as the gateway answers every refusal of a tools/call.
       if (refusal !== null) return void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(refusal));
     }
     if (!options.sessions) {

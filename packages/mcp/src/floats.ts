@@ -6,6 +6,9 @@
  * @module
  */
 
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { gatewayError, refusalResult } from './errors.js';
+
 /** Escapes one JSON pointer segment (RFC 6901). */
 function segment(key: string): string {
   return key.replace(/~/g, '~0').replace(/\//g, '~1');
@@ -93,23 +96,18 @@ export function floatArgumentPointer(text: string): string | null {
 }
 
 /**
- * The JSON-RPC error response for a `tools/call` request whose arguments hold a float written as
- * an integer (`-41008 ctrlrun.unrepresentable_argument` with its pointer), else `null`.
- * `message` is `JSON.parse(text)`.
+ * The JSON-RPC response for a `tools/call` request whose arguments hold a float written as an
+ * integer: a tool-error result (`-41008 ctrlrun.unrepresentable_argument` with its pointer, see
+ * {@link refusalResult}), else `null`. `message` is `JSON.parse(text)`. The web handler does not
+ * know the tool's `outputSchema`, so the fields are in `_meta["com.ctrlrun/refusal"]` only unless
+ * `structured` says the tool has none.
  */
-export function floatRefusal(message: unknown, text: string): { jsonrpc: '2.0'; id: unknown; error: { code: number; message: string; data: { error: string; pointer: string } } } | null {
+export function floatRefusal(message: unknown, text: string, options: { structured?: boolean } = {}): { jsonrpc: '2.0'; id: unknown; result: CallToolResult } | null {
   if (typeof message !== 'object' || message === null || Array.isArray(message)) return null;
   const m = message as { method?: unknown; id?: unknown };
   if (m.method !== 'tools/call' || m.id === undefined) return null;
   const pointer = floatArgumentPointer(text);
   if (pointer === null) return null;
-  return {
-    jsonrpc: '2.0',
-    id: m.id,
-    error: {
-      code: -41008,
-      message: `tools/call: the argument at ${pointer || '/'} is written as a float (a fraction or an exponent); use an integer (minor units) or a decimal string`,
-      data: { error: 'ctrlrun.unrepresentable_argument', pointer },
-    },
-  };
+  const refusal = gatewayError('unrepresentableArgument', `tools/call: the argument at ${pointer || '/'} is written as a float (a fraction or an exponent); use an integer (minor units) or a decimal string`, { pointer });
+  return { jsonrpc: '2.0', id: m.id, result: refusalResult(refusal, { structured: options.structured ?? false }) };
 }

@@ -48,7 +48,7 @@ import {
 } from '@ctrlrun/kernel';
 import { Mutex } from '@ctrlrun/kernel/store';
 import { classifyError, classifyResult, UpstreamNotConnected, type Outcome } from './classify.js';
-import { bareMessage, gatewayError, rpcError } from './errors.js';
+import { bareMessage, gatewayError, GatewayRefusal, refusalResult, rpcError } from './errors.js';
 import { MAX_DEPTH } from './floats.js';
 
 /** An alias: the middle segment of `mcp.<alias>.<tool>`. */
@@ -84,7 +84,7 @@ export interface GatewayOptions {
   receiptIds?: ReceiptIds;
   /**
    * How many approval requests one principal may have waiting (pending, unexpired) before a call
-   * that would file another is refused `-41001` with `reason: too_many_pending_approvals`
+   * that would file another is refused (a tool error, code `-41001`) with `reason: too_many_pending_approvals`
    * ({@link DEFAULT_MAX_PENDING_APPROVALS}); `null`: no limit. A call whose exact action already
    * has an open request is never refused by it.
    */
@@ -150,6 +150,8 @@ export class Gateway {
   /** Progress relays in flight: the token the gateway gave the upstream → where the agent wants it. */
   readonly #progress = new Map<string, (params: Record<string, unknown>) => void>();
   #nextToken = 0;
+  /** Tools the upstream listed with an `outputSchema`: their refusals carry no `structuredContent`. */
+  readonly #typedTools = new Set<string>();
 
   constructor(options: GatewayOptions) {
     if (!options || typeof options !== 'object') throw new InvalidArgument('Gateway needs { control, upstream, alias }');
@@ -228,10 +230,12 @@ export class Gateway {
     const relay = this.#relayProgress(extra);
     try {
       const params = request.params === undefined ? undefined : relay.token === null ? request.params : { ...request.params, _meta: { ...request.params['_meta'] as object, progressToken: relay.token } };
-      return await this.upstream.request({ method: request.method, ...(params !== undefined ? { params } : {}) } as Parameters<Client['request']>[0], ResultSchema, {
+      const result = await this.upstream.request({ method: request.method, ...(params !== undefined ? { params } : {}) } as Parameters<Client['request']>[0], ResultSchema, {
         signal: extra.signal,
         timeout: this.#timeout,
       });
+      if (request.method === 'tools/list') this.#noteOutputSchemas(result);
+      return result;
     } catch (err) {
       // The upstream's own error, relayed with its code, message and data as it sent them.
       if (err instanceof McpError) throw rpcError(err.code, bareMessage(err), err.data);
@@ -255,8 +259,34 @@ export class Gateway {
     return { token, done: () => void this.#progress.delete(token) };
   }
 
-  /** One intercepted `tools/call`: the control path, the upstream, the outcome. */
+  /** Remembers which listed tools declare an `outputSchema` (bounded: a tool name is at most 128 characters). */
+  #noteOutputSchemas(result: Result): void {
+    const tools = (result as { tools?: unknown }).tools;
+    if (!Array.isArray(tools)) return;
+    for (const t of tools) {
+      if (!isPlainObject(t) || typeof t['name'] !== 'string' || !TOOL_NAME_PATTERN.test(t['name'])) continue;
+      if (t['outputSchema'] !== undefined) {
+        if (this.#typedTools.size < 100_000) this.#typedTools.add(t['name']);
+      } else this.#typedTools.delete(t['name']);
+    }
+  }
+
+  /**
+   * One intercepted `tools/call`: the control path, the upstream, the outcome. A ctrlrun refusal
+   * is answered as a tool error ({@link refusalResult}); a malformed call is a JSON-RPC error, and
+   * the upstream's own answer (a result, `isError` or not, or a JSON-RPC error) is relayed.
+   */
   async callTool(params: unknown, extra: Pick<Extra, 'signal' | 'requestInfo' | '_meta' | 'sendNotification'>): Promise<Result> {
+    try {
+      return await this.#callTool(params, extra);
+    } catch (err) {
+      if (!(err instanceof GatewayRefusal)) throw err;
+      const tool = isPlainObject(params) && typeof params['name'] === 'string' ? params['name'] : '';
+      return refusalResult(err, { structured: !this.#typedTools.has(tool) });
+    }
+  }
+
+  async #callTool(params: unknown, extra: Pick<Extra, 'signal' | 'requestInfo' | '_meta' | 'sendNotification'>): Promise<Result> {
     if (!isPlainObject(params)) throw rpcError(ErrorCode.InvalidParams, 'tools/call needs params { name, arguments }');
     const tool = params['name'];
     if (typeof tool !== 'string' || !TOOL_NAME_PATTERN.test(tool)) {
@@ -387,7 +417,7 @@ export class Gateway {
     }
     const effect = await store.getEffect(key);
     if (effect?.state === 'committed') throw gatewayError('duplicateEffect', `${action.name}: the effect ${key} already happened`, { effect_key: key, state: 'committed' });
-    if (effect?.state === 'ambiguous') throw gatewayError('ambiguousEffect', `${action.name}: nobody knows whether ${key} happened; a human resolves it first`, { effect_key: key });
+    if (effect?.state === 'ambiguous') throw gatewayError('ambiguousEffect', `${action.name}: nobody knows whether ${key} happened; ${howToResolve(key)}`, { effect_key: key });
     return null;
   }
 
@@ -437,11 +467,11 @@ export class Gateway {
       if (c.kind === 'rpc') throw rpcError(c.error.code, bareMessage(c.error), c.error.data);
       const data = { effect_key: effectKey, action_id: action.actionId, _meta: { [RECEIPT_META_KEY]: meta } };
       if (c.outcome === 'failed') throw gatewayError('upstreamNotExecuted', `${action.name}: the upstream was not reached, nothing ran (${describe(seen.error)})`, data);
-      throw gatewayError('upstreamAmbiguous', `${action.name}: the upstream failed after the call was sent; nobody knows whether it ran, and a retry is refused until a human resolves ${effectKey ?? 'it'} (${describe(seen.error)})`, data);
+      throw gatewayError('upstreamAmbiguous', `${action.name}: the upstream failed after the call was sent; nobody knows whether it ran, and a retry is refused until a human resolves it (${describe(seen.error)}); ${effectKey === null ? 'the action has no effect key' : howToResolve(effectKey)}`, data);
     }
   }
 
-  /** The kernel's refusal as the gateway's JSON-RPC error. */
+  /** The kernel's refusal as the gateway's {@link GatewayRefusal} (a tool error to the agent). */
   async #refusal(err: unknown, action: Action | null, approvalId: string | null): Promise<unknown> {
     const actionId = action?.actionId ?? null;
     if (err instanceof McpError) return err;
@@ -462,12 +492,17 @@ export class Gateway {
     }
     if (err instanceof IdentityError) return gatewayError('noPrincipal', 'no principal');
     if (err instanceof DuplicateEffect) return gatewayError('duplicateEffect', err.message, { effect_key: err.effectKey, state: err.state });
-    if (err instanceof AmbiguousEffect) return gatewayError('ambiguousEffect', err.message, { effect_key: err.effectKey });
+    if (err instanceof AmbiguousEffect) return gatewayError('ambiguousEffect', `${err.message}; ${howToResolve(err.effectKey)}`, { effect_key: err.effectKey });
     if (err instanceof ApprovalMismatch) return gatewayError('blocked', err.message, { reason: err.reason });
     if (err instanceof EffectKeyError) return gatewayError('denied', err.message, { reason: 'effect_key_error', action_id: actionId });
     if (err instanceof InvalidArgument) return rpcError(ErrorCode.InvalidParams, err.message);
     return err;
   }
+}
+
+/** How a human settles an ambiguous effect, for the agent to pass on. */
+function howToResolve(key: string): string {
+  return `a human says what happened with 'ctrlrun resolve ${key} --committed' or 'ctrlrun resolve ${key} --failed', or with resolve in ctrlrun mcp-operator`;
 }
 
 /** A method name as a lax router might read it: compatibility-folded, lower case, without spacing, controls or invisible characters. */

@@ -58,7 +58,10 @@ describe('floatArgumentPointer', () => {
 
   it('floatRefusal answers a tools/call request only, echoing its id', () => {
     const text = '{"jsonrpc":"2.0","id":"r-1","method":"tools/call","params":{"name":"t","arguments":{"amount":2000.0}}}';
-    expect(floatRefusal(JSON.parse(text), text)).toEqual({ jsonrpc: '2.0', id: 'r-1', error: { code: -41008, message: expect.stringContaining('/amount'), data: { error: 'ctrlrun.unrepresentable_argument', pointer: '/amount' } } });
+    const fields = { code: -41008, error: 'ctrlrun.unrepresentable_argument', pointer: '/amount' };
+    const content = [{ type: 'text', text: expect.stringMatching(/^ctrlrun refused this call\. The tool was not called.*\/amount/) }];
+    expect(floatRefusal(JSON.parse(text), text)).toEqual({ jsonrpc: '2.0', id: 'r-1', result: { isError: true, content, _meta: { 'com.ctrlrun/refusal': fields } } });
+    expect(floatRefusal(JSON.parse(text), text, { structured: true })).toEqual({ jsonrpc: '2.0', id: 'r-1', result: { isError: true, content, structuredContent: fields, _meta: { 'com.ctrlrun/refusal': fields } } });
     const notification = '{"jsonrpc":"2.0","method":"tools/call","params":{"arguments":{"amount":2000.0}}}';
     expect(floatRefusal(JSON.parse(notification), notification)).toBeNull();
     const other = '{"jsonrpc":"2.0","id":2,"method":"prompts/get","params":{"arguments":{"amount":2000.0}}}';

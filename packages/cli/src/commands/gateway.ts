@@ -50,12 +50,13 @@ export const gateway: Command = {
     wait: { type: 'boolean', help: 'when a call needs approval, hold it until a human answers, then run it (the agent hears progress every 10 s if it asked for progress; its own request timeout still applies)' },
     'wait-timeout': { type: 'string', value: 'SECONDS', help: 'with --wait: give up after this long (default: when the request expires)' },
     'upstream-timeout': { type: 'string', value: 'SECONDS', help: 'how long one upstream request may take (default 30); a timeout is an unknown outcome' },
-    'max-pending-approvals': { type: 'string', value: 'N', help: 'approval requests one principal may have waiting before another is refused -41001 (default 100)' },
+    'max-pending-approvals': { type: 'string', value: 'N', help: 'approval requests one principal may have waiting before another is refused (tool error -41001; default 100)' },
     ...MCP_OPTIONS,
     'store-url': STORE_URL,
   },
   details:
-    'Approval required, denied, duplicate and ambiguous calls come back as JSON-RPC errors -41001…-41012 with data.error naming the refusal.\n' +
+    'Approval required, denied, duplicate and ambiguous calls come back as tool errors (isError: true) whose text says the tool was not called,\n' +
+    'with the code (-41001…-41012) and error token in structuredContent and _meta["com.ctrlrun/refusal"]; malformed requests stay JSON-RPC errors.\n' +
     'A human answers approvals with ctrlrun approve/deny or ctrlrun mcp-operator; the agent then sends the same call again.',
   async run({ io, values, out, err }) {
     // The MCP SDK loads only when the command runs (importing the CLI pulls in no extra).
