@@ -20,6 +20,7 @@ import {
   canonicalJson,
   IdentityError,
   InvalidArgument,
+  showInvisible,
   type ApprovalRecord,
   type ChainReport,
   type Control,
@@ -58,22 +59,10 @@ export interface InboxOptions {
   sessionSecret?: string | null;
 }
 
-/**
- * Characters a page could act on instead of showing: C0/C1 controls, format characters (the bidi
- * embeddings, overrides and isolates, zero-width characters), line/paragraph separators and lone
- * surrogates. An agent could use them to make an argument read differently from what was hashed
- * (U+202E reverses what follows), so every one is shown as a visible escape.
- */
-const INVISIBLE = /[\p{Cc}\p{Cf}\p{Cs}\p{Zl}\p{Zp}]/gu;
-
 /** Agent-controlled text as HTML text (or attribute value): markup escaped, invisible characters made visible. */
 function esc(text: unknown): string {
-  return String(text)
-    .replace(INVISIBLE, (c) => {
-      const cp = c.codePointAt(0)!;
-      return cp < 0x10000 ? `\\u${cp.toString(16).padStart(4, '0')}` : `\\u{${cp.toString(16)}}`;
-    })
-    .replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+  // Invisible characters (a bidi override reverses what follows) shown as escapes, then markup escaped.
+  return showInvisible(String(text)).replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 }
 
 function b64url(bytes: Uint8Array): string {

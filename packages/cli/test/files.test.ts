@@ -77,7 +77,7 @@ describe('every file the CLI reads', { timeout: 16 * HANG_KILL_MS }, () => {
     expect(storeBytes(s.storePath)).toBe(before);
   });
 
-  it("verify --authority and delegate --file naming a FIFO or a device are refused by name", async () => {
+  it("verify --authority, policy check --authority and delegate --file naming a FIFO or a device are refused by name", async () => {
     const dir = tempDir();
     writeFileSync(join(dir, 'ctrlrun.yaml'), AUTHORITY_POLICY);
     writeFileSync(join(dir, 'finance.yaml'), grantYaml(2500000));
@@ -86,6 +86,10 @@ describe('every file the CLI reads', { timeout: 16 * HANG_KILL_MS }, () => {
       expect(authority.signal, `verify --authority ${kind} hung`).toBeUndefined();
       expect(authority.code).toBe(2);
       expect(authority.stderr).toMatch(says);
+      const check = await spawnCli(['policy', 'check', '--authority', path], { cwd: dir, killAfterMs: HANG_KILL_MS });
+      expect(check.signal, `policy check --authority ${kind} hung`).toBeUndefined();
+      expect(check.code).toBe(2);
+      expect(check.stderr).toMatch(says);
       const grant = await spawnCli(['delegate', '--parent', 'head-of-support', '--file', path, '--as', 'head-of-support/dana@example.com'], { cwd: dir, killAfterMs: HANG_KILL_MS });
       expect(grant.signal, `delegate --file ${kind} hung`).toBeUndefined();
       expect(grant.code).toBe(1);

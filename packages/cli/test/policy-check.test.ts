@@ -79,6 +79,6 @@ describe('ctrlrun policy check', () => {
     const r = await run(['policy', 'check'], { cwd });
     expect(r.code).toBe(1);
     expect(r.stdout).not.toMatch(/[\x1b\r]/);
-    expect(r.stdout).toContain('\\u001b[2J\\u000dok');
+    expect(r.stdout).toContain('\\x1b[2J\\rok');
   });
 });

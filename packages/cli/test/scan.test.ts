@@ -567,7 +567,7 @@ describe('ctrlrun scan: untrusted trees', () => {
     const r = await run(['scan'], { cwd });
     expect(r.code).toBe(1);
     expect(r.stdout).not.toMatch(/\u001b/);
-    expect(r.stdout).toContain('evil\\u001b[2J.ts:2:1');
+    expect(r.stdout).toContain('evil\\x1b[2J.ts:2:1');
   });
 
   it('a suppression is a comment: the same words inside a string suppress nothing; a comment on the first line of a call spread over lines does', async () => {

@@ -21,7 +21,7 @@ export type AmbientCallProvider = () => AmbientCall | undefined;
 let provider: AmbientCallProvider | null = null;
 
 /**
- * Installs (or, with `null`, removes) the ambient context provider. One per process: the Node
+ * Installs (or, with `null`, removes) the ambient context provider. One per running program: the Node
  * entry installs its own the first time `withContext` or `withApproval` is called.
  */
 export function setAmbientCallContext(next: AmbientCallProvider | null): void {

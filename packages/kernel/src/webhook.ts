@@ -23,6 +23,7 @@ import type { EventSink } from './events.js';
 import type { Approval, ApprovalRecord, ApprovalRequest, EventRecord } from './model.js';
 import type { StateStore } from './store/state-store.js';
 import { checkDuration, systemClock, type Clock } from './time.js';
+import { showInvisible } from './visible.js';
 import type { Action } from './action.js';
 
 /** The `schema` of the outbound JSON body. */
@@ -144,20 +145,12 @@ export function approvalRequestJson(request: ApprovalRequest, options: Pick<Payl
 }
 
 /**
- * Characters that would make a message read differently from what was hashed: controls, format
- * characters (a bidi override reverses what follows; a zero-width space hides a difference),
- * separators, lone surrogates.
- */
-const INVISIBLE = /[\p{Cc}\p{Cf}\p{Cs}\p{Zl}\p{Zp}]/gu;
-
-/**
  * Slack's three escapes, and every invisible character written `\uXXXX` (inside the arguments'
  * JSON that is the same string): agent-chosen text can neither mention (`<!channel>`), link, nor
  * read differently from the hash.
  */
 function slackText(s: string): string {
-  return s
-    .replace(INVISIBLE, (c) => Array.from({ length: c.length }, (_, i) => `\\u${c.charCodeAt(i).toString(16).padStart(4, '0')}`).join(''))
+  return showInvisible(s)
     .replace(/&/g, '&amp;')
     .replace(/</g, '&lt;')
     .replace(/>/g, '&gt;');
@@ -286,7 +279,7 @@ const REMEMBERED = 10_000;
  * as {@link LocalApprovalProvider} does; {@link sink} POSTs on `APPROVAL_REQUESTED`, for requests
  * the control path creates. Whichever comes first sends: one logical POST per request id, however
  * often it is asked. The provider instance remembers the last 10 000 request ids it sent, so use
- * one instance per process. Retries resend the same bytes with a fresh timestamp and the same
+ * one instance per running program. Retries resend the same bytes with a fresh timestamp and the same
  * `CTRLRun-Request-Id`, so a receiver can drop a duplicate delivery. A total failure is a warning:
  * the request stays pending and can still be answered another way.
  */

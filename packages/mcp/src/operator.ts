@@ -9,7 +9,7 @@
  */
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js';
-import { CTRLRunError, parseSince, stats, type Control, type JsonObject } from '@ctrlrun/kernel';
+import { CTRLRunError, parseSince, showInvisible, stats, type Control, type JsonObject } from '@ctrlrun/kernel';
 import { evidenceTime, parseTime } from '@ctrlrun/kernel/store';
 import { gatewayError, rpcError } from './errors.js';
 
@@ -82,21 +82,13 @@ function argsOf(tool: Tool, raw: unknown): Record<string, unknown> {
 }
 
 /**
- * Characters that would make the text read differently from what was hashed (a bidi override
- * reverses what follows, a zero-width space hides a difference between two keys). A raw newline
- * here is the indentation's: one inside a string is already written `\n`.
- */
-const INVISIBLE = /(?!\n)[\p{Cc}\p{Cf}\p{Cs}\p{Zl}\p{Zp}]/gu;
-
-/**
  * A tool's answer: the JSON text a human (or their assistant) reads, with every invisible
  * character written as a JSON `\uXXXX` escape, so it shows and still parses to exactly the same
  * value; and that value as `structuredContent`.
  */
 function answer(value: unknown): CallToolResult {
-  const text = JSON.stringify(value, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v), 2).replace(INVISIBLE, (c) =>
-    Array.from({ length: c.length }, (_, i) => `\\u${c.charCodeAt(i).toString(16).padStart(4, '0')}`).join(''),
-  );
+  // A raw newline here is the indentation's: one inside a string is already written `\n`.
+  const text = showInvisible(JSON.stringify(value, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v), 2), { keepNewlines: true });
   return { content: [{ type: 'text', text }], structuredContent: JSON.parse(text) as Record<string, unknown> };
 }
 

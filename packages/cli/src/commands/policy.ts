@@ -7,22 +7,18 @@
  * @module
  */
 import { resolve as resolvePath } from 'node:path';
-import { readFileSync } from 'node:fs';
 import { checkPolicy, checkResourceScopes, loadAuthority, PolicyError, type PolicyFinding } from '@ctrlrun/kernel';
 import type { Command } from '../command.js';
 import { loadPolicyFile, policyPath } from '../discovery.js';
 import { CliRefusal, UsageError } from '../errors.js';
+import { readRegularFile } from '../files.js';
+import { visible } from '../format.js';
 
 /** The schema tag of `--json`. */
 export const POLICY_CHECK_SCHEMA = 'ctrlrun.policy-check/v1';
 
 /** A refusal: exit 2 (the policy, or the authority document, does not load). */
 const refuse = (message: string) => new CliRefusal(message, 2);
-
-/** Control characters shown as escapes: a line printed is one line, whatever the document held. */
-function visible(text: string): string {
-  return text.replace(/[\p{Cc}\u2028\u2029]/gu, (c) => `\\u${c.codePointAt(0)!.toString(16).padStart(4, '0')}`);
-}
 
 function findingJson(f: PolicyFinding): Record<string, unknown> {
   return {
@@ -59,7 +55,7 @@ export const policy: Command = {
         const file = resolvePath(io.cwd, values['authority'] as string);
         let text: string;
         try {
-          text = readFileSync(file, 'utf8');
+          text = readRegularFile(file);
         } catch (e) {
           throw new PolicyError(`the authority document ${file} cannot be read: ${(e as Error).message}`);
         }

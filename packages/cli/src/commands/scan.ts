@@ -13,7 +13,8 @@ import type { Command } from '../command.js';
 import { loadPolicyFile, POLICY_FILE, policyPath as discoveredPolicy } from '../discovery.js';
 import { CliRefusal, UsageError } from '../errors.js';
 import { CATALOGUE, loadCatalogueFile, loadVocabularyFile, VOCABULARY, WRAPPERS } from '../scan/catalogue.js';
-import { exitCode, limitsStatement, renderJson, renderSarif, renderText, visible } from '../scan/report.js';
+import { visible } from '../format.js';
+import { exitCode, limitsStatement, renderJson, renderSarif, renderText } from '../scan/report.js';
 import { catalogueIn, scanTree } from '../scan/scan.js';
 import { VERSION } from '../version.js';
 

@@ -7,6 +7,7 @@
 import { isAbsolute } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type * as Sarif from 'sarif';
+import { visible } from '../format.js';
 import type { Finding, ScanResult } from './scan.js';
 
 /** The schema tag of `--json`. */
@@ -33,11 +34,6 @@ export function limitsStatement(r: ScanResult): string {
 /** The exit code (spec 04 §7): 0 nothing; 1 anything, suppressed and undetermined included. */
 export function exitCode(r: ScanResult): 0 | 1 {
   return r.findings.length + r.suppressed.length + r.undetermined.length === 0 ? 0 : 1;
-}
-
-/** Control characters as escapes: a printed line stays one line, whatever a file name or the code held. */
-export function visible(text: string): string {
-  return text.replace(/[\p{Cc}\u2028\u2029\u202a-\u202e\u2066-\u2069]/gu, (c) => `\\u${c.codePointAt(0)!.toString(16).padStart(4, '0')}`);
 }
 
 const fileOf = (f: Finding) => ('unit' in f ? f.unit.rel : f.file);
