@@ -172,6 +172,12 @@ describe('pending approvals per credential', () => {
     expect(over.status).toBe(429);
     expect(over.json['error']).toMatchObject({ code: 'ERR_TOO_MANY_PENDING_APPROVALS', limit: 3, pending: 3, message: expect.stringContaining('maxPendingApprovals 3') });
     expect(await h.counts()).toEqual(before);
+    // Asking again for an action whose request is already waiting files nothing new: it is answered
+    // with that request, never refused by the limit.
+    const again = await h.call('POST', '/v1/actions', AGENT, refund('pl1', 200000));
+    expect(again.status).toBe(202);
+    expect(again.json['requestId']).toBe(asked[1]);
+    expect((await h.store.listApprovals('pending')).length).toBe(3);
     // An action that needs no approval is not held back, and another credential has its own count.
     expect((await h.call('POST', '/v1/actions', AGENT, refund('pl_small', 500))).status).toBe(200);
     expect((await h.call('POST', '/v1/actions', 'second-agent-token-000001', refund('pl_other', 200000))).status).toBe(202);

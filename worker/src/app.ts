@@ -8,7 +8,7 @@
  */
 import { Hono, type Context, type MiddlewareHandler } from 'hono';
 import { cors } from 'hono/cors';
-import { ApprovalMismatch, ApprovalRequired, createAction, createPrincipal, describeError, IdentityError, InvalidArgument, NotExecuted, parseJson, resolveEffectTemplate, resolveResourceTemplate, resultToJson, verifyChain, type Action, type ApprovalRecord, type ApprovalStatus, type Control, type EffectRecord, type ExecuteOptions, type Executor, type JsonObject, type ChainReport, type JsonValue } from '@ctrlrun/kernel';
+import { ApprovalMismatch, ApprovalRequired, createAction, createPrincipal, describeError, IdentityError, InvalidArgument, NotExecuted, parseJson, PendingApprovalLimit, resolveEffectTemplate, resolveResourceTemplate, resultToJson, verifyChain, type Action, type ApprovalRecord, type ApprovalStatus, type Control, type EffectRecord, type ExecuteOptions, type Executor, type JsonObject, type ChainReport, type JsonValue } from '@ctrlrun/kernel';
 import { Mutex } from '@ctrlrun/kernel/store';
 import type { TryIt } from '@ctrlrun/kernel/try-it';
 import type { AgentIdentity, Authenticator, Identity, OperatorIdentity } from './auth.js';
@@ -55,9 +55,6 @@ export interface AppOptions {
    */
   inbox?: boolean | { sessionSecret?: string | null };
 }
-
-/** The default of {@link AppOptions.maxPendingApprovals}. */
-export const DEFAULT_MAX_PENDING_APPROVALS = 100;
 
 type Env = { Variables: { identity: Identity } };
 
@@ -223,15 +220,12 @@ export function createApp(options: AppOptions): App {
   const executors = checkExecutors(options.executors);
   const limit = options.bodyLimit ?? DEFAULT_BODY_LIMIT;
   if (!Number.isSafeInteger(limit) || limit <= 0) throw new InvalidArgument('bodyLimit must be a positive integer (bytes)');
-  const maxPending = options.maxPendingApprovals === undefined ? DEFAULT_MAX_PENDING_APPROVALS : options.maxPendingApprovals;
-  if (maxPending !== null && (!Number.isSafeInteger(maxPending) || maxPending < 1)) throw new InvalidArgument('maxPendingApprovals must be a positive integer, or null for no limit');
+  // The same per-principal limit on waiting approval requests as every agent-facing surface.
+  const pendingLimit = new PendingApprovalLimit(control, options.maxPendingApprovals);
   const tryIt = options.tryIt ?? null;
   const store = control.store;
   // The playground module keeps per-step state (the last receipt, whether to lose the reply).
   const tryItSteps = new Mutex();
-  // Proposals under way per credential (past the pending-approvals check, not yet answered).
-  const inFlight = new Map<string, number>();
-  const pendingCheck = new Mutex();
   // One chain verification at a time: it reads every row; concurrent callers share its answer.
   let verifying: Promise<ChainReport> | null = null;
 
@@ -348,34 +342,18 @@ export function createApp(options: AppOptions): App {
       exec.effectKey = null;
     }
 
-    // Only an action the policy sends to a human can ask for a new request (authority can only
-    // deny), so every other proposal skips the count and its lock.
-    if (maxPending === null || request.approvalId !== null || control.policy.evaluate(action.name, action.canonicalArguments).decision !== 'approve') {
-      return propose(action, exec);
-    }
-    const credential = JSON.stringify([action.principal.agent, action.principal.user]);
-    // The check runs one at a time, and a proposal that passed it holds a slot until it is
-    // answered, so parallel requests from one credential cannot all pass before any is written.
-    const refused = await pendingCheck.run(async () => {
-      const pending = (await store.countPendingApprovals(action.principal)) + (inFlight.get(credential) ?? 0);
-      // At the limit, ask the kernel (no writes) whether this action would need another request.
-      if (pending >= maxPending && (await control.evaluate(action)).decision === 'approve') return pending;
-      inFlight.set(credential, (inFlight.get(credential) ?? 0) + 1);
-      return null;
-    });
-    if (refused !== null) {
+    const slot = await pendingLimit.acquire(action, request.approvalId);
+    if ('refused' in slot) {
       const who = `${action.principal.agent}${action.principal.user === null ? '' : ` (user ${action.principal.user})`}`;
-      return errorResponse(429, 'ERR_TOO_MANY_PENDING_APPROVALS', `${who} already has ${refused} approval request${refused === 1 ? '' : 's'} waiting or under way, the most this server takes (maxPendingApprovals ${maxPending}): wait until an operator answers them or they expire`, {
-        limit: maxPending,
-        pending: refused,
+      return errorResponse(429, 'ERR_TOO_MANY_PENDING_APPROVALS', `${who} already has ${slot.refused} approval request${slot.refused === 1 ? '' : 's'} waiting or under way, the most this server takes (maxPendingApprovals ${slot.limit}): wait until an operator answers them or they expire`, {
+        limit: slot.limit,
+        pending: slot.refused,
       });
     }
     try {
       return await propose(action, exec);
     } finally {
-      const left = (inFlight.get(credential) ?? 1) - 1;
-      if (left === 0) inFlight.delete(credential);
-      else inFlight.set(credential, left);
+      slot.release();
     }
   });
 

@@ -34,7 +34,9 @@ import {
   EffectKeyError,
   IdentityError,
   InvalidArgument,
+  DEFAULT_MAX_PENDING_APPROVALS,
   LocalApprovalProvider,
+  PendingApprovalLimit,
   NotExecuted,
   resolveEffectTemplate,
   resolveResourceTemplate,
@@ -46,7 +48,6 @@ import {
   type ExecuteOptions,
   type JsonObject,
 } from '@ctrlrun/kernel';
-import { Mutex } from '@ctrlrun/kernel/store';
 import { classifyError, classifyResult, UpstreamNotConnected, type Outcome } from './classify.js';
 import { bareMessage, gatewayError, GatewayRefusal, refusalResult, rpcError } from './errors.js';
 import { MAX_DEPTH } from './floats.js';
@@ -91,8 +92,8 @@ export interface GatewayOptions {
   maxPendingApprovals?: number | null;
 }
 
-/** The default of {@link GatewayOptions.maxPendingApprovals} (the worker's too). */
-export const DEFAULT_MAX_PENDING_APPROVALS = 100;
+/** The default of {@link GatewayOptions.maxPendingApprovals}: the kernel's, the worker's too. */
+export { DEFAULT_MAX_PENDING_APPROVALS };
 
 /**
  * Receipt ids by action id, as the Control stores them: add {@link ReceiptIds.sink} to the
@@ -142,10 +143,8 @@ export class Gateway {
   readonly #timeout: number;
   readonly #howToAnswer: (requestId: string) => string;
   readonly #receiptIds: ReceiptIds | null;
-  readonly #maxPending: number | null;
-  /** The pending-count check runs one at a time; a call past it holds a slot until its request is written. */
-  readonly #pendingCheck = new Mutex();
-  readonly #inFlight = new Map<string, number>();
+  /** The per-principal limit on waiting approval requests (the kernel's one piece, as the worker's). */
+  readonly #pendingLimit: PendingApprovalLimit;
   readonly #servers = new Set<Server>();
   /** Progress relays in flight: the token the gateway gave the upstream → where the agent wants it. */
   readonly #progress = new Map<string, (params: Record<string, unknown>) => void>();
@@ -170,9 +169,7 @@ export class Gateway {
     if (!Number.isSafeInteger(this.#timeout) || this.#timeout <= 0) throw new InvalidArgument('upstreamTimeoutMs must be a positive integer of milliseconds');
     this.#howToAnswer = options.howToAnswer ?? defaultHowToAnswer;
     this.#receiptIds = options.receiptIds ?? null;
-    const maxPending = options.maxPendingApprovals === undefined ? DEFAULT_MAX_PENDING_APPROVALS : options.maxPendingApprovals;
-    if (maxPending !== null && (!Number.isSafeInteger(maxPending) || maxPending < 1)) throw new InvalidArgument('maxPendingApprovals must be a positive integer, or null for no limit');
-    this.#maxPending = maxPending;
+    this.#pendingLimit = new PendingApprovalLimit(this.control, options.maxPendingApprovals);
     // The upstream's progress goes to the request that asked for it, under the agent's own token.
     // (Not the SDK's per-request onprogress: it drops a progress notification that arrives in the
     // same read as the response, as a fast tool's do.)
@@ -302,48 +299,23 @@ export class Gateway {
     const name = this.actionName(tool);
     const action = await this.#action(name, args, extra.requestInfo?.headers);
     const approvalId = await this.#presentable(action);
-    const release = approvalId === null ? await this.#pendingSlot(action) : () => {};
+    const slot = await this.#pendingLimit.acquire(action, approvalId);
+    if ('refused' in slot) {
+      const who = `${action.principal.agent}${action.principal.user === null ? '' : ` (user ${action.principal.user})`}`;
+      throw gatewayError('denied', `${action.name}: ${who} already has ${slot.refused} approval request(s) waiting, the most this gateway takes (maxPendingApprovals ${slot.limit}); wait until a human answers them or they expire`, {
+        reason: 'too_many_pending_approvals',
+        action_id: action.actionId,
+        limit: slot.limit,
+        pending: slot.refused,
+      });
+    }
+    const release = () => slot.release();
     try {
       return await this.#decide(action, approvalId, extra, release);
     } finally {
       release();
       this.#receiptIds?.take(action.actionId);
     }
-  }
-
-  /**
-   * Under `approve` with no open request for this exact action: a slot under the principal's
-   * pending limit (released once the request is written or the call ends), or the refusal. An agent
-   * cannot flood the humans' lists (and the operator's views) with requests.
-   */
-  async #pendingSlot(action: Action): Promise<() => void> {
-    const max = this.#maxPending;
-    if (max === null || this.control.observing || this.control.policy.evaluate(action.name, action.canonicalArguments).decision !== 'approve') return () => {};
-    const credential = JSON.stringify([action.principal.agent, action.principal.user]);
-    const refused = await this.#pendingCheck.run(async () => {
-      if ((await this.control.openApproval(action)) !== null) return null; // no new request: not counted
-      const pending = (await this.control.store.countPendingApprovals(action.principal)) + (this.#inFlight.get(credential) ?? 0);
-      if (pending >= max && (await this.control.evaluate(action).catch(() => null))?.decision === 'approve') return pending;
-      this.#inFlight.set(credential, (this.#inFlight.get(credential) ?? 0) + 1);
-      return null;
-    });
-    if (refused !== null) {
-      const who = `${action.principal.agent}${action.principal.user === null ? '' : ` (user ${action.principal.user})`}`;
-      throw gatewayError('denied', `${action.name}: ${who} already has ${refused} approval request(s) waiting, the most this gateway takes (maxPendingApprovals ${max}); wait until a human answers them or they expire`, {
-        reason: 'too_many_pending_approvals',
-        action_id: action.actionId,
-        limit: max,
-        pending: refused,
-      });
-    }
-    let held = true;
-    return () => {
-      if (!held) return;
-      held = false;
-      const left = (this.#inFlight.get(credential) ?? 1) - 1;
-      if (left <= 0) this.#inFlight.delete(credential);
-      else this.#inFlight.set(credential, left);
-    };
   }
 
   async #decide(action: Action, approvalId: string | null, extra: Pick<Extra, 'signal' | '_meta' | 'sendNotification'>, release: () => void = () => {}): Promise<Result> {
