@@ -33,7 +33,8 @@ const KEY = 'state';
 
 /** A fresh record. */
 export function emptyState(): PageState {
-  return { calls: {}, policyYaml: null, requestId: null, approvalId: null, log: [] };
+  // Keyed by payment ids the reader types: a prototype-free record, so `__proto__` is a payment like any other.
+  return { calls: Object.create(null) as Record<string, number>, policyYaml: null, requestId: null, approvalId: null, log: [] };
 }
 
 function request<T>(r: IDBRequest<T>): Promise<T> {
