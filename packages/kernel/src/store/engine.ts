@@ -13,7 +13,7 @@ import type { Clock } from '../time.js';
 import type { SqlDriver, SqlExecutor, SqlValue } from './driver.js';
 import type { SqlDialect } from './dialect.js';
 import { Mutex } from './mutex.js';
-import { A1_OURS, A1_REFUSE, A1_REINSERT, A2_LANDED, A2_REFUSE, A2_REISSUE, lostCommitBranch, type EffectWriteIntent } from './lost-commit.js';
+import { INSERT_FOUND_OTHER, INSERT_LANDED, INSERT_LOST_REISSUE, UPDATE_FOUND_OTHER, UPDATE_LANDED, UPDATE_LOST_REISSUE, lostCommitBranch, type EffectWriteIntent } from './lost-commit.js';
 import type { Logger } from '../control/types.js';
 import type { TrailingEvents } from './state-store.js';
 import { receiptFields, eventFields, type EffectRow, type ApprovalRow, int, effectFromRow, approvalFromRow, effectParams } from './rows.js';
@@ -197,17 +197,17 @@ export class SqlEngine {
       logger: 'ctrlrun.postgres', level: 'WARNING', branch, effectKey: key, operation: what,
     });
     switch (branch) {
-      case A1_OURS:
-      case A2_LANDED:
+      case INSERT_LANDED:
+      case UPDATE_LANDED:
         return produced;
-      case A1_REINSERT:
-      case A2_REISSUE:
+      case INSERT_LOST_REISSUE:
+      case UPDATE_LOST_REISSUE:
         if (!mayReissue) {
           throw new StoreError(`[kernel] [${this.name}] ${what} on ${key}: the COMMIT was lost again after one re-issue, and the re-read shows it did not land; nothing was written`, { cause: lost });
         }
         return this.attempt(what, fn, now, false);
-      case A1_REFUSE:
-      case A2_REFUSE:
+      case INSERT_FOUND_OTHER:
+      case UPDATE_FOUND_OTHER:
         throw intent.refuse(found);
     }
   }

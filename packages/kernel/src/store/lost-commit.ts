@@ -25,19 +25,6 @@ export const UPDATE_LOST_REISSUE = 'a2.row2.reissue' as const;
 /** After an UPDATE: anything else — run the transition's predicate on it and raise. */
 export const UPDATE_FOUND_OTHER = 'a2.row3.refuse' as const;
 
-/** @deprecated The table-numbered names; use {@link INSERT_LANDED} and its siblings. */
-export const A1_OURS = INSERT_LANDED;
-/** @deprecated Use {@link INSERT_LOST_REISSUE}. */
-export const A1_REINSERT = INSERT_LOST_REISSUE;
-/** @deprecated Use {@link INSERT_FOUND_OTHER}. */
-export const A1_REFUSE = INSERT_FOUND_OTHER;
-/** @deprecated Use {@link UPDATE_LANDED}. */
-export const A2_LANDED = UPDATE_LANDED;
-/** @deprecated Use {@link UPDATE_LOST_REISSUE}. */
-export const A2_REISSUE = UPDATE_LOST_REISSUE;
-/** @deprecated Use {@link UPDATE_FOUND_OTHER}. */
-export const A2_REFUSE = UPDATE_FOUND_OTHER;
-
 /** The branch taken after an INSERT's lost COMMIT. */
 export type InsertBranch = typeof INSERT_LANDED | typeof INSERT_LOST_REISSUE | typeof INSERT_FOUND_OTHER;
 /** The branch taken after an UPDATE's lost COMMIT. */
