@@ -1,7 +1,7 @@
 /**
  * `npm run check:portability`: the same scenario (`test/portability/scenario.ts`: the six
  * steps of `@ctrlrun/kernel/try-it` on `@ctrlrun/store-sqljs`) runs in Node, Deno and workerd
- * (Node compatibility off). Each runtime's results must be what spec 04 §4 says, and the three,
+ * (Node compatibility off). Each runtime's results must be what docs/spec/04-surfaces.md §4 says, and the three,
  * ids and times masked, must be identical. Prints one line per runtime; exits 1 if any runtime
  * fails, answers wrongly or differs.
  *
@@ -187,10 +187,10 @@ async function main(): Promise<number> {
     const version = `${run.report.runtime.name} ${run.report.runtime.version}`.padEnd(40);
     const status = wrong ? 'BAD ' : difference ? 'DIFF' : 'ok  ';
     const detail = wrong
-      ? `not what spec 04 §4 says: ${wrong}`
+      ? `not what docs/spec/04-surfaces.md §4 says: ${wrong}`
       : difference
         ? `differs from ${runs.find((r) => r.report)?.name}: ${difference}`
-        : `${run.report.steps.length} calls as spec 04 §4 says, masked results ${digest(masked)}`;
+        : `${run.report.steps.length} calls as docs/spec/04-surfaces.md §4 says, masked results ${digest(masked)}`;
     console.log(`${label} ${status} ${time}  ${version} ${detail}`);
   }
   const total = `${((performance.now() - started) / 1000).toFixed(1)} s`;

@@ -121,8 +121,8 @@ const schemas: Record<string, Schema> = {
     actions: { type: 'array', items: obj({ name: str, executor: { type: 'boolean' } }) },
     yaml: nullableStr,
   }),
-  TryItStep: { type: 'object', description: 'A playground step (spec 04 §4): `{ op: "refund", payment_id, amount, lose_reply?, approval_id? }` or `{ op: "approve", request_id }`.' },
-  TryItResult: { type: 'object', description: 'The step result of spec 04 §4.' },
+  TryItStep: { type: 'object', description: 'A playground step: `{ op: "refund", payment_id, amount, lose_reply?, approval_id? }` or `{ op: "approve", request_id }`.' },
+  TryItResult: { type: 'object', description: 'What one playground step did: its outcome, and the receipt or refusal it left.' },
 };
 
 const json = (schema: Schema, description: string): Schema => ({ description, content: { 'application/json': { schema } } });

@@ -1,5 +1,5 @@
 /**
- * Where the policy and the store are (spec 04 §1): the policy is `$CTRLRUN_CONFIG`, else
+ * Where the policy and the store are (docs/spec/04-surfaces.md §1): the policy is `$CTRLRUN_CONFIG`, else
  * `./ctrlrun.yaml`; the store is `--store-url`, else `$CTRLRUN_STORE_URL`, else the SQLite file
  * `$CTRLRUN_STATE`, else `.ctrlrun/state.db` beside the policy.
  *

@@ -1,5 +1,5 @@
 /**
- * Event sinks (spec 01 §9): observers of stored events and chained receipts. A sink is called
+ * Event sinks (docs/spec/01-core.md §9): observers of stored events and chained receipts. A sink is called
  * after the store write succeeded, in registration order; a sink that throws is logged by name
  * and skipped, and nothing else changes. Store tables are not sinks.
  *

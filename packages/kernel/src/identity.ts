@@ -1,5 +1,5 @@
 /**
- * Where a principal comes from (spec 02 §1.3–§1.5). An identity provider answers once per
+ * Where a principal comes from (docs/spec/02-authority-observe-verify.md §1.3–§1.5). An identity provider answers once per
  * action, before the action exists: a principal, `null` (a decline), or a throw (a refusal).
  * `Control.resolvePrincipal` applies the resolution table; the providers here are the two core
  * ones. The JWT provider lives in the `@ctrlrun/kernel/jwt` subpath.

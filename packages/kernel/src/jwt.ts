@@ -1,5 +1,5 @@
 /**
- * `@ctrlrun/kernel/jwt`: a JWT identity provider (spec 02 §1.6) on `jose`, which uses Web
+ * `@ctrlrun/kernel/jwt`: a JWT identity provider (docs/spec/02-authority-observe-verify.md §1.6) on `jose`, which uses Web
  * Crypto and so runs in browsers, workerd, Deno and Node. `jose` is an optional peer dependency:
  * the kernel's main entry never imports this module, and this module loads `jose` only when a
  * provider is built ({@link createJwtIdentityProvider}) or first used.

@@ -1,5 +1,5 @@
 /**
- * The OpenTelemetry sink (spec 04 §6b) on `@opentelemetry/api` (an optional peer dependency;
+ * The OpenTelemetry sink (docs/spec/04-surfaces.md §6b) on `@opentelemetry/api` (an optional peer dependency;
  * this subpath is the only module that imports it). One span per action, one span event per
  * ctrlrun event, the receipt's facts as attributes; argument values only when named. A sink: it
  * never decides, blocks or throws into the kernel.

@@ -1,5 +1,5 @@
 /**
- * `ctrlrun.stats/v1` (spec 02 §4.4): what a rollout in observe mode recorded — how many actions
+ * `ctrlrun.stats/v1` (docs/spec/02-authority-observe-verify.md §4.4): what a rollout in observe mode recorded — how many actions
  * would have been denied, needed a human, or been blocked, and why — counted from the receipts
  * alone (one receipt = one action; an action awaiting a human has none and is not counted).
  * Beside the spec's fields, every document also carries what was really enforced (`enforced_*`,
@@ -30,7 +30,7 @@ export interface StatsOptions {
   /**
    * Which document to build. Default: the store's mode — the mode the newest counted receipt was
    * written in (`result: "observed"` → `observe`, anything else → `enforce`); `observe` when
-   * nothing is counted. The CLI passes the policy's mode (spec 04 §2).
+   * nothing is counted. The CLI passes the policy's mode (docs/spec/04-surfaces.md §2).
    */
   mode?: 'observe' | 'enforce';
   /** "Now", for a relative `since`. */

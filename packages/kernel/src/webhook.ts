@@ -1,5 +1,5 @@
 /**
- * The webhook approval provider (spec 04 §6): one signed POST per approval request reaches a
+ * The webhook approval provider (docs/spec/04-surfaces.md §6): one signed POST per approval request reaches a
  * person (plain JSON, or a Slack-compatible message), and a signed answer comes back to a small
  * `(Request) => Promise<Response>` handler that grants or denies through the {@link Control} as the
  * named human. Web-standard globals only (`fetch`, `Request`, `Response`, `AbortController`);

@@ -1,5 +1,5 @@
 /**
- * What the upstream's answer to a `tools/call` means for the effect (spec 04 §5, "Classifying the
+ * What the upstream's answer to a `tools/call` means for the effect (docs/spec/04-surfaces.md §5, "Classifying the
  * upstream"). Only two kinds of observation may claim the tool did not run: the upstream was
  * never reached, or it answered with an error that says the request was not understood. Anything
  * else that is not a clean result is an unknown outcome: the call may have done its work.

@@ -1,5 +1,5 @@
 /**
- * The MCP gateway's core (spec 04 §5): an MCP server in front of one upstream MCP client. Every
+ * The MCP gateway's core (docs/spec/04-surfaces.md §5): an MCP server in front of one upstream MCP client. Every
  * `tools/call` becomes the action `mcp.<alias>.<tool>` and goes through {@link Control}; the
  * upstream receives the action's canonical arguments (exactly what was hashed) and its answer is
  * classified into the kernel's outcome. Every other request and notification is relayed.

@@ -1,5 +1,5 @@
 /**
- * The operator's MCP server (spec 04 §8): where a human answers approvals from their own
+ * The operator's MCP server (docs/spec/04-surfaces.md §8): where a human answers approvals from their own
  * assistant. A transport for the answer only — it never executes, resumes, reserves, delegates or
  * revokes, and has no upstream. Reads need no credential; every write names a verified human and
  * goes through {@link Control.grantApproval}, {@link Control.denyApproval} or

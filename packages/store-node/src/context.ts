@@ -1,5 +1,5 @@
 /**
- * `withContext({ agent, user }, fn)` and `withApproval(id, fn)` (spec 04 §10): who is acting and
+ * `withContext({ agent, user }, fn)` and `withApproval(id, fn)` (docs/spec/04-surfaces.md §10): who is acting and
  * which approval is presented, carried through every `await` inside `fn` by Node's
  * `AsyncLocalStorage`, and read by `protect` for calls that pass neither. Explicit per-call
  * options always win (`approvalId: null` presents none). Node only; in a browser pass

@@ -1,6 +1,6 @@
 /**
- * `fromFile()`: a `Control` composed the way the `ctrlrun` CLI finds things (spec 01 §11,
- * spec 04 §1), so that an application and the CLI answering its approvals read and write the same
+ * `fromFile()`: a `Control` composed the way the `ctrlrun` CLI finds things (docs/spec/01-core.md §11,
+ * docs/spec/04-surfaces.md §1), so that an application and the CLI answering its approvals read and write the same
  * policy, store and evidence files:
  *
  * - the policy is `path`, else `$CTRLRUN_CONFIG`, else `./ctrlrun.yaml` (relative to `cwd`);

@@ -4,7 +4,7 @@
  * works behind a transaction-mode pooler; reads are single autocommit statements on
  * schema-qualified tables.
  *
- * Lost COMMIT (spec 03 §3.4, Table A): an error before `COMMIT` is a failed write (rolled back,
+ * Lost COMMIT (docs/spec/03-production.md §3.4, Table A): an error before `COMMIT` is a failed write (rolled back,
  * raised); SQLSTATE 40001/40P01 at `COMMIT` is a failed write too; any other error during or after
  * `COMMIT` destroys that client and rejects with {@link AmbiguousWrite}, which the kernel's store
  * settles by re-reading on a fresh, non-pooled client ({@link PgDriver.reread}).

@@ -1,5 +1,5 @@
 /**
- * `ctrlrun gateway`: ctrlrun in front of one MCP server (spec 04 §5). The agent connects to the
+ * `ctrlrun gateway`: ctrlrun in front of one MCP server (docs/spec/04-surfaces.md §5). The agent connects to the
  * gateway (Streamable HTTP, or `--stdio`); the gateway connects to the upstream (`--upstream URL`
  * over Streamable HTTP, or `--upstream-command "CMD ARGS"` as a subprocess over stdio). Every
  * `tools/call` goes through the control path as `mcp.<alias>.<tool>`; everything else is relayed.

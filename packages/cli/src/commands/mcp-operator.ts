@@ -1,6 +1,6 @@
 /**
  * `ctrlrun mcp-operator`: the MCP server a human's own client (an IDE, an assistant) connects to
- * in order to list, inspect, approve, deny and resolve (spec 04 §8). Loopback only — reads need no
+ * in order to list, inspect, approve, deny and resolve (docs/spec/04-surfaces.md §8). Loopback only — reads need no
  * credential — and there is no flag that permits a remote bind. Writes name a human: over HTTP the
  * `--principal-header`/`--user-header` a local proxy sets; over `--stdio`, the OS account that
  * launched the process.

@@ -1,6 +1,6 @@
 /**
  * `ctrlrun scan [--path DIR] [--policy FILE] [--exclude GLOB]… [--vocabulary FILE]
- * [--catalogue FILE] [--list] [--json | --sarif]` (spec 04 §7): the consequential calls in a
+ * [--catalogue FILE] [--list] [--json | --sarif]` (docs/spec/04-surfaces.md §7): the consequential calls in a
  * TypeScript/JavaScript tree that nothing protects, and the policy entries without `effect:`.
  * Reads text only; prints the limits statement on every run and never a score.
  *
@@ -18,7 +18,7 @@ import { exitCode, limitsStatement, renderJson, renderSarif, renderText } from '
 import { catalogueIn, scanTree } from '../scan/scan.js';
 import { VERSION } from '../version.js';
 
-/** Could not run: exit 2 (spec 04 §7). */
+/** Could not run: exit 2 (docs/spec/04-surfaces.md §7). */
 const cannot = (message: string) => new CliRefusal(message, 2);
 
 export const scan: Command = {

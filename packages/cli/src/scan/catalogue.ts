@@ -1,6 +1,6 @@
 /**
  * What `ctrlrun scan` looks for: the catalogue of consequential calls in the libraries JS agents
- * use (each entry says why it is listed), the verb vocabulary for everything else (spec 04 §7),
+ * use (each entry says why it is listed), the verb vocabulary for everything else (docs/spec/04-surfaces.md §7),
  * and the wrappers whose argument counts as protected. `ctrlrun.scan.yaml` (or `--catalogue
  * FILE`) adds entries and wrappers; `--vocabulary FILE` replaces the verb list.
  *
@@ -43,7 +43,10 @@ export interface Wrapper {
   readonly name: string;
 }
 
-/** The verbs of spec 04 §7 (25; not `execute`). */
+/**
+ * The 25 verbs that mark a call as one that changes something (docs/spec/04-surfaces.md §7).
+ * `execute` is not one: it names no effect of its own.
+ */
 export const VOCABULARY: readonly string[] = [
   'approve', 'cancel', 'charge', 'delete', 'deploy', 'destroy', 'disable', 'drop', 'grant', 'issue', 'merge', 'pay', 'payout',
   'publish', 'purchase', 'push', 'refund', 'remove', 'revoke', 'rotate', 'send', 'submit', 'terminate', 'transfer', 'truncate',
@@ -275,7 +278,7 @@ export function normalizeModule(specifier: string): string {
 }
 
 /**
- * The verb a name matches (spec 04 §7): a whole segment matches a verb or its plural; a word of a
+ * The verb a name matches (docs/spec/04-surfaces.md §7): a whole segment matches a verb or its plural; a word of a
  * `_` or camelCase compound only the singular (`create_refund` ✓, `refunds_report` ✗, `deletedAt` ✗).
  */
 export function vocabularyVerb(segments: readonly string[], verbs: ReadonlySet<string>): string | null {

@@ -21,7 +21,7 @@ export const NOT_READ = [
   'code built or loaded at run time (eval, dynamic import, generated files)',
 ];
 
-/** The limits statement (spec 04 §7), printed on every run, clean ones included. */
+/** What a scan cannot see (docs/spec/04-surfaces.md §7), printed on every run, clean ones included. */
 export function limitsStatement(r: ScanResult): string {
   return (
     `ctrlrun scan is a finder, not a proof: it read ${r.filesRead} file${r.filesRead === 1 ? '' : 's'} ` +
@@ -31,7 +31,7 @@ export function limitsStatement(r: ScanResult): string {
   );
 }
 
-/** The exit code (spec 04 §7): 0 nothing; 1 anything, suppressed and undetermined included. */
+/** The exit code (docs/spec/04-surfaces.md §7): 0 nothing; 1 anything, suppressed and undetermined included. */
 export function exitCode(r: ScanResult): 0 | 1 {
   return r.findings.length + r.suppressed.length + r.undetermined.length === 0 ? 0 : 1;
 }

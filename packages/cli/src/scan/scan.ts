@@ -2,7 +2,7 @@
  * `scanTree(options)`: walks a directory, parses its TypeScript and JavaScript with the
  * TypeScript compiler API (a program per tsconfig.json in the tree, so the checker can help;
  * syntax only elsewhere), runs the analysis, and lists the policy entries that can allow or
- * approve without an `effect:` (spec 04 §7). Reads files only: never imports the tree, builds
+ * approve without an `effect:` (docs/spec/04-surfaces.md §7). Reads files only: never imports the tree, builds
  * no action, resolves no principal, evaluates no policy, opens no store.
  *
  * @module
@@ -25,7 +25,7 @@ export const SOURCE_FILE = /\.(?:[cm]?[jt]s|[jt]sx)$/;
 /** A file larger than this is not parsed (it is listed as unreadable). */
 export const MAX_FILE_BYTES = 4 * 1024 * 1024;
 
-/** Any finding, in the order of severity spec 04 §7 gives. */
+/** Any finding, in the order of severity docs/spec/04-surfaces.md §7 gives. */
 export type Finding =
   | CallFinding
   | { readonly kind: 'protected_action_not_in_policy'; readonly file: string; readonly line: number; readonly column: number; readonly rule: 'not-in-policy'; readonly target: string; readonly name: string }

@@ -1,5 +1,5 @@
 /**
- * The `authority:` section (spec 02 §2–§3): opt-in, then fail-closed. Once a document has one,
+ * The `authority:` section (docs/spec/02-authority-observe-verify.md §2–§3): opt-in, then fail-closed. Once a document has one,
  * every action needs a grant. Authority decides *may this principal propose the action at all*
  * and sees nothing else; the policy decides how much autonomy the action has.
  *
@@ -283,7 +283,12 @@ export class Authority {
     }
   }
 
-  /** The chain rules 1 → 6 of spec 02 §3.4, first failure named; and the walked depth. */
+  /**
+   * Checks a delegation chain from the leaf up and names the first failure, with the walked depth:
+   * a missing parent, a revoked link, an expired ancestor, a child not contained in its parent, a
+   * cycle, a chain deeper than `max_delegation_depth`, a non-delegable ancestor (the chain rules of
+   * docs/spec/02-authority-observe-verify.md §3.4).
+   */
   async #checkChain(leaf: Delegation, now: Date, lookup: Lookup): Promise<{ depth: number; failure: Partial<AuthorityResult> | null }> {
     const walk = await this.#walk(leaf, lookup);
     const depth = walk.depthExceeded ?? walk.nodes.length;
@@ -306,7 +311,7 @@ export class Authority {
   }
 
   /**
-   * The delegation `Control.delegate` would write, or a refusal (spec 02 §3.2), checked in order:
+   * The delegation `Control.delegate` would write, or a refusal (docs/spec/02-authority-observe-verify.md §3.2), checked in order:
    * 0 `by` unexpired (`IdentityError`); 1 the parent is a root grant or a live delegation; 2 it is
    * delegable; 3 it and the chain above it are still valid; 4 `by` is its subject; 5 the depth
    * fits; 6 the child is contained on every dimension. Refusals are {@link AuthorityEscalation}s.

@@ -1,5 +1,5 @@
 /**
- * Containment (spec 02 §3.3): is a child grant inside its parent on every dimension? Checked
+ * Containment (docs/spec/02-authority-observe-verify.md §3.3): is a child grant inside its parent on every dimension? Checked
  * when a delegation is created and again at every evaluation. Omitting a dimension the parent
  * constrains is rejected, never inherited: a child that silently inherits looks, in the record,
  * like a child authorised for what it says.

@@ -1,5 +1,5 @@
 /**
- * Grants (spec 02 §2.2): who may propose which actions, on which resources, under which
+ * Grants (docs/spec/02-authority-observe-verify.md §2.2): who may propose which actions, on which resources, under which
  * constraints, in which environments, until when. A grant carries no `decision`: how much
  * autonomy an action has lives only in the policy.
  *
@@ -357,7 +357,7 @@ export class Grant {
     return true;
   }
 
-  /** The shape the policy hash is taken over (spec 03 §6). */
+  /** The shape the policy hash is taken over (docs/spec/03-production.md §6). */
   canonical(): JsonObject {
     const constraints: JsonObject = Object.fromEntries(Object.entries(this.constraints).map(([key, c]) => [key, { argument: c.subject, op: c.op, operand: c.operand }]));
     return {

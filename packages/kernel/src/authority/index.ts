@@ -1,5 +1,5 @@
 /**
- * Authority: grants, patterns, containment, evaluation and delegation planning (spec 02 §2–§3).
+ * Authority: grants, patterns, containment, evaluation and delegation planning (docs/spec/02-authority-observe-verify.md §2–§3).
  * Pure; `Control` performs every write.
  *
  * @module

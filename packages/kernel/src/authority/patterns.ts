@@ -1,5 +1,5 @@
 /**
- * Grant patterns (spec 02 §2.3) and pattern containment (§3.3). The grammar is small on purpose
+ * Grant patterns (docs/spec/02-authority-observe-verify.md §2.3) and pattern containment (§3.3). The grammar is small on purpose
  * so that containment is decided by comparison, never approximated: a segment is a literal or a
  * literal followed by one `*` (a bare `*` included), and the last segment may be `**` when every
  * earlier one is a literal. Everything is spelled `**`, never a glob.
@@ -75,7 +75,7 @@ function segmentContains(parent: string, child: string): boolean {
 }
 
 /**
- * Whether every value `child` matches is also matched by `parent` (spec 02 §3.3). Not
+ * Whether every value `child` matches is also matched by `parent` (docs/spec/02-authority-observe-verify.md §3.3). Not
  * `matchesPattern`: `stripe.**` contains `stripe.**` and `stripe.refund`, but not `stripe`, and
  * `B*` is never inside a literal. `**` counts as one segment, so every pattern contains itself.
  */

@@ -78,7 +78,7 @@ export function manualClock(start: Date = T0): ManualClock {
   return clock;
 }
 
-/** One worker's line on stdout (spec 03 §7.2): `error` is the class name of its refusal, or null. */
+/** One worker's line on stdout (docs/spec/03-production.md §7.2): `error` is the class name of its refusal, or null. */
 export interface WorkerReport {
   won: boolean;
   action_id: string;
@@ -388,7 +388,7 @@ function continuationValue(): string {
   return `cont-${randomIds('act').slice(4)}`;
 }
 
-/** Every case of the continuation suite (spec 01 §10, spec 03 §3.1 and §4). */
+/** Every case of the continuation suite (docs/spec/01-core.md §10, docs/spec/03-production.md §3.1 and §4). */
 const continuationCases: Record<'one-resumption' | 'extend-lease-refusals' | 'taken-once-cross-process', CaseDef> = {
   'taken-once-cross-process': {
     suite: 'continuation',

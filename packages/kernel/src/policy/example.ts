@@ -1,5 +1,5 @@
 /**
- * The starter policy `ctrlrun init` writes (spec 01 §3.8), block-style with header comments.
+ * The starter policy `ctrlrun init` writes (docs/spec/01-core.md §3.8), block-style with header comments.
  *
  * @module
  */

@@ -34,7 +34,7 @@ export interface CanonicalGrant {
   readonly subject: { readonly agent: string | null; readonly user: string | null };
 }
 
-/** Authority in the canonical form the policy hash is taken over (spec 03 §6). */
+/** Authority in the canonical form the policy hash is taken over (docs/spec/03-production.md §6). */
 export interface CanonicalAuthority {
   readonly max_delegation_depth: number | bigint;
   readonly grants: Readonly<Record<string, CanonicalGrant>>;
