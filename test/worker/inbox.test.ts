@@ -7,6 +7,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { staticTokens } from '../../worker/src/index.js';
 import { AGENT, harness, OPERATOR, type Harness } from './harness.js';
 
 async function login(h: Harness, token: string, base = 'http://inbox.test'): Promise<Response> {
@@ -55,6 +56,37 @@ describe('the operator inbox', () => {
     const other = await harness();
     const stolen = (await login(other, OPERATOR)).headers.get('set-cookie')!.split(';')[0]!;
     expect(await (await h.app.request('http://inbox.test/inbox', { headers: { cookie: stolen } })).text()).toContain('Operator credential');
+  });
+
+  it('a session ends as soon as its credential is removed, rotated, expires or names another operator (same session secret, new token set)', async () => {
+    const sessionSecret = 'a-shared-session-secret-0123456789';
+    const before = await harness({ inbox: { sessionSecret } });
+    const r = await login(before, OPERATOR);
+    expect(r.status).toBe(303);
+    const cookie = r.headers.get('set-cookie')!.split(';')[0]!;
+    // The cookie does not carry the credential readably.
+    expect(Buffer.from(cookie.split('=')[1]!.split('.')[0]!, 'base64url').toString()).not.toContain(OPERATOR);
+    expect(await (await before.app.request('http://inbox.test/inbox', { headers: { cookie } })).text()).not.toContain('Operator credential');
+    const withTokens = (tokens: Parameters<typeof staticTokens>[0]) => harness({ inbox: { sessionSecret }, auth: staticTokens(tokens) });
+    // Another instance with the same secret and the same credential: the session holds.
+    const same = await withTokens([{ role: 'operator', token: OPERATOR, operator: 'human:ops' }]);
+    expect(await (await same.app.request('http://inbox.test/inbox', { headers: { cookie } })).text()).not.toContain('Operator credential');
+    // Removed (rotated to another token), now an agent's, or naming another operator: the login form, and no answer goes through.
+    for (const tokens of [
+      [{ role: 'operator' as const, token: 'a-rotated-operator-token-000', operator: 'human:ops' }],
+      [{ role: 'agent' as const, token: OPERATOR, agent: 'billing-agent', user: null }],
+      [{ role: 'operator' as const, token: OPERATOR, operator: 'human:someone-else' }],
+    ]) {
+      const after = await withTokens([...tokens, { role: 'agent', token: AGENT, agent: 'billing-agent', user: 'u-42' }]);
+      expect(await (await after.app.request('http://inbox.test/inbox', { headers: { cookie } })).text()).toContain('Operator credential');
+      expect((await after.app.request('http://inbox.test/inbox/live', { headers: { cookie } })).status).toBe(401);
+      const asked = await after.call('POST', '/v1/actions', AGENT, '{"name":"stripe.refund","arguments":{"payment_id":"in_9","amount":200000}}');
+      expect(asked.status).toBe(202);
+      const id = String(asked.json['requestId']);
+      const posted = await post(after, `/inbox/approvals/${id}/grant`, cookie, { csrf: 'x' }, { origin: 'http://inbox.test' });
+      expect(posted.status).toBe(401);
+      expect((await after.store.getApproval(id))!.status).toBe('pending');
+    }
   });
 
   it('shows every hashed argument (with __proto__), the hash, the rule, who asked and when; approves once through the kernel', async () => {

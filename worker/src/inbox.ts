@@ -8,7 +8,9 @@
  *
  * Login takes the operator's credential (the same bearer token the API takes) and sets a session
  * cookie: `HttpOnly`, `SameSite=Strict`, `Path=/inbox`, `Secure` when the page is served over
- * HTTPS, signed (HMAC-SHA-256) and valid for 8 hours. Every form post carries the session's CSRF
+ * HTTPS, signed (HMAC-SHA-256) and valid for 8 hours at most. The cookie carries the credential
+ * encrypted (AES-GCM, a key derived from the session secret) and every request checks it again,
+ * so a session ends as soon as its credential is removed, rotated or expires. Every form post carries the session's CSRF
  * token and must come from the same origin. An agent credential is refused at login and sees
  * nothing. Plain templates, Web-standard globals only (WebCrypto for the signature).
  *
@@ -44,6 +46,8 @@ interface Session {
   exp: number;
   /** The token every form post must carry. */
   csrf: string;
+  /** The credential signed in with, AES-GCM encrypted (iv + ciphertext, base64url). */
+  cred: string;
 }
 
 /** What the inbox needs from the app. */
@@ -71,10 +75,12 @@ function b64url(bytes: Uint8Array): string {
   return btoa(binary).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
 }
 
-function fromB64url(text: string): string | null {
+/** base64url to UTF-8 text (or, with `'binary'`, to a binary string); `null` when it is not valid. */
+function fromB64url(text: string, as: 'text' | 'binary' = 'text'): string | null {
   if (!/^[A-Za-z0-9_-]*$/.test(text) || text.length > 4096) return null;
   try {
     const binary = atob(text.replace(/-/g, '+').replace(/_/g, '/'));
+    if (as === 'binary') return binary;
     return new TextDecoder('utf-8', { fatal: true }).decode(Uint8Array.from(binary, (c) => c.charCodeAt(0)));
   } catch {
     return null;
@@ -218,9 +224,46 @@ export function mountInbox(app: Hono<any>, options: InboxOptions): void {
   if (typeof secret !== 'string' || secret.length < 16) throw new InvalidArgument('sessionSecret must be a string of at least 16 characters');
   const key = crypto.subtle.importKey('raw', encoder.encode(secret), { name: 'HMAC', hash: 'SHA-256' }, false, ['sign']);
   const sign = async (payload: string): Promise<string> => b64url(new Uint8Array(await crypto.subtle.sign('HMAC', await key, encoder.encode(`ctrlrun-inbox-session:${payload}`))));
+  // A second key from the same secret, for the credential inside the cookie (never the signing key).
+  const sealKey = crypto.subtle
+    .digest('SHA-256', encoder.encode(`ctrlrun-inbox-credential:${secret}`))
+    .then((raw) => crypto.subtle.importKey('raw', raw, { name: 'AES-GCM' }, false, ['encrypt', 'decrypt']));
+  const seal = async (token: string): Promise<string> => {
+    const iv = crypto.getRandomValues(new Uint8Array(12));
+    const sealed = new Uint8Array(await crypto.subtle.encrypt({ name: 'AES-GCM', iv }, await sealKey, encoder.encode(token)));
+    const out = new Uint8Array(iv.length + sealed.length);
+    out.set(iv);
+    out.set(sealed, iv.length);
+    return b64url(out);
+  };
+  const unseal = async (text: string): Promise<string | null> => {
+    const binary = fromB64url(text, 'binary');
+    if (binary === null || binary.length < 13) return null;
+    const bytes = Uint8Array.from(binary, (ch) => ch.charCodeAt(0));
+    try {
+      const plain = await crypto.subtle.decrypt({ name: 'AES-GCM', iv: bytes.subarray(0, 12) }, await sealKey, bytes.subarray(12));
+      return new TextDecoder('utf-8', { fatal: true }).decode(plain);
+    } catch {
+      return null;
+    }
+  };
 
-  const issue = async (operator: string): Promise<string> => {
-    const payload = b64url(encoder.encode(JSON.stringify({ operator, exp: Date.now() + SESSION_MS, csrf: randomToken() } satisfies Session)));
+  /** The operator a credential names right now, or `null` (unknown, removed, expired, or an agent's). */
+  const operatorOf = async (token: string): Promise<{ operator: string } | { refused: 'invalid' | 'agent' }> => {
+    let identity;
+    try {
+      identity = await auth(new Request('http://inbox.invalid/', { headers: { authorization: `Bearer ${token}` } }));
+    } catch (err) {
+      if (!(err instanceof IdentityError)) throw err;
+      identity = null;
+    }
+    if (identity === null) return { refused: 'invalid' };
+    if (identity.role !== 'operator') return { refused: 'agent' };
+    return { operator: identity.operator };
+  };
+
+  const issue = async (operator: string, token: string): Promise<string> => {
+    const payload = b64url(encoder.encode(JSON.stringify({ operator, exp: Date.now() + SESSION_MS, csrf: randomToken(), cred: await seal(token) } satisfies Session)));
     return `${payload}.${await sign(payload)}`;
   };
 
@@ -233,7 +276,12 @@ export function mountInbox(app: Hono<any>, options: InboxOptions): void {
     if (text === null) return null;
     try {
       const s = JSON.parse(text) as Session;
-      if (typeof s.operator !== 'string' || typeof s.exp !== 'number' || typeof s.csrf !== 'string' || s.exp < Date.now()) return null;
+      if (typeof s.operator !== 'string' || typeof s.exp !== 'number' || typeof s.csrf !== 'string' || typeof s.cred !== 'string' || s.exp < Date.now()) return null;
+      // The credential is checked on every request: a removed, rotated or expired one ends the session.
+      const token = await unseal(s.cred);
+      if (token === null) return null;
+      const now = await operatorOf(token);
+      if (!('operator' in now) || now.operator !== s.operator) return null;
       return s;
     } catch {
       return null;
@@ -379,16 +427,11 @@ ${flash ? `<p class="flash" role="status">${esc(flash)}</p>` : ''}
     if (typeof body === 'string') return formRefusal(body);
     const token = (body['token'] ?? '').trim();
     if (token === '' || !/^[A-Za-z0-9\-._~+/]+=*$/.test(token)) return loginPage('Enter the operator credential.', 401);
-    let identity;
-    try {
-      identity = await auth(new Request(c.req.url, { headers: { authorization: `Bearer ${token}` } }));
-    } catch (err) {
-      if (!(err instanceof IdentityError)) throw err;
-      identity = null;
+    const identity = await operatorOf(token);
+    if ('refused' in identity) {
+      return identity.refused === 'agent' ? loginPage('That is an agent credential: only an operator can open the inbox.', 403) : loginPage('That credential is not valid.', 401);
     }
-    if (identity === null) return loginPage('That credential is not valid.', 401);
-    if (identity.role !== 'operator') return loginPage('That is an agent credential: only an operator can open the inbox.', 403);
-    return new Response(null, { status: 303, headers: { location: '/inbox', 'set-cookie': cookie(c, await issue(identity.operator), SESSION_MS / 1000), 'cache-control': 'no-store' } });
+    return new Response(null, { status: 303, headers: { location: '/inbox', 'set-cookie': cookie(c, await issue(identity.operator, token), SESSION_MS / 1000), 'cache-control': 'no-store' } });
   });
 
   app.post('/inbox/logout', async (c) => {
