@@ -7,6 +7,7 @@ import {
   ApprovalMismatch,
   ApprovalRequired,
   InvalidArgument,
+  Suspended,
   actionHash,
   createAction,
   parseReceipt,
@@ -244,6 +245,19 @@ actions:
     // A tampered edit breaks the chain.
     const tampered = rows.map((r, i) => (i === 1 ? { ...r, json: r.json!.replace('"editor":"alice"', '"editor":"mallory"') } : r));
     expect(verifyChain(tampered, await ctx.store.chainHead()).ok).toBe(false);
+  });
+
+  it('a suspended run under an edited grant resumes with the edit on its receipt', async () => {
+    const ctx = await setup();
+    const { action, requestId } = await proposed(ctx);
+    await ctx.control.grantApproval(requestId, { approver: 'alice', edit: { arguments: { payment_id: 'p1', amount: 150000 } } });
+    const err = await ctx.control.execute(action, () => {
+      throw new Suspended('cont-edit-1');
+    }, { approvalId: requestId }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(Suspended);
+    const { value, receipt } = await ctx.control.resumeWithReceipt('cont-edit-1', (args) => args['amount']);
+    expect(value).toBe(150000);
+    expect(parseReceipt(receipt.json).edit).toMatchObject({ proposed_request_id: requestId, editor: 'alice', approved_arguments: { payment_id: 'p1', amount: 150000 } });
   });
 
   it('parseReceipt refuses a malformed edit naming the field', () => {

@@ -836,7 +836,10 @@ export const storeCases: Record<CaseId, CaseDef> = {
         expect(result.approved).toEqual({ approvalId: newId, actionHash: edited.actionHash, approver: 'alice', grantedAt: '2026-01-01T12:01:00+00:00', expiresAt: '2026-01-01T12:15:00+00:00' });
         expect(result.proposed).toMatchObject({ status: 'denied', approver: 'alice' });
         expect(await store.getApproval(id)).toMatchObject({ status: 'denied', approver: 'alice', grantedAt: null });
-        expect(await store.getApproval(newId)).toMatchObject({ status: 'granted', approver: 'alice', request: { actionHash: edited.actionHash, expiresAt: '2026-01-01T12:15:00+00:00' } });
+        const written = await store.getApproval(newId);
+        expect(written).toMatchObject({ status: 'granted', approver: 'alice', request: { actionHash: edited.actionHash, expiresAt: '2026-01-01T12:15:00+00:00' } });
+        // Written granted at its creation: how the control path tells an edited grant without reading events.
+        expect(written!.grantedAt, 'an edited request is granted at its creation').toBe(written!.request.createdAt);
         if (store.lastApprovalEvent) expect((await store.lastApprovalEvent(newId, 'APPROVAL_GRANTED'))?.data).toEqual({ approver: 'alice', edited_from: id });
         // The edited grant is bound to the edited hash, once.
         await refused(store.consumeApproval(newId, proposed.actionHash), ApprovalMismatch, mismatch('mismatch'), 'the proposed hash on the edited grant');

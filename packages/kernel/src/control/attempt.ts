@@ -30,7 +30,7 @@ import { runObserved } from './observe.js';
 import { runExecutor } from './outcome.js';
 import { note, recordEvent, flush, trailing, afterWrite, recordReceipt } from './evidence.js';
 import { openApproval } from './answers.js';
-import { followEdit } from './edit.js';
+import { editOfGrant, followEdit } from './edit.js';
 import { type ControlContext, type Pass, type Decided, expiryOf, deny, decidedFromJson, describeError } from './pass.js';
 import type { Executor, ExecuteOptions, ExecuteResult } from './types.js';
 
@@ -201,6 +201,8 @@ export async function resumeAttempt<T>(ctx: ControlContext, continuation: string
     action, args: action.canonicalArguments, startedAt: evidenceTime(ctx.clock()), effectKey, approvalId: decided.approvalId, approver: decided.approver, attempt: record.attempt,
     evaluation: decided.evaluation, hookCalls: 0, observation: decided.observation, held: true, pending: [],
     policyHash: decided.policyHash, policyVersion: decided.policyVersion,
+    // Run under an edited grant: the resumed receipt records the edit as the first attempt's would.
+    edit: await editOfGrant(ctx, decided.approvalId, action),
   };
   if (ctx.authority !== null) {
     // Recorded, not decided: this round runs either way; the next extension is what a denial refuses.

@@ -166,11 +166,16 @@ export async function approvalEdit(ctx: ControlContext, requestId: string): Prom
 export async function followEdit(ctx: ControlContext, action: Action, approvalId: string): Promise<{ action: Action; approvalId: string; edit: ApprovalEdit | null }> {
   const unchanged = { action, approvalId, edit: null };
   const record = await ctx.store.getApproval(approvalId);
-  if (record === null || record.request.actionHash !== action.actionHash || (record.status !== 'denied' && record.status !== 'granted')) return unchanged;
+  if (record === null || record.request.actionHash !== action.actionHash) return unchanged;
+  if (record.status === 'granted') {
+    // An edited request is written granted at its creation: any other grant is not an edit, and
+    // the presented approval costs no read of the events.
+    if (record.grantedAt !== record.request.createdAt) return unchanged;
+    return { action, approvalId, edit: grantEdit(editFromEvent(await approvalEvent(ctx, approvalId, 'APPROVAL_GRANTED')), approvalId, action.actionHash) };
+  }
+  if (record.status !== 'denied') return unchanged;
   const edit = await approvalEdit(ctx, approvalId);
-  if (edit === null) return unchanged;
-  if (record.status === 'granted') return edit.approved === approvalId && edit.approvedHash === action.actionHash ? { action, approvalId, edit } : unchanged;
-  if (edit.proposed !== approvalId || edit.proposedHash !== action.actionHash) return unchanged;
+  if (edit === null || edit.proposed !== approvalId || edit.proposedHash !== action.actionHash) return unchanged;
   const approved = await ctx.store.getApproval(edit.approved);
   if (approved === null || approved.request.actionHash !== edit.approvedHash) return unchanged;
   const stored = approved.request.action;
@@ -181,6 +186,17 @@ export async function followEdit(ctx: ControlContext, action: Action, approvalId
   // The proposal's hash matched, so the principal is the one the edit was decided for.
   if (run.actionHash !== edit.approvedHash) return unchanged;
   return { action: run, approvalId: edit.approved, edit };
+}
+
+/** `edit` if it is the edit that granted `approvalId` for `actionHash`, else null. */
+function grantEdit(edit: ApprovalEdit | null, approvalId: string, actionHash: string): ApprovalEdit | null {
+  return edit !== null && edit.approved === approvalId && edit.approvedHash === actionHash ? edit : null;
+}
+
+/** The edit behind grant `approvalId` of `action` (however far it got: granted, consumed), or null. Reads only. */
+export async function editOfGrant(ctx: ControlContext, approvalId: string | null, action: Action): Promise<ApprovalEdit | null> {
+  if (approvalId === null) return null;
+  return grantEdit(await approvalEdit(ctx, approvalId), approvalId, action.actionHash);
 }
 
 /** The receipt's `edit` object for an action run under an edited grant. */
