@@ -4,7 +4,8 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { main, type CliIo } from '@ctrlrun/cli';
-import { openStore } from '@ctrlrun/store-node';
+import { createAction } from '@ctrlrun/kernel';
+import { fromFile, openStore } from '@ctrlrun/store-node';
 import { run, seed, type RunResult } from './support.js';
 
 const record = async (storePath: string, id: string) => {
@@ -51,6 +52,32 @@ describe('ctrlrun approve --edit', () => {
     expect(fresh?.status).toBe('granted');
     expect(fresh?.request.action.canonicalArguments).toEqual({ amount: 150000, payment_id: 'txn_2' });
     expect(fresh?.request.actionHash).toBe(newId![2]);
+  });
+
+  it('the agent\'s run of the original runs the edit; receipts and inspect show the edit as the receipt hashed it', async () => {
+    const s = await seed();
+    const id = s.pending[0];
+    writeFileSync(join(s.dir, 'edit.json'), '{"payment_id": "txn_2", "amount": 150000, "note": "\\u202e"}');
+    expect((await run(['approve', id, '--edit', 'edit.json', '--as', 'alice'], { cwd: s.dir })).code).toBe(0);
+    const control = await fromFile({ cwd: s.dir, env: {}, principal: { agent: 'refund-agent' }, logger: { warn: () => {} } });
+    const ran: unknown[] = [];
+    try {
+      const original = createAction({ name: 'stripe.refund', arguments: { payment_id: 'txn_2', amount: 200000 }, principal: { agent: 'refund-agent' } }, { ids: control.ids });
+      await control.execute(original, (args) => void ran.push(args), { approvalId: id });
+    } finally {
+      await control.close();
+    }
+    expect(ran).toEqual([{ amount: 150000, note: '\u202e', payment_id: 'txn_2' }]);
+    const list = await run(['receipts'], { cwd: s.dir });
+    expect(list.stdout).toMatch(/stripe\.refund {2}approve\/committed {2}refund:txn_2 {2}refund-agent {2}edited by alice$/m);
+    const ctr = /(ctr_\S+) {2}stripe\.refund {2}approve\/committed {2}refund:txn_2/.exec(list.stdout)![1]!;
+    const shown = await run(['inspect', ctr], { cwd: s.dir });
+    expect(shown.stdout).toContain(`edited by   alice, from request ${id}`);
+    expect(shown.stdout).toMatch(/proposed {4}\{ ?"amount": 200000/);
+    // The bidi override the editor typed is shown escaped, never raw.
+    expect(shown.stdout).not.toContain('\u202e');
+    expect(shown.stdout).toContain('\\u202e');
+    expect((await run(['receipts', '--verify-chain'], { cwd: s.dir })).code).toBe(0);
   });
 
   it('reads the edit from standard input with -, and --json prints the proposed and approved arguments and the new id', async () => {

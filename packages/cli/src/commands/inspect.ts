@@ -134,6 +134,13 @@ function human({ document, approvals, unreadable }: Inspection, out: (line: stri
   out(`${label('resource')}${value(receipt?.['resource'] ?? requested?.resource)}`);
   out(`${label('environment')}${value(receipt?.['environment'] ?? requested?.environment)}`);
   out(`${label('arguments')}${value(receipt?.['arguments'] ?? (requested ? (requested.arguments as JsonObject) : undefined))}`);
+  // Run under a grant a human gave with edited arguments: the proposal, as the receipt hashed it.
+  const edit = isObject(receipt?.['edit']) ? (receipt!['edit'] as JsonObject) : null;
+  if (edit !== null) {
+    out(`${label('edited by')}${value(edit['editor'])}, from request ${value(edit['proposed_request_id'])}`);
+    out(`${label('proposed')}${value(edit['proposed_arguments'])}`);
+    out(`${label('')}hash ${value(edit['proposed_hash'])}; approved ${value(edit['approved_hash'])}`);
+  }
   const events = document['events'] as JsonObject[];
   const evaluated = events.find((e) => e['type'] === 'POLICY_EVALUATED')?.['data'] as JsonObject | undefined;
   const decision = receipt?.['decision'] ?? evaluated?.['decision'];
