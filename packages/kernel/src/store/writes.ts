@@ -196,13 +196,18 @@ export async function editApproval(e: SqlEngine, edit: ApprovalEditWrite, events
   const actionJson = actionToJson(action);
   const policyHash = nullableText(edit.policyHash, 'policyHash');
   const { sql } = e.sql;
-  return e.writeTrailed('editApproval', events, async (tx, now) => {
+  return e.writeTrailed('editApproval', events, async (tx, now, run) => {
     const record = await e.approval(tx, i);
     const plan = checkAnswerable(record, i, now);
     if (plan.kind === 'expire') {
       await expire(e, tx, record!);
       return new RaiseAfterCommit(plan.error);
     }
+    // Declared before the writes, so a lost COMMIT is settled by re-reading both rows.
+    run.edit = {
+      requestId: i, editedRequestId: n, actionHash: action.actionHash, approver: who,
+      refuse: (found) => refusalOf(() => checkAnswerable(found, i, now), () => new ApprovalMismatch('answered', { approvalId: i, message: `approval ${i} refused (answered): it was answered by another caller first` })),
+    };
     await answer(e, tx, i, 'denied', who, null);
     const at = storedTime(now);
     const expiresAt = plan.record.request.expiresAt;
