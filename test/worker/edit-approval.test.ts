@@ -3,8 +3,10 @@
  * `{ "edit": { "arguments": … } }`, and the inbox's "Edit and approve" (review with the diff, then
  * confirm), both under the same checks as a plain grant (operator credential; session + CSRF).
  */
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { AGENT, harness, OPERATOR, type Harness } from './harness.js';
+import { ApprovalRequired, canonicalJson, createAction, parseJson, type JsonObject } from '@ctrlrun/kernel';
+import { AGENT, harness, OPERATOR, POLICY, type Harness } from './harness.js';
 
 async function ask(h: Harness, args: Record<string, unknown> | string) {
   const body = typeof args === 'string' ? args : JSON.stringify({ name: 'stripe.refund', arguments: args });
@@ -136,4 +138,47 @@ describe('the inbox\'s Edit and approve', () => {
     expect(await float.text()).toContain('Not approved:');
     expect((await h.store.getApproval(id))?.status).toBe('pending');
   });
+});
+
+describe('the inbox\'s Edit and approve: property', () => {
+  const key = fc.oneof(fc.constantFrom('__proto__', 'constructor', 'a\u0000b', '\u202e', '\u200b', 'x\u2028y', '</textarea>', '&amp;', '"'), fc.string({ maxLength: 6 }));
+  const value = fc.oneof(fc.string({ maxLength: 10 }), fc.constantFrom('\u001b[2J', '\u202eevil', '</textarea><script>', '&#34;'), fc.integer(), fc.boolean(), fc.constant(null));
+  const args = fc.dictionary(key, fc.oneof(value, fc.array(value, { maxLength: 3 }), fc.dictionary(key, value, { maxKeys: 2 })), { maxKeys: 5 })
+    .filter((a) => !Object.prototype.hasOwnProperty.call(a, 'data_scope'));
+
+  it('what the page prefills, what the review posts back and what is granted are exactly the arguments as hashed', async () => {
+    const h = await harness({}, `${POLICY}  edit.me:
+    decision: approve
+`);
+    const { cookie, csrf } = await signedIn(h);
+    let runs = 0;
+    await fc.assert(
+      fc.asyncProperty(args, args, async (proposed, edited) => {
+        // A principal of its own per run: one request per action would otherwise re-find an earlier run's.
+        const principal = { agent: 'billing-agent', user: `u-${++runs}` };
+        const action = createAction({ name: 'edit.me', arguments: proposed, principal });
+        const id = ((await h.control.execute(action, () => null, { effectKey: null }).catch((e: unknown) => e)) as ApprovalRequired).requestId;
+        const html = await (await h.app.request('http://inbox.test/inbox', { headers: { cookie } })).text();
+        const article = html.slice(html.indexOf(`id="apr-${id}"`));
+        const prefill = unescape(/<textarea[^>]*data-edit>([^<]*)<\/textarea>/.exec(article)![1]!);
+        expect(prefill).not.toMatch(/[\u0000-\u001f\u202e\u200b\u2028]/);
+        expect(canonicalJson(parseJson(prefill))).toBe(canonicalJson(action.canonicalArguments));
+        const review = await (await post(h, `/inbox/approvals/${id}/edit`, cookie, { csrf, arguments: JSON.stringify(edited) })).text();
+        const hidden = unescape(/name="arguments" value="([^"]*)"/.exec(review)![1]!);
+        const want = createAction({ name: 'edit.me', arguments: edited, principal });
+        expect(canonicalJson(parseJson(hidden))).toBe(canonicalJson(want.canonicalArguments));
+        expect(review).not.toContain('<script>');
+        expect((await post(h, `/inbox/approvals/${id}/edit/confirm`, cookie, { csrf, arguments: hidden })).status).toBe(303);
+        const grant = await h.control.approvalEdit(id);
+        if (want.actionHash === action.actionHash) {
+          expect(grant).toBeNull();
+          expect((await h.store.getApproval(id))?.status).toBe('granted');
+        } else {
+          expect(grant?.approvedHash).toBe(want.actionHash);
+          expect(canonicalJson(grant!.approvedArguments as JsonObject)).toBe(canonicalJson(want.canonicalArguments));
+        }
+      }),
+      { numRuns: 25 },
+    );
+  }, 120_000);
 });
