@@ -129,6 +129,27 @@ describe('ctrlrun approve --edit', () => {
     expect((await record(s.storePath, id))?.status).toBe('pending');
   });
 
+  it('at a terminal, shows the request and the edited arguments and asks; only yes answers', async () => {
+    const s = await seed();
+    const id = s.pending[0];
+    writeFileSync(join(s.dir, 'edit.json'), '{"payment_id": "txn_2", "amount": 150000, "memo": "\\u001b[2J"}');
+    const asked: string[] = [];
+    let stdout = '';
+    const terminal = (answer: string): CliIo => ({
+      stdout: (t) => void (stdout += t), stderr: () => undefined, cwd: s.dir, env: {}, interactive: true,
+      ask: async (q) => (asked.push(q), answer),
+    });
+    expect(await main(['approve', id, '--edit', 'edit.json', '--as', 'dana'], terminal('n'))).toBe(1);
+    expect((await record(s.storePath, id))?.status).toBe('pending');
+    expect(asked[0]).toBe(`grant ${id} (stripe.refund) with the edited arguments as dana? [y/N] `);
+    expect(stdout).toContain('"amount": 200000');
+    expect(stdout).toContain('  edited to   "amount": 150000');
+    expect(stdout).toContain('"memo": "\\u001b[2J"');
+    expect(stdout).not.toContain('\u001b');
+    expect(await main(['approve', id, '--edit', 'edit.json', '--as', 'dana'], terminal('y'))).toBe(0);
+    expect((await record(s.storePath, id))?.status).toBe('denied');
+  });
+
   it('help names --edit', async () => {
     const s = await seed();
     const r = await run(['approve', '--help'], { cwd: s.dir });
