@@ -180,6 +180,20 @@ actions:
     expect(contexts[0]!.effectKey).toBe('refund:p9');
   });
 
+  it('an edit the policy would allow on its own still runs once in place of the proposal (no effect key to stop a second run)', async () => {
+    const ctx = await setup();
+    const { action, requestId } = await proposed(ctx);
+    await ctx.control.grantApproval(requestId, { approver: 'alice', edit: { arguments: { payment_id: 'p1', amount: 50 } } });
+    const ran: unknown[] = [];
+    const run = () => ctx.control.executeWithReceipt(action, (a) => void ran.push(a), { approvalId: requestId, effectKey: null });
+    const { receipt } = await run();
+    expect(ran).toEqual([{ payment_id: 'p1', amount: 50 }]);
+    expect(receipt.document['decision']).toBe('allow');
+    expect((receipt.document['edit'] as Record<string, unknown>)['editor']).toBe('alice');
+    await expect(run()).rejects.toMatchObject({ name: 'ApprovalMismatch', reason: 'consumed' });
+    expect(ran).toHaveLength(1);
+  });
+
   it('waiting through an approval provider: the answer is an edit, and the waiting call runs the edit', async () => {
     const ctx = await setup();
     const calls: unknown[] = [];

@@ -60,7 +60,7 @@ export async function attempt<T>(ctx: ControlContext, proposed: Action, executor
   const pass: Pass = {
     action, args: action.canonicalArguments, startedAt: evidenceTime(ctx.clock()), effectKey, approvalId, approver: null, attempt: 1, evaluation: null, hookCalls: 0,
     observation: ctx.observing ? { decision: 'allow', reason: '', blocked: null } : null, held: false, pending: [],
-    policyHash: ctx.policyHash, policyVersion: ctx.policy.version, edit: followed?.edit ?? null,
+    policyHash: ctx.policyHash, policyVersion: ctx.policy.version, edit: followed?.edit ?? null, followsEdit: approvalId !== presented,
   };
   note(ctx, pass, 'ACTION_PROPOSED', { action_hash: action.actionHash });
   try {
@@ -134,8 +134,10 @@ export async function decideAndRun<T>(ctx: ControlContext, pass: Pass, executor:
 
   // The reservation step in one transaction (approval, reservation, start) where the store can;
   // an approval the policy no longer needs keeps its own write, between reservation and start.
-  const merged = pass.effectKey !== null && ctx.store.reserveForExecution !== undefined && !(evaluation.decision === 'allow' && approvalId !== null);
-  if (evaluation.decision === 'approve') {
+  // Run in place of a proposal a human edited: the edited grant is consumed, whatever the decision.
+  const consumeGrant = evaluation.decision === 'approve' || pass.followsEdit === true;
+  const merged = pass.effectKey !== null && ctx.store.reserveForExecution !== undefined && !(!consumeGrant && approvalId !== null);
+  if (consumeGrant) {
     if (approvalId === null) {
       // One request per action: asking again while a request for this hash is open (pending,
       // or granted and not yet used) — a retry, a re-run graph node — gets that request, not

@@ -173,8 +173,10 @@ export class Control {
    * own path works too: executing the ORIGINAL action presenting the ORIGINAL request id (as
    * `protect` does after waiting for an answer) runs the EDITED action instead — the executor
    * receives the edited canonical arguments and `ExecutionContext.action` is the edited action —
-   * and consumes the new grant; a second such call is refused as consumed, so it never runs
-   * twice. The receipt of an action run under an edited grant carries an `edit` object.
+   * and consumes the new grant (even when the policy would allow the edited action without one);
+   * a second such call is refused as consumed, so it never runs twice. The receipt of an action
+   * run under an edited grant carries an `edit` object. The caller's own `effectKey`, if it gives
+   * one, is kept; a key from a template is resolved against the edited arguments.
    */
   async grantApproval(requestId: string, options: GrantOptions): Promise<Approval> {
     if (options !== null && typeof options === 'object' && options.edit !== undefined) return editApproval(this.#ctx, requestId, options);

@@ -99,6 +99,11 @@ export interface Pass {
   pending: EventDraft[];
   /** The edit of the grant this pass presents (recorded on its receipt), or null/absent. */
   edit?: ApprovalEdit | null;
+  /**
+   * The caller presented the proposed request and runs the edit instead: the edited grant must be
+   * consumed even where the policy would allow the edit without one, so it runs once.
+   */
+  followsEdit?: boolean;
 }
 
 /**
