@@ -168,12 +168,15 @@ describe('the inbox\'s Edit and approve: property', () => {
         const want = createAction({ name: 'edit.me', arguments: edited, principal });
         expect(canonicalJson(parseJson(hidden))).toBe(canonicalJson(want.canonicalArguments));
         expect(review).not.toContain('<script>');
-        expect((await post(h, `/inbox/approvals/${id}/edit/confirm`, cookie, { csrf, arguments: hidden })).status).toBe(303);
+        const confirmed = await post(h, `/inbox/approvals/${id}/edit/confirm`, cookie, { csrf, arguments: hidden });
+        expect(confirmed.status).toBe(303);
         const grant = await h.control.approvalEdit(id);
         if (want.actionHash === action.actionHash) {
+          expect(confirmed.headers.get('location')).toBe('/inbox?done=granted');
           expect(grant).toBeNull();
           expect((await h.store.getApproval(id))?.status).toBe('granted');
         } else {
+          expect(confirmed.headers.get('location')).toBe('/inbox?done=edited');
           expect(grant?.approvedHash).toBe(want.actionHash);
           expect(canonicalJson(grant!.approvedArguments as JsonObject)).toBe(canonicalJson(want.canonicalArguments));
         }

@@ -508,13 +508,15 @@ ${flash ? `<p class="flash" role="status">${esc(flash)}</p>` : ''}
     const id = c.req.param('id');
     const edited = editedArguments(checked.form);
     if ('error' in edited) return inbox(checked.session, `Not approved: ${edited.error}`);
+    let granted: string;
     try {
-      await control.grantApproval(id, { approver: checked.session.operator, via: 'inbox', edit: { arguments: edited.args } });
+      granted = (await control.grantApproval(id, { approver: checked.session.operator, via: 'inbox', edit: { arguments: edited.args } })).approvalId;
     } catch (err) {
       if (!(err instanceof ApprovalMismatch || err instanceof ActionDenied || err instanceof InvalidArgument)) throw err;
       return inbox(checked.session, `Not approved: ${err.message}`);
     }
-    return new Response(null, { status: 303, headers: { location: '/inbox?done=edited' } });
+    // Arguments equal to the proposed ones are a plain grant of the same request.
+    return new Response(null, { status: 303, headers: { location: `/inbox?done=${granted === id ? 'granted' : 'edited'}` } });
   });
 
   app.post('/inbox/effects/:key/resolve', async (c) => {
