@@ -73,6 +73,9 @@ describe('ctrlrun approve --edit', () => {
     const ctr = /(ctr_\S+) {2}stripe\.refund {2}approve\/committed {2}refund:txn_2/.exec(list.stdout)![1]!;
     const shown = await run(['inspect', ctr], { cwd: s.dir });
     expect(shown.stdout).toContain(`edited by   alice, from request ${id}`);
+    expect(shown.stdout).toMatch(new RegExp(`approval {4}apr_\\S+ {2}consumed by alice {2}\\(an edit of ${id}\\)`));
+    const proposal = await run(['inspect', id], { cwd: s.dir });
+    expect(proposal.stdout).toMatch(new RegExp(`approval {4}${id} {2}denied by alice {2}\\(answered with an edit: apr_\\S+\\)`));
     expect(shown.stdout).toMatch(/proposed {4}\{ ?"amount": 200000/);
     // The bidi override the editor typed is shown escaped, never raw.
     expect(shown.stdout).not.toContain('\u202e');
