@@ -1,12 +1,13 @@
 // `ctrlrun approve REQUEST_ID --edit FILE`: a human approves edited arguments from a file or from
 // standard input; the edit is decided again by the policy, and a bad file is named in the refusal.
+import { spawn } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { main, type CliIo } from '@ctrlrun/cli';
 import { createAction } from '@ctrlrun/kernel';
 import { fromFile, openStore } from '@ctrlrun/store-node';
-import { run, seed, type RunResult } from './support.js';
+import { executable, run, seed, type RunResult } from './support.js';
 
 const record = async (storePath: string, id: string) => {
   const store = await openStore(storePath, { readOnly: true });
@@ -152,6 +153,31 @@ describe('ctrlrun approve --edit', () => {
     expect(await main(['approve', id, '--edit', 'edit.json', '--as', 'dana'], terminal('y'))).toBe(0);
     expect((await record(s.storePath, id))?.status).toBe('denied');
   });
+
+  it('the real binary reads --edit - from a pipe, and refuses more than its input limit', async () => {
+    const s = await seed();
+    const bin = await executable();
+    const piped = (args: string[], input: string) =>
+      new Promise<RunResult>((resolve, reject) => {
+        const child = spawn(process.execPath, [bin, ...args], { cwd: s.dir, env: { PATH: process.env['PATH'] ?? '', HOME: process.env['HOME'] ?? '' }, stdio: ['pipe', 'pipe', 'pipe'] });
+        let stdout = '';
+        let stderr = '';
+        child.stdout.on('data', (d: Buffer) => void (stdout += d.toString()));
+        child.stderr.on('data', (d: Buffer) => void (stderr += d.toString()));
+        child.stdin.on('error', () => undefined); // the child may stop reading before the end
+        child.on('error', reject);
+        child.on('close', (code) => resolve({ code: code ?? -1, stdout, stderr }));
+        child.stdin.end(input);
+      });
+    const big = await piped(['approve', s.pending[1], '--edit', '-', '--as', 'alice'], `{"a":"${'x'.repeat(17 * 1024 * 1024)}"}`);
+    expect(big.code).toBe(1);
+    expect(big.stderr).toMatch(/standard input holds more than the 16777216 bytes/);
+    expect((await record(s.storePath, s.pending[1]))?.status).toBe('pending');
+    const ok = await piped(['approve', s.pending[1], '--edit', '-', '--as', 'alice', '--json'], '{"payment_id":"txn_3","amount":100000}');
+    expect(ok.stderr).toBe('');
+    expect(ok.code).toBe(0);
+    expect(JSON.parse(ok.stdout)).toMatchObject({ edited_from: s.pending[1], approved_arguments: { amount: 100000, payment_id: 'txn_3' } });
+  }, 120_000);
 
   it('help names --edit', async () => {
     const s = await seed();
