@@ -20,6 +20,7 @@ import {
   loadPolicy,
 } from '@ctrlrun/kernel';
 import { setup } from './harness.js';
+import { action as authorityAction, doc, GRANT, rig } from './authority.fixtures.js';
 
 const PRINCIPAL = { agent: 'refund-agent' };
 
@@ -101,6 +102,35 @@ actions:
     const err = await ctx.control.grantApproval(requestId, { approver: 'alice', edit: { arguments: { payment_id: 'blocked', amount: 1 } } }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ActionDenied);
     expect((await ctx.store.getApproval(requestId))?.status).toBe('pending');
+  });
+
+  it('the authority in force decides the edit too: beyond the grant\'s constraint, or a resource the edit re-derives outside it, is refused and nothing is written', async () => {
+    const r = await rig(doc(GRANT));
+    const proposal = authorityAction({ arguments: { amount: 150000, payment_id: 'EU-42' } });
+    const requestId = ((await r.control.execute(proposal, r.executor).catch((e: unknown) => e)) as ApprovalRequired).requestId;
+    const before = await snapshot(r.store);
+    for (const args of [{ amount: 300000, payment_id: 'EU-42' }, { amount: 100000, payment_id: 'US-1' }]) {
+      const err = await r.control.grantApproval(requestId, { approver: 'bob', edit: { arguments: args } }).catch((e: unknown) => e);
+      expect(err, JSON.stringify(args)).toBeInstanceOf(ActionDenied);
+      expect((err as Error).message).toContain('stays pending');
+    }
+    expect(await snapshot(r.store)).toEqual(before);
+    // Within the grant: granted, bound to the re-derived resource.
+    const approval = await r.control.grantApproval(requestId, { approver: 'bob', edit: { arguments: { amount: 120000, payment_id: 'EU-7' } } });
+    expect((await r.store.getApproval(approval.approvalId))?.request.action.resource).toBe('payment:EU-7');
+  });
+
+  it('edited arguments the resource template cannot resolve are refused naming the argument, and nothing is written', async () => {
+    const ctx = await setup(`schema: ctrlrun.policy/v2
+actions:
+  stripe.refund:
+    resource: "payment:{payment_id}"
+    decision: approve
+`);
+    const { requestId } = await proposed(ctx);
+    const before = await snapshot(ctx.store);
+    await expect(ctx.control.grantApproval(requestId, { approver: 'a', edit: { arguments: { amount: 5 } } })).rejects.toThrow(/payment_id/);
+    expect(await snapshot(ctx.store)).toEqual(before);
   });
 
   it('an edit to the same arguments (any key order) is a plain grant of the same request', async () => {
