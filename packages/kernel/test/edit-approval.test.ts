@@ -224,6 +224,22 @@ actions:
     expect(ran).toHaveLength(1);
   });
 
+  it('asked again without a request id, the proposal names its request answered with an edit (no second request); presented, it runs the edit', async () => {
+    const ctx = await setup();
+    const { action, requestId } = await proposed(ctx);
+    await ctx.control.grantApproval(requestId, { approver: 'alice', edit: { arguments: { payment_id: 'p1', amount: 150000 } } });
+    const again = await ctx.control.execute(action, () => 'never').catch((e: unknown) => e);
+    expect(again).toBeInstanceOf(ApprovalRequired);
+    expect((again as ApprovalRequired).requestId).toBe(requestId);
+    expect((again as Error).message).toContain('answered with edited arguments');
+    expect(await ctx.store.listApprovals()).toHaveLength(2);
+    expect(await ctx.control.execute(action, (a) => a['amount'], { approvalId: (again as ApprovalRequired).requestId })).toBe(150000);
+    // Once the edit is used, asking again is a new proposal: a new request.
+    const third = await ctx.control.execute(action, () => 'never').catch((e: unknown) => e);
+    expect((third as ApprovalRequired).requestId).not.toBe(requestId);
+    expect(await ctx.store.listApprovals('pending')).toHaveLength(1);
+  });
+
   it('waiting through an approval provider: the answer is an edit, and the waiting call runs the edit', async () => {
     const ctx = await setup();
     const calls: unknown[] = [];

@@ -30,7 +30,7 @@ import { runObserved } from './observe.js';
 import { runExecutor } from './outcome.js';
 import { note, recordEvent, flush, trailing, afterWrite, recordReceipt } from './evidence.js';
 import { openApproval } from './answers.js';
-import { editOfGrant, followEdit } from './edit.js';
+import { editOfGrant, followEdit, unusedEditOf } from './edit.js';
 import { type ControlContext, type Pass, type Decided, expiryOf, deny, decidedFromJson, describeError } from './pass.js';
 import type { Executor, ExecuteOptions, ExecuteResult } from './types.js';
 
@@ -150,6 +150,15 @@ export async function decideAndRun<T>(ctx: ControlContext, pass: Pass, executor:
           ? `${action.name}: approval request ${requestId} is already granted for this action; present it to run`
           : `${action.name} needs a human's approval: request ${requestId} (already pending)`;
         throw new ApprovalRequired(requestId, { actionId: action.actionId, message });
+      }
+      // Its request answered with an edit whose grant is unused: that request (presented, it runs the edit).
+      const edited = await unusedEditOf(ctx, action);
+      if (edited !== null) {
+        pass.approvalId = edited.proposed;
+        throw new ApprovalRequired(edited.proposed, {
+          actionId: action.actionId,
+          message: `${action.name}: approval request ${edited.proposed} was answered with edited arguments (granted as ${edited.approved}); present ${edited.proposed} to run the edited action`,
+        });
       }
       const now = ctx.clock();
       const requestId = ctx.ids('apr');

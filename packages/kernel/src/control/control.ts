@@ -174,7 +174,9 @@ export class Control {
    * `protect` does after waiting for an answer) runs the EDITED action instead — the executor
    * receives the edited canonical arguments and `ExecutionContext.action` is the edited action —
    * and consumes the new grant (even when the policy would allow the edited action without one);
-   * a second such call is refused as consumed, so it never runs twice. The receipt of an action
+   * a second such call is refused as consumed, so it never runs twice. Asked again without a
+   * request id while the edited grant is unused, the proposal's `ApprovalRequired` names the
+   * original request (no second request is filed). The receipt of an action
    * run under an edited grant carries an `edit` object. The caller's own `effectKey`, if it gives
    * one, is kept; a key from a template is resolved against the edited arguments.
    */

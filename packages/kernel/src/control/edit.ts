@@ -14,7 +14,7 @@ import { ActionDenied, InvalidArgument } from '../errors.js';
 import type { Approval, EventDraft, EventRecord } from '../model.js';
 import { explainDecision, resolveResourceTemplate } from '../policy/index.js';
 import type { ApprovalEditResult } from '../store/state-store.js';
-import { evidenceTime } from '../time.js';
+import { evidenceTime, parseTime } from '../time.js';
 import { checkAnswerable } from '../approvals.js';
 import { toSinks } from './evidence.js';
 import { evaluate } from './gates.js';
@@ -186,6 +186,21 @@ export async function followEdit(ctx: ControlContext, action: Action, approvalId
   // The proposal's hash matched, so the principal is the one the edit was decided for.
   if (run.actionHash !== edit.approvedHash) return unchanged;
   return { action: run, approvalId: edit.approved, edit };
+}
+
+/**
+ * The edit that answered `action`'s newest denied, unexpired request, while the edited grant is
+ * still unused (granted, unexpired) — so that asking again for the proposal names that request
+ * rather than filing a second one nobody answers — or null. Reads only.
+ */
+export async function unusedEditOf(ctx: ControlContext, action: Action): Promise<ApprovalEdit | null> {
+  const denied = await ctx.store.findDeniedRequest(action.actionHash);
+  if (denied === null) return null;
+  const edit = await approvalEdit(ctx, denied.request.requestId);
+  if (edit === null || edit.proposed !== denied.request.requestId || edit.proposedHash !== action.actionHash) return null;
+  const approved = await ctx.store.getApproval(edit.approved);
+  if (approved === null || approved.status !== 'granted' || approved.request.actionHash !== edit.approvedHash) return null;
+  return ctx.clock().getTime() <= parseTime(approved.request.expiresAt, 'expires_at').getTime() ? edit : null;
 }
 
 /** `edit` if it is the edit that granted `approvalId` for `actionHash`, else null. */
