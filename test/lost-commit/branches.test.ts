@@ -322,3 +322,71 @@ describe('SqlStateStore settles a lost COMMIT by a re-read (scripted driver)', (
     expect(driver.rereads).toBe(0);
   });
 });
+
+describe('an edit-then-approve whose COMMIT was lost (scripted driver)', () => {
+  const INSERT_APPROVAL = /^INSERT INTO approvals/;
+
+  async function pendingRequest(store: SqlStateStore) {
+    const { createAction } = await import('@ctrlrun/kernel');
+    const { storedTime } = await import('@ctrlrun/kernel/store');
+    const proposed = createAction({ name: 'stripe.refund', arguments: { amount: 500 }, principal: { agent: 'a' } });
+    const edited = createAction({ name: 'stripe.refund', arguments: { amount: 400 }, principal: { agent: 'a' } });
+    await store.putApprovalRequest({ requestId: 'apr_p', actionHash: proposed.actionHash, action: proposed, createdAt: storedTime(T0), expiresAt: storedTime(new Date(T0.getTime() + 15 * MINUTE)), policyHash: null });
+    return { edited, write: { requestId: 'apr_p', editedRequestId: 'apr_e', action: edited, approver: 'alice', policyHash: null } };
+  }
+
+  it('edit.landed: both rows and the events landed — the edit stands, logged at WARNING, nothing re-issued', async () => {
+    const { driver, store, warnings, branches } = await lossyStore();
+    const { edited, write } = await pendingRequest(store);
+    driver.loss = { mode: 'land', when: INSERT_APPROVAL };
+    driver.transactions = 0;
+    const events = { drafts: () => [{ ts: T0.toISOString(), type: 'APPROVAL_GRANTED' as const, actionId: null, effectKey: null, approvalId: 'apr_e', data: { edited_from: 'apr_p' } }], stored: undefined as unknown };
+    const r = await store.editApproval(write, events as never);
+    expect(r.approved).toMatchObject({ approvalId: 'apr_e', actionHash: edited.actionHash, approver: 'alice' });
+    expect(branches()).toEqual(['edit.landed']);
+    expect(warnings[0]!.attributes).toMatchObject({ level: 'WARNING', branch: 'edit.landed', approvalId: 'apr_p' });
+    expect(driver.transactions).toBe(1);
+    expect((await store.getApproval('apr_p'))!.status).toBe('denied');
+    expect((await store.getApproval('apr_e'))!.status).toBe('granted');
+    expect((await store.events()).filter((e) => e.approvalId === 'apr_e')).toHaveLength(1);
+  });
+
+  it('edit.reissue: the edit never arrived — re-issued once, with its events once', async () => {
+    const { driver, store, branches } = await lossyStore();
+    const { write } = await pendingRequest(store);
+    driver.loss = { mode: 'drop', when: INSERT_APPROVAL };
+    driver.transactions = 0;
+    const events = { drafts: () => [{ ts: T0.toISOString(), type: 'APPROVAL_GRANTED' as const, actionId: null, effectKey: null, approvalId: 'apr_e', data: {} }] };
+    await store.editApproval(write, events);
+    expect(branches()).toEqual(['edit.reissue']);
+    expect(driver.transactions).toBe(2);
+    expect((await store.getApproval('apr_e'))!.status).toBe('granted');
+    expect((await store.events()).filter((e) => e.approvalId === 'apr_e')).toHaveLength(1);
+  });
+
+  it('edit.refuse: another answer won meanwhile — refused as answered, and the edit is not there', async () => {
+    const { driver, store, branches } = await lossyStore();
+    const { write } = await pendingRequest(store);
+    driver.loss = {
+      mode: 'drop', when: INSERT_APPROVAL,
+      interlude: async (raw) => void (await raw.query("UPDATE approvals SET status = 'granted', approver = 'bob', granted_at = ? WHERE approval_id = 'apr_p'", ['2026-01-01T12:00:00+00:00'])),
+    };
+    const err = await store.editApproval(write).catch((e: unknown) => e);
+    expect(err).toMatchObject({ name: 'ApprovalMismatch', reason: 'granted' });
+    expect(branches()).toEqual(['edit.refuse']);
+    expect(await store.getApproval('apr_e')).toBeNull();
+    expect((await store.getApproval('apr_p'))!.approver).toBe('bob');
+  });
+
+  it('a failed re-read raises AmbiguousWrite naming the request, and writes nothing more', async () => {
+    const { driver, store, branches } = await lossyStore();
+    const { write } = await pendingRequest(store);
+    driver.loss = { mode: 'drop', when: INSERT_APPROVAL };
+    driver.rereadFails = true;
+    const err = await store.editApproval(write).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(AmbiguousWrite);
+    expect((err as Error).message).toMatch(/editApproval of apr_p.*re-read on a fresh connection failed/);
+    expect(branches()).toEqual([]);
+    expect(await store.getApproval('apr_e')).toBeNull();
+  });
+});

@@ -61,9 +61,25 @@ function receiptDocument(json: unknown): JsonObject | string {
   }
 }
 
+/**
+ * How a request is tied to an edit-then-approve, from its answer's event: `edited_to` (the
+ * proposal, answered by an edit) or `edited_from` (the edited request); nothing otherwise.
+ */
+function editLink(events: readonly { type: string; approvalId: string | null; data: JsonObject }[], a: ApprovalRecord): JsonObject {
+  const id = a.request.requestId;
+  const answer = (type: string) => events.filter((e) => e.approvalId === id && e.type === type).at(-1)?.data;
+  if (a.status === 'denied') {
+    const to = answer('APPROVAL_DENIED')?.['edited_to'];
+    return typeof to === 'string' ? { edited_to: to } : {};
+  }
+  const from = answer('APPROVAL_GRANTED')?.['edited_from'];
+  return typeof from === 'string' ? { edited_from: from } : {};
+}
+
 /** Everything the store knows about one action, or null when it knows nothing. */
 export async function inspection(store: StateStore, actionId: string): Promise<Inspection | null> {
-  const events = (await store.events()).filter((e) => e.actionId === actionId);
+  const all = await store.events();
+  const events = all.filter((e) => e.actionId === actionId);
   const row = (await store.receipts()).filter((r) => r.action_id === actionId).at(-1) ?? null;
   let receipt: JsonObject | null = null;
   let unreadable: Inspection['unreadable'] = null;
@@ -86,7 +102,7 @@ export async function inspection(store: StateStore, actionId: string): Promise<I
     action_id: actionId,
     receipt,
     effect: effect === null ? null : effectJson(effect),
-    approvals: approvals.map(approvalJson),
+    approvals: approvals.map((a) => ({ ...approvalJson(a), ...editLink(all, a) })),
     events: events.map((e) => parseJson(eventLine(e), { floats: 'allow' })),
   };
   return { document, approvals, unreadable };
@@ -134,13 +150,21 @@ function human({ document, approvals, unreadable }: Inspection, out: (line: stri
   out(`${label('resource')}${value(receipt?.['resource'] ?? requested?.resource)}`);
   out(`${label('environment')}${value(receipt?.['environment'] ?? requested?.environment)}`);
   out(`${label('arguments')}${value(receipt?.['arguments'] ?? (requested ? (requested.arguments as JsonObject) : undefined))}`);
+  // Run under a grant a human gave with edited arguments: the proposal, as the receipt hashed it.
+  const edit = isObject(receipt?.['edit']) ? (receipt!['edit'] as JsonObject) : null;
+  if (edit !== null) {
+    out(`${label('edited by')}${value(edit['editor'])}, from request ${value(edit['proposed_request_id'])}`);
+    out(`${label('proposed')}${value(edit['proposed_arguments'])}`);
+    out(`${label('')}hash ${value(edit['proposed_hash'])}; approved ${value(edit['approved_hash'])}`);
+  }
   const events = document['events'] as JsonObject[];
   const evaluated = events.find((e) => e['type'] === 'POLICY_EVALUATED')?.['data'] as JsonObject | undefined;
   const decision = receipt?.['decision'] ?? evaluated?.['decision'];
   const reason = receipt?.['decision_reason'] ?? evaluated?.['reason'];
   if (decision !== undefined) out(`${label('decision')}${value(decision)} (${value(reason)})`);
   for (const a of document['approvals'] as JsonObject[]) {
-    out(`${label('approval')}${a['approval_id']}  ${a['status']}${typeof a['approver'] === 'string' ? ` by ${a['approver']}` : ''}`);
+    const link = typeof a['edited_to'] === 'string' ? `  (answered with an edit: ${a['edited_to']})` : typeof a['edited_from'] === 'string' ? `  (an edit of ${a['edited_from']})` : '';
+    out(`${label('approval')}${a['approval_id']}  ${a['status']}${typeof a['approver'] === 'string' ? ` by ${a['approver']}` : ''}${link}`);
   }
   const effect = document['effect'] as JsonObject | null;
   if (effect) out(`${label('effect')}${effect['effect_key']}  ${effect['state']}  attempt ${effect['attempt']}${typeof effect['resolved_by'] === 'string' ? `  resolved by ${effect['resolved_by']}` : ''}`);

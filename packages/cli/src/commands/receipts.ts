@@ -171,6 +171,8 @@ export const receipts: Command = {
           continue;
         }
         const principal = isObject(doc?.['principal']) ? (doc!['principal'] as JsonObject) : {};
+        // Run under arguments a human edited: say so, and who (the proposal is in `inspect`).
+        const edit = isObject(doc?.['edit']) ? (doc!['edit'] as JsonObject) : null;
         out(
           [
             text(doc?.['finished_at'] ?? row.ts),
@@ -179,6 +181,7 @@ export const receipts: Command = {
             `${text(doc?.['decision'])}/${text(doc?.['result'] ?? row.result)}`,
             text(doc?.['effect_key'] ?? row.effect_key),
             text(principal['agent']),
+            ...(edit === null ? [] : [`edited by ${text(edit['editor'])}`]),
           ].join('  '),
         );
       }

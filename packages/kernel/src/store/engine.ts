@@ -13,7 +13,7 @@ import type { Clock } from '../time.js';
 import type { SqlDriver, SqlExecutor, SqlValue } from './driver.js';
 import type { SqlDialect } from './dialect.js';
 import { Mutex } from './mutex.js';
-import { INSERT_FOUND_OTHER, INSERT_LANDED, INSERT_LOST_REISSUE, UPDATE_FOUND_OTHER, UPDATE_LANDED, UPDATE_LOST_REISSUE, lostCommitBranch, type EffectWriteIntent } from './lost-commit.js';
+import { EDIT_FOUND_OTHER, EDIT_LANDED, EDIT_LOST_REISSUE, INSERT_FOUND_OTHER, INSERT_LANDED, INSERT_LOST_REISSUE, UPDATE_FOUND_OTHER, UPDATE_LANDED, UPDATE_LOST_REISSUE, lostCommitBranch, lostEditBranch, type EditWriteIntent, type EffectWriteIntent } from './lost-commit.js';
 import type { Logger } from '../control/types.js';
 import type { TrailingEvents } from './state-store.js';
 import { receiptFields, eventFields, type EffectRow, type ApprovalRow, int, effectFromRow, approvalFromRow, effectParams } from './rows.js';
@@ -29,6 +29,8 @@ export class RaiseAfterCommit {
  */
 export interface WriteRun {
   intent: EffectWriteIntent | null;
+  /** A write that touches no effect row but answers an approval with an edit (settled by {@link SqlEngine.settleLostEdit}). */
+  edit?: EditWriteIntent | null;
 }
 
 /** A write's result with the events it stored in its own transaction (see {@link TrailingEvents}). */
@@ -164,8 +166,53 @@ export class SqlEngine {
         return value;
       });
     } catch (err) {
-      if (!(err instanceof AmbiguousWrite) || run.intent === null || !('value' in done) || at === null) throw err;
-      return this.settleLostCommit(what, fn, at, run.intent, done.value as T | RaiseAfterCommit, mayReissue, err);
+      if (!(err instanceof AmbiguousWrite) || !('value' in done) || at === null) throw err;
+      if (run.intent !== null) return this.settleLostCommit(what, fn, at, run.intent, done.value as T | RaiseAfterCommit, mayReissue, err);
+      if (run.edit) return this.settleLostEdit(what, fn, at, run.edit, done.value as T | RaiseAfterCommit, mayReissue, err);
+      throw err;
+    }
+  }
+
+  /**
+   * An edit-then-approve's lost COMMIT: both approval rows re-read on a fresh connection, one
+   * named branch ({@link lostEditBranch}), logged as the effect branches are, then acted on:
+   * landed → what the transaction produced; lost → the same write re-issued once; another answer
+   * won → its refusal.
+   */
+  async settleLostEdit<T>(
+    what: string,
+    fn: (tx: SqlExecutor, now: Date, run: WriteRun) => Promise<T | RaiseAfterCommit>,
+    now: Date,
+    intent: EditWriteIntent,
+    produced: T | RaiseAfterCommit,
+    mayReissue: boolean,
+    lost: AmbiguousWrite,
+  ): Promise<T | RaiseAfterCommit> {
+    const driver = this.driver;
+    let found: { original: ApprovalRecord | null; edited: ApprovalRecord | null };
+    try {
+      if (driver.reread === undefined) throw new StoreError(`the ${this.name} driver cannot re-read on a fresh connection`);
+      found = await driver.reread(async (ex) => ({ original: await this.approval(ex, intent.requestId), edited: await this.approval(ex, intent.editedRequestId) }));
+    } catch (err) {
+      throw new AmbiguousWrite(
+        `[kernel] [${this.name}] ${what} of ${intent.requestId}: the connection was lost during COMMIT (${lost.message}) and the re-read on a fresh connection failed (${(err as Error)?.message ?? String(err)}); whether the edit landed is unknown, and nothing more was written`,
+        { cause: err },
+      );
+    }
+    const branch = lostEditBranch(intent, found.original, found.edited);
+    this.logger.warn(`[kernel] [${this.name}] ${what} of ${intent.requestId}: COMMIT lost; the re-read on a fresh connection took branch ${branch}`, {
+      logger: 'ctrlrun.postgres', level: 'WARNING', branch, approvalId: intent.requestId, operation: what,
+    });
+    switch (branch) {
+      case EDIT_LANDED:
+        return produced;
+      case EDIT_LOST_REISSUE:
+        if (!mayReissue) {
+          throw new StoreError(`[kernel] [${this.name}] ${what} of ${intent.requestId}: the COMMIT was lost again after one re-issue, and the re-read shows it did not land; nothing was written`, { cause: lost });
+        }
+        return this.attempt(what, fn, now, false);
+      case EDIT_FOUND_OTHER:
+        throw intent.refuse(found.original);
     }
   }
 

@@ -7,7 +7,7 @@
  *
  * @module
  */
-import type { EffectRecord } from '../model.js';
+import type { ApprovalRecord, EffectRecord } from '../model.js';
 
 // The branch names keep the lost-COMMIT tables' numbering (a1 = after an INSERT, a2 = after an
 // UPDATE; row 1–3) because operators see them in the WARNING log line.
@@ -83,4 +83,42 @@ export type EffectWriteIntent =
 /** The branch for an intent and the re-read row. */
 export function lostCommitBranch(intent: EffectWriteIntent, found: EffectRecord | null): LostCommitBranch {
   return intent.kind === 'insert' ? lostInsertBranch(intent.record, found) : lostUpdateBranch(intent.prior, intent.target, found);
+}
+
+// ---------------------------------------------------------------- an edited approval (no effect row)
+
+/** After an edit-then-approve: both rows are as written — the edit landed. */
+export const EDIT_LANDED = 'edit.landed' as const;
+/** After an edit-then-approve: no edited row and the original still pending — re-issue the edit once. */
+export const EDIT_LOST_REISSUE = 'edit.reissue' as const;
+/** After an edit-then-approve: anything else (another answer won) — refuse as that answer says. */
+export const EDIT_FOUND_OTHER = 'edit.refuse' as const;
+
+/** The branch taken after an edit-then-approve's lost COMMIT; logged like the six above. */
+export type EditBranch = typeof EDIT_LANDED | typeof EDIT_LOST_REISSUE | typeof EDIT_FOUND_OTHER;
+
+/**
+ * What an edit-then-approve writes, declared before its COMMIT: request `requestId` answered
+ * `denied` by `approver`, and request `editedRequestId` for `actionHash` inserted `granted` by
+ * `approver`. `refuse` names the refusal when the re-read shows another answer won.
+ */
+export interface EditWriteIntent {
+  readonly requestId: string;
+  readonly editedRequestId: string;
+  readonly actionHash: string;
+  readonly approver: string;
+  readonly refuse: (original: ApprovalRecord | null) => Error;
+}
+
+/**
+ * The branch for an edit whose COMMIT was lost, from the two rows re-read on a fresh connection:
+ * the edited row granted (or since consumed) by the editor for the edited hash and the original
+ * denied by the editor → {@link EDIT_LANDED}; no edited row and the original still `pending` →
+ * {@link EDIT_LOST_REISSUE}; anything else → {@link EDIT_FOUND_OTHER}.
+ */
+export function lostEditBranch(intent: EditWriteIntent, original: ApprovalRecord | null, edited: ApprovalRecord | null): EditBranch {
+  if (edited === null) return original !== null && original.status === 'pending' ? EDIT_LOST_REISSUE : EDIT_FOUND_OTHER;
+  const ours = edited.request.actionHash === intent.actionHash && edited.approver === intent.approver && (edited.status === 'granted' || edited.status === 'consumed');
+  const answered = original !== null && original.status === 'denied' && original.approver === intent.approver;
+  return ours && answered ? EDIT_LANDED : EDIT_FOUND_OTHER;
 }
