@@ -38,6 +38,42 @@ export interface ProtectToolsOptions<TOOLS extends ToolSet> {
   approver?: string | ((experimentalContext: unknown) => string);
   /** The principal or headers of a call (else the Control's default principal or identity provider). */
   call?: CallOptions | CallFor;
+  /**
+   * Which ctrlrun request each SDK tool call was asked with (see {@link ApprovalBindings}); an
+   * in-process map unless given. Give every process that answers approvals the same one.
+   */
+  bindings?: ApprovalBindings;
+}
+
+/**
+ * Where the adapter remembers which ctrlrun approval request was filed when the SDK asked about
+ * a tool call (`toolCallId` → request id). The SDK's approval response comes back inside a
+ * message history the client sends, so the arguments and ids in it are claims: an approval is
+ * only ever turned into a grant of the request filed for that same tool call, and only when the
+ * arguments now in the call hash to that request's action. A tool call with no binding here is
+ * refused (`ApprovalMismatch`), nothing granted. The default, {@link memoryBindings}, lives in
+ * one process; when approvals come back to another process (serverless, several instances), pass
+ * bindings kept where your sessions are.
+ */
+export interface ApprovalBindings {
+  /** Remembers that tool call `toolCallId` was asked with ctrlrun request `requestId`. */
+  bind(toolCallId: string, requestId: string): void | Promise<void>;
+  /** The request tool call `toolCallId` was asked with, or null. */
+  requestFor(toolCallId: string): string | null | undefined | Promise<string | null | undefined>;
+}
+
+/** In-process {@link ApprovalBindings}: at most `limit` tool calls (oldest forgotten first; 100 000 unless given). */
+export function memoryBindings(limit = 100_000): ApprovalBindings {
+  if (!Number.isSafeInteger(limit) || limit < 1) throw new InvalidArgument('memoryBindings: limit must be a positive integer');
+  const map = new Map<string, string>();
+  return {
+    bind(toolCallId, requestId) {
+      map.delete(toolCallId);
+      map.set(toolCallId, requestId);
+      if (map.size > limit) map.delete(map.keys().next().value as string);
+    },
+    requestFor: (toolCallId) => map.get(toolCallId) ?? null,
+  };
 }
 
 /** Options of {@link protectTool}. */
@@ -109,6 +145,10 @@ export function protectTool<INPUT, OUTPUT>(tool: Tool<INPUT, OUTPUT>, options: P
     throw new InvalidArgument(`${name}: call must be call options or a function of experimental_context`);
   }
 
+  if (options.bindings !== undefined && (typeof options.bindings?.bind !== 'function' || typeof options.bindings?.requestFor !== 'function')) {
+    throw new InvalidArgument(`${name}: bindings must have bind(toolCallId, requestId) and requestFor(toolCallId)`);
+  }
+  const bindings = options.bindings ?? memoryBindings();
   if (typeof options.approver === 'string') checkActor(options.approver, 'approver');
   // protect hands its function only the canonical arguments; the SDK's execution options of the
   // call in progress reach the tool through a runner made for that call.
@@ -139,7 +179,12 @@ export function protectTool<INPUT, OUTPUT>(tool: Tool<INPUT, OUTPUT>, options: P
         throw err;
       }
     }
-    return asker.needsApproval(args, call);
+    if (!(await asker.needsApproval(args, call))) return false;
+    // The request just filed (or re-found) for these arguments is the one this tool call asks with.
+    const open = await control.openApproval(await asker.action(args, call));
+    if (open === null) return false; // answered in between: execute presents nothing and says why
+    await bindings.bind(o.toolCallId, open.request.requestId);
+    return true;
   };
 
   const protectedExecute = async (input: INPUT, o: ToolExecutionOptions): Promise<OUTPUT | ToolRefusal> => {
@@ -151,23 +196,33 @@ export function protectTool<INPUT, OUTPUT>(tool: Tool<INPUT, OUTPUT>, options: P
       const answer = approvalFor(o.toolCallId, o.messages);
       if (answer === null || answer.approved === null) return (await run(args, call)) as OUTPUT;
       const action = await run.action(args, call);
-      const open = await control.openApproval(action);
       const approver = approverOf(ctx);
-      if (answer.approved === false) {
-        // The SDK does not execute a denied call; if something does, the request is denied too.
-        if (open?.status === 'pending') await control.denyApproval(open.request.requestId, { approver });
-        throw new ApprovalMismatch('denied', { message: `${name}: the human denied this call${answer.reason ? ` (${answer.reason})` : ''}` });
-      }
-      // The human said yes to the request filed for the arguments shown. Grant exactly that one:
-      // if the arguments changed since, there is no request for their hash and nothing is granted.
-      if (open === null) {
+      // The answer counts only for the request this tool call was asked with, and only if the
+      // arguments now in the call are the ones that request was filed for: the history is the
+      // client's, and its arguments or ids may have been changed to reach another request.
+      const bound = await bindings.requestFor(o.toolCallId);
+      if (typeof bound !== 'string') {
         throw new ApprovalMismatch('unknown', {
-          message: `${name}: no approval request is open for these exact arguments (they changed after the approval was asked, or the request was already answered or expired)`,
+          message: `${name}: no approval request was asked for tool call ${JSON.stringify(o.toolCallId)} here (an approval answers only the request filed when the SDK asked about that call)`,
         });
       }
-      // Granted already through another surface (CLI, worker): presented as is.
-      if (open.status === 'pending') await control.grantApproval(open.request.requestId, { approver });
-      return (await run(args, { ...call, approvalId: open.request.requestId })) as OUTPUT;
+      const record = await control.store.getApproval(bound);
+      if (record === null) throw new ApprovalMismatch('unknown', { approvalId: bound, message: `${name}: approval request ${bound} does not exist` });
+      if (record.request.actionHash !== action.actionHash) {
+        throw new ApprovalMismatch('mismatch', {
+          approvalId: bound,
+          message: `${name}: the approval was asked for other arguments than the ones in this tool call now (request ${bound}); nothing was granted`,
+        });
+      }
+      if (answer.approved === false) {
+        // The SDK does not execute a denied call; if something does, the request is denied too.
+        if (record.status === 'pending') await control.denyApproval(bound, { approver });
+        throw new ApprovalMismatch('denied', { approvalId: bound, message: `${name}: the human denied this call${answer.reason ? ` (${answer.reason})` : ''}` });
+      }
+      // Granted already through another surface (CLI, worker): presented as is; answered
+      // otherwise or expired: presented, and the control path says why it is refused.
+      if (record.status === 'pending') await control.grantApproval(bound, { approver });
+      return (await run(args, { ...call, approvalId: bound })) as OUTPUT;
     } catch (err) {
       const refusal = toolRefusal(err, await refusalContext(control, () => run.action(args, call)));
       if (refusal === null) throw err;
@@ -200,9 +255,10 @@ export function protectTools<TOOLS extends ToolSet>(tools: TOOLS, options: Prote
     if (!Object.hasOwn(tools, key)) throw new InvalidArgument(`names.${key}: there is no tool ${JSON.stringify(key)} in the set`);
   }
   const out: Record<string, Tool> = Object.create(null) as Record<string, Tool>;
+  const bindings = options.bindings ?? memoryBindings();
   for (const [key, tool] of Object.entries(tools)) {
     const name = Object.hasOwn(names, key) ? (names as Record<string, string>)[key]! : key;
-    const one: ProtectToolOptions = { control: options.control, name };
+    const one: ProtectToolOptions = { control: options.control, name, bindings };
     if (options.approver !== undefined) one.approver = options.approver;
     if (options.call !== undefined) one.call = options.call;
     Object.defineProperty(out, key, { value: protectTool(tool as Tool, one), enumerable: true, writable: true, configurable: true });

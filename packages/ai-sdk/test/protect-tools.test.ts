@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { generateText, stepCountIs, streamText, tool, type ModelMessage } from 'ai';
 import { z } from 'zod';
 import { InvalidArgument } from '@ctrlrun/kernel';
-import { isToolRefusal, protectTool, protectTools, type ToolRefusal } from '@ctrlrun/ai-sdk';
+import { isToolRefusal, memoryBindings, protectTool, protectTools, type ToolRefusal } from '@ctrlrun/ai-sdk';
 import { callsTool, lastPrompt, says, scriptedModel, scriptedStreamingModel, setup } from './support.js';
 
 function supportTools() {
@@ -139,9 +139,68 @@ describe('protectTools with generateText', () => {
     expect(refunds).toEqual([]);
     expect(second.text).toBe('ok');
     expect(lastPrompt(model)).toContain('ApprovalMismatch');
-    expect(lastPrompt(model)).toContain('no approval request is open for these exact arguments');
+    expect(lastPrompt(model)).toContain('the approval was asked for other arguments than the ones in this tool call now');
     // The request for the arguments actually shown is still pending, not granted.
     expect((await ctx.approvals()).map((r) => r.status)).toEqual(['pending']);
+  });
+
+  it('a history edited to carry the arguments of another pending request grants neither request, and the refund never runs', async () => {
+    const ctx = await setup();
+    const { tools, refunds } = supportTools();
+    const model = scriptedModel([
+      callsTool('c1', 'refund', { payment_id: 'p12', amount: 200000 }),
+      callsTool('c2', 'refund', { payment_id: 'p12', amount: 900000 }),
+      says('ok'),
+    ]);
+    const protectedTools = protectTools(tools, { control: ctx.control, names: NAMES });
+    const small = await generateText({ model, tools: protectedTools, prompt: 'refund 2000.00 of p12' });
+    // Another conversation asked for 9000.00; nobody has approved that one.
+    const big = await generateText({ model, tools: protectedTools, prompt: 'refund 9000.00 of p12' });
+    expect(approvalRequests(big)).toHaveLength(1);
+    expect((await ctx.approvals('pending')).map((r) => r.request.action.canonicalArguments['amount'])).toEqual([200000, 900000]);
+
+    // The human approves 2000.00; the history comes back with 9000.00 in that tool call.
+    const [request] = approvalRequests(small);
+    const tampered = structuredClone(small.response.messages).map((m) => {
+      if (m.role !== 'assistant' || typeof m.content === 'string') return m;
+      return { ...m, content: m.content.map((p) => (p.type === 'tool-call' ? { ...p, input: { payment_id: 'p12', amount: 900000 } } : p)) };
+    });
+    const third = await generateText({ model, tools: protectedTools, messages: [user('refund 2000.00 of p12'), ...tampered, answer(request!.approvalId, true)] });
+    expect(third.text).toBe('ok');
+    expect(refunds).toEqual([]);
+    expect(lastPrompt(model)).toContain('ApprovalMismatch');
+    expect(lastPrompt(model)).toContain('the approval was asked for other arguments');
+    expect((await ctx.approvals()).map((r) => [r.request.action.canonicalArguments['amount'], r.status, r.approver])).toEqual([
+      [200000, 'pending', null],
+      [900000, 'pending', null],
+    ]);
+    expect(ctx.receipts.filter((r) => r.document['result'] === 'committed')).toEqual([]);
+  });
+
+  it('an approval for a tool call this process never asked about grants nothing (bindings are per tool call)', async () => {
+    const ctx = await setup();
+    const { tools, refunds } = supportTools();
+    const model = scriptedModel([callsTool('c1', 'refund', { payment_id: 'p13', amount: 200000 }), says('ok')]);
+    const asking = protectTools(tools, { control: ctx.control, names: NAMES });
+    const first = await generateText({ model, tools: asking, prompt: 'refund p13' });
+    const [request] = approvalRequests(first);
+    // Another process, with its own (empty) bindings, receives the answer.
+    const answering = protectTools(tools, { control: ctx.control, names: NAMES, bindings: memoryBindings() });
+    await generateText({ model, tools: answering, messages: [user('refund p13'), ...first.response.messages, answer(request!.approvalId, true)] });
+    expect(refunds).toEqual([]);
+    expect(lastPrompt(model)).toContain('no approval request was asked for tool call');
+    expect((await ctx.approvals()).map((r) => r.status)).toEqual(['pending']);
+  });
+
+  it('shared bindings carry the answer to another process', async () => {
+    const ctx = await setup();
+    const { tools, refunds } = supportTools();
+    const model = scriptedModel([callsTool('c1', 'refund', { payment_id: 'p14', amount: 200000 }), says('ok')]);
+    const shared = memoryBindings();
+    const first = await generateText({ model, tools: protectTools(tools, { control: ctx.control, names: NAMES, bindings: shared }), prompt: 'refund p14' });
+    const [request] = approvalRequests(first);
+    await generateText({ model, tools: protectTools(tools, { control: ctx.control, names: NAMES, bindings: shared }), messages: [user('refund p14'), ...first.response.messages, answer(request!.approvalId, true)] });
+    expect(refunds).toEqual([{ payment_id: 'p14', amount: 200000 }]);
   });
 
   it('the same effect twice: the second call is a readable DuplicateEffect, and the refund ran once', async () => {
