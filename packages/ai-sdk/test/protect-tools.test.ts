@@ -253,6 +253,24 @@ describe('protectTools with streamText', () => {
   });
 });
 
+describe('the arguments the SDK parses are the ones decided and run', () => {
+  it('an amount the model writes as "5e6" is decided as the 5000000 the function would receive: denied, nothing runs', async () => {
+    const ctx = await setup();
+    const refunds: unknown[] = [];
+    const refund = tool({
+      inputSchema: z.object({ payment_id: z.string(), amount: z.coerce.number().int() }),
+      execute: async (args) => {
+        refunds.push(args);
+        return 'refunded';
+      },
+    });
+    const model = scriptedModel([callsTool('c1', 'refund', { payment_id: 'p15', amount: '5e6' }), says('no')]);
+    const result = await generateText({ model, tools: protectTools({ refund }, { control: ctx.control, names: { refund: 'stripe.refund' } }), prompt: 'x', stopWhen: stepCountIs(2) });
+    expect(refunds).toEqual([]);
+    expect(result.steps[0]!.toolResults[0]!.output).toMatchObject({ refused: true, error: 'ActionDenied', reason: 'rule[2]' });
+  });
+});
+
 describe('protectTool and bad input', () => {
   it('protectTool protects one tool under the given action name', async () => {
     const ctx = await setup();

@@ -9,7 +9,7 @@
  *
  * @module
  */
-import type { FunctionTool, RunState, RunToolApprovalItem } from '@openai/agents';
+import { RunContext, tool as sdkTool, type FunctionTool, type RunState, type RunToolApprovalItem, type ToolInputParameters, type ToolOptions, type ToolOutputSchema, type UnknownContext } from '@openai/agents';
 import {
   ApprovalMismatch,
   InvalidArgument,
@@ -28,8 +28,8 @@ export type { ToolRefusal } from '@ctrlrun/kernel';
 /** Options of {@link protectTool}. */
 export interface ProtectToolOptions {
   control: Control;
-  /** The action name the policy matches. */
-  name: string;
+  /** The action name the policy matches (else the tool's name). */
+  name?: string;
   /** The principal or headers of every call (else the Control's default principal or identity provider). */
   call?: CallOptions;
 }
@@ -56,61 +56,100 @@ interface Guarded {
   readonly name: string;
   readonly call: CallOptions;
   readonly probe: Protected<Record<string, unknown>, unknown>;
+  /** The arguments the SDK's own parser makes of a call's JSON text (the values `execute` receives). */
+  readonly parse: (text: string) => Promise<Record<string, unknown>>;
 }
 
 /** Which tools this package protected, and how. */
 const guarded = new WeakMap<object, Guarded>();
 
-function parseArguments(text: unknown, name: string): Record<string, unknown> {
-  if (typeof text !== 'string') throw new InvalidArgument(`${name}: the tool call carries no JSON arguments`);
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(text);
-  } catch {
-    throw new InvalidArgument(`${name}: the tool call's arguments are not JSON`);
-  }
-  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new InvalidArgument(`${name}: the tool call's arguments are not a JSON object`);
-  return parsed as Record<string, unknown>;
+/** The key of a probe's box in the call details: present, `execute` only records what the SDK parsed. */
+const PROBE = Symbol('ctrlrun.openai-agents.probe');
+/** What a probe's `execute` throws so that nothing runs; never seen outside this module. */
+const PROBED = new Error('ctrlrun probe: parsed only, nothing run');
+
+type AnyToolOptions = ToolOptions<any, any, any>;
+
+/**
+ * The options of one function tool in a list given to {@link protectTools}: what you would give
+ * `tool()`. In a list, `execute`'s input is not inferred from `parameters`; for a typed `execute`
+ * protect each tool with {@link protectTool}.
+ */
+export interface ToolListEntry {
+  readonly name?: string;
+  readonly description: string;
+  readonly parameters?: ToolInputParameters;
+  readonly execute: (input: any, runContext?: any, details?: any) => unknown;
+  readonly [option: string]: unknown;
+}
+type Execute = (input: unknown, runContext?: unknown, details?: unknown) => unknown;
+type ErrorFunction = (runContext: unknown, error: unknown, details?: unknown) => unknown;
+
+/** Whether `value` is a built function tool rather than the options of one. */
+function isBuiltTool(value: unknown): boolean {
+  return typeof value === 'object' && value !== null && (value as { type?: unknown }).type === 'function' && typeof (value as { invoke?: unknown }).invoke === 'function';
+}
+
+/** Whether `value` is an object of arguments (what a tool's object parameters parse to). */
+function isArgs(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 /**
- * One function tool, protected: `needsApproval` is the policy's decision for the exact arguments
- * and `invoke` runs as action `name` through the control path. See {@link protectTools}.
+ * One function tool, built from the options you would give `tool()` and protected: `needsApproval`
+ * is the policy's decision and `execute` runs as action `name` (else the tool's name) through the
+ * control path. Both see the arguments the SDK's parser makes of the model's JSON (Zod defaults,
+ * coercions and transforms applied), so the policy decides, the hash binds, and `execute`
+ * receives the same values. See {@link protectTools}.
  */
-export function protectTool<T extends FunctionTool<any, any, any>>(tool: T, options: ProtectToolOptions): T {
-  if (!options || typeof options !== 'object' || !options.control) throw new InvalidArgument('protectTool needs { control, name }');
-  if (typeof options.name !== 'string' || options.name === '') throw new InvalidArgument('protectTool needs a non-empty action name');
-  const { control, name } = options;
-  if (!tool || typeof tool !== 'object' || tool.type !== 'function' || typeof tool.invoke !== 'function') {
-    throw new InvalidArgument(`${name}: protectTool needs a function tool (tool({ … }) from @openai/agents)`);
+export function protectTool<TParameters extends ToolInputParameters = undefined, Context = UnknownContext, Result = string, TOutputSchema extends ToolOutputSchema | undefined = undefined>(
+  options: ToolOptions<TParameters, Context, TOutputSchema>,
+  protection: ProtectToolOptions,
+): FunctionTool<Context, TParameters, Result | ToolRefusal> {
+  if (!protection || typeof protection !== 'object' || !protection.control) throw new InvalidArgument('protectTool needs { control }');
+  const { control } = protection;
+  if (isBuiltTool(options)) {
+    throw new InvalidArgument(
+      `protectTool needs the options you would give tool() ({ name, parameters, execute, … }), not a built tool (${JSON.stringify((options as { name?: unknown }).name)}): ctrlrun must decide on the arguments the SDK's parser hands execute`,
+    );
   }
-  if (guarded.has(tool)) throw new InvalidArgument(`${name}: the tool ${tool.name} is already protected`);
-  const call = options.call ?? {};
+  if (!options || typeof options !== 'object' || typeof (options as { execute?: unknown }).execute !== 'function') {
+    throw new InvalidArgument('protectTool needs the options of a function tool ({ name, parameters, execute, … })');
+  }
+  const opts = options as AnyToolOptions;
+  const name = protection.name ?? opts.name;
+  if (typeof name !== 'string' || name === '') throw new InvalidArgument('protectTool needs an action name (name, or the tool\'s own name)');
+  if ((opts as { needsApproval?: unknown }).needsApproval !== undefined) {
+    throw new InvalidArgument(`${name}: the tool already has needsApproval; the policy decides when a human must approve (decision: approve), so remove it`);
+  }
+  const call = protection.call ?? {};
   if (typeof call !== 'object' || call === null) throw new InvalidArgument(`${name}: call must be call options`);
-  const original = tool.invoke.bind(tool);
+  const userExecute = opts.execute as Execute;
+  const userError = opts.errorFunction as ErrorFunction | null | undefined;
   const probe = protect<Record<string, unknown>, unknown>(() => undefined, { control, name });
-  const needsApproval = (_runContext: unknown, input: unknown): Promise<boolean> => probe.needsApproval(input as Record<string, unknown>, call);
 
-  const invoke: FunctionTool['invoke'] = async (runContext, input, details) => {
-    // The protected function hands the SDK the call's own input; the control path has hashed
-    // exactly what it parses to.
-    const run = protect<Record<string, unknown>, unknown>(() => original(runContext, input, details), { control, name });
+  const execute = async (parsed: unknown, runContext?: unknown, details?: unknown): Promise<unknown> => {
+    const box = (details as { [PROBE]?: { args?: unknown } } | undefined)?.[PROBE];
+    if (box !== undefined) {
+      box.args = parsed;
+      throw PROBED;
+    }
+    // The values the SDK parsed are what the policy decides on, what the hash binds and what
+    // the function receives (as the canonical arguments, like every protected function).
+    const run = protect<Record<string, unknown>, unknown>((canonical) => userExecute(canonical, runContext, details), { control, name });
     try {
-      const args = parseArguments(input, name);
-      const action = await run.action(args, call);
+      if (!isArgs(parsed)) throw new InvalidArgument(`${name}: the tool's parameters gave no object of arguments`);
+      const action = await run.action(parsed, call);
       // An approve decision presents the request open for these exact arguments (the control path
       // refuses it unless a human granted it, through approveInterruption or any other surface);
       // none open means the arguments are not the ones asked about: refused, and nothing is filed.
       const open = (await control.evaluate(action)).decision === 'approve' ? await control.openApproval(action) : undefined;
-      if (open === null) {
-        // The SDK approved a call ctrlrun never put to anyone: its arguments are not the ones asked about.
-        throw new ApprovalMismatch('unknown', { message: noOpenRequest(name) });
-      }
-      return await run(args, { ...call, approvalId: open?.request.requestId ?? null });
+      if (open === null) throw new ApprovalMismatch('unknown', { message: noOpenRequest(name) });
+      return await run(parsed, { ...call, approvalId: open?.request.requestId ?? null });
     } catch (err) {
       let context: { policy: Control['policy']; action: Action } | undefined;
       try {
-        context = { policy: control.policy, action: await run.action(parseArguments(input, name), call) };
+        context = isArgs(parsed) ? { policy: control.policy, action: await run.action(parsed, call) } : undefined;
       } catch {
         context = undefined; // arguments that make no action: the refusal says so itself
       }
@@ -119,22 +158,45 @@ export function protectTool<T extends FunctionTool<any, any, any>>(tool: T, opti
       return refusal;
     }
   };
+  // A probe's stop is nobody's error: the tool's own errorFunction never sees it.
+  const errorFunction = typeof userError === 'function' ? (ctx: unknown, err: unknown, d?: unknown) => (err === PROBED ? '' : userError(ctx, err, d)) : userError;
+  const built = sdkTool({ ...opts, execute, ...(errorFunction === undefined ? {} : { errorFunction }) } as AnyToolOptions) as FunctionTool<Context, TParameters, Result | ToolRefusal>;
 
-  const out = Object.assign(Object.create(Object.getPrototypeOf(tool) as object) as T, tool, { needsApproval, invoke });
-  guarded.set(out, { control, name, call, probe });
+  const parse = async (text: string): Promise<Record<string, unknown>> => {
+    const box: { args?: unknown } = {};
+    // The SDK's own invoke parses the text exactly as it will for the real call, then stops in execute.
+    await Promise.resolve(built.invoke(new RunContext() as never, text, { [PROBE]: box } as never)).catch(() => undefined);
+    if (!('args' in box)) throw new InvalidArgument(`${name}: the tool's parameters refuse these arguments`);
+    if (!isArgs(box.args)) throw new InvalidArgument(`${name}: the tool's parameters gave no object of arguments`);
+    return box.args;
+  };
+  const needsApproval = async (_runContext: unknown, input: unknown): Promise<boolean> => {
+    let args: Record<string, unknown>;
+    try {
+      // The SDK hands needsApproval JSON.parse of the call's text; parse it as execute will see it.
+      args = await parse(typeof input === 'string' ? input : JSON.stringify(input));
+    } catch (err) {
+      if (err instanceof InvalidArgument) return false; // the call itself says why
+      throw err;
+    }
+    return probe.needsApproval(args, call);
+  };
+
+  const out = Object.assign(built, { needsApproval });
+  guarded.set(out, { control, name, call, probe, parse });
   return out;
 }
 
 /**
- * Returns the same function tools, each protected as the action `names[tool.name] ??
- * tool.name`: `needsApproval` is the policy's decision for the exact arguments, and the
- * ctrlrun request is filed then (once per action hash); `invoke` runs through the control path,
- * presenting the request a human granted; refusals come back to the model as a
- * {@link ToolRefusal} (the class, its reason, a sentence built from the rule), and the tool
- * never runs on one.
+ * Builds the function tools from the options you would give `tool()`, each protected as the
+ * action `names[tool.name] ?? tool.name`: `needsApproval` is the policy's decision for the
+ * arguments the SDK parsed, and the ctrlrun request is filed then (once per action hash);
+ * `execute` runs through the control path with those same arguments, presenting the request a
+ * human granted; refusals come back to the model as a {@link ToolRefusal} (the class, its reason,
+ * a sentence built from the rule), and the tool never runs on one.
  */
-export function protectTools<T extends FunctionTool<any, any, any>>(tools: readonly T[], options: ProtectToolsOptions): T[] {
-  if (!Array.isArray(tools)) throw new InvalidArgument('protectTools needs an array of function tools');
+export function protectTools(tools: readonly ToolListEntry[], options: ProtectToolsOptions): FunctionTool<any, any, any>[] {
+  if (!Array.isArray(tools)) throw new InvalidArgument('protectTools needs an array of tool options (what you would give tool())');
   if (!options || typeof options !== 'object' || !options.control) throw new InvalidArgument('protectTools needs { control }');
   const names = options.names ?? {};
   if (typeof names !== 'object' || names === null) throw new InvalidArgument('names must be an object of tool name → action name');
@@ -143,8 +205,9 @@ export function protectTools<T extends FunctionTool<any, any, any>>(tools: reado
     if (!toolNames.has(key)) throw new InvalidArgument(`names.${key}: there is no tool ${JSON.stringify(key)} in the list`);
   }
   return tools.map((t) => {
-    const name = Object.hasOwn(names, t?.name) ? names[t.name]! : t?.name;
-    return protectTool(t, { control: options.control, name, ...(options.call ? { call: options.call } : {}) });
+    const own = t?.name;
+    const name = typeof own === 'string' && Object.hasOwn(names, own) ? names[own]! : own;
+    return protectTool(t as unknown as AnyToolOptions, { control: options.control, ...(name === undefined ? {} : { name }), ...(options.call ? { call: options.call } : {}) });
   });
 }
 
@@ -155,7 +218,8 @@ async function interrupted(item: RunToolApprovalItem): Promise<{ guard: Guarded;
   const tool = (item.agent?.tools ?? []).find((t) => (t as { name?: string }).name === toolName);
   const guard = tool === undefined ? undefined : guarded.get(tool);
   if (guard === undefined) throw new InvalidArgument(`the interruption is for ${JSON.stringify(toolName)}, which is not a tool protected by @ctrlrun/openai-agents on agent ${item.agent?.name ?? '?'}`);
-  const action = await guard.probe.action(parseArguments(item.arguments, guard.name), guard.call);
+  if (typeof item.arguments !== 'string') throw new InvalidArgument(`${guard.name}: the interruption carries no JSON arguments`);
+  const action = await guard.probe.action(await guard.parse(item.arguments), guard.call);
   return { guard, action };
 }
 

@@ -6,9 +6,9 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { run, RunState, tool } from '@openai/agents';
+import { Agent, run, RunState, tool } from '@openai/agents';
 import { z } from 'zod';
-import { ApprovalMismatch, InvalidArgument, type StoredReceipt } from '@ctrlrun/kernel';
+import { ApprovalMismatch, callbackSink, Control, InvalidArgument, loadPolicy, type StoredReceipt } from '@ctrlrun/kernel';
 import { createSqlJsStore } from '@ctrlrun/store-sqljs';
 import { openStore } from '@ctrlrun/store-node';
 import { approveInterruption, protectTool, protectTools, rejectInterruption } from '@ctrlrun/openai-agents';
@@ -157,20 +157,90 @@ describe('a run state serialized and resumed in another process', () => {
   }, 120_000);
 });
 
+describe('the arguments the SDK parses are the ones decided, hashed and run', () => {
+  // Refunds above 1000000 are denied, above 100000 need a human, the rest run.
+  const LIMITS = `schema: ctrlrun.policy/v2
+actions:
+  stripe.refund:
+    effect: "refund:{payment_id}"
+    rules:
+      - {when: {amount_gt: 1000000}, decision: deny}
+      - {when: {amount_gt: 100000}, decision: approve}
+      - decision: allow
+`;
+  async function coercing(turns: Turn[]) {
+    const store = await createSqlJsStore();
+    const receipts: StoredReceipt[] = [];
+    const ctrl = new Control({ policy: loadPolicy(LIMITS), store, principal: { agent: 'support-agent' }, sinks: [callbackSink({ onReceipt: (r) => void receipts.push(r) })], logger: { warn: () => {} } });
+    const refunds: unknown[] = [];
+    const refund = protectTool(
+      {
+        name: 'refund',
+        description: 'Refund a payment',
+        // The model may write the amount as text; the schema turns "5e6" into 5000000.
+        parameters: z.object({ payment_id: z.string(), amount: z.coerce.number().int() }),
+        execute: async (args) => {
+          refunds.push(args);
+          return 'refunded';
+        },
+      },
+      { control: ctrl, name: 'stripe.refund' },
+    );
+    const model = new ScriptedModel(turns);
+    const agent = new Agent({ name: 'support', instructions: 'Refund when asked.', model, tools: [refund] });
+    return { store, receipts, model, agent, refunds };
+  }
+
+  it('an amount written "5e6" is decided as the 5000000 the function would receive: denied, and the refund never runs', async () => {
+    const ctx = await coercing([callsTool('c1', 'refund', { payment_id: 'p1', amount: '5e6' }), says('Cannot.')]);
+    const result = await run(ctx.agent, 'refund p1');
+    expect(result.interruptions).toEqual([]);
+    expect(ctx.refunds).toEqual([]);
+    expect(ctx.model.toolOutputs().at(-1)).toMatchObject({ refused: true, error: 'ActionDenied', reason: 'rule[0]' });
+    expect(ctx.receipts.at(-1)!.document).toMatchObject({ result: 'denied' });
+  });
+
+  it('an amount written "5e5" asks a human about 500000; the approved function receives exactly that, as hashed', async () => {
+    const ctx = await coercing([callsTool('c1', 'refund', { payment_id: 'p2', amount: '5e5' }), says('Refunded.')]);
+    const first = await run(ctx.agent, 'refund p2');
+    expect(first.interruptions).toHaveLength(1);
+    const [pending] = await ctx.store.listApprovals('pending');
+    expect(pending!.request.action.canonicalArguments).toEqual({ payment_id: 'p2', amount: 500000 });
+    await approveInterruption(first.state, first.interruptions[0]!, { approver: 'human:ana' });
+    const second = await run(ctx.agent, first.state);
+    expect(second.finalOutput).toBe('Refunded.');
+    expect(ctx.refunds).toEqual([{ payment_id: 'p2', amount: 500000 }]);
+    const receipt = ctx.receipts.at(-1)!.document;
+    expect([receipt['result'], receipt['action_hash']]).toEqual(['committed', pending!.request.actionHash]);
+  });
+
+  it('arguments the schema refuses never reach the policy or the function', async () => {
+    const ctx = await coercing([callsTool('c1', 'refund', { payment_id: 'p3', amount: 'lots' }), says('Sorry.')]);
+    const result = await run(ctx.agent, 'refund p3');
+    expect(result.interruptions).toEqual([]);
+    expect(ctx.refunds).toEqual([]);
+    expect(await ctx.store.listApprovals()).toEqual([]);
+    expect(ctx.model.lastInput()).toContain('error');
+  });
+});
+
 describe('wiring', () => {
   it('refuses what it cannot protect, and answers only its own interruptions', async () => {
     const ctx = await setup([callsTool('c1', 'refund', { payment_id: 'p8', amount: 200000 })]);
-    const plain = tool({ name: 'plain', description: 'x', parameters: z.object({}), execute: async () => 'x' });
+    const plain = { name: 'plain', description: 'x', parameters: z.object({}), execute: async () => 'x' };
     expect(() => protectTools([plain], { control: ctx.ctrl, names: { nope: 'x' } })).toThrow(/names\.nope: there is no tool "nope"/);
-    expect(() => protectTool({ type: 'hosted_tool' } as never, { control: ctx.ctrl, name: 'x' })).toThrow(/needs a function tool/);
+    expect(() => protectTool({ type: 'hosted_tool' } as never, { control: ctx.ctrl, name: 'x' })).toThrow(/needs the options of a function tool/);
+    // A built tool parses its arguments inside; ctrlrun could not see what its execute receives.
+    expect(() => protectTool(tool(plain) as never, { control: ctx.ctrl, name: 'x' })).toThrow(/not a built tool/);
     const once = protectTool(plain, { control: ctx.ctrl, name: 'x' });
-    expect(() => protectTool(once, { control: ctx.ctrl, name: 'x' })).toThrow(/already protected/);
+    expect(() => protectTool(once as never, { control: ctx.ctrl, name: 'x' })).toThrow(/not a built tool/);
+    expect(() => protectTool({ ...plain, needsApproval: true }, { control: ctx.ctrl, name: 'x' })).toThrow(/already has needsApproval/);
 
     const first = await run(ctx.agent, 'refund p8');
     const item = first.interruptions[0]!;
     await expect(approveInterruption(first.state, item, { approver: 'two\nlines' })).rejects.toBeInstanceOf(InvalidArgument);
     await expect(approveInterruption(first.state, { type: 'message_output_item' } as never, { approver: 'human:ana' })).rejects.toThrow(/expected an interruption/);
-    const foreign = Object.assign(Object.create(Object.getPrototypeOf(item) as object), item, { agent: { name: 'other', tools: [plain] } });
+    const foreign = Object.assign(Object.create(Object.getPrototypeOf(item) as object), item, { agent: { name: 'other', tools: [tool(plain)] } });
     await expect(approveInterruption(first.state, foreign, { approver: 'human:ana' })).rejects.toThrow(/not a tool protected by @ctrlrun\/openai-agents/);
     expect((await ctx.store.listApprovals()).map((r) => r.status)).toEqual(['pending']);
   });
