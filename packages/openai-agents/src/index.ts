@@ -17,6 +17,7 @@ import {
   protect,
   toolRefusal,
   type Action,
+  type ApprovalRecord,
   type CallOptions,
   type Control,
   type Protected,
@@ -46,6 +47,12 @@ export interface ProtectToolsOptions {
 export interface AnswerOptions {
   /** Who answered: recorded on the ctrlrun request, its events and the receipt. */
   approver: string;
+  /**
+   * The ctrlrun request the human was shown ({@link approvalRequestFor}), if the answer comes back
+   * with it: the interruption's arguments must still make that request's action, else
+   * `ApprovalMismatch` and nothing is answered (a run state changed between showing and answering).
+   */
+  requestId?: string;
 }
 
 const noOpenRequest = (name: string) =>
@@ -224,6 +231,29 @@ async function interrupted(item: RunToolApprovalItem): Promise<{ guard: Guarded;
 }
 
 /**
+ * The ctrlrun request open for an interruption's exact arguments (what to show the human: its
+ * `request.requestId`, `request.action`, `request.expiresAt`), or null when none is open.
+ */
+export async function approvalRequestFor(item: RunToolApprovalItem): Promise<ApprovalRecord | null> {
+  const { guard, action } = await interrupted(item);
+  return guard.control.openApproval(action);
+}
+
+/** The request open for `action`, which must be `requestId` when given; else `ApprovalMismatch`. */
+async function shownRequest(guard: Guarded, action: Action, requestId: string | undefined): Promise<ApprovalRecord> {
+  if (requestId !== undefined && typeof requestId !== 'string') throw new InvalidArgument('requestId must be a string (the request id shown to the human)');
+  const open = await guard.control.openApproval(action);
+  if (open === null) throw new ApprovalMismatch('unknown', { ...(requestId === undefined ? {} : { approvalId: requestId }), message: noOpenRequest(guard.name) });
+  if (requestId !== undefined && open.request.requestId !== requestId) {
+    throw new ApprovalMismatch('mismatch', {
+      approvalId: requestId,
+      message: `${guard.name}: the human was shown request ${requestId}, but the interruption's arguments now make the action of request ${open.request.requestId}; nothing was answered`,
+    });
+  }
+  return open;
+}
+
+/**
  * The human approves an interruption: the ctrlrun request open for its exact arguments is granted
  * as `approver` (unless already granted elsewhere), then `state.approve(item)`. No request open
  * for these arguments (they changed, or the request was answered or expired): `ApprovalMismatch`,
@@ -232,10 +262,7 @@ async function interrupted(item: RunToolApprovalItem): Promise<{ guard: Guarded;
 export async function approveInterruption(state: RunState<any, any>, item: RunToolApprovalItem, options: AnswerOptions): Promise<void> {
   const approver = checkActor(options?.approver, 'approver');
   const { guard, action } = await interrupted(item);
-  const open = await guard.control.openApproval(action);
-  if (open === null) {
-    throw new ApprovalMismatch('unknown', { message: noOpenRequest(guard.name) });
-  }
+  const open = await shownRequest(guard, action, options.requestId);
   if (open.status === 'pending') await guard.control.grantApproval(open.request.requestId, { approver });
   state.approve(item);
 }
@@ -248,7 +275,7 @@ export async function approveInterruption(state: RunState<any, any>, item: RunTo
 export async function rejectInterruption(state: RunState<any, any>, item: RunToolApprovalItem, options: AnswerOptions & { message?: string }): Promise<void> {
   const approver = checkActor(options?.approver, 'approver');
   const { guard, action } = await interrupted(item);
-  const open = await guard.control.openApproval(action);
+  const open = options.requestId === undefined ? await guard.control.openApproval(action) : await shownRequest(guard, action, options.requestId);
   if (open?.status === 'pending') await guard.control.denyApproval(open.request.requestId, { approver });
   state.reject(item, options.message === undefined ? {} : { message: options.message });
 }

@@ -11,7 +11,7 @@ import { z } from 'zod';
 import { ApprovalMismatch, callbackSink, Control, InvalidArgument, loadPolicy, type StoredReceipt } from '@ctrlrun/kernel';
 import { createSqlJsStore } from '@ctrlrun/store-sqljs';
 import { openStore } from '@ctrlrun/store-node';
-import { approveInterruption, protectTool, protectTools, rejectInterruption } from '@ctrlrun/openai-agents';
+import { approvalRequestFor, approveInterruption, protectTool, protectTools, rejectInterruption } from '@ctrlrun/openai-agents';
 import { callsTool, control, refundAgent, says, ScriptedModel, type Turn } from './fixtures/agent.js';
 
 async function setup(turns: Turn[]) {
@@ -97,6 +97,26 @@ describe('protectTools with run()', () => {
     expect(ctx.done.refunds).toEqual([]);
     expect(ctx.model.toolOutputs().at(-1)).toMatchObject({ error: 'ApprovalMismatch', reason: 'unknown', message: expect.stringContaining('stripe.refund: no approval request is open for these exact arguments') });
     expect((await ctx.store.listApprovals()).map((r) => [r.status, r.request.action.canonicalArguments['amount']])).toEqual([['pending', 200000]]);
+  });
+
+  it('an answer carrying the request the human was shown refuses a state changed to another pending request\'s arguments; nothing is granted', async () => {
+    const ctx = await setup([callsTool('c1', 'refund', { payment_id: 'p10', amount: 200000 }), callsTool('c2', 'refund', { payment_id: 'p10', amount: 900000 }), says('ok')]);
+    const small = await run(ctx.agent, 'refund 2000.00 of p10');
+    await run(ctx.agent, 'refund 9000.00 of p10'); // another pending request, nobody approved it
+    const shown = await approvalRequestFor(small.interruptions[0]!);
+    expect(shown!.request.action.canonicalArguments).toEqual({ payment_id: 'p10', amount: 200000 });
+    // Between showing and answering, the saved state is changed to the other request's arguments.
+    const tampered = await RunState.fromString(ctx.agent, small.state.toString().replaceAll('\\"amount\\":200000', '\\"amount\\":900000'));
+    const [item] = tampered.getInterruptions();
+    const err = await approveInterruption(tampered, item!, { approver: 'human:ana', requestId: shown!.request.requestId }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ApprovalMismatch);
+    expect((err as ApprovalMismatch).reason).toBe('mismatch');
+    await expect(rejectInterruption(tampered, item!, { approver: 'human:ana', requestId: shown!.request.requestId })).rejects.toBeInstanceOf(ApprovalMismatch);
+    expect((await ctx.store.listApprovals()).map((r) => [r.request.action.canonicalArguments['amount'], r.status])).toEqual([[200000, 'pending'], [900000, 'pending']]);
+    // The untouched state, answered with the request shown, goes through.
+    await approveInterruption(small.state, small.interruptions[0]!, { approver: 'human:ana', requestId: shown!.request.requestId });
+    await run(ctx.agent, small.state);
+    expect(ctx.done.refunds).toEqual([{ payment_id: 'p10', amount: 200000 }]);
   });
 
   it('the same effect twice is a readable DuplicateEffect; the refund ran once', async () => {
