@@ -185,6 +185,28 @@ async function readEmptyBody(request: Request, limit: number): Promise<void> {
   if (extra !== undefined) throw badRequest(`unknown field ${JSON.stringify(extra)}: this request takes no fields`, `$[${JSON.stringify(extra)}]`);
 }
 
+/**
+ * The body of a grant: empty, `{}`, or `{ "edit": { "arguments": { … } } }` (edit-then-approve);
+ * any other field, or an edit whose `arguments` is not an object, is a 400 naming its path.
+ */
+async function readGrantBody(request: Request, limit: number): Promise<JsonObject | null> {
+  const length = request.headers.get('content-length');
+  const chunked = request.headers.has('transfer-encoding');
+  if (!request.headers.has('content-type') && !chunked && (length === null || length.trim() === '0')) return null;
+  const body = await readJsonBody(request, limit);
+  if (!isObject(body)) throw badRequest('the request body must be empty, {} or {"edit": {"arguments": {…}}}', '$');
+  const extra = Object.keys(body).find((k) => k !== 'edit');
+  if (extra !== undefined) throw badRequest(`unknown field ${JSON.stringify(extra)}: a grant takes only "edit"`, `$[${JSON.stringify(extra)}]`);
+  if (!Object.prototype.hasOwnProperty.call(body, 'edit')) return null;
+  const edit = body['edit'];
+  if (!isObject(edit)) throw badRequest('edit must be an object {"arguments": {…}}', '$.edit');
+  const stray = Object.keys(edit).find((k) => k !== 'arguments');
+  if (stray !== undefined) throw badRequest(`unknown field ${JSON.stringify(stray)}: an edit takes only "arguments"`, `$.edit[${JSON.stringify(stray)}]`);
+  const args = Object.prototype.hasOwnProperty.call(edit, 'arguments') ? edit['arguments'] : undefined;
+  if (!isObject(args)) throw badRequest('edit.arguments must be a JSON object of the edited arguments', '$.edit.arguments');
+  return args as JsonObject;
+}
+
 /** A result as stored, so the reply shows exactly what the record holds. */
 function recorded(value: unknown): JsonValue {
   return storedValue(resultToJson(value));
@@ -199,7 +221,9 @@ function recorded(value: unknown): JsonValue {
  *   on an action without an `effect:` template is scoped to the action (`caller-keys.ts`); a
  *   `resource` on an action without a `resource:` template is refused.
  * - `GET /v1/approvals?status=&limit=&after=` (pages; `next` is the cursor),
- *   `POST /v1/approvals/:id/grant|deny` (operator).
+ *   `POST /v1/approvals/:id/grant|deny` (operator). A grant's body may be
+ *   `{ "edit": { "arguments": {…} } }`: the edited arguments are decided again (a deny is 403
+ *   with the rule's sentence, the request stays pending) and granted under a new request id.
  * - `GET /v1/effects/:key`, `POST /v1/effects/:key/resolve` (operator).
  * - `GET /v1/receipts?after=&limit=`, `GET /v1/receipts/verify`, `GET /v1/receipts/:id` (operator).
  * - `POST /v1/try-it/step` (demo mode; `approve` and `resolve` need an operator).
@@ -423,13 +447,16 @@ export function createApp(options: AppOptions): App {
 
   const answer = (verb: 'grant' | 'deny') =>
     app.post(`/v1/approvals/:id/${verb}`, operator(`${verb} approvals`), async (c) => {
-      await readEmptyBody(c.req.raw, limit);
+      const edit = verb === 'grant' ? await readGrantBody(c.req.raw, limit) : (await readEmptyBody(c.req.raw, limit), null);
       const id = c.req.param('id');
       const approver = (c.get('identity') as OperatorIdentity).operator;
       try {
         if (verb === 'grant') {
-          const a = await control.grantApproval(id, { approver });
-          return jsonResponse(200, { approval: { approvalId: a.approvalId, status: 'granted', actionHash: a.actionHash, approver: a.approver, grantedAt: a.grantedAt, expiresAt: a.expiresAt } });
+          const a = await control.grantApproval(id, edit === null ? { approver } : { approver, via: 'worker', edit: { arguments: edit } });
+          const approval = { approvalId: a.approvalId, status: 'granted', actionHash: a.actionHash, approver: a.approver, grantedAt: a.grantedAt, expiresAt: a.expiresAt };
+          if (a.approvalId === id) return jsonResponse(200, { approval });
+          // An edit: the grant is a new request, bound to the edited hash; the proposed one is denied.
+          return jsonResponse(200, { approval: { ...approval, editedFrom: id }, edit: await control.approvalEdit(a.approvalId) });
         }
         return jsonResponse(200, { approval: approvalJson(await control.denyApproval(id, { approver })) });
       } catch (err) {

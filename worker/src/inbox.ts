@@ -6,6 +6,12 @@
  * receipt chain verifies. It refreshes itself without a reload (a small script polls
  * `/inbox/live`), and it works on a phone.
  *
+ * "Edit and approve" opens a JSON text box prefilled with the proposed arguments; sending it
+ * shows the proposed and the edited arguments side by side, key by key (every value escaped as
+ * the rest of the page is), with what the policy says of the edit, and only a second confirmation
+ * approves: through `Control.grantApproval`'s `edit`, which decides the edit again (a deny leaves
+ * the request pending) and grants it under a new request id.
+ *
  * Login takes the operator's credential (the same bearer token the API takes) and sets a session
  * cookie: `HttpOnly`, `SameSite=Strict`, `Path=/inbox`, `Secure` when the page is served over
  * HTTPS, signed (HMAC-SHA-256) and valid for 8 hours. Every form post carries the session's CSRF
@@ -16,15 +22,19 @@
  */
 import type { Context, Hono } from 'hono';
 import {
+  ActionDenied,
   ApprovalMismatch,
   canonicalJson,
+  explainDecision,
   IdentityError,
   InvalidArgument,
+  parseJson,
   showInvisible,
   type ApprovalRecord,
   type ChainReport,
   type Control,
   type EffectRecord,
+  type JsonObject,
 } from '@ctrlrun/kernel';
 import { readBodyBounded } from '@ctrlrun/kernel/webhook';
 import type { Authenticator } from './auth.js';
@@ -142,6 +152,10 @@ button.primary { background: #0b5d1e; border-color: #0b5d1e; color: #fff; }
 button.danger { background: #a4161a; border-color: #a4161a; color: #fff; }
 header button { background: transparent; color: #fff; border-color: #fff; min-width: 0; }
 label { display: block; font-weight: 600; margin-bottom: .25rem; }
+textarea { font: .9rem ui-monospace, monospace; width: 100%; box-sizing: border-box; padding: .5rem; border: 1px solid #5a6270; border-radius: .375rem; }
+table { border-collapse: collapse; width: 100%; margin: 0 0 .75rem; background: #fff; }
+th, td { border: 1px solid #c9ced6; padding: .25rem .5rem; text-align: left; vertical-align: top; word-break: break-all; }
+tr[data-change=changed], tr[data-change=added], tr[data-change=removed] { background: #fff4d6; }
 input[type=password] { font: inherit; width: 100%; max-width: 30rem; padding: .5rem; min-height: 2.75rem; box-sizing: border-box; border: 1px solid #5a6270; border-radius: .375rem; }
 .ok { color: #0b5d1e; font-weight: 600; }
 .bad { color: #a4161a; font-weight: 600; }
@@ -301,7 +315,64 @@ export function mountInbox(app: Hono<any>, options: InboxOptions): void {
 <details><summary>The whole hashed text</summary><pre>${esc(action.canonical)}</pre></details>
 <form class="inline" method="post" action="/inbox/approvals/${encodeURIComponent(request.requestId)}/grant"><input type="hidden" name="csrf" value="${esc(csrf)}"><button class="primary" type="submit" aria-label="Approve ${esc(action.name)} ${id}">Approve</button></form>
 <form class="inline" method="post" action="/inbox/approvals/${encodeURIComponent(request.requestId)}/deny"><input type="hidden" name="csrf" value="${esc(csrf)}"><button class="danger" type="submit" aria-label="Deny ${esc(action.name)} ${id}">Deny</button></form>
+<details><summary>Edit and approve</summary>
+<form method="post" action="/inbox/approvals/${encodeURIComponent(request.requestId)}/edit"><input type="hidden" name="csrf" value="${esc(csrf)}">
+<label for="edit-${id}">Arguments to approve instead (JSON)</label>
+<textarea id="edit-${id}" name="arguments" rows="6" spellcheck="false" data-edit>${esc(canonicalJson(action.canonicalArguments))}</textarea>
+<p><button type="submit" aria-label="Review the edit of ${esc(action.name)} ${id}">Review the edit</button></p>
+</form>
+</details>
 </article>`;
+  };
+
+  /** The edited arguments a form carries (`arguments`, JSON text), or why they are not arguments. */
+  const editedArguments = (form: Record<string, string>): { args: JsonObject } | { error: string } => {
+    const text = form['arguments'];
+    if (typeof text !== 'string' || text.trim() === '') return { error: 'send the edited arguments as a JSON object' };
+    try {
+      const value = parseJson(text, { what: 'the edited arguments' });
+      if (typeof value !== 'object' || value === null || Array.isArray(value)) return { error: 'the edited arguments must be a JSON object' };
+      canonicalJson(value);
+      return { args: value as JsonObject };
+    } catch (err) {
+      if (err instanceof InvalidArgument) return { error: err.message };
+      throw err;
+    }
+  };
+
+  /** Proposed and edited arguments, key by key: what the human confirms. Every value escaped. */
+  const diffHtml = (proposed: JsonObject, edited: JsonObject): string => {
+    const has = (o: JsonObject, k: string) => Object.prototype.hasOwnProperty.call(o, k);
+    const keys = [...new Set([...Object.keys(proposed), ...Object.keys(edited)])].sort();
+    const rows = keys.map((k) => {
+      const before = has(proposed, k) ? canonicalJson(proposed[k]) : null;
+      const after = has(edited, k) ? canonicalJson(edited[k]) : null;
+      const change = before === after ? 'same' : before === null ? 'added' : after === null ? 'removed' : 'changed';
+      return `<tr data-change="${change}"><th scope="row"><code>${esc(JSON.stringify(k))}</code></th><td><code>${before === null ? '<em>absent</em>' : esc(before)}</code></td><td><code>${after === null ? '<em>absent</em>' : esc(after)}</code></td><td>${change}</td></tr>`;
+    });
+    return `<table data-diff><thead><tr><th scope="col">Argument</th><th scope="col">Proposed</th><th scope="col">Edited</th><th scope="col"></th></tr></thead><tbody>${rows.join('')}</tbody></table>`;
+  };
+
+  /** The review page of an edit: the diff, what the policy says of it, and the confirming form. */
+  const editReview = (s: Session, record: ApprovalRecord, edited: JsonObject): Response => {
+    const { request } = record;
+    const { action } = request;
+    const id = esc(request.requestId);
+    const text = canonicalJson(edited);
+    return page(
+      'ctrlrun inbox: review the edit',
+      `<header><h1>ctrlrun inbox</h1></header>
+<main>
+<h2>Edit and approve ${esc(action.name)} <span class="note">(${id})</span></h2>
+<p>Proposed by ${esc(action.principal.agent)}${action.principal.user ? ` for ${esc(action.principal.user)}` : ''}. You approve the edited arguments, not the proposed ones: the proposed request is denied and the edit is granted under a new request id.</p>
+${diffHtml(action.canonicalArguments, edited)}
+<p><strong>Edited arguments, exactly as they will be hashed</strong></p>
+<pre data-edited>${esc(text)}</pre>
+<p>Policy: ${esc(explainDecision(control.policy, action.name, edited))}</p>
+<form class="inline" method="post" action="/inbox/approvals/${encodeURIComponent(request.requestId)}/edit/confirm"><input type="hidden" name="csrf" value="${esc(s.csrf)}"><input type="hidden" name="arguments" value="${esc(text)}"><button class="primary" type="submit" aria-label="Approve the edited ${esc(action.name)} ${id}">Approve the edit</button></form>
+<p><a href="/inbox">Back to the inbox</a> (nothing is answered)</p>
+</main>`,
+    );
   };
 
   const effectHtml = (record: EffectRecord, csrf: string): string => {
@@ -355,7 +426,12 @@ ${flash ? `<p class="flash" role="status">${esc(flash)}</p>` : ''}
 <script src="/inbox/inbox.js"></script>`,
     );
 
-  const FLASH: Record<string, string> = { granted: 'Approved: the agent may now run it, once.', denied: 'Denied.', resolved: 'Resolved.' };
+  const FLASH: Record<string, string> = {
+    granted: 'Approved: the agent may now run it, once.',
+    edited: 'Approved with your edit: the agent\'s call now runs the edited arguments, once.',
+    denied: 'Denied.',
+    resolved: 'Resolved.',
+  };
 
   app.get('/inbox', async (c) => {
     const s = await session(c);
@@ -413,6 +489,33 @@ ${flash ? `<p class="flash" role="status">${esc(flash)}</p>` : ''}
     });
   answer('grant');
   answer('deny');
+
+  // Edit and approve: review first (nothing written), then confirm (the kernel decides and writes).
+  app.post('/inbox/approvals/:id/edit', async (c) => {
+    const checked = await checkedPost(c);
+    if (checked instanceof Response) return checked;
+    const id = c.req.param('id');
+    const record = await store.getApproval(id);
+    if (record === null || record.status !== 'pending') return inbox(checked.session, `Not approved: approval request ${id} is ${record === null ? 'unknown' : record.status}, not pending.`);
+    const edited = editedArguments(checked.form);
+    if ('error' in edited) return inbox(checked.session, `Not approved: ${edited.error}`);
+    return editReview(checked.session, record, edited.args);
+  });
+
+  app.post('/inbox/approvals/:id/edit/confirm', async (c) => {
+    const checked = await checkedPost(c);
+    if (checked instanceof Response) return checked;
+    const id = c.req.param('id');
+    const edited = editedArguments(checked.form);
+    if ('error' in edited) return inbox(checked.session, `Not approved: ${edited.error}`);
+    try {
+      await control.grantApproval(id, { approver: checked.session.operator, via: 'inbox', edit: { arguments: edited.args } });
+    } catch (err) {
+      if (!(err instanceof ApprovalMismatch || err instanceof ActionDenied || err instanceof InvalidArgument)) throw err;
+      return inbox(checked.session, `Not approved: ${err.message}`);
+    }
+    return new Response(null, { status: 303, headers: { location: '/inbox?done=edited' } });
+  });
 
   app.post('/inbox/effects/:key/resolve', async (c) => {
     const checked = await checkedPost(c);

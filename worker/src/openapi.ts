@@ -66,7 +66,22 @@ const schemas: Record<string, Schema> = {
     consumedAt: nullableStr,
   }),
   ApprovalPage: obj({ approvals: { type: 'array', items: ref('Approval') }, next: nullableStr }),
-  Grant: obj({ approval: obj({ approvalId: str, status: { const: 'granted' }, actionHash: hash, approver: str, grantedAt: str, expiresAt: str }) }),
+  Grant: {
+    type: 'object',
+    required: ['approval'],
+    properties: {
+      approval: {
+        type: 'object',
+        required: ['approvalId', 'status', 'actionHash', 'approver', 'grantedAt', 'expiresAt'],
+        properties: { approvalId: str, status: { const: 'granted' }, actionHash: hash, approver: str, grantedAt: str, expiresAt: str, editedFrom: str },
+      },
+      edit: {
+        description: 'Present when the grant approved edited arguments: the proposed request (now denied) and the approved one.',
+        type: 'object',
+        properties: { proposed: str, approved: str, editor: str, proposedHash: hash, approvedHash: hash, proposedArguments: { type: 'object' }, approvedArguments: { type: 'object' } },
+      },
+    },
+  },
   Denial: obj({ approval: ref('Approval') }),
   Effect: obj({
     effect: obj({
@@ -194,8 +209,26 @@ export function openApiDocument(): Record<string, unknown> {
           summary: 'Grant (operator)',
           security: bearer,
           parameters: [pathParam('id', 'The request id.')],
-          requestBody: body({ type: 'object', additionalProperties: false }, false),
-          responses: { '200': json(ref('Grant'), 'Granted: the agent may now run it, once.'), '400': error('A body with fields.'), ...operatorOnly, '404': error('No such request.'), '409': error('Not pending (answered, expired, consumed).') },
+          requestBody: body({
+            type: 'object',
+            additionalProperties: false,
+            properties: {
+              edit: {
+                type: 'object',
+                additionalProperties: false,
+                required: ['arguments'],
+                properties: { arguments: { type: 'object', description: 'Approve these arguments instead of the proposed ones: decided again by the policy, granted under a new request id.' } },
+              },
+            },
+          }, false),
+          responses: {
+            '200': json(ref('Grant'), 'Granted: the agent may now run it, once (with an edit, the edited arguments under a new request id).'),
+            '400': error('A body with other fields, or edited arguments that make no action.'),
+            ...operatorOnly,
+            '403': error('The credential has the wrong role, or the edited arguments are denied (by policy or authority; the request stays pending).'),
+            '404': error('No such request.'),
+            '409': error('Not pending (answered, expired, consumed).'),
+          },
         },
       },
       '/v1/approvals/{id}/deny': {

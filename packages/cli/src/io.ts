@@ -38,6 +38,32 @@ export interface CliIo {
   readonly interactive?: boolean;
   /** Writes `question` to stderr and resolves to the line typed, or null at end of input. */
   readonly ask?: (question: string) => Promise<string | null>;
+  /**
+   * Reads standard input to its end as UTF-8 (`approve --edit -`), refusing more than `limit`
+   * bytes (a `RangeError`). Absent: standard input cannot be read.
+   */
+  readonly readStdin?: (limit: number) => Promise<string>;
+}
+
+/** Standard input to its end, at most `limit` bytes; more is a `RangeError` (nothing more is read). */
+function readProcessStdin(limit: number): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limit) {
+        process.stdin.off('data', onData);
+        process.stdin.pause();
+        reject(new RangeError(`standard input holds more than the ${limit} bytes this command reads`));
+        return;
+      }
+      chunks.push(chunk);
+    };
+    process.stdin.on('data', onData);
+    process.stdin.once('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    process.stdin.once('error', reject);
+  });
 }
 
 /** One line from standard input after `question` on stderr; null when input ends first. */
@@ -70,5 +96,6 @@ export function processIo(): CliIo {
     userName: () => userInfo().username,
     interactive: process.stdin.isTTY === true,
     ask: askOnTerminal,
+    readStdin: readProcessStdin,
   };
 }

@@ -16,14 +16,14 @@ export { type IdPrefix, type IdSource, randomIds, sequentialIds } from './ids.js
 export { type Action, type ActionInput, type Principal, createAction, createPrincipal, actionHash, actionToJson, actionFromJson } from './action.js';
 export * from './model.js';
 export { checkActor, resultToJson } from './effects.js';
-export { parseReceipt, RECEIPT_KEYS, type ReceiptDocument, type ReceiptPrincipal, type ReceiptResult } from './receipt.js';
+export { parseReceipt, RECEIPT_KEYS, RECEIPT_EDIT_KEYS, type ReceiptEdit, type ReceiptDocument, type ReceiptPrincipal, type ReceiptResult } from './receipt.js';
 export { type ChainBreakName, type ChainBreak, type ChainReport, type ReceiptView, receiptView, verifyChain, ChainVerifier } from './chain.js';
 export { type ActionEntry, type CanonicalAuthority, type CanonicalGrant, type Condition, type Decision, type Evaluation, type HashForOptions, type LoadPolicyOptions, type Operator, type PolicyControl, type PolicySchema, type Template, type TemplatePart, EXAMPLE_POLICY_YAML, explainDecision, Policy, loadPolicy, parseTemplate, resolveEffectTemplate, resolveResourceTemplate } from './policy/index.js';
 export { type Bypass, type CheckPolicyOptions, type PolicyFinding, type PolicyFindingCode, checkPolicy } from './policy/index.js';
 export { type EventSink, type SinkLogger, type JsonlFile, type JsonlWriter, callbackSink, eventLine, jsonlSink } from './events.js';
-export type { StateStore, DelegationRecord } from './store/state-store.js';
+export type { StateStore, DelegationRecord, ApprovalEditWrite, ApprovalEditResult } from './store/state-store.js';
 export { SCHEMA_LEVEL } from './store/migrations.js';
-export { Control, type ControlOptions, type DelegateOptions, type ExecuteOptions, type ExecuteResult, type Executor, type ExecutionContext, type Logger, type ReconcileHook, type ResolveOptions, describeError } from './control.js';
+export { Control, type ApprovalEdit, type GrantOptions, type ControlOptions, type DelegateOptions, type ExecuteOptions, type ExecuteResult, type Executor, type ExecutionContext, type Logger, type ReconcileHook, type ResolveOptions, describeError } from './control.js';
 export { protect, type ProtectOptions, type CallOptions, type Protected } from './protect.js';
 export { answerCommands, type WaitingFor } from './protect.js';
 export { type AmbientCall, type AmbientCallProvider, ambientCall, setAmbientCallContext } from './ambient.js';

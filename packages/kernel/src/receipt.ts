@@ -37,6 +37,8 @@ export interface ReceiptFields {
   controls: readonly string[];
   /** The canonical arguments to record, when the caller already holds a copy; else read from the action. */
   arguments?: JsonObject;
+  /** Run under an edited grant: what the human changed (see {@link ReceiptEdit}); absent or null otherwise. */
+  edit?: JsonObject | null;
 }
 
 /** Builds the receipt document in `to_json` key order, `seq`/`prev_hash` still null. */
@@ -69,6 +71,8 @@ export function buildReceipt(action: Action, f: ReceiptFields): ReceiptDraft {
     policy_version: f.policyVersion,
     controls: [...f.controls],
   };
+  // Only an edited grant adds the key: every other receipt keeps its bytes.
+  if (f.edit !== undefined && f.edit !== null) document['edit'] = f.edit;
   return { receiptId: f.receiptId, actionId: action.actionId, effectKey: f.effectKey, result: f.result, finishedAt: f.finishedAt, document };
 }
 
@@ -123,7 +127,28 @@ export interface ReceiptDocument {
   readonly policy_hash: string | null;
   readonly policy_version: string | null;
   readonly controls: readonly string[];
+  /** Present only on an action run under an edited grant. */
+  readonly edit?: ReceiptEdit;
 }
+
+/**
+ * A receipt's `edit`: the action ran under a grant a human gave with edited arguments. The
+ * receipt's `action_hash` and `arguments` are the approved ones; these say what was proposed.
+ */
+export interface ReceiptEdit {
+  /** The request the agent filed (answered `denied` by the edit). */
+  readonly proposed_request_id: string;
+  readonly proposed_hash: string;
+  /** The hash the grant was bound to (the receipt's `action_hash`). */
+  readonly approved_hash: string;
+  /** Who edited and approved. */
+  readonly editor: string;
+  readonly proposed_arguments: JsonObject;
+  readonly approved_arguments: JsonObject;
+}
+
+/** The keys of a receipt's `edit`, in the order it is written. */
+export const RECEIPT_EDIT_KEYS: readonly string[] = Object.freeze(['proposed_request_id', 'proposed_hash', 'approved_hash', 'editor', 'proposed_arguments', 'approved_arguments']);
 
 const RESULTS: readonly string[] = ['committed', 'failed', 'ambiguous', 'denied', 'blocked', 'observed'];
 const EXECUTIONS: readonly (string | null)[] = ['committed', 'failed', 'ambiguous', null];
@@ -151,7 +176,7 @@ export function parseReceipt(json: string): ReceiptDocument {
   const keys = Object.keys(d);
   const expected = RECEIPT_KEYS;
   const missing = expected.filter((k) => !Object.prototype.hasOwnProperty.call(d, k));
-  const extra = keys.filter((k) => !expected.includes(k));
+  const extra = keys.filter((k) => !expected.includes(k) && k !== 'edit');
   if (missing.length > 0) throw new InvalidArgument(`receipt field${missing.length > 1 ? 's' : ''} missing: ${missing.join(', ')}`);
   if (extra.length > 0) throw new InvalidArgument(`receipt has unknown field${extra.length > 1 ? 's' : ''}: ${extra.map((k) => JSON.stringify(k)).join(', ')}`);
   if (d['schema'] !== RECEIPT_SCHEMA) bad('schema', JSON.stringify(RECEIPT_SCHEMA), d['schema']);
@@ -182,6 +207,17 @@ export function parseReceipt(json: string): ReceiptDocument {
     if (typeof would['decision'] !== 'string') bad('would_have.decision', 'a string', would['decision']);
     if (typeof would['reason'] !== 'string') bad('would_have.reason', 'a string', would['reason']);
     if (would['blocked_reason'] !== null && typeof would['blocked_reason'] !== 'string') bad('would_have.blocked_reason', 'a string or null', would['blocked_reason']);
+  }
+  if (Object.prototype.hasOwnProperty.call(d, 'edit')) {
+    const edit = d['edit'];
+    if (!isPlainObject(edit)) return bad('edit', 'an object', edit);
+    const ed = edit as JsonObject;
+    const got = Object.keys(ed);
+    if (got.length !== RECEIPT_EDIT_KEYS.length || !RECEIPT_EDIT_KEYS.every((k) => Object.prototype.hasOwnProperty.call(ed, k))) {
+      throw new InvalidArgument(`receipt field edit must have exactly ${RECEIPT_EDIT_KEYS.join(', ')}; got ${got.map((k) => JSON.stringify(k)).join(', ') || 'nothing'}`);
+    }
+    for (const k of ['proposed_request_id', 'proposed_hash', 'approved_hash', 'editor']) if (typeof ed[k] !== 'string') bad(`edit.${k}`, 'a string', ed[k]);
+    for (const k of ['proposed_arguments', 'approved_arguments']) if (!isPlainObject(ed[k])) bad(`edit.${k}`, 'an object', ed[k]);
   }
   const controls = d['controls'];
   if (!Array.isArray(controls) || !controls.every((c) => typeof c === 'string')) bad('controls', 'an array of strings', controls);

@@ -11,7 +11,7 @@
  * @module
  */
 export type { Dialect, SqlValue, QueryResult, SqlExecutor, SqlDriver, DriverCapabilities } from './store/driver.js';
-export type { StateStore, TrailingEvents, TakenContinuation, DelegationRecord } from './store/state-store.js';
+export type { StateStore, TrailingEvents, TakenContinuation, DelegationRecord, ApprovalEditWrite, ApprovalEditResult } from './store/state-store.js';
 export type * from './model.js';
 export { Mutex } from './store/mutex.js';
 export { SqlStateStore, openSqlStateStore, type SqlStateStoreOptions, type SqlDialect, type DialectSql } from './store/sql-state-store.js';

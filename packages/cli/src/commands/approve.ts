@@ -13,14 +13,23 @@
  * script, a pipe, CI) it answers without asking and prints what it always printed, so scripts
  * keep working; `--json` shows the whole request there too.
  *
+ * `approve --edit FILE` (`-`: standard input) approves the arguments in FILE, a JSON object,
+ * instead of the proposed ones (edit-then-approve): read as a regular file of bounded size and
+ * parsed strictly before any store is opened, then decided again by the policy (a deny refuses
+ * the edit and leaves the request pending). It prints the proposed and the approved arguments and
+ * the new request id the grant is bound to.
+ *
  * @module
  */
+import { resolve as resolvePath } from 'node:path';
 import { evidenceTime, parseTime } from '@ctrlrun/kernel/store';
-import { type Control, type JsonObject, type Policy, type StateStore } from '@ctrlrun/kernel';
+import { canonicalJson, parseJson, type Control, type JsonObject, type Policy, type StateStore } from '@ctrlrun/kernel';
 import { readRequest, requestJson, requestLines, type RequestView } from '../approval-view.js';
 import { AS_APPROVER, STORE_URL, type Command, type Invocation } from '../command.js';
 import { answeringControl } from '../control.js';
 import { CliRefusal } from '../errors.js';
+import { MAX_INPUT_BYTES, readRegularFile } from '../files.js';
+import { isObject } from '../format.js';
 
 /** Refuses an unknown, altered or already answered request while only a reader is open. */
 async function pendingRequest(reader: StateStore, id: string): Promise<RequestView> {
@@ -29,27 +38,78 @@ async function pendingRequest(reader: StateStore, id: string): Promise<RequestVi
   return view;
 }
 
+/** Each argument as `"key": value` in canonical order (what is hashed), or `(none)`. */
+function argumentLines(args: JsonObject): string[] {
+  const keys = Object.keys(args).sort();
+  if (keys.length === 0) return ['(none)'];
+  return keys.map((k) => `${JSON.stringify(k)}: ${canonicalJson(args[k])}`);
+}
+
+/**
+ * The edited arguments of `approve --edit FILE` (`-`: standard input): a regular file of at most
+ * {@link MAX_INPUT_BYTES}, strict JSON (no floats, no duplicate keys, `__proto__` kept as data),
+ * one object whose values have a canonical form. Read before any store is opened; null without `--edit`.
+ */
+async function readEdit(inv: Invocation): Promise<JsonObject | null> {
+  const file = inv.values['edit'];
+  if (file === undefined) return null;
+  if (typeof file !== 'string' || file === '') throw new CliRefusal('--edit needs a FILE holding a JSON object of the edited arguments (or - for standard input)');
+  let where: string;
+  let text: string;
+  if (file === '-') {
+    where = 'standard input';
+    if (inv.io.readStdin === undefined) throw new CliRefusal('--edit -: standard input cannot be read here; give a FILE');
+    try {
+      text = await inv.io.readStdin(MAX_INPUT_BYTES);
+    } catch (e) {
+      throw new CliRefusal(`the edit on standard input cannot be read: ${(e as Error).message}`);
+    }
+  } else {
+    const path = resolvePath(inv.io.cwd, file);
+    where = `the edit file ${path}`;
+    try {
+      text = readRegularFile(path);
+    } catch (e) {
+      throw new CliRefusal(`${where} cannot be read: ${(e as Error).message}`);
+    }
+  }
+  let doc: unknown;
+  try {
+    doc = parseJson(text, { what: where });
+    if (!isObject(doc)) throw new Error(`it holds ${Array.isArray(doc) ? 'an array' : doc === null ? 'null' : `a ${typeof doc}`}, not an object of the edited arguments`);
+    canonicalJson(doc);
+  } catch (e) {
+    throw new CliRefusal(`${where}: ${(e as Error).message}`);
+  }
+  return doc as JsonObject;
+}
+
 /** Shows the request and asks on a terminal; refuses (exit 1, nothing written) unless the answer is yes. */
-async function confirmOnTerminal(inv: Invocation, verb: 'grant' | 'deny', view: RequestView, policy: Policy, who: string): Promise<void> {
+async function confirmOnTerminal(inv: Invocation, verb: 'grant' | 'deny', view: RequestView, policy: Policy, who: string, edit: JsonObject | null): Promise<void> {
   const { io, values, out, err } = inv;
   if (values['yes'] === true || io.interactive !== true || io.ask === undefined) return;
   // With --json, stdout carries only the JSON: the person reads the request on stderr.
   const show = values['json'] === true ? err : out;
   for (const line of requestLines(view, policy)) show(line);
+  if (edit !== null) argumentLines(edit).forEach((line, i) => show(`${i === 0 ? '  edited to   ' : '             '}${line}`));
   const id = view.record.request.requestId;
-  const answer = await io.ask(`${verb} ${id} (${view.record.request.action.name}) as ${who}? [y/N] `);
+  const what = edit === null ? '' : ' with the edited arguments';
+  const answer = await io.ask(`${verb} ${id} (${view.record.request.action.name})${what} as ${who}? [y/N] `);
   if (answer === null || !/^\s*y(es)?\s*$/i.test(answer)) {
     throw new CliRefusal(`not ${verb === 'grant' ? 'granted' : 'denied'}: ${answer === null ? 'no answer (end of input)' : `the answer was ${JSON.stringify(answer.trim())}`}; nothing was written (give --yes to answer without asking)`);
   }
 }
 
 /** A command that answers one pending request as `--as NAME` through the operator's Control. */
-function answerCommand(name: 'approve' | 'deny', summary: string, answer: (control: Control, view: RequestView, approver: string, inv: Invocation) => Promise<void>): Command {
+function answerCommand(
+  name: 'approve' | 'deny', summary: string, answer: (control: Control, view: RequestView, approver: string, inv: Invocation, edit: JsonObject | null) => Promise<void>,
+): Command {
   return {
     name,
     summary,
     positionals: ['REQUEST_ID'],
     options: {
+      ...(name === 'approve' ? { edit: { type: 'string' as const, value: 'FILE', help: 'approve the arguments in FILE (a JSON object; - reads standard input) instead of the proposed ones: decided again by the policy, bound to their own hash, under a new request id' } } : {}),
       as: AS_APPROVER,
       yes: { type: 'boolean', short: 'y', help: 'answer without showing the request and asking (the default when standard input is not a terminal)' },
       json: { type: 'boolean', help: 'the answer and the whole request it answered, as JSON' },
@@ -60,12 +120,13 @@ function answerCommand(name: 'approve' | 'deny', summary: string, answer: (contr
       'anything but y/yes answers nothing (exit 1). Not on a terminal, the answer is given without asking, as in scripts.',
     async run(inv) {
       const id = inv.positionals[0]!;
+      const edit = await readEdit(inv);
       let view: RequestView | undefined;
       return answeringControl(
         inv,
         async (reader) => void (view = await pendingRequest(reader, id)),
-        (control, approver) => answer(control, view!, approver, inv),
-        (_reader, policy, who) => confirmOnTerminal(inv, name === 'approve' ? 'grant' : 'deny', view!, policy, who),
+        (control, approver) => answer(control, view!, approver, inv, edit),
+        (_reader, policy, who) => confirmOnTerminal(inv, name === 'approve' ? 'grant' : 'deny', view!, policy, who, edit),
       );
     },
   };
@@ -75,10 +136,28 @@ function answered(view: RequestView, fields: JsonObject): string {
   return JSON.stringify({ ...fields, request: requestJson(view) });
 }
 
-export const approve: Command = answerCommand('approve', 'grant a pending approval request (bound to its action hash, used once)', async (control, view, approver, { out, json, values }) => {
+export const approve: Command = answerCommand('approve', 'grant a pending approval request (bound to its action hash, used once), or with --edit approve edited arguments', async (control, view, approver, { out, json, values }, edit) => {
   const id = view.record.request.requestId;
-  const approval = await control.grantApproval(id, { approver });
+  const approval = await control.grantApproval(id, edit === null ? { approver } : { approver, via: 'cli', edit: { arguments: edit } });
   const expires = evidenceTime(parseTime(approval.expiresAt));
+  if (approval.approvalId !== id) {
+    const edited = await control.approvalEdit(approval.approvalId);
+    const proposedArguments = edited?.proposedArguments ?? view.record.request.action.canonicalArguments;
+    const approvedArguments = edited?.approvedArguments ?? edit ?? {};
+    if (values['json'] === true) {
+      json(answered(view, {
+        approval_id: approval.approvalId, edited_from: id, status: 'granted', approver, action_hash: approval.actionHash,
+        proposed_hash: view.record.request.actionHash, proposed_arguments: proposedArguments, approved_arguments: approvedArguments, expires_at: expires,
+      }));
+      return;
+    }
+    out(`granted ${approval.approvalId} for ${approval.actionHash} by ${approver}: an edit of ${id}, which is now denied`);
+    argumentLines(proposedArguments).forEach((line, i) => out(`${i === 0 ? 'proposed  ' : '          '}${line}`));
+    argumentLines(approvedArguments).forEach((line, i) => out(`${i === 0 ? 'approved  ' : '          '}${line}`));
+    out(`the agent's call of ${id} now runs the approved arguments, once`);
+    out(`expires ${expires}`);
+    return;
+  }
   if (values['json'] === true) {
     json(answered(view, { approval_id: id, status: 'granted', approver, action_hash: approval.actionHash, expires_at: expires }));
     return;

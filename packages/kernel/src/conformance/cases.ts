@@ -37,6 +37,7 @@ export const CASE_IDS = [
   'expiry',
   'atomic-with-reservation',
   'approval-checked-first',
+  'edit-answer-race',
   'only-ambiguous',
   'two-resolutions',
   'no-failed-on-refusal',
@@ -813,6 +814,56 @@ export const storeCases: Record<CaseId, CaseDef> = {
         const [, renewed] = await store.consumeApprovalAndReserve(aprF, retry.actionHash, kf, retry.actionId, LEASE);
         expect(renewed).toMatchObject({ attempt: 2, actionId: retry.actionId });
         expect(await status(store, aprF)).toBe('consumed');
+      });
+    },
+  },
+
+  'edit-answer-race': {
+    suite: 'approval',
+    async run(factory) {
+      const clock = manualClock();
+      await withStore(factory, clock, async (store) => {
+        // Optional: a store without it cannot take edits (Control refuses them before any write).
+        const edit = store.editApproval?.bind(store);
+        if (edit === undefined) return;
+        const proposed = refundAction(9000);
+        const edited = refundAction(7000);
+        const id = await request(store, clock, proposed);
+        clock.advance(MINUTE);
+        const newId = randomIds('apr');
+        const trailing = { drafts: () => [{ ts: '2026-01-01T12:01:00.000Z', type: 'APPROVAL_GRANTED', actionId: null, effectKey: null, approvalId: newId, data: { approver: 'alice', edited_from: id } } satisfies EventDraft], stored: undefined as unknown };
+        const result = await edit({ requestId: id, editedRequestId: newId, action: edited, approver: 'alice', policyHash: null }, trailing as never);
+        expect(result.approved).toEqual({ approvalId: newId, actionHash: edited.actionHash, approver: 'alice', grantedAt: '2026-01-01T12:01:00+00:00', expiresAt: '2026-01-01T12:15:00+00:00' });
+        expect(result.proposed).toMatchObject({ status: 'denied', approver: 'alice' });
+        expect(await store.getApproval(id)).toMatchObject({ status: 'denied', approver: 'alice', grantedAt: null });
+        expect(await store.getApproval(newId)).toMatchObject({ status: 'granted', approver: 'alice', request: { actionHash: edited.actionHash, expiresAt: '2026-01-01T12:15:00+00:00' } });
+        if (store.lastApprovalEvent) expect((await store.lastApprovalEvent(newId, 'APPROVAL_GRANTED'))?.data).toEqual({ approver: 'alice', edited_from: id });
+        // The edited grant is bound to the edited hash, once.
+        await refused(store.consumeApproval(newId, proposed.actionHash), ApprovalMismatch, mismatch('mismatch'), 'the proposed hash on the edited grant');
+        await refused(edit({ requestId: id, editedRequestId: randomIds('apr'), action: edited, approver: 'bob', policyHash: null }), ApprovalMismatch, mismatch('denied'), 'edit after the edit');
+
+        // Racing answers of one pending request: edits, grants and denials; exactly one wins, whole.
+        const contested = await request(store, clock, proposed);
+        const ids = Array.from({ length: CONTENDERS }, () => randomIds('apr'));
+        const calls = ids.map((n, i) =>
+          i % 3 === 0 ? store.grantApproval(contested, `granter-${i}`)
+            : i % 3 === 1 ? store.denyApproval(contested, `denier-${i}`)
+              : edit({ requestId: contested, editedRequestId: n, action: refundAction(7000 + i), approver: `editor-${i}`, policyHash: null }));
+        const settled = await Promise.allSettled(calls);
+        const won = settled.map((r, i) => (r.status === 'fulfilled' ? i : -1)).filter((i) => i >= 0);
+        expect(won, 'exactly one answer wins').toHaveLength(1);
+        for (const r of settled) if (r.status === 'rejected') expect(r.reason, 'a losing answer').toBeInstanceOf(ApprovalMismatch);
+        const winner = won[0]!;
+        const record = await store.getApproval(contested);
+        const kinds = ['granted', 'denied', 'denied'] as const;
+        expect(record).toMatchObject({ status: kinds[winner % 3], approver: winner % 3 === 0 ? `granter-${winner}` : winner % 3 === 1 ? `denier-${winner}` : `editor-${winner}` });
+        // Only the winning edit's row exists; no loser left half a write.
+        for (const [i, n] of ids.entries()) {
+          if (i % 3 !== 2) continue;
+          const row = await store.getApproval(n);
+          if (i === winner) expect(row).toMatchObject({ status: 'granted', approver: `editor-${i}` });
+          else expect(row, `losing edit ${i} wrote nothing`).toBeNull();
+        }
       });
     },
   },

@@ -67,7 +67,7 @@ export async function resolveEffect(ctx: ControlContext, effectKey: string, stat
 }
 
 /** `{ [name]: value }` for a given non-blank string, `{}` when absent; anything else is refused. */
-function optionalText(value: unknown, name: string): Record<string, string> {
+export function optionalText(value: unknown, name: string): Record<string, string> {
   if (value === undefined) return {};
   if (typeof value !== 'string' || value.trim() === '') throw new InvalidArgument(`${name} must be a non-blank string when given`);
   return { [name]: value };

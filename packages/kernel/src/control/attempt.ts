@@ -30,16 +30,17 @@ import { runObserved } from './observe.js';
 import { runExecutor } from './outcome.js';
 import { note, recordEvent, flush, trailing, afterWrite, recordReceipt } from './evidence.js';
 import { openApproval } from './answers.js';
+import { followEdit } from './edit.js';
 import { type ControlContext, type Pass, type Decided, expiryOf, deny, decidedFromJson, describeError } from './pass.js';
 import type { Executor, ExecuteOptions, ExecuteResult } from './types.js';
 
 /** `Control.executeWithReceipt`: runs `action` through the control path; resolves to the executor's value and the receipt. */
-export async function attempt<T>(ctx: ControlContext, action: Action, executor: Executor<T>, options: ExecuteOptions = {}): Promise<ExecuteResult<T>> {
+export async function attempt<T>(ctx: ControlContext, proposed: Action, executor: Executor<T>, options: ExecuteOptions = {}): Promise<ExecuteResult<T>> {
   // Pre-checks: these write nothing.
   if (typeof executor !== 'function') throw new InvalidArgument('execute needs an executor function');
-  checkEnvironment(ctx, action);
+  checkEnvironment(ctx, proposed);
   // An expiry no clock can compare against is the credential's fault, refused before any evidence.
-  expiryOf(action.principal, action.name);
+  expiryOf(proposed.principal, proposed.name);
   const lease = options.lease === undefined ? ctx.lease : checkDuration(options.lease, 'lease');
   if (options.reconcile !== undefined && typeof options.reconcile !== 'function') throw new InvalidArgument('reconcile must be a function');
   if (options.reconcileEagerly && options.reconcile === undefined) throw new InvalidArgument('reconcileEagerly needs a reconcile hook');
@@ -48,14 +49,18 @@ export async function attempt<T>(ctx: ControlContext, action: Action, executor: 
     if (typeof options.effectKey !== 'string' || options.effectKey === '') throw new InvalidArgument('effectKey must be null or a non-empty string');
     effectKey = options.effectKey;
   }
-  const approvalId = options.approvalId ?? null;
-  if (approvalId !== null && (typeof approvalId !== 'string' || approvalId === '')) throw new InvalidArgument('approvalId must be a non-empty string');
+  const presented = options.approvalId ?? null;
+  if (presented !== null && (typeof presented !== 'string' || presented === '')) throw new InvalidArgument('approvalId must be a non-empty string');
+  // A request a human answered with an edit runs the edited action, presenting the edited grant.
+  const followed = presented === null ? null : await followEdit(ctx, proposed, presented);
+  const action = followed?.action ?? proposed;
+  const approvalId = followed?.approvalId ?? presented;
   const template = options.effectKey === undefined ? (options.effectTemplate ?? ctx.policy.action(action.name)?.effect ?? null) : null;
 
   const pass: Pass = {
     action, args: action.canonicalArguments, startedAt: evidenceTime(ctx.clock()), effectKey, approvalId, approver: null, attempt: 1, evaluation: null, hookCalls: 0,
     observation: ctx.observing ? { decision: 'allow', reason: '', blocked: null } : null, held: false, pending: [],
-    policyHash: ctx.policyHash, policyVersion: ctx.policy.version,
+    policyHash: ctx.policyHash, policyVersion: ctx.policy.version, edit: followed?.edit ?? null,
   };
   note(ctx, pass, 'ACTION_PROPOSED', { action_hash: action.actionHash });
   try {

@@ -18,6 +18,7 @@ import type { StateStore } from '../store/state-store.js';
 import { checkDuration, MINUTE, systemClock, type Clock } from '../time.js';
 import { denyApproval, delegate, grantApproval, openApproval, resolveEffect, revoke } from './answers.js';
 import { attempt, resumeAttempt } from './attempt.js';
+import { approvalEdit, editApproval, type ApprovalEdit, type GrantOptions } from './edit.js';
 import { evaluate, resolvePrincipal } from './gates.js';
 import type { ControlContext } from './pass.js';
 import type { ControlOptions, DelegateOptions, Executor, ExecuteOptions, ExecuteResult, Logger, ResolveOptions } from './types.js';
@@ -151,9 +152,41 @@ export class Control {
     return openApproval(this.#ctx, action);
   }
 
-  /** Grants approval request `requestId` as `approver`; records `APPROVAL_GRANTED`. */
-  async grantApproval(requestId: string, options: { approver: string; via?: string }): Promise<Approval> {
+  /**
+   * Grants approval request `requestId` as `approver`; records `APPROVAL_GRANTED`.
+   *
+   * With `edit: { arguments }` the human approves edited arguments instead (edit-then-approve).
+   * The request must be pending and unexpired (the same refusals as a grant). The edited action
+   * has the same name, principal and environment, the new arguments (checked and canonicalised as
+   * `createAction` does), the resource derived again from the policy's `resource:` template (else
+   * the proposed one) and a fresh action id; it is hashed anew and decided again by authority
+   * and policy. A deny is an `ActionDenied` whose message is the rule's sentence: nothing is
+   * written and the request stays pending (an edit never lifts a deny). Otherwise one store
+   * transaction answers the request `denied` (approver: the editor; `APPROVAL_DENIED` with
+   * `edited_to`) and inserts a new request for the edited hash, already `granted`, expiring with
+   * the original (`APPROVAL_GRANTED` with `edited_from`, both hashes and both argument sets).
+   * Resolves to that grant: its `approvalId` is the new request id. Arguments with the proposed
+   * hash are a plain grant. A store without `editApproval` refuses an edit (`InvalidArgument`).
+   *
+   * Running it: `execute(editedAction, fn, { approvalId: newId })` consumes the grant (single
+   * use; any other hash presented with the new id is `ApprovalMismatch('mismatch')`). The agent's
+   * own path works too: executing the ORIGINAL action presenting the ORIGINAL request id (as
+   * `protect` does after waiting for an answer) runs the EDITED action instead — the executor
+   * receives the edited canonical arguments and `ExecutionContext.action` is the edited action —
+   * and consumes the new grant; a second such call is refused as consumed, so it never runs
+   * twice. The receipt of an action run under an edited grant carries an `edit` object.
+   */
+  async grantApproval(requestId: string, options: GrantOptions): Promise<Approval> {
+    if (options !== null && typeof options === 'object' && options.edit !== undefined) return editApproval(this.#ctx, requestId, options);
     return grantApproval(this.#ctx, requestId, options);
+  }
+
+  /**
+   * The edit that answered request `requestId` — given the proposed request's id or the edited
+   * one's — or `null` when the request was not answered with an edit. Reads only.
+   */
+  async approvalEdit(requestId: string): Promise<ApprovalEdit | null> {
+    return approvalEdit(this.#ctx, requestId);
   }
 
   /** Denies approval request `requestId` as `approver`; records `APPROVAL_DENIED`. */

@@ -11,6 +11,7 @@ import type { TrailingEvents } from '../store/state-store.js';
 import type { ReceiptDraft } from '../model.js';
 import { evidenceTime } from '../time.js';
 import { type ControlContext, type Pass, isExecution } from './pass.js';
+import { receiptEdit } from './edit.js';
 
 // ---- evidence ----
 /** Drafts an event of this pass, to be stored with the pass's next write (see {@link Pass.pending}). */
@@ -125,6 +126,7 @@ export function receiptDraft(ctx: ControlContext, pass: Pass, r: { result: Recei
     policyVersion: pass.policyVersion,
     controls: ev?.controls ?? [],
     arguments: pass.args,
+    edit: pass.edit ? receiptEdit(pass.edit) : null,
   });
 }
 

@@ -18,6 +18,7 @@ import type { StateStore } from '../store/state-store.js';
 import { evidenceTime, parseTime, type Clock } from '../time.js';
 import { delegationToRecord } from '../authority/authority.js';
 import type { Logger } from './types.js';
+import type { ApprovalEdit } from './edit.js';
 
 /**
  * What every step of the control path reads: the Control's settings, its sinks and its one bit of
@@ -96,6 +97,8 @@ export interface Pass {
    * first, so nothing of this action reaches the store before them and their order never changes.
    */
   pending: EventDraft[];
+  /** The edit of the grant this pass presents (recorded on its receipt), or null/absent. */
+  edit?: ApprovalEdit | null;
 }
 
 /**

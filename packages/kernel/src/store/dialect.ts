@@ -95,6 +95,12 @@ export interface DialectSql {
   readonly listEvents: string;
   /** Params: action_id, type. The newest such event's columns (as {@link listEvents}), or no row. */
   readonly lastEvent: string;
+  /**
+   * Optional. Params: approval_id, type. The newest such event's columns (as {@link listEvents}),
+   * or no row (an edit-then-approve is found from either request id this way). Absent: the
+   * store filters {@link listEvents}.
+   */
+  readonly lastApprovalEvent?: string;
 
   /** Locks and advances the head row; returns `{ seq, hash }` (the new seq, the previous hash). */
   readonly lockChainHead: string;

@@ -155,6 +155,7 @@ function build(schema: string): SqlDialect {
         `INSERT INTO ${t('events')}(ts, type, action_id, effect_key, approval_id, data_json) VALUES ${Array.from({ length: n }, (_, r) => `(${Array.from({ length: 6 }, (_, c) => `$${r * 6 + c + 1}`).join(', ')})`).join(', ')} RETURNING event_id`,
       listEvents: `SELECT event_id, ts, type, action_id, effect_key, approval_id, data_json FROM ${t('events')} ORDER BY event_id`,
       lastEvent: `SELECT event_id, ts, type, action_id, effect_key, approval_id, data_json FROM ${t('events')} WHERE action_id = $1 AND type = $2 ORDER BY event_id DESC LIMIT 1`,
+      lastApprovalEvent: `SELECT event_id, ts, type, action_id, effect_key, approval_id, data_json FROM ${t('events')} WHERE approval_id = $1 AND type = $2 ORDER BY event_id DESC LIMIT 1`,
 
       // The row lock on the head serialises receipt writers; RETURNING gives the new seq and the previous hash.
       lockChainHead: `UPDATE ${t('receipt_chain')} SET seq = seq + 1 WHERE id = 1 RETURNING seq, hash`,

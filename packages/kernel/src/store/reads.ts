@@ -101,6 +101,20 @@ export async function lastEvent(e: SqlEngine, actionId: string, type: EventType)
   });
 }
 
+export async function lastApprovalEvent(e: SqlEngine, approvalId: string, type: EventType): Promise<EventRecord | null> {
+  const a = nonEmpty(approvalId, 'approval_id');
+  const t = nonEmpty(type, 'type');
+  const select = e.sql.sql.lastApprovalEvent;
+  return e.read(async (ex) => {
+    if (select === undefined) {
+      const all = (await e.query<EventRow>(ex, e.sql.sql.listEvents)).rows.map(eventFromRow);
+      return all.filter((ev) => ev.approvalId === a && ev.type === t).at(-1) ?? null;
+    }
+    const row = (await e.query<EventRow>(ex, select, [a, t])).rows[0];
+    return row ? eventFromRow(row) : null;
+  });
+}
+
 export async function receipts(e: SqlEngine): Promise<ReceiptRow[]> {
   return e.read(async (ex) => (await e.query<ReceiptSqlRow>(ex, e.sql.sql.listReceipts)).rows.map(receiptFromRow));
 }

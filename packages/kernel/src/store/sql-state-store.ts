@@ -34,7 +34,7 @@ import type { SqlDialect } from './dialect.js';
 import { sqliteDialect } from './sqlite.js';
 import { postgresDialect } from './postgres.js';
 import type { Logger } from '../control/types.js';
-import type { DelegationRecord, ReservationStep, StateStore, TakenContinuation, TrailingEvents } from './state-store.js';
+import type { ApprovalEditResult, ApprovalEditWrite, DelegationRecord, ReservationStep, StateStore, TakenContinuation, TrailingEvents } from './state-store.js';
 import { SqlEngine } from './engine.js';
 import * as reads from './reads.js';
 import * as writes from './writes.js';
@@ -126,6 +126,10 @@ export class SqlStateStore implements StateStore {
 
   async denyApproval(id: string, approver: string): Promise<ApprovalRecord> {
     return writes.denyApproval(this.#e, id, approver);
+  }
+
+  async editApproval(edit: ApprovalEditWrite, events?: TrailingEvents<ApprovalEditResult>): Promise<ApprovalEditResult> {
+    return writes.editApproval(this.#e, edit, events);
   }
 
   async consumeApproval(id: string, actionHash: string): Promise<Approval> {
@@ -230,6 +234,10 @@ export class SqlStateStore implements StateStore {
 
   async lastEvent(actionId: string, type: EventType): Promise<EventRecord | null> {
     return reads.lastEvent(this.#e, actionId, type);
+  }
+
+  async lastApprovalEvent(approvalId: string, type: EventType): Promise<EventRecord | null> {
+    return reads.lastApprovalEvent(this.#e, approvalId, type);
   }
 
   async receipts(): Promise<ReceiptRow[]> {

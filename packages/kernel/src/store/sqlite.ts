@@ -103,6 +103,7 @@ export const sqliteDialect: SqlDialect = Object.freeze({
       `INSERT INTO events(ts, type, action_id, effect_key, approval_id, data_json) VALUES ${Array.from({ length: n }, () => '(?, ?, ?, ?, ?, ?)').join(', ')} RETURNING event_id`,
     listEvents: 'SELECT event_id, ts, type, action_id, effect_key, approval_id, data_json FROM events ORDER BY event_id',
     lastEvent: 'SELECT event_id, ts, type, action_id, effect_key, approval_id, data_json FROM events WHERE action_id = ? AND type = ? ORDER BY event_id DESC LIMIT 1',
+    lastApprovalEvent: 'SELECT event_id, ts, type, action_id, effect_key, approval_id, data_json FROM events WHERE approval_id = ? AND type = ? ORDER BY event_id DESC LIMIT 1',
 
     lockChainHead: 'UPDATE receipt_chain SET seq = seq + 1 WHERE id = 1 RETURNING seq, hash',
     insertReceipt: `INSERT INTO receipts(${RECEIPT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,

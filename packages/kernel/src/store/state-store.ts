@@ -86,6 +86,33 @@ export interface ReservationStep {
   readonly approval: { readonly id: string; readonly actionHash: string } | null;
 }
 
+/**
+ * An edit-then-approve, as {@link StateStore.editApproval} writes it: pending request
+ * `requestId` is answered `denied` by `approver`, and a new request `editedRequestId` for the
+ * edited `action` is inserted already `granted` by `approver` (its expiry the original's, its
+ * `policy_hash_at_approval` `policyHash`).
+ */
+export interface ApprovalEditWrite {
+  /** The pending request the human answered with an edit. */
+  readonly requestId: string;
+  /** The new request's id (differs from `requestId`). */
+  readonly editedRequestId: string;
+  /** The edited action (same name, principal, environment; new arguments, new hash). */
+  readonly action: Action;
+  /** The editor, recorded as the approver of both rows. */
+  readonly approver: string;
+  /** The policy hash in force when the edit was decided. */
+  readonly policyHash: string | null;
+}
+
+/** What {@link StateStore.editApproval} wrote: the original (now `denied`) and the new grant. */
+export interface ApprovalEditResult {
+  /** The original request, as written: `denied`, approver the editor. */
+  readonly proposed: ApprovalRecord;
+  /** The grant of the edited action (`approvalId` is the new request id). */
+  readonly approved: Approval;
+}
+
 /** The state a control path keeps: approvals, effects, events, the receipt chain and delegations. */
 export interface StateStore {
   /** Short name for messages (the driver's). */
@@ -103,6 +130,14 @@ export interface StateStore {
   grantApproval(id: string, approver: string): Promise<Approval>;
   /** Denies a pending request (see `checkAnswerable`). */
   denyApproval(id: string, approver: string): Promise<ApprovalRecord>;
+  /**
+   * Optional: an edit-then-approve in one transaction (see {@link ApprovalEditWrite}): the
+   * original checked as a grant checks it (`checkAnswerable`; an expired one is written
+   * `expired` and refused), answered `denied`, and the edited request inserted `granted`; a
+   * concurrent answer of the same request makes exactly one of them win. `events`: written in the
+   * same transaction (see {@link TrailingEvents}). A store without it cannot take edits.
+   */
+  editApproval?(edit: ApprovalEditWrite, events?: TrailingEvents<ApprovalEditResult>): Promise<ApprovalEditResult>;
   /** Consumes a granted approval for `actionHash` (see `checkConsumable`); single use. */
   consumeApproval(id: string, actionHash: string): Promise<Approval>;
   /** Every request bound to `actionHash`, oldest first. */
@@ -198,6 +233,12 @@ export interface StateStore {
    * its suspension back this way). A caller without it filters {@link events}.
    */
   lastEvent?(actionId: string, type: EventType): Promise<EventRecord | null>;
+  /**
+   * Optional: the newest event of `type` recorded for approval request `approvalId`, or `null`
+   * (an edit-then-approve is found from either request id this way). A caller without it filters
+   * {@link events}.
+   */
+  lastApprovalEvent?(approvalId: string, type: EventType): Promise<EventRecord | null>;
   /** Every receipt row as stored, by `seq` (null `seq` first). */
   receipts(): Promise<ReceiptRow[]>;
 

@@ -26,7 +26,7 @@ import { ApprovalMismatch, DuplicateEffect, InvalidArgument } from '../errors.js
 import type { Approval, ApprovalRecord, ApprovalRequest, EffectRecord, EffectState, EventDraft, EventRecord, ReceiptDraft, Reservation, StoredReceipt } from '../model.js';
 import { parseTime, storedTime } from '../time.js';
 import type { SqlExecutor, SqlValue } from './driver.js';
-import type { DelegationRecord, ReservationStep, TakenContinuation, TrailingEvents } from './state-store.js';
+import type { ApprovalEditResult, ApprovalEditWrite, DelegationRecord, ReservationStep, TakenContinuation, TrailingEvents } from './state-store.js';
 import { RaiseAfterCommit, type WriteRun, checkTrailing, ReceiptAlreadyStored, SqlEngine } from './engine.js';
 import { heldByValue, heldFor } from './reads.js';
 import { receiptFields, eventFields, type ReceiptSqlRow, type DelegationRow, stamp, nonEmpty, nullableText, storedText, int, grantedApproval } from './rows.js';
@@ -176,6 +176,50 @@ export async function denyApproval(e: SqlEngine, id: string, approver: string): 
     }
     await answer(e, tx, i, 'denied', who, null);
     return { ...plan.record, status: 'denied', approver: who } satisfies ApprovalRecord;
+  });
+}
+
+/**
+ * An edit-then-approve in one transaction: the original checked as a grant checks it, answered
+ * `denied` by the editor, and the edited action's request inserted and answered `granted` (its
+ * expiry the original's). A concurrent answer of the original wins or loses as a whole: the
+ * conditional update of the `pending` row is the arbiter, and a lost one rolls everything back.
+ */
+export async function editApproval(e: SqlEngine, edit: ApprovalEditWrite, events?: TrailingEvents<ApprovalEditResult>): Promise<ApprovalEditResult> {
+  if (!isPlainObject(edit)) throw new InvalidArgument('approval edit must be an object');
+  const i = nonEmpty(edit.requestId, 'approval_id');
+  const n = nonEmpty(edit.editedRequestId, 'edited approval_id');
+  if (n === i) throw new InvalidArgument(`the edited request needs a new id, not ${i}`);
+  const who = checkActor(edit.approver, 'approver');
+  const action = edit.action;
+  if (typeof action !== 'object' || action === null || typeof action.actionHash !== 'string') throw new InvalidArgument('approval edit needs the edited Action');
+  const actionJson = actionToJson(action);
+  const policyHash = nullableText(edit.policyHash, 'policyHash');
+  const { sql } = e.sql;
+  return e.writeTrailed('editApproval', events, async (tx, now) => {
+    const record = await e.approval(tx, i);
+    const plan = checkAnswerable(record, i, now);
+    if (plan.kind === 'expire') {
+      await expire(e, tx, record!);
+      return new RaiseAfterCommit(plan.error);
+    }
+    await answer(e, tx, i, 'denied', who, null);
+    const at = storedTime(now);
+    const expiresAt = plan.record.request.expiresAt;
+    let inserted: number;
+    try {
+      ({ rowsAffected: inserted } = await e.query(tx, sql.insertApproval, [n, action.actionHash, actionJson, at, expiresAt, policyHash]));
+    } catch (err) {
+      if (!e.sql.isUniqueViolation(err)) throw err;
+      inserted = 0;
+    }
+    if (inserted !== 1) throw new InvalidArgument(`approval request ${n} already exists`);
+    await answer(e, tx, n, 'granted', who, at);
+    const granted: ApprovalRecord = {
+      request: { requestId: n, actionHash: action.actionHash, action, createdAt: at, expiresAt, policyHash },
+      status: 'granted', approver: who, grantedAt: at, consumedAt: null,
+    };
+    return { proposed: { ...plan.record, status: 'denied', approver: who }, approved: grantedApproval(granted) } satisfies ApprovalEditResult;
   });
 }
 

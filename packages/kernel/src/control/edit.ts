@@ -1,0 +1,196 @@
+/**
+ * Edit-then-approve: a human answering an approval request may change the action's arguments.
+ * The edited action is built and hashed as any action is (`createAction`), decided again by
+ * authority and policy (an edit never lifts a deny), and granted in one store write that denies
+ * the original; the grant binds to the edited hash. The agent's own call of the original action,
+ * presenting the original request, then runs the edited one (see {@link followEdit}).
+ *
+ * @module
+ */
+import { createAction, type Action } from '../action.js';
+import { isPlainObject, type JsonObject } from '../canonical.js';
+import { checkActor } from '../effects.js';
+import { ActionDenied, InvalidArgument } from '../errors.js';
+import type { Approval, EventDraft, EventRecord } from '../model.js';
+import { explainDecision, resolveResourceTemplate } from '../policy/index.js';
+import type { ApprovalEditResult } from '../store/state-store.js';
+import { evidenceTime } from '../time.js';
+import { checkAnswerable } from '../approvals.js';
+import { toSinks } from './evidence.js';
+import { evaluate } from './gates.js';
+import type { ControlContext } from './pass.js';
+import { grantApproval, optionalText } from './answers.js';
+
+/** What a human changed when approving: found from either request id by {@link approvalEdit}. */
+export interface ApprovalEdit {
+  /** The request the agent filed (now `denied`, answered by the edit). */
+  readonly proposed: string;
+  /** The request of the edited action (written `granted`); present this id, or the proposed one. */
+  readonly approved: string;
+  /** Who edited and approved. */
+  readonly editor: string;
+  /** The action hash the agent proposed. */
+  readonly proposedHash: string;
+  /** The action hash the grant is bound to. */
+  readonly approvedHash: string;
+  /** The proposed canonical arguments. */
+  readonly proposedArguments: JsonObject;
+  /** The approved (edited) canonical arguments. */
+  readonly approvedArguments: JsonObject;
+}
+
+/** Options of `Control.grantApproval`. */
+export interface GrantOptions {
+  /** Who answers (recorded on the request and its events). */
+  approver: string;
+  /** The surface the answer came through (`cli`, `worker`, `inbox`, …), recorded on the events. */
+  via?: string;
+  /** Approve edited arguments instead of the proposed ones (see `Control.grantApproval`). */
+  edit?: { arguments: JsonObject };
+}
+
+/** The edited action for request `action`'s proposal: same name, principal and environment, new arguments, a fresh id. */
+function editedAction(ctx: ControlContext, original: Action, args: unknown): Action {
+  if (!isPlainObject(args)) throw new InvalidArgument('edit.arguments must be a plain JSON object of the edited arguments');
+  if (Object.prototype.hasOwnProperty.call(args, 'data_scope')) throw new InvalidArgument('edit.arguments may not name data_scope: it is derived by the policy');
+  const template = ctx.policy.action(original.name)?.resource ?? null;
+  const resource = template === null ? original.resource : resolveResourceTemplate(template, args as Record<string, unknown>);
+  return createAction({ name: original.name, arguments: args as Record<string, unknown>, principal: original.principal, resource, environment: original.environment }, { ids: ctx.ids });
+}
+
+/**
+ * `Control.grantApproval` with `edit`: checks the request as a grant does (unknown, answered,
+ * expired), builds the edited action, decides it again (a deny is an `ActionDenied` with the
+ * rule's sentence, and nothing is written), then writes the edit in one transaction with its two
+ * events. Arguments equal to the proposed ones (same hash) are a plain grant.
+ */
+export async function editApproval(ctx: ControlContext, requestId: string, options: GrantOptions): Promise<Approval> {
+  const approver = checkActor(options?.approver, 'approver');
+  const via = optionalText(options?.via, 'via');
+  const edit = options.edit;
+  if (!isPlainObject(edit)) throw new InvalidArgument('edit must be { arguments: { … } }');
+  if (typeof requestId !== 'string' || requestId === '') throw new InvalidArgument('approval_id must be a non-empty string');
+  const record = await ctx.store.getApproval(requestId);
+  const plan = checkAnswerable(record, requestId, ctx.clock());
+  // An expired request is refused as a grant refuses it (the store writes `expired` then).
+  if (plan.kind === 'expire') return grantApproval(ctx, requestId, options);
+  const original = plan.record.request.action;
+  const edited = editedAction(ctx, original, (edit as { arguments?: unknown }).arguments);
+  if (edited.actionHash === original.actionHash) return grantApproval(ctx, requestId, options);
+  const write = ctx.store.editApproval;
+  if (write === undefined) throw new InvalidArgument(`the ${ctx.store.name} store cannot record an edited approval; grant or deny request ${requestId} as proposed`);
+
+  const evaluation = await evaluate(ctx, edited);
+  for (const w of evaluation.warnings) ctx.logger.warn(`[ctrlrun] ${edited.name}: ${w}`);
+  if (evaluation.decision === 'deny') {
+    const policyDenies = ctx.policy.evaluate(edited.name, edited.canonicalArguments);
+    const why = policyDenies.decision === 'deny' && policyDenies.reason === evaluation.reason
+      ? explainDecision(ctx.policy, edited.name, edited.canonicalArguments)
+      : `denied (${evaluation.reason})`;
+    throw new ActionDenied(evaluation.reason, {
+      actionId: edited.actionId,
+      message: `the edit of approval request ${requestId} is refused: ${why}; an edit never lifts a deny, and the request stays pending`,
+    });
+  }
+
+  const editedRequestId = ctx.ids('apr');
+  const proposedArguments = original.canonicalArguments;
+  const approvedArguments = edited.canonicalArguments;
+  const draft = (type: EventDraft['type'], approvalId: string, data: JsonObject): EventDraft => ({ ts: evidenceTime(ctx.clock()), type, actionId: null, effectKey: null, approvalId, data });
+  const drafts = (r: ApprovalEditResult): EventDraft[] => [
+    draft('APPROVAL_DENIED', requestId, { approver, edited_to: editedRequestId, ...via }),
+    draft('APPROVAL_GRANTED', editedRequestId, {
+      approver,
+      action_hash: r.approved.actionHash,
+      edited_from: requestId,
+      proposed_hash: original.actionHash,
+      proposed_arguments: proposedArguments,
+      approved_arguments: approvedArguments,
+      ...via,
+    }),
+  ];
+  const events: { drafts: typeof drafts; stored?: EventRecord[] } = { drafts };
+  const result = await write.call(ctx.store, { requestId, editedRequestId, action: edited, approver, policyHash: ctx.policyHash }, events);
+  if (events.stored === undefined) {
+    for (const d of drafts(result)) await toSinks(ctx, await ctx.store.appendEvent(d));
+  } else {
+    for (const event of events.stored) await toSinks(ctx, event);
+  }
+  return result.approved;
+}
+
+/** The newest event of `type` on request `approvalId` (the store's read, else a filter of every event). */
+async function approvalEvent(ctx: ControlContext, approvalId: string, type: 'APPROVAL_GRANTED' | 'APPROVAL_DENIED'): Promise<EventRecord | null> {
+  if (ctx.store.lastApprovalEvent !== undefined) return ctx.store.lastApprovalEvent(approvalId, type);
+  return (await ctx.store.events()).filter((e) => e.approvalId === approvalId && e.type === type).at(-1) ?? null;
+}
+
+/** The edit an `APPROVAL_GRANTED` event of an edited request records, or null. */
+function editFromEvent(event: EventRecord | null): ApprovalEdit | null {
+  if (event === null || event.approvalId === null) return null;
+  const d = event.data;
+  const text = (k: string): string | null => (Object.prototype.hasOwnProperty.call(d, k) && typeof d[k] === 'string' ? (d[k] as string) : null);
+  const [proposed, editor, approvedHash, proposedHash] = [text('edited_from'), text('approver'), text('action_hash'), text('proposed_hash')];
+  const proposedArguments = d['proposed_arguments'];
+  const approvedArguments = d['approved_arguments'];
+  if (proposed === null || editor === null || approvedHash === null || proposedHash === null) return null;
+  if (!isPlainObject(proposedArguments) || !isPlainObject(approvedArguments)) return null;
+  return {
+    proposed, approved: event.approvalId, editor, proposedHash, approvedHash,
+    proposedArguments: proposedArguments as JsonObject, approvedArguments: approvedArguments as JsonObject,
+  };
+}
+
+/**
+ * The edit that answered request `requestId` — whether it names the proposed request (answered
+ * `denied` by the edit) or the edited one (`granted`) — or null when it was not edited. Reads only.
+ */
+export async function approvalEdit(ctx: ControlContext, requestId: string): Promise<ApprovalEdit | null> {
+  if (typeof requestId !== 'string' || requestId === '') throw new InvalidArgument('approval_id must be a non-empty string');
+  const granted = editFromEvent(await approvalEvent(ctx, requestId, 'APPROVAL_GRANTED'));
+  if (granted !== null) return granted;
+  const denied = await approvalEvent(ctx, requestId, 'APPROVAL_DENIED');
+  const to = denied?.data['edited_to'];
+  if (typeof to !== 'string' || to === requestId) return null;
+  const edit = editFromEvent(await approvalEvent(ctx, to, 'APPROVAL_GRANTED'));
+  return edit !== null && edit.proposed === requestId ? edit : null;
+}
+
+/**
+ * What an execution presenting `approvalId` for `action` runs. When the request was answered by
+ * an edit and the action is the one proposed, the edited action (the caller's principal, a fresh
+ * action id, the edited arguments and resource) presenting the edited request; when the request
+ * is the edited one and the action is the approved one, the same action with its edit. Otherwise
+ * the action as given, with no edit. Reads only; the grant is consumed by the control path.
+ */
+export async function followEdit(ctx: ControlContext, action: Action, approvalId: string): Promise<{ action: Action; approvalId: string; edit: ApprovalEdit | null }> {
+  const unchanged = { action, approvalId, edit: null };
+  const record = await ctx.store.getApproval(approvalId);
+  if (record === null || record.request.actionHash !== action.actionHash || (record.status !== 'denied' && record.status !== 'granted')) return unchanged;
+  const edit = await approvalEdit(ctx, approvalId);
+  if (edit === null) return unchanged;
+  if (record.status === 'granted') return edit.approved === approvalId && edit.approvedHash === action.actionHash ? { action, approvalId, edit } : unchanged;
+  if (edit.proposed !== approvalId || edit.proposedHash !== action.actionHash) return unchanged;
+  const approved = await ctx.store.getApproval(edit.approved);
+  if (approved === null || approved.request.actionHash !== edit.approvedHash) return unchanged;
+  const stored = approved.request.action;
+  const run = createAction(
+    { name: stored.name, arguments: stored.canonicalArguments, principal: action.principal, resource: stored.resource, environment: stored.environment },
+    { ids: ctx.ids },
+  );
+  // The proposal's hash matched, so the principal is the one the edit was decided for.
+  if (run.actionHash !== edit.approvedHash) return unchanged;
+  return { action: run, approvalId: edit.approved, edit };
+}
+
+/** The receipt's `edit` object for an action run under an edited grant. */
+export function receiptEdit(edit: ApprovalEdit): JsonObject {
+  return {
+    proposed_request_id: edit.proposed,
+    proposed_hash: edit.proposedHash,
+    approved_hash: edit.approvedHash,
+    editor: edit.editor,
+    proposed_arguments: edit.proposedArguments,
+    approved_arguments: edit.approvedArguments,
+  };
+}
