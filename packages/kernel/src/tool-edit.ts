@@ -6,8 +6,11 @@
  *
  * @module
  */
+import type { Action } from './action.js';
 import { canonicalJson, type JsonObject } from './canonical.js';
+import type { Control } from './control/control.js';
 import type { ApprovalEdit } from './control/edit.js';
+import { parseTime } from './time.js';
 
 /** The result of a tool call that ran with arguments a human edited when approving. */
 export interface EditedToolResult<T = unknown> {
@@ -49,4 +52,22 @@ export function editedToolResult<T>(edit: ApprovalEdit, result: T): EditedToolRe
 /** Whether `value` is an {@link EditedToolResult}. */
 export function isEditedToolResult(value: unknown): value is EditedToolResult {
   return typeof value === 'object' && value !== null && (value as { edited?: unknown }).edited === true && typeof (value as { message?: unknown }).message === 'string';
+}
+
+/**
+ * The edit a human answered a request for `action`'s hash with, whose grant is still unused, or
+ * null: present `edit.proposed` with `action` and the control path runs the edited action once
+ * (`Control.grantApproval` with `edit`). How an adapter whose framework re-runs the proposed
+ * call (a resumed graph node, a resumed run) finds an edit made by any surface. Reads only.
+ */
+export async function unusedEditFor(control: Control, action: Action): Promise<ApprovalEdit | null> {
+  const requests = await control.store.approvalsFor(action.actionHash);
+  for (const record of [...requests].reverse()) {
+    if (record.status !== 'denied') continue;
+    const edit = await control.approvalEdit(record.request.requestId);
+    if (edit === null || edit.proposed !== record.request.requestId || edit.proposedHash !== action.actionHash) continue;
+    const granted = await control.store.getApproval(edit.approved);
+    if (granted?.status === 'granted' && control.clock().getTime() <= parseTime(granted.request.expiresAt, 'expires_at').getTime()) return edit;
+  }
+  return null;
 }

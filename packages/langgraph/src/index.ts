@@ -14,6 +14,7 @@ import {
   ApprovalMismatch,
   InvalidArgument,
   editedToolResult,
+  unusedEditFor,
   LocalApprovalProvider,
   actionToJson,
   checkActor,
@@ -197,7 +198,11 @@ export function protectInGraph<A extends object = JsonObject, R = unknown>(fn: (
   if ('wait' in options) throw new InvalidArgument('protectInGraph waits through interrupt(); do not pass wait');
   const { control } = options;
   const shared = protect<A, R>(fn, { ...options, wait: { provider: new InterruptApprovalProvider(control) } });
-  const call = async (args: A, callOptions?: CallOptions): Promise<R | EditedToolResult<R>> => {
+  const call = async (args: A, callOptions: CallOptions = {}): Promise<R | EditedToolResult<R>> => {
+    // A human may have answered this action's request with an edit through another surface
+    // (ctrlrun approve --edit, the worker) while the graph waited: run that edit, once.
+    const earlier = await shared.action(args, callOptions).then((action) => unusedEditFor(control, action), () => null);
+    if (earlier !== null) return editedToolResult(earlier, await shared(args, { ...callOptions, approvalId: earlier.proposed }));
     // One provider per call: it says which request this call waited on.
     const provider = new InterruptApprovalProvider(control);
     const result = await protect<A, R>(fn, { ...options, wait: { provider } })(args, callOptions);

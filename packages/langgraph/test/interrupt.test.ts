@@ -201,6 +201,16 @@ describe('protectInGraph: approval through interrupt()', () => {
     expect(done.refund).toMatchObject({ edited: true, approved_arguments: { amount: 400000 } });
   });
 
+  it('an edit made through another surface while the graph waited runs when the node re-runs, once', async () => {
+    const { ctrl, store, graph, runs } = await setup();
+    const asked = interruptOf(await graph.invoke({ payment_id: 'p13', amount: 500000 }, thread('t13')));
+    await ctrl.grantApproval(asked.request_id, { approver: 'cli:bo', edit: { arguments: { payment_id: 'p13', amount: 200000 } } });
+    const done = await graph.invoke(new Command({ resume: { decision: 'approve', approver: 'human:ana', request_id: asked.request_id } }), thread('t13'));
+    expect(runs.refunds).toEqual([{ payment_id: 'p13', amount: 200000 }]);
+    expect(done.refund).toMatchObject({ edited: true, editor: 'cli:bo', approved_arguments: { amount: 200000 } });
+    expect((await store.listApprovals()).map((r) => r.status)).toEqual(['denied', 'consumed']);
+  });
+
   it('a malformed edit is an InvalidArgument and records nothing', async () => {
     for (const edit of [{ amount: 1 }, { arguments: [1] }, { arguments: { amount: 1 }, note: 'x' }, 'amount=1']) {
       const { store, graph } = await setup();
