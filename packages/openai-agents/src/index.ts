@@ -15,14 +15,21 @@ import {
   InvalidArgument,
   checkActor,
   protect,
+  editedToolResult,
   toolRefusal,
+  unusedEditFor,
   type Action,
   type ApprovalRecord,
   type CallOptions,
   type Control,
   type Protected,
+  type EditedToolResult,
+  type JsonObject,
   type ToolRefusal,
 } from '@ctrlrun/kernel';
+
+export { isEditedToolResult } from '@ctrlrun/kernel';
+export type { EditedToolResult } from '@ctrlrun/kernel';
 
 export type { ToolRefusal } from '@ctrlrun/kernel';
 
@@ -53,6 +60,18 @@ export interface AnswerOptions {
    * `ApprovalMismatch` and nothing is answered (a run state changed between showing and answering).
    */
   requestId?: string;
+}
+
+/** Options of {@link approveInterruption}. */
+export interface ApproveOptions extends AnswerOptions {
+  /**
+   * Approve these arguments instead of the proposed ones (edit-then-approve). They go through the
+   * tool's own parser, then ctrlrun decides them again (policy and authority; an edit never lifts
+   * a deny) and grants them; the run then executes them once, and the model gets an
+   * {@link EditedToolResult} saying what ran. A denied edit throws the kernel's `ActionDenied`
+   * with the rule's sentence: nothing is approved, the request stays pending.
+   */
+  edit?: { arguments: Record<string, unknown> };
 }
 
 const noOpenRequest = (name: string) =>
@@ -112,7 +131,7 @@ function isArgs(value: unknown): value is Record<string, unknown> {
 export function protectTool<TParameters extends ToolInputParameters = undefined, Context = UnknownContext, Result = string, TOutputSchema extends ToolOutputSchema | undefined = undefined>(
   options: ToolOptions<TParameters, Context, TOutputSchema>,
   protection: ProtectToolOptions,
-): FunctionTool<Context, TParameters, Result | ToolRefusal> {
+): FunctionTool<Context, TParameters, Result | ToolRefusal | EditedToolResult<Result>> {
   if (!protection || typeof protection !== 'object' || !protection.control) throw new InvalidArgument('protectTool needs { control }');
   const { control } = protection;
   if (isBuiltTool(options)) {
@@ -151,7 +170,13 @@ export function protectTool<TParameters extends ToolInputParameters = undefined,
       // refuses it unless a human granted it, through approveInterruption or any other surface);
       // none open means the arguments are not the ones asked about: refused, and nothing is filed.
       const open = (await control.evaluate(action)).decision === 'approve' ? await control.openApproval(action) : undefined;
-      if (open === null) throw new ApprovalMismatch('unknown', { message: noOpenRequest(name) });
+      if (open === null) {
+        // A human who approved with edited arguments answered the request: the edit runs, once,
+        // and the model is told what ran.
+        const edit = await unusedEditFor(control, action);
+        if (edit === null) throw new ApprovalMismatch('unknown', { message: noOpenRequest(name) });
+        return editedToolResult(edit, await run(parsed, { ...call, approvalId: edit.proposed }));
+      }
       return await run(parsed, { ...call, approvalId: open?.request.requestId ?? null });
     } catch (err) {
       let context: { policy: Control['policy']; action: Action } | undefined;
@@ -167,7 +192,7 @@ export function protectTool<TParameters extends ToolInputParameters = undefined,
   };
   // A probe's stop is nobody's error: the tool's own errorFunction never sees it.
   const errorFunction = typeof userError === 'function' ? (ctx: unknown, err: unknown, d?: unknown) => (err === PROBED ? '' : userError(ctx, err, d)) : userError;
-  const built = sdkTool({ ...opts, execute, ...(errorFunction === undefined ? {} : { errorFunction }) } as AnyToolOptions) as FunctionTool<Context, TParameters, Result | ToolRefusal>;
+  const built = sdkTool({ ...opts, execute, ...(errorFunction === undefined ? {} : { errorFunction }) } as AnyToolOptions) as FunctionTool<Context, TParameters, Result | ToolRefusal | EditedToolResult<Result>>;
 
   const parse = async (text: string): Promise<Record<string, unknown>> => {
     const box: { args?: unknown } = {};
@@ -255,16 +280,35 @@ async function shownRequest(guard: Guarded, action: Action, requestId: string | 
 
 /**
  * The human approves an interruption: the ctrlrun request open for its exact arguments is granted
- * as `approver` (unless already granted elsewhere), then `state.approve(item)`. No request open
+ * as `approver` (unless already granted elsewhere), then `state.approve(item)`. With `edit`, the
+ * edited arguments are granted instead (see {@link ApproveOptions.edit}); the run then executes
+ * them and the model is told. No request open
  * for these arguments (they changed, or the request was answered or expired): `ApprovalMismatch`,
  * and the state is left unanswered.
  */
-export async function approveInterruption(state: RunState<any, any>, item: RunToolApprovalItem, options: AnswerOptions): Promise<void> {
+export async function approveInterruption(state: RunState<any, any>, item: RunToolApprovalItem, options: ApproveOptions): Promise<void> {
   const approver = checkActor(options?.approver, 'approver');
   const { guard, action } = await interrupted(item);
+  const edit = options.edit === undefined ? undefined : await editedArguments(guard, options.edit);
   const open = await shownRequest(guard, action, options.requestId);
-  if (open.status === 'pending') await guard.control.grantApproval(open.request.requestId, { approver });
+  if (edit !== undefined) await guard.control.grantApproval(open.request.requestId, { approver, edit: { arguments: edit } });
+  else if (open.status === 'pending') await guard.control.grantApproval(open.request.requestId, { approver });
   state.approve(item);
+}
+
+/** The edited arguments as the tool's parser makes them (what the function will receive); else `InvalidArgument`. */
+async function editedArguments(guard: Guarded, edit: unknown): Promise<JsonObject> {
+  const given = (edit as { arguments?: unknown } | null)?.arguments;
+  if (typeof edit !== 'object' || edit === null || Object.keys(edit).some((k) => k !== 'arguments') || typeof given !== 'object' || given === null || Array.isArray(given)) {
+    throw new InvalidArgument(`${guard.name}: edit must be { arguments: { … } } (a plain object of the edited arguments)`);
+  }
+  let text: string;
+  try {
+    text = JSON.stringify(given);
+  } catch (err) {
+    throw new InvalidArgument(`${guard.name}: the edited arguments are not JSON (${(err as Error).message})`);
+  }
+  return (await guard.parse(text)) as JsonObject;
 }
 
 /**

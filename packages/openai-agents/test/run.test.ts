@@ -8,10 +8,10 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Agent, run, RunState, tool } from '@openai/agents';
 import { z } from 'zod';
-import { ApprovalMismatch, callbackSink, Control, InvalidArgument, loadPolicy, type StoredReceipt } from '@ctrlrun/kernel';
+import { ActionDenied, ApprovalMismatch, callbackSink, Control, InvalidArgument, loadPolicy, type StoredReceipt } from '@ctrlrun/kernel';
 import { createSqlJsStore } from '@ctrlrun/store-sqljs';
 import { openStore } from '@ctrlrun/store-node';
-import { approvalRequestFor, approveInterruption, protectTool, protectTools, rejectInterruption } from '@ctrlrun/openai-agents';
+import { approvalRequestFor, approveInterruption, isEditedToolResult, protectTool, protectTools, rejectInterruption } from '@ctrlrun/openai-agents';
 import { callsTool, control, refundAgent, says, ScriptedModel, type Turn } from './fixtures/agent.js';
 
 async function setup(turns: Turn[]) {
@@ -144,11 +144,22 @@ describe('a run state serialized and resumed in another process', () => {
     return { dir, db, ctx, serialized: first.state.toString() };
   }
 
-  function resumeElsewhere(db: string, statePath: string, approver: string) {
+  function resumeElsewhere(db: string, statePath: string, approver: string, edit?: object) {
     const script = join(import.meta.dirname, 'fixtures', 'resume.ts');
-    const out = execFileSync(process.execPath, ['--conditions=@ctrlrun/source', '--import', 'tsx', script, db, statePath, approver], { encoding: 'utf8' });
-    return JSON.parse(out.trim().split('\n').at(-1)!) as { finalOutput: string | null; refunds: unknown[]; refused: string[] };
+    const out = execFileSync(process.execPath, ['--conditions=@ctrlrun/source', '--import', 'tsx', script, db, statePath, approver, ...(edit ? [JSON.stringify(edit)] : [])], { encoding: 'utf8' });
+    return JSON.parse(out.trim().split('\n').at(-1)!) as { finalOutput: string | null; refunds: unknown[]; refused: string[]; told: unknown[] };
   }
+
+  it('the other process approves with edited arguments: they run there once, and the model there is told', async () => {
+    const { dir, db, ctx, serialized } = await pausedRun(500000);
+    const statePath = join(dir, 'run-state.json');
+    writeFileSync(statePath, serialized);
+    const other = resumeElsewhere(db, statePath, 'human:bo', { payment_id: 'p7', amount: 300000 });
+    expect(other.refunds).toEqual([{ payment_id: 'p7', amount: 300000 }]);
+    expect(other.told.at(-1)).toMatchObject({ edited: true, editor: 'human:bo', approved_arguments: { payment_id: 'p7', amount: 300000 }, proposed_arguments: { amount: 500000 } });
+    expect((await ctx.store.listApprovals()).map((r) => [r.status, r.request.action.canonicalArguments['amount']])).toEqual([['denied', 500000], ['consumed', 300000]]);
+    await ctx.store.close();
+  }, 120_000);
 
   it('the other process approves through ctrlrun and the refund runs there once, bound to the request filed here', async () => {
     const { dir, db, ctx, serialized } = await pausedRun(500000);
@@ -156,7 +167,7 @@ describe('a run state serialized and resumed in another process', () => {
     const statePath = join(dir, 'run-state.json');
     writeFileSync(statePath, serialized);
     const other = resumeElsewhere(db, statePath, 'human:bo');
-    expect(other).toEqual({ finalOutput: 'Refunded.', refunds: [{ payment_id: 'p7', amount: 500000 }], refused: [] });
+    expect(other).toMatchObject({ finalOutput: 'Refunded.', refunds: [{ payment_id: 'p7', amount: 500000 }], refused: [], told: [{ id: 're_p7', amount: 500000 }] });
     expect(ctx.done.refunds).toEqual([]); // not in this process
     const [record] = await ctx.store.listApprovals();
     expect([record!.request.requestId, record!.status, record!.approver]).toEqual([request!.request.requestId, 'consumed', 'human:bo']);
@@ -234,6 +245,15 @@ actions:
     expect([receipt['result'], receipt['action_hash']]).toEqual(['committed', pending!.request.actionHash]);
   });
 
+  it('an edited amount written "3e5" is parsed by the tool\'s schema: decided, granted and run as 300000', async () => {
+    const ctx = await coercing([callsTool('c1', 'refund', { payment_id: 'p4', amount: 500000 }), says('ok')]);
+    const first = await run(ctx.agent, 'refund p4');
+    await approveInterruption(first.state, first.interruptions[0]!, { approver: 'human:ana', edit: { arguments: { payment_id: 'p4', amount: '3e5' } } });
+    await run(ctx.agent, first.state);
+    expect(ctx.refunds).toEqual([{ payment_id: 'p4', amount: 300000 }]);
+    expect(ctx.model.toolOutputs().at(-1)).toMatchObject({ edited: true, approved_arguments: { amount: 300000 } });
+  });
+
   it('arguments the schema refuses never reach the policy or the function', async () => {
     const ctx = await coercing([callsTool('c1', 'refund', { payment_id: 'p3', amount: 'lots' }), says('Sorry.')]);
     const result = await run(ctx.agent, 'refund p3');
@@ -241,6 +261,53 @@ actions:
     expect(ctx.refunds).toEqual([]);
     expect(await ctx.store.listApprovals()).toEqual([]);
     expect(ctx.model.lastInput()).toContain('error');
+  });
+});
+
+describe('edit, then approve', () => {
+  it('approveInterruption with edited arguments: decided again, run once with them, and the model is told what ran', async () => {
+    const ctx = await setup([callsTool('c1', 'refund', { payment_id: 'e1', amount: 500000 }), says('Refunded 3000.00.')]);
+    const first = await run(ctx.agent, 'refund e1');
+    const shown = await approvalRequestFor(first.interruptions[0]!);
+    await approveInterruption(first.state, first.interruptions[0]!, { approver: 'human:ana', requestId: shown!.request.requestId, edit: { arguments: { payment_id: 'e1', amount: 300000 } } });
+    // Serialized between the answer and the run, as an app would keep it.
+    const state = await RunState.fromString(ctx.agent, first.state.toString());
+    const second = await run(ctx.agent, state);
+    expect(second.finalOutput).toBe('Refunded 3000.00.');
+    expect(ctx.done.refunds).toEqual([{ payment_id: 'e1', amount: 300000 }]);
+    const told = ctx.model.toolOutputs().at(-1);
+    expect(isEditedToolResult(told)).toBe(true);
+    expect(told).toMatchObject({
+      approved_arguments: { payment_id: 'e1', amount: 300000 },
+      proposed_arguments: { payment_id: 'e1', amount: 500000 },
+      result: { id: 're_e1', amount: 300000 },
+      message: 'human:ana edited the arguments before approving (changed: "amount"); the tool ran once, with approved_arguments, not the arguments proposed.',
+    });
+    expect(ctx.receipts.at(-1)!.document).toMatchObject({ result: 'committed', edit: { proposed_request_id: shown!.request.requestId, editor: 'human:ana' } });
+    expect((await ctx.store.listApprovals()).map((r) => r.status)).toEqual(['denied', 'consumed']);
+  });
+
+  it('an edit the policy denies fails the human\'s call with the rule\'s sentence; nothing is approved and nothing runs', async () => {
+    const ctx = await setup([callsTool('c1', 'refund', { payment_id: 'e2', amount: 500000 }), says('ok')]);
+    const first = await run(ctx.agent, 'refund e2');
+    const err = await approveInterruption(first.state, first.interruptions[0]!, { approver: 'human:ana', edit: { arguments: { payment_id: 'e2', amount: 5000000 } } }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ActionDenied);
+    expect((err as Error).message).toMatch(/is refused: denied: .*amount 5000000.*an edit never lifts a deny/);
+    expect((await ctx.store.listApprovals()).map((r) => r.status)).toEqual(['pending']);
+    // The state was not approved: running it again interrupts again, and nothing ran.
+    const again = await run(ctx.agent, first.state);
+    expect(again.interruptions).toHaveLength(1);
+    expect(ctx.done.refunds).toEqual([]);
+  });
+
+  it('edited arguments go through the tool\'s parser: a malformed edit is refused before anything is written', async () => {
+    const ctx = await setup([callsTool('c1', 'refund', { payment_id: 'e3', amount: 500000 })]);
+    const first = await run(ctx.agent, 'refund e3');
+    const item = first.interruptions[0]!;
+    for (const edit of [{ arguments: { payment_id: 'e3', amount: 'lots' } }, { arguments: [1] }, { args: {} }, { arguments: { payment_id: 'e3', amount: 1 }, extra: 1 }]) {
+      await expect(approveInterruption(first.state, item, { approver: 'human:ana', edit: edit as never }), JSON.stringify(edit)).rejects.toBeInstanceOf(InvalidArgument);
+    }
+    expect((await ctx.store.listApprovals()).map((r) => r.status)).toEqual(['pending']);
   });
 });
 
