@@ -6,21 +6,25 @@
  *
  * @module
  */
-import type { ModelMessage, Tool, ToolExecutionOptions, ToolSet } from 'ai';
+import { asSchema, type ModelMessage, type Tool, type ToolExecutionOptions, type ToolSet } from 'ai';
 import {
   ApprovalMismatch,
   InvalidArgument,
   checkActor,
+  editedToolResult,
   protect,
   toolRefusal,
   type CallOptions,
   type Control,
   type Action,
+  type EditedToolResult,
+  type JsonObject,
   type Policy,
   type ToolRefusal,
 } from '@ctrlrun/kernel';
 
-export type { ToolRefusal } from '@ctrlrun/kernel';
+export type { EditedToolResult, ToolRefusal } from '@ctrlrun/kernel';
+export { isEditedToolResult } from '@ctrlrun/kernel';
 
 /** Per-call extras for the control path, from the SDK's `experimental_context`. */
 export type CallFor = (experimentalContext: unknown) => CallOptions;
@@ -126,7 +130,7 @@ function pick<T>(option: T | ((ctx: unknown) => T) | undefined, ctx: unknown, fa
  * One tool, protected: its `execute` runs as action `name` through the control path, and its
  * `needsApproval` is the policy's decision for the exact arguments. See {@link protectTools}.
  */
-export function protectTool<INPUT, OUTPUT>(tool: Tool<INPUT, OUTPUT>, options: ProtectToolOptions): Tool<INPUT, OUTPUT | ToolRefusal> {
+export function protectTool<INPUT, OUTPUT>(tool: Tool<INPUT, OUTPUT>, options: ProtectToolOptions): Tool<INPUT, OUTPUT | ToolRefusal | EditedToolResult<OUTPUT>> {
   if (!options || typeof options !== 'object' || !options.control) throw new InvalidArgument('protectTool needs { control, name }');
   if (typeof options.name !== 'string' || options.name === '') throw new InvalidArgument('protectTool needs a non-empty action name');
   const { control, name } = options;
@@ -187,7 +191,7 @@ export function protectTool<INPUT, OUTPUT>(tool: Tool<INPUT, OUTPUT>, options: P
     return true;
   };
 
-  const protectedExecute = async (input: INPUT, o: ToolExecutionOptions): Promise<OUTPUT | ToolRefusal> => {
+  const protectedExecute = async (input: INPUT, o: ToolExecutionOptions): Promise<OUTPUT | ToolRefusal | EditedToolResult<OUTPUT>> => {
     const ctx = o.experimental_context;
     const call = callOf(ctx);
     const args = input as Record<string, unknown>;
@@ -222,7 +226,11 @@ export function protectTool<INPUT, OUTPUT>(tool: Tool<INPUT, OUTPUT>, options: P
       // Granted already through another surface (CLI, worker): presented as is; answered
       // otherwise or expired: presented, and the control path says why it is refused.
       if (record.status === 'pending') await control.grantApproval(bound, { approver });
-      return (await run(args, { ...call, approvalId: bound })) as OUTPUT;
+      const output = (await run(args, { ...call, approvalId: bound })) as OUTPUT;
+      // Answered with an edit (approveWithEdit, or another surface): the edited arguments ran,
+      // and the model is told so, with them.
+      const edit = record.status === 'denied' ? await control.approvalEdit(bound) : null;
+      return edit !== null && edit.proposed === bound ? editedToolResult(edit, output) : output;
     } catch (err) {
       const refusal = toolRefusal(err, await refusalContext(control, () => run.action(args, call)));
       if (refusal === null) throw err;
@@ -230,12 +238,92 @@ export function protectTool<INPUT, OUTPUT>(tool: Tool<INPUT, OUTPUT>, options: P
     }
   };
 
-  return { ...tool, needsApproval, execute: protectedExecute } as Tool<INPUT, OUTPUT | ToolRefusal>;
+  const out = { ...tool, needsApproval, execute: protectedExecute } as Tool<INPUT, OUTPUT | ToolRefusal | EditedToolResult<OUTPUT>>;
+  guards.set(out, { control, name, bindings, inputSchema: tool.inputSchema });
+  return out;
+}
+
+/** What {@link approveWithEdit} needs of a protected tool. */
+interface Guard {
+  readonly control: Control;
+  readonly name: string;
+  readonly bindings: ApprovalBindings;
+  readonly inputSchema: unknown;
+}
+
+/** The tools this package protected. */
+const guards = new WeakMap<object, Guard>();
+
+/** Options of {@link approveWithEdit}. */
+export interface ApproveWithEditOptions {
+  /** The conversation holding the SDK's approval request (as it will be passed back to the SDK). */
+  readonly messages: readonly ModelMessage[];
+  /** The SDK's approval request being answered (`tool-approval-request`'s `approvalId`). */
+  readonly approvalId: string;
+  /** The arguments the human approves instead of the proposed ones. */
+  readonly arguments: Record<string, unknown>;
+  /** Who edited and approved: recorded on the requests, their events and the receipt. */
+  readonly approver: string;
+}
+
+/**
+ * Edit-then-approve for the AI SDK, whose `tool-approval-response` has no field for edited
+ * arguments: call this where your app receives the human's answer, then append the message it
+ * returns (an ordinary `tool-approval-response`, `approved: true`) to the history and call
+ * `generateText`/`streamText` again as usual. It finds the ctrlrun request the SDK's tool call was
+ * asked with (`bindings`), runs the edited arguments through the tool's `inputSchema` (what
+ * `execute` would receive), and grants them through `control.grantApproval(…, { edit })`: decided
+ * again by policy and authority (an edit never lifts a deny), the proposed request answered
+ * `denied` and a new one granted for the edited hash. When the SDK then executes the call, the
+ * edited arguments run, once, and the tool result is an {@link EditedToolResult} naming what
+ * changed. Leave the tool call in the history as proposed: an answer only counts for the
+ * arguments its request was filed for. A denied edit throws `ActionDenied` with the rule's
+ * sentence, and nothing is written.
+ */
+export async function approveWithEdit(tools: ToolSet, options: ApproveWithEditOptions): Promise<ModelMessage> {
+  if (!tools || typeof tools !== 'object') throw new InvalidArgument('approveWithEdit needs the protected tool set');
+  if (!options || typeof options !== 'object' || !Array.isArray(options.messages)) throw new InvalidArgument('approveWithEdit needs { messages, approvalId, arguments, approver }');
+  const approver = checkActor(options.approver, 'approver');
+  const { approvalId, messages } = options;
+  if (typeof approvalId !== 'string' || approvalId === '') throw new InvalidArgument('approvalId must be the SDK approval request id (a non-empty string)');
+  let toolCallId: string | null = null;
+  let toolName: string | null = null;
+  for (const m of messages) {
+    if (m.role !== 'assistant' || typeof m.content === 'string') continue;
+    for (const part of m.content) if (part.type === 'tool-approval-request' && part.approvalId === approvalId) toolCallId = part.toolCallId;
+  }
+  if (toolCallId === null) throw new InvalidArgument(`no tool-approval-request ${JSON.stringify(approvalId)} in messages`);
+  for (const m of messages) {
+    if (m.role !== 'assistant' || typeof m.content === 'string') continue;
+    for (const part of m.content) if (part.type === 'tool-call' && part.toolCallId === toolCallId) toolName = part.toolName;
+  }
+  if (toolName === null) throw new InvalidArgument(`approval ${JSON.stringify(approvalId)} is for tool call ${JSON.stringify(toolCallId)}, which is not in messages`);
+  const tool = Object.hasOwn(tools, toolName) ? (tools as Record<string, unknown>)[toolName] : undefined;
+  const guard = tool === undefined || tool === null || typeof tool !== 'object' ? undefined : guards.get(tool);
+  if (guard === undefined) throw new InvalidArgument(`the tool call is for ${JSON.stringify(toolName)}, which is not a tool protected by @ctrlrun/ai-sdk in this set`);
+  const edited = await validEdit(guard, options.arguments);
+  const requestId = await guard.bindings.requestFor(toolCallId);
+  if (typeof requestId !== 'string') {
+    throw new ApprovalMismatch('unknown', { message: `${guard.name}: no approval request was asked for tool call ${JSON.stringify(toolCallId)} here; nothing was granted` });
+  }
+  await guard.control.grantApproval(requestId, { approver, edit: { arguments: edited } });
+  return { role: 'tool', content: [{ type: 'tool-approval-response', approvalId, approved: true, reason: `approved with edited arguments by ${approver}` }] };
+}
+
+/** The edited arguments as the tool's input schema makes them; else `InvalidArgument` naming why. */
+async function validEdit(guard: Guard, args: unknown): Promise<JsonObject> {
+  if (typeof args !== 'object' || args === null || Array.isArray(args)) throw new InvalidArgument(`${guard.name}: the edited arguments must be a plain object`);
+  const schema = guard.inputSchema === undefined ? undefined : asSchema(guard.inputSchema as Parameters<typeof asSchema>[0]);
+  if (schema?.validate === undefined) return args as JsonObject;
+  const result = await schema.validate(args);
+  if (!result.success) throw new InvalidArgument(`${guard.name}: the tool's input schema refuses the edited arguments: ${result.error.message}`);
+  if (typeof result.value !== 'object' || result.value === null || Array.isArray(result.value)) throw new InvalidArgument(`${guard.name}: the tool's input schema gave no object of arguments`);
+  return result.value as JsonObject;
 }
 
 /** A tool set in which every tool may also return a {@link ToolRefusal}. */
 export type ProtectedTools<TOOLS extends ToolSet> = {
-  [K in keyof TOOLS]: TOOLS[K] extends Tool<infer I, infer O> ? Tool<I, O | ToolRefusal> : TOOLS[K];
+  [K in keyof TOOLS]: TOOLS[K] extends Tool<infer I, infer O> ? Tool<I, O | ToolRefusal | EditedToolResult<O>> : TOOLS[K];
 };
 
 /**

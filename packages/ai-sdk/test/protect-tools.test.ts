@@ -3,8 +3,8 @@
 import { describe, expect, it } from 'vitest';
 import { generateText, stepCountIs, streamText, tool, type ModelMessage } from 'ai';
 import { z } from 'zod';
-import { InvalidArgument } from '@ctrlrun/kernel';
-import { isToolRefusal, memoryBindings, protectTool, protectTools, type ToolRefusal } from '@ctrlrun/ai-sdk';
+import { ActionDenied, InvalidArgument } from '@ctrlrun/kernel';
+import { approveWithEdit, isEditedToolResult, isToolRefusal, memoryBindings, protectTool, protectTools, type ToolRefusal } from '@ctrlrun/ai-sdk';
 import { callsTool, lastPrompt, says, scriptedModel, scriptedStreamingModel, setup } from './support.js';
 
 function supportTools() {
@@ -228,6 +228,72 @@ describe('protectTools with generateText', () => {
     expect(second.text).toBe('understood');
     expect(refunds).toEqual([]);
     expect(lastPrompt(model)).toContain('not this one');
+  });
+});
+
+describe('edit, then approve (approveWithEdit)', () => {
+  it('the human approves other arguments: decided again, run once with them, and the model is told what ran', async () => {
+    const ctx = await setup();
+    const { tools, refunds } = supportTools();
+    const model = scriptedModel([callsTool('c1', 'refund', { payment_id: 'e1', amount: 500000 }), says('Refunded 3000.00.')]);
+    const protectedTools = protectTools(tools, { control: ctx.control, names: NAMES, approver: 'app:unused' });
+    const messages: ModelMessage[] = [user('refund e1')];
+    const first = await generateText({ model, tools: protectedTools, messages });
+    const [request] = approvalRequests(first);
+    messages.push(...first.response.messages);
+    const reply = await approveWithEdit(protectedTools, { messages, approvalId: request!.approvalId, arguments: { payment_id: 'e1', amount: 300000 }, approver: 'human:ana' });
+    expect(reply).toMatchObject({ role: 'tool', content: [{ type: 'tool-approval-response', approvalId: request!.approvalId, approved: true }] });
+    messages.push(reply);
+    const second = await generateText({ model, tools: protectedTools, messages });
+    expect(second.text).toBe('Refunded 3000.00.');
+    expect(refunds).toEqual([{ payment_id: 'e1', amount: 300000 }]);
+    const output = second.response.messages.flatMap((m) => (m.role === 'tool' ? m.content : [])).find((p) => p.type === 'tool-result')!;
+    const told = (output as { output: { value: unknown } }).output.value;
+    expect(isEditedToolResult(told)).toBe(true);
+    expect(told).toMatchObject({
+      editor: 'human:ana',
+      approved_arguments: { payment_id: 'e1', amount: 300000 },
+      proposed_arguments: { payment_id: 'e1', amount: 500000 },
+      result: { id: 're_e1', amount: 300000 },
+    });
+    expect(lastPrompt(model)).toContain('human:ana edited the arguments before approving (changed: \\"amount\\")');
+    expect((await ctx.approvals()).map((r) => [r.request.action.canonicalArguments['amount'], r.status, r.approver])).toEqual([
+      [500000, 'denied', 'human:ana'],
+      [300000, 'consumed', 'human:ana'],
+    ]);
+    expect(ctx.receipts.at(-1)!.document).toMatchObject({ result: 'committed', edit: { editor: 'human:ana', proposed_arguments: { amount: 500000 }, approved_arguments: { amount: 300000 } } });
+  });
+
+  it('an edit the policy denies fails the human\'s call with the rule\'s sentence; nothing is written and nothing runs', async () => {
+    const ctx = await setup();
+    const { tools, refunds } = supportTools();
+    const model = scriptedModel([callsTool('c1', 'refund', { payment_id: 'e2', amount: 500000 }), says('ok')]);
+    const protectedTools = protectTools(tools, { control: ctx.control, names: NAMES });
+    const first = await generateText({ model, tools: protectedTools, prompt: 'refund e2' });
+    const [request] = approvalRequests(first);
+    const messages = [user('refund e2'), ...first.response.messages];
+    const err = await approveWithEdit(protectedTools, { messages, approvalId: request!.approvalId, arguments: { payment_id: 'e2', amount: 5000000 }, approver: 'human:ana' }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ActionDenied);
+    expect((err as Error).message).toMatch(/is refused: denied: .*amount 5000000.*an edit never lifts a deny/);
+    expect((await ctx.approvals()).map((r) => r.status)).toEqual(['pending']);
+    expect(refunds).toEqual([]);
+  });
+
+  it('edited arguments go through the tool\'s input schema, and the approval must be one of this set\'s tool calls', async () => {
+    const ctx = await setup();
+    const { tools } = supportTools();
+    const model = scriptedModel([callsTool('c1', 'refund', { payment_id: 'e3', amount: 500000 })]);
+    const protectedTools = protectTools(tools, { control: ctx.control, names: NAMES });
+    const first = await generateText({ model, tools: protectedTools, prompt: 'refund e3' });
+    const [request] = approvalRequests(first);
+    const messages = [user('refund e3'), ...first.response.messages];
+    const edit = (args: unknown, approvalId = request!.approvalId) => approveWithEdit(protectedTools, { messages, approvalId, arguments: args as Record<string, unknown>, approver: 'human:ana' });
+    await expect(edit({ payment_id: 'e3', amount: 'lots' })).rejects.toThrow(/input schema refuses the edited arguments/);
+    await expect(edit({ payment_id: 'e3', amount: 1.5 })).rejects.toBeInstanceOf(InvalidArgument);
+    await expect(edit([1])).rejects.toBeInstanceOf(InvalidArgument);
+    await expect(edit({ payment_id: 'e3', amount: 1 }, 'nope')).rejects.toThrow(/no tool-approval-request "nope"/);
+    await expect(approveWithEdit(tools, { messages, approvalId: request!.approvalId, arguments: { payment_id: 'e3', amount: 1 }, approver: 'human:ana' })).rejects.toThrow(/not a tool protected by @ctrlrun\/ai-sdk/);
+    expect((await ctx.approvals()).map((r) => r.status)).toEqual(['pending']);
   });
 });
 
