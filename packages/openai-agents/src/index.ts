@@ -290,6 +290,15 @@ export async function approveInterruption(state: RunState<any, any>, item: RunTo
   const approver = checkActor(options?.approver, 'approver');
   const { guard, action } = await interrupted(item);
   const edit = options.edit === undefined ? undefined : await editedArguments(guard, options.edit);
+  if (edit === undefined && (await guard.control.openApproval(action)) === null) {
+    // Answered already with an edit (here earlier, another process, the CLI): the run executes
+    // that edit and the model is told; nothing more to record.
+    const earlier = await unusedEditFor(guard.control, action);
+    if (earlier !== null && (options.requestId === undefined || options.requestId === earlier.proposed)) {
+      state.approve(item);
+      return;
+    }
+  }
   const open = await shownRequest(guard, action, options.requestId);
   if (edit !== undefined) await guard.control.grantApproval(open.request.requestId, { approver, edit: { arguments: edit } });
   else if (open.status === 'pending') await guard.control.grantApproval(open.request.requestId, { approver });

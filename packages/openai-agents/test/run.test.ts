@@ -150,6 +150,20 @@ describe('a run state serialized and resumed in another process', () => {
     return JSON.parse(out.trim().split('\n').at(-1)!) as { finalOutput: string | null; refunds: unknown[]; refused: string[]; told: unknown[] };
   }
 
+  it('edited in this process, resumed in the other: the edit is found in the store and runs there once', async () => {
+    const { dir, db, ctx, serialized } = await pausedRun(500000);
+    const state = await RunState.fromString(ctx.agent, serialized);
+    await approveInterruption(state, state.getInterruptions()[0]!, { approver: 'human:ana', edit: { arguments: { payment_id: 'p7', amount: 200000 } } });
+    const statePath = join(dir, 'run-state.json');
+    writeFileSync(statePath, state.toString());
+    const other = resumeElsewhere(db, statePath, 'human:bo');
+    expect(other.refused).toEqual([]);
+    expect(other.refunds).toEqual([{ payment_id: 'p7', amount: 200000 }]);
+    expect(other.told.at(-1)).toMatchObject({ edited: true, editor: 'human:ana', approved_arguments: { amount: 200000 } });
+    expect((await ctx.store.listApprovals()).map((r) => [r.status, r.approver])).toEqual([['denied', 'human:ana'], ['consumed', 'human:ana']]);
+    await ctx.store.close();
+  }, 120_000);
+
   it('the other process approves with edited arguments: they run there once, and the model there is told', async () => {
     const { dir, db, ctx, serialized } = await pausedRun(500000);
     const statePath = join(dir, 'run-state.json');
