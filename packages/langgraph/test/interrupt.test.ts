@@ -1,6 +1,7 @@
 // @ctrlrun/langgraph against the real @langchain/langgraph: a StateGraph with a MemorySaver
 // checkpointer, a node calling a protected refund, resumed with Command({ resume }). No model.
 import { describe, expect, it } from 'vitest';
+import fc from 'fast-check';
 import { Annotation, Command, END, MemorySaver, START, StateGraph, type BaseCheckpointSaver } from '@langchain/langgraph';
 import { ActionDenied, ApprovalMismatch, callbackSink, Control, InvalidArgument, isEditedToolResult, loadPolicy, sequentialIds, type EditedToolResult, type StateStore, type StoredReceipt } from '@ctrlrun/kernel';
 import { createSqlJsStore } from '@ctrlrun/store-sqljs';
@@ -210,6 +211,28 @@ describe('protectInGraph: approval through interrupt()', () => {
     expect(done.refund).toMatchObject({ edited: true, editor: 'cli:bo', approved_arguments: { amount: 200000 } });
     expect((await store.listApprovals()).map((r) => r.status)).toEqual(['denied', 'consumed']);
   });
+
+  it('property: whatever arguments a human edits to, the function runs once with exactly them when the policy allows or approves them, and never otherwise', async () => {
+    const edits = fc.record({ payment_id: fc.oneof(fc.string({ minLength: 1, maxLength: 6 }), fc.constantFrom('__proto__', 'constructor')), amount: fc.integer({ min: -10, max: 3_000_000 }) });
+    await fc.assert(
+      fc.asyncProperty(edits, async (args) => {
+        const { store, graph, runs } = await setup();
+        const asked = interruptOf(await graph.invoke({ payment_id: 'p20', amount: 500000 }, thread('t20')));
+        const after = await graph.invoke(new Command({ resume: { decision: 'approve', approver: 'human:ana', request_id: asked.request_id, edit: { arguments: args } } }), thread('t20'));
+        const statuses = (await store.listApprovals()).map((r) => r.status);
+        if (args.amount >= 0 && args.amount <= 1000000) {
+          expect(runs.refunds).toEqual([args]);
+          expect(after.refund).toMatchObject({ edited: true, approved_arguments: args });
+          expect(statuses).toEqual(['denied', 'consumed']);
+        } else {
+          expect(runs.refunds).toEqual([]);
+          expect(interruptOf(after).edit_refused).toMatch(/an edit never lifts a deny/);
+          expect(statuses).toEqual(['pending']);
+        }
+      }),
+      { numRuns: 25 },
+    );
+  }, 120_000);
 
   it('a malformed edit is an InvalidArgument and records nothing', async () => {
     for (const edit of [{ amount: 1 }, { arguments: [1] }, { arguments: { amount: 1 }, note: 'x' }, 'amount=1']) {
