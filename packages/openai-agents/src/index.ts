@@ -91,8 +91,8 @@ const guarded = new WeakMap<object, Guarded>();
 
 /** The key of a probe's box in the call details: present, `execute` only records what the SDK parsed. */
 const PROBE = Symbol('ctrlrun.openai-agents.probe');
-/** What a probe's `execute` throws so that nothing runs; never seen outside this module. */
-const PROBED = new Error('ctrlrun probe: parsed only, nothing run');
+/** What a probe's `execute` returns instead of running anything; never seen outside this module. */
+const PROBED = Object.freeze({ ctrlrun: 'probe: parsed only, nothing run' });
 
 type AnyToolOptions = ToolOptions<any, any, any>;
 
@@ -157,8 +157,9 @@ export function protectTool<TParameters extends ToolInputParameters = undefined,
   const execute = async (parsed: unknown, runContext?: unknown, details?: unknown): Promise<unknown> => {
     const box = (details as { [PROBE]?: { args?: unknown } } | undefined)?.[PROBE];
     if (box !== undefined) {
+      // Returned, not thrown: a throw would reach the SDK's error path (and mark the run's span).
       box.args = parsed;
-      throw PROBED;
+      return PROBED;
     }
     // The values the SDK parsed are what the policy decides on, what the hash binds and what
     // the function receives (as the canonical arguments, like every protected function).
@@ -190,8 +191,10 @@ export function protectTool<TParameters extends ToolInputParameters = undefined,
       return refusal;
     }
   };
-  // A probe's stop is nobody's error: the tool's own errorFunction never sees it.
-  const errorFunction = typeof userError === 'function' ? (ctx: unknown, err: unknown, d?: unknown) => (err === PROBED ? '' : userError(ctx, err, d)) : userError;
+  // A probe is nobody's error: with an outputSchema its marker fails the SDK's output check, and
+  // the tool's own errorFunction must not see that.
+  const errorFunction =
+    typeof userError === 'function' ? (ctx: unknown, err: unknown, d?: unknown) => ((d as { [PROBE]?: unknown } | undefined)?.[PROBE] !== undefined ? '' : userError(ctx, err, d)) : userError;
   const built = sdkTool({ ...opts, execute, ...(errorFunction === undefined ? {} : { errorFunction }) } as AnyToolOptions) as FunctionTool<Context, TParameters, Result | ToolRefusal | EditedToolResult<Result>>;
 
   const parse = async (text: string): Promise<Record<string, unknown>> => {

@@ -268,6 +268,38 @@ actions:
     expect(ctx.model.toolOutputs().at(-1)).toMatchObject({ edited: true, approved_arguments: { amount: 300000 } });
   });
 
+  it('parsing ahead of the run calls nothing of the tool: neither execute nor its errorFunction, with an outputSchema too', async () => {
+    const store = await createSqlJsStore();
+    const ctrl = new Control({ policy: loadPolicy(LIMITS), store, principal: { agent: 'support-agent' }, logger: { warn: () => {} } });
+    const calls: string[] = [];
+    const refund = protectTool(
+      {
+        name: 'refund',
+        description: 'Refund a payment',
+        parameters: z.object({ payment_id: z.string(), amount: z.coerce.number().int() }),
+        outputSchema: z.object({ id: z.string() }),
+        errorFunction: () => {
+          calls.push('errorFunction');
+          return { id: 'error' };
+        },
+        execute: async ({ payment_id }) => {
+          calls.push('execute');
+          return { id: `re_${payment_id}` };
+        },
+      },
+      { control: ctrl, name: 'stripe.refund' },
+    );
+    const model = new ScriptedModel([callsTool('c1', 'refund', { payment_id: 'p5', amount: '5e5' }), says('done')]);
+    const agent = new Agent({ name: 'support', instructions: 'Refund when asked.', model, tools: [refund] });
+    const first = await run(agent, 'refund p5');
+    expect(first.interruptions).toHaveLength(1);
+    expect(calls).toEqual([]);
+    await approveInterruption(first.state, first.interruptions[0]!, { approver: 'human:ana' });
+    await run(agent, first.state);
+    expect(calls).toEqual(['execute']);
+    expect(model.toolOutputs().at(-1)).toEqual({ id: 're_p5' });
+  });
+
   it('arguments the schema refuses never reach the policy or the function', async () => {
     const ctx = await coercing([callsTool('c1', 'refund', { payment_id: 'p3', amount: 'lots' }), says('Sorry.')]);
     const result = await run(ctx.agent, 'refund p3');
