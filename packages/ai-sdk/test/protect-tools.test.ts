@@ -319,6 +319,22 @@ describe('protectTools with streamText', () => {
     expect(refunds).toEqual([{ payment_id: 's1', amount: 500000 }]);
     expect((await ctx.approvals()).map((r) => [r.status, r.approver])).toEqual([['consumed', 'human:ana']]);
   });
+
+  it('streamed, approved with edited arguments: the edit runs once and the streamed tool result says so', async () => {
+    const ctx = await setup();
+    const { tools, refunds } = supportTools();
+    const model = scriptedStreamingModel([callsTool('c1', 'refund', { payment_id: 's2', amount: 500000 }), says('Refunded 2000.00.')]);
+    const protectedTools = protectTools(tools, { control: ctx.control, names: NAMES });
+    const messages: ModelMessage[] = [user('refund s2')];
+    const first = streamText({ model, tools: protectedTools, messages, stopWhen: stepCountIs(5) });
+    const request = (await first.content).find((p) => p.type === 'tool-approval-request')!;
+    messages.push(...(await first.response).messages);
+    messages.push(await approveWithEdit(protectedTools, { messages, approvalId: request.approvalId, arguments: { payment_id: 's2', amount: 200000 }, approver: 'human:ana' }));
+    const second = streamText({ model, tools: protectedTools, messages, stopWhen: stepCountIs(5) });
+    expect(await second.text).toBe('Refunded 2000.00.');
+    expect(refunds).toEqual([{ payment_id: 's2', amount: 200000 }]);
+    expect(JSON.stringify((await second.response).messages)).toContain('edited the arguments before approving');
+  });
 });
 
 describe('the arguments the SDK parses are the ones decided and run', () => {
