@@ -6,21 +6,25 @@
  *
  * @module
  */
-import type { ModelMessage, Tool, ToolExecutionOptions, ToolSet } from 'ai';
+import { asSchema, type ModelMessage, type Tool, type ToolExecutionOptions, type ToolSet } from 'ai';
 import {
   ApprovalMismatch,
   InvalidArgument,
   checkActor,
+  editedToolResult,
   protect,
   toolRefusal,
   type CallOptions,
   type Control,
   type Action,
+  type EditedToolResult,
+  type JsonObject,
   type Policy,
   type ToolRefusal,
 } from '@ctrlrun/kernel';
 
-export type { ToolRefusal } from '@ctrlrun/kernel';
+export type { EditedToolResult, ToolRefusal } from '@ctrlrun/kernel';
+export { isEditedToolResult } from '@ctrlrun/kernel';
 
 /** Per-call extras for the control path, from the SDK's `experimental_context`. */
 export type CallFor = (experimentalContext: unknown) => CallOptions;
@@ -38,6 +42,42 @@ export interface ProtectToolsOptions<TOOLS extends ToolSet> {
   approver?: string | ((experimentalContext: unknown) => string);
   /** The principal or headers of a call (else the Control's default principal or identity provider). */
   call?: CallOptions | CallFor;
+  /**
+   * Which ctrlrun request each SDK tool call was asked with (see {@link ApprovalBindings}); an
+   * in-process map unless given. Give every process that answers approvals the same one.
+   */
+  bindings?: ApprovalBindings;
+}
+
+/**
+ * Where the adapter remembers which ctrlrun approval request was filed when the SDK asked about
+ * a tool call (`toolCallId` → request id). The SDK's approval response comes back inside a
+ * message history the client sends, so the arguments and ids in it are claims: an approval is
+ * only ever turned into a grant of the request filed for that same tool call, and only when the
+ * arguments now in the call hash to that request's action. A tool call with no binding here is
+ * refused (`ApprovalMismatch`), nothing granted. The default, {@link memoryBindings}, lives in
+ * one process; when approvals come back to another process (serverless, several instances), pass
+ * bindings kept where your sessions are.
+ */
+export interface ApprovalBindings {
+  /** Remembers that tool call `toolCallId` was asked with ctrlrun request `requestId`. */
+  bind(toolCallId: string, requestId: string): void | Promise<void>;
+  /** The request tool call `toolCallId` was asked with, or null. */
+  requestFor(toolCallId: string): string | null | undefined | Promise<string | null | undefined>;
+}
+
+/** In-process {@link ApprovalBindings}: at most `limit` tool calls (oldest forgotten first; 100 000 unless given). */
+export function memoryBindings(limit = 100_000): ApprovalBindings {
+  if (!Number.isSafeInteger(limit) || limit < 1) throw new InvalidArgument('memoryBindings: limit must be a positive integer');
+  const map = new Map<string, string>();
+  return {
+    bind(toolCallId, requestId) {
+      map.delete(toolCallId);
+      map.set(toolCallId, requestId);
+      if (map.size > limit) map.delete(map.keys().next().value as string);
+    },
+    requestFor: (toolCallId) => map.get(toolCallId) ?? null,
+  };
 }
 
 /** Options of {@link protectTool}. */
@@ -90,7 +130,7 @@ function pick<T>(option: T | ((ctx: unknown) => T) | undefined, ctx: unknown, fa
  * One tool, protected: its `execute` runs as action `name` through the control path, and its
  * `needsApproval` is the policy's decision for the exact arguments. See {@link protectTools}.
  */
-export function protectTool<INPUT, OUTPUT>(tool: Tool<INPUT, OUTPUT>, options: ProtectToolOptions): Tool<INPUT, OUTPUT | ToolRefusal> {
+export function protectTool<INPUT, OUTPUT>(tool: Tool<INPUT, OUTPUT>, options: ProtectToolOptions): Tool<INPUT, OUTPUT | ToolRefusal | EditedToolResult<OUTPUT>> {
   if (!options || typeof options !== 'object' || !options.control) throw new InvalidArgument('protectTool needs { control, name }');
   if (typeof options.name !== 'string' || options.name === '') throw new InvalidArgument('protectTool needs a non-empty action name');
   const { control, name } = options;
@@ -109,6 +149,10 @@ export function protectTool<INPUT, OUTPUT>(tool: Tool<INPUT, OUTPUT>, options: P
     throw new InvalidArgument(`${name}: call must be call options or a function of experimental_context`);
   }
 
+  if (options.bindings !== undefined && (typeof options.bindings?.bind !== 'function' || typeof options.bindings?.requestFor !== 'function')) {
+    throw new InvalidArgument(`${name}: bindings must have bind(toolCallId, requestId) and requestFor(toolCallId)`);
+  }
+  const bindings = options.bindings ?? memoryBindings();
   if (typeof options.approver === 'string') checkActor(options.approver, 'approver');
   // protect hands its function only the canonical arguments; the SDK's execution options of the
   // call in progress reach the tool through a runner made for that call.
@@ -139,10 +183,15 @@ export function protectTool<INPUT, OUTPUT>(tool: Tool<INPUT, OUTPUT>, options: P
         throw err;
       }
     }
-    return asker.needsApproval(args, call);
+    if (!(await asker.needsApproval(args, call))) return false;
+    // The request just filed (or re-found) for these arguments is the one this tool call asks with.
+    const open = await control.openApproval(await asker.action(args, call));
+    if (open === null) return false; // answered in between: execute presents nothing and says why
+    await bindings.bind(o.toolCallId, open.request.requestId);
+    return true;
   };
 
-  const protectedExecute = async (input: INPUT, o: ToolExecutionOptions): Promise<OUTPUT | ToolRefusal> => {
+  const protectedExecute = async (input: INPUT, o: ToolExecutionOptions): Promise<OUTPUT | ToolRefusal | EditedToolResult<OUTPUT>> => {
     const ctx = o.experimental_context;
     const call = callOf(ctx);
     const args = input as Record<string, unknown>;
@@ -151,23 +200,37 @@ export function protectTool<INPUT, OUTPUT>(tool: Tool<INPUT, OUTPUT>, options: P
       const answer = approvalFor(o.toolCallId, o.messages);
       if (answer === null || answer.approved === null) return (await run(args, call)) as OUTPUT;
       const action = await run.action(args, call);
-      const open = await control.openApproval(action);
       const approver = approverOf(ctx);
-      if (answer.approved === false) {
-        // The SDK does not execute a denied call; if something does, the request is denied too.
-        if (open?.status === 'pending') await control.denyApproval(open.request.requestId, { approver });
-        throw new ApprovalMismatch('denied', { message: `${name}: the human denied this call${answer.reason ? ` (${answer.reason})` : ''}` });
-      }
-      // The human said yes to the request filed for the arguments shown. Grant exactly that one:
-      // if the arguments changed since, there is no request for their hash and nothing is granted.
-      if (open === null) {
+      // The answer counts only for the request this tool call was asked with, and only if the
+      // arguments now in the call are the ones that request was filed for: the history is the
+      // client's, and its arguments or ids may have been changed to reach another request.
+      const bound = await bindings.requestFor(o.toolCallId);
+      if (typeof bound !== 'string') {
         throw new ApprovalMismatch('unknown', {
-          message: `${name}: no approval request is open for these exact arguments (they changed after the approval was asked, or the request was already answered or expired)`,
+          message: `${name}: no approval request was asked for tool call ${JSON.stringify(o.toolCallId)} here (an approval answers only the request filed when the SDK asked about that call)`,
         });
       }
-      // Granted already through another surface (CLI, worker): presented as is.
-      if (open.status === 'pending') await control.grantApproval(open.request.requestId, { approver });
-      return (await run(args, { ...call, approvalId: open.request.requestId })) as OUTPUT;
+      const record = await control.store.getApproval(bound);
+      if (record === null) throw new ApprovalMismatch('unknown', { approvalId: bound, message: `${name}: approval request ${bound} does not exist` });
+      if (record.request.actionHash !== action.actionHash) {
+        throw new ApprovalMismatch('mismatch', {
+          approvalId: bound,
+          message: `${name}: the approval was asked for other arguments than the ones in this tool call now (request ${bound}); nothing was granted`,
+        });
+      }
+      if (answer.approved === false) {
+        // The SDK does not execute a denied call; if something does, the request is denied too.
+        if (record.status === 'pending') await control.denyApproval(bound, { approver });
+        throw new ApprovalMismatch('denied', { approvalId: bound, message: `${name}: the human denied this call${answer.reason ? ` (${answer.reason})` : ''}` });
+      }
+      // Granted already through another surface (CLI, worker): presented as is; answered
+      // otherwise or expired: presented, and the control path says why it is refused.
+      if (record.status === 'pending') await control.grantApproval(bound, { approver });
+      const output = (await run(args, { ...call, approvalId: bound })) as OUTPUT;
+      // Answered with an edit (approveWithEdit, or another surface): the edited arguments ran,
+      // and the model is told so, with them.
+      const edit = record.status === 'denied' ? await control.approvalEdit(bound) : null;
+      return edit !== null && edit.proposed === bound ? editedToolResult(edit, output) : output;
     } catch (err) {
       const refusal = toolRefusal(err, await refusalContext(control, () => run.action(args, call)));
       if (refusal === null) throw err;
@@ -175,12 +238,92 @@ export function protectTool<INPUT, OUTPUT>(tool: Tool<INPUT, OUTPUT>, options: P
     }
   };
 
-  return { ...tool, needsApproval, execute: protectedExecute } as Tool<INPUT, OUTPUT | ToolRefusal>;
+  const out = { ...tool, needsApproval, execute: protectedExecute } as Tool<INPUT, OUTPUT | ToolRefusal | EditedToolResult<OUTPUT>>;
+  guards.set(out, { control, name, bindings, inputSchema: tool.inputSchema });
+  return out;
+}
+
+/** What {@link approveWithEdit} needs of a protected tool. */
+interface Guard {
+  readonly control: Control;
+  readonly name: string;
+  readonly bindings: ApprovalBindings;
+  readonly inputSchema: unknown;
+}
+
+/** The tools this package protected. */
+const guards = new WeakMap<object, Guard>();
+
+/** Options of {@link approveWithEdit}. */
+export interface ApproveWithEditOptions {
+  /** The conversation holding the SDK's approval request (as it will be passed back to the SDK). */
+  readonly messages: readonly ModelMessage[];
+  /** The SDK's approval request being answered (`tool-approval-request`'s `approvalId`). */
+  readonly approvalId: string;
+  /** The arguments the human approves instead of the proposed ones. */
+  readonly arguments: Record<string, unknown>;
+  /** Who edited and approved: recorded on the requests, their events and the receipt. */
+  readonly approver: string;
+}
+
+/**
+ * Edit-then-approve for the AI SDK, whose `tool-approval-response` has no field for edited
+ * arguments: call this where your app receives the human's answer, then append the message it
+ * returns (an ordinary `tool-approval-response`, `approved: true`) to the history and call
+ * `generateText`/`streamText` again as usual. It finds the ctrlrun request the SDK's tool call was
+ * asked with (`bindings`), runs the edited arguments through the tool's `inputSchema` (what
+ * `execute` would receive), and grants them through `control.grantApproval(…, { edit })`: decided
+ * again by policy and authority (an edit never lifts a deny), the proposed request answered
+ * `denied` and a new one granted for the edited hash. When the SDK then executes the call, the
+ * edited arguments run, once, and the tool result is an {@link EditedToolResult} naming what
+ * changed. Leave the tool call in the history as proposed: an answer only counts for the
+ * arguments its request was filed for. A denied edit throws `ActionDenied` with the rule's
+ * sentence, and nothing is written.
+ */
+export async function approveWithEdit(tools: ToolSet, options: ApproveWithEditOptions): Promise<ModelMessage> {
+  if (!tools || typeof tools !== 'object') throw new InvalidArgument('approveWithEdit needs the protected tool set');
+  if (!options || typeof options !== 'object' || !Array.isArray(options.messages)) throw new InvalidArgument('approveWithEdit needs { messages, approvalId, arguments, approver }');
+  const approver = checkActor(options.approver, 'approver');
+  const { approvalId, messages } = options;
+  if (typeof approvalId !== 'string' || approvalId === '') throw new InvalidArgument('approvalId must be the SDK approval request id (a non-empty string)');
+  let toolCallId: string | null = null;
+  let toolName: string | null = null;
+  for (const m of messages) {
+    if (m.role !== 'assistant' || typeof m.content === 'string') continue;
+    for (const part of m.content) if (part.type === 'tool-approval-request' && part.approvalId === approvalId) toolCallId = part.toolCallId;
+  }
+  if (toolCallId === null) throw new InvalidArgument(`no tool-approval-request ${JSON.stringify(approvalId)} in messages`);
+  for (const m of messages) {
+    if (m.role !== 'assistant' || typeof m.content === 'string') continue;
+    for (const part of m.content) if (part.type === 'tool-call' && part.toolCallId === toolCallId) toolName = part.toolName;
+  }
+  if (toolName === null) throw new InvalidArgument(`approval ${JSON.stringify(approvalId)} is for tool call ${JSON.stringify(toolCallId)}, which is not in messages`);
+  const tool = Object.hasOwn(tools, toolName) ? (tools as Record<string, unknown>)[toolName] : undefined;
+  const guard = tool === undefined || tool === null || typeof tool !== 'object' ? undefined : guards.get(tool);
+  if (guard === undefined) throw new InvalidArgument(`the tool call is for ${JSON.stringify(toolName)}, which is not a tool protected by @ctrlrun/ai-sdk in this set`);
+  const edited = await validEdit(guard, options.arguments);
+  const requestId = await guard.bindings.requestFor(toolCallId);
+  if (typeof requestId !== 'string') {
+    throw new ApprovalMismatch('unknown', { message: `${guard.name}: no approval request was asked for tool call ${JSON.stringify(toolCallId)} here; nothing was granted` });
+  }
+  await guard.control.grantApproval(requestId, { approver, edit: { arguments: edited } });
+  return { role: 'tool', content: [{ type: 'tool-approval-response', approvalId, approved: true, reason: `approved with edited arguments by ${approver}` }] };
+}
+
+/** The edited arguments as the tool's input schema makes them; else `InvalidArgument` naming why. */
+async function validEdit(guard: Guard, args: unknown): Promise<JsonObject> {
+  if (typeof args !== 'object' || args === null || Array.isArray(args)) throw new InvalidArgument(`${guard.name}: the edited arguments must be a plain object`);
+  const schema = guard.inputSchema === undefined ? undefined : asSchema(guard.inputSchema as Parameters<typeof asSchema>[0]);
+  if (schema?.validate === undefined) return args as JsonObject;
+  const result = await schema.validate(args);
+  if (!result.success) throw new InvalidArgument(`${guard.name}: the tool's input schema refuses the edited arguments: ${result.error.message}`);
+  if (typeof result.value !== 'object' || result.value === null || Array.isArray(result.value)) throw new InvalidArgument(`${guard.name}: the tool's input schema gave no object of arguments`);
+  return result.value as JsonObject;
 }
 
 /** A tool set in which every tool may also return a {@link ToolRefusal}. */
 export type ProtectedTools<TOOLS extends ToolSet> = {
-  [K in keyof TOOLS]: TOOLS[K] extends Tool<infer I, infer O> ? Tool<I, O | ToolRefusal> : TOOLS[K];
+  [K in keyof TOOLS]: TOOLS[K] extends Tool<infer I, infer O> ? Tool<I, O | ToolRefusal | EditedToolResult<O>> : TOOLS[K];
 };
 
 /**
@@ -200,9 +343,10 @@ export function protectTools<TOOLS extends ToolSet>(tools: TOOLS, options: Prote
     if (!Object.hasOwn(tools, key)) throw new InvalidArgument(`names.${key}: there is no tool ${JSON.stringify(key)} in the set`);
   }
   const out: Record<string, Tool> = Object.create(null) as Record<string, Tool>;
+  const bindings = options.bindings ?? memoryBindings();
   for (const [key, tool] of Object.entries(tools)) {
     const name = Object.hasOwn(names, key) ? (names as Record<string, string>)[key]! : key;
-    const one: ProtectToolOptions = { control: options.control, name };
+    const one: ProtectToolOptions = { control: options.control, name, bindings };
     if (options.approver !== undefined) one.approver = options.approver;
     if (options.call !== undefined) one.call = options.call;
     Object.defineProperty(out, key, { value: protectTool(tool as Tool, one), enumerable: true, writable: true, configurable: true });

@@ -3,8 +3,8 @@
 import { describe, expect, it } from 'vitest';
 import { generateText, stepCountIs, streamText, tool, type ModelMessage } from 'ai';
 import { z } from 'zod';
-import { InvalidArgument } from '@ctrlrun/kernel';
-import { isToolRefusal, protectTool, protectTools, type ToolRefusal } from '@ctrlrun/ai-sdk';
+import { ActionDenied, InvalidArgument } from '@ctrlrun/kernel';
+import { approveWithEdit, isEditedToolResult, isToolRefusal, memoryBindings, protectTool, protectTools, type ToolRefusal } from '@ctrlrun/ai-sdk';
 import { callsTool, lastPrompt, says, scriptedModel, scriptedStreamingModel, setup } from './support.js';
 
 function supportTools() {
@@ -37,6 +37,14 @@ const user = (content: string): ModelMessage => ({ role: 'user', content });
 /** The approval requests the SDK emitted in a result. */
 function approvalRequests(result: { content: readonly { type: string }[] }) {
   return result.content.filter((p): p is { type: 'tool-approval-request'; approvalId: string; toolCall: { toolCallId: string; input: unknown } } => p.type === 'tool-approval-request');
+}
+
+/** A copy of `messages` whose tool calls carry `input` instead: a client changing the history. */
+function withToolInput(messages: readonly ModelMessage[], input: Record<string, unknown>): ModelMessage[] {
+  return structuredClone(messages).map((m) => {
+    if (m.role !== 'assistant' || typeof m.content === 'string') return m;
+    return { ...m, content: m.content.map((p) => (p.type === 'tool-call' ? { ...p, input } : p)) };
+  });
 }
 
 function answer(approvalId: string, approved: boolean, reason?: string): ModelMessage {
@@ -131,17 +139,70 @@ describe('protectTools with generateText', () => {
     const [request] = approvalRequests(first);
 
     // The history comes back with a bigger amount in the tool call the human approved.
-    const tampered = structuredClone(first.response.messages).map((m) => {
-      if (m.role !== 'assistant' || typeof m.content === 'string') return m;
-      return { ...m, content: m.content.map((p) => (p.type === 'tool-call' ? { ...p, input: { payment_id: 'p3', amount: 900000 } } : p)) };
-    });
+    const tampered = withToolInput(first.response.messages, { payment_id: 'p3', amount: 900000 });
     const second = await generateText({ model, tools: protectedTools, messages: [user('refund p3'), ...tampered, answer(request!.approvalId, true)] });
     expect(refunds).toEqual([]);
     expect(second.text).toBe('ok');
     expect(lastPrompt(model)).toContain('ApprovalMismatch');
-    expect(lastPrompt(model)).toContain('no approval request is open for these exact arguments');
+    expect(lastPrompt(model)).toContain('the approval was asked for other arguments than the ones in this tool call now');
     // The request for the arguments actually shown is still pending, not granted.
     expect((await ctx.approvals()).map((r) => r.status)).toEqual(['pending']);
+  });
+
+  it('a history edited to carry the arguments of another pending request grants neither request, and the refund never runs', async () => {
+    const ctx = await setup();
+    const { tools, refunds } = supportTools();
+    const model = scriptedModel([
+      callsTool('c1', 'refund', { payment_id: 'p12', amount: 200000 }),
+      callsTool('c2', 'refund', { payment_id: 'p12', amount: 900000 }),
+      says('ok'),
+    ]);
+    const protectedTools = protectTools(tools, { control: ctx.control, names: NAMES });
+    const small = await generateText({ model, tools: protectedTools, prompt: 'refund 2000.00 of p12' });
+    // Another conversation asked for 9000.00; nobody has approved that one.
+    const big = await generateText({ model, tools: protectedTools, prompt: 'refund 9000.00 of p12' });
+    expect(approvalRequests(big)).toHaveLength(1);
+    expect((await ctx.approvals('pending')).map((r) => r.request.action.canonicalArguments['amount'])).toEqual([200000, 900000]);
+
+    // The human approves 2000.00; the history comes back with 9000.00 in that tool call.
+    const [request] = approvalRequests(small);
+    const tampered = withToolInput(small.response.messages, { payment_id: 'p12', amount: 900000 });
+    const third = await generateText({ model, tools: protectedTools, messages: [user('refund 2000.00 of p12'), ...tampered, answer(request!.approvalId, true)] });
+    expect(third.text).toBe('ok');
+    expect(refunds).toEqual([]);
+    expect(lastPrompt(model)).toContain('ApprovalMismatch');
+    expect(lastPrompt(model)).toContain('the approval was asked for other arguments');
+    expect((await ctx.approvals()).map((r) => [r.request.action.canonicalArguments['amount'], r.status, r.approver])).toEqual([
+      [200000, 'pending', null],
+      [900000, 'pending', null],
+    ]);
+    expect(ctx.receipts.filter((r) => r.document['result'] === 'committed')).toEqual([]);
+  });
+
+  it('an approval for a tool call this process never asked about grants nothing (bindings are per tool call)', async () => {
+    const ctx = await setup();
+    const { tools, refunds } = supportTools();
+    const model = scriptedModel([callsTool('c1', 'refund', { payment_id: 'p13', amount: 200000 }), says('ok')]);
+    const asking = protectTools(tools, { control: ctx.control, names: NAMES });
+    const first = await generateText({ model, tools: asking, prompt: 'refund p13' });
+    const [request] = approvalRequests(first);
+    // Another process, with its own (empty) bindings, receives the answer.
+    const answering = protectTools(tools, { control: ctx.control, names: NAMES, bindings: memoryBindings() });
+    await generateText({ model, tools: answering, messages: [user('refund p13'), ...first.response.messages, answer(request!.approvalId, true)] });
+    expect(refunds).toEqual([]);
+    expect(lastPrompt(model)).toContain('no approval request was asked for tool call');
+    expect((await ctx.approvals()).map((r) => r.status)).toEqual(['pending']);
+  });
+
+  it('shared bindings carry the answer to another process', async () => {
+    const ctx = await setup();
+    const { tools, refunds } = supportTools();
+    const model = scriptedModel([callsTool('c1', 'refund', { payment_id: 'p14', amount: 200000 }), says('ok')]);
+    const shared = memoryBindings();
+    const first = await generateText({ model, tools: protectTools(tools, { control: ctx.control, names: NAMES, bindings: shared }), prompt: 'refund p14' });
+    const [request] = approvalRequests(first);
+    await generateText({ model, tools: protectTools(tools, { control: ctx.control, names: NAMES, bindings: shared }), messages: [user('refund p14'), ...first.response.messages, answer(request!.approvalId, true)] });
+    expect(refunds).toEqual([{ payment_id: 'p14', amount: 200000 }]);
   });
 
   it('the same effect twice: the second call is a readable DuplicateEffect, and the refund ran once', async () => {
@@ -172,6 +233,72 @@ describe('protectTools with generateText', () => {
   });
 });
 
+describe('edit, then approve (approveWithEdit)', () => {
+  it('the human approves other arguments: decided again, run once with them, and the model is told what ran', async () => {
+    const ctx = await setup();
+    const { tools, refunds } = supportTools();
+    const model = scriptedModel([callsTool('c1', 'refund', { payment_id: 'e1', amount: 500000 }), says('Refunded 3000.00.')]);
+    const protectedTools = protectTools(tools, { control: ctx.control, names: NAMES, approver: 'app:unused' });
+    const messages: ModelMessage[] = [user('refund e1')];
+    const first = await generateText({ model, tools: protectedTools, messages });
+    const [request] = approvalRequests(first);
+    messages.push(...first.response.messages);
+    const reply = await approveWithEdit(protectedTools, { messages, approvalId: request!.approvalId, arguments: { payment_id: 'e1', amount: 300000 }, approver: 'human:ana' });
+    expect(reply).toMatchObject({ role: 'tool', content: [{ type: 'tool-approval-response', approvalId: request!.approvalId, approved: true }] });
+    messages.push(reply);
+    const second = await generateText({ model, tools: protectedTools, messages });
+    expect(second.text).toBe('Refunded 3000.00.');
+    expect(refunds).toEqual([{ payment_id: 'e1', amount: 300000 }]);
+    const output = second.response.messages.flatMap((m) => (m.role === 'tool' ? m.content : [])).find((p) => p.type === 'tool-result')!;
+    const told = (output as { output: { value: unknown } }).output.value;
+    expect(isEditedToolResult(told)).toBe(true);
+    expect(told).toMatchObject({
+      editor: 'human:ana',
+      approved_arguments: { payment_id: 'e1', amount: 300000 },
+      proposed_arguments: { payment_id: 'e1', amount: 500000 },
+      result: { id: 're_e1', amount: 300000 },
+    });
+    expect(lastPrompt(model)).toContain('human:ana edited the arguments before approving (changed: \\"amount\\")');
+    expect((await ctx.approvals()).map((r) => [r.request.action.canonicalArguments['amount'], r.status, r.approver])).toEqual([
+      [500000, 'denied', 'human:ana'],
+      [300000, 'consumed', 'human:ana'],
+    ]);
+    expect(ctx.receipts.at(-1)!.document).toMatchObject({ result: 'committed', edit: { editor: 'human:ana', proposed_arguments: { amount: 500000 }, approved_arguments: { amount: 300000 } } });
+  });
+
+  it('an edit the policy denies fails the human\'s call with the rule\'s sentence; nothing is written and nothing runs', async () => {
+    const ctx = await setup();
+    const { tools, refunds } = supportTools();
+    const model = scriptedModel([callsTool('c1', 'refund', { payment_id: 'e2', amount: 500000 }), says('ok')]);
+    const protectedTools = protectTools(tools, { control: ctx.control, names: NAMES });
+    const first = await generateText({ model, tools: protectedTools, prompt: 'refund e2' });
+    const [request] = approvalRequests(first);
+    const messages = [user('refund e2'), ...first.response.messages];
+    const err = await approveWithEdit(protectedTools, { messages, approvalId: request!.approvalId, arguments: { payment_id: 'e2', amount: 5000000 }, approver: 'human:ana' }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ActionDenied);
+    expect((err as Error).message).toMatch(/is refused: denied: .*amount 5000000.*an edit never lifts a deny/);
+    expect((await ctx.approvals()).map((r) => r.status)).toEqual(['pending']);
+    expect(refunds).toEqual([]);
+  });
+
+  it('edited arguments go through the tool\'s input schema, and the approval must be one of this set\'s tool calls', async () => {
+    const ctx = await setup();
+    const { tools } = supportTools();
+    const model = scriptedModel([callsTool('c1', 'refund', { payment_id: 'e3', amount: 500000 })]);
+    const protectedTools = protectTools(tools, { control: ctx.control, names: NAMES });
+    const first = await generateText({ model, tools: protectedTools, prompt: 'refund e3' });
+    const [request] = approvalRequests(first);
+    const messages = [user('refund e3'), ...first.response.messages];
+    const edit = (args: unknown, approvalId = request!.approvalId) => approveWithEdit(protectedTools, { messages, approvalId, arguments: args as Record<string, unknown>, approver: 'human:ana' });
+    await expect(edit({ payment_id: 'e3', amount: 'lots' })).rejects.toThrow(/input schema refuses the edited arguments/);
+    await expect(edit({ payment_id: 'e3', amount: 1.5 })).rejects.toBeInstanceOf(InvalidArgument);
+    await expect(edit([1])).rejects.toBeInstanceOf(InvalidArgument);
+    await expect(edit({ payment_id: 'e3', amount: 1 }, 'nope')).rejects.toThrow(/no tool-approval-request "nope"/);
+    await expect(approveWithEdit(tools, { messages, approvalId: request!.approvalId, arguments: { payment_id: 'e3', amount: 1 }, approver: 'human:ana' })).rejects.toThrow(/not a tool protected by @ctrlrun\/ai-sdk/);
+    expect((await ctx.approvals()).map((r) => r.status)).toEqual(['pending']);
+  });
+});
+
 describe('protectTools with streamText', () => {
   it('the same flow streamed: the approval request, then the granted refund runs once and the model answers', async () => {
     const ctx = await setup();
@@ -191,6 +318,40 @@ describe('protectTools with streamText', () => {
     expect(await second.text).toBe('Refunded.');
     expect(refunds).toEqual([{ payment_id: 's1', amount: 500000 }]);
     expect((await ctx.approvals()).map((r) => [r.status, r.approver])).toEqual([['consumed', 'human:ana']]);
+  });
+
+  it('streamed, approved with edited arguments: the edit runs once and the streamed tool result says so', async () => {
+    const ctx = await setup();
+    const { tools, refunds } = supportTools();
+    const model = scriptedStreamingModel([callsTool('c1', 'refund', { payment_id: 's2', amount: 500000 }), says('Refunded 2000.00.')]);
+    const protectedTools = protectTools(tools, { control: ctx.control, names: NAMES });
+    const messages: ModelMessage[] = [user('refund s2')];
+    const first = streamText({ model, tools: protectedTools, messages, stopWhen: stepCountIs(5) });
+    const request = (await first.content).find((p) => p.type === 'tool-approval-request')!;
+    messages.push(...(await first.response).messages);
+    messages.push(await approveWithEdit(protectedTools, { messages, approvalId: request.approvalId, arguments: { payment_id: 's2', amount: 200000 }, approver: 'human:ana' }));
+    const second = streamText({ model, tools: protectedTools, messages, stopWhen: stepCountIs(5) });
+    expect(await second.text).toBe('Refunded 2000.00.');
+    expect(refunds).toEqual([{ payment_id: 's2', amount: 200000 }]);
+    expect(JSON.stringify((await second.response).messages)).toContain('edited the arguments before approving');
+  });
+});
+
+describe('the arguments the SDK parses are the ones decided and run', () => {
+  it('an amount the model writes as "5e6" is decided as the 5000000 the function would receive: denied, nothing runs', async () => {
+    const ctx = await setup();
+    const refunds: unknown[] = [];
+    const refund = tool({
+      inputSchema: z.object({ payment_id: z.string(), amount: z.coerce.number().int() }),
+      execute: async (args) => {
+        refunds.push(args);
+        return 'refunded';
+      },
+    });
+    const model = scriptedModel([callsTool('c1', 'refund', { payment_id: 'p15', amount: '5e6' }), says('no')]);
+    const result = await generateText({ model, tools: protectTools({ refund }, { control: ctx.control, names: { refund: 'stripe.refund' } }), prompt: 'x', stopWhen: stepCountIs(2) });
+    expect(refunds).toEqual([]);
+    expect(result.steps[0]!.toolResults[0]!.output).toMatchObject({ refused: true, error: 'ActionDenied', reason: 'rule[2]' });
   });
 });
 

@@ -28,6 +28,7 @@ export { protect, type ProtectOptions, type CallOptions, type Protected } from '
 export { answerCommands, type WaitingFor } from './protect.js';
 export { type AmbientCall, type AmbientCallProvider, ambientCall, setAmbientCallContext } from './ambient.js';
 export { toolRefusal, type ToolRefusal } from './tool-refusal.js';
+export { editedToolResult, isEditedToolResult, unusedEditFor, type EditedToolResult } from './tool-edit.js';
 export { type ApprovalProvider, type ProviderOptions, type ScriptedStep, LocalApprovalProvider, ScriptedApprovalProvider } from './approval-providers.js';
 export { Authority, loadAuthority, loadGrant, checkResourceScopes, type AuthorityDenyReason, type AuthorityOptions, type AuthorityResult, type CreatedVia, type Delegation, type EscalationReason, type PlanDelegationOptions, type ResourceDerivation } from './authority/index.js';
 export { Grant, grantFromJson, grantToJson, type GrantInput, type Instant, type SubjectPatterns } from './authority/index.js';

@@ -10,8 +10,11 @@
  */
 import { INTERRUPT, interrupt, isInterrupted } from '@langchain/langgraph';
 import {
+  ActionDenied,
   ApprovalMismatch,
   InvalidArgument,
+  editedToolResult,
+  unusedEditFor,
   LocalApprovalProvider,
   actionToJson,
   checkActor,
@@ -20,6 +23,8 @@ import {
   type Action,
   type Approval,
   type ApprovalProvider,
+  type CallOptions,
+  type EditedToolResult,
   type ApprovalRecord,
   type ApprovalRequest,
   type Control,
@@ -36,6 +41,11 @@ export interface ApprovalInterrupt {
   /** The whole action as stored: `name`, `arguments`, `principal`, `resource`, `environment`. */
   readonly action: JsonObject;
   readonly expires_at: string;
+  /**
+   * Present when the graph pauses again because the human's edit was refused: the sentence
+   * saying why (an edit never lifts a deny). The request is still pending; answer again.
+   */
+  readonly edit_refused?: string;
 }
 
 /** What the human resumes with: `new Command({ resume: answer })`. */
@@ -47,9 +57,22 @@ export interface ApprovalAnswer {
   readonly request_id: string;
   /** Optional: the hash the human saw; if given it must be the request's. */
   readonly action_hash?: string;
+  /**
+   * Optional, with `approve`: the human approves these arguments instead of the proposed ones
+   * (edit-then-approve). Decided again by the policy and the authority; the function then runs
+   * once with them, and the protected call returns an {@link EditedToolResult}.
+   */
+  readonly edit?: { readonly arguments: JsonObject };
 }
 
-const ANSWER_KEYS = new Set(['decision', 'approver', 'request_id', 'action_hash']);
+const ANSWER_KEYS = new Set(['decision', 'approver', 'request_id', 'action_hash', 'edit']);
+
+/** A plain object (an object literal or parsed JSON), not an array, a class instance or null. */
+function isPlain(value: unknown): value is Record<string, unknown> {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return false;
+  const proto = Object.getPrototypeOf(value) as unknown;
+  return proto === Object.prototype || proto === null;
+}
 
 /** Checks a resume value against the request it answers; refuses anything else. */
 function readAnswer(value: unknown, record: ApprovalRecord): ApprovalAnswer {
@@ -58,7 +81,7 @@ function readAnswer(value: unknown, record: ApprovalRecord): ApprovalAnswer {
     throw new InvalidArgument(`resume with { decision: 'approve' | 'deny', approver, request_id } to answer approval ${id}`);
   }
   for (const key of Object.keys(value)) {
-    if (!ANSWER_KEYS.has(key)) throw new InvalidArgument(`the answer to approval ${id} has an unknown key ${JSON.stringify(key)} (expected decision, approver, request_id, action_hash)`);
+    if (!ANSWER_KEYS.has(key)) throw new InvalidArgument(`the answer to approval ${id} has an unknown key ${JSON.stringify(key)} (expected decision, approver, request_id, action_hash, edit)`);
   }
   const answer = value as Record<string, unknown>;
   if (answer['decision'] !== 'approve' && answer['decision'] !== 'deny') {
@@ -74,17 +97,24 @@ function readAnswer(value: unknown, record: ApprovalRecord): ApprovalAnswer {
   if (answer['action_hash'] !== undefined && answer['action_hash'] !== record.request.actionHash) {
     throw new ApprovalMismatch('mismatch', { approvalId: id, message: `approval ${id} refused (mismatch): the answer was given for action ${String(answer['action_hash'])}, not ${record.request.actionHash}` });
   }
-  return { decision: answer['decision'], approver, request_id: id };
+  const edit = answer['edit'];
+  if (edit === undefined) return { decision: answer['decision'], approver, request_id: id };
+  if (answer['decision'] !== 'approve') throw new InvalidArgument(`the answer to approval ${id} carries an edit with decision ${JSON.stringify(answer['decision'])}: only an approval edits`);
+  if (!isPlain(edit) || Object.keys(edit).some((k) => k !== 'arguments') || !isPlain(edit['arguments'])) {
+    throw new InvalidArgument(`the answer to approval ${id} has an edit that is not { arguments: { … } } (a plain object of the edited arguments)`);
+  }
+  return { decision: 'approve', approver, request_id: id, edit: { arguments: edit['arguments'] as JsonObject } };
 }
 
-/** The interrupt value for a request. */
-export function approvalInterrupt(request: ApprovalRequest): ApprovalInterrupt {
+/** The interrupt value for a request (with why the human's last edit was refused, if it was). */
+export function approvalInterrupt(request: ApprovalRequest, editRefused?: string): ApprovalInterrupt {
   return {
     type: 'ctrlrun.approval',
     request_id: request.requestId,
     action_hash: request.actionHash,
     action: parseJson(actionToJson(request.action)) as JsonObject,
     expires_at: request.expiresAt,
+    ...(editRefused === undefined ? {} : { edit_refused: editRefused }),
   };
 }
 
@@ -105,6 +135,8 @@ export function approvalsAsked(result: unknown): ApprovalInterrupt[] {
  */
 export class InterruptApprovalProvider implements ApprovalProvider {
   readonly control: Control;
+  /** The request the last {@link wait} was for (null before any): where to look for an edit. */
+  waitedOn: string | null = null;
 
   constructor(control: Control) {
     if (!control || typeof control.grantApproval !== 'function') throw new InvalidArgument('InterruptApprovalProvider needs a Control');
@@ -129,23 +161,54 @@ export class InterruptApprovalProvider implements ApprovalProvider {
     if (record.status === 'granted') {
       return { approvalId: requestId, actionHash: record.request.actionHash, approver: record.approver ?? '', grantedAt: record.grantedAt ?? '', expiresAt: record.request.expiresAt };
     }
+    this.waitedOn = requestId;
     if (record.status !== 'pending') return null;
-    // Throws GraphInterrupt on the first run; returns the resume value when the node re-runs.
-    const answer = readAnswer(interrupt(approvalInterrupt(record.request)), record);
-    if (answer.decision === 'approve') return this.control.grantApproval(requestId, { approver: answer.approver });
-    await this.control.denyApproval(requestId, { approver: answer.approver });
-    return null;
+    // Throws GraphInterrupt on the first run; returns the resume value when the node re-runs. An
+    // edit the policy refuses pauses the graph again with the reason (nothing written, the
+    // request still pending); on later re-runs LangGraph hands back each answer in turn.
+    let refused: string | undefined;
+    for (;;) {
+      const answer = readAnswer(interrupt(approvalInterrupt(record.request, refused)), record);
+      if (answer.decision === 'deny') {
+        await this.control.denyApproval(requestId, { approver: answer.approver });
+        return null;
+      }
+      if (answer.edit === undefined) return this.control.grantApproval(requestId, { approver: answer.approver });
+      try {
+        return await this.control.grantApproval(requestId, { approver: answer.approver, edit: answer.edit });
+      } catch (err) {
+        if (!(err instanceof ActionDenied)) throw err;
+        refused = err.message;
+      }
+    }
   }
 }
 
 /**
  * `protect(fn, options)` for a function called inside a LangGraph node: an action the policy
  * sends to a human pauses the graph (`interrupt()`), and `Command({ resume: { decision,
- * approver, request_id } })` answers it; the same action then runs once, presenting the
- * request (approve), or is refused as `ActionDenied('approval_denied')` (deny).
+ * approver, request_id, edit? } })` answers it; the same action then runs once, presenting the
+ * request (approve), or is refused as `ActionDenied('approval_denied')` (deny). Approved with
+ * `edit: { arguments }`, the edited arguments (decided again) run instead, once, and the call
+ * resolves to an {@link EditedToolResult} around the function's result; an edit the policy
+ * refuses pauses the graph again with `edit_refused` saying why, and nothing runs.
  */
-export function protectInGraph<A extends object = JsonObject, R = unknown>(fn: (args: A) => R | Promise<R>, options: Omit<ProtectOptions, 'wait'>): Protected<A, R> {
+export function protectInGraph<A extends object = JsonObject, R = unknown>(fn: (args: A) => R | Promise<R>, options: Omit<ProtectOptions, 'wait'>): Protected<A, R | EditedToolResult<R>> {
   if (!options || typeof options !== 'object' || !options.control) throw new InvalidArgument('protectInGraph needs { control, name }');
   if ('wait' in options) throw new InvalidArgument('protectInGraph waits through interrupt(); do not pass wait');
-  return protect<A, R>(fn, { ...options, wait: { provider: new InterruptApprovalProvider(options.control) } });
+  const { control } = options;
+  const shared = protect<A, R>(fn, { ...options, wait: { provider: new InterruptApprovalProvider(control) } });
+  const call = async (args: A, callOptions: CallOptions = {}): Promise<R | EditedToolResult<R>> => {
+    // A human may have answered this action's request with an edit through another surface
+    // (ctrlrun approve --edit, the worker) while the graph waited: run that edit, once.
+    const earlier = await shared.action(args, callOptions).then((action) => unusedEditFor(control, action), () => null);
+    if (earlier !== null) return editedToolResult(earlier, await shared(args, { ...callOptions, approvalId: earlier.proposed }));
+    // One provider per call: it says which request this call waited on.
+    const provider = new InterruptApprovalProvider(control);
+    const result = await protect<A, R>(fn, { ...options, wait: { provider } })(args, callOptions);
+    // A request answered with an edit ran the edited arguments: the result says so, and gives them.
+    const edit = provider.waitedOn === null ? null : await control.approvalEdit(provider.waitedOn);
+    return edit !== null && edit.proposed === provider.waitedOn ? editedToolResult(edit, result) : result;
+  };
+  return Object.assign(call, { action: shared.action, needsApproval: shared.needsApproval });
 }

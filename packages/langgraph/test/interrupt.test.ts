@@ -1,8 +1,9 @@
 // @ctrlrun/langgraph against the real @langchain/langgraph: a StateGraph with a MemorySaver
 // checkpointer, a node calling a protected refund, resumed with Command({ resume }). No model.
 import { describe, expect, it } from 'vitest';
+import fc from 'fast-check';
 import { Annotation, Command, END, MemorySaver, START, StateGraph, type BaseCheckpointSaver } from '@langchain/langgraph';
-import { ActionDenied, ApprovalMismatch, callbackSink, Control, InvalidArgument, loadPolicy, sequentialIds, type StateStore, type StoredReceipt } from '@ctrlrun/kernel';
+import { ActionDenied, ApprovalMismatch, callbackSink, Control, InvalidArgument, isEditedToolResult, loadPolicy, sequentialIds, type EditedToolResult, type StateStore, type StoredReceipt } from '@ctrlrun/kernel';
 import { createSqlJsStore } from '@ctrlrun/store-sqljs';
 // The kernel's refund policy: allow up to 100000, a human up to 1000000, deny above.
 import { REFUND_POLICY } from '../../kernel/test/harness.js';
@@ -162,6 +163,91 @@ describe('protectInGraph: approval through interrupt()', () => {
     expect(done.refund).toEqual({ id: 're_p8' });
     expect(runs.refunds).toHaveLength(1);
     expect((await store.listApprovals()).map((r) => [r.status, r.approver])).toEqual([['consumed', 'cli:ana']]);
+  });
+
+  it('approve with edited arguments: decided again, the refund runs once with them, and the result says so', async () => {
+    const { store, receipts, graph, runs } = await setup();
+    const asked = interruptOf(await graph.invoke({ payment_id: 'p10', amount: 500000 }, thread('t10')));
+    const edit = { arguments: { payment_id: 'p10', amount: 300000 } };
+    const done = await graph.invoke(new Command({ resume: { decision: 'approve', approver: 'human:ana', request_id: asked.request_id, edit } }), thread('t10'));
+    expect(runs.refunds).toEqual([{ payment_id: 'p10', amount: 300000 }]);
+    expect(isEditedToolResult(done.refund)).toBe(true);
+    expect(done.refund).toMatchObject({
+      edited: true,
+      editor: 'human:ana',
+      approved_arguments: { payment_id: 'p10', amount: 300000 },
+      proposed_arguments: { payment_id: 'p10', amount: 500000 },
+      result: { id: 're_p10' },
+    });
+    expect((done.refund as EditedToolResult).message).toBe('human:ana edited the arguments before approving (changed: "amount"); the tool ran once, with approved_arguments, not the arguments proposed.');
+    const all = await store.listApprovals();
+    expect(all.map((r) => [r.request.action.canonicalArguments['amount'], r.status])).toEqual([[500000, 'denied'], [300000, 'consumed']]);
+    const receipt = receipts.at(-1)!.document;
+    expect(receipt).toMatchObject({ result: 'committed', edit: { proposed_request_id: asked.request_id, editor: 'human:ana', approved_arguments: { amount: 300000 } } });
+  });
+
+  it('an edit the policy denies pauses the graph again with the readable reason; nothing runs, and a later allowed edit runs once', async () => {
+    const { store, graph, runs } = await setup();
+    const asked = interruptOf(await graph.invoke({ payment_id: 'p11', amount: 500000 }, thread('t11')));
+    const tooMuch = { decision: 'approve', approver: 'human:ana', request_id: asked.request_id, edit: { arguments: { payment_id: 'p11', amount: 5000000 } } };
+    const again = interruptOf(await graph.invoke(new Command({ resume: tooMuch }), thread('t11')));
+    expect(again.request_id).toBe(asked.request_id);
+    expect(again.edit_refused).toMatch(/^the edit of approval request .* is refused: denied: .*amount 5000000.*an edit never lifts a deny/);
+    expect(runs.refunds).toEqual([]);
+    expect((await store.listApprovals()).map((r) => r.status)).toEqual(['pending']);
+
+    const fine = { decision: 'approve', approver: 'human:ana', request_id: asked.request_id, edit: { arguments: { payment_id: 'p11', amount: 400000 } } };
+    const done = await graph.invoke(new Command({ resume: fine }), thread('t11'));
+    expect(runs.refunds).toEqual([{ payment_id: 'p11', amount: 400000 }]);
+    expect(done.refund).toMatchObject({ edited: true, approved_arguments: { amount: 400000 } });
+  });
+
+  it('an edit made through another surface while the graph waited runs when the node re-runs, once', async () => {
+    const { ctrl, store, graph, runs } = await setup();
+    const asked = interruptOf(await graph.invoke({ payment_id: 'p13', amount: 500000 }, thread('t13')));
+    await ctrl.grantApproval(asked.request_id, { approver: 'cli:bo', edit: { arguments: { payment_id: 'p13', amount: 200000 } } });
+    const done = await graph.invoke(new Command({ resume: { decision: 'approve', approver: 'human:ana', request_id: asked.request_id } }), thread('t13'));
+    expect(runs.refunds).toEqual([{ payment_id: 'p13', amount: 200000 }]);
+    expect(done.refund).toMatchObject({ edited: true, editor: 'cli:bo', approved_arguments: { amount: 200000 } });
+    expect((await store.listApprovals()).map((r) => r.status)).toEqual(['denied', 'consumed']);
+  });
+
+  it('property: whatever arguments a human edits to, the function runs once with exactly them when the policy allows or approves them, and never otherwise', async () => {
+    const edits = fc.record({ payment_id: fc.oneof(fc.string({ minLength: 1, maxLength: 6 }), fc.constantFrom('__proto__', 'constructor')), amount: fc.integer({ min: -10, max: 3_000_000 }) });
+    await fc.assert(
+      fc.asyncProperty(edits, async (args) => {
+        const { store, graph, runs } = await setup();
+        const asked = interruptOf(await graph.invoke({ payment_id: 'p20', amount: 500000 }, thread('t20')));
+        const after = await graph.invoke(new Command({ resume: { decision: 'approve', approver: 'human:ana', request_id: asked.request_id, edit: { arguments: args } } }), thread('t20'));
+        const statuses = (await store.listApprovals()).map((r) => r.status);
+        if (args.amount >= 0 && args.amount <= 1000000) {
+          expect(runs.refunds).toEqual([args]);
+          expect(after.refund).toMatchObject({ edited: true, approved_arguments: args });
+          expect(statuses).toEqual(['denied', 'consumed']);
+        } else {
+          expect(runs.refunds).toEqual([]);
+          expect(interruptOf(after).edit_refused).toMatch(/an edit never lifts a deny/);
+          expect(statuses).toEqual(['pending']);
+        }
+      }),
+      { numRuns: 25 },
+    );
+  }, 120_000);
+
+  it('a malformed edit is an InvalidArgument and records nothing', async () => {
+    for (const edit of [{ amount: 1 }, { arguments: [1] }, { arguments: { amount: 1 }, note: 'x' }, 'amount=1']) {
+      const { store, graph } = await setup();
+      const asked = interruptOf(await graph.invoke({ payment_id: 'p12', amount: 500000 }, thread('t12')));
+      const err = await graph.invoke(new Command({ resume: { decision: 'approve', approver: 'human:ana', request_id: asked.request_id, edit } }), thread('t12')).catch((e: unknown) => e);
+      expect(err, JSON.stringify(edit)).toBeInstanceOf(InvalidArgument);
+      expect((await store.listApprovals()).map((r) => r.status)).toEqual(['pending']);
+    }
+    const { store, graph } = await setup();
+    const asked = interruptOf(await graph.invoke({ payment_id: 'p12', amount: 500000 }, thread('t12b')));
+    const err = await graph.invoke(new Command({ resume: { decision: 'deny', approver: 'human:ana', request_id: asked.request_id, edit: { arguments: { payment_id: 'p12', amount: 1 } } } }), thread('t12b')).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(InvalidArgument);
+    expect((err as Error).message).toMatch(/only an approval edits/);
+    expect((await store.listApprovals()).map((r) => r.status)).toEqual(['pending']);
   });
 
   it('the provider files one request per action and refuses bad wiring', async () => {

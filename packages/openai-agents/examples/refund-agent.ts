@@ -1,6 +1,6 @@
 // A refund agent on the OpenAI Agents SDK, protected by ctrlrun. The model is a scripted
 // stand-in (the SDK's Model interface; no network): it asks for a refund that needs approval.
-import { Agent, run, RunState, setTracingDisabled, tool, Usage, type Model, type ModelResponse } from '@openai/agents';
+import { Agent, run, RunState, setTracingDisabled, Usage, type Model, type ModelResponse } from '@openai/agents';
 import { z } from 'zod';
 import { Control, loadPolicy } from '@ctrlrun/kernel';
 import { createSqlJsStore } from '@ctrlrun/store-sqljs';
@@ -23,12 +23,12 @@ actions:
 
 const tools = protectTools(
   [
-    tool({
+    {
       name: 'refund',
       description: 'Refund a payment',
       parameters: z.object({ payment_id: z.string(), amount: z.number().int() }),
       execute: async ({ payment_id, amount }) => ({ id: `re_${payment_id}`, amount }),
-    }),
+    },
   ],
   { control, names: { refund: 'stripe.refund' } },
 );

@@ -9,27 +9,35 @@
  *
  * @module
  */
-import type { FunctionTool, RunState, RunToolApprovalItem } from '@openai/agents';
+import { RunContext, tool as sdkTool, type FunctionTool, type RunState, type RunToolApprovalItem, type ToolInputParameters, type ToolOptions, type ToolOutputSchema, type UnknownContext } from '@openai/agents';
 import {
   ApprovalMismatch,
   InvalidArgument,
   checkActor,
   protect,
+  editedToolResult,
   toolRefusal,
+  unusedEditFor,
   type Action,
+  type ApprovalRecord,
   type CallOptions,
   type Control,
   type Protected,
+  type EditedToolResult,
+  type JsonObject,
   type ToolRefusal,
 } from '@ctrlrun/kernel';
+
+export { isEditedToolResult } from '@ctrlrun/kernel';
+export type { EditedToolResult } from '@ctrlrun/kernel';
 
 export type { ToolRefusal } from '@ctrlrun/kernel';
 
 /** Options of {@link protectTool}. */
 export interface ProtectToolOptions {
   control: Control;
-  /** The action name the policy matches. */
-  name: string;
+  /** The action name the policy matches (else the tool's name). */
+  name?: string;
   /** The principal or headers of every call (else the Control's default principal or identity provider). */
   call?: CallOptions;
 }
@@ -46,6 +54,24 @@ export interface ProtectToolsOptions {
 export interface AnswerOptions {
   /** Who answered: recorded on the ctrlrun request, its events and the receipt. */
   approver: string;
+  /**
+   * The ctrlrun request the human was shown ({@link approvalRequestFor}), if the answer comes back
+   * with it: the interruption's arguments must still make that request's action, else
+   * `ApprovalMismatch` and nothing is answered (a run state changed between showing and answering).
+   */
+  requestId?: string;
+}
+
+/** Options of {@link approveInterruption}. */
+export interface ApproveOptions extends AnswerOptions {
+  /**
+   * Approve these arguments instead of the proposed ones (edit-then-approve). They go through the
+   * tool's own parser, then ctrlrun decides them again (policy and authority; an edit never lifts
+   * a deny) and grants them; the run then executes them once, and the model gets an
+   * {@link EditedToolResult} saying what ran. A denied edit throws the kernel's `ActionDenied`
+   * with the rule's sentence: nothing is approved, the request stays pending.
+   */
+  edit?: { arguments: Record<string, unknown> };
 }
 
 const noOpenRequest = (name: string) =>
@@ -56,61 +82,107 @@ interface Guarded {
   readonly name: string;
   readonly call: CallOptions;
   readonly probe: Protected<Record<string, unknown>, unknown>;
+  /** The arguments the SDK's own parser makes of a call's JSON text (the values `execute` receives). */
+  readonly parse: (text: string) => Promise<Record<string, unknown>>;
 }
 
 /** Which tools this package protected, and how. */
 const guarded = new WeakMap<object, Guarded>();
 
-function parseArguments(text: unknown, name: string): Record<string, unknown> {
-  if (typeof text !== 'string') throw new InvalidArgument(`${name}: the tool call carries no JSON arguments`);
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(text);
-  } catch {
-    throw new InvalidArgument(`${name}: the tool call's arguments are not JSON`);
-  }
-  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new InvalidArgument(`${name}: the tool call's arguments are not a JSON object`);
-  return parsed as Record<string, unknown>;
+/** The key of a probe's box in the call details: present, `execute` only records what the SDK parsed. */
+const PROBE = Symbol('ctrlrun.openai-agents.probe');
+/** What a probe's `execute` returns instead of running anything; never seen outside this module. */
+const PROBED = Object.freeze({ ctrlrun: 'probe: parsed only, nothing run' });
+
+type AnyToolOptions = ToolOptions<any, any, any>;
+
+/**
+ * The options of one function tool in a list given to {@link protectTools}: what you would give
+ * `tool()`. In a list, `execute`'s input is not inferred from `parameters`; for a typed `execute`
+ * protect each tool with {@link protectTool}.
+ */
+export interface ToolListEntry {
+  readonly name?: string;
+  readonly description: string;
+  readonly parameters?: ToolInputParameters;
+  readonly execute: (input: any, runContext?: any, details?: any) => unknown;
+  readonly [option: string]: unknown;
+}
+type Execute = (input: unknown, runContext?: unknown, details?: unknown) => unknown;
+type ErrorFunction = (runContext: unknown, error: unknown, details?: unknown) => unknown;
+
+/** Whether `value` is a built function tool rather than the options of one. */
+function isBuiltTool(value: unknown): boolean {
+  return typeof value === 'object' && value !== null && (value as { type?: unknown }).type === 'function' && typeof (value as { invoke?: unknown }).invoke === 'function';
+}
+
+/** Whether `value` is an object of arguments (what a tool's object parameters parse to). */
+function isArgs(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 /**
- * One function tool, protected: `needsApproval` is the policy's decision for the exact arguments
- * and `invoke` runs as action `name` through the control path. See {@link protectTools}.
+ * One function tool, built from the options you would give `tool()` and protected: `needsApproval`
+ * is the policy's decision and `execute` runs as action `name` (else the tool's name) through the
+ * control path. Both see the arguments the SDK's parser makes of the model's JSON (Zod defaults,
+ * coercions and transforms applied), so the policy decides, the hash binds, and `execute`
+ * receives the same values. See {@link protectTools}.
  */
-export function protectTool<T extends FunctionTool<any, any, any>>(tool: T, options: ProtectToolOptions): T {
-  if (!options || typeof options !== 'object' || !options.control) throw new InvalidArgument('protectTool needs { control, name }');
-  if (typeof options.name !== 'string' || options.name === '') throw new InvalidArgument('protectTool needs a non-empty action name');
-  const { control, name } = options;
-  if (!tool || typeof tool !== 'object' || tool.type !== 'function' || typeof tool.invoke !== 'function') {
-    throw new InvalidArgument(`${name}: protectTool needs a function tool (tool({ … }) from @openai/agents)`);
+export function protectTool<TParameters extends ToolInputParameters = undefined, Context = UnknownContext, Result = string, TOutputSchema extends ToolOutputSchema | undefined = undefined>(
+  options: ToolOptions<TParameters, Context, TOutputSchema>,
+  protection: ProtectToolOptions,
+): FunctionTool<Context, TParameters, Result | ToolRefusal | EditedToolResult<Result>> {
+  if (!protection || typeof protection !== 'object' || !protection.control) throw new InvalidArgument('protectTool needs { control }');
+  const { control } = protection;
+  if (isBuiltTool(options)) {
+    throw new InvalidArgument(
+      `protectTool needs the options you would give tool() ({ name, parameters, execute, … }), not a built tool (${JSON.stringify((options as { name?: unknown }).name)}): ctrlrun must decide on the arguments the SDK's parser hands execute`,
+    );
   }
-  if (guarded.has(tool)) throw new InvalidArgument(`${name}: the tool ${tool.name} is already protected`);
-  const call = options.call ?? {};
+  if (!options || typeof options !== 'object' || typeof (options as { execute?: unknown }).execute !== 'function') {
+    throw new InvalidArgument('protectTool needs the options of a function tool ({ name, parameters, execute, … })');
+  }
+  const opts = options as AnyToolOptions;
+  const name = protection.name ?? opts.name;
+  if (typeof name !== 'string' || name === '') throw new InvalidArgument('protectTool needs an action name (name, or the tool\'s own name)');
+  if ((opts as { needsApproval?: unknown }).needsApproval !== undefined) {
+    throw new InvalidArgument(`${name}: the tool already has needsApproval; the policy decides when a human must approve (decision: approve), so remove it`);
+  }
+  const call = protection.call ?? {};
   if (typeof call !== 'object' || call === null) throw new InvalidArgument(`${name}: call must be call options`);
-  const original = tool.invoke.bind(tool);
+  const userExecute = opts.execute as Execute;
+  const userError = opts.errorFunction as ErrorFunction | null | undefined;
   const probe = protect<Record<string, unknown>, unknown>(() => undefined, { control, name });
-  const needsApproval = (_runContext: unknown, input: unknown): Promise<boolean> => probe.needsApproval(input as Record<string, unknown>, call);
 
-  const invoke: FunctionTool['invoke'] = async (runContext, input, details) => {
-    // The protected function hands the SDK the call's own input; the control path has hashed
-    // exactly what it parses to.
-    const run = protect<Record<string, unknown>, unknown>(() => original(runContext, input, details), { control, name });
+  const execute = async (parsed: unknown, runContext?: unknown, details?: unknown): Promise<unknown> => {
+    const box = (details as { [PROBE]?: { args?: unknown } } | undefined)?.[PROBE];
+    if (box !== undefined) {
+      // Returned, not thrown: a throw would reach the SDK's error path (and mark the run's span).
+      box.args = parsed;
+      return PROBED;
+    }
+    // The values the SDK parsed are what the policy decides on, what the hash binds and what
+    // the function receives (as the canonical arguments, like every protected function).
+    const run = protect<Record<string, unknown>, unknown>((canonical) => userExecute(canonical, runContext, details), { control, name });
     try {
-      const args = parseArguments(input, name);
-      const action = await run.action(args, call);
+      if (!isArgs(parsed)) throw new InvalidArgument(`${name}: the tool's parameters gave no object of arguments`);
+      const action = await run.action(parsed, call);
       // An approve decision presents the request open for these exact arguments (the control path
       // refuses it unless a human granted it, through approveInterruption or any other surface);
       // none open means the arguments are not the ones asked about: refused, and nothing is filed.
       const open = (await control.evaluate(action)).decision === 'approve' ? await control.openApproval(action) : undefined;
       if (open === null) {
-        // The SDK approved a call ctrlrun never put to anyone: its arguments are not the ones asked about.
-        throw new ApprovalMismatch('unknown', { message: noOpenRequest(name) });
+        // A human who approved with edited arguments answered the request: the edit runs, once,
+        // and the model is told what ran.
+        const edit = await unusedEditFor(control, action);
+        if (edit === null) throw new ApprovalMismatch('unknown', { message: noOpenRequest(name) });
+        return editedToolResult(edit, await run(parsed, { ...call, approvalId: edit.proposed }));
       }
-      return await run(args, { ...call, approvalId: open?.request.requestId ?? null });
+      return await run(parsed, { ...call, approvalId: open?.request.requestId ?? null });
     } catch (err) {
       let context: { policy: Control['policy']; action: Action } | undefined;
       try {
-        context = { policy: control.policy, action: await run.action(parseArguments(input, name), call) };
+        context = isArgs(parsed) ? { policy: control.policy, action: await run.action(parsed, call) } : undefined;
       } catch {
         context = undefined; // arguments that make no action: the refusal says so itself
       }
@@ -119,22 +191,47 @@ export function protectTool<T extends FunctionTool<any, any, any>>(tool: T, opti
       return refusal;
     }
   };
+  // A probe is nobody's error: with an outputSchema its marker fails the SDK's output check, and
+  // the tool's own errorFunction must not see that.
+  const errorFunction =
+    typeof userError === 'function' ? (ctx: unknown, err: unknown, d?: unknown) => ((d as { [PROBE]?: unknown } | undefined)?.[PROBE] !== undefined ? '' : userError(ctx, err, d)) : userError;
+  const built = sdkTool({ ...opts, execute, ...(errorFunction === undefined ? {} : { errorFunction }) } as AnyToolOptions) as FunctionTool<Context, TParameters, Result | ToolRefusal | EditedToolResult<Result>>;
 
-  const out = Object.assign(Object.create(Object.getPrototypeOf(tool) as object) as T, tool, { needsApproval, invoke });
-  guarded.set(out, { control, name, call, probe });
+  const parse = async (text: string): Promise<Record<string, unknown>> => {
+    const box: { args?: unknown } = {};
+    // The SDK's own invoke parses the text exactly as it will for the real call, then stops in execute.
+    await Promise.resolve(built.invoke(new RunContext() as never, text, { [PROBE]: box } as never)).catch(() => undefined);
+    if (!('args' in box)) throw new InvalidArgument(`${name}: the tool's parameters refuse these arguments`);
+    if (!isArgs(box.args)) throw new InvalidArgument(`${name}: the tool's parameters gave no object of arguments`);
+    return box.args;
+  };
+  const needsApproval = async (_runContext: unknown, input: unknown): Promise<boolean> => {
+    let args: Record<string, unknown>;
+    try {
+      // The SDK hands needsApproval JSON.parse of the call's text; parse it as execute will see it.
+      args = await parse(typeof input === 'string' ? input : JSON.stringify(input));
+    } catch (err) {
+      if (err instanceof InvalidArgument) return false; // the call itself says why
+      throw err;
+    }
+    return probe.needsApproval(args, call);
+  };
+
+  const out = Object.assign(built, { needsApproval });
+  guarded.set(out, { control, name, call, probe, parse });
   return out;
 }
 
 /**
- * Returns the same function tools, each protected as the action `names[tool.name] ??
- * tool.name`: `needsApproval` is the policy's decision for the exact arguments, and the
- * ctrlrun request is filed then (once per action hash); `invoke` runs through the control path,
- * presenting the request a human granted; refusals come back to the model as a
- * {@link ToolRefusal} (the class, its reason, a sentence built from the rule), and the tool
- * never runs on one.
+ * Builds the function tools from the options you would give `tool()`, each protected as the
+ * action `names[tool.name] ?? tool.name`: `needsApproval` is the policy's decision for the
+ * arguments the SDK parsed, and the ctrlrun request is filed then (once per action hash);
+ * `execute` runs through the control path with those same arguments, presenting the request a
+ * human granted; refusals come back to the model as a {@link ToolRefusal} (the class, its reason,
+ * a sentence built from the rule), and the tool never runs on one.
  */
-export function protectTools<T extends FunctionTool<any, any, any>>(tools: readonly T[], options: ProtectToolsOptions): T[] {
-  if (!Array.isArray(tools)) throw new InvalidArgument('protectTools needs an array of function tools');
+export function protectTools(tools: readonly ToolListEntry[], options: ProtectToolsOptions): FunctionTool<any, any, any>[] {
+  if (!Array.isArray(tools)) throw new InvalidArgument('protectTools needs an array of tool options (what you would give tool())');
   if (!options || typeof options !== 'object' || !options.control) throw new InvalidArgument('protectTools needs { control }');
   const names = options.names ?? {};
   if (typeof names !== 'object' || names === null) throw new InvalidArgument('names must be an object of tool name → action name');
@@ -143,8 +240,9 @@ export function protectTools<T extends FunctionTool<any, any, any>>(tools: reado
     if (!toolNames.has(key)) throw new InvalidArgument(`names.${key}: there is no tool ${JSON.stringify(key)} in the list`);
   }
   return tools.map((t) => {
-    const name = Object.hasOwn(names, t?.name) ? names[t.name]! : t?.name;
-    return protectTool(t, { control: options.control, name, ...(options.call ? { call: options.call } : {}) });
+    const own = t?.name;
+    const name = typeof own === 'string' && Object.hasOwn(names, own) ? names[own]! : own;
+    return protectTool(t as unknown as AnyToolOptions, { control: options.control, ...(name === undefined ? {} : { name }), ...(options.call ? { call: options.call } : {}) });
   });
 }
 
@@ -155,25 +253,74 @@ async function interrupted(item: RunToolApprovalItem): Promise<{ guard: Guarded;
   const tool = (item.agent?.tools ?? []).find((t) => (t as { name?: string }).name === toolName);
   const guard = tool === undefined ? undefined : guarded.get(tool);
   if (guard === undefined) throw new InvalidArgument(`the interruption is for ${JSON.stringify(toolName)}, which is not a tool protected by @ctrlrun/openai-agents on agent ${item.agent?.name ?? '?'}`);
-  const action = await guard.probe.action(parseArguments(item.arguments, guard.name), guard.call);
+  if (typeof item.arguments !== 'string') throw new InvalidArgument(`${guard.name}: the interruption carries no JSON arguments`);
+  const action = await guard.probe.action(await guard.parse(item.arguments), guard.call);
   return { guard, action };
 }
 
 /**
+ * The ctrlrun request open for an interruption's exact arguments (what to show the human: its
+ * `request.requestId`, `request.action`, `request.expiresAt`), or null when none is open.
+ */
+export async function approvalRequestFor(item: RunToolApprovalItem): Promise<ApprovalRecord | null> {
+  const { guard, action } = await interrupted(item);
+  return guard.control.openApproval(action);
+}
+
+/** The request open for `action`, which must be `requestId` when given; else `ApprovalMismatch`. */
+async function shownRequest(guard: Guarded, action: Action, requestId: string | undefined): Promise<ApprovalRecord> {
+  if (requestId !== undefined && typeof requestId !== 'string') throw new InvalidArgument('requestId must be a string (the request id shown to the human)');
+  const open = await guard.control.openApproval(action);
+  if (open === null) throw new ApprovalMismatch('unknown', { ...(requestId === undefined ? {} : { approvalId: requestId }), message: noOpenRequest(guard.name) });
+  if (requestId !== undefined && open.request.requestId !== requestId) {
+    throw new ApprovalMismatch('mismatch', {
+      approvalId: requestId,
+      message: `${guard.name}: the human was shown request ${requestId}, but the interruption's arguments now make the action of request ${open.request.requestId}; nothing was answered`,
+    });
+  }
+  return open;
+}
+
+/**
  * The human approves an interruption: the ctrlrun request open for its exact arguments is granted
- * as `approver` (unless already granted elsewhere), then `state.approve(item)`. No request open
+ * as `approver` (unless already granted elsewhere), then `state.approve(item)`. With `edit`, the
+ * edited arguments are granted instead (see {@link ApproveOptions.edit}); the run then executes
+ * them and the model is told. No request open
  * for these arguments (they changed, or the request was answered or expired): `ApprovalMismatch`,
  * and the state is left unanswered.
  */
-export async function approveInterruption(state: RunState<any, any>, item: RunToolApprovalItem, options: AnswerOptions): Promise<void> {
+export async function approveInterruption(state: RunState<any, any>, item: RunToolApprovalItem, options: ApproveOptions): Promise<void> {
   const approver = checkActor(options?.approver, 'approver');
   const { guard, action } = await interrupted(item);
-  const open = await guard.control.openApproval(action);
-  if (open === null) {
-    throw new ApprovalMismatch('unknown', { message: noOpenRequest(guard.name) });
+  const edit = options.edit === undefined ? undefined : await editedArguments(guard, options.edit);
+  if (edit === undefined && (await guard.control.openApproval(action)) === null) {
+    // Answered already with an edit (here earlier, another process, the CLI): the run executes
+    // that edit and the model is told; nothing more to record.
+    const earlier = await unusedEditFor(guard.control, action);
+    if (earlier !== null && (options.requestId === undefined || options.requestId === earlier.proposed)) {
+      state.approve(item);
+      return;
+    }
   }
-  if (open.status === 'pending') await guard.control.grantApproval(open.request.requestId, { approver });
+  const open = await shownRequest(guard, action, options.requestId);
+  if (edit !== undefined) await guard.control.grantApproval(open.request.requestId, { approver, edit: { arguments: edit } });
+  else if (open.status === 'pending') await guard.control.grantApproval(open.request.requestId, { approver });
   state.approve(item);
+}
+
+/** The edited arguments as the tool's parser makes them (what the function will receive); else `InvalidArgument`. */
+async function editedArguments(guard: Guarded, edit: unknown): Promise<JsonObject> {
+  const given = (edit as { arguments?: unknown } | null)?.arguments;
+  if (typeof edit !== 'object' || edit === null || Object.keys(edit).some((k) => k !== 'arguments') || typeof given !== 'object' || given === null || Array.isArray(given)) {
+    throw new InvalidArgument(`${guard.name}: edit must be { arguments: { … } } (a plain object of the edited arguments)`);
+  }
+  let text: string;
+  try {
+    text = JSON.stringify(given);
+  } catch (err) {
+    throw new InvalidArgument(`${guard.name}: the edited arguments are not JSON (${(err as Error).message})`);
+  }
+  return (await guard.parse(text)) as JsonObject;
 }
 
 /**
@@ -184,7 +331,7 @@ export async function approveInterruption(state: RunState<any, any>, item: RunTo
 export async function rejectInterruption(state: RunState<any, any>, item: RunToolApprovalItem, options: AnswerOptions & { message?: string }): Promise<void> {
   const approver = checkActor(options?.approver, 'approver');
   const { guard, action } = await interrupted(item);
-  const open = await guard.control.openApproval(action);
+  const open = options.requestId === undefined ? await guard.control.openApproval(action) : await shownRequest(guard, action, options.requestId);
   if (open?.status === 'pending') await guard.control.denyApproval(open.request.requestId, { approver });
   state.reject(item, options.message === undefined ? {} : { message: options.message });
 }

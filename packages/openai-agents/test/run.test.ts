@@ -6,12 +6,12 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { run, RunState, tool } from '@openai/agents';
+import { Agent, run, RunState, tool } from '@openai/agents';
 import { z } from 'zod';
-import { ApprovalMismatch, InvalidArgument, type StoredReceipt } from '@ctrlrun/kernel';
+import { ActionDenied, ApprovalMismatch, callbackSink, Control, InvalidArgument, loadPolicy, type StoredReceipt } from '@ctrlrun/kernel';
 import { createSqlJsStore } from '@ctrlrun/store-sqljs';
 import { openStore } from '@ctrlrun/store-node';
-import { approveInterruption, protectTool, protectTools, rejectInterruption } from '@ctrlrun/openai-agents';
+import { approvalRequestFor, approveInterruption, isEditedToolResult, protectTool, protectTools, rejectInterruption } from '@ctrlrun/openai-agents';
 import { callsTool, control, refundAgent, says, ScriptedModel, type Turn } from './fixtures/agent.js';
 
 async function setup(turns: Turn[]) {
@@ -99,6 +99,26 @@ describe('protectTools with run()', () => {
     expect((await ctx.store.listApprovals()).map((r) => [r.status, r.request.action.canonicalArguments['amount']])).toEqual([['pending', 200000]]);
   });
 
+  it('an answer carrying the request the human was shown refuses a state changed to another pending request\'s arguments; nothing is granted', async () => {
+    const ctx = await setup([callsTool('c1', 'refund', { payment_id: 'p10', amount: 200000 }), callsTool('c2', 'refund', { payment_id: 'p10', amount: 900000 }), says('ok')]);
+    const small = await run(ctx.agent, 'refund 2000.00 of p10');
+    await run(ctx.agent, 'refund 9000.00 of p10'); // another pending request, nobody approved it
+    const shown = await approvalRequestFor(small.interruptions[0]!);
+    expect(shown!.request.action.canonicalArguments).toEqual({ payment_id: 'p10', amount: 200000 });
+    // Between showing and answering, the saved state is changed to the other request's arguments.
+    const tampered = await RunState.fromString(ctx.agent, small.state.toString().replaceAll('\\"amount\\":200000', '\\"amount\\":900000'));
+    const [item] = tampered.getInterruptions();
+    const err = await approveInterruption(tampered, item!, { approver: 'human:ana', requestId: shown!.request.requestId }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ApprovalMismatch);
+    expect((err as ApprovalMismatch).reason).toBe('mismatch');
+    await expect(rejectInterruption(tampered, item!, { approver: 'human:ana', requestId: shown!.request.requestId })).rejects.toBeInstanceOf(ApprovalMismatch);
+    expect((await ctx.store.listApprovals()).map((r) => [r.request.action.canonicalArguments['amount'], r.status])).toEqual([[200000, 'pending'], [900000, 'pending']]);
+    // The untouched state, answered with the request shown, goes through.
+    await approveInterruption(small.state, small.interruptions[0]!, { approver: 'human:ana', requestId: shown!.request.requestId });
+    await run(ctx.agent, small.state);
+    expect(ctx.done.refunds).toEqual([{ payment_id: 'p10', amount: 200000 }]);
+  });
+
   it('the same effect twice is a readable DuplicateEffect; the refund ran once', async () => {
     const ctx = await setup([callsTool('c1', 'refund', { payment_id: 'p6', amount: 500 }), callsTool('c2', 'refund', { payment_id: 'p6', amount: 500 }), says('done')]);
     await run(ctx.agent, 'refund p6 twice');
@@ -124,11 +144,36 @@ describe('a run state serialized and resumed in another process', () => {
     return { dir, db, ctx, serialized: first.state.toString() };
   }
 
-  function resumeElsewhere(db: string, statePath: string, approver: string) {
+  function resumeElsewhere(db: string, statePath: string, approver: string, edit?: object) {
     const script = join(import.meta.dirname, 'fixtures', 'resume.ts');
-    const out = execFileSync(process.execPath, ['--conditions=@ctrlrun/source', '--import', 'tsx', script, db, statePath, approver], { encoding: 'utf8' });
-    return JSON.parse(out.trim().split('\n').at(-1)!) as { finalOutput: string | null; refunds: unknown[]; refused: string[] };
+    const out = execFileSync(process.execPath, ['--conditions=@ctrlrun/source', '--import', 'tsx', script, db, statePath, approver, ...(edit ? [JSON.stringify(edit)] : [])], { encoding: 'utf8' });
+    return JSON.parse(out.trim().split('\n').at(-1)!) as { finalOutput: string | null; refunds: unknown[]; refused: string[]; told: unknown[] };
   }
+
+  it('edited in this process, resumed in the other: the edit is found in the store and runs there once', async () => {
+    const { dir, db, ctx, serialized } = await pausedRun(500000);
+    const state = await RunState.fromString(ctx.agent, serialized);
+    await approveInterruption(state, state.getInterruptions()[0]!, { approver: 'human:ana', edit: { arguments: { payment_id: 'p7', amount: 200000 } } });
+    const statePath = join(dir, 'run-state.json');
+    writeFileSync(statePath, state.toString());
+    const other = resumeElsewhere(db, statePath, 'human:bo');
+    expect(other.refused).toEqual([]);
+    expect(other.refunds).toEqual([{ payment_id: 'p7', amount: 200000 }]);
+    expect(other.told.at(-1)).toMatchObject({ edited: true, editor: 'human:ana', approved_arguments: { amount: 200000 } });
+    expect((await ctx.store.listApprovals()).map((r) => [r.status, r.approver])).toEqual([['denied', 'human:ana'], ['consumed', 'human:ana']]);
+    await ctx.store.close();
+  }, 120_000);
+
+  it('the other process approves with edited arguments: they run there once, and the model there is told', async () => {
+    const { dir, db, ctx, serialized } = await pausedRun(500000);
+    const statePath = join(dir, 'run-state.json');
+    writeFileSync(statePath, serialized);
+    const other = resumeElsewhere(db, statePath, 'human:bo', { payment_id: 'p7', amount: 300000 });
+    expect(other.refunds).toEqual([{ payment_id: 'p7', amount: 300000 }]);
+    expect(other.told.at(-1)).toMatchObject({ edited: true, editor: 'human:bo', approved_arguments: { payment_id: 'p7', amount: 300000 }, proposed_arguments: { amount: 500000 } });
+    expect((await ctx.store.listApprovals()).map((r) => [r.status, r.request.action.canonicalArguments['amount']])).toEqual([['denied', 500000], ['consumed', 300000]]);
+    await ctx.store.close();
+  }, 120_000);
 
   it('the other process approves through ctrlrun and the refund runs there once, bound to the request filed here', async () => {
     const { dir, db, ctx, serialized } = await pausedRun(500000);
@@ -136,7 +181,7 @@ describe('a run state serialized and resumed in another process', () => {
     const statePath = join(dir, 'run-state.json');
     writeFileSync(statePath, serialized);
     const other = resumeElsewhere(db, statePath, 'human:bo');
-    expect(other).toEqual({ finalOutput: 'Refunded.', refunds: [{ payment_id: 'p7', amount: 500000 }], refused: [] });
+    expect(other).toMatchObject({ finalOutput: 'Refunded.', refunds: [{ payment_id: 'p7', amount: 500000 }], refused: [], told: [{ id: 're_p7', amount: 500000 }] });
     expect(ctx.done.refunds).toEqual([]); // not in this process
     const [record] = await ctx.store.listApprovals();
     expect([record!.request.requestId, record!.status, record!.approver]).toEqual([request!.request.requestId, 'consumed', 'human:bo']);
@@ -157,20 +202,178 @@ describe('a run state serialized and resumed in another process', () => {
   }, 120_000);
 });
 
+describe('the arguments the SDK parses are the ones decided, hashed and run', () => {
+  // Refunds above 1000000 are denied, above 100000 need a human, the rest run.
+  const LIMITS = `schema: ctrlrun.policy/v2
+actions:
+  stripe.refund:
+    effect: "refund:{payment_id}"
+    rules:
+      - {when: {amount_gt: 1000000}, decision: deny}
+      - {when: {amount_gt: 100000}, decision: approve}
+      - decision: allow
+`;
+  async function coercing(turns: Turn[]) {
+    const store = await createSqlJsStore();
+    const receipts: StoredReceipt[] = [];
+    const ctrl = new Control({ policy: loadPolicy(LIMITS), store, principal: { agent: 'support-agent' }, sinks: [callbackSink({ onReceipt: (r) => void receipts.push(r) })], logger: { warn: () => {} } });
+    const refunds: unknown[] = [];
+    const refund = protectTool(
+      {
+        name: 'refund',
+        description: 'Refund a payment',
+        // The model may write the amount as text; the schema turns "5e6" into 5000000.
+        parameters: z.object({ payment_id: z.string(), amount: z.coerce.number().int() }),
+        execute: async (args) => {
+          refunds.push(args);
+          return 'refunded';
+        },
+      },
+      { control: ctrl, name: 'stripe.refund' },
+    );
+    const model = new ScriptedModel(turns);
+    const agent = new Agent({ name: 'support', instructions: 'Refund when asked.', model, tools: [refund] });
+    return { store, receipts, model, agent, refunds };
+  }
+
+  it('an amount written "5e6" is decided as the 5000000 the function would receive: denied, and the refund never runs', async () => {
+    const ctx = await coercing([callsTool('c1', 'refund', { payment_id: 'p1', amount: '5e6' }), says('Cannot.')]);
+    const result = await run(ctx.agent, 'refund p1');
+    expect(result.interruptions).toEqual([]);
+    expect(ctx.refunds).toEqual([]);
+    expect(ctx.model.toolOutputs().at(-1)).toMatchObject({ refused: true, error: 'ActionDenied', reason: 'rule[0]' });
+    expect(ctx.receipts.at(-1)!.document).toMatchObject({ result: 'denied' });
+  });
+
+  it('an amount written "5e5" asks a human about 500000; the approved function receives exactly that, as hashed', async () => {
+    const ctx = await coercing([callsTool('c1', 'refund', { payment_id: 'p2', amount: '5e5' }), says('Refunded.')]);
+    const first = await run(ctx.agent, 'refund p2');
+    expect(first.interruptions).toHaveLength(1);
+    const [pending] = await ctx.store.listApprovals('pending');
+    expect(pending!.request.action.canonicalArguments).toEqual({ payment_id: 'p2', amount: 500000 });
+    await approveInterruption(first.state, first.interruptions[0]!, { approver: 'human:ana' });
+    const second = await run(ctx.agent, first.state);
+    expect(second.finalOutput).toBe('Refunded.');
+    expect(ctx.refunds).toEqual([{ payment_id: 'p2', amount: 500000 }]);
+    const receipt = ctx.receipts.at(-1)!.document;
+    expect([receipt['result'], receipt['action_hash']]).toEqual(['committed', pending!.request.actionHash]);
+  });
+
+  it('an edited amount written "3e5" is parsed by the tool\'s schema: decided, granted and run as 300000', async () => {
+    const ctx = await coercing([callsTool('c1', 'refund', { payment_id: 'p4', amount: 500000 }), says('ok')]);
+    const first = await run(ctx.agent, 'refund p4');
+    await approveInterruption(first.state, first.interruptions[0]!, { approver: 'human:ana', edit: { arguments: { payment_id: 'p4', amount: '3e5' } } });
+    await run(ctx.agent, first.state);
+    expect(ctx.refunds).toEqual([{ payment_id: 'p4', amount: 300000 }]);
+    expect(ctx.model.toolOutputs().at(-1)).toMatchObject({ edited: true, approved_arguments: { amount: 300000 } });
+  });
+
+  it('parsing ahead of the run calls nothing of the tool: neither execute nor its errorFunction, with an outputSchema too', async () => {
+    const store = await createSqlJsStore();
+    const ctrl = new Control({ policy: loadPolicy(LIMITS), store, principal: { agent: 'support-agent' }, logger: { warn: () => {} } });
+    const calls: string[] = [];
+    const refund = protectTool(
+      {
+        name: 'refund',
+        description: 'Refund a payment',
+        parameters: z.object({ payment_id: z.string(), amount: z.coerce.number().int() }),
+        outputSchema: z.object({ id: z.string() }),
+        errorFunction: () => {
+          calls.push('errorFunction');
+          return { id: 'error' };
+        },
+        execute: async ({ payment_id }) => {
+          calls.push('execute');
+          return { id: `re_${payment_id}` };
+        },
+      },
+      { control: ctrl, name: 'stripe.refund' },
+    );
+    const model = new ScriptedModel([callsTool('c1', 'refund', { payment_id: 'p5', amount: '5e5' }), says('done')]);
+    const agent = new Agent({ name: 'support', instructions: 'Refund when asked.', model, tools: [refund] });
+    const first = await run(agent, 'refund p5');
+    expect(first.interruptions).toHaveLength(1);
+    expect(calls).toEqual([]);
+    await approveInterruption(first.state, first.interruptions[0]!, { approver: 'human:ana' });
+    await run(agent, first.state);
+    expect(calls).toEqual(['execute']);
+    expect(model.toolOutputs().at(-1)).toEqual({ id: 're_p5' });
+  });
+
+  it('arguments the schema refuses never reach the policy or the function', async () => {
+    const ctx = await coercing([callsTool('c1', 'refund', { payment_id: 'p3', amount: 'lots' }), says('Sorry.')]);
+    const result = await run(ctx.agent, 'refund p3');
+    expect(result.interruptions).toEqual([]);
+    expect(ctx.refunds).toEqual([]);
+    expect(await ctx.store.listApprovals()).toEqual([]);
+    expect(ctx.model.lastInput()).toContain('error');
+  });
+});
+
+describe('edit, then approve', () => {
+  it('approveInterruption with edited arguments: decided again, run once with them, and the model is told what ran', async () => {
+    const ctx = await setup([callsTool('c1', 'refund', { payment_id: 'e1', amount: 500000 }), says('Refunded 3000.00.')]);
+    const first = await run(ctx.agent, 'refund e1');
+    const shown = await approvalRequestFor(first.interruptions[0]!);
+    await approveInterruption(first.state, first.interruptions[0]!, { approver: 'human:ana', requestId: shown!.request.requestId, edit: { arguments: { payment_id: 'e1', amount: 300000 } } });
+    // Serialized between the answer and the run, as an app would keep it.
+    const state = await RunState.fromString(ctx.agent, first.state.toString());
+    const second = await run(ctx.agent, state);
+    expect(second.finalOutput).toBe('Refunded 3000.00.');
+    expect(ctx.done.refunds).toEqual([{ payment_id: 'e1', amount: 300000 }]);
+    const told = ctx.model.toolOutputs().at(-1);
+    expect(isEditedToolResult(told)).toBe(true);
+    expect(told).toMatchObject({
+      approved_arguments: { payment_id: 'e1', amount: 300000 },
+      proposed_arguments: { payment_id: 'e1', amount: 500000 },
+      result: { id: 're_e1', amount: 300000 },
+      message: 'human:ana edited the arguments before approving (changed: "amount"); the tool ran once, with approved_arguments, not the arguments proposed.',
+    });
+    expect(ctx.receipts.at(-1)!.document).toMatchObject({ result: 'committed', edit: { proposed_request_id: shown!.request.requestId, editor: 'human:ana' } });
+    expect((await ctx.store.listApprovals()).map((r) => r.status)).toEqual(['denied', 'consumed']);
+  });
+
+  it('an edit the policy denies fails the human\'s call with the rule\'s sentence; nothing is approved and nothing runs', async () => {
+    const ctx = await setup([callsTool('c1', 'refund', { payment_id: 'e2', amount: 500000 }), says('ok')]);
+    const first = await run(ctx.agent, 'refund e2');
+    const err = await approveInterruption(first.state, first.interruptions[0]!, { approver: 'human:ana', edit: { arguments: { payment_id: 'e2', amount: 5000000 } } }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ActionDenied);
+    expect((err as Error).message).toMatch(/is refused: denied: .*amount 5000000.*an edit never lifts a deny/);
+    expect((await ctx.store.listApprovals()).map((r) => r.status)).toEqual(['pending']);
+    // The state was not approved: running it again interrupts again, and nothing ran.
+    const again = await run(ctx.agent, first.state);
+    expect(again.interruptions).toHaveLength(1);
+    expect(ctx.done.refunds).toEqual([]);
+  });
+
+  it('edited arguments go through the tool\'s parser: a malformed edit is refused before anything is written', async () => {
+    const ctx = await setup([callsTool('c1', 'refund', { payment_id: 'e3', amount: 500000 })]);
+    const first = await run(ctx.agent, 'refund e3');
+    const item = first.interruptions[0]!;
+    for (const edit of [{ arguments: { payment_id: 'e3', amount: 'lots' } }, { arguments: [1] }, { args: {} }, { arguments: { payment_id: 'e3', amount: 1 }, extra: 1 }]) {
+      await expect(approveInterruption(first.state, item, { approver: 'human:ana', edit: edit as never }), JSON.stringify(edit)).rejects.toBeInstanceOf(InvalidArgument);
+    }
+    expect((await ctx.store.listApprovals()).map((r) => r.status)).toEqual(['pending']);
+  });
+});
+
 describe('wiring', () => {
   it('refuses what it cannot protect, and answers only its own interruptions', async () => {
     const ctx = await setup([callsTool('c1', 'refund', { payment_id: 'p8', amount: 200000 })]);
-    const plain = tool({ name: 'plain', description: 'x', parameters: z.object({}), execute: async () => 'x' });
+    const plain = { name: 'plain', description: 'x', parameters: z.object({}), execute: async () => 'x' };
     expect(() => protectTools([plain], { control: ctx.ctrl, names: { nope: 'x' } })).toThrow(/names\.nope: there is no tool "nope"/);
-    expect(() => protectTool({ type: 'hosted_tool' } as never, { control: ctx.ctrl, name: 'x' })).toThrow(/needs a function tool/);
+    expect(() => protectTool({ type: 'hosted_tool' } as never, { control: ctx.ctrl, name: 'x' })).toThrow(/needs the options of a function tool/);
+    // A built tool parses its arguments inside; ctrlrun could not see what its execute receives.
+    expect(() => protectTool(tool(plain) as never, { control: ctx.ctrl, name: 'x' })).toThrow(/not a built tool/);
     const once = protectTool(plain, { control: ctx.ctrl, name: 'x' });
-    expect(() => protectTool(once, { control: ctx.ctrl, name: 'x' })).toThrow(/already protected/);
+    expect(() => protectTool(once as never, { control: ctx.ctrl, name: 'x' })).toThrow(/not a built tool/);
+    expect(() => protectTool({ ...plain, needsApproval: true }, { control: ctx.ctrl, name: 'x' })).toThrow(/already has needsApproval/);
 
     const first = await run(ctx.agent, 'refund p8');
     const item = first.interruptions[0]!;
     await expect(approveInterruption(first.state, item, { approver: 'two\nlines' })).rejects.toBeInstanceOf(InvalidArgument);
     await expect(approveInterruption(first.state, { type: 'message_output_item' } as never, { approver: 'human:ana' })).rejects.toThrow(/expected an interruption/);
-    const foreign = Object.assign(Object.create(Object.getPrototypeOf(item) as object), item, { agent: { name: 'other', tools: [plain] } });
+    const foreign = Object.assign(Object.create(Object.getPrototypeOf(item) as object), item, { agent: { name: 'other', tools: [tool(plain)] } });
     await expect(approveInterruption(first.state, foreign, { approver: 'human:ana' })).rejects.toThrow(/not a tool protected by @ctrlrun\/openai-agents/);
     expect((await ctx.store.listApprovals()).map((r) => r.status)).toEqual(['pending']);
   });
