@@ -105,7 +105,7 @@ describe('ctrlrun scan over the basic fixture (syntax only)', () => {
       "src/dynamic.ts:8 (cp as any)[method]('ls')",
       'src/http.ts:6 fetch(url, { method })',
     ]);
-    expect(d.totals).toEqual({ files_read: 17, files_excluded: 0, files_typed: 0, findings: 29, suppressed: 2, undetermined: 4 });
+    expect(d.totals).toEqual({ files_read: 18, files_excluded: 0, files_typed: 0, findings: 29, suppressed: 2, undetermined: 4 });
     expect(d.exit_code).toBe(1);
     expect(d.limits.statement).toMatch(LIMITS);
     expect(r.stderr.trim()).toBe(d.limits.statement);
@@ -157,7 +157,7 @@ describe('ctrlrun scan over the basic fixture (syntax only)', () => {
     expect(lines).toContain("undetermined (4) — can't tell");
     expect(lines).toContain("  src/dynamic.ts:7:3  handlers[name](args)  — can't tell: the called member is chosen at run time (handlers[name])");
     expect(lines).toContain('suppressed (2)');
-    expect(lines).toContain('findings 29, suppressed 2, undetermined 4; files read 17, excluded 0');
+    expect(lines).toContain('findings 29, suppressed 2, undetermined 4; files read 18, excluded 0');
     expect(lines).toContain('policy: ctrlrun.yaml');
     expect(lines.at(-1)).toMatch(LIMITS);
     // Never a score.

@@ -55,10 +55,11 @@ export const VOCABULARY: readonly string[] = [
 /** `protect` from the kernel and the adapters' wrappers. */
 export const WRAPPERS: readonly Wrapper[] = [
   { module: '@ctrlrun/kernel', name: 'protect' },
-  ...['@ctrlrun/ai-sdk', '@ctrlrun/openai-agents', '@ctrlrun/langgraph'].flatMap((module) => [
+  ...['@ctrlrun/ai-sdk', '@ctrlrun/openai-agents'].flatMap((module) => [
     { module, name: 'protectTool' },
     { module, name: 'protectTools' },
   ]),
+  { module: '@ctrlrun/langgraph', name: 'protectInGraph' },
 ];
 
 const AWS_WRITE = '^(Delete|Terminate|Put|Create|Update|Remove|Stop|Reboot|Detach|Revoke|Disable|Modify|Publish|Send|Invoke|Copy|Restore|Attach|Authorize|Run|Start|Purge|Cancel|Batch(Delete|Write)|Transact(Write)?)\\w*Command$';
