@@ -114,9 +114,17 @@ async function openStore(SQL: SqlJsModule, persistent: boolean): Promise<SqlJsSt
 
 // ------------------------------------------------------------------------------ output
 
+/** A scroll to the newest entry is queued for the next frame (reading the height now would lay the page out once per entry). */
+let scrollQueued = false;
+
 function show(item: LogItem): void {
   ui.entries.append(entryElement(item));
-  ui.output.scrollTop = ui.output.scrollHeight;
+  if (scrollQueued) return;
+  scrollQueued = true;
+  requestAnimationFrame(() => {
+    scrollQueued = false;
+    ui.output.scrollTop = ui.output.scrollHeight;
+  });
 }
 
 /** Shows an entry and keeps it; resolves once it is kept (a reload right after still shows it). */
