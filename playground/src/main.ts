@@ -185,8 +185,9 @@ async function onRun(): Promise<void> {
     live.state.requestId = item.result.request_id;
     ui.requestId.value = item.result.request_id;
   }
-  await log(item);
-  if (item.kind === 'refund') await showReceipts();
+  // The step's writes are saved (try-it saves before it returns); keeping the entry and redrawing
+  // the receipts overlap, and the next action waits for both.
+  await Promise.all([log(item), item.kind === 'refund' ? showReceipts() : undefined]);
 }
 
 async function onApprove(): Promise<void> {

@@ -14,6 +14,7 @@ import {
   type SqlJsModule,
   type SqlJsPersistence,
 } from '@ctrlrun/store-sqljs';
+import { IDBFactory } from 'fake-indexeddb';
 import initSqlJs from 'sql.js';
 import { beforeAll, describe, expect, it } from 'vitest';
 
@@ -148,8 +149,8 @@ describe('persistence', () => {
 });
 
 describe('indexedDbPersistence', () => {
-  it('keeps the store across a reopen (a minimal in-memory IndexedDB)', async () => {
-    const factory = fakeIndexedDb();
+  it('keeps the store across a reopen (an in-memory IndexedDB)', async () => {
+    const factory = new IDBFactory();
     const store = await createSqlJsStore({ clock: () => T0, persistence: indexedDbPersistence('ctrlrun', { indexedDB: factory }) });
     await store.reserveEffect('k', 'act_1', LEASE);
     await store.close();
@@ -353,52 +354,6 @@ describe('SqlStateStore on a driver', () => {
     await store.close();
   });
 });
-
-/** Just enough IndexedDB for the persistence helper: open/upgrade, one object store, get/put. */
-function fakeIndexedDb(): IDBFactory {
-  const databases = new Map<string, Map<string, Map<IDBValidKey, unknown>>>();
-  const later = (fn: () => void) => setTimeout(fn, 0);
-  const request = <T>(run: () => T) => {
-    const req = { result: undefined as T | undefined, error: null, onsuccess: null as null | (() => void), onerror: null as null | (() => void) };
-    later(() => {
-      req.result = run();
-      req.onsuccess?.();
-    });
-    return req;
-  };
-  return {
-    open(name: string) {
-      const isNew = !databases.has(name);
-      if (isNew) databases.set(name, new Map());
-      const stores = databases.get(name)!;
-      const db = {
-        objectStoreNames: { contains: (s: string) => stores.has(s) },
-        createObjectStore: (s: string) => stores.set(s, new Map()),
-        transaction(storeName: string) {
-          const tx = { oncomplete: null as null | (() => void), onerror: null, onabort: null, error: null, objectStore: (s: string) => {
-            const data = stores.get(s)!;
-            return {
-              get: (key: IDBValidKey) => request(() => (data.has(key) ? structuredClone(data.get(key)) : undefined)),
-              put: (value: unknown, key: IDBValidKey) => request(() => {
-                data.set(key, structuredClone(value));
-                later(() => tx.oncomplete?.());
-                return key;
-              }),
-            };
-          } };
-          void storeName;
-          return tx;
-        },
-      };
-      const req = { result: db, error: null, onsuccess: null as null | (() => void), onerror: null, onupgradeneeded: null as null | (() => void) };
-      later(() => {
-        if (isNew) req.onupgradeneeded?.();
-        req.onsuccess?.();
-      });
-      return req;
-    },
-  } as unknown as IDBFactory;
-}
 
 // Keep the structural type honest: a real sql.js Database satisfies the driver's subset.
 const _typecheck: (db: InstanceType<Awaited<ReturnType<typeof initSqlJs>>['Database']>) => SqlJsDatabase = (db) => db as unknown as SqlJsDatabase;
