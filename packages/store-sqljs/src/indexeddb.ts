@@ -50,7 +50,8 @@ function asBytes(value: unknown): Uint8Array | null {
 function samePage(before: Uint8Array, now: Uint8Array, i: number): boolean {
   const start = i * PAGE_BYTES;
   const end = Math.min(start + PAGE_BYTES, now.length);
-  if (end > before.length) return false;
+  // The kept page must end where this one does (a last page can be short).
+  if (Math.min(start + PAGE_BYTES, before.length) !== end) return false;
   if ((before.byteOffset + start) % 4 === 0 && (now.byteOffset + start) % 4 === 0 && (end - start) % 4 === 0) {
     const a = new Uint32Array(before.buffer, before.byteOffset + start, (end - start) / 4);
     const b = new Uint32Array(now.buffer, now.byteOffset + start, (end - start) / 4);
