@@ -165,14 +165,18 @@ try {
       r.onupgradeneeded = () => void (r.result.objectStoreNames.contains(store) || r.result.createObjectStore(store));
       return req(r);
     };
-    // The store keeps its bytes in pages (keys 0, 1, …) and their length under `length`.
+    // The store keeps its bytes in pages (keys 0, 1, …) and their length under `length`; earlier
+    // versions kept them whole under `database`.
     const kept = await open('ctrlrun-playground', 'sqljs');
     const store = kept.transaction('sqljs', 'readonly').objectStore('sqljs');
     const [keys, values] = await Promise.all([req(store.getAllKeys()), req(store.getAll())]);
     kept.close();
     const at = new Map(keys.map((k, i) => [k, values[i]]));
-    const bytes = new Uint8Array(at.get('length') as number);
-    for (const [k, v] of at) if (typeof k === 'number') bytes.set(v as Uint8Array, k * 4096);
+    let bytes = at.get('database') as Uint8Array | undefined;
+    if (!bytes) {
+      bytes = new Uint8Array(at.get('length') as number);
+      for (const [k, v] of at) if (typeof k === 'number') bytes.set(v as Uint8Array, k * 4096);
+    }
     const init = (globalThis as unknown as { initSqlJs: (c: object) => Promise<{ Database: new (b: Uint8Array) => { export(): Uint8Array; close(): void } }> }).initSqlJs;
     const SQL = await init({ locateFile: () => wasm });
     const db = new SQL.Database(bytes);

@@ -287,8 +287,7 @@ describe('indexedDbPersistence', () => {
     const bytes = new Uint8Array(10 * PAGE_BYTES).map((_, i) => i % 251);
     expect(await puts(() => p.save(bytes))).toEqual([...Array.from({ length: 10 }, (_, i) => i), 'length', 'generation']);
     const next = bytes.slice();
-    next[3 * PAGE_BYTES + 17] ^= 1;
-    next[7 * PAGE_BYTES] ^= 1;
+    for (const at of [3 * PAGE_BYTES + 17, 7 * PAGE_BYTES]) next[at] = next[at]! ^ 1;
     expect(await puts(() => p.save(next))).toEqual([3, 7, 'length', 'generation']);
     // Shorter: the pages past the end go; longer: only the new pages come.
     const shorter = next.slice(0, 6 * PAGE_BYTES);
