@@ -41,10 +41,15 @@ async function serve(dir: string, sqljs: string): Promise<{ url: string; close: 
   return { url: `http://127.0.0.1:${port}/`, close: () => new Promise<void>((ok) => server.close(() => ok())) };
 }
 
+/**
+ * `CTRLRUN_BENCH_PROFILE=1`: also print where the tab's main thread spent the steps (Chromium's
+ * sampling profiler), on a build left unminified so the functions keep their names.
+ */
+const PROFILE = process.env['CTRLRUN_BENCH_PROFILE'] === '1';
 const dist = mkdtempSync(join(tmpdir(), 'ctrlrun-bench-playground-'));
 const sqljsDist = join(ROOT, 'node_modules', 'sql.js', 'dist');
 const server = await (async () => {
-  await build({ configFile: join(ROOT, 'playground', 'vite.config.ts'), logLevel: 'warn', build: { outDir: dist, emptyOutDir: true } });
+  await build({ configFile: join(ROOT, 'playground', 'vite.config.ts'), logLevel: 'warn', build: { outDir: dist, emptyOutDir: true, ...(PROFILE ? { minify: false, rolldownOptions: { output: { minify: false } } } : {}) } });
   return serve(dist, sqljsDist);
 })();
 const browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS });
@@ -52,8 +57,6 @@ const plan = GUIDE.flatMap((s) => s.actions.map((a) => [a.id, a.fill.kind === 'a
 const WANT = ['executed', 'approval_required', 'approved', 'approval_mismatch', 'executed', 'approval_mismatch', 'denied', 'reply_lost', 'ambiguous_retry', 'duplicate'];
 /** Fresh pages (each its own IndexedDB, its own cold start), so one busy moment of a shared machine does not make the figure. */
 const ROUNDS = 3;
-/** `CTRLRUN_BENCH_PROFILE=1`: also print where the tab's main thread spent the steps (Chromium's sampling profiler). */
-const PROFILE = process.env['CTRLRUN_BENCH_PROFILE'] === '1';
 
 interface Step {
   id: string;
