@@ -432,6 +432,11 @@ describeInChromium('playground in Chromium', () => {
       expect([await entries(page), await receiptCount(page)], `step ${id}: a reload right after`).toEqual([shown, receipts]);
       if (kept.receipt) expect(await page.locator('#receipts-body').innerText()).toContain(kept.receipt);
     }
+    // The output box shows its newest entry once a frame has been drawn (the scroll waits for the frame).
+    await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+    const box = await page.$eval('#output', (o) => ({ top: o.scrollTop, client: o.clientHeight, height: o.scrollHeight }));
+    expect(box.height, 'the entries overflow the box').toBeGreaterThan(box.client);
+    expect(box.top + box.client).toBeGreaterThanOrEqual(box.height - 1);
   });
 
   it('a tab that dies while the remote runs leaves the reservation kept: after a reload the same refund finds its key taken', async () => {
