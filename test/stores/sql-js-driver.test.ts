@@ -374,6 +374,10 @@ describe('indexedDbPersistence', () => {
     await expect(indexedDbPersistence('holes', { indexedDB: factory }).load()).rejects.toThrow(/page 1 missing/);
     await change((s) => s.put(new Uint8Array(10), 1));
     await expect(indexedDbPersistence('holes', { indexedDB: factory }).load()).rejects.toThrow(/page 1 of 10 bytes, not 4096/);
+    await change((s) => s.put(new Uint8Array(PAGE_BYTES), 1));
+    // A length far beyond the pages stored: refused by the first missing page, never allocated.
+    await change((s) => s.put(2 ** 40, 'length'));
+    await expect(indexedDbPersistence('holes', { indexedDB: factory }).load()).rejects.toThrow(/page 3 missing/);
     await change((s) => s.put('x', 'length'));
     await expect(indexedDbPersistence('holes', { indexedDB: factory }).load()).rejects.toBeInstanceOf(StoreError);
     db.close();

@@ -112,13 +112,16 @@ export function indexedDbPersistence(name: string, options: IndexedDbPersistence
       if (typeof length !== 'number' || !Number.isSafeInteger(length) || length < 0) throw corrupt(`a length of ${String(length)}`);
       if (typeof generation !== 'number' || !Number.isSafeInteger(generation)) throw corrupt(`a generation of ${String(generation)}`);
       const count = Math.ceil(length / PAGE_BYTES);
-      const bytes = new Uint8Array(length);
+      // Every page checked before anything is allocated: a length no stored pages add up to is refused, not attempted.
+      const pages: Uint8Array[] = [];
       for (let i = 0; i < count; i++) {
         const page = asBytes(byKey.get(i));
         const want = Math.min(PAGE_BYTES, length - i * PAGE_BYTES);
         if (page === null || page.length !== want) throw corrupt(`page ${i} ${page === null ? 'missing' : `of ${page.length} bytes, not ${want}`}`);
-        bytes.set(page, i * PAGE_BYTES);
+        pages.push(page);
       }
+      const bytes = new Uint8Array(length);
+      pages.forEach((page, i) => bytes.set(page, i * PAGE_BYTES));
       kept = { bytes, generation };
       return bytes;
     },
