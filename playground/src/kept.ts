@@ -108,8 +108,8 @@ export function memoryKeeper(): Keeper {
 }
 
 /**
- * Removes the store's bytes from the database `indexedDbPersistence(name)` uses (object store
- * `sqljs`, key `database`, as that function documents), so the next open starts empty.
+ * Removes the store's bytes from the database `indexedDbPersistence(name)` uses (everything in its
+ * object store `sqljs`, whatever layout the bytes are kept in), so the next open starts empty.
  */
 export async function forgetStore(name: string, factory: IDBFactory = indexedDB): Promise<void> {
   const r = factory.open(name, 1);
@@ -123,7 +123,7 @@ export async function forgetStore(name: string, factory: IDBFactory = indexedDB)
       tx.oncomplete = () => resolve();
       tx.onerror = () => reject(tx.error ?? new Error('IndexedDB transaction failed'));
     });
-    tx.objectStore('sqljs').delete('database');
+    tx.objectStore('sqljs').clear();
     await done;
   } finally {
     db.close();

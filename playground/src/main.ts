@@ -114,9 +114,17 @@ async function openStore(SQL: SqlJsModule, persistent: boolean): Promise<SqlJsSt
 
 // ------------------------------------------------------------------------------ output
 
+/** A scroll to the newest entry is queued for the next frame (reading the height now would lay the page out once per entry). */
+let scrollQueued = false;
+
 function show(item: LogItem): void {
   ui.entries.append(entryElement(item));
-  ui.output.scrollTop = ui.output.scrollHeight;
+  if (scrollQueued) return;
+  scrollQueued = true;
+  requestAnimationFrame(() => {
+    scrollQueued = false;
+    ui.output.scrollTop = ui.output.scrollHeight;
+  });
 }
 
 /** Shows an entry and keeps it; resolves once it is kept (a reload right after still shows it). */
@@ -177,8 +185,9 @@ async function onRun(): Promise<void> {
     live.state.requestId = item.result.request_id;
     ui.requestId.value = item.result.request_id;
   }
-  await log(item);
-  if (item.kind === 'refund') await showReceipts();
+  // The step's writes are saved (try-it saves before it returns); keeping the entry and redrawing
+  // the receipts overlap, and the next action waits for both.
+  await Promise.all([log(item), item.kind === 'refund' ? showReceipts() : undefined]);
 }
 
 async function onApprove(): Promise<void> {

@@ -145,6 +145,9 @@ describe('the playground page', () => {
     fc.assert(
       fc.property(fc.maxSafeInteger(), (n) => {
         expect(Number(formatMinor(n).replace(/[€,.]/g, ''))).toBe(n);
+        // Grouped as en-US groups, without building a number formatter per call.
+        const euros = Math.trunc(Math.abs(n) / 100).toLocaleString('en-US');
+        expect(formatMinor(n)).toBe(`${n < 0 ? '-' : ''}€${euros}.${String(Math.abs(n) % 100).padStart(2, '0')}`);
       }),
     );
   });

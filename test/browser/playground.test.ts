@@ -371,6 +371,113 @@ describeInChromium('playground in Chromium', () => {
     expect(await receiptCount(first)).toBe(1);
   });
 
+  it('a step is kept before the page is idle again: the store holds its receipt and the page its entry, and a reload right after shows both', async () => {
+    const page = await freshPage();
+    for (const id of ['1', '2a', '2b', '4']) {
+      await page.click(`#fill-${id}`);
+      // Clicked in the tab; the moment the page is idle again, what IndexedDB holds is read, before anything else can run.
+      const kept = await page.evaluate(async (button) => {
+        const list = document.getElementById('entries')!;
+        const output = document.getElementById('output')!;
+        const n = list.children.length + 1;
+        await new Promise<void>((done) => {
+          const check = () => list.children.length >= n && output.getAttribute('aria-busy') === 'false';
+          const watch = new MutationObserver(() => check() && (watch.disconnect(), done()));
+          watch.observe(list, { childList: true });
+          watch.observe(output, { attributes: true, attributeFilter: ['aria-busy'] });
+          document.getElementById(button)!.click();
+        });
+        const read = (name: string, store: string) =>
+          new Promise<Map<IDBValidKey, unknown>>((ok, fail) => {
+            const r = indexedDB.open(name);
+            r.onerror = () => fail(r.error);
+            r.onsuccess = () => {
+              const os = r.result.transaction(store, 'readonly').objectStore(store);
+              const keys = os.getAllKeys();
+              const values = os.getAll();
+              values.onsuccess = () => {
+                r.result.close();
+                ok(new Map(keys.result.map((k, i) => [k, values.result[i]])));
+              };
+            };
+          });
+        const pages = await read('ctrlrun-playground', 'sqljs');
+        const text = [...pages].filter(([k]) => typeof k === 'number').sort((a, b) => (a[0] as number) - (b[0] as number)).map(([, v]) => new TextDecoder('latin1').decode(v as Uint8Array)).join('');
+        const record = (await read('ctrlrun-playground-page', 'page')).get('state') as { log: { kind: string; result?: { receipt?: { receipt_id?: string }; request_id?: string } }[] };
+        const entry = list.children[n - 1] as HTMLElement;
+        const receipt = /receipt (ctr_[0-9a-f]{32})/.exec(entry.innerText)?.[1] ?? null;
+        const last = record.log.at(-1);
+        return {
+          outcome: entry.dataset['outcome'], receipt, requestId: entry.dataset['requestId'] ?? null,
+          storeHasReceipt: receipt !== null && text.includes(receipt),
+          storeHasRequest: entry.dataset['requestId'] !== undefined && text.includes(entry.dataset['requestId']),
+          // The grant names its approver; nothing before it does.
+          storeHasGrant: text.includes('human:playground'),
+          logged: record.log.length, lastOutcome: last?.kind, lastReceipt: last?.result?.receipt?.receipt_id ?? null, lastRequest: last?.result?.request_id ?? null,
+        };
+      }, id === '2b' ? 'approve' : 'run');
+      if (id === '2a') {
+        // No receipt yet: the request for approval is what must be kept.
+        expect([kept.outcome, kept.storeHasRequest, kept.lastRequest, kept.storeHasGrant], `step ${id}`).toEqual(['approval_required', true, kept.requestId, false]);
+      } else if (id === '2b') {
+        // No receipt either, and no redraw of the receipts that would read (and so save) the store: the grant itself must be kept.
+        expect([kept.outcome, kept.storeHasGrant, kept.lastOutcome], `step ${id}`).toEqual(['approved', true, 'approve']);
+      } else {
+        expect(kept.receipt, `step ${id} shows a receipt`).toMatch(/^ctr_/);
+        expect([kept.storeHasReceipt, kept.lastReceipt], `step ${id}: kept in the store and in the page's record`).toEqual([true, kept.receipt]);
+      }
+      const shown = await entries(page);
+      const receipts = await receiptCount(page);
+      await open(page, true);
+      expect([await entries(page), await receiptCount(page)], `step ${id}: a reload right after`).toEqual([shown, receipts]);
+      if (kept.receipt) expect(await page.locator('#receipts-body').innerText()).toContain(kept.receipt);
+    }
+    // The output box shows its newest entry once a frame has been drawn (the scroll waits for the frame).
+    await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+    const box = await page.$eval('#output', (o) => ({ top: o.scrollTop, client: o.clientHeight, height: o.scrollHeight }));
+    expect(box.height, 'the entries overflow the box').toBeGreaterThan(box.client);
+    expect(box.top + box.client).toBeGreaterThanOrEqual(box.height - 1);
+  });
+
+  it('a tab that dies while the remote runs leaves the reservation kept: after a reload the same refund finds its key taken', async () => {
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    context.setDefaultTimeout(PAGE_TIMEOUT);
+    contexts.push(context);
+    // Once armed, the page's own record never finishes saving: the fake remote records its call
+    // there, so the step stops inside the executor, after the reservation and before any outcome.
+    await context.addInitScript(() => {
+      const g = globalThis as unknown as { __hang?: boolean; __hung?: boolean };
+      const transaction = IDBDatabase.prototype.transaction;
+      IDBDatabase.prototype.transaction = function (this: IDBDatabase, ...args: Parameters<IDBDatabase['transaction']>) {
+        if (g.__hang && args[0] === 'page' && args[1] === 'readwrite') {
+          g.__hung = true;
+          return { objectStore: () => ({ put: () => ({}) }) } as unknown as IDBTransaction;
+        }
+        return transaction.apply(this, args);
+      } as IDBDatabase['transaction'];
+    });
+    const page = await context.newPage();
+    await open(page);
+    await page.click('#fill-1');
+    await page.evaluate(() => void ((globalThis as { __hang?: boolean }).__hang = true));
+    await page.click('#run');
+    await page.waitForFunction(() => (globalThis as { __hung?: boolean }).__hung === true);
+    expect(await entries(page), 'the step has not finished').toBe(0);
+    // Killed, not closed: the renderer dies with the step in flight.
+    const cdp = await context.newCDPSession(page);
+    const crashed = page.waitForEvent('crash');
+    // The renderer dies before it can answer, so the command is not awaited.
+    void cdp.send('Page.crash').catch(() => undefined);
+    await crashed;
+    await page.close().catch(() => undefined);
+    const after = await context.newPage();
+    await open(after);
+    expect(await after.getAttribute('body', 'data-persistent'), 'the new tab owns the kept store').toBe('true');
+    expect(await receiptCount(after), 'no outcome was recorded').toBe(0);
+    const retry = await act(after, '1');
+    expect([retry.data['outcome'], retry.data['remoteCalls']], retry.text).toEqual(['duplicate', '0']);
+  });
+
   it('measures the six steps inside the tab', async () => {
     // Clicked from inside the page, so the time is the page's own (kernel, store, IndexedDB, DOM), not the driver's.
     const page = await freshPage();

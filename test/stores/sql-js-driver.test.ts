@@ -10,10 +10,13 @@ import {
   createSqlJsStore,
   indexedDbPersistence,
   openSqlJsStore,
+  PAGE_BYTES,
   type SqlJsDatabase,
   type SqlJsModule,
   type SqlJsPersistence,
 } from '@ctrlrun/store-sqljs';
+import { IDBFactory, IDBObjectStore } from 'fake-indexeddb';
+import fc from 'fast-check';
 import initSqlJs from 'sql.js';
 import { beforeAll, describe, expect, it } from 'vitest';
 
@@ -147,9 +150,95 @@ describe('persistence', () => {
   });
 });
 
+describe('held saves', () => {
+  it('commits inside holdSaves are saved together: at each checkpoint, and once at the end, whatever the function does', async () => {
+    const { s, persistence } = slot();
+    const store = await createSqlJsStore({ clock: () => T0, persistence });
+    const reopen = () => openSqlJsStore(SQL, { persistence: { load: async () => s.bytes, save: async () => undefined } });
+    const before = s.saves;
+    const keys = async () => {
+      const copy = await reopen();
+      const found = (await copy.listEffects()).map((e) => e.effectKey).sort();
+      await copy.close();
+      return found;
+    };
+    const result = await store.holdSaves(async () => {
+      await store.reserveEffect('a', 'act_a', LEASE);
+      await store.reserveEffect('b', 'act_b', LEASE);
+      expect(s.saves, 'nothing saved inside the hold').toBe(before);
+      await store.checkpoint();
+      expect(s.saves).toBe(before + 1);
+      expect(await keys(), 'the checkpoint saved both').toEqual(['a', 'b']);
+      await store.checkpoint();
+      expect(s.saves, 'a checkpoint with nothing new saves nothing').toBe(before + 1);
+      await store.reserveEffect('c', 'act_c', LEASE);
+      // A refusal inside a hold writes nothing and so adds nothing to save.
+      await expect(store.reserveEffect('c', 'act_x', LEASE)).rejects.toBeInstanceOf(DuplicateEffect);
+      return 'done';
+    });
+    expect(result).toBe('done');
+    expect(s.saves).toBe(before + 2);
+    expect(await keys()).toEqual(['a', 'b', 'c']);
+    // Nested holds save once, when the outermost ends; a throwing function still has its commits saved.
+    const thrown = await store.holdSaves(async () => {
+      await store.holdSaves(async () => store.reserveEffect('d', 'act_d', LEASE));
+      expect(s.saves).toBe(before + 2);
+      throw new Error('refused after writing');
+    }).then(() => null, (e: unknown) => e);
+    expect((thrown as Error).message).toBe('refused after writing');
+    expect(s.saves).toBe(before + 3);
+    expect(await keys()).toEqual(['a', 'b', 'c', 'd']);
+    // Outside a hold, every commit is saved before it returns, as before.
+    await store.reserveEffect('e', 'act_e', LEASE);
+    expect(s.saves).toBe(before + 4);
+    await store.close();
+  });
+
+  it('a failed save at the end of a hold raises a StoreError and goes back to the last saved state', async () => {
+    const { s, persistence } = slot();
+    const store = await createSqlJsStore({ clock: () => T0, persistence });
+    await store.reserveEffect('kept', 'act_1', LEASE);
+    const err = await store.holdSaves(async () => {
+      await store.reserveEffect('lost1', 'act_2', LEASE);
+      await store.reserveEffect('lost2', 'act_3', LEASE);
+      s.fail = true;
+    }).then(() => null, (e: unknown) => e);
+    expect(err).toBeInstanceOf(StoreError);
+    expect((err as Error).message).toMatch(/could not be saved/);
+    s.fail = false;
+    expect(await store.getEffect('lost1')).toBeNull();
+    expect(await store.getEffect('lost2')).toBeNull();
+    expect(await store.getEffect('kept')).toMatchObject({ state: 'reserved' });
+    await store.close();
+  });
+
+  it('close saves what a hold left unsaved', async () => {
+    const { s, persistence } = slot();
+    const store = await createSqlJsStore({ clock: () => T0, persistence });
+    let release!: () => void;
+    const held = store.holdSaves(async () => {
+      await store.reserveEffect('k', 'act_1', LEASE);
+      await new Promise<void>((r) => (release = r));
+    });
+    await new Promise((r) => setTimeout(r, 0));
+    await store.close();
+    release();
+    await held;
+    const copy = await openSqlJsStore(SQL, { persistence: { load: async () => s.bytes, save: async () => undefined } });
+    expect(await copy.getEffect('k')).toMatchObject({ state: 'reserved' });
+    await copy.close();
+  });
+
+  it('holdSaves wants a function', async () => {
+    const store = await createSqlJsStore();
+    await expect(store.holdSaves('no' as never)).rejects.toBeInstanceOf(InvalidArgument);
+    await store.close();
+  });
+});
+
 describe('indexedDbPersistence', () => {
-  it('keeps the store across a reopen (a minimal in-memory IndexedDB)', async () => {
-    const factory = fakeIndexedDb();
+  it('keeps the store across a reopen (an in-memory IndexedDB)', async () => {
+    const factory = new IDBFactory();
     const store = await createSqlJsStore({ clock: () => T0, persistence: indexedDbPersistence('ctrlrun', { indexedDB: factory }) });
     await store.reserveEffect('k', 'act_1', LEASE);
     await store.close();
@@ -159,6 +248,139 @@ describe('indexedDbPersistence', () => {
     const other = await createSqlJsStore({ persistence: indexedDbPersistence('another', { indexedDB: factory }) });
     expect(await other.getEffect('k')).toBeNull();
     await other.close();
+  });
+
+  /** What the object store holds, by key (numbers are pages). */
+  async function kept(factory: IDBFactory, name: string): Promise<Map<IDBValidKey, unknown>> {
+    const db = await new Promise<IDBDatabase>((ok, fail) => {
+      const r = factory.open(name, 1);
+      r.onupgradeneeded = () => r.result.createObjectStore('sqljs');
+      r.onsuccess = () => ok(r.result);
+      r.onerror = () => fail(r.error);
+    });
+    const store = db.transaction('sqljs', 'readonly').objectStore('sqljs');
+    const get = <T>(r: IDBRequest<T>) => new Promise<T>((ok) => (r.onsuccess = () => ok(r.result)));
+    const [keys, values] = await Promise.all([get(store.getAllKeys()), get(store.getAll())]);
+    db.close();
+    return new Map(keys.map((k, i) => [k, values[i]]));
+  }
+
+  /** Counts the puts into IndexedDB objects stores made while `fn` runs. */
+  async function puts(fn: () => Promise<void>): Promise<IDBValidKey[]> {
+    const seen: IDBValidKey[] = [];
+    const original = IDBObjectStore.prototype.put;
+    IDBObjectStore.prototype.put = function (this: IDBObjectStore, value: unknown, key?: IDBValidKey) {
+      seen.push(key!);
+      return original.call(this, value, key);
+    };
+    try {
+      await fn();
+    } finally {
+      IDBObjectStore.prototype.put = original;
+    }
+    return seen;
+  }
+
+  it('a save writes only the pages that changed since the last save, in one transaction', async () => {
+    const factory = new IDBFactory();
+    const p = indexedDbPersistence('paged', { indexedDB: factory });
+    const bytes = new Uint8Array(10 * PAGE_BYTES).map((_, i) => i % 251);
+    expect(await puts(() => p.save(bytes))).toEqual([...Array.from({ length: 10 }, (_, i) => i), 'length', 'generation']);
+    const next = bytes.slice();
+    for (const at of [3 * PAGE_BYTES + 17, 7 * PAGE_BYTES]) next[at] = next[at]! ^ 1;
+    expect(await puts(() => p.save(next))).toEqual([3, 7, 'length', 'generation']);
+    // Shorter: the pages past the end go; longer: only the new pages come.
+    const shorter = next.slice(0, 6 * PAGE_BYTES);
+    expect(await puts(() => p.save(shorter))).toEqual(['length', 'generation']);
+    expect([...(await kept(factory, 'paged')).keys()].filter((k) => typeof k === 'number')).toEqual([0, 1, 2, 3, 4, 5]);
+    const longer = new Uint8Array(8 * PAGE_BYTES);
+    longer.set(shorter);
+    longer.fill(9, 6 * PAGE_BYTES);
+    expect(await puts(() => p.save(longer))).toEqual([6, 7, 'length', 'generation']);
+    // Each page is stored as its own bytes, not a view of the whole database.
+    const page = (await kept(factory, 'paged')).get(7) as Uint8Array;
+    expect([page.length, page.buffer.byteLength]).toEqual([PAGE_BYTES, PAGE_BYTES]);
+    expect(await indexedDbPersistence('paged', { indexedDB: factory }).load()).toEqual(longer);
+  });
+
+  it('whatever is saved, by one writer or two taking turns, the next load gives the last bytes saved', async () => {
+    const page = fc.uint8Array({ minLength: PAGE_BYTES, maxLength: PAGE_BYTES });
+    const edit = fc.record({ writer: fc.integer({ min: 0, max: 1 }), pages: fc.integer({ min: 0, max: 5 }), touch: fc.array(fc.tuple(fc.nat(), fc.integer({ min: 0, max: 255 })), { maxLength: 4 }), tail: fc.nat(PAGE_BYTES - 1) });
+    let n = 0;
+    await fc.assert(
+      fc.asyncProperty(page, fc.array(edit, { minLength: 1, maxLength: 8 }), async (seed, edits) => {
+        const factory = new IDBFactory();
+        const name = `prop-${n++}`;
+        const writers = [indexedDbPersistence(name, { indexedDB: factory }), indexedDbPersistence(name, { indexedDB: factory })];
+        let last: Uint8Array = new Uint8Array(0);
+        for (const e of edits) {
+          // Page-multiple lengths as SQLite writes, and now and then one that is not.
+          const length = e.pages * PAGE_BYTES + (e.touch.length === 3 ? e.tail : 0);
+          const bytes = new Uint8Array(length);
+          for (let i = 0; i < length; i += PAGE_BYTES) bytes.set(seed.subarray(0, Math.min(PAGE_BYTES, length - i)), i);
+          for (const [at, v] of e.touch) if (length > 0) bytes[at % length] = v;
+          await writers[e.writer]!.save(bytes);
+          last = bytes;
+        }
+        expect(await indexedDbPersistence(name, { indexedDB: factory }).load()).toEqual(last);
+      }),
+      { numRuns: 60 },
+    );
+  }, 120_000);
+
+  it('reads a database an earlier version kept whole, then keeps it in pages from the first save', async () => {
+    const factory = new IDBFactory();
+    const old = await createSqlJsStore({ clock: () => T0 });
+    await old.reserveEffect('k', 'act_1', LEASE);
+    const whole = await old.export();
+    await old.close();
+    const db = await new Promise<IDBDatabase>((ok) => {
+      const r = factory.open('earlier', 1);
+      r.onupgradeneeded = () => r.result.createObjectStore('sqljs');
+      r.onsuccess = () => ok(r.result);
+    });
+    await new Promise<void>((ok) => {
+      const tx = db.transaction('sqljs', 'readwrite');
+      tx.objectStore('sqljs').put(whole, 'database');
+      tx.oncomplete = () => ok();
+    });
+    db.close();
+    const store = await createSqlJsStore({ clock: () => T0, persistence: indexedDbPersistence('earlier', { indexedDB: factory }) });
+    expect(await store.getEffect('k')).toMatchObject({ state: 'reserved' });
+    await store.reserveEffect('k2', 'act_2', LEASE);
+    await store.close();
+    const now = await kept(factory, 'earlier');
+    expect(now.has('database')).toBe(false);
+    expect(now.get('length')).toBe((await indexedDbPersistence('earlier', { indexedDB: factory }).load())!.length);
+    const again = await createSqlJsStore({ clock: () => T0, persistence: indexedDbPersistence('earlier', { indexedDB: factory }) });
+    expect((await again.listEffects()).map((e) => e.effectKey).sort()).toEqual(['k', 'k2']);
+    await again.close();
+  });
+
+  it('a missing or wrong-sized page is a StoreError that names it, not a damaged database', async () => {
+    const factory = new IDBFactory();
+    await indexedDbPersistence('holes', { indexedDB: factory }).save(new Uint8Array(3 * PAGE_BYTES).fill(1));
+    const db = await new Promise<IDBDatabase>((ok) => {
+      const r = factory.open('holes', 1);
+      r.onsuccess = () => ok(r.result);
+    });
+    const change = (fn: (s: IDBObjectStore) => void) =>
+      new Promise<void>((ok) => {
+        const tx = db.transaction('sqljs', 'readwrite');
+        fn(tx.objectStore('sqljs'));
+        tx.oncomplete = () => ok();
+      });
+    await change((s) => s.delete(1));
+    await expect(indexedDbPersistence('holes', { indexedDB: factory }).load()).rejects.toThrow(/page 1 missing/);
+    await change((s) => s.put(new Uint8Array(10), 1));
+    await expect(indexedDbPersistence('holes', { indexedDB: factory }).load()).rejects.toThrow(/page 1 of 10 bytes, not 4096/);
+    await change((s) => s.put(new Uint8Array(PAGE_BYTES), 1));
+    // A length far beyond the pages stored: refused by the first missing page, never allocated.
+    await change((s) => s.put(2 ** 40, 'length'));
+    await expect(indexedDbPersistence('holes', { indexedDB: factory }).load()).rejects.toThrow(/page 3 missing/);
+    await change((s) => s.put('x', 'length'));
+    await expect(indexedDbPersistence('holes', { indexedDB: factory }).load()).rejects.toBeInstanceOf(StoreError);
+    db.close();
   });
 
   it('says so when there is no IndexedDB', () => {
@@ -353,52 +575,6 @@ describe('SqlStateStore on a driver', () => {
     await store.close();
   });
 });
-
-/** Just enough IndexedDB for the persistence helper: open/upgrade, one object store, get/put. */
-function fakeIndexedDb(): IDBFactory {
-  const databases = new Map<string, Map<string, Map<IDBValidKey, unknown>>>();
-  const later = (fn: () => void) => setTimeout(fn, 0);
-  const request = <T>(run: () => T) => {
-    const req = { result: undefined as T | undefined, error: null, onsuccess: null as null | (() => void), onerror: null as null | (() => void) };
-    later(() => {
-      req.result = run();
-      req.onsuccess?.();
-    });
-    return req;
-  };
-  return {
-    open(name: string) {
-      const isNew = !databases.has(name);
-      if (isNew) databases.set(name, new Map());
-      const stores = databases.get(name)!;
-      const db = {
-        objectStoreNames: { contains: (s: string) => stores.has(s) },
-        createObjectStore: (s: string) => stores.set(s, new Map()),
-        transaction(storeName: string) {
-          const tx = { oncomplete: null as null | (() => void), onerror: null, onabort: null, error: null, objectStore: (s: string) => {
-            const data = stores.get(s)!;
-            return {
-              get: (key: IDBValidKey) => request(() => (data.has(key) ? structuredClone(data.get(key)) : undefined)),
-              put: (value: unknown, key: IDBValidKey) => request(() => {
-                data.set(key, structuredClone(value));
-                later(() => tx.oncomplete?.());
-                return key;
-              }),
-            };
-          } };
-          void storeName;
-          return tx;
-        },
-      };
-      const req = { result: db, error: null, onsuccess: null as null | (() => void), onerror: null, onupgradeneeded: null as null | (() => void) };
-      later(() => {
-        if (isNew) req.onupgradeneeded?.();
-        req.onsuccess?.();
-      });
-      return req;
-    },
-  } as unknown as IDBFactory;
-}
 
 // Keep the structural type honest: a real sql.js Database satisfies the driver's subset.
 const _typecheck: (db: InstanceType<Awaited<ReturnType<typeof initSqlJs>>['Database']>) => SqlJsDatabase = (db) => db as unknown as SqlJsDatabase;

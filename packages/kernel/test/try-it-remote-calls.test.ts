@@ -32,6 +32,62 @@ describe('try-it remote calls', () => {
     expect([lost.outcome, lost.remote_calls, seen]).toEqual(['reply_lost', 1, ['txn_4']]);
   });
 
+  it('on a persisted store, a step saves where it matters: the reservation before the remote is called, the rest once the step is over', async () => {
+    let saved: Uint8Array | null = null;
+    let saves = 0;
+    const store = await createSqlJsStore({ persistence: { load: async () => null, save: async (b) => void ((saved = b), saves++) } });
+    /** What a reload would find now: the state of an effect in the last saved bytes. */
+    const onReload = async (key: string) => {
+      const copy = await createSqlJsStore({ persistence: { load: async () => saved, save: async () => undefined } });
+      const found = (await copy.getEffect(key))?.state ?? null;
+      await copy.close();
+      return found;
+    };
+    const atTheRemote: (string | null)[] = [];
+    const inner = memoryRemoteCalls();
+    const { step } = createTryIt({ store, remoteCalls: { get: inner.get, record: async (id) => void (atTheRemote.push(await onReload(`refund:${id}`)), inner.record(id)) } });
+    const perStep: [string, number][] = [];
+    const run = async <R extends { outcome: string }>(p: Promise<R>): Promise<R> => {
+      const before = saves;
+      const r = await p;
+      perStep.push([r.outcome, saves - before]);
+      return r;
+    };
+    await run(step({ op: 'refund', payment_id: 'txn_1', amount: 50000 }));
+    const asked = await run(step({ op: 'refund', payment_id: 'txn_2', amount: 200000 }));
+    await run(step({ op: 'approve', request_id: asked.request_id! }));
+    await run(step({ op: 'refund', payment_id: 'txn_2', amount: 500000, approval_id: asked.request_id! }));
+    await run(step({ op: 'refund', payment_id: 'txn_2', amount: 200000, approval_id: asked.request_id! }));
+    await run(step({ op: 'refund', payment_id: 'txn_2', amount: 200000, approval_id: asked.request_id! }));
+    await run(step({ op: 'refund', payment_id: 'txn_3', amount: 2000000 }));
+    await run(step({ op: 'refund', payment_id: 'txn_4', amount: 50000, lose_reply: true }));
+    await run(step({ op: 'refund', payment_id: 'txn_4', amount: 50000 }));
+    await run(step({ op: 'refund', payment_id: 'txn_1', amount: 50000 }));
+    // Two saves where the remote runs, one for every other step: never one per transaction.
+    expect(perStep).toEqual([
+      ['executed', 2], ['approval_required', 1], ['approved', 1], ['approval_mismatch', 1], ['executed', 2],
+      ['approval_mismatch', 1], ['denied', 1], ['reply_lost', 2], ['ambiguous_retry', 1], ['duplicate', 1],
+    ]);
+    // When the remote was called, a reload would already have found the key taken.
+    expect(atTheRemote).toEqual(['executing', 'executing', 'executing']);
+    // And once a step is over, a reload finds what it wrote.
+    expect(await onReload('refund:txn_4')).toBe('ambiguous');
+    const copy = await createSqlJsStore({ persistence: { load: async () => saved, save: async () => undefined } });
+    expect((await copy.receipts()).length).toBe((await store.receipts()).length);
+    await copy.close();
+  });
+
+  it('a save that fails before the remote is called leaves the remote uncalled and says so', async () => {
+    let fail = false;
+    const store = await createSqlJsStore({ persistence: { load: async () => null, save: async () => { if (fail) throw new Error('quota exceeded'); } } });
+    const calls = memoryRemoteCalls();
+    const { step } = createTryIt({ store, remoteCalls: calls });
+    fail = true;
+    const outcome = await step({ op: 'refund', payment_id: 'txn_1', amount: 50000 }).then((r) => r, (e: unknown) => e);
+    expect(calls.get('txn_1'), 'no money moved').toBe(0);
+    expect(String((outcome as Error).message ?? JSON.stringify(outcome))).toMatch(/could not be saved/);
+  });
+
   it('refuses a counter without get and record, and counts that are not non-negative integers', async () => {
     const store = await createSqlJsStore();
     expect(() => createTryIt({ store, remoteCalls: {} as RemoteCallCounter })).toThrow(InvalidArgument);

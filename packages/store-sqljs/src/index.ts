@@ -9,7 +9,7 @@ import { InvalidArgument } from '@ctrlrun/kernel';
 import { openSqlJsStore, type SqlJsModule, type SqlJsStore, type SqlJsStoreOptions } from './sql-js.js';
 
 export { SqlJsDriver, SqlJsStore, openSqlJsStore, type SqlJsDatabase, type SqlJsModule, type SqlJsPersistence, type SqlJsStatement, type SqlJsStoreOptions } from './sql-js.js';
-export { indexedDbPersistence, type IndexedDbPersistenceOptions } from './indexeddb.js';
+export { indexedDbPersistence, PAGE_BYTES, type IndexedDbPersistenceOptions } from './indexeddb.js';
 
 /** What sql.js's `initSqlJs` accepts, as far as the store passes it on. */
 export interface SqlJsConfig {

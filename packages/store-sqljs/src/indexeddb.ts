@@ -1,6 +1,7 @@
 /**
- * Persistence for a browser tab: the database bytes in one IndexedDB record, written in one
- * IndexedDB transaction that resolves only when it completes.
+ * Persistence for a browser tab: the database bytes in IndexedDB, kept in pages of
+ * {@link PAGE_BYTES} so that a save writes only the pages that changed since the last one, all in
+ * one IndexedDB transaction that resolves only when it completes.
  *
  * @module
  */
@@ -13,8 +14,16 @@ export interface IndexedDbPersistenceOptions {
   indexedDB?: IDBFactory;
 }
 
+/** The size of one kept page: SQLite's default page size, so a changed database page is one kept page. */
+export const PAGE_BYTES = 4096;
+
 const STORE = 'sqljs';
-const KEY = 'database';
+/** Where earlier versions kept the whole database (read, then replaced by pages at the first save). */
+const WHOLE = 'database';
+/** The database's length in bytes; the pages are the keys 0, 1, … (numbers sort before these strings). */
+const LENGTH = 'length';
+/** Bumped by every save, so a save that finds another writer's number rewrites every page. */
+const GENERATION = 'generation';
 
 function done<T>(request: IDBRequest<T>): Promise<T> {
   return new Promise((resolve, reject) => {
@@ -31,9 +40,36 @@ function finished(tx: IDBTransaction): Promise<void> {
   });
 }
 
+function asBytes(value: unknown): Uint8Array | null {
+  if (value instanceof Uint8Array) return value;
+  if (value instanceof ArrayBuffer) return new Uint8Array(value);
+  return null;
+}
+
+/** Whether page `i` of `now` is byte for byte page `i` of `before`. */
+function samePage(before: Uint8Array, now: Uint8Array, i: number): boolean {
+  const start = i * PAGE_BYTES;
+  const end = Math.min(start + PAGE_BYTES, now.length);
+  // The kept page must end where this one does (a last page can be short).
+  if (Math.min(start + PAGE_BYTES, before.length) !== end) return false;
+  if ((before.byteOffset + start) % 4 === 0 && (now.byteOffset + start) % 4 === 0 && (end - start) % 4 === 0) {
+    const a = new Uint32Array(before.buffer, before.byteOffset + start, (end - start) / 4);
+    const b = new Uint32Array(now.buffer, now.byteOffset + start, (end - start) / 4);
+    for (let k = 0; k < a.length; k++) if (a[k] !== b[k]) return false;
+    return true;
+  }
+  for (let k = start; k < end; k++) if (before[k] !== now[k]) return false;
+  return true;
+}
+
 /**
- * Keeps a sql.js store in the IndexedDB database `name` (object store `sqljs`, key `database`).
- * Pass it as `persistence` to `createSqlJsStore`.
+ * Keeps a sql.js store in the IndexedDB database `name` (object store `sqljs`: the pages under
+ * the keys 0, 1, …, the byte length under `length`). Pass it as `persistence` to
+ * `createSqlJsStore`. A save writes the pages that differ from the last save or load, the length
+ * and a generation number in one transaction; if the generation it finds is not the one it last
+ * wrote (another writer, or nothing loaded yet), it writes every page. A database an earlier
+ * version kept whole under the key `database` is loaded from there and kept in pages from the
+ * first save on.
  */
 export function indexedDbPersistence(name: string, options: IndexedDbPersistenceOptions = {}): SqlJsPersistence {
   if (typeof name !== 'string' || name === '') throw new InvalidArgument('indexedDbPersistence needs a non-empty database name');
@@ -53,22 +89,68 @@ export function indexedDbPersistence(name: string, options: IndexedDbPersistence
     }
     return opened;
   };
+  /** The bytes as last loaded or saved, and the generation then: what the next save compares against. */
+  let kept: { bytes: Uint8Array; generation: number } | null = null;
+  const corrupt = (what: string) => new StoreError(`[sql.js] IndexedDB ${name} holds ${what}: not a database this store saved`);
   return {
     async load(): Promise<Uint8Array | null> {
       const db = await database();
-      const tx = db.transaction(STORE, 'readonly');
-      const value = await done(tx.objectStore(STORE).get(KEY));
-      if (value === undefined || value === null) return null;
-      if (value instanceof Uint8Array) return value;
-      if (value instanceof ArrayBuffer) return new Uint8Array(value);
-      throw new StoreError(`[sql.js] IndexedDB ${name} holds something other than database bytes under ${KEY}`);
+      const store = db.transaction(STORE, 'readonly').objectStore(STORE);
+      const [keys, values] = await Promise.all([done(store.getAllKeys()), done(store.getAll())]);
+      const byKey = new Map<IDBValidKey, unknown>();
+      keys.forEach((k, i) => byKey.set(k, values[i]));
+      kept = null;
+      if (byKey.has(WHOLE)) {
+        // Written whole by an earlier version (one that also ignores the pages): that is the newest.
+        const whole = asBytes(byKey.get(WHOLE));
+        if (whole === null) throw corrupt(`something other than database bytes under ${WHOLE}`);
+        return whole;
+      }
+      if (!byKey.has(LENGTH)) return null;
+      const length = byKey.get(LENGTH);
+      const generation = byKey.get(GENERATION);
+      if (typeof length !== 'number' || !Number.isSafeInteger(length) || length < 0) throw corrupt(`a length of ${String(length)}`);
+      if (typeof generation !== 'number' || !Number.isSafeInteger(generation)) throw corrupt(`a generation of ${String(generation)}`);
+      const count = Math.ceil(length / PAGE_BYTES);
+      // Every page checked before anything is allocated: a length no stored pages add up to is refused, not attempted.
+      const pages: Uint8Array[] = [];
+      for (let i = 0; i < count; i++) {
+        const page = asBytes(byKey.get(i));
+        const want = Math.min(PAGE_BYTES, length - i * PAGE_BYTES);
+        if (page === null || page.length !== want) throw corrupt(`page ${i} ${page === null ? 'missing' : `of ${page.length} bytes, not ${want}`}`);
+        pages.push(page);
+      }
+      const bytes = new Uint8Array(length);
+      pages.forEach((page, i) => bytes.set(page, i * PAGE_BYTES));
+      kept = { bytes, generation };
+      return bytes;
     },
     async save(bytes: Uint8Array): Promise<void> {
       const db = await database();
       const tx = db.transaction(STORE, 'readwrite', { durability: 'strict' });
       const complete = finished(tx);
-      tx.objectStore(STORE).put(bytes, KEY);
+      const store = tx.objectStore(STORE);
+      const before = kept;
+      let generation = 0;
+      // Read and write in the one transaction: no other save can come between.
+      const found = store.get(GENERATION);
+      const keys = store.getAllKeys();
+      keys.onsuccess = () => {
+        const stored = typeof found.result === 'number' && Number.isSafeInteger(found.result) ? found.result : -1;
+        generation = stored + 1;
+        const diff = before !== null && before.generation === stored;
+        const count = Math.ceil(bytes.length / PAGE_BYTES);
+        for (let i = 0; i < count; i++) {
+          if (diff && samePage(before.bytes, bytes, i)) continue;
+          // A copy of the page alone: a view would store the whole buffer under it.
+          store.put(bytes.slice(i * PAGE_BYTES, (i + 1) * PAGE_BYTES), i);
+        }
+        for (const key of keys.result) if ((typeof key === 'number' && key >= count) || key === WHOLE) store.delete(key);
+        store.put(bytes.length, LENGTH);
+        store.put(generation, GENERATION);
+      };
       await complete;
+      kept = { bytes, generation };
     },
   };
 }

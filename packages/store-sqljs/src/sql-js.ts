@@ -35,8 +35,8 @@ export interface SqlJsModule {
 
 /**
  * Where a persistent store keeps its bytes. `load` runs once at open (`null`: nothing saved
- * yet); `save` runs after every committed transaction that wrote, with the whole database, and
- * must resolve only once the bytes are durable.
+ * yet); `save` runs after every committed transaction that wrote (or, while saves are held, at
+ * each checkpoint), with the whole database, and must resolve only once the bytes are durable.
  */
 export interface SqlJsPersistence {
   load(): Promise<Uint8Array | null>;
@@ -77,7 +77,10 @@ export class SqlJsDriver implements SqlDriver {
   /** The open transaction's number, or 0; a stale handle is refused. */
   #tx = 0;
   #txCount = 0;
+  /** Committed changes not saved yet. */
   #dirty = false;
+  /** Open {@link holdSaves} calls: while any is open, commits wait for a checkpoint. */
+  #holds = 0;
   /** From BEGIN until the commit is durable (or rolled back). */
   #busy = false;
   #idle: Promise<void> = Promise.resolve();
@@ -152,7 +155,7 @@ export class SqlJsDriver implements SqlDriver {
   async query<Row = Record<string, unknown>>(sql: string, params: readonly SqlValue[] = []): Promise<QueryResult<Row>> {
     this.#check();
     const result = this.#run<Row>(sql, params);
-    if (!this.#busy) await this.#persistIfDirty();
+    if (!this.#busy && this.#holds === 0) await this.#persistIfDirty();
     return result;
   }
 
@@ -160,7 +163,7 @@ export class SqlJsDriver implements SqlDriver {
     this.#check();
     this.#db.exec(sql);
     this.#dirty = true;
-    if (!this.#busy) await this.#persistIfDirty();
+    if (!this.#busy && this.#holds === 0) await this.#persistIfDirty();
   }
 
   #executor(id: number): SqlExecutor {
@@ -187,7 +190,8 @@ export class SqlJsDriver implements SqlDriver {
     const id = ++this.#txCount;
     this.#tx = id;
     this.#busy = true;
-    this.#dirty = false;
+    // What a rollback leaves: the changes committed before this transaction, saved or not.
+    const dirtyBefore = this.#dirty;
     let release!: () => void;
     this.#idle = new Promise((r) => (release = r));
     try {
@@ -201,11 +205,12 @@ export class SqlJsDriver implements SqlDriver {
         } catch {
           // Already rolled back by SQLite; the original error is what matters.
         }
+        this.#dirty = dirtyBefore;
         throw err;
       } finally {
         this.#tx = 0;
       }
-      await this.#persistIfDirty();
+      if (this.#holds === 0) await this.#persistIfDirty();
       return result;
     } finally {
       this.#busy = false;
@@ -242,6 +247,39 @@ export class SqlJsDriver implements SqlDriver {
     this.#cache.clear();
   }
 
+  /**
+   * Runs `fn` with saves held: the transactions it (or anyone else on this connection) commits
+   * meanwhile are kept in memory, and saved together at the next {@link checkpoint} or when the
+   * outermost hold ends — whether `fn` resolves or throws. The caller picks the points that must
+   * be durable (before an effect leaves the process, before an answer is shown) and calls
+   * {@link checkpoint} there. A failed save raises a `StoreError` from that point and takes the
+   * connection back to the last saved state, undoing every commit since. Without persistence,
+   * this only runs `fn`.
+   */
+  async holdSaves<T>(fn: () => Promise<T>): Promise<T> {
+    this.#check();
+    if (typeof fn !== 'function') throw new InvalidArgument('holdSaves needs a function');
+    this.#holds++;
+    let result: T;
+    try {
+      result = await fn();
+    } finally {
+      this.#holds--;
+      if (this.#holds === 0 && !this.#closed) await this.checkpoint();
+    }
+    return result;
+  }
+
+  /**
+   * Saves now whatever has been committed and not saved yet (nothing to do outside a hold: every
+   * commit is saved before it returns). Resolves once the bytes are durable.
+   */
+  async checkpoint(): Promise<void> {
+    while (this.#busy) await this.#idle;
+    this.#check();
+    await this.#persistIfDirty();
+  }
+
   /** The whole database as SQLite file bytes, taken between transactions. */
   async export(): Promise<Uint8Array> {
     while (this.#busy) await this.#idle;
@@ -252,9 +290,14 @@ export class SqlJsDriver implements SqlDriver {
   async close(): Promise<void> {
     if (this.#closed) return;
     while (this.#busy) await this.#idle;
-    this.#closed = true;
-    this.#freeStatements();
-    this.#db.close();
+    try {
+      // Commits held by an open hold are saved, not dropped.
+      await this.#persistIfDirty();
+    } finally {
+      this.#closed = true;
+      this.#freeStatements();
+      this.#db.close();
+    }
   }
 }
 
@@ -281,6 +324,16 @@ export class SqlJsStore extends SqlStateStore {
   /** The whole database as SQLite file bytes (readable by the sqlite3 CLI and the Python original). */
   export(): Promise<Uint8Array> {
     return this.driver.export();
+  }
+
+  /** {@link SqlJsDriver.holdSaves}: commits inside `fn` are saved together at checkpoints and at its end. */
+  holdSaves<T>(fn: () => Promise<T>): Promise<T> {
+    return this.driver.holdSaves(fn);
+  }
+
+  /** {@link SqlJsDriver.checkpoint}: saves what is committed and not saved yet. */
+  checkpoint(): Promise<void> {
+    return this.driver.checkpoint();
   }
 }
 
