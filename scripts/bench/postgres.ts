@@ -2,9 +2,13 @@
 // server with a pg Pool — one caller at a time, and 8 callers at once on distinct keys — and on
 // PGlite in memory. The server is PG_URL, or a throwaway cluster started here (durable defaults:
 // fsync on), stopped at the end. Without either, the server lines say why and PGlite still runs.
+// Beside them, in the same run: the same store statement by statement (no combined statements),
+// the older path with one state change per transaction, and the floor — a bare one-row INSERT
+// committed on its own (one WAL flush, one round trip), 1 and 8 callers.
 import { PGlite } from '@electric-sql/pglite';
 import { Control, createAction, loadPolicy, type StateStore } from '@ctrlrun/kernel';
-import { createPgStore } from '@ctrlrun/store-node/pg';
+import { SqlStateStore, postgresDialect, type SqlDialect } from '@ctrlrun/kernel/store';
+import { PgDriver, createPgStore } from '@ctrlrun/store-node/pg';
 import { createPgliteStore } from '@ctrlrun/store-node/pglite';
 import pg from 'pg';
 import { findServerBinaries, freshDatabase, startCluster, type PgCluster } from '../../test/support/pg-cluster.js';
@@ -60,6 +64,39 @@ function stepwise(store: StateStore): StateStore {
   });
 }
 
+/** The Postgres dialect without its combined statements: every write statement by statement (the path before them). */
+function statementByStatement(d: SqlDialect): SqlDialect {
+  const { insertEffectWithEvents: _i, updateEffectWithTrail: _u, ...sql } = d.sql;
+  return { ...d, sql };
+}
+
+/** The same store on `pool`, statement by statement. */
+async function separateStatements(pool: pg.Pool, schema: string): Promise<StateStore> {
+  const driver = new PgDriver(pool, { schema });
+  await driver.resolveSchema();
+  return new SqlStateStore(driver, { dialect: statementByStatement(postgresDialect(schema)), logger: { warn() {} } }).open();
+}
+
+/** Commits/s of a bare one-row INSERT in its own (implicit) transaction: one round trip and one WAL flush each. */
+async function insertFloor(pool: pg.Pool, ms: number, callers: number): Promise<number> {
+  let n = 0;
+  const start = performance.now();
+  await Promise.all(
+    Array.from({ length: callers }, async () => {
+      const client = await pool.connect();
+      try {
+        while (performance.now() - start < ms) {
+          await client.query({ text: 'INSERT INTO bench.floor(v) VALUES ($1)', values: ['x'] });
+          n++;
+        }
+      } finally {
+        client.release();
+      }
+    }),
+  );
+  return n / ((performance.now() - start) / 1000);
+}
+
 const fmt = (x: number) => Math.round(x).toLocaleString('en-US').padStart(6);
 const lines: string[] = [];
 
@@ -81,27 +118,65 @@ if (url === null) {
     await db.createSchema('bench');
     // Durable commits as configured, then with synchronous_commit off (the commit no longer waits for the WAL flush).
     const off = `${db.url}?options=${encodeURIComponent('-c synchronous_commit=off')}`;
-    for (const [label, connectionString, wrap] of [
+    await db.sql('CREATE TABLE bench.floor(id BIGSERIAL PRIMARY KEY, v TEXT)');
+    type Subject = { label: string; pool: pg.Pool; run: (ms: number, callers: number, tag: string) => Promise<number>; close: () => Promise<void>; perAction?: number };
+    const subjects: Subject[] = [];
+    const FLOOR = 'floor: a bare one-row INSERT, its own transaction (one WAL flush + one round trip)';
+    for (const [label, connectionString, build] of [
       ['durable', db.url, null],
-      ['durable, one state change per transaction (before)', db.url, stepwise],
+      ['durable, statement by statement (before)', db.url, 'separate'],
+      ['durable, one state change per transaction (older)', db.url, 'stepwise'],
       ['synchronous_commit=off', off, null],
+      [FLOOR, db.url, 'floor'],
     ] as const) {
       const pool = new pg.Pool({ connectionString, max: 16 });
       pool.on('error', () => undefined);
-      const real = await createPgStore(pool, { schema: 'bench' });
-      const store = wrap === null ? real : wrap(real);
-      await actionsPerSecond(store, 500, 1, `warm_${label}`);
+      if (build === 'floor') {
+        subjects.push({ label, pool, run: (ms, callers) => insertFloor(pool, ms, callers), close: () => pool.end() });
+        continue;
+      }
+      const real = build === 'separate' ? await separateStatements(pool, 'bench') : await createPgStore(pool, { schema: 'bench' });
+      const store = build === 'stepwise' ? stepwise(real) : real;
+      await actionsPerSecond(store, 300, 1, `warm_${label}`);
+      // Committed transactions per action, from the server's counter (autocommit reads count too).
       const before = await commits();
       const t0 = performance.now();
-      const sequential = await actionsPerSecond(store, 2500, 1, `seq_${label}`);
-      const done = Math.round((sequential * (performance.now() - t0)) / 1000);
-      const perAction = (await commits()) - before;
-      const concurrent = await actionsPerSecond(store, 2500, 8, `par_${label}`);
-      lines.push(`PostgreSQL, pg Pool, 1 caller   ${fmt(sequential)} allowed actions/s   (${label}; ${(perAction / Math.max(1, done)).toFixed(1)} committed transactions per action)`);
-      lines.push(`PostgreSQL, pg Pool, 8 callers  ${fmt(concurrent)} allowed actions/s   (${label}; distinct keys, one process, pool of 16)`);
-      await real.close();
-      await pool.end();
+      const rate = await actionsPerSecond(store, 1000, 1, `count_${label}`);
+      const done = Math.round((rate * (performance.now() - t0)) / 1000);
+      const perAction = ((await commits()) - before) / Math.max(1, done);
+      subjects.push({ label, pool, perAction, run: (ms, callers, tag) => actionsPerSecond(store, ms, callers, `${tag}_${label}`), close: async () => (await real.close(), await pool.end()) });
     }
+    // Interleaved: every subject runs a short slice in turn, round after round, so that the
+    // machine's load (shared, changing) weighs on all of them alike; each figure is the mean rate.
+    const ROUNDS = 8;
+    const SLICE_MS = 350;
+    const sums = new Map<string, [number, number]>(subjects.map((x) => [x.label, [0, 0]]));
+    for (let r = 0; r < ROUNDS; r++) {
+      for (const x of subjects) {
+        const one = await x.run(SLICE_MS, 1, `r${r}s`);
+        const eight = await x.run(SLICE_MS, 8, `r${r}p`);
+        const acc = sums.get(x.label)!;
+        acc[0] += one / ROUNDS;
+        acc[1] += eight / ROUNDS;
+      }
+    }
+    for (const x of subjects) await x.close();
+    for (const x of subjects) {
+      const [one, eight] = sums.get(x.label)!;
+      if (x.label === FLOOR) continue;
+      lines.push(`PostgreSQL, pg Pool, 1 caller   ${fmt(one)} allowed actions/s   (${x.label}; ${x.perAction!.toFixed(1)} committed transactions per action)`);
+      lines.push(`PostgreSQL, pg Pool, 8 callers  ${fmt(eight)} allowed actions/s   (${x.label}; distinct keys, one process, pool of 16)`);
+    }
+    const now = sums.get('durable')!;
+    for (const label of ['durable, statement by statement (before)', 'durable, one state change per transaction (older)']) {
+      const then = sums.get(label)!;
+      lines.push(`  durable vs ${label.slice('durable, '.length)}: ${(now[0] / then[0]).toFixed(2)}x (1 caller), ${(now[1] / then[1]).toFixed(2)}x (8 callers)`);
+    }
+    const [floor1, floor8] = sums.get(FLOOR)!;
+    lines.push(`PostgreSQL floor, 1 caller      ${fmt(floor1)} commits/s           (${FLOOR}; an allowed action needs 2 flushes -> at most ${fmt(floor1 / 2)} actions/s)`);
+    lines.push(`PostgreSQL floor, 8 callers     ${fmt(floor8)} commits/s           (the same on 8 connections: concurrent commits share flushes)`);
+    lines.push(`  durable / (floor / 2): ${((2 * now[0]) / floor1).toFixed(2)} (1 caller), ${((2 * now[1]) / floor8).toFixed(2)} (8 callers)`);
+    lines.push(`  (each figure: the mean of ${ROUNDS} interleaved ${SLICE_MS} ms slices)`);
     lines.push(`  server: ${where}`);
   } finally {
     await db.drop();
