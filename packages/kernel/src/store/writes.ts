@@ -27,7 +27,7 @@ import type { Approval, ApprovalRecord, ApprovalRequest, EffectRecord, EffectSta
 import { parseTime, storedTime } from '../time.js';
 import type { SqlExecutor, SqlValue } from './driver.js';
 import type { DelegationRecord, ReservationStep, TakenContinuation, TrailingEvents } from './state-store.js';
-import { RaiseAfterCommit, type WriteRun, checkTrailing, ReceiptAlreadyStored, SqlEngine } from './engine.js';
+import { RaiseAfterCommit, type WriteRun, checkTrailing, ReceiptAlreadyStored, ReceiptPartFailed, SqlEngine } from './engine.js';
 import { heldByValue, heldFor } from './reads.js';
 import { insertEffectWithEvents, updateEffectWithTrail } from './combined.js';
 import { receiptFields, eventFields, type ReceiptSqlRow, type DelegationRow, stamp, nonEmpty, nullableText, storedText, int, grantedApproval } from './rows.js';
@@ -127,7 +127,14 @@ async function transition(e: SqlEngine,
     const record = checked(await e.effect(tx, k), k, a, from, now);
     const target = next(record, storedTime(now));
     run.intent = { kind: 'update', prior: record, target, refuse: refuse(now) };
-    const trail = await updateEffectWithTrail(e, tx, record, target, fieldsOf(target), receipt === null || !e.serverSeals ? null : receipt);
+    const sealing = receipt !== null && e.serverSeals;
+    let trail;
+    try {
+      trail = await updateEffectWithTrail(e, tx, record, target, fieldsOf(target), sealing ? receipt : null);
+    } catch (err) {
+      // The statement carried the receipt: as statement by statement, the outcome is written again without it.
+      throw sealing ? new ReceiptPartFailed(err) : err;
+    }
     if (trail === null) throw refuse(now)(await e.effect(tx, k));
     return { value: target, events: trail.events, receipt: receipt === null ? null : e.serverSeals ? trail.receipt : 'unchained' };
   });
