@@ -98,7 +98,7 @@ describe('combined statements on PGlite', () => {
     await expect(b.refund('p2')).rejects.toMatchObject({ code: 'ERR_DUPLICATE_EFFECT' });
     const ea = await evidence(a.store);
     const eb = await evidence(b.store);
-    // Ids and times differ per run; the kinds, order and content of the evidence do not.
+    // Ids and times differ per run; the kinds and order of the evidence do not.
     const shape = (e: typeof ea) => ({
       events: e.events.map((x) => ({ type: x.type, effectKey: x.effectKey })),
       receipts: e.receipts.map((r) => ({ seq: r.seq, result: r.result })),
@@ -107,7 +107,7 @@ describe('combined statements on PGlite', () => {
     expect(b.transactions.some((t) => t.length > 2), 'the other store ran statement by statement').toBe(true);
     expect(verifyChain(ea.receipts, ea.head)).toMatchObject({ ok: true, verified: ea.receipts.length });
     for (const r of ea.receipts) {
-      const doc = JSON.parse(r.json) as Record<string, unknown>;
+      const doc = JSON.parse(r.json!) as Record<string, unknown>;
       const sealed = sealReceipt({ ...doc, seq: null, prev_hash: null }, r.seq!, r.prev_hash!);
       expect(sealed.json).toBe(r.json);
       expect(sealed.hash).toBe(r.hash);
@@ -121,7 +121,7 @@ describe('combined statements on PGlite', () => {
     expect(s.transactions.map((t) => t.length)).toEqual([1, 5]);
     const [r] = await s.store.receipts();
     expect(r!.prev_hash).toBe('odd "head" \\ value');
-    const doc = JSON.parse(r!.json) as Record<string, unknown>;
+    const doc = JSON.parse(r!.json!) as Record<string, unknown>;
     expect(doc['prev_hash']).toBe('odd "head" \\ value');
     expect(sealReceipt({ ...doc, seq: null, prev_hash: null }, 1, 'odd "head" \\ value').hash).toBe(r!.hash);
     expect((await s.store.chainHead())).toMatchObject({ seq: 1, hash: r!.hash });
