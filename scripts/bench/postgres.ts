@@ -156,23 +156,39 @@ if (url === null) {
     }
     // Interleaved: every subject runs a short slice in turn, round after round, so that the
     // machine's load (shared, changing) weighs on all of them alike; each figure is the mean rate.
-    const ROUNDS = 8;
-    const SLICE_MS = 350;
+    const ROUNDS = Number(process.env['BENCH_PG_ROUNDS'] ?? 8);
+    const SLICE_MS = Number(process.env['BENCH_PG_SLICE_MS'] ?? 350);
     const sums = new Map<string, [number, number]>(subjects.map((x) => [x.label, [0, 0]]));
+    // This process's CPU per action (pg's JavaScript included): far less sensitive to the machine's load than rates.
+    const cpu = new Map<string, { ms: number; actions: number }>(subjects.map((x) => [x.label, { ms: 0, actions: 0 }]));
+    const timed = async (x: Subject, callers: number, tag: string): Promise<number> => {
+      const c0 = process.cpuUsage();
+      const t0 = performance.now();
+      const rate = await x.run(SLICE_MS, callers, tag);
+      const used = process.cpuUsage(c0);
+      const acc = cpu.get(x.label)!;
+      acc.ms += (used.user + used.system) / 1000;
+      acc.actions += (rate * (performance.now() - t0)) / 1000;
+      return rate;
+    };
     for (let r = 0; r < ROUNDS; r++) {
       for (const x of subjects) {
-        const one = await x.run(SLICE_MS, 1, `r${r}s`);
-        const eight = await x.run(SLICE_MS, 8, `r${r}p`);
+        const one = await timed(x, 1, `r${r}s`);
+        const eight = await timed(x, 8, `r${r}p`);
         const acc = sums.get(x.label)!;
         acc[0] += one / ROUNDS;
         acc[1] += eight / ROUNDS;
       }
     }
+    const cpuPer = (label: string): string => {
+      const c = cpu.get(label)!;
+      return `${(c.ms / Math.max(1, c.actions)).toFixed(2)} ms CPU here per action`;
+    };
     for (const x of subjects) await x.close();
     for (const x of subjects) {
       const [one, eight] = sums.get(x.label)!;
       if (x.label === FLOOR || x.label === SHARED) continue;
-      lines.push(`PostgreSQL, pg Pool, 1 caller   ${fmt(one)} allowed actions/s   (${x.label}; ${x.perAction!.toFixed(1)} committed transactions per action)`);
+      lines.push(`PostgreSQL, pg Pool, 1 caller   ${fmt(one)} allowed actions/s   (${x.label}; ${x.perAction!.toFixed(1)} committed transactions per action; ${cpuPer(x.label)})`);
       lines.push(`PostgreSQL, pg Pool, 8 callers  ${fmt(eight)} allowed actions/s   (${x.label}; distinct keys, one process, pool of 16)`);
     }
     const now = sums.get('durable')!;

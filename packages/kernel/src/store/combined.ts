@@ -8,17 +8,21 @@
  * The chained receipt is sealed by the server under the head row's lock (its `seq` and
  * `prev_hash` are only known there): the stored JSON and the canonical text are sent split around
  * those two values, the server splices them in and hashes the canonical text, and the kernel
- * re-seals the receipt itself and compares both before the transaction commits.
+ * computes both itself from the values the server used and compares them before the transaction
+ * commits.
  *
  * @module
  */
 import type { EffectRecord, EventRecord, StoredReceipt } from '../model.js';
 import { canonicalJson, orderedJson, type JsonObject } from '../canonical.js';
-import { sealReceipt } from '../receipt.js';
+import { sealedDocument } from '../receipt.js';
+import { sha256Tagged } from '../hash.js';
 import { StoreError } from '../errors.js';
 import type { SqlExecutor, SqlValue } from './driver.js';
 import type { SqlEngine } from './engine.js';
 import { effectParams, int, type eventFields, type receiptFields } from './rows.js';
+
+const textEncoder = new TextEncoder();
 
 type EventFields = ReturnType<typeof eventFields>;
 type ReceiptFields = ReturnType<typeof receiptFields>;
@@ -69,7 +73,7 @@ export function receiptTemplate(document: JsonObject): ReceiptTemplate | null {
   // A 15-digit marker is a safe integer, rendered as its digits; the hash marker is hex only (no escaping).
   const seq = Number(100_000_000_000_000n + (random64() % 800_000_000_000_000n));
   const prev = `ctrlrun-seal-${random64().toString(16)}${random64().toString(16)}`;
-  const sealed = sealReceipt(document, seq, prev).document;
+  const sealed = sealedDocument(document, seq, prev);
   const json = split(orderedJson(sealed), String(seq), prev);
   const canonical = split(canonicalJson(sealed, 'receipt'), String(seq), prev);
   return json === null || canonical === null ? null : { json, canonical };
@@ -130,10 +134,13 @@ export async function updateEffectWithTrail(
   if (row === undefined) return { events: stored, receipt: 'already-stored' };
   const seq = int(row.n, 'receipts.seq');
   const prevHash = String(row.a);
-  // The server's splice and hash, checked against the kernel's own seal before anything commits.
-  const sealed = sealReceipt(receipt.document, seq, prevHash);
-  if (sealed.json !== row.j || sealed.hash !== row.b) {
+  // The server's splice and hash, checked against the kernel's own before anything commits: the
+  // same splice of the same parts (equal to the seal's texts: see the template's property test),
+  // and SHA-256 over the canonical text, as `sealReceipt` hashes it.
+  const json = splice(template!.json, seq, prevHash);
+  const hash = sha256Tagged(textEncoder.encode(splice(template!.canonical, seq, prevHash)));
+  if (json !== row.j || hash !== row.b) {
     throw new StoreError(`[kernel] [${e.name}] the receipt ${receipt.receiptId} sealed by the server differs from the kernel's seal (seq ${seq}); rolled back`);
   }
-  return { events: stored, receipt: { seq, prevHash, hash: sealed.hash, json: sealed.json, document: sealed.document } };
+  return { events: stored, receipt: { seq, prevHash, hash, json, document: sealedDocument(receipt.document, seq, prevHash) } };
 }
