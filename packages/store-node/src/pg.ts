@@ -78,6 +78,28 @@ function single(r: PgResultLike | PgResultLike[]): PgResultLike {
   return Array.isArray(r) ? (r[r.length - 1] ?? { rows: [], rowCount: 0 }) : r;
 }
 
+/** The socket under a `pg` client, where it has one (pg's `connection.stream`); anything else: none. */
+function socketOf(client: PgClientLike): { cork(): void; uncork(): void } | null {
+  const stream = (client as { connection?: { stream?: unknown } }).connection?.stream as { cork?: unknown; uncork?: unknown } | undefined;
+  return typeof stream?.cork === 'function' && typeof stream.uncork === 'function' ? (stream as { cork(): void; uncork(): void }) : null;
+}
+
+/**
+ * Sends one query with the socket corked: `pg` writes an extended query as five messages (Parse,
+ * Bind, Describe, Execute, Sync), each its own socket write, i.e. its own system call; corked, they
+ * leave in one. A pool (no socket of its own) or a client that queues the query is unaffected.
+ */
+function corked<R>(client: PgClientLike, send: () => R): R {
+  const socket = socketOf(client);
+  if (socket === null) return send();
+  socket.cork();
+  try {
+    return send();
+  } finally {
+    socket.uncork();
+  }
+}
+
 /** Errors a client emits while checked out land here instead of crashing the process; the pending query rejects anyway. */
 const ARMED = new WeakSet<object>();
 function arm(client: PgClientLike): void {
@@ -143,7 +165,7 @@ export class PgDriver implements SqlDriver {
 
   async #run<Row>(client: PgClientLike, sql: string, params: readonly SqlValue[]): Promise<QueryResult<Row>> {
     const values = params.map((p) => (typeof p === 'bigint' ? p.toString() : p));
-    const result = single(await client.query(values.length > 0 ? { text: sql, values } : { text: sql }));
+    const result = single(await corked(client, () => client.query(values.length > 0 ? { text: sql, values } : { text: sql })));
     const wide = (result.fields ?? []).filter((f) => f.dataTypeID === INT8_OID).map((f) => f.name);
     if (wide.length > 0) {
       for (const row of result.rows as Record<string, unknown>[]) for (const name of wide) row[name] = int8(row[name]);
