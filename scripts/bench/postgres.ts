@@ -130,6 +130,7 @@ if (url === null) {
     await db.sql('INSERT INTO floor.head VALUES (1, 0, NULL)');
     for (const [label, connectionString, build] of [
       ['durable', db.url, null],
+      ['durable, prepared statements (prepare: true)', db.url, 'prepared'],
       ['durable, statement by statement (before)', db.url, 'separate'],
       ['durable, one state change per transaction (older)', db.url, 'stepwise'],
       ['synchronous_commit=off', off, null],
@@ -143,7 +144,7 @@ if (url === null) {
         subjects.push({ label, pool, run: (ms, callers) => insertFloor(pool, ms, callers, text), close: () => pool.end() });
         continue;
       }
-      const real = build === 'separate' ? await separateStatements(pool, 'bench') : await createPgStore(pool, { schema: 'bench' });
+      const real = build === 'separate' ? await separateStatements(pool, 'bench') : await createPgStore(pool, { schema: 'bench', prepare: build === 'prepared' });
       const store = build === 'stepwise' ? stepwise(real) : real;
       await actionsPerSecond(store, 300, 1, `warm_${label}`);
       // Committed transactions per action, from the server's counter (autocommit reads count too).
@@ -192,9 +193,13 @@ if (url === null) {
       lines.push(`PostgreSQL, pg Pool, 8 callers  ${fmt(eight)} allowed actions/s   (${x.label}; distinct keys, one process, pool of 16)`);
     }
     const now = sums.get('durable')!;
-    for (const label of ['durable, statement by statement (before)', 'durable, one state change per transaction (older)']) {
-      const then = sums.get(label)!;
-      lines.push(`  durable vs ${label.slice('durable, '.length)}: ${(now[0] / then[0]).toFixed(2)}x (1 caller), ${(now[1] / then[1]).toFixed(2)}x (8 callers)`);
+    for (const [mine, label] of [
+      ['durable', 'durable, statement by statement (before)'],
+      ['durable', 'durable, one state change per transaction (older)'],
+      ['durable, prepared statements (prepare: true)', 'durable, statement by statement (before)'],
+    ] as const) {
+      const [a, b] = [sums.get(mine)!, sums.get(label)!];
+      lines.push(`  ${mine} vs ${label.slice('durable, '.length)}: ${(a[0] / b[0]).toFixed(2)}x (1 caller), ${(a[1] / b[1]).toFixed(2)}x (8 callers)`);
     }
     const [floor1, floor8] = sums.get(FLOOR)!;
     lines.push(`PostgreSQL floor, 1 caller      ${fmt(floor1)} commits/s           (${FLOOR}; an allowed action needs 2 flushes -> at most ${fmt(floor1 / 2)} actions/s)`);

@@ -173,13 +173,20 @@ describe('combined statements on PGlite', () => {
   });
 });
 
+/** The database is dropped at the end of each case: a client ending meanwhile hears "terminating connection", harmlessly. */
+function quiet(pool: pg.Pool): pg.Pool {
+  pool.on('error', () => undefined);
+  pool.on('connect', (client) => void client.on('error', () => undefined));
+  return pool;
+}
+
 describePg('combined statements on a real server', (server) => {
-  it('8 concurrent callers: every receipt chained once, in one unbroken chain', async () => {
+  it.each([false, true])('8 concurrent callers (prepare: %s): every receipt chained once, in one unbroken chain', async (prepare) => {
     const db = await freshDatabase(server.url, 'combined');
-    const pool = new pg.Pool({ connectionString: db.url, max: 10 });
+    const pool = quiet(new pg.Pool({ connectionString: db.url, max: 10 }));
     try {
       await db.createSchema('c8');
-      const store = await createPgStore(pool, { schema: 'c8', logger: { warn() {} } });
+      const store = await createPgStore(pool, { schema: 'c8', prepare, logger: { warn() {} } });
       const control = new Control({ policy: POLICY, store, logger: { warn() {} } });
       let n = 0;
       await Promise.all(Array.from({ length: 8 }, async () => {
@@ -191,6 +198,29 @@ describePg('combined statements on a real server', (server) => {
       const rows = await store.receipts();
       expect(rows.map((r) => r.seq)).toEqual(Array.from({ length: 120 }, (_, i) => i + 1));
       expect(verifyChain(rows, await store.chainHead())).toMatchObject({ ok: true, verified: 120, breaks: [] });
+      await store.close();
+    } finally {
+      await pool.end();
+      await db.drop();
+    }
+  }, 120_000);
+
+  it('prepare: true sends the store\'s statements prepared (once per connection); prepare of another type is refused', async () => {
+    const db = await freshDatabase(server.url, 'prepared');
+    const pool = quiet(new pg.Pool({ connectionString: db.url, max: 1 }));
+    try {
+      await db.createSchema('p1');
+      await expect(createPgStore(pool, { schema: 'p1', prepare: 'yes' as unknown as boolean })).rejects.toThrow(/prepare must be a boolean/);
+      const store = await createPgStore(pool, { schema: 'p1', prepare: true, logger: { warn() {} } });
+      const control = new Control({ policy: POLICY, store, logger: { warn() {} } });
+      for (const id of ['a', 'b', 'c']) await control.execute(createAction({ name: 'stripe.refund', arguments: { payment_id: id, amount: 1 }, principal: { agent: 'a' } }), () => ({ id }));
+      await expect(control.execute(createAction({ name: 'stripe.refund', arguments: { payment_id: 'a', amount: 1 }, principal: { agent: 'a' } }), () => 1)).rejects.toMatchObject({ code: 'ERR_DUPLICATE_EFFECT' });
+      // The pool's one connection: the combined statements are among its prepared statements.
+      const prepared = (await pool.query<{ statement: string }>("SELECT statement FROM pg_prepared_statements WHERE name LIKE 'ctrlrun\\_%'")).rows.map((r) => r.statement);
+      expect(prepared.some((t) => t.startsWith('WITH r AS (INSERT INTO "p1".effects'))).toBe(true);
+      expect(prepared.some((t) => t.startsWith('WITH u AS (UPDATE "p1".effects'))).toBe(true);
+      const rows = await store.receipts();
+      expect(verifyChain(rows, await store.chainHead())).toMatchObject({ ok: true, verified: rows.length });
       await store.close();
     } finally {
       await pool.end();
