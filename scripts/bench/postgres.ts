@@ -2,9 +2,13 @@
 // server with a pg Pool — one caller at a time, and 8 callers at once on distinct keys — and on
 // PGlite in memory. The server is PG_URL, or a throwaway cluster started here (durable defaults:
 // fsync on), stopped at the end. Without either, the server lines say why and PGlite still runs.
+// Beside them, in the same run: the same store statement by statement (no combined statements),
+// the older path with one state change per transaction, and the floor — a bare one-row INSERT
+// committed on its own (one WAL flush, one round trip), 1 and 8 callers.
 import { PGlite } from '@electric-sql/pglite';
 import { Control, createAction, loadPolicy, type StateStore } from '@ctrlrun/kernel';
-import { createPgStore } from '@ctrlrun/store-node/pg';
+import { SqlStateStore, postgresDialect, type SqlDialect } from '@ctrlrun/kernel/store';
+import { PgDriver, createPgStore } from '@ctrlrun/store-node/pg';
 import { createPgliteStore } from '@ctrlrun/store-node/pglite';
 import pg from 'pg';
 import { findServerBinaries, freshDatabase, startCluster, type PgCluster } from '../../test/support/pg-cluster.js';
@@ -60,6 +64,39 @@ function stepwise(store: StateStore): StateStore {
   });
 }
 
+/** The Postgres dialect without its combined statements: every write statement by statement (the path before them). */
+function statementByStatement(d: SqlDialect): SqlDialect {
+  const { insertEffectWithEvents: _i, updateEffectWithTrail: _u, ...sql } = d.sql;
+  return { ...d, sql };
+}
+
+/** The same store on `pool`, statement by statement. */
+async function separateStatements(pool: pg.Pool, schema: string): Promise<StateStore> {
+  const driver = new PgDriver(pool, { schema });
+  await driver.resolveSchema();
+  return new SqlStateStore(driver, { dialect: statementByStatement(postgresDialect(schema)), logger: { warn() {} } }).open();
+}
+
+/** Commits/s of `text` (default: a bare one-row INSERT) in its own (implicit) transaction: one round trip and one WAL flush each. */
+async function insertFloor(pool: pg.Pool, ms: number, callers: number, text = 'INSERT INTO floor.t(v) VALUES ($1)'): Promise<number> {
+  let n = 0;
+  const start = performance.now();
+  await Promise.all(
+    Array.from({ length: callers }, async () => {
+      const client = await pool.connect();
+      try {
+        while (performance.now() - start < ms) {
+          await client.query({ text, values: ['x'] });
+          n++;
+        }
+      } finally {
+        client.release();
+      }
+    }),
+  );
+  return n / ((performance.now() - start) / 1000);
+}
+
 const fmt = (x: number) => Math.round(x).toLocaleString('en-US').padStart(6);
 const lines: string[] = [];
 
@@ -81,27 +118,96 @@ if (url === null) {
     await db.createSchema('bench');
     // Durable commits as configured, then with synchronous_commit off (the commit no longer waits for the WAL flush).
     const off = `${db.url}?options=${encodeURIComponent('-c synchronous_commit=off')}`;
-    for (const [label, connectionString, wrap] of [
+    await db.createSchema('floor'); // its own schema: the store's is refused with a foreign table in it
+    await db.sql('CREATE TABLE floor.t(id BIGSERIAL PRIMARY KEY, v TEXT)');
+    type Subject = { label: string; pool: pg.Pool; run: (ms: number, callers: number, tag: string) => Promise<number>; close: () => Promise<void>; perAction?: number };
+    const subjects: Subject[] = [];
+    const FLOOR = 'floor: a bare one-row INSERT, its own transaction (one WAL flush + one round trip)';
+    // Every receipt advances the one chain head row, whose lock is held until the commit is flushed:
+    // receipts commit one flush after another, whatever the callers. This floor is that alone.
+    const SHARED = 'floor: one shared row updated, its own transaction (the chain head: flushes one after another)';
+    await db.sql('CREATE TABLE floor.head(id INTEGER PRIMARY KEY, n BIGINT NOT NULL, v TEXT)');
+    await db.sql('INSERT INTO floor.head VALUES (1, 0, NULL)');
+    for (const [label, connectionString, build] of [
       ['durable', db.url, null],
-      ['durable, one state change per transaction (before)', db.url, stepwise],
+      ['durable, prepared statements (prepare: true)', db.url, 'prepared'],
+      ['durable, statement by statement (before)', db.url, 'separate'],
+      ['durable, one state change per transaction (older)', db.url, 'stepwise'],
       ['synchronous_commit=off', off, null],
+      [FLOOR, db.url, 'floor'],
+      [SHARED, db.url, 'shared'],
     ] as const) {
       const pool = new pg.Pool({ connectionString, max: 16 });
       pool.on('error', () => undefined);
-      const real = await createPgStore(pool, { schema: 'bench' });
-      const store = wrap === null ? real : wrap(real);
-      await actionsPerSecond(store, 500, 1, `warm_${label}`);
+      if (build === 'floor' || build === 'shared') {
+        const text = build === 'floor' ? undefined : 'UPDATE floor.head SET n = n + 1, v = $1 WHERE id = 1';
+        subjects.push({ label, pool, run: (ms, callers) => insertFloor(pool, ms, callers, text), close: () => pool.end() });
+        continue;
+      }
+      const real = build === 'separate' ? await separateStatements(pool, 'bench') : await createPgStore(pool, { schema: 'bench', prepare: build === 'prepared' });
+      const store = build === 'stepwise' ? stepwise(real) : real;
+      await actionsPerSecond(store, 300, 1, `warm_${label}`);
+      // Committed transactions per action, from the server's counter (autocommit reads count too).
       const before = await commits();
       const t0 = performance.now();
-      const sequential = await actionsPerSecond(store, 2500, 1, `seq_${label}`);
-      const done = Math.round((sequential * (performance.now() - t0)) / 1000);
-      const perAction = (await commits()) - before;
-      const concurrent = await actionsPerSecond(store, 2500, 8, `par_${label}`);
-      lines.push(`PostgreSQL, pg Pool, 1 caller   ${fmt(sequential)} allowed actions/s   (${label}; ${(perAction / Math.max(1, done)).toFixed(1)} committed transactions per action)`);
-      lines.push(`PostgreSQL, pg Pool, 8 callers  ${fmt(concurrent)} allowed actions/s   (${label}; distinct keys, one process, pool of 16)`);
-      await real.close();
-      await pool.end();
+      const rate = await actionsPerSecond(store, 1000, 1, `count_${label}`);
+      const done = Math.round((rate * (performance.now() - t0)) / 1000);
+      const perAction = ((await commits()) - before) / Math.max(1, done);
+      subjects.push({ label, pool, perAction, run: (ms, callers, tag) => actionsPerSecond(store, ms, callers, `${tag}_${label}`), close: async () => (await real.close(), await pool.end()) });
     }
+    // Interleaved: every subject runs a short slice in turn, round after round, so that the
+    // machine's load (shared, changing) weighs on all of them alike; each figure is the mean rate.
+    const ROUNDS = Number(process.env['BENCH_PG_ROUNDS'] ?? 8);
+    const SLICE_MS = Number(process.env['BENCH_PG_SLICE_MS'] ?? 350);
+    const sums = new Map<string, [number, number]>(subjects.map((x) => [x.label, [0, 0]]));
+    // This process's CPU per action (pg's JavaScript included): far less sensitive to the machine's load than rates.
+    const cpu = new Map<string, { ms: number; actions: number }>(subjects.map((x) => [x.label, { ms: 0, actions: 0 }]));
+    const timed = async (x: Subject, callers: number, tag: string): Promise<number> => {
+      const c0 = process.cpuUsage();
+      const t0 = performance.now();
+      const rate = await x.run(SLICE_MS, callers, tag);
+      const used = process.cpuUsage(c0);
+      const acc = cpu.get(x.label)!;
+      acc.ms += (used.user + used.system) / 1000;
+      acc.actions += (rate * (performance.now() - t0)) / 1000;
+      return rate;
+    };
+    for (let r = 0; r < ROUNDS; r++) {
+      for (const x of subjects) {
+        const one = await timed(x, 1, `r${r}s`);
+        const eight = await timed(x, 8, `r${r}p`);
+        const acc = sums.get(x.label)!;
+        acc[0] += one / ROUNDS;
+        acc[1] += eight / ROUNDS;
+      }
+    }
+    const cpuPer = (label: string): string => {
+      const c = cpu.get(label)!;
+      return `${(c.ms / Math.max(1, c.actions)).toFixed(2)} ms CPU here per action`;
+    };
+    for (const x of subjects) await x.close();
+    for (const x of subjects) {
+      const [one, eight] = sums.get(x.label)!;
+      if (x.label === FLOOR || x.label === SHARED) continue;
+      lines.push(`PostgreSQL, pg Pool, 1 caller   ${fmt(one)} allowed actions/s   (${x.label}; ${x.perAction!.toFixed(1)} committed transactions per action; ${cpuPer(x.label)})`);
+      lines.push(`PostgreSQL, pg Pool, 8 callers  ${fmt(eight)} allowed actions/s   (${x.label}; distinct keys, one process, pool of 16)`);
+    }
+    const now = sums.get('durable')!;
+    for (const [mine, label] of [
+      ['durable', 'durable, statement by statement (before)'],
+      ['durable', 'durable, one state change per transaction (older)'],
+      ['durable, prepared statements (prepare: true)', 'durable, statement by statement (before)'],
+    ] as const) {
+      const [a, b] = [sums.get(mine)!, sums.get(label)!];
+      lines.push(`  ${mine} vs ${label.slice('durable, '.length)}: ${(a[0] / b[0]).toFixed(2)}x (1 caller), ${(a[1] / b[1]).toFixed(2)}x (8 callers)`);
+    }
+    const [floor1, floor8] = sums.get(FLOOR)!;
+    lines.push(`PostgreSQL floor, 1 caller      ${fmt(floor1)} commits/s           (${FLOOR}; an allowed action needs 2 flushes -> at most ${fmt(floor1 / 2)} actions/s)`);
+    lines.push(`PostgreSQL floor, 8 callers     ${fmt(floor8)} commits/s           (the same on 8 connections: concurrent commits share flushes)`);
+    const [, shared8] = sums.get(SHARED)!;
+    lines.push(`PostgreSQL floor, 8 callers     ${fmt(shared8)} commits/s           (${SHARED}: an allowed action's outcome commit is one of these -> at most ${fmt(shared8)} actions/s)`);
+    lines.push(`  durable / (floor / 2): ${((2 * now[0]) / floor1).toFixed(2)} (1 caller); durable / shared-row floor: ${(now[1] / shared8).toFixed(2)} (8 callers)`);
+    lines.push(`  (each figure: the mean of ${ROUNDS} interleaved ${SLICE_MS} ms slices)`);
     lines.push(`  server: ${where}`);
   } finally {
     await db.drop();

@@ -81,13 +81,19 @@ export function buildReceipt(action: Action, f: ReceiptFields): ReceiptDraft {
  * hashes the document exactly as serialised. Stores call this under the head row's lock.
  */
 export function sealReceipt(document: JsonObject, seq: number, prevHash: string): { document: JsonObject; json: string; hash: string } {
+  const sealed = sealedDocument(document, seq, prevHash);
+  return { document: sealed, json: orderedJson(sealed), hash: hashDocument(sealed, 'receipt') };
+}
+
+/** The document with `seq` and `prev_hash` set, keys in place (what {@link sealReceipt} renders and hashes). */
+export function sealedDocument(document: JsonObject, seq: number, prevHash: string): JsonObject {
   // Entries, not `sealed[k] = …`: every key of the document stays data, `__proto__` included.
   const sealed: JsonObject = Object.fromEntries(
     Object.keys(document).map((k): [string, JsonValue] => [k, k === 'seq' ? seq : k === 'prev_hash' ? prevHash : (document[k] as JsonValue)]),
   );
   if (!Object.prototype.hasOwnProperty.call(sealed, 'seq')) sealed['seq'] = seq;
   if (!Object.prototype.hasOwnProperty.call(sealed, 'prev_hash')) sealed['prev_hash'] = prevHash;
-  return { document: sealed, json: orderedJson(sealed), hash: hashDocument(sealed, 'receipt') };
+  return sealed;
 }
 
 /** A receipt's principal, as the document holds it. */

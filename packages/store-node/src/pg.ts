@@ -60,9 +60,26 @@ export interface PgDriverOptions {
   freshClient?: () => PgStandaloneClientLike | Promise<PgStandaloneClientLike>;
   /** End the pool on `close()` (only for a pool the store built itself). */
   ownsPool?: boolean;
+  /**
+   * Send the store's statements as named prepared statements (parsed and planned once per
+   * connection, not on every call). Off by default: a transaction-mode pooler that does not track
+   * protocol-level prepared statements (PgBouncer before 1.21, or `max_prepared_statements = 0`)
+   * would route a later call to a connection that never prepared it.
+   */
+  prepare?: boolean;
 }
 
 const INT8_OID = 20;
+/** Prepared-statement names by SQL text, shared by every driver (a name always means one text). */
+const PREPARED = new Map<string, string>();
+/** At most this many distinct texts are prepared; any further one is sent unnamed. */
+const MAX_PREPARED = 200;
+
+function preparedName(sql: string): string | undefined {
+  let name = PREPARED.get(sql);
+  if (name === undefined && PREPARED.size < MAX_PREPARED) PREPARED.set(sql, (name = `ctrlrun_${PREPARED.size + 1}`));
+  return name;
+}
 /** How long the re-read after a lost COMMIT may take to connect, and to answer, unless the pool says otherwise. */
 const REREAD_TIMEOUT_MS = 10_000;
 const INSTALL = 'pg@8';
@@ -76,6 +93,28 @@ function int8(v: unknown): unknown {
 
 function single(r: PgResultLike | PgResultLike[]): PgResultLike {
   return Array.isArray(r) ? (r[r.length - 1] ?? { rows: [], rowCount: 0 }) : r;
+}
+
+/** The socket under a `pg` client, where it has one (pg's `connection.stream`); anything else: none. */
+function socketOf(client: PgClientLike): { cork(): void; uncork(): void } | null {
+  const stream = (client as { connection?: { stream?: unknown } }).connection?.stream as { cork?: unknown; uncork?: unknown } | undefined;
+  return typeof stream?.cork === 'function' && typeof stream.uncork === 'function' ? (stream as { cork(): void; uncork(): void }) : null;
+}
+
+/**
+ * Sends one query with the socket corked: `pg` writes an extended query as five messages (Parse,
+ * Bind, Describe, Execute, Sync), each its own socket write, i.e. its own system call; corked, they
+ * leave in one. A pool (no socket of its own) or a client that queues the query is unaffected.
+ */
+function corked<R>(client: PgClientLike, send: () => R): R {
+  const socket = socketOf(client);
+  if (socket === null) return send();
+  socket.cork();
+  try {
+    return send();
+  } finally {
+    socket.uncork();
+  }
 }
 
 /** Errors a client emits while checked out land here instead of crashing the process; the pending query rejects anyway. */
@@ -103,6 +142,7 @@ export class PgDriver implements SqlDriver {
       throw new InvalidArgument('pool must be a pg.Pool (connect, query, end) or a function returning one');
     }
     if (options.schema !== undefined) checkSchema(options.schema);
+    if (options.prepare !== undefined && typeof options.prepare !== 'boolean') throw new InvalidArgument('prepare must be a boolean');
     this.#source = pool;
     this.#options = options;
     this.#schema = options.schema ?? null;
@@ -143,7 +183,9 @@ export class PgDriver implements SqlDriver {
 
   async #run<Row>(client: PgClientLike, sql: string, params: readonly SqlValue[]): Promise<QueryResult<Row>> {
     const values = params.map((p) => (typeof p === 'bigint' ? p.toString() : p));
-    const result = single(await client.query(values.length > 0 ? { text: sql, values } : { text: sql }));
+    const name = this.#options.prepare === true && values.length > 0 ? preparedName(sql) : undefined;
+    const config = values.length === 0 ? { text: sql } : name === undefined ? { text: sql, values } : { text: sql, values, name };
+    const result = single(await corked(client, () => client.query(config)));
     const wide = (result.fields ?? []).filter((f) => f.dataTypeID === INT8_OID).map((f) => f.name);
     if (wide.length > 0) {
       for (const row of result.rows as Record<string, unknown>[]) for (const name of wide) row[name] = int8(row[name]);
@@ -258,11 +300,13 @@ export interface PgStoreOptions extends PostgresStoreOptions {
   logger?: Logger;
   /** A fresh, unconnected client for the re-read after a lost COMMIT; default `new pool.Client(pool.options)`. */
   freshClient?: () => PgStandaloneClientLike | Promise<PgStandaloneClientLike>;
+  /** Named prepared statements (see {@link PgDriverOptions.prepare}); default `false`. */
+  prepare?: boolean;
 }
 
 /** A state store on PostgreSQL through `pg`. */
 export class PgStore extends SchemaStore<PgDriver> {
-  constructor(driver: PgDriver, options: Omit<PgStoreOptions, 'schema' | 'freshClient'> = {}) {
+  constructor(driver: PgDriver, options: Omit<PgStoreOptions, 'schema' | 'freshClient' | 'prepare'> = {}) {
     super(driver, options);
   }
 }
@@ -282,7 +326,7 @@ function openOn(driver: PgDriver, options: PgStoreOptions): Promise<PgStore> {
  */
 export async function createPgStore(pool: PgPoolLike | (() => PgPoolLike | Promise<PgPoolLike>), options: PgStoreOptions = {}): Promise<PgStore> {
   checkStoreOptions(options, 'createPgStore');
-  return openOn(new PgDriver(pool, { schema: options.schema, freshClient: options.freshClient }), options);
+  return openOn(new PgDriver(pool, { schema: options.schema, freshClient: options.freshClient, prepare: options.prepare }), options);
 }
 
 /** Imports `pg` once; a missing package is a {@link MissingDependency} naming the install. */
@@ -312,7 +356,7 @@ export async function openPgStore(url: string, options: PgStoreOptions = {}): Pr
   // An idle pooled client whose server goes away emits 'error' on the pool; it is dropped, not fatal.
   (pool as unknown as { on?: (e: string, l: () => void) => void }).on?.('error', () => undefined);
   try {
-    return await openOn(new PgDriver(pool, { schema: options.schema, freshClient: options.freshClient, ownsPool: true }), options);
+    return await openOn(new PgDriver(pool, { schema: options.schema, freshClient: options.freshClient, prepare: options.prepare, ownsPool: true }), options);
   } catch (err) {
     // Name the address (without its password) in connection failures.
     if (err instanceof StoreError) {

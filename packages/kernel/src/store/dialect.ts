@@ -91,6 +91,27 @@ export interface DialectSql {
    * statement per event.
    */
   insertEvents?(n: number): string;
+  /**
+   * Optional, with {@link updateEffectWithTrail}: {@link insertEffect} and, only if the row was
+   * inserted, `n` events ({@link insertEvents}' parameters after the seven), as one statement.
+   * Rows `{ k, n }`: `k = 'effect'` once if the row was inserted, `k = 'event'` with `n` = each
+   * new `event_id` (ids assigned in row order).
+   */
+  insertEffectWithEvents?(n: number): string;
+  /**
+   * Optional: {@link updateEffect}'s compare-and-set (its twelve parameters) and, only if it
+   * applied, `n` events (six parameters each) and, `withReceipt`, the chained receipt, as one
+   * statement. Receipt parameters: receipt_id, action_id, effect_key, result, ts, then the stored
+   * JSON's three parts and its order flag (1 when `seq` comes first), then the canonical text's
+   * three parts and flag: the server takes the head row's lock, splices `seq` (the head's + 1)
+   * and `prev_hash` (the head's hash) between the parts, hashes the canonical text
+   * (`sha256:` + hex), inserts the receipt and advances the head — only when the head's values
+   * need no escaping (seq a safe integer, hash `sha256:` + 64 hex). Rows `{ k, n, a, b, j }`:
+   * `effect` once if applied; `event` with `n` = each new id; `head` once if the head was locked
+   * and its values usable; `receipt` with `n` = seq, `a` = prev_hash, `b` = hash, `j` = json if
+   * inserted (absent on a receipt id already stored: then the head did not advance).
+   */
+  updateEffectWithTrail?(n: number, withReceipt: boolean): string;
   /** Every event by `event_id`. */
   readonly listEvents: string;
   /** Params: action_id, type. The newest such event's columns (as {@link listEvents}), or no row. */
@@ -209,6 +230,8 @@ export interface SqlDialect {
   checkServerVersion(version: string, row?: Readonly<Record<string, unknown>>): string | null;
   /** Why the `migrationPrivilege` row forbids migrating (naming the missing grant), or `null`. */
   checkMigrationPrivilege?(row: Readonly<Record<string, unknown>>): string | null;
+  /** Whether a server of this version (the `serverVersion` row's) can seal receipts in {@link DialectSql.updateEffectWithTrail}. */
+  sealsReceipts?(version: string): boolean;
   /** Whether a driver error (or its `cause` chain) is a unique/primary-key violation. */
   isUniqueViolation(err: unknown): boolean;
 }

@@ -41,6 +41,20 @@ export interface Trailed<R> {
 }
 
 
+/**
+ * A write step as one statement (see `combined.ts`), tried first inside the write's transaction:
+ * its value, the events it stored and the receipt it chained (`'unchained'`: chain it statement by
+ * statement; `'already-stored'`: the receipt id exists, the receipt part fails). `null`: nothing was
+ * written, and the step runs statement by statement in the same transaction.
+ */
+export type CombinedStep<R> = (
+  tx: SqlExecutor,
+  now: Date,
+  run: WriteRun,
+  fieldsOf: (value: R) => ReturnType<typeof eventFields>[],
+  receipt: ReturnType<typeof receiptFields> | null,
+) => Promise<{ value: R; events: EventRecord[]; receipt: StoredReceipt | 'unchained' | 'already-stored' | null } | null>;
+
 /** Refuses a malformed `events` argument before any transaction starts. */
 export function checkTrailing<R>(events: TrailingEvents<R> | undefined): TrailingEvents<R> | undefined {
   if (events === undefined || events === null) return undefined;
@@ -77,6 +91,8 @@ export class SqlEngine {
   readonly readOnly: boolean;
   readonly mutex: Mutex | null;
   state: 'new' | 'opening' | 'open' | 'closed' = 'new';
+  /** Whether the server seals chained receipts inside a combined statement (the dialect decides on the server's version at open). */
+  serverSeals = false;
 
   constructor(driver: SqlDriver, dialect: SqlDialect, options: { clock: Clock; logger: Logger; readOnly: boolean }) {
     this.name = driver.name;
@@ -268,23 +284,37 @@ export class SqlEngine {
     what: string,
     events: TrailingEvents<R> | undefined,
     fn: (tx: SqlExecutor, now: Date, run: WriteRun) => Promise<R | RaiseAfterCommit>,
+    combined?: CombinedStep<R>,
   ): Promise<R> {
     const trailing = checkTrailing(events);
     if (trailing === undefined) return this.write(what, fn);
     const receipt = trailing.receipt === undefined ? null : receiptFields(trailing.receipt);
-    const run = (withReceipt: boolean) => this.write<Trailed<R>>(what, async (tx, now, run) => {
-      const value = await fn(tx, now, run);
-      if (value instanceof RaiseAfterCommit) return value;
+    const fieldsOf = (value: R): ReturnType<typeof eventFields>[] => {
       const drafts = trailing.drafts(value);
       if (!Array.isArray(drafts)) throw new InvalidArgument(`${what}: events.drafts must return an array of event drafts`);
-      const stored = await this.insertEvents(tx, drafts.map((draft, i) => eventFields(draft, `events.drafts(…)[${i}]`)));
-      if (!withReceipt || receipt === null) return { value, events: stored, receipt: null };
+      return drafts.map((draft, i) => eventFields(draft, `events.drafts(…)[${i}]`));
+    };
+    const chain = async (tx: SqlExecutor, r: NonNullable<typeof receipt>): Promise<StoredReceipt> => {
       try {
-        return { value, events: stored, receipt: await this.chainReceipt(tx, receipt) };
+        return await this.chainReceipt(tx, r);
       } catch (err) {
         // Rolled back whole, and written again without it: the outcome is never lost to its receipt.
         throw new ReceiptPartFailed(err);
       }
+    };
+    const run = (withReceipt: boolean) => this.write<Trailed<R>>(what, async (tx, now, run) => {
+      const r = withReceipt ? receipt : null;
+      const one = combined === undefined ? null : await combined(tx, now, run, fieldsOf, r);
+      if (one !== null) {
+        if (r === null || one.receipt === null) return { value: one.value, events: one.events, receipt: null };
+        if (one.receipt === 'already-stored') throw new ReceiptPartFailed(new ReceiptAlreadyStored(r.receiptId));
+        return { value: one.value, events: one.events, receipt: one.receipt === 'unchained' ? await chain(tx, r) : one.receipt };
+      }
+      const value = await fn(tx, now, run);
+      if (value instanceof RaiseAfterCommit) return value;
+      const stored = await this.insertEvents(tx, fieldsOf(value));
+      if (r === null) return { value, events: stored, receipt: null };
+      return { value, events: stored, receipt: await chain(tx, r) };
     });
     let out: Trailed<R>;
     try {

@@ -105,6 +105,18 @@ const MIGRATIONS: SqlDialect['migrations'] = Object.freeze({
   '0004_policy_provenance': Object.freeze([`ALTER TABLE approvals ADD COLUMN IF NOT EXISTS policy_hash_at_approval TEXT COLLATE "C"`]),
 });
 
+/**
+ * The CTE `ev` inserting `n` events (parameters from `$first`, six per row, row after row) in row
+ * order, only if the CTE `gate` returned a row.
+ */
+function eventsAfter(events: string, gate: string, first: number, n: number): string {
+  const values = Array.from({ length: n }, (_, r) => `(${r + 1}, ${Array.from({ length: 6 }, (_, c) => `$${first + r * 6 + c}::text`).join(', ')})`).join(', ');
+  return `v(ord, ts, type, action_id, effect_key, approval_id, data_json) AS (VALUES ${values}), ev AS (INSERT INTO ${events}(ts, type, action_id, effect_key, approval_id, data_json) SELECT ts, type, action_id, effect_key, approval_id, data_json FROM v WHERE EXISTS (SELECT 1 FROM ${gate}) ORDER BY ord RETURNING event_id)`;
+}
+
+/** `sha256()` is in the server from PostgreSQL 11. */
+const SEALS_FROM_VERSION_NUM = 110000;
+
 /** The encoding row's value a store accepts (T154c). */
 const REQUIRED_ENCODING = 'UTF8';
 
@@ -153,6 +165,36 @@ function build(schema: string): SqlDialect {
       insertEvent: `INSERT INTO ${t('events')}(ts, type, action_id, effect_key, approval_id, data_json) VALUES ($1, $2, $3, $4, $5, $6) RETURNING event_id`,
       insertEvents: (n: number): string =>
         `INSERT INTO ${t('events')}(ts, type, action_id, effect_key, approval_id, data_json) VALUES ${Array.from({ length: n }, (_, r) => `(${Array.from({ length: 6 }, (_, c) => `$${r * 6 + c + 1}`).join(', ')})`).join(', ')} RETURNING event_id`,
+      insertEffectWithEvents: (n: number): string => {
+        const r = `r AS (INSERT INTO ${t('effects')}(effect_key, state, action_id, attempt, lease_expires_at, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (effect_key) DO NOTHING RETURNING 1)`;
+        const rows = "SELECT 'effect' AS k, NULL::bigint AS n FROM r";
+        if (n === 0) return `WITH ${r} ${rows}`;
+        return `WITH ${r}, ${eventsAfter(t('events'), 'r', 8, n)} ${rows} UNION ALL SELECT 'event', event_id FROM ev`;
+      },
+      updateEffectWithTrail: (n: number, withReceipt: boolean): string => {
+        const u = `u AS (UPDATE ${t('effects')} SET state = $1, action_id = $2, attempt = $3, lease_expires_at = $4, result_json = $5, error = $6, updated_at = $7, resolved_by = $8 WHERE effect_key = $9 AND state = $10 AND action_id = $11 AND attempt = $12 RETURNING 1)`;
+        const ctes = [u];
+        const rows = ["SELECT 'effect' AS k, NULL::bigint AS n, NULL::text AS a, NULL::text AS b, NULL::text AS j FROM u"];
+        if (n > 0) {
+          ctes.push(eventsAfter(t('events'), 'u', 13, n));
+          rows.push("SELECT 'event', event_id, NULL, NULL, NULL FROM ev");
+        }
+        if (withReceipt) {
+          const $ = (i: number): string => `$${12 + 6 * n + i}`;
+          const spliced = (p: number, seq: string, prev: string): string =>
+            `CASE WHEN ${$(p + 3)}::int = 1 THEN ${$(p)}::text || ${seq} || ${$(p + 1)}::text || ${prev} || ${$(p + 2)}::text ELSE ${$(p)}::text || ${prev} || ${$(p + 1)}::text || ${seq} || ${$(p + 2)}::text END`;
+          // The head row locked only once the change applied (effect row first, as statement by statement).
+          ctes.push(
+            `h AS (SELECT seq, hash FROM ${t('receipt_chain')} WHERE id = 1 AND EXISTS (SELECT 1 FROM u) FOR UPDATE)`,
+            `s AS (SELECT seq + 1 AS seq, hash AS prev FROM h WHERE seq >= -9007199254740991 AND seq < 9007199254740991 AND hash ~ '^sha256:[0-9a-f]{64}$')`,
+            `p AS (SELECT seq, prev, ${spliced(6, 'seq::text', 'prev')} AS json, ${spliced(10, 'seq::text', 'prev')} AS canon FROM s)`,
+            `rc AS (INSERT INTO ${t('receipts')}(${RECEIPT_COLUMNS}) SELECT ${$(1)}, ${$(2)}, ${$(3)}, ${$(4)}, p.json, ${$(5)}, p.seq, p.prev, 'sha256:' || encode(sha256(convert_to(p.canon, 'UTF8')), 'hex') FROM p ON CONFLICT (receipt_id) DO NOTHING RETURNING seq, prev_hash, hash, json)`,
+            `c AS (UPDATE ${t('receipt_chain')} SET seq = rc.seq, hash = rc.hash FROM rc WHERE ${t('receipt_chain')}.id = 1 RETURNING 1)`,
+          );
+          rows.push("SELECT 'head', NULL, NULL, NULL, NULL FROM s", "SELECT 'receipt', seq, prev_hash, hash, json FROM rc");
+        }
+        return `WITH ${ctes.join(', ')} ${rows.join(' UNION ALL ')}`;
+      },
       listEvents: `SELECT event_id, ts, type, action_id, effect_key, approval_id, data_json FROM ${t('events')} ORDER BY event_id`,
       lastEvent: `SELECT event_id, ts, type, action_id, effect_key, approval_id, data_json FROM ${t('events')} WHERE action_id = $1 AND type = $2 ORDER BY event_id DESC LIMIT 1`,
       lastApprovalEvent: `SELECT event_id, ts, type, action_id, effect_key, approval_id, data_json FROM ${t('events')} WHERE approval_id = $1 AND type = $2 ORDER BY event_id DESC LIMIT 1`,
@@ -218,6 +260,11 @@ function build(schema: string): SqlDialect {
 
     isUniqueViolation(err: unknown): boolean {
       return sqlState(err) === '23505';
+    },
+
+    sealsReceipts(version: string): boolean {
+      const num = Number.parseInt(version, 10);
+      return Number.isSafeInteger(num) && num >= SEALS_FROM_VERSION_NUM;
     },
   } satisfies SqlDialect);
 }

@@ -100,6 +100,7 @@ export class SqlStateStore implements StateStore {
           const row = (await this.#e.query<{ version: SqlValue }>(this.#e.driver, sql.serverVersion)).rows[0];
           const refusal = this.#e.sql.checkServerVersion(String(row?.version ?? ''), row ?? {});
           if (refusal !== null) throw new StoreError(`[kernel] [${this.name}] ${refusal}`, { sql: sql.serverVersion });
+          this.#e.serverSeals = this.#e.sql.sealsReceipts?.(String(row?.version ?? '')) === true;
         }
         await migrate(this.#e.driver, this.#e.sql, { clock: () => this.#e.now(), readOnly: this.readOnly });
       });

@@ -27,8 +27,9 @@ import type { Approval, ApprovalRecord, ApprovalRequest, EffectRecord, EffectSta
 import { parseTime, storedTime } from '../time.js';
 import type { SqlExecutor, SqlValue } from './driver.js';
 import type { ApprovalEditResult, ApprovalEditWrite, DelegationRecord, ReservationStep, TakenContinuation, TrailingEvents } from './state-store.js';
-import { RaiseAfterCommit, type WriteRun, checkTrailing, ReceiptAlreadyStored, SqlEngine } from './engine.js';
+import { RaiseAfterCommit, type WriteRun, checkTrailing, ReceiptAlreadyStored, ReceiptPartFailed, SqlEngine } from './engine.js';
 import { heldByValue, heldFor } from './reads.js';
+import { insertEffectWithEvents, updateEffectWithTrail } from './combined.js';
 import { receiptFields, eventFields, type ReceiptSqlRow, type DelegationRow, stamp, nonEmpty, nullableText, storedText, int, grantedApproval } from './rows.js';
 
 /** The error `check` throws, or `fallback()` if it passes. */
@@ -117,9 +118,25 @@ async function transition(e: SqlEngine,
 ): Promise<EffectRecord> {
   const k = nonEmpty(key, 'effect_key');
   const a = nonEmpty(actionId, 'action_id');
+  const refuse = (now: Date) => (found: EffectRecord | null) => refusalOf(() => checked(found, k, a, from, now), () => movedOn(k));
   return e.writeTrailed(what, events, async (tx, now, run) => {
     const record = checked(await e.effect(tx, k), k, a, from, now);
-    return e.cas(tx, record, next(record, storedTime(now)), run, (found) => refusalOf(() => checked(found, k, a, from, now), () => movedOn(k)));
+    return e.cas(tx, record, next(record, storedTime(now)), run, refuse(now));
+  }, e.sql.sql.updateEffectWithTrail === undefined ? undefined : async (tx, now, run, fieldsOf, receipt) => {
+    // The same read and check; then the compare-and-set, its events and its receipt as one statement.
+    const record = checked(await e.effect(tx, k), k, a, from, now);
+    const target = next(record, storedTime(now));
+    run.intent = { kind: 'update', prior: record, target, refuse: refuse(now) };
+    const sealing = receipt !== null && e.serverSeals;
+    let trail;
+    try {
+      trail = await updateEffectWithTrail(e, tx, record, target, fieldsOf(target), sealing ? receipt : null);
+    } catch (err) {
+      // The statement carried the receipt: as statement by statement, the outcome is written again without it.
+      throw sealing ? new ReceiptPartFailed(err) : err;
+    }
+    if (trail === null) throw refuse(now)(await e.effect(tx, k));
+    return { value: target, events: trail.events, receipt: receipt === null ? null : e.serverSeals ? trail.receipt : 'unchained' };
   });
 }
 
@@ -299,6 +316,20 @@ export async function reserveForExecution(e: SqlEngine, step: ReservationStep, e
     if (reservation instanceof RaiseAfterCommit) return reservation;
     const consumed = granted === null ? null : await consume(e, tx, granted, now);
     return [consumed, reservation] satisfies [Approval | null, Reservation];
+  }, approval !== null || e.sql.sql.insertEffectWithEvents === undefined ? undefined : async (tx, now, run, fieldsOf, receipt) => {
+    // No approval to consume: try the insert of a fresh row with its events as one statement;
+    // if the key has a row, nothing was written and the step above plans on it.
+    const plan = planReservation(null, k, actionId, leaseMs, now);
+    if (plan.kind !== 'insert' || receipt !== null) return null;
+    const record: EffectRecord = { ...plan.record, state: 'executing' };
+    const value: [Approval | null, Reservation] = [null, plan.reservation];
+    run.intent = { kind: 'insert', record, refuse: (found) => reservationRefusal(found, k, actionId, leaseMs, now) };
+    const stored = await insertEffectWithEvents(e, tx, record, fieldsOf(value));
+    if (stored === null) {
+      run.intent = null;
+      return null;
+    }
+    return { value, events: stored, receipt: null };
   });
 }
 

@@ -1,0 +1,230 @@
+/**
+ * The Postgres dialect's combined statements (kernel store/combined.ts): an allowed action is two
+ * transactions of one write statement each (plus the outcome's read), with the same evidence as
+ * statement by statement; the server-sealed receipt verifies; a chain head the server may not
+ * splice, a receipt id already stored, and a failing receipt INSERT (T170) all keep their
+ * statement-by-statement behaviour. PGlite always; a real server for 8 concurrent callers.
+ */
+import { PGlite } from '@electric-sql/pglite';
+import { Control, callbackSink, createAction, loadPolicy, sequentialIds, verifyChain, type StateStore } from '@ctrlrun/kernel';
+import { SqlStateStore, postgresDialect, sealReceipt, type SqlDialect, type SqlDriver, type SqlExecutor } from '@ctrlrun/kernel/store';
+import { PgliteDriver } from '@ctrlrun/store-node/pglite';
+import { createPgStore } from '@ctrlrun/store-node/pg';
+import pg from 'pg';
+import { afterAll, describe, expect, it } from 'vitest';
+import { describePg, freshDatabase } from '../support/pg-cluster.js';
+
+const POLICY = loadPolicy(`schema: ctrlrun.policy/v2
+actions:
+  stripe.refund:
+    effect: "refund:{payment_id}"
+    decision: allow
+`);
+
+const lite = new PGlite();
+afterAll(() => lite.close());
+let schemas = 0;
+
+/** Records the statements of each transaction; `fail` rejects matching statements ("disk full"). */
+function recording(driver: SqlDriver) {
+  const transactions: string[][] = [];
+  const state = { fail: null as RegExp | null };
+  const wrapped: SqlDriver = {
+    name: driver.name,
+    dialect: driver.dialect,
+    capabilities: driver.capabilities,
+    query: (sql, params) => driver.query(sql, params),
+    exec: (sql) => driver.exec(sql),
+    close: () => driver.close(),
+    transaction: <T,>(fn: (tx: SqlExecutor) => Promise<T>) =>
+    driver.transaction((tx) => {
+      const statements: string[] = [];
+      transactions.push(statements);
+      return fn({
+        query: (sql, params) => {
+          statements.push(sql);
+          return state.fail?.test(sql) ? Promise.reject(new Error('disk full')) : tx.query(sql, params);
+        },
+        exec: (sql) => tx.exec(sql),
+      });
+    }),
+  };
+  return { wrapped, transactions, state };
+}
+
+function withoutCombined(d: SqlDialect): SqlDialect {
+  const { insertEffectWithEvents: _i, updateEffectWithTrail: _u, ...sql } = d.sql;
+  return { ...d, sql };
+}
+
+async function scene(combined = true) {
+  const schema = `combined_${++schemas}`;
+  await lite.exec(`CREATE SCHEMA ${schema}`);
+  const driver = new PgliteDriver(lite, { schema });
+  await driver.resolveSchema();
+  const rec = recording(driver);
+  const dialect = postgresDialect(schema);
+  const store = await new SqlStateStore(rec.wrapped, { dialect: combined ? dialect : withoutCombined(dialect), logger: { warn() {} } }).open();
+  rec.transactions.length = 0;
+  const types: string[] = [];
+  const control = new Control({ policy: POLICY, store, logger: { warn() {} }, sinks: [callbackSink({ onEvent: (e) => void types.push(e.type) })] });
+  const refund = (id: string) => control.execute(createAction({ name: 'stripe.refund', arguments: { payment_id: id, amount: 500 }, principal: { agent: 'a' } }), () => ({ refund_id: `re_${id}` }));
+  return { schema, store, control, refund, ...rec, types };
+}
+
+async function evidence(store: StateStore) {
+  const events = (await store.events()).map((e) => ({ type: e.type, effectKey: e.effectKey, data: e.data }));
+  const receipts = await store.receipts();
+  return { events, receipts, head: await store.chainHead() };
+}
+
+describe('combined statements on PGlite', () => {
+  it('an allowed action is two transactions: one statement for the reservation, a read and one statement for the outcome', async () => {
+    const s = await scene();
+    await s.refund('p1');
+    expect(s.transactions.map((t) => t.length)).toEqual([1, 2]);
+    expect(s.transactions[0]![0]).toMatch(/^WITH r AS \(INSERT INTO "[^"]+"\.effects/);
+    expect(s.transactions[1]![1]).toMatch(/^WITH u AS \(UPDATE "[^"]+"\.effects[\s\S]*INSERT INTO "[^"]+"\.receipts/);
+  });
+
+  it('writes the same events and receipts as statement by statement, and the chain verifies', async () => {
+    const a = await scene(true);
+    const b = await scene(false);
+    for (const id of ['p1', 'p2', 'p3']) {
+      await a.refund(id);
+      await b.refund(id);
+    }
+    await expect(a.refund('p2')).rejects.toMatchObject({ code: 'ERR_DUPLICATE_EFFECT' });
+    await expect(b.refund('p2')).rejects.toMatchObject({ code: 'ERR_DUPLICATE_EFFECT' });
+    const ea = await evidence(a.store);
+    const eb = await evidence(b.store);
+    // Ids and times differ per run; the kinds and order of the evidence do not.
+    const shape = (e: typeof ea) => ({
+      events: e.events.map((x) => ({ type: x.type, effectKey: x.effectKey })),
+      receipts: e.receipts.map((r) => ({ seq: r.seq, result: r.result })),
+    });
+    expect(shape(ea)).toEqual(shape(eb));
+    expect(b.transactions.some((t) => t.length > 2), 'the other store ran statement by statement').toBe(true);
+    expect(verifyChain(ea.receipts, ea.head)).toMatchObject({ ok: true, verified: ea.receipts.length });
+    for (const r of ea.receipts) {
+      const doc = JSON.parse(r.json!) as Record<string, unknown>;
+      const sealed = sealReceipt({ ...doc, seq: null, prev_hash: null }, r.seq!, r.prev_hash!);
+      expect(sealed.json).toBe(r.json);
+      expect(sealed.hash).toBe(r.hash);
+    }
+  });
+
+  it('a chain head the server may not splice (not sha256:hex) is chained by the kernel in the same transaction', async () => {
+    const s = await scene();
+    await lite.exec(`UPDATE ${s.schema}.receipt_chain SET hash = 'odd "head" \\ value' WHERE id = 1`);
+    await s.refund('p1');
+    expect(s.transactions.map((t) => t.length)).toEqual([1, 5]);
+    const [r] = await s.store.receipts();
+    expect(r!.prev_hash).toBe('odd "head" \\ value');
+    const doc = JSON.parse(r!.json!) as Record<string, unknown>;
+    expect(doc['prev_hash']).toBe('odd "head" \\ value');
+    expect(sealReceipt({ ...doc, seq: null, prev_hash: null }, 1, 'odd "head" \\ value').hash).toBe(r!.hash);
+    expect((await s.store.chainHead())).toMatchObject({ seq: 1, hash: r!.hash });
+  });
+
+  it('test_T170 on the combined statement: a failing receipt INSERT keeps the outcome, raises, and leaves no gap', async () => {
+    const s = await scene();
+    await s.refund('p1');
+    s.state.fail = /INSERT INTO "[^"]+"\.receipts/;
+    await expect(s.refund('p2')).rejects.toThrow('disk full');
+    expect((await s.store.getEffect('refund:p2'))?.state).toBe('committed');
+    expect(s.types).toContain('EXECUTION_COMMITTED');
+    s.state.fail = null;
+    await s.refund('p3');
+    const rows = await s.store.receipts();
+    expect(rows.map((r) => r.seq)).toEqual([1, 2]);
+    expect(verifyChain(rows, await s.store.chainHead()).ok).toBe(true);
+  });
+
+  it('a receipt id already stored: the outcome is kept and the stored receipt stands, as statement by statement', async () => {
+    const outcomes = [];
+    for (const combined of [true, false]) {
+      const s = await scene(combined);
+      // Two controls with the same id sequence: the second one's receipt ids are the first one's.
+      const act = (ids: ReturnType<typeof sequentialIds>, id: string) =>
+        new Control({ policy: POLICY, store: s.store, ids, logger: { warn() {} } })
+          .execute(createAction({ name: 'stripe.refund', arguments: { payment_id: id, amount: 1 }, principal: { agent: 'a' } }), () => ({ id }))
+          .then(() => 'ok', (e: { code?: string }) => e.code ?? 'error');
+      const first = await act(sequentialIds(), 'p1');
+      const second = await act(sequentialIds(), 'p2');
+      const rows = await s.store.receipts();
+      outcomes.push({ first, second, state: (await s.store.getEffect('refund:p2'))?.state, receipts: rows.length, ok: verifyChain(rows, await s.store.chainHead()).ok });
+    }
+    expect(outcomes[0]).toEqual(outcomes[1]);
+    expect(outcomes[0]).toMatchObject({ first: 'ok', state: 'committed', receipts: 1, ok: true });
+  });
+
+  it('a fresh key taken meanwhile: the reservation statement writes nothing and the step plans on the row (DuplicateEffect)', async () => {
+    const s = await scene();
+    await s.refund('p1');
+    const before = (await s.store.events()).length;
+    s.transactions.length = 0;
+    await expect(s.refund('p1')).rejects.toMatchObject({ code: 'ERR_DUPLICATE_EFFECT', state: 'committed' });
+    // The combined INSERT found the row, then the same transaction read it and refused.
+    expect(s.transactions[0]![0]).toMatch(/^WITH r AS \(INSERT/);
+    expect(s.transactions[0]![1]).toMatch(/^SELECT .* FROM "[^"]+"\.effects/);
+    const types = (await s.store.events()).slice(before).map((e) => e.type);
+    expect(types).not.toContain('EFFECT_RESERVED');
+  });
+});
+
+/** The database is dropped at the end of each case: a client ending meanwhile hears "terminating connection", harmlessly. */
+function quiet(pool: pg.Pool): pg.Pool {
+  pool.on('error', () => undefined);
+  pool.on('connect', (client) => void client.on('error', () => undefined));
+  return pool;
+}
+
+describePg('combined statements on a real server', (server) => {
+  it.each([false, true])('8 concurrent callers (prepare: %s): every receipt chained once, in one unbroken chain', async (prepare) => {
+    const db = await freshDatabase(server.url, 'combined');
+    const pool = quiet(new pg.Pool({ connectionString: db.url, max: 10 }));
+    try {
+      await db.createSchema('c8');
+      const store = await createPgStore(pool, { schema: 'c8', prepare, logger: { warn() {} } });
+      const control = new Control({ policy: POLICY, store, logger: { warn() {} } });
+      let n = 0;
+      await Promise.all(Array.from({ length: 8 }, async () => {
+        for (let i = 0; i < 15; i++) {
+          const id = `p_${n++}`;
+          await control.execute(createAction({ name: 'stripe.refund', arguments: { payment_id: id, amount: 1 }, principal: { agent: 'a' } }), () => ({ id }));
+        }
+      }));
+      const rows = await store.receipts();
+      expect(rows.map((r) => r.seq)).toEqual(Array.from({ length: 120 }, (_, i) => i + 1));
+      expect(verifyChain(rows, await store.chainHead())).toMatchObject({ ok: true, verified: 120, breaks: [] });
+      await store.close();
+    } finally {
+      await pool.end();
+      await db.drop();
+    }
+  }, 120_000);
+
+  it('prepare: true sends the store\'s statements prepared (once per connection); prepare of another type is refused', async () => {
+    const db = await freshDatabase(server.url, 'prepared');
+    const pool = quiet(new pg.Pool({ connectionString: db.url, max: 1 }));
+    try {
+      await db.createSchema('p1');
+      await expect(createPgStore(pool, { schema: 'p1', prepare: 'yes' as unknown as boolean })).rejects.toThrow(/prepare must be a boolean/);
+      const store = await createPgStore(pool, { schema: 'p1', prepare: true, logger: { warn() {} } });
+      const control = new Control({ policy: POLICY, store, logger: { warn() {} } });
+      for (const id of ['a', 'b', 'c']) await control.execute(createAction({ name: 'stripe.refund', arguments: { payment_id: id, amount: 1 }, principal: { agent: 'a' } }), () => ({ id }));
+      await expect(control.execute(createAction({ name: 'stripe.refund', arguments: { payment_id: 'a', amount: 1 }, principal: { agent: 'a' } }), () => 1)).rejects.toMatchObject({ code: 'ERR_DUPLICATE_EFFECT' });
+      // The pool's one connection: the combined statements are among its prepared statements.
+      const prepared = (await pool.query<{ statement: string }>("SELECT statement FROM pg_prepared_statements WHERE name LIKE 'ctrlrun\\_%'")).rows.map((r) => r.statement);
+      expect(prepared.some((t) => t.startsWith('WITH r AS (INSERT INTO "p1".effects'))).toBe(true);
+      expect(prepared.some((t) => t.startsWith('WITH u AS (UPDATE "p1".effects'))).toBe(true);
+      const rows = await store.receipts();
+      expect(verifyChain(rows, await store.chainHead())).toMatchObject({ ok: true, verified: rows.length });
+      await store.close();
+    } finally {
+      await pool.end();
+      await db.drop();
+    }
+  }, 120_000);
+});
