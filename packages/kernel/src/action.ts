@@ -94,6 +94,8 @@ function payloadText(argsText: string, name: string, principal: Principal, resou
   return `{"arguments":${argsText},${rest.slice(1)}`;
 }
 
+const utf8 = new TextEncoder();
+
 /** Builds a canonical action: validates every field, deep-freezes the arguments, hashes the payload. */
 export function createAction(input: ActionInput, options: { ids?: IdSource } = {}): Action {
   if (!isPlainObject(input)) throw new InvalidArgument('createAction takes an object { name, arguments, principal, resource?, environment? }');
@@ -107,6 +109,8 @@ export function createAction(input: ActionInput, options: { ids?: IdSource } = {
   const actionId = input.actionId === undefined ? (options.ids ?? randomIds)('act') : nonEmpty(input.actionId, 'action.actionId');
   const argsText = canonicalJson(args, 'arguments');
   const canonical = payloadText(argsText, name, principal, resource, environment);
+  // Parsed once, on first read, and never handed out: every read gets a deep copy of it.
+  let parsed: JsonObject | null = null;
   const action: Action = {
     actionId,
     name,
@@ -114,10 +118,11 @@ export function createAction(input: ActionInput, options: { ids?: IdSource } = {
     principal,
     resource,
     environment,
-    actionHash: sha256Tagged(new TextEncoder().encode(canonical)),
+    actionHash: sha256Tagged(utf8.encode(canonical)),
     canonical,
     get canonicalArguments(): JsonObject {
-      return parseJson(argsText, { what: 'canonical arguments' }) as JsonObject;
+      parsed ??= parseJson(argsText, { what: 'canonical arguments' }) as JsonObject;
+      return deepCopy(parsed) as JsonObject;
     },
   };
   return Object.freeze(action);

@@ -358,7 +358,7 @@ export async function appendEvent(e: SqlEngine, event: EventDraft): Promise<Even
 
 export async function appendEvents(e: SqlEngine, events: readonly EventDraft[]): Promise<EventRecord[]> {
   if (!Array.isArray(events)) throw new InvalidArgument('events must be an array of event drafts');
-  const all = events.map((e, i) => eventFields(e, `events[${i}]`));
+  const all = events.map((e, i) => eventFields(e, 'events', i));
   if (all.length === 0) return [];
   return e.write('appendEvents', (tx) => e.insertEvents(tx, all));
 }
