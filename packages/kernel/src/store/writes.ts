@@ -60,9 +60,20 @@ async function reserve(e: SqlEngine,
   tx: SqlExecutor, key: string, actionId: string, leaseMs: number, now: Date, run: WriteRun, state: 'reserved' | 'executing' = 'reserved',
 ): Promise<Reservation | RaiseAfterCommit> {
   const { sql } = e.sql;
+  const refuse = (found: EffectRecord | null): Error => reservationRefusal(found, key, actionId, leaseMs, now);
+  if (sql.insertEffectIfAbsent !== undefined) {
+    // Insert first; read only if the key was taken (see DialectSql.insertEffectIfAbsent).
+    const fresh = planReservation(null, key, actionId, leaseMs, now);
+    if (fresh.kind === 'insert') {
+      const n = { ...fresh.record, state };
+      run.intent = { kind: 'insert', record: n, refuse };
+      const { rowsAffected } = await e.query(tx, sql.insertEffectIfAbsent, [key, n.state, n.actionId, n.attempt, n.leaseExpiresAt, n.createdAt, n.updatedAt]);
+      if (rowsAffected === 1) return fresh.reservation;
+      run.intent = null;
+    }
+  }
   const record = await e.effect(tx, key);
   const plan = planReservation(record, key, actionId, leaseMs, now);
-  const refuse = (found: EffectRecord | null): Error => reservationRefusal(found, key, actionId, leaseMs, now);
   switch (plan.kind) {
     case 'refuse':
       throw plan.error;
