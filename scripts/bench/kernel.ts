@@ -2,7 +2,7 @@
 // Control.execute on in-memory sql.js; and the floor — the very statements the store ran for one
 // action (recorded), replayed bare on sql.js with prepared statements in the same transactions.
 import initSqlJs from 'sql.js';
-import { Control, loadPolicy, createAction } from '@ctrlrun/kernel';
+import { Control, loadPolicy, createAction, randomIds } from '@ctrlrun/kernel';
 import { openSqlStateStore, type SqlDriver, type SqlExecutor, type SqlValue } from '@ctrlrun/kernel/store';
 import { DEMO_POLICY_YAML } from '@ctrlrun/kernel/demo';
 import { SqlJsDriver } from '@ctrlrun/store-sqljs';
@@ -99,7 +99,9 @@ const origAction = (recorded.find((o) => o.kind === 'query' && o.params.includes
 ) as string;
 const replay = (i: number) => {
   const key = `refund:bare_${i}`;
-  const act = `act_bare_${i}`;
+  // Random ids, as the kernel mints them: a receipt id lands at a random place in its index.
+  const act = randomIds('act');
+  const ctr = randomIds('ctr');
   let seq: SqlValue = null;
   for (const op of recorded) {
     if (op.kind === 'begin') beginS.run();
@@ -109,7 +111,7 @@ const replay = (i: number) => {
         if (typeof p !== 'string') return p;
         if (p === origKey) return key;
         if (p === origAction) return act;
-        if (p.startsWith('ctr_')) return `ctr_bare_${i}`;
+        if (p.startsWith('ctr_')) return ctr;
         return p;
       });
       const st = prep(op.sql);

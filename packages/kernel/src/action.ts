@@ -3,7 +3,7 @@
  *
  * @module
  */
-import { canonicalJson, deepCopy, freezeValue, isPlainObject, orderedJson, parseJson, type JsonObject, type JsonValue } from './canonical.js';
+import { canonicalJson, deepCopy, freezeValue, isPlainObject, isWellFormedString, orderedJson, parseJson, type JsonObject, type JsonValue } from './canonical.js';
 import { InvalidArgument } from './errors.js';
 import { sha256Tagged } from './hash.js';
 import { randomIds, type IdSource } from './ids.js';
@@ -90,9 +90,17 @@ export function createPrincipal(input: ActionInput['principal']): Principal {
  * action): `arguments` sorts first, so the payload is that text followed by the other five keys.
  */
 function payloadText(argsText: string, name: string, principal: Principal, resource: string | null, environment: string): string {
-  const rest = canonicalJson({ environment, name, principal: { agent: principal.agent, user: principal.user }, resource, schema: ACTION_SCHEMA }, 'action');
+  const { agent, user } = principal;
+  // The five other keys in their (fixed) canonical order; a string the canonical form refuses
+  // (a lone surrogate) takes the general path, which names it.
+  if (isWellFormedString(environment) && isWellFormedString(name) && isWellFormedString(agent) && (user === null || isWellFormedString(user)) && (resource === null || isWellFormedString(resource))) {
+    return `{"arguments":${argsText},"environment":${JSON.stringify(environment)},"name":${JSON.stringify(name)},"principal":{"agent":${JSON.stringify(agent)},"user":${JSON.stringify(user)}},"resource":${JSON.stringify(resource)},"schema":${SCHEMA_TEXT}}`;
+  }
+  const rest = canonicalJson({ environment, name, principal: { agent, user }, resource, schema: ACTION_SCHEMA }, 'action');
   return `{"arguments":${argsText},${rest.slice(1)}`;
 }
+
+const SCHEMA_TEXT = JSON.stringify(ACTION_SCHEMA);
 
 const utf8 = new TextEncoder();
 
