@@ -67,7 +67,10 @@ function recording(inner: SqlDriver): SqlDriver {
     },
   };
 }
-const store = await openSqlStateStore(recording(await SqlJsDriver.open(SQL)));
+const driver = await SqlJsDriver.open(SQL);
+// The store's connection settings, read back, so that the floors run the same engine.
+const settings = await Promise.all(['journal_mode', 'locking_mode'].map(async (p) => `PRAGMA ${p} = ${String(Object.values((await driver.query(`PRAGMA ${p}`)).rows[0]!)[0])}`));
+const store = await openSqlStateStore(recording(driver));
 const control = new Control({ policy, store, logger: { warn() {} } });
 const principal = { agent: 'bench-agent' };
 const one = async (i: number) => {
@@ -85,6 +88,7 @@ let next = 2_000_000;
 const schemaDriver = await SqlJsDriver.open(SQL);
 await openSqlStateStore(schemaDriver); // a migrated, empty database to replay into
 const bareDb = new SQL.Database(await schemaDriver.export());
+for (const pragma of settings) bareDb.exec(pragma);
 const stmts = new Map<string, ReturnType<typeof bareDb.prepare>>();
 const prep = (sql: string) => {
   let s = stmts.get(sql);
@@ -133,43 +137,63 @@ for (let i = 0; i < 300; i++) replay(i);
 let b = 1000;
 // 4. The minimal floor: what a reservation and its outcome cost at the least — BEGIN IMMEDIATE;
 // INSERT; COMMIT; BEGIN IMMEDIATE; UPDATE; COMMIT on a one-index table, prepared.
-const minDb = new SQL.Database();
-minDb.run('CREATE TABLE effects_min(k TEXT PRIMARY KEY, state TEXT NOT NULL)');
-const [mb, mc] = [minDb.prepare('BEGIN IMMEDIATE'), minDb.prepare('COMMIT')];
-const mi = minDb.prepare('INSERT INTO effects_min(k, state) VALUES (?, ?)');
-const mu = minDb.prepare('UPDATE effects_min SET state = ? WHERE k = ?');
-const minimal = (i: number) => {
-  mb.run();
-  mi.run([`k${i}`, 'executing']);
-  mc.run();
-  mb.run();
-  mu.run(['committed', `k${i}`]);
-  mc.run();
-};
-for (let i = 0; i < 300; i++) minimal(i);
+// On the store's settings, and for scale on sql.js's defaults (a journal file in its in-memory file system, shared locking).
+function minimalOn(storeSettings: boolean): (i: number) => void {
+  const minDb = new SQL.Database();
+  if (storeSettings) for (const pragma of settings) minDb.exec(pragma);
+  minDb.run('CREATE TABLE effects_min(k TEXT PRIMARY KEY, state TEXT NOT NULL)');
+  const [mb, mc] = [minDb.prepare('BEGIN IMMEDIATE'), minDb.prepare('COMMIT')];
+  const mi = minDb.prepare('INSERT INTO effects_min(k, state) VALUES (?, ?)');
+  const mu = minDb.prepare('UPDATE effects_min SET state = ? WHERE k = ?');
+  return (i: number) => {
+    mb.run();
+    mi.run([`k${i}`, 'executing']);
+    mc.run();
+    mb.run();
+    mu.run(['committed', `k${i}`]);
+    mc.run();
+  };
+}
+const minimal = minimalOn(true);
+const minimalDefault = minimalOn(false);
+for (let i = 0; i < 300; i++) {
+  minimal(i);
+  minimalDefault(i);
+}
 let m = 1000;
-// Interleaved slices (10 × 300 ms each), so that a change in the machine's load hits all three alike.
-const totals = { actions: [0, 0], floor: [0, 0], minimal: [0, 0] };
+// Interleaved slices (10 × 300 ms each), so that a change in the machine's load hits all four alike.
+const totals = { actions: [0, 0], floor: [0, 0], minimal: [0, 0], minimalDefault: [0, 0] };
+// This process's CPU time (user + system) per side, which other processes' load barely moves.
+const cpuMs = { actions: 0, floor: 0, minimal: 0, minimalDefault: 0 };
+let md = 1000;
 for (let k = 0; k < 10; k++) {
   for (const [side, run] of [
     ['actions', () => timeForAsync(300, () => one(next++))],
     ['floor', async () => timeFor(300, () => replay(b++))],
     ['minimal', async () => timeFor(300, () => minimal(m++))],
+    ['minimalDefault', async () => timeFor(300, () => minimalDefault(md++))],
   ] as const) {
     const t0 = performance.now();
+    const cpu = process.cpuUsage();
     const rate = await run();
     const secs = (performance.now() - t0) / 1000;
+    const used = process.cpuUsage(cpu);
+    cpuMs[side] += (used.user + used.system) / 1000;
     totals[side][0]! += rate * secs;
     totals[side][1]! += secs;
   }
 }
-const [actions, floor, minimalFloor] = (['actions', 'floor', 'minimal'] as const).map((k) => totals[k][0]! / totals[k][1]!) as [number, number, number];
+const [actions, floor, minimalFloor, minimalDefaultFloor] = (['actions', 'floor', 'minimal', 'minimalDefault'] as const).map((k) => totals[k][0]! / totals[k][1]!) as [number, number, number, number];
 const txPerAction = recorded.filter((o) => o.kind === 'begin').length;
 const stmtPerAction = recorded.filter((o) => o.kind === 'query').length;
 
+console.log(`store settings                  ${settings.join('; ')}`);
 console.log(`policy evaluations/s            ${Math.round(evals).toLocaleString('en-US')}   (target ≥ 500,000)`);
 console.log(`allowed actions/s (Control)     ${Math.round(actions).toLocaleString('en-US')}   sql.js in memory, ${txPerAction} transactions and ${stmtPerAction} statements per action`);
-console.log(`floor: same SQL bare, actions/s ${Math.round(floor).toLocaleString('en-US')}   prepared, same transactions, no kernel`);
+console.log(`floor: same SQL bare, actions/s ${Math.round(floor).toLocaleString('en-US')}   prepared, same transactions, the store's settings, no kernel`);
 console.log(`ratio kernel / floor            ${((actions / floor) * 100).toFixed(0)}%   (target ≥ 75%)`);
-console.log(`minimal floor, actions/s        ${Math.round(minimalFloor).toLocaleString('en-US')}   BEGIN IMMEDIATE; INSERT; COMMIT; BEGIN IMMEDIATE; UPDATE; COMMIT, prepared`);
+console.log(`minimal floor, actions/s        ${Math.round(minimalFloor).toLocaleString('en-US')}   BEGIN IMMEDIATE; INSERT; COMMIT; BEGIN IMMEDIATE; UPDATE; COMMIT, prepared, the store's settings`);
 console.log(`ratio kernel / minimal floor    ${((actions / minimalFloor) * 100).toFixed(0)}%   (target ≥ 25%)`);
+const perCpu = (k: keyof typeof cpuMs) => (totals[k][0]! / cpuMs[k]) * 1000;
+console.log(`per CPU-second: Control ${Math.round(perCpu('actions')).toLocaleString('en-US')}, floor ${Math.round(perCpu('floor')).toLocaleString('en-US')} (${((perCpu('actions') / perCpu('floor')) * 100).toFixed(0)}%), minimal ${Math.round(perCpu('minimal')).toLocaleString('en-US')} (${((perCpu('actions') / perCpu('minimal')) * 100).toFixed(0)}%)   (this process's user + system time)`);
+console.log(`minimal floor, sql.js defaults  ${Math.round(minimalDefaultFloor).toLocaleString('en-US')}   the same on sql.js's defaults; kernel / it ${((actions / minimalDefaultFloor) * 100).toFixed(0)}%`);

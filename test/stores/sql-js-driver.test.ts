@@ -127,6 +127,25 @@ describe('persistence', () => {
     await store.close();
   });
 
+  it('keeps its rollback journal in memory, after a reload too, and a refused write still rolls back', async () => {
+    const { s, persistence } = slot();
+    const store = await createSqlJsStore({ clock: () => T0, persistence });
+    const mode = async () => (await store.driver.query<{ journal_mode: string }>('PRAGMA journal_mode')).rows[0]?.journal_mode;
+    expect(await mode()).toBe('memory');
+    s.fail = true;
+    await expect(store.reserveEffect('lost', 'act_2', LEASE)).rejects.toMatchObject({ code: 'ERR_STORE' });
+    s.fail = false;
+    // The failed save reopened the last durable bytes: the journal is in memory there too.
+    expect(await mode()).toBe('memory');
+    // A transaction that fails half-way leaves nothing behind.
+    await expect(store.driver.transaction(async (tx) => {
+      await tx.query("INSERT INTO effects(effect_key, state, action_id) VALUES ('half', 'reserved', 'act_9')");
+      throw new Error('refused half-way');
+    })).rejects.toThrow('refused half-way');
+    expect(await store.getEffect('half')).toBeNull();
+    await store.close();
+  });
+
   it('a failed load is a StoreError at open', async () => {
     const failing: SqlJsPersistence = { load: async () => Promise.reject(new Error('no such file')), save: async () => undefined };
     await expect(createSqlJsStore({ persistence: failing })).rejects.toMatchObject({ code: 'ERR_STORE' });
