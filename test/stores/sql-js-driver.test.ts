@@ -260,6 +260,28 @@ describe('SqlStateStore on a driver', () => {
     await store.close();
   });
 
+  it('a malformed event draft is refused by its place in the batch and field, and nothing of the batch is written', async () => {
+    const store = await createSqlJsStore({ clock: () => T0 });
+    const ok = { ts: '2026-01-01T12:00:00.000Z', type: 'ACTION_PROPOSED', actionId: 'act_1', effectKey: null, approvalId: null, data: {} } as const;
+    const cases: [Record<string, unknown>, string][] = [
+      [{ type: '' }, 'events[1].type must be a non-empty string'],
+      [{ ts: 5 }, 'events[1].ts must be a non-empty string'],
+      [{ actionId: '' }, 'events[1].actionId must be a non-empty string'],
+      [{ effectKey: 7 }, 'events[1].effectKey must be a non-empty string'],
+      [{ approvalId: '' }, 'events[1].approvalId must be a non-empty string'],
+      [{ data: [] }, 'events[1].data must be a plain object'],
+      [{ data: { amount: 1.5 } }, 'at events[1].data.amount'],
+    ];
+    for (const [change, message] of cases) {
+      const err = await store.appendEvents([ok, { ...ok, ...change } as never]).then(() => null, (e: unknown) => e);
+      expect(err).toBeInstanceOf(InvalidArgument);
+      expect((err as Error).message).toContain(message);
+    }
+    await expect(store.appendEvent({ ...ok, type: '' } as never)).rejects.toThrow('event.type must be a non-empty string');
+    expect(await store.events()).toEqual([]);
+    await store.close();
+  });
+
   it('a primary-key collision on insert is DuplicateEffect(in_progress)', async () => {
     // A driver that hides the row from the first read, as if another writer's insert landed after it.
     const driver = await SqlJsDriver.open(SQL);

@@ -42,20 +42,23 @@ export function receiptFields(draft: ReceiptDraft): ReceiptFieldsChecked {
  * `what[index]`) names the draft in a refusal; the name is built only then.
  */
 export function eventFields(event: EventDraft, what = 'event', index?: number): { record: Omit<EventRecord, 'eventId'>; params: SqlValue[] } {
-  const name = (): string => (index === undefined ? what : `${what}[${index}]`);
-  if (!isPlainObject(event)) throw new InvalidArgument(`${name()} must be an object`);
+  if (!isPlainObject(event)) throw new InvalidArgument(`${draftName(what, index)} must be an object`);
   const { type, ts, actionId, effectKey, approvalId, data } = event;
-  if (!isText(type)) nonEmpty(type, `${name()}.type`);
-  if (!isText(ts)) nonEmpty(ts, `${name()}.ts`);
-  if (!isNullableText(actionId)) nullableText(actionId, `${name()}.actionId`);
-  if (!isNullableText(effectKey)) nullableText(effectKey, `${name()}.effectKey`);
-  if (!isNullableText(approvalId)) nullableText(approvalId, `${name()}.approvalId`);
-  if (!isPlainObject(data)) throw new InvalidArgument(`${name()}.data must be a plain object`);
+  if (!isText(type)) nonEmpty(type, `${draftName(what, index)}.type`);
+  if (!isText(ts)) nonEmpty(ts, `${draftName(what, index)}.ts`);
+  if (!isNullableText(actionId)) nullableText(actionId, `${draftName(what, index)}.actionId`);
+  if (!isNullableText(effectKey)) nullableText(effectKey, `${draftName(what, index)}.effectKey`);
+  if (!isNullableText(approvalId)) nullableText(approvalId, `${draftName(what, index)}.approvalId`);
+  if (!isPlainObject(data)) throw new InvalidArgument(`${draftName(what, index)}.data must be a plain object`);
   const a = actionId ?? null;
   const k = effectKey ?? null;
   const p = approvalId ?? null;
-  const dataJson = canonicalJson(data, index === undefined ? `${what}.data` : `${what}[${index}].data`);
+  const dataJson = canonicalJson(data, `${draftName(what, index)}.data`);
   return { record: { ts, type, actionId: a, effectKey: k, approvalId: p, data }, params: [ts, type, a, k, p, dataJson] };
+}
+
+function draftName(what: string, index: number | undefined): string {
+  return index === undefined ? what : `${what}[${index}]`;
 }
 
 function isText(v: unknown): v is string {
