@@ -130,6 +130,25 @@ describe('persistence', () => {
     await store.close();
   });
 
+  it('keeps its rollback journal in memory, after a reload too, and a refused write still rolls back', async () => {
+    const { s, persistence } = slot();
+    const store = await createSqlJsStore({ clock: () => T0, persistence });
+    const mode = async () => (await store.driver.query<{ journal_mode: string }>('PRAGMA journal_mode')).rows[0]?.journal_mode;
+    expect(await mode()).toBe('memory');
+    s.fail = true;
+    await expect(store.reserveEffect('lost', 'act_2', LEASE)).rejects.toMatchObject({ code: 'ERR_STORE' });
+    s.fail = false;
+    // The failed save reopened the last durable bytes: the journal is in memory there too.
+    expect(await mode()).toBe('memory');
+    // A transaction that fails half-way leaves nothing behind.
+    await expect(store.driver.transaction(async (tx) => {
+      await tx.query("INSERT INTO effects(effect_key, state, action_id) VALUES ('half', 'reserved', 'act_9')");
+      throw new Error('refused half-way');
+    })).rejects.toThrow('refused half-way');
+    expect(await store.getEffect('half')).toBeNull();
+    await store.close();
+  });
+
   it('a failed load is a StoreError at open', async () => {
     const failing: SqlJsPersistence = { load: async () => Promise.reject(new Error('no such file')), save: async () => undefined };
     await expect(createSqlJsStore({ persistence: failing })).rejects.toMatchObject({ code: 'ERR_STORE' });
@@ -458,7 +477,30 @@ describe('SqlStateStore on a driver', () => {
     expect(err).toMatchObject({ code: 'ERR_STORE', sql: sqliteDialect.sql.selectEffect });
     expect(((err as StoreError).cause as Error).message).toMatch(/no such table: effects/);
     expect((err as Error).message).toMatch(/^\[kernel\] \[sql\.js\]/);
-    await expect(store.reserveEffect('k', 'act_1', LEASE)).rejects.toMatchObject({ code: 'ERR_STORE', sql: sqliteDialect.sql.selectEffect });
+    // A reservation's first statement on SQLite is the insert (the key is read only if taken).
+    await expect(store.reserveEffect('k', 'act_1', LEASE)).rejects.toMatchObject({ code: 'ERR_STORE', sql: sqliteDialect.sql.insertEffectIfAbsent });
+    await store.close();
+  });
+
+  it('a malformed event draft is refused by its place in the batch and field, and nothing of the batch is written', async () => {
+    const store = await createSqlJsStore({ clock: () => T0 });
+    const ok = { ts: '2026-01-01T12:00:00.000Z', type: 'ACTION_PROPOSED', actionId: 'act_1', effectKey: null, approvalId: null, data: {} } as const;
+    const cases: [Record<string, unknown>, string][] = [
+      [{ type: '' }, 'events[1].type must be a non-empty string'],
+      [{ ts: 5 }, 'events[1].ts must be a non-empty string'],
+      [{ actionId: '' }, 'events[1].actionId must be a non-empty string'],
+      [{ effectKey: 7 }, 'events[1].effectKey must be a non-empty string'],
+      [{ approvalId: '' }, 'events[1].approvalId must be a non-empty string'],
+      [{ data: [] }, 'events[1].data must be a plain object'],
+      [{ data: { amount: 1.5 } }, 'at events[1].data.amount'],
+    ];
+    for (const [change, message] of cases) {
+      const err = await store.appendEvents([ok, { ...ok, ...change } as never]).then(() => null, (e: unknown) => e);
+      expect(err).toBeInstanceOf(InvalidArgument);
+      expect((err as Error).message).toContain(message);
+    }
+    await expect(store.appendEvent({ ...ok, type: '' } as never)).rejects.toThrow('event.type must be a non-empty string');
+    expect(await store.events()).toEqual([]);
     await store.close();
   });
 
@@ -473,6 +515,45 @@ describe('SqlStateStore on a driver', () => {
     await expect(store.reserveEffect('k', 'act_2', LEASE)).rejects.toMatchObject({ code: 'ERR_DUPLICATE_EFFECT', state: 'in_progress', effectKey: 'k' });
     expect(await store.getEffect('k')).toMatchObject({ actionId: 'act_1', state: 'reserved' });
     await store.close();
+  });
+
+  it('inserting the key first ends every reservation exactly as reading it first does: new, held, lapsed, failed, committed, ambiguous', async () => {
+    // The same dialect without insertEffectIfAbsent reads the key before it inserts (the order Postgres keeps).
+    const readFirst = { ...sqliteDialect, sql: Object.fromEntries(Object.entries(sqliteDialect.sql).filter(([k]) => k !== 'insertEffectIfAbsent')) } as typeof sqliteDialect;
+    const run = async (dialect?: typeof sqliteDialect) => {
+      let now = T0;
+      const sent: string[] = [];
+      const driver = intercept(await SqlJsDriver.open(SQL), (sql) => void sent.push(sql) as undefined);
+      const store = await openSqlStateStore(driver, { clock: () => now, ...(dialect ? { dialect } : {}) });
+      const outcome = (p: Promise<unknown>) => p.then((r) => ({ ok: r }), (e: { code: string; state?: string }) => ({ refused: e.code, state: e.state ?? null }));
+      const seen: unknown[] = [];
+      seen.push(await outcome(store.reserveEffect('new', 'act_1', LEASE)));
+      await store.reserveEffect('held', 'act_1', LEASE);
+      seen.push(await outcome(store.reserveEffect('held', 'act_2', LEASE)));
+      await store.reserveEffect('lapsed', 'act_1', LEASE);
+      await store.reserveEffect('failed', 'act_1', LEASE);
+      await store.beginExecution('failed', 'act_1');
+      await store.failEffect('failed', 'act_1', 'NotExecuted: declined');
+      await store.reserveEffect('committed', 'act_1', LEASE);
+      await store.beginExecution('committed', 'act_1');
+      await store.commitEffect('committed', 'act_1', { id: 1 });
+      await store.reserveEffect('ambiguous', 'act_1', LEASE);
+      await store.markAmbiguous('ambiguous', 'act_1', 'Error: lost');
+      now = new Date(T0.getTime() + LEASE + 1);
+      for (const key of ['lapsed', 'failed', 'committed', 'ambiguous']) seen.push(await outcome(store.reserveEffect(key, 'act_2', LEASE)));
+      const effects = await store.listEffects();
+      await store.close();
+      return { seen, effects, insertedFirst: sent.includes(sqliteDialect.sql.insertEffectIfAbsent!) };
+    };
+    const insertFirst = await run();
+    const readingFirst = await run(readFirst);
+    expect(insertFirst.insertedFirst).toBe(true);
+    expect(readingFirst.insertedFirst).toBe(false);
+    expect(insertFirst.seen).toEqual(readingFirst.seen);
+    expect(insertFirst.effects).toEqual(readingFirst.effects);
+    expect(insertFirst.seen.map((o) => ('ok' in (o as object) ? 'ok' : (o as { refused: string }).refused))).toEqual([
+      'ok', 'ERR_DUPLICATE_EFFECT', 'ERR_AMBIGUOUS_EFFECT', 'ok', 'ERR_DUPLICATE_EFFECT', 'ERR_AMBIGUOUS_EFFECT',
+    ]);
   });
 
   it('the renewal is conditional on the prior attempt, and a lost race is DuplicateEffect(in_progress)', async () => {

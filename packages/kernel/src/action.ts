@@ -3,7 +3,7 @@
  *
  * @module
  */
-import { canonicalJson, deepCopy, freezeValue, isPlainObject, orderedJson, parseJson, type JsonObject, type JsonValue } from './canonical.js';
+import { canonicalJson, deepCopy, freezeValue, isPlainObject, isWellFormedString, orderedJson, parseJson, type JsonObject, type JsonValue } from './canonical.js';
 import { InvalidArgument } from './errors.js';
 import { sha256Tagged } from './hash.js';
 import { randomIds, type IdSource } from './ids.js';
@@ -90,9 +90,19 @@ export function createPrincipal(input: ActionInput['principal']): Principal {
  * action): `arguments` sorts first, so the payload is that text followed by the other five keys.
  */
 function payloadText(argsText: string, name: string, principal: Principal, resource: string | null, environment: string): string {
-  const rest = canonicalJson({ environment, name, principal: { agent: principal.agent, user: principal.user }, resource, schema: ACTION_SCHEMA }, 'action');
+  const { agent, user } = principal;
+  // The five other keys in their (fixed) canonical order; a string the canonical form refuses
+  // (a lone surrogate) takes the general path, which names it.
+  if (isWellFormedString(environment) && isWellFormedString(name) && isWellFormedString(agent) && (user === null || isWellFormedString(user)) && (resource === null || isWellFormedString(resource))) {
+    return `{"arguments":${argsText},"environment":${JSON.stringify(environment)},"name":${JSON.stringify(name)},"principal":{"agent":${JSON.stringify(agent)},"user":${JSON.stringify(user)}},"resource":${JSON.stringify(resource)},"schema":${SCHEMA_TEXT}}`;
+  }
+  const rest = canonicalJson({ environment, name, principal: { agent, user }, resource, schema: ACTION_SCHEMA }, 'action');
   return `{"arguments":${argsText},${rest.slice(1)}`;
 }
+
+const SCHEMA_TEXT = JSON.stringify(ACTION_SCHEMA);
+
+const utf8 = new TextEncoder();
 
 /** Builds a canonical action: validates every field, deep-freezes the arguments, hashes the payload. */
 export function createAction(input: ActionInput, options: { ids?: IdSource } = {}): Action {
@@ -107,6 +117,8 @@ export function createAction(input: ActionInput, options: { ids?: IdSource } = {
   const actionId = input.actionId === undefined ? (options.ids ?? randomIds)('act') : nonEmpty(input.actionId, 'action.actionId');
   const argsText = canonicalJson(args, 'arguments');
   const canonical = payloadText(argsText, name, principal, resource, environment);
+  // Parsed once, on first read, and never handed out: every read gets a deep copy of it.
+  let parsed: JsonObject | null = null;
   const action: Action = {
     actionId,
     name,
@@ -114,10 +126,11 @@ export function createAction(input: ActionInput, options: { ids?: IdSource } = {
     principal,
     resource,
     environment,
-    actionHash: sha256Tagged(new TextEncoder().encode(canonical)),
+    actionHash: sha256Tagged(utf8.encode(canonical)),
     canonical,
     get canonicalArguments(): JsonObject {
-      return parseJson(argsText, { what: 'canonical arguments' }) as JsonObject;
+      parsed ??= parseJson(argsText, { what: 'canonical arguments' }) as JsonObject;
+      return deepCopy(parsed) as JsonObject;
     },
   };
   return Object.freeze(action);

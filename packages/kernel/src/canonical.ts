@@ -81,73 +81,89 @@ function pathText(path: Path): string {
   return typeof path.key === 'number' ? `${parent}[${path.key}]` : keyPath(parent, path.key);
 }
 
-/** Serialises `value` canonically, validating as it goes; `path` names the root in errors. */
-function write(value: unknown, path: Path, out: string[]): void {
+/** `path` itself, or the child `key` of `parent`: a chain link is made only where one is needed. */
+function at(parent: Path, key: string | number | undefined): Path {
+  return key === undefined ? parent : { parent, key };
+}
+
+/** Object keys in code point order: the native sort, checked pair by pair (it differs only around surrogates). */
+function sortedKeys(value: object): string[] {
+  const keys = Object.keys(value);
+  let ordered = true;
+  for (let i = 1; i < keys.length; i++) {
+    if (compareCodePoints(keys[i - 1]!, keys[i]!) > 0) {
+      ordered = false;
+      break;
+    }
+  }
+  if (ordered) return keys;
+  keys.sort();
+  for (let i = 1; i < keys.length; i++) {
+    if (compareCodePoints(keys[i - 1]!, keys[i]!) > 0) return keys.sort(compareCodePoints);
+  }
+  return keys;
+}
+
+/**
+ * Serialises `value` canonically, validating as it goes. The value sits at `key` of `parent`
+ * (or is the root named `parent` when `key` is undefined); the chain is built only for a
+ * container's children or a refusal.
+ */
+function write(value: unknown, parent: Path, key: string | number | undefined): string {
   switch (typeof value) {
     case 'string':
-      if (!isWellFormedString(value)) throw new InvalidArgument(`a lone surrogate is not allowed at ${pathText(path)}`);
-      out.push(JSON.stringify(value));
-      return;
+      if (!isWellFormedString(value)) throw new InvalidArgument(`a lone surrogate is not allowed at ${pathText(at(parent, key))}`);
+      return JSON.stringify(value);
     case 'number':
-      if (!Number.isInteger(value)) throw new InvalidArgument(`float is not an allowed argument type at ${pathText(path)}${FLOAT_HINT}`);
+      if (!Number.isInteger(value)) throw new InvalidArgument(`float is not an allowed argument type at ${pathText(at(parent, key))}${FLOAT_HINT}`);
       if (!Number.isSafeInteger(value)) {
-        throw new InvalidArgument(`integer at ${pathText(path)} is beyond 2^53 - 1 and would lose precision: pass it as a bigint`);
+        throw new InvalidArgument(`integer at ${pathText(at(parent, key))} is beyond 2^53 - 1 and would lose precision: pass it as a bigint`);
       }
-      if (Object.is(value, -0)) throw new InvalidArgument(`-0 is not an allowed argument value at ${pathText(path)}: use 0`);
-      out.push(String(value));
-      return;
+      if (Object.is(value, -0)) throw new InvalidArgument(`-0 is not an allowed argument value at ${pathText(at(parent, key))}: use 0`);
+      return String(value);
     case 'bigint': {
       const digits = value.toString();
       const n = digits.length - (value < 0n ? 1 : 0);
-      if (n > MAX_INTEGER_DIGITS) throw new InvalidArgument(`integer at ${pathText(path)} has ${n} digits; the limit is ${MAX_INTEGER_DIGITS}`);
-      out.push(digits);
-      return;
+      if (n > MAX_INTEGER_DIGITS) throw new InvalidArgument(`integer at ${pathText(at(parent, key))} has ${n} digits; the limit is ${MAX_INTEGER_DIGITS}`);
+      return digits;
     }
     case 'boolean':
-      out.push(value ? 'true' : 'false');
-      return;
-    case 'object':
-      if (value === null) {
-        out.push('null');
-        return;
-      }
+      return value ? 'true' : 'false';
+    case 'object': {
+      if (value === null) return 'null';
+      const path = at(parent, key);
       if (Array.isArray(value)) {
-        out.push('[');
+        let out = '[';
         for (let i = 0; i < value.length; i++) {
           if (!(i in value)) throw new InvalidArgument(`an array hole is not an allowed argument value at ${pathText({ parent: path, key: i })}`);
-          if (i > 0) out.push(',');
-          write(value[i], { parent: path, key: i }, out);
+          if (i > 0) out += ',';
+          out += write(value[i], path, i);
         }
-        out.push(']');
-        return;
+        return out + ']';
       }
       if (isPlainObject(value)) {
         if (Object.getOwnPropertySymbols(value).length > 0) throw new InvalidArgument(`a symbol key is not allowed at ${pathText(path)}`);
-        const keys = Object.keys(value).sort(compareCodePoints);
-        out.push('{');
-        let first = true;
-        for (const k of keys) {
+        const keys = sortedKeys(value);
+        let out = '{';
+        for (let i = 0; i < keys.length; i++) {
+          const k = keys[i]!;
           if (!isWellFormedString(k)) throw new InvalidArgument(`a key with a lone surrogate is not allowed at ${pathText(path)}`);
-          if (!first) out.push(',');
-          first = false;
-          out.push(JSON.stringify(k), ':');
-          write(value[k], { parent: path, key: k }, out);
+          if (i > 0) out += ',';
+          out += JSON.stringify(k) + ':' + write(value[k], path, k);
         }
-        out.push('}');
-        return;
+        return out + '}';
       }
       if (value instanceof Date) throw new InvalidArgument(`Date is not an allowed argument type at ${pathText(path)}${DATE_HINT}`);
       throw new InvalidArgument(`${describe(value)} is not an allowed argument type at ${pathText(path)}`);
+    }
     default:
-      throw new InvalidArgument(`${describe(value)} is not an allowed argument type at ${pathText(path)}`);
+      throw new InvalidArgument(`${describe(value)} is not an allowed argument type at ${pathText(at(parent, key))}`);
   }
 }
 
 /** The canonical JSON text of `value`; `path` names the root in error messages. */
 export function canonicalJson(value: unknown, path = 'value'): string {
-  const out: string[] = [];
-  write(value, path, out);
-  return out.join('');
+  return write(value, path, undefined);
 }
 
 /** The canonical UTF-8 bytes of `value` (what every hash of this package is computed over). */

@@ -4,9 +4,9 @@
  * @module
  */
 import { type Action, principalJson } from './action.js';
-import { isPlainObject, orderedJson, parseJson, type JsonObject, type JsonValue } from './canonical.js';
+import { canonicalJson, compareCodePoints, isPlainObject, orderedJson, parseJson, type JsonObject, type JsonValue } from './canonical.js';
 import { InvalidArgument } from './errors.js';
-import { hashDocument } from './hash.js';
+import { sha256Tagged } from './hash.js';
 import type { ReceiptDraft } from './model.js';
 
 /** The schema this build writes. */
@@ -82,18 +82,37 @@ export function buildReceipt(action: Action, f: ReceiptFields): ReceiptDraft {
  */
 export function sealReceipt(document: JsonObject, seq: number, prevHash: string): { document: JsonObject; json: string; hash: string } {
   const sealed = sealedDocument(document, seq, prevHash);
-  return { document: sealed, json: orderedJson(sealed), hash: hashDocument(sealed, 'receipt') };
+  return { document: sealed, json: orderedJson(sealed), hash: sha256Tagged(utf8.encode(receiptCanonical(sealed))) };
 }
 
 /** The document with `seq` and `prev_hash` set, keys in place (what {@link sealReceipt} renders and hashes). */
 export function sealedDocument(document: JsonObject, seq: number, prevHash: string): JsonObject {
-  // Entries, not `sealed[k] = …`: every key of the document stays data, `__proto__` included.
-  const sealed: JsonObject = Object.fromEntries(
-    Object.keys(document).map((k): [string, JsonValue] => [k, k === 'seq' ? seq : k === 'prev_hash' ? prevHash : (document[k] as JsonValue)]),
-  );
+  const sealed: JsonObject = {};
+  for (const k of Object.keys(document)) {
+    const v = k === 'seq' ? seq : k === 'prev_hash' ? prevHash : (document[k] as JsonValue);
+    // Every key of the document stays data, `__proto__` included.
+    if (k === '__proto__') Object.defineProperty(sealed, k, { value: v, enumerable: true, writable: true, configurable: true });
+    else sealed[k] = v;
+  }
   if (!Object.prototype.hasOwnProperty.call(sealed, 'seq')) sealed['seq'] = seq;
   if (!Object.prototype.hasOwnProperty.call(sealed, 'prev_hash')) sealed['prev_hash'] = prevHash;
   return sealed;
+}
+
+const utf8 = new TextEncoder();
+
+/**
+ * The canonical text of a sealed receipt, as `canonicalJson(sealed, 'receipt')` writes it. A
+ * document with exactly the v3 keys is written in their fixed code point order, so no receipt
+ * sorts its 26 keys again; any other shape takes the general path.
+ */
+function receiptCanonical(sealed: JsonObject): string {
+  const keys = Object.keys(sealed);
+  if (keys.length !== SORTED_KEYS.length) return canonicalJson(sealed, 'receipt');
+  for (const k of keys) if (!KEY_SET.has(k)) return canonicalJson(sealed, 'receipt');
+  let out = '';
+  for (let i = 0; i < SORTED_KEYS.length; i++) out += KEY_PREFIXES[i]! + canonicalJson(sealed[SORTED_KEYS[i]!], KEY_PATHS[i]);
+  return `${out}}`;
 }
 
 /** A receipt's principal, as the document holds it. */
@@ -236,3 +255,9 @@ export const RECEIPT_KEYS: readonly string[] = Object.freeze([
   'approval_id', 'approver', 'effect_key', 'attempt', 'result', 'execution', 'would_have', 'error', 'started_at', 'finished_at', 'seq', 'prev_hash',
   'policy_hash', 'policy_version', 'controls',
 ]);
+
+const SORTED_KEYS: readonly string[] = [...RECEIPT_KEYS].sort(compareCodePoints);
+const KEY_SET: ReadonlySet<string> = new Set(RECEIPT_KEYS);
+const KEY_PREFIXES: readonly string[] = SORTED_KEYS.map((k, i) => `${i === 0 ? '{' : ','}${JSON.stringify(k)}:`);
+// The receipt's keys are identifiers, so `receipt.<key>` is the path canonicalJson itself names.
+const KEY_PATHS: readonly string[] = SORTED_KEYS.map((k) => `receipt.${k}`);

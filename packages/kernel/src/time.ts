@@ -16,16 +16,37 @@ export const systemClock: Clock = () => new Date();
 /** Milliseconds in a minute. */
 export const MINUTE = 60_000;
 
+// One action stamps the same millisecond many times: the last rendering of each form is kept.
+let evidenceAt = Number.NaN;
+let evidenceText = '';
+// Two for stored stamps: a reservation renders now and now + lease in turn.
+const storedAt = [Number.NaN, Number.NaN];
+const storedText = ['', ''];
+let storedNext = 0;
+
 /** Evidence timestamp: UTC, milliseconds, `Z`. */
 export function evidenceTime(d: Date): string {
-  return d.toISOString();
+  const t = d.getTime();
+  if (t !== evidenceAt) {
+    // toISOString throws (RangeError) on an invalid Date before anything is kept.
+    evidenceText = d.toISOString();
+    evidenceAt = t;
+  }
+  return evidenceText;
 }
 
 /** Stored column timestamp: UTC ISO-8601 with `+00:00`; fraction only when non-zero, 6 digits. */
 export function storedTime(d: Date): string {
+  const t = d.getTime();
+  if (t === storedAt[0]) return storedText[0]!;
+  if (t === storedAt[1]) return storedText[1]!;
   const iso = d.toISOString(); // YYYY-MM-DDTHH:MM:SS.mmmZ
   const ms = d.getUTCMilliseconds();
-  return `${iso.slice(0, 19)}${ms === 0 ? '' : `.${iso.slice(20, 23)}000`}+00:00`;
+  const text = `${iso.slice(0, 19)}${ms === 0 ? '' : `.${iso.slice(20, 23)}000`}+00:00`;
+  storedAt[storedNext] = t;
+  storedText[storedNext] = text;
+  storedNext ^= 1;
+  return text;
 }
 
 const STAMP = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})(?:\.(\d+))?(Z|[+-]\d{2}:\d{2})$/;

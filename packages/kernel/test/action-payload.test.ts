@@ -31,6 +31,29 @@ describe('createAction', () => {
   });
 });
 
+describe('createAction: the five other payload keys', () => {
+  it('property: any name, agent, user, resource and environment are written as canonicalJson writes them', () => {
+    const str = fc.string({ unit: 'binary', minLength: 1, maxLength: 8 });
+    fc.assert(
+      fc.property(str, str, fc.option(str, { nil: null }), fc.option(str, { nil: null }), str, (name, agent, user, resource, environment) => {
+        const payload = { arguments: {}, environment, name, principal: { agent, user }, resource, schema: 'ctrlrun.action/v1' };
+        let expected: string;
+        try {
+          expected = new TextDecoder().decode(canonicalBytes(payload));
+        } catch (e) {
+          // A lone surrogate: createAction refuses it too, naming the same field.
+          const field = (e as Error).message.replace(/^.* at value\./, '');
+          expect(() => createAction({ name, arguments: {}, principal: { agent, user }, resource, environment })).toThrow(`at action.${field}`);
+          return;
+        }
+        const action = createAction({ name, arguments: {}, principal: { agent, user }, resource, environment });
+        expect(action.canonical).toBe(expected);
+      }),
+      { numRuns: 500 },
+    );
+  });
+});
+
 describe('orderedJson', () => {
   // The reference: the recursive walk, keeping each object's own key order, bigints as digits.
   const walk = (v: unknown): string => {

@@ -51,6 +51,28 @@ describe('canonical form (T7)', () => {
     expect(compareCodePoints('\u{1F600}', '\uFF5E')).toBeGreaterThan(0);
   });
 
+  it('property: keys come out in UTF-8 byte order whatever order they went in, surrogate pairs and U+E000–U+FFFF mixed', () => {
+    // The writer sorts natively (UTF-16 order) and checks the result pair by pair; the pairs this
+    // alphabet makes are exactly where the two orders differ.
+    const bytes = new TextEncoder();
+    const byUtf8 = (a: string, b: string): number => {
+      const x = bytes.encode(a);
+      const y = bytes.encode(b);
+      for (let i = 0; i < Math.min(x.length, y.length); i++) if (x[i] !== y[i]) return x[i]! - y[i]!;
+      return x.length - y.length;
+    };
+    const key = fc.array(fc.constantFrom('a', 'z', '\u00e9', '\ue000', '\uff5e', '\uffff', '\u{10000}', '\u{1f600}', '\u{10ffff}'), { minLength: 0, maxLength: 3 }).map((parts) => parts.join(''));
+    fc.assert(
+      fc.property(fc.uniqueArray(key, { maxLength: 8 }), (keys) => {
+        const o: Record<string, number> = {};
+        keys.forEach((k, i) => (o[k] = i));
+        const written = Object.keys(parseJson(canonicalJson(o)) as object);
+        expect(written).toEqual([...keys].sort(byUtf8));
+      }),
+      { numRuns: 500 },
+    );
+  });
+
   it('escapes only quote, backslash and control characters, and writes non-ASCII raw', () => {
     expect(canonicalJson({ s: '"\\\b\f\n\r\t\u0001\u001f é € \u2028 \u007f' })).toBe('{"s":"\\"\\\\\\b\\f\\n\\r\\t\\u0001\\u001f é € \u2028 \u007f"}');
   });

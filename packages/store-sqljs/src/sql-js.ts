@@ -55,6 +55,27 @@ interface Prepared {
 const DML = /^\s*(?:INSERT|UPDATE|DELETE|REPLACE)\b/i;
 const DDL = /^\s*(?:CREATE|DROP|ALTER)\b/i;
 
+/** What {@link connect} sets on every connection. */
+const PRAGMAS: readonly string[] = Object.freeze(['PRAGMA journal_mode = MEMORY', 'PRAGMA locking_mode = EXCLUSIVE']);
+
+/**
+ * Opens the in-memory database, set up for being its file's only connection. The rollback
+ * journal is kept in memory, not as a file in sql.js's in-memory file system (created, written
+ * and deleted on every transaction): the database itself is memory, a crash loses it either way,
+ * and what survives is only ever a committed state (persistence saves after COMMIT); ROLLBACK
+ * works the same. The lock is held exclusively: nothing else can open the file, so each
+ * transaction need not look for another's hot journal nor re-read the header to trust its cache.
+ */
+function connect(SQL: SqlJsModule, bytes: Uint8Array | null): SqlJsDatabase {
+  const db = new SQL.Database(bytes);
+  try {
+    for (const pragma of PRAGMAS) db.exec(pragma);
+  } catch {
+    // Bytes that are not a database: the store's open reports that, by name, on first use.
+  }
+  return db;
+}
+
 function unsafeInteger(v: unknown): boolean {
   return typeof v === 'number' && Number.isInteger(v) && !Number.isSafeInteger(v);
 }
@@ -90,7 +111,7 @@ export class SqlJsDriver implements SqlDriver {
     this.#SQL = SQL;
     this.#persistence = persistence;
     this.#durable = bytes;
-    this.#db = new SQL.Database(bytes);
+    this.#db = connect(SQL, bytes);
   }
 
   /** Opens a database: the persisted bytes if `persistence` has some, else an empty one in memory. */
@@ -239,7 +260,7 @@ export class SqlJsDriver implements SqlDriver {
   #reload(): void {
     this.#freeStatements();
     this.#db.close();
-    this.#db = new this.#SQL.Database(this.#durable);
+    this.#db = connect(this.#SQL, this.#durable);
   }
 
   #freeStatements(): void {

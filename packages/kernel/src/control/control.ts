@@ -116,7 +116,8 @@ export class Control {
   }
 
   /** `Control.executeWithReceipt`: runs `action` through the control path; resolves to the executor's value and the receipt. */
-  async executeWithReceipt<T>(action: Action, executor: Executor<T>, options: ExecuteOptions = {}): Promise<ExecuteResult<T>> {
+  executeWithReceipt<T>(action: Action, executor: Executor<T>, options: ExecuteOptions = {}): Promise<ExecuteResult<T>> {
+    // attempt is async: whatever it refuses is a rejection, never a throw.
     return attempt(this.#ctx, action, executor, options);
   }
 

@@ -61,7 +61,7 @@ export async function appendAll(ctx: ControlContext, drafts: EventDraft[]): Prom
     return stored;
   }
   const stored = await ctx.store.appendEvents(drafts);
-  for (const event of stored) await toSinks(ctx, event);
+  if (ctx.sinks.length !== 0) for (const event of stored) await toSinks(ctx, event);
   return stored;
 }
 
@@ -89,7 +89,7 @@ export async function afterWrite<R>(ctx: ControlContext, pass: Pass, result: R, 
   const stored = events.stored;
   if (stored === undefined) {
     for (const draft of events.drafts(result)) await toSinks(ctx, await ctx.store.appendEvent(draft));
-  } else {
+  } else if (ctx.sinks.length !== 0) {
     for (const event of stored) await toSinks(ctx, event);
   }
   // Whichever way they were stored, the pending events are on record now.

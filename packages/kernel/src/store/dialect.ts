@@ -51,6 +51,14 @@ export interface DialectSql {
    * else's row landed first", and the store re-plans once on the re-read row.
    */
   readonly insertEffect: string;
+  /**
+   * Optional: {@link insertEffect} that affects 0 rows on a key collision and never raises, for a
+   * dialect whose write transaction already excludes every other writer (SQLite's `BEGIN
+   * IMMEDIATE`). Present: a reservation inserts first and reads the key only when the row was
+   * there already (the common new key costs one statement, not two); the outcome is the same,
+   * since nobody can write between the two. Absent: read, plan, then insert.
+   */
+  readonly insertEffectIfAbsent?: string;
   /** Params: state, action_id, attempt, lease_expires_at, updated_at, effect_key, prior attempt (only if still `failed`). */
   readonly renewEffect: string;
   /**

@@ -78,6 +78,9 @@ export class ReceiptAlreadyStored extends InvalidArgument {
 }
 
 
+/** The largest multi-row event insert whose SQL text is kept. */
+const EVENTS_SQL_KEPT = 16;
+
 /** One mutex per driver, so two stores on one single-connection driver still never interleave. */
 const MUTEXES = new WeakMap<SqlDriver, Mutex>();
 
@@ -93,6 +96,7 @@ export class SqlEngine {
   state: 'new' | 'opening' | 'open' | 'closed' = 'new';
   /** Whether the server seals chained receipts inside a combined statement (the dialect decides on the server's version at open). */
   serverSeals = false;
+  readonly #eventsSql: string[] = [];
 
   constructor(driver: SqlDriver, dialect: SqlDialect, options: { clock: Clock; logger: Logger; readOnly: boolean }) {
     this.name = driver.name;
@@ -292,7 +296,7 @@ export class SqlEngine {
     const fieldsOf = (value: R): ReturnType<typeof eventFields>[] => {
       const drafts = trailing.drafts(value);
       if (!Array.isArray(drafts)) throw new InvalidArgument(`${what}: events.drafts must return an array of event drafts`);
-      return drafts.map((draft, i) => eventFields(draft, `events.drafts(…)[${i}]`));
+      return drafts.map((draft, i) => eventFields(draft, 'events.drafts(…)', i));
     };
     const chain = async (tx: SqlExecutor, r: NonNullable<typeof receipt>): Promise<StoredReceipt> => {
       try {
@@ -337,11 +341,24 @@ export class SqlEngine {
       for (const fields of all) stored.push(await this.insertEvent(tx, fields));
       return stored;
     }
-    const rows = (await this.query<{ event_id: SqlValue }>(tx, many.call(this.sql.sql, all.length), all.flatMap((f) => f.params))).rows;
+    const params: SqlValue[] = [];
+    for (const f of all) params.push(...f.params);
+    const rows = (await this.query<{ event_id: SqlValue }>(tx, this.insertEventsSql(all.length, many), params)).rows;
     if (rows.length !== all.length) throw new StoreError(`[kernel] [${this.name}] ${all.length} events inserted, ${rows.length} ids returned`);
     // Ids follow row order; RETURNING's own order is not promised, so they are sorted.
     const ids = rows.map((r) => int(r.event_id, 'events.event_id')).sort((a, b) => a - b);
     return all.map((fields, i) => ({ eventId: ids[i]!, ...fields.record }));
+  }
+
+  /**
+   * The dialect's `n`-row event insert; the few sizes one step writes are built once (a driver
+   * then finds its prepared statement by the very same string), a long batch each time.
+   */
+  insertEventsSql(n: number, many: (n: number) => string): string {
+    if (n > EVENTS_SQL_KEPT) return many.call(this.sql.sql, n);
+    let text = this.#eventsSql[n];
+    if (text === undefined) this.#eventsSql[n] = text = many.call(this.sql.sql, n);
+    return text;
   }
 
   async insertEvent(tx: SqlExecutor, fields: ReturnType<typeof eventFields>): Promise<EventRecord> {

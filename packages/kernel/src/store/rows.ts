@@ -37,17 +37,36 @@ export function receiptFields(draft: ReceiptDraft): ReceiptFieldsChecked {
 }
 
 
-/** A draft, checked, as its stored fields and its `insertEvent` parameters. */
-export function eventFields(event: EventDraft, what = 'event'): { record: Omit<EventRecord, 'eventId'>; params: SqlValue[] } {
-  if (!isPlainObject(event)) throw new InvalidArgument(`${what} must be an object`);
-  const type = nonEmpty(event.type, `${what}.type`) as EventType;
-  const ts = nonEmpty(event.ts, `${what}.ts`);
-  const actionId = nullableText(event.actionId, `${what}.actionId`);
-  const effectKey = nullableText(event.effectKey, `${what}.effectKey`);
-  const approvalId = nullableText(event.approvalId, `${what}.approvalId`);
-  if (!isPlainObject(event.data)) throw new InvalidArgument(`${what}.data must be a plain object`);
-  const dataJson = canonicalJson(event.data, `${what}.data`);
-  return { record: { ts, type, actionId, effectKey, approvalId, data: event.data }, params: [ts, type, actionId, effectKey, approvalId, dataJson] };
+/**
+ * A draft, checked, as its stored fields and its `insertEvent` parameters. `what` (with `index`,
+ * `what[index]`) names the draft in a refusal; the name is built only then.
+ */
+export function eventFields(event: EventDraft, what = 'event', index?: number): { record: Omit<EventRecord, 'eventId'>; params: SqlValue[] } {
+  if (!isPlainObject(event)) throw new InvalidArgument(`${draftName(what, index)} must be an object`);
+  const { type, ts, actionId, effectKey, approvalId, data } = event;
+  if (!isText(type)) nonEmpty(type, `${draftName(what, index)}.type`);
+  if (!isText(ts)) nonEmpty(ts, `${draftName(what, index)}.ts`);
+  if (!isNullableText(actionId)) nullableText(actionId, `${draftName(what, index)}.actionId`);
+  if (!isNullableText(effectKey)) nullableText(effectKey, `${draftName(what, index)}.effectKey`);
+  if (!isNullableText(approvalId)) nullableText(approvalId, `${draftName(what, index)}.approvalId`);
+  if (!isPlainObject(data)) throw new InvalidArgument(`${draftName(what, index)}.data must be a plain object`);
+  const a = actionId ?? null;
+  const k = effectKey ?? null;
+  const p = approvalId ?? null;
+  const dataJson = canonicalJson(data, `${draftName(what, index)}.data`);
+  return { record: { ts, type, actionId: a, effectKey: k, approvalId: p, data }, params: [ts, type, a, k, p, dataJson] };
+}
+
+function draftName(what: string, index: number | undefined): string {
+  return index === undefined ? what : `${what}[${index}]`;
+}
+
+function isText(v: unknown): v is string {
+  return typeof v === 'string' && v !== '';
+}
+
+function isNullableText(v: unknown): boolean {
+  return v === null || v === undefined || isText(v);
 }
 
 

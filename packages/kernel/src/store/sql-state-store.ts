@@ -154,7 +154,9 @@ export class SqlStateStore implements StateStore {
   }
 
   // ---------------------------------------------------------------- effects
-  async reserveEffect(key: string, actionId: string, leaseMs: number, events?: TrailingEvents<Reservation>): Promise<Reservation> {
+  // The methods one action calls hand back the write's own promise (writes.* are async, so a
+  // refusal is still a rejection): no extra async frame per call.
+  reserveEffect(key: string, actionId: string, leaseMs: number, events?: TrailingEvents<Reservation>): Promise<Reservation> {
     return writes.reserveEffect(this.#e, key, actionId, leaseMs, events);
   }
 
@@ -164,23 +166,23 @@ export class SqlStateStore implements StateStore {
     return writes.consumeApprovalAndReserve(this.#e, id, actionHash, key, actionId, leaseMs, events);
   }
 
-  async reserveForExecution(step: ReservationStep, events?: TrailingEvents<[Approval | null, Reservation]>): Promise<[Approval | null, Reservation]> {
+  reserveForExecution(step: ReservationStep, events?: TrailingEvents<[Approval | null, Reservation]>): Promise<[Approval | null, Reservation]> {
     return writes.reserveForExecution(this.#e, step, events);
   }
 
-  async beginExecution(key: string, actionId: string, events?: TrailingEvents<EffectRecord>): Promise<EffectRecord> {
+  beginExecution(key: string, actionId: string, events?: TrailingEvents<EffectRecord>): Promise<EffectRecord> {
     return writes.beginExecution(this.#e, key, actionId, events);
   }
 
-  async commitEffect(key: string, actionId: string, result: unknown, events?: TrailingEvents<EffectRecord>): Promise<EffectRecord> {
+  commitEffect(key: string, actionId: string, result: unknown, events?: TrailingEvents<EffectRecord>): Promise<EffectRecord> {
     return writes.commitEffect(this.#e, key, actionId, result, events);
   }
 
-  async failEffect(key: string, actionId: string, error: string, events?: TrailingEvents<EffectRecord>): Promise<EffectRecord> {
+  failEffect(key: string, actionId: string, error: string, events?: TrailingEvents<EffectRecord>): Promise<EffectRecord> {
     return writes.failEffect(this.#e, key, actionId, error, events);
   }
 
-  async markAmbiguous(key: string, actionId: string, error: string, events?: TrailingEvents<EffectRecord>): Promise<EffectRecord> {
+  markAmbiguous(key: string, actionId: string, error: string, events?: TrailingEvents<EffectRecord>): Promise<EffectRecord> {
     return writes.markAmbiguous(this.#e, key, actionId, error, events);
   }
 
@@ -213,15 +215,15 @@ export class SqlStateStore implements StateStore {
   }
 
   // ---------------------------------------------------------------- evidence
-  async appendEvent(event: EventDraft): Promise<EventRecord> {
+  appendEvent(event: EventDraft): Promise<EventRecord> {
     return writes.appendEvent(this.#e, event);
   }
 
-  async appendEvents(events: readonly EventDraft[]): Promise<EventRecord[]> {
+  appendEvents(events: readonly EventDraft[]): Promise<EventRecord[]> {
     return writes.appendEvents(this.#e, events);
   }
 
-  async putReceipt(draft: ReceiptDraft, events?: TrailingEvents<StoredReceipt>): Promise<StoredReceipt> {
+  putReceipt(draft: ReceiptDraft, events?: TrailingEvents<StoredReceipt>): Promise<StoredReceipt> {
     return writes.putReceipt(this.#e, draft, events);
   }
 

@@ -78,6 +78,8 @@ export const sqliteDialect: SqlDialect = Object.freeze({
     selectEffect: `SELECT ${EFFECT_COLUMNS} FROM effects WHERE effect_key = ?`,
     insertEffect:
       'INSERT INTO effects(effect_key, state, action_id, attempt, lease_expires_at, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
+    insertEffectIfAbsent:
+      'INSERT INTO effects(effect_key, state, action_id, attempt, lease_expires_at, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(effect_key) DO NOTHING',
     // Spec 03 §3.2, verbatim: the renewal is conditional on the prior attempt.
     renewEffect:
       "UPDATE effects SET state=?, action_id=?, attempt=?, lease_expires_at=?, result_json=NULL, error=NULL, resolved_by=NULL, updated_at=? WHERE effect_key=? AND state='failed' AND attempt=?",

@@ -61,9 +61,20 @@ async function reserve(e: SqlEngine,
   tx: SqlExecutor, key: string, actionId: string, leaseMs: number, now: Date, run: WriteRun, state: 'reserved' | 'executing' = 'reserved',
 ): Promise<Reservation | RaiseAfterCommit> {
   const { sql } = e.sql;
+  const refuse = (found: EffectRecord | null): Error => reservationRefusal(found, key, actionId, leaseMs, now);
+  if (sql.insertEffectIfAbsent !== undefined) {
+    // Insert first; read only if the key was taken (see DialectSql.insertEffectIfAbsent).
+    const fresh = planReservation(null, key, actionId, leaseMs, now);
+    if (fresh.kind === 'insert') {
+      const n = { ...fresh.record, state };
+      run.intent = { kind: 'insert', record: n, refuse };
+      const { rowsAffected } = await e.query(tx, sql.insertEffectIfAbsent, [key, n.state, n.actionId, n.attempt, n.leaseExpiresAt, n.createdAt, n.updatedAt]);
+      if (rowsAffected === 1) return fresh.reservation;
+      run.intent = null;
+    }
+  }
   const record = await e.effect(tx, key);
   const plan = planReservation(record, key, actionId, leaseMs, now);
-  const refuse = (found: EffectRecord | null): Error => reservationRefusal(found, key, actionId, leaseMs, now);
   switch (plan.kind) {
     case 'refuse':
       throw plan.error;
@@ -438,7 +449,7 @@ export async function appendEvent(e: SqlEngine, event: EventDraft): Promise<Even
 
 export async function appendEvents(e: SqlEngine, events: readonly EventDraft[]): Promise<EventRecord[]> {
   if (!Array.isArray(events)) throw new InvalidArgument('events must be an array of event drafts');
-  const all = events.map((e, i) => eventFields(e, `events[${i}]`));
+  const all = events.map((e, i) => eventFields(e, 'events', i));
   if (all.length === 0) return [];
   return e.write('appendEvents', (tx) => e.insertEvents(tx, all));
 }

@@ -1,0 +1,35 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { evidenceTime, storedTime } from '../src/time.js';
+
+/** The stored form written out longhand, as the kernel wrote it before stamps were kept. */
+function storedReference(d: Date): string {
+  const iso = d.toISOString();
+  return `${iso.slice(0, 19)}${d.getUTCMilliseconds() === 0 ? '' : `.${iso.slice(20, 23)}000`}+00:00`;
+}
+
+describe('timestamps (kept renderings)', () => {
+  it('property: any sequence of instants renders exactly as rendering each afresh would', () => {
+    // Few distinct instants, so repeats and the two stored slots' alternation are both exercised.
+    const instant = fc.integer({ min: 0, max: 5 }).map((i) => new Date(Date.UTC(2026, 0, 1) + [0, 1, 999, 1000, 300_000, 86_400_123][i]!));
+    fc.assert(
+      fc.property(fc.array(fc.tuple(instant, fc.boolean()), { maxLength: 30 }), (steps) => {
+        for (const [d, stored] of steps) {
+          if (stored) expect(storedTime(d)).toBe(storedReference(d));
+          else expect(evidenceTime(d)).toBe(d.toISOString());
+        }
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('an invalid Date is refused even right after a valid one was rendered', () => {
+    const ok = new Date(Date.UTC(2026, 0, 1));
+    evidenceTime(ok);
+    storedTime(ok);
+    expect(() => evidenceTime(new Date(Number.NaN))).toThrow(RangeError);
+    expect(() => storedTime(new Date(Number.NaN))).toThrow(RangeError);
+    expect(evidenceTime(ok)).toBe('2026-01-01T00:00:00.000Z');
+    expect(storedTime(ok)).toBe('2026-01-01T00:00:00+00:00');
+  });
+});
