@@ -415,3 +415,345 @@ function orderedWalk(value: unknown): string {
   }
   return JSON.stringify(value);
 }
+
+/** Options for {@link canonicalizeJsonText}. */
+export interface CanonicalizeTextOptions {
+  /** Keys of the root object whose values the caller wants (see {@link CanonicalJsonText.fields}). */
+  readonly fields?: ReadonlySet<string>;
+}
+
+/** What {@link canonicalizeJsonText} gives for a document it could read in one pass. */
+export interface CanonicalJsonText {
+  /** The canonical text: the same string as `canonicalJson(parseJson(text))`. */
+  readonly canonical: string;
+  /**
+   * When the root is an object: the asked-for {@link CanonicalizeTextOptions.fields} it has, with
+   * the values {@link parseJson} gives them (a prototype-free object); `null` when the root is not
+   * an object.
+   */
+  readonly fields: JsonObject | null;
+}
+
+// The one-pass reader's state. It calls nothing that could call back into it, so no other read
+// interleaves with one; `src` is cleared after each read so no document is kept alive.
+let src = '';
+let pos = 0;
+/** Bumped whenever a value's canonical text is not its own span of `src` (whitespace dropped, members sorted). */
+let rewrites = 0;
+/** The canonical text of the last container scanned, when it was rewritten ({@link REWRITTEN}). */
+let rewritten = '';
+/** What a scan found: its canonical text is its own span of `src`, or is in {@link rewritten}, or the pass gives up. */
+const CLEAN = 0;
+const REWRITTEN = 1;
+const GIVE_UP = -1;
+const NO_FIELDS: ReadonlySet<string> = new Set();
+
+/**
+ * The canonical text of the JSON document `text`, read in one pass over its characters without
+ * building the value: the fast path for hashing stored documents (receipts), which are written
+ * canonically except for the order of their keys. Keys out of order are sorted and whitespace
+ * between tokens is dropped, as the full path does.
+ *
+ * Returns `null` whenever this pass does not settle the document: anything {@link parseJson}
+ * refuses (invalid JSON, a float, `-0`, a duplicate key, a lone surrogate, an integer over
+ * {@link MAX_INTEGER_DIGITS} digits, nesting over 512), and anything it accepts but spelled
+ * otherwise than the canonical form spells it (a number such as `1e2`, an escape such as
+ * `\u0041` or `\/`). The caller then takes the full path, `canonicalJson(parseJson(text))`, which
+ * gives the same text or the refusal it has always given. Whenever a result is returned, its
+ * `canonical` equals `canonicalJson(parseJson(text))`.
+ */
+export function canonicalizeJsonText(text: string, options: CanonicalizeTextOptions = {}): CanonicalJsonText | null {
+  if (typeof text !== 'string') return null;
+  src = text;
+  pos = 0;
+  rewrites = 0;
+  special = -1;
+  try {
+    skipWs();
+    const start = pos;
+    let fields: JsonObject | null = null;
+    let found: number;
+    if (src.charCodeAt(pos) === 0x7b) {
+      fields = Object.create(null) as JsonObject;
+      found = scanObject(0, options.fields ?? NO_FIELDS, fields);
+    } else found = scanValue(0);
+    if (found === GIVE_UP) return null;
+    const end = pos;
+    skipWs();
+    if (pos !== src.length) return null;
+    return { canonical: found === CLEAN ? src.slice(start, end) : rewritten, fields };
+  } finally {
+    src = '';
+    rewritten = '';
+  }
+}
+
+/** Passes whitespace; any it passes is dropped from the canonical text (a rewrite). */
+function skipWs(): void {
+  const from = pos;
+  for (;;) {
+    const c = src.charCodeAt(pos);
+    if (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) pos++;
+    else break;
+  }
+  if (pos !== from) rewrites++;
+}
+
+/** Passes the value at `pos`. */
+function scanValue(depth: number): number {
+  const c = src.charCodeAt(pos);
+  if (c === 0x22) return scanString() < 0 ? GIVE_UP : CLEAN;
+  if (c === 0x7b) return scanObject(depth, NO_FIELDS, null);
+  if (c === 0x5b) return scanArray(depth);
+  if (c === 0x2d || (c >= 0x30 && c <= 0x39)) return scanInteger();
+  if (c === 0x74 && src.startsWith('true', pos)) pos += 4;
+  else if (c === 0x66 && src.startsWith('false', pos)) pos += 5;
+  else if (c === 0x6e && src.startsWith('null', pos)) pos += 4;
+  else return GIVE_UP;
+  return CLEAN;
+}
+
+/** Characters a string literal may hold only in the slow walk: a backslash, a control character, a surrogate. */
+const SPECIAL = /[\\\u0000-\u001f\ud800-\udfff]/g;
+/** The position of the first {@link SPECIAL} character at or after the last search's start (`src.length`: none). */
+let special = -1;
+
+/** The position of the first {@link SPECIAL} character at or after `i`; one search serves every string before it. */
+function nextSpecial(i: number): number {
+  if (special >= i) return special;
+  SPECIAL.lastIndex = i;
+  special = SPECIAL.test(src) ? SPECIAL.lastIndex - 1 : src.length;
+  return special;
+}
+
+/**
+ * Passes the string literal at `pos` if it is spelled exactly as `JSON.stringify` spells its
+ * value (raw characters; only `\"`, `\\`, `\b\f\n\r\t` and lowercase `\u00xx` for the other
+ * control characters) and that value has no lone surrogate. Returns a bit set (1: it holds an
+ * escape, 2: it holds a surrogate pair), or -1 (nothing passed for certain) when the pass gives up.
+ */
+function scanString(): number {
+  const quote = src.indexOf('"', pos + 1);
+  if (quote < 0) return -1;
+  // Most strings hold no special character: the closing quote is the first quote.
+  if (nextSpecial(pos + 1) > quote) {
+    pos = quote + 1;
+    return 0;
+  }
+  let i = pos + 1;
+  let flags = 0;
+  for (;;) {
+    const c = src.charCodeAt(i);
+    if (c >= 0x20 && c !== 0x22 && c !== 0x5c && (c < 0xd800 || c > 0xdfff)) {
+      i++;
+      continue;
+    }
+    if (c === 0x22) break;
+    if (c === 0x5c) {
+      const e = src.charCodeAt(i + 1);
+      if (e === 0x22 || e === 0x5c || e === 0x62 || e === 0x66 || e === 0x6e || e === 0x72 || e === 0x74) i += 2;
+      else if (e === 0x75) {
+        // Only a control character without a short form is written as \u00xx (lowercase hex).
+        if (src.charCodeAt(i + 2) !== 0x30 || src.charCodeAt(i + 3) !== 0x30) return -1;
+        const h = src.charCodeAt(i + 4);
+        const l = src.charCodeAt(i + 5);
+        if (h !== 0x30 && h !== 0x31) return -1;
+        const low = l >= 0x30 && l <= 0x39 ? l - 0x30 : l >= 0x61 && l <= 0x66 ? l - 0x57 : -1;
+        if (low < 0) return -1;
+        const code = (h - 0x30) * 16 + low;
+        if (code === 0x08 || code === 0x09 || code === 0x0a || code === 0x0c || code === 0x0d) return -1;
+        i += 6;
+      } else return -1;
+      flags |= 1;
+      continue;
+    }
+    // A high surrogate followed by a low one passes; a lone one, a raw control character or
+    // the end of the text (NaN) gives up.
+    if (!(c >= 0xd800 && c <= 0xdbff)) return -1;
+    const d = src.charCodeAt(i + 1);
+    if (!(d >= 0xdc00 && d <= 0xdfff)) return -1;
+    flags |= 2;
+    i += 2;
+  }
+  pos = i + 1;
+  return flags;
+}
+
+/** Passes an integer token spelled canonically (no `-0`, no leading zero, no fraction or exponent). */
+function scanInteger(): number {
+  const start = pos;
+  let i = pos;
+  if (src.charCodeAt(i) === 0x2d) i++;
+  const first = src.charCodeAt(i);
+  if (first === 0x30) {
+    if (i !== start) return GIVE_UP; // -0
+    i++;
+  } else if (first >= 0x31 && first <= 0x39) {
+    i++;
+    for (let c = src.charCodeAt(i); c >= 0x30 && c <= 0x39; c = src.charCodeAt(i)) i++;
+  } else return GIVE_UP;
+  const after = src.charCodeAt(i);
+  // A fraction or exponent (refused or rewritten by the full path), or a digit after a leading 0.
+  if (after === 0x2e || after === 0x65 || after === 0x45 || (after >= 0x30 && after <= 0x39)) return GIVE_UP;
+  if (i - start - (src.charCodeAt(start) === 0x2d ? 1 : 0) > MAX_INTEGER_DIGITS) return GIVE_UP;
+  pos = i;
+  return CLEAN;
+}
+
+/** An object's member as scanned: `text` is its canonical `"key":value`, or null when that is `src[ks, end)`. */
+interface ScannedMember {
+  readonly key: string;
+  readonly ks: number;
+  readonly end: number;
+  readonly text: string | null;
+}
+
+function byKey(a: ScannedMember, b: ScannedMember): number {
+  return compareCodePoints(a.key, b.key);
+}
+
+/** {@link byKey} for keys without surrogates, where UTF-16 order is code point order. */
+function byKeyUnits(a: ScannedMember, b: ScannedMember): number {
+  return a.key < b.key ? -1 : a.key > b.key ? 1 : 0;
+}
+
+/** A member's canonical `"key":value`. */
+function memberText(m: ScannedMember): string {
+  return m.text ?? src.slice(m.ks, m.end);
+}
+
+/**
+ * Passes the object at `pos`, its members sorted by key (a rewrite unless they already are);
+ * the values of the keys in `want` go into `fields`.
+ */
+function scanObject(depth: number, want: ReadonlySet<string>, fields: JsonObject | null): number {
+  if (depth >= 512) return GIVE_UP;
+  const before = rewrites;
+  pos++;
+  const members: ScannedMember[] = [];
+  let sorted = true;
+  let surrogates = false;
+  skipWs();
+  if (src.charCodeAt(pos) === 0x7d) pos++;
+  else {
+    for (;;) {
+      skipWs();
+      if (src.charCodeAt(pos) !== 0x22) return GIVE_UP;
+      const ks = pos;
+      const memberBefore = rewrites;
+      const flags = scanString();
+      if (flags < 0) return GIVE_UP;
+      const ke = pos;
+      // A canonical literal is exactly what JSON.parse reads back, without loss.
+      const key = (flags & 1) === 0 ? src.slice(ks + 1, ke - 1) : (JSON.parse(src.slice(ks, ke)) as string);
+      if ((flags & 2) !== 0) surrogates = true;
+      skipWs();
+      if (src.charCodeAt(pos) !== 0x3a) return GIVE_UP;
+      pos++;
+      skipWs();
+      const vs = pos;
+      const found = scanValue(depth + 1);
+      if (found === GIVE_UP) return GIVE_UP;
+      const value = found === CLEAN ? null : rewritten;
+      const prev = members[members.length - 1];
+      if (prev !== undefined) {
+        const order = surrogates ? compareCodePoints(prev.key, key) : prev.key < key ? -1 : prev.key === key ? 0 : 1;
+        if (order === 0) return GIVE_UP; // a duplicate key, which the full parse refuses
+        if (order > 0) sorted = false;
+      }
+      members.push({ key, ks, end: pos, text: rewrites === memberBefore ? null : `${src.slice(ks, ke)}:${value ?? src.slice(vs, pos)}` });
+      if (fields !== null && want.size > 0 && want.has(key)) fields[key] = fieldValue(value ?? src.slice(vs, pos));
+      skipWs();
+      const c = src.charCodeAt(pos);
+      pos++;
+      if (c === 0x2c) continue;
+      if (c === 0x7d) break;
+      return GIVE_UP;
+    }
+  }
+  if (sorted && rewrites === before) return CLEAN;
+  let ordered = members;
+  if (!sorted) {
+    const known = knownOrder(members);
+    if (known !== null) ordered = known.map((k) => members[k] as ScannedMember);
+    else {
+      ordered = members.slice().sort(surrogates ? byKey : byKeyUnits);
+      // Equal keys that were not neighbours in the document are neighbours now.
+      for (let k = 1; k < ordered.length; k++) if ((ordered[k - 1] as ScannedMember).key === (ordered[k] as ScannedMember).key) return GIVE_UP;
+      rememberOrder(members, ordered);
+    }
+  }
+  rewrites++;
+  let out = '{';
+  for (let k = 0; k < ordered.length; k++) out += k === 0 ? memberText(ordered[k] as ScannedMember) : `,${memberText(ordered[k] as ScannedMember)}`;
+  rewritten = `${out}}`;
+  return REWRITTEN;
+}
+
+/**
+ * The last few key sequences that needed sorting, each with its sorted order (indexes into the
+ * sequence): documents of one kind (receipts) repeat the same keys in the same order, so one sort
+ * serves them all. A sequence is reused only when every key is equal, so the order is the one a
+ * sort would give (and has no duplicates: a sequence with one is never remembered).
+ */
+const orders: { readonly keys: readonly string[]; readonly order: readonly number[] }[] = [];
+const ORDERS_KEPT = 8;
+let nextOrder = 0;
+
+function knownOrder(members: readonly ScannedMember[]): readonly number[] | null {
+  next: for (const o of orders) {
+    if (o.keys.length !== members.length) continue;
+    for (let k = 0; k < members.length; k++) if (o.keys[k] !== (members[k] as ScannedMember).key) continue next;
+    return o.order;
+  }
+  return null;
+}
+
+function rememberOrder(members: readonly ScannedMember[], sorted: readonly ScannedMember[]): void {
+  const index = new Map(members.map((m, k) => [m, k]));
+  orders[nextOrder] = { keys: members.map((m) => m.key), order: sorted.map((m) => index.get(m) as number) };
+  nextOrder = (nextOrder + 1) % ORDERS_KEPT;
+}
+
+/** Passes the array at `pos` (a rewrite when an item is rewritten or whitespace is dropped). */
+function scanArray(depth: number): number {
+  if (depth >= 512) return GIVE_UP;
+  const before = rewrites;
+  pos++;
+  const items: string[] = [];
+  skipWs();
+  if (src.charCodeAt(pos) === 0x5d) pos++;
+  else {
+    for (;;) {
+      skipWs();
+      const vs = pos;
+      const found = scanValue(depth + 1);
+      if (found === GIVE_UP) return GIVE_UP;
+      items.push(found === CLEAN ? src.slice(vs, pos) : rewritten);
+      skipWs();
+      const c = src.charCodeAt(pos);
+      pos++;
+      if (c === 0x2c) continue;
+      if (c === 0x5d) break;
+      return GIVE_UP;
+    }
+  }
+  if (rewrites === before) return CLEAN;
+  rewrites++;
+  rewritten = `[${items.join(',')}]`;
+  return REWRITTEN;
+}
+
+/** A value from its canonical text (which the scan has checked), as {@link parseJson} gives it. */
+function fieldValue(text: string): JsonValue {
+  const c = text.charCodeAt(0);
+  if (c === 0x22 && !text.includes('\\')) return text.slice(1, -1);
+  if (c === 0x2d || (c >= 0x30 && c <= 0x39)) {
+    const n = Number(text);
+    return Number.isSafeInteger(n) ? n : BigInt(text);
+  }
+  if (text === 'null') return null;
+  if (text === 'true') return true;
+  if (text === 'false') return false;
+  return parseJson(text);
+}
