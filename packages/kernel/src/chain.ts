@@ -13,7 +13,8 @@
  *
  * @module
  */
-import { canonicalizeJsonText, isPlainObject, jsonEquals, parseJson, type JsonObject, type JsonValue } from './canonical.js';
+import { isPlainObject, jsonEquals, parseJson, type JsonObject, type JsonValue } from './canonical.js';
+import { canonicalizeJsonText } from './canonical-text.js';
 import { GENESIS_HASH, hashDocument, sha256Tagged } from './hash.js';
 import type { ChainHead, ReceiptRow } from './model.js';
 import { parseTime } from './time.js';

@@ -3,7 +3,8 @@
 // the full path's text, and every text the full path refuses is one the fast path leaves to it.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { canonicalizeJsonText, canonicalJson, isWellFormedString, jsonEquals, parseJson, type JsonObject, type JsonValue } from '../src/canonical.js';
+import { canonicalJson, isWellFormedString, jsonEquals, parseJson, type JsonObject, type JsonValue } from '../src/canonical.js';
+import { canonicalizeJsonText } from '../src/canonical-text.js';
 
 /** A document as a tree, so that a spelling can hold what no JS value can: duplicate keys, floats, -0. */
 type Node =
