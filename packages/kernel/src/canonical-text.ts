@@ -1,18 +1,19 @@
 /**
- * The canonical text of a JSON document given as text, read in one pass over its characters
+ * The canonical form of a JSON document given as text, read in one pass over its characters
  * without building the value: the fast path for hashing stored documents (receipts), which the
  * kernel writes with canonical tokens but keys in the reference's order.
  *
- * {@link canonicalizeJsonText} sorts the keys and drops whitespace itself, and leaves everything
- * else to the full path, `canonicalJson(parseJson(text))`: any text the full parse refuses, and any
- * token spelled otherwise than the canonical form spells it. Whenever it gives a text, the full
- * path gives the same text.
+ * The pass sorts keys and drops whitespace itself, and leaves everything else to the full path,
+ * `canonicalJson(parseJson(text))`: any text the full parse refuses, and any token spelled
+ * otherwise than the canonical form spells it. Whenever it gives a result, the full path gives
+ * the same text (and so the same hash).
  *
  * @module
  */
 import { compareCodePoints, MAX_INTEGER_DIGITS, parseJson, type JsonObject, type JsonValue } from './canonical.js';
+import { sha256Tagged } from './hash.js';
 
-/** Options for {@link canonicalizeJsonText}. */
+/** Options for {@link canonicalizeJsonText} and {@link hashJsonText}. */
 export interface CanonicalizeTextOptions {
   /** Keys of the root object whose values the caller wants (see {@link CanonicalJsonText.fields}). */
   readonly fields?: ReadonlySet<string>;
@@ -30,40 +31,13 @@ export interface CanonicalJsonText {
   readonly fields: JsonObject | null;
 }
 
-// The reader's state, module-wide so that a document costs no closures. A read calls nothing
-// that could start another read, so reads never interleave; each read clears what it held.
-let src = '';
-let pos = 0;
-/** Bumped whenever a value's canonical text is not its own span of `src` (whitespace dropped, members sorted). */
-let rewrites = 0;
-/** The canonical text of the last container passed, when it was rewritten ({@link REWRITTEN}). */
-let rewritten = '';
-/** What a pass found: the value's canonical text is its own span of `src`, or is {@link rewritten}, or the pass gives up. */
-const CLEAN = 0;
-const REWRITTEN = 1;
-const GIVE_UP = -1;
-const NO_FIELDS: ReadonlySet<string> = new Set();
-
-// The members (and array items) of the containers being read, as a stack of parallel arrays: a
-// container owns the slots from where the stack stood when it started, and frees them when done.
-let top = 0;
-let highWater = 0;
-/** Where the key's literal starts (at its quote) and ends (after its quote). */
-const keyStart: number[] = [];
-const keyEnd: number[] = [];
-/** Where the value starts and ends. */
-const valueStart: number[] = [];
-const valueEnd: number[] = [];
-/** {@link ESCAPED_KEY}, {@link SURROGATE_KEY}, {@link MEMBER_CLEAN}, {@link PLAIN_STRING_VALUE}. */
-const slotFlags: number[] = [];
-/** The value's canonical text when it was rewritten, else null (it is `src` from valueStart to valueEnd). */
-const valueText: (string | null)[] = [];
-const ESCAPED_KEY = 1;
-const SURROGATE_KEY = 2;
-/** The member's canonical `"key":value` is its own span of `src`. */
-const MEMBER_CLEAN = 4;
-/** The value is a string without an escape: its characters are `src` between its quotes. */
-const PLAIN_STRING_VALUE = 8;
+/** What {@link hashJsonText} gives for a document it could read in one pass. */
+export interface HashedJsonText {
+  /** `sha256:` and the hex SHA-256 of the canonical UTF-8 bytes: the same as `hashDocument(parseJson(text))`. */
+  readonly hash: string;
+  /** As {@link CanonicalJsonText.fields}. */
+  readonly fields: JsonObject | null;
+}
 
 /**
  * The canonical text of the JSON document `text`, and the values of the root object's `fields`.
@@ -77,35 +51,178 @@ const PLAIN_STRING_VALUE = 8;
  * whitespace between tokens is dropped here, as the full path does.
  */
 export function canonicalizeJsonText(text: string, options: CanonicalizeTextOptions = {}): CanonicalJsonText | null {
+  try {
+    const root = read(text, options.fields ?? NO_FIELDS);
+    if (root === null) return null;
+    return { canonical: root.rewritten ? textOf(root.from, root.to) : src.slice(root.from, root.to), fields: root.fields };
+  } finally {
+    release();
+  }
+}
+
+/**
+ * The hash of the JSON document `text` as `hashDocument(parseJson(text))` computes it, and the
+ * values of the root object's `fields`; `null` exactly when {@link canonicalizeJsonText} gives
+ * `null` (the caller then takes the full path). The canonical bytes are assembled from the
+ * text's own UTF-8 bytes, without building the canonical string.
+ */
+export function hashJsonText(text: string, options: CanonicalizeTextOptions = {}): HashedJsonText | null {
+  try {
+    const root = read(text, options.fields ?? NO_FIELDS);
+    if (root === null) return null;
+    return { hash: sha256Tagged(bytesOf(root)), fields: root.fields };
+  } finally {
+    release();
+  }
+}
+
+// The reader's state, module-wide so that a document costs no closures. A read calls nothing
+// that could start another read, so reads never interleave; each read clears what it held.
+let src = '';
+let pos = 0;
+/** Bumped whenever a value's canonical form is not its own span of `src` (whitespace dropped, members sorted). */
+let rewrites = 0;
+/** What passing a value found: its canonical form is its own span of `src`, or was rewritten, or the pass gives up. */
+const CLEAN = 0;
+const REWRITTEN = 1;
+const GIVE_UP = -1;
+const NO_FIELDS: ReadonlySet<string> = new Set();
+
+// A rewritten container's canonical form, as a list of pieces: pairs (a, b) that are either the
+// span src[a, b) (a ≥ 0), or, for a nested container rewritten too, a reference (−1 − from, to)
+// to its own list, pieces[from, to). A container writes its whole list when it ends, so each
+// list is one run of the array.
+const pieces: number[] = [];
+let piecesTop = 0;
+/** Where the list being written starts (so that touching spans merge only within it). */
+let listStart = 0;
+/** The list of the container that was rewritten last. */
+let rewrittenFrom = 0;
+let rewrittenTo = 0;
+
+function piece(a: number, b: number): void {
+  // A span that starts where the last one ends extends it.
+  if (piecesTop > listStart && pieces[piecesTop - 1] === a && (pieces[piecesTop - 2] as number) >= 0) {
+    pieces[piecesTop - 1] = b;
+    return;
+  }
+  pieces[piecesTop++] = a;
+  pieces[piecesTop++] = b;
+}
+
+// The members (and array items) of the containers being read, as a stack of parallel arrays: a
+// container owns the slots from where the stack stood when it started, and frees them when done.
+let top = 0;
+/** Where the key's literal starts (at its quote) and ends (after its quote), and where its `:` is. */
+const keyStart: number[] = [];
+const keyEnd: number[] = [];
+const colonAt: number[] = [];
+/** Where the value starts and ends in `src`. */
+const valueStart: number[] = [];
+const valueEnd: number[] = [];
+/** A rewritten value's list of pieces. */
+const valueFrom: number[] = [];
+const valueTo: number[] = [];
+/** {@link ESCAPED_KEY}, {@link SURROGATE_KEY}, {@link MEMBER_CLEAN}, {@link PLAIN_STRING_VALUE}, {@link VALUE_REWRITTEN}. */
+const slotFlags: number[] = [];
+const ESCAPED_KEY = 1;
+const SURROGATE_KEY = 2;
+/** The member's canonical `"key":value` is its own span of `src`. */
+const MEMBER_CLEAN = 4;
+/** The value is a string without an escape: its characters are `src` between its quotes. */
+const PLAIN_STRING_VALUE = 8;
+/** The value is a container whose canonical form is its list of pieces. */
+const VALUE_REWRITTEN = 16;
+
+/** The root, once read: its span, or (rewritten) its list of pieces. */
+interface Root {
+  readonly rewritten: boolean;
+  readonly from: number;
+  readonly to: number;
+  readonly fields: JsonObject | null;
+}
+
+function read(text: string, want: ReadonlySet<string>): Root | null {
   if (typeof text !== 'string') return null;
   src = text;
   pos = 0;
   rewrites = 0;
   special = -1;
   top = 0;
-  highWater = 0;
-  try {
-    skipWs();
-    const start = pos;
-    let fields: JsonObject | null = null;
-    let found: number;
-    if (src.charCodeAt(pos) === 0x7b) {
-      fields = Object.create(null) as JsonObject;
-      found = scanObject(0, options.fields ?? NO_FIELDS, fields);
-    } else found = scanValue(0);
-    if (found === GIVE_UP) return null;
-    const end = pos;
-    skipWs();
-    if (pos !== src.length) return null;
-    return { canonical: found === CLEAN ? src.slice(start, end) : rewritten, fields };
-  } finally {
-    src = '';
-    rewritten = '';
-    valueText.fill(null, 0, highWater);
-  }
+  piecesTop = 0;
+  listStart = 0;
+  skipWs();
+  const start = pos;
+  let fields: JsonObject | null = null;
+  let found: number;
+  if (src.charCodeAt(pos) === 0x7b) {
+    fields = Object.create(null) as JsonObject;
+    found = scanObject(0, want, fields);
+  } else found = scanValue(0);
+  if (found === GIVE_UP) return null;
+  const end = pos;
+  skipWs();
+  if (pos !== src.length) return null;
+  return found === CLEAN ? { rewritten: false, from: start, to: end, fields } : { rewritten: true, from: rewrittenFrom, to: rewrittenTo, fields };
 }
 
-/** Passes whitespace; any it passes is dropped from the canonical text (a rewrite). */
+function release(): void {
+  src = '';
+}
+
+/** The text of the list of pieces `pieces[from, to)`. */
+function textOf(from: number, to: number): string {
+  const parts: string[] = [];
+  const collect = (f: number, t: number): void => {
+    for (let p = f; p < t; p += 2) {
+      const a = pieces[p] as number;
+      const b = pieces[p + 1] as number;
+      if (a >= 0) parts.push(src.slice(a, b));
+      else collect(-1 - a, b);
+    }
+  };
+  collect(from, to);
+  return parts.join('');
+}
+
+const utf8 = new TextEncoder();
+/** Kept between reads: the text's UTF-8 bytes, then the canonical bytes assembled from them. */
+let buffer = new Uint8Array(1 << 16);
+/** A larger buffer than this is not kept for the next read. */
+const KEPT_BUFFER = 1 << 22;
+
+/** The canonical UTF-8 bytes of the root (a view valid until the next read). */
+function bytesOf(root: Root): Uint8Array {
+  const n = src.length;
+  let buf = buffer;
+  if (buf.length < 2 * n) {
+    buf = new Uint8Array(2 * n);
+    if (buf.length <= KEPT_BUFFER) buffer = buf;
+  }
+  const { read: taken, written } = utf8.encodeInto(src, buf);
+  // Only when every character is one byte do the text's positions point at its bytes.
+  if (taken !== n || written !== n) return utf8.encode(root.rewritten ? textOf(root.from, root.to) : src.slice(root.from, root.to));
+  if (!root.rewritten) return buf.subarray(root.from, root.to);
+  const end = copyPieces(buf, root.from, root.to, n);
+  return buf.subarray(n, end);
+}
+
+/** Copies the bytes of the list `pieces[from, to)` to `at` (after the text's own bytes); returns where it ends. */
+function copyPieces(buf: Uint8Array, from: number, to: number, at: number): number {
+  let o = at;
+  for (let p = from; p < to; p += 2) {
+    const a = pieces[p] as number;
+    const b = pieces[p + 1] as number;
+    if (a < 0) o = copyPieces(buf, -1 - a, b, o);
+    else if (b - a > 32) {
+      buf.copyWithin(o, a, b);
+      o += b - a;
+    } else for (let i = a; i < b; i++) buf[o++] = buf[i] as number; // a call costs more than a short copy
+  }
+  return o;
+}
+
+/** Passes whitespace; any it passes is dropped from the canonical form (a rewrite). */
 function skipWs(): void {
   // Every token starts above U+0020: most calls end here.
   if (src.charCodeAt(pos) > 0x20) return;
@@ -328,11 +445,22 @@ function wantedIn(seen: KnownKeys, want: ReadonlySet<string>): readonly number[]
   return seen.wanted;
 }
 
-/** The canonical `"key":value` of the member in slot `s`. */
-function memberText(s: number): string {
-  const ks = keyStart[s] as number;
-  if (((slotFlags[s] as number) & MEMBER_CLEAN) !== 0) return src.slice(ks, valueEnd[s] as number);
-  return `${src.slice(ks, keyEnd[s] as number)}:${valueText[s] ?? src.slice(valueStart[s] as number, valueEnd[s] as number)}`;
+/** Adds the canonical form of the value in slot `s` to the list being written. */
+function valuePieces(s: number): void {
+  if (((slotFlags[s] as number) & VALUE_REWRITTEN) !== 0) {
+    pieces[piecesTop++] = -1 - (valueFrom[s] as number);
+    pieces[piecesTop++] = valueTo[s] as number;
+  } else piece(valueStart[s] as number, valueEnd[s] as number);
+}
+
+/** Records the value just passed (from `vs` to `pos`) in slot `s`; a rewritten one with its list. */
+function recordValue(s: number, vs: number, rewritten: boolean): void {
+  valueStart[s] = vs;
+  valueEnd[s] = pos;
+  if (rewritten) {
+    valueFrom[s] = rewrittenFrom;
+    valueTo[s] = rewrittenTo;
+  }
 }
 
 /**
@@ -343,6 +471,8 @@ function scanObject(depth: number, want: ReadonlySet<string>, fields: JsonObject
   if (depth >= 512) return GIVE_UP;
   const before = rewrites;
   const base = top;
+  const start = pos;
+  let comma = -1;
   pos++;
   skipWs();
   if (src.charCodeAt(pos) === 0x7d) pos++;
@@ -357,30 +487,33 @@ function scanObject(depth: number, want: ReadonlySet<string>, fields: JsonObject
       const ke = pos;
       skipWs();
       if (src.charCodeAt(pos) !== 0x3a) return GIVE_UP;
-      pos++;
+      const colon = pos++;
       skipWs();
       const vs = pos;
       const valueBefore = rewrites;
-      // A nested container takes the slots from `top` and frees them before it returns.
       let valueFlags = 0;
       if (src.charCodeAt(pos) === 0x22) {
         const stringFlags = scanString();
         if (stringFlags < 0) return GIVE_UP;
         if ((stringFlags & ESCAPED_KEY) === 0) valueFlags = PLAIN_STRING_VALUE;
+        // A nested container takes the slots from `top` and frees them before it returns.
       } else if (scanValue(depth + 1) === GIVE_UP) return GIVE_UP;
       const s = top++;
-      if (top > highWater) highWater = top;
       keyStart[s] = ks;
       keyEnd[s] = ke;
-      valueStart[s] = vs;
-      valueEnd[s] = pos;
-      // A value is rewritten only when its span lost whitespace or holds a rewritten container.
-      valueText[s] = rewrites === valueBefore ? null : rewritten;
-      slotFlags[s] = flags | valueFlags | (rewrites === memberBefore ? MEMBER_CLEAN : 0);
+      colonAt[s] = colon;
+      // A value is rewritten only when it is a container that was (whitespace inside, keys sorted).
+      const rewritten = rewrites !== valueBefore;
+      recordValue(s, vs, rewritten);
+      slotFlags[s] = flags | valueFlags | (rewritten ? VALUE_REWRITTEN : 0) | (rewrites === memberBefore ? MEMBER_CLEAN : 0);
       skipWs();
       const c = src.charCodeAt(pos);
+      if (c === 0x2c) {
+        if (comma < 0) comma = pos;
+        pos++;
+        continue;
+      }
       pos++;
-      if (c === 0x2c) continue;
       if (c === 0x7d) break;
       return GIVE_UP;
     }
@@ -404,16 +537,27 @@ function scanObject(depth: number, want: ReadonlySet<string>, fields: JsonObject
   if (fields !== null && seen !== null && want.size > 0) {
     for (const k of wantedIn(seen, want)) fields[seen.keys[k] as string] = fieldValue(base + k);
   }
-  let result = CLEAN;
-  if (!sorted || rewrites !== before) {
-    const parts: string[] = [];
-    for (let k = 0; k < end - base; k++) parts.push(memberText(base + (sorted ? k : ((seen as KnownKeys).order[k] as number))));
-    rewritten = `{${parts.join(',')}}`;
-    rewrites++;
-    result = REWRITTEN;
-  }
   top = base;
-  return result;
+  if (sorted && rewrites === before) return CLEAN;
+  // Written from the text's own characters: its braces, one of its commas, its members.
+  listStart = piecesTop;
+  piece(start, start + 1);
+  for (let k = 0; k < end - base; k++) {
+    const s = base + (sorted ? k : ((seen as KnownKeys).order[k] as number));
+    if (k > 0) piece(comma, comma + 1);
+    const flags = slotFlags[s] as number;
+    if ((flags & MEMBER_CLEAN) !== 0) piece(keyStart[s] as number, valueEnd[s] as number);
+    else {
+      piece(keyStart[s] as number, keyEnd[s] as number);
+      piece(colonAt[s] as number, (colonAt[s] as number) + 1);
+      valuePieces(s);
+    }
+  }
+  piece(pos - 1, pos);
+  rewrittenFrom = listStart;
+  rewrittenTo = piecesTop;
+  rewrites++;
+  return REWRITTEN;
 }
 
 /** Passes the array at `pos` (a rewrite when an item is rewritten or whitespace is dropped). */
@@ -421,6 +565,8 @@ function scanArray(depth: number): number {
   if (depth >= 512) return GIVE_UP;
   const before = rewrites;
   const base = top;
+  const start = pos;
+  let comma = -1;
   pos++;
   skipWs();
   if (src.charCodeAt(pos) === 0x5d) pos++;
@@ -428,39 +574,47 @@ function scanArray(depth: number): number {
     for (;;) {
       skipWs();
       const vs = pos;
-      const found = scanValue(depth + 1);
-      if (found === GIVE_UP) return GIVE_UP;
+      const valueBefore = rewrites;
+      if (scanValue(depth + 1) === GIVE_UP) return GIVE_UP;
       const s = top++;
-      if (top > highWater) highWater = top;
-      valueStart[s] = vs;
-      valueEnd[s] = pos;
-      valueText[s] = found === CLEAN ? null : rewritten;
+      const rewritten = rewrites !== valueBefore;
+      recordValue(s, vs, rewritten);
+      slotFlags[s] = rewritten ? VALUE_REWRITTEN : 0;
       skipWs();
       const c = src.charCodeAt(pos);
+      if (c === 0x2c) {
+        if (comma < 0) comma = pos;
+        pos++;
+        continue;
+      }
       pos++;
-      if (c === 0x2c) continue;
       if (c === 0x5d) break;
       return GIVE_UP;
     }
   }
-  let result = CLEAN;
-  if (rewrites !== before) {
-    let out = '[';
-    for (let s = base; s < top; s++) out += `${s === base ? '' : ','}${valueText[s] ?? src.slice(valueStart[s] as number, valueEnd[s] as number)}`;
-    rewritten = `${out}]`;
-    rewrites++;
-    result = REWRITTEN;
-  }
+  const end = top;
   top = base;
-  return result;
+  if (rewrites === before) return CLEAN;
+  listStart = piecesTop;
+  piece(start, start + 1);
+  for (let s = base; s < end; s++) {
+    if (s > base) piece(comma, comma + 1);
+    valuePieces(s);
+  }
+  piece(pos - 1, pos);
+  rewrittenFrom = listStart;
+  rewrittenTo = piecesTop;
+  rewrites++;
+  return REWRITTEN;
 }
 
 /** The value of the member in slot `s` (which the pass has checked), as {@link parseJson} gives it. */
 function fieldValue(s: number): JsonValue {
   const vs = valueStart[s] as number;
   const ve = valueEnd[s] as number;
-  if (((slotFlags[s] as number) & PLAIN_STRING_VALUE) !== 0) return src.slice(vs + 1, ve - 1);
-  const text = valueText[s] ?? src.slice(vs, ve);
+  const flags = slotFlags[s] as number;
+  if ((flags & PLAIN_STRING_VALUE) !== 0) return src.slice(vs + 1, ve - 1);
+  const text = (flags & VALUE_REWRITTEN) !== 0 ? textOf(valueFrom[s] as number, valueTo[s] as number) : src.slice(vs, ve);
   const c = text.charCodeAt(0);
   if (c === 0x2d || (c >= 0x30 && c <= 0x39)) {
     const n = Number(text);

@@ -14,8 +14,8 @@
  * @module
  */
 import { isPlainObject, jsonEquals, parseJson, type JsonObject, type JsonValue } from './canonical.js';
-import { canonicalizeJsonText } from './canonical-text.js';
-import { GENESIS_HASH, hashDocument, sha256Tagged } from './hash.js';
+import { hashJsonText } from './canonical-text.js';
+import { GENESIS_HASH, hashDocument } from './hash.js';
 import type { ChainHead, ReceiptRow } from './model.js';
 import { parseTime } from './time.js';
 
@@ -155,23 +155,20 @@ function columnMismatches(columns: Partial<Record<DuplicatedColumn, unknown>>, d
   return out;
 }
 
-const utf8 = new TextEncoder();
 /** The document fields the walk reads: those the duplicated columns repeat (`prev_hash` among them). */
 const READ_FIELDS: ReadonlySet<string> = new Set(Object.values(DUPLICATED_COLUMNS));
 
 /**
  * Hashes the stored document, or explains why it cannot be hashed. Documents stored as the
- * kernel writes them take {@link canonicalizeJsonText}'s one pass (the canonical text is the
- * same, so is the hash; only the fields the walk reads are built); any other text takes the full
- * parse and rewrite, which refuses what it has always refused, with the same message.
+ * kernel writes them take {@link hashJsonText}'s one pass (the canonical bytes are the same, so
+ * is the hash; only the fields the walk reads are built); any other text takes the full parse
+ * and rewrite, which refuses what it has always refused, with the same message.
  */
 function recompute(json: unknown): { hash: string; document: JsonValue } | { error: string } {
   if (typeof json !== 'string') return { error: `the json column is ${describe(json)}, not JSON text` };
-  const fast = canonicalizeJsonText(json, { fields: READ_FIELDS });
-  if (fast !== null) {
-    // A root that is not an object has no fields: null reads as such (no column, no prev_hash).
-    return { hash: sha256Tagged(utf8.encode(fast.canonical)), document: fast.fields };
-  }
+  const fast = hashJsonText(json, { fields: READ_FIELDS });
+  // A root that is not an object has no fields: null reads as such (no column, no prev_hash).
+  if (fast !== null) return { hash: fast.hash, document: fast.fields };
   try {
     const document = parseJson(json, { what: 'receipt json' });
     return { hash: hashDocument(document, 'receipt'), document };
