@@ -10,25 +10,30 @@
  *
  * @module
  */
-import { compareCodePoints, MAX_INTEGER_DIGITS, parseJson, type JsonObject, type JsonValue } from './canonical.js';
+import { compareCodePoints, MAX_INTEGER_DIGITS, parseJson, type JsonValue } from './canonical.js';
 import { sha256Tagged } from './hash.js';
 
 /** Options for {@link canonicalizeJsonText} and {@link hashJsonText}. */
 export interface CanonicalizeTextOptions {
-  /** Keys of the root object whose values the caller wants (see {@link CanonicalJsonText.fields}). */
-  readonly fields?: ReadonlySet<string>;
+  /**
+   * Keys of the root object whose values the caller wants (see {@link CanonicalJsonText.fields}).
+   * The list is remembered with the key sequences it was asked of: pass the same array each time.
+   */
+  readonly fields?: readonly string[];
 }
+
+/**
+ * The values of the asked-for fields of a root object, in the order they were asked for, as
+ * {@link parseJson} gives them; `undefined` where the object has no such key.
+ */
+export type FieldValues = readonly (JsonValue | undefined)[];
 
 /** What {@link canonicalizeJsonText} gives for a document it could read in one pass. */
 export interface CanonicalJsonText {
   /** The canonical text: the same string as `canonicalJson(parseJson(text))`. */
   readonly canonical: string;
-  /**
-   * When the root is an object: the asked-for {@link CanonicalizeTextOptions.fields} it has, with
-   * the values {@link parseJson} gives them (a prototype-free object); `null` when the root is not
-   * an object.
-   */
-  readonly fields: JsonObject | null;
+  /** When the root is an object, the values of the asked-for {@link CanonicalizeTextOptions.fields}; `null` when it is not. */
+  readonly fields: FieldValues | null;
 }
 
 /** What {@link hashJsonText} gives for a document it could read in one pass. */
@@ -36,7 +41,7 @@ export interface HashedJsonText {
   /** `sha256:` and the hex SHA-256 of the canonical UTF-8 bytes: the same as `hashDocument(parseJson(text))`. */
   readonly hash: string;
   /** As {@link CanonicalJsonText.fields}. */
-  readonly fields: JsonObject | null;
+  readonly fields: FieldValues | null;
 }
 
 /**
@@ -86,7 +91,7 @@ let rewrites = 0;
 const CLEAN = 0;
 const REWRITTEN = 1;
 const GIVE_UP = -1;
-const NO_FIELDS: ReadonlySet<string> = new Set();
+const NO_FIELDS: readonly string[] = [];
 
 // A rewritten container's canonical form, as a list of pieces: pairs (a, b) that are either the
 // span src[a, b) (a ≥ 0), or, for a nested container rewritten too, a reference (−1 − from, to)
@@ -139,10 +144,10 @@ interface Root {
   readonly rewritten: boolean;
   readonly from: number;
   readonly to: number;
-  readonly fields: JsonObject | null;
+  readonly fields: FieldValues | null;
 }
 
-function read(text: string, want: ReadonlySet<string>): Root | null {
+function read(text: string, want: readonly string[]): Root | null {
   if (typeof text !== 'string') return null;
   src = text;
   pos = 0;
@@ -153,10 +158,11 @@ function read(text: string, want: ReadonlySet<string>): Root | null {
   listStart = 0;
   skipWs();
   const start = pos;
-  let fields: JsonObject | null = null;
+  let fields: (JsonValue | undefined)[] | null = null;
   let found: number;
   if (src.charCodeAt(pos) === 0x7b) {
-    fields = Object.create(null) as JsonObject;
+    fields = [];
+    for (let k = 0; k < want.length; k++) fields.push(undefined);
     found = scanObject(0, want, fields);
   } else found = scanValue(0);
   if (found === GIVE_UP) return null;
@@ -374,8 +380,8 @@ interface KnownKeys {
   readonly order: readonly number[];
   /** Whether the sequence is already in canonical order. */
   readonly sorted: boolean;
-  /** The last `fields` set asked of this sequence, and the indexes of its keys in the sequence. */
-  wantedBy: ReadonlySet<string> | null;
+  /** The last `fields` list asked of this sequence, and pairs (index in the sequence, index in the list) of its keys. */
+  wantedBy: readonly string[] | null;
   wanted: readonly number[];
 }
 
@@ -436,10 +442,12 @@ function sortKeys(base: number, end: number): KnownKeys | null {
   return seen;
 }
 
-/** The indexes in `seen` of the keys in `want`. */
-function wantedIn(seen: KnownKeys, want: ReadonlySet<string>): readonly number[] {
+/** Pairs (index in `seen`, index in `want`) of the keys in both. */
+function wantedIn(seen: KnownKeys, want: readonly string[]): readonly number[] {
   if (seen.wantedBy !== want) {
-    seen.wanted = seen.keys.flatMap((key, k) => (want.has(key) ? [k] : []));
+    const wanted: number[] = [];
+    seen.keys.forEach((key, k) => want.forEach((name, w) => (name === key ? wanted.push(k, w) : 0)));
+    seen.wanted = wanted;
     seen.wantedBy = want;
   }
   return seen.wanted;
@@ -465,9 +473,9 @@ function recordValue(s: number, vs: number, rewritten: boolean): void {
 
 /**
  * Passes the object at `pos`, its members sorted by key (a rewrite unless they already are);
- * the values of the keys in `want` go into `fields`.
+ * the values of the keys in `want` go into `fields` (at the key's index in `want`).
  */
-function scanObject(depth: number, want: ReadonlySet<string>, fields: JsonObject | null): number {
+function scanObject(depth: number, want: readonly string[], fields: (JsonValue | undefined)[] | null): number {
   if (depth >= 512) return GIVE_UP;
   const before = rewrites;
   const base = top;
@@ -529,13 +537,14 @@ function scanObject(depth: number, want: ReadonlySet<string>, fields: JsonObject
     const checked = end - base > 1 ? inOrder(base, end) : true;
     if (checked === GIVE_UP) return GIVE_UP;
     sorted = checked;
-    if (!sorted || (fields !== null && want.size > 0)) {
+    if (!sorted || (fields !== null && want.length > 0)) {
       seen = sortKeys(base, end);
       if (seen === null) return GIVE_UP;
     }
   }
-  if (fields !== null && seen !== null && want.size > 0) {
-    for (const k of wantedIn(seen, want)) fields[seen.keys[k] as string] = fieldValue(base + k);
+  if (fields !== null && seen !== null && want.length > 0) {
+    const wanted = wantedIn(seen, want);
+    for (let w = 0; w < wanted.length; w += 2) fields[wanted[w + 1] as number] = fieldValue(base + (wanted[w] as number));
   }
   top = base;
   if (sorted && rewrites === before) return CLEAN;

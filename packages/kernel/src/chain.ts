@@ -76,8 +76,8 @@ interface Entry {
   readonly rawSeq: unknown;
   readonly json: unknown;
   readonly hash: unknown;
-  /** The duplicated columns the row has (a column the caller left off is not compared). */
-  readonly columns: Partial<Record<DuplicatedColumn, unknown>>;
+  /** The duplicated columns, in {@link DUPLICATED}'s order; `undefined` for a column the caller left off (not compared). */
+  readonly columns: readonly unknown[];
 }
 
 /** Stands in for the hash of a row that could not be hashed: no JSON value equals it, so nothing links to it. */
@@ -112,14 +112,13 @@ function position(v: unknown): number | null | undefined {
 /** Reads one row without trusting its shape: a row that cannot be read has no usable `seq`. */
 function entry(row: unknown): Entry {
   try {
-    if (typeof row !== 'object' || row === null) return { seq: undefined, rawSeq: row, json: undefined, hash: undefined, columns: {} };
+    if (typeof row !== 'object' || row === null) return { seq: undefined, rawSeq: row, json: undefined, hash: undefined, columns: [] };
     const r = row as Record<string, unknown>;
     const rawSeq = r['seq'];
-    const columns: Partial<Record<DuplicatedColumn, unknown>> = Object.create(null) as Partial<Record<DuplicatedColumn, unknown>>;
-    for (const c of DUPLICATED) if (r[c] !== undefined) columns[c] = r[c];
+    const columns = DUPLICATED.map((c) => r[c]);
     return { seq: position(rawSeq), rawSeq, json: r['json'], hash: r['hash'], columns };
   } catch (e) {
-    return { seq: undefined, rawSeq: `an unreadable row (${message(e)})`, json: undefined, hash: undefined, columns: {} };
+    return { seq: undefined, rawSeq: `an unreadable row (${message(e)})`, json: undefined, hash: undefined, columns: [] };
   }
 }
 
@@ -140,23 +139,37 @@ function sameAsField(column: DuplicatedColumn, value: unknown, field: JsonValue)
   return value === field;
 }
 
+/** The document fields the duplicated columns repeat (`prev_hash` among them), in {@link DUPLICATED}'s order. */
+const READ_FIELDS: readonly string[] = DUPLICATED.map((c) => DUPLICATED_COLUMNS[c]);
+const PREV_HASH = DUPLICATED.indexOf('prev_hash');
+
+/**
+ * A document's {@link READ_FIELDS}, in that order (`undefined` for a field it does not have), or
+ * null when the document is not an object (then it has none).
+ */
+type Fields = readonly (JsonValue | undefined)[] | null;
+
+function fieldsOf(document: JsonValue): Fields {
+  if (!isPlainObject(document)) return null;
+  return READ_FIELDS.map((f) => (Object.prototype.hasOwnProperty.call(document, f) ? (document[f] as JsonValue) : undefined));
+}
+
 /**
  * The duplicated columns of a row that disagree with its parsed document. A field the document
  * does not have is not compared (an older or newer schema may lack it; a view shows it as null).
  */
-function columnMismatches(columns: Partial<Record<DuplicatedColumn, unknown>>, document: JsonValue): DuplicatedColumn[] {
-  if (!isPlainObject(document)) return [];
+function columnMismatches(columns: readonly unknown[], fields: Fields): DuplicatedColumn[] {
+  if (fields === null) return [];
   const out: DuplicatedColumn[] = [];
-  for (const c of DUPLICATED) {
-    const field = DUPLICATED_COLUMNS[c];
-    if (!(c in columns) || !Object.prototype.hasOwnProperty.call(document, field)) continue;
-    if (!sameAsField(c, columns[c], document[field] as JsonValue)) out.push(c);
+  for (let i = 0; i < DUPLICATED.length; i++) {
+    const value = columns[i];
+    const field = fields[i];
+    if (value === undefined || field === undefined) continue;
+    const c = DUPLICATED[i] as DuplicatedColumn;
+    if (!sameAsField(c, value, field)) out.push(c);
   }
   return out;
 }
-
-/** The document fields the walk reads: those the duplicated columns repeat (`prev_hash` among them). */
-const READ_FIELDS: ReadonlySet<string> = new Set(Object.values(DUPLICATED_COLUMNS));
 
 /**
  * Hashes the stored document, or explains why it cannot be hashed. Documents stored as the
@@ -164,23 +177,16 @@ const READ_FIELDS: ReadonlySet<string> = new Set(Object.values(DUPLICATED_COLUMN
  * is the hash; only the fields the walk reads are built); any other text takes the full parse
  * and rewrite, which refuses what it has always refused, with the same message.
  */
-function recompute(json: unknown): { hash: string; document: JsonValue } | { error: string } {
+function recompute(json: unknown): { hash: string; fields: Fields } | { error: string } {
   if (typeof json !== 'string') return { error: `the json column is ${describe(json)}, not JSON text` };
   const fast = hashJsonText(json, { fields: READ_FIELDS });
-  // A root that is not an object has no fields: null reads as such (no column, no prev_hash).
-  if (fast !== null) return { hash: fast.hash, document: fast.fields };
+  if (fast !== null) return fast;
   try {
     const document = parseJson(json, { what: 'receipt json' });
-    return { hash: hashDocument(document, 'receipt'), document };
+    return { hash: hashDocument(document, 'receipt'), fields: fieldsOf(document) };
   } catch (e) {
     return { error: message(e) };
   }
-}
-
-/** The document's own `prev_hash`, or `undefined` when it has none. */
-function documentPrevHash(document: JsonValue): JsonValue | undefined {
-  if (typeof document !== 'object' || document === null || Array.isArray(document)) return undefined;
-  return Object.prototype.hasOwnProperty.call(document, 'prev_hash') ? document['prev_hash'] : undefined;
 }
 
 function readHead(head: unknown): { seq: number; hash: string } | string {
@@ -327,16 +333,17 @@ export class ChainVerifier {
       } else if (e.hash !== r.hash) {
         this.#break({ name: 'content_altered', seq, detail: `stored hash ${describe(e.hash)} but the document hashes to ${r.hash}` });
       }
-      const wrong = columnMismatches(e.columns, r.document);
+      const wrong = columnMismatches(e.columns, r.fields);
       if (wrong.length > 0) {
-        const doc = r.document as JsonObject;
+        const fields = r.fields as readonly (JsonValue | undefined)[];
         this.#break({
           name: 'column_mismatch',
           seq,
-          detail: wrong.map((c) => `column ${c} is ${describe(e.columns[c])} but the document's ${DUPLICATED_COLUMNS[c]} is ${describe(doc[DUPLICATED_COLUMNS[c]])}`).join('; '),
+          detail: wrong.map((c) => `column ${c} is ${describe(e.columns[DUPLICATED.indexOf(c)])} but the document's ${DUPLICATED_COLUMNS[c]} is ${describe(fields[DUPLICATED.indexOf(c)])}`).join('; '),
         });
       }
-      const prev = documentPrevHash(r.document);
+      // The document's own prev_hash (undefined when it has none).
+      const prev = r.fields === null ? undefined : r.fields[PREV_HASH];
       if (prev !== this.#expectedPrev) {
         const expected = this.#expectedPrev === UNHASHABLE ? 'the previous receipt, which cannot be hashed' : this.#expectedPrev;
         this.#break({ name: 'link_broken', seq, detail: `the document's prev_hash is ${prev === undefined ? 'absent' : describe(prev)}, expected ${expected}` });
@@ -455,6 +462,6 @@ export function receiptView(row: ReceiptRow): ReceiptView {
     prev_hash: text('prev_hash'),
     hash,
     document,
-    mismatched: columnMismatches(e.columns, document),
+    mismatched: columnMismatches(e.columns, fieldsOf(document)),
   };
 }
