@@ -172,8 +172,13 @@ function read(text: string, want: readonly string[]): Root | null {
   return found === CLEAN ? { rewritten: false, from: start, to: end, fields } : { rewritten: true, from: rewrittenFrom, to: rewrittenTo, fields };
 }
 
+/** Slots and pieces beyond this many are not kept for the next read (one huge document should not stay in memory). */
+const KEPT_SLOTS = 1 << 16;
+
 function release(): void {
   src = '';
+  if (pieces.length > 2 * KEPT_SLOTS) pieces.length = 0;
+  if (keyStart.length > KEPT_SLOTS) for (const a of [keyStart, keyEnd, colonAt, valueStart, valueEnd, valueFrom, valueTo, slotFlags]) a.length = 0;
 }
 
 /** The text of the list of pieces `pieces[from, to)`. */

@@ -261,5 +261,12 @@ describe('canonicalizeJsonText: the fast path agrees with the full parse and rew
     expect(canonicalizeJsonText('{"c":1,"b":2,"a":3}')?.canonical).toBe('{"a":3,"b":2,"c":1}');
     expect(canonicalizeJsonText('{"c":1,"b":2,"c":3}')).toBeNull();
     expect(canonicalizeJsonText('{"c":4,"b":5,"a":6}')?.canonical).toBe('{"a":6,"b":5,"c":4}');
+    // A document larger than what the reader keeps between reads, then small ones again.
+    const items = Array.from({ length: 100_000 }, (_, i) => `{"b":${i},"a":"${'x'.repeat(i % 7)}"}`);
+    const big = `[ ${items.join(', ')} ]`;
+    expect(canonicalizeJsonText(big)?.canonical).toBe(canonicalJson(parseJson(big)));
+    expect(hashJsonText(big)?.hash).toBe(hashDocument(parseJson(big)));
+    expect(canonicalizeJsonText('{"b":[ 1 ],"a":{"d":0,"c":1}}')?.canonical).toBe('{"a":{"c":1,"d":0},"b":[1]}');
+    expect(hashJsonText('{"b":[ 1 ],"a":{"d":0,"c":1}}')?.hash).toBe(hashDocument(parseJson('{"a":{"c":1,"d":0},"b":[1]}')));
   });
 });
