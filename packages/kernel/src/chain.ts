@@ -4,7 +4,10 @@
  *
  * The walk hashes what was stored: each row's `json` is parsed with the strict {@link parseJson}
  * and hashed with {@link hashDocument}, never re-rendered, so documents of any receipt schema
- * (v1–v3) written by the original verify as they were written.
+ * (v1–v3) written by the original verify as they were written. A document spelled with canonical
+ * tokens (as every store writes it; only its key order and whitespace differ from the canonical
+ * form) is hashed by {@link hashJsonText} in one pass over its text instead, which gives the same
+ * hash without building the document; any other text takes the full parse.
  *
  * Only the `json` column is hashed; the columns beside it that repeat one of its fields (the
  * {@link DUPLICATED_COLUMNS}) are compared with that field, so an edited `result` or `effect_key`
