@@ -4,7 +4,10 @@
  *
  * The walk hashes what was stored: each row's `json` is parsed with the strict {@link parseJson}
  * and hashed with {@link hashDocument}, never re-rendered, so documents of any receipt schema
- * (v1–v3) written by the original verify as they were written.
+ * (v1–v3) written by the original verify as they were written. A document spelled with canonical
+ * tokens (as every store writes it; only its key order and whitespace differ from the canonical
+ * form) is hashed by {@link hashJsonText} in one pass over its text instead, which gives the same
+ * hash without building the document; any other text takes the full parse.
  *
  * Only the `json` column is hashed; the columns beside it that repeat one of its fields (the
  * {@link DUPLICATED_COLUMNS}) are compared with that field, so an edited `result` or `effect_key`
@@ -14,6 +17,7 @@
  * @module
  */
 import { isPlainObject, jsonEquals, parseJson, type JsonObject, type JsonValue } from './canonical.js';
+import { hashJsonText } from './canonical-text.js';
 import { GENESIS_HASH, hashDocument } from './hash.js';
 import type { ChainHead, ReceiptRow } from './model.js';
 import { parseTime } from './time.js';
@@ -75,8 +79,8 @@ interface Entry {
   readonly rawSeq: unknown;
   readonly json: unknown;
   readonly hash: unknown;
-  /** The duplicated columns the row has (a column the caller left off is not compared). */
-  readonly columns: Partial<Record<DuplicatedColumn, unknown>>;
+  /** The duplicated columns, in {@link DUPLICATED}'s order; `undefined` for a column the caller left off (not compared). */
+  readonly columns: readonly unknown[];
 }
 
 /** Stands in for the hash of a row that could not be hashed: no JSON value equals it, so nothing links to it. */
@@ -111,14 +115,13 @@ function position(v: unknown): number | null | undefined {
 /** Reads one row without trusting its shape: a row that cannot be read has no usable `seq`. */
 function entry(row: unknown): Entry {
   try {
-    if (typeof row !== 'object' || row === null) return { seq: undefined, rawSeq: row, json: undefined, hash: undefined, columns: {} };
+    if (typeof row !== 'object' || row === null) return { seq: undefined, rawSeq: row, json: undefined, hash: undefined, columns: [] };
     const r = row as Record<string, unknown>;
     const rawSeq = r['seq'];
-    const columns: Partial<Record<DuplicatedColumn, unknown>> = Object.create(null) as Partial<Record<DuplicatedColumn, unknown>>;
-    for (const c of DUPLICATED) if (r[c] !== undefined) columns[c] = r[c];
+    const columns = DUPLICATED.map((c) => r[c]);
     return { seq: position(rawSeq), rawSeq, json: r['json'], hash: r['hash'], columns };
   } catch (e) {
-    return { seq: undefined, rawSeq: `an unreadable row (${message(e)})`, json: undefined, hash: undefined, columns: {} };
+    return { seq: undefined, rawSeq: `an unreadable row (${message(e)})`, json: undefined, hash: undefined, columns: [] };
   }
 }
 
@@ -139,36 +142,58 @@ function sameAsField(column: DuplicatedColumn, value: unknown, field: JsonValue)
   return value === field;
 }
 
+/** The document fields the duplicated columns repeat (`prev_hash` among them), in {@link DUPLICATED}'s order. */
+const READ_FIELDS: readonly string[] = DUPLICATED.map((c) => DUPLICATED_COLUMNS[c]);
+const PREV_HASH = DUPLICATED.indexOf('prev_hash');
+
+/**
+ * A document's {@link READ_FIELDS}, in that order (`undefined` for a field it does not have), or
+ * null when the document is not an object (then it has none).
+ */
+type Fields = readonly (JsonValue | undefined)[] | null;
+
+function fieldsOf(document: JsonValue): Fields {
+  if (!isPlainObject(document)) return null;
+  return READ_FIELDS.map((f) => (Object.prototype.hasOwnProperty.call(document, f) ? (document[f] as JsonValue) : undefined));
+}
+
 /**
  * The duplicated columns of a row that disagree with its parsed document. A field the document
  * does not have is not compared (an older or newer schema may lack it; a view shows it as null).
  */
-function columnMismatches(columns: Partial<Record<DuplicatedColumn, unknown>>, document: JsonValue): DuplicatedColumn[] {
-  if (!isPlainObject(document)) return [];
+function columnMismatches(columns: readonly unknown[], fields: Fields): DuplicatedColumn[] {
+  if (fields === null) return [];
   const out: DuplicatedColumn[] = [];
-  for (const c of DUPLICATED) {
-    const field = DUPLICATED_COLUMNS[c];
-    if (!(c in columns) || !Object.prototype.hasOwnProperty.call(document, field)) continue;
-    if (!sameAsField(c, columns[c], document[field] as JsonValue)) out.push(c);
+  for (let i = 0; i < DUPLICATED.length; i++) {
+    const value = columns[i];
+    const field = fields[i];
+    if (value === undefined || field === undefined) continue;
+    const c = DUPLICATED[i] as DuplicatedColumn;
+    if (!sameAsField(c, value, field)) out.push(c);
   }
   return out;
 }
 
-/** Hashes the stored document, or explains why it cannot be hashed. */
-function recompute(json: unknown): { hash: string; document: JsonValue } | { error: string } {
+/**
+ * Hashes the stored document, or explains why it cannot be hashed. Documents stored as the
+ * kernel writes them take {@link hashJsonText}'s one pass (the canonical bytes are the same, so
+ * is the hash; only the fields the walk reads are built); any other text takes the full parse
+ * and rewrite, which refuses what it has always refused, with the same message.
+ */
+function recompute(json: unknown): { hash: string; fields: Fields } | { error: string } {
   if (typeof json !== 'string') return { error: `the json column is ${describe(json)}, not JSON text` };
   try {
+    const fast = hashJsonText(json, { fields: READ_FIELDS });
+    if (fast !== null) return fast;
+  } catch {
+    // Never expected; the full path below decides, as it does for every text the fast one leaves.
+  }
+  try {
     const document = parseJson(json, { what: 'receipt json' });
-    return { hash: hashDocument(document, 'receipt'), document };
+    return { hash: hashDocument(document, 'receipt'), fields: fieldsOf(document) };
   } catch (e) {
     return { error: message(e) };
   }
-}
-
-/** The document's own `prev_hash`, or `undefined` when it has none. */
-function documentPrevHash(document: JsonValue): JsonValue | undefined {
-  if (typeof document !== 'object' || document === null || Array.isArray(document)) return undefined;
-  return Object.prototype.hasOwnProperty.call(document, 'prev_hash') ? document['prev_hash'] : undefined;
 }
 
 function readHead(head: unknown): { seq: number; hash: string } | string {
@@ -315,16 +340,17 @@ export class ChainVerifier {
       } else if (e.hash !== r.hash) {
         this.#break({ name: 'content_altered', seq, detail: `stored hash ${describe(e.hash)} but the document hashes to ${r.hash}` });
       }
-      const wrong = columnMismatches(e.columns, r.document);
+      const wrong = columnMismatches(e.columns, r.fields);
       if (wrong.length > 0) {
-        const doc = r.document as JsonObject;
+        const fields = r.fields as readonly (JsonValue | undefined)[];
         this.#break({
           name: 'column_mismatch',
           seq,
-          detail: wrong.map((c) => `column ${c} is ${describe(e.columns[c])} but the document's ${DUPLICATED_COLUMNS[c]} is ${describe(doc[DUPLICATED_COLUMNS[c]])}`).join('; '),
+          detail: wrong.map((c) => `column ${c} is ${describe(e.columns[DUPLICATED.indexOf(c)])} but the document's ${DUPLICATED_COLUMNS[c]} is ${describe(fields[DUPLICATED.indexOf(c)])}`).join('; '),
         });
       }
-      const prev = documentPrevHash(r.document);
+      // The document's own prev_hash (undefined when it has none).
+      const prev = r.fields === null ? undefined : r.fields[PREV_HASH];
       if (prev !== this.#expectedPrev) {
         const expected = this.#expectedPrev === UNHASHABLE ? 'the previous receipt, which cannot be hashed' : this.#expectedPrev;
         this.#break({ name: 'link_broken', seq, detail: `the document's prev_hash is ${prev === undefined ? 'absent' : describe(prev)}, expected ${expected}` });
@@ -443,6 +469,6 @@ export function receiptView(row: ReceiptRow): ReceiptView {
     prev_hash: text('prev_hash'),
     hash,
     document,
-    mismatched: columnMismatches(e.columns, document),
+    mismatched: columnMismatches(e.columns, fieldsOf(document)),
   };
 }

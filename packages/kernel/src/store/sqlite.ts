@@ -115,7 +115,8 @@ export const sqliteDialect: SqlDialect = Object.freeze({
     listReceipts: `SELECT ${RECEIPT_COLUMNS} FROM receipts ORDER BY seq, rowid`,
     receiptsAfter: `SELECT ${RECEIPT_COLUMNS} FROM receipts WHERE seq > ? ORDER BY seq LIMIT ?`,
     receiptById: `SELECT ${RECEIPT_COLUMNS} FROM receipts WHERE receipt_id = ?`,
-    receiptsInChain: `SELECT ${RECEIPT_COLUMNS} FROM receipts WHERE typeof(seq) = 'integer' AND seq BETWEEN -9007199254740991 AND 9007199254740991 AND seq >= ? AND (seq > ? OR receipt_id > ?) ORDER BY seq, receipt_id LIMIT ?`,
+    // One lower bound on seq, so that the index range starts at the page (with two, SQLite started every page at the chain's first row).
+    receiptsInChain: `SELECT ${RECEIPT_COLUMNS} FROM receipts WHERE typeof(seq) = 'integer' AND seq >= max(?, -9007199254740991) AND seq <= 9007199254740991 AND (seq > ? OR receipt_id > ?) ORDER BY seq, receipt_id LIMIT ?`,
     newestReceiptsInChain: `SELECT * FROM (SELECT ${RECEIPT_COLUMNS} FROM receipts WHERE typeof(seq) = 'integer' AND seq BETWEEN -9007199254740991 AND 9007199254740991 ORDER BY seq DESC, receipt_id DESC LIMIT ?) ORDER BY seq, receipt_id`,
     receiptsOffChain: `SELECT ${RECEIPT_COLUMNS} FROM receipts WHERE NOT (typeof(seq) = 'integer' AND seq BETWEEN -9007199254740991 AND 9007199254740991) AND receipt_id > ? ORDER BY receipt_id LIMIT ?`,
     effectsPage: `SELECT ${EFFECT_COLUMNS} FROM effects WHERE (? IS NULL OR state = ?) AND (COALESCE(created_at, ''), effect_key) > (?, ?) ORDER BY COALESCE(created_at, ''), effect_key LIMIT ?`,
