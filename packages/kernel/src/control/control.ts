@@ -158,8 +158,9 @@ export class Control {
    * With `edit: { arguments }` the human approves edited arguments instead (edit-then-approve).
    * The request must be pending and unexpired (the same refusals as a grant). The edited action
    * has the same name, principal and environment, the new arguments (checked and canonicalised as
-   * `createAction` does), the resource derived again from the policy's `resource:` template (else
-   * the proposed one) and a fresh action id; it is hashed anew and decided again by authority
+   * `createAction` does), the resource derived again from the policy's `resource:` template (with
+   * no template, none; a resource the caller gave, which nothing can derive for other arguments,
+   * refuses the edit with `InvalidArgument`) and a fresh action id; it is hashed anew and decided again by authority
    * and policy. A deny is an `ActionDenied` whose message is the rule's sentence: nothing is
    * written and the request stays pending (an edit never lifts a deny). Otherwise one store
    * transaction answers the request `denied` (approver: the editor; `APPROVAL_DENIED` with

@@ -54,7 +54,19 @@ function editedAction(ctx: ControlContext, original: Action, args: unknown): Act
   if (!isPlainObject(args)) throw new InvalidArgument('edit.arguments must be a plain JSON object of the edited arguments');
   if (Object.prototype.hasOwnProperty.call(args, 'data_scope')) throw new InvalidArgument('edit.arguments may not name data_scope: it is derived by the policy');
   const template = ctx.policy.action(original.name)?.resource ?? null;
-  const resource = template === null ? original.resource : resolveResourceTemplate(template, args as Record<string, unknown>);
+  if (template === null && original.resource !== null) {
+    // The proposed arguments again: a plain grant (the caller's {@link editApproval} compares hashes).
+    const same = createAction({ name: original.name, arguments: args as Record<string, unknown>, principal: original.principal, resource: original.resource, environment: original.environment }, { ids: ctx.ids });
+    if (same.actionHash === original.actionHash) return same;
+    // The caller derived it (protect's own `resource`, a hand-built action) from the proposed
+    // arguments: kept for other arguments it would name another resource in the evidence, and an
+    // effect key rendered from `{resource}` would reserve the proposal's key for the edit.
+    throw new InvalidArgument(
+      `the resource ${JSON.stringify(original.resource)} of ${original.name} was given by its caller, not derived by a 'resource:' template in the policy, so it cannot be derived for edited arguments; ` +
+        `grant or deny the request as proposed, or add a 'resource:' template to the policy's entry for ${original.name}`,
+    );
+  }
+  const resource = template === null ? null : resolveResourceTemplate(template, args as Record<string, unknown>);
   return createAction({ name: original.name, arguments: args as Record<string, unknown>, principal: original.principal, resource, environment: original.environment }, { ids: ctx.ids });
 }
 
