@@ -81,8 +81,16 @@ function pathText(path: Path): string {
   return typeof path.key === 'number' ? `${parent}[${path.key}]` : keyPath(parent, path.key);
 }
 
+/** The deepest nesting of arrays and objects {@link parseJson} reads and the canonical form writes. */
+export const MAX_NESTING = 512;
+
+/** The deepest nesting of an action's arguments (half of {@link MAX_NESTING}: room for every envelope). */
+export const MAX_ARGUMENT_NESTING = 256;
+
 /** Serialises `value` canonically, validating as it goes; `path` names the root in errors. */
-function write(value: unknown, path: Path, out: string[]): void {
+function write(value: unknown, path: Path, out: string[], depth = 0, limit = MAX_NESTING): void {
+  // No deeper than parseJson reads (a deeper or cyclic value is refused, not a stack overflow).
+  if (depth > limit) throw new InvalidArgument(`the value at ${pathText(path)} is nested deeper than ${limit} levels${limit === MAX_NESTING ? ', the most the kernel reads back' : ''}`);
   switch (typeof value) {
     case 'string':
       if (!isWellFormedString(value)) throw new InvalidArgument(`a lone surrogate is not allowed at ${pathText(path)}`);
@@ -116,7 +124,7 @@ function write(value: unknown, path: Path, out: string[]): void {
         for (let i = 0; i < value.length; i++) {
           if (!(i in value)) throw new InvalidArgument(`an array hole is not an allowed argument value at ${pathText({ parent: path, key: i })}`);
           if (i > 0) out.push(',');
-          write(value[i], { parent: path, key: i }, out);
+          write(value[i], { parent: path, key: i }, out, depth + 1, limit);
         }
         out.push(']');
         return;
@@ -131,7 +139,7 @@ function write(value: unknown, path: Path, out: string[]): void {
           if (!first) out.push(',');
           first = false;
           out.push(JSON.stringify(k), ':');
-          write(value[k], { parent: path, key: k }, out);
+          write(value[k], { parent: path, key: k }, out, depth + 1, limit);
         }
         out.push('}');
         return;
@@ -157,7 +165,10 @@ export function canonicalBytes(value: unknown, path = 'value'): Uint8Array {
 
 /** Validates `value` as an allowed argument value and returns a deep-frozen copy. */
 export function freezeValue<T = JsonValue>(value: unknown, path = 'arguments'): T {
-  canonicalJson(value, path);
+  // Arguments are written inside receipts, events and their envelopes (a receipt's edit holds
+  // them two levels down): they stay well within what parseJson reads back, or a stored receipt
+  // would be unreadable and the chain would report it altered.
+  write(value, path, [], 0, MAX_ARGUMENT_NESTING);
   return deepCopy(value, true) as T;
 }
 
@@ -286,7 +297,7 @@ export function parseJson(text: string, options: ParseJsonOptions = {}): JsonVal
     return Number.isSafeInteger(n) ? n : BigInt(tok);
   };
   const value = (depth: number): JsonValue => {
-    if (depth > 512) fail('nesting too deep');
+    if (depth > MAX_NESTING) fail('nesting too deep');
     ws();
     const c = text[i];
     if (c === '{') {

@@ -1,6 +1,7 @@
 // Red team of edit-then-approve in the kernel: each case was a hole before its fix.
 import { describe, expect, it } from 'vitest';
-import { ApprovalRequired, InvalidArgument, createAction, protect } from '@ctrlrun/kernel';
+import fc from 'fast-check';
+import { ApprovalRequired, InvalidArgument, canonicalJson, createAction, parseJson, parseReceipt, protect, verifyChain } from '@ctrlrun/kernel';
 import { setup } from './harness.js';
 
 const NO_TEMPLATES = `schema: ctrlrun.policy/v2
@@ -43,5 +44,65 @@ describe('edit-then-approve, red team: the proposal again', () => {
     const requestId = ((await ctx.control.execute(action, () => 'never').catch((e: unknown) => e)) as ApprovalRequired).requestId;
     const approval = await ctx.control.grantApproval(requestId, { approver: 'alice', edit: { arguments: { amount: 500, payment_id: 'p1' } } });
     expect(approval.approvalId).toBe(requestId);
+  });
+});
+
+/** `leaf` inside `n` arrays. */
+function nested(n: number, leaf: unknown = 1): unknown {
+  let v = leaf;
+  for (let i = 0; i < n; i++) v = [v];
+  return v;
+}
+
+describe('nesting: what the kernel writes it can read back', () => {
+  it('arguments nested deeper than the kernel reads back inside a receipt are refused at createAction and in an edit, and nothing is written (they made the chain report content_altered)', async () => {
+    const ctx = await setup();
+    expect(() => createAction({ name: 'customer.read', arguments: { a: nested(511) } as never, principal: { agent: 'x' } })).toThrow(InvalidArgument);
+    expect(() => createAction({ name: 'customer.read', arguments: { a: nested(300) } as never, principal: { agent: 'x' } })).toThrow(/nested deeper than 256/);
+    const action = createAction({ name: 'stripe.refund', arguments: { payment_id: 'p1', amount: 500000 }, principal: { agent: 'refund-agent' } });
+    const requestId = ((await ctx.control.execute(action, () => 'never').catch((e: unknown) => e)) as ApprovalRequired).requestId;
+    const events = (await ctx.store.events()).length;
+    const err = await ctx.control.grantApproval(requestId, { approver: 'alice', edit: { arguments: { payment_id: 'p1', amount: 400000, note: nested(300) } } }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(InvalidArgument);
+    expect((await ctx.store.events()).length).toBe(events);
+    expect((await ctx.store.getApproval(requestId))?.status).toBe('pending');
+  });
+
+  it('arguments at the limit run, and their receipt (the edit\'s two copies included) parses and the chain verifies', async () => {
+    const ctx = await setup();
+    const deep = nested(255); // the arguments object is level 0, so this leaf is at 256
+    const action = createAction({ name: 'stripe.refund', arguments: { payment_id: 'p1', amount: 500000, note: deep } as never, principal: { agent: 'refund-agent' } });
+    const requestId = ((await ctx.control.execute(action, () => 'never').catch((e: unknown) => e)) as ApprovalRequired).requestId;
+    await ctx.control.grantApproval(requestId, { approver: 'alice', edit: { arguments: { payment_id: 'p1', amount: 400000, note: deep } as never } });
+    await ctx.control.execute(action, () => 'ran', { approvalId: requestId });
+    const rows = await ctx.store.receipts();
+    for (const r of rows) expect(() => parseReceipt(r.json!)).not.toThrow();
+    expect(parseReceipt(rows.at(-1)!.json!).edit).toBeDefined();
+    expect(verifyChain(rows, await ctx.store.chainHead()).ok).toBe(true);
+  });
+
+  it('a cyclic or absurdly deep value is an InvalidArgument, never a stack overflow', () => {
+    const cyclic: Record<string, unknown> = {};
+    cyclic['self'] = cyclic;
+    expect(() => canonicalJson(cyclic)).toThrow(InvalidArgument);
+    expect(() => canonicalJson(nested(200_000))).toThrow(InvalidArgument);
+    expect(() => createAction({ name: 'x', arguments: cyclic as never, principal: { agent: 'a' } })).toThrow(InvalidArgument);
+  });
+
+  it('property: whatever canonicalJson writes, parseJson reads back to the same canonical text', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: 700 }), fc.boolean(), (n, empty) => {
+        const v = empty ? nested(n, []) : nested(n);
+        let text: string;
+        try {
+          text = canonicalJson(v);
+        } catch (err) {
+          expect(err).toBeInstanceOf(InvalidArgument);
+          return;
+        }
+        expect(canonicalJson(parseJson(text))).toBe(text);
+      }),
+      { numRuns: 300 },
+    );
   });
 });
