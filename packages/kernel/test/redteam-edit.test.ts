@@ -106,3 +106,17 @@ describe('nesting: what the kernel writes it can read back', () => {
     );
   });
 });
+
+describe('edit-then-approve, red team: only the arguments', () => {
+  it('an edit naming a principal, environment, resource or name besides its arguments is refused (it was silently ignored), and nothing is written', async () => {
+    const ctx = await setup(NO_TEMPLATES);
+    const action = createAction({ name: 'stripe.refund', arguments: { payment_id: 'p1', amount: 500 }, principal: { agent: 'refund-agent' } });
+    const requestId = ((await ctx.control.execute(action, () => 'never').catch((e: unknown) => e)) as ApprovalRequired).requestId;
+    for (const extra of [{ principal: { agent: 'root' } }, { environment: 'staging' }, { resource: 'payment:p9' }, { name: 'iam.grant_admin' }]) {
+      const edit = { arguments: { payment_id: 'p2', amount: 400 }, ...extra } as unknown as { arguments: Record<string, never> };
+      await expect(ctx.control.grantApproval(requestId, { approver: 'alice', edit })).rejects.toThrow(InvalidArgument);
+    }
+    expect((await ctx.store.getApproval(requestId))?.status).toBe('pending');
+    expect(await ctx.control.approvalEdit(requestId)).toBeNull();
+  });
+});

@@ -81,6 +81,10 @@ export async function editApproval(ctx: ControlContext, requestId: string, optio
   const via = optionalText(options?.via, 'via');
   const edit = options.edit;
   if (!isPlainObject(edit)) throw new InvalidArgument('edit must be { arguments: { … } }');
+  // Only the arguments are edited: a principal, environment, resource or name given here would be
+  // silently ignored, and the caller would believe it had changed who or what was approved.
+  const stray = Object.keys(edit).find((k) => k !== 'arguments');
+  if (stray !== undefined) throw new InvalidArgument(`edit takes only arguments, not ${JSON.stringify(stray)}: the name, principal, environment and resource stay the proposal's (the resource is derived again from the policy)`);
   if (typeof requestId !== 'string' || requestId === '') throw new InvalidArgument('approval_id must be a non-empty string');
   const record = await ctx.store.getApproval(requestId);
   const plan = checkAnswerable(record, requestId, ctx.clock());
