@@ -230,7 +230,7 @@ export function protectTool<INPUT, OUTPUT>(tool: Tool<INPUT, OUTPUT>, options: P
       // never receives arguments its schema refuses or would have changed.
       const found = record.status === 'denied' ? await control.approvalEdit(bound) : null;
       const edit = found !== null && found.proposed === bound ? found : null;
-      if (edit !== null) await admittedUnchanged({ name, inputSchema: tool.inputSchema }, edit.approvedArguments);
+      if (edit !== null && !schemaMade.has(edit.approvedHash)) await admittedUnchanged({ name, inputSchema: tool.inputSchema }, edit.approvedArguments);
       // Granted already through another surface (CLI, worker): presented as is; answered
       // otherwise or expired: presented, and the control path says why it is refused.
       if (record.status === 'pending') await control.grantApproval(bound, { approver });
@@ -258,6 +258,24 @@ interface Guard {
 
 /** The tools this package protected. */
 const guards = new WeakMap<object, Guard>();
+
+/**
+ * The action hashes of edits {@link approveWithEdit} granted in this process: their arguments are
+ * the tool's input schema's own output, so execute runs them as they are (a schema whose
+ * transforms are not idempotent would refuse its own output). An edit granted anywhere else must
+ * be a fixed point of the schema. At most 10 000 remembered, oldest forgotten first.
+ */
+const schemaMade = (() => {
+  const seen = new Set<string>();
+  return {
+    add(hash: string) {
+      seen.delete(hash);
+      seen.add(hash);
+      if (seen.size > 10_000) seen.delete(seen.values().next().value as string);
+    },
+    has: (hash: string) => seen.has(hash),
+  };
+})();
 
 /** Options of {@link approveWithEdit}. */
 export interface ApproveWithEditOptions {
@@ -320,7 +338,8 @@ export async function approveWithEdit(tools: ToolSet, options: ApproveWithEditOp
       message: `${guard.name}: tool call ${JSON.stringify(toolCallId)} was asked as ${record.request.action.name}, not ${guard.name} (the history names another tool); nothing was granted`,
     });
   }
-  await guard.control.grantApproval(requestId, { approver, edit: { arguments: edited } });
+  const granted = await guard.control.grantApproval(requestId, { approver, edit: { arguments: edited } });
+  schemaMade.add(granted.actionHash);
   return { role: 'tool', content: [{ type: 'tool-approval-response', approvalId, approved: true, reason: `approved with edited arguments by ${approver}` }] };
 }
 

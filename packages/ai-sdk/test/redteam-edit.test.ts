@@ -88,3 +88,28 @@ describe('AI SDK edit-then-approve, red team', () => {
     expect(set.refunds).toEqual([{ payment_id: 'p_2', amount: 300000 }]);
   });
 });
+
+describe('AI SDK edit-then-approve: a schema that changes types', () => {
+  it('approveWithEdit of a tool whose schema turns a string into a number runs its own output once (the execute-time check does not refuse it)', async () => {
+    const ctx = await setup();
+    const refunds: unknown[] = [];
+    const set = {
+      refund: tool({
+        description: 'Refund a payment',
+        inputSchema: z.object({ payment_id: z.string(), amount: z.string().transform(Number) }),
+        execute: async (input) => {
+          refunds.push(input);
+          return { ok: true };
+        },
+      }),
+    };
+    const model = scriptedModel([callsTool('c1', 'refund', { payment_id: 'p1', amount: '500000' }), says('done')]);
+    const protectedTools = protectTools(set, { control: ctx.control, names: { refund: 'stripe.refund' } });
+    const first = await generateText({ model, tools: protectedTools, prompt: 'refund' });
+    const request = first.content.find((p) => p.type === 'tool-approval-request') as { approvalId: string };
+    const messages: ModelMessage[] = [{ role: 'user', content: 'refund' }, ...first.response.messages];
+    messages.push(await approveWithEdit(protectedTools, { messages, approvalId: request.approvalId, arguments: { payment_id: 'p1', amount: '300000' }, approver: 'human:ana' }));
+    await generateText({ model, tools: protectedTools, messages });
+    expect(refunds).toEqual([{ payment_id: 'p1', amount: 300000 }]);
+  });
+});
