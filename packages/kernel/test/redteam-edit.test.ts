@@ -62,7 +62,7 @@ describe('nesting: what the kernel writes it can read back', () => {
     const action = createAction({ name: 'stripe.refund', arguments: { payment_id: 'p1', amount: 500000 }, principal: { agent: 'refund-agent' } });
     const requestId = ((await ctx.control.execute(action, () => 'never').catch((e: unknown) => e)) as ApprovalRequired).requestId;
     const events = (await ctx.store.events()).length;
-    const err = await ctx.control.grantApproval(requestId, { approver: 'alice', edit: { arguments: { payment_id: 'p1', amount: 400000, note: nested(300) } } }).catch((e: unknown) => e);
+    const err = await ctx.control.grantApproval(requestId, { approver: 'alice', edit: { arguments: { payment_id: 'p1', amount: 400000, note: nested(300) } as never } }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(InvalidArgument);
     expect((await ctx.store.events()).length).toBe(events);
     expect((await ctx.store.getApproval(requestId))?.status).toBe('pending');
@@ -118,5 +118,45 @@ describe('edit-then-approve, red team: only the arguments', () => {
     }
     expect((await ctx.store.getApproval(requestId))?.status).toBe('pending');
     expect(await ctx.control.approvalEdit(requestId)).toBeNull();
+  });
+});
+
+describe('edit-then-approve, red team: who and how often', () => {
+  async function edited(ctx: Awaited<ReturnType<typeof setup>>) {
+    const action = createAction({ name: 'stripe.refund', arguments: { payment_id: 'p1', amount: 500000 }, principal: { agent: 'refund-agent' } });
+    const requestId = ((await ctx.control.execute(action, () => 'never').catch((e: unknown) => e)) as ApprovalRequired).requestId;
+    const approval = await ctx.control.grantApproval(requestId, { approver: 'alice', edit: { arguments: { payment_id: 'p1', amount: 400000 } } });
+    return { action, requestId, approval };
+  }
+
+  it('another principal presenting the proposal\'s id, or the edited id, runs nothing; another action name with the edited arguments neither', async () => {
+    const ctx = await setup();
+    const { requestId, approval } = await edited(ctx);
+    const ran: unknown[] = [];
+    const other = createAction({ name: 'stripe.refund', arguments: { payment_id: 'p1', amount: 500000 }, principal: { agent: 'other-agent' } });
+    const otherEdited = createAction({ name: 'stripe.refund', arguments: { payment_id: 'p1', amount: 400000 }, principal: { agent: 'other-agent' } });
+    const renamed = createAction({ name: 'customer.read', arguments: { payment_id: 'p1', amount: 400000 }, principal: { agent: 'refund-agent' } });
+    for (const [a, id] of [[other, requestId], [otherEdited, approval.approvalId], [renamed, approval.approvalId]] as const) {
+      await ctx.control.execute(a, () => void ran.push(a.name), { approvalId: id }).catch(() => undefined);
+    }
+    // customer.read is allowed by policy: it runs as itself, and the edited grant is not consumed by it.
+    expect(ran).toEqual(['customer.read']);
+    expect((await ctx.store.getApproval(approval.approvalId))?.status).toBe('granted');
+  });
+
+  it('the proposal\'s id and the edited id presented at once, many times: the edit runs exactly once', async () => {
+    const ctx = await setup();
+    const { action, requestId, approval } = await edited(ctx);
+    const editedAction = createAction({ name: 'stripe.refund', arguments: { payment_id: 'p1', amount: 400000 }, principal: { agent: 'refund-agent' } });
+    const ran: unknown[] = [];
+    await Promise.allSettled(
+      Array.from({ length: 8 }, (_v, i) =>
+        i % 2 === 0
+          ? ctx.control.execute(action, (args) => void ran.push(args), { approvalId: requestId })
+          : ctx.control.execute(editedAction, (args) => void ran.push(args), { approvalId: approval.approvalId }),
+      ),
+    );
+    expect(ran).toEqual([{ payment_id: 'p1', amount: 400000 }]);
+    expect((await ctx.store.getApproval(approval.approvalId))?.status).toBe('consumed');
   });
 });
