@@ -160,3 +160,22 @@ describe('edit-then-approve, red team: who and how often', () => {
     expect((await ctx.store.getApproval(approval.approvalId))?.status).toBe('consumed');
   });
 });
+
+describe('edit-then-approve, red team: the link from the proposal', () => {
+  it('a failed presentation of the proposal\'s id (another principal) writes no answer on it, and the edit still runs for the agent that proposed it, once', async () => {
+    const ctx = await setup();
+    const action = createAction({ name: 'stripe.refund', arguments: { payment_id: 'p1', amount: 500000 }, principal: { agent: 'refund-agent' } });
+    const requestId = ((await ctx.control.execute(action, () => 'never').catch((e: unknown) => e)) as ApprovalRequired).requestId;
+    const approval = await ctx.control.grantApproval(requestId, { approver: 'alice', edit: { arguments: { payment_id: 'p1', amount: 400000 } } });
+    // Another principal presents the proposal's id: a mismatch (the hash is checked before the
+    // status), so no second APPROVAL_DENIED hides the edit's (the one approvalEdit reads).
+    const other = createAction({ name: 'stripe.refund', arguments: { payment_id: 'p1', amount: 500000 }, principal: { agent: 'other-agent' } });
+    await expect(ctx.control.execute(other, () => 'never', { approvalId: requestId })).rejects.toThrow();
+    expect((await ctx.store.events()).filter((e) => e.type === 'APPROVAL_DENIED' && e.approvalId === requestId)).toHaveLength(1);
+    // The edit is still found from the proposal, and the proposer's call runs it.
+    expect((await ctx.control.approvalEdit(requestId))?.approved).toBe(approval.approvalId);
+    const ran: unknown[] = [];
+    await ctx.control.execute(action, (args) => void ran.push(args), { approvalId: requestId });
+    expect(ran).toEqual([{ payment_id: 'p1', amount: 400000 }]);
+  });
+});
