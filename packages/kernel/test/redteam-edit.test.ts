@@ -179,3 +179,30 @@ describe('edit-then-approve, red team: the link from the proposal', () => {
     expect(ran).toEqual([{ payment_id: 'p1', amount: 400000 }]);
   });
 });
+
+describe('edit-then-approve, red team: the effect key a caller gave', () => {
+  it('a caller\'s effectKey that is the policy template\'s key for the proposal is rendered again for the edit: the edit never reserves the proposal\'s key', async () => {
+    const ctx = await setup(); // REFUND_POLICY: effect "refund:{payment_id}"
+    const action = createAction({ name: 'stripe.refund', arguments: { payment_id: 'p1', amount: 500000 }, principal: { agent: 'refund-agent' } });
+    const requestId = ((await ctx.control.execute(action, () => 'never', { effectKey: 'refund:p1' }).catch((e: unknown) => e)) as ApprovalRequired).requestId;
+    await ctx.control.grantApproval(requestId, { approver: 'alice', edit: { arguments: { payment_id: 'p2', amount: 400000 } } });
+    const keys: (string | null)[] = [];
+    await ctx.control.execute(action, (_a, c) => void keys.push(c.effectKey), { approvalId: requestId, effectKey: 'refund:p1' });
+    expect(keys).toEqual(['refund:p2']);
+    expect(await ctx.store.getEffect('refund:p1')).toBeNull();
+    // p1 itself can still be refunded (allowed amount), under its own key.
+    const p1 = createAction({ name: 'stripe.refund', arguments: { payment_id: 'p1', amount: 100 }, principal: { agent: 'refund-agent' } });
+    await ctx.control.execute(p1, () => void keys.push('p1 ran'));
+    expect(keys).toEqual(['refund:p2', 'p1 ran']);
+  });
+
+  it('a caller\'s own key (not the template\'s for the proposal) is kept for the edit: it names the caller\'s request, not the arguments', async () => {
+    const ctx = await setup();
+    const action = createAction({ name: 'stripe.refund', arguments: { payment_id: 'p1', amount: 500000 }, principal: { agent: 'refund-agent' } });
+    const requestId = ((await ctx.control.execute(action, () => 'never', { effectKey: 'order-77' }).catch((e: unknown) => e)) as ApprovalRequired).requestId;
+    await ctx.control.grantApproval(requestId, { approver: 'alice', edit: { arguments: { payment_id: 'p2', amount: 400000 } } });
+    const keys: (string | null)[] = [];
+    await ctx.control.execute(action, (_a, c) => void keys.push(c.effectKey), { approvalId: requestId, effectKey: 'order-77' });
+    expect(keys).toEqual(['order-77']);
+  });
+});
