@@ -179,7 +179,9 @@ export class Control {
    * request id while the edited grant is unused, the proposal's `ApprovalRequired` names the
    * original request (no second request is filed). The receipt of an action
    * run under an edited grant carries an `edit` object. The caller's own `effectKey`, if it gives
-   * one, is kept; a key from a template is resolved against the edited arguments.
+   * one, is kept — unless it is the effect template's key for the proposed arguments, which is
+   * rendered again for the edited ones (the edit never reserves the proposal's key); a key from a
+   * template is resolved against the edited arguments.
    */
   async grantApproval(requestId: string, options: GrantOptions): Promise<Approval> {
     if (options !== null && typeof options === 'object' && options.edit !== undefined) return editApproval(this.#ctx, requestId, options);
