@@ -206,3 +206,17 @@ describe('edit-then-approve, red team: the effect key a caller gave', () => {
     expect(keys).toEqual(['order-77']);
   });
 });
+
+describe('edit-then-approve, red team: an edit that could never run', () => {
+  it('edited arguments the policy\'s effect template cannot render are refused naming the placeholder, and nothing is written (they were granted, the proposal denied, and the run refused)', async () => {
+    const ctx = await setup(); // effect "refund:{payment_id}"
+    const action = createAction({ name: 'stripe.refund', arguments: { payment_id: 'p1', amount: 500000 }, principal: { agent: 'refund-agent' } });
+    const requestId = ((await ctx.control.execute(action, () => 'never').catch((e: unknown) => e)) as ApprovalRequired).requestId;
+    const events = (await ctx.store.events()).length;
+    const err = await ctx.control.grantApproval(requestId, { approver: 'alice', edit: { arguments: { amount: 400000 } } }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(InvalidArgument);
+    expect((err as Error).message).toMatch(/payment_id/);
+    expect((await ctx.store.events()).length).toBe(events);
+    expect((await ctx.store.getApproval(requestId))?.status).toBe('pending');
+  });
+});

@@ -10,9 +10,9 @@
 import { createAction, type Action } from '../action.js';
 import { isPlainObject, type JsonObject } from '../canonical.js';
 import { checkActor } from '../effects.js';
-import { ActionDenied, InvalidArgument } from '../errors.js';
+import { ActionDenied, EffectKeyError, InvalidArgument } from '../errors.js';
 import type { Approval, EventDraft, EventRecord } from '../model.js';
-import { explainDecision, resolveResourceTemplate } from '../policy/index.js';
+import { explainDecision, resolveEffectTemplate, resolveResourceTemplate } from '../policy/index.js';
 import type { ApprovalEditResult } from '../store/state-store.js';
 import { evidenceTime, parseTime } from '../time.js';
 import { checkAnswerable } from '../approvals.js';
@@ -67,7 +67,19 @@ function editedAction(ctx: ControlContext, original: Action, args: unknown): Act
     );
   }
   const resource = template === null ? null : resolveResourceTemplate(template, args as Record<string, unknown>);
-  return createAction({ name: original.name, arguments: args as Record<string, unknown>, principal: original.principal, resource, environment: original.environment }, { ids: ctx.ids });
+  const edited = createAction({ name: original.name, arguments: args as Record<string, unknown>, principal: original.principal, resource, environment: original.environment }, { ids: ctx.ids });
+  // Arguments the policy's effect template cannot render could never run (the run is refused
+  // with effect_key_error): refused now, before the proposal is answered.
+  const effect = ctx.policy.action(original.name)?.effect ?? null;
+  if (effect !== null) {
+    try {
+      resolveEffectTemplate(effect, edited.canonicalArguments, edited.resource);
+    } catch (err) {
+      if (!(err instanceof EffectKeyError)) throw err;
+      throw new InvalidArgument(`the edited arguments cannot make ${original.name}'s effect key (${effect}): ${err.message}; nothing was written`);
+    }
+  }
+  return edited;
 }
 
 /**
