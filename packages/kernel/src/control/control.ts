@@ -160,7 +160,8 @@ export class Control {
    * has the same name, principal and environment, the new arguments (checked and canonicalised as
    * `createAction` does), the resource derived again from the policy's `resource:` template (with
    * no template, none; a resource the caller gave, which nothing can derive for other arguments,
-   * refuses the edit with `InvalidArgument`) and a fresh action id; it is hashed anew and decided again by authority
+   * refuses the edit with `InvalidArgument`; so do arguments the policy's effect template cannot
+   * render) and a fresh action id; it is hashed anew and decided again by authority
    * and policy. A deny is an `ActionDenied` whose message is the rule's sentence: nothing is
    * written and the request stays pending (an edit never lifts a deny). Otherwise one store
    * transaction answers the request `denied` (approver: the editor; `APPROVAL_DENIED` with
