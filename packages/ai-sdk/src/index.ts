@@ -10,6 +10,7 @@ import { asSchema, type ModelMessage, type Tool, type ToolExecutionOptions, type
 import {
   ApprovalMismatch,
   InvalidArgument,
+  canonicalJson,
   checkActor,
   editedToolResult,
   protect,
@@ -223,14 +224,18 @@ export function protectTool<INPUT, OUTPUT>(tool: Tool<INPUT, OUTPUT>, options: P
         if (record.status === 'pending') await control.denyApproval(bound, { approver });
         throw new ApprovalMismatch('denied', { approvalId: bound, message: `${name}: the human denied this call${answer.reason ? ` (${answer.reason})` : ''}` });
       }
+      // Answered with an edit (approveWithEdit, or another surface): the edited arguments run,
+      // and the model is told so, with them. An edit from a surface that never saw this tool's
+      // input schema (CLI, worker, inbox) runs only if the schema admits it unchanged: execute
+      // never receives arguments its schema refuses or would have changed.
+      const found = record.status === 'denied' ? await control.approvalEdit(bound) : null;
+      const edit = found !== null && found.proposed === bound ? found : null;
+      if (edit !== null && !schemaMade.has(edit.approvedHash)) await admittedUnchanged({ name, inputSchema: tool.inputSchema }, edit.approvedArguments);
       // Granted already through another surface (CLI, worker): presented as is; answered
       // otherwise or expired: presented, and the control path says why it is refused.
       if (record.status === 'pending') await control.grantApproval(bound, { approver });
       const output = (await run(args, { ...call, approvalId: bound })) as OUTPUT;
-      // Answered with an edit (approveWithEdit, or another surface): the edited arguments ran,
-      // and the model is told so, with them.
-      const edit = record.status === 'denied' ? await control.approvalEdit(bound) : null;
-      return edit !== null && edit.proposed === bound ? editedToolResult(edit, output) : output;
+      return edit !== null ? editedToolResult(edit, output) : output;
     } catch (err) {
       const refusal = toolRefusal(err, await refusalContext(control, () => run.action(args, call)));
       if (refusal === null) throw err;
@@ -253,6 +258,24 @@ interface Guard {
 
 /** The tools this package protected. */
 const guards = new WeakMap<object, Guard>();
+
+/**
+ * The action hashes of edits {@link approveWithEdit} granted in this process: their arguments are
+ * the tool's input schema's own output, so execute runs them as they are (a schema whose
+ * transforms are not idempotent would refuse its own output). An edit granted anywhere else must
+ * be a fixed point of the schema. At most 10 000 remembered, oldest forgotten first.
+ */
+const schemaMade = (() => {
+  const seen = new Set<string>();
+  return {
+    add(hash: string) {
+      seen.delete(hash);
+      seen.add(hash);
+      if (seen.size > 10_000) seen.delete(seen.values().next().value as string);
+    },
+    has: (hash: string) => seen.has(hash),
+  };
+})();
 
 /** Options of {@link approveWithEdit}. */
 export interface ApproveWithEditOptions {
@@ -306,12 +329,44 @@ export async function approveWithEdit(tools: ToolSet, options: ApproveWithEditOp
   if (typeof requestId !== 'string') {
     throw new ApprovalMismatch('unknown', { message: `${guard.name}: no approval request was asked for tool call ${JSON.stringify(toolCallId)} here; nothing was granted` });
   }
-  await guard.control.grantApproval(requestId, { approver, edit: { arguments: edited } });
+  // The history is the client's: its tool name is a claim. The edit is checked against the schema
+  // of the tool whose action the request was filed for, never another tool's.
+  const record = await guard.control.store.getApproval(requestId);
+  if (record !== null && record.request.action.name !== guard.name) {
+    throw new ApprovalMismatch('mismatch', {
+      approvalId: requestId,
+      message: `${guard.name}: tool call ${JSON.stringify(toolCallId)} was asked as ${record.request.action.name}, not ${guard.name} (the history names another tool); nothing was granted`,
+    });
+  }
+  const granted = await guard.control.grantApproval(requestId, { approver, edit: { arguments: edited } });
+  schemaMade.add(granted.actionHash);
   return { role: 'tool', content: [{ type: 'tool-approval-response', approvalId, approved: true, reason: `approved with edited arguments by ${approver}` }] };
 }
 
+/**
+ * Refuses (`InvalidArgument`) edited arguments the tool's input schema refuses or would change
+ * (defaults, coercions, stripped keys): the grant is bound to their hash, so they must already be
+ * what the schema makes of them.
+ */
+async function admittedUnchanged(guard: Pick<Guard, 'name' | 'inputSchema'>, args: JsonObject): Promise<void> {
+  let parsed: JsonObject;
+  try {
+    parsed = await validEdit(guard, args);
+  } catch (err) {
+    if (!(err instanceof InvalidArgument)) throw err;
+    throw new InvalidArgument(`${err.message}; the edit was approved elsewhere, and the tool did not run`);
+  }
+  let same: boolean;
+  try {
+    same = canonicalJson(parsed) === canonicalJson(args);
+  } catch {
+    same = false;
+  }
+  if (!same) throw new InvalidArgument(`${guard.name}: the tool's input schema changes the edited arguments, which were approved as they are; the tool did not run`);
+}
+
 /** The edited arguments as the tool's input schema makes them; else `InvalidArgument` naming why. */
-async function validEdit(guard: Guard, args: unknown): Promise<JsonObject> {
+async function validEdit(guard: Pick<Guard, 'name' | 'inputSchema'>, args: unknown): Promise<JsonObject> {
   if (typeof args !== 'object' || args === null || Array.isArray(args)) throw new InvalidArgument(`${guard.name}: the edited arguments must be a plain object`);
   const schema = guard.inputSchema === undefined ? undefined : asSchema(guard.inputSchema as Parameters<typeof asSchema>[0]);
   if (schema?.validate === undefined) return args as JsonObject;

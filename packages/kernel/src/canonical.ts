@@ -81,6 +81,12 @@ function pathText(path: Path): string {
   return typeof path.key === 'number' ? `${parent}[${path.key}]` : keyPath(parent, path.key);
 }
 
+/** The deepest nesting of arrays and objects {@link parseJson} reads and the canonical form writes. */
+export const MAX_NESTING = 512;
+
+/** The deepest nesting of an action's arguments (half of {@link MAX_NESTING}: room for every envelope). */
+export const MAX_ARGUMENT_NESTING = 256;
+
 /** `path` itself, or the child `key` of `parent`: a chain link is made only where one is needed. */
 function at(parent: Path, key: string | number | undefined): Path {
   return key === undefined ? parent : { parent, key };
@@ -109,7 +115,9 @@ function sortedKeys(value: object): string[] {
  * (or is the root named `parent` when `key` is undefined); the chain is built only for a
  * container's children or a refusal.
  */
-function write(value: unknown, parent: Path, key: string | number | undefined): string {
+function write(value: unknown, parent: Path, key: string | number | undefined, depth = 0, limit = MAX_NESTING): string {
+  // No deeper than parseJson reads (a deeper or cyclic value is refused, not a stack overflow).
+  if (depth > limit) throw new InvalidArgument(`the value at ${pathText(at(parent, key))} is nested deeper than ${limit} levels${limit === MAX_NESTING ? ', the most the kernel reads back' : ''}`);
   switch (typeof value) {
     case 'string':
       if (!isWellFormedString(value)) throw new InvalidArgument(`a lone surrogate is not allowed at ${pathText(at(parent, key))}`);
@@ -137,7 +145,7 @@ function write(value: unknown, parent: Path, key: string | number | undefined): 
         for (let i = 0; i < value.length; i++) {
           if (!(i in value)) throw new InvalidArgument(`an array hole is not an allowed argument value at ${pathText({ parent: path, key: i })}`);
           if (i > 0) out += ',';
-          out += write(value[i], path, i);
+          out += write(value[i], path, i, depth + 1, limit);
         }
         return out + ']';
       }
@@ -149,7 +157,7 @@ function write(value: unknown, parent: Path, key: string | number | undefined): 
           const k = keys[i]!;
           if (!isWellFormedString(k)) throw new InvalidArgument(`a key with a lone surrogate is not allowed at ${pathText(path)}`);
           if (i > 0) out += ',';
-          out += JSON.stringify(k) + ':' + write(value[k], path, k);
+          out += JSON.stringify(k) + ':' + write(value[k], path, k, depth + 1, limit);
         }
         return out + '}';
       }
@@ -173,7 +181,10 @@ export function canonicalBytes(value: unknown, path = 'value'): Uint8Array {
 
 /** Validates `value` as an allowed argument value and returns a deep-frozen copy. */
 export function freezeValue<T = JsonValue>(value: unknown, path = 'arguments'): T {
-  canonicalJson(value, path);
+  // Arguments are written inside receipts, events and their envelopes (a receipt's edit holds
+  // them two levels down): they stay well within what parseJson reads back, or a stored receipt
+  // would be unreadable and the chain would report it altered.
+  write(value, path, undefined, 0, MAX_ARGUMENT_NESTING);
   return deepCopy(value, true) as T;
 }
 
@@ -302,7 +313,7 @@ export function parseJson(text: string, options: ParseJsonOptions = {}): JsonVal
     return Number.isSafeInteger(n) ? n : BigInt(tok);
   };
   const value = (depth: number): JsonValue => {
-    if (depth > 512) fail('nesting too deep');
+    if (depth > MAX_NESTING) fail('nesting too deep');
     ws();
     const c = text[i];
     if (c === '{') {

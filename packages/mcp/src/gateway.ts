@@ -29,7 +29,9 @@ import {
   ApprovalRequired,
   ApprovalTimeout,
   AuthorityDenied,
+  canonicalJson,
   createAction,
+  editedToolResult,
   DuplicateEffect,
   EffectKeyError,
   IdentityError,
@@ -40,6 +42,7 @@ import {
   NotExecuted,
   resolveEffectTemplate,
   resolveResourceTemplate,
+  unusedEditFor,
   type Action,
   type ApprovalProvider,
   callbackSink,
@@ -377,6 +380,10 @@ export class Gateway {
     if (granted !== null) return granted.approvalId;
     const denied = await store.findDeniedRequest(action.actionHash);
     if (denied !== null) {
+      // Answered with an edit whose grant is unused: not a denial. Presenting the proposed request,
+      // the control path runs the edited arguments, once.
+      const edit = await unusedEditFor(this.control, action);
+      if (edit !== null) return edit.proposed;
       throw gatewayError('approvalDenied', `${action.name}: a human denied this exact call (request ${denied.request.requestId})`, { request_id: denied.request.requestId });
     }
     const template = this.control.policy.action(action.name)?.effect ?? null;
@@ -428,7 +435,10 @@ export class Gateway {
     const options: ExecuteOptions = { approvalId };
     try {
       const { value, receipt } = await this.control.executeWithReceipt(action, executor, options);
-      return withReceipt(value, { action_id: action.actionId, receipt_id: receipt.document["receipt_id"] ?? null, effect_key: effectKey, result: 'committed', attempt });
+      // Run under a grant a human gave with edited arguments: the agent is told what ran.
+      const edit = isPlainObject(receipt.document['edit']) ? (receipt.document['edit'] as JsonObject) : null;
+      const meta = { action_id: receipt.document['action_id'] ?? action.actionId, receipt_id: receipt.document['receipt_id'] ?? null, effect_key: effectKey, result: 'committed', attempt, ...(edit === null ? {} : { edit }) };
+      return withReceipt(edit === null ? value : withEditNote(value, edit, receipt.document['approval_id']), meta);
     } catch (err) {
       const fromUpstream = err === marker || (err instanceof NotExecuted && err.cause === marker);
       if (!fromUpstream || observed === null) throw err;
@@ -522,6 +532,28 @@ function unrepresentable(value: unknown, pointer: string): string | null {
 }
 
 /** The result with `_meta["com.ctrlrun/receipt"]` added (a copy; the upstream's `_meta` kept). */
+/**
+ * `result` with one more text block, ctrlrun's: who edited the arguments before approving, which
+ * changed, and the arguments the tool ran with (so the agent reasons about what actually ran).
+ */
+function withEditNote(result: Result, edit: JsonObject, approvalId: unknown): Result {
+  const note = editedToolResult(
+    {
+      proposed: String(edit['proposed_request_id']),
+      approved: String(approvalId),
+      editor: String(edit['editor']),
+      proposedHash: String(edit['proposed_hash']),
+      approvedHash: String(edit['approved_hash']),
+      proposedArguments: edit['proposed_arguments'] as JsonObject,
+      approvedArguments: edit['approved_arguments'] as JsonObject,
+    },
+    null,
+  );
+  const text = `ctrlrun: ${note.message} approved_arguments: ${canonicalJson(note.approved_arguments)}; proposed_arguments: ${canonicalJson(note.proposed_arguments)}.`;
+  const content = Array.isArray(result['content']) ? (result['content'] as unknown[]) : [];
+  return { ...result, content: [...content, { type: 'text', text }] };
+}
+
 function withReceipt(result: Result, receipt: Record<string, unknown>): Result {
   const meta = isPlainObject(result._meta) ? result._meta : {};
   return { ...result, _meta: { ...meta, [RECEIPT_META_KEY]: receipt } };

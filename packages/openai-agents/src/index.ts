@@ -13,6 +13,7 @@ import { RunContext, tool as sdkTool, type FunctionTool, type RunState, type Run
 import {
   ApprovalMismatch,
   InvalidArgument,
+  canonicalJson,
   checkActor,
   protect,
   editedToolResult,
@@ -176,6 +177,10 @@ export function protectTool<TParameters extends ToolInputParameters = undefined,
         // and the model is told what ran.
         const edit = await unusedEditFor(control, action);
         if (edit === null) throw new ApprovalMismatch('unknown', { message: noOpenRequest(name) });
+        // An edit approved through a surface that never ran the tool's parser (CLI, worker,
+        // inbox) runs only if the parser admits it unchanged: execute never receives values its
+        // parameters refuse or would have changed.
+        await parsedUnchanged(edit.approvedArguments);
         return editedToolResult(edit, await run(parsed, { ...call, approvalId: edit.proposed }));
       }
       return await run(parsed, { ...call, approvalId: open?.request.requestId ?? null });
@@ -204,6 +209,17 @@ export function protectTool<TParameters extends ToolInputParameters = undefined,
     if (!('args' in box)) throw new InvalidArgument(`${name}: the tool's parameters refuse these arguments`);
     if (!isArgs(box.args)) throw new InvalidArgument(`${name}: the tool's parameters gave no object of arguments`);
     return box.args;
+  };
+  const parsedUnchanged = async (approved: JsonObject): Promise<void> => {
+    const text = canonicalJson(approved);
+    let same: boolean;
+    try {
+      same = canonicalJson(await parse(text)) === text;
+    } catch (err) {
+      if (!(err instanceof InvalidArgument)) throw err;
+      throw new InvalidArgument(`${name}: the edited arguments were approved elsewhere, and the tool's parameters refuse them; the tool did not run`);
+    }
+    if (!same) throw new InvalidArgument(`${name}: the tool's parameters change the edited arguments, which were approved as they are; the tool did not run`);
   };
   const needsApproval = async (_runContext: unknown, input: unknown): Promise<boolean> => {
     let args: Record<string, unknown>;

@@ -6,7 +6,7 @@
  *
  * @module
  */
-import { canonicalJson, type ApprovalRecord, type ApprovalStatus, type StateStore } from '@ctrlrun/kernel';
+import { canonicalJson, orderedJson, type ApprovalRecord, type ApprovalStatus, type StateStore } from '@ctrlrun/kernel';
 import { answerHint, hashMatches, lapsed, requestJson, ruleOf } from '../approval-view.js';
 import { STORE_URL, type Command } from '../command.js';
 import { storeTarget } from '../discovery.js';
@@ -94,7 +94,8 @@ export const approvals: Command = {
       if (values['json'] === true) {
         const docs = [];
         for (const r of found) docs.push(requestJson({ record: r, rule: await ruleOf(store, r) }));
-        json(JSON.stringify({ schema: APPROVALS_SCHEMA, status: statusFlag, approvals: docs, next_after: nextAfter }));
+        // orderedJson: an agent's arguments may hold integers beyond 2^53 (bigint), which JSON.stringify throws on.
+        json(orderedJson({ schema: APPROVALS_SCHEMA, status: statusFlag, approvals: docs, next_after: nextAfter }));
         return 0;
       }
       if (found.length === 0) {

@@ -23,7 +23,7 @@
  */
 import { resolve as resolvePath } from 'node:path';
 import { evidenceTime, parseTime } from '@ctrlrun/kernel/store';
-import { canonicalJson, parseJson, type Control, type JsonObject, type Policy, type StateStore } from '@ctrlrun/kernel';
+import { canonicalJson, orderedJson, parseJson, type Control, type JsonObject, type Policy, type StateStore } from '@ctrlrun/kernel';
 import { readRequest, requestJson, requestLines, type RequestView } from '../approval-view.js';
 import { AS_APPROVER, STORE_URL, type Command, type Invocation } from '../command.js';
 import { answeringControl } from '../control.js';
@@ -133,7 +133,8 @@ function answerCommand(
 }
 
 function answered(view: RequestView, fields: JsonObject): string {
-  return JSON.stringify({ ...fields, request: requestJson(view) });
+  // orderedJson: arguments may hold integers beyond 2^53 (bigint), which JSON.stringify throws on.
+  return orderedJson({ ...fields, request: requestJson(view) });
 }
 
 export const approve: Command = answerCommand('approve', 'grant a pending approval request (bound to its action hash, used once), or with --edit approve edited arguments', async (control, view, approver, { out, json, values }, edit) => {

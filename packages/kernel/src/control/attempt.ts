@@ -55,7 +55,15 @@ export async function attempt<T>(ctx: ControlContext, proposed: Action, executor
   const followed = presented === null ? null : await followEdit(ctx, proposed, presented);
   const action = followed?.action ?? proposed;
   const approvalId = followed?.approvalId ?? presented;
-  const template = options.effectKey === undefined ? (options.effectTemplate ?? ctx.policy.action(action.name)?.effect ?? null) : null;
+  const given = options.effectTemplate ?? ctx.policy.action(action.name)?.effect ?? null;
+  let template = options.effectKey === undefined ? given : null;
+  if (effectKey !== null && action !== proposed && given !== null && templateKeyOf(given, proposed) === effectKey) {
+    // The caller's key is the template's key for the proposed arguments: kept for the edit, it would
+    // reserve the proposal's key (which a later run of the proposal would find taken) and leave the
+    // edit's own key free. Rendered again for the edited action instead.
+    effectKey = null;
+    template = given;
+  }
 
   const pass: Pass = {
     action, args: action.canonicalArguments, startedAt: evidenceTime(ctx.clock()), effectKey, approvalId, approver: null, attempt: 1, evaluation: null, hookCalls: 0,
@@ -67,6 +75,16 @@ export async function attempt<T>(ctx: ControlContext, proposed: Action, executor
     return await decideAndRun(ctx, pass, executor, options, lease, template);
   } catch (err) {
     await flushAfterThrow(ctx, pass);
+    throw err;
+  }
+}
+
+/** The key `template` renders for `action`, or null when it cannot. */
+function templateKeyOf(template: string, action: Action): string | null {
+  try {
+    return resolveEffectTemplate(template, action.canonicalArguments, action.resource);
+  } catch (err) {
+    if (err instanceof EffectKeyError || err instanceof InvalidArgument) return null;
     throw err;
   }
 }

@@ -159,8 +159,10 @@ export class Control {
    * With `edit: { arguments }` the human approves edited arguments instead (edit-then-approve).
    * The request must be pending and unexpired (the same refusals as a grant). The edited action
    * has the same name, principal and environment, the new arguments (checked and canonicalised as
-   * `createAction` does), the resource derived again from the policy's `resource:` template (else
-   * the proposed one) and a fresh action id; it is hashed anew and decided again by authority
+   * `createAction` does), the resource derived again from the policy's `resource:` template (with
+   * no template, none; a resource the caller gave, which nothing can derive for other arguments,
+   * refuses the edit with `InvalidArgument`; so do arguments the policy's effect template cannot
+   * render) and a fresh action id; it is hashed anew and decided again by authority
    * and policy. A deny is an `ActionDenied` whose message is the rule's sentence: nothing is
    * written and the request stays pending (an edit never lifts a deny). Otherwise one store
    * transaction answers the request `denied` (approver: the editor; `APPROVAL_DENIED` with
@@ -179,7 +181,9 @@ export class Control {
    * request id while the edited grant is unused, the proposal's `ApprovalRequired` names the
    * original request (no second request is filed). The receipt of an action
    * run under an edited grant carries an `edit` object. The caller's own `effectKey`, if it gives
-   * one, is kept; a key from a template is resolved against the edited arguments.
+   * one, is kept — unless it is the effect template's key for the proposed arguments, which is
+   * rendered again for the edited ones (the edit never reserves the proposal's key); a key from a
+   * template is resolved against the edited arguments.
    */
   async grantApproval(requestId: string, options: GrantOptions): Promise<Approval> {
     if (options !== null && typeof options === 'object' && options.edit !== undefined) return editApproval(this.#ctx, requestId, options);

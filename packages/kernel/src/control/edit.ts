@@ -10,9 +10,9 @@
 import { createAction, type Action } from '../action.js';
 import { isPlainObject, type JsonObject } from '../canonical.js';
 import { checkActor } from '../effects.js';
-import { ActionDenied, InvalidArgument } from '../errors.js';
+import { ActionDenied, EffectKeyError, InvalidArgument } from '../errors.js';
 import type { Approval, EventDraft, EventRecord } from '../model.js';
-import { explainDecision, resolveResourceTemplate } from '../policy/index.js';
+import { explainDecision, resolveEffectTemplate, resolveResourceTemplate } from '../policy/index.js';
 import type { ApprovalEditResult } from '../store/state-store.js';
 import { evidenceTime, parseTime } from '../time.js';
 import { checkAnswerable } from '../approvals.js';
@@ -54,8 +54,32 @@ function editedAction(ctx: ControlContext, original: Action, args: unknown): Act
   if (!isPlainObject(args)) throw new InvalidArgument('edit.arguments must be a plain JSON object of the edited arguments');
   if (Object.prototype.hasOwnProperty.call(args, 'data_scope')) throw new InvalidArgument('edit.arguments may not name data_scope: it is derived by the policy');
   const template = ctx.policy.action(original.name)?.resource ?? null;
-  const resource = template === null ? original.resource : resolveResourceTemplate(template, args as Record<string, unknown>);
-  return createAction({ name: original.name, arguments: args as Record<string, unknown>, principal: original.principal, resource, environment: original.environment }, { ids: ctx.ids });
+  if (template === null && original.resource !== null) {
+    // The proposed arguments again: a plain grant (the caller's {@link editApproval} compares hashes).
+    const same = createAction({ name: original.name, arguments: args as Record<string, unknown>, principal: original.principal, resource: original.resource, environment: original.environment }, { ids: ctx.ids });
+    if (same.actionHash === original.actionHash) return same;
+    // The caller derived it (protect's own `resource`, a hand-built action) from the proposed
+    // arguments: kept for other arguments it would name another resource in the evidence, and an
+    // effect key rendered from `{resource}` would reserve the proposal's key for the edit.
+    throw new InvalidArgument(
+      `the resource ${JSON.stringify(original.resource)} of ${original.name} was given by its caller, not derived by a 'resource:' template in the policy, so it cannot be derived for edited arguments; ` +
+        `grant or deny the request as proposed, or add a 'resource:' template to the policy's entry for ${original.name}`,
+    );
+  }
+  const resource = template === null ? null : resolveResourceTemplate(template, args as Record<string, unknown>);
+  const edited = createAction({ name: original.name, arguments: args as Record<string, unknown>, principal: original.principal, resource, environment: original.environment }, { ids: ctx.ids });
+  // Arguments the policy's effect template cannot render could never run (the run is refused
+  // with effect_key_error): refused now, before the proposal is answered.
+  const effect = ctx.policy.action(original.name)?.effect ?? null;
+  if (effect !== null) {
+    try {
+      resolveEffectTemplate(effect, edited.canonicalArguments, edited.resource);
+    } catch (err) {
+      if (!(err instanceof EffectKeyError)) throw err;
+      throw new InvalidArgument(`the edited arguments cannot make ${original.name}'s effect key (${effect}): ${err.message}; nothing was written`);
+    }
+  }
+  return edited;
 }
 
 /**
@@ -69,6 +93,10 @@ export async function editApproval(ctx: ControlContext, requestId: string, optio
   const via = optionalText(options?.via, 'via');
   const edit = options.edit;
   if (!isPlainObject(edit)) throw new InvalidArgument('edit must be { arguments: { … } }');
+  // Only the arguments are edited: a principal, environment, resource or name given here would be
+  // silently ignored, and the caller would believe it had changed who or what was approved.
+  const stray = Object.keys(edit).find((k) => k !== 'arguments');
+  if (stray !== undefined) throw new InvalidArgument(`edit takes only arguments, not ${JSON.stringify(stray)}: the name, principal, environment and resource stay the proposal's (the resource is derived again from the policy)`);
   if (typeof requestId !== 'string' || requestId === '') throw new InvalidArgument('approval_id must be a non-empty string');
   const record = await ctx.store.getApproval(requestId);
   const plan = checkAnswerable(record, requestId, ctx.clock());
