@@ -12,12 +12,7 @@ import { defineConfig } from 'eslint/config';
 import tseslint from 'typescript-eslint';
 
 /** The packages whose source must stay Node-free (ARCHITECTURE: the kernel and the stores it runs on anywhere). */
-export const NODE_FREE = [
-  'packages/kernel/src/**',
-  'packages/store-sqljs/src/**',
-  'packages/store-do/src/**',
-  'packages/mcp/src/**',
-];
+export const NODE_FREE = ['packages/kernel/src/**', 'packages/store-sqljs/src/**', 'packages/store-do/src/**', 'packages/mcp/src/**'];
 
 /** Node's own module names, bare (`fs`, `fs/promises`, …); the `node:` spelling is caught by a pattern. */
 const nodeModules = builtinModules.filter((name) => !name.startsWith('_') && !name.startsWith('node:'));
@@ -90,9 +85,10 @@ export default defineConfig(
     rules: {
       'no-restricted-globals': [
         'error',
-        ...['process', 'Buffer', 'require', '__dirname', '__filename', 'global', 'setImmediate', 'clearImmediate', 'module', 'exports'].map(
-          (name) => ({ name, message: `'${name}' is Node's. ${notHere}` }),
-        ),
+        ...['process', 'Buffer', 'require', '__dirname', '__filename', 'global', 'setImmediate', 'clearImmediate', 'module', 'exports'].map((name) => ({
+          name,
+          message: `'${name}' is Node's. ${notHere}`,
+        })),
       ],
       'no-restricted-properties': [
         'error',

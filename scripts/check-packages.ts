@@ -49,7 +49,11 @@ async function main(): Promise<number> {
 
   const dest = mkdtempSync(join(tmpdir(), 'ctrlrun-pack-'));
   try {
-    const out = execFileSync('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', dest, ...packages.flatMap((p) => ['-w', `packages/${p.dir}`])], { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+    const out = execFileSync(
+      'npm',
+      ['pack', '--ignore-scripts', '--json', '--pack-destination', dest, ...packages.flatMap((p) => ['-w', `packages/${p.dir}`])],
+      { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] },
+    );
     const packed = JSON.parse(out) as PackResult[];
     for (const pkg of packages) {
       const result = packed.find((r) => r.name === pkg.name);
@@ -58,7 +62,10 @@ async function main(): Promise<number> {
         continue;
       }
       const data = new Uint8Array(readFileSync(join(dest, result.filename)));
-      const found = tarballProblems(pkg, result.files.map((f) => f.path)).map((p) => `${pkg.dir}: tarball: ${p}`);
+      const found = tarballProblems(
+        pkg,
+        result.files.map((f) => f.path),
+      ).map((p) => `${pkg.dir}: tarball: ${p}`);
 
       const lint = await publint({ pack: { tarball: data.slice().buffer }, level: 'suggestion' });
       for (const msg of lint.messages) {
@@ -69,13 +76,16 @@ async function main(): Promise<number> {
 
       const analysis = await checkPackage(createPackageFromTarballData(data));
       if (!analysis.types) found.push(`${pkg.dir}: arethetypeswrong: the package ships no types`);
-      else for (const p of analysis.problems) {
-        if ('resolutionKind' in p && IGNORED_RESOLUTIONS.has(p.resolutionKind)) continue;
-        found.push(`${pkg.dir}: arethetypeswrong ${p.kind}: ${JSON.stringify(p)}`);
-      }
+      else
+        for (const p of analysis.problems) {
+          if ('resolutionKind' in p && IGNORED_RESOLUTIONS.has(p.resolutionKind)) continue;
+          found.push(`${pkg.dir}: arethetypeswrong ${p.kind}: ${JSON.stringify(p)}`);
+        }
 
       problems.push(...found);
-      console.log(`${found.length === 0 ? 'ok  ' : 'FAIL'} ${pkg.name}@${pkg.version}  ${result.files.length} files, packed ${kib(result.size)}, unpacked ${kib(result.unpackedSize)}`);
+      console.log(
+        `${found.length === 0 ? 'ok  ' : 'FAIL'} ${pkg.name}@${pkg.version}  ${result.files.length} files, packed ${kib(result.size)}, unpacked ${kib(result.unpackedSize)}`,
+      );
     }
   } finally {
     rmSync(dest, { recursive: true, force: true });

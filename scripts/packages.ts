@@ -69,7 +69,12 @@ const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'obj
  * the field; empty when it may ship. `all` is every publishable package (internal dependencies
  * must name their exact version, so the tarballs install together).
  */
-export function manifestProblems(pkg: { dir: string; path: string; manifest: Manifest }, root: Manifest, all: readonly { name: string; version: string }[], files: { readme: string | null; license: string | null; rootLicense: string }): string[] {
+export function manifestProblems(
+  pkg: { dir: string; path: string; manifest: Manifest },
+  root: Manifest,
+  all: readonly { name: string; version: string }[],
+  files: { readme: string | null; license: string | null; rootLicense: string },
+): string[] {
   const m = pkg.manifest;
   const problems: string[] = [];
   const want = (ok: boolean, what: string) => void (ok || problems.push(what));
@@ -79,21 +84,40 @@ export function manifestProblems(pkg: { dir: string; path: string; manifest: Man
   want(m.license === root.license && typeof m.license === 'string', `license: must be "${String(root.license)}" (the root package.json's)`);
   const repo = m.repository;
   const rootRepo = root.repository as { url?: unknown } | undefined;
-  want(isObject(repo) && repo['type'] === 'git' && repo['url'] === rootRepo?.url && repo['directory'] === `packages/${pkg.dir}`, `repository: must be { "type": "git", "url": "${String(rootRepo?.url)}", "directory": "packages/${pkg.dir}" }`);
+  want(
+    isObject(repo) && repo['type'] === 'git' && repo['url'] === rootRepo?.url && repo['directory'] === `packages/${pkg.dir}`,
+    `repository: must be { "type": "git", "url": "${String(rootRepo?.url)}", "directory": "packages/${pkg.dir}" }`,
+  );
   const rootEngines = root.engines as { node?: unknown } | undefined;
   want(isObject(m.engines) && m.engines['node'] === rootEngines?.node, `engines.node: must be "${String(rootEngines?.node)}" (the root package.json's)`);
-  want(typeof m.sideEffects === 'boolean' || (Array.isArray(m.sideEffects) && m.sideEffects.every((s) => typeof s === 'string')), 'sideEffects: must be false, true or a list of files');
+  want(
+    typeof m.sideEffects === 'boolean' || (Array.isArray(m.sideEffects) && m.sideEffects.every((s) => typeof s === 'string')),
+    'sideEffects: must be false, true or a list of files',
+  );
   want(m.type === 'module', 'type: must be "module"');
-  want(isObject(m.exports) && Object.keys(m.exports).includes('.') && Object.keys(m.exports).includes('./package.json'), 'exports: must map "." and "./package.json"');
+  want(
+    isObject(m.exports) && Object.keys(m.exports).includes('.') && Object.keys(m.exports).includes('./package.json'),
+    'exports: must map "." and "./package.json"',
+  );
   if (isObject(m.exports)) {
     for (const [key, target] of Object.entries(m.exports)) {
       if (key === './package.json') continue;
-      want(isObject(target) && typeof target['types'] === 'string' && typeof target['default'] === 'string' && String(target['types']).startsWith('./dist/') && String(target['default']).startsWith('./dist/'), `exports["${key}"]: must have "types" and "default" under ./dist/`);
+      want(
+        isObject(target) &&
+          typeof target['types'] === 'string' &&
+          typeof target['default'] === 'string' &&
+          String(target['types']).startsWith('./dist/') &&
+          String(target['default']).startsWith('./dist/'),
+        `exports["${key}"]: must have "types" and "default" under ./dist/`,
+      );
     }
   }
   want(Array.isArray(m.files) && m.files.includes('dist'), 'files: must list "dist" (and only what ships)');
   const scripts = isObject(m.scripts) ? m.scripts : {};
-  want(typeof scripts['prepack'] === 'string' && /\btsc -b\b/.test(String(scripts['prepack'])), 'scripts.prepack: must build (tsc -b), so a pack never ships without dist');
+  want(
+    typeof scripts['prepack'] === 'string' && /\btsc -b\b/.test(String(scripts['prepack'])),
+    'scripts.prepack: must build (tsc -b), so a pack never ships without dist',
+  );
   want(isObject(m.publishConfig) && m.publishConfig['access'] === 'public', 'publishConfig.access: must be "public" (a scoped package is private by default)');
   want(files.readme !== null && files.readme.trim().length > 0, 'README.md: missing');
   want(files.license === files.rootLicense, 'LICENSE: missing or not the same as the root LICENSE');
@@ -101,7 +125,11 @@ export function manifestProblems(pkg: { dir: string; path: string; manifest: Man
     const deps = isObject(m[field]) ? (m[field] as Record<string, unknown>) : {};
     for (const [dep, range] of Object.entries(deps)) {
       const internal = all.find((p) => p.name === dep);
-      if (internal) want(range === internal.version, `${field}["${dep}"]: must be exactly "${internal.version}" (the workspace version), so the packed tarballs install together`);
+      if (internal)
+        want(
+          range === internal.version,
+          `${field}["${dep}"]: must be exactly "${internal.version}" (the workspace version), so the packed tarballs install together`,
+        );
       else if (dep.startsWith('@ctrlrun/')) problems.push(`${field}["${dep}"]: no publishable package has that name`);
     }
   }
@@ -114,7 +142,11 @@ export function allManifestProblems(root = ROOT): string[] {
   const rootM = rootManifest(root);
   const rootLicense = readFileSync(join(root, 'LICENSE'), 'utf8');
   const read = (p: string) => (existsSync(p) ? readFileSync(p, 'utf8') : null);
-  const problems = all.flatMap((p) => manifestProblems(p, rootM, all, { readme: read(join(p.path, 'README.md')), license: read(join(p.path, 'LICENSE')), rootLicense }).map((x) => `${p.dir}: ${x}`));
+  const problems = all.flatMap((p) =>
+    manifestProblems(p, rootM, all, { readme: read(join(p.path, 'README.md')), license: read(join(p.path, 'LICENSE')), rootLicense }).map(
+      (x) => `${p.dir}: ${x}`,
+    ),
+  );
   problems.push(...versionProblems(all));
   return problems;
 }
@@ -123,7 +155,9 @@ export function allManifestProblems(root = ROOT): string[] {
 export function versionProblems(all: readonly { dir: string; version: string }[]): string[] {
   const first = all[0];
   if (!first) return [];
-  return all.filter((p) => p.version !== first.version).map((p) => `${p.dir}: version ${p.version} differs from ${first.dir}'s ${first.version} (every package is released at one version)`);
+  return all
+    .filter((p) => p.version !== first.version)
+    .map((p) => `${p.dir}: version ${p.version} differs from ${first.dir}'s ${first.version} (every package is released at one version)`);
 }
 
 /**
@@ -141,7 +175,8 @@ export function tarballProblems(pkg: { dir: string; path: string; manifest: Mani
     const built = /^dist\/(.+)\.(js|d\.ts)$/.exec(f);
     if (built) {
       if (/(^|\/)(test|__tests__)\//.test(built[1]!) || /\.(test|spec)$/.test(built[1]!)) problems.push(`${f}: a test in the tarball`);
-      else if (!existsSync(join(pkg.path, 'src', `${built[1]}.ts`)) && !existsSync(join(pkg.path, 'src', `${built[1]}.tsx`))) problems.push(`${f}: built from no file in src/ (a stale build; delete dist and rebuild)`);
+      else if (!existsSync(join(pkg.path, 'src', `${built[1]}.ts`)) && !existsSync(join(pkg.path, 'src', `${built[1]}.tsx`)))
+        problems.push(`${f}: built from no file in src/ (a stale build; delete dist and rebuild)`);
       continue;
     }
     problems.push(`${f}: not meant to ship (only package.json, README.md, LICENSE, CHANGELOG.md, dist/**/*.js, dist/**/*.d.ts and the bin scripts)`);
@@ -154,5 +189,9 @@ export function tarballProblems(pkg: { dir: string; path: string; manifest: Mani
 // `node --import tsx scripts/packages.ts`: the publishable packages as npm workspace flags
 // (`-w packages/kernel -w …`), for the release workflow.
 if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  console.log(publishablePackages().map((p) => `-w packages/${p.dir}`).join(' '));
+  console.log(
+    publishablePackages()
+      .map((p) => `-w packages/${p.dir}`)
+      .join(' '),
+  );
 }

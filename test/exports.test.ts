@@ -8,7 +8,13 @@ import { describe, expect, it } from 'vitest';
 const root = join(import.meta.dirname, '..');
 const packages = readdirSync(join(root, 'packages')).map((dir) => {
   const manifest = JSON.parse(readFileSync(join(root, 'packages', dir, 'package.json'), 'utf8')) as { name: string; exports: Record<string, unknown> };
-  return { dir, name: manifest.name, specs: Object.keys(manifest.exports).filter((k) => k !== './package.json').map((k) => (k === '.' ? manifest.name : `${manifest.name}/${k.slice(2)}`)) };
+  return {
+    dir,
+    name: manifest.name,
+    specs: Object.keys(manifest.exports)
+      .filter((k) => k !== './package.json')
+      .map((k) => (k === '.' ? manifest.name : `${manifest.name}/${k.slice(2)}`)),
+  };
 });
 const built = packages.every((p) => existsSync(join(root, 'packages', p.dir, 'dist')));
 const why = 'the packages are not built (npm test runs `tsc -b` first; run it, then this test)';
@@ -31,16 +37,53 @@ describe.skipIf(!built)(`built packages${built ? '' : ` — skipped: ${why}`}`, 
 describe('the public root and the store subpath', () => {
   // The names ARCHITECTURE.md and the README document on the root.
   const documented = [
-    'canonicalBytes', 'canonicalJson', 'createAction', 'actionHash', 'loadPolicy', 'Policy', 'Control', 'protect', 'verifyChain',
-    'ActionDenied', 'ApprovalRequired', 'ApprovalMismatch', 'AmbiguousEffect', 'DuplicateEffect', 'NotExecuted', 'PolicyError',
-    'InvalidArgument', 'SchemaMismatch', 'explainDecision', 'toolRefusal', 'ChainVerifier',
+    'canonicalBytes',
+    'canonicalJson',
+    'createAction',
+    'actionHash',
+    'loadPolicy',
+    'Policy',
+    'Control',
+    'protect',
+    'verifyChain',
+    'ActionDenied',
+    'ApprovalRequired',
+    'ApprovalMismatch',
+    'AmbiguousEffect',
+    'DuplicateEffect',
+    'NotExecuted',
+    'PolicyError',
+    'InvalidArgument',
+    'SchemaMismatch',
+    'explainDecision',
+    'toolRefusal',
+    'ChainVerifier',
   ];
   // Store internals: table/lock constants, SQL text, lost-COMMIT rules, planners.
   const storeOnly = [
-    'SqlStateStore', 'openSqlStateStore', 'sqliteDialect', 'postgresDialect', 'Mutex', 'MIGRATION_LOCK_KEY', 'MIGRATION_IDS',
-    'SCHEMA_WRITER', 'migrate', 'quoteIdentifier', 'commitErrorOutcome', 'FAILED_WRITE_SQLSTATES', 'LOST_COMMIT_BRANCHES',
-    'WRITTEN_COLUMNS', 'lostCommitBranch', 'planReservation', 'checkConsumable', 'buildReceipt', 'sealReceipt', 'GENESIS_HASH',
-    'hashDocument', 'storedTime', 'LEASE_EXPIRED',
+    'SqlStateStore',
+    'openSqlStateStore',
+    'sqliteDialect',
+    'postgresDialect',
+    'Mutex',
+    'MIGRATION_LOCK_KEY',
+    'MIGRATION_IDS',
+    'SCHEMA_WRITER',
+    'migrate',
+    'quoteIdentifier',
+    'commitErrorOutcome',
+    'FAILED_WRITE_SQLSTATES',
+    'LOST_COMMIT_BRANCHES',
+    'WRITTEN_COLUMNS',
+    'lostCommitBranch',
+    'planReservation',
+    'checkConsumable',
+    'buildReceipt',
+    'sealReceipt',
+    'GENESIS_HASH',
+    'hashDocument',
+    'storedTime',
+    'LEASE_EXPIRED',
   ];
   it('the root keeps every documented name and none of the store internals', async () => {
     const root: Record<string, unknown> = await import('@ctrlrun/kernel');

@@ -19,14 +19,35 @@ const HOOK = `data:text/javascript,${encodeURIComponent(`import { register } fro
 
 /** Runs `entry`'s import in a fresh process; the bare specifiers resolved, and whether the import finished. */
 function importIn(entry: string): { resolved: string[]; imported: boolean } {
-  const r = spawnSync(process.execPath, ['--conditions=@ctrlrun/source', '--import', 'tsx', '--import', HOOK, '--input-type=module', '-e', `await import(${JSON.stringify(entry)}); console.error('IMPORTED');`], { cwd: root, encoding: 'utf8' });
+  const r = spawnSync(
+    process.execPath,
+    [
+      '--conditions=@ctrlrun/source',
+      '--import',
+      'tsx',
+      '--import',
+      HOOK,
+      '--input-type=module',
+      '-e',
+      `await import(${JSON.stringify(entry)}); console.error('IMPORTED');`,
+    ],
+    { cwd: root, encoding: 'utf8' },
+  );
   const lines = String(r.stderr).split('\n');
   return { resolved: lines.filter((l) => l.startsWith('RESOLVED ')).map((l) => l.slice(9)), imported: lines.includes('IMPORTED') };
 }
 
 describe('T30 no extra is pulled in by an import', { timeout: 120_000 }, () => {
   it('test_T30_a_subprocess_importing_ctrlrun_pulls_in_no_module_from_an_extra', () => {
-    for (const entry of ['@ctrlrun/kernel', '@ctrlrun/kernel/store', '@ctrlrun/kernel/verify', '@ctrlrun/kernel/conformance', '@ctrlrun/kernel/try-it', '@ctrlrun/store-node', '@ctrlrun/cli']) {
+    for (const entry of [
+      '@ctrlrun/kernel',
+      '@ctrlrun/kernel/store',
+      '@ctrlrun/kernel/verify',
+      '@ctrlrun/kernel/conformance',
+      '@ctrlrun/kernel/try-it',
+      '@ctrlrun/store-node',
+      '@ctrlrun/cli',
+    ]) {
       const { resolved, imported } = importIn(entry);
       expect(imported, `${entry} imported`).toBe(true);
       expect(resolved, `${entry} resolved something`).toContain(entry);

@@ -82,7 +82,7 @@ describe('lint: the Node-free packages', { timeout: 120_000 }, () => {
     expect(messages.find((m) => m.line === 6)!.message).toContain("'process' is Node's");
   });
 
-  it('reports every one of Node\'s module names, bare and with node:', async () => {
+  it("reports every one of Node's module names, bare and with node:", async () => {
     const names = builtinModules.filter((n) => !n.startsWith('_') && !n.startsWith('node:'));
     expect(names.length).toBeGreaterThan(30);
     const code = names.flatMap((n, i) => [`import * as a${i} from '${n}';`, `import * as b${i} from 'node:${n}';`]).join('\n');
@@ -98,7 +98,12 @@ describe('lint: the Node-free packages', { timeout: 120_000 }, () => {
   });
 
   it('leaves Node packages, tests and scripts free to use Node', async () => {
-    for (const file of ['packages/store-node/src/lint-probe.ts', 'packages/cli/src/lint-probe.ts', 'packages/kernel/test/lint-probe.test.ts', 'scripts/lint-probe.ts']) {
+    for (const file of [
+      'packages/store-node/src/lint-probe.ts',
+      'packages/cli/src/lint-probe.ts',
+      'packages/kernel/test/lint-probe.test.ts',
+      'scripts/lint-probe.ts',
+    ]) {
       expect(summary(await lint(NODE_USE, file)), file).toEqual([]);
     }
   });
@@ -106,7 +111,9 @@ describe('lint: the Node-free packages', { timeout: 120_000 }, () => {
 
 describe('lint: the general rules', { timeout: 120_000 }, () => {
   it('reports debugger, var, a let never reassigned and == outside the null check', async () => {
-    const code = ['export function f(a: unknown) {', '  debugger;', '  var x = 1;', '  let y = 2;', '  return a == 1 || a == null ? x + y : 0;', '}'].join('\n');
+    const code = ['export function f(a: unknown) {', '  debugger;', '  var x = 1;', '  let y = 2;', '  return a == 1 || a == null ? x + y : 0;', '}'].join(
+      '\n',
+    );
     expect(summary(await lint(code, 'packages/cli/src/lint-probe.ts'))).toEqual(['2:no-debugger', '3:no-var', '4:prefer-const', '5:eqeqeq']);
   });
 

@@ -20,7 +20,11 @@ describe('portability comparison', () => {
   it('masks ids inside messages by first appearance, keeping which ids are equal', () => {
     fc.assert(
       fc.property(fc.uniqueArray(hex32, { minLength: 4, maxLength: 4 }), ([a, b, c, d]) => {
-        const doc = (x: string, y: string, z: string) => ({ request_id: `apr_${x}`, message: `approval apr_${y} refused`, receipt: { approval_id: `apr_${z}` } });
+        const doc = (x: string, y: string, z: string) => ({
+          request_id: `apr_${x}`,
+          message: `approval apr_${y} refused`,
+          receipt: { approval_id: `apr_${z}` },
+        });
         // Same pattern of equal ids, different ids: masked alike.
         expect(mask(doc(a!, a!, b!))).toEqual(mask(doc(c!, c!, d!)));
         // Different pattern: told apart.
@@ -30,7 +34,12 @@ describe('portability comparison', () => {
   });
 
   it('masks times and receipt hashes, but an action hash must match exactly', () => {
-    const receipt = (action: string, prev: string, at: string) => ({ action_hash: `sha256:${action}`, prev_hash: `sha256:${prev}`, started_at: at, expires_at: '2026-11-30T00:18:00.346000+00:00' });
+    const receipt = (action: string, prev: string, at: string) => ({
+      action_hash: `sha256:${action}`,
+      prev_hash: `sha256:${prev}`,
+      started_at: at,
+      expires_at: '2026-11-30T00:18:00.346000+00:00',
+    });
     const a = 'a'.repeat(64);
     const b = 'b'.repeat(64);
     expect(mask(receipt(a, b, '2026-11-30T00:03:00.317Z'))).toEqual(mask(receipt(a, 'c'.repeat(64), '2027-01-01T10:00:00.000Z')));

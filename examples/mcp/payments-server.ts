@@ -11,9 +11,7 @@ server.registerTool(
   { description: 'Refund a payment (amount in minor units).', inputSchema: { payment_id: z.string(), amount: z.number().int() } },
   async ({ payment_id, amount }) => ({ content: [{ type: 'text', text: `refunded ${amount} on ${payment_id} (re_${payment_id})` }] }),
 );
-server.registerTool(
-  'lookup_payment',
-  { description: 'Read a payment.', inputSchema: { payment_id: z.string() } },
-  async ({ payment_id }) => ({ content: [{ type: 'text', text: `${payment_id}: 2000.00 EUR, captured` }] }),
-);
+server.registerTool('lookup_payment', { description: 'Read a payment.', inputSchema: { payment_id: z.string() } }, async ({ payment_id }) => ({
+  content: [{ type: 'text', text: `${payment_id}: 2000.00 EUR, captured` }],
+}));
 await server.connect(new StdioServerTransport());

@@ -15,8 +15,7 @@ export interface FormText {
 
 /** A refund request built from the form, or why it could not be. */
 export type ParsedRefund =
-  | { ok: true; request: { op: 'refund'; payment_id: string; amount: number; lose_reply: boolean; approval_id: string | null } }
-  | { ok: false; message: string };
+  { ok: true; request: { op: 'refund'; payment_id: string; amount: number; lose_reply: boolean; approval_id: string | null } } | { ok: false; message: string };
 
 /** An approval or request id: `apr_` and 32 lowercase hex digits. */
 export const APPROVAL_ID = /^apr_[0-9a-f]{32}$/;
@@ -32,7 +31,8 @@ export function parseAmount(text: string): { ok: true; amount: number } | { ok: 
     return { ok: false, message: `amount must be a whole number of cents (minor units), e.g. 50000 for €500.00; got ${shown}` };
   }
   const amount = Number(t);
-  if (!Number.isSafeInteger(amount)) return { ok: false, message: `amount ${t.length > 40 ? `${t.slice(0, 40)}…` : t} is too large to be a whole number of cents` };
+  if (!Number.isSafeInteger(amount))
+    return { ok: false, message: `amount ${t.length > 40 ? `${t.slice(0, 40)}…` : t} is too large to be a whole number of cents` };
   return { ok: true, amount };
 }
 
@@ -42,11 +42,20 @@ export function parseRefund(form: FormText): ParsedRefund {
   if (!amount.ok) return amount;
   const approval = form.approval_id.trim();
   if (approval !== '' && !APPROVAL_ID.test(approval)) {
-    return { ok: false, message: `the approval to present must look like apr_ and 32 hex digits (the id Approve printed); got ${JSON.stringify(approval.slice(0, 60))}` };
+    return {
+      ok: false,
+      message: `the approval to present must look like apr_ and 32 hex digits (the id Approve printed); got ${JSON.stringify(approval.slice(0, 60))}`,
+    };
   }
   return {
     ok: true,
-    request: { op: 'refund', payment_id: form.payment_id.trim(), amount: amount.amount, lose_reply: form.lose_reply, approval_id: approval === '' ? null : approval },
+    request: {
+      op: 'refund',
+      payment_id: form.payment_id.trim(),
+      amount: amount.amount,
+      lose_reply: form.lose_reply,
+      approval_id: approval === '' ? null : approval,
+    },
   };
 }
 

@@ -55,7 +55,8 @@ export function readState(value: unknown): PageState {
   if (typeof v['policyYaml'] === 'string') state.policyYaml = v['policyYaml'];
   if (typeof v['requestId'] === 'string') state.requestId = v['requestId'];
   if (typeof v['approvalId'] === 'string') state.approvalId = v['approvalId'];
-  if (Array.isArray(v['log'])) state.log = (v['log'] as unknown[]).filter((x): x is LogItem => typeof x === 'object' && x !== null && typeof (x as { kind?: unknown }).kind === 'string');
+  if (Array.isArray(v['log']))
+    state.log = (v['log'] as unknown[]).filter((x): x is LogItem => typeof x === 'object' && x !== null && typeof (x as { kind?: unknown }).kind === 'string');
   return state;
 }
 

@@ -180,7 +180,12 @@ function updateAmountHint(): void {
 
 async function onRun(): Promise<void> {
   if (!live) return;
-  const item = await runRefundForm(live.tryIt, live.store, { payment_id: ui.paymentId.value, amount: ui.amount.value, lose_reply: ui.loseReply.checked, approval_id: ui.approvalId.value });
+  const item = await runRefundForm(live.tryIt, live.store, {
+    payment_id: ui.paymentId.value,
+    amount: ui.amount.value,
+    lose_reply: ui.loseReply.checked,
+    approval_id: ui.approvalId.value,
+  });
   if (item.kind === 'refund' && item.result.outcome === 'approval_required' && item.result.request_id) {
     live.state.requestId = item.result.request_id;
     ui.requestId.value = item.result.request_id;
@@ -252,7 +257,11 @@ function markPolicyEdited(): void {
   if (!live) return;
   const edited = ui.policy.value !== live.policyYaml;
   const original = live.policyYaml === TRY_IT_POLICY_YAML;
-  ui.policyState.textContent = edited ? 'edited — not loaded yet: the policy above the hash is still in force' : original ? 'the module’s own policy, in force' : 'your edited policy, in force';
+  ui.policyState.textContent = edited
+    ? 'edited — not loaded yet: the policy above the hash is still in force'
+    : original
+      ? 'the module’s own policy, in force'
+      : 'your edited policy, in force';
 }
 
 async function onLoadPolicy(text: string): Promise<void> {
@@ -369,7 +378,10 @@ async function boot(): Promise<void> {
   renderGuide();
   ui.policy.value = TRY_IT_POLICY_YAML;
   updateAmountHint();
-  const [SQL, owner] = await Promise.all([initSqlJs({ locateFile: () => wasmUrl }) as Promise<unknown> as Promise<SqlJsModule>, idbAvailable() ? ownTheStore() : false]);
+  const [SQL, owner] = await Promise.all([
+    initSqlJs({ locateFile: () => wasmUrl }) as Promise<unknown> as Promise<SqlJsModule>,
+    idbAvailable() ? ownTheStore() : false,
+  ]);
   let persistent = idbAvailable() && owner;
   let keeper: Keeper = persistent ? indexedDbKeeper(PAGE_DB) : memoryKeeper();
   let state: PageState;
@@ -378,7 +390,10 @@ async function boot(): Promise<void> {
     state = await keeper.load();
     store = await openStore(SQL, persistent);
     if (idbAvailable() && !owner) {
-      state.log.push({ kind: 'note', text: 'the playground is open in another tab, which keeps the store: this tab runs in memory, and a reload here starts over' });
+      state.log.push({
+        kind: 'note',
+        text: 'the playground is open in another tab, which keeps the store: this tab runs in memory, and a reload here starts over',
+      });
     }
   } catch (err) {
     // IndexedDB refused (some private windows): run in memory and say so.

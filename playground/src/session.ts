@@ -24,7 +24,10 @@ export async function runRefundForm(tryIt: TryIt, store: Pick<StateStore, 'getAp
     return {
       kind: 'refused',
       asked,
-      error: { name: 'InvalidArgument', message: `there is no approval ${request.approval_id} in this tab: run a refund that needs one, press Approve, then present the id it prints` },
+      error: {
+        name: 'InvalidArgument',
+        message: `there is no approval ${request.approval_id} in this tab: run a refund that needs one, press Approve, then present the id it prints`,
+      },
     };
   }
   try {
@@ -39,7 +42,11 @@ export async function approveRequest(tryIt: TryIt, requestId: string): Promise<L
   const request = { op: 'approve', request_id: requestId.trim() } as const;
   const asked = `approve ${request.request_id || '(no request id)'}`;
   if (request.request_id === '') {
-    return { kind: 'refused', asked, error: { name: 'InvalidArgument', message: 'there is no request awaiting a human: run a refund that needs approval first (step 2)' } };
+    return {
+      kind: 'refused',
+      asked,
+      error: { name: 'InvalidArgument', message: 'there is no request awaiting a human: run a refund that needs approval first (step 2)' },
+    };
   }
   try {
     return { kind: 'approve', request, result: await tryIt.step(request) };

@@ -16,8 +16,12 @@ const here = join(root, 'playground', 'src');
 const widgetDir = join(root, 'playground', 'widget');
 /** The page's and the `<ctrlrun-try-it>` element's modules (the element's build script is Node, not page code). */
 const sources = [
-  ...readdirSync(here).filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts')).map((f) => `src/${f}`),
-  ...readdirSync(widgetDir).filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts') && f !== 'build.ts').map((f) => `widget/${f}`),
+  ...readdirSync(here)
+    .filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts'))
+    .map((f) => `src/${f}`),
+  ...readdirSync(widgetDir)
+    .filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts') && f !== 'build.ts')
+    .map((f) => `widget/${f}`),
 ];
 const sourcePath = (f: string): string => join(root, 'playground', f);
 const parse = (path: string): ts.SourceFile => ts.createSourceFile(path, readFileSync(path, 'utf8'), ts.ScriptTarget.Latest, true);
@@ -26,9 +30,15 @@ const NODE_GLOBALS = ['process', 'Buffer', 'require', '__dirname', '__filename',
 /** Bundles `entry` for a runtime without Node, every Node global replaced by a marker: returns the markers found. */
 async function nodeGlobalsIn(options: BuildOptions): Promise<string[]> {
   const out = await build({
-    bundle: true, write: false, format: 'esm', platform: 'neutral', mainFields: ['browser', 'module', 'main'], conditions: ['@ctrlrun/source'],
+    bundle: true,
+    write: false,
+    format: 'esm',
+    platform: 'neutral',
+    mainFields: ['browser', 'module', 'main'],
+    conditions: ['@ctrlrun/source'],
     // sql.js is the WASM engine, checked in workerd by check:portability; the page's assets are Vite's.
-    external: ['sql.js', 'sql.js/*', '*.css'], logLevel: 'silent',
+    external: ['sql.js', 'sql.js/*', '*.css'],
+    logLevel: 'silent',
     define: Object.fromEntries(NODE_GLOBALS.map((g) => [g, `__NODE_GLOBAL_${g}__`])),
     ...options,
   });
@@ -45,18 +55,27 @@ describe('the playground boundary', { timeout: 120_000 }, () => {
     expect(await nodeGlobalsIn({ entryPoints: [join(here, 'main.ts')] })).toEqual([]);
     expect(await nodeGlobalsIn({ entryPoints: [join(widgetDir, 'element.ts')], outdir: '/nowhere', splitting: true })).toEqual([]);
     // The kernel's every entry point too.
-    const manifest = JSON.parse(readFileSync(join(root, 'packages', 'kernel', 'package.json'), 'utf8')) as { exports: Record<string, { '@ctrlrun/source'?: string }> };
-    const entries = Object.values(manifest.exports).flatMap((e) => (typeof e === 'object' && e['@ctrlrun/source'] ? [join(root, 'packages', 'kernel', e['@ctrlrun/source'])] : []));
+    const manifest = JSON.parse(readFileSync(join(root, 'packages', 'kernel', 'package.json'), 'utf8')) as {
+      exports: Record<string, { '@ctrlrun/source'?: string }>;
+    };
+    const entries = Object.values(manifest.exports).flatMap((e) =>
+      typeof e === 'object' && e['@ctrlrun/source'] ? [join(root, 'packages', 'kernel', e['@ctrlrun/source'])] : [],
+    );
     expect(entries.length).toBeGreaterThan(5);
     // jose and OpenTelemetry are optional peers of two subpaths, resolved by the application.
     expect(await nodeGlobalsIn({ entryPoints: entries, outdir: '/nowhere', splitting: true, external: ['sql.js', 'jose', '@opentelemetry/api'] })).toEqual([]);
   });
 
   it('the check itself fails on a Node global or a node: import (negative controls)', async () => {
-    expect(await nodeGlobalsIn({ stdin: { contents: 'export const env = process.env.X; export const b = typeof Buffer;', loader: 'ts' } })).toEqual(['process', 'Buffer']);
+    expect(await nodeGlobalsIn({ stdin: { contents: 'export const env = process.env.X; export const b = typeof Buffer;', loader: 'ts' } })).toEqual([
+      'process',
+      'Buffer',
+    ]);
     // A local of that name is not the global.
     expect(await nodeGlobalsIn({ stdin: { contents: 'export function f(process: { x: 1 }) { return process.x; }', loader: 'ts' } })).toEqual([]);
-    await expect(nodeGlobalsIn({ stdin: { contents: "import { readFileSync } from 'node:fs'; export const r = readFileSync;", loader: 'ts', resolveDir: root } })).rejects.toThrow(/node:fs/);
+    await expect(
+      nodeGlobalsIn({ stdin: { contents: "import { readFileSync } from 'node:fs'; export const r = readFileSync;", loader: 'ts', resolveDir: root } }),
+    ).rejects.toThrow(/node:fs/);
   });
 
   it('the page reaches the kernel only through these names (no Control, no grant, no provider)', () => {
@@ -66,7 +85,8 @@ describe('the playground boundary', { timeout: 120_000 }, () => {
         if (!ts.isImportDeclaration(st) || !ts.isStringLiteral(st.moduleSpecifier) || !st.moduleSpecifier.text.startsWith('@ctrlrun/')) continue;
         const nb = st.importClause?.namedBindings;
         expect(nb && ts.isNamedImports(nb), `${f}: a namespace or default import of ${st.moduleSpecifier.text}`).toBe(true);
-        for (const e of (nb as ts.NamedImports).elements) if (!e.isTypeOnly && !st.importClause!.isTypeOnly) imported.push(`${st.moduleSpecifier.text} ${(e.propertyName ?? e.name).text}`);
+        for (const e of (nb as ts.NamedImports).elements)
+          if (!e.isTypeOnly && !st.importClause!.isTypeOnly) imported.push(`${st.moduleSpecifier.text} ${(e.propertyName ?? e.name).text}`);
       }
     }
     // createAction and loadPolicy build what the element shows (the canonical JSON behind a hash, a
@@ -105,7 +125,8 @@ describe('the playground boundary', { timeout: 120_000 }, () => {
     for (const f of sources) {
       const sf = parse(sourcePath(f));
       walk(sf, (n) => {
-        if (ts.isPropertyAssignment(n) && n.name.getText(sf) === 'op' && ts.isStringLiteral(n.initializer) && n.initializer.text === 'approve') approves.push(`${f} ${enclosing(n, sf)}`);
+        if (ts.isPropertyAssignment(n) && n.name.getText(sf) === 'op' && ts.isStringLiteral(n.initializer) && n.initializer.text === 'approve')
+          approves.push(`${f} ${enclosing(n, sf)}`);
         // A call of approveRequest, directly or as a member (the element reaches it through its lazily loaded engine).
         if (ts.isCallExpression(n)) {
           const callee = n.expression;
@@ -113,13 +134,19 @@ describe('the playground boundary', { timeout: 120_000 }, () => {
           if (name === 'approveRequest') callers.push(`${f} ${enclosing(n, sf)}`);
         }
         // Every use of an Approve handler that is not its own declaration.
-        if ((ts.isIdentifier(n) && n.text === 'onApprove' && !ts.isFunctionDeclaration(n.parent)) || (ts.isPrivateIdentifier(n) && n.text === '#onApprove' && !ts.isMethodDeclaration(n.parent))) {
+        if (
+          (ts.isIdentifier(n) && n.text === 'onApprove' && !ts.isFunctionDeclaration(n.parent)) ||
+          (ts.isPrivateIdentifier(n) && n.text === '#onApprove' && !ts.isMethodDeclaration(n.parent))
+        ) {
           handlerUses.push({ f, chain: callChain(n, sf) });
         }
         if (ts.isBinaryExpression(n) && n.operatorToken.kind === ts.SyntaxKind.EqualsToken) {
           let target: ts.Expression = n.left;
           while (ts.isPropertyAccessExpression(target) || ts.isElementAccessExpression(target)) target = target.expression;
-          expect(ts.isIdentifier(target) && ['window', 'globalThis', 'self'].includes(target.text) && target !== n.left, `${f}: assigns onto ${n.left.getText(sf)}`).toBe(false);
+          expect(
+            ts.isIdentifier(target) && ['window', 'globalThis', 'self'].includes(target.text) && target !== n.left,
+            `${f}: assigns onto ${n.left.getText(sf)}`,
+          ).toBe(false);
         }
       });
     }

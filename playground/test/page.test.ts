@@ -20,7 +20,10 @@ const sources = readdirSync(join(here, 'src')).filter((f) => f.endsWith('.ts'));
 const widget = (file: string) => readFileSync(join(here, 'widget', file), 'utf8');
 const widgetSources = readdirSync(join(here, 'widget')).filter((f) => f.endsWith('.ts'));
 /** Every source of the page and the element, as [path, text]. */
-const everySource = (): [string, string][] => [...sources.map((f): [string, string] => [`src/${f}`, src(f)]), ...widgetSources.map((f): [string, string] => [`widget/${f}`, widget(f)])];
+const everySource = (): [string, string][] => [
+  ...sources.map((f): [string, string] => [`src/${f}`, src(f)]),
+  ...widgetSources.map((f): [string, string] => [`widget/${f}`, widget(f)]),
+];
 
 /** What the spec names for each outcome (spec 04 §4, "Page"). */
 const SPEC_NAMES: Record<TryItOutcome, string[]> = {
@@ -48,7 +51,13 @@ async function runGuide() {
         out.push({ id: action.id, request: null, result });
         continue;
       }
-      const request: RefundRequest = { op: 'refund', payment_id: f.payment_id, amount: f.amount, lose_reply: f.lose_reply, approval_id: f.present ? (approvalId ?? requestId) : null };
+      const request: RefundRequest = {
+        op: 'refund',
+        payment_id: f.payment_id,
+        amount: f.amount,
+        lose_reply: f.lose_reply,
+        approval_id: f.present ? (approvalId ?? requestId) : null,
+      };
       const result = await tryIt.step(request);
       if (result.request_id) requestId = result.request_id;
       out.push({ id: action.id, request, result });
@@ -102,8 +111,14 @@ describe('the playground page', () => {
     }
     expect(Object.keys(OUTCOME_CLASS).sort()).toEqual([...TRY_IT_OUTCOMES].sort());
     // consumed and mismatch read differently.
-    const mismatch = renderRefund({ op: 'refund', payment_id: 't', amount: 1 }, { outcome: 'approval_mismatch', error: 'ApprovalMismatch', message: 'm', remote_calls: 0, reason: 'mismatch' });
-    const consumed = renderRefund({ op: 'refund', payment_id: 't', amount: 1 }, { outcome: 'approval_mismatch', error: 'ApprovalMismatch', message: 'm', remote_calls: 0, reason: 'consumed' });
+    const mismatch = renderRefund(
+      { op: 'refund', payment_id: 't', amount: 1 },
+      { outcome: 'approval_mismatch', error: 'ApprovalMismatch', message: 'm', remote_calls: 0, reason: 'mismatch' },
+    );
+    const consumed = renderRefund(
+      { op: 'refund', payment_id: 't', amount: 1 },
+      { outcome: 'approval_mismatch', error: 'ApprovalMismatch', message: 'm', remote_calls: 0, reason: 'consumed' },
+    );
     expect(mismatch.lines[0]).not.toBe(consumed.lines[0]);
   });
 
@@ -141,7 +156,13 @@ describe('the playground page', () => {
   });
 
   it('formats minor units as euros and cents', () => {
-    expect([formatMinor(50000), formatMinor(200000), formatMinor(-500), formatMinor(5), formatMinor(2000000)]).toEqual(['€500.00', '€2,000.00', '-€5.00', '€0.05', '€20,000.00']);
+    expect([formatMinor(50000), formatMinor(200000), formatMinor(-500), formatMinor(5), formatMinor(2000000)]).toEqual([
+      '€500.00',
+      '€2,000.00',
+      '-€5.00',
+      '€0.05',
+      '€20,000.00',
+    ]);
     fc.assert(
       fc.property(fc.maxSafeInteger(), (n) => {
         expect(Number(formatMinor(n).replace(/[€,.]/g, ''))).toBe(n);

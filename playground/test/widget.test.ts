@@ -27,7 +27,13 @@ async function guided() {
         approval = (await tryIt.step({ op: 'approve', request_id: out.at(-1)!.result.request_id! })).approval_id;
         continue;
       }
-      const request: RefundRequest = { op: 'refund', payment_id: a.fill.payment_id, amount: a.fill.amount, lose_reply: a.fill.lose_reply, approval_id: a.fill.present ? approval : null };
+      const request: RefundRequest = {
+        op: 'refund',
+        payment_id: a.fill.payment_id,
+        amount: a.fill.amount,
+        lose_reply: a.fill.lose_reply,
+        approval_id: a.fill.present ? approval : null,
+      };
       out.push({ id: a.id, request, result: await tryIt.step(request) });
     }
   }
@@ -60,7 +66,10 @@ describe('the machinery', () => {
   it('the rule shown is the rule that decided: the receipt reason, or evaluate before any receipt', async () => {
     const policy = policyOf(TRY_IT_POLICY_YAML);
     const { out } = await guided();
-    const reasons = out.map(({ id, request, result }) => [id, result.receipt ? String(result.receipt['decision_reason']) : evaluateRule(policy, request).reason]);
+    const reasons = out.map(({ id, request, result }) => [
+      id,
+      result.receipt ? String(result.receipt['decision_reason']) : evaluateRule(policy, request).reason,
+    ]);
     expect(reasons).toEqual([
       ['1', 'rule[0]'],
       ['2a', 'rule[1]'],
@@ -76,7 +85,9 @@ describe('the machinery', () => {
     expect(decidingRule(policy, 'rule[2]', 'deny').text).toBe('rule[2]: otherwise → deny');
     expect(decidingRule(policy, 'rule[9]', 'deny').text).toBe('rule[9] → deny');
     expect(decidingRule(policy, 'no_matching_rule', 'deny').text).toMatch(/no rule matched/);
-    expect(decidingRule(loadPolicy('schema: ctrlrun.policy/v2\nactions:\n  stripe.refund:\n    decision: approve\n'), 'decision', 'approve').text).toBe('decision: otherwise → approve');
+    expect(decidingRule(loadPolicy('schema: ctrlrun.policy/v2\nactions:\n  stripe.refund:\n    decision: approve\n'), 'decision', 'approve').text).toBe(
+      'decision: otherwise → approve',
+    );
   });
 
   it('the TypeScript shown runs, and does what the step did', async () => {
@@ -85,7 +96,10 @@ describe('the machinery', () => {
     const AsyncFunction = Object.getPrototypeOf(async () => undefined).constructor as new (...args: string[]) => (...a: unknown[]) => Promise<unknown>;
     const want: Record<string, string> = { executed: 'executed', approval_required: 'ApprovalRequired', denied: 'ActionDenied' };
     for (const { id, request, result } of out.filter((x) => ['1', '2a', '4'].includes(x.id))) {
-      const body = protectCall(request).split('\n').filter((l) => !l.startsWith('import ')).join('\n');
+      const body = protectCall(request)
+        .split('\n')
+        .filter((l) => !l.startsWith('import '))
+        .join('\n');
       const calls: unknown[] = [];
       const run = new AsyncFunction('Control', 'loadPolicy', 'protect', 'createSqlJsStore', 'policyYaml', 'stripeRefund', body);
       const got = await run(Control, loadPolicy, protect, createSqlJsStore, TRY_IT_POLICY_YAML, async (args: unknown) => void calls.push(args)).then(
@@ -142,7 +156,8 @@ describe('the session calls the page and the element share', () => {
 describe('the policy attribute', () => {
   it('a one-line URL or path is fetched; anything with a newline or not URL-shaped is YAML', () => {
     for (const url of ['./policy.yaml', '../p.yml', '/docs/policy.yaml', 'https://example.com/p.yaml', ' ./p.yaml ']) expect(isPolicyUrl(url), url).toBe(true);
-    for (const yaml of ['schema: ctrlrun.policy/v2\nactions: {}', 'policy.yaml', 'https://x y', './a\n./b', 'actions:']) expect(isPolicyUrl(yaml), yaml).toBe(false);
+    for (const yaml of ['schema: ctrlrun.policy/v2\nactions: {}', 'policy.yaml', 'https://x y', './a\n./b', 'actions:'])
+      expect(isPolicyUrl(yaml), yaml).toBe(false);
     fc.assert(fc.property(fc.string(), (s) => void (isPolicyUrl(s) && expect(/[\r\n]/.test(s.trim())).toBe(false))));
   });
 

@@ -240,14 +240,29 @@ export class CtrlrunTryIt extends HTMLElement {
       steps: h('ol', { class: 'steps', 'aria-label': 'The six steps' }),
       refund: h('form', { class: 'refund', novalidate: '', 'aria-label': 'Refund' }),
       paymentId: h('input', { id: 'payment_id', name: 'payment_id', autocomplete: 'off', spellcheck: 'false', placeholder: 'txn_1' }),
-      amount: h('input', { id: 'amount', name: 'amount', inputmode: 'numeric', autocomplete: 'off', spellcheck: 'false', placeholder: '50000', 'aria-describedby': 'amount-hint' }),
+      amount: h('input', {
+        id: 'amount',
+        name: 'amount',
+        inputmode: 'numeric',
+        autocomplete: 'off',
+        spellcheck: 'false',
+        placeholder: '50000',
+        'aria-describedby': 'amount-hint',
+      }),
       amountHint: h('span', { id: 'amount-hint', class: 'hint' }),
       loseReply: h('input', { id: 'lose_reply', name: 'lose_reply', type: 'checkbox', 'aria-describedby': 'lose-hint' }),
       approvalId: h('input', { id: 'approval_id', name: 'approval_id', autocomplete: 'off', spellcheck: 'false', placeholder: 'apr_…' }),
       run: h('button', { type: 'submit', class: 'primary run' }, 'Run'),
       latest: h('p', { class: 'latest' }),
       approveForm: h('form', { class: 'approve', novalidate: '', 'aria-label': 'Approve as the human' }),
-      requestId: h('input', { id: 'request_id', name: 'request_id', autocomplete: 'off', spellcheck: 'false', placeholder: 'apr_…', 'aria-describedby': 'approve-hint' }),
+      requestId: h('input', {
+        id: 'request_id',
+        name: 'request_id',
+        autocomplete: 'off',
+        spellcheck: 'false',
+        placeholder: 'apr_…',
+        'aria-describedby': 'approve-hint',
+      }),
       approve: h('button', { type: 'submit', class: 'approve' }, 'Approve'),
       output: h('section', { class: 'output', 'aria-label': 'What happened', tabindex: '0' }),
       entries: h('ol', { class: 'entries' }),
@@ -263,17 +278,41 @@ export class CtrlrunTryIt extends HTMLElement {
     ui.refund.append(
       h('div', { class: 'field' }, h('label', { for: 'payment_id' }, 'Payment id'), ui.paymentId),
       h('div', { class: 'field' }, h('label', { for: 'amount' }, 'Amount, in cents'), ui.amount, ui.amountHint),
-      h('div', { class: 'field check' }, ui.loseReply, h('label', { for: 'lose_reply' }, 'Lose the reply'), h('span', { id: 'lose-hint', class: 'hint' }, 'the remote commits, then its answer never arrives')),
+      h(
+        'div',
+        { class: 'field check' },
+        ui.loseReply,
+        h('label', { for: 'lose_reply' }, 'Lose the reply'),
+        h('span', { id: 'lose-hint', class: 'hint' }, 'the remote commits, then its answer never arrives'),
+      ),
       h('div', { class: 'field' }, h('label', { for: 'approval_id' }, 'Approval to present (optional)'), ui.approvalId),
       h('div', { class: 'buttons' }, ui.run, ui.latest),
     );
     ui.approveForm.append(
-      h('div', { class: 'field' }, h('label', { for: 'request_id' }, 'Request awaiting a human'), ui.requestId, h('span', { id: 'approve-hint', class: 'hint' }, 'You are the human: nothing else here can grant.')),
+      h(
+        'div',
+        { class: 'field' },
+        h('label', { for: 'request_id' }, 'Request awaiting a human'),
+        ui.requestId,
+        h('span', { id: 'approve-hint', class: 'hint' }, 'You are the human: nothing else here can grant.'),
+      ),
       h('div', { class: 'buttons' }, ui.approve),
     );
     ui.output.append(ui.entries);
     ui.root.append(
-      h('header', {}, h('h2', {}, 'Try it: break a protected action'), h('p', { class: 'hint' }, 'You are an agent refunding payments through ', h('code', {}, 'stripe.refund'), '. Each step fills the form; press Run (or Approve).'), ui.status),
+      h(
+        'header',
+        {},
+        h('h2', {}, 'Try it: break a protected action'),
+        h(
+          'p',
+          { class: 'hint' },
+          'You are an agent refunding payments through ',
+          h('code', {}, 'stripe.refund'),
+          '. Each step fills the form; press Run (or Approve).',
+        ),
+        ui.status,
+      ),
       ui.steps,
       ui.refund,
       ui.approveForm,
@@ -318,7 +357,13 @@ export class CtrlrunTryIt extends HTMLElement {
           ),
           h('p', { class: 'watch' }, h('strong', {}, 'Watch for: '), step.watch),
         );
-        const head = h('button', { type: 'button', class: 'step-head', 'aria-expanded': 'false', 'aria-controls': `step-${step.n}-body` }, h('span', { class: 'n' }, `${step.n}.`), step.title, h('span', { class: 'done' }));
+        const head = h(
+          'button',
+          { type: 'button', class: 'step-head', 'aria-expanded': 'false', 'aria-controls': `step-${step.n}-body` },
+          h('span', { class: 'n' }, `${step.n}.`),
+          step.title,
+          h('span', { class: 'done' }),
+        );
         head.addEventListener('click', () => this.#setCurrent(i));
         return h('li', { class: 'step', 'data-step': String(step.n) }, h('h3', {}, head), body);
       }),
@@ -388,7 +433,12 @@ export class CtrlrunTryIt extends HTMLElement {
     const ui = this.#ui;
     const live = await this.#boot();
     const filled = this.#filled;
-    const item = await this.#engine!.runRefundForm(live.tryIt, live.store, { payment_id: ui.paymentId.value, amount: ui.amount.value, lose_reply: ui.loseReply.checked, approval_id: ui.approvalId.value });
+    const item = await this.#engine!.runRefundForm(live.tryIt, live.store, {
+      payment_id: ui.paymentId.value,
+      amount: ui.amount.value,
+      lose_reply: ui.loseReply.checked,
+      approval_id: ui.approvalId.value,
+    });
     if (item.kind === 'refund' && item.result.outcome === 'approval_required' && item.result.request_id) {
       this.#requestId = item.result.request_id;
       ui.requestId.value = item.result.request_id;
@@ -479,7 +529,11 @@ export class CtrlrunTryIt extends HTMLElement {
         button.textContent = ok ? 'Copied' : 'Select and copy';
         if (!ok) getSelection()?.selectAllChildren(pre);
       };
-      if (navigator.clipboard?.writeText) navigator.clipboard.writeText(text).then(() => done(true), () => done(false));
+      if (navigator.clipboard?.writeText)
+        navigator.clipboard.writeText(text).then(
+          () => done(true),
+          () => done(false),
+        );
       else done(false);
     });
     return h('div', {}, pre, button);
@@ -491,7 +545,10 @@ export class CtrlrunTryIt extends HTMLElement {
     const { canonicalAction, decidingRule, evaluateRule, protectCall } = this.#engine!;
     const action = canonicalAction(req);
     const stated = typeof receipt?.['action_hash'] === 'string' ? receipt['action_hash'] : null;
-    const rule = receipt && typeof receipt['decision_reason'] === 'string' ? decidingRule(live.policy, receipt['decision_reason'], String(receipt['decision'])) : evaluateRule(live.policy, req);
+    const rule =
+      receipt && typeof receipt['decision_reason'] === 'string'
+        ? decidingRule(live.policy, receipt['decision_reason'], String(receipt['decision']))
+        : evaluateRule(live.policy, req);
     const check =
       stated === null
         ? h('p', { class: 'hint' }, 'no receipt yet: this is the hash the approval request is bound to')
@@ -518,7 +575,11 @@ export class CtrlrunTryIt extends HTMLElement {
   }
 
   #resolveControl(effectKey: string): HTMLElement {
-    const group = h('div', { class: 'resolve', role: 'group', 'aria-label': `Resolve ${effectKey} as the operator` }, h('span', {}, `You are the operator: did the provider make this refund?`));
+    const group = h(
+      'div',
+      { class: 'resolve', role: 'group', 'aria-label': `Resolve ${effectKey} as the operator` },
+      h('span', {}, `You are the operator: did the provider make this refund?`),
+    );
     for (const [state, label] of [
       ['committed', 'Resolve: committed (it happened)'],
       ['failed', 'Resolve: failed (it did not)'],
@@ -565,7 +626,11 @@ export class CtrlrunTryIt extends HTMLElement {
     this.#ui.chainVerdict.dataset['ok'] = String(report.ok);
     this.#ui.chainVerdict.dataset['count'] = String(total);
     this.#ui.chainVerdict.textContent =
-      total === 0 ? 'no receipts yet' : report.ok ? `verifyChain: all ${report.verified} receipts verified, each prev hash is the hash above it` : `verifyChain: broken — ${report.breaks.map((b) => b.name).join(', ')}`;
+      total === 0
+        ? 'no receipts yet'
+        : report.ok
+          ? `verifyChain: all ${report.verified} receipts verified, each prev hash is the hash above it`
+          : `verifyChain: broken — ${report.breaks.map((b) => b.name).join(', ')}`;
     this.#ui.chainSummary.textContent = `Receipt chain (${total})`;
   }
 }

@@ -21,5 +21,8 @@ export function dedentAttribute(value: string): string {
   const firstIndented = /^[ \t]/.test(lines[0] ?? '');
   const pool = firstIndented ? lines.filter((l) => l.trim() !== '') : rest;
   const indent = pool.length ? Math.min(...pool.map((l) => /^[ \t]*/.exec(l)![0].length)) : 0;
-  return lines.map((l, i) => (i === 0 && !firstIndented ? l : l.slice(Math.min(indent, /^[ \t]*/.exec(l)![0].length)))).join('\n').replace(/\s*$/, '\n');
+  return lines
+    .map((l, i) => (i === 0 && !firstIndented ? l : l.slice(Math.min(indent, /^[ \t]*/.exec(l)![0].length))))
+    .join('\n')
+    .replace(/\s*$/, '\n');
 }

@@ -27,6 +27,10 @@ export function writeScanTree(root: string, files: number, options: { tsconfig?:
       ].join('\n'),
     );
   }
-  if (options.tsconfig) writeFileSync(join(root, 'tsconfig.json'), JSON.stringify({ compilerOptions: { target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', strict: true, types: [] }, include: ['src'] }));
+  if (options.tsconfig)
+    writeFileSync(
+      join(root, 'tsconfig.json'),
+      JSON.stringify({ compilerOptions: { target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', strict: true, types: [] }, include: ['src'] }),
+    );
   return Math.ceil(files / 500);
 }

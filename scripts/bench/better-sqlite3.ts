@@ -101,7 +101,9 @@ function floorOn(path: string): { one: () => void; close: () => void } {
       for (const op of recorded) {
         if (op.kind !== 'query') (op.kind === 'begin' ? begin : commit).run();
         else {
-          const params = op.params.map((p) => (p === key ? `refund:bare_${i}` : p === actionId ? act : typeof p === 'string' && p.startsWith('ctr_') ? ctr : p));
+          const params = op.params.map((p) =>
+            p === key ? `refund:bare_${i}` : p === actionId ? act : typeof p === 'string' && p.startsWith('ctr_') ? ctr : p,
+          );
           if (/^INSERT INTO receipts/.test(op.sql)) params[6] = seq as SqlValue;
           const st = statements.get(op.sql)!;
           if (st.reader) {
@@ -172,7 +174,9 @@ const approvedCounts = await recordedCounts(async (control) => {
 const duplicateCounts = await recordedCounts(async (control) => {
   await control.execute(createAction({ name: 'stripe.refund', arguments: { payment_id: 'txn_d', amount: 500 }, principal }), () => ({ ok: true }));
   recording = true;
-  await control.execute(createAction({ name: 'stripe.refund', arguments: { payment_id: 'txn_d', amount: 500 }, principal }), () => 'never').catch(() => undefined);
+  await control
+    .execute(createAction({ name: 'stripe.refund', arguments: { payment_id: 'txn_d', amount: 500 }, principal }), () => 'never')
+    .catch(() => undefined);
   recording = false;
 });
 
@@ -215,7 +219,11 @@ for (let i = 0; i < SLICES; i++) {
 await store.close();
 floor.close();
 minimal.close();
-const best = { control: totals.control.n / (totals.control.ms / 1000), floor: totals.floor.n / (totals.floor.ms / 1000), minimal: totals.minimal.n / (totals.minimal.ms / 1000) };
+const best = {
+  control: totals.control.n / (totals.control.ms / 1000),
+  floor: totals.floor.n / (totals.floor.ms / 1000),
+  minimal: totals.minimal.n / (totals.minimal.ms / 1000),
+};
 const perCpu = { control: totals.control.n / (totals.control.cpuMs / 1000), floor: totals.floor.n / (totals.floor.cpuMs / 1000) };
 
 const full = await createBetterSqlite3Store(join(dir, 'full.db'), { synchronous: 'FULL' });
@@ -225,12 +233,23 @@ const fullRate = await rate(1500, oneFull);
 await full.close();
 
 const fmt = (n: number) => Math.round(n).toLocaleString('en-US');
-console.log(`allowed actions/s (Control)      ${fmt(best.control)}   better-sqlite3 file, WAL, synchronous=NORMAL; ${txPerAction} transactions and ${statementsPerAction} statements per action  (target ≥ 4,000)`);
+console.log(
+  `allowed actions/s (Control)      ${fmt(best.control)}   better-sqlite3 file, WAL, synchronous=NORMAL; ${txPerAction} transactions and ${statementsPerAction} statements per action  (target ≥ 4,000)`,
+);
 console.log(`floor: same SQL bare, actions/s  ${fmt(best.floor)}   prepared, same BEGIN IMMEDIATE … COMMIT transactions, no kernel`);
 console.log(`ratio Control / floor            ${((best.control / best.floor) * 100).toFixed(0)}%   (target ≥ 75%)`);
 console.log(`minimal floor, actions/s         ${fmt(best.minimal)}   BEGIN IMMEDIATE; INSERT; COMMIT; BEGIN IMMEDIATE; UPDATE; COMMIT, same pragmas`);
 console.log(`ratio Control / minimal floor    ${((best.control / best.minimal) * 100).toFixed(0)}%   (target ≥ 25%)`);
-console.log(`per action: allowed ${txPerAction} transactions / ${statementsPerAction} statements; approved ${approvedCounts}; refused duplicate ${duplicateCounts}`);
-console.log(`per CPU-second: Control ${fmt(perCpu.control)}, floor ${fmt(perCpu.floor)}, ratio ${((perCpu.control / perCpu.floor) * 100).toFixed(0)}%   (this process's user + system time; other load moves it less)`);
-console.log(`load average at the end          ${(await import('node:os')).loadavg().map((l) => l.toFixed(2)).join(' ')}   (${(await import('node:os')).cpus().length} CPUs)`);
+console.log(
+  `per action: allowed ${txPerAction} transactions / ${statementsPerAction} statements; approved ${approvedCounts}; refused duplicate ${duplicateCounts}`,
+);
+console.log(
+  `per CPU-second: Control ${fmt(perCpu.control)}, floor ${fmt(perCpu.floor)}, ratio ${((perCpu.control / perCpu.floor) * 100).toFixed(0)}%   (this process's user + system time; other load moves it less)`,
+);
+console.log(
+  `load average at the end          ${(await import('node:os'))
+    .loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ')}   (${(await import('node:os')).cpus().length} CPUs)`,
+);
 console.log(`allowed actions/s, FULL          ${fmt(fullRate)}   the same with synchronous=FULL (every commit synced)`);

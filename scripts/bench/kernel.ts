@@ -69,7 +69,9 @@ function recording(inner: SqlDriver): SqlDriver {
 }
 const driver = await SqlJsDriver.open(SQL);
 // The store's connection settings, read back, so that the floors run the same engine.
-const settings = await Promise.all(['journal_mode', 'locking_mode'].map(async (p) => `PRAGMA ${p} = ${String(Object.values((await driver.query(`PRAGMA ${p}`)).rows[0]!)[0])}`));
+const settings = await Promise.all(
+  ['journal_mode', 'locking_mode'].map(async (p) => `PRAGMA ${p} = ${String(Object.values((await driver.query(`PRAGMA ${p}`)).rows[0]!)[0])}`),
+);
 const principal = { agent: 'bench-agent' };
 function controlOn(store: Awaited<ReturnType<typeof openSqlStateStore>>): (i: number) => Promise<void> {
   const control = new Control({ policy, store, logger: { warn() {} } });
@@ -191,17 +193,27 @@ for (let k = 0; k < 10; k++) {
     totals[side][1]! += secs;
   }
 }
-const [actions, floor, minimalFloor, minimalDefaultFloor] = (['actions', 'floor', 'minimal', 'minimalDefault'] as const).map((k) => totals[k][0]! / totals[k][1]!) as [number, number, number, number];
+const [actions, floor, minimalFloor, minimalDefaultFloor] = (['actions', 'floor', 'minimal', 'minimalDefault'] as const).map(
+  (k) => totals[k][0]! / totals[k][1]!,
+) as [number, number, number, number];
 const txPerAction = recorded.filter((o) => o.kind === 'begin').length;
 const stmtPerAction = recorded.filter((o) => o.kind === 'query').length;
 
 console.log(`store settings                  ${settings.join('; ')}`);
 console.log(`policy evaluations/s            ${Math.round(evals).toLocaleString('en-US')}   (target ≥ 500,000)`);
-console.log(`allowed actions/s (Control)     ${Math.round(actions).toLocaleString('en-US')}   sql.js in memory, ${txPerAction} transactions and ${stmtPerAction} statements per action`);
+console.log(
+  `allowed actions/s (Control)     ${Math.round(actions).toLocaleString('en-US')}   sql.js in memory, ${txPerAction} transactions and ${stmtPerAction} statements per action`,
+);
 console.log(`floor: same SQL bare, actions/s ${Math.round(floor).toLocaleString('en-US')}   prepared, same transactions, the store's settings, no kernel`);
 console.log(`ratio kernel / floor            ${((actions / floor) * 100).toFixed(0)}%   (target ≥ 75%)`);
-console.log(`minimal floor, actions/s        ${Math.round(minimalFloor).toLocaleString('en-US')}   BEGIN IMMEDIATE; INSERT; COMMIT; BEGIN IMMEDIATE; UPDATE; COMMIT, prepared, the store's settings`);
+console.log(
+  `minimal floor, actions/s        ${Math.round(minimalFloor).toLocaleString('en-US')}   BEGIN IMMEDIATE; INSERT; COMMIT; BEGIN IMMEDIATE; UPDATE; COMMIT, prepared, the store's settings`,
+);
 console.log(`ratio kernel / minimal floor    ${((actions / minimalFloor) * 100).toFixed(0)}%   (target ≥ 25%)`);
 const perCpu = (k: keyof typeof cpuMs) => (totals[k][0]! / cpuMs[k]) * 1000;
-console.log(`per CPU-second: Control ${Math.round(perCpu('actions')).toLocaleString('en-US')}, floor ${Math.round(perCpu('floor')).toLocaleString('en-US')} (${((perCpu('actions') / perCpu('floor')) * 100).toFixed(0)}%), minimal ${Math.round(perCpu('minimal')).toLocaleString('en-US')} (${((perCpu('actions') / perCpu('minimal')) * 100).toFixed(0)}%)   (this process's user + system time)`);
-console.log(`minimal floor, sql.js defaults  ${Math.round(minimalDefaultFloor).toLocaleString('en-US')}   the same on sql.js's defaults; kernel / it ${((actions / minimalDefaultFloor) * 100).toFixed(0)}%`);
+console.log(
+  `per CPU-second: Control ${Math.round(perCpu('actions')).toLocaleString('en-US')}, floor ${Math.round(perCpu('floor')).toLocaleString('en-US')} (${((perCpu('actions') / perCpu('floor')) * 100).toFixed(0)}%), minimal ${Math.round(perCpu('minimal')).toLocaleString('en-US')} (${((perCpu('actions') / perCpu('minimal')) * 100).toFixed(0)}%)   (this process's user + system time)`,
+);
+console.log(
+  `minimal floor, sql.js defaults  ${Math.round(minimalDefaultFloor).toLocaleString('en-US')}   the same on sql.js's defaults; kernel / it ${((actions / minimalDefaultFloor) * 100).toFixed(0)}%`,
+);

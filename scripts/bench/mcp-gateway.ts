@@ -48,7 +48,19 @@ const q = (xs: number[], p: number) => xs[Math.min(xs.length - 1, Math.floor(p *
 const fmt = (xs: number[]) => `median ${q(xs, 0.5).toFixed(2)} ms, p95 ${q(xs, 0.95).toFixed(2)} ms`;
 
 const direct = await client(server);
-const gateway = await client(['--conditions=@ctrlrun/source', ...tsx, join(root, 'packages/cli/src/bin.ts'), 'gateway', '--stdio', '--alias', 'pay', '--principal', 'bench-agent', '--upstream-command', [process.execPath, ...server].join(' ')]);
+const gateway = await client([
+  '--conditions=@ctrlrun/source',
+  ...tsx,
+  join(root, 'packages/cli/src/bin.ts'),
+  'gateway',
+  '--stdio',
+  '--alias',
+  'pay',
+  '--principal',
+  'bench-agent',
+  '--upstream-command',
+  [process.execPath, ...server].join(' '),
+]);
 try {
   const refund = (i: number) => ({ payment_id: `txn_${i}`, amount: 100 });
   const lookup = (i: number) => ({ payment_id: `txn_${i}` });
@@ -56,7 +68,11 @@ try {
     ['refund (effect key: reserve + commit)', await measure(direct, 'refund', refund, 0), await measure(gateway, 'refund', refund, 0)],
     ['lookup_payment (no effect template)', await measure(direct, 'lookup_payment', lookup, 0), await measure(gateway, 'lookup_payment', lookup, 0)],
   ];
-  console.log(`${N} sequential tools/call each over stdio; SQLite file store (better-sqlite3); load average ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+  console.log(
+    `${N} sequential tools/call each over stdio; SQLite file store (better-sqlite3); load average ${loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' ')}`,
+  );
   for (const [name, d, g] of rows) {
     console.log(`${name}`);
     console.log(`  direct    ${fmt(d)}`);

@@ -22,7 +22,12 @@ if (!existsSync(CHROMIUM)) {
   process.exit(0);
 }
 
-const TYPES: Record<string, string> = { '.html': 'text/html; charset=utf-8', '.js': 'text/javascript; charset=utf-8', '.css': 'text/css; charset=utf-8', '.wasm': 'application/wasm' };
+const TYPES: Record<string, string> = {
+  '.html': 'text/html; charset=utf-8',
+  '.js': 'text/javascript; charset=utf-8',
+  '.css': 'text/css; charset=utf-8',
+  '.wasm': 'application/wasm',
+};
 
 /** Serves `dir` at `/`, and sql.js's own dist (for the floor) at `/sqljs/`, on 127.0.0.1. */
 async function serve(dir: string, sqljs: string): Promise<{ url: string; close: () => Promise<void> }> {
@@ -49,12 +54,27 @@ const PROFILE = process.env['CTRLRUN_BENCH_PROFILE'] === '1';
 const dist = mkdtempSync(join(tmpdir(), 'ctrlrun-bench-playground-'));
 const sqljsDist = join(ROOT, 'node_modules', 'sql.js', 'dist');
 const server = await (async () => {
-  await build({ configFile: join(ROOT, 'playground', 'vite.config.ts'), logLevel: 'warn', build: { outDir: dist, emptyOutDir: true, ...(PROFILE ? { minify: false, rolldownOptions: { output: { minify: false } } } : {}) } });
+  await build({
+    configFile: join(ROOT, 'playground', 'vite.config.ts'),
+    logLevel: 'warn',
+    build: { outDir: dist, emptyOutDir: true, ...(PROFILE ? { minify: false, rolldownOptions: { output: { minify: false } } } : {}) },
+  });
   return serve(dist, sqljsDist);
 })();
 const browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS });
 const plan = GUIDE.flatMap((s) => s.actions.map((a) => [a.id, a.fill.kind === 'approve' ? 'approve' : 'run'] as const));
-const WANT = ['executed', 'approval_required', 'approved', 'approval_mismatch', 'executed', 'approval_mismatch', 'denied', 'reply_lost', 'ambiguous_retry', 'duplicate'];
+const WANT = [
+  'executed',
+  'approval_required',
+  'approved',
+  'approval_mismatch',
+  'executed',
+  'approval_mismatch',
+  'denied',
+  'reply_lost',
+  'ambiguous_retry',
+  'duplicate',
+];
 /** Fresh pages (each its own IndexedDB, its own cold start), so one busy moment of a shared machine does not make the figure. */
 const ROUNDS = 5;
 
@@ -79,7 +99,10 @@ async function openPage(): Promise<Page> {
   await page.waitForSelector('body[data-ready]');
   const ready = await page.getAttribute('body', 'data-ready');
   const persistent = await page.getAttribute('body', 'data-persistent');
-  if (ready !== 'true' || persistent !== 'true') throw new Error(`the page is not ready with IndexedDB persistence (ready=${ready}, persistent=${persistent}): ${await page.locator('#status').innerText()}`);
+  if (ready !== 'true' || persistent !== 'true')
+    throw new Error(
+      `the page is not ready with IndexedDB persistence (ready=${ready}, persistent=${persistent}): ${await page.locator('#status').innerText()}`,
+    );
   return page;
 }
 
@@ -143,7 +166,10 @@ async function profiled(page: Page): Promise<string[]> {
     const key = `${f.functionName || '(anonymous)'} ${f.url.split('/').pop() ?? ''}:${f.lineNumber + 1}`;
     self.set(key, (self.get(key) ?? 0) + (profile.timeDeltas?.[i] ?? 0) / 1000);
   });
-  return [...self].sort((a, b) => b[1] - a[1]).slice(0, 25).map(([k, v]) => `${v.toFixed(1).padStart(8)} ms  ${k}`);
+  return [...self]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, 25)
+    .map(([k, v]) => `${v.toFixed(1).padStart(8)} ms  ${k}`);
 }
 
 try {
@@ -161,54 +187,65 @@ try {
   // The floor, in the same tab: the database the steps left, exported bare by sql.js and put into
   // a scratch IndexedDB database with strict durability (as the store saves), timed per save.
   await page.addScriptTag({ url: `${server.url}sqljs/sql-wasm.js` });
-  const floor = await page.evaluate(async ({ wasm, saves }) => {
-    const req = <T>(r: IDBRequest<T>) => new Promise<T>((ok, fail) => ((r.onsuccess = () => ok(r.result)), (r.onerror = () => fail(r.error))));
-    const open = (name: string, store: string) => {
-      const r = indexedDB.open(name, 1);
-      r.onupgradeneeded = () => void (r.result.objectStoreNames.contains(store) || r.result.createObjectStore(store));
-      return req(r);
-    };
-    // The store keeps its bytes in pages (keys 0, 1, …) and their length under `length`; earlier
-    // versions kept them whole under `database`.
-    const kept = await open('ctrlrun-playground', 'sqljs');
-    const store = kept.transaction('sqljs', 'readonly').objectStore('sqljs');
-    const [keys, values] = await Promise.all([req(store.getAllKeys()), req(store.getAll())]);
-    kept.close();
-    const at = new Map(keys.map((k, i) => [k, values[i]]));
-    let bytes = at.get('database') as Uint8Array | undefined;
-    if (!bytes) {
-      bytes = new Uint8Array(at.get('length') as number);
-      for (const [k, v] of at) if (typeof k === 'number') bytes.set(v as Uint8Array, k * 4096);
-    }
-    const init = (globalThis as unknown as { initSqlJs: (c: object) => Promise<{ Database: new (b: Uint8Array) => { export(): Uint8Array; close(): void } }> }).initSqlJs;
-    const SQL = await init({ locateFile: () => wasm });
-    const db = new SQL.Database(bytes);
-    const scratch = await open('ctrlrun-bench-floor', 'sqljs');
-    const put = async (data: Uint8Array) => {
-      const tx = scratch.transaction('sqljs', 'readwrite', { durability: 'strict' });
-      const done = new Promise<void>((ok, fail) => ((tx.oncomplete = () => ok()), (tx.onerror = () => fail(tx.error)), (tx.onabort = () => fail(tx.error))));
-      tx.objectStore('sqljs').put(data, 'database');
-      await done;
-    };
-    await put(db.export()); // warm
-    const each: number[] = [];
-    for (let i = 0; i < saves; i++) {
-      const t0 = performance.now();
-      await put(db.export());
-      each.push(performance.now() - t0);
-    }
-    db.close();
-    scratch.close();
-    each.sort((a, b) => a - b);
-    return { bytes: bytes.length, median: each[Math.floor(each.length / 2)]!, total: each.reduce((a, b) => a + b, 0) };
-  }, { wasm: `${server.url}sqljs/sql-wasm.wasm`, saves: steps.length });
+  const floor = await page.evaluate(
+    async ({ wasm, saves }) => {
+      const req = <T>(r: IDBRequest<T>) => new Promise<T>((ok, fail) => ((r.onsuccess = () => ok(r.result)), (r.onerror = () => fail(r.error))));
+      const open = (name: string, store: string) => {
+        const r = indexedDB.open(name, 1);
+        r.onupgradeneeded = () => void (r.result.objectStoreNames.contains(store) || r.result.createObjectStore(store));
+        return req(r);
+      };
+      // The store keeps its bytes in pages (keys 0, 1, …) and their length under `length`; earlier
+      // versions kept them whole under `database`.
+      const kept = await open('ctrlrun-playground', 'sqljs');
+      const store = kept.transaction('sqljs', 'readonly').objectStore('sqljs');
+      const [keys, values] = await Promise.all([req(store.getAllKeys()), req(store.getAll())]);
+      kept.close();
+      const at = new Map(keys.map((k, i) => [k, values[i]]));
+      let bytes = at.get('database') as Uint8Array | undefined;
+      if (!bytes) {
+        bytes = new Uint8Array(at.get('length') as number);
+        for (const [k, v] of at) if (typeof k === 'number') bytes.set(v as Uint8Array, k * 4096);
+      }
+      const init = (
+        globalThis as unknown as { initSqlJs: (c: object) => Promise<{ Database: new (b: Uint8Array) => { export(): Uint8Array; close(): void } }> }
+      ).initSqlJs;
+      const SQL = await init({ locateFile: () => wasm });
+      const db = new SQL.Database(bytes);
+      const scratch = await open('ctrlrun-bench-floor', 'sqljs');
+      const put = async (data: Uint8Array) => {
+        const tx = scratch.transaction('sqljs', 'readwrite', { durability: 'strict' });
+        const done = new Promise<void>((ok, fail) => ((tx.oncomplete = () => ok()), (tx.onerror = () => fail(tx.error)), (tx.onabort = () => fail(tx.error))));
+        tx.objectStore('sqljs').put(data, 'database');
+        await done;
+      };
+      await put(db.export()); // warm
+      const each: number[] = [];
+      for (let i = 0; i < saves; i++) {
+        const t0 = performance.now();
+        await put(db.export());
+        each.push(performance.now() - t0);
+      }
+      db.close();
+      scratch.close();
+      each.sort((a, b) => a - b);
+      return { bytes: bytes.length, median: each[Math.floor(each.length / 2)]!, total: each.reduce((a, b) => a + b, 0) };
+    },
+    { wasm: `${server.url}sqljs/sql-wasm.wasm`, saves: steps.length },
+  );
 
   const total = totalOf(median);
   const ms = (n: number) => `${n.toFixed(1)} ms`;
   console.log(`in Chromium ${browser.version()}, the built page, IndexedDB persistence on; timed in the tab, the median of ${ROUNDS} fresh pages`);
-  console.log(`playground six steps, through the page ${ms(total).padStart(9)}   ${steps.length} clicks: ${steps.map((s) => `${s.id} ${s.ms.toFixed(0)}`).join(', ')} (target < 100 ms); rounds ${rounds.map((r) => totalOf(r).toFixed(0)).join(' / ')} ms, the quickest ${ms(Math.min(...rounds.map(totalOf)))}`);
-  console.log(`  main-thread CPU in those steps         ${ms(median.cpuMs).padStart(9)}   the tab's own work (JavaScript, sql.js, layout, paint); the rest is waiting for IndexedDB or for a core`);
-  console.log(`floor: one bare save per click        ${ms(floor.total).padStart(9)}   sql.js export + strict IndexedDB put of the same ${(floor.bytes / 1024).toFixed(0)} KiB database, ${ms(floor.median)} median, ${steps.length} times`);
+  console.log(
+    `playground six steps, through the page ${ms(total).padStart(9)}   ${steps.length} clicks: ${steps.map((s) => `${s.id} ${s.ms.toFixed(0)}`).join(', ')} (target < 100 ms); rounds ${rounds.map((r) => totalOf(r).toFixed(0)).join(' / ')} ms, the quickest ${ms(Math.min(...rounds.map(totalOf)))}`,
+  );
+  console.log(
+    `  main-thread CPU in those steps         ${ms(median.cpuMs).padStart(9)}   the tab's own work (JavaScript, sql.js, layout, paint); the rest is waiting for IndexedDB or for a core`,
+  );
+  console.log(
+    `floor: one bare save per click        ${ms(floor.total).padStart(9)}   sql.js export + strict IndexedDB put of the same ${(floor.bytes / 1024).toFixed(0)} KiB database, ${ms(floor.median)} median, ${steps.length} times`,
+  );
   console.log(`ratio floor / page                    ${`${((floor.total / total) * 100).toFixed(0)}%`.padStart(9)}`);
   if (PROFILE) {
     await page.context().close();

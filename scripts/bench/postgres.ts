@@ -113,14 +113,21 @@ if (url === null) {
   lines.push('PostgreSQL: skipped — no PG_URL and no server binaries (/usr/lib/postgresql/<n>/bin)');
 } else {
   const db = await freshDatabase(url, 'bench');
-  const commits = async () => Number((await db.sql<{ n: string }>('SELECT xact_commit::text AS n FROM pg_stat_database WHERE datname = current_database()'))[0]!.n);
+  const commits = async () =>
+    Number((await db.sql<{ n: string }>('SELECT xact_commit::text AS n FROM pg_stat_database WHERE datname = current_database()'))[0]!.n);
   try {
     await db.createSchema('bench');
     // Durable commits as configured, then with synchronous_commit off (the commit no longer waits for the WAL flush).
     const off = `${db.url}?options=${encodeURIComponent('-c synchronous_commit=off')}`;
     await db.createSchema('floor'); // its own schema: the store's is refused with a foreign table in it
     await db.sql('CREATE TABLE floor.t(id BIGSERIAL PRIMARY KEY, v TEXT)');
-    type Subject = { label: string; pool: pg.Pool; run: (ms: number, callers: number, tag: string) => Promise<number>; close: () => Promise<void>; perAction?: number };
+    type Subject = {
+      label: string;
+      pool: pg.Pool;
+      run: (ms: number, callers: number, tag: string) => Promise<number>;
+      close: () => Promise<void>;
+      perAction?: number;
+    };
     const subjects: Subject[] = [];
     const FLOOR = 'floor: a bare one-row INSERT, its own transaction (one WAL flush + one round trip)';
     // Every receipt advances the one chain head row, whose lock is held until the commit is flushed:
@@ -144,7 +151,8 @@ if (url === null) {
         subjects.push({ label, pool, run: (ms, callers) => insertFloor(pool, ms, callers, text), close: () => pool.end() });
         continue;
       }
-      const real = build === 'separate' ? await separateStatements(pool, 'bench') : await createPgStore(pool, { schema: 'bench', prepare: build === 'prepared' });
+      const real =
+        build === 'separate' ? await separateStatements(pool, 'bench') : await createPgStore(pool, { schema: 'bench', prepare: build === 'prepared' });
       const store = build === 'stepwise' ? stepwise(real) : real;
       await actionsPerSecond(store, 300, 1, `warm_${label}`);
       // Committed transactions per action, from the server's counter (autocommit reads count too).
@@ -153,7 +161,13 @@ if (url === null) {
       const rate = await actionsPerSecond(store, 1000, 1, `count_${label}`);
       const done = Math.round((rate * (performance.now() - t0)) / 1000);
       const perAction = ((await commits()) - before) / Math.max(1, done);
-      subjects.push({ label, pool, perAction, run: (ms, callers, tag) => actionsPerSecond(store, ms, callers, `${tag}_${label}`), close: async () => (await real.close(), await pool.end()) });
+      subjects.push({
+        label,
+        pool,
+        perAction,
+        run: (ms, callers, tag) => actionsPerSecond(store, ms, callers, `${tag}_${label}`),
+        close: async () => (await real.close(), await pool.end()),
+      });
     }
     // Interleaved: every subject runs a short slice in turn, round after round, so that the
     // machine's load (shared, changing) weighs on all of them alike; each figure is the mean rate.
@@ -189,7 +203,9 @@ if (url === null) {
     for (const x of subjects) {
       const [one, eight] = sums.get(x.label)!;
       if (x.label === FLOOR || x.label === SHARED) continue;
-      lines.push(`PostgreSQL, pg Pool, 1 caller   ${fmt(one)} allowed actions/s   (${x.label}; ${x.perAction!.toFixed(1)} committed transactions per action; ${cpuPer(x.label)})`);
+      lines.push(
+        `PostgreSQL, pg Pool, 1 caller   ${fmt(one)} allowed actions/s   (${x.label}; ${x.perAction!.toFixed(1)} committed transactions per action; ${cpuPer(x.label)})`,
+      );
       lines.push(`PostgreSQL, pg Pool, 8 callers  ${fmt(eight)} allowed actions/s   (${x.label}; distinct keys, one process, pool of 16)`);
     }
     const now = sums.get('durable')!;
@@ -202,11 +218,17 @@ if (url === null) {
       lines.push(`  ${mine} vs ${label.slice('durable, '.length)}: ${(a[0] / b[0]).toFixed(2)}x (1 caller), ${(a[1] / b[1]).toFixed(2)}x (8 callers)`);
     }
     const [floor1, floor8] = sums.get(FLOOR)!;
-    lines.push(`PostgreSQL floor, 1 caller      ${fmt(floor1)} commits/s           (${FLOOR}; an allowed action needs 2 flushes -> at most ${fmt(floor1 / 2)} actions/s)`);
+    lines.push(
+      `PostgreSQL floor, 1 caller      ${fmt(floor1)} commits/s           (${FLOOR}; an allowed action needs 2 flushes -> at most ${fmt(floor1 / 2)} actions/s)`,
+    );
     lines.push(`PostgreSQL floor, 8 callers     ${fmt(floor8)} commits/s           (the same on 8 connections: concurrent commits share flushes)`);
     const [, shared8] = sums.get(SHARED)!;
-    lines.push(`PostgreSQL floor, 8 callers     ${fmt(shared8)} commits/s           (${SHARED}: an allowed action's outcome commit is one of these -> at most ${fmt(shared8)} actions/s)`);
-    lines.push(`  durable / (floor / 2): ${((2 * now[0]) / floor1).toFixed(2)} (1 caller); durable / shared-row floor: ${(now[1] / shared8).toFixed(2)} (8 callers)`);
+    lines.push(
+      `PostgreSQL floor, 8 callers     ${fmt(shared8)} commits/s           (${SHARED}: an allowed action's outcome commit is one of these -> at most ${fmt(shared8)} actions/s)`,
+    );
+    lines.push(
+      `  durable / (floor / 2): ${((2 * now[0]) / floor1).toFixed(2)} (1 caller); durable / shared-row floor: ${(now[1] / shared8).toFixed(2)} (8 callers)`,
+    );
     lines.push(`  (each figure: the mean of ${ROUNDS} interleaved ${SLICE_MS} ms slices)`);
     lines.push(`  server: ${where}`);
   } finally {

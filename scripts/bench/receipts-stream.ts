@@ -31,16 +31,36 @@ async function seed(path: string, n: number): Promise<void> {
   const db = new Database(path);
   db.pragma('journal_mode = WAL');
   db.pragma('synchronous = OFF');
-  const insert = db.prepare('INSERT INTO receipts(receipt_id, action_id, effect_key, result, json, ts, seq, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)');
-  const action = createAction({ name: 'stripe.refund', arguments: { payment_id: 'txn_1', amount: 50000, currency: 'EUR' }, principal: { agent: 'bench-agent', user: 'alice@example.com' } }, { ids: sequentialIds() });
+  const insert = db.prepare(
+    'INSERT INTO receipts(receipt_id, action_id, effect_key, result, json, ts, seq, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
+  );
+  const action = createAction(
+    {
+      name: 'stripe.refund',
+      arguments: { payment_id: 'txn_1', amount: 50000, currency: 'EUR' },
+      principal: { agent: 'bench-agent', user: 'alice@example.com' },
+    },
+    { ids: sequentialIds() },
+  );
   let prev = GENESIS_HASH;
   const write = db.transaction((from: number, to: number) => {
     for (let seq = from; seq <= to; seq++) {
       const at = new Date(Date.UTC(2026, 0, 1) + seq * 1000).toISOString();
       const draft = buildReceipt(action, {
-        receiptId: `rcp_${String(seq).padStart(8, '0')}`, decision: 'allow', decisionReason: 'rule[0]', approvalId: null, approver: null,
-        effectKey: `refund:txn_${seq}`, attempt: 1, result: 'committed', error: null, startedAt: at, finishedAt: at,
-        policyHash: `sha256:${'a'.repeat(64)}`, policyVersion: '1', controls: ['SOC2-CC6.1'],
+        receiptId: `rcp_${String(seq).padStart(8, '0')}`,
+        decision: 'allow',
+        decisionReason: 'rule[0]',
+        approvalId: null,
+        approver: null,
+        effectKey: `refund:txn_${seq}`,
+        attempt: 1,
+        result: 'committed',
+        error: null,
+        startedAt: at,
+        finishedAt: at,
+        policyHash: `sha256:${'a'.repeat(64)}`,
+        policyVersion: '1',
+        controls: ['SOC2-CC6.1'],
       });
       const sealed = sealReceipt(draft.document, seq, prev);
       insert.run(draft.receiptId, draft.actionId, draft.effectKey, draft.result, sealed.json, at, seq, prev, sealed.hash);
@@ -49,7 +69,9 @@ async function seed(path: string, n: number): Promise<void> {
   });
   for (let from = 1; from <= n; from += 50_000) write(from, Math.min(n, from + 49_999));
   // As many committed effect records, for the effects listing.
-  const effect = db.prepare("INSERT INTO effects(effect_key, state, action_id, attempt, lease_expires_at, result_json, error, created_at, updated_at) VALUES (?, 'committed', ?, 1, NULL, '{\"ok\":true}', NULL, ?, ?)");
+  const effect = db.prepare(
+    "INSERT INTO effects(effect_key, state, action_id, attempt, lease_expires_at, result_json, error, created_at, updated_at) VALUES (?, 'committed', ?, 1, NULL, '{\"ok\":true}', NULL, ?, ?)",
+  );
   db.transaction(() => {
     for (let i = 1; i <= n; i++) {
       const at = new Date(Date.UTC(2026, 0, 1) + i * 1000).toISOString().replace('Z', '+00:00');
@@ -93,7 +115,7 @@ async function verifyInProcess(path: string): Promise<boolean> {
   const store = await createBetterSqlite3Store(path);
   try {
     const verifier = new ChainVerifier(await store.chainHead());
-    for (let after: { seq: number; receiptId: string } | null = null; ; ) {
+    for (let after: { seq: number; receiptId: string } | null = null; ;) {
       const page = await store.receiptsInChain!({ after, limit: PAGE });
       verifier.push(page);
       if (page.length < PAGE) break;
@@ -117,7 +139,7 @@ function floor(path: string): string {
     const select = db.prepare(sqliteDialect.sql.receiptsInChain);
     const utf8 = new TextEncoder();
     let last = '';
-    for (let after: [number, number, string] = [Number.MIN_SAFE_INTEGER, Number.MIN_SAFE_INTEGER, '']; ; ) {
+    for (let after: [number, number, string] = [Number.MIN_SAFE_INTEGER, Number.MIN_SAFE_INTEGER, '']; ;) {
       const page = select.all(...after, PAGE) as { seq: number; receipt_id: string; json: string }[];
       for (const row of page) last = `sha256:${bytesToHex(sha256(utf8.encode(row.json)))}`;
       if (page.length < PAGE) break;
@@ -157,14 +179,20 @@ for (const n of sizes.length > 0 ? sizes : [100_000]) {
     const bar = floor1.cpu < floor2.cpu ? floor1 : floor2;
     const rate = (t: { s: number; cpu: number }): string => `${Math.round(n / t.s)} receipts/s wall, ${Math.round(n / t.cpu)} per CPU-second`;
     console.log(`  floor (same rows and pages read bare, SHA-256 of each json): ${rate(bar)}`);
-    console.log(`  ChainVerifier over the store, in process:                     ${rate(kernel)}, ${ok ? 'intact' : 'NOT INTACT'}; ${Math.round((100 * bar.cpu) / kernel.cpu)}% of the floor (CPU)`);
+    console.log(
+      `  ChainVerifier over the store, in process:                     ${rate(kernel)}, ${ok ? 'intact' : 'NOT INTACT'}; ${Math.round((100 * bar.cpu) / kernel.cpu)}% of the floor (CPU)`,
+    );
     const verify = measure(['receipts', '--verify-chain', '--store-url', url], dir);
     // CPU seconds beside wall seconds: on a shared machine the wall figure measures the load too.
-    console.log(`  receipts --verify-chain: ${verify.s.toFixed(1)} s wall (${Math.round(n / verify.s)} receipts/s), ${verify.cpu.toFixed(1)} s CPU (${Math.round(n / verify.cpu)} receipts per CPU-second), peak RSS ${verify.mb.toFixed(0)} MB, exit ${verify.code}`);
+    console.log(
+      `  receipts --verify-chain: ${verify.s.toFixed(1)} s wall (${Math.round(n / verify.s)} receipts/s), ${verify.cpu.toFixed(1)} s CPU (${Math.round(n / verify.cpu)} receipts per CPU-second), peak RSS ${verify.mb.toFixed(0)} MB, exit ${verify.code}`,
+    );
     const newest = measure(['receipts', '--store-url', url], dir);
     console.log(`  receipts (newest page):  ${newest.s.toFixed(2)} s, peak RSS ${newest.mb.toFixed(0)} MB, exit ${newest.code}`);
     const all = measure(['receipts', '--all', '--json', '--store-url', url], dir);
-    console.log(`  receipts --all --json:   ${all.s.toFixed(1)} s, peak RSS ${all.mb.toFixed(0)} MB, ${(all.bytes / 2 ** 20).toFixed(0)} MB written, exit ${all.code}`);
+    console.log(
+      `  receipts --all --json:   ${all.s.toFixed(1)} s, peak RSS ${all.mb.toFixed(0)} MB, ${(all.bytes / 2 ** 20).toFixed(0)} MB written, exit ${all.code}`,
+    );
     const effects = measure(['effects', '--store-url', url], dir);
     console.log(`  effects (newest page):   ${effects.s.toFixed(2)} s, peak RSS ${effects.mb.toFixed(0)} MB, exit ${effects.code}`);
     if (n > 200_000) {
@@ -173,7 +201,9 @@ for (const n of sizes.length > 0 ? sizes : [100_000]) {
       console.log('  effects --all:           not measured above 200,000 (each SQLite page scans the whole effects table)');
     } else {
       const allEffects = measure(['effects', '--all', '--store-url', url], dir);
-      console.log(`  effects --all:           ${allEffects.s.toFixed(1)} s, peak RSS ${allEffects.mb.toFixed(0)} MB, ${(allEffects.bytes / 2 ** 20).toFixed(0)} MB written, exit ${allEffects.code}`);
+      console.log(
+        `  effects --all:           ${allEffects.s.toFixed(1)} s, peak RSS ${allEffects.mb.toFixed(0)} MB, ${(allEffects.bytes / 2 ** 20).toFixed(0)} MB written, exit ${allEffects.code}`,
+      );
     }
   } finally {
     rmSync(dir, { recursive: true, force: true });

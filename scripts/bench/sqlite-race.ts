@@ -45,7 +45,10 @@ async function run(name: string, workers: number, keysPerWorker: (keys: string[]
     const doubles = reports.reduce((s, r) => s + r.doubles, 0);
     const executed = reports.reduce((s, r) => s + r.executed, 0);
     if (doubles !== 0 || executed !== KEYS) throw new Error(`${name}: ${executed} executions, ${doubles} doubles: ${JSON.stringify(reports)}`);
-    const calls = reports.reduce((s, r) => s + r.executed + r.duplicate_committed + r.duplicate_in_progress + r.ambiguous + Object.values(r.other).reduce((a, b) => a + b, 0), 0);
+    const calls = reports.reduce(
+      (s, r) => s + r.executed + r.duplicate_committed + r.duplicate_in_progress + r.ambiguous + Object.values(r.other).reduce((a, b) => a + b, 0),
+      0,
+    );
     const begin = Math.min(...reports.map((r) => r.started_at));
     const end = Math.max(...reports.map((r) => r.started_at + r.elapsed_ms));
     return { calls, executed, seconds: (end - begin) / 1000 };
@@ -63,6 +66,10 @@ const racing = await run('race', PROCESSES, (keys) => keys);
 const fmt = (n: number) => Math.round(n).toLocaleString('en-US');
 const seqRate = sequential.calls / sequential.seconds;
 const raceRate = racing.calls / racing.seconds;
-console.log(`sequential, 1 process           ${fmt(seqRate)} calls/s   ${sequential.calls} calls on ${KEYS} keys (${sequential.executed} executed, the rest refused), ${sequential.seconds.toFixed(2)} s`);
-console.log(`racing, ${PROCESSES} processes            ${fmt(raceRate)} calls/s   the same calls, ${PROCESSES} processes on shared keys, ${racing.seconds.toFixed(2)} s; every key executed once`);
+console.log(
+  `sequential, 1 process           ${fmt(seqRate)} calls/s   ${sequential.calls} calls on ${KEYS} keys (${sequential.executed} executed, the rest refused), ${sequential.seconds.toFixed(2)} s`,
+);
+console.log(
+  `racing, ${PROCESSES} processes            ${fmt(raceRate)} calls/s   the same calls, ${PROCESSES} processes on shared keys, ${racing.seconds.toFixed(2)} s; every key executed once`,
+);
 console.log(`ratio racing / sequential       ${((raceRate / seqRate) * 100).toFixed(0)}%   (target ≥ 25%: contention must not collapse throughput)`);

@@ -67,12 +67,17 @@ async function rate(ms: number, concurrency: number, send: (init: RequestInit) =
   };
   await kernelRate(300);
   const kernel = await kernelRate(1500);
-  const auth = staticTokens([{ role: 'agent', token: AGENT, agent: 'bench' }, { role: 'operator', token: OPERATOR, operator: 'human:bench' }]);
+  const auth = staticTokens([
+    { role: 'agent', token: AGENT, agent: 'bench' },
+    { role: 'operator', token: OPERATOR, operator: 'human:bench' },
+  ]);
   const { app } = createDemoApp({ store: await createSqlJsStore(), auth });
   await rate(300, 1, async (init) => app.request('/v1/actions', init));
   const inProcess = await rate(1500, 1, async (init) => app.request('/v1/actions', init));
   console.log(`allowed actions/s, Control only      ${fmt(kernel).padStart(7)}   sql.js in memory, one at a time (the floor for what follows)`);
-  console.log(`allowed actions/s, app.request       ${fmt(inProcess).padStart(7)}   no network, one at a time: ${((inProcess / kernel) * 100).toFixed(0)}% of Control only`);
+  console.log(
+    `allowed actions/s, app.request       ${fmt(inProcess).padStart(7)}   no network, one at a time: ${((inProcess / kernel) * 100).toFixed(0)}% of Control only`,
+  );
 }
 
 // 2. Over HTTP on 127.0.0.1 (@hono/node-server), sql.js in memory, then a SQLite file.
@@ -103,7 +108,9 @@ const bundle = await bundleWorkerd('workerd-bench');
 const kb = (n: number) => `${(n / 1024).toFixed(0)} KiB`;
 const scriptGz = gzipSync(bundle.script).length;
 const wasmGz = gzipSync(bundle.wasm).length;
-console.log(`workerd bundle (gzip)                ${kb(scriptGz + wasmGz).padStart(7)}   script ${kb(scriptGz)} (${kb(bundle.script.length)} raw) + ${bundle.wasmName} ${kb(wasmGz)} (${kb(bundle.wasm.length)} raw)`);
+console.log(
+  `workerd bundle (gzip)                ${kb(scriptGz + wasmGz).padStart(7)}   script ${kb(scriptGz)} (${kb(bundle.script.length)} raw) + ${bundle.wasmName} ${kb(wasmGz)} (${kb(bundle.wasm.length)} raw)`,
+);
 
 // 4. Cold start in workerd: a fresh runtime per sample; the first request builds the isolate's
 //    app (sql.js instantiated, two in-memory stores migrated).
@@ -131,4 +138,6 @@ for (let i = 0; i < 3; i++) {
   await mf.dispose();
 }
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-console.log(`workerd cold start                   ${`${median(firsts).toFixed(0)} ms`.padStart(7)}   first request of a fresh isolate (median of 3); runtime start ${median(starts).toFixed(0)} ms`);
+console.log(
+  `workerd cold start                   ${`${median(firsts).toFixed(0)} ms`.padStart(7)}   first request of a fresh isolate (median of 3); runtime start ${median(starts).toFixed(0)} ms`,
+);

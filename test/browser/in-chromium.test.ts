@@ -12,7 +12,18 @@ import { build } from 'esbuild';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { Harness } from './harness/entry.js';
-import { ARTIFACTS, BROWSER_TEST_TIMEOUT, describeInChromium, launchChromium, progressWatchdog, ROOT, serveStatic, SETUP_CEILING, SETUP_STALL_MS, type StaticServer } from './support.js';
+import {
+  ARTIFACTS,
+  BROWSER_TEST_TIMEOUT,
+  describeInChromium,
+  launchChromium,
+  progressWatchdog,
+  ROOT,
+  serveStatic,
+  SETUP_CEILING,
+  SETUP_STALL_MS,
+  type StaticServer,
+} from './support.js';
 
 const require = createRequire(import.meta.url);
 let dir = '';
@@ -55,7 +66,10 @@ describeInChromium('kernel and store suites in Chromium', () => {
     const errors: string[] = [];
     page.on('pageerror', (e) => errors.push(e.message));
     await page.goto(server.url);
-    await page.waitForFunction(() => (globalThis as { __harness?: { done: boolean } }).__harness?.done === true, null, { timeout: BROWSER_TEST_TIMEOUT - 10_000, polling: 200 });
+    await page.waitForFunction(() => (globalThis as { __harness?: { done: boolean } }).__harness?.done === true, null, {
+      timeout: BROWSER_TEST_TIMEOUT - 10_000,
+      polling: 200,
+    });
     const harness = (await page.evaluate(() => (globalThis as { __harness?: unknown }).__harness)) as Harness;
     const passed = harness.results.filter((r) => r.status === 'pass').length;
     const skipped = harness.results.filter((r) => r.status === 'skip').length;
@@ -66,8 +80,13 @@ describeInChromium('kernel and store suites in Chromium', () => {
     const failed = harness.results.filter((r) => r.status === 'fail').map((r) => `${r.file} > ${r.name}\n${r.error}`);
     expect(failed, 'tests that failed in Chromium').toEqual([]);
     const ran = new Set(harness.results.filter((r) => r.status === 'pass').map((r) => r.file));
-    expect(harness.files.filter((f) => !ran.has(f)), 'files with no passing test').toEqual([]);
+    expect(
+      harness.files.filter((f) => !ran.has(f)),
+      'files with no passing test',
+    ).toEqual([]);
     expect(harness.results.some((r) => r.name.includes('store conformance: sql.js on IndexedDB'))).toBe(true);
-    console.log(`in Chromium ${browser.version()}: ${passed} passed, ${skipped} skipped across ${harness.files.length} files; ${JSON.stringify(harness.measurements)}`);
+    console.log(
+      `in Chromium ${browser.version()}: ${passed} passed, ${skipped} skipped across ${harness.files.length} files; ${JSON.stringify(harness.measurements)}`,
+    );
   });
 });

@@ -15,7 +15,19 @@ import { createTryIt, TRY_IT_OUTCOMES, TRY_IT_POLICY_YAML } from '@ctrlrun/kerne
 import { createSqlJsStore } from '@ctrlrun/store-sqljs';
 import { GUIDE } from '../../playground/src/guide.js';
 import { expectStep, SPEC } from './six-steps.js';
-import { ARTIFACTS, BROWSER_TEST_TIMEOUT, describeInChromium, launchChromium, PAGE_TIMEOUT, progressWatchdog, ROOT, serveStatic, SETUP_CEILING, SETUP_STALL_MS, type StaticServer } from './support.js';
+import {
+  ARTIFACTS,
+  BROWSER_TEST_TIMEOUT,
+  describeInChromium,
+  launchChromium,
+  PAGE_TIMEOUT,
+  progressWatchdog,
+  ROOT,
+  serveStatic,
+  SETUP_CEILING,
+  SETUP_STALL_MS,
+  type StaticServer,
+} from './support.js';
 
 /** One entry of the output box, as the page shows it. */
 interface Shown {
@@ -109,7 +121,13 @@ describeInChromium('playground in Chromium', () => {
         logLevel: 'warn',
         build: { outDir: dist, emptyOutDir: true },
         // Every module transformed and every chunk rendered is progress: a slow build keeps going.
-        plugins: [{ name: 'ctrlrun-test-progress', transform: (_code: string, id: string) => void progress(`transformed ${id}`), renderChunk: (_code: string, chunk: { fileName: string }) => void progress(`rendered ${chunk.fileName}`) }],
+        plugins: [
+          {
+            name: 'ctrlrun-test-progress',
+            transform: (_code: string, id: string) => void progress(`transformed ${id}`),
+            renderChunk: (_code: string, chunk: { fileName: string }) => void progress(`rendered ${chunk.fileName}`),
+          },
+        ],
       }),
     );
     // Served below a path, not at the root: the relative base works from any static host.
@@ -120,7 +138,15 @@ describeInChromium('playground in Chromium', () => {
     metrics['setup_ms'] = { build: Math.round(built - began), launch: Math.round(performance.now() - built) };
     const assets = readdirSync(join(dist, 'assets'));
     const sum = (ext: string) =>
-      assets.filter((f) => f.endsWith(ext)).reduce((a, f) => { const s = gz(join(dist, 'assets', f)); return { bytes: a.bytes + s.bytes, gzip: a.gzip + s.gzip }; }, { bytes: 0, gzip: 0 });
+      assets
+        .filter((f) => f.endsWith(ext))
+        .reduce(
+          (a, f) => {
+            const s = gz(join(dist, 'assets', f));
+            return { bytes: a.bytes + s.bytes, gzip: a.gzip + s.gzip };
+          },
+          { bytes: 0, gzip: 0 },
+        );
     metrics['size'] = { js: sum('.js'), wasm: sum('.wasm'), css: sum('.css'), html: gz(join(dist, 'index.html')) };
   }, SETUP_CEILING);
 
@@ -148,7 +174,9 @@ describeInChromium('playground in Chromium', () => {
       if (want.form) {
         await page.click(`#fill-${id}`);
         const f = await formNow(page);
-        expect({ payment_id: f.payment_id, amount: f.amount, lose_reply: f.lose_reply, presents: f.approval_id !== '' }, `step ${id}: the form`).toEqual(want.form);
+        expect({ payment_id: f.payment_id, amount: f.amount, lose_reply: f.lose_reply, presents: f.approval_id !== '' }, `step ${id}: the form`).toEqual(
+          want.form,
+        );
         if (want.form.presents) expect(f.approval_id, `step ${id}: presents the approval granted in step 2`).toBe(requestId);
       }
       const shown = await act(page, id);
@@ -355,7 +383,7 @@ describeInChromium('playground in Chromium', () => {
     await page.screenshot({ path: join(ARTIFACTS, 'playground-narrow.png'), fullPage: true });
   });
 
-  it('a second tab runs in memory and says so, and writes nothing to the first tab\'s store', async () => {
+  it("a second tab runs in memory and says so, and writes nothing to the first tab's store", async () => {
     const first = await freshPage();
     expect(await first.getAttribute('body', 'data-persistent')).toBe('true');
     await act(first, '1');
@@ -376,49 +404,68 @@ describeInChromium('playground in Chromium', () => {
     for (const id of ['1', '2a', '2b', '4']) {
       await page.click(`#fill-${id}`);
       // Clicked in the tab; the moment the page is idle again, what IndexedDB holds is read, before anything else can run.
-      const kept = await page.evaluate(async (button) => {
-        const list = document.getElementById('entries')!;
-        const output = document.getElementById('output')!;
-        const n = list.children.length + 1;
-        await new Promise<void>((done) => {
-          const check = () => list.children.length >= n && output.getAttribute('aria-busy') === 'false';
-          const watch = new MutationObserver(() => check() && (watch.disconnect(), done()));
-          watch.observe(list, { childList: true });
-          watch.observe(output, { attributes: true, attributeFilter: ['aria-busy'] });
-          document.getElementById(button)!.click();
-        });
-        const read = (name: string, store: string) =>
-          new Promise<Map<IDBValidKey, unknown>>((ok, fail) => {
-            const r = indexedDB.open(name);
-            r.onerror = () => fail(r.error);
-            r.onsuccess = () => {
-              const os = r.result.transaction(store, 'readonly').objectStore(store);
-              const keys = os.getAllKeys();
-              const values = os.getAll();
-              values.onsuccess = () => {
-                r.result.close();
-                ok(new Map(keys.result.map((k, i) => [k, values.result[i]])));
-              };
-            };
+      const kept = await page.evaluate(
+        async (button) => {
+          const list = document.getElementById('entries')!;
+          const output = document.getElementById('output')!;
+          const n = list.children.length + 1;
+          await new Promise<void>((done) => {
+            const check = () => list.children.length >= n && output.getAttribute('aria-busy') === 'false';
+            const watch = new MutationObserver(() => check() && (watch.disconnect(), done()));
+            watch.observe(list, { childList: true });
+            watch.observe(output, { attributes: true, attributeFilter: ['aria-busy'] });
+            document.getElementById(button)!.click();
           });
-        const pages = await read('ctrlrun-playground', 'sqljs');
-        const text = [...pages].filter(([k]) => typeof k === 'number').sort((a, b) => (a[0] as number) - (b[0] as number)).map(([, v]) => new TextDecoder('latin1').decode(v as Uint8Array)).join('');
-        const record = (await read('ctrlrun-playground-page', 'page')).get('state') as { log: { kind: string; result?: { receipt?: { receipt_id?: string }; request_id?: string } }[] };
-        const entry = list.children[n - 1] as HTMLElement;
-        const receipt = /receipt (ctr_[0-9a-f]{32})/.exec(entry.innerText)?.[1] ?? null;
-        const last = record.log.at(-1);
-        return {
-          outcome: entry.dataset['outcome'], receipt, requestId: entry.dataset['requestId'] ?? null,
-          storeHasReceipt: receipt !== null && text.includes(receipt),
-          storeHasRequest: entry.dataset['requestId'] !== undefined && text.includes(entry.dataset['requestId']),
-          // The grant names its approver; nothing before it does.
-          storeHasGrant: text.includes('human:playground'),
-          logged: record.log.length, lastOutcome: last?.kind, lastReceipt: last?.result?.receipt?.receipt_id ?? null, lastRequest: last?.result?.request_id ?? null,
-        };
-      }, id === '2b' ? 'approve' : 'run');
+          const read = (name: string, store: string) =>
+            new Promise<Map<IDBValidKey, unknown>>((ok, fail) => {
+              const r = indexedDB.open(name);
+              r.onerror = () => fail(r.error);
+              r.onsuccess = () => {
+                const os = r.result.transaction(store, 'readonly').objectStore(store);
+                const keys = os.getAllKeys();
+                const values = os.getAll();
+                values.onsuccess = () => {
+                  r.result.close();
+                  ok(new Map(keys.result.map((k, i) => [k, values.result[i]])));
+                };
+              };
+            });
+          const pages = await read('ctrlrun-playground', 'sqljs');
+          const text = [...pages]
+            .filter(([k]) => typeof k === 'number')
+            .sort((a, b) => (a[0] as number) - (b[0] as number))
+            .map(([, v]) => new TextDecoder('latin1').decode(v as Uint8Array))
+            .join('');
+          const record = (await read('ctrlrun-playground-page', 'page')).get('state') as {
+            log: { kind: string; result?: { receipt?: { receipt_id?: string }; request_id?: string } }[];
+          };
+          const entry = list.children[n - 1] as HTMLElement;
+          const receipt = /receipt (ctr_[0-9a-f]{32})/.exec(entry.innerText)?.[1] ?? null;
+          const last = record.log.at(-1);
+          return {
+            outcome: entry.dataset['outcome'],
+            receipt,
+            requestId: entry.dataset['requestId'] ?? null,
+            storeHasReceipt: receipt !== null && text.includes(receipt),
+            storeHasRequest: entry.dataset['requestId'] !== undefined && text.includes(entry.dataset['requestId']),
+            // The grant names its approver; nothing before it does.
+            storeHasGrant: text.includes('human:playground'),
+            logged: record.log.length,
+            lastOutcome: last?.kind,
+            lastReceipt: last?.result?.receipt?.receipt_id ?? null,
+            lastRequest: last?.result?.request_id ?? null,
+          };
+        },
+        id === '2b' ? 'approve' : 'run',
+      );
       if (id === '2a') {
         // No receipt yet: the request for approval is what must be kept.
-        expect([kept.outcome, kept.storeHasRequest, kept.lastRequest, kept.storeHasGrant], `step ${id}`).toEqual(['approval_required', true, kept.requestId, false]);
+        expect([kept.outcome, kept.storeHasRequest, kept.lastRequest, kept.storeHasGrant], `step ${id}`).toEqual([
+          'approval_required',
+          true,
+          kept.requestId,
+          false,
+        ]);
       } else if (id === '2b') {
         // No receipt either, and no redraw of the receipts that would read (and so save) the store: the grant itself must be kept.
         expect([kept.outcome, kept.storeHasGrant, kept.lastOutcome], `step ${id}`).toEqual(['approved', true, 'approve']);

@@ -26,15 +26,27 @@ export const SPEC: [string, Expected][] = [
   ['1', { form: form('txn_1', 50000), outcome: 'executed', decision: 'allow', result: 'committed', remote: 1 }],
   ['2a', { form: form('txn_2', 200000), outcome: 'approval_required', remote: 0, receipt: false, names: ['ApprovalRequired'] }],
   ['2b', { outcome: 'approved' }],
-  ['2c', { form: form('txn_2', 500000, false, true), outcome: 'approval_mismatch', reason: 'mismatch', result: 'blocked', remote: 0, names: ['ApprovalMismatch', 'mismatch'] }],
+  [
+    '2c',
+    {
+      form: form('txn_2', 500000, false, true),
+      outcome: 'approval_mismatch',
+      reason: 'mismatch',
+      result: 'blocked',
+      remote: 0,
+      names: ['ApprovalMismatch', 'mismatch'],
+    },
+  ],
   ['2d', { form: form('txn_2', 200000, false, true), outcome: 'executed', decision: 'approve', result: 'committed', remote: 1 }],
   ['3', { form: form('txn_2', 200000, false, true), outcome: 'approval_mismatch', reason: 'consumed', remote: 1, names: ['ApprovalMismatch', 'consumed'] }],
   ['4', { form: form('txn_3', 2000000), outcome: 'denied', error: 'ActionDenied', result: 'denied', remote: 0, names: ['ActionDenied'] }],
   ['5a', { form: form('txn_4', 50000, true), outcome: 'reply_lost', result: 'ambiguous', remote: 1, names: ['AMBIGUOUS'] }],
-  ['5b', { form: form('txn_4', 50000), outcome: 'ambiguous_retry', error: 'AmbiguousEffect', result: 'blocked', remote: 1, names: ['AmbiguousEffect', 'AMBIGUOUS'] }],
+  [
+    '5b',
+    { form: form('txn_4', 50000), outcome: 'ambiguous_retry', error: 'AmbiguousEffect', result: 'blocked', remote: 1, names: ['AmbiguousEffect', 'AMBIGUOUS'] },
+  ],
   ['6', { form: form('txn_1', 50000), outcome: 'duplicate', error: 'DuplicateEffect', remote: 1, names: ['DuplicateEffect'] }],
 ];
-
 
 /** The policy rule each guided refund is decided by under the module's policy (the machinery view names it). */
 export const RULE: Readonly<Record<string, string>> = {

@@ -53,7 +53,10 @@ if (!existsSync(VITEPRESS) && process.env['CI'] === 'true') {
       // Built in a copy of the example, so the source tree never holds build output (another
       // test, ctrlrun scan over examples/, reads that tree while this one runs).
       work = mkdtempSync(join(tmpdir(), 'ctrlrun-vitepress-src-'));
-      cpSync(join(EXAMPLE, 'docs'), join(work, 'docs'), { recursive: true, filter: (from) => !/[\\/](public[\\/]ctrlrun|\.vitepress[\\/](cache|dist))$/.test(from) });
+      cpSync(join(EXAMPLE, 'docs'), join(work, 'docs'), {
+        recursive: true,
+        filter: (from) => !/[\\/](public[\\/]ctrlrun|\.vitepress[\\/](cache|dist))$/.test(from),
+      });
       cpSync(join(EXAMPLE, 'package.json'), join(work, 'package.json'));
       symlinkSync(join(EXAMPLE, 'node_modules'), join(work, 'node_modules'), 'dir');
       await buildWidget(join(work, 'docs', 'public', 'ctrlrun'));

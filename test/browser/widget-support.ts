@@ -87,9 +87,12 @@ export async function overflowing(page: Page, selector = 'ctrlrun-try-it'): Prom
       const root = host.shadowRoot;
       if (!root) continue;
       if (host.scrollWidth > host.clientWidth + 1) out.push(`${host.id || sel}: ${host.scrollWidth} > ${host.clientWidth}`);
-      for (const el of Array.from(root.querySelectorAll<HTMLElement>('.root, .output, .entries, .entry, pre, .chain, .link, .steps, .step, form, .machinery, .resolve'))) {
+      for (const el of Array.from(
+        root.querySelectorAll<HTMLElement>('.root, .output, .entries, .entry, pre, .chain, .link, .steps, .step, form, .machinery, .resolve'),
+      )) {
         if (el.getClientRects().length === 0) continue; // not rendered (a closed details)
-        if (el.scrollWidth > el.clientWidth + 1) out.push(`${host.id || sel} ${el.tagName.toLowerCase()}.${el.className}: ${el.scrollWidth} > ${el.clientWidth}`);
+        if (el.scrollWidth > el.clientWidth + 1)
+          out.push(`${host.id || sel} ${el.tagName.toLowerCase()}.${el.className}: ${el.scrollWidth} > ${el.clientWidth}`);
       }
     }
     return out;
@@ -113,7 +116,12 @@ export async function currentStepInView(w: Locator): Promise<{ step: string | nu
     if (!li || !latest) return { step: null, inView: false, latestInView: false, box: 'no current step' };
     const r = li.getBoundingClientRect();
     const l = latest.getBoundingClientRect();
-    return { step: li.dataset['step'] ?? null, inView: inView(r), latestInView: inView(l), box: `step ${r.top}..${r.bottom}, latest ${l.top}..${l.bottom} of ${window.innerHeight}` };
+    return {
+      step: li.dataset['step'] ?? null,
+      inView: inView(r),
+      latestInView: inView(l),
+      box: `step ${r.top}..${r.bottom}, latest ${l.top}..${l.bottom} of ${window.innerHeight}`,
+    };
   });
 }
 
@@ -132,7 +140,13 @@ export function axeSource(root: string): string {
 export async function seriousViolations(page: Page, root: string): Promise<string[]> {
   if (!(await page.evaluate(() => 'axe' in window))) await page.addScriptTag({ content: axeSource(root) });
   const violations = await page.evaluate(async () => {
-    const axe = (window as unknown as { axe: { run(ctx: unknown, opts: unknown): Promise<{ violations: { id: string; impact: string | null; help: string; nodes: { target: unknown[] }[] }[] }> } }).axe;
+    const axe = (
+      window as unknown as {
+        axe: {
+          run(ctx: unknown, opts: unknown): Promise<{ violations: { id: string; impact: string | null; help: string; nodes: { target: unknown[] }[] }[] }>;
+        };
+      }
+    ).axe;
     const res = await axe.run(document, { resultTypes: ['violations'] });
     return res.violations.map((v) => ({ id: v.id, impact: v.impact, help: v.help, targets: v.nodes.map((n) => JSON.stringify(n.target)).slice(0, 3) }));
   });
@@ -148,7 +162,11 @@ export async function currentStepUncovered(w: Locator): Promise<{ step: string |
     const x = r.left + Math.min(20, r.width / 2);
     const y = r.top + 4;
     const top = y >= 0 && y < window.innerHeight ? document.elementFromPoint(x, y) : null;
-    return { step: li.dataset['step'] ?? null, uncovered: top === host, at: `${Math.round(y)}: ${top ? `${top.tagName.toLowerCase()}.${String(top.className)}` : 'outside the viewport'}` };
+    return {
+      step: li.dataset['step'] ?? null,
+      uncovered: top === host,
+      at: `${Math.round(y)}: ${top ? `${top.tagName.toLowerCase()}.${String(top.className)}` : 'outside the viewport'}`,
+    };
   });
 }
 
@@ -178,7 +196,10 @@ export async function startSession(dir: string, prefix: string, artifact: string
     metrics,
     outside,
     async open(path, options = {}) {
-      const context = await browser.newContext({ viewport: { width: options.width ?? 720, height: options.height ?? 600 }, colorScheme: options.colorScheme ?? 'light' });
+      const context = await browser.newContext({
+        viewport: { width: options.width ?? 720, height: options.height ?? 600 },
+        colorScheme: options.colorScheme ?? 'light',
+      });
       context.setDefaultTimeout(60_000);
       contexts.push(context);
       const page = await context.newPage();

@@ -15,7 +15,20 @@ import { GUIDE } from '../../playground/src/guide.js';
 import { buildWidget } from '../../playground/widget/build.js';
 import { expectStep, RULE, SPEC } from './six-steps.js';
 import { ARTIFACTS, BROWSER_TEST_TIMEOUT, describeInChromium, ROOT } from './support.js';
-import { act, currentStepInView, formOf, gz, newest, openAllDetails, overflowing, ready, seriousViolations, startSession, widgetPage, type ChromiumSession } from './widget-support.js';
+import {
+  act,
+  currentStepInView,
+  formOf,
+  gz,
+  newest,
+  openAllDetails,
+  overflowing,
+  ready,
+  seriousViolations,
+  startSession,
+  widgetPage,
+  type ChromiumSession,
+} from './widget-support.js';
 
 let dist = '';
 let splitFiles: string[] = [];
@@ -31,10 +44,19 @@ describeInChromium('<ctrlrun-try-it> in Chromium', () => {
     const size = { module, wasm, totalGzip: module.gzip + wasm.gzip, totalBrotli: module.brotli + wasm.brotli };
     writeFileSync(join(dist, 'one.html'), widgetPage(['<ctrlrun-try-it id="a"></ctrlrun-try-it>']));
     writeFileSync(join(dist, 'dark.html'), widgetPage(['<ctrlrun-try-it id="a" theme="dark"></ctrlrun-try-it>']));
-    writeFileSync(join(dist, 'below.html'), widgetPage(['<ctrlrun-try-it id="a"></ctrlrun-try-it>'], { before: '<p style="height: 3000px">A long page above the element.</p>' }));
-    writeFileSync(join(dist, 'two.html'), widgetPage(['<ctrlrun-try-it id="a" theme="light"></ctrlrun-try-it>', '<ctrlrun-try-it id="b" theme="dark" layout="full"></ctrlrun-try-it>']));
+    writeFileSync(
+      join(dist, 'below.html'),
+      widgetPage(['<ctrlrun-try-it id="a"></ctrlrun-try-it>'], { before: '<p style="height: 3000px">A long page above the element.</p>' }),
+    );
+    writeFileSync(
+      join(dist, 'two.html'),
+      widgetPage(['<ctrlrun-try-it id="a" theme="light"></ctrlrun-try-it>', '<ctrlrun-try-it id="b" theme="dark" layout="full"></ctrlrun-try-it>']),
+    );
     writeFileSync(join(dist, 'full.html'), widgetPage(['<ctrlrun-try-it id="a" layout="full"></ctrlrun-try-it>']));
-    writeFileSync(join(dist, 'policy.yaml'), 'schema: ctrlrun.policy/v2\nactions:\n  stripe.refund:\n    effect: "refund:{payment_id}"\n    rules:\n      - when: { amount_lte: 100 }\n        decision: allow\n      - decision: approve\n');
+    writeFileSync(
+      join(dist, 'policy.yaml'),
+      'schema: ctrlrun.policy/v2\nactions:\n  stripe.refund:\n    effect: "refund:{payment_id}"\n    rules:\n      - when: { amount_lte: 100 }\n        decision: allow\n      - decision: approve\n',
+    );
     writeFileSync(
       join(dist, 'policies.html'),
       widgetPage([
@@ -51,7 +73,10 @@ describeInChromium('<ctrlrun-try-it> in Chromium', () => {
     // The split build, for a page that wants less JavaScript before anyone scrolls to the element.
     const split = await buildWidget(join(dist, 'split'), { split: true });
     splitFiles = [split.module, ...split.chunks];
-    writeFileSync(join(dist, 'split', 'below.html'), widgetPage(['<ctrlrun-try-it id="a"></ctrlrun-try-it>'], { before: '<p style="height: 3000px">A long page above the element.</p>' }));
+    writeFileSync(
+      join(dist, 'split', 'below.html'),
+      widgetPage(['<ctrlrun-try-it id="a"></ctrlrun-try-it>'], { before: '<p style="height: 3000px">A long page above the element.</p>' }),
+    );
     session = await startSession(dist, '/w/', 'widget-metrics.json');
     session.metrics['size'] = size;
   }, BROWSER_TEST_TIMEOUT);
@@ -79,7 +104,7 @@ describeInChromium('<ctrlrun-try-it> in Chromium', () => {
     expect(session.outside).toEqual([]);
   });
 
-  it('the split build: only the element\'s own code before it is in view; the kernel side and the wasm when it is', async () => {
+  it("the split build: only the element's own code before it is in view; the kernel side and the wasm when it is", async () => {
     const before = session.server.requested.length;
     const page = await freshPage('split/below.html');
     const w = page.locator('#a');
@@ -123,7 +148,9 @@ describeInChromium('<ctrlrun-try-it> in Chromium', () => {
       if (want.form) {
         await w.locator(`button[data-fill="${id}"]`).click();
         const f = await formOf(w);
-        expect({ payment_id: f.payment_id, amount: f.amount, lose_reply: f.lose_reply, presents: f.approval_id !== '' }, `step ${id}: the form`).toEqual(want.form);
+        expect({ payment_id: f.payment_id, amount: f.amount, lose_reply: f.lose_reply, presents: f.approval_id !== '' }, `step ${id}: the form`).toEqual(
+          want.form,
+        );
         if (want.form.presents) expect(f.approval_id).toBe(requestId);
       }
       const shown = await act(w, id);
@@ -148,12 +175,21 @@ describeInChromium('<ctrlrun-try-it> in Chromium', () => {
       const m = shown.li.locator('.machinery');
       const canonical = await m.locator('pre.canonical').textContent();
       const hash = await m.getAttribute('data-action-hash');
-      expect(`sha256:${createHash('sha256').update(canonical ?? '', 'utf8').digest('hex')}`, `step ${id}`).toBe(hash);
-      expect(JSON.parse(canonical ?? '')).toMatchObject({ name: 'stripe.refund', principal: { agent: 'refund-agent', user: null }, schema: 'ctrlrun.action/v1' });
+      expect(
+        `sha256:${createHash('sha256')
+          .update(canonical ?? '', 'utf8')
+          .digest('hex')}`,
+        `step ${id}`,
+      ).toBe(hash);
+      expect(JSON.parse(canonical ?? '')).toMatchObject({
+        name: 'stripe.refund',
+        principal: { agent: 'refund-agent', user: null },
+        schema: 'ctrlrun.action/v1',
+      });
       if (shown.data['result']) expect(await m.getAttribute('data-hash-matches'), `step ${id}: receipt action_hash`).toBe('true');
       expect(await m.getAttribute('data-rule'), `step ${id}: the deciding rule`).toBe(RULE[id]);
       const code = (await m.locator('pre.code').textContent()) ?? '';
-      expect(code).toContain("protect(stripeRefund, { control, name: \"stripe.refund\" })");
+      expect(code).toContain('protect(stripeRefund, { control, name: "stripe.refund" })');
       expect(code).toContain(`amount: ${SPEC.find(([x]) => x === id)![1].form!.amount}`);
     }
     // The grant's hash is the hash of the action it was asked for (2a), not of the €5,000 one (2c).
@@ -239,7 +275,8 @@ describeInChromium('<ctrlrun-try-it> in Chromium', () => {
   it('runs all six steps from the keyboard alone and announces each outcome', async () => {
     const page = await freshPage('one.html');
     const w = page.locator('#a');
-    const focused = () => w.evaluate((host) => (host.shadowRoot?.activeElement as HTMLElement | null)?.dataset['fill'] ?? host.shadowRoot?.activeElement?.className ?? null);
+    const focused = () =>
+      w.evaluate((host) => (host.shadowRoot?.activeElement as HTMLElement | null)?.dataset['fill'] ?? host.shadowRoot?.activeElement?.className ?? null);
     // Tab from the top of the page to step 1's button (the kernel starts on the first focus).
     for (let i = 0; i < 20 && (await focused()) !== '1'; i++) await page.keyboard.press('Tab');
     expect(await focused()).toBe('1');

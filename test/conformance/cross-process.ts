@@ -15,7 +15,13 @@ export function nodeProcesses(options: { opener?: string } = {}): ProcessRunner 
     try {
       const finished = await runAll(
         Array.from({ length: contenders }, () => {
-          const common = { url, ...(options.opener ? { opener: options.opener } : {}), rendezvous_dir: rendezvous.dir, contenders, rendezvous_timeout: RENDEZVOUS_TIMEOUT_S };
+          const common = {
+            url,
+            ...(options.opener ? { opener: options.opener } : {}),
+            rendezvous_dir: rendezvous.dir,
+            contenders,
+            rendezvous_timeout: RENDEZVOUS_TIMEOUT_S,
+          };
           return continuation === undefined
             ? { kind: 'reserve' as const, ...common, effect_key: effectKey, marker_dir: marker.dir }
             : { kind: 'take' as const, ...common, continuation };

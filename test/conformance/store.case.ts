@@ -7,7 +7,21 @@
 import { CASE_IDS, checkCaseIds, notApplicable, run, storeCases, type StoreFactory } from '@ctrlrun/kernel/conformance';
 import { describe, it } from 'vitest';
 
-export { CASE_IDS, LEASE, T0, manualClock, run, storeCases, type CaseId, type ManualClock, type ProcessRunner, type RaceOutcome, type RaceRequest, type StoreFactory, type WorkerReport } from '@ctrlrun/kernel/conformance';
+export {
+  CASE_IDS,
+  LEASE,
+  T0,
+  manualClock,
+  run,
+  storeCases,
+  type CaseId,
+  type ManualClock,
+  type ProcessRunner,
+  type RaceOutcome,
+  type RaceRequest,
+  type StoreFactory,
+  type WorkerReport,
+} from '@ctrlrun/kernel/conformance';
 
 /** Registers one test per conformance case for the store `factory` opens. */
 export function describeStore(factory: StoreFactory): void {

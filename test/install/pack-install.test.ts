@@ -97,7 +97,10 @@ describe.skipIf(offline !== null)(`the packed packages, installed into an empty 
     mkdirSync(tarballs);
     mkdirSync(app);
     // `npm pack` runs each package's prepack (its build), as `npm publish` does.
-    const packed = await sh('npm', ['pack', '--json', '--pack-destination', tarballs, ...packages.flatMap((p) => ['-w', `packages/${p.dir}`])], { cwd: ROOT, timeoutMs: scaled(300_000) });
+    const packed = await sh('npm', ['pack', '--json', '--pack-destination', tarballs, ...packages.flatMap((p) => ['-w', `packages/${p.dir}`])], {
+      cwd: ROOT,
+      timeoutMs: scaled(300_000),
+    });
     expect(packed.code, ok(packed)).toBe(0);
     const results = JSON.parse(packed.stdout) as { name: string; filename: string; size: number; unpackedSize: number }[];
     expect(results.map((r) => r.name).sort()).toEqual(packages.map((p) => p.name).sort());
@@ -127,116 +130,156 @@ describe.skipIf(offline !== null)(`the packed packages, installed into an empty 
     }
   });
 
-  it("the README's first example runs from the install and prints what its comments say", async () => {
-    const example = firstReadmeExample(readFileSync(join(ROOT, 'README.md'), 'utf8'));
-    writeFileSync(join(app, 'readme-example.mjs'), example.module);
-    const r = await sh(process.execPath, ['readme-example.mjs'], { cwd: app, timeoutMs: step });
-    expect(r.code, ok(r)).toBe(0);
-    expect(JSON.parse(r.stdout)).toEqual(example.expected);
-  }, step);
+  it(
+    "the README's first example runs from the install and prints what its comments say",
+    async () => {
+      const example = firstReadmeExample(readFileSync(join(ROOT, 'README.md'), 'utf8'));
+      writeFileSync(join(app, 'readme-example.mjs'), example.module);
+      const r = await sh(process.execPath, ['readme-example.mjs'], { cwd: app, timeoutMs: step });
+      expect(r.code, ok(r)).toBe(0);
+      expect(JSON.parse(r.stdout)).toEqual(example.expected);
+    },
+    step,
+  );
 
-  it('every package README block marked <!-- runs: pack-install --> runs from the install', async () => {
-    let ran = 0;
-    for (const p of packages) {
-      const readme = readFileSync(join(app, 'node_modules', p.name, 'README.md'), 'utf8');
-      for (const [i, m] of [...readme.matchAll(/<!-- runs: pack-install[^>]*-->\n```(?:ts|js)\n([\s\S]*?)```/g)].entries()) {
-        const file = `readme-${p.dir}-${i}.mjs`;
-        writeFileSync(join(app, file), m[1]!);
-        const r = await sh(process.execPath, [file], { cwd: app, timeoutMs: step });
-        expect(r.code, `${p.name} README block ${i + 1}\n${ok(r)}`).toBe(0);
-        ran++;
+  it(
+    'every package README block marked <!-- runs: pack-install --> runs from the install',
+    async () => {
+      let ran = 0;
+      for (const p of packages) {
+        const readme = readFileSync(join(app, 'node_modules', p.name, 'README.md'), 'utf8');
+        for (const [i, m] of [...readme.matchAll(/<!-- runs: pack-install[^>]*-->\n```(?:ts|js)\n([\s\S]*?)```/g)].entries()) {
+          const file = `readme-${p.dir}-${i}.mjs`;
+          writeFileSync(join(app, file), m[1]!);
+          const r = await sh(process.execPath, [file], { cwd: app, timeoutMs: step });
+          expect(r.code, `${p.name} README block ${i + 1}\n${ok(r)}`).toBe(0);
+          ran++;
+        }
       }
-    }
-    expect(ran).toBeGreaterThanOrEqual(1);
-  }, step * 4);
+      expect(ran).toBeGreaterThanOrEqual(1);
+    },
+    step * 4,
+  );
 
-  it('every exports entry of every package imports in plain Node (a missing optional peer is the only excuse)', async () => {
-    const specs = packages.flatMap((p) => {
-      const m = p.manifest as { exports: Record<string, unknown>; peerDependenciesMeta?: Record<string, { optional?: boolean }> };
-      const optional = Object.entries(m.peerDependenciesMeta ?? {}).filter(([, v]) => v.optional === true).map(([k]) => k);
-      return Object.keys(m.exports).filter((k) => k !== './package.json').map((k) => ({ spec: k === '.' ? p.name : `${p.name}/${k.slice(2)}`, optional }));
-    });
-    const script = `const out = {};
+  it(
+    'every exports entry of every package imports in plain Node (a missing optional peer is the only excuse)',
+    async () => {
+      const specs = packages.flatMap((p) => {
+        const m = p.manifest as { exports: Record<string, unknown>; peerDependenciesMeta?: Record<string, { optional?: boolean }> };
+        const optional = Object.entries(m.peerDependenciesMeta ?? {})
+          .filter(([, v]) => v.optional === true)
+          .map(([k]) => k);
+        return Object.keys(m.exports)
+          .filter((k) => k !== './package.json')
+          .map((k) => ({ spec: k === '.' ? p.name : `${p.name}/${k.slice(2)}`, optional }));
+      });
+      const script = `const out = {};
       for (const s of ${JSON.stringify(specs.map((s) => s.spec))}) {
         try { out[s] = { exports: Object.keys(await import(s)).length }; } catch (e) { out[s] = { error: String(e?.code ?? '') + ' ' + String(e?.message ?? e) }; }
       }
       console.log(JSON.stringify(out));`;
-    const r = await sh(process.execPath, ['--input-type=module', '-e', script], { cwd: app, timeoutMs: step });
-    expect(r.code, ok(r)).toBe(0);
-    const out = JSON.parse(r.stdout) as Record<string, { exports?: number; error?: string }>;
-    for (const { spec, optional } of specs) {
-      const got = out[spec]!;
-      if (got.error !== undefined) {
-        const peer = optional.find((o) => got.error!.includes(`'${o}'`));
-        expect(got.error.startsWith('ERR_MODULE_NOT_FOUND') && peer !== undefined, `${spec}: ${got.error}`).toBe(true);
-        console.log(`[pack-install] ${spec} needs its optional peer ${peer} (not installed): ${got.error.slice(0, 120)}`);
-      } else expect(got.exports, spec).toBeGreaterThan(0);
-    }
-  }, step);
+      const r = await sh(process.execPath, ['--input-type=module', '-e', script], { cwd: app, timeoutMs: step });
+      expect(r.code, ok(r)).toBe(0);
+      const out = JSON.parse(r.stdout) as Record<string, { exports?: number; error?: string }>;
+      for (const { spec, optional } of specs) {
+        const got = out[spec]!;
+        if (got.error !== undefined) {
+          const peer = optional.find((o) => got.error!.includes(`'${o}'`));
+          expect(got.error.startsWith('ERR_MODULE_NOT_FOUND') && peer !== undefined, `${spec}: ${got.error}`).toBe(true);
+          console.log(`[pack-install] ${spec} needs its optional peer ${peer} (not installed): ${got.error.slice(0, 120)}`);
+        } else expect(got.exports, spec).toBeGreaterThan(0);
+      }
+    },
+    step,
+  );
 
-  it('npx ctrlrun init, then every command it prints as a next step, as printed', async () => {
-    const dir = join(app, 'my-agent');
-    mkdirSync(dir);
-    // npx finds the bin in ../node_modules, as it would in a project with ctrlrun installed.
-    const init = await sh('npx', ['ctrlrun', 'init'], { cwd: dir, timeoutMs: step });
-    expect(init.code, ok(init)).toBe(0);
-    expect(existsSync(join(dir, 'ctrlrun.yaml'))).toBe(true);
-    const next = init.stdout.split('\n').map((l) => /^\s+(npx ctrlrun [^#<]*?)\s*(#.*)?$/.exec(l)?.[1]).filter((c): c is string => c !== undefined);
-    expect(next.length, init.stdout).toBeGreaterThanOrEqual(2);
-    for (const command of next) {
-      const r = await asPrinted(command, dir, step);
-      expect(r.code, `${command}\n${ok(r)}`).toBe(0);
-    }
-  }, scaled(600_000));
+  it(
+    'npx ctrlrun init, then every command it prints as a next step, as printed',
+    async () => {
+      const dir = join(app, 'my-agent');
+      mkdirSync(dir);
+      // npx finds the bin in ../node_modules, as it would in a project with ctrlrun installed.
+      const init = await sh('npx', ['ctrlrun', 'init'], { cwd: dir, timeoutMs: step });
+      expect(init.code, ok(init)).toBe(0);
+      expect(existsSync(join(dir, 'ctrlrun.yaml'))).toBe(true);
+      const next = init.stdout
+        .split('\n')
+        .map((l) => /^\s+(npx ctrlrun [^#<]*?)\s*(#.*)?$/.exec(l)?.[1])
+        .filter((c): c is string => c !== undefined);
+      expect(next.length, init.stdout).toBeGreaterThanOrEqual(2);
+      for (const command of next) {
+        const r = await asPrinted(command, dir, step);
+        expect(r.code, `${command}\n${ok(r)}`).toBe(0);
+      }
+    },
+    scaled(600_000),
+  );
 
-  it('npx ctrlrun demo, then the command it prints to read the evidence, as printed', async () => {
-    const demo = await sh('npx', ['ctrlrun', 'demo'], { cwd: app, timeoutMs: step });
-    expect(demo.code, ok(demo)).toBe(0);
-    const read = /^Read them:\s+(.*)$/m.exec(demo.stdout)?.[1];
-    expect(read, demo.stdout).toMatch(/^CTRLRUN_STATE=\S+ npx ctrlrun receipts$/);
-    const receipts = await asPrinted(read!, app, step);
-    expect(receipts.code, ok(receipts)).toBe(0);
-    const count = Number(/^Receipts \((\d+)\)/m.exec(demo.stdout)?.[1]);
-    expect(receipts.stdout.trim().split('\n')).toHaveLength(count);
-  }, step * 2);
+  it(
+    'npx ctrlrun demo, then the command it prints to read the evidence, as printed',
+    async () => {
+      const demo = await sh('npx', ['ctrlrun', 'demo'], { cwd: app, timeoutMs: step });
+      expect(demo.code, ok(demo)).toBe(0);
+      const read = /^Read them:\s+(.*)$/m.exec(demo.stdout)?.[1];
+      expect(read, demo.stdout).toMatch(/^CTRLRUN_STATE=\S+ npx ctrlrun receipts$/);
+      const receipts = await asPrinted(read!, app, step);
+      expect(receipts.code, ok(receipts)).toBe(0);
+      const count = Number(/^Receipts \((\d+)\)/m.exec(demo.stdout)?.[1]);
+      expect(receipts.stdout.trim().split('\n')).toHaveLength(count);
+    },
+    step * 2,
+  );
 
-  it('npx ctrlrun verify proves the declared guarantees of the starter policy', async () => {
-    const dir = join(app, 'verify');
-    mkdirSync(dir);
-    expect((await sh('npx', ['ctrlrun', 'init'], { cwd: dir, timeoutMs: step })).code).toBe(0);
-    const r = await sh('npx', ['ctrlrun', 'verify'], { cwd: dir, timeoutMs: scaled(300_000) });
-    expect(r.code, ok(r)).toBe(0);
-    expect(r.stdout).toMatch(/^(\d+)\/\1 declared guarantees pass\./m);
-  }, scaled(300_000) + step);
+  it(
+    'npx ctrlrun verify proves the declared guarantees of the starter policy',
+    async () => {
+      const dir = join(app, 'verify');
+      mkdirSync(dir);
+      expect((await sh('npx', ['ctrlrun', 'init'], { cwd: dir, timeoutMs: step })).code).toBe(0);
+      const r = await sh('npx', ['ctrlrun', 'verify'], { cwd: dir, timeoutMs: scaled(300_000) });
+      expect(r.code, ok(r)).toBe(0);
+      expect(r.stdout).toMatch(/^(\d+)\/\1 declared guarantees pass\./m);
+    },
+    scaled(300_000) + step,
+  );
 
-  it('the SQLite driver comes with the CLI; a server store driver is optional and named with its install command when missing', async () => {
-    const cli = JSON.parse(readFileSync(join(app, 'node_modules', '@ctrlrun', 'cli', 'package.json'), 'utf8')) as { dependencies: Record<string, string> };
-    expect(cli.dependencies['better-sqlite3']).toMatch(/^\^12\./);
-    expect(existsSync(join(app, 'node_modules', 'better-sqlite3', 'package.json'))).toBe(true);
-    if (existsSync(join(app, 'node_modules', 'pg'))) return void console.warn('[pack-install] pg is installed here (a peer of another package): the missing-driver message is not checked');
-    const r = await sh('npx', ['ctrlrun', 'receipts', '--store-url', 'postgresql://ctrlrun@127.0.0.1:1/ctrlrun'], { cwd: app, timeoutMs: step });
-    expect(r.code, ok(r)).toBe(1);
-    expect(r.stderr).toContain('npm install pg@8');
-  }, step);
+  it(
+    'the SQLite driver comes with the CLI; a server store driver is optional and named with its install command when missing',
+    async () => {
+      const cli = JSON.parse(readFileSync(join(app, 'node_modules', '@ctrlrun', 'cli', 'package.json'), 'utf8')) as { dependencies: Record<string, string> };
+      expect(cli.dependencies['better-sqlite3']).toMatch(/^\^12\./);
+      expect(existsSync(join(app, 'node_modules', 'better-sqlite3', 'package.json'))).toBe(true);
+      if (existsSync(join(app, 'node_modules', 'pg')))
+        return void console.warn('[pack-install] pg is installed here (a peer of another package): the missing-driver message is not checked');
+      const r = await sh('npx', ['ctrlrun', 'receipts', '--store-url', 'postgresql://ctrlrun@127.0.0.1:1/ctrlrun'], { cwd: app, timeoutMs: step });
+      expect(r.code, ok(r)).toBe(1);
+      expect(r.stderr).toContain('npm install pg@8');
+    },
+    step,
+  );
 
-  it('the command-line walkthrough on the SQLite file: refund, inspect the request, approve, refund again, receipts --verify-chain', async () => {
-    const dir = join(app, 'walkthrough');
-    mkdirSync(dir);
-    expect((await sh('npx', ['ctrlrun', 'init'], { cwd: dir, timeoutMs: step })).code).toBe(0);
-    // examples/refund.ts is plain JavaScript in TypeScript's clothes: it runs as a module as it is.
-    cpSync(join(ROOT, 'examples', 'refund.ts'), join(dir, 'refund.mjs'));
-    const first = await sh(process.execPath, ['refund.mjs'], { cwd: dir, timeoutMs: step });
-    expect(first.code, ok(first)).toBe(0);
-    const requestId = /ctrlrun approve (apr_[0-9a-f]{32})/.exec(first.stdout)?.[1];
-    expect(requestId, first.stdout).toBeDefined();
-    const inspected = await sh('npx', ['ctrlrun', 'inspect', requestId!], { cwd: dir, timeoutMs: step });
-    expect(inspected.code, ok(inspected)).toBe(0);
-    expect(inspected.stdout).toContain(`approval    ${requestId}  pending`);
-    const approved = await sh('npx', ['ctrlrun', 'approve', requestId!, '--as', 'dana@example.com'], { cwd: dir, timeoutMs: step });
-    expect(approved.code, ok(approved)).toBe(0);
-    const second = await sh(process.execPath, ['refund.mjs', requestId!], { cwd: dir, timeoutMs: step });
-    expect(second.stdout, ok(second)).toBe('refunded {"id":"re_txn_42","amount":120000}\n');
-    const chain = await sh('npx', ['ctrlrun', 'receipts', '--verify-chain'], { cwd: dir, timeoutMs: step });
-    expect(chain, ok(chain)).toMatchObject({ code: 0, stdout: 'chain: 1 of 1 receipts verified\nthe chain is intact\n' });
-  }, step * 6);
+  it(
+    'the command-line walkthrough on the SQLite file: refund, inspect the request, approve, refund again, receipts --verify-chain',
+    async () => {
+      const dir = join(app, 'walkthrough');
+      mkdirSync(dir);
+      expect((await sh('npx', ['ctrlrun', 'init'], { cwd: dir, timeoutMs: step })).code).toBe(0);
+      // examples/refund.ts is plain JavaScript in TypeScript's clothes: it runs as a module as it is.
+      cpSync(join(ROOT, 'examples', 'refund.ts'), join(dir, 'refund.mjs'));
+      const first = await sh(process.execPath, ['refund.mjs'], { cwd: dir, timeoutMs: step });
+      expect(first.code, ok(first)).toBe(0);
+      const requestId = /ctrlrun approve (apr_[0-9a-f]{32})/.exec(first.stdout)?.[1];
+      expect(requestId, first.stdout).toBeDefined();
+      const inspected = await sh('npx', ['ctrlrun', 'inspect', requestId!], { cwd: dir, timeoutMs: step });
+      expect(inspected.code, ok(inspected)).toBe(0);
+      expect(inspected.stdout).toContain(`approval    ${requestId}  pending`);
+      const approved = await sh('npx', ['ctrlrun', 'approve', requestId!, '--as', 'dana@example.com'], { cwd: dir, timeoutMs: step });
+      expect(approved.code, ok(approved)).toBe(0);
+      const second = await sh(process.execPath, ['refund.mjs', requestId!], { cwd: dir, timeoutMs: step });
+      expect(second.stdout, ok(second)).toBe('refunded {"id":"re_txn_42","amount":120000}\n');
+      const chain = await sh('npx', ['ctrlrun', 'receipts', '--verify-chain'], { cwd: dir, timeoutMs: step });
+      expect(chain, ok(chain)).toMatchObject({ code: 0, stdout: 'chain: 1 of 1 receipts verified\nthe chain is intact\n' });
+    },
+    step * 6,
+  );
 });

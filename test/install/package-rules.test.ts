@@ -3,7 +3,16 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { allManifestProblems, manifestProblems, publishablePackages, ROOT, rootManifest, tarballProblems, versionProblems, type Manifest } from '../../scripts/packages.js';
+import {
+  allManifestProblems,
+  manifestProblems,
+  publishablePackages,
+  ROOT,
+  rootManifest,
+  tarballProblems,
+  versionProblems,
+  type Manifest,
+} from '../../scripts/packages.js';
 
 const root = rootManifest();
 const all = publishablePackages();
@@ -55,7 +64,10 @@ describe('check:packages rules', () => {
     (manifest.dependencies as Record<string, string>)['@ctrlrun/kernel'] = '^0.1.0';
     (manifest.dependencies as Record<string, string>)['@ctrlrun/nope'] = '0.1.0';
     const problems = manifestProblems({ ...cli, manifest }, root, all, { ...good, readme: 'x' });
-    expect(problems).toEqual([expect.stringMatching(/^dependencies\["@ctrlrun\/kernel"\]: must be exactly "0\.1\.0"/), expect.stringMatching(/^dependencies\["@ctrlrun\/nope"\]: no publishable package/)]);
+    expect(problems).toEqual([
+      expect.stringMatching(/^dependencies\["@ctrlrun\/kernel"\]: must be exactly "0\.1\.0"/),
+      expect.stringMatching(/^dependencies\["@ctrlrun\/nope"\]: no publishable package/),
+    ]);
   });
 
   it('refuses a missing README and a LICENSE that is not the root one', () => {
@@ -65,8 +77,18 @@ describe('check:packages rules', () => {
   });
 
   it('one version across packages', () => {
-    expect(versionProblems([{ dir: 'a', version: '1.0.0' }, { dir: 'b', version: '1.0.0' }])).toEqual([]);
-    expect(versionProblems([{ dir: 'a', version: '1.0.0' }, { dir: 'b', version: '1.0.1' }])).toEqual([expect.stringMatching(/^b: version 1\.0\.1 differs from a's 1\.0\.0/)]);
+    expect(
+      versionProblems([
+        { dir: 'a', version: '1.0.0' },
+        { dir: 'b', version: '1.0.0' },
+      ]),
+    ).toEqual([]);
+    expect(
+      versionProblems([
+        { dir: 'a', version: '1.0.0' },
+        { dir: 'b', version: '1.0.1' },
+      ]),
+    ).toEqual([expect.stringMatching(/^b: version 1\.0\.1 differs from a's 1\.0\.0/)]);
   });
 
   it('a tarball holds only the manifest, README, LICENSE, built dist from existing sources, and bin scripts', () => {
@@ -74,7 +96,17 @@ describe('check:packages rules', () => {
     expect(tarballProblems(kernel, ok)).toEqual([]);
     const cli = all.find((p) => p.dir === 'cli')!;
     expect(tarballProblems(cli, ['package.json', 'README.md', 'LICENSE', 'bin/ctrlrun.js', 'dist/bin.js'])).toEqual([]);
-    const bad = tarballProblems(kernel, ['package.json', 'dist/index.js', 'dist/index.js.map', 'dist/gone-module.js', 'src/index.ts', 'test/hash.test.ts', 'dist/test/x.test.js', 'tsconfig.tsbuildinfo', 'bin/ctrlrun.js']);
+    const bad = tarballProblems(kernel, [
+      'package.json',
+      'dist/index.js',
+      'dist/index.js.map',
+      'dist/gone-module.js',
+      'src/index.ts',
+      'test/hash.test.ts',
+      'dist/test/x.test.js',
+      'tsconfig.tsbuildinfo',
+      'bin/ctrlrun.js',
+    ]);
     expect(bad).toEqual([
       expect.stringMatching(/^dist\/index\.js\.map: not meant to ship/),
       expect.stringMatching(/^dist\/gone-module\.js: built from no file in src\//),

@@ -5,7 +5,23 @@
  * sql.js that loses COMMITs on cue. The same paths on a real server, through a TCP proxy, are in
  * proxy.test.ts.
  */
-import { INSERT_LANDED, INSERT_FOUND_OTHER, INSERT_LOST_REISSUE, UPDATE_LANDED, UPDATE_FOUND_OTHER, UPDATE_LOST_REISSUE, LOST_COMMIT_BRANCHES, SqlStateStore, WRITTEN_COLUMNS, commitErrorOutcome, lostInsertBranch, lostUpdateBranch, sameWrittenColumns, type SqlDriver, type SqlExecutor } from '@ctrlrun/kernel/store';
+import {
+  INSERT_LANDED,
+  INSERT_FOUND_OTHER,
+  INSERT_LOST_REISSUE,
+  UPDATE_LANDED,
+  UPDATE_FOUND_OTHER,
+  UPDATE_LOST_REISSUE,
+  LOST_COMMIT_BRANCHES,
+  SqlStateStore,
+  WRITTEN_COLUMNS,
+  commitErrorOutcome,
+  lostInsertBranch,
+  lostUpdateBranch,
+  sameWrittenColumns,
+  type SqlDriver,
+  type SqlExecutor,
+} from '@ctrlrun/kernel/store';
 import { AmbiguousEffect, AmbiguousWrite, DuplicateEffect, MINUTE, StoreError, type EffectRecord } from '@ctrlrun/kernel';
 import { SqlJsDriver, type SqlJsModule } from '@ctrlrun/store-sqljs';
 import fc from 'fast-check';
@@ -17,9 +33,17 @@ const LEASE = 5 * MINUTE;
 
 function record(over: Partial<EffectRecord> = {}): EffectRecord {
   return {
-    effectKey: 'refund:42', state: 'reserved', actionId: 'act_ours', attempt: 1,
-    leaseExpiresAt: '2026-01-01T12:05:00+00:00', resultJson: null, error: null,
-    createdAt: '2026-01-01T12:00:00+00:00', updatedAt: '2026-01-01T12:00:00+00:00', resolvedBy: null, ...over,
+    effectKey: 'refund:42',
+    state: 'reserved',
+    actionId: 'act_ours',
+    attempt: 1,
+    leaseExpiresAt: '2026-01-01T12:05:00+00:00',
+    resultJson: null,
+    error: null,
+    createdAt: '2026-01-01T12:00:00+00:00',
+    updatedAt: '2026-01-01T12:00:00+00:00',
+    resolvedBy: null,
+    ...over,
   };
 }
 
@@ -74,7 +98,14 @@ describe('Tables A1/A2: the branch decision (pure)', () => {
     expect(lostUpdateBranch(prior, target, null)).toBe(UPDATE_FOUND_OTHER);
     // A renewal: the same failed attempt is the pre-state; a renewal by someone else is not ours.
     const failed = record({ state: 'failed', leaseExpiresAt: null, actionId: 'act_old' });
-    const renewed = { ...failed, state: 'reserved' as const, actionId: 'act_ours', attempt: 2, leaseExpiresAt: '2026-01-01T12:10:00+00:00', updatedAt: '2026-01-01T12:05:00+00:00' };
+    const renewed = {
+      ...failed,
+      state: 'reserved' as const,
+      actionId: 'act_ours',
+      attempt: 2,
+      leaseExpiresAt: '2026-01-01T12:10:00+00:00',
+      updatedAt: '2026-01-01T12:05:00+00:00',
+    };
     expect(lostUpdateBranch(failed, renewed, { ...renewed })).toBe(UPDATE_LANDED);
     expect(lostUpdateBranch(failed, renewed, { ...failed })).toBe(UPDATE_LOST_REISSUE);
     expect(lostUpdateBranch(failed, renewed, { ...renewed, actionId: 'act_theirs' })).toBe(UPDATE_FOUND_OTHER);
@@ -83,16 +114,25 @@ describe('Tables A1/A2: the branch decision (pure)', () => {
   it('property: the decision is exactly "all seven written columns equal"', () => {
     const text = fc.string({ maxLength: 6 });
     const effect = fc.record({
-      effectKey: text, state: fc.constantFrom('reserved', 'executing', 'committed', 'failed', 'ambiguous' as const), actionId: text,
-      attempt: fc.integer({ min: 1, max: 4 }), leaseExpiresAt: fc.option(text), resultJson: fc.option(text), error: fc.option(text),
-      createdAt: fc.option(text), updatedAt: fc.option(text), resolvedBy: fc.option(text),
+      effectKey: text,
+      state: fc.constantFrom('reserved', 'executing', 'committed', 'failed', 'ambiguous' as const),
+      actionId: text,
+      attempt: fc.integer({ min: 1, max: 4 }),
+      leaseExpiresAt: fc.option(text),
+      resultJson: fc.option(text),
+      error: fc.option(text),
+      createdAt: fc.option(text),
+      updatedAt: fc.option(text),
+      resolvedBy: fc.option(text),
     }) as fc.Arbitrary<EffectRecord>;
     fc.assert(
       fc.property(effect, effect, effect, (prior, target, found) => {
         const same = (a: EffectRecord, b: EffectRecord) => WRITTEN_COLUMNS.every((c) => a[c] === b[c]);
         expect(sameWrittenColumns(found, target)).toBe(same(found, target));
         expect(lostInsertBranch(target, found)).toBe(same(found, target) ? INSERT_LANDED : INSERT_FOUND_OTHER);
-        expect(lostUpdateBranch(prior, target, found)).toBe(same(found, target) ? UPDATE_LANDED : same(found, prior) ? UPDATE_LOST_REISSUE : UPDATE_FOUND_OTHER);
+        expect(lostUpdateBranch(prior, target, found)).toBe(
+          same(found, target) ? UPDATE_LANDED : same(found, prior) ? UPDATE_LOST_REISSUE : UPDATE_FOUND_OTHER,
+        );
       }),
     );
   });
@@ -181,7 +221,9 @@ class LossyDriver implements SqlDriver {
 async function lossyStore(clock: () => Date = () => T0) {
   const driver = new LossyDriver(await SqlJsDriver.open(SQL));
   const warnings: { message: string; attributes: Record<string, unknown> }[] = [];
-  const logger = { warn: (message: string, attributes?: unknown) => void warnings.push({ message, attributes: (attributes ?? {}) as Record<string, unknown> }) };
+  const logger = {
+    warn: (message: string, attributes?: unknown) => void warnings.push({ message, attributes: (attributes ?? {}) as Record<string, unknown> }),
+  };
   const store = await new SqlStateStore(driver, { clock, logger }).open();
   driver.transactions = 0; // count only the case's own writes, not the migrations at open
   const branches = () => warnings.map((w) => w.attributes['branch']);
@@ -195,7 +237,13 @@ const UPDATE_EFFECT = /^UPDATE effects/;
 async function theirRow(raw: SqlExecutor, key: string, over: Partial<EffectRecord>): Promise<void> {
   const r = record({ effectKey: key, ...over });
   await raw.query('INSERT INTO effects(effect_key, state, action_id, attempt, lease_expires_at, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)', [
-    r.effectKey, r.state, r.actionId, r.attempt, r.leaseExpiresAt, r.createdAt, r.updatedAt,
+    r.effectKey,
+    r.state,
+    r.actionId,
+    r.attempt,
+    r.leaseExpiresAt,
+    r.createdAt,
+    r.updatedAt,
   ]);
 }
 
@@ -218,7 +266,12 @@ describe('SqlStateStore settles a lost COMMIT by a re-read (scripted driver)', (
     const r = await store.reserveEffect('refund:2', 'act_a', LEASE);
     expect(branches()).toEqual([INSERT_LOST_REISSUE]);
     expect(driver.transactions).toBe(2);
-    expect(await store.getEffect('refund:2')).toMatchObject({ state: 'reserved', actionId: 'act_a', leaseExpiresAt: r.leaseExpiresAt, createdAt: '2026-01-01T12:00:00+00:00' });
+    expect(await store.getEffect('refund:2')).toMatchObject({
+      state: 'reserved',
+      actionId: 'act_a',
+      leaseExpiresAt: r.leaseExpiresAt,
+      createdAt: '2026-01-01T12:00:00+00:00',
+    });
   });
 
   it('a1.row2.reinsert re-issues the whole operation: approval consumption included', async () => {
@@ -226,7 +279,14 @@ describe('SqlStateStore settles a lost COMMIT by a re-read (scripted driver)', (
     const { createAction } = await import('@ctrlrun/kernel');
     const { storedTime } = await import('@ctrlrun/kernel/store');
     const action = createAction({ name: 'stripe.refund', arguments: { amount: 5 }, principal: { agent: 'a' } });
-    await store.putApprovalRequest({ requestId: 'apr_1', actionHash: action.actionHash, action, createdAt: storedTime(T0), expiresAt: storedTime(new Date(T0.getTime() + 15 * MINUTE)), policyHash: null });
+    await store.putApprovalRequest({
+      requestId: 'apr_1',
+      actionHash: action.actionHash,
+      action,
+      createdAt: storedTime(T0),
+      expiresAt: storedTime(new Date(T0.getTime() + 15 * MINUTE)),
+      policyHash: null,
+    });
     await store.grantApproval('apr_1', 'alice');
     driver.loss = { mode: 'drop', when: INSERT_EFFECT };
     await store.consumeApprovalAndReserve('apr_1', action.actionHash, 'refund:3', action.actionId, LEASE);
@@ -238,7 +298,17 @@ describe('SqlStateStore settles a lost COMMIT by a re-read (scripted driver)', (
   it('a1.row3.refuse: another row with our action_id is not ours — planned on and refused (test_T155c at unit level)', async () => {
     const { driver, store, branches } = await lossyStore();
     // The same action retried elsewhere a second later: same action_id, different lease and stamps.
-    driver.loss = { mode: 'drop', when: INSERT_EFFECT, interlude: (raw) => theirRow(raw, 'refund:4', { actionId: 'act_a', createdAt: '2026-01-01T12:00:01+00:00', updatedAt: '2026-01-01T12:00:01+00:00', leaseExpiresAt: '2026-01-01T12:05:01+00:00' }) };
+    driver.loss = {
+      mode: 'drop',
+      when: INSERT_EFFECT,
+      interlude: (raw) =>
+        theirRow(raw, 'refund:4', {
+          actionId: 'act_a',
+          createdAt: '2026-01-01T12:00:01+00:00',
+          updatedAt: '2026-01-01T12:00:01+00:00',
+          leaseExpiresAt: '2026-01-01T12:05:01+00:00',
+        }),
+    };
     const err = await store.reserveEffect('refund:4', 'act_a', LEASE).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(DuplicateEffect);
     expect(err).toMatchObject({ state: 'in_progress' });
@@ -272,8 +342,10 @@ describe('SqlStateStore settles a lost COMMIT by a re-read (scripted driver)', (
     await store.reserveEffect('refund:7', 'act_a', LEASE);
     await store.beginExecution('refund:7', 'act_a');
     driver.loss = {
-      mode: 'drop', when: UPDATE_EFFECT,
-      interlude: async (raw) => void (await raw.query("UPDATE effects SET state = 'ambiguous', lease_expires_at = NULL, error = 'operator' WHERE effect_key = ?", ['refund:7'])),
+      mode: 'drop',
+      when: UPDATE_EFFECT,
+      interlude: async (raw) =>
+        void (await raw.query("UPDATE effects SET state = 'ambiguous', lease_expires_at = NULL, error = 'operator' WHERE effect_key = ?", ['refund:7'])),
     };
     const err = await store.failEffect('refund:7', 'act_a', 'NotExecuted: declined').catch((e: unknown) => e);
     expect(err).toBeInstanceOf(AmbiguousEffect);
@@ -318,7 +390,9 @@ describe('SqlStateStore settles a lost COMMIT by a re-read (scripted driver)', (
   it('a write that declares no effect row (an event) surfaces AmbiguousWrite unchanged', async () => {
     const { driver, store } = await lossyStore();
     driver.loss = { mode: 'land', when: /^INSERT INTO events/ };
-    await expect(store.appendEvent({ ts: T0.toISOString(), type: 'EFFECT_RESERVED', actionId: null, effectKey: null, approvalId: null, data: {} })).rejects.toBeInstanceOf(AmbiguousWrite);
+    await expect(
+      store.appendEvent({ ts: T0.toISOString(), type: 'EFFECT_RESERVED', actionId: null, effectKey: null, approvalId: null, data: {} }),
+    ).rejects.toBeInstanceOf(AmbiguousWrite);
     expect(driver.rereads).toBe(0);
   });
 });
@@ -331,7 +405,14 @@ describe('an edit-then-approve whose COMMIT was lost (scripted driver)', () => {
     const { storedTime } = await import('@ctrlrun/kernel/store');
     const proposed = createAction({ name: 'stripe.refund', arguments: { amount: 500 }, principal: { agent: 'a' } });
     const edited = createAction({ name: 'stripe.refund', arguments: { amount: 400 }, principal: { agent: 'a' } });
-    await store.putApprovalRequest({ requestId: 'apr_p', actionHash: proposed.actionHash, action: proposed, createdAt: storedTime(T0), expiresAt: storedTime(new Date(T0.getTime() + 15 * MINUTE)), policyHash: null });
+    await store.putApprovalRequest({
+      requestId: 'apr_p',
+      actionHash: proposed.actionHash,
+      action: proposed,
+      createdAt: storedTime(T0),
+      expiresAt: storedTime(new Date(T0.getTime() + 15 * MINUTE)),
+      policyHash: null,
+    });
     return { edited, write: { requestId: 'apr_p', editedRequestId: 'apr_e', action: edited, approver: 'alice', policyHash: null } };
   }
 
@@ -340,7 +421,12 @@ describe('an edit-then-approve whose COMMIT was lost (scripted driver)', () => {
     const { edited, write } = await pendingRequest(store);
     driver.loss = { mode: 'land', when: INSERT_APPROVAL };
     driver.transactions = 0;
-    const events = { drafts: () => [{ ts: T0.toISOString(), type: 'APPROVAL_GRANTED' as const, actionId: null, effectKey: null, approvalId: 'apr_e', data: { edited_from: 'apr_p' } }], stored: undefined as unknown };
+    const events = {
+      drafts: () => [
+        { ts: T0.toISOString(), type: 'APPROVAL_GRANTED' as const, actionId: null, effectKey: null, approvalId: 'apr_e', data: { edited_from: 'apr_p' } },
+      ],
+      stored: undefined as unknown,
+    };
     const r = await store.editApproval(write, events as never);
     expect(r.approved).toMatchObject({ approvalId: 'apr_e', actionHash: edited.actionHash, approver: 'alice' });
     expect(branches()).toEqual(['edit.landed']);
@@ -356,7 +442,9 @@ describe('an edit-then-approve whose COMMIT was lost (scripted driver)', () => {
     const { write } = await pendingRequest(store);
     driver.loss = { mode: 'drop', when: INSERT_APPROVAL };
     driver.transactions = 0;
-    const events = { drafts: () => [{ ts: T0.toISOString(), type: 'APPROVAL_GRANTED' as const, actionId: null, effectKey: null, approvalId: 'apr_e', data: {} }] };
+    const events = {
+      drafts: () => [{ ts: T0.toISOString(), type: 'APPROVAL_GRANTED' as const, actionId: null, effectKey: null, approvalId: 'apr_e', data: {} }],
+    };
     await store.editApproval(write, events);
     expect(branches()).toEqual(['edit.reissue']);
     expect(driver.transactions).toBe(2);
@@ -368,8 +456,12 @@ describe('an edit-then-approve whose COMMIT was lost (scripted driver)', () => {
     const { driver, store, branches } = await lossyStore();
     const { write } = await pendingRequest(store);
     driver.loss = {
-      mode: 'drop', when: INSERT_APPROVAL,
-      interlude: async (raw) => void (await raw.query("UPDATE approvals SET status = 'granted', approver = 'bob', granted_at = ? WHERE approval_id = 'apr_p'", ['2026-01-01T12:00:00+00:00'])),
+      mode: 'drop',
+      when: INSERT_APPROVAL,
+      interlude: async (raw) =>
+        void (await raw.query("UPDATE approvals SET status = 'granted', approver = 'bob', granted_at = ? WHERE approval_id = 'apr_p'", [
+          '2026-01-01T12:00:00+00:00',
+        ])),
     };
     const err = await store.editApproval(write).catch((e: unknown) => e);
     expect(err).toMatchObject({ name: 'ApprovalMismatch', reason: 'granted' });

@@ -126,7 +126,10 @@ export async function startCommitProxy(target: { host: string; port: number }): 
         if (type === 'Q') text = cString(body, 0)[0];
         if (type === 'P') text = cString(body, cString(body, 0)[1])[0];
         if (text !== null) {
-          const parts = text.split(';').map((p) => p.trim()).filter(Boolean);
+          const parts = text
+            .split(';')
+            .map((p) => p.trim())
+            .filter(Boolean);
           if (parts.some((p) => BEGIN.test(p))) statements = [];
           if (COMMIT.test(text) && armed && (!armed.plan.when || statements.some((s) => armed!.plan.when!.test(s)))) {
             const { plan, resolve } = armed;

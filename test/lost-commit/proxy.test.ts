@@ -160,7 +160,10 @@ describePg('lost COMMIT through a TCP proxy', (server) => {
     expect(s.branches(), 'no branch taken without a re-read').toEqual([]);
     expect(await s.row(), 'nothing written').toBeNull();
     const types = (await db.sql<{ type: string }>(`SELECT type FROM "${s.schema}".events ORDER BY event_id`)).map((e) => e.type);
-    expect(types.filter((t) => /^(EFFECT|EXECUTION)_/.test(t)), `nothing after the decision: ${types.join(', ')}`).toEqual([]);
+    expect(
+      types.filter((t) => /^(EFFECT|EXECUTION)_/.test(t)),
+      `nothing after the decision: ${types.join(', ')}`,
+    ).toEqual([]);
   });
 
   it('test_T156_a_failed_re_read_after_a_landed_reservation_costs_availability_not_a_double_execution', async () => {

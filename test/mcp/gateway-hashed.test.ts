@@ -12,7 +12,13 @@ const hostileKey = fc.oneof(
   fc.constantFrom('__proto__', 'constructor', 'prototype', 'toString', 'id', '', '\u0000', '\u202e', 'a\u200bb', '\u2028', 'ID', 'id '),
   fc.string({ maxLength: 6 }),
 );
-const leaf = fc.oneof(fc.integer({ min: -1e6, max: 1e6 }), fc.boolean(), fc.constant(null), fc.string({ maxLength: 8 }), fc.constantFrom('\u202e', '\u0000x', '<b>'));
+const leaf = fc.oneof(
+  fc.integer({ min: -1e6, max: 1e6 }),
+  fc.boolean(),
+  fc.constant(null),
+  fc.string({ maxLength: 8 }),
+  fc.constantFrom('\u202e', '\u0000x', '<b>'),
+);
 const json = fc.letrec((tie) => ({
   value: fc.oneof({ depthSize: 'small' }, leaf, fc.array(tie('value'), { maxLength: 3 }), fc.dictionary(hostileKey, tie('value'), { maxKeys: 3 })),
 })).value;
@@ -21,7 +27,11 @@ describe('gateway: the upstream receives what was hashed', () => {
   it('for any arguments, the call is refused before the upstream or the upstream gets the hashed canonical arguments', async () => {
     const store = await createSqlJsStore();
     try {
-      const control = new Control({ policy: loadPolicy('schema: ctrlrun.policy/v2\nactions:\n  mcp.pay.refund: {decision: allow}\n'), store, logger: { warn: () => {} } });
+      const control = new Control({
+        policy: loadPolicy('schema: ctrlrun.policy/v2\nactions:\n  mcp.pay.refund: {decision: allow}\n'),
+        store,
+        logger: { warn: () => {} },
+      });
       const received: unknown[] = [];
       const upstream = {
         request: async (req: { params: { arguments: unknown } }) => {
@@ -53,7 +63,7 @@ describe('gateway: the upstream receives what was hashed', () => {
           const got = received.at(-1) as JsonObject;
           expect(canonicalJson(got)).toBe(canonicalJson(expected.canonicalArguments));
           expect(Object.keys(got).sort()).toEqual(Object.keys(expected.canonicalArguments).sort());
-          const receiptId = ((outcome.r._meta as Record<string, { receipt_id: string }>)['com.ctrlrun/receipt'])!.receipt_id;
+          const receiptId = (outcome.r._meta as Record<string, { receipt_id: string }>)['com.ctrlrun/receipt']!.receipt_id;
           const row = await store.getReceipt(receiptId);
           expect((JSON.parse(row!.json!) as { action_hash: string }).action_hash).toBe(expected.actionHash);
         }),

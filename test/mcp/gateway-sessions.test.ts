@@ -34,27 +34,35 @@ async function session(gateway: Gateway): Promise<string[]> {
 
 describe('gateway: upstream notifications and sessions', () => {
   for (const perRequest of [false, true]) {
-    it(perRequest ? 'with a principal per request, only list changes reach every session' : 'with one principal, every notification reaches every session', async () => {
-      const store = await createSqlJsStore();
-      try {
-        const identity = perRequest ? new HeaderIdentityProvider({ agentHeader: 'X-Agent', userHeader: null }, { logger: { warn: () => {} } }) : null;
-        const control = new Control({ policy: loadPolicy('schema: ctrlrun.policy/v2\nactions: {}\n'), store, identity, logger: { warn: () => {} } });
-        const upstream = fakeUpstream();
-        const gateway = new Gateway({ control, upstream: upstream as never, alias: 'pay', principal: perRequest ? null : { agent: 'agent-1' } });
-        const [one, two] = [await session(gateway), await session(gateway)];
-        await upstream.fallbackNotificationHandler!({ method: 'notifications/message', params: { level: 'info', data: 'refunded p1 for customer ana' } });
-        await upstream.fallbackNotificationHandler!({ method: 'notifications/resources/updated', params: { uri: 'memo://ana' } });
-        await upstream.fallbackNotificationHandler!({ method: 'notifications/tools/list_changed' });
-        for (let i = 0; i < 100 && (one.length === 0 || two.length === 0); i++) await new Promise((r) => setTimeout(r, 10));
-        await new Promise((r) => setTimeout(r, 50));
-        const expected = perRequest
-          ? ['notifications/tools/list_changed {}']
-          : ['notifications/message {"level":"info","data":"refunded p1 for customer ana"}', 'notifications/resources/updated {"uri":"memo://ana"}', 'notifications/tools/list_changed {}'];
-        expect(one).toEqual(expected);
-        expect(two).toEqual(expected);
-      } finally {
-        await store.close();
-      }
-    }, 60_000);
+    it(
+      perRequest ? 'with a principal per request, only list changes reach every session' : 'with one principal, every notification reaches every session',
+      async () => {
+        const store = await createSqlJsStore();
+        try {
+          const identity = perRequest ? new HeaderIdentityProvider({ agentHeader: 'X-Agent', userHeader: null }, { logger: { warn: () => {} } }) : null;
+          const control = new Control({ policy: loadPolicy('schema: ctrlrun.policy/v2\nactions: {}\n'), store, identity, logger: { warn: () => {} } });
+          const upstream = fakeUpstream();
+          const gateway = new Gateway({ control, upstream: upstream as never, alias: 'pay', principal: perRequest ? null : { agent: 'agent-1' } });
+          const [one, two] = [await session(gateway), await session(gateway)];
+          await upstream.fallbackNotificationHandler!({ method: 'notifications/message', params: { level: 'info', data: 'refunded p1 for customer ana' } });
+          await upstream.fallbackNotificationHandler!({ method: 'notifications/resources/updated', params: { uri: 'memo://ana' } });
+          await upstream.fallbackNotificationHandler!({ method: 'notifications/tools/list_changed' });
+          for (let i = 0; i < 100 && (one.length === 0 || two.length === 0); i++) await new Promise((r) => setTimeout(r, 10));
+          await new Promise((r) => setTimeout(r, 50));
+          const expected = perRequest
+            ? ['notifications/tools/list_changed {}']
+            : [
+                'notifications/message {"level":"info","data":"refunded p1 for customer ana"}',
+                'notifications/resources/updated {"uri":"memo://ana"}',
+                'notifications/tools/list_changed {}',
+              ];
+          expect(one).toEqual(expected);
+          expect(two).toEqual(expected);
+        } finally {
+          await store.close();
+        }
+      },
+      60_000,
+    );
   }
 });

@@ -56,17 +56,29 @@ describe('mcp-operator list tools are bounded', () => {
       const filer = new Control({ policy, store: raw, logger: { warn: () => {} } });
       // 450 pending requests (more than two pages) and 430 receipts.
       for (let i = 0; i < 450; i++) {
-        const action = createAction({ name: 'pay.refund', arguments: { id: `a${String(i).padStart(3, '0')}`, amount: 500 }, principal: { agent: 'agent-1' }, environment: filer.environment });
+        const action = createAction({
+          name: 'pay.refund',
+          arguments: { id: `a${String(i).padStart(3, '0')}`, amount: 500 },
+          principal: { agent: 'agent-1' },
+          environment: filer.environment,
+        });
         await filer.execute(action, () => 'never').catch(() => undefined);
       }
       for (let i = 0; i < 430; i++) {
-        const action = createAction({ name: 'pay.refund', arguments: { id: `r${i}`, amount: 5 }, principal: { agent: 'agent-1' }, environment: filer.environment });
+        const action = createAction({
+          name: 'pay.refund',
+          arguments: { id: `r${i}`, amount: 5 },
+          principal: { agent: 'agent-1' },
+          environment: filer.environment,
+        });
         await filer.execute(action, () => 'ok');
       }
       const control = new Control({ policy, store: noUnboundedReads(raw), logger: { warn: () => {} } });
       const client = await operator(control);
 
-      const listed = structured(await client.callTool({ name: 'list_pending_approvals', arguments: { limit: 200 } }))['approvals'] as { action: { arguments: { id: string } } }[];
+      const listed = structured(await client.callTool({ name: 'list_pending_approvals', arguments: { limit: 200 } }))['approvals'] as {
+        action: { arguments: { id: string } };
+      }[];
       // Oldest first (requests made in the same millisecond in request id order).
       const expected = (await raw.listApprovals('pending'))
         .map((a) => [a.request.createdAt, a.request.requestId, a.request.action.canonicalArguments['id']] as const)
@@ -91,9 +103,27 @@ describe('mcp-operator text shows what was hashed', () => {
   it('an argument with bidi overrides, zero-width or C1 characters (in a key or a value, __proto__ included) is written as JSON escapes, and the text parses to the hashed arguments', async () => {
     const store = await createSqlJsStore();
     try {
-      const control = new Control({ policy: loadPolicy('schema: ctrlrun.policy/v2\nactions:\n  pay.refund: {decision: approve}\n'), store, logger: { warn: () => {} } });
+      const control = new Control({
+        policy: loadPolicy('schema: ctrlrun.policy/v2\nactions:\n  pay.refund: {decision: approve}\n'),
+        store,
+        logger: { warn: () => {} },
+      });
       const client = await operator(control);
-      const invisible = fc.constantFrom('\u202e', '\u202d', '\u2066', '\u2069', '\u200b', '\u200f', '\u2028', '\u0085', '\u009b', '\u007f', '\ufeff', '\u{e0041}', '\u061c');
+      const invisible = fc.constantFrom(
+        '\u202e',
+        '\u202d',
+        '\u2066',
+        '\u2069',
+        '\u200b',
+        '\u200f',
+        '\u2028',
+        '\u0085',
+        '\u009b',
+        '\u007f',
+        '\ufeff',
+        '\u{e0041}',
+        '\u061c',
+      );
       const text = fc.array(fc.oneof(invisible, fc.string({ maxLength: 4 })), { maxLength: 6 }).map((p) => p.join(''));
       const key = fc.oneof(text, fc.constantFrom('__proto__', 'constructor', 'amount'));
       let n = 0;

@@ -73,7 +73,11 @@ export interface Running {
 
 /** Starts `node <args>` from the repository root. */
 export function start(args: string[], env: Record<string, string> = {}, cwd = ROOT): Running {
-  const child = spawn(process.execPath, args, { cwd, env: { PATH: process.env['PATH'] ?? '', HOME: process.env['HOME'] ?? '', ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, args, {
+    cwd,
+    env: { PATH: process.env['PATH'] ?? '', HOME: process.env['HOME'] ?? '', ...env },
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
   children.push(child);
   let out = '';
   let err = '';
@@ -90,7 +94,8 @@ export function start(args: string[], env: Record<string, string> = {}, cwd = RO
         const tick = () => {
           const m = out.match(pattern);
           if (m) return resolve(m);
-          if (child.exitCode !== null || child.signalCode !== null) return reject(new Error(`the process exited (${child.exitCode ?? child.signalCode}) before printing ${pattern}\nstdout:\n${out}\nstderr:\n${err}`));
+          if (child.exitCode !== null || child.signalCode !== null)
+            return reject(new Error(`the process exited (${child.exitCode ?? child.signalCode}) before printing ${pattern}\nstdout:\n${out}\nstderr:\n${err}`));
           if (Date.now() - started > timeoutMs) return reject(new Error(`no ${pattern} within ${timeoutMs} ms\nstdout:\n${out}\nstderr:\n${err}`));
           setTimeout(tick, 25);
         };
@@ -141,7 +146,9 @@ export function refusedOf(result: Result | undefined): Refused | undefined {
  */
 export async function call(client: Client, name: string, args: unknown): Promise<{ result?: Result; error?: McpError; refused?: Refused }> {
   try {
-    const result = await client.request({ method: 'tools/call', params: { name, arguments: args as Record<string, unknown> } }, ResultSchema, { timeout: 120_000 });
+    const result = await client.request({ method: 'tools/call', params: { name, arguments: args as Record<string, unknown> } }, ResultSchema, {
+      timeout: 120_000,
+    });
     const refused = refusedOf(result);
     return refused === undefined ? { result } : { result, refused };
   } catch (error) {

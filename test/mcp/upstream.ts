@@ -40,19 +40,30 @@ const TOOLS = [
 ];
 
 function build(): Server {
-  const server = new Server({ name: 'counting-upstream', version: '1.0.0' }, { capabilities: { tools: {}, resources: {}, prompts: {} }, instructions: 'the upstream test server' });
+  const server = new Server(
+    { name: 'counting-upstream', version: '1.0.0' },
+    { capabilities: { tools: {}, resources: {}, prompts: {} }, instructions: 'the upstream test server' },
+  );
   server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: TOOLS }));
   server.setRequestHandler(ListResourcesRequestSchema, async () => ({ resources: [{ uri: 'memo://one', name: 'one' }] }));
   server.setRequestHandler(ReadResourceRequestSchema, async (req) => ({ contents: [{ uri: req.params.uri, text: `memo ${req.params.uri}` }] }));
   server.setRequestHandler(ListPromptsRequestSchema, async () => ({ prompts: [{ name: 'greet' }] }));
-  server.setRequestHandler(GetPromptRequestSchema, async (req) => ({ messages: [{ role: 'user', content: { type: 'text', text: `hello from ${req.params.name}` } }] }));
+  server.setRequestHandler(GetPromptRequestSchema, async (req) => ({
+    messages: [{ role: 'user', content: { type: 'text', text: `hello from ${req.params.name}` } }],
+  }));
   // Notifications the gateway relays are logged too, so a test can see what reached this server.
   server.fallbackNotificationHandler = async (n) => {
     if (LOG) appendFileSync(LOG, `${JSON.stringify({ tool: `notification:${n.method}`, arguments: n.params ?? {} })}\n`);
   };
   server.fallbackRequestHandler = async (req, extra) => {
     // Lax on purpose, as some servers are: any casing or spacing of tools/call runs a tool.
-    if (req.method.normalize('NFKC').toLowerCase().replace(/[\s\p{Cf}]/gu, '') !== 'tools/call') throw new McpError(-32601, `no method ${req.method}`);
+    if (
+      req.method
+        .normalize('NFKC')
+        .toLowerCase()
+        .replace(/[\s\p{Cf}]/gu, '') !== 'tools/call'
+    )
+      throw new McpError(-32601, `no method ${req.method}`);
     const params = req.params as { name: string; arguments?: Record<string, unknown> };
     if (LOG) appendFileSync(LOG, `${JSON.stringify({ tool: params.name, arguments: params.arguments ?? {} })}\n`);
     switch (params.name) {

@@ -10,4 +10,4 @@ declare const Deno: { version: { deno: string }; stdout: { write(bytes: Uint8Arr
 
 const report: ScenarioReport = { runtime: { name: 'deno', version: Deno.version.deno }, steps: await runScenario() };
 const bytes = new TextEncoder().encode(`${JSON.stringify(report)}\n`);
-for (let at = 0; at < bytes.length; ) at += await Deno.stdout.write(bytes.subarray(at));
+for (let at = 0; at < bytes.length;) at += await Deno.stdout.write(bytes.subarray(at));

@@ -23,7 +23,9 @@ export interface ScenarioStep {
 /** Runs the scenario on fresh in-memory sql.js stores opened with `store` options. */
 export async function runScenario(store: CreateSqlJsStoreOptions = {}): Promise<ScenarioStep[]> {
   const steps: ScenarioStep[] = [];
-  const session = async (body: (call: (step: string, request: RefundRequest | ApproveRequest) => Promise<Record<string, unknown>>) => Promise<void>): Promise<void> => {
+  const session = async (
+    body: (call: (step: string, request: RefundRequest | ApproveRequest) => Promise<Record<string, unknown>>) => Promise<void>,
+  ): Promise<void> => {
     const opened = await createSqlJsStore(store);
     try {
       const tryIt = createTryIt({ store: opened });

@@ -73,7 +73,13 @@ describe('a worker killed with SIGKILL while its executor runs', { timeout: scal
     // While the lease is live, the record is the dead worker's and a contender is told so.
     const live = await createBetterSqlite3Store(crashed.path);
     const calls = { n: 0 };
-    const err = await rejection(retry(control(live, () => new Date()), crashed, calls));
+    const err = await rejection(
+      retry(
+        control(live, () => new Date()),
+        crashed,
+        calls,
+      ),
+    );
     expect(err).toBeInstanceOf(DuplicateEffect);
     expect(err).toMatchObject({ state: 'in_progress' });
     await live.close();
@@ -103,13 +109,28 @@ describe('a worker killed with SIGKILL while its executor runs', { timeout: scal
     expect(err).toBeInstanceOf(AmbiguousEffect);
     expect(err).toMatchObject({ code: 'ERR_AMBIGUOUS_EFFECT', effectKey: crashed.effectKey, actionId: crashed.actionId });
     const ambiguous = await store.getEffect(crashed.effectKey);
-    expect(ambiguous).toMatchObject({ state: 'ambiguous', actionId: crashed.actionId, attempt: 1, leaseExpiresAt: null, error: LEASE_EXPIRED, resolvedBy: null });
+    expect(ambiguous).toMatchObject({
+      state: 'ambiguous',
+      actionId: crashed.actionId,
+      attempt: 1,
+      leaseExpiresAt: null,
+      error: LEASE_EXPIRED,
+      resolvedBy: null,
+    });
     await store.close();
     // A restart (a new handle, later still) finds it ambiguous and refuses again; nothing ran.
     const later = new Date(crashed.after().getTime() + 24 * 3600_000);
     store = await createBetterSqlite3Store(crashed.path, { clock: () => later });
     expect(await store.getEffect(crashed.effectKey)).toEqual(ambiguous);
-    expect(await rejection(retry(control(store, () => later), crashed, calls))).toBeInstanceOf(AmbiguousEffect);
+    expect(
+      await rejection(
+        retry(
+          control(store, () => later),
+          crashed,
+          calls,
+        ),
+      ),
+    ).toBeInstanceOf(AmbiguousEffect);
     expect(await store.getEffect(crashed.effectKey)).toEqual(ambiguous);
     expect(calls.n, 'the executor never ran again').toBe(0);
     await store.close();
@@ -144,8 +165,21 @@ describe('a worker killed with SIGKILL while its executor runs', { timeout: scal
     await rejection(retry(control(store, crashed.after), crashed, { n: 0 }));
     const { db } = store.driver;
     const columns = (table: string) => (db.prepare(`SELECT name FROM pragma_table_info('${table}')`).all() as { name: string }[]).map((c) => c.name);
-    expect(columns('effects')).toEqual(['effect_key', 'state', 'action_id', 'attempt', 'lease_expires_at', 'result_json', 'error', 'created_at', 'updated_at', 'resolved_by']);
-    const tables = (db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'").all() as { name: string }[]).map((t) => t.name);
+    expect(columns('effects')).toEqual([
+      'effect_key',
+      'state',
+      'action_id',
+      'attempt',
+      'lease_expires_at',
+      'result_json',
+      'error',
+      'created_at',
+      'updated_at',
+      'resolved_by',
+    ]);
+    const tables = (db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'").all() as { name: string }[]).map(
+      (t) => t.name,
+    );
     const host = hostname();
     for (const table of tables) {
       for (const column of columns(table)) expect(column, `${table}.${column}`).not.toMatch(/host|pid|holder|owner|worker/i);

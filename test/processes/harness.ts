@@ -146,7 +146,13 @@ export function start(payload: Payload, options: { stallMs?: number } = {}): Run
       if (seen) return Promise.resolve(seen);
       return new Promise((resolve, reject) => {
         waiters.push({ match, resolve });
-        void finished.then((f) => reject(new Error(`worker ${f.pid} ended (${f.code ?? f.signal}${f.stalled ? `, killed: ${f.stalled}` : ''}) without the expected line; stderr:\n${f.stderr}`)));
+        void finished.then((f) =>
+          reject(
+            new Error(
+              `worker ${f.pid} ended (${f.code ?? f.signal}${f.stalled ? `, killed: ${f.stalled}` : ''}) without the expected line; stderr:\n${f.stderr}`,
+            ),
+          ),
+        );
       });
     },
   };
@@ -162,7 +168,9 @@ export async function runAll(payloads: Payload[]): Promise<Finished[]> {
 export function lastLine(f: Finished): Record<string, unknown> {
   const line = f.lines.filter((l) => !('progress' in l)).at(-1);
   if (f.code !== 0 || !line) {
-    throw new Error(`worker ${f.pid} exited ${f.code ?? f.signal}${f.stalled ? ` (killed: ${f.stalled})` : ''} with ${f.lines.length} lines; stderr:\n${f.stderr}`);
+    throw new Error(
+      `worker ${f.pid} exited ${f.code ?? f.signal}${f.stalled ? ` (killed: ${f.stalled})` : ''} with ${f.lines.length} lines; stderr:\n${f.stderr}`,
+    );
   }
   return line;
 }

@@ -29,16 +29,27 @@ export async function raceSharedKeys(store: StateStore, url: string, opts: { pro
       })),
     );
     const reports = finished.map(lastLine) as unknown as {
-      executed: number; duplicate_committed: number; duplicate_in_progress: number; ambiguous: number; doubles: number; other: Record<string, number>;
+      executed: number;
+      duplicate_committed: number;
+      duplicate_in_progress: number;
+      ambiguous: number;
+      doubles: number;
+      other: Record<string, number>;
     }[];
     const sum = (k: 'executed' | 'duplicate_committed' | 'duplicate_in_progress' | 'ambiguous' | 'doubles') => reports.reduce((s, r) => s + r[k], 0);
     const seen = JSON.stringify(reports);
-    expect(files(rendezvous.dir).filter((f) => f.startsWith('arrived-')), 'every worker reached the barrier').toHaveLength(PROCESSES);
+    expect(
+      files(rendezvous.dir).filter((f) => f.startsWith('arrived-')),
+      'every worker reached the barrier',
+    ).toHaveLength(PROCESSES);
     expect(sum('doubles'), `no key executed twice: ${seen}`).toBe(0);
     expect(sum('executed'), `every key executed once: ${seen}`).toBe(KEYS);
     expect(files(marker.dir), 'the executor ran once per key').toEqual(keys.map((k) => `race:${k}`).sort());
     expect(sum('ambiguous'), `nothing ambiguous without a crash: ${seen}`).toBe(0);
-    expect(reports.map((r) => r.other), `no other refusal: ${seen}`).toEqual(reports.map(() => ({})));
+    expect(
+      reports.map((r) => r.other),
+      `no other refusal: ${seen}`,
+    ).toEqual(reports.map(() => ({})));
     expect(sum('executed') + sum('duplicate_committed') + sum('duplicate_in_progress'), 'every call answered').toBe(PROCESSES * KEYS);
 
     // The store agrees: one committed record per key, and one receipt per call in one unbroken chain.

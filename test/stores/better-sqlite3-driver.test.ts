@@ -115,7 +115,14 @@ describe('createBetterSqlite3Store: the connection', () => {
       await store.reserveEffect(`k${i}`, `act_${i}`, LEASE);
       await store.beginExecution(`k${i}`, `act_${i}`);
       await store.commitEffect(`k${i}`, `act_${i}`, { i });
-      await store.appendEvent({ ts: '2026-01-01T12:00:00.000Z', type: 'EXECUTION_COMMITTED', actionId: `act_${i}`, effectKey: `k${i}`, approvalId: null, data: {} });
+      await store.appendEvent({
+        ts: '2026-01-01T12:00:00.000Z',
+        type: 'EXECUTION_COMMITTED',
+        actionId: `act_${i}`,
+        effectKey: `k${i}`,
+        approvalId: null,
+        data: {},
+      });
     };
     await warm(0);
     const afterOne = prepares;
@@ -153,9 +160,9 @@ describe('BetterSqlite3Driver', () => {
 
   it('reads integers beyond 2^53 - 1 as bigint and the rest as number, and binds integers as INTEGER', async () => {
     const d = await driver();
-    expect((await d.query('SELECT 9007199254740993 AS big, -9007199254740993 AS neg, 5 AS small, ? AS bound, typeof(?) AS t, 1.5 AS real', [2n ** 62n, 7])).rows).toEqual([
-      { big: 9007199254740993n, neg: -9007199254740993n, small: 5, bound: 2n ** 62n, t: 'integer', real: 1.5 },
-    ]);
+    expect(
+      (await d.query('SELECT 9007199254740993 AS big, -9007199254740993 AS neg, 5 AS small, ? AS bound, typeof(?) AS t, 1.5 AS real', [2n ** 62n, 7])).rows,
+    ).toEqual([{ big: 9007199254740993n, neg: -9007199254740993n, small: 5, bound: 2n ** 62n, t: 'integer', real: 1.5 }]);
     await d.close();
   });
 
@@ -248,7 +255,7 @@ describe('createBetterSqlite3Store: refusals', () => {
     db.close();
   });
 
-  it('someone else\'s database that merely has an empty schema_version: SchemaMismatch, file untouched (writer, reader, openStore)', async () => {
+  it("someone else's database that merely has an empty schema_version: SchemaMismatch, file untouched (writer, reader, openStore)", async () => {
     for (const others of [
       ['CREATE TABLE users(id INTEGER PRIMARY KEY, email TEXT)', "INSERT INTO users(email) VALUES ('a@example.com')"],
       // Even tables named like ours: without a recorded migration nothing says they are ours.
@@ -368,18 +375,21 @@ describe('readers', () => {
   })();
   const skipReason = asRoot && !othersCanRead ? ' — skipped: running as root (chmod does not stop root) and the checkout is not readable by nobody' : '';
 
-  it.skipIf(skipReason !== '')(`a read-only file (chmod 0444): a writer is refused (InvalidArgument), a reader opens it, the file is untouched${skipReason}`, { timeout: 120_000 }, async () => {
-    chmodSync(root, 0o755);
-    const dir = join(root, `ro-${++n}`);
-    mkdirSync(dir);
-    chmodSync(dir, 0o1777); // the reader may create the WAL index beside the file
-    const path = join(dir, 'store.db');
-    const writer = await createBetterSqlite3Store(path, { clock });
-    await writer.reserveEffect('k', 'act_1', LEASE);
-    await writer.close();
-    chmodSync(path, 0o444);
-    const before = fingerprint(path);
-    const script = `
+  it.skipIf(skipReason !== '')(
+    `a read-only file (chmod 0444): a writer is refused (InvalidArgument), a reader opens it, the file is untouched${skipReason}`,
+    { timeout: 120_000 },
+    async () => {
+      chmodSync(root, 0o755);
+      const dir = join(root, `ro-${++n}`);
+      mkdirSync(dir);
+      chmodSync(dir, 0o1777); // the reader may create the WAL index beside the file
+      const path = join(dir, 'store.db');
+      const writer = await createBetterSqlite3Store(path, { clock });
+      await writer.reserveEffect('k', 'act_1', LEASE);
+      await writer.close();
+      chmodSync(path, 0o444);
+      const before = fingerprint(path);
+      const script = `
       import { createBetterSqlite3Store } from '@ctrlrun/store-node/better-sqlite3';
       const path = ${JSON.stringify(path)};
       const out = {};
@@ -388,19 +398,20 @@ describe('readers', () => {
       out.reader = (await reader.getEffect('k')).state;
       await reader.close();
       console.log(JSON.stringify(out));`;
-    const r = spawnSync(process.execPath, [...NODE_FLAGS, '--input-type=module', '-e', script], {
-      cwd: repo,
-      encoding: 'utf8',
-      ...(asRoot ? { uid: 65534, gid: 65534 } : {}),
-    });
-    expect(r.status, r.stderr).toBe(0);
-    const out = JSON.parse(r.stdout.trim().split('\n').pop()!) as { writer: { name: string; message: string } | string; reader: string };
-    expect(out.writer).toMatchObject({ name: 'InvalidArgument' });
-    expect((out.writer as { message: string }).message).toContain('read-only');
-    expect(out.reader).toBe('reserved');
-    expect(fingerprint(path)).toEqual(before);
-    if (!asRoot) expect(() => accessSync(path, constants.W_OK)).toThrow();
-  });
+      const r = spawnSync(process.execPath, [...NODE_FLAGS, '--input-type=module', '-e', script], {
+        cwd: repo,
+        encoding: 'utf8',
+        ...(asRoot ? { uid: 65534, gid: 65534 } : {}),
+      });
+      expect(r.status, r.stderr).toBe(0);
+      const out = JSON.parse(r.stdout.trim().split('\n').pop()!) as { writer: { name: string; message: string } | string; reader: string };
+      expect(out.writer).toMatchObject({ name: 'InvalidArgument' });
+      expect((out.writer as { message: string }).message).toContain('read-only');
+      expect(out.reader).toBe('reserved');
+      expect(fingerprint(path)).toEqual(before);
+      if (!asRoot) expect(() => accessSync(path, constants.W_OK)).toThrow();
+    },
+  );
 });
 
 describe('the optional peer', () => {
@@ -411,7 +422,10 @@ describe('the optional peer', () => {
       import { openStore } from '@ctrlrun/store-node';
       try { await openStore(${JSON.stringify(path)}); console.log('{"opened":true}'); }
       catch (e) { console.log(JSON.stringify({ name: e.name, code: e.code, message: e.message })); }`;
-    const r = spawnSync(process.execPath, [...NODE_FLAGS, '--import', hide, '--input-type=module', '-e', script], { encoding: 'utf8', cwd: resolve(import.meta.dirname, '..', '..') });
+    const r = spawnSync(process.execPath, [...NODE_FLAGS, '--import', hide, '--input-type=module', '-e', script], {
+      encoding: 'utf8',
+      cwd: resolve(import.meta.dirname, '..', '..'),
+    });
     expect(r.status, r.stderr).toBe(0);
     expect(JSON.parse(r.stdout.trim())).toEqual({
       name: 'MissingDependency',
@@ -481,18 +495,25 @@ describe('openStore(url)', () => {
 
   it('property: any string parses to a store address or is refused with InvalidArgument', () => {
     fc.assert(
-      fc.property(fc.oneof(fc.string(), fc.webUrl(), fc.constantFrom('sqlite:', 'pglite:', 'postgres://', 'x:').chain((p) => fc.string().map((s) => p + s))), (url) => {
-        let address;
-        try {
-          address = parseStoreUrl(url);
-        } catch (err) {
-          expect(err).toBeInstanceOf(InvalidArgument);
-          return;
-        }
-        if (address.kind === 'sqlite') expect(url.endsWith(address.path)).toBe(true);
-        if (address.kind === 'sqlite') expect(address.path).not.toMatch(/[?#]/);
-        if (!/^[A-Za-z][A-Za-z0-9+.-]+:/.test(url)) expect(address).toEqual({ kind: 'sqlite', path: url });
-      }),
+      fc.property(
+        fc.oneof(
+          fc.string(),
+          fc.webUrl(),
+          fc.constantFrom('sqlite:', 'pglite:', 'postgres://', 'x:').chain((p) => fc.string().map((s) => p + s)),
+        ),
+        (url) => {
+          let address;
+          try {
+            address = parseStoreUrl(url);
+          } catch (err) {
+            expect(err).toBeInstanceOf(InvalidArgument);
+            return;
+          }
+          if (address.kind === 'sqlite') expect(url.endsWith(address.path)).toBe(true);
+          if (address.kind === 'sqlite') expect(address.path).not.toMatch(/[?#]/);
+          if (!/^[A-Za-z][A-Za-z0-9+.-]+:/.test(url)) expect(address).toEqual({ kind: 'sqlite', path: url });
+        },
+      ),
       { numRuns: 500 },
     );
   });

@@ -40,7 +40,11 @@ describe('T140 falsely-declares-no-url', () => {
   }
 
   it('an honest declaration passes as not applicable (private files per open)', async () => {
-    const honest: StoreFactory = { name: 'private files', dialect: 'sqlite', open: (clock) => createBetterSqlite3Store(join(dir, `private-${++files}.db`), { clock }) };
+    const honest: StoreFactory = {
+      name: 'private files',
+      dialect: 'sqlite',
+      open: (clock) => createBetterSqlite3Store(join(dir, `private-${++files}.db`), { clock }),
+    };
     expect(await failure('e1-cross-process', honest)).toBeNull();
     expect(await failure('ambiguous-survives', honest)).toBeNull();
   });

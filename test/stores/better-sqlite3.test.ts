@@ -10,7 +10,8 @@ const dir = mkdtempSync(join(tmpdir(), 'ctrlrun-better-sqlite3-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 let files = 0;
 describeStore({
-  name: 'better-sqlite3 temp file', dialect: 'sqlite',
+  name: 'better-sqlite3 temp file',
+  dialect: 'sqlite',
   open: (clock) => createBetterSqlite3Store(join(dir, `store-${++files}.db`), { clock }),
   reopen: (old, clock) => createBetterSqlite3Store((old as BetterSqlite3Store).path, { clock }), // a second handle on the same file
   url: (store) => (store as BetterSqlite3Store).url,

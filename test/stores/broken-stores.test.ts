@@ -3,7 +3,16 @@
  * and breaks one rule (with raw SQL where the contract would not let it); its named case must
  * fail by an assertion, and the unbroken store must pass the same case.
  */
-import { AmbiguousEffect, ApprovalMismatch, DuplicateEffect, InvalidArgument, NotExecuted, type Clock, type DelegationRecord, type StateStore } from '@ctrlrun/kernel';
+import {
+  AmbiguousEffect,
+  ApprovalMismatch,
+  DuplicateEffect,
+  InvalidArgument,
+  NotExecuted,
+  type Clock,
+  type DelegationRecord,
+  type StateStore,
+} from '@ctrlrun/kernel';
 import { parseTime } from '@ctrlrun/kernel/store';
 import { createSqlJsStore, type SqlJsStore } from '@ctrlrun/store-sqljs';
 import { describe, expect, it } from 'vitest';
@@ -108,16 +117,24 @@ const FIXTURES: Record<string, { breaks: CaseId; overrides: Overrides }> = {
   'guesses-failed': {
     breaks: 'no-failed-on-refusal',
     overrides: (real) => {
-      const guessing = (name: 'reserveEffect' | 'beginExecution' | 'commitEffect' | 'failEffect' | 'extendLease') =>
+      const guessing =
+        (name: 'reserveEffect' | 'beginExecution' | 'commitEffect' | 'failEffect' | 'extendLease') =>
         async (key: string, ...rest: unknown[]) => {
           try {
             return await (real[name] as (...a: unknown[]) => Promise<unknown>).call(real, key, ...rest);
           } catch (err) {
-            if (err instanceof DuplicateEffect || err instanceof AmbiguousEffect) await sql(real, "UPDATE effects SET state = 'failed' WHERE effect_key = ?", [key]);
+            if (err instanceof DuplicateEffect || err instanceof AmbiguousEffect)
+              await sql(real, "UPDATE effects SET state = 'failed' WHERE effect_key = ?", [key]);
             throw err;
           }
         };
-      return { reserveEffect: guessing('reserveEffect'), beginExecution: guessing('beginExecution'), commitEffect: guessing('commitEffect'), failEffect: guessing('failEffect'), extendLease: guessing('extendLease') };
+      return {
+        reserveEffect: guessing('reserveEffect'),
+        beginExecution: guessing('beginExecution'),
+        commitEffect: guessing('commitEffect'),
+        failEffect: guessing('failEffect'),
+        extendLease: guessing('extendLease'),
+      };
     },
   },
   'raises-not-executed': {
@@ -223,7 +240,10 @@ describe('T140 broken-store fixtures fail their named case', () => {
         return s;
       },
     };
-    const failure = await storeCases['ambiguous-survives'].run(factory).then(() => null, (e: unknown) => e);
+    const failure = await storeCases['ambiguous-survives'].run(factory).then(
+      () => null,
+      (e: unknown) => e,
+    );
     expect((failure as Error | null)?.name).toBe('AssertionError');
   });
 });

@@ -56,7 +56,9 @@ describePg('T145 on PostgreSQL', (server) => {
   });
 
   it('test_T145_postgres_closing_a_store_leaves_the_pool_it_was_given_and_the_other_store_working', async () => {
-    await closeReleases(await createPgStore(pool, { schema: 'closing' }), await createPgStore(pool, { schema: 'closing' }), () => createPgStore(pool, { schema: 'closing' }));
+    await closeReleases(await createPgStore(pool, { schema: 'closing' }), await createPgStore(pool, { schema: 'closing' }), () =>
+      createPgStore(pool, { schema: 'closing' }),
+    );
     // The pool the caller owns is still open.
     expect((await pool.query('SELECT 1 AS one')).rows).toEqual([{ one: 1 }]);
   });

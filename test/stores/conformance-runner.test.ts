@@ -49,9 +49,15 @@ describe('the conformance runner', () => {
         const real = await createSqlJsStore({ clock });
         return new Proxy(real, {
           get(target, prop, receiver) {
-            if (prop === 'reserveEffect') return async (key: string, actionId: string, lease: number) => {
-              try { return await target.reserveEffect(key, actionId, lease); } catch (err) { if (err instanceof DuplicateEffect) throw new Error('busy'); throw err; }
-            };
+            if (prop === 'reserveEffect')
+              return async (key: string, actionId: string, lease: number) => {
+                try {
+                  return await target.reserveEffect(key, actionId, lease);
+                } catch (err) {
+                  if (err instanceof DuplicateEffect) throw new Error('busy');
+                  throw err;
+                }
+              };
             const v = Reflect.get(target, prop, receiver) as unknown;
             return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
           },
@@ -60,13 +66,22 @@ describe('the conformance runner', () => {
     };
     const report = await run(wrongError, { only: ['e1-in-process', 'binding'] });
     expect(report.ok).toBe(false);
-    expect(report.cases.map((c) => [c.id, c.status])).toEqual([['e1-in-process', 'fail'], ['binding', 'pass']]);
+    expect(report.cases.map((c) => [c.id, c.status])).toEqual([
+      ['e1-in-process', 'fail'],
+      ['binding', 'pass'],
+    ]);
     expect((report.cases[0]!.error as Error).name).toBe('AssertionError');
   });
 
-  it('the processes option is the cross-process launcher (it overrides the factory\'s)', async () => {
+  it("the processes option is the cross-process launcher (it overrides the factory's)", async () => {
     const calls: unknown[] = [];
-    const factory: StoreFactory = { ...sqlJs, url: () => 'sqlite:/nowhere', processes: async () => { throw new Error('the factory launcher must not be used'); } };
+    const factory: StoreFactory = {
+      ...sqlJs,
+      url: () => 'sqlite:/nowhere',
+      processes: async () => {
+        throw new Error('the factory launcher must not be used');
+      },
+    };
     const report = await run(factory, {
       only: ['e1-cross-process'],
       processes: async (race) => {

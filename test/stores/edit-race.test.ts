@@ -33,7 +33,10 @@ describe('edit-then-approve racing another answer on one SQLite file', () => {
         const edit = ca.grantApproval(requestId, { approver: 'editor', edit: { arguments: { payment_id: `p${round}`, amount: 50 } } });
         const other = round % 2 === 0 ? cb.grantApproval(requestId, { approver: 'granter' }) : cb.denyApproval(requestId, { approver: 'denier' });
         const [e, o] = await Promise.allSettled([edit, other]);
-        expect([e.status, o.status].filter((s) => s === 'fulfilled'), `round ${round}`).toHaveLength(1);
+        expect(
+          [e.status, o.status].filter((s) => s === 'fulfilled'),
+          `round ${round}`,
+        ).toHaveLength(1);
         const rows = (await b.listApprovals()).filter((r) => r.request.action.canonicalArguments['payment_id'] === `p${round}`);
         if (e.status === 'fulfilled') {
           expect(rows.map((r) => r.status).sort()).toEqual(['denied', 'granted']);

@@ -18,10 +18,24 @@ async function fill(store: StateStore): Promise<void> {
   for (let i = 1; i <= 23; i++) {
     const action = createAction({ name: 'refund', arguments: { n: i }, principal: { agent: 'a' } }, { ids });
     const at = storedTime(new Date(Date.UTC(2026, 0, 1, 0, 0, i)));
-    await store.putReceipt(buildReceipt(action, {
-      receiptId: `rcp_${String(100 - i)}`, decision: 'allow', decisionReason: 'r', approvalId: null, approver: null, effectKey: null, attempt: 1,
-      result: 'committed', error: null, startedAt: at, finishedAt: at, policyHash: null, policyVersion: null, controls: [],
-    }));
+    await store.putReceipt(
+      buildReceipt(action, {
+        receiptId: `rcp_${String(100 - i)}`,
+        decision: 'allow',
+        decisionReason: 'r',
+        approvalId: null,
+        approver: null,
+        effectKey: null,
+        attempt: 1,
+        result: 'committed',
+        error: null,
+        startedAt: at,
+        finishedAt: at,
+        policyHash: null,
+        policyVersion: null,
+        controls: [],
+      }),
+    );
     const key = `k:${String(i % 7)}:${i}`;
     await store.reserveEffect(key, `act_${i}`, 60_000);
     if (i % 3 === 0) {
@@ -33,7 +47,7 @@ async function fill(store: StateStore): Promise<void> {
 
 async function pagedReceipts(store: StateStore, limit: number) {
   const rows = [];
-  for (let after: { seq: number; receiptId: string } | null = null; ; ) {
+  for (let after: { seq: number; receiptId: string } | null = null; ;) {
     const page = await store.receiptsInChain!({ after, limit });
     rows.push(...page);
     if (page.length < limit) return rows;
@@ -43,7 +57,7 @@ async function pagedReceipts(store: StateStore, limit: number) {
 
 async function pagedEffects(store: StateStore, limit: number, state?: 'committed') {
   const rows = [];
-  for (let after: { createdAt: string | null; effectKey: string } | null = null; ; ) {
+  for (let after: { createdAt: string | null; effectKey: string } | null = null; ;) {
     const page = await store.effectsPage!({ state, after, limit });
     rows.push(...page);
     if (page.length < limit) return rows;
@@ -69,7 +83,8 @@ function pagedReadCases(open: () => Promise<StateStore>): void {
     const store = await open();
     try {
       await fill(store);
-      const byKey = (a: { createdAt: string | null; effectKey: string }, b: typeof a) => ((a.createdAt ?? '') < (b.createdAt ?? '') ? -1 : (a.createdAt ?? '') > (b.createdAt ?? '') ? 1 : a.effectKey < b.effectKey ? -1 : 1);
+      const byKey = (a: { createdAt: string | null; effectKey: string }, b: typeof a) =>
+        (a.createdAt ?? '') < (b.createdAt ?? '') ? -1 : (a.createdAt ?? '') > (b.createdAt ?? '') ? 1 : a.effectKey < b.effectKey ? -1 : 1;
       const all = (await store.listEffects()).sort(byKey);
       for (const limit of [1, 5, 23]) expect(await pagedEffects(store, limit)).toEqual(all);
       const committed = all.filter((e) => e.state === 'committed');

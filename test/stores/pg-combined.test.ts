@@ -36,18 +36,18 @@ function recording(driver: SqlDriver) {
     query: (sql, params) => driver.query(sql, params),
     exec: (sql) => driver.exec(sql),
     close: () => driver.close(),
-    transaction: <T,>(fn: (tx: SqlExecutor) => Promise<T>) =>
-    driver.transaction((tx) => {
-      const statements: string[] = [];
-      transactions.push(statements);
-      return fn({
-        query: (sql, params) => {
-          statements.push(sql);
-          return state.fail?.test(sql) ? Promise.reject(new Error('disk full')) : tx.query(sql, params);
-        },
-        exec: (sql) => tx.exec(sql),
-      });
-    }),
+    transaction: <T>(fn: (tx: SqlExecutor) => Promise<T>) =>
+      driver.transaction((tx) => {
+        const statements: string[] = [];
+        transactions.push(statements);
+        return fn({
+          query: (sql, params) => {
+            statements.push(sql);
+            return state.fail?.test(sql) ? Promise.reject(new Error('disk full')) : tx.query(sql, params);
+          },
+          exec: (sql) => tx.exec(sql),
+        });
+      }),
   };
   return { wrapped, transactions, state };
 }
@@ -68,7 +68,10 @@ async function scene(combined = true) {
   rec.transactions.length = 0;
   const types: string[] = [];
   const control = new Control({ policy: POLICY, store, logger: { warn() {} }, sinks: [callbackSink({ onEvent: (e) => void types.push(e.type) })] });
-  const refund = (id: string) => control.execute(createAction({ name: 'stripe.refund', arguments: { payment_id: id, amount: 500 }, principal: { agent: 'a' } }), () => ({ refund_id: `re_${id}` }));
+  const refund = (id: string) =>
+    control.execute(createAction({ name: 'stripe.refund', arguments: { payment_id: id, amount: 500 }, principal: { agent: 'a' } }), () => ({
+      refund_id: `re_${id}`,
+    }));
   return { schema, store, control, refund, ...rec, types };
 }
 
@@ -104,7 +107,10 @@ describe('combined statements on PGlite', () => {
       receipts: e.receipts.map((r) => ({ seq: r.seq, result: r.result })),
     });
     expect(shape(ea)).toEqual(shape(eb));
-    expect(b.transactions.some((t) => t.length > 2), 'the other store ran statement by statement').toBe(true);
+    expect(
+      b.transactions.some((t) => t.length > 2),
+      'the other store ran statement by statement',
+    ).toBe(true);
     expect(verifyChain(ea.receipts, ea.head)).toMatchObject({ ok: true, verified: ea.receipts.length });
     for (const r of ea.receipts) {
       const doc = JSON.parse(r.json!) as Record<string, unknown>;
@@ -124,7 +130,7 @@ describe('combined statements on PGlite', () => {
     const doc = JSON.parse(r!.json!) as Record<string, unknown>;
     expect(doc['prev_hash']).toBe('odd "head" \\ value');
     expect(sealReceipt({ ...doc, seq: null, prev_hash: null }, 1, 'odd "head" \\ value').hash).toBe(r!.hash);
-    expect((await s.store.chainHead())).toMatchObject({ seq: 1, hash: r!.hash });
+    expect(await s.store.chainHead()).toMatchObject({ seq: 1, hash: r!.hash });
   });
 
   it('test_T170 on the combined statement: a failing receipt INSERT keeps the outcome, raises, and leaves no gap', async () => {
@@ -149,11 +155,20 @@ describe('combined statements on PGlite', () => {
       const act = (ids: ReturnType<typeof sequentialIds>, id: string) =>
         new Control({ policy: POLICY, store: s.store, ids, logger: { warn() {} } })
           .execute(createAction({ name: 'stripe.refund', arguments: { payment_id: id, amount: 1 }, principal: { agent: 'a' } }), () => ({ id }))
-          .then(() => 'ok', (e: { code?: string }) => e.code ?? 'error');
+          .then(
+            () => 'ok',
+            (e: { code?: string }) => e.code ?? 'error',
+          );
       const first = await act(sequentialIds(), 'p1');
       const second = await act(sequentialIds(), 'p2');
       const rows = await s.store.receipts();
-      outcomes.push({ first, second, state: (await s.store.getEffect('refund:p2'))?.state, receipts: rows.length, ok: verifyChain(rows, await s.store.chainHead()).ok });
+      outcomes.push({
+        first,
+        second,
+        state: (await s.store.getEffect('refund:p2'))?.state,
+        receipts: rows.length,
+        ok: verifyChain(rows, await s.store.chainHead()).ok,
+      });
     }
     expect(outcomes[0]).toEqual(outcomes[1]);
     expect(outcomes[0]).toMatchObject({ first: 'ok', state: 'committed', receipts: 1, ok: true });
@@ -181,31 +196,39 @@ function quiet(pool: pg.Pool): pg.Pool {
 }
 
 describePg('combined statements on a real server', (server) => {
-  it.each([false, true])('8 concurrent callers (prepare: %s): every receipt chained once, in one unbroken chain', async (prepare) => {
-    const db = await freshDatabase(server.url, 'combined');
-    const pool = quiet(new pg.Pool({ connectionString: db.url, max: 10 }));
-    try {
-      await db.createSchema('c8');
-      const store = await createPgStore(pool, { schema: 'c8', prepare, logger: { warn() {} } });
-      const control = new Control({ policy: POLICY, store, logger: { warn() {} } });
-      let n = 0;
-      await Promise.all(Array.from({ length: 8 }, async () => {
-        for (let i = 0; i < 15; i++) {
-          const id = `p_${n++}`;
-          await control.execute(createAction({ name: 'stripe.refund', arguments: { payment_id: id, amount: 1 }, principal: { agent: 'a' } }), () => ({ id }));
-        }
-      }));
-      const rows = await store.receipts();
-      expect(rows.map((r) => r.seq)).toEqual(Array.from({ length: 120 }, (_, i) => i + 1));
-      expect(verifyChain(rows, await store.chainHead())).toMatchObject({ ok: true, verified: 120, breaks: [] });
-      await store.close();
-    } finally {
-      await pool.end();
-      await db.drop();
-    }
-  }, 120_000);
+  it.each([false, true])(
+    '8 concurrent callers (prepare: %s): every receipt chained once, in one unbroken chain',
+    async (prepare) => {
+      const db = await freshDatabase(server.url, 'combined');
+      const pool = quiet(new pg.Pool({ connectionString: db.url, max: 10 }));
+      try {
+        await db.createSchema('c8');
+        const store = await createPgStore(pool, { schema: 'c8', prepare, logger: { warn() {} } });
+        const control = new Control({ policy: POLICY, store, logger: { warn() {} } });
+        let n = 0;
+        await Promise.all(
+          Array.from({ length: 8 }, async () => {
+            for (let i = 0; i < 15; i++) {
+              const id = `p_${n++}`;
+              await control.execute(createAction({ name: 'stripe.refund', arguments: { payment_id: id, amount: 1 }, principal: { agent: 'a' } }), () => ({
+                id,
+              }));
+            }
+          }),
+        );
+        const rows = await store.receipts();
+        expect(rows.map((r) => r.seq)).toEqual(Array.from({ length: 120 }, (_, i) => i + 1));
+        expect(verifyChain(rows, await store.chainHead())).toMatchObject({ ok: true, verified: 120, breaks: [] });
+        await store.close();
+      } finally {
+        await pool.end();
+        await db.drop();
+      }
+    },
+    120_000,
+  );
 
-  it('prepare: true sends the store\'s statements prepared (once per connection); prepare of another type is refused', async () => {
+  it("prepare: true sends the store's statements prepared (once per connection); prepare of another type is refused", async () => {
     const db = await freshDatabase(server.url, 'prepared');
     const pool = quiet(new pg.Pool({ connectionString: db.url, max: 1 }));
     try {
@@ -213,10 +236,15 @@ describePg('combined statements on a real server', (server) => {
       await expect(createPgStore(pool, { schema: 'p1', prepare: 'yes' as unknown as boolean })).rejects.toThrow(/prepare must be a boolean/);
       const store = await createPgStore(pool, { schema: 'p1', prepare: true, logger: { warn() {} } });
       const control = new Control({ policy: POLICY, store, logger: { warn() {} } });
-      for (const id of ['a', 'b', 'c']) await control.execute(createAction({ name: 'stripe.refund', arguments: { payment_id: id, amount: 1 }, principal: { agent: 'a' } }), () => ({ id }));
-      await expect(control.execute(createAction({ name: 'stripe.refund', arguments: { payment_id: 'a', amount: 1 }, principal: { agent: 'a' } }), () => 1)).rejects.toMatchObject({ code: 'ERR_DUPLICATE_EFFECT' });
+      for (const id of ['a', 'b', 'c'])
+        await control.execute(createAction({ name: 'stripe.refund', arguments: { payment_id: id, amount: 1 }, principal: { agent: 'a' } }), () => ({ id }));
+      await expect(
+        control.execute(createAction({ name: 'stripe.refund', arguments: { payment_id: 'a', amount: 1 }, principal: { agent: 'a' } }), () => 1),
+      ).rejects.toMatchObject({ code: 'ERR_DUPLICATE_EFFECT' });
       // The pool's one connection: the combined statements are among its prepared statements.
-      const prepared = (await pool.query<{ statement: string }>("SELECT statement FROM pg_prepared_statements WHERE name LIKE 'ctrlrun\\_%'")).rows.map((r) => r.statement);
+      const prepared = (await pool.query<{ statement: string }>("SELECT statement FROM pg_prepared_statements WHERE name LIKE 'ctrlrun\\_%'")).rows.map(
+        (r) => r.statement,
+      );
       expect(prepared.some((t) => t.startsWith('WITH r AS (INSERT INTO "p1".effects'))).toBe(true);
       expect(prepared.some((t) => t.startsWith('WITH u AS (UPDATE "p1".effects'))).toBe(true);
       const rows = await store.receipts();

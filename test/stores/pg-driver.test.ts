@@ -43,7 +43,11 @@ describe('the optional peers', () => {
     expect(r.status, r.stderr).toBe(0);
     expect(JSON.parse(r.stdout.trim())).toEqual([
       { name: 'MissingDependency', code: 'ERR_MISSING_DEPENDENCY', message: 'pg is not installed; the PostgreSQL store needs it: npm install pg@8' },
-      { name: 'MissingDependency', code: 'ERR_MISSING_DEPENDENCY', message: '@electric-sql/pglite is not installed; the PGlite store needs it: npm install @electric-sql/pglite' },
+      {
+        name: 'MissingDependency',
+        code: 'ERR_MISSING_DEPENDENCY',
+        message: '@electric-sql/pglite is not installed; the PGlite store needs it: npm install @electric-sql/pglite',
+      },
     ]);
   });
 });
@@ -116,10 +120,27 @@ describePg('the pg driver on a server', (server) => {
     const store = await createPgStore(pool, { schema: 'killed' });
     const action = createAction({ name: 'stripe.refund', arguments: { amount: 1 }, principal: { agent: 'a' } });
     const draft = (id: string) => ({
-      receiptId: id, actionId: action.actionId, effectKey: null, result: 'committed', finishedAt: '2026-01-01T12:00:01.000Z',
+      receiptId: id,
+      actionId: action.actionId,
+      effectKey: null,
+      result: 'committed',
+      finishedAt: '2026-01-01T12:00:01.000Z',
       document: buildReceipt(action, {
-        receiptId: id, decision: 'allow', decisionReason: 'rule[0]', approvalId: null, approver: null, effectKey: null, attempt: 1, result: 'committed',
-        execution: 'committed', error: null, startedAt: '2026-01-01T12:00:00.000Z', finishedAt: '2026-01-01T12:00:01.000Z', policyHash: `sha256:${'a'.repeat(64)}`, policyVersion: null, controls: [],
+        receiptId: id,
+        decision: 'allow',
+        decisionReason: 'rule[0]',
+        approvalId: null,
+        approver: null,
+        effectKey: null,
+        attempt: 1,
+        result: 'committed',
+        execution: 'committed',
+        error: null,
+        startedAt: '2026-01-01T12:00:00.000Z',
+        finishedAt: '2026-01-01T12:00:01.000Z',
+        policyHash: `sha256:${'a'.repeat(64)}`,
+        policyVersion: null,
+        controls: [],
       }).document,
     });
     // Hold the head row's lock so the receipt write waits inside its transaction, then kill that backend.
@@ -127,10 +148,15 @@ describePg('the pg driver on a server', (server) => {
     await holder.connect();
     await holder.query('BEGIN');
     await holder.query('UPDATE killed.receipt_chain SET seq = seq WHERE id = 1');
-    const write = store.putReceipt(draft('ctr_killed')).then(() => null, (e: unknown) => e);
+    const write = store.putReceipt(draft('ctr_killed')).then(
+      () => null,
+      (e: unknown) => e,
+    );
     let victim: number | undefined;
     while (victim === undefined) {
-      const rows = await db.sql<{ pid: number }>("SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%receipt_chain%'");
+      const rows = await db.sql<{ pid: number }>(
+        "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%receipt_chain%'",
+      );
       victim = rows[0]?.pid;
     }
     await db.sql('SELECT pg_terminate_backend($1)', [victim]);

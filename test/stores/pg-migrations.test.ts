@@ -34,7 +34,9 @@ const DDL = postgresDialect().migrations;
 const ddl = (...ids: (typeof MIGRATION_IDS)[number][]) => ids.flatMap((id) => [...DDL[id]]);
 const versionRows = (...ids: string[]) => [
   'CREATE TABLE IF NOT EXISTS schema_version(migration_id TEXT PRIMARY KEY, applied_at TEXT NOT NULL, ctrlrun_version TEXT NOT NULL)',
-  ...ids.map((id) => `INSERT INTO schema_version VALUES ('${id}', '2025-06-01T00:00:00+00:00', '${id.startsWith('0099') ? 'ctrlrun 0.9.0' : 'ctrlrun 0.6.0'}')`),
+  ...ids.map(
+    (id) => `INSERT INTO schema_version VALUES ('${id}', '2025-06-01T00:00:00+00:00', '${id.startsWith('0099') ? 'ctrlrun 0.9.0' : 'ctrlrun 0.6.0'}')`,
+  ),
 ];
 
 /** Every text column the spec gives COLLATE "C", by table. */
@@ -50,9 +52,31 @@ const COLLATE_C: Record<string, string[]> = {
 };
 
 const COLUMNS: Record<string, string[]> = {
-  approvals: ['approval_id', 'action_hash', 'status', 'action_json', 'approver', 'created_at', 'granted_at', 'expires_at', 'consumed_at', 'policy_hash_at_approval'],
+  approvals: [
+    'approval_id',
+    'action_hash',
+    'status',
+    'action_json',
+    'approver',
+    'created_at',
+    'granted_at',
+    'expires_at',
+    'consumed_at',
+    'policy_hash_at_approval',
+  ],
   continuations: ['effect_key', 'action_id', 'action_json', 'continuation', 'rounds', 'updated_at'],
-  delegations: ['delegation_id', 'parent_id', 'depth', 'grant_json', 'created_by_agent', 'created_by_user', 'created_via', 'created_at', 'revoked_at', 'revoked_by'],
+  delegations: [
+    'delegation_id',
+    'parent_id',
+    'depth',
+    'grant_json',
+    'created_by_agent',
+    'created_by_user',
+    'created_via',
+    'created_at',
+    'revoked_at',
+    'revoked_by',
+  ],
   effects: ['effect_key', 'state', 'action_id', 'attempt', 'lease_expires_at', 'result_json', 'error', 'created_at', 'updated_at', 'resolved_by'],
   events: ['event_id', 'ts', 'type', 'action_id', 'effect_key', 'approval_id', 'data_json'],
   receipt_chain: ['id', 'seq', 'hash'],
@@ -61,7 +85,10 @@ const COLUMNS: Record<string, string[]> = {
 };
 
 async function refusal(p: Promise<unknown>): Promise<SchemaMismatch> {
-  const err = await p.then(() => null, (e: unknown) => e);
+  const err = await p.then(
+    () => null,
+    (e: unknown) => e,
+  );
   expect(err).toBeInstanceOf(SchemaMismatch);
   expect(err).toMatchObject({ code: 'ERR_SCHEMA_MISMATCH', known: [...MIGRATION_IDS], running: SCHEMA_WRITER });
   return err as SchemaMismatch;
@@ -73,7 +100,9 @@ function schemaCases(name: string, backend: () => Backend): void {
     const tables = async (schema: string) =>
       (await b().rows<{ t: string }>('SELECT tablename AS t FROM pg_catalog.pg_tables WHERE schemaname = $1 ORDER BY tablename', [schema])).map((r) => r.t);
     const applied = async (schema: string) =>
-      (await b().rows<{ id: string; at: string }>(`SELECT migration_id AS id, applied_at AS at FROM "${schema}".schema_version ORDER BY migration_id`)).map((r) => [r.id, r.at]);
+      (await b().rows<{ id: string; at: string }>(`SELECT migration_id AS id, applied_at AS at FROM "${schema}".schema_version ORDER BY migration_id`)).map(
+        (r) => [r.id, r.at],
+      );
 
     it('test_T154f_every_identity_and_hash_column_is_collate_c_in_the_catalogue', async () => {
       const schema = await b().schema();
@@ -84,7 +113,10 @@ function schemaCases(name: string, backend: () => Backend): void {
         [schema],
       );
       for (const [table, expected] of Object.entries(COLUMNS)) {
-        expect(cols.filter((c) => c.table_name === table).map((c) => c.column_name), table).toEqual(expected);
+        expect(
+          cols.filter((c) => c.table_name === table).map((c) => c.column_name),
+          table,
+        ).toEqual(expected);
       }
       for (const c of cols) {
         const wantC = COLLATE_C[c.table_name]!.includes(c.column_name);
@@ -124,12 +156,17 @@ function schemaCases(name: string, backend: () => Backend): void {
 
     it('a forward database gets the rest, automatically, its rows kept', async () => {
       const schema = await b().schema();
-      await b().run(schema, [...ddl('0001_baseline', '0002_receipt_chain'), ...versionRows('0001_baseline', '0002_receipt_chain'),
-        "INSERT INTO effects VALUES ('refund:old', 'committed', 'act_old', 1, NULL, '{}', NULL, '2025-05-01T10:00:00+00:00', '2025-05-01T10:00:01+00:00')"]);
+      await b().run(schema, [
+        ...ddl('0001_baseline', '0002_receipt_chain'),
+        ...versionRows('0001_baseline', '0002_receipt_chain'),
+        "INSERT INTO effects VALUES ('refund:old', 'committed', 'act_old', 1, NULL, '{}', NULL, '2025-05-01T10:00:00+00:00', '2025-05-01T10:00:01+00:00')",
+      ]);
       const store = await b().open(schema, { clock: () => T0 });
       expect(await applied(schema)).toEqual([
-        ['0001_baseline', '2025-06-01T00:00:00+00:00'], ['0002_receipt_chain', '2025-06-01T00:00:00+00:00'],
-        ['0003_resolved_by', '2026-01-01T12:00:00+00:00'], ['0004_policy_provenance', '2026-01-01T12:00:00+00:00'],
+        ['0001_baseline', '2025-06-01T00:00:00+00:00'],
+        ['0002_receipt_chain', '2025-06-01T00:00:00+00:00'],
+        ['0003_resolved_by', '2026-01-01T12:00:00+00:00'],
+        ['0004_policy_provenance', '2026-01-01T12:00:00+00:00'],
       ]);
       expect(await store.getEffect('refund:old')).toMatchObject({ state: 'committed', resolvedBy: null });
       await store.close();
@@ -196,20 +233,33 @@ function schemaCases(name: string, backend: () => Backend): void {
       const err = await refusal(b().open(schema));
       expect(err.message).toContain('0099_future');
       expect(err.message).toContain('0002_receipt_chain');
-      const cols = await b().rows<{ c: string }>("SELECT column_name AS c FROM information_schema.columns WHERE table_schema = $1 AND table_name = 'receipts'", [schema]);
+      const cols = await b().rows<{ c: string }>(
+        "SELECT column_name AS c FROM information_schema.columns WHERE table_schema = $1 AND table_name = 'receipts'",
+        [schema],
+      );
       expect(cols.map((c) => c.c)).not.toContain('seq');
     });
 
     it('test_T149_a_half_applied_migration_rolls_back_and_the_database_is_unchanged', async () => {
       const schema = await b().schema();
       // A receipt_chain of someone else's shape: 0002's INSERT of the head row fails.
-      await b().run(schema, [...ddl('0001_baseline'), ...versionRows('0001_baseline'), 'CREATE TABLE receipt_chain(id INTEGER PRIMARY KEY, note TEXT NOT NULL)']);
+      await b().run(schema, [
+        ...ddl('0001_baseline'),
+        ...versionRows('0001_baseline'),
+        'CREATE TABLE receipt_chain(id INTEGER PRIMARY KEY, note TEXT NOT NULL)',
+      ]);
       const err = await refusal(b().open(schema, { clock: () => T0 }));
       expect(err.message).toMatch(/migration 0002_receipt_chain could not be applied/);
       expect(err.message).toMatch(/unchanged/);
       expect((await applied(schema)).map(([id]) => id)).toEqual(['0001_baseline']);
-      const cols = await b().rows<{ c: string }>("SELECT column_name AS c FROM information_schema.columns WHERE table_schema = $1 AND table_name = 'receipts'", [schema]);
-      expect(cols.map((c) => c.c), 'the ALTERs of 0002 were rolled back with it').not.toContain('seq');
+      const cols = await b().rows<{ c: string }>(
+        "SELECT column_name AS c FROM information_schema.columns WHERE table_schema = $1 AND table_name = 'receipts'",
+        [schema],
+      );
+      expect(
+        cols.map((c) => c.c),
+        'the ALTERs of 0002 were rolled back with it',
+      ).not.toContain('seq');
     });
 
     it('readers never migrate: an empty or a forward database is refused and nothing is created', async () => {
@@ -219,7 +269,10 @@ function schemaCases(name: string, backend: () => Backend): void {
       expect(await tables(empty)).toEqual([]);
 
       const forward = await b().schema();
-      await b().run(forward, [...ddl('0001_baseline', '0002_receipt_chain', '0003_resolved_by'), ...versionRows('0001_baseline', '0002_receipt_chain', '0003_resolved_by')]);
+      await b().run(forward, [
+        ...ddl('0001_baseline', '0002_receipt_chain', '0003_resolved_by'),
+        ...versionRows('0001_baseline', '0002_receipt_chain', '0003_resolved_by'),
+      ]);
       const e2 = await refusal(b().open(forward, { readOnly: true }));
       expect(e2.message).toContain('0004_policy_provenance');
       expect((await applied(forward)).map(([id]) => id)).toEqual(['0001_baseline', '0002_receipt_chain', '0003_resolved_by']);
@@ -247,7 +300,12 @@ function schemaCases(name: string, backend: () => Backend): void {
     });
 
     it('a missing schema is refused, never created', async () => {
-      const err = await b().open('no_such_schema').then(() => null, (e: unknown) => e);
+      const err = await b()
+        .open('no_such_schema')
+        .then(
+          () => null,
+          (e: unknown) => e,
+        );
       expect(err).toBeInstanceOf(SchemaMismatch);
       expect((err as Error).message).toMatch(/schema "no_such_schema" does not exist: the store never creates its schema/);
       expect(await b().rows("SELECT nspname FROM pg_catalog.pg_namespace WHERE nspname = 'no_such_schema'")).toEqual([]);
@@ -345,7 +403,10 @@ describePg('Postgres schema on a server', (server) => {
   it('test_T154c_a_database_that_is_not_utf8_is_refused_at_connect', async () => {
     const latin = await freshDatabase(server.url, 'sql_ascii', { encoding: 'SQL_ASCII' });
     try {
-      const err = await openPgStore(latin.url).then(() => null, (e: unknown) => e);
+      const err = await openPgStore(latin.url).then(
+        () => null,
+        (e: unknown) => e,
+      );
       expect(err).toBeInstanceOf(StoreError);
       expect((err as Error).message).toMatch(/encoding is SQL_ASCII, not UTF8/);
       expect(await latin.sql("SELECT tablename FROM pg_catalog.pg_tables WHERE schemaname = 'public'")).toEqual([]);
@@ -363,7 +424,10 @@ describePg('Postgres schema on a server', (server) => {
     const asRole = new URL(db.url);
     asRole.username = role;
     const url = asRole.toString();
-    const err = await openPgStore(url, { schema }).then(() => null, (e: unknown) => e);
+    const err = await openPgStore(url, { schema }).then(
+      () => null,
+      (e: unknown) => e,
+    );
     expect(err).toBeInstanceOf(SchemaMismatch);
     expect((err as Error).message).toContain(`GRANT CREATE ON SCHEMA "${schema}" TO "${role}"`);
     expect(await db.sql('SELECT tablename FROM pg_catalog.pg_tables WHERE schemaname = $1', [schema])).toEqual([]);
@@ -380,7 +444,10 @@ describePg('Postgres schema on a server', (server) => {
     const refused = new URL(db.url);
     refused.port = '1';
     refused.password = 'secret';
-    const err = await openPgStore(refused.toString()).then(() => null, (e: unknown) => e);
+    const err = await openPgStore(refused.toString()).then(
+      () => null,
+      (e: unknown) => e,
+    );
     expect(err).toBeInstanceOf(StoreError);
     expect((err as Error).message).toContain('127.0.0.1:1');
     expect((err as Error).message).not.toContain('secret');

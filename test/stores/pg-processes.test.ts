@@ -61,8 +61,14 @@ describePg('real processes on PostgreSQL', (server) => {
     const calls = { n: 0 };
     const retry = (store: PgStore, clock: Clock) =>
       new Control({ policy: loadPolicy(PROCESS_POLICY_YAML), store, clock, principal: PROCESS_PRINCIPAL, logger: { warn() {} } })
-        .execute(createAction({ name: 'crash.refund', arguments: { reference: 'ref-kill', amount: 2500 }, principal: PROCESS_PRINCIPAL }), () => (calls.n++, { ok: true }))
-        .then(() => null, (e: unknown) => e);
+        .execute(
+          createAction({ name: 'crash.refund', arguments: { reference: 'ref-kill', amount: 2500 }, principal: PROCESS_PRINCIPAL }),
+          () => (calls.n++, { ok: true }),
+        )
+        .then(
+          () => null,
+          (e: unknown) => e,
+        );
 
     // Live lease: the dead worker's record, a contender refused as in progress.
     const live = await createPgStore(pool, { schema: 'crash' });

@@ -24,7 +24,8 @@ describePg('PostgreSQL conformance', (server) => {
   });
 
   describeStore({
-    name: 'test_T154_postgres_passes_the_store_conformance_suite: pg Pool', dialect: 'postgres',
+    name: 'test_T154_postgres_passes_the_store_conformance_suite: pg Pool',
+    dialect: 'postgres',
     open: async (clock) => {
       const schema = `case_${++schemas}`;
       await db.createSchema(schema);

@@ -12,7 +12,8 @@ afterAll(() => db.close());
 let schemas = 0;
 
 describeStore({
-  name: 'PGlite in memory', dialect: 'postgres',
+  name: 'PGlite in memory',
+  dialect: 'postgres',
   open: async (clock) => {
     const schema = `case_${++schemas}`;
     await db.exec(`CREATE SCHEMA ${schema}`);

@@ -47,7 +47,14 @@ function intercept(driver: SqlDriver, around: (sql: string, params: readonly unk
     query: (sql, params = []) => (around(sql, params, ex) as never) ?? ex.query(sql, params),
     exec: (sql) => ex.exec(sql),
   });
-  return { name: driver.name, dialect: driver.dialect, capabilities: driver.capabilities, ...wrap(driver), transaction: (fn) => driver.transaction((tx) => fn(wrap(tx))), close: () => driver.close() };
+  return {
+    name: driver.name,
+    dialect: driver.dialect,
+    capabilities: driver.capabilities,
+    ...wrap(driver),
+    transaction: (fn) => driver.transaction((tx) => fn(wrap(tx))),
+    close: () => driver.close(),
+  };
 }
 
 describe('persistence', () => {
@@ -75,7 +82,10 @@ describe('persistence', () => {
     const store = await createSqlJsStore({ clock: () => T0, persistence });
     const control = new Control({
       policy: loadPolicy('schema: ctrlrun.policy/v2\nactions:\n  pay: {decision: allow, effect: "pay:{id}"}\n'),
-      store, clock: () => T0, principal: { agent: 'a' }, logger: { warn: () => undefined },
+      store,
+      clock: () => T0,
+      principal: { agent: 'a' },
+      logger: { warn: () => undefined },
     });
     const reopen = () => openSqlJsStore(SQL, { persistence: { load: async () => s.bytes, save: async () => undefined } });
     const before = s.saves;
@@ -92,7 +102,13 @@ describe('persistence', () => {
     const copy = await reopen();
     expect(await copy.getEffect('pay:p1')).toMatchObject({ state: 'committed' });
     expect((await copy.receipts()).map((r) => r.seq)).toEqual([1]);
-    expect((await copy.events()).map((e) => e.type)).toEqual(['ACTION_PROPOSED', 'POLICY_EVALUATED', 'EFFECT_RESERVED', 'EXECUTION_STARTED', 'EXECUTION_COMMITTED']);
+    expect((await copy.events()).map((e) => e.type)).toEqual([
+      'ACTION_PROPOSED',
+      'POLICY_EVALUATED',
+      'EFFECT_RESERVED',
+      'EXECUTION_STARTED',
+      'EXECUTION_COMMITTED',
+    ]);
     await copy.close();
     await store.close();
   });
@@ -117,7 +133,10 @@ describe('persistence', () => {
     const store = await createSqlJsStore({ clock: () => T0, persistence });
     await store.reserveEffect('kept', 'act_1', LEASE);
     s.fail = true;
-    const err = await store.reserveEffect('lost', 'act_2', LEASE).then(() => null, (e: unknown) => e);
+    const err = await store.reserveEffect('lost', 'act_2', LEASE).then(
+      () => null,
+      (e: unknown) => e,
+    );
     expect(err).toBeInstanceOf(StoreError);
     expect(err).toMatchObject({ code: 'ERR_STORE' });
     expect((err as Error).message).toMatch(/could not be saved/);
@@ -141,10 +160,12 @@ describe('persistence', () => {
     // The failed save reopened the last durable bytes: the journal is in memory there too.
     expect(await mode()).toBe('memory');
     // A transaction that fails half-way leaves nothing behind.
-    await expect(store.driver.transaction(async (tx) => {
-      await tx.query("INSERT INTO effects(effect_key, state, action_id) VALUES ('half', 'reserved', 'act_9')");
-      throw new Error('refused half-way');
-    })).rejects.toThrow('refused half-way');
+    await expect(
+      store.driver.transaction(async (tx) => {
+        await tx.query("INSERT INTO effects(effect_key, state, action_id) VALUES ('half', 'reserved', 'act_9')");
+        throw new Error('refused half-way');
+      }),
+    ).rejects.toThrow('refused half-way');
     expect(await store.getEffect('half')).toBeNull();
     await store.close();
   });
@@ -199,11 +220,16 @@ describe('held saves', () => {
     expect(s.saves).toBe(before + 2);
     expect(await keys()).toEqual(['a', 'b', 'c']);
     // Nested holds save once, when the outermost ends; a throwing function still has its commits saved.
-    const thrown = await store.holdSaves(async () => {
-      await store.holdSaves(async () => store.reserveEffect('d', 'act_d', LEASE));
-      expect(s.saves).toBe(before + 2);
-      throw new Error('refused after writing');
-    }).then(() => null, (e: unknown) => e);
+    const thrown = await store
+      .holdSaves(async () => {
+        await store.holdSaves(async () => store.reserveEffect('d', 'act_d', LEASE));
+        expect(s.saves).toBe(before + 2);
+        throw new Error('refused after writing');
+      })
+      .then(
+        () => null,
+        (e: unknown) => e,
+      );
     expect((thrown as Error).message).toBe('refused after writing');
     expect(s.saves).toBe(before + 3);
     expect(await keys()).toEqual(['a', 'b', 'c', 'd']);
@@ -217,11 +243,16 @@ describe('held saves', () => {
     const { s, persistence } = slot();
     const store = await createSqlJsStore({ clock: () => T0, persistence });
     await store.reserveEffect('kept', 'act_1', LEASE);
-    const err = await store.holdSaves(async () => {
-      await store.reserveEffect('lost1', 'act_2', LEASE);
-      await store.reserveEffect('lost2', 'act_3', LEASE);
-      s.fail = true;
-    }).then(() => null, (e: unknown) => e);
+    const err = await store
+      .holdSaves(async () => {
+        await store.reserveEffect('lost1', 'act_2', LEASE);
+        await store.reserveEffect('lost2', 'act_3', LEASE);
+        s.fail = true;
+      })
+      .then(
+        () => null,
+        (e: unknown) => e,
+      );
     expect(err).toBeInstanceOf(StoreError);
     expect((err as Error).message).toMatch(/could not be saved/);
     s.fail = false;
@@ -324,7 +355,12 @@ describe('indexedDbPersistence', () => {
 
   it('whatever is saved, by one writer or two taking turns, the next load gives the last bytes saved', async () => {
     const page = fc.uint8Array({ minLength: PAGE_BYTES, maxLength: PAGE_BYTES });
-    const edit = fc.record({ writer: fc.integer({ min: 0, max: 1 }), pages: fc.integer({ min: 0, max: 5 }), touch: fc.array(fc.tuple(fc.nat(), fc.integer({ min: 0, max: 255 })), { maxLength: 4 }), tail: fc.nat(PAGE_BYTES - 1) });
+    const edit = fc.record({
+      writer: fc.integer({ min: 0, max: 1 }),
+      pages: fc.integer({ min: 0, max: 5 }),
+      touch: fc.array(fc.tuple(fc.nat(), fc.integer({ min: 0, max: 255 })), { maxLength: 4 }),
+      tail: fc.nat(PAGE_BYTES - 1),
+    });
     let n = 0;
     await fc.assert(
       fc.asyncProperty(page, fc.array(edit, { minLength: 1, maxLength: 8 }), async (seed, edits) => {
@@ -412,7 +448,9 @@ describe('indexedDbPersistence', () => {
 describe('the driver', () => {
   it('reads integers beyond 2^53 - 1 as bigint and the rest as number', async () => {
     const d = await SqlJsDriver.open(SQL);
-    expect((await d.query('SELECT 9007199254740993 AS big, 5 AS small, ? AS bound', [2n ** 62n])).rows).toEqual([{ big: 9007199254740993n, small: 5, bound: 2n ** 62n }]);
+    expect((await d.query('SELECT 9007199254740993 AS big, 5 AS small, ? AS bound', [2n ** 62n])).rows).toEqual([
+      { big: 9007199254740993n, small: 5, bound: 2n ** 62n },
+    ]);
     await d.close();
   });
 
@@ -462,7 +500,12 @@ describe('the driver', () => {
   it('rolls back when the transaction body throws', async () => {
     const d = await SqlJsDriver.open(SQL);
     await d.exec('CREATE TABLE t(a INTEGER)');
-    await expect(d.transaction(async (tx) => { await tx.query('INSERT INTO t VALUES (1)'); throw new Error('boom'); })).rejects.toThrow('boom');
+    await expect(
+      d.transaction(async (tx) => {
+        await tx.query('INSERT INTO t VALUES (1)');
+        throw new Error('boom');
+      }),
+    ).rejects.toThrow('boom');
     expect((await d.query('SELECT count(*) AS n FROM t')).rows).toEqual([{ n: 0 }]);
     await d.close();
   });
@@ -472,7 +515,10 @@ describe('SqlStateStore on a driver', () => {
   it('wraps raw driver errors as StoreError with the SQL and the cause', async () => {
     const store = await createSqlJsStore();
     await store.driver.exec('DROP TABLE effects');
-    const err = await store.getEffect('k').then(() => null, (e: unknown) => e);
+    const err = await store.getEffect('k').then(
+      () => null,
+      (e: unknown) => e,
+    );
     expect(err).toBeInstanceOf(StoreError);
     expect(err).toMatchObject({ code: 'ERR_STORE', sql: sqliteDialect.sql.selectEffect });
     expect(((err as StoreError).cause as Error).message).toMatch(/no such table: effects/);
@@ -495,7 +541,10 @@ describe('SqlStateStore on a driver', () => {
       [{ data: { amount: 1.5 } }, 'at events[1].data.amount'],
     ];
     for (const [change, message] of cases) {
-      const err = await store.appendEvents([ok, { ...ok, ...change } as never]).then(() => null, (e: unknown) => e);
+      const err = await store.appendEvents([ok, { ...ok, ...change } as never]).then(
+        () => null,
+        (e: unknown) => e,
+      );
       expect(err).toBeInstanceOf(InvalidArgument);
       expect((err as Error).message).toContain(message);
     }
@@ -510,7 +559,9 @@ describe('SqlStateStore on a driver', () => {
     const store0 = await openSqlStateStore(driver, { clock: () => T0 });
     await store0.reserveEffect('k', 'act_1', LEASE);
     let hidden = 0;
-    const blind = intercept(driver, (sql) => (sql === sqliteDialect.sql.selectEffect && hidden++ === 0 ? Promise.resolve({ rows: [], rowsAffected: 0 }) : undefined));
+    const blind = intercept(driver, (sql) =>
+      sql === sqliteDialect.sql.selectEffect && hidden++ === 0 ? Promise.resolve({ rows: [], rowsAffected: 0 }) : undefined,
+    );
     const store = await openSqlStateStore(blind, { clock: () => T0 });
     await expect(store.reserveEffect('k', 'act_2', LEASE)).rejects.toMatchObject({ code: 'ERR_DUPLICATE_EFFECT', state: 'in_progress', effectKey: 'k' });
     expect(await store.getEffect('k')).toMatchObject({ actionId: 'act_1', state: 'reserved' });
@@ -519,13 +570,20 @@ describe('SqlStateStore on a driver', () => {
 
   it('inserting the key first ends every reservation exactly as reading it first does: new, held, lapsed, failed, committed, ambiguous', async () => {
     // The same dialect without insertEffectIfAbsent reads the key before it inserts (the order Postgres keeps).
-    const readFirst = { ...sqliteDialect, sql: Object.fromEntries(Object.entries(sqliteDialect.sql).filter(([k]) => k !== 'insertEffectIfAbsent')) } as typeof sqliteDialect;
+    const readFirst = {
+      ...sqliteDialect,
+      sql: Object.fromEntries(Object.entries(sqliteDialect.sql).filter(([k]) => k !== 'insertEffectIfAbsent')),
+    } as typeof sqliteDialect;
     const run = async (dialect?: typeof sqliteDialect) => {
       let now = T0;
       const sent: string[] = [];
       const driver = intercept(await SqlJsDriver.open(SQL), (sql) => void sent.push(sql) as undefined);
       const store = await openSqlStateStore(driver, { clock: () => now, ...(dialect ? { dialect } : {}) });
-      const outcome = (p: Promise<unknown>) => p.then((r) => ({ ok: r }), (e: { code: string; state?: string }) => ({ refused: e.code, state: e.state ?? null }));
+      const outcome = (p: Promise<unknown>) =>
+        p.then(
+          (r) => ({ ok: r }),
+          (e: { code: string; state?: string }) => ({ refused: e.code, state: e.state ?? null }),
+        );
       const seen: unknown[] = [];
       seen.push(await outcome(store.reserveEffect('new', 'act_1', LEASE)));
       await store.reserveEffect('held', 'act_1', LEASE);
@@ -552,7 +610,12 @@ describe('SqlStateStore on a driver', () => {
     expect(insertFirst.seen).toEqual(readingFirst.seen);
     expect(insertFirst.effects).toEqual(readingFirst.effects);
     expect(insertFirst.seen.map((o) => ('ok' in (o as object) ? 'ok' : (o as { refused: string }).refused))).toEqual([
-      'ok', 'ERR_DUPLICATE_EFFECT', 'ERR_AMBIGUOUS_EFFECT', 'ok', 'ERR_DUPLICATE_EFFECT', 'ERR_AMBIGUOUS_EFFECT',
+      'ok',
+      'ERR_DUPLICATE_EFFECT',
+      'ERR_AMBIGUOUS_EFFECT',
+      'ok',
+      'ERR_DUPLICATE_EFFECT',
+      'ERR_AMBIGUOUS_EFFECT',
     ]);
   });
 
@@ -563,7 +626,9 @@ describe('SqlStateStore on a driver', () => {
       if (sql !== sqliteDialect.sql.renewEffect) return undefined;
       seen.push([...params]);
       // Another worker renews first (attempt 2); our UPDATE … AND attempt = 1 must then hit no row.
-      return ex.query("UPDATE effects SET attempt = 2, state = 'reserved', action_id = 'act_other' WHERE effect_key = ?", ['k']).then(() => ex.query(sql, params as never));
+      return ex
+        .query("UPDATE effects SET attempt = 2, state = 'reserved', action_id = 'act_other' WHERE effect_key = ?", ['k'])
+        .then(() => ex.query(sql, params as never));
     });
     const store = await openSqlStateStore(racing, { clock: () => T0 });
     await store.reserveEffect('k', 'act_1', LEASE);
@@ -632,7 +697,11 @@ describe('SqlStateStore on a driver', () => {
     await store.reserveEffect('k', 'act_1', LEASE);
     await expect(store.extendLease('k', 'act_1', LEASE)).rejects.toMatchObject({ code: 'ERR_DUPLICATE_EFFECT', state: 'in_progress' });
     now = new Date(T0.getTime() + 60_000);
-    expect(await store.beginExecution('k', 'act_1')).toMatchObject({ state: 'executing', leaseExpiresAt: '2026-01-01T12:05:00+00:00', updatedAt: '2026-01-01T12:01:00+00:00' });
+    expect(await store.beginExecution('k', 'act_1')).toMatchObject({
+      state: 'executing',
+      leaseExpiresAt: '2026-01-01T12:05:00+00:00',
+      updatedAt: '2026-01-01T12:01:00+00:00',
+    });
     expect(await store.extendLease('k', 'act_1', 1000)).toMatchObject({ leaseExpiresAt: '2026-01-01T12:05:00+00:00' }); // never shorter
     expect(await store.extendLease('k', 'act_1', 10 * 60_000)).toMatchObject({ leaseExpiresAt: '2026-01-01T12:11:00+00:00' });
     expect(await store.markAmbiguous('k', 'act_1', 'TimeoutError: one')).toMatchObject({ state: 'ambiguous', leaseExpiresAt: null });

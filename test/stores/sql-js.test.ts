@@ -5,9 +5,28 @@ describeStore({ name: 'sql.js in memory', dialect: 'sqlite', open: (clock) => cr
 
 // A persistence pair over an in-memory bytes map: reopen loads what the last commit saved.
 const storages = new WeakMap<object, SqlJsPersistence>();
-const memory = (): SqlJsPersistence => { let bytes: Uint8Array | null = null; return { load: async () => bytes, save: async (b) => { bytes = b; } }; };
+const memory = (): SqlJsPersistence => {
+  let bytes: Uint8Array | null = null;
+  return {
+    load: async () => bytes,
+    save: async (b) => {
+      bytes = b;
+    },
+  };
+};
 describeStore({
-  name: 'sql.js persisted', dialect: 'sqlite',
-  open: async (clock) => { const persistence = memory(); const s = await createSqlJsStore({ clock, persistence }); storages.set(s, persistence); return s; },
-  reopen: async (old, clock) => { const persistence = storages.get(old)!; const s = await createSqlJsStore({ clock, persistence }); storages.set(s, persistence); return s; },
+  name: 'sql.js persisted',
+  dialect: 'sqlite',
+  open: async (clock) => {
+    const persistence = memory();
+    const s = await createSqlJsStore({ clock, persistence });
+    storages.set(s, persistence);
+    return s;
+  },
+  reopen: async (old, clock) => {
+    const persistence = storages.get(old)!;
+    const s = await createSqlJsStore({ clock, persistence });
+    storages.set(s, persistence);
+    return s;
+  },
 });

@@ -4,7 +4,18 @@
  * Databases are built with raw sql.js, then opened through the kernel's store.
  */
 import { DuplicateEffect, InvalidArgument, SCHEMA_LEVEL, SchemaMismatch } from '@ctrlrun/kernel';
-import { GENESIS_HASH, MIGRATION_IDS, SCHEMA_WRITER, checkMigrationList, classifyUnversioned, classifyVersioned, openSqlStateStore, sqliteDialect, type SqlDriver, type SqlExecutor } from '@ctrlrun/kernel/store';
+import {
+  GENESIS_HASH,
+  MIGRATION_IDS,
+  SCHEMA_WRITER,
+  checkMigrationList,
+  classifyUnversioned,
+  classifyVersioned,
+  openSqlStateStore,
+  sqliteDialect,
+  type SqlDriver,
+  type SqlExecutor,
+} from '@ctrlrun/kernel/store';
 import { SqlJsDriver, openSqlJsStore, type SqlJsModule, type SqlJsPersistence } from '@ctrlrun/store-sqljs';
 import fc from 'fast-check';
 import initSqlJs from 'sql.js';
@@ -41,7 +52,8 @@ function rows(bytes: Uint8Array, sql: string): Record<string, unknown>[] {
   return out;
 }
 
-const tables = (bytes: Uint8Array) => rows(bytes, "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name").map((r) => r['name']);
+const tables = (bytes: Uint8Array) =>
+  rows(bytes, "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name").map((r) => r['name']);
 const columns = (bytes: Uint8Array, table: string) => rows(bytes, `SELECT name FROM pragma_table_info('${table}')`).map((r) => r['name']);
 
 /** A persistence pair over one bytes slot, counting saves. */
@@ -76,12 +88,17 @@ function spy(driver: SqlDriver, log: string[]): SqlDriver {
 const ddl = (...ids: (typeof MIGRATION_IDS)[number][]) => ids.flatMap((id) => [...sqliteDialect.migrations[id]]);
 const versionRows = (...ids: string[]) => [
   sqliteDialect.sql.createSchemaVersion,
-  ...ids.map((id) => `INSERT INTO schema_version VALUES ('${id}', '2025-06-01T00:00:00+00:00', '${id.startsWith('0099') ? 'ctrlrun 0.9.0' : 'ctrlrun 0.6.0'}')`),
+  ...ids.map(
+    (id) => `INSERT INTO schema_version VALUES ('${id}', '2025-06-01T00:00:00+00:00', '${id.startsWith('0099') ? 'ctrlrun 0.9.0' : 'ctrlrun 0.6.0'}')`,
+  ),
 ];
 const full = () => build([...ddl(...MIGRATION_IDS), ...versionRows(...MIGRATION_IDS)]);
 
 async function refusal(p: Promise<unknown>): Promise<SchemaMismatch> {
-  const err = await p.then(() => null, (e: unknown) => e);
+  const err = await p.then(
+    () => null,
+    (e: unknown) => e,
+  );
   expect(err).toBeInstanceOf(SchemaMismatch);
   expect(err).toMatchObject({ code: 'ERR_SCHEMA_MISMATCH', known: [...MIGRATION_IDS], running: SCHEMA_WRITER });
   return err as SchemaMismatch;
@@ -92,7 +109,9 @@ const V05 = [
   ...ddl('0001_baseline'),
   "INSERT INTO effects VALUES ('refund:old-1', 'committed', 'act_old1', 1, NULL, '{\"refund_id\":\"r-9\"}', NULL, '2025-05-01T10:00:00+00:00', '2025-05-01T10:00:01+00:00')",
   "INSERT INTO effects VALUES ('refund:old-2', 'ambiguous', 'act_old2', 2, NULL, NULL, 'TimeoutError: no reply', '2025-05-01T11:00:00+00:00', '2025-05-01T11:00:05.250000+00:00')",
-  "INSERT INTO approvals VALUES ('apr_old', 'sha256:" + 'e'.repeat(64) + "', 'consumed', '{\"action_id\":\"act_old1\"}', 'alice', '2025-05-01T09:00:00+00:00', '2025-05-01T09:01:00+00:00', '2025-05-01T09:15:00+00:00', '2025-05-01T10:00:00+00:00')",
+  "INSERT INTO approvals VALUES ('apr_old', 'sha256:" +
+    'e'.repeat(64) +
+    "', 'consumed', '{\"action_id\":\"act_old1\"}', 'alice', '2025-05-01T09:00:00+00:00', '2025-05-01T09:01:00+00:00', '2025-05-01T09:15:00+00:00', '2025-05-01T10:00:00+00:00')",
   "INSERT INTO receipts VALUES ('ctr_old', 'act_old1', 'refund:old-1', 'committed', '{\"schema\":\"ctrlrun.receipt/v2\"}', '2025-05-01T10:00:01.000Z')",
   "INSERT INTO events(ts, type, action_id, effect_key, approval_id, data_json) VALUES ('2025-05-01T10:00:00.000Z', 'EXECUTION_COMMITTED', 'act_old1', 'refund:old-1', NULL, '{}')",
 ];
@@ -101,21 +120,58 @@ describe('migrations at open', () => {
   it('test_T150_an_empty_database_gets_all_four_migrations_in_the_exact_schema', async () => {
     const { s, persistence } = slot(null);
     const store = await openSqlJsStore(SQL, { clock: clockAt(T0), persistence });
-    expect(await store.appliedMigrations()).toEqual(MIGRATION_IDS.map((id) => ({ migrationId: id, appliedAt: '2026-01-01T12:00:00+00:00', ctrlrunVersion: SCHEMA_WRITER })));
+    expect(await store.appliedMigrations()).toEqual(
+      MIGRATION_IDS.map((id) => ({ migrationId: id, appliedAt: '2026-01-01T12:00:00+00:00', ctrlrunVersion: SCHEMA_WRITER })),
+    );
     await store.close();
     const b = s.bytes!;
     // Column for column, what the Python original creates (so either can open the file).
     expect(tables(b)).toEqual(['approvals', 'continuations', 'delegations', 'effects', 'events', 'receipt_chain', 'receipts', 'schema_version']);
-    expect(columns(b, 'effects')).toEqual(['effect_key', 'state', 'action_id', 'attempt', 'lease_expires_at', 'result_json', 'error', 'created_at', 'updated_at', 'resolved_by']);
-    expect(columns(b, 'approvals')).toEqual(['approval_id', 'action_hash', 'status', 'action_json', 'approver', 'created_at', 'granted_at', 'expires_at', 'consumed_at', 'policy_hash_at_approval']);
+    expect(columns(b, 'effects')).toEqual([
+      'effect_key',
+      'state',
+      'action_id',
+      'attempt',
+      'lease_expires_at',
+      'result_json',
+      'error',
+      'created_at',
+      'updated_at',
+      'resolved_by',
+    ]);
+    expect(columns(b, 'approvals')).toEqual([
+      'approval_id',
+      'action_hash',
+      'status',
+      'action_json',
+      'approver',
+      'created_at',
+      'granted_at',
+      'expires_at',
+      'consumed_at',
+      'policy_hash_at_approval',
+    ]);
     expect(columns(b, 'receipts')).toEqual(['receipt_id', 'action_id', 'effect_key', 'result', 'json', 'ts', 'seq', 'prev_hash', 'hash']);
     expect(columns(b, 'events')).toEqual(['event_id', 'ts', 'type', 'action_id', 'effect_key', 'approval_id', 'data_json']);
     expect(columns(b, 'continuations')).toEqual(['effect_key', 'action_id', 'action_json', 'continuation', 'rounds', 'updated_at']);
-    expect(columns(b, 'delegations')).toEqual(['delegation_id', 'parent_id', 'depth', 'grant_json', 'created_by_agent', 'created_by_user', 'created_via', 'created_at', 'revoked_at', 'revoked_by']);
+    expect(columns(b, 'delegations')).toEqual([
+      'delegation_id',
+      'parent_id',
+      'depth',
+      'grant_json',
+      'created_by_agent',
+      'created_by_user',
+      'created_via',
+      'created_at',
+      'revoked_at',
+      'revoked_by',
+    ]);
     expect(columns(b, 'schema_version')).toEqual(['migration_id', 'applied_at', 'ctrlrun_version']);
     expect(columns(b, 'receipt_chain')).toEqual(['id', 'seq', 'hash']);
     expect(rows(b, "SELECT name FROM sqlite_master WHERE type = 'index' AND name NOT LIKE 'sqlite_%' ORDER BY name").map((r) => r['name'])).toEqual([
-      'continuations_by_value', 'delegations_by_parent', 'receipts_by_seq',
+      'continuations_by_value',
+      'delegations_by_parent',
+      'receipts_by_seq',
     ]);
     expect(rows(b, 'SELECT id, seq, hash FROM receipt_chain')).toEqual([{ id: 1, seq: 0, hash: GENESIS_HASH }]);
     // The version is recorded, never PRAGMA user_version.
@@ -137,7 +193,10 @@ describe('migrations at open', () => {
   });
 
   it('test_T148_a_newer_database_is_refused_before_any_other_table_is_read', async () => {
-    for (const bytes of [build([...ddl(...MIGRATION_IDS), ...versionRows(...MIGRATION_IDS, '0099_future')]), build(versionRows(...MIGRATION_IDS, '0099_future'))]) {
+    for (const bytes of [
+      build([...ddl(...MIGRATION_IDS), ...versionRows(...MIGRATION_IDS, '0099_future')]),
+      build(versionRows(...MIGRATION_IDS, '0099_future')),
+    ]) {
       const log: string[] = [];
       const { s, persistence } = slot(bytes);
       const err = await refusal(openSqlStateStore(spy(await SqlJsDriver.open(SQL, persistence), log)));
@@ -150,7 +209,9 @@ describe('migrations at open', () => {
       expect(err.message).toContain('forward-only');
       expect(err.message).toContain('backup');
       for (const q of log) {
-        expect(q, 'only the catalogue and schema_version are read').not.toMatch(/\b(effects|approvals|receipts|receipt_chain|events|continuations|delegations)\b/);
+        expect(q, 'only the catalogue and schema_version are read').not.toMatch(
+          /\b(effects|approvals|receipts|receipt_chain|events|continuations|delegations)\b/,
+        );
       }
       expect(s.saves).toBe(0);
     }
@@ -164,7 +225,10 @@ describe('migrations at open', () => {
     expect(err.message).toContain('0002_receipt_chain');
     expect(err.message).not.toContain('0004_policy_provenance');
     expect(s.saves).toBe(0);
-    expect(rows(s.bytes!, 'SELECT migration_id FROM schema_version ORDER BY migration_id').map((r) => r['migration_id'])).toEqual(['0001_baseline', '0003_resolved_by']);
+    expect(rows(s.bytes!, 'SELECT migration_id FROM schema_version ORDER BY migration_id').map((r) => r['migration_id'])).toEqual([
+      '0001_baseline',
+      '0003_resolved_by',
+    ]);
   });
 
   it('test_T151_a_divergent_database_is_refused_naming_both_and_applies_nothing', async () => {
@@ -246,8 +310,16 @@ describe('migrations at open', () => {
     expect((await store.appliedMigrations()).map((m) => m.migrationId)).toEqual([...MIGRATION_IDS]);
     // The old rows live on, as they were, with the new columns NULL (never backfilled).
     expect(await store.getEffect('refund:old-2')).toEqual({
-      effectKey: 'refund:old-2', state: 'ambiguous', actionId: 'act_old2', attempt: 2, leaseExpiresAt: null, resultJson: null,
-      error: 'TimeoutError: no reply', createdAt: '2025-05-01T11:00:00+00:00', updatedAt: '2025-05-01T11:00:05.250000+00:00', resolvedBy: null,
+      effectKey: 'refund:old-2',
+      state: 'ambiguous',
+      actionId: 'act_old2',
+      attempt: 2,
+      leaseExpiresAt: null,
+      resultJson: null,
+      error: 'TimeoutError: no reply',
+      createdAt: '2025-05-01T11:00:00+00:00',
+      updatedAt: '2025-05-01T11:00:05.250000+00:00',
+      resolvedBy: null,
     });
     await expect(store.reserveEffect('refund:old-1', 'act_new', 300_000)).rejects.toBeInstanceOf(DuplicateEffect);
     expect(await store.chainHead()).toEqual({ seq: 0, hash: GENESIS_HASH });
@@ -289,7 +361,9 @@ describe('migrations at open', () => {
     const driver = await SqlJsDriver.open(SQL, null);
     let raced = false;
     const racing: SqlDriver = {
-      name: driver.name, dialect: driver.dialect, capabilities: driver.capabilities,
+      name: driver.name,
+      dialect: driver.dialect,
+      capabilities: driver.capabilities,
       query: (q, p) => driver.query(q, p),
       exec: (q) => driver.exec(q),
       close: () => driver.close(),
@@ -350,27 +424,31 @@ describe('classification is a pure function of the recorded ids', () => {
 
   it('every subset of known ids plus unknown ones lands in exactly one of the five shapes', () => {
     fc.assert(
-      fc.property(fc.subarray(known), fc.uniqueArray(fc.constantFrom('0099_future', '0005_precondition_fingerprint', '0003_other'), { maxLength: 2 }), (sub, unknown) => {
-        const ids = [...sub, ...unknown].sort();
-        const isPrefix = unknown.length === 0 && sub.every((id, i) => id === known[i]);
-        let result: string[] | SchemaMismatch;
-        try {
-          result = classifyVersioned(ids.map(row), known);
-        } catch (e) {
-          result = e as SchemaMismatch;
-        }
-        if (isPrefix) {
-          expect(result).toEqual(known.slice(sub.length)); // up to date or forward
-        } else {
-          expect(result).toBeInstanceOf(SchemaMismatch);
-          const msg = (result as SchemaMismatch).message;
-          for (const u of unknown) expect(msg).toContain(u); // backward and divergent name the unknown ids
-          if (unknown.length > 0 && sub.length < known.length) expect(msg).toMatch(/diverged/);
-          if (unknown.length > 0 && sub.length === known.length) expect(msg).toMatch(/newer/);
-          if (unknown.length === 0) expect(msg).toMatch(/gap/);
-          expect((result as SchemaMismatch).applied).toEqual(ids);
-        }
-      }),
+      fc.property(
+        fc.subarray(known),
+        fc.uniqueArray(fc.constantFrom('0099_future', '0005_precondition_fingerprint', '0003_other'), { maxLength: 2 }),
+        (sub, unknown) => {
+          const ids = [...sub, ...unknown].sort();
+          const isPrefix = unknown.length === 0 && sub.every((id, i) => id === known[i]);
+          let result: string[] | SchemaMismatch;
+          try {
+            result = classifyVersioned(ids.map(row), known);
+          } catch (e) {
+            result = e as SchemaMismatch;
+          }
+          if (isPrefix) {
+            expect(result).toEqual(known.slice(sub.length)); // up to date or forward
+          } else {
+            expect(result).toBeInstanceOf(SchemaMismatch);
+            const msg = (result as SchemaMismatch).message;
+            for (const u of unknown) expect(msg).toContain(u); // backward and divergent name the unknown ids
+            if (unknown.length > 0 && sub.length < known.length) expect(msg).toMatch(/diverged/);
+            if (unknown.length > 0 && sub.length === known.length) expect(msg).toMatch(/newer/);
+            if (unknown.length === 0) expect(msg).toMatch(/gap/);
+            expect((result as SchemaMismatch).applied).toEqual(ids);
+          }
+        },
+      ),
     );
   });
 

@@ -58,29 +58,36 @@ describe('watchdogs fire on silence, not on duration', () => {
       progress('spawned');
       await new Promise(() => undefined);
     });
-    const settled = stuck.then(() => 'resolved', (e: Error) => e.message);
+    const settled = stuck.then(
+      () => 'resolved',
+      (e: Error) => e.message,
+    );
     await vi.advanceTimersByTimeAsync(1001);
     expect(await settled).toBe('launching made no progress for 1 s; the last step: spawned');
   });
 });
 
 describe('the process harness', () => {
-  it('kills a worker that goes silent and says what it last printed', async () => {
-    const work = tempDir('stall');
-    try {
-      // A `hang` worker prints `executing` and then nothing, forever: killed by the stall watchdog.
-      const store = `${work.dir}/stall.db`;
-      const { createBetterSqlite3Store } = await import('@ctrlrun/store-node/better-sqlite3');
-      await (await createBetterSqlite3Store(store)).close();
-      const worker = start({ kind: 'hang', url: store, reference: 'ref-stall', lease_ms: 60_000 }, { stallMs: scaled(5_000) });
-      const finished = await worker.finished;
-      expect(finished.signal).toBe('SIGKILL');
-      expect(finished.stalled).toMatch(/^no output for \d+(\.\d+)? s after \d line\(s\); the last: /);
-      // Normally the worker got as far as its executor before going quiet; on a machine too busy
-      // to start it within the window, it is killed with nothing printed, which is also a stall.
-      if (finished.lines.length > 0) expect(finished.stalled).toContain('"executing":true');
-    } finally {
-      work.remove();
-    }
-  }, scaled(60_000));
+  it(
+    'kills a worker that goes silent and says what it last printed',
+    async () => {
+      const work = tempDir('stall');
+      try {
+        // A `hang` worker prints `executing` and then nothing, forever: killed by the stall watchdog.
+        const store = `${work.dir}/stall.db`;
+        const { createBetterSqlite3Store } = await import('@ctrlrun/store-node/better-sqlite3');
+        await (await createBetterSqlite3Store(store)).close();
+        const worker = start({ kind: 'hang', url: store, reference: 'ref-stall', lease_ms: 60_000 }, { stallMs: scaled(5_000) });
+        const finished = await worker.finished;
+        expect(finished.signal).toBe('SIGKILL');
+        expect(finished.stalled).toMatch(/^no output for \d+(\.\d+)? s after \d line\(s\); the last: /);
+        // Normally the worker got as far as its executor before going quiet; on a machine too busy
+        // to start it within the window, it is killed with nothing printed, which is also a stall.
+        if (finished.lines.length > 0) expect(finished.stalled).toContain('"executing":true');
+      } finally {
+        work.remove();
+      }
+    },
+    scaled(60_000),
+  );
 });

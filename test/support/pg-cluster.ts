@@ -82,7 +82,10 @@ function runAsServerUser(command: string[], asRoot: boolean): string {
 function serverUser(): { uid: number; gid: number } {
   const lookup = (): { uid: number; gid: number } | null => {
     try {
-      const [uid, gid] = execFileSync('sh', ['-c', 'id -u postgres && id -g postgres'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim().split('\n').map(Number);
+      const [uid, gid] = execFileSync('sh', ['-c', 'id -u postgres && id -g postgres'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] })
+        .trim()
+        .split('\n')
+        .map(Number);
       return uid !== undefined && gid !== undefined ? { uid, gid } : null;
     } catch {
       return null;
@@ -118,7 +121,8 @@ function reapOrphans(bin: string, asRoot: boolean): void {
     }
     if (!Number.isSafeInteger(owner) || owner <= 0 || alive(owner)) continue;
     try {
-      if (existsSync(join(dir, 'data', 'postmaster.pid'))) runAsServerUser([join(bin, 'pg_ctl'), '-D', join(dir, 'data'), '-m', 'immediate', '-w', 'stop'], asRoot);
+      if (existsSync(join(dir, 'data', 'postmaster.pid')))
+        runAsServerUser([join(bin, 'pg_ctl'), '-D', join(dir, 'data'), '-m', 'immediate', '-w', 'stop'], asRoot);
     } catch {
       // already stopped
     }
@@ -151,7 +155,10 @@ export async function startCluster(options: { bin?: string; durable?: boolean } 
     for (let attempt = 1; ; attempt++) {
       port = await freePort();
       try {
-        runAsServerUser([join(bin, 'pg_ctl'), '-D', data, '-l', join(dir, 'server.log'), '-w', '-t', '60', '-o', `-p ${port} ${settings.join(' ')}`, 'start'], asRoot);
+        runAsServerUser(
+          [join(bin, 'pg_ctl'), '-D', data, '-l', join(dir, 'server.log'), '-w', '-t', '60', '-o', `-p ${port} ${settings.join(' ')}`, 'start'],
+          asRoot,
+        );
         break;
       } catch (err) {
         if (attempt >= 3) throw err; // the free port was taken between the probe and the start
@@ -188,7 +195,10 @@ export async function chooseTarget(): Promise<{ target: PgTarget; cluster: PgClu
   if (given) return { target: { url: given, source: 'PG_URL' }, cluster: null };
   const bin = findServerBinaries();
   if (bin === null) {
-    return { target: { skip: 'no PostgreSQL server here: neither PG_URL nor server binaries (/usr/lib/postgresql/<n>/bin/initdb, or PG_BIN)', required }, cluster: null };
+    return {
+      target: { skip: 'no PostgreSQL server here: neither PG_URL nor server binaries (/usr/lib/postgresql/<n>/bin/initdb, or PG_BIN)', required },
+      cluster: null,
+    };
   }
   const cluster = await startCluster({ bin, durable: false });
   return { target: { url: cluster.url, source: `a throwaway ${cluster.version} cluster on port ${cluster.port}` }, cluster };
@@ -280,7 +290,10 @@ export async function freshDatabase(adminUrl: string, label = 'test', options: {
  * or, under `CI=true`, registers one failing test saying what is missing.
  */
 export function describePg(title: string, body: (server: { readonly url: string; readonly source: string }) => void): void {
-  const target: PgTarget = inject('ctrlrunPg') ?? { skip: 'the vitest global setup (test/support/pg-cluster.ts) did not run', required: process.env['CI'] === 'true' };
+  const target: PgTarget = inject('ctrlrunPg') ?? {
+    skip: 'the vitest global setup (test/support/pg-cluster.ts) did not run',
+    required: process.env['CI'] === 'true',
+  };
   if ('skip' in target) {
     if (target.required) {
       describe(title, () => {

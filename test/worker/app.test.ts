@@ -7,7 +7,11 @@ import { AGENT, harness, OPERATOR } from './harness.js';
 import { createTryIt } from '@ctrlrun/kernel/try-it';
 import { createSqlJsStore } from '@ctrlrun/store-sqljs';
 
-const refund = (payment_id: string, amount: number, extra: Record<string, unknown> = {}) => ({ name: 'stripe.refund', arguments: { payment_id, amount }, ...extra });
+const refund = (payment_id: string, amount: number, extra: Record<string, unknown> = {}) => ({
+  name: 'stripe.refund',
+  arguments: { payment_id, amount },
+  ...extra,
+});
 
 describe('POST /v1/actions', () => {
   it('200: committed, with the result, the receipt id and the principal from the credential', async () => {
@@ -113,7 +117,7 @@ describe('POST /v1/actions', () => {
     expect((await h.call('POST', '/v1/actions', AGENT, refund('p5', 1, { effectKey: 'refund:p5' }))).status).toBe(200);
   });
 
-  it('without a policy template, the agent\'s effectKey is the reservation, scoped to the action', async () => {
+  it("without a policy template, the agent's effectKey is the reservation, scoped to the action", async () => {
     const h = await harness();
     const first = await h.call('POST', '/v1/actions', AGENT, { name: 'free.form', arguments: { a: 1 }, effectKey: 'order-7' });
     expect(first.json).toMatchObject({ status: 'committed', effectKey: 'caller/free.form/order-7' });
@@ -123,7 +127,7 @@ describe('POST /v1/actions', () => {
     expect(keyless.json).toMatchObject({ status: 'committed', effectKey: null });
   });
 
-  it('the resource: the policy\'s template when it has one (another is 400); none claimed without one', async () => {
+  it("the resource: the policy's template when it has one (another is 400); none claimed without one", async () => {
     const h = await harness();
     const templated = await h.call('POST', '/v1/actions', AGENT, { name: 'db.drop', arguments: { table: 'orders' } });
     expect(templated.json).toMatchObject({ status: 'committed', result: { dropped: 'orders', resource: 'table:orders' } });
@@ -139,7 +143,11 @@ describe('POST /v1/actions', () => {
     // No resource: template: the claim would be the agent's word where a grant checks resources.
     const claimed = await h.call('POST', '/v1/actions', AGENT, { name: 'free.form', arguments: {}, resource: 'db:orders' });
     expect(claimed.status).toBe(400);
-    expect(claimed.json['error']).toMatchObject({ code: 'ERR_INVALID_ARGUMENT', path: '$.resource', message: expect.stringContaining('free.form has no resource: template') });
+    expect(claimed.json['error']).toMatchObject({
+      code: 'ERR_INVALID_ARGUMENT',
+      path: '$.resource',
+      message: expect.stringContaining('free.form has no resource: template'),
+    });
     expect(await h.counts()).toEqual(before);
     const bare = await h.call('POST', '/v1/actions', AGENT, { name: 'free.form', arguments: {}, resource: null });
     expect(bare.status).toBe(200);
@@ -179,7 +187,12 @@ describe('POST /v1/actions', () => {
         controller.close();
       },
     });
-    const streamed = await h.app.request('/v1/actions', { method: 'POST', headers: { authorization: `Bearer ${AGENT}`, 'content-type': 'application/json' }, body: stream, duplex: 'half' } as RequestInit);
+    const streamed = await h.app.request('/v1/actions', {
+      method: 'POST',
+      headers: { authorization: `Bearer ${AGENT}`, 'content-type': 'application/json' },
+      body: stream,
+      duplex: 'half',
+    } as RequestInit);
     expect(streamed.status).toBe(413);
     expect(await h.counts()).toEqual({ events: 0, receipts: 0, effects: 0, approvals: 0 });
   });
@@ -201,12 +214,24 @@ describe('a byte order mark', () => {
     const h = await harness();
     const json = new TextEncoder().encode(JSON.stringify(refund('bom1', 1)));
     const withBom = new Uint8Array([0xef, 0xbb, 0xbf, ...json]);
-    const r = await h.app.request('/v1/actions', { method: 'POST', headers: { authorization: `Bearer ${AGENT}`, 'content-type': 'application/json' }, body: withBom });
+    const r = await h.app.request('/v1/actions', {
+      method: 'POST',
+      headers: { authorization: `Bearer ${AGENT}`, 'content-type': 'application/json' },
+      body: withBom,
+    });
     expect(r.status).toBe(400);
-    expect(((await r.json()) as { error: unknown }).error).toMatchObject({ code: 'ERR_INVALID_ARGUMENT', path: '$', message: expect.stringContaining('byte order mark') });
+    expect(((await r.json()) as { error: unknown }).error).toMatchObject({
+      code: 'ERR_INVALID_ARGUMENT',
+      path: '$',
+      message: expect.stringContaining('byte order mark'),
+    });
     expect(await h.counts()).toEqual({ events: 0, receipts: 0, effects: 0, approvals: 0 });
     // Grant, deny and resolve read their bodies the same way.
-    const resolve = await h.app.request('/v1/effects/x/resolve', { method: 'POST', headers: { authorization: `Bearer ${OPERATOR}`, 'content-type': 'application/json' }, body: new Uint8Array([0xef, 0xbb, 0xbf, ...new TextEncoder().encode('{"state":"failed"}')]) });
+    const resolve = await h.app.request('/v1/effects/x/resolve', {
+      method: 'POST',
+      headers: { authorization: `Bearer ${OPERATOR}`, 'content-type': 'application/json' },
+      body: new Uint8Array([0xef, 0xbb, 0xbf, ...new TextEncoder().encode('{"state":"failed"}')]),
+    });
     expect(resolve.status).toBe(400);
     const inside = await h.call('POST', '/v1/actions', AGENT, { name: 'free.form', arguments: { note: '\uFEFFhello' } });
     expect(inside.status).toBe(200);
@@ -220,7 +245,11 @@ describe('approvals, effects and receipts (operator)', () => {
     const asked = await h.call('POST', '/v1/actions', AGENT, refund('p8', 300000));
     const list = await h.call('GET', '/v1/approvals?status=pending', OPERATOR);
     const [shown] = list.json['approvals'] as Record<string, unknown>[];
-    expect(shown).toMatchObject({ requestId: asked.json['requestId'], status: 'pending', action: { name: 'stripe.refund', arguments: { amount: 300000, payment_id: 'p8' }, principal: { agent: 'billing-agent', user: 'u-42' } } });
+    expect(shown).toMatchObject({
+      requestId: asked.json['requestId'],
+      status: 'pending',
+      action: { name: 'stripe.refund', arguments: { amount: 300000, payment_id: 'p8' }, principal: { agent: 'billing-agent', user: 'u-42' } },
+    });
     // The hashed text is shown, and it is what the hash covers.
     const action = shown!['action'] as { canonical: string; actionHash: string };
     const digest = new Uint8Array(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(action.canonical)));
@@ -259,7 +288,10 @@ describe('approvals, effects and receipts (operator)', () => {
     expect((await h.call('GET', '/v1/effects/refund:nope', OPERATOR)).status).toBe(404);
     // Keys with a slash travel percent-encoded.
     await h.call('POST', '/v1/actions', AGENT, { name: 'free.form', arguments: {}, effectKey: 'a/b c' });
-    expect((await h.call('GET', `/v1/effects/${encodeURIComponent('caller/free.form/a/b c')}`, OPERATOR)).json['effect']).toMatchObject({ effectKey: 'caller/free.form/a/b c', state: 'committed' });
+    expect((await h.call('GET', `/v1/effects/${encodeURIComponent('caller/free.form/a/b c')}`, OPERATOR)).json['effect']).toMatchObject({
+      effectKey: 'caller/free.form/a/b c',
+      state: 'committed',
+    });
   });
 
   it('pages receipts by seq, verifies the chain, and finds a receipt by id', async () => {
@@ -271,7 +303,8 @@ describe('approvals, effects and receipts (operator)', () => {
     const last = await h.call('GET', '/v1/receipts?after=4&limit=2', OPERATOR);
     expect((last.json['receipts'] as { seq: number }[]).map((r) => r.seq)).toEqual([5]);
     expect(last.json['next']).toBeNull();
-    for (const bad of ['limit=0', 'limit=1001', 'after=-1', 'limit=2.5', 'after=x']) expect((await h.call('GET', `/v1/receipts?${bad}`, OPERATOR)).status, bad).toBe(400);
+    for (const bad of ['limit=0', 'limit=1001', 'after=-1', 'limit=2.5', 'after=x'])
+      expect((await h.call('GET', `/v1/receipts?${bad}`, OPERATOR)).status, bad).toBe(400);
     const verify = await h.call('GET', '/v1/receipts/verify', OPERATOR);
     expect(verify.json).toMatchObject({ ok: true, verified: 5, head_seq: 5, breaks: [] });
     const one = await h.call('GET', `/v1/receipts/${String((first.json['receipts'] as { receiptId: string }[])[1]!.receiptId)}`, OPERATOR);
@@ -298,10 +331,20 @@ describe('a custom authenticator (the shape a JWT provider fills)', () => {
         return { role: 'agent', principal: { agent: who, user: 'u-7', claims: { tenant: 'acme' }, issuer: 'https://idp.example' } };
       },
     });
-    const ok = await h.app.request('/v1/actions', { method: 'POST', headers: { 'x-test-who': 'jwt-agent', 'content-type': 'application/json' }, body: JSON.stringify({ name: 'free.form', arguments: {} }) });
+    const ok = await h.app.request('/v1/actions', {
+      method: 'POST',
+      headers: { 'x-test-who': 'jwt-agent', 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'free.form', arguments: {} }),
+    });
     expect(ok.status).toBe(200);
-    expect(JSON.parse((await h.store.receipts())[0]!.json!)).toMatchObject({ principal: { agent: 'jwt-agent', user: 'u-7', claims: { tenant: 'acme' }, issuer: 'https://idp.example' } });
-    const bad = await h.app.request('/v1/actions', { method: 'POST', headers: { 'x-test-who': '', 'content-type': 'application/json' }, body: JSON.stringify({ name: 'free.form', arguments: {} }) });
+    expect(JSON.parse((await h.store.receipts())[0]!.json!)).toMatchObject({
+      principal: { agent: 'jwt-agent', user: 'u-7', claims: { tenant: 'acme' }, issuer: 'https://idp.example' },
+    });
+    const bad = await h.app.request('/v1/actions', {
+      method: 'POST',
+      headers: { 'x-test-who': '', 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'free.form', arguments: {} }),
+    });
     expect(bad.status).toBe(401);
     expect(((await bad.json()) as { error: { message: string } }).error.message).toMatch(/principal is not valid/);
     expect((await h.app.request('/v1/receipts')).status).toBe(401);
@@ -321,7 +364,12 @@ describe('the playground route and CORS', () => {
     const lost = await h.call('POST', '/v1/try-it/step', AGENT, { op: 'refund', payment_id: 'txn_4', amount: 50000, lose_reply: true });
     expect([lost.status, lost.json['outcome']]).toEqual([200, 'reply_lost']);
     const before = (await store.events()).length;
-    for (const body of [{ op: 'resolve', effect_key: 'refund:txn_4', state: 'failed' }, { op: 'approve', request_id: 'apr_x' }, { op: 'Resolve' }, { op: null }]) {
+    for (const body of [
+      { op: 'resolve', effect_key: 'refund:txn_4', state: 'failed' },
+      { op: 'approve', request_id: 'apr_x' },
+      { op: 'Resolve' },
+      { op: null },
+    ]) {
       const r = await h.call('POST', '/v1/try-it/step', AGENT, body);
       expect([r.status, (r.json['error'] as { code: string }).code], JSON.stringify(body)).toEqual([403, 'ERR_FORBIDDEN']);
     }
@@ -337,7 +385,10 @@ describe('the playground route and CORS', () => {
     const h = await harness({ cors: { origins: ['https://ops.example'] } });
     const ok = await h.app.request('/v1/receipts', { method: 'OPTIONS', headers: { origin: 'https://ops.example', 'access-control-request-method': 'GET' } });
     expect(ok.headers.get('access-control-allow-origin')).toBe('https://ops.example');
-    const other = await h.app.request('/v1/receipts', { method: 'OPTIONS', headers: { origin: 'https://evil.example', 'access-control-request-method': 'GET' } });
+    const other = await h.app.request('/v1/receipts', {
+      method: 'OPTIONS',
+      headers: { origin: 'https://evil.example', 'access-control-request-method': 'GET' },
+    });
     expect(other.headers.get('access-control-allow-origin')).toBeNull();
   });
 

@@ -170,7 +170,12 @@ describe('pending approvals per credential', () => {
     const before = await h.counts();
     const over = await h.call('POST', '/v1/actions', AGENT, refund('pl3', 200000));
     expect(over.status).toBe(429);
-    expect(over.json['error']).toMatchObject({ code: 'ERR_TOO_MANY_PENDING_APPROVALS', limit: 3, pending: 3, message: expect.stringContaining('maxPendingApprovals 3') });
+    expect(over.json['error']).toMatchObject({
+      code: 'ERR_TOO_MANY_PENDING_APPROVALS',
+      limit: 3,
+      pending: 3,
+      message: expect.stringContaining('maxPendingApprovals 3'),
+    });
     expect(await h.counts()).toEqual(before);
     // Asking again for an action whose request is already waiting files nothing new: it is answered
     // with that request, never refused by the limit.

@@ -75,14 +75,24 @@ export async function bundleWorkerd(name = 'workerd', entry = join(root, 'worker
     plugins: [wasmPlugin],
   });
   if (wasmPaths.length !== 1) throw new Error(`expected one .wasm import in the workerd bundle, found ${wasmPaths.length}`);
-  return { script: await readFile(scriptPath, 'utf8'), scriptPath, wasmName: basename(wasmPaths[0]!), wasm: await readFile(wasmPaths[0]!), inputs: Object.keys(result.metafile!.inputs) };
+  return {
+    script: await readFile(scriptPath, 'utf8'),
+    scriptPath,
+    wasmName: basename(wasmPaths[0]!),
+    wasm: await readFile(wasmPaths[0]!),
+    inputs: Object.keys(result.metafile!.inputs),
+  };
 }
 
 /**
  * Any module for workerd, as {@link bundleWorkerd} builds the worker (no `.wasm` allowed):
  * `alias` replaces imports (the conformance run swaps `vitest` for the harness's stand-in).
  */
-export async function bundleWorkerdModule(entry: string, name: string, alias: Record<string, string> = {}): Promise<{ script: string; scriptPath: string; inputs: string[] }> {
+export async function bundleWorkerdModule(
+  entry: string,
+  name: string,
+  alias: Record<string, string> = {},
+): Promise<{ script: string; scriptPath: string; inputs: string[] }> {
   await mkdir(out, { recursive: true });
   const scriptPath = join(out, `${name}.mjs`);
   const result = await build({

@@ -10,10 +10,13 @@ import { scopedCallerKey, templateCollision } from '../../worker/src/caller-keys
 import { AGENT, harness, POLICY } from './harness.js';
 
 describe('a caller effectKey on an action without a template', () => {
-  it('cannot squat the refund\'s key: notify with effectKey refund:txn_77, then the real refund runs', async () => {
-    const h = await harness({}, `${POLICY}  notify.customer:
+  it("cannot squat the refund's key: notify with effectKey refund:txn_77, then the real refund runs", async () => {
+    const h = await harness(
+      {},
+      `${POLICY}  notify.customer:
     decision: allow
-`);
+`,
+    );
     const squat = await h.call('POST', '/v1/actions', AGENT, { name: 'notify.customer', arguments: { text: 'hi' }, effectKey: 'refund:txn_77' });
     // No executor for notify.customer: recorded FAILED under its own scoped key.
     expect(squat.status).toBe(422);
@@ -61,7 +64,10 @@ describe('a caller effectKey on an action without a template', () => {
 const literal = fc.string({ minLength: 1, maxLength: 4 }).filter((t) => !/[{}]/.test(t));
 const template = fc.array(fc.oneof(literal, fc.constantFrom('{a}', '{b}', '{c}')), { minLength: 1, maxLength: 5 }).map((parts) => parts.join(''));
 // Digit-only strings are refused by templates (they would spell an integer's key), so they are not values here.
-const value = fc.oneof(fc.string({ minLength: 1, maxLength: 4 }).filter((s) => !/^(?:0|-?[1-9][0-9]*)$/.test(s)), fc.integer());
+const value = fc.oneof(
+  fc.string({ minLength: 1, maxLength: 4 }).filter((s) => !/^(?:0|-?[1-9][0-9]*)$/.test(s)),
+  fc.integer(),
+);
 const policyWith = (t: string) => loadPolicy(`schema: ctrlrun.policy/v2\nactions:\n  t.act:\n    effect: ${JSON.stringify(t)}\n    decision: allow\n`);
 /** The obvious reference (backtracking is harmless on keys this short). */
 function reference(t: string, key: string): boolean {
@@ -84,7 +90,10 @@ describe('templateCollision', () => {
   });
 
   it('agrees with a regular expression on any key', () => {
-    const key = fc.oneof(fc.string({ maxLength: 10 }), fc.tuple(template, fc.string({ maxLength: 3 })).map(([t, s]) => t.replace(/\{[abc]\}/g, s)));
+    const key = fc.oneof(
+      fc.string({ maxLength: 10 }),
+      fc.tuple(template, fc.string({ maxLength: 3 })).map(([t, s]) => t.replace(/\{[abc]\}/g, s)),
+    );
     fc.assert(
       fc.property(template, key, (t, k) => {
         expect(templateCollision(policyWith(t), k) !== null).toBe(reference(t, k));

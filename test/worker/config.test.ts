@@ -17,7 +17,12 @@ import { NODE_RUNTIME, startNodeWorker, type NodeWorker } from '../../worker/src
 import { startFakeUpstream } from '../../examples/worker/fake-upstream.mjs';
 import { root } from './bundle.js';
 
-interface Upstream { url: string; calls(): number; refunds: Map<string, { authorization: string | null }>; close(): Promise<void> }
+interface Upstream {
+  url: string;
+  calls(): number;
+  refunds: Map<string, { authorization: string | null }>;
+  close(): Promise<void>;
+}
 
 const ROOT_EXAMPLES = join(root, 'examples');
 const AGENT = 'agent-token-for-config-tests';
@@ -54,10 +59,19 @@ describe('the config document', () => {
     refused('polcy: ./p.yaml\n', /^w\.yaml: polcy: unknown key/);
     refused('- 1\n', /^w\.yaml: the document must be a mapping, got a list/);
     refused('executors:\n  a.b:\n    http: { url: "ftp://x" }\n', /w\.yaml: executors\["a\.b"\]\.http\.url: "ftp:\/\/x" is not an absolute http\(s\) URL/);
-    refused('executors:\n  a.b:\n    http: { url: "http://x", headers: { authorization: "Bearer s3cret" } }\n', /executors\["a\.b"\]\.http\.headers\.authorization: .*never the secret itself/);
-    refused('executors:\n  a.b:\n    http: { url: "http://x", headers: { Idempotency-Key: "x" } }\n', /headers\["Idempotency-Key"\]: is set by the forwarder itself/);
+    refused(
+      'executors:\n  a.b:\n    http: { url: "http://x", headers: { authorization: "Bearer s3cret" } }\n',
+      /executors\["a\.b"\]\.http\.headers\.authorization: .*never the secret itself/,
+    );
+    refused(
+      'executors:\n  a.b:\n    http: { url: "http://x", headers: { Idempotency-Key: "x" } }\n',
+      /headers\["Idempotency-Key"\]: is set by the forwarder itself/,
+    );
     refused('executors:\n  a.b:\n    http: { url: "http://x", timeoutMs: 0 }\n', /http\.timeoutMs: must be a whole number from 1 to 600000, got number 0/);
-    refused('executors:\n  a.b:\n    http: { url: "http://x", notExecutedStatuses: [200] }\n', /notExecutedStatuses\[0\]: must be a whole number from 300 to 599/);
+    refused(
+      'executors:\n  a.b:\n    http: { url: "http://x", notExecutedStatuses: [200] }\n',
+      /notExecutedStatuses\[0\]: must be a whole number from 300 to 599/,
+    );
     refused('executors:\n  a.b: { http: { url: "http://x" }, module: ./t.mjs }\n', /executors\["a\.b"\]: declare exactly one of/);
     refused('tokens:\n  agents: [{ token: abc, agent: a }]\n  operators: []\n', /tokens\.agents\[0\]\.token: must name the variable/);
     refused('tokens:\n  agents: [{ token: { env: A }, agent: a }]\n', /tokens\.operators: must list at least one operator/);
@@ -88,26 +102,48 @@ describe('the config document', () => {
 
   it('an executor for an action the policy does not list is refused; a header secret must be set', async () => {
     const policy = 'schema: ctrlrun.policy/v2\nactions:\n  a.run:\n    decision: allow\n';
-    await expect(loadWorkerSettings({ ...ENV, CTRLRUN_POLICY: policy, CTRLRUN_CONFIG: 'executors:\n  a.rnu:\n    http: { url: "http://127.0.0.1:1/" }\n' }, { generate: false })).rejects.toThrow(
-      /CTRLRUN_CONFIG: executors\["a\.rnu"\]: the policy \(CTRLRUN_POLICY\) has no action "a\.rnu"/,
+    await expect(
+      loadWorkerSettings(
+        { ...ENV, CTRLRUN_POLICY: policy, CTRLRUN_CONFIG: 'executors:\n  a.rnu:\n    http: { url: "http://127.0.0.1:1/" }\n' },
+        { generate: false },
+      ),
+    ).rejects.toThrow(/CTRLRUN_CONFIG: executors\["a\.rnu"\]: the policy \(CTRLRUN_POLICY\) has no action "a\.rnu"/);
+    await expect(
+      loadWorkerSettings(
+        {
+          ...ENV,
+          CTRLRUN_POLICY: policy,
+          CTRLRUN_CONFIG: 'executors:\n  a.run:\n    http: { url: "http://127.0.0.1:1/", headers: { x-key: { env: NOT_SET_ANYWHERE } } }\n',
+        },
+        { generate: false },
+      ),
+    ).rejects.toThrow(/x-key: the variable NOT_SET_ANYWHERE is not set/);
+    await expect(loadWorkerSettings({ ...ENV, CTRLRUN_POLICY: policy, CTRLRUN_POLICY_FILE: '/x.yaml' }, { generate: false })).rejects.toThrow(
+      /both CTRLRUN_POLICY and CTRLRUN_POLICY_FILE/,
     );
-    await expect(loadWorkerSettings({ ...ENV, CTRLRUN_POLICY: policy, CTRLRUN_CONFIG: 'executors:\n  a.run:\n    http: { url: "http://127.0.0.1:1/", headers: { x-key: { env: NOT_SET_ANYWHERE } } }\n' }, { generate: false })).rejects.toThrow(
-      /x-key: the variable NOT_SET_ANYWHERE is not set/,
-    );
-    await expect(loadWorkerSettings({ ...ENV, CTRLRUN_POLICY: policy, CTRLRUN_POLICY_FILE: '/x.yaml' }, { generate: false })).rejects.toThrow(/both CTRLRUN_POLICY and CTRLRUN_POLICY_FILE/);
-    await expect(loadWorkerSettings({ ...ENV, CTRLRUN_POLICY: policy, CTRLRUN_CONFIG: 'executors:\n  a.run: { module: ./t.mjs }\n' }, { generate: false })).rejects.toThrow(/this runtime cannot import modules/);
+    await expect(
+      loadWorkerSettings({ ...ENV, CTRLRUN_POLICY: policy, CTRLRUN_CONFIG: 'executors:\n  a.run: { module: ./t.mjs }\n' }, { generate: false }),
+    ).rejects.toThrow(/this runtime cannot import modules/);
     await expect(loadWorkerSettings({ ...ENV, CTRLRUN_POLICY: 'schema: nope\n' }, { generate: false })).rejects.toThrow(/CTRLRUN_POLICY/);
   });
 
   it('a header secret with a line break is refused at start, naming the variable and never its value', async () => {
     const policy = 'schema: ctrlrun.policy/v2\nactions:\n  a.run:\n    decision: allow\n';
     const config = 'executors:\n  a.run:\n    http: { url: "http://127.0.0.1:1/", headers: { authorization: { env: UP_KEY } } }\n';
-    const err = await loadWorkerSettings({ ...ENV, UP_KEY: 'abc\r\nX-Injected: 1', CTRLRUN_POLICY: policy, CTRLRUN_CONFIG: config }, { generate: false }).then(() => new Error('accepted'), (e: unknown) => e as Error);
+    const err = await loadWorkerSettings({ ...ENV, UP_KEY: 'abc\r\nX-Injected: 1', CTRLRUN_POLICY: policy, CTRLRUN_CONFIG: config }, { generate: false }).then(
+      () => new Error('accepted'),
+      (e: unknown) => e as Error,
+    );
     expect(err).toBeInstanceOf(InvalidArgument);
     expect(err.message).toMatch(/headers\.authorization: the variable UP_KEY holds a character a header cannot carry/);
     expect(err.message).not.toContain('abc');
     // An executor named __proto__ is a name like any other: the policy lists no such action.
-    await expect(loadWorkerSettings({ ...ENV, CTRLRUN_POLICY: policy, CTRLRUN_CONFIG: 'executors:\n  __proto__:\n    http: { url: "http://127.0.0.1:1/" }\n' }, { generate: false })).rejects.toThrow(/executors\.__proto__: the policy \(CTRLRUN_POLICY\) has no action "__proto__"/);
+    await expect(
+      loadWorkerSettings(
+        { ...ENV, CTRLRUN_POLICY: policy, CTRLRUN_CONFIG: 'executors:\n  __proto__:\n    http: { url: "http://127.0.0.1:1/" }\n' },
+        { generate: false },
+      ),
+    ).rejects.toThrow(/executors\.__proto__: the policy \(CTRLRUN_POLICY\) has no action "__proto__"/);
   });
 
   it('JWT settings from the config: agents present a signed token (its key from a variable); operators keep their static token', async () => {
@@ -115,19 +151,36 @@ describe('the config document', () => {
     const keys = await generateKeyPair('ES256', { extractable: true });
     const policy = 'schema: ctrlrun.policy/v2\nactions:\n  a.run:\n    decision: allow\n';
     const config = 'jwt:\n  issuer: https://idp.example\n  audience: ctrlrun\n  algorithms: [ES256]\n  publicKey: { env: JWT_KEY }\n  claimNames: [team]\n';
-    const s = await loadWorkerSettings({ ...ENV, JWT_KEY: await exportSPKI(keys.publicKey), CTRLRUN_POLICY: policy, CTRLRUN_CONFIG: config }, { generate: false });
-    const token = await new SignJWT({ team: 'payments' }).setProtectedHeader({ alg: 'ES256', typ: 'JWT' }).setIssuer('https://idp.example').setAudience('ctrlrun').setSubject('jwt-agent').setExpirationTime('5m').sign(keys.privateKey);
+    const s = await loadWorkerSettings(
+      { ...ENV, JWT_KEY: await exportSPKI(keys.publicKey), CTRLRUN_POLICY: policy, CTRLRUN_CONFIG: config },
+      { generate: false },
+    );
+    const token = await new SignJWT({ team: 'payments' })
+      .setProtectedHeader({ alg: 'ES256', typ: 'JWT' })
+      .setIssuer('https://idp.example')
+      .setAudience('ctrlrun')
+      .setSubject('jwt-agent')
+      .setExpirationTime('5m')
+      .sign(keys.privateKey);
     const who = await s.auth(new Request('http://x.invalid/', { headers: { authorization: `Bearer ${token}` } }));
     expect(who).toMatchObject({ role: 'agent', principal: { agent: 'jwt-agent', claims: { team: 'payments' }, issuer: 'https://idp.example' } });
-    expect(await s.auth(new Request('http://x.invalid/', { headers: { authorization: `Bearer ${OPERATOR}` } }))).toEqual({ role: 'operator', operator: 'human:operator' });
+    expect(await s.auth(new Request('http://x.invalid/', { headers: { authorization: `Bearer ${OPERATOR}` } }))).toEqual({
+      role: 'operator',
+      operator: 'human:operator',
+    });
     expect(s.agents).toContain('JWT from https://idp.example');
-    await expect(loadWorkerSettings({ ...ENV, CTRLRUN_POLICY: policy, CTRLRUN_CONFIG: config }, { generate: false })).rejects.toThrow(/jwt\.publicKey: the variable JWT_KEY is not set/);
+    await expect(loadWorkerSettings({ ...ENV, CTRLRUN_POLICY: policy, CTRLRUN_CONFIG: config }, { generate: false })).rejects.toThrow(
+      /jwt\.publicKey: the variable JWT_KEY is not set/,
+    );
   });
 
   it('CTRLRUN_POLICY_FILE is read; actions that can run but have no executor are listed (never-run deny actions are not)', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'ctrlrun-policy-'));
     try {
-      await writeFile(join(dir, 'p.yaml'), 'schema: ctrlrun.policy/v2\nactions:\n  a.run:\n    decision: allow\n  b.wait:\n    decision: approve\n  c.never:\n    decision: deny\n');
+      await writeFile(
+        join(dir, 'p.yaml'),
+        'schema: ctrlrun.policy/v2\nactions:\n  a.run:\n    decision: allow\n  b.wait:\n    decision: approve\n  c.never:\n    decision: deny\n',
+      );
       const s = await loadWorkerSettings({ ...ENV, CTRLRUN_POLICY_FILE: join(dir, 'p.yaml') }, { generate: false, runtime: NODE_RUNTIME });
       expect(s.policySource).toBe(join(dir, 'p.yaml'));
       expect(s.missing).toEqual(['a.run', 'b.wait']);
@@ -177,7 +230,11 @@ describe('npm run worker -- --config examples/worker.yaml, against a real upstre
     const before = upstream.calls();
     const first = await call(worker.url, AGENT, 'POST', '/v1/actions', { name: 'billing.refund', arguments: { payment_id: 'p_1', amount: 500 } });
     expect(first.status).toBe(200);
-    expect(first.json).toMatchObject({ status: 'committed', effectKey: 'refund:p_1', result: { status: 200, body: { id: 're_p_1', amount: 500, status: 'succeeded' } } });
+    expect(first.json).toMatchObject({
+      status: 'committed',
+      effectKey: 'refund:p_1',
+      result: { status: 200, body: { id: 're_p_1', amount: 500, status: 'succeeded' } },
+    });
     expect(upstream.refunds.get('refund:p_1')?.authorization).toBe('Bearer upstream-secret');
     const again = await call(worker.url, AGENT, 'POST', '/v1/actions', { name: 'billing.refund', arguments: { payment_id: 'p_1', amount: 500 } });
     expect(again.status).toBe(409);
@@ -190,9 +247,17 @@ describe('npm run worker -- --config examples/worker.yaml, against a real upstre
     expect(asked.status).toBe(202);
     expect(upstream.calls()).toBe(before);
     expect((await call(worker.url, OPERATOR, 'POST', `/v1/approvals/${String(asked.json['requestId'])}/grant`)).status).toBe(200);
-    const run = await call(worker.url, AGENT, 'POST', '/v1/actions', { name: 'billing.refund', arguments: { payment_id: 'p_2', amount: 20000 }, approvalId: asked.json['requestId'] });
+    const run = await call(worker.url, AGENT, 'POST', '/v1/actions', {
+      name: 'billing.refund',
+      arguments: { payment_id: 'p_2', amount: 20000 },
+      approvalId: asked.json['requestId'],
+    });
     expect(run.status).toBe(200);
-    const twice = await call(worker.url, AGENT, 'POST', '/v1/actions', { name: 'billing.refund', arguments: { payment_id: 'p_2', amount: 20000 }, approvalId: asked.json['requestId'] });
+    const twice = await call(worker.url, AGENT, 'POST', '/v1/actions', {
+      name: 'billing.refund',
+      arguments: { payment_id: 'p_2', amount: 20000 },
+      approvalId: asked.json['requestId'],
+    });
     expect(twice.status).toBe(409);
     expect(upstream.calls() - before).toBe(1);
     const lookup = await call(worker.url, AGENT, 'POST', '/v1/actions', { name: 'billing.lookup', arguments: { payment_id: 'p_2' } });
@@ -207,7 +272,12 @@ it('the npm script itself: `npm run worker -- --config …` serves the config; a
   const upstream = (await startFakeUpstream(0)) as Upstream;
   const copy = await exampleCopy(upstream.url, (t) => t.replace(/  billing\.lookup:\n    module: \.\/worker\/tools\.mjs\n    export: lookup\n/, ''));
   // Its own process group: npm starts tsx, which starts node; stopping npm alone would leave them running.
-  const child = spawn('npm', ['run', '--silent', 'worker', '--', '--config', copy.config], { cwd: root, env: { ...process.env, ...ENV, PORT: '0' }, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  const child = spawn('npm', ['run', '--silent', 'worker', '--', '--config', copy.config], {
+    cwd: root,
+    env: { ...process.env, ...ENV, PORT: '0' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
+  });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   let output = '';
   try {

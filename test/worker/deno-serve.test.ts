@@ -15,7 +15,11 @@ import { startFakeUpstream } from '../../examples/worker/fake-upstream.mjs';
 import { describePg, freshDatabase, type FreshDatabase } from '../support/pg-cluster.js';
 import { bundleDeno, denoCommand, root } from './bundle.js';
 
-interface Upstream { url: string; calls(): number; close(): Promise<void> }
+interface Upstream {
+  url: string;
+  calls(): number;
+  close(): Promise<void>;
+}
 
 const ROOT_EXAMPLES = join(root, 'examples');
 const AGENT = 'agent-token-for-deno-serve-t';
@@ -36,11 +40,15 @@ async function exampleConfig(upstreamUrl: string): Promise<{ dir: string; config
 /** `deno serve` on a free port; resolves once the banner names where it listens. */
 async function denoServe(env: Record<string, string>): Promise<{ url: string; output: () => string; stop(): Promise<void> }> {
   const [command, prefix] = denoCommand();
-  const child: ChildProcess = spawn(command, [...prefix, 'serve', '-A', '--node-modules-dir=manual', '--no-config', '--host', '127.0.0.1', '--port', '0', await entry], {
-    cwd: root,
-    env: { ...process.env, ...DENO_ENV, CTRLRUN_AGENT_TOKEN: AGENT, CTRLRUN_OPERATOR_TOKEN: OPERATOR, UPSTREAM_TOKEN: 'upstream-secret', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child: ChildProcess = spawn(
+    command,
+    [...prefix, 'serve', '-A', '--node-modules-dir=manual', '--no-config', '--host', '127.0.0.1', '--port', '0', await entry],
+    {
+      cwd: root,
+      env: { ...process.env, ...DENO_ENV, CTRLRUN_AGENT_TOKEN: AGENT, CTRLRUN_OPERATOR_TOKEN: OPERATOR, UPSTREAM_TOKEN: 'upstream-secret', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   let output = '';
   const url = await new Promise<string>((resolve, reject) => {
     child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
@@ -101,7 +109,11 @@ async function onceAcrossRestart(databaseUrl: string, storeLine: string): Promis
       expect(again.status).toBe(409);
       expect((again.json['error'] as { code: string }).code).toBe('ERR_DUPLICATE_EFFECT');
       expect(upstream.calls()).toBe(1);
-      const lookup = await fetch(`${second.url}/v1/actions`, { method: 'POST', headers: { authorization: `Bearer ${AGENT}`, 'content-type': 'application/json' }, body: '{"name":"billing.lookup","arguments":{"payment_id":"deno_1"}}' });
+      const lookup = await fetch(`${second.url}/v1/actions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${AGENT}`, 'content-type': 'application/json' },
+        body: '{"name":"billing.lookup","arguments":{"payment_id":"deno_1"}}',
+      });
       expect(await lookup.json()).toMatchObject({ status: 'committed', result: { payment_id: 'deno_1', status: 'paid' } });
       const verify = await fetch(`${second.url}/v1/receipts/verify`, { headers: { authorization: `Bearer ${OPERATOR}` } });
       expect(await verify.json()).toMatchObject({ ok: true, breaks: [] });
@@ -123,18 +135,26 @@ describePg('deno serve on PostgreSQL (DATABASE_URL)', (server) => {
     await db?.drop();
   });
 
-  it('serves the config, runs a refund once, and refuses the retry after a restart', async () => {
-    await onceAcrossRestart(db.url, db.url.replace(/\/\/([^:/@]+):[^@/]*@/, '//$1:***@'));
-  }, TIMEOUT);
+  it(
+    'serves the config, runs a refund once, and refuses the retry after a restart',
+    async () => {
+      await onceAcrossRestart(db.url, db.url.replace(/\/\/([^:/@]+):[^@/]*@/, '//$1:***@'));
+    },
+    TIMEOUT,
+  );
 });
 
 describe('deno serve on the local file store for Deno (pglite:DIR)', () => {
-  it('keeps the reservation across a restart in the directory', async () => {
-    const dir = await mkdtemp(join(tmpdir(), 'ctrlrun-deno-pglite-'));
-    try {
-      await onceAcrossRestart(`pglite:${dir}`, `pglite:${dir}`);
-    } finally {
-      await rm(dir, { recursive: true, force: true });
-    }
-  }, TIMEOUT);
+  it(
+    'keeps the reservation across a restart in the directory',
+    async () => {
+      const dir = await mkdtemp(join(tmpdir(), 'ctrlrun-deno-pglite-'));
+      try {
+        await onceAcrossRestart(`pglite:${dir}`, `pglite:${dir}`);
+      } finally {
+        await rm(dir, { recursive: true, force: true });
+      }
+    },
+    TIMEOUT,
+  );
 });

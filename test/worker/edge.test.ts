@@ -39,7 +39,14 @@ describe('credentials', () => {
       },
     };
     const auth = identityProviderAuth(provider as never, { environment: 'production' });
-    await auth(new Request('http://x.invalid/', { headers: new Headers([['__proto__', 'p'], ['x-agent', 'bot']]) }));
+    await auth(
+      new Request('http://x.invalid/', {
+        headers: new Headers([
+          ['__proto__', 'p'],
+          ['x-agent', 'bot'],
+        ]),
+      }),
+    );
     expect(seen).not.toBeNull();
     expect(Object.keys(seen!).sort()).toEqual(['__proto__', 'x-agent']);
     expect(seen!['__proto__']).toBe('p');
@@ -50,7 +57,12 @@ describe('credentials', () => {
     expect(() => staticTokens([])).toThrow(/at least one/);
     expect(() => staticTokens([{ role: 'agent', token: 'short', agent: 'a' }])).toThrow(/tokens\[0\]\.token/);
     const same = 'x'.repeat(20);
-    expect(() => staticTokens([{ role: 'agent', token: same, agent: 'a' }, { role: 'operator', token: same, operator: 'o' }])).toThrow(/configured twice/);
+    expect(() =>
+      staticTokens([
+        { role: 'agent', token: same, agent: 'a' },
+        { role: 'operator', token: same, operator: 'o' },
+      ]),
+    ).toThrow(/configured twice/);
     expect(() => staticTokens([{ role: 'operator', token: 'y'.repeat(20), operator: 'line\nbreak' }])).toThrow(/operator/);
     expect(() => staticTokens([{ role: 'admin', token: 'z'.repeat(20) } as never])).toThrow(/role/);
   });
@@ -124,9 +136,19 @@ describe('the JSON path of a refused float', () => {
 });
 
 const names = fc.constantFrom('stripe.refund', 'flaky.charge', 'free.form', 'db.drop', 'upstream.call', 'unknown.thing');
-const args = fc.dictionary(fc.constantFrom('payment_id', 'amount', 'id', 'mode', 'table', 'resource', 'x', '__proto__', 'data_scope'), fc.jsonValue({ maxDepth: 2 }), { maxKeys: 4 });
+const args = fc.dictionary(
+  fc.constantFrom('payment_id', 'amount', 'id', 'mode', 'table', 'resource', 'x', '__proto__', 'data_scope'),
+  fc.jsonValue({ maxDepth: 2 }),
+  { maxKeys: 4 },
+);
 const plausible = fc.record(
-  { name: fc.oneof(names, fc.string()), arguments: fc.oneof(args, fc.jsonValue({ maxDepth: 1 })), effectKey: fc.oneof(fc.string(), fc.constant(null)), approvalId: fc.oneof(fc.string(), fc.integer()), resource: fc.string() },
+  {
+    name: fc.oneof(names, fc.string()),
+    arguments: fc.oneof(args, fc.jsonValue({ maxDepth: 1 })),
+    effectKey: fc.oneof(fc.string(), fc.constant(null)),
+    approvalId: fc.oneof(fc.string(), fc.integer()),
+    resource: fc.string(),
+  },
   { requiredKeys: [] },
 );
 const body = fc.oneof(
@@ -150,7 +172,12 @@ const malformed = fc.oneof(
       return true;
     }
   }),
-  fc.tuple(plausible, fc.double({ noNaN: true, noDefaultInfinity: true }).filter((d) => !Number.isInteger(d))).map(([v, d]) => JSON.stringify({ ...v, name: 'stripe.refund', arguments: { payment_id: 'p', amount: d } })),
+  fc
+    .tuple(
+      plausible,
+      fc.double({ noNaN: true, noDefaultInfinity: true }).filter((d) => !Number.isInteger(d)),
+    )
+    .map(([v, d]) => JSON.stringify({ ...v, name: 'stripe.refund', arguments: { payment_id: 'p', amount: d } })),
   plausible.map((v) => JSON.stringify({ ...v, principal: { agent: 'someone' } })),
 );
 
@@ -196,12 +223,27 @@ describe('fuzzed bodies', () => {
     const { app } = createDemoApp({ store: await createSqlJsStore(), tryItStore, auth });
     const step = fc.oneof(
       body,
-      fc.record({ op: fc.constantFrom('refund', 'approve', 'other'), payment_id: fc.string(), amount: fc.oneof(fc.integer(), fc.double()), lose_reply: fc.jsonValue({ maxDepth: 0 }), request_id: fc.string() }, { requiredKeys: ['op'] }).map((v) => JSON.stringify(v)),
+      fc
+        .record(
+          {
+            op: fc.constantFrom('refund', 'approve', 'other'),
+            payment_id: fc.string(),
+            amount: fc.oneof(fc.integer(), fc.double()),
+            lose_reply: fc.jsonValue({ maxDepth: 0 }),
+            request_id: fc.string(),
+          },
+          { requiredKeys: ['op'] },
+        )
+        .map((v) => JSON.stringify(v)),
     );
     await fc.assert(
       fc.asyncProperty(step, fc.constantFrom(AGENT, OPERATOR), async (text, token) => {
         const before = (await tryItStore.events()).length;
-        const r = await app.request('/v1/try-it/step', { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: text });
+        const r = await app.request('/v1/try-it/step', {
+          method: 'POST',
+          headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+          body: text,
+        });
         expect(ALLOWED_STATUSES.has(r.status), `${r.status} ${await r.clone().text()}`).toBe(true);
         if (EDGE_STATUSES.has(r.status)) expect((await tryItStore.events()).length).toBe(before);
         await r.body?.cancel();

@@ -29,7 +29,7 @@ const post = (h: Harness, path: string, cookie: string, form: Record<string, str
 const unescape = (html: string) => html.replace(/&#(\d+);/g, (_m, n: string) => String.fromCharCode(Number(n)));
 
 describe('POST /v1/approvals/:id/grant with an edit', () => {
-  it('grants the edited arguments under a new request id; the agent\'s retry of the original runs the edit once', async () => {
+  it("grants the edited arguments under a new request id; the agent's retry of the original runs the edit once", async () => {
     const h = await harness();
     const id = await ask(h, { payment_id: 'e1', amount: 500000 });
     const r = await h.call('POST', `/v1/approvals/${id}/grant`, OPERATOR, { edit: { arguments: { payment_id: 'e1', amount: 400000 } } });
@@ -37,7 +37,13 @@ describe('POST /v1/approvals/:id/grant with an edit', () => {
     const approval = r.json['approval'] as Record<string, unknown>;
     expect(approval['editedFrom']).toBe(id);
     expect(approval['approvalId']).not.toBe(id);
-    expect(r.json['edit']).toMatchObject({ proposed: id, approved: approval['approvalId'], editor: 'human:ops', proposedArguments: { amount: 500000, payment_id: 'e1' }, approvedArguments: { amount: 400000, payment_id: 'e1' } });
+    expect(r.json['edit']).toMatchObject({
+      proposed: id,
+      approved: approval['approvalId'],
+      editor: 'human:ops',
+      proposedArguments: { amount: 500000, payment_id: 'e1' },
+      approvedArguments: { amount: 400000, payment_id: 'e1' },
+    });
     expect((await h.store.getApproval(id))?.status).toBe('denied');
     const run = await h.call('POST', '/v1/actions', AGENT, { name: 'stripe.refund', arguments: { payment_id: 'e1', amount: 500000 }, approvalId: id });
     expect(run.status).toBe(200);
@@ -48,7 +54,7 @@ describe('POST /v1/approvals/:id/grant with an edit', () => {
     expect(h.calls).toHaveLength(1);
   });
 
-  it('an edit the policy denies is 403 with the rule\'s sentence, and the request stays pending', async () => {
+  it("an edit the policy denies is 403 with the rule's sentence, and the request stays pending", async () => {
     const h = await harness();
     const id = await ask(h, { payment_id: 'e2', amount: 500000 });
     const before = await h.counts();
@@ -86,7 +92,7 @@ describe('POST /v1/approvals/:id/grant with an edit', () => {
   });
 });
 
-describe('the inbox\'s Edit and approve', () => {
+describe("the inbox's Edit and approve", () => {
   it('prefills the proposed arguments (with __proto__ and an invisible character, exactly), shows the diff, then approves on confirmation', async () => {
     const h = await harness();
     const id = await ask(h, '{"name":"stripe.refund","arguments":{"payment_id":"in_\u202e1","amount":200000,"__proto__":"x"}}');
@@ -101,7 +107,9 @@ describe('the inbox\'s Edit and approve', () => {
     expect(review.status).toBe(200);
     const page = await review.text();
     expect(page).toContain('data-diff');
-    expect(page).toMatch(/<tr data-change="changed"><th scope="row"><code>&#34;amount&#34;<\/code><\/th><td><code>200000<\/code><\/td><td><code>150000<\/code><\/td>/);
+    expect(page).toMatch(
+      /<tr data-change="changed"><th scope="row"><code>&#34;amount&#34;<\/code><\/th><td><code>200000<\/code><\/td><td><code>150000<\/code><\/td>/,
+    );
     expect(page).toContain('data-change="added"');
     expect(page).not.toContain('<b>hi</b>');
     expect(page).not.toContain('\u202e');
@@ -140,16 +148,29 @@ describe('the inbox\'s Edit and approve', () => {
   });
 });
 
-describe('the inbox\'s Edit and approve: property', () => {
-  const key = fc.oneof(fc.constantFrom('__proto__', 'constructor', 'a\u0000b', '\u202e', '\u200b', 'x\u2028y', '</textarea>', '&amp;', '"'), fc.string({ maxLength: 6 }));
-  const value = fc.oneof(fc.string({ maxLength: 10 }), fc.constantFrom('\u001b[2J', '\u202eevil', '</textarea><script>', '&#34;'), fc.integer(), fc.boolean(), fc.constant(null));
-  const args = fc.dictionary(key, fc.oneof(value, fc.array(value, { maxLength: 3 }), fc.dictionary(key, value, { maxKeys: 2 })), { maxKeys: 5 })
+describe("the inbox's Edit and approve: property", () => {
+  const key = fc.oneof(
+    fc.constantFrom('__proto__', 'constructor', 'a\u0000b', '\u202e', '\u200b', 'x\u2028y', '</textarea>', '&amp;', '"'),
+    fc.string({ maxLength: 6 }),
+  );
+  const value = fc.oneof(
+    fc.string({ maxLength: 10 }),
+    fc.constantFrom('\u001b[2J', '\u202eevil', '</textarea><script>', '&#34;'),
+    fc.integer(),
+    fc.boolean(),
+    fc.constant(null),
+  );
+  const args = fc
+    .dictionary(key, fc.oneof(value, fc.array(value, { maxLength: 3 }), fc.dictionary(key, value, { maxKeys: 2 })), { maxKeys: 5 })
     .filter((a) => !Object.prototype.hasOwnProperty.call(a, 'data_scope'));
 
   it('what the page prefills, what the review posts back and what is granted are exactly the arguments as hashed', async () => {
-    const h = await harness({}, `${POLICY}  edit.me:
+    const h = await harness(
+      {},
+      `${POLICY}  edit.me:
     decision: approve
-`);
+`,
+    );
     const { cookie, csrf } = await signedIn(h);
     let runs = 0;
     await fc.assert(

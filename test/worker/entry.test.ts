@@ -27,7 +27,12 @@ describe('configuration from the environment', () => {
   it('reads demo mode, CORS origins and DATABASE_URL; refuses a bad CTRLRUN_DEMO', () => {
     const env = { CTRLRUN_AGENT_TOKEN: AGENT, CTRLRUN_OPERATOR_TOKEN: OPERATOR };
     expect(configFromEnv(env, { generate: false })).toMatchObject({ demo: true, cors: null, databaseUrl: null, generated: [] });
-    expect(configFromEnv({ ...env, CTRLRUN_DEMO: 'off', CTRLRUN_CORS_ORIGINS: 'https://a.example, https://b.example', DATABASE_URL: 'sqlite:/tmp/x.db' }, { generate: false })).toMatchObject({
+    expect(
+      configFromEnv(
+        { ...env, CTRLRUN_DEMO: 'off', CTRLRUN_CORS_ORIGINS: 'https://a.example, https://b.example', DATABASE_URL: 'sqlite:/tmp/x.db' },
+        { generate: false },
+      ),
+    ).toMatchObject({
       demo: false,
       cors: { origins: ['https://a.example', 'https://b.example'] },
       databaseUrl: 'sqlite:/tmp/x.db',
@@ -56,7 +61,11 @@ describe('the Node entry', () => {
     const dir = await mkdtemp(join(tmpdir(), 'ctrlrun-worker-'));
     const env = { CTRLRUN_AGENT_TOKEN: AGENT, CTRLRUN_OPERATOR_TOKEN: OPERATOR, DATABASE_URL: `sqlite:${join(dir, 'ctrlrun.db')}` };
     const post = (url: string) =>
-      fetch(`${url}/v1/actions`, { method: 'POST', headers: { authorization: `Bearer ${AGENT}`, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'stripe.refund', arguments: { payment_id: 'db_1', amount: 100 } }) });
+      fetch(`${url}/v1/actions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${AGENT}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ name: 'stripe.refund', arguments: { payment_id: 'db_1', amount: 100 } }),
+      });
     try {
       const printed: string[] = [];
       const first = await startNodeWorker({ env, port: 0, print: (t) => printed.push(t) });
@@ -82,6 +91,8 @@ describe('the Node entry', () => {
   });
 
   it('an unknown DATABASE_URL scheme is a clear error at start', async () => {
-    await expect(startNodeWorker({ env: { CTRLRUN_AGENT_TOKEN: AGENT, CTRLRUN_OPERATOR_TOKEN: OPERATOR, DATABASE_URL: 'mongodb://x' }, port: 0, print: () => undefined })).rejects.toThrow(/unknown scheme "mongodb"/);
+    await expect(
+      startNodeWorker({ env: { CTRLRUN_AGENT_TOKEN: AGENT, CTRLRUN_OPERATOR_TOKEN: OPERATOR, DATABASE_URL: 'mongodb://x' }, port: 0, print: () => undefined }),
+    ).rejects.toThrow(/unknown scheme "mongodb"/);
   });
 });

@@ -122,17 +122,31 @@ describe('httpForwarder', () => {
   });
 
   it('neverConnected knows the connect-phase failures of Node, Deno and workerd, and nothing else', () => {
-    const nodeRefused = Object.assign(new TypeError('fetch failed'), { cause: Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:9'), { code: 'ECONNREFUSED' }) });
+    const nodeRefused = Object.assign(new TypeError('fetch failed'), {
+      cause: Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:9'), { code: 'ECONNREFUSED' }),
+    });
     expect(neverConnected(nodeRefused)).toBe(true);
     expect(neverConnected(Object.assign(new TypeError('fetch failed'), { cause: { code: 'ENOTFOUND' } }))).toBe(true);
     expect(neverConnected(Object.assign(new TypeError('fetch failed'), { cause: { code: 'ERR_TLS_CERT_ALTNAME_INVALID' } }))).toBe(true);
     // Deno 2.9's shapes, as it throws them.
     const deno = (message: string) => Object.assign(new TypeError('fetch failed'), { cause: new Error(message) });
-    expect(neverConnected(deno('error sending request for url (http://127.0.0.1:45999/): client error (Connect): tcp connect error: Connection refused (os error 111)'))).toBe(true);
-    expect(neverConnected(deno('error sending request for url (http://no-such-host.invalid/): client error (Connect): dns error: failed to lookup address information: Name or service not known'))).toBe(true);
+    expect(
+      neverConnected(
+        deno('error sending request for url (http://127.0.0.1:45999/): client error (Connect): tcp connect error: Connection refused (os error 111)'),
+      ),
+    ).toBe(true);
+    expect(
+      neverConnected(
+        deno(
+          'error sending request for url (http://no-such-host.invalid/): client error (Connect): dns error: failed to lookup address information: Name or service not known',
+        ),
+      ),
+    ).toBe(true);
     // workerd says the same for a refused connection as for a reset: not proof of anything.
     expect(neverConnected(new Error('Network connection lost.'))).toBe(false);
-    expect(neverConnected(Object.assign(new TypeError('fetch failed'), { cause: Object.assign(new Error('other side closed'), { code: 'UND_ERR_SOCKET' }) }))).toBe(false);
+    expect(
+      neverConnected(Object.assign(new TypeError('fetch failed'), { cause: Object.assign(new Error('other side closed'), { code: 'UND_ERR_SOCKET' }) })),
+    ).toBe(false);
     expect(neverConnected(Object.assign(new TypeError('fetch failed'), { cause: { code: 'ECONNRESET' } }))).toBe(false);
     expect(neverConnected(new DOMException('aborted', 'AbortError'))).toBe(false);
     expect(neverConnected('ECONNREFUSED')).toBe(false);

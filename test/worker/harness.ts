@@ -48,7 +48,13 @@ export interface Harness {
   store: StateStore;
   control: Control;
   calls: string[];
-  call(method: string, path: string, token: string | null, body?: unknown, headers?: Record<string, string>): Promise<{ status: number; json: Record<string, unknown>; headers: Headers; text: string }>;
+  call(
+    method: string,
+    path: string,
+    token: string | null,
+    body?: unknown,
+    headers?: Record<string, string>,
+  ): Promise<{ status: number; json: Record<string, unknown>; headers: Headers; text: string }>;
   /** How many records the store holds, of each kind. */
   counts(): Promise<{ events: number; receipts: number; effects: number; approvals: number }>;
 }

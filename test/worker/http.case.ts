@@ -37,7 +37,11 @@ export function describeWorkerHttp(runtime: string, open: () => Promise<Target>)
       const headers: Record<string, string> = {};
       if (token !== null) headers['authorization'] = `Bearer ${token}`;
       if (body !== undefined) headers['content-type'] = 'application/json';
-      const response = await target.fetch(path, { method, headers, ...(body === undefined ? {} : { body: typeof body === 'string' ? body : JSON.stringify(body) }) });
+      const response = await target.fetch(path, {
+        method,
+        headers,
+        ...(body === undefined ? {} : { body: typeof body === 'string' ? body : JSON.stringify(body) }),
+      });
       const text = await response.text();
       return { status: response.status, json: JSON.parse(text) as Json };
     };
@@ -84,7 +88,11 @@ export function describeWorkerHttp(runtime: string, open: () => Promise<Target>)
       expect(actionHash).toMatch(/^sha256:[0-9a-f]{64}$/);
 
       const pending = (await approvals('pending')).find((a) => a['requestId'] === requestId);
-      expect(pending).toMatchObject({ status: 'pending', actionHash, action: { name: 'stripe.refund', arguments: { amount: 250000, payment_id: 'pay_flow' }, principal: { agent: 'refund-agent', user: null } } });
+      expect(pending).toMatchObject({
+        status: 'pending',
+        actionHash,
+        action: { name: 'stripe.refund', arguments: { amount: 250000, payment_id: 'pay_flow' }, principal: { agent: 'refund-agent', user: null } },
+      });
 
       const granted = await call('POST', `/v1/approvals/${requestId}/grant`, OPERATOR_TOKEN);
       expect(granted.status).toBe(200);
@@ -92,11 +100,24 @@ export function describeWorkerHttp(runtime: string, open: () => Promise<Target>)
 
       const done = await refund('pay_flow', 250000, { approvalId: requestId });
       expect(done.status, JSON.stringify(done.json)).toBe(200);
-      expect(done.json).toMatchObject({ status: 'committed', actionHash, effectKey: 'refund:pay_flow', result: { id: 're_pay_flow', amount: 250000, status: 'succeeded' } });
+      expect(done.json).toMatchObject({
+        status: 'committed',
+        actionHash,
+        effectKey: 'refund:pay_flow',
+        result: { id: 're_pay_flow', amount: 250000, status: 'succeeded' },
+      });
 
       const receipt = await call('GET', `/v1/receipts/${String(done.json['receiptId'])}`, OPERATOR_TOKEN);
       expect(receipt.status).toBe(200);
-      expect(receipt.json['receipt']).toMatchObject({ action: 'stripe.refund', action_hash: actionHash, decision: 'approve', approval_id: requestId, approver: OPERATOR, result: 'committed', effect_key: 'refund:pay_flow' });
+      expect(receipt.json['receipt']).toMatchObject({
+        action: 'stripe.refund',
+        action_hash: actionHash,
+        decision: 'approve',
+        approval_id: requestId,
+        approver: OPERATOR,
+        result: 'committed',
+        effect_key: 'refund:pay_flow',
+      });
 
       // Used once: the same approval again is refused, and nothing runs twice.
       const again = await refund('pay_flow', 250000, { approvalId: requestId });
@@ -148,7 +169,11 @@ export function describeWorkerHttp(runtime: string, open: () => Promise<Target>)
       expect((await call('GET', '/v1/receipts', AGENT_TOKEN)).status).toBe(403);
       expect((await call('POST', '/v1/effects/refund:pay_edge/resolve', AGENT_TOKEN, { state: 'failed' })).status).toBe(403);
 
-      const text = await target.fetch('/v1/actions', { method: 'POST', headers: { authorization: `Bearer ${AGENT_TOKEN}`, 'content-type': 'text/plain' }, body: JSON.stringify(body) });
+      const text = await target.fetch('/v1/actions', {
+        method: 'POST',
+        headers: { authorization: `Bearer ${AGENT_TOKEN}`, 'content-type': 'text/plain' },
+        body: JSON.stringify(body),
+      });
       expect(text.status).toBe(415);
       expect(((await text.json()) as Json)['error']).toMatchObject({ code: 'ERR_UNSUPPORTED_MEDIA_TYPE' });
 
@@ -185,14 +210,22 @@ export function describeWorkerHttp(runtime: string, open: () => Promise<Target>)
       const bom = await target.fetch('/v1/actions', {
         method: 'POST',
         headers: { authorization: `Bearer ${AGENT_TOKEN}`, 'content-type': 'application/json' },
-        body: new Uint8Array([0xef, 0xbb, 0xbf, ...new TextEncoder().encode(JSON.stringify({ name: 'stripe.refund', arguments: { payment_id: 'pay_bom', amount: 1 } }))]),
+        body: new Uint8Array([
+          0xef,
+          0xbb,
+          0xbf,
+          ...new TextEncoder().encode(JSON.stringify({ name: 'stripe.refund', arguments: { payment_id: 'pay_bom', amount: 1 } })),
+        ]),
       });
       expect(bom.status).toBe(400);
       expect(((await bom.json()) as Json)['error']).toMatchObject({ message: expect.stringContaining('byte order mark') });
     });
 
     it('sends no CORS headers by default', async () => {
-      const preflight = await target.fetch('/v1/actions', { method: 'OPTIONS', headers: { origin: 'https://evil.example', 'access-control-request-method': 'POST' } });
+      const preflight = await target.fetch('/v1/actions', {
+        method: 'OPTIONS',
+        headers: { origin: 'https://evil.example', 'access-control-request-method': 'POST' },
+      });
       expect(preflight.headers.get('access-control-allow-origin')).toBeNull();
       await preflight.body?.cancel();
     });

@@ -33,7 +33,15 @@ describe('the operator inbox', () => {
     const plain = (await login(h, OPERATOR)).headers.get('set-cookie')!;
     expect(plain).toMatch(/^ctrlrun_session=[\w-]+\.[\w-]+; Path=\/inbox; HttpOnly; SameSite=Strict; Max-Age=28800$/);
     expect((await login(h, OPERATOR, 'https://inbox.test')).headers.get('set-cookie')).toMatch(/; Secure$/);
-    expect((await h.app.request('http://inbox.test/inbox/login', { method: 'POST', headers: { 'x-forwarded-proto': 'https' }, body: new URLSearchParams({ token: OPERATOR }) })).headers.get('set-cookie')).toMatch(/; Secure$/);
+    expect(
+      (
+        await h.app.request('http://inbox.test/inbox/login', {
+          method: 'POST',
+          headers: { 'x-forwarded-proto': 'https' },
+          body: new URLSearchParams({ token: OPERATOR }),
+        })
+      ).headers.get('set-cookie'),
+    ).toMatch(/; Secure$/);
   });
 
   it('an agent credential is refused at login and sees nothing; a forged or missing cookie sees the login form', async () => {
@@ -91,7 +99,12 @@ describe('the operator inbox', () => {
 
   it('shows every hashed argument (with __proto__), the hash, the rule, who asked and when; approves once through the kernel', async () => {
     const h = await harness();
-    const asked = await h.call('POST', '/v1/actions', AGENT, '{"name":"stripe.refund","arguments":{"payment_id":"in_1","amount":200000,"__proto__":{"polluted":true}}}');
+    const asked = await h.call(
+      'POST',
+      '/v1/actions',
+      AGENT,
+      '{"name":"stripe.refund","arguments":{"payment_id":"in_1","amount":200000,"__proto__":{"polluted":true}}}',
+    );
     expect(asked.status).toBe(202);
     const id = String(asked.json['requestId']);
     const { cookie, csrf, html } = await signedIn(h);
@@ -104,12 +117,17 @@ describe('the operator inbox', () => {
     expect(granted.status).toBe(303);
     expect((await h.store.getApproval(id))!.status).toBe('granted');
     expect((await h.store.getApproval(id))!.approver).toBe('human:ops');
-    const again = await h.call('POST', '/v1/actions', AGENT, `{"name":"stripe.refund","arguments":{"payment_id":"in_1","amount":200000,"__proto__":{"polluted":true}},"approvalId":"${id}"}`);
+    const again = await h.call(
+      'POST',
+      '/v1/actions',
+      AGENT,
+      `{"name":"stripe.refund","arguments":{"payment_id":"in_1","amount":200000,"__proto__":{"polluted":true}},"approvalId":"${id}"}`,
+    );
     expect(again.status).toBe(200);
     expect(h.calls).toEqual(['refund in_1']);
   });
 
-  it('a post without the CSRF token, with another session\'s token, or from another origin changes nothing', async () => {
+  it("a post without the CSRF token, with another session's token, or from another origin changes nothing", async () => {
     const h = await harness();
     const asked = await h.call('POST', '/v1/actions', AGENT, { name: 'stripe.refund', arguments: { payment_id: 'in_2', amount: 200000 } });
     const id = String(asked.json['requestId']);
@@ -142,8 +160,19 @@ describe('the operator inbox', () => {
     const h = await harness();
     const asked = await h.call('POST', '/v1/actions', AGENT, { name: 'stripe.refund', arguments: { payment_id: 'in_3', amount: 200000 } });
     const id = String(asked.json['requestId']);
-    expect((await h.app.request('http://inbox.test/inbox/login', { method: 'POST', body: new URLSearchParams({ token: OPERATOR, pad: 'x'.repeat(20_000) }) })).status).toBe(413);
-    expect((await h.app.request('http://inbox.test/inbox/login', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ token: OPERATOR }) })).status).toBe(415);
+    expect(
+      (await h.app.request('http://inbox.test/inbox/login', { method: 'POST', body: new URLSearchParams({ token: OPERATOR, pad: 'x'.repeat(20_000) }) }))
+        .status,
+    ).toBe(413);
+    expect(
+      (
+        await h.app.request('http://inbox.test/inbox/login', {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ token: OPERATOR }),
+        })
+      ).status,
+    ).toBe(415);
     const { cookie, csrf } = await signedIn(h);
     const chunked = new ReadableStream<Uint8Array>({
       start(controller) {
@@ -152,7 +181,12 @@ describe('the operator inbox', () => {
         controller.close();
       },
     });
-    const big = await h.app.request(`http://inbox.test/inbox/approvals/${id}/grant`, { method: 'POST', headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' }, body: chunked, duplex: 'half' } as RequestInit);
+    const big = await h.app.request(`http://inbox.test/inbox/approvals/${id}/grant`, {
+      method: 'POST',
+      headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' },
+      body: chunked,
+      duplex: 'half',
+    } as RequestInit);
     expect(big.status).toBe(413);
     expect((await h.store.getApproval(id))!.status).toBe('pending');
   });
@@ -178,14 +212,36 @@ describe('the operator inbox', () => {
     expect(live).toContain('note\\u200b');
     expect(live).toContain('\\u0085x\\u2066y\\u2069');
     // Property: whatever invisible characters an argument holds, the live region has none of them raw.
-    const invisible = fc.constantFrom('\u202a', '\u202b', '\u202d', '\u202e', '\u2066', '\u2067', '\u2068', '\u2069', '\u200b', '\u200e', '\u200f', '\u2028', '\u2029', '\u0085', '\u009b', '\u007f', '\ufeff', '\u{e0041}');
+    const invisible = fc.constantFrom(
+      '\u202a',
+      '\u202b',
+      '\u202d',
+      '\u202e',
+      '\u2066',
+      '\u2067',
+      '\u2068',
+      '\u2069',
+      '\u200b',
+      '\u200e',
+      '\u200f',
+      '\u2028',
+      '\u2029',
+      '\u0085',
+      '\u009b',
+      '\u007f',
+      '\ufeff',
+      '\u{e0041}',
+    );
     await fc.assert(
-      fc.asyncProperty(fc.array(fc.oneof(invisible, fc.string({ maxLength: 3 })), { minLength: 1, maxLength: 8 }).map((parts) => parts.join('')), async (text) => {
-        const r = await h.call('POST', '/v1/actions', AGENT, { name: 'stripe.refund', arguments: { payment_id: `p${text}`, amount: 200000 } });
-        expect([202, 409]).toContain(r.status);
-        const page = await (await h.app.request('http://inbox.test/inbox/live', { headers: { cookie: (await signedIn(h)).cookie } })).text();
-        expect(page.replace(/\n/g, '')).not.toMatch(/[\p{Cc}\p{Cf}\p{Cs}\p{Zl}\p{Zp}]/u);
-      }),
+      fc.asyncProperty(
+        fc.array(fc.oneof(invisible, fc.string({ maxLength: 3 })), { minLength: 1, maxLength: 8 }).map((parts) => parts.join('')),
+        async (text) => {
+          const r = await h.call('POST', '/v1/actions', AGENT, { name: 'stripe.refund', arguments: { payment_id: `p${text}`, amount: 200000 } });
+          expect([202, 409]).toContain(r.status);
+          const page = await (await h.app.request('http://inbox.test/inbox/live', { headers: { cookie: (await signedIn(h)).cookie } })).text();
+          expect(page.replace(/\n/g, '')).not.toMatch(/[\p{Cc}\p{Cf}\p{Cs}\p{Zl}\p{Zp}]/u);
+        },
+      ),
       { numRuns: 15 },
     );
   });

@@ -17,9 +17,18 @@ const sign = (key: CryptoKey, claims: Record<string, unknown> = {}) =>
 
 async function jwtApp() {
   const provider = await createJwtIdentityProvider({
-    publicKey: await exportSPKI(keys.publicKey), algorithms: ['ES256'], issuer: ISSUER, audience: AUDIENCE, tokenType: 'jwt', claimNames: ['team'], logger: { warn() {} },
+    publicKey: await exportSPKI(keys.publicKey),
+    algorithms: ['ES256'],
+    issuer: ISSUER,
+    audience: AUDIENCE,
+    tokenType: 'jwt',
+    claimNames: ['team'],
+    logger: { warn() {} },
   });
-  const auth = anyOf(staticTokens([{ role: 'operator', token: OPERATOR, operator: 'human:ops' }]), identityProviderAuth(provider, { environment: 'production' }));
+  const auth = anyOf(
+    staticTokens([{ role: 'operator', token: OPERATOR, operator: 'human:ops' }]),
+    identityProviderAuth(provider, { environment: 'production' }),
+  );
   return harness({ auth });
 }
 
@@ -30,7 +39,13 @@ describe('JWT agents on the worker', () => {
     const r = await h.call('POST', '/v1/actions', token, { name: 'stripe.refund', arguments: { payment_id: 'j1', amount: 500 } });
     expect(r.status).toBe(200);
     const [row] = await h.store.receipts();
-    expect(JSON.parse(row!.json!).principal).toEqual({ agent: 'support-agent', user: null, claims: { team: 'payments' }, issuer: ISSUER, expires_at: expect.any(String) });
+    expect(JSON.parse(row!.json!).principal).toEqual({
+      agent: 'support-agent',
+      user: null,
+      claims: { team: 'payments' },
+      issuer: ISSUER,
+      expires_at: expect.any(String),
+    });
     const pending = await h.call('POST', '/v1/actions', token, { name: 'stripe.refund', arguments: { payment_id: 'j2', amount: 200000 } });
     expect(pending.status).toBe(202);
     expect((await h.call('POST', `/v1/approvals/${String(pending.json['requestId'])}/grant`, token)).status).toBe(403);
@@ -39,7 +54,12 @@ describe('JWT agents on the worker', () => {
 
   it('a token signed by another key, expired, or for another audience is 401 and writes nothing', async () => {
     const h = await jwtApp();
-    for (const bad of [await sign(other.privateKey), await sign(keys.privateKey, { exp: now - 600 }), await sign(keys.privateKey, { aud: 'someone-else' }), 'not.a.jwt']) {
+    for (const bad of [
+      await sign(other.privateKey),
+      await sign(keys.privateKey, { exp: now - 600 }),
+      await sign(keys.privateKey, { aud: 'someone-else' }),
+      'not.a.jwt',
+    ]) {
       const r = await h.call('POST', '/v1/actions', bad, { name: 'stripe.refund', arguments: { payment_id: 'j3', amount: 500 } });
       expect(r.status).toBe(401);
     }

@@ -11,7 +11,12 @@ import { createSqlJsStore } from '@ctrlrun/store-sqljs';
 import { AGENT, harness, OPERATOR, type Harness } from './harness.js';
 
 type Doc = { openapi: string; paths: Record<string, Record<string, { responses: Record<string, { content?: { 'application/json': { schema: unknown } } }> }>> };
-interface Seen { method: string; path: string; status: number; json: unknown }
+interface Seen {
+  method: string;
+  path: string;
+  status: number;
+  json: unknown;
+}
 
 const pointer = (...parts: string[]): string => parts.map((p) => `/${p.replace(/~/g, '~0').replace(/\//g, '~1')}`).join('');
 
@@ -35,7 +40,9 @@ function validateAll(doc: Doc, seen: Seen[]): Set<string> {
     const response = op.responses[String(s.status)];
     expect(response, `${s.method} ${s.path} answered ${s.status}, which the document does not list for ${template}`).toBeDefined();
     expect(response!.content?.['application/json'], `${template} ${s.status} has no JSON schema`).toBeDefined();
-    const validate = ajv.getSchema(`openapi.json#${pointer('paths', template, s.method.toLowerCase(), 'responses', String(s.status), 'content', 'application/json', 'schema')}`)!;
+    const validate = ajv.getSchema(
+      `openapi.json#${pointer('paths', template, s.method.toLowerCase(), 'responses', String(s.status), 'content', 'application/json', 'schema')}`,
+    )!;
     const ok = validate(s.json);
     expect(ok, `${s.method} ${s.path} ${s.status}: ${ajv.errorsText(validate.errors)}\n${JSON.stringify(s.json).slice(0, 600)}`).toBe(true);
     covered.add(`${template} ${s.method} ${s.status}`);
@@ -60,7 +67,8 @@ describe('the OpenAPI document', () => {
     expect(doc.openapi).toBe('3.1.0');
     const ajv = new Ajv2020.default({ strict: false });
     ajv.addSchema(doc as object, 'openapi.json');
-    for (const name of Object.keys((r.json['components'] as { schemas: object }).schemas)) expect(ajv.getSchema(`openapi.json#/components/schemas/${name}`)).toBeTypeOf('function');
+    for (const name of Object.keys((r.json['components'] as { schemas: object }).schemas))
+      expect(ajv.getSchema(`openapi.json#/components/schemas/${name}`)).toBeTypeOf('function');
   });
 
   it('every real response of every route matches its schema, for each status the suite provokes', async () => {
@@ -130,12 +138,25 @@ describe('the OpenAPI document', () => {
     await call('POST', '/v1/try-it/step', null, { op: 'refund', payment_id: 't1', amount: 100 });
     await call('POST', '/v1/try-it/step', AGENT, []);
     // No credential, and the agent's credential, on every operator route.
-    for (const [method, path] of [['GET', '/v1/approvals'], ['POST', `/v1/approvals/${id}/grant`], ['POST', `/v1/approvals/${id}/deny`], ['GET', '/v1/effects/x'], ['POST', '/v1/effects/x/resolve'], ['GET', '/v1/receipts'], ['GET', '/v1/receipts/verify'], ['GET', `/v1/receipts/${first}`]] as const) {
+    for (const [method, path] of [
+      ['GET', '/v1/approvals'],
+      ['POST', `/v1/approvals/${id}/grant`],
+      ['POST', `/v1/approvals/${id}/deny`],
+      ['GET', '/v1/effects/x'],
+      ['POST', '/v1/effects/x/resolve'],
+      ['GET', '/v1/receipts'],
+      ['GET', '/v1/receipts/verify'],
+      ['GET', `/v1/receipts/${first}`],
+    ] as const) {
       await call(method, path, null, method === 'POST' ? {} : undefined);
       await call(method, path, AGENT, method === 'POST' ? {} : undefined);
     }
     const off = await harness();
-    seen.push({ method: 'POST', path: '/v1/try-it/step', ...(await off.call('POST', '/v1/try-it/step', AGENT, { op: 'refund', payment_id: 't', amount: 1 }).then((r) => ({ status: r.status, json: r.json }))) });
+    seen.push({
+      method: 'POST',
+      path: '/v1/try-it/step',
+      ...(await off.call('POST', '/v1/try-it/step', AGENT, { op: 'refund', payment_id: 't', amount: 1 }).then((r) => ({ status: r.status, json: r.json }))),
+    });
     // The pending-approvals limit.
     const limited = await harness({ maxPendingApprovals: 1 });
     for (const n of [1, 2]) {
@@ -148,15 +169,21 @@ describe('the OpenAPI document', () => {
     expect(Object.keys(pendingView.approvals[0]!.action.arguments)).toContain('__proto__');
     const covered = validateAll(doc, seen);
     // Every operation and every status the document lists was provoked (401/403 where a route has them).
-    const listed = Object.entries(doc.paths).flatMap(([t, item]) => Object.entries(item).flatMap(([m, op]) => Object.keys(op.responses).map((s) => `${t} ${m.toUpperCase()} ${s}`)));
+    const listed = Object.entries(doc.paths).flatMap(([t, item]) =>
+      Object.entries(item).flatMap(([m, op]) => Object.keys(op.responses).map((s) => `${t} ${m.toUpperCase()} ${s}`)),
+    );
     expect(listed.filter((l) => !covered.has(l))).toEqual([]);
   }, 120_000);
 
   it('a response the document does not describe is caught (the check can fail)', async () => {
     const h = await harness();
     const doc = (await h.call('GET', '/v1/openapi.json', null)).json as unknown as Doc;
-    expect(() => validateAll(doc, [{ method: 'GET', path: '/healthz', status: 200, json: { ok: true, extra: 1 } }])).toThrow(/must NOT have additional properties/);
-    expect(() => validateAll(doc, [{ method: 'POST', path: '/v1/actions', status: 200, json: { status: 'committed' } }])).toThrow(/must have required property/);
+    expect(() => validateAll(doc, [{ method: 'GET', path: '/healthz', status: 200, json: { ok: true, extra: 1 } }])).toThrow(
+      /must NOT have additional properties/,
+    );
+    expect(() => validateAll(doc, [{ method: 'POST', path: '/v1/actions', status: 200, json: { status: 'committed' } }])).toThrow(
+      /must have required property/,
+    );
     expect(() => validateAll(doc, [{ method: 'GET', path: '/healthz', status: 418, json: {} }])).toThrow(/does not list/);
   });
 });

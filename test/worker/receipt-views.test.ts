@@ -25,14 +25,24 @@ async function three(): Promise<{ h: Harness; ids: string[] }> {
 }
 
 describe('receipt views come from the hashed document', () => {
-  it('an edited result, effect_key, action_id or ts column is never served as the receipt\'s', async () => {
+  it("an edited result, effect_key, action_id or ts column is never served as the receipt's", async () => {
     const { h, ids } = await three();
-    await sql(h, `UPDATE receipts SET result = 'committed', effect_key = 'refund:forged', action_id = 'act_forged', ts = '2000-01-01T00:00:00+00:00' WHERE seq = 2`);
+    await sql(
+      h,
+      `UPDATE receipts SET result = 'committed', effect_key = 'refund:forged', action_id = 'act_forged', ts = '2000-01-01T00:00:00+00:00' WHERE seq = 2`,
+    );
     const list = await h.call('GET', '/v1/receipts', OPERATOR);
     expect(list.status).toBe(200);
     const shown = (list.json['receipts'] as Json[])[1]!;
     const document = shown['receipt'] as Json;
-    expect(shown).toMatchObject({ seq: 2, receiptId: ids[1], result: 'denied', effectKey: 'refund:v2', actionId: document['action_id'], ts: document['finished_at'] });
+    expect(shown).toMatchObject({
+      seq: 2,
+      receiptId: ids[1],
+      result: 'denied',
+      effectKey: 'refund:v2',
+      actionId: document['action_id'],
+      ts: document['finished_at'],
+    });
     // The forged values appear only where the break names them, never as a served field.
     const served = (v: Json) => JSON.stringify({ ...v, breaks: undefined });
     expect(served(shown)).not.toContain('forged');
@@ -54,14 +64,21 @@ describe('receipt views come from the hashed document', () => {
 });
 
 describe('a damaged receipt row is a named break, never a 500', () => {
-  for (const [what, value] of [['a string', `'abc'`], ['a fraction', '2.5'], ['a blob', `x'00ff'`]] as const) {
+  for (const [what, value] of [
+    ['a string', `'abc'`],
+    ['a fraction', '2.5'],
+    ['a blob', `x'00ff'`],
+  ] as const) {
     it(`a seq column holding ${what}`, async () => {
       const { h, ids } = await three();
       await sql(h, `UPDATE receipts SET seq = ${value} WHERE seq = 2`);
       const list = await h.call('GET', '/v1/receipts', OPERATOR);
       expect(list.status, JSON.stringify(list.json)).toBe(200);
       const damaged = (list.json['receipts'] as Json[]).find((r) => r['receiptId'] === ids[1])!;
-      expect(damaged).toMatchObject({ intact: false, breaks: [expect.objectContaining({ name: 'content_altered', seq: null, detail: expect.stringContaining('not an integer') })] });
+      expect(damaged).toMatchObject({
+        intact: false,
+        breaks: [expect.objectContaining({ name: 'content_altered', seq: null, detail: expect.stringContaining('not an integer') })],
+      });
       const one = await h.call('GET', `/v1/receipts/${ids[1]}`, OPERATOR);
       expect(one.status).toBe(200);
       expect(one.json).toMatchObject({ intact: false, breaks: [expect.objectContaining({ name: 'content_altered' })] });
@@ -76,7 +93,13 @@ describe('a damaged receipt row is a named break, never a 500', () => {
     await sql(h, `UPDATE receipts SET json = '{broken' WHERE seq = 1`);
     const list = await h.call('GET', '/v1/receipts', OPERATOR);
     expect(list.status).toBe(200);
-    expect((list.json['receipts'] as Json[])[0]).toMatchObject({ receipt: null, result: null, intact: false, unverifiedColumns: { receiptId: ids[0], seq: '1' }, breaks: [expect.objectContaining({ name: 'content_altered', seq: 1 })] });
+    expect((list.json['receipts'] as Json[])[0]).toMatchObject({
+      receipt: null,
+      result: null,
+      intact: false,
+      unverifiedColumns: { receiptId: ids[0], seq: '1' },
+      breaks: [expect.objectContaining({ name: 'content_altered', seq: 1 })],
+    });
     expect((await h.call('GET', `/v1/receipts/${ids[0]}`, OPERATOR)).json).toMatchObject({ receipt: null, intact: false });
     const verify = await h.call('GET', '/v1/receipts/verify', OPERATOR);
     expect(verify.status).toBe(200);
@@ -94,7 +117,8 @@ describe('a damaged receipt row is a named break, never a 500', () => {
       expect(r.status).toBe(200);
       seen.push(...(r.json['receipts'] as Json[]).map((x) => x['seq']));
       if (r.json['next'] === null) {
-        if (seen.length < 3) expect(r.json['breaks']).toEqual([expect.objectContaining({ name: 'content_altered', detail: expect.stringContaining('no integer seq') })]);
+        if (seen.length < 3)
+          expect(r.json['breaks']).toEqual([expect.objectContaining({ name: 'content_altered', detail: expect.stringContaining('no integer seq') })]);
         break;
       }
       after = r.json['next'] as number;

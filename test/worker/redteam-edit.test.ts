@@ -15,8 +15,13 @@ describe('edited receipts through the worker, red team', () => {
     const asked = await h.call('POST', '/v1/actions', AGENT, { name: 'stripe.refund', arguments: { payment_id: 'e9', amount: 500000 } });
     expect(asked.status).toBe(202);
     const id = String(asked.json['requestId']);
-    const editText = '{"edit":{"arguments":{"payment_id":"e9","amount":400000,"__proto__":{"admin":true},"memo":"a\\u202eb","ref":123456789012345678901234567890}}}';
-    const granted = await h.app.request('http://worker.test/v1/approvals/' + id + '/grant', { method: 'POST', headers: { authorization: `Bearer ${OPERATOR}`, 'content-type': 'application/json' }, body: editText });
+    const editText =
+      '{"edit":{"arguments":{"payment_id":"e9","amount":400000,"__proto__":{"admin":true},"memo":"a\\u202eb","ref":123456789012345678901234567890}}}';
+    const granted = await h.app.request('http://worker.test/v1/approvals/' + id + '/grant', {
+      method: 'POST',
+      headers: { authorization: `Bearer ${OPERATOR}`, 'content-type': 'application/json' },
+      body: editText,
+    });
     expect(granted.status).toBe(200);
     const approvedArgs = ((parseJson(editText) as JsonObject)['edit'] as JsonObject)['arguments'] as JsonObject;
     const reply = parseJson(await granted.text()) as JsonObject;

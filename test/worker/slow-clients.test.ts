@@ -83,7 +83,8 @@ describe('the timeouts, from options or the environment', () => {
   });
 
   it('refuse what is not a whole number of milliseconds, or headers longer than the request', () => {
-    for (const bad of ['0', '-5', '1.5', 'ten', '99999999999']) expect(() => nodeTimeouts({ CTRLRUN_REQUEST_TIMEOUT_MS: bad }), bad).toThrow(/CTRLRUN_REQUEST_TIMEOUT_MS must be a whole number/);
+    for (const bad of ['0', '-5', '1.5', 'ten', '99999999999'])
+      expect(() => nodeTimeouts({ CTRLRUN_REQUEST_TIMEOUT_MS: bad }), bad).toThrow(/CTRLRUN_REQUEST_TIMEOUT_MS must be a whole number/);
     expect(() => nodeTimeouts({}, { requestMs: 0 })).toThrow(/timeouts\.requestMs/);
     expect(() => nodeTimeouts({ CTRLRUN_HEADERS_TIMEOUT_MS: '9000', CTRLRUN_REQUEST_TIMEOUT_MS: '8000' })).toThrow(/cannot exceed/);
   });

@@ -51,7 +51,10 @@ describe('views show exactly the hashed keys', () => {
   it('approvals, grant/deny answers, action results, receipts (by id and listed) and effects', async () => {
     const h = await harness({ executors: executors() }, POLICY);
     const raw = async (method: string, path: string, token: string, body?: string): Promise<{ status: number; json: JsonObject }> => {
-      const init: RequestInit = { method, headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) } };
+      const init: RequestInit = {
+        method,
+        headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      };
       if (body !== undefined) init.body = body;
       const r = await h.app.request(path, init);
       return { status: r.status, json: read(await r.text()) };

@@ -8,7 +8,32 @@
  */
 import { Hono, type Context, type MiddlewareHandler } from 'hono';
 import { cors } from 'hono/cors';
-import { ApprovalMismatch, ApprovalRequired, createAction, createPrincipal, describeError, IdentityError, InvalidArgument, NotExecuted, parseJson, PendingApprovalLimit, resolveEffectTemplate, resolveResourceTemplate, resultToJson, verifyChain, type Action, type ApprovalRecord, type ApprovalStatus, type Control, type EffectRecord, type ExecuteOptions, type Executor, type JsonObject, type ChainReport, type JsonValue } from '@ctrlrun/kernel';
+import {
+  ApprovalMismatch,
+  ApprovalRequired,
+  createAction,
+  createPrincipal,
+  describeError,
+  IdentityError,
+  InvalidArgument,
+  NotExecuted,
+  parseJson,
+  PendingApprovalLimit,
+  resolveEffectTemplate,
+  resolveResourceTemplate,
+  resultToJson,
+  verifyChain,
+  type Action,
+  type ApprovalRecord,
+  type ApprovalStatus,
+  type Control,
+  type EffectRecord,
+  type ExecuteOptions,
+  type Executor,
+  type JsonObject,
+  type ChainReport,
+  type JsonValue,
+} from '@ctrlrun/kernel';
 import { Mutex } from '@ctrlrun/kernel/store';
 import type { TryIt } from '@ctrlrun/kernel/try-it';
 import type { AgentIdentity, Authenticator, Identity, OperatorIdentity } from './auth.js';
@@ -98,16 +123,24 @@ function parseActionRequest(body: JsonValue): ActionRequest {
   if (!isObject(body)) throw badRequest('the request body must be a JSON object { name, arguments, resource?, effectKey?, approvalId? }', '$');
   for (const key of Object.keys(body)) {
     if (key === 'principal') throw badRequest('the principal comes from the credential, never from the body', '$.principal');
-    if (!ACTION_KEYS.has(key)) throw badRequest(`unknown field ${JSON.stringify(key)}: send { name, arguments, resource?, effectKey?, approvalId? }`, `$[${JSON.stringify(key)}]`);
+    if (!ACTION_KEYS.has(key))
+      throw badRequest(`unknown field ${JSON.stringify(key)}: send { name, arguments, resource?, effectKey?, approvalId? }`, `$[${JSON.stringify(key)}]`);
   }
   const name = body['name'];
   if (typeof name !== 'string' || name === '') throw badRequest('name must be a non-empty string (the action name the policy matches)', '$.name');
   const args = body['arguments'] ?? {};
   if (!isObject(args)) throw badRequest('arguments must be a JSON object', '$.arguments');
   // As protect refuses it: the policy derives data_scope, so an agent may not supply one.
-  if (Object.prototype.hasOwnProperty.call(args, 'data_scope')) throw badRequest('an argument may not be named data_scope: it is derived by the policy', '$.arguments.data_scope');
+  if (Object.prototype.hasOwnProperty.call(args, 'data_scope'))
+    throw badRequest('an argument may not be named data_scope: it is derived by the policy', '$.arguments.data_scope');
   const effectKey = optionalString(body, 'effectKey');
-  return { name, arguments: args, resource: optionalString(body, 'resource'), effectKey: effectKey ?? undefined, approvalId: optionalString(body, 'approvalId') ?? null };
+  return {
+    name,
+    arguments: args,
+    resource: optionalString(body, 'resource'),
+    effectKey: effectKey ?? undefined,
+    approvalId: optionalString(body, 'approvalId') ?? null,
+  };
 }
 
 /** The action as a human must see it before answering: every hashed field, and the hashed text. */
@@ -265,29 +298,38 @@ export function createApp(options: AppOptions): App {
     app.use('/v1/*', cors({ origin: origins, allowHeaders: ['authorization', 'content-type'], allowMethods: ['GET', 'POST'], maxAge: 600 }));
   }
 
-  const as = (roles: readonly Identity['role'][], what: string): MiddlewareHandler<Env> => async (c, next) => {
-    let identity: Identity | null;
-    try {
-      identity = await auth(c.req.raw);
-    } catch (err) {
-      if (err instanceof IdentityError) return errorResponse(401, err.code, err.message, {}, { 'www-authenticate': 'Bearer error="invalid_token"' });
-      throw err;
-    }
-    if (identity === null) return errorResponse(401, 'ERR_IDENTITY', 'a bearer credential is required (Authorization: Bearer <token>)', {}, { 'www-authenticate': 'Bearer' });
-    if (!roles.includes(identity.role)) return errorResponse(403, 'ERR_FORBIDDEN', `an ${identity.role} credential cannot ${what}`);
-    if (identity.role === 'agent') {
-      // A principal the kernel would refuse is the credential's fault, not the body's.
+  const as =
+    (roles: readonly Identity['role'][], what: string): MiddlewareHandler<Env> =>
+    async (c, next) => {
+      let identity: Identity | null;
       try {
-        createPrincipal(identity.principal);
+        identity = await auth(c.req.raw);
       } catch (err) {
-        if (!(err instanceof InvalidArgument)) throw err;
-        return errorResponse(401, 'ERR_IDENTITY', `the credential's principal is not valid: ${err.message}`, {}, { 'www-authenticate': 'Bearer error="invalid_token"' });
+        if (err instanceof IdentityError) return errorResponse(401, err.code, err.message, {}, { 'www-authenticate': 'Bearer error="invalid_token"' });
+        throw err;
       }
-    }
-    c.set('identity', identity);
-    await next();
-    return undefined;
-  };
+      if (identity === null)
+        return errorResponse(401, 'ERR_IDENTITY', 'a bearer credential is required (Authorization: Bearer <token>)', {}, { 'www-authenticate': 'Bearer' });
+      if (!roles.includes(identity.role)) return errorResponse(403, 'ERR_FORBIDDEN', `an ${identity.role} credential cannot ${what}`);
+      if (identity.role === 'agent') {
+        // A principal the kernel would refuse is the credential's fault, not the body's.
+        try {
+          createPrincipal(identity.principal);
+        } catch (err) {
+          if (!(err instanceof InvalidArgument)) throw err;
+          return errorResponse(
+            401,
+            'ERR_IDENTITY',
+            `the credential's principal is not valid: ${err.message}`,
+            {},
+            { 'www-authenticate': 'Bearer error="invalid_token"' },
+          );
+        }
+      }
+      c.set('identity', identity);
+      await next();
+      return undefined;
+    };
   const agent = as(['agent'], 'propose actions');
   const operator = (what: string) => as(['operator'], what);
 
@@ -334,7 +376,10 @@ export function createApp(options: AppOptions): App {
     }
     let action: Action;
     try {
-      action = createAction({ name: request.name, arguments: request.arguments, principal: identity.principal, resource, environment: control.environment }, { ids: control.ids });
+      action = createAction(
+        { name: request.name, arguments: request.arguments, principal: identity.principal, resource, environment: control.environment },
+        { ids: control.ids },
+      );
     } catch (err) {
       if (err instanceof InvalidArgument) throw badRequest(err.message, '$.arguments');
       throw err;
@@ -359,7 +404,10 @@ export function createApp(options: AppOptions): App {
       const stored = scopedCallerKey(action.name, request.effectKey);
       const taken = templateCollision(control.policy, stored);
       if (taken !== null) {
-        throw badRequest(`effectKey ${JSON.stringify(request.effectKey)} would be stored as ${JSON.stringify(stored)}, which the effect template ${JSON.stringify(taken.template)} of ${taken.action} can also produce: choose another key`, '$.effectKey');
+        throw badRequest(
+          `effectKey ${JSON.stringify(request.effectKey)} would be stored as ${JSON.stringify(stored)}, which the effect template ${JSON.stringify(taken.template)} of ${taken.action} can also produce: choose another key`,
+          '$.effectKey',
+        );
       }
       exec.effectKey = stored;
     } else {
@@ -369,10 +417,15 @@ export function createApp(options: AppOptions): App {
     const slot = await pendingLimit.acquire(action, request.approvalId);
     if ('refused' in slot) {
       const who = `${action.principal.agent}${action.principal.user === null ? '' : ` (user ${action.principal.user})`}`;
-      return errorResponse(429, 'ERR_TOO_MANY_PENDING_APPROVALS', `${who} already has ${slot.refused} approval request${slot.refused === 1 ? '' : 's'} waiting or under way, the most this server takes (maxPendingApprovals ${slot.limit}): wait until an operator answers them or they expire`, {
-        limit: slot.limit,
-        pending: slot.refused,
-      });
+      return errorResponse(
+        429,
+        'ERR_TOO_MANY_PENDING_APPROVALS',
+        `${who} already has ${slot.refused} approval request${slot.refused === 1 ? '' : 's'} waiting or under way, the most this server takes (maxPendingApprovals ${slot.limit}): wait until an operator answers them or they expire`,
+        {
+          limit: slot.limit,
+          pending: slot.refused,
+        },
+      );
     }
     try {
       return await propose(action, exec);
@@ -385,7 +438,11 @@ export function createApp(options: AppOptions): App {
   const propose = async (action: Action, exec: ExecuteOptions): Promise<Response> => {
     const fn = executorFor(executors, action.name);
     // Which side of the executor call an error came from decides 422 / 502 / the kernel's status.
-    const call: { phase: 'not_called' | 'threw' | 'returned'; thrown: unknown; effectKey: string | null } = { phase: 'not_called', thrown: undefined, effectKey: null };
+    const call: { phase: 'not_called' | 'threw' | 'returned'; thrown: unknown; effectKey: string | null } = {
+      phase: 'not_called',
+      thrown: undefined,
+      effectKey: null,
+    };
     const run: Executor<unknown> = async (args, context) => {
       call.effectKey = context.effectKey;
       try {
@@ -416,14 +473,22 @@ export function createApp(options: AppOptions): App {
         return jsonResponse(202, { status: 'approval_required', requestId: err.requestId, ...ids, expiresAt: record?.request.expiresAt, message: err.message });
       }
       const { phase, effectKey } = call;
-      const outcomeUnknown = (phase === 'threw' && err === call.thrown && !(err instanceof NotExecuted)) ||
-        (phase === 'returned' && typeof (err as { code?: unknown }).code === 'string' && ['ERR_DUPLICATE_EFFECT', 'ERR_AMBIGUOUS_EFFECT'].includes((err as { code: string }).code));
+      const outcomeUnknown =
+        (phase === 'threw' && err === call.thrown && !(err instanceof NotExecuted)) ||
+        (phase === 'returned' &&
+          typeof (err as { code?: unknown }).code === 'string' &&
+          ['ERR_DUPLICATE_EFFECT', 'ERR_AMBIGUOUS_EFFECT'].includes((err as { code: string }).code));
       if (outcomeUnknown) {
-        return errorResponse(502, 'ERR_AMBIGUOUS_EFFECT', `the outcome of ${action.name} is unknown (${describeError(err)}); it is recorded AMBIGUOUS${effectKey === null ? '' : ' and a retry is refused until an operator resolves it'}`, {
-          ...ids,
-          effectKey,
-          outcome: 'ambiguous',
-        });
+        return errorResponse(
+          502,
+          'ERR_AMBIGUOUS_EFFECT',
+          `the outcome of ${action.name} is unknown (${describeError(err)}); it is recorded AMBIGUOUS${effectKey === null ? '' : ' and a retry is refused until an operator resolves it'}`,
+          {
+            ...ids,
+            effectKey,
+            outcome: 'ambiguous',
+          },
+        );
       }
       return responseForError(err, phase === 'threw' ? { ...ids, effectKey } : ids);
     }
@@ -441,7 +506,8 @@ export function createApp(options: AppOptions): App {
     const records = await store.approvalsPage({ status: status as ApprovalStatus | undefined, after, limit: pageSize + 1 });
     const page = records.slice(0, pageSize);
     const last = page.at(-1);
-    const next = records.length > pageSize && last !== undefined ? encodeApprovalCursor({ createdAt: last.request.createdAt, requestId: last.request.requestId }) : null;
+    const next =
+      records.length > pageSize && last !== undefined ? encodeApprovalCursor({ createdAt: last.request.createdAt, requestId: last.request.requestId }) : null;
     return jsonResponse(200, { approvals: page.map(approvalJson), next });
   });
 
@@ -453,7 +519,14 @@ export function createApp(options: AppOptions): App {
       try {
         if (verb === 'grant') {
           const a = await control.grantApproval(id, edit === null ? { approver } : { approver, via: 'worker', edit: { arguments: edit } });
-          const approval = { approvalId: a.approvalId, status: 'granted', actionHash: a.actionHash, approver: a.approver, grantedAt: a.grantedAt, expiresAt: a.expiresAt };
+          const approval = {
+            approvalId: a.approvalId,
+            status: 'granted',
+            actionHash: a.actionHash,
+            approver: a.approver,
+            grantedAt: a.grantedAt,
+            expiresAt: a.expiresAt,
+          };
           if (a.approvalId === id) return jsonResponse(200, { approval });
           // An edit: the grant is a new request, bound to the edited hash; the proposed one is denied.
           return jsonResponse(200, { approval: { ...approval, editedFrom: id }, edit: await control.approvalEdit(a.approvalId) });
@@ -479,13 +552,17 @@ export function createApp(options: AppOptions): App {
     const body = await readJsonBody(c.req.raw, limit);
     if (!isObject(body)) throw badRequest('the request body must be { "state": "committed" | "failed" }', '$');
     const extra = Object.keys(body).find((k) => k !== 'state');
-    if (extra !== undefined) throw badRequest(`unknown field ${JSON.stringify(extra)}: send { "state": "committed" | "failed" }`, `$[${JSON.stringify(extra)}]`);
+    if (extra !== undefined)
+      throw badRequest(`unknown field ${JSON.stringify(extra)}: send { "state": "committed" | "failed" }`, `$[${JSON.stringify(extra)}]`);
     const state = body['state'];
     if (state !== 'committed' && state !== 'failed') throw badRequest('state must be "committed" or "failed"', '$.state');
     const before = await store.getEffect(key);
     if (before === null) throw notFound(`no effect record for ${key}`);
     if (before.state !== 'ambiguous') {
-      throw new HttpError(409, 'ERR_INVALID_ARGUMENT', `effect ${key} is ${before.state}, not ambiguous: only an ambiguous effect can be resolved`, { effectKey: key, state: before.state });
+      throw new HttpError(409, 'ERR_INVALID_ARGUMENT', `effect ${key} is ${before.state}, not ambiguous: only an ambiguous effect can be resolved`, {
+        effectKey: key,
+        state: before.state,
+      });
     }
     const by = (c.get('identity') as OperatorIdentity).operator;
     return jsonResponse(200, { effect: effectJson(await control.resolveEffect(key, state, { by })) });
@@ -518,7 +595,14 @@ export function createApp(options: AppOptions): App {
       // The cursor is a seq column; a damaged row's seq (not an integer) cannot be one.
       const seqs = page.map((r) => r.seq as unknown).filter((s): s is number => typeof s === 'number' && Number.isSafeInteger(s) && s > after);
       if (seqs.length > 0) body['next'] = Math.max(...seqs);
-      else body['breaks'] = [{ name: 'content_altered', seq: null, detail: `the listing cannot go past seq ${after}: the rows after it have no integer seq (GET /v1/receipts/verify names them all)` }];
+      else
+        body['breaks'] = [
+          {
+            name: 'content_altered',
+            seq: null,
+            detail: `the listing cannot go past seq ${after}: the rows after it have no integer seq (GET /v1/receipts/verify names them all)`,
+          },
+        ];
     }
     return jsonResponse(200, body);
   });
@@ -533,11 +617,19 @@ export function createApp(options: AppOptions): App {
   app.post('/v1/try-it/step', as(['agent', 'operator'], 'use the playground'), async (c) => {
     if (tryIt === null) throw notFound('the playground is off: the worker is not in demo mode');
     const body = await readJsonBody(c.req.raw, limit);
-    if (!isObject(body)) throw badRequest('a step is { op: "refund", payment_id, amount, lose_reply?, approval_id? }, { op: "approve", request_id } or { op: "resolve", effect_key, state }', '$');
+    if (!isObject(body))
+      throw badRequest(
+        'a step is { op: "refund", payment_id, amount, lose_reply?, approval_id? }, { op: "approve", request_id } or { op: "resolve", effect_key, state }',
+        '$',
+      );
     // An agent may only refund: approving and resolving an AMBIGUOUS effect are the operator's (an
     // agent that could resolve its own lost reply as failed could run the refund twice).
     if (body['op'] !== 'refund' && c.get('identity').role !== 'operator') {
-      return errorResponse(403, 'ERR_FORBIDDEN', `an agent credential can only refund: ${body['op'] === 'resolve' ? 'resolving an effect' : 'approving'} is the operator's`);
+      return errorResponse(
+        403,
+        'ERR_FORBIDDEN',
+        `an agent credential can only refund: ${body['op'] === 'resolve' ? 'resolving an effect' : 'approving'} is the operator's`,
+      );
     }
     const result = await tryItSteps.run(() => tryIt.step(body as never));
     return jsonResponse(200, result as unknown as Record<string, unknown>);

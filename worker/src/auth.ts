@@ -74,9 +74,7 @@ export function constantTimeEqual(a: string, b: string): boolean {
 }
 
 function identityOf(t: StaticToken): Identity {
-  return t.role === 'agent'
-    ? { role: 'agent', principal: { agent: t.agent, user: t.user ?? null } }
-    : { role: 'operator', operator: t.operator };
+  return t.role === 'agent' ? { role: 'agent', principal: { agent: t.agent, user: t.user ?? null } } : { role: 'operator', operator: t.operator };
 }
 
 /**
@@ -96,7 +94,8 @@ export function staticTokens(tokens: readonly StaticToken[]): Authenticator {
     seen.add(t.token);
     if (t.role === 'agent') {
       if (typeof t.agent !== 'string' || t.agent === '') throw new InvalidArgument(`${at}.agent must be a non-empty string`);
-      if (t.user !== undefined && t.user !== null && (typeof t.user !== 'string' || t.user === '')) throw new InvalidArgument(`${at}.user must be null or a non-empty string`);
+      if (t.user !== undefined && t.user !== null && (typeof t.user !== 'string' || t.user === ''))
+        throw new InvalidArgument(`${at}.user must be null or a non-empty string`);
     } else if (t.role === 'operator') {
       checkActor(t.operator, `${at}.operator`);
     } else {

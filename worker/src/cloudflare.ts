@@ -66,7 +66,8 @@ export default {
       return errorResponse(503, 'ERR_NOT_CONFIGURED', 'the worker is not configured: bind the Durable Object namespace CTRLRUN_STORE (class CtrlrunStore)');
     }
     const name = typeof env['CTRLRUN_STORE_NAME'] === 'string' && env['CTRLRUN_STORE_NAME'] !== '' ? env['CTRLRUN_STORE_NAME'] : 'default';
-    if (!STORE_NAME.test(name)) return errorResponse(503, 'ERR_NOT_CONFIGURED', 'the worker is not configured: CTRLRUN_STORE_NAME must be 1-128 of A-Z a-z 0-9 . _ : -');
+    if (!STORE_NAME.test(name))
+      return errorResponse(503, 'ERR_NOT_CONFIGURED', 'the worker is not configured: CTRLRUN_STORE_NAME must be 1-128 of A-Z a-z 0-9 . _ : -');
     return namespace.get(namespace.idFromName(name)).fetch(request);
   },
 };

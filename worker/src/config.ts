@@ -48,7 +48,12 @@ function text(env: WorkerEnv, name: string): string | undefined {
 }
 
 /** A token from `variable`; made up (and listed in `generated`) when unset and `generate` allows. */
-export function envToken(env: WorkerEnv, variable: string, role: 'agent' | 'operator', options: { generate: boolean; generated: WorkerConfig['generated']; where?: string }): string {
+export function envToken(
+  env: WorkerEnv,
+  variable: string,
+  role: 'agent' | 'operator',
+  options: { generate: boolean; generated: WorkerConfig['generated']; where?: string },
+): string {
   const given = text(env, variable);
   if (given !== undefined) return given;
   if (!options.generate) throw new InvalidArgument(`${options.where ?? ''}${variable} is not set: bind it as a secret`);
@@ -58,7 +63,10 @@ export function envToken(env: WorkerEnv, variable: string, role: 'agent' | 'oper
 }
 
 /** The two static tokens of `CTRLRUN_AGENT_TOKEN` / `CTRLRUN_OPERATOR_TOKEN`, for `CTRLRUN_AGENT` / `CTRLRUN_OPERATOR`. */
-export function envTokens(env: WorkerEnv, options: { generate: boolean; generated: WorkerConfig['generated'] }): { agent: string; operator: string; tokens: StaticToken[] } {
+export function envTokens(
+  env: WorkerEnv,
+  options: { generate: boolean; generated: WorkerConfig['generated'] },
+): { agent: string; operator: string; tokens: StaticToken[] } {
   const agent = text(env, 'CTRLRUN_AGENT') ?? 'refund-agent';
   const operator = text(env, 'CTRLRUN_OPERATOR') ?? 'human:operator';
   const tokens: StaticToken[] = [
@@ -79,7 +87,12 @@ export function envDemo(env: WorkerEnv): boolean | undefined {
 /** `CTRLRUN_CORS_ORIGINS` as a list, or `undefined` when unset. */
 export function envCorsOrigins(env: WorkerEnv): string[] | undefined {
   const origins = text(env, 'CTRLRUN_CORS_ORIGINS');
-  return origins === undefined ? undefined : origins.split(',').map((o) => o.trim()).filter((o) => o !== '');
+  return origins === undefined
+    ? undefined
+    : origins
+        .split(',')
+        .map((o) => o.trim())
+        .filter((o) => o !== '');
 }
 
 /**

@@ -11,9 +11,17 @@ import { createApp, type App } from './app.js';
 import type { WorkerSettings } from './settings.js';
 
 /** Builds the app for `settings` over `store` (and `tryItStore` for the playground, when on). */
-export function createConfiguredApp(settings: WorkerSettings, options: { store: StateStore; tryItStore?: StateStore | null; clock?: Clock; ids?: IdSource }): { app: App; control: Control } {
+export function createConfiguredApp(
+  settings: WorkerSettings,
+  options: { store: StateStore; tryItStore?: StateStore | null; clock?: Clock; ids?: IdSource },
+): { app: App; control: Control } {
   const extra = { ...(options.clock ? { clock: options.clock } : {}), ...(options.ids ? { ids: options.ids } : {}) };
-  const control = new Control({ policy: settings.policy, store: options.store, ...(settings.environment !== null ? { environment: settings.environment } : {}), ...extra });
+  const control = new Control({
+    policy: settings.policy,
+    store: options.store,
+    ...(settings.environment !== null ? { environment: settings.environment } : {}),
+    ...extra,
+  });
   const tryIt = settings.demo && options.tryItStore ? createTryIt({ store: options.tryItStore, ...extra }) : null;
   const app = createApp({
     control,

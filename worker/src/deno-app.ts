@@ -40,7 +40,9 @@ async function openDatabase(url: string): Promise<StateStore> {
     return await openServerStore(url);
   } catch (err) {
     const message = err instanceof Error ? err.message : String(err);
-    const hint = /better-sqlite3/.test(message) ? ' (on Deno, DATABASE_URL may be postgres://… or pglite:…; a SQLite file needs better-sqlite3, a native addon Deno cannot load)' : '';
+    const hint = /better-sqlite3/.test(message)
+      ? ' (on Deno, DATABASE_URL may be postgres://… or pglite:…; a SQLite file needs better-sqlite3, a native addon Deno cannot load)'
+      : '';
     return fail(`DATABASE_URL ${describeUrl(url)}: ${message}${hint}`);
   }
 }

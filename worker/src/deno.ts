@@ -18,10 +18,13 @@ declare const Deno: {
 
 const env = Deno.env.toObject();
 const { app, banner } = await denoApp();
-Deno.serve({
-  port: Number(env['PORT'] ?? 8787),
-  hostname: env['HOST'] || '127.0.0.1',
-  onListen(addr) {
-    console.log(banner(`http://${addr.hostname}:${addr.port}`));
+Deno.serve(
+  {
+    port: Number(env['PORT'] ?? 8787),
+    hostname: env['HOST'] || '127.0.0.1',
+    onListen(addr) {
+      console.log(banner(`http://${addr.hostname}:${addr.port}`));
+    },
   },
-}, (request) => app.fetch(request));
+  (request) => app.fetch(request),
+);

@@ -73,7 +73,8 @@ const CONNECT_CODES = new Set([
 ]);
 
 /** Deno's wording for failures that happen before a byte of the request is sent. */
-const CONNECT_MESSAGES = /connection refused|tcp connect error|dns error|failed to lookup address|name or service not known|invalid peer certificate|certificate verify failed/i;
+const CONNECT_MESSAGES =
+  /connection refused|tcp connect error|dns error|failed to lookup address|name or service not known|invalid peer certificate|certificate verify failed/i;
 
 /**
  * Whether `error` (a fetch rejection) proves the request never left: a refused connection,

@@ -56,7 +56,13 @@ function dropUndefined(value: unknown): unknown {
 }
 
 /** The `{ error: { code, message, … } }` body. */
-export function errorResponse(status: number, code: string, message: string, details: Record<string, unknown> = {}, headers: Record<string, string> = {}): Response {
+export function errorResponse(
+  status: number,
+  code: string,
+  message: string,
+  details: Record<string, unknown> = {},
+  headers: Record<string, string> = {},
+): Response {
   return jsonResponse(status, { error: { code, message, ...details } }, headers);
 }
 
@@ -148,7 +154,9 @@ export async function readJsonBody(request: Request, limit: number): Promise<Jso
   const bytes = await readLimited(request, limit);
   // TextDecoder would drop a leading BOM silently; JSON text has none (RFC 8259 §8.1).
   if (bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf) {
-    throw new HttpError(400, 'ERR_INVALID_ARGUMENT', 'the request body starts with a UTF-8 byte order mark (BOM, EF BB BF): send JSON text without it', { path: '$' });
+    throw new HttpError(400, 'ERR_INVALID_ARGUMENT', 'the request body starts with a UTF-8 byte order mark (BOM, EF BB BF): send JSON text without it', {
+      path: '$',
+    });
   }
   let text: string;
   try {

@@ -180,7 +180,8 @@ ${body}
     status,
     headers: {
       'content-type': 'text/html; charset=utf-8',
-      'content-security-policy': "default-src 'none'; script-src 'self'; style-src 'unsafe-inline'; img-src data:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+      'content-security-policy':
+        "default-src 'none'; script-src 'self'; style-src 'unsafe-inline'; img-src data:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
       'x-frame-options': 'DENY',
       'referrer-policy': 'no-referrer',
       'x-content-type-options': 'nosniff',
@@ -237,7 +238,8 @@ export function mountInbox(app: Hono<any>, options: InboxOptions): void {
   const secret = options.sessionSecret ?? randomToken();
   if (typeof secret !== 'string' || secret.length < 16) throw new InvalidArgument('sessionSecret must be a string of at least 16 characters');
   const key = crypto.subtle.importKey('raw', encoder.encode(secret), { name: 'HMAC', hash: 'SHA-256' }, false, ['sign']);
-  const sign = async (payload: string): Promise<string> => b64url(new Uint8Array(await crypto.subtle.sign('HMAC', await key, encoder.encode(`ctrlrun-inbox-session:${payload}`))));
+  const sign = async (payload: string): Promise<string> =>
+    b64url(new Uint8Array(await crypto.subtle.sign('HMAC', await key, encoder.encode(`ctrlrun-inbox-session:${payload}`))));
   // A second key from the same secret, for the credential inside the cookie (never the signing key).
   const sealKey = crypto.subtle
     .digest('SHA-256', encoder.encode(`ctrlrun-inbox-credential:${secret}`))
@@ -277,7 +279,9 @@ export function mountInbox(app: Hono<any>, options: InboxOptions): void {
   };
 
   const issue = async (operator: string, token: string): Promise<string> => {
-    const payload = b64url(encoder.encode(JSON.stringify({ operator, exp: Date.now() + SESSION_MS, csrf: randomToken(), cred: await seal(token) } satisfies Session)));
+    const payload = b64url(
+      encoder.encode(JSON.stringify({ operator, exp: Date.now() + SESSION_MS, csrf: randomToken(), cred: await seal(token) } satisfies Session)),
+    );
     return `${payload}.${await sign(payload)}`;
   };
 
@@ -290,7 +294,8 @@ export function mountInbox(app: Hono<any>, options: InboxOptions): void {
     if (text === null) return null;
     try {
       const s = JSON.parse(text) as Session;
-      if (typeof s.operator !== 'string' || typeof s.exp !== 'number' || typeof s.csrf !== 'string' || typeof s.cred !== 'string' || s.exp < Date.now()) return null;
+      if (typeof s.operator !== 'string' || typeof s.exp !== 'number' || typeof s.csrf !== 'string' || typeof s.cred !== 'string' || s.exp < Date.now())
+        return null;
       // The credential is checked on every request: a removed, rotated or expired one ends the session.
       const token = await unseal(s.cred);
       if (token === null) return null;
@@ -310,13 +315,22 @@ export function mountInbox(app: Hono<any>, options: InboxOptions): void {
     const s = await session(c);
     if (s === null) return loginPage('Your session has ended: sign in again.', 401);
     const origin = c.req.header('origin');
-    if (origin !== undefined && origin !== 'null' && origin !== new URL(c.req.url).origin && !(isHttps(c) && origin === new URL(c.req.url).origin.replace(/^http:/, 'https:'))) {
+    if (
+      origin !== undefined &&
+      origin !== 'null' &&
+      origin !== new URL(c.req.url).origin &&
+      !(isHttps(c) && origin === new URL(c.req.url).origin.replace(/^http:/, 'https:'))
+    ) {
       return page('Refused', `<main><p class="flash error" role="alert">Refused: the form was not sent from this inbox.</p></main>`, 403);
     }
     const form = await readForm(c.req.raw);
     if (typeof form === 'string') return formRefusal(form);
     if (typeof form['csrf'] !== 'string' || !constantTimeEqual(form['csrf'], s.csrf)) {
-      return page('Refused', `<main><p class="flash error" role="alert">Refused: the form's CSRF token does not match this session. Reload the inbox and try again.</p><p><a href="/inbox">Back to the inbox</a></p></main>`, 403);
+      return page(
+        'Refused',
+        `<main><p class="flash error" role="alert">Refused: the form's CSRF token does not match this session. Reload the inbox and try again.</p><p><a href="/inbox">Back to the inbox</a></p></main>`,
+        403,
+      );
     }
     return { session: s, form };
   };
@@ -449,15 +463,38 @@ ${diffHtml(action.canonicalArguments, edited)}
     const open = pending.filter((r) => r.request.expiresAt > now);
     return `<section aria-labelledby="pending-h">
 <h2 id="pending-h">Pending approvals (${open.length > SHOWN ? `${SHOWN}+` : open.length})</h2>
-${open.length === 0 ? '<p class="note">Nothing is waiting for you.</p>' : open.slice(0, SHOWN).map((r) => approvalHtml(r, s.csrf)).join('\n')}
+${
+  open.length === 0
+    ? '<p class="note">Nothing is waiting for you.</p>'
+    : open
+        .slice(0, SHOWN)
+        .map((r) => approvalHtml(r, s.csrf))
+        .join('\n')
+}
 </section>
 <section aria-labelledby="ambiguous-h">
 <h2 id="ambiguous-h">Ambiguous effects (${ambiguous.length})</h2>
-${ambiguous.length === 0 ? '<p class="note">No effect is waiting to be resolved.</p>' : ambiguous.slice(0, SHOWN).map((r) => effectHtml(r, s.csrf)).join('\n')}
+${
+  ambiguous.length === 0
+    ? '<p class="note">No effect is waiting to be resolved.</p>'
+    : ambiguous
+        .slice(0, SHOWN)
+        .map((r) => effectHtml(r, s.csrf))
+        .join('\n')
+}
 </section>
 <section aria-labelledby="chain-h">
 <h2 id="chain-h">Receipt chain</h2>
-${report.ok ? `<p class="ok" data-chain="ok">Verified: ${esc(report.verified)} receipts, no break.</p>` : `<p class="bad" data-chain="broken">Broken: ${esc(report.breaks.length)} break(s): ${esc(report.breaks.slice(0, 5).map((b) => `${b.name} at seq ${String(b.seq)}`).join('; '))}</p>`}
+${
+  report.ok
+    ? `<p class="ok" data-chain="ok">Verified: ${esc(report.verified)} receipts, no break.</p>`
+    : `<p class="bad" data-chain="broken">Broken: ${esc(report.breaks.length)} break(s): ${esc(
+        report.breaks
+          .slice(0, 5)
+          .map((b) => `${b.name} at seq ${String(b.seq)}`)
+          .join('; '),
+      )}</p>`
+}
 </section>`;
   };
 
@@ -476,7 +513,7 @@ ${flash ? `<p class="flash" role="status">${esc(flash)}</p>` : ''}
 
   const FLASH: Record<string, string> = {
     granted: 'Approved: the agent may now run it, once.',
-    edited: 'Approved with your edit: the agent\'s call now runs the edited arguments, once.',
+    edited: "Approved with your edit: the agent's call now runs the edited arguments, once.",
     denied: 'Denied.',
     resolved: 'Resolved.',
   };
@@ -494,7 +531,14 @@ ${flash ? `<p class="flash" role="status">${esc(flash)}</p>` : ''}
     if (s === null) return new Response('sign in', { status: 401, headers: { 'content-type': 'text/plain' } });
     // A fragment of the page: the page's own headers (no framing, no sniffing, not cached: it holds the CSRF token).
     return new Response(await liveHtml(s), {
-      headers: { 'content-type': 'text/html; charset=utf-8', 'content-security-policy': "default-src 'none'; frame-ancestors 'none'", 'x-frame-options': 'DENY', 'x-content-type-options': 'nosniff', 'cache-control': 'no-store', 'referrer-policy': 'no-referrer' },
+      headers: {
+        'content-type': 'text/html; charset=utf-8',
+        'content-security-policy': "default-src 'none'; frame-ancestors 'none'",
+        'x-frame-options': 'DENY',
+        'x-content-type-options': 'nosniff',
+        'cache-control': 'no-store',
+        'referrer-policy': 'no-referrer',
+      },
     });
   });
 
@@ -505,9 +549,14 @@ ${flash ? `<p class="flash" role="status">${esc(flash)}</p>` : ''}
     if (token === '' || !/^[A-Za-z0-9\-._~+/]+=*$/.test(token)) return loginPage('Enter the operator credential.', 401);
     const identity = await operatorOf(token);
     if ('refused' in identity) {
-      return identity.refused === 'agent' ? loginPage('That is an agent credential: only an operator can open the inbox.', 403) : loginPage('That credential is not valid.', 401);
+      return identity.refused === 'agent'
+        ? loginPage('That is an agent credential: only an operator can open the inbox.', 403)
+        : loginPage('That credential is not valid.', 401);
     }
-    return new Response(null, { status: 303, headers: { location: '/inbox', 'set-cookie': cookie(c, await issue(identity.operator, token), SESSION_MS / 1000), 'cache-control': 'no-store' } });
+    return new Response(null, {
+      status: 303,
+      headers: { location: '/inbox', 'set-cookie': cookie(c, await issue(identity.operator, token), SESSION_MS / 1000), 'cache-control': 'no-store' },
+    });
   });
 
   app.post('/inbox/logout', async (c) => {
@@ -539,7 +588,8 @@ ${flash ? `<p class="flash" role="status">${esc(flash)}</p>` : ''}
     if (checked instanceof Response) return checked;
     const id = c.req.param('id');
     const record = await store.getApproval(id);
-    if (record === null || record.status !== 'pending') return inbox(checked.session, `Not approved: approval request ${id} is ${record === null ? 'unknown' : record.status}, not pending.`);
+    if (record === null || record.status !== 'pending')
+      return inbox(checked.session, `Not approved: approval request ${id} is ${record === null ? 'unknown' : record.status}, not pending.`);
     const edited = editedArguments(checked.form);
     if ('error' in edited) return inbox(checked.session, `Not approved: ${edited.error}`);
     return editReview(checked.session, record, edited.args);
@@ -569,7 +619,8 @@ ${flash ? `<p class="flash" role="status">${esc(flash)}</p>` : ''}
     const state = checked.form['state'];
     if (state !== 'committed' && state !== 'failed') return inbox(checked.session, 'Not resolved: choose committed or failed.');
     const before = await store.getEffect(key);
-    if (before === null || before.state !== 'ambiguous') return inbox(checked.session, `Not resolved: ${key} is ${before === null ? 'unknown' : before.state}, not ambiguous.`);
+    if (before === null || before.state !== 'ambiguous')
+      return inbox(checked.session, `Not resolved: ${key} is ${before === null ? 'unknown' : before.state}, not ambiguous.`);
     await control.resolveEffect(key, state, { by: checked.session.operator });
     return new Response(null, { status: 303, headers: { location: '/inbox?done=resolved' } });
   });

@@ -7,10 +7,44 @@
  * @module
  */
 export { createApp, type App, type AppOptions, type CorsOptions } from './app.js';
-export { anyOf, identityProviderAuth, bearerToken, constantTimeEqual, generateToken, MIN_TOKEN_LENGTH, staticTokens, type AgentIdentity, type Authenticator, type Identity, type OperatorIdentity, type StaticToken } from './auth.js';
-export { checkExecutors, executorFor, httpForwarder, neverConnected, UpstreamError, type ActionExecutor, type Executors, type ForwardedResult, type HttpForwarderOptions } from './executors.js';
+export {
+  anyOf,
+  identityProviderAuth,
+  bearerToken,
+  constantTimeEqual,
+  generateToken,
+  MIN_TOKEN_LENGTH,
+  staticTokens,
+  type AgentIdentity,
+  type Authenticator,
+  type Identity,
+  type OperatorIdentity,
+  type StaticToken,
+} from './auth.js';
+export {
+  checkExecutors,
+  executorFor,
+  httpForwarder,
+  neverConnected,
+  UpstreamError,
+  type ActionExecutor,
+  type Executors,
+  type ForwardedResult,
+  type HttpForwarderOptions,
+} from './executors.js';
 export { DEFAULT_BODY_LIMIT, HttpError, jsonPathAt, readJsonBody, statusForCode, type WorkerErrorCode } from './http.js';
 export { configFromEnv, envCorsOrigins, envDemo, envText, envToken, envTokens, type WorkerConfig, type WorkerEnv } from './config.js';
 export { createDemoApp, createFakeRemote, type DemoAppOptions, type FakeRemote } from './demo.js';
-export { loadWorkerSettings, parseWorkerConfig, settingsBanner, type ExecutorDeclaration, type ExecutorSummary, type JwtDeclaration, type RuntimeAccess, type SecretRef, type WorkerFileConfig, type WorkerSettings } from './settings.js';
+export {
+  loadWorkerSettings,
+  parseWorkerConfig,
+  settingsBanner,
+  type ExecutorDeclaration,
+  type ExecutorSummary,
+  type JwtDeclaration,
+  type RuntimeAccess,
+  type SecretRef,
+  type WorkerFileConfig,
+  type WorkerSettings,
+} from './settings.js';
 export { createConfiguredApp } from './configured.js';

@@ -68,7 +68,8 @@ function timeoutMs(given: number | undefined, env: WorkerEnv, variable: string, 
 export function nodeTimeouts(env: WorkerEnv, given: NodeTimeouts = {}): Required<NodeTimeouts> {
   const headersMs = timeoutMs(given.headersMs, env, 'CTRLRUN_HEADERS_TIMEOUT_MS', DEFAULT_NODE_TIMEOUTS.headersMs);
   const requestMs = timeoutMs(given.requestMs, env, 'CTRLRUN_REQUEST_TIMEOUT_MS', DEFAULT_NODE_TIMEOUTS.requestMs);
-  if (headersMs > requestMs) throw new InvalidArgument(`the headers timeout (${headersMs} ms) cannot exceed the request timeout (${requestMs} ms), which includes it`);
+  if (headersMs > requestMs)
+    throw new InvalidArgument(`the headers timeout (${headersMs} ms) cannot exceed the request timeout (${requestMs} ms), which includes it`);
   return { headersMs, requestMs };
 }
 
@@ -86,7 +87,12 @@ export async function startNodeWorker(
   options: { env?: WorkerEnv; configPath?: string | null; port?: number; hostname?: string; print?: (text: string) => void; timeouts?: NodeTimeouts } = {},
 ): Promise<NodeWorker> {
   const env = options.env ?? process.env;
-  const config = await loadWorkerSettings(env, { generate: true, configPath: options.configPath ?? null, runtime: NODE_RUNTIME, demoExecutors: createFakeRemote().executors });
+  const config = await loadWorkerSettings(env, {
+    generate: true,
+    configPath: options.configPath ?? null,
+    runtime: NODE_RUNTIME,
+    demoExecutors: createFakeRemote().executors,
+  });
   const timeouts = nodeTimeouts(env, options.timeouts);
   const store = config.databaseUrl ? await openServerStore(config.databaseUrl) : await createSqlJsStore();
   const tryItStore = config.demo ? await createSqlJsStore() : null;
@@ -109,7 +115,12 @@ export async function startNodeWorker(
     server.once('listening', resolve);
     server.once('error', (err: NodeJS.ErrnoException) => {
       const inUse = err.code === 'EADDRINUSE';
-      const failure = inUse ? new Error(`${hostname}:${port} is already in use (another ctrlrun worker, or another program): stop it, or start this one on another port (PORT=8788, or PORT=0 for any free port; HOST picks the address)`, { cause: err }) : err;
+      const failure = inUse
+        ? new Error(
+            `${hostname}:${port} is already in use (another ctrlrun worker, or another program): stop it, or start this one on another port (PORT=8788, or PORT=0 for any free port; HOST picks the address)`,
+            { cause: err },
+          )
+        : err;
       void Promise.allSettled([store.close(), tryItStore?.close()]).then(() => reject(failure));
     });
   });

@@ -22,15 +22,25 @@ const obj = (properties: Record<string, Schema>, required: string[] = Object.key
 });
 
 const schemas: Record<string, Schema> = {
-  Error: obj(
-    {
-      error: obj(
-        { code: { type: 'string', pattern: '^ERR_[A-Z_]+$' }, message: str, path: str, actionId: str, actionHash: hash, effectKey: nullableStr, outcome: { const: 'ambiguous' }, limit: int, pending: int, state: str, reason: str },
-        ['code', 'message'],
-        true,
-      ),
-    },
-  ),
+  Error: obj({
+    error: obj(
+      {
+        code: { type: 'string', pattern: '^ERR_[A-Z_]+$' },
+        message: str,
+        path: str,
+        actionId: str,
+        actionHash: hash,
+        effectKey: nullableStr,
+        outcome: { const: 'ambiguous' },
+        limit: int,
+        pending: int,
+        state: str,
+        reason: str,
+      },
+      ['code', 'message'],
+      true,
+    ),
+  }),
   ActionRequest: obj(
     {
       name: { type: 'string', minLength: 1, description: 'The action name the policy matches.' },
@@ -78,7 +88,15 @@ const schemas: Record<string, Schema> = {
       edit: {
         description: 'Present when the grant approved edited arguments: the proposed request (now denied) and the approved one.',
         type: 'object',
-        properties: { proposed: str, approved: str, editor: str, proposedHash: hash, approvedHash: hash, proposedArguments: { type: 'object' }, approvedArguments: { type: 'object' } },
+        properties: {
+          proposed: str,
+          approved: str,
+          editor: str,
+          proposedHash: hash,
+          approvedHash: hash,
+          proposedArguments: { type: 'object' },
+          approvedArguments: { type: 'object' },
+        },
       },
     },
   },
@@ -116,7 +134,10 @@ const schemas: Record<string, Schema> = {
     },
     ['seq', 'receiptId', 'actionId', 'effectKey', 'result', 'ts', 'prevHash', 'hash', 'receipt', 'intact', 'breaks'],
   ),
-  ReceiptPage: obj({ receipts: { type: 'array', items: ref('Receipt') }, next: { type: ['integer', 'null'] }, breaks: { type: 'array', items: ref('ChainBreak') } }, ['receipts', 'next']),
+  ReceiptPage: obj(
+    { receipts: { type: 'array', items: ref('Receipt') }, next: { type: ['integer', 'null'] }, breaks: { type: 'array', items: ref('ChainBreak') } },
+    ['receipts', 'next'],
+  ),
   ChainReport: obj({
     ok: { type: 'boolean' },
     verified: int,
@@ -136,7 +157,10 @@ const schemas: Record<string, Schema> = {
     actions: { type: 'array', items: obj({ name: str, executor: { type: 'boolean' } }) },
     yaml: nullableStr,
   }),
-  TryItStep: { type: 'object', description: 'A playground step: `{ op: "refund", payment_id, amount, lose_reply?, approval_id? }` or `{ op: "approve", request_id }`.' },
+  TryItStep: {
+    type: 'object',
+    description: 'A playground step: `{ op: "refund", payment_id, amount, lose_reply?, approval_id? }` or `{ op: "approve", request_id }`.',
+  },
   TryItResult: { type: 'object', description: 'What one playground step did: its outcome, and the receipt or refusal it left.' },
 };
 
@@ -166,9 +190,20 @@ export function openApiDocument(): Record<string, unknown> {
     },
     paths: {
       '/healthz': { get: { operationId: 'health', summary: 'Liveness', responses: { '200': json(obj({ ok: { const: true } }), 'Up.') } } },
-      '/v1/openapi.json': { get: { operationId: 'openapi', summary: 'This document', responses: { '200': json({ type: 'object', required: ['openapi', 'paths'] }, 'The OpenAPI document.') } } },
+      '/v1/openapi.json': {
+        get: {
+          operationId: 'openapi',
+          summary: 'This document',
+          responses: { '200': json({ type: 'object', required: ['openapi', 'paths'] }, 'The OpenAPI document.') },
+        },
+      },
       '/v1/policy': {
-        get: { operationId: 'getPolicy', summary: 'The policy served, its hash and which actions have an executor', security: bearer, responses: { '200': json(ref('Policy'), 'The policy.'), '401': common['401'] } },
+        get: {
+          operationId: 'getPolicy',
+          summary: 'The policy served, its hash and which actions have an executor',
+          security: bearer,
+          responses: { '200': json(ref('Policy'), 'The policy.'), '401': common['401'] },
+        },
       },
       '/v1/actions': {
         post: {
@@ -209,18 +244,26 @@ export function openApiDocument(): Record<string, unknown> {
           summary: 'Grant (operator)',
           security: bearer,
           parameters: [pathParam('id', 'The request id.')],
-          requestBody: body({
-            type: 'object',
-            additionalProperties: false,
-            properties: {
-              edit: {
-                type: 'object',
-                additionalProperties: false,
-                required: ['arguments'],
-                properties: { arguments: { type: 'object', description: 'Approve these arguments instead of the proposed ones: decided again by the policy, granted under a new request id.' } },
+          requestBody: body(
+            {
+              type: 'object',
+              additionalProperties: false,
+              properties: {
+                edit: {
+                  type: 'object',
+                  additionalProperties: false,
+                  required: ['arguments'],
+                  properties: {
+                    arguments: {
+                      type: 'object',
+                      description: 'Approve these arguments instead of the proposed ones: decided again by the policy, granted under a new request id.',
+                    },
+                  },
+                },
               },
             },
-          }, false),
+            false,
+          ),
           responses: {
             '200': json(ref('Grant'), 'Granted: the agent may now run it, once (with an edit, the edited arguments under a new request id).'),
             '400': error('A body with other fields, or edited arguments that make no action.'),
@@ -238,7 +281,13 @@ export function openApiDocument(): Record<string, unknown> {
           security: bearer,
           parameters: [pathParam('id', 'The request id.')],
           requestBody: body({ type: 'object', additionalProperties: false }, false),
-          responses: { '200': json(ref('Denial'), 'Denied.'), '400': error('A body with fields.'), ...operatorOnly, '404': error('No such request.'), '409': error('Not pending.') },
+          responses: {
+            '200': json(ref('Denial'), 'Denied.'),
+            '400': error('A body with fields.'),
+            ...operatorOnly,
+            '404': error('No such request.'),
+            '409': error('Not pending.'),
+          },
         },
       },
       '/v1/effects/{key}': {
@@ -257,7 +306,13 @@ export function openApiDocument(): Record<string, unknown> {
           security: bearer,
           parameters: [pathParam('key', 'The effect key (URL-encoded).')],
           requestBody: body(ref('Resolve')),
-          responses: { '200': json(ref('Effect'), 'Resolved.'), '400': error('Bad body.'), ...operatorOnly, '404': error('No such effect.'), '409': error('Not ambiguous.') },
+          responses: {
+            '200': json(ref('Effect'), 'Resolved.'),
+            '400': error('Bad body.'),
+            ...operatorOnly,
+            '404': error('No such effect.'),
+            '409': error('Not ambiguous.'),
+          },
         },
       },
       '/v1/receipts': {
@@ -265,12 +320,20 @@ export function openApiDocument(): Record<string, unknown> {
           operationId: 'listReceipts',
           summary: 'Receipts after a seq, paged (operator)',
           security: bearer,
-          parameters: [query('after', { type: 'integer', minimum: 0 }, 'List rows with a larger seq.'), query('limit', { type: 'integer', minimum: 1, maximum: 1000 }, 'Page size (default 100).')],
+          parameters: [
+            query('after', { type: 'integer', minimum: 0 }, 'List rows with a larger seq.'),
+            query('limit', { type: 'integer', minimum: 1, maximum: 1000 }, 'Page size (default 100).'),
+          ],
           responses: { '200': json(ref('ReceiptPage'), 'One page.'), '400': error('Bad query.'), ...operatorOnly },
         },
       },
       '/v1/receipts/verify': {
-        get: { operationId: 'verifyReceipts', summary: 'Verify the whole chain (operator)', security: bearer, responses: { '200': json(ref('ChainReport'), 'The report.'), ...operatorOnly } },
+        get: {
+          operationId: 'verifyReceipts',
+          summary: 'Verify the whole chain (operator)',
+          security: bearer,
+          responses: { '200': json(ref('ChainReport'), 'The report.'), ...operatorOnly },
+        },
       },
       '/v1/receipts/{id}': {
         get: {

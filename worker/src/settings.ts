@@ -58,7 +58,14 @@ export interface SecretRef {
 
 /** One action's executor, as the document declares it. */
 export type ExecutorDeclaration =
-  | { kind: 'http'; url: string; method: NonNullable<HttpForwarderOptions['method']>; headers: Record<string, string | SecretRef>; timeoutMs: number; notExecutedStatuses: number[] }
+  | {
+      kind: 'http';
+      url: string;
+      method: NonNullable<HttpForwarderOptions['method']>;
+      headers: Record<string, string | SecretRef>;
+      timeoutMs: number;
+      notExecutedStatuses: number[];
+    }
   | { kind: 'module'; module: string; export: string };
 
 /** JWT settings, as the document declares them (secrets still as references). */
@@ -95,7 +102,16 @@ const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 /** Header names that carry credentials: their values must come from a variable. */
 const SECRET_HEADER = /auth|token|secret|key|cookie|signature|password|session/i;
 /** Headers the forwarder sets itself: a config may not replace them. */
-const RESERVED_HEADERS = new Set(['content-type', 'content-length', 'host', 'idempotency-key', 'x-ctrlrun-action-id', 'x-ctrlrun-action-hash', 'transfer-encoding', 'connection']);
+const RESERVED_HEADERS = new Set([
+  'content-type',
+  'content-length',
+  'host',
+  'idempotency-key',
+  'x-ctrlrun-action-id',
+  'x-ctrlrun-action-hash',
+  'transfer-encoding',
+  'connection',
+]);
 
 function key(path: string, k: string): string {
   if (path === '') return /^[A-Za-z_][A-Za-z0-9_]*$/.test(k) ? k : `[${JSON.stringify(k)}]`;
@@ -123,7 +139,8 @@ class Reader {
     return v === undefined ? undefined : this.string(v, path);
   }
   integer(v: unknown, path: string, min: number, max: number): number {
-    if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < min || v > max) this.fail(path, `must be a whole number from ${min} to ${max}, got ${describe(v)}`);
+    if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < min || v > max)
+      this.fail(path, `must be a whole number from ${min} to ${max}, got ${describe(v)}`);
     return v;
   }
   stringList(v: unknown, path: string): string[] {
@@ -168,7 +185,7 @@ function readDocument(text: string, source: string): unknown {
 
 function parseExecutor(r: Reader, v: unknown, path: string): ExecutorDeclaration {
   const o = r.object(v, path, ['http', 'module', 'export']);
-  if (('http' in o) === ('module' in o)) r.fail(path, 'declare exactly one of http: { url, … } or module: PATH');
+  if ('http' in o === 'module' in o) r.fail(path, 'declare exactly one of http: { url, … } or module: PATH');
   if ('module' in o) {
     const exported = r.optionalString(o['export'], `${path}.export`) ?? 'default';
     return { kind: 'module', module: r.string(o['module'], `${path}.module`), export: exported };
@@ -176,7 +193,8 @@ function parseExecutor(r: Reader, v: unknown, path: string): ExecutorDeclaration
   if ('export' in o) r.fail(`${path}.export`, 'belongs with module:, not http:');
   const h = r.object(o['http'], `${path}.http`, ['url', 'method', 'headers', 'timeoutMs', 'notExecutedStatuses']);
   const url = r.string(h['url'], `${path}.http.url`);
-  if (!URL.canParse(url) || !['http:', 'https:'].includes(new URL(url).protocol)) r.fail(`${path}.http.url`, `${JSON.stringify(url)} is not an absolute http(s) URL`);
+  if (!URL.canParse(url) || !['http:', 'https:'].includes(new URL(url).protocol))
+    r.fail(`${path}.http.url`, `${JSON.stringify(url)} is not an absolute http(s) URL`);
   const method = h['method'] === undefined ? 'POST' : r.string(h['method'], `${path}.http.method`);
   if (!['POST', 'PUT', 'PATCH', 'DELETE'].includes(method)) r.fail(`${path}.http.method`, `must be POST, PUT, PATCH or DELETE, got ${JSON.stringify(method)}`);
   const headers = Object.create(null) as Record<string, string | SecretRef>;
@@ -200,7 +218,19 @@ function parseExecutor(r: Reader, v: unknown, path: string): ExecutorDeclaration
 
 function parseJwt(r: Reader, v: unknown): JwtDeclaration {
   const path = 'jwt';
-  const o = r.object(v, path, ['issuer', 'audience', 'algorithms', 'tokenType', 'jwksUrl', 'publicKey', 'secret', 'agentClaim', 'userClaim', 'claimNames', 'header']);
+  const o = r.object(v, path, [
+    'issuer',
+    'audience',
+    'algorithms',
+    'tokenType',
+    'jwksUrl',
+    'publicKey',
+    'secret',
+    'agentClaim',
+    'userClaim',
+    'claimNames',
+    'header',
+  ]);
   const keys = ['jwksUrl', 'publicKey', 'secret'].filter((k) => o[k] !== undefined);
   if (keys.length !== 1) r.fail(path, 'give exactly one of jwksUrl, publicKey: { env }, secret: { env }');
   const tokenType = o['tokenType'] === null ? null : r.string(o['tokenType'] ?? 'jwt', `${path}.tokenType`);
@@ -231,14 +261,16 @@ export function parseWorkerConfig(text: string, source = 'config'): WorkerFileCo
     if (typeof top['policy'] === 'string') policy = { file: r.string(top['policy'], 'policy') };
     else {
       const p = r.object(top['policy'], 'policy', ['file', 'yaml']);
-      if (('file' in p) === ('yaml' in p)) r.fail('policy', 'give a path (policy: ./policy.yaml), or exactly one of { file } or { yaml }');
-      if ('yaml' in p && (typeof p['yaml'] !== 'string' || p['yaml'].trim() === '')) r.fail('policy.yaml', `must be the policy's YAML text, got ${describe(p['yaml'])}`);
+      if ('file' in p === 'yaml' in p) r.fail('policy', 'give a path (policy: ./policy.yaml), or exactly one of { file } or { yaml }');
+      if ('yaml' in p && (typeof p['yaml'] !== 'string' || p['yaml'].trim() === ''))
+        r.fail('policy.yaml', `must be the policy's YAML text, got ${describe(p['yaml'])}`);
       policy = 'file' in p ? { file: r.string(p['file'], 'policy.file') } : { yaml: p['yaml'] as string };
     }
   }
   const executors = new Map<string, ExecutorDeclaration>();
   if (top['executors'] !== undefined) {
-    for (const [name, decl] of Object.entries(r.object(top['executors'], 'executors', null))) executors.set(name, parseExecutor(r, decl, key('executors', name)));
+    for (const [name, decl] of Object.entries(r.object(top['executors'], 'executors', null)))
+      executors.set(name, parseExecutor(r, decl, key('executors', name)));
   }
   let tokens: WorkerFileConfig['tokens'] = null;
   if (top['tokens'] !== undefined) {
@@ -252,7 +284,11 @@ export function parseWorkerConfig(text: string, source = 'config'): WorkerFileCo
       agents: list(t['agents'], 'tokens.agents').map((a, i) => {
         const at = `tokens.agents[${i}]`;
         const o = r.object(a, at, ['token', 'agent', 'user']);
-        return { token: r.secret(o['token'], `${at}.token`), agent: r.string(o['agent'], `${at}.agent`), user: o['user'] === undefined || o['user'] === null ? null : r.string(o['user'], `${at}.user`) };
+        return {
+          token: r.secret(o['token'], `${at}.token`),
+          agent: r.string(o['agent'], `${at}.agent`),
+          user: o['user'] === undefined || o['user'] === null ? null : r.string(o['user'], `${at}.user`),
+        };
       }),
       operators: list(t['operators'], 'tokens.operators').map((a, i) => {
         const at = `tokens.operators[${i}]`;
@@ -338,10 +374,14 @@ function secretValue(env: WorkerEnv, ref: SecretRef, path: string): string {
  * else the document's `policy:`, else the built-in try-it policy), executors, tokens and JWT.
  * `generate`: make up missing static tokens (Node, Deno); without it a missing one is an error.
  */
-export async function loadWorkerSettings(env: WorkerEnv, options: { generate: boolean; configPath?: string | null; runtime?: RuntimeAccess; demoExecutors?: Record<string, ActionExecutor> }): Promise<WorkerSettings> {
+export async function loadWorkerSettings(
+  env: WorkerEnv,
+  options: { generate: boolean; configPath?: string | null; runtime?: RuntimeAccess; demoExecutors?: Record<string, ActionExecutor> },
+): Promise<WorkerSettings> {
   const runtime = options.runtime ?? {};
   const readText = async (path: string, what: string): Promise<string> => {
-    if (!runtime.readText) throw new InvalidArgument(`${what} ${JSON.stringify(path)}: this runtime reads no files; give the text instead (CTRLRUN_CONFIG / CTRLRUN_POLICY)`);
+    if (!runtime.readText)
+      throw new InvalidArgument(`${what} ${JSON.stringify(path)}: this runtime reads no files; give the text instead (CTRLRUN_CONFIG / CTRLRUN_POLICY)`);
     try {
       return await runtime.readText(path);
     } catch (err) {
@@ -377,7 +417,8 @@ export async function loadWorkerSettings(env: WorkerEnv, options: { generate: bo
   // Executors.
   const executors = Object.create(null) as Record<string, ActionExecutor>;
   const described = new Map<string, string>();
-  if (builtIn && file?.executors.size) throw new InvalidArgument(`${file.source}: executors are declared but no policy is given (policy:, CTRLRUN_POLICY or CTRLRUN_POLICY_FILE)`);
+  if (builtIn && file?.executors.size)
+    throw new InvalidArgument(`${file.source}: executors are declared but no policy is given (policy:, CTRLRUN_POLICY or CTRLRUN_POLICY_FILE)`);
   if (builtIn && options.demoExecutors) {
     for (const [name, fn] of Object.entries(options.demoExecutors)) {
       executors[name] = fn;
@@ -386,7 +427,8 @@ export async function loadWorkerSettings(env: WorkerEnv, options: { generate: bo
   }
   for (const [name, decl] of file?.executors ?? []) {
     const at = `${file!.source}: ${key('executors', name)}`;
-    if (policy.action(name) === null) throw new InvalidArgument(`${at}: the policy (${policySource}) has no action ${JSON.stringify(name)}, so this executor could never run`);
+    if (policy.action(name) === null)
+      throw new InvalidArgument(`${at}: the policy (${policySource}) has no action ${JSON.stringify(name)}, so this executor could never run`);
     if (decl.kind === 'http') {
       const headers = Object.create(null) as Record<string, string>;
       for (const [h, v] of Object.entries(decl.headers)) {
@@ -394,11 +436,19 @@ export async function loadWorkerSettings(env: WorkerEnv, options: { generate: bo
         // Checked now, not at the first call: a value no request can carry would fail every action.
         // eslint-disable-next-line no-control-regex
         if (/[\u0000-\u0008\u000a-\u001f\u007f]|[^\u0000-\u00ff]/.test(value)) {
-          throw new InvalidArgument(`${at}.http.headers.${h}: ${typeof v === 'string' ? 'the value' : `the variable ${v.env}`} holds a character a header cannot carry (a line break, a control character or one beyond Latin-1)`);
+          throw new InvalidArgument(
+            `${at}.http.headers.${h}: ${typeof v === 'string' ? 'the value' : `the variable ${v.env}`} holds a character a header cannot carry (a line break, a control character or one beyond Latin-1)`,
+          );
         }
         headers[h] = value;
       }
-      executors[name] = httpForwarder({ url: decl.url, method: decl.method, headers, timeoutMs: decl.timeoutMs, notExecutedStatuses: decl.notExecutedStatuses });
+      executors[name] = httpForwarder({
+        url: decl.url,
+        method: decl.method,
+        headers,
+        timeoutMs: decl.timeoutMs,
+        notExecutedStatuses: decl.notExecutedStatuses,
+      });
       described.set(name, `http ${decl.method} ${new URL(decl.url).origin}${new URL(decl.url).pathname}`);
     } else {
       if (!runtime.importModule) throw new InvalidArgument(`${at}.module: this runtime cannot import modules (Node only); forward over HTTP instead`);
@@ -407,7 +457,9 @@ export async function loadWorkerSettings(env: WorkerEnv, options: { generate: bo
       try {
         mod = await runtime.importModule(path);
       } catch (err) {
-        throw new InvalidArgument(`${at}.module: ${JSON.stringify(path)} could not be imported: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+        throw new InvalidArgument(`${at}.module: ${JSON.stringify(path)} could not be imported: ${err instanceof Error ? err.message : String(err)}`, {
+          cause: err,
+        });
       }
       const fn = Object.prototype.hasOwnProperty.call(mod, decl.export) ? mod[decl.export] : undefined;
       if (typeof fn !== 'function') throw new InvalidArgument(`${at}.export: ${JSON.stringify(path)} exports no function named ${JSON.stringify(decl.export)}`);
@@ -423,8 +475,21 @@ export async function loadWorkerSettings(env: WorkerEnv, options: { generate: bo
   const tokens: StaticToken[] = [];
   if (file?.tokens) {
     const source = file.source;
-    file.tokens.agents.forEach((a, i) => tokens.push({ role: 'agent', token: envToken(env, a.token.env, 'agent', { generate: options.generate, generated, where: `${source}: tokens.agents[${i}].token: ` }), agent: a.agent, user: a.user }));
-    file.tokens.operators.forEach((o, i) => tokens.push({ role: 'operator', token: envToken(env, o.token.env, 'operator', { generate: options.generate, generated, where: `${source}: tokens.operators[${i}].token: ` }), operator: o.operator }));
+    file.tokens.agents.forEach((a, i) =>
+      tokens.push({
+        role: 'agent',
+        token: envToken(env, a.token.env, 'agent', { generate: options.generate, generated, where: `${source}: tokens.agents[${i}].token: ` }),
+        agent: a.agent,
+        user: a.user,
+      }),
+    );
+    file.tokens.operators.forEach((o, i) =>
+      tokens.push({
+        role: 'operator',
+        token: envToken(env, o.token.env, 'operator', { generate: options.generate, generated, where: `${source}: tokens.operators[${i}].token: ` }),
+        operator: o.operator,
+      }),
+    );
   } else {
     tokens.push(...envTokens(env, { generate: options.generate, generated }).tokens);
   }
@@ -460,7 +525,9 @@ export async function loadWorkerSettings(env: WorkerEnv, options: { generate: bo
     summary,
     missing,
     auth,
-    agents: tokens.flatMap((t) => (t.role === 'agent' ? [t.user ? `${t.agent} (user ${t.user})` : t.agent] : [])).concat(file?.jwt ? [`JWT from ${file.jwt.issuer}`] : []),
+    agents: tokens
+      .flatMap((t) => (t.role === 'agent' ? [t.user ? `${t.agent} (user ${t.user})` : t.agent] : []))
+      .concat(file?.jwt ? [`JWT from ${file.jwt.issuer}`] : []),
     operators: tokens.flatMap((t) => (t.role === 'operator' ? [t.operator] : [])),
     generated,
     environment,

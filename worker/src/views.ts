@@ -25,8 +25,8 @@ function asText(v: unknown): string | null {
  * columns that locate it under `unverifiedColumns`.
  */
 export function receiptView(row: ReceiptRow): Record<string, unknown> {
-  const breaks: { name: ChainBreak['name']; seq: number | null; detail: string }[] = verifyChain([row], null).breaks
-    .filter((b) => !CHAIN_POSITION.has(b.name))
+  const breaks: { name: ChainBreak['name']; seq: number | null; detail: string }[] = verifyChain([row], null)
+    .breaks.filter((b) => !CHAIN_POSITION.has(b.name))
     .map((b) => ({ name: b.name, seq: b.seq, detail: b.detail }));
   let document: JsonObject | null = null;
   try {

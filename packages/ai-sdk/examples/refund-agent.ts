@@ -37,10 +37,13 @@ const tools = protectTools(
 );
 
 const turn = (content: object[], unified: 'tool-calls' | 'stop') => ({
-  content, finishReason: { unified, raw: undefined }, warnings: [],
+  content,
+  finishReason: { unified, raw: undefined },
+  warnings: [],
   usage: { inputTokens: { total: 1, noCache: 1, cacheRead: 0, cacheWrite: 0 }, outputTokens: { total: 1, text: 1, reasoning: 0 } },
 });
-const call = (toolCallId: string, toolName: string, input: object) => turn([{ type: 'tool-call', toolCallId, toolName, input: JSON.stringify(input) }], 'tool-calls');
+const call = (toolCallId: string, toolName: string, input: object) =>
+  turn([{ type: 'tool-call', toolCallId, toolName, input: JSON.stringify(input) }], 'tool-calls');
 const model = new MockLanguageModelV3({
   doGenerate: [
     call('c1', 'lookup', { customer_id: 'cus_1' }),

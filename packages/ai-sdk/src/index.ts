@@ -91,7 +91,12 @@ const DEFAULT_APPROVER = 'ai-sdk:tool-approval-response';
 
 /** Whether a tool's output is a {@link ToolRefusal}. */
 export function isToolRefusal(output: unknown): output is ToolRefusal {
-  return typeof output === 'object' && output !== null && (output as { refused?: unknown }).refused === true && typeof (output as { code?: unknown }).code === 'string';
+  return (
+    typeof output === 'object' &&
+    output !== null &&
+    (output as { refused?: unknown }).refused === true &&
+    typeof (output as { code?: unknown }).code === 'string'
+  );
 }
 
 /** The SDK's approval request for `toolCallId` in `messages`, and the response to it, if any. */
@@ -107,7 +112,8 @@ function approvalFor(toolCallId: string, messages: readonly ModelMessage[]): { a
     if (m.role !== 'tool') continue;
     for (const part of m.content) {
       // The first response counts, as the SDK itself collects it.
-      if (answer === null && part.type === 'tool-approval-response' && part.approvalId === approvalId) answer = { approved: part.approved === true, reason: part.reason ?? null };
+      if (answer === null && part.type === 'tool-approval-response' && part.approvalId === approvalId)
+        answer = { approved: part.approved === true, reason: part.reason ?? null };
     }
   }
   return { approvalId, approved: answer?.approved ?? null, reason: answer?.reason ?? null };
@@ -131,7 +137,10 @@ function pick<T>(option: T | ((ctx: unknown) => T) | undefined, ctx: unknown, fa
  * One tool, protected: its `execute` runs as action `name` through the control path, and its
  * `needsApproval` is the policy's decision for the exact arguments. See {@link protectTools}.
  */
-export function protectTool<INPUT, OUTPUT>(tool: Tool<INPUT, OUTPUT>, options: ProtectToolOptions): Tool<INPUT, OUTPUT | ToolRefusal | EditedToolResult<OUTPUT>> {
+export function protectTool<INPUT, OUTPUT>(
+  tool: Tool<INPUT, OUTPUT>,
+  options: ProtectToolOptions,
+): Tool<INPUT, OUTPUT | ToolRefusal | EditedToolResult<OUTPUT>> {
   if (!options || typeof options !== 'object' || !options.control) throw new InvalidArgument('protectTool needs { control, name }');
   if (typeof options.name !== 'string' || options.name === '') throw new InvalidArgument('protectTool needs a non-empty action name');
   const { control, name } = options;
@@ -222,7 +231,10 @@ export function protectTool<INPUT, OUTPUT>(tool: Tool<INPUT, OUTPUT>, options: P
       if (answer.approved === false) {
         // The SDK does not execute a denied call; if something does, the request is denied too.
         if (record.status === 'pending') await control.denyApproval(bound, { approver });
-        throw new ApprovalMismatch('denied', { approvalId: bound, message: `${name}: the human denied this call${answer.reason ? ` (${answer.reason})` : ''}` });
+        throw new ApprovalMismatch('denied', {
+          approvalId: bound,
+          message: `${name}: the human denied this call${answer.reason ? ` (${answer.reason})` : ''}`,
+        });
       }
       // Answered with an edit (approveWithEdit, or another surface): the edited arguments run,
       // and the model is told so, with them. An edit from a surface that never saw this tool's
@@ -305,7 +317,8 @@ export interface ApproveWithEditOptions {
  */
 export async function approveWithEdit(tools: ToolSet, options: ApproveWithEditOptions): Promise<ModelMessage> {
   if (!tools || typeof tools !== 'object') throw new InvalidArgument('approveWithEdit needs the protected tool set');
-  if (!options || typeof options !== 'object' || !Array.isArray(options.messages)) throw new InvalidArgument('approveWithEdit needs { messages, approvalId, arguments, approver }');
+  if (!options || typeof options !== 'object' || !Array.isArray(options.messages))
+    throw new InvalidArgument('approveWithEdit needs { messages, approvalId, arguments, approver }');
   const approver = checkActor(options.approver, 'approver');
   const { approvalId, messages } = options;
   if (typeof approvalId !== 'string' || approvalId === '') throw new InvalidArgument('approvalId must be the SDK approval request id (a non-empty string)');
@@ -320,14 +333,18 @@ export async function approveWithEdit(tools: ToolSet, options: ApproveWithEditOp
     if (m.role !== 'assistant' || typeof m.content === 'string') continue;
     for (const part of m.content) if (part.type === 'tool-call' && part.toolCallId === toolCallId) toolName = part.toolName;
   }
-  if (toolName === null) throw new InvalidArgument(`approval ${JSON.stringify(approvalId)} is for tool call ${JSON.stringify(toolCallId)}, which is not in messages`);
+  if (toolName === null)
+    throw new InvalidArgument(`approval ${JSON.stringify(approvalId)} is for tool call ${JSON.stringify(toolCallId)}, which is not in messages`);
   const tool = Object.hasOwn(tools, toolName) ? (tools as Record<string, unknown>)[toolName] : undefined;
   const guard = tool === undefined || tool === null || typeof tool !== 'object' ? undefined : guards.get(tool);
-  if (guard === undefined) throw new InvalidArgument(`the tool call is for ${JSON.stringify(toolName)}, which is not a tool protected by @ctrlrun/ai-sdk in this set`);
+  if (guard === undefined)
+    throw new InvalidArgument(`the tool call is for ${JSON.stringify(toolName)}, which is not a tool protected by @ctrlrun/ai-sdk in this set`);
   const edited = await validEdit(guard, options.arguments);
   const requestId = await guard.bindings.requestFor(toolCallId);
   if (typeof requestId !== 'string') {
-    throw new ApprovalMismatch('unknown', { message: `${guard.name}: no approval request was asked for tool call ${JSON.stringify(toolCallId)} here; nothing was granted` });
+    throw new ApprovalMismatch('unknown', {
+      message: `${guard.name}: no approval request was asked for tool call ${JSON.stringify(toolCallId)} here; nothing was granted`,
+    });
   }
   // The history is the client's: its tool name is a claim. The edit is checked against the schema
   // of the tool whose action the request was filed for, never another tool's.
@@ -362,7 +379,8 @@ async function admittedUnchanged(guard: Pick<Guard, 'name' | 'inputSchema'>, arg
   } catch {
     same = false;
   }
-  if (!same) throw new InvalidArgument(`${guard.name}: the tool's input schema changes the edited arguments, which were approved as they are; the tool did not run`);
+  if (!same)
+    throw new InvalidArgument(`${guard.name}: the tool's input schema changes the edited arguments, which were approved as they are; the tool did not run`);
 }
 
 /** The edited arguments as the tool's input schema makes them; else `InvalidArgument` naming why. */
@@ -372,7 +390,8 @@ async function validEdit(guard: Pick<Guard, 'name' | 'inputSchema'>, args: unkno
   if (schema?.validate === undefined) return args as JsonObject;
   const result = await schema.validate(args);
   if (!result.success) throw new InvalidArgument(`${guard.name}: the tool's input schema refuses the edited arguments: ${result.error.message}`);
-  if (typeof result.value !== 'object' || result.value === null || Array.isArray(result.value)) throw new InvalidArgument(`${guard.name}: the tool's input schema gave no object of arguments`);
+  if (typeof result.value !== 'object' || result.value === null || Array.isArray(result.value))
+    throw new InvalidArgument(`${guard.name}: the tool's input schema gave no object of arguments`);
   return result.value as JsonObject;
 }
 

@@ -36,7 +36,9 @@ const user = (content: string): ModelMessage => ({ role: 'user', content });
 
 /** The approval requests the SDK emitted in a result. */
 function approvalRequests(result: { content: readonly { type: string }[] }) {
-  return result.content.filter((p): p is { type: 'tool-approval-request'; approvalId: string; toolCall: { toolCallId: string; input: unknown } } => p.type === 'tool-approval-request');
+  return result.content.filter(
+    (p): p is { type: 'tool-approval-request'; approvalId: string; toolCall: { toolCallId: string; input: unknown } } => p.type === 'tool-approval-request',
+  );
 }
 
 /** A copy of `messages` whose tool calls carry `input` instead: a client changing the history. */
@@ -84,7 +86,11 @@ describe('protectTools with generateText', () => {
     expect([record!.status, record!.approver]).toEqual(['consumed', 'app:ana']);
     const receipt = ctx.receipts.at(-1)!.document;
     expect([receipt['action'], receipt['result'], receipt['decision'], receipt['approval_id'], receipt['approver']]).toEqual([
-      'stripe.refund', 'committed', 'approve', record!.request.requestId, 'app:ana',
+      'stripe.refund',
+      'committed',
+      'approve',
+      record!.request.requestId,
+      'app:ana',
     ]);
   });
 
@@ -92,7 +98,12 @@ describe('protectTools with generateText', () => {
     const ctx = await setup();
     const { tools, refunds } = supportTools();
     const model = scriptedModel([callsTool('c1', 'refund', { payment_id: 'p9', amount: 5000000 }), says('I cannot refund that much.')]);
-    const result = await generateText({ model, tools: protectTools(tools, { control: ctx.control, names: NAMES }), prompt: 'refund p9', stopWhen: stepCountIs(3) });
+    const result = await generateText({
+      model,
+      tools: protectTools(tools, { control: ctx.control, names: NAMES }),
+      prompt: 'refund p9',
+      stopWhen: stepCountIs(3),
+    });
     expect(refunds).toEqual([]);
     expect(approvalRequests(result)).toEqual([]); // a deny is never put to a human
     const output = result.steps[0]!.toolResults[0]!.output;
@@ -167,7 +178,11 @@ describe('protectTools with generateText', () => {
     // The human approves 2000.00; the history comes back with 9000.00 in that tool call.
     const [request] = approvalRequests(small);
     const tampered = withToolInput(small.response.messages, { payment_id: 'p12', amount: 900000 });
-    const third = await generateText({ model, tools: protectedTools, messages: [user('refund 2000.00 of p12'), ...tampered, answer(request!.approvalId, true)] });
+    const third = await generateText({
+      model,
+      tools: protectedTools,
+      messages: [user('refund 2000.00 of p12'), ...tampered, answer(request!.approvalId, true)],
+    });
     expect(third.text).toBe('ok');
     expect(refunds).toEqual([]);
     expect(lastPrompt(model)).toContain('ApprovalMismatch');
@@ -201,7 +216,11 @@ describe('protectTools with generateText', () => {
     const shared = memoryBindings();
     const first = await generateText({ model, tools: protectTools(tools, { control: ctx.control, names: NAMES, bindings: shared }), prompt: 'refund p14' });
     const [request] = approvalRequests(first);
-    await generateText({ model, tools: protectTools(tools, { control: ctx.control, names: NAMES, bindings: shared }), messages: [user('refund p14'), ...first.response.messages, answer(request!.approvalId, true)] });
+    await generateText({
+      model,
+      tools: protectTools(tools, { control: ctx.control, names: NAMES, bindings: shared }),
+      messages: [user('refund p14'), ...first.response.messages, answer(request!.approvalId, true)],
+    });
     expect(refunds).toEqual([{ payment_id: 'p14', amount: 200000 }]);
   });
 
@@ -213,7 +232,12 @@ describe('protectTools with generateText', () => {
       callsTool('c2', 'refund', { payment_id: 'p4', amount: 500 }),
       says('done'),
     ]);
-    const result = await generateText({ model, tools: protectTools(tools, { control: ctx.control, names: NAMES }), prompt: 'refund p4', stopWhen: stepCountIs(4) });
+    const result = await generateText({
+      model,
+      tools: protectTools(tools, { control: ctx.control, names: NAMES }),
+      prompt: 'refund p4',
+      stopWhen: stepCountIs(4),
+    });
     expect(refunds).toEqual([{ payment_id: 'p4', amount: 500 }]);
     expect(result.steps[0]!.toolResults[0]!.output).toEqual({ id: 're_p4', amount: 500 });
     expect(result.steps[1]!.toolResults[0]!.output).toMatchObject({ refused: true, error: 'DuplicateEffect', reason: 'committed' });
@@ -226,7 +250,11 @@ describe('protectTools with generateText', () => {
     const protectedTools = protectTools(tools, { control: ctx.control, names: NAMES });
     const first = await generateText({ model, tools: protectedTools, prompt: 'refund p5' });
     const [request] = approvalRequests(first);
-    const second = await generateText({ model, tools: protectedTools, messages: [user('refund p5'), ...first.response.messages, answer(request!.approvalId, false, 'not this one')] });
+    const second = await generateText({
+      model,
+      tools: protectedTools,
+      messages: [user('refund p5'), ...first.response.messages, answer(request!.approvalId, false, 'not this one')],
+    });
     expect(second.text).toBe('understood');
     expect(refunds).toEqual([]);
     expect(lastPrompt(model)).toContain('not this one');
@@ -243,7 +271,12 @@ describe('edit, then approve (approveWithEdit)', () => {
     const first = await generateText({ model, tools: protectedTools, messages });
     const [request] = approvalRequests(first);
     messages.push(...first.response.messages);
-    const reply = await approveWithEdit(protectedTools, { messages, approvalId: request!.approvalId, arguments: { payment_id: 'e1', amount: 300000 }, approver: 'human:ana' });
+    const reply = await approveWithEdit(protectedTools, {
+      messages,
+      approvalId: request!.approvalId,
+      arguments: { payment_id: 'e1', amount: 300000 },
+      approver: 'human:ana',
+    });
     expect(reply).toMatchObject({ role: 'tool', content: [{ type: 'tool-approval-response', approvalId: request!.approvalId, approved: true }] });
     messages.push(reply);
     const second = await generateText({ model, tools: protectedTools, messages });
@@ -263,10 +296,13 @@ describe('edit, then approve (approveWithEdit)', () => {
       [500000, 'denied', 'human:ana'],
       [300000, 'consumed', 'human:ana'],
     ]);
-    expect(ctx.receipts.at(-1)!.document).toMatchObject({ result: 'committed', edit: { editor: 'human:ana', proposed_arguments: { amount: 500000 }, approved_arguments: { amount: 300000 } } });
+    expect(ctx.receipts.at(-1)!.document).toMatchObject({
+      result: 'committed',
+      edit: { editor: 'human:ana', proposed_arguments: { amount: 500000 }, approved_arguments: { amount: 300000 } },
+    });
   });
 
-  it('an edit the policy denies fails the human\'s call with the rule\'s sentence; nothing is written and nothing runs', async () => {
+  it("an edit the policy denies fails the human's call with the rule's sentence; nothing is written and nothing runs", async () => {
     const ctx = await setup();
     const { tools, refunds } = supportTools();
     const model = scriptedModel([callsTool('c1', 'refund', { payment_id: 'e2', amount: 500000 }), says('ok')]);
@@ -274,14 +310,19 @@ describe('edit, then approve (approveWithEdit)', () => {
     const first = await generateText({ model, tools: protectedTools, prompt: 'refund e2' });
     const [request] = approvalRequests(first);
     const messages = [user('refund e2'), ...first.response.messages];
-    const err = await approveWithEdit(protectedTools, { messages, approvalId: request!.approvalId, arguments: { payment_id: 'e2', amount: 5000000 }, approver: 'human:ana' }).catch((e: unknown) => e);
+    const err = await approveWithEdit(protectedTools, {
+      messages,
+      approvalId: request!.approvalId,
+      arguments: { payment_id: 'e2', amount: 5000000 },
+      approver: 'human:ana',
+    }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ActionDenied);
     expect((err as Error).message).toMatch(/is refused: denied: .*amount 5000000.*an edit never lifts a deny/);
     expect((await ctx.approvals()).map((r) => r.status)).toEqual(['pending']);
     expect(refunds).toEqual([]);
   });
 
-  it('edited arguments go through the tool\'s input schema, and the approval must be one of this set\'s tool calls', async () => {
+  it("edited arguments go through the tool's input schema, and the approval must be one of this set's tool calls", async () => {
     const ctx = await setup();
     const { tools } = supportTools();
     const model = scriptedModel([callsTool('c1', 'refund', { payment_id: 'e3', amount: 500000 })]);
@@ -289,12 +330,15 @@ describe('edit, then approve (approveWithEdit)', () => {
     const first = await generateText({ model, tools: protectedTools, prompt: 'refund e3' });
     const [request] = approvalRequests(first);
     const messages = [user('refund e3'), ...first.response.messages];
-    const edit = (args: unknown, approvalId = request!.approvalId) => approveWithEdit(protectedTools, { messages, approvalId, arguments: args as Record<string, unknown>, approver: 'human:ana' });
+    const edit = (args: unknown, approvalId = request!.approvalId) =>
+      approveWithEdit(protectedTools, { messages, approvalId, arguments: args as Record<string, unknown>, approver: 'human:ana' });
     await expect(edit({ payment_id: 'e3', amount: 'lots' })).rejects.toThrow(/input schema refuses the edited arguments/);
     await expect(edit({ payment_id: 'e3', amount: 1.5 })).rejects.toBeInstanceOf(InvalidArgument);
     await expect(edit([1])).rejects.toBeInstanceOf(InvalidArgument);
     await expect(edit({ payment_id: 'e3', amount: 1 }, 'nope')).rejects.toThrow(/no tool-approval-request "nope"/);
-    await expect(approveWithEdit(tools, { messages, approvalId: request!.approvalId, arguments: { payment_id: 'e3', amount: 1 }, approver: 'human:ana' })).rejects.toThrow(/not a tool protected by @ctrlrun\/ai-sdk/);
+    await expect(
+      approveWithEdit(tools, { messages, approvalId: request!.approvalId, arguments: { payment_id: 'e3', amount: 1 }, approver: 'human:ana' }),
+    ).rejects.toThrow(/not a tool protected by @ctrlrun\/ai-sdk/);
     expect((await ctx.approvals()).map((r) => r.status)).toEqual(['pending']);
   });
 });
@@ -329,7 +373,14 @@ describe('protectTools with streamText', () => {
     const first = streamText({ model, tools: protectedTools, messages, stopWhen: stepCountIs(5) });
     const request = (await first.content).find((p) => p.type === 'tool-approval-request')!;
     messages.push(...(await first.response).messages);
-    messages.push(await approveWithEdit(protectedTools, { messages, approvalId: request.approvalId, arguments: { payment_id: 's2', amount: 200000 }, approver: 'human:ana' }));
+    messages.push(
+      await approveWithEdit(protectedTools, {
+        messages,
+        approvalId: request.approvalId,
+        arguments: { payment_id: 's2', amount: 200000 },
+        approver: 'human:ana',
+      }),
+    );
     const second = streamText({ model, tools: protectedTools, messages, stopWhen: stepCountIs(5) });
     expect(await second.text).toBe('Refunded 2000.00.');
     expect(refunds).toEqual([{ payment_id: 's2', amount: 200000 }]);
@@ -349,7 +400,12 @@ describe('the arguments the SDK parses are the ones decided and run', () => {
       },
     });
     const model = scriptedModel([callsTool('c1', 'refund', { payment_id: 'p15', amount: '5e6' }), says('no')]);
-    const result = await generateText({ model, tools: protectTools({ refund }, { control: ctx.control, names: { refund: 'stripe.refund' } }), prompt: 'x', stopWhen: stepCountIs(2) });
+    const result = await generateText({
+      model,
+      tools: protectTools({ refund }, { control: ctx.control, names: { refund: 'stripe.refund' } }),
+      prompt: 'x',
+      stopWhen: stepCountIs(2),
+    });
     expect(refunds).toEqual([]);
     expect(result.steps[0]!.toolResults[0]!.output).toMatchObject({ refused: true, error: 'ActionDenied', reason: 'rule[2]' });
   });
@@ -360,7 +416,12 @@ describe('protectTool and bad input', () => {
     const ctx = await setup();
     const { tools, refunds } = supportTools();
     const model = scriptedModel([callsTool('c1', 'payback', { payment_id: 'p6', amount: 100 }), says('ok')]);
-    await generateText({ model, tools: { payback: protectTool(tools.refund, { control: ctx.control, name: 'stripe.refund' }) }, prompt: 'x', stopWhen: stepCountIs(2) });
+    await generateText({
+      model,
+      tools: { payback: protectTool(tools.refund, { control: ctx.control, name: 'stripe.refund' }) },
+      prompt: 'x',
+      stopWhen: stepCountIs(2),
+    });
     expect(refunds).toEqual([{ payment_id: 'p6', amount: 100 }]);
     expect(ctx.receipts.at(-1)!.document['action']).toBe('stripe.refund');
   });
@@ -395,7 +456,11 @@ describe('wiring bugs are errors, not refusals', () => {
     const protectedTools = protectTools(tools, { control: ctx.control, names: NAMES, approver: () => 'two\nlines' });
     const first = await generateText({ model, tools: protectedTools, prompt: 'refund p11' });
     const [request] = approvalRequests(first);
-    const second = await generateText({ model, tools: protectedTools, messages: [user('refund p11'), ...first.response.messages, answer(request!.approvalId, true)] });
+    const second = await generateText({
+      model,
+      tools: protectedTools,
+      messages: [user('refund p11'), ...first.response.messages, answer(request!.approvalId, true)],
+    });
     expect(refunds).toEqual([]);
     expect(JSON.stringify(second.response.messages)).toContain('the approver option gave');
     expect((await ctx.approvals()).map((r) => r.status)).toEqual(['pending']);
@@ -411,7 +476,13 @@ describe('execute called directly', () => {
     const needsApproval = refund.needsApproval as (input: unknown, o: { toolCallId: string; messages: ModelMessage[] }) => Promise<boolean>;
     expect(await needsApproval(input, { toolCallId: 'c1', messages: [] })).toBe(true);
     const messages: ModelMessage[] = [
-      { role: 'assistant', content: [{ type: 'tool-call', toolCallId: 'c1', toolName: 'refund', input }, { type: 'tool-approval-request', approvalId: 'a1', toolCallId: 'c1' }] },
+      {
+        role: 'assistant',
+        content: [
+          { type: 'tool-call', toolCallId: 'c1', toolName: 'refund', input },
+          { type: 'tool-approval-request', approvalId: 'a1', toolCallId: 'c1' },
+        ],
+      },
       answer('a1', false, 'too much'),
     ];
     const output = await refund.execute!(input as never, { toolCallId: 'c1', messages });

@@ -51,26 +51,38 @@ describe('AI SDK edit-then-approve, red team', () => {
     const { protectedTools, messages, approvalId } = await asked(ctx, set, scriptedModel([callsTool('c1', 'refund', { payment_id: 'p_1', amount: 500000 })]));
     // The client renames the call's tool to the lax `note`: its schema admits a payment_id refund's refuses.
     const relabelled = structuredClone(messages).map((m) =>
-      m.role !== 'assistant' || typeof m.content === 'string' ? m : { ...m, content: m.content.map((p) => (p.type === 'tool-call' ? { ...p, toolName: 'note' } : p)) },
+      m.role !== 'assistant' || typeof m.content === 'string'
+        ? m
+        : { ...m, content: m.content.map((p) => (p.type === 'tool-call' ? { ...p, toolName: 'note' } : p)) },
     );
-    const err = await approveWithEdit(protectedTools, { messages: relabelled, approvalId, arguments: { payment_id: 'x', amount: 300000 }, approver: 'human:ana' }).catch((e: unknown) => e);
+    const err = await approveWithEdit(protectedTools, {
+      messages: relabelled,
+      approvalId,
+      arguments: { payment_id: 'x', amount: 300000 },
+      approver: 'human:ana',
+    }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ApprovalMismatch);
     expect((err as Error).message).toMatch(/stripe\.refund/);
     expect((await ctx.approvals()).map((r) => r.status)).toEqual(['pending']);
   });
 
-  it('an edit made through another surface (CLI, worker, inbox) that the tool\'s input schema refuses never reaches execute: a readable refusal, the grant unused', async () => {
+  it("an edit made through another surface (CLI, worker, inbox) that the tool's input schema refuses never reaches execute: a readable refusal, the grant unused", async () => {
     const ctx = await setup();
     const set = tools();
     const model = scriptedModel([callsTool('c1', 'refund', { payment_id: 'p_1', amount: 500000 }), says('done')]);
     const { protectedTools, messages, approvalId } = await asked(ctx, set, model);
     const [pending] = await ctx.approvals('pending');
     // What `ctrlrun approve --edit` does: the kernel decides the policy, not the tool's schema.
-    const edited = await ctx.control.grantApproval(pending!.request.requestId, { approver: 'ops:bob', edit: { arguments: { payment_id: 'x', amount: 300000 } } });
+    const edited = await ctx.control.grantApproval(pending!.request.requestId, {
+      approver: 'ops:bob',
+      edit: { arguments: { payment_id: 'x', amount: 300000 } },
+    });
     messages.push({ role: 'tool', content: [{ type: 'tool-approval-response', approvalId, approved: true }] });
     const second = await generateText({ model, tools: protectedTools, messages });
     expect(set.refunds).toEqual([]);
-    const output = second.response.messages.flatMap((m) => (m.role === 'tool' ? m.content : [])).find((p) => p.type === 'tool-result') as { output: { value: unknown } };
+    const output = second.response.messages.flatMap((m) => (m.role === 'tool' ? m.content : [])).find((p) => p.type === 'tool-result') as {
+      output: { value: unknown };
+    };
     expect(isToolRefusal(output.output.value)).toBe(true);
     expect(JSON.stringify(output.output.value)).toMatch(/input schema/);
     expect((await ctx.store.getApproval(edited.approvalId))?.status).toBe('granted');
@@ -108,7 +120,14 @@ describe('AI SDK edit-then-approve: a schema that changes types', () => {
     const first = await generateText({ model, tools: protectedTools, prompt: 'refund' });
     const request = first.content.find((p) => p.type === 'tool-approval-request') as { approvalId: string };
     const messages: ModelMessage[] = [{ role: 'user', content: 'refund' }, ...first.response.messages];
-    messages.push(await approveWithEdit(protectedTools, { messages, approvalId: request.approvalId, arguments: { payment_id: 'p1', amount: '300000' }, approver: 'human:ana' }));
+    messages.push(
+      await approveWithEdit(protectedTools, {
+        messages,
+        approvalId: request.approvalId,
+        arguments: { payment_id: 'p1', amount: '300000' },
+        approver: 'human:ana',
+      }),
+    );
     await generateText({ model, tools: protectedTools, messages });
     expect(refunds).toEqual([{ payment_id: 'p1', amount: 300000 }]);
   });

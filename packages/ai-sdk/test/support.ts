@@ -7,7 +7,6 @@ import { MockLanguageModelV3 } from 'ai/test';
 // The kernel's refund policy: allow up to 100000, a human up to 1000000, deny above.
 import { REFUND_POLICY } from '../../kernel/test/harness.js';
 
-
 export async function setup(policyYaml = REFUND_POLICY) {
   const store = await createSqlJsStore();
   const receipts: StoredReceipt[] = [];
@@ -62,7 +61,8 @@ export function scriptedStreamingModel(turns: ReturnType<typeof callsTool | type
     doStream: turns.map((turn) => {
       const chunks: StreamPart[] = [{ type: 'stream-start', warnings: [] }];
       for (const part of turn.content) {
-        if (part.type === 'text') chunks.push({ type: 'text-start', id: 't' }, { type: 'text-delta', id: 't', delta: part.text }, { type: 'text-end', id: 't' });
+        if (part.type === 'text')
+          chunks.push({ type: 'text-start', id: 't' }, { type: 'text-delta', id: 't', delta: part.text }, { type: 'text-end', id: 't' });
         else chunks.push(part);
       }
       chunks.push({ type: 'finish', finishReason: turn.finishReason, usage: turn.usage });

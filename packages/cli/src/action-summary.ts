@@ -25,7 +25,8 @@ export function renderActionSummary(report: VerifyReport): string {
     '|---|---|---|---|',
   ];
   for (const g of report.guarantees) {
-    const detail = g.status === 'pass' ? `${g.grant_id ?? g.action ?? ''}${typeof g.detail['summary'] === 'string' ? ` (${g.detail['summary']})` : ''}` : (g.reason ?? '');
+    const detail =
+      g.status === 'pass' ? `${g.grant_id ?? g.action ?? ''}${typeof g.detail['summary'] === 'string' ? ` (${g.detail['summary']})` : ''}` : (g.reason ?? '');
     lines.push(`| ${g.id} | ${cell(g.title)} | ${CELL[g.status] ?? g.status} | ${cell(detail)} |`);
   }
   lines.push('', summaryLine(report), '');

@@ -53,7 +53,9 @@ export async function readRequest(store: StateStore, id: string): Promise<Reques
   const record = await store.getApproval(id);
   if (record === null) throw new CliRefusal(`no approval request ${id}`);
   if (!hashMatches(record)) {
-    throw new CliRefusal(`approval request ${id}: its stored action hashes to ${record.request.action.actionHash}, not the ${record.request.actionHash} it is bound to; the record was altered, so it is neither shown nor answered`);
+    throw new CliRefusal(
+      `approval request ${id}: its stored action hashes to ${record.request.action.actionHash}, not the ${record.request.actionHash} it is bound to; the record was altered, so it is neither shown nor answered`,
+    );
   }
   return { record, rule: await ruleOf(store, record) };
 }

@@ -56,7 +56,10 @@ export function operatorName(io: CliIo, flag: string | undefined, option: string
   try {
     login = (io.userName ?? (() => userInfo().username))();
   } catch (e) {
-    throw new CliRefusal(`cannot tell who is answering (the system has no name for this user: ${e instanceof Error ? e.message : String(e)}); give ${option} NAME or set CTRLRUN_APPROVER`, 2);
+    throw new CliRefusal(
+      `cannot tell who is answering (the system has no name for this user: ${e instanceof Error ? e.message : String(e)}); give ${option} NAME or set CTRLRUN_APPROVER`,
+      2,
+    );
   }
   const problem = actorProblem(login);
   if (problem !== null) throw new CliRefusal(`the login name ${JSON.stringify(login)} ${problem}; give ${option} NAME or set CTRLRUN_APPROVER`, 2);

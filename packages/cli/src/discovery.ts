@@ -27,9 +27,7 @@ export function policyPath(io: CliIo): string {
 }
 
 /** Where a store lives. */
-export type StoreTarget =
-  | { readonly kind: 'sqlite'; readonly path: string; readonly isDefault: boolean }
-  | { readonly kind: 'postgres'; readonly url: string };
+export type StoreTarget = { readonly kind: 'sqlite'; readonly path: string; readonly isDefault: boolean } | { readonly kind: 'postgres'; readonly url: string };
 
 /** The address `openStore` takes for a target. */
 export function storeAddress(target: StoreTarget): string {

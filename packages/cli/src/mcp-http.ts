@@ -40,7 +40,7 @@ export function parseListen(value: string, flag = '--listen'): { host: string; p
 /** The `--path` the endpoint is served at: absolute, no query, not under `/ctrlrun/`. */
 export function checkPath(value: string): string {
   if (!/^\/[A-Za-z0-9._~/-]*$/.test(value)) throw new UsageError(`--path must be an absolute URL path such as /mcp, got ${JSON.stringify(value)}`);
-  if (value === '/ctrlrun' || value.startsWith('/ctrlrun/')) throw new UsageError('--path may not be under /ctrlrun/ (reserved for ctrlrun\'s own endpoints)');
+  if (value === '/ctrlrun' || value.startsWith('/ctrlrun/')) throw new UsageError("--path may not be under /ctrlrun/ (reserved for ctrlrun's own endpoints)");
   return value;
 }
 
@@ -74,7 +74,8 @@ export function splitCommand(text: string): string[] {
 }
 
 /** Where the upstream is. */
-export type UpstreamTarget = { readonly kind: 'http'; readonly url: URL } | { readonly kind: 'command'; readonly argv: readonly string[]; readonly env: Record<string, string> };
+export type UpstreamTarget =
+  { readonly kind: 'http'; readonly url: URL } | { readonly kind: 'command'; readonly argv: readonly string[]; readonly env: Record<string, string> };
 
 /** Connects an MCP client to the upstream (initialize included); a failure names the upstream. */
 export async function connectUpstream(target: UpstreamTarget, onStderr?: (text: string) => void): Promise<Client> {
@@ -83,7 +84,12 @@ export async function connectUpstream(target: UpstreamTarget, onStderr?: (text: 
     await client.connect(new StreamableHTTPClientTransport(target.url));
     return client;
   }
-  const transport = new StdioClientTransport({ command: target.argv[0]!, args: [...target.argv.slice(1)], env: target.env, stderr: onStderr ? 'pipe' : 'inherit' });
+  const transport = new StdioClientTransport({
+    command: target.argv[0]!,
+    args: [...target.argv.slice(1)],
+    env: target.env,
+    stderr: onStderr ? 'pipe' : 'inherit',
+  });
   if (onStderr) transport.stderr?.on('data', (d: Buffer) => onStderr(d.toString()));
   await client.connect(transport);
   return client;
@@ -161,7 +167,9 @@ export async function serveHttp(options: HttpServeOptions): Promise<HttpServing>
         const name = req.rawHeaders[i]!.toLowerCase();
         if (!identity.has(name)) continue;
         if (seen.has(name)) {
-          return void res.writeHead(403, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -41007, message: 'no principal', data: { error: 'ctrlrun.no_principal' } } }));
+          return void res
+            .writeHead(403, { 'content-type': 'application/json' })
+            .end(JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -41007, message: 'no principal', data: { error: 'ctrlrun.no_principal' } } }));
         }
         seen.add(name);
       }
@@ -169,7 +177,8 @@ export async function serveHttp(options: HttpServeOptions): Promise<HttpServing>
     const sessionId = req.headers['mcp-session-id'];
     if (req.method !== 'POST') {
       const transport = typeof sessionId === 'string' ? sessions.get(sessionId) : undefined;
-      if (!options.sessions || transport === undefined) return rpcError(res, options.sessions ? 404 : 405, -32000, options.sessions ? 'no such session' : 'method not allowed: this endpoint takes POST only');
+      if (!options.sessions || transport === undefined)
+        return rpcError(res, options.sessions ? 404 : 405, -32000, options.sessions ? 'no such session' : 'method not allowed: this endpoint takes POST only');
       return transport.handleRequest(req, res);
     }
     const body = await readBody(req, options.maxBodyBytes);
@@ -275,7 +284,11 @@ export function positiveInt(value: string | undefined, flag: string, fallback: n
  * What both MCP commands load first: the policy (its observe banner on stderr first), the
  * environment (`--environment`, else `$CTRLRUN_ENVIRONMENT`, else the policy's) and where the store is.
  */
-export function loadSetup(io: CliIo, values: Readonly<Record<string, unknown>>, err: (line: string) => void): { policy: Policy; environment: string | undefined; target: StoreTarget } {
+export function loadSetup(
+  io: CliIo,
+  values: Readonly<Record<string, unknown>>,
+  err: (line: string) => void,
+): { policy: Policy; environment: string | undefined; target: StoreTarget } {
   const { policy } = loadPolicyFile(policyPath(io));
   banner(policy, err);
   const flag = values['environment'] as string | undefined;

@@ -172,7 +172,10 @@ export function nodeProcessLauncher(workDir: string): ProcessLauncher {
         rmSync(markers, { recursive: true, force: true });
         resolve({ parentPid: process.pid, processes: states.map((s) => s.outcome!), executorRuns });
       };
-      const deadline = setTimeout(() => finish(new Error(`the ${states.length} processes did not all answer within ${PROCESS_DEADLINE_MS / 1000} s`)), PROCESS_DEADLINE_MS);
+      const deadline = setTimeout(
+        () => finish(new Error(`the ${states.length} processes did not all answer within ${PROCESS_DEADLINE_MS / 1000} s`)),
+        PROCESS_DEADLINE_MS,
+      );
       const maybeGo = () => {
         if (states.length === request.runs.length && states.every((s) => s.ready)) for (const s of states) s.child.stdin.write('go\n');
       };
@@ -205,7 +208,11 @@ export function nodeProcessLauncher(workDir: string): ProcessLauncher {
         // 'close' (not 'exit'): every line the child wrote has been read by then.
         child.on('close', (code) => {
           if (state.outcome === null) {
-            finish(new Error(`a process (pid ${child.pid ?? '?'}) exited ${code ?? 'on a signal'} without an answer: ${state.stderr.trim().split('\n').slice(-3).join(' | ')}`));
+            finish(
+              new Error(
+                `a process (pid ${child.pid ?? '?'}) exited ${code ?? 'on a signal'} without an answer: ${state.stderr.trim().split('\n').slice(-3).join(' | ')}`,
+              ),
+            );
             return;
           }
           if (states.length === request.runs.length && states.every((s) => s.outcome !== null && s.child.exitCode !== null)) finish(null);

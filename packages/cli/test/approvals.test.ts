@@ -73,7 +73,11 @@ describe('ctrlrun approvals', () => {
     expect(lines).toHaveLength(3);
     // Oldest first, then by id (both requests may share a millisecond).
     const line = (id: string) => lines.find((l) => l.startsWith(id))!;
-    expect(line(s.pending[0])).toMatch(new RegExp(`^${s.pending[0]} {2}pending {2}stripe\\.refund {2}\\{"amount":200000,"payment_id":"txn_2"\\} {2}by refund-agent {2}requested \\S+Z {2}expires \\S+Z$`));
+    expect(line(s.pending[0])).toMatch(
+      new RegExp(
+        `^${s.pending[0]} {2}pending {2}stripe\\.refund {2}\\{"amount":200000,"payment_id":"txn_2"\\} {2}by refund-agent {2}requested \\S+Z {2}expires \\S+Z$`,
+      ),
+    );
     expect(line(s.pending[1])).toContain(`${s.pending[1]}  pending  stripe.refund  {"amount":300000,"payment_id":"txn_3"}`);
     expect(lines[2]).toBe('answer with: npx ctrlrun approve REQUEST_ID --as NAME   (or: npx ctrlrun deny REQUEST_ID --as NAME)');
     expect(storeBytes(s.storePath)).toBe(before); // a reader writes nothing
@@ -91,7 +95,12 @@ describe('ctrlrun approvals', () => {
       expired: false,
       hash_matches: true,
       rule: 'rule[1]',
-      action: { name: 'stripe.refund', arguments: { amount: 200000, payment_id: 'txn_2' }, principal: { agent: 'refund-agent', user: null }, environment: 'production' },
+      action: {
+        name: 'stripe.refund',
+        arguments: { amount: 200000, payment_id: 'txn_2' },
+        principal: { agent: 'refund-agent', user: null },
+        environment: 'production',
+      },
     });
     expect(doc.approvals[0]!['action_hash']).toMatch(/^sha256:[0-9a-f]{64}$/);
     expect(doc.approvals[1]!['action_hash']).toMatch(/^sha256:[0-9a-f]{64}$/);
@@ -101,10 +110,14 @@ describe('ctrlrun approvals', () => {
     const s = await seed();
     await run(['approve', s.pending[0], '--as', 'dana'], { cwd: s.dir });
     expect((await run(['approvals', '--json'], { cwd: s.dir })).stdout).not.toContain(s.pending[0]);
-    const granted = JSON.parse((await run(['approvals', '--status', 'granted', '--json'], { cwd: s.dir })).stdout) as { approvals: { approval_id: string; approver: string }[] };
+    const granted = JSON.parse((await run(['approvals', '--status', 'granted', '--json'], { cwd: s.dir })).stdout) as {
+      approvals: { approval_id: string; approver: string }[];
+    };
     expect(granted.approvals).toEqual([expect.objectContaining({ approval_id: s.pending[0], approver: 'dana' })]);
     // The store's order (oldest first, then id) decides which is first.
-    const order = (JSON.parse((await run(['approvals', '--status', 'all', '--json'], { cwd: s.dir })).stdout) as { approvals: { approval_id: string }[] }).approvals.map((a) => a.approval_id);
+    const order = (
+      JSON.parse((await run(['approvals', '--status', 'all', '--json'], { cwd: s.dir })).stdout) as { approvals: { approval_id: string }[] }
+    ).approvals.map((a) => a.approval_id);
     expect([...order].sort()).toEqual([...s.pending].sort());
     const first = await run(['approvals', '--status', 'all', '--limit', '1'], { cwd: s.dir });
     expect(first.stdout).toContain(order[0]);
@@ -115,10 +128,18 @@ describe('ctrlrun approvals', () => {
     const second = await run(['approvals', '--status', 'all', '--limit', '1', '--after', order[0]!], { cwd: s.dir });
     expect(second.stdout).toContain(order[1]);
     expect(second.stdout).not.toContain('more:');
-    const every = JSON.parse((await run(['approvals', '--status', 'all', '--all', '--json'], { cwd: s.dir })).stdout) as { approvals: unknown[]; next_after: null };
+    const every = JSON.parse((await run(['approvals', '--status', 'all', '--all', '--json'], { cwd: s.dir })).stdout) as {
+      approvals: unknown[];
+      next_after: null;
+    };
     expect([every.approvals.length, every.next_after]).toEqual([2, null]);
     expect((await run(['approvals', '--status', 'denied'], { cwd: s.dir })).stdout).toBe('no denied approval requests\n');
-    for (const argv of [['--status', 'open'], ['--limit', '0'], ['--limit', '1.5'], ['--limit', '10001']]) {
+    for (const argv of [
+      ['--status', 'open'],
+      ['--limit', '0'],
+      ['--limit', '1.5'],
+      ['--limit', '10001'],
+    ]) {
       const bad = await run(['approvals', ...argv], { cwd: s.dir });
       expect(bad.code, argv.join(' ')).toBe(2);
       expect(bad.stderr).toMatch(/^Error: --(status|limit) /);
@@ -213,7 +234,10 @@ describe('approve and deny show the exact action and ask on a terminal', () => {
 
   it('property: whatever the agent puts in the arguments, the display has one visible line per canonical argument', () => {
     // Mostly the characters that move a terminal's cursor or text, and some of everything else.
-    const unit = fc.oneof(fc.constantFrom('\n', '\r', '\t', '\u001b', '\u0085', '\u2028', '\u2029', '\u202e', '\u2066', '\u200b', '"', '\\', ' ', 'a'), fc.string({ unit: 'binary', minLength: 1, maxLength: 1 }));
+    const unit = fc.oneof(
+      fc.constantFrom('\n', '\r', '\t', '\u001b', '\u0085', '\u2028', '\u2029', '\u202e', '\u2066', '\u200b', '"', '\\', ' ', 'a'),
+      fc.string({ unit: 'binary', minLength: 1, maxLength: 1 }),
+    );
     const text = (maxLength: number) => fc.string({ unit, maxLength });
     const key = text(12).filter((k) => k !== 'data_scope');
     const value = fc.oneof(text(40), fc.integer(), fc.boolean(), fc.constant(null), fc.array(text(8), { maxLength: 3 }));
@@ -226,8 +250,18 @@ describe('approve and deny show the exact action and ask on a terminal', () => {
           return; // the kernel refused the arguments (e.g. a lone surrogate): nothing to show
         }
         const record: ApprovalRecord = {
-          request: { requestId: 'apr_0', actionHash: action.actionHash, action, createdAt: '2026-01-01T00:00:00+00:00', expiresAt: '2099-01-01T00:00:00+00:00', policyHash: null },
-          status: 'pending', approver: null, grantedAt: null, consumedAt: null,
+          request: {
+            requestId: 'apr_0',
+            actionHash: action.actionHash,
+            action,
+            createdAt: '2026-01-01T00:00:00+00:00',
+            expiresAt: '2099-01-01T00:00:00+00:00',
+            policyHash: null,
+          },
+          status: 'pending',
+          approver: null,
+          grantedAt: null,
+          consumedAt: null,
         };
         // As the terminal receives them: each line through visible(), as out() writes it.
         const shown = requestLines({ record, rule: 'decision' }, null).map(visible).join('\n').split('\n');
@@ -251,7 +285,9 @@ describe('approve and deny show the exact action and ask on a terminal', () => {
     const r = await atTerminal(['approve', s.pending[0], '--as', 'dana'], s.dir, ['y']);
     expect(r.code).toBe(1);
     expect(r.stdout).toBe('');
-    expect(r.stderr).toMatch(/^Error: approval request apr_\S+: its stored action hashes to sha256:\S+, not the sha256:\S+ it is bound to; the record was altered/);
+    expect(r.stderr).toMatch(
+      /^Error: approval request apr_\S+: its stored action hashes to sha256:\S+, not the sha256:\S+ it is bound to; the record was altered/,
+    );
     expect(await status(s.storePath, s.pending[0])).toBe('pending');
     expect((await run(['approvals'], { cwd: s.dir })).stdout).toContain('(ALTERED: the stored action does not match its hash)');
   });
@@ -262,7 +298,12 @@ describe('approve and deny show the exact action and ask on a terminal', () => {
     expect(r.code).toBe(0);
     expect(r.stderr).toContain('  action      stripe.refund');
     const doc = JSON.parse(r.stdout) as Record<string, unknown>;
-    expect(doc).toMatchObject({ approval_id: s.pending[0], status: 'granted', approver: 'dana', request: { status: 'pending', action: { arguments: { amount: 200000, payment_id: 'txn_2' } }, rule: 'rule[1]' } });
+    expect(doc).toMatchObject({
+      approval_id: s.pending[0],
+      status: 'granted',
+      approver: 'dana',
+      request: { status: 'pending', action: { arguments: { amount: 200000, payment_id: 'txn_2' } }, rule: 'rule[1]' },
+    });
   });
 });
 
@@ -319,7 +360,11 @@ function inPty(args: string[], cwd: string, input: string): Promise<{ code: numb
     const bin = await executable();
     const command = [process.execPath, bin, ...args].map((a) => `'${a.replace(/'/g, `'\\''`)}'`).join(' ');
     return new Promise((resolve, reject) => {
-      const child = spawn('script', ['-qfec', command, '/dev/null'], { cwd, env: { PATH: process.env['PATH'] ?? '', HOME: process.env['HOME'] ?? '', TERM: 'dumb' }, stdio: ['pipe', 'pipe', 'pipe'] });
+      const child = spawn('script', ['-qfec', command, '/dev/null'], {
+        cwd,
+        env: { PATH: process.env['PATH'] ?? '', HOME: process.env['HOME'] ?? '', TERM: 'dumb' },
+        stdio: ['pipe', 'pipe', 'pipe'],
+      });
       let output = '';
       let typed = false;
       const kill = setTimeout(() => child.kill('SIGKILL'), 120_000);

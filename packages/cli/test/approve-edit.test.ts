@@ -55,7 +55,7 @@ describe('ctrlrun approve --edit', () => {
     expect(fresh?.request.actionHash).toBe(newId![2]);
   });
 
-  it('the agent\'s run of the original runs the edit; receipts and inspect show the edit as the receipt hashed it', async () => {
+  it("the agent's run of the original runs the edit; receipts and inspect show the edit as the receipt hashed it", async () => {
     const s = await seed();
     const id = s.pending[0];
     writeFileSync(join(s.dir, 'edit.json'), '{"payment_id": "txn_2", "amount": 150000, "note": "\\u202e"}');
@@ -63,7 +63,10 @@ describe('ctrlrun approve --edit', () => {
     const control = await fromFile({ cwd: s.dir, env: {}, principal: { agent: 'refund-agent' }, logger: { warn: () => {} } });
     const ran: unknown[] = [];
     try {
-      const original = createAction({ name: 'stripe.refund', arguments: { payment_id: 'txn_2', amount: 200000 }, principal: { agent: 'refund-agent' } }, { ids: control.ids });
+      const original = createAction(
+        { name: 'stripe.refund', arguments: { payment_id: 'txn_2', amount: 200000 }, principal: { agent: 'refund-agent' } },
+        { ids: control.ids },
+      );
       await control.execute(original, (args) => void ran.push(args), { approvalId: id });
     } finally {
       await control.close();
@@ -140,7 +143,11 @@ describe('ctrlrun approve --edit', () => {
     const asked: string[] = [];
     let stdout = '';
     const terminal = (answer: string): CliIo => ({
-      stdout: (t) => void (stdout += t), stderr: () => undefined, cwd: s.dir, env: {}, interactive: true,
+      stdout: (t) => void (stdout += t),
+      stderr: () => undefined,
+      cwd: s.dir,
+      env: {},
+      interactive: true,
       ask: async (q) => (asked.push(q), answer),
     });
     expect(await main(['approve', id, '--edit', 'edit.json', '--as', 'dana'], terminal('n'))).toBe(1);
@@ -159,7 +166,11 @@ describe('ctrlrun approve --edit', () => {
     const bin = await executable();
     const piped = (args: string[], input: string) =>
       new Promise<RunResult>((resolve, reject) => {
-        const child = spawn(process.execPath, [bin, ...args], { cwd: s.dir, env: { PATH: process.env['PATH'] ?? '', HOME: process.env['HOME'] ?? '' }, stdio: ['pipe', 'pipe', 'pipe'] });
+        const child = spawn(process.execPath, [bin, ...args], {
+          cwd: s.dir,
+          env: { PATH: process.env['PATH'] ?? '', HOME: process.env['HOME'] ?? '' },
+          stdio: ['pipe', 'pipe', 'pipe'],
+        });
         let stdout = '';
         let stderr = '';
         child.stdout.on('data', (d: Buffer) => void (stdout += d.toString()));

@@ -30,10 +30,13 @@ async function observed(): Promise<string> {
   mkdirSync(join(dir, '.ctrlrun'));
   const store = await openStore(join(dir, '.ctrlrun', 'state.db'));
   const control = new Control({ policy: loadPolicy(OBSERVE_POLICY), store, principal: { agent: 'refund-agent' }, logger: { warn: () => {} } });
-  const refund = protect<Record<string, unknown>, unknown>((a) => {
-    if (a['payment_id'] === 'txn_4') throw new Error('connection reset after the request was sent');
-    return { ok: true };
-  }, { control, name: 'stripe.refund' });
+  const refund = protect<Record<string, unknown>, unknown>(
+    (a) => {
+      if (a['payment_id'] === 'txn_4') throw new Error('connection reset after the request was sent');
+      return { ok: true };
+    },
+    { control, name: 'stripe.refund' },
+  );
   const grant = protect<Record<string, unknown>, unknown>(() => ({ ok: true }), { control, name: 'iam.grant_admin' });
   await refund({ payment_id: 'txn_1', amount: 50000 });
   await refund({ payment_id: 'txn_1', amount: 50000 });
@@ -52,14 +55,26 @@ describe('stats', () => {
     // The seeded store ran in enforce mode: one denial (iam.grant_admin), two requests awaiting a human.
     const s = await seed();
     const enforce = await run(['stats', '--json'], { cwd: s.dir });
-    expect(JSON.parse(enforce.stdout)).toMatchObject({ mode: 'enforce', denied: 1, enforced_denied: 1, enforced_blocked: 0, approvals_requested: 2, approvals_pending: 2 });
+    expect(JSON.parse(enforce.stdout)).toMatchObject({
+      mode: 'enforce',
+      denied: 1,
+      enforced_denied: 1,
+      enforced_blocked: 0,
+      approvals_requested: 2,
+      approvals_pending: 2,
+    });
     const human = (await run(['stats'], { cwd: s.dir })).stdout.split('\n');
     expect(human).toContain(`${'approval requests'.padEnd(30)}${'2'.padStart(6)}`);
     expect(human).toContain(`${'   still pending'.padEnd(30)}${'2'.padStart(6)}`);
     // The team switches the policy to observe: the enforced refusal is not reported as 0.
     writeFileSync(join(s.dir, 'ctrlrun.yaml'), OBSERVE_POLICY);
     const observe = await run(['stats', '--json'], { cwd: s.dir });
-    expect(JSON.parse(observe.stdout)).toMatchObject({ mode: 'observe', would_have_been_denied: 0, enforced_denied: 1, enforced_denied_by_reason: { decision: 1 } });
+    expect(JSON.parse(observe.stdout)).toMatchObject({
+      mode: 'observe',
+      would_have_been_denied: 0,
+      enforced_denied: 1,
+      enforced_denied_by_reason: { decision: 1 },
+    });
     const lines = (await run(['stats'], { cwd: s.dir })).stdout.split('\n');
     expect(lines).toContain(`${'denied (enforced)'.padEnd(30)}${'1'.padStart(6)}`);
     expect(lines).toContain(`   ${'decision'.padEnd(27)}${'1'.padStart(6)}`);
@@ -71,8 +86,25 @@ describe('stats', () => {
     expect(r.code).toBe(0);
     expect(r.stderr).toBe('OBSERVE MODE — nothing is enforced\n');
     const doc = JSON.parse(r.stdout) as Record<string, unknown>;
-    expect(Object.keys(doc)).toEqual(['schema', 'mode', 'since', 'from', 'to', 'actions', 'would_have_been_denied', 'denied_by_reason', 'would_have_needed_approval', 'would_have_been_blocked', 'blocked_by_reason', 'ambiguous_outcomes',
-      'enforced_denied', 'enforced_denied_by_reason', 'enforced_blocked', 'approvals_requested', 'approvals_pending']);
+    expect(Object.keys(doc)).toEqual([
+      'schema',
+      'mode',
+      'since',
+      'from',
+      'to',
+      'actions',
+      'would_have_been_denied',
+      'denied_by_reason',
+      'would_have_needed_approval',
+      'would_have_been_blocked',
+      'blocked_by_reason',
+      'ambiguous_outcomes',
+      'enforced_denied',
+      'enforced_denied_by_reason',
+      'enforced_blocked',
+      'approvals_requested',
+      'approvals_pending',
+    ]);
     expect(doc).toMatchObject({
       schema: 'ctrlrun.stats/v1',
       mode: 'observe',

@@ -33,7 +33,11 @@ function commandsOn(backend: () => Backend) {
   it('deny', async () => {
     const { flag, open } = await backend().fresh(tempDir());
     const s = await seed(tempDir(), open);
-    expect(await spawnCli(['deny', s.pending[1], '--as', 'dana', ...flag], { cwd: s.dir })).toEqual({ code: 0, stdout: `denied ${s.pending[1]} by dana\n`, stderr: '' });
+    expect(await spawnCli(['deny', s.pending[1], '--as', 'dana', ...flag], { cwd: s.dir })).toEqual({
+      code: 0,
+      stdout: `denied ${s.pending[1]} by dana\n`,
+      stderr: '',
+    });
   });
 
   it('resolve', async () => {
@@ -53,13 +57,21 @@ function commandsOn(backend: () => Backend) {
     const r = await spawnCli(['inspect', s.actions.lost, '--json', ...flag], { cwd: s.dir });
     expect(r.code).toBe(0);
     const doc = JSON.parse(r.stdout) as Record<string, unknown>;
-    expect([doc['schema'], doc['action_id'], (doc['effect'] as Record<string, unknown>)['state']]).toEqual(['ctrlrun.inspection/v2', s.actions.lost, 'ambiguous']);
+    expect([doc['schema'], doc['action_id'], (doc['effect'] as Record<string, unknown>)['state']]).toEqual([
+      'ctrlrun.inspection/v2',
+      s.actions.lost,
+      'ambiguous',
+    ]);
   });
 
   it('receipts', async () => {
     const { flag, open } = await backend().fresh(tempDir());
     const s = await seed(tempDir(), open);
-    expect(await spawnCli(['receipts', '--verify-chain', ...flag], { cwd: s.dir })).toEqual({ code: 0, stdout: 'chain: 4 of 4 receipts verified\nthe chain is intact\n', stderr: '' });
+    expect(await spawnCli(['receipts', '--verify-chain', ...flag], { cwd: s.dir })).toEqual({
+      code: 0,
+      stdout: 'chain: 4 of 4 receipts verified\nthe chain is intact\n',
+      stderr: '',
+    });
   });
 
   it('effects', async () => {
@@ -75,7 +87,14 @@ function commandsOn(backend: () => Backend) {
     const s = await seed(tempDir(), open);
     const r = await spawnCli(['stats', '--json', ...flag], { cwd: s.dir });
     expect(r.code).toBe(0);
-    expect(JSON.parse(r.stdout)).toMatchObject({ schema: 'ctrlrun.stats/v1', mode: 'enforce', actions: 4, denied: 1, denied_by_reason: { decision: 1 }, ambiguous_outcomes: 1 });
+    expect(JSON.parse(r.stdout)).toMatchObject({
+      schema: 'ctrlrun.stats/v1',
+      mode: 'enforce',
+      actions: 4,
+      denied: 1,
+      denied_by_reason: { decision: 1 },
+      ambiguous_outcomes: 1,
+    });
   });
 
   it('delegate', async () => {
@@ -83,7 +102,10 @@ function commandsOn(backend: () => Backend) {
     const { flag, open } = await backend().fresh(dir);
     writeFileSync(join(dir, 'ctrlrun.yaml'), AUTHORITY_POLICY);
     writeFileSync(join(dir, 'finance.yaml'), grantYaml(2500000));
-    const r = await spawnCli(['delegate', '--parent', 'head-of-support', '--file', 'finance.yaml', '--as', 'head-of-support/dana@example.com', '--json', ...flag], { cwd: dir });
+    const r = await spawnCli(
+      ['delegate', '--parent', 'head-of-support', '--file', 'finance.yaml', '--as', 'head-of-support/dana@example.com', '--json', ...flag],
+      { cwd: dir },
+    );
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
     const doc = JSON.parse(r.stdout) as Record<string, unknown>;
@@ -97,7 +119,9 @@ function commandsOn(backend: () => Backend) {
     const { flag, open } = await backend().fresh(dir);
     writeFileSync(join(dir, 'ctrlrun.yaml'), AUTHORITY_POLICY);
     writeFileSync(join(dir, 'finance.yaml'), grantYaml(2500000));
-    const created = await run(['delegate', '--parent', 'head-of-support', '--file', 'finance.yaml', '--as', 'head-of-support/dana@example.com', ...flag], { cwd: dir });
+    const created = await run(['delegate', '--parent', 'head-of-support', '--file', 'finance.yaml', '--as', 'head-of-support/dana@example.com', ...flag], {
+      cwd: dir,
+    });
     const id = created.stdout.split('\n')[0]!.slice('created '.length);
     const r = await spawnCli(['revoke', id, ...flag], { cwd: dir });
     expect(r.code).toBe(0);
@@ -135,8 +159,14 @@ describe.concurrent('the real ctrlrun executable on a SQLite file', () => {
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
     for (const f of ['state.db', 'receipts.jsonl', 'events.jsonl']) expect(existsSync(join(dir, '.ctrlrun', 'demo', f)), f).toBe(true);
-    expect(readFileSync(join(dir, '.ctrlrun', 'demo', 'state.db')).subarray(0, 16).toString()).toBe('SQLite format 3\0');
-    const receipts = readFileSync(join(dir, '.ctrlrun', 'demo', 'receipts.jsonl'), 'utf8').trimEnd().split('\n');
+    expect(
+      readFileSync(join(dir, '.ctrlrun', 'demo', 'state.db'))
+        .subarray(0, 16)
+        .toString(),
+    ).toBe('SQLite format 3\0');
+    const receipts = readFileSync(join(dir, '.ctrlrun', 'demo', 'receipts.jsonl'), 'utf8')
+      .trimEnd()
+      .split('\n');
     expect(r.stdout).toContain(`Receipts (${receipts.length}): .ctrlrun/demo/receipts.jsonl`);
     // The evidence is a store the readers open: the chain verifies.
     expect((await run(['receipts', '--verify-chain'], { cwd: dir, env: { CTRLRUN_STATE: '.ctrlrun/demo/state.db' } })).code).toBe(0);
@@ -152,7 +182,12 @@ describe.concurrent('the real ctrlrun executable on a SQLite file', () => {
     expect(g4.status).toBe('pass');
     expect(g4.detail['processes']).toBe(8);
     expect(report.summary).toMatchObject({ passed: 9, failed: 0, applicable: 9, not_applicable: 2, badge: '9/9' });
-    expect(JSON.parse(readFileSync(join(dir, 'badge.json'), 'utf8'))).toEqual({ schemaVersion: 1, label: 'CTRLRun', message: 'verified 9/9', color: 'brightgreen' });
+    expect(JSON.parse(readFileSync(join(dir, 'badge.json'), 'utf8'))).toEqual({
+      schemaVersion: 1,
+      label: 'CTRLRun',
+      message: 'verified 9/9',
+      color: 'brightgreen',
+    });
     expect(existsSync(join(dir, '.ctrlrun'))).toBe(false);
   });
 });

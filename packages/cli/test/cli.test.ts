@@ -16,7 +16,11 @@ const ONE_LINE = /^Error: [^\n]+\n$/;
 function sinkEvents(dir: string): Record<string, unknown>[] {
   const file = join(dir, '.ctrlrun', 'events.jsonl');
   if (!existsSync(file)) return [];
-  return readFileSync(file, 'utf8').trimEnd().split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as Record<string, unknown>);
+  return readFileSync(file, 'utf8')
+    .trimEnd()
+    .split('\n')
+    .filter((l) => l !== '')
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
 }
 
 describe('the command line', () => {
@@ -41,7 +45,15 @@ describe('the command line', () => {
 
   it('exits 2 on a bad command line, with usage and a --help hint', async () => {
     const cwd = tempDir();
-    for (const argv of [['nope'], ['approve'], ['approve', 'a', 'b'], ['receipts', '--bogus'], ['effects', '--state', 'done'], ['receipts', '--last', '0'], ['receipts', '--last', 'x']]) {
+    for (const argv of [
+      ['nope'],
+      ['approve'],
+      ['approve', 'a', 'b'],
+      ['receipts', '--bogus'],
+      ['effects', '--state', 'done'],
+      ['receipts', '--last', '0'],
+      ['receipts', '--last', 'x'],
+    ]) {
       const r = await run(argv, { cwd });
       expect(r.code, argv.join(' ')).toBe(2);
       expect(r.stdout).toBe('');
@@ -64,19 +76,26 @@ describe('init', () => {
     expect(r.stdout).toContain('protect');
   });
 
-  it('says what to run next, and every command it prints runs as printed in that directory', async () => {
-    const cwd = tempDir();
-    const r = await run(['init'], { cwd });
-    const next = r.stdout.split('\n').map((l) => /^\s+npx ctrlrun ([^#<]*?)\s*(#.*)?$/.exec(l)?.[1]).filter((c): c is string => c !== undefined);
-    expect(next, r.stdout).toEqual(['policy check', 'verify', 'demo']);
-    for (const command of next) {
-      const ran = await run(command.split(' '), { cwd });
-      expect(ran.code, `${command}: ${ran.stderr}`).toBe(0);
-    }
-    // And how a request is answered, once the user's code asks for one.
-    expect(r.stdout).toMatch(/^\s+npx ctrlrun inspect <request_id>/m);
-    expect(r.stdout).toMatch(/^\s+npx ctrlrun approve <request_id> --as <your name>/m);
-  }, scaled(120_000));
+  it(
+    'says what to run next, and every command it prints runs as printed in that directory',
+    async () => {
+      const cwd = tempDir();
+      const r = await run(['init'], { cwd });
+      const next = r.stdout
+        .split('\n')
+        .map((l) => /^\s+npx ctrlrun ([^#<]*?)\s*(#.*)?$/.exec(l)?.[1])
+        .filter((c): c is string => c !== undefined);
+      expect(next, r.stdout).toEqual(['policy check', 'verify', 'demo']);
+      for (const command of next) {
+        const ran = await run(command.split(' '), { cwd });
+        expect(ran.code, `${command}: ${ran.stderr}`).toBe(0);
+      }
+      // And how a request is answered, once the user's code asks for one.
+      expect(r.stdout).toMatch(/^\s+npx ctrlrun inspect <request_id>/m);
+      expect(r.stdout).toMatch(/^\s+npx ctrlrun approve <request_id> --as <your name>/m);
+    },
+    scaled(120_000),
+  );
 
   it('refuses to overwrite an existing policy without --force', async () => {
     const cwd = tempDir();
@@ -116,9 +135,15 @@ describe('approve and deny', () => {
 
   it('who answers: --as, else $CTRLRUN_APPROVER, else the OS login name; never cli:local', async () => {
     const s = await seed();
-    expect((await run(['approve', s.pending[0]], { cwd: s.dir, env: { CTRLRUN_APPROVER: 'ops-on-call' }, userName: () => 'ana' })).stdout).toMatch(/ by ops-on-call\n/);
+    expect((await run(['approve', s.pending[0]], { cwd: s.dir, env: { CTRLRUN_APPROVER: 'ops-on-call' }, userName: () => 'ana' })).stdout).toMatch(
+      / by ops-on-call\n/,
+    );
     expect((await run(['deny', s.pending[1]], { cwd: s.dir, userName: () => 'ana' })).stdout).toBe(`denied ${s.pending[1]} by ana\n`);
-    const flagWins = await run(['resolve', s.ambiguousKey, '--failed', '--as', 'dana'], { cwd: s.dir, env: { CTRLRUN_APPROVER: 'ops-on-call' }, userName: () => 'ana' });
+    const flagWins = await run(['resolve', s.ambiguousKey, '--failed', '--as', 'dana'], {
+      cwd: s.dir,
+      env: { CTRLRUN_APPROVER: 'ops-on-call' },
+      userName: () => 'ana',
+    });
     expect(flagWins.stdout.split('\n')[0]).toBe(`${s.ambiguousKey} resolved failed by dana`);
     const store = await openStore(s.storePath, { readOnly: true });
     expect((await store.getApproval(s.pending[0]))?.approver).toBe('ops-on-call');
@@ -140,11 +165,22 @@ describe('approve and deny', () => {
       [['--as', 'x'.repeat(300)], {}, undefined, /longer than 256/],
       [[], { CTRLRUN_APPROVER: '' }, undefined, /CTRLRUN_APPROVER "" is empty/],
       [[], { CTRLRUN_APPROVER: 'ana\x1b[2J' }, undefined, /CTRLRUN_APPROVER .* control/],
-      [[], {}, () => { throw new Error('ENOENT: no passwd entry'); }, /cannot tell who is answering .*--as NAME or set CTRLRUN_APPROVER/],
+      [
+        [],
+        {},
+        () => {
+          throw new Error('ENOENT: no passwd entry');
+        },
+        /cannot tell who is answering .*--as NAME or set CTRLRUN_APPROVER/,
+      ],
       [[], {}, () => '', /login name "" is empty/],
     ];
     for (const [flags, env, userName, says] of cases) {
-      for (const argv of [['approve', s.pending[0]], ['deny', s.pending[0]], ['resolve', s.ambiguousKey, '--failed']]) {
+      for (const argv of [
+        ['approve', s.pending[0]],
+        ['deny', s.pending[0]],
+        ['resolve', s.ambiguousKey, '--failed'],
+      ]) {
         const r = await run([...argv, ...flags], { cwd: s.dir, env, ...(userName ? { userName } : {}) });
         expect(r.code, `${argv[0]} ${JSON.stringify(flags)} ${JSON.stringify(env)}`).toBe(2);
         expect(r.stdout).toBe('');
@@ -182,7 +218,12 @@ describe('approve and deny', () => {
     const s = await seed();
     expect((await run(['approve', s.pending[0]], { cwd: s.dir })).code).toBe(0);
     const before = storeBytes(s.storePath);
-    for (const argv of [['approve', 'apr_00000000000000000000000000000000'], ['deny', 'apr_nope'], ['approve', s.pending[0]], ['deny', s.pending[0]]]) {
+    for (const argv of [
+      ['approve', 'apr_00000000000000000000000000000000'],
+      ['deny', 'apr_nope'],
+      ['approve', s.pending[0]],
+      ['deny', s.pending[0]],
+    ]) {
       const r = await run(argv, { cwd: s.dir });
       expect(r.code, argv.join(' ')).toBe(1);
       expect(r.stdout).toBe('');
@@ -203,7 +244,11 @@ describe('resolve', () => {
     expect(r.stdout).toContain('retry is now permitted');
     const store = await openStore(s.storePath);
     const resolved = (await store.events()).at(-1)!;
-    expect([resolved.type, resolved.effectKey, resolved.data]).toEqual(['EFFECT_RESOLVED', s.ambiguousKey, { state: 'failed', resolver: 'dana', resolved_by: 'human' }]);
+    expect([resolved.type, resolved.effectKey, resolved.data]).toEqual([
+      'EFFECT_RESOLVED',
+      s.ambiguousKey,
+      { state: 'failed', resolver: 'dana', resolved_by: 'human' },
+    ]);
     expect(sinkEvents(s.dir).at(-1)).toMatchObject({ type: 'EFFECT_RESOLVED', effect_key: s.ambiguousKey, data: resolved.data });
     expect((await store.getEffect(s.ambiguousKey))?.resolvedBy).toBe('dana');
     const control = exampleControl(store);
@@ -225,7 +270,10 @@ describe('resolve', () => {
 
   it('needs exactly one of --committed|--failed (exit 2, naming both)', async () => {
     const s = await seed();
-    for (const argv of [['resolve', s.ambiguousKey], ['resolve', s.ambiguousKey, '--committed', '--failed']]) {
+    for (const argv of [
+      ['resolve', s.ambiguousKey],
+      ['resolve', s.ambiguousKey, '--committed', '--failed'],
+    ]) {
       const r = await run(argv, { cwd: s.dir });
       expect(r.code).toBe(2);
       expect(r.stderr).toContain('committed|failed');
@@ -258,7 +306,10 @@ describe('receipts', () => {
     expect(lines[2]).toMatch(/ {2}email\.send {2}allow\/ambiguous {2}email:m1 {2}refund-agent$/);
     expect(lines[3]).toMatch(/ {2}iam\.grant_admin {2}deny\/denied {2}- {2}refund-agent$/);
     const last = await run(['receipts', '--last', '1', '--json'], { cwd: s.dir });
-    const docs = last.stdout.trimEnd().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+    const docs = last.stdout
+      .trimEnd()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
     expect(docs.map((d) => d['action'])).toEqual(['iam.grant_admin']);
     expect(docs[0]!['seq']).toBe(4);
     expect((await run(['receipts', '--control', 'SOC2-CC6.1'], { cwd: s.dir })).stdout).toBe("no receipts cite 'SOC2-CC6.1'\n");
@@ -333,7 +384,17 @@ describe('inspect', () => {
     expect(Object.keys(doc)).toEqual(INSPECTION_KEYS);
     expect(doc['action_id']).toBe(s.actions.lost);
     expect((doc['receipt'] as Record<string, unknown>)['result']).toBe('ambiguous');
-    expect(Object.keys(doc['effect'] as object)).toEqual(['effect_key', 'state', 'action_id', 'attempt', 'created_at', 'updated_at', 'lease_expires_at', 'error', 'resolved_by']);
+    expect(Object.keys(doc['effect'] as object)).toEqual([
+      'effect_key',
+      'state',
+      'action_id',
+      'attempt',
+      'created_at',
+      'updated_at',
+      'lease_expires_at',
+      'error',
+      'resolved_by',
+    ]);
     expect((doc['effect'] as Record<string, unknown>)['state']).toBe('ambiguous');
     const events = doc['events'] as Record<string, unknown>[];
     expect(events.map((e) => e['type'])).toEqual(['ACTION_PROPOSED', 'POLICY_EVALUATED', 'EFFECT_RESERVED', 'EXECUTION_STARTED', 'EXECUTION_AMBIGUOUS']);
@@ -368,7 +429,10 @@ describe('inspect', () => {
     const other = JSON.parse((await run(['inspect', s.pending[1], '--json'], { cwd: s.dir })).stdout) as Record<string, unknown>;
     expect(other['action_id']).not.toBe(s.actions.suspended);
     expect((other['approvals'] as { approval_id: string }[]).map((a) => a.approval_id)).toEqual([s.pending[1]]);
-    const receipts = (await run(['receipts', '--json'], { cwd: s.dir })).stdout.trim().split('\n').map((l) => JSON.parse(l) as Record<string, string>);
+    const receipts = (await run(['receipts', '--json'], { cwd: s.dir })).stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, string>);
     const refund = receipts.find((r) => r['action_id'] === s.actions.refund)!;
     expect((await run(['receipts'], { cwd: s.dir })).stdout).toContain(refund['receipt_id']);
     expect(await run(['inspect', refund['receipt_id']!, '--json'], { cwd: s.dir })).toEqual(await run(['inspect', s.actions.refund, '--json'], { cwd: s.dir }));
@@ -416,8 +480,13 @@ describe('stores the CLI is pointed at', () => {
     const s = await seed();
     const elsewhere = tempDir();
     expect((await run(['receipts', '--last', '1'], { cwd: elsewhere, env: { CTRLRUN_STATE: s.storePath } })).stdout).toContain('iam.grant_admin');
-    expect((await run(['receipts', '--last', '1'], { cwd: elsewhere, env: { CTRLRUN_CONFIG: join(s.dir, 'ctrlrun.yaml') } })).stdout).toContain('iam.grant_admin');
-    const flag = await run(['receipts', '--last', '1', '--store-url', `sqlite://${s.storePath}`], { cwd: elsewhere, env: { CTRLRUN_STORE_URL: 'sqlite://nowhere.db' } });
+    expect((await run(['receipts', '--last', '1'], { cwd: elsewhere, env: { CTRLRUN_CONFIG: join(s.dir, 'ctrlrun.yaml') } })).stdout).toContain(
+      'iam.grant_admin',
+    );
+    const flag = await run(['receipts', '--last', '1', '--store-url', `sqlite://${s.storePath}`], {
+      cwd: elsewhere,
+      env: { CTRLRUN_STORE_URL: 'sqlite://nowhere.db' },
+    });
     expect(flag.stdout).toContain('iam.grant_admin');
     const blank = await run(['receipts'], { cwd: elsewhere, env: { CTRLRUN_STATE: ' ' } });
     expect(blank.code).toBe(1);
@@ -464,7 +533,14 @@ describe('stores the CLI is pointed at', () => {
     const s = await seed();
     writeFileSync(join(s.dir, 'ctrlrun.yaml'), 'schema: ctrlrun.policy/v9\nactions: {}\n');
     const before = storeBytes(s.storePath);
-    for (const argv of [['stats'], ['revoke', 'dlg_00000000000000000000000000000000'], ['delegate', '--parent', 'g', '--file', 'g.yaml', '--as', 'a'], ['approve', s.pending[0], '--as', 'dana'], ['deny', s.pending[0], '--as', 'dana'], ['resolve', s.ambiguousKey, '--failed', '--as', 'dana']]) {
+    for (const argv of [
+      ['stats'],
+      ['revoke', 'dlg_00000000000000000000000000000000'],
+      ['delegate', '--parent', 'g', '--file', 'g.yaml', '--as', 'a'],
+      ['approve', s.pending[0], '--as', 'dana'],
+      ['deny', s.pending[0], '--as', 'dana'],
+      ['resolve', s.ambiguousKey, '--failed', '--as', 'dana'],
+    ]) {
       const r = await run(argv, { cwd: s.dir });
       expect(r.code, argv[0]).toBe(1);
       expect(r.stderr).toMatch(ONE_LINE);

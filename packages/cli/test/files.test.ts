@@ -57,7 +57,12 @@ describe('every file the CLI reads', { timeout: 16 * HANG_KILL_MS }, () => {
     const s = await seed();
     const before = storeBytes(s.storePath);
     for (const [kind, path, says] of specials(s.dir)) {
-      for (const argv of [['stats'], ['verify'], ['approve', s.pending[0], '--as', 'dana'], ['revoke', 'dlg_00000000000000000000000000000000', '--by', 'dana']]) {
+      for (const argv of [
+        ['stats'],
+        ['verify'],
+        ['approve', s.pending[0], '--as', 'dana'],
+        ['revoke', 'dlg_00000000000000000000000000000000', '--by', 'dana'],
+      ]) {
         // verify's --store-url is its scratch backend, never the operator's store.
         const args = argv[0] === 'verify' ? argv : [...argv, '--store-url', `sqlite://${s.storePath}`];
         const r = await spawnCli(args, {
@@ -77,7 +82,7 @@ describe('every file the CLI reads', { timeout: 16 * HANG_KILL_MS }, () => {
     expect(storeBytes(s.storePath)).toBe(before);
   });
 
-  it("verify --authority, policy check --authority and delegate --file naming a FIFO or a device are refused by name", async () => {
+  it('verify --authority, policy check --authority and delegate --file naming a FIFO or a device are refused by name', async () => {
     const dir = tempDir();
     writeFileSync(join(dir, 'ctrlrun.yaml'), AUTHORITY_POLICY);
     writeFileSync(join(dir, 'finance.yaml'), grantYaml(2500000));
@@ -90,7 +95,10 @@ describe('every file the CLI reads', { timeout: 16 * HANG_KILL_MS }, () => {
       expect(check.signal, `policy check --authority ${kind} hung`).toBeUndefined();
       expect(check.code).toBe(2);
       expect(check.stderr).toMatch(says);
-      const grant = await spawnCli(['delegate', '--parent', 'head-of-support', '--file', path, '--as', 'head-of-support/dana@example.com'], { cwd: dir, killAfterMs: HANG_KILL_MS });
+      const grant = await spawnCli(['delegate', '--parent', 'head-of-support', '--file', path, '--as', 'head-of-support/dana@example.com'], {
+        cwd: dir,
+        killAfterMs: HANG_KILL_MS,
+      });
       expect(grant.signal, `delegate --file ${kind} hung`).toBeUndefined();
       expect(grant.code).toBe(1);
       expect(grant.stderr).toMatch(/^Error: the grant file .* cannot be read: .*\n$/);
@@ -102,7 +110,12 @@ describe('every file the CLI reads', { timeout: 16 * HANG_KILL_MS }, () => {
   it('a store path naming a FIFO, /dev/zero or a directory is refused by name, for readers and writers', async () => {
     const s = await seed();
     for (const [kind, path] of specials(tempDir())) {
-      for (const argv of [['receipts'], ['effects'], ['approve', s.pending[0], '--as', 'dana'], ['revoke', 'dlg_00000000000000000000000000000000', '--by', 'dana']]) {
+      for (const argv of [
+        ['receipts'],
+        ['effects'],
+        ['approve', s.pending[0], '--as', 'dana'],
+        ['revoke', 'dlg_00000000000000000000000000000000', '--by', 'dana'],
+      ]) {
         for (const env of [{ CTRLRUN_STATE: path }, { CTRLRUN_STORE_URL: `sqlite://${path}` }] as Record<string, string>[]) {
           const r = await spawnCli(argv, { cwd: s.dir, env, killAfterMs: HANG_KILL_MS });
           const what = `${argv[0]} with ${JSON.stringify(env)} (${kind})`;

@@ -9,12 +9,15 @@ const quote = (w: string) => (w === '' || /[\s'"\\]/.test(w) ? (w.includes("'") 
 
 describe('splitCommand', () => {
   it('splits words and keeps quoted spaces; every word survives quoting (property)', () => {
-    expect(splitCommand('npx -y  @scope/server "/a dir/x" \'it\'\'s\'')).toEqual(['npx', '-y', '@scope/server', '/a dir/x', 'its']);
+    expect(splitCommand("npx -y  @scope/server \"/a dir/x\" 'it''s'")).toEqual(['npx', '-y', '@scope/server', '/a dir/x', 'its']);
     expect(splitCommand('node "say \\"hi\\""')).toEqual(['node', 'say "hi"']);
     fc.assert(
-      fc.property(fc.array(fc.string({ unit: fc.constantFrom('a', 'b', ' ', '\t', "'", '"', '\\', '/', '-', 'é') }), { minLength: 1, maxLength: 6 }), (words) => {
-        expect(splitCommand(words.map(quote).join(' '))).toEqual(words);
-      }),
+      fc.property(
+        fc.array(fc.string({ unit: fc.constantFrom('a', 'b', ' ', '\t', "'", '"', '\\', '/', '-', 'é') }), { minLength: 1, maxLength: 6 }),
+        (words) => {
+          expect(splitCommand(words.map(quote).join(' '))).toEqual(words);
+        },
+      ),
     );
   });
 
@@ -28,7 +31,8 @@ describe('parseListen and checkPath', () => {
     expect(parseListen('127.0.0.1:0')).toEqual({ host: '127.0.0.1', port: 0 });
     expect(parseListen('[::1]:8900')).toEqual({ host: '[::1]', port: 8900 });
     expect(parseListen('localhost:65535')).toEqual({ host: 'localhost', port: 65535 });
-    for (const bad of ['127.0.0.1', ':80', '127.0.0.1:65536', '::1:80', 'a b:1', '127.0.0.1:-1', '127.0.0.1:8900\n']) expect(() => parseListen(bad), bad).toThrow(UsageError);
+    for (const bad of ['127.0.0.1', ':80', '127.0.0.1:65536', '::1:80', 'a b:1', '127.0.0.1:-1', '127.0.0.1:8900\n'])
+      expect(() => parseListen(bad), bad).toThrow(UsageError);
   });
 
   it('an absolute path, not under /ctrlrun/', () => {

@@ -33,8 +33,12 @@ describe('T85 the observe banner', { timeout: 120_000 }, () => {
     expect(await first(['delegate', '--parent', 'g_none', '--file', 'none.yaml', '--as', 'refund-agent'])).toBe(BANNER);
     // Never.
     const never: string[][] = [
-      ['receipts'], ['effects'], ['inspect', s.actions.refund],
-      ['approve', s.pending[0]], ['deny', s.pending[1]], ['resolve', s.ambiguousKey, '--committed'],
+      ['receipts'],
+      ['effects'],
+      ['inspect', s.actions.refund],
+      ['approve', s.pending[0]],
+      ['deny', s.pending[1]],
+      ['resolve', s.ambiguousKey, '--committed'],
     ];
     for (const argv of never) {
       const r = await run(argv, { cwd: s.dir, env });

@@ -28,14 +28,25 @@ describe('ctrlrun policy check', () => {
     expect(r.code).toBe(1);
     const lines = r.stdout.trimEnd().split('\n');
     expect(lines).toHaveLength(2);
-    expect(lines[0]).toMatch(/^warning \[rule_skipped\] actions\['stripe\.refund'\]\.rules\[0\] \(deny\) is skipped when 'amount' is missing, or 'amount' is not an integer.*turns deny into allow/);
+    expect(lines[0]).toMatch(
+      /^warning \[rule_skipped\] actions\['stripe\.refund'\]\.rules\[0\] \(deny\) is skipped when 'amount' is missing, or 'amount' is not an integer.*turns deny into allow/,
+    );
     expect(lines[1]).toBe(`${join(cwd, 'ctrlrun.yaml')}: 1 finding`);
 
     const json = await run(['policy', 'check', '--json'], { cwd });
     expect(json.code).toBe(1);
     const doc = JSON.parse(json.stdout) as { schema: string; findings: Record<string, unknown>[] };
     expect(doc.schema).toBe('ctrlrun.policy-check/v1');
-    expect(doc.findings).toEqual([expect.objectContaining({ code: 'rule_skipped', action: 'stripe.refund', argument: 'amount', bypasses: ['missing', 'mistyped'], from: 'deny', to: 'allow' })]);
+    expect(doc.findings).toEqual([
+      expect.objectContaining({
+        code: 'rule_skipped',
+        action: 'stripe.refund',
+        argument: 'amount',
+        bypasses: ['missing', 'mistyped'],
+        from: 'deny',
+        to: 'allow',
+      }),
+    ]);
   });
 
   it('a clean policy is exit 0; --config and $CTRLRUN_CONFIG choose the file', async () => {

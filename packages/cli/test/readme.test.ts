@@ -46,13 +46,23 @@ describe('the README', () => {
 
   it('the command-line walkthrough runs: init, protect, approve from a second terminal, receipts --verify-chain', async () => {
     const walkthrough = section('The command line');
-    for (const step of ['npx ctrlrun init', '../examples/refund.ts', 'npx ctrlrun inspect apr_', 'npx ctrlrun approve apr_', 'npx ctrlrun receipts --verify-chain']) expect(walkthrough).toContain(step);
+    for (const step of [
+      'npx ctrlrun init',
+      '../examples/refund.ts',
+      'npx ctrlrun inspect apr_',
+      'npx ctrlrun approve apr_',
+      'npx ctrlrun receipts --verify-chain',
+    ])
+      expect(walkthrough).toContain(step);
     // Every id the walkthrough passes is one something before it printed: no act_ id nothing shows.
     expect(walkthrough).not.toMatch(/npx ctrlrun inspect act_/);
     // The approve line as the README writes it, and what it says the command prints.
     const approveLine = /^npx ctrlrun approve apr_[0-9a-f]{32}( .*)?$/m.exec(walkthrough);
     expect(approveLine, 'the README shows an approve command').not.toBeNull();
-    const approveFlags = (approveLine![1] ?? '').trim().split(/\s+/).filter((f) => f !== '');
+    const approveFlags = (approveLine![1] ?? '')
+      .trim()
+      .split(/\s+/)
+      .filter((f) => f !== '');
     const quotedGrant = /^# (granted apr_[0-9a-f]{32} for sha256:[0-9a-f]{64}.*)$/m.exec(walkthrough)?.[1];
     expect(quotedGrant, 'the README quotes what approve prints').toBeDefined();
     const cwd = tempDir();
@@ -61,7 +71,10 @@ describe('the README', () => {
     const tsx = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
     const agent = (...args: string[]) =>
       new Promise<string>((resolve, reject) => {
-        const child = spawn(process.execPath, ['--conditions=@ctrlrun/source', '--import', tsx, example, ...args], { cwd, stdio: ['ignore', 'pipe', 'inherit'] });
+        const child = spawn(process.execPath, ['--conditions=@ctrlrun/source', '--import', tsx, example, ...args], {
+          cwd,
+          stdio: ['ignore', 'pipe', 'inherit'],
+        });
         let out = '';
         child.stdout.on('data', (d: Buffer) => void (out += d.toString()));
         child.on('error', reject);

@@ -12,7 +12,8 @@ import { run, spawnCli, tempDir } from './support.js';
 
 const FIXTURES = fileURLToPath(new URL('./fixtures/scan/', import.meta.url));
 const EXAMPLES = fileURLToPath(new URL('../../../examples/', import.meta.url));
-const LIMITS = /^ctrlrun scan is a finder, not a proof: it read \d+ files? .*did not read dependencies.*tool servers behind a gateway.*a clean run means nothing was found where it looked, not that nothing is there\.$/m;
+const LIMITS =
+  /^ctrlrun scan is a finder, not a proof: it read \d+ files? .*did not read dependencies.*tool servers behind a gateway.*a clean run means nothing was found where it looked, not that nothing is there\.$/m;
 
 /** A copy of a fixture in a fresh directory (so a run that wrote anything would show it). */
 function copy(name: string): string {
@@ -24,7 +25,18 @@ function copy(name: string): string {
 interface ScanDoc {
   schema: string;
   root: string;
-  findings: { kind: string; file: string; line: number; column: number; rule: string; target: string; name: string; detail: string | null; why: string | null; suggested_policy: string | null }[];
+  findings: {
+    kind: string;
+    file: string;
+    line: number;
+    column: number;
+    rule: string;
+    target: string;
+    name: string;
+    detail: string | null;
+    why: string | null;
+    suggested_policy: string | null;
+  }[];
   suppressed: { file: string; line: number; target: string; reason: string }[];
   undetermined: { file: string; line: number; expression: string; why: string }[];
   totals: Record<string, number>;
@@ -89,7 +101,12 @@ describe('ctrlrun scan over the basic fixture (syntax only)', () => {
       'src/broken.ts:2:10 syntax-error',
     ]);
     const shell = d.findings.find((f) => f.file === 'src/shell.ts' && f.line === 7)!;
-    expect(shell).toMatchObject({ kind: 'unprotected_call', target: 'run', name: 'child_process#exec', suggested_policy: 'shell.run:\n  effect: "shell:{command}"\n  decision: approve' });
+    expect(shell).toMatchObject({
+      kind: 'unprotected_call',
+      target: 'run',
+      name: 'child_process#exec',
+      suggested_policy: 'shell.run:\n  effect: "shell:{command}"\n  decision: approve',
+    });
     expect(shell.why).toMatch(/runs a program/);
     expect(d.findings.find((f) => f.file === 'src/cloud.ts' && f.line === 14)!.name).toBe('@aws-sdk/client-s3#S3Client.send(DeleteObjectCommand)');
     expect(d.findings.find((f) => f.file === 'src/cleanup.ts' && f.line === 11)!.detail).toMatch(/gives no reason/);
@@ -164,13 +181,25 @@ describe('ctrlrun scan over the basic fixture (syntax only)', () => {
     expect(r.stdout).not.toMatch(/%|score|\d+\s*\/\s*\d+/i);
   });
 
-  it('--sarif is SARIF 2.1.0: one result per finding, suppressed calls carry their in-source suppression, can\'t-tell calls are notes', async () => {
+  it("--sarif is SARIF 2.1.0: one result per finding, suppressed calls carry their in-source suppression, can't-tell calls are notes", async () => {
     const cwd = copy('basic');
     const r = await spawnCli(['scan', '--sarif'], { cwd });
     expect(r.code).toBe(1);
     const s = JSON.parse(r.stdout) as {
       version: string;
-      runs: { tool: { driver: { name: string; rules: { id: string }[] } }; results: { ruleId: string; ruleIndex: number; level: string; message: { text: string }; locations: { physicalLocation: { artifactLocation: { uri: string; uriBaseId: string }; region: { startLine: number; startColumn: number } } }[]; suppressions?: { kind: string; justification: string }[] }[]; invocations: { toolExecutionNotifications: { message: { text: string } }[] }[]; properties: { limits: { statement: string } } }[];
+      runs: {
+        tool: { driver: { name: string; rules: { id: string }[] } };
+        results: {
+          ruleId: string;
+          ruleIndex: number;
+          level: string;
+          message: { text: string };
+          locations: { physicalLocation: { artifactLocation: { uri: string; uriBaseId: string }; region: { startLine: number; startColumn: number } } }[];
+          suppressions?: { kind: string; justification: string }[];
+        }[];
+        invocations: { toolExecutionNotifications: { message: { text: string } }[] }[];
+        properties: { limits: { statement: string } };
+      }[];
     };
     expect(s.version).toBe('2.1.0');
     const run0 = s.runs[0]!;
@@ -179,9 +208,15 @@ describe('ctrlrun scan over the basic fixture (syntax only)', () => {
     for (const res of run0.results) expect(run0.tool.driver.rules[res.ruleIndex]!.id).toBe(res.ruleId);
     const refund = run0.results.find((x) => x.ruleId === 'catalogue:stripe.refund')!;
     expect(refund.level).toBe('error');
-    expect(refund.locations[0]!.physicalLocation).toEqual({ artifactLocation: { uri: 'src/payments.ts', uriBaseId: '%SRCROOT%' }, region: { startLine: 9, startColumn: 10 } });
+    expect(refund.locations[0]!.physicalLocation).toEqual({
+      artifactLocation: { uri: 'src/payments.ts', uriBaseId: '%SRCROOT%' },
+      region: { startLine: 9, startColumn: 10 },
+    });
     expect(refund.message.text).toContain('stripe.refund:\n  effect: "refund:{payment_intent}"');
-    expect(run0.results.filter((x) => x.suppressions).map((x) => x.suppressions![0]!.justification)).toEqual(['a scratch directory this process created', 'the marker T194 looks for']);
+    expect(run0.results.filter((x) => x.suppressions).map((x) => x.suppressions![0]!.justification)).toEqual([
+      'a scratch directory this process created',
+      'the marker T194 looks for',
+    ]);
     expect(run0.results.filter((x) => x.ruleId === 'undetermined').every((x) => x.level === 'note')).toBe(true);
     expect(run0.properties.limits.statement).toMatch(LIMITS);
     expect(run0.invocations[0]!.toolExecutionNotifications[0]!.message.text).toMatch(LIMITS);
@@ -250,12 +285,17 @@ describe('ctrlrun scan: a clean run, the limits statement, the exit codes', () =
   it('--path below the working directory still finds the policy the other commands find (./ctrlrun.yaml, $CTRLRUN_CONFIG); SARIF names it by a file URI', async () => {
     const cwd = tempDir('ctrlrun-scan-');
     mkdirSync(join(cwd, 'src'));
-    writeFileSync(join(cwd, 'src', 'a #1.ts'), "import { protect } from '@ctrlrun/kernel';\nexport const f = protect(async () => 1, { control: null as never, name: 'report.send' });\nimport { rmSync } from 'node:fs';\nrmSync('/x');\n");
+    writeFileSync(
+      join(cwd, 'src', 'a #1.ts'),
+      "import { protect } from '@ctrlrun/kernel';\nexport const f = protect(async () => 1, { control: null as never, name: 'report.send' });\nimport { rmSync } from 'node:fs';\nrmSync('/x');\n",
+    );
     writeFileSync(join(cwd, 'ctrlrun.yaml'), 'schema: ctrlrun.policy/v2\nactions:\n  report.send:\n    decision: allow\n');
     const d = JSON.parse((await run(['scan', '--json', '--path', 'src'], { cwd })).stdout) as ScanDoc;
     expect(d.policy).toBe(join(cwd, 'ctrlrun.yaml'));
     expect(where(d)).toEqual(['a #1.ts:4:1 catalogue:fs.delete', `${join(cwd, 'ctrlrun.yaml')}:3:1 no-effect-template`]);
-    const sarif = JSON.parse((await run(['scan', '--sarif', '--path', 'src'], { cwd })).stdout) as { runs: { results: { locations: { physicalLocation: { artifactLocation: unknown } }[] }[] }[] };
+    const sarif = JSON.parse((await run(['scan', '--sarif', '--path', 'src'], { cwd })).stdout) as {
+      runs: { results: { locations: { physicalLocation: { artifactLocation: unknown } }[] }[] }[];
+    };
     expect(sarif.runs[0]!.results.map((x) => x.locations[0]!.physicalLocation.artifactLocation)).toEqual([
       { uri: 'a%20%231.ts', uriBaseId: '%SRCROOT%' },
       { uri: pathToFileURL(join(cwd, 'ctrlrun.yaml')).href },
@@ -291,7 +331,10 @@ describe('ctrlrun scan: a clean run, the limits statement, the exit codes', () =
     expect(vocab.stderr).toMatch(/verbs\.txt: line 2: "Re-Fund!" is not a verb/);
     const missing = await run(['scan', '--vocabulary', 'nowhere.txt'], { cwd });
     expect(missing.code).toBe(2);
-    writeFileSync(join(cwd, 'ctrlrun.scan.yaml'), 'schema: ctrlrun.scan-catalogue/v1\ncatalogue:\n  - id: x\n    module: m\n    call: f\n    why: because\n    __proto__: { polluted: true }\n');
+    writeFileSync(
+      join(cwd, 'ctrlrun.scan.yaml'),
+      'schema: ctrlrun.scan-catalogue/v1\ncatalogue:\n  - id: x\n    module: m\n    call: f\n    why: because\n    __proto__: { polluted: true }\n',
+    );
     const cat = await run(['scan'], { cwd });
     expect(cat.code).toBe(2);
     expect(cat.stderr).toMatch(/ctrlrun\.scan\.yaml: catalogue\[0\]\.__proto__: unknown key/);
@@ -302,7 +345,7 @@ describe('ctrlrun scan: a clean run, the limits statement, the exit codes', () =
   });
 });
 
-describe('ctrlrun scan: the catalogue and the vocabulary are the operator\'s to extend', () => {
+describe("ctrlrun scan: the catalogue and the vocabulary are the operator's to extend", () => {
   it('ctrlrun.scan.yaml adds an entry (with its reason) and a wrapper; --vocabulary replaces the verbs; --list prints them', async () => {
     const cwd = tempDir('ctrlrun-scan-');
     writeFileSync(
@@ -339,7 +382,10 @@ describe('ctrlrun scan: the catalogue and the vocabulary are the operator\'s to 
     const r = await run(['scan', '--json'], { cwd });
     const d = JSON.parse(r.stdout) as ScanDoc;
     expect(where(d)).toEqual(['bank.ts:4:1 catalogue:acme.wire', 'bank.ts:7:1 vocabulary:refund']);
-    expect(d.findings[0]).toMatchObject({ why: 'sends money out of the company account', suggested_policy: 'bank.wire:\n  effect: "wire:{reference}"\n  decision: approve' });
+    expect(d.findings[0]).toMatchObject({
+      why: 'sends money out of the company account',
+      suggested_policy: 'bank.wire:\n  effect: "wire:{reference}"\n  decision: approve',
+    });
     writeFileSync(join(cwd, 'verbs.txt'), '# our verbs\narchive\n');
     const replaced = JSON.parse((await run(['scan', '--json', '--vocabulary', 'verbs.txt'], { cwd })).stdout) as ScanDoc;
     expect(where(replaced)).toEqual(['bank.ts:4:1 catalogue:acme.wire', 'bank.ts:6:1 vocabulary:archive']);
@@ -393,7 +439,10 @@ describe('ctrlrun scan: coverage by name across files', () => {
   it('a function declared in another file and passed to protect by name (through a re-export) is covered; calling it directly is still listed', async () => {
     const cwd = tempDir('ctrlrun-scan-');
     mkdirSync(join(cwd, 'ops'));
-    writeFileSync(join(cwd, 'ops', 'wipe.ts'), "import { rmSync } from 'node:fs';\nexport function wipeWorkspace(args: { dir: string }) {\n  rmSync(args.dir, { recursive: true });\n}\n");
+    writeFileSync(
+      join(cwd, 'ops', 'wipe.ts'),
+      "import { rmSync } from 'node:fs';\nexport function wipeWorkspace(args: { dir: string }) {\n  rmSync(args.dir, { recursive: true });\n}\n",
+    );
     writeFileSync(join(cwd, 'ops', 'index.ts'), "export { wipeWorkspace } from './wipe.js';\n");
     writeFileSync(
       join(cwd, 'agent.ts'),
@@ -469,7 +518,10 @@ describe('ctrlrun scan: callbacks', () => {
 describe('ctrlrun scan: the action protect() names', () => {
   it("a const (here or imported) names it as a literal would; a name known only at run time is can't tell", async () => {
     const cwd = tempDir('ctrlrun-scan-');
-    writeFileSync(join(cwd, 'ctrlrun.yaml'), 'schema: ctrlrun.policy/v2\nactions:\n  stripe.refund:\n    effect: "refund:{payment_id}"\n    decision: approve\n');
+    writeFileSync(
+      join(cwd, 'ctrlrun.yaml'),
+      'schema: ctrlrun.policy/v2\nactions:\n  stripe.refund:\n    effect: "refund:{payment_id}"\n    decision: approve\n',
+    );
     writeFileSync(join(cwd, 'names.ts'), "export const REFUND = 'stripe.refund';\nexport const PURGE = 'ops.purge' as const;\n");
     writeFileSync(
       join(cwd, 'agent.ts'),
@@ -486,7 +538,9 @@ describe('ctrlrun scan: the action protect() names', () => {
     const d = JSON.parse((await run(['scan', '--json'], { cwd })).stdout) as ScanDoc;
     expect(where(d)).toEqual(['agent.ts:5:22 not-in-policy']);
     expect(d.findings[0]!.name).toBe('ops.purge');
-    expect(d.undetermined.map((u) => `${u.file}:${u.line} ${u.why}`)).toEqual(['agent.ts:6 protect() names its action at run time, so whether the policy lists it is unknown']);
+    expect(d.undetermined.map((u) => `${u.file}:${u.line} ${u.why}`)).toEqual([
+      'agent.ts:6 protect() names its action at run time, so whether the policy lists it is unknown',
+    ]);
   });
 });
 
@@ -498,7 +552,11 @@ describe('ctrlrun scan: MCP tools behind the gateway', () => {
     // Without the gateway list, the gated client's call is a finding too.
     rmSync(join(cwd, 'ctrlrun.scan.yaml'));
     const bare = JSON.parse((await run(['scan', '--json'], { cwd })).stdout) as ScanDoc;
-    expect(where(bare)).toEqual(['src/agent.ts:9:9 catalogue:mcp.callTool', 'src/agent.ts:13:9 catalogue:mcp.callTool', 'src/agent.ts:17:9 catalogue:mcp.callTool']);
+    expect(where(bare)).toEqual([
+      'src/agent.ts:9:9 catalogue:mcp.callTool',
+      'src/agent.ts:13:9 catalogue:mcp.callTool',
+      'src/agent.ts:17:9 catalogue:mcp.callTool',
+    ]);
   });
 
   it('refuses a gateway that is not an http(s) URL (exit 2)', async () => {
@@ -630,7 +688,22 @@ describe('ctrlrun scan: untrusted trees', () => {
 
   it('any text at all: the scan answers 0 or 1 with a document, never a crash (property)', async () => {
     const cwd = tempDir('ctrlrun-scan-');
-    const snippets = fc.constantFrom('import { exec } from "child_process";', 'exec(x);', 'obj[k]();', 'fetch(u, {method: m});', '`${', '/*', 'protect(', ')', '{', '__proto__.delete()', 'require("fs").rmSync(p)', 'export * from "./a.js";', '\u0000', '\u2028');
+    const snippets = fc.constantFrom(
+      'import { exec } from "child_process";',
+      'exec(x);',
+      'obj[k]();',
+      'fetch(u, {method: m});',
+      '`${',
+      '/*',
+      'protect(',
+      ')',
+      '{',
+      '__proto__.delete()',
+      'require("fs").rmSync(p)',
+      'export * from "./a.js";',
+      '\u0000',
+      '\u2028',
+    );
     await fc.assert(
       fc.asyncProperty(fc.array(fc.oneof(snippets, fc.string({ maxLength: 20 })), { maxLength: 30 }), async (parts) => {
         writeFileSync(join(cwd, 'a.ts'), parts.join('\n'));

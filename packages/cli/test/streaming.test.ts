@@ -17,11 +17,24 @@ async function grown(receipts: number, effects: number): Promise<Seeded> {
     for (let i = 1; i <= receipts; i++) {
       const action = createAction({ name: 'stripe.refund', arguments: { payment_id: `bulk_${i}`, amount: i }, principal: { agent: 'bulk-agent' } }, { ids });
       const at = storedTime(new Date(Date.UTC(2026, 1, 1, 0, 0, i)));
-      await store.putReceipt(buildReceipt(action, {
-        receiptId: `rcp_bulk_${String(i).padStart(4, '0')}`, decision: 'allow', decisionReason: 'rule[0]', approvalId: null, approver: null,
-        effectKey: `refund:bulk_${i}`, attempt: 1, result: 'committed', error: null, startedAt: at, finishedAt: at,
-        policyHash: `sha256:${'a'.repeat(64)}`, policyVersion: '1', controls: i % 10 === 0 ? ['tenth'] : [],
-      }));
+      await store.putReceipt(
+        buildReceipt(action, {
+          receiptId: `rcp_bulk_${String(i).padStart(4, '0')}`,
+          decision: 'allow',
+          decisionReason: 'rule[0]',
+          approvalId: null,
+          approver: null,
+          effectKey: `refund:bulk_${i}`,
+          attempt: 1,
+          result: 'committed',
+          error: null,
+          startedAt: at,
+          finishedAt: at,
+          policyHash: `sha256:${'a'.repeat(64)}`,
+          policyVersion: '1',
+          controls: i % 10 === 0 ? ['tenth'] : [],
+        }),
+      );
     }
     for (let i = 1; i <= effects; i++) {
       const key = `bulk:${String(i).padStart(4, '0')}`;
@@ -35,7 +48,11 @@ async function grown(receipts: number, effects: number): Promise<Seeded> {
   return s;
 }
 
-const seqs = (stdout: string): number[] => stdout.trimEnd().split('\n').map((l) => (JSON.parse(l) as { seq: number }).seq);
+const seqs = (stdout: string): number[] =>
+  stdout
+    .trimEnd()
+    .split('\n')
+    .map((l) => (JSON.parse(l) as { seq: number }).seq);
 
 describe('receipts: the newest page by default, --all streams', { timeout: 120_000 }, () => {
   it('default: the newest 50 of 124, oldest first, and a hint on stderr; --all: every one in chain order; --last N', async () => {
@@ -60,8 +77,8 @@ describe('receipts: the newest page by default, --all streams', { timeout: 120_0
     const s = await grown(20, 0);
     const db = new BetterSqlite3(s.storePath);
     db.exec('DROP INDEX IF EXISTS receipts_by_seq');
-    db.exec("UPDATE receipts SET seq = NULL WHERE seq = 3");
-    db.exec("UPDATE receipts SET seq = 7.5 WHERE seq = 7");
+    db.exec('UPDATE receipts SET seq = NULL WHERE seq = 3');
+    db.exec('UPDATE receipts SET seq = 7.5 WHERE seq = 7');
     db.exec("UPDATE receipts SET seq = 'x' WHERE seq = 11");
     db.exec('UPDATE receipts SET seq = 1152921504606846976 WHERE seq = 15');
     db.exec('UPDATE receipts SET seq = 5 WHERE seq = 6'); // a duplicate seq
@@ -89,7 +106,7 @@ describe('receipts: the newest page by default, --all streams', { timeout: 120_0
     try {
       const whole = (await store.receipts()).filter((r) => r.seq !== null);
       const paged = [];
-      for (let after: { seq: number; receiptId: string } | null = null; ; ) {
+      for (let after: { seq: number; receiptId: string } | null = null; ;) {
         const page = await store.receiptsInChain!({ after, limit: 7 });
         paged.push(...page);
         if (page.length < 7) break;
@@ -109,7 +126,11 @@ describe('receipts: the newest page by default, --all streams', { timeout: 120_0
 describe('effects: the newest page by default, --all streams', { timeout: 120_000 }, () => {
   it('default: the newest 50 records and a hint; --all: every record oldest first; --state filters either way', async () => {
     const s = await grown(0, 60);
-    const keys = (stdout: string) => stdout.trimEnd().split('\n').map((l) => l.split('  ')[0]);
+    const keys = (stdout: string) =>
+      stdout
+        .trimEnd()
+        .split('\n')
+        .map((l) => l.split('  ')[0]);
     const newest = await run(['effects'], { cwd: s.dir });
     expect(newest.code).toBe(0);
     expect(keys(newest.stdout)).toHaveLength(50);

@@ -67,7 +67,10 @@ export function executable(): Promise<string> {
  * ships it, or with `launcher: true` through `bin/ctrlrun.js` itself (the installed command, which
  * in a checkout runs the TypeScript under tsx).
  */
-export async function spawnCli(args: string[], options: { cwd: string; env?: Record<string, string>; launcher?: boolean; killAfterMs?: number }): Promise<RunResult & { signal?: NodeJS.Signals | null }> {
+export async function spawnCli(
+  args: string[],
+  options: { cwd: string; env?: Record<string, string>; launcher?: boolean; killAfterMs?: number },
+): Promise<RunResult & { signal?: NodeJS.Signals | null }> {
   const argv = options.launcher ? [LAUNCHER, ...args] : [await executable(), ...args];
   const env: Record<string, string> = { PATH: process.env['PATH'] ?? '', HOME: process.env['HOME'] ?? '', ...(options.env ?? {}) };
   return new Promise((resolve, reject) => {
@@ -135,7 +138,10 @@ export async function seed(dir = tempDir(), open?: () => Promise<StateStore>): P
   const pending: string[] = [];
   await actionOf(track(() => ({ id: 'c1' }), 'customer.read')({ customer_id: 'c1' }));
   await actionOf(track((a) => ({ id: `re_${String(a['payment_id'])}` }), 'stripe.refund')({ payment_id: 'txn_1', amount: 20000 }));
-  for (const [payment, amount] of [['txn_2', 200000], ['txn_3', 300000]] as const) {
+  for (const [payment, amount] of [
+    ['txn_2', 200000],
+    ['txn_3', 300000],
+  ] as const) {
     try {
       await track(() => ({}), 'stripe.refund')({ payment_id: payment, amount });
     } catch (err) {

@@ -48,7 +48,11 @@ const TAMPERINGS: [string, string, RegExp][] = [
   ['json is not JSON', "json = 'not json {'", /content_altered at seq 2: the stored document cannot be hashed/],
   ['json is NULL', 'json = NULL', /content_altered at seq 2: .*json column is null/],
   ['json is an array', "json = '[]'", /content_altered at seq 2/],
-  ['fields of the wrong type', `json = '{"action": 7, "principal": "x", "finished_at": {}, "action_hash": 5, "effect_key": [1], "receipt_id": {"a": 1}, "result": null}'`, /content_altered at seq 2/],
+  [
+    'fields of the wrong type',
+    `json = '{"action": 7, "principal": "x", "finished_at": {}, "action_hash": 5, "effect_key": [1], "receipt_id": {"a": 1}, "result": null}'`,
+    /content_altered at seq 2/,
+  ],
   ['the hash is gone', 'hash = NULL', /hash_missing at seq 2/],
 ];
 

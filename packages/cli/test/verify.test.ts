@@ -10,7 +10,7 @@ import { NO_TEMPLATES } from '../../kernel/test/verify.fixtures.js';
 import { run, seed, storeBytes, tempDir } from './support.js';
 
 describe('ctrlrun verify', () => {
-  it("test_T103_the_operators_store_is_byte_identical_before_and_after (a full run, processes included)", async () => {
+  it('test_T103_the_operators_store_is_byte_identical_before_and_after (a full run, processes included)', async () => {
     const s = await seed();
     const before = storeBytes(s.storePath);
     const r = await run(['verify'], { cwd: s.dir });
@@ -27,7 +27,9 @@ describe('ctrlrun verify', () => {
     const r = await run(['verify', '--junit', 'verify.xml'], { cwd: dir, env });
     expect(r.code).toBe(0);
     for (const p of [join(dir, '.ctrlrun'), join(dir, 'elsewhere'), join(dir, 'other.db')]) expect(existsSync(p), p).toBe(false);
-    expect(readFileSync(join(dir, 'verify.xml'), 'utf8')).toContain('<testsuite name="ctrlrun.verify" hostname="localhost" tests="11" failures="0" errors="0" skipped="5"');
+    expect(readFileSync(join(dir, 'verify.xml'), 'utf8')).toContain(
+      '<testsuite name="ctrlrun.verify" hostname="localhost" tests="11" failures="0" errors="0" skipped="5"',
+    );
   });
 
   it('test_T120_a_partial_run_writes_no_badge (a complete run does)', async () => {
@@ -39,7 +41,12 @@ describe('ctrlrun verify', () => {
     expect(existsSync(join(dir, 'partial.json'))).toBe(false);
     const full = await run(['verify', '--badge', 'badge.json'], { cwd: dir });
     expect(full.code).toBe(0);
-    expect(JSON.parse(readFileSync(join(dir, 'badge.json'), 'utf8'))).toEqual({ schemaVersion: 1, label: 'CTRLRun', message: 'verified 6/6', color: 'brightgreen' });
+    expect(JSON.parse(readFileSync(join(dir, 'badge.json'), 'utf8'))).toEqual({
+      schemaVersion: 1,
+      label: 'CTRLRun',
+      message: 'verified 6/6',
+      color: 'brightgreen',
+    });
   });
 
   it('test_T101b_zero_applicable_guarantees_is_not_a_pass: exit 2, the report, and why on stderr', async () => {
@@ -65,7 +72,12 @@ describe('ctrlrun verify', () => {
     writeFileSync(join(dir, 'ctrlrun.yaml'), 'schema: ctrlrun.policy/v2\nactions:\n  a.b: { decision: maybe }\n');
     expect((await run(['verify'], { cwd: dir })).code).toBe(2);
     writeFileSync(join(dir, 'ctrlrun.yaml'), NO_TEMPLATES);
-    for (const argv of [['verify', '--only', ''], ['verify', '--only', 'G1,G99'], ['verify', '--store-url', 'mysql://x/y'], ['verify', '--authority', 'absent.yaml']]) {
+    for (const argv of [
+      ['verify', '--only', ''],
+      ['verify', '--only', 'G1,G99'],
+      ['verify', '--store-url', 'mysql://x/y'],
+      ['verify', '--authority', 'absent.yaml'],
+    ]) {
       const r = await run(argv, { cwd: dir });
       expect(r.code, argv.join(' ')).toBe(2);
       expect(r.stderr).toMatch(/^Error: [^\n]+\n$/);
@@ -101,7 +113,10 @@ describe('the GitHub Action', () => {
   const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 
   it('test_T118_the_action_is_a_composite_action_at_the_repository_root', () => {
-    const action = parse(readFileSync(join(ROOT, 'action.yml'), 'utf8')) as { inputs: Record<string, unknown>; runs: { using: string; steps: { run?: string; uses?: string }[] } };
+    const action = parse(readFileSync(join(ROOT, 'action.yml'), 'utf8')) as {
+      inputs: Record<string, unknown>;
+      runs: { using: string; steps: { run?: string; uses?: string }[] };
+    };
     expect(action.runs.using).toBe('composite');
     expect(Object.keys(action.inputs)).toEqual(['policy', 'authority', 'only', 'install', 'badge-path']);
     const runs = action.runs.steps.map((s) => s.run ?? '').join('\n');

@@ -3,7 +3,17 @@
  *
  * @module
  */
-import { canonicalJson, deepCopy, freezeValue, isPlainObject, isWellFormedString, orderedJson, parseJson, type JsonObject, type JsonValue } from './canonical.js';
+import {
+  canonicalJson,
+  deepCopy,
+  freezeValue,
+  isPlainObject,
+  isWellFormedString,
+  orderedJson,
+  parseJson,
+  type JsonObject,
+  type JsonValue,
+} from './canonical.js';
 import { InvalidArgument } from './errors.js';
 import { sha256Tagged } from './hash.js';
 import { randomIds, type IdSource } from './ids.js';
@@ -31,7 +41,13 @@ export interface Principal {
 export interface ActionInput {
   name: string;
   arguments?: Record<string, unknown>;
-  principal: { agent: string; user?: string | null; claims?: Record<string, string | number | boolean> | null; issuer?: string | null; expiresAt?: string | null };
+  principal: {
+    agent: string;
+    user?: string | null;
+    claims?: Record<string, string | number | boolean> | null;
+    issuer?: string | null;
+    expiresAt?: string | null;
+  };
   resource?: string | null;
   environment?: string;
   /** Normally minted; given only when rebuilding a stored action. */
@@ -93,7 +109,13 @@ function payloadText(argsText: string, name: string, principal: Principal, resou
   const { agent, user } = principal;
   // The five other keys in their (fixed) canonical order; a string the canonical form refuses
   // (a lone surrogate) takes the general path, which names it.
-  if (isWellFormedString(environment) && isWellFormedString(name) && isWellFormedString(agent) && (user === null || isWellFormedString(user)) && (resource === null || isWellFormedString(resource))) {
+  if (
+    isWellFormedString(environment) &&
+    isWellFormedString(name) &&
+    isWellFormedString(agent) &&
+    (user === null || isWellFormedString(user)) &&
+    (resource === null || isWellFormedString(resource))
+  ) {
     return `{"arguments":${argsText},"environment":${JSON.stringify(environment)},"name":${JSON.stringify(name)},"principal":{"agent":${JSON.stringify(agent)},"user":${JSON.stringify(user)}},"resource":${JSON.stringify(resource)},"schema":${SCHEMA_TEXT}}`;
   }
   const rest = canonicalJson({ environment, name, principal: { agent, user }, resource, schema: ACTION_SCHEMA }, 'action');

@@ -85,7 +85,8 @@ export class LocalApprovalProvider implements ApprovalProvider {
     const deadline = timeoutMs === undefined ? Infinity : this.#clock().getTime() + timeoutMs;
     for (;;) {
       const record = await this.store.getApproval(requestId);
-      if (record === null) throw new ApprovalMismatch('unknown', { approvalId: requestId, message: `approval ${requestId} refused (unknown): no such approval request` });
+      if (record === null)
+        throw new ApprovalMismatch('unknown', { approvalId: requestId, message: `approval ${requestId} refused (unknown): no such approval request` });
       if (record.status === 'granted') return granted(record);
       if (record.status !== 'pending') return null;
       const now = this.#clock().getTime();
@@ -114,7 +115,8 @@ export class ScriptedApprovalProvider implements ApprovalProvider {
 
   constructor(store: StateStore, steps: readonly ScriptedStep[], options: ProviderOptions & { approver?: string } = {}) {
     if (!Array.isArray(steps)) throw new InvalidArgument('steps must be a list of "pending" | "grant" | "deny"');
-    for (const s of steps) if (s !== 'pending' && s !== 'grant' && s !== 'deny') throw new InvalidArgument(`unknown scripted step ${JSON.stringify(s)}: use pending, grant or deny`);
+    for (const s of steps)
+      if (s !== 'pending' && s !== 'grant' && s !== 'deny') throw new InvalidArgument(`unknown scripted step ${JSON.stringify(s)}: use pending, grant or deny`);
     this.#local = new LocalApprovalProvider(store, options);
     this.#steps = [...steps];
     this.#approver = checkActor(options.approver ?? 'cli:scripted', 'approver');
@@ -127,11 +129,14 @@ export class ScriptedApprovalProvider implements ApprovalProvider {
 
   async wait(requestId: string): Promise<Approval | null> {
     const record = await this.#local.store.getApproval(requestId);
-    if (record === null) throw new ApprovalMismatch('unknown', { approvalId: requestId, message: `approval ${requestId} refused (unknown): no such approval request` });
+    if (record === null)
+      throw new ApprovalMismatch('unknown', { approvalId: requestId, message: `approval ${requestId} refused (unknown): no such approval request` });
     const step = this.#steps.shift();
     const expired = this.#clock().getTime() > parseTime(record.request.expiresAt, 'expires_at').getTime();
     if (step === undefined || step === 'pending' || expired) {
-      throw new ApprovalTimeout(requestId, { message: `approval ${requestId} was not answered (${step === undefined ? 'the script is exhausted' : expired ? 'it expired' : 'still pending'})` });
+      throw new ApprovalTimeout(requestId, {
+        message: `approval ${requestId} was not answered (${step === undefined ? 'the script is exhausted' : expired ? 'it expired' : 'still pending'})`,
+      });
     }
     if (step === 'grant') return this.#local.store.grantApproval(requestId, this.#approver);
     await this.#local.store.denyApproval(requestId, this.#approver);

@@ -117,7 +117,10 @@ function sortedKeys(value: object): string[] {
  */
 function write(value: unknown, parent: Path, key: string | number | undefined, depth = 0, limit = MAX_NESTING): string {
   // No deeper than parseJson reads (a deeper or cyclic value is refused, not a stack overflow).
-  if (depth > limit) throw new InvalidArgument(`the value at ${pathText(at(parent, key))} is nested deeper than ${limit} levels${limit === MAX_NESTING ? ', the most the kernel reads back' : ''}`);
+  if (depth > limit)
+    throw new InvalidArgument(
+      `the value at ${pathText(at(parent, key))} is nested deeper than ${limit} levels${limit === MAX_NESTING ? ', the most the kernel reads back' : ''}`,
+    );
   switch (typeof value) {
     case 'string':
       if (!isWellFormedString(value)) throw new InvalidArgument(`a lone surrogate is not allowed at ${pathText(at(parent, key))}`);
@@ -192,7 +195,7 @@ export function freezeValue<T = JsonValue>(value: unknown, path = 'arguments'): 
 export function deepCopy(value: unknown, freeze = false): JsonValue {
   if (Array.isArray(value)) {
     const a = value.map((v) => deepCopy(v, freeze));
-    return freeze ? Object.freeze(a) as JsonValue : a;
+    return freeze ? (Object.freeze(a) as JsonValue) : a;
   }
   if (typeof value === 'object' && value !== null) {
     const o: JsonObject = Object.create(null) as JsonObject;
@@ -257,14 +260,30 @@ export function parseJson(text: string, options: ParseJsonOptions = {}): JsonVal
         const e = text[i + 1];
         i += 2;
         switch (e) {
-          case '"': out += '"'; break;
-          case '\\': out += '\\'; break;
-          case '/': out += '/'; break;
-          case 'b': out += '\b'; break;
-          case 'f': out += '\f'; break;
-          case 'n': out += '\n'; break;
-          case 'r': out += '\r'; break;
-          case 't': out += '\t'; break;
+          case '"':
+            out += '"';
+            break;
+          case '\\':
+            out += '\\';
+            break;
+          case '/':
+            out += '/';
+            break;
+          case 'b':
+            out += '\b';
+            break;
+          case 'f':
+            out += '\f';
+            break;
+          case 'n':
+            out += '\n';
+            break;
+          case 'r':
+            out += '\r';
+            break;
+          case 't':
+            out += '\t';
+            break;
           case 'u': {
             const hex = text.slice(i, i + 4);
             if (!/^[0-9a-fA-F]{4}$/.test(hex)) fail('bad \\u escape');

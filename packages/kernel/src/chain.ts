@@ -129,7 +129,9 @@ function entry(row: unknown): Entry {
 function sameAsField(column: DuplicatedColumn, value: unknown, field: JsonValue): boolean {
   if (column === 'seq') {
     // The column may come back as a bigint (BIGINT) or a number; the document holds a JSON integer.
-    return (typeof value === 'number' || typeof value === 'bigint') && (typeof field === 'number' || typeof field === 'bigint') ? jsonEquals(value, field) : value === field;
+    return (typeof value === 'number' || typeof value === 'bigint') && (typeof field === 'number' || typeof field === 'bigint')
+      ? jsonEquals(value, field)
+      : value === field;
   }
   if (column === 'ts' && typeof value === 'string' && typeof field === 'string' && value !== field) {
     // `ts` = `finished_at`; a store may write it in the column timestamp format (`+00:00`).
@@ -346,14 +348,23 @@ export class ChainVerifier {
         this.#break({
           name: 'column_mismatch',
           seq,
-          detail: wrong.map((c) => `column ${c} is ${describe(e.columns[DUPLICATED.indexOf(c)])} but the document's ${DUPLICATED_COLUMNS[c]} is ${describe(fields[DUPLICATED.indexOf(c)])}`).join('; '),
+          detail: wrong
+            .map(
+              (c) =>
+                `column ${c} is ${describe(e.columns[DUPLICATED.indexOf(c)])} but the document's ${DUPLICATED_COLUMNS[c]} is ${describe(fields[DUPLICATED.indexOf(c)])}`,
+            )
+            .join('; '),
         });
       }
       // The document's own prev_hash (undefined when it has none).
       const prev = r.fields === null ? undefined : r.fields[PREV_HASH];
       if (prev !== this.#expectedPrev) {
         const expected = this.#expectedPrev === UNHASHABLE ? 'the previous receipt, which cannot be hashed' : this.#expectedPrev;
-        this.#break({ name: 'link_broken', seq, detail: `the document's prev_hash is ${prev === undefined ? 'absent' : describe(prev)}, expected ${expected}` });
+        this.#break({
+          name: 'link_broken',
+          seq,
+          detail: `the document's prev_hash is ${prev === undefined ? 'absent' : describe(prev)}, expected ${expected}`,
+        });
       }
       this.#expectedPrev = r.hash;
     }
@@ -379,7 +390,11 @@ export class ChainVerifier {
     const breaks: ChainBreak[] = [];
     const unchained = this.#unchained;
     if (unchained > 0) {
-      breaks.push({ name: 'unchained', seq: null, detail: `${unchained} receipt${unchained === 1 ? ' has' : 's have'} no seq, so the chain does not cover ${unchained === 1 ? 'it' : 'them'}` });
+      breaks.push({
+        name: 'unchained',
+        seq: null,
+        detail: `${unchained} receipt${unchained === 1 ? ' has' : 's have'} no seq, so the chain does not cover ${unchained === 1 ? 'it' : 'them'}`,
+      });
     }
     if (this.#listError !== null) breaks.push({ name: 'content_altered', seq: null, detail: this.#listError });
     breaks.push(...this.#misplaced, ...this.#walkBreaks);
@@ -451,7 +466,18 @@ export function receiptView(row: ReceiptRow): ReceiptView {
     }
   }
   if (document === null) {
-    return { receipt_id: null, action_id: null, effect_key: null, result: null, ts: null, seq: null, prev_hash: null, hash, document: null, mismatched: ['json'] };
+    return {
+      receipt_id: null,
+      action_id: null,
+      effect_key: null,
+      result: null,
+      ts: null,
+      seq: null,
+      prev_hash: null,
+      hash,
+      document: null,
+      mismatched: ['json'],
+    };
   }
   const doc = document;
   const text = (field: string): string | null => {

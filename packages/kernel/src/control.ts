@@ -6,5 +6,15 @@
  */
 export { Control } from './control/control.js';
 export { describeError } from './control/pass.js';
-export type { ControlOptions, DelegateOptions, ExecuteOptions, ExecuteResult, Executor, ExecutionContext, Logger, ReconcileHook, ResolveOptions } from './control/types.js';
+export type {
+  ControlOptions,
+  DelegateOptions,
+  ExecuteOptions,
+  ExecuteResult,
+  Executor,
+  ExecutionContext,
+  Logger,
+  ReconcileHook,
+  ResolveOptions,
+} from './control/types.js';
 export type { ApprovalEdit, GrantOptions } from './control/edit.js';

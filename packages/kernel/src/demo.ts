@@ -123,7 +123,12 @@ export async function runDemo(options: DemoOptions): Promise<DemoReport> {
     defaults: { currency: 'EUR' },
   });
 
-  const expectRefusal = async <E extends Error>(scenario: number, run: () => Promise<unknown>, cls: abstract new (...a: never[]) => E, check: (e: E) => boolean): Promise<E | null> => {
+  const expectRefusal = async <E extends Error>(
+    scenario: number,
+    run: () => Promise<unknown>,
+    cls: abstract new (...a: never[]) => E,
+    check: (e: E) => boolean,
+  ): Promise<E | null> => {
     try {
       await run();
     } catch (err) {
@@ -135,7 +140,12 @@ export async function runDemo(options: DemoOptions): Promise<DemoReport> {
     return null;
   };
   const requestApproval = async (scenario: number, args: { payment_id: string; amount: number }, principal: { agent: string }): Promise<string | null> => {
-    const err = await expectRefusal(scenario, () => refund(args, { principal }), ApprovalRequired, () => true);
+    const err = await expectRefusal(
+      scenario,
+      () => refund(args, { principal }),
+      ApprovalRequired,
+      () => true,
+    );
     if (!err) return null;
     await control.grantApproval(err.requestId, { approver: DEMO_APPROVER });
     return err.requestId;
@@ -167,7 +177,14 @@ export async function runDemo(options: DemoOptions): Promise<DemoReport> {
   write(`   refund ${euros(50000)}${ARROW}remote commits${ARROW}reply lost${ARROW}effect: ${String(state1 ?? 'none').toUpperCase()}`);
   if (state1 !== 'ambiguous') failures.push(`scenario 1: the effect is ${String(state1)}, expected ambiguous`);
   write('   the agent retries');
-  if (await expectRefusal(1, () => refund({ payment_id: 'txn_1', amount: 50000 }, { principal: agent }), AmbiguousEffect, () => true)) {
+  if (
+    await expectRefusal(
+      1,
+      () => refund({ payment_id: 'txn_1', amount: 50000 }, { principal: agent }),
+      AmbiguousEffect,
+      () => true,
+    )
+  ) {
     write('   ✗ BLOCKED — it may have committed; a blind retry is refused');
   }
   write(`   remote refund calls: ${checkCalls(1, 'txn_1', 1)}`);
@@ -181,7 +198,12 @@ export async function runDemo(options: DemoOptions): Promise<DemoReport> {
   if (apr2) {
     write(`   agent proposes ${euros(200000)}${ARROW}human approves ${apr2} (bound to the hash)`);
     write(`   agent executes ${euros(500000)} with that approval${ARROW.trimEnd()}`);
-    const e = await expectRefusal(2, () => refund({ payment_id: 'txn_2', amount: 500000 }, { principal: agent, approvalId: apr2 }), ApprovalMismatch, (x) => x.reason === 'mismatch');
+    const e = await expectRefusal(
+      2,
+      () => refund({ payment_id: 'txn_2', amount: 500000 }, { principal: agent, approvalId: apr2 }),
+      ApprovalMismatch,
+      (x) => x.reason === 'mismatch',
+    );
     if (e) write(`   ✗ BLOCKED — what was approved is not what was requested (${e.reason})`);
     checkCalls(2, 'txn_2', 0);
   }
@@ -195,7 +217,12 @@ export async function runDemo(options: DemoOptions): Promise<DemoReport> {
     during = null;
     write(`   Agent A  reserve refund:txn_123${ARROW}ACQUIRED${ARROW}executes`);
     write(`   Agent B  reserve refund:txn_123${ARROW.trimEnd()}`);
-    inner = await expectRefusal(3, () => refund({ payment_id: 'txn_123', amount: 50000 }, { principal: { agent: 'refund-agent-b' } }), DuplicateEffect, (x) => x.state === 'in_progress');
+    inner = await expectRefusal(
+      3,
+      () => refund({ payment_id: 'txn_123', amount: 50000 }, { principal: { agent: 'refund-agent-b' } }),
+      DuplicateEffect,
+      (x) => x.state === 'in_progress',
+    );
   };
   await refund({ payment_id: 'txn_123', amount: 50000 }, { principal: { agent: 'refund-agent-a' } }).catch((err: unknown) => {
     failures.push(`scenario 3: agent A failed: ${String(err)}`);
@@ -216,7 +243,12 @@ export async function runDemo(options: DemoOptions): Promise<DemoReport> {
     const used = `   approval ${apr4} used once`;
     write(`${used}${ARROW}consumed`);
     write(`${'   presented again'.padEnd(used.length)}${ARROW.trimEnd()}`);
-    const e = await expectRefusal(4, () => refund({ payment_id: 'txn_4', amount: 200000 }, { principal: agent, approvalId: apr4 }), ApprovalMismatch, (x) => x.reason === 'consumed');
+    const e = await expectRefusal(
+      4,
+      () => refund({ payment_id: 'txn_4', amount: 200000 }, { principal: agent, approvalId: apr4 }),
+      ApprovalMismatch,
+      (x) => x.reason === 'consumed',
+    );
     if (e) write(`   ✗ BLOCKED — a single-use approval is already ${e.reason}`);
     checkCalls(4, 'txn_4', 1);
   }
@@ -258,7 +290,12 @@ export async function runDemo(options: DemoOptions): Promise<DemoReport> {
     write(`   human ${euros(10000000)} delegable${ARROW}finance agent ${euros(2500000)}${ARROW}support agent ${euros(200000)}`);
     write(`   support agent's grant: ${supportGrant.delegationId}`);
     write(`   support agent requests ${euros(5000000)}${ARROW.trimEnd()}`);
-    const denied = await expectRefusal(5, () => refund5({ payment_id: 'txn_5', amount: 5000000 }, { principal: support }), AuthorityDenied, (x) => x.reason === 'authority_constraint');
+    const denied = await expectRefusal(
+      5,
+      () => refund5({ payment_id: 'txn_5', amount: 5000000 }, { principal: support }),
+      AuthorityDenied,
+      (x) => x.reason === 'authority_constraint',
+    );
     if (denied) write(`   ✗ BLOCKED — outside the delegated grant (${denied.reason})`);
     write(`   remote refund calls: ${checkCalls(5, 'txn_5', 0)}`);
     const wider = await expectRefusal(
@@ -273,7 +310,12 @@ export async function runDemo(options: DemoOptions): Promise<DemoReport> {
       (x) => x.reason === 'containment' && x.dimension === 'constraints',
     );
     if (wider) write(`   finance agent delegates ${euros(5000000)} under its ${euros(2500000)}${ARROW}refused (${wider.reason}: ${wider.dimension})`);
-    const asked = await expectRefusal(5, () => refund5({ payment_id: 'txn_6', amount: 150000 }, { principal: support }), ApprovalRequired, () => true);
+    const asked = await expectRefusal(
+      5,
+      () => refund5({ payment_id: 'txn_6', amount: 150000 }, { principal: support }),
+      ApprovalRequired,
+      () => true,
+    );
     if (asked) write(`   support agent requests ${euros(150000)}${ARROW}authority permits, policy asks a human (${asked.requestId})`);
     checkCalls(5, 'txn_6', 0);
     write('   two axes; the stricter wins');
@@ -293,5 +335,3 @@ export async function runDemo(options: DemoOptions): Promise<DemoReport> {
   for (const f of failures) write(`✗ NOT REFUSED — ${f}`);
   return { ok: failures.length === 0, failures, receipts, skipped };
 }
-
-

@@ -71,7 +71,18 @@ export function planReservation(record: EffectRecord | null, key: string, action
     return {
       kind: 'insert',
       reservation,
-      record: { effectKey: key, state: 'reserved', actionId, attempt: 1, leaseExpiresAt, resultJson: null, error: null, createdAt: stamp, updatedAt: stamp, resolvedBy: null },
+      record: {
+        effectKey: key,
+        state: 'reserved',
+        actionId,
+        attempt: 1,
+        leaseExpiresAt,
+        resultJson: null,
+        error: null,
+        createdAt: stamp,
+        updatedAt: stamp,
+        resolvedBy: null,
+      },
     };
   }
   switch (record.state) {
@@ -114,7 +125,9 @@ export function checked(record: EffectRecord | null, key: string, actionId: stri
   if (record.state === 'ambiguous') throw ambiguous(record);
   if (record.state === 'committed') throw duplicateCommitted(key);
   if (record.actionId !== actionId && leaseLive(record, now)) throw duplicateInProgress(key);
-  throw new InvalidArgument(`effect ${key} is ${record.state} (attempt ${record.attempt} by ${record.actionId}); ${actionId} cannot move it from ${from.join('|')}`);
+  throw new InvalidArgument(
+    `effect ${key} is ${record.state} (attempt ${record.attempt} by ${record.actionId}); ${actionId} cannot move it from ${from.join('|')}`,
+  );
 }
 
 /** A one-line, non-empty resolver/approver string with no control or format characters. */
@@ -136,7 +149,8 @@ export function resolutionError(state: 'committed' | 'failed', resolver: string,
  */
 export function checkResolvable(record: EffectRecord | null, key: string, state: unknown, resolver: unknown): 'committed' | 'failed' {
   checkActor(resolver, 'resolver');
-  if (state !== 'committed' && state !== 'failed') throw new InvalidArgument(`an effect can be resolved only to committed or failed, not ${JSON.stringify(state)}`);
+  if (state !== 'committed' && state !== 'failed')
+    throw new InvalidArgument(`an effect can be resolved only to committed or failed, not ${JSON.stringify(state)}`);
   if (record === null) throw new InvalidArgument(`no effect record for ${key}`);
   if (record.state !== 'ambiguous') throw new InvalidArgument(`effect ${key} is ${record.state}, not ambiguous: only an ambiguous effect can be resolved`);
   return state;
@@ -172,7 +186,12 @@ export function checkContinuation(continuation: unknown): string {
  * attempt (another `action_id`). Returns the new lease expiry and round.
  */
 export function planContinuationHold(
-  record: EffectRecord | null, key: string, actionId: string, continuation: string, leaseMs: number, now: Date,
+  record: EffectRecord | null,
+  key: string,
+  actionId: string,
+  continuation: string,
+  leaseMs: number,
+  now: Date,
   held: { actionId: string; rounds: number } | null,
 ): { leaseExpiresAt: string; round: number } {
   checkContinuation(continuation);

@@ -82,10 +82,7 @@ export class AuthorityDenied extends ActionDenied {
   override readonly code = 'ERR_AUTHORITY_DENIED' as const;
   readonly grantId: string | null;
   readonly delegationId: string | null;
-  constructor(
-    reason: string,
-    options: { actionId?: string | null; grantId?: string | null; delegationId?: string | null; message?: string } = {},
-  ) {
+  constructor(reason: string, options: { actionId?: string | null; grantId?: string | null; delegationId?: string | null; message?: string } = {}) {
     super(reason, options);
     this.grantId = options.grantId ?? null;
     this.delegationId = options.delegationId ?? null;
@@ -285,7 +282,10 @@ export type AnyKernelError =
 /** Whether `err` is one of this package's errors (by shape, so it works across copies). */
 export function isKernelError(err: unknown): err is AnyKernelError {
   return (
-    typeof err === 'object' && err !== null && typeof (err as { code?: unknown }).code === 'string' &&
-    (err as { code: string }).code.startsWith('ERR_') && err instanceof Error
+    typeof err === 'object' &&
+    err !== null &&
+    typeof (err as { code?: unknown }).code === 'string' &&
+    (err as { code: string }).code.startsWith('ERR_') &&
+    err instanceof Error
   );
 }

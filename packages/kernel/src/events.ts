@@ -119,7 +119,10 @@ export async function dispatchToSinks(
     } catch (e) {
       const name = sinkName(sink, i);
       try {
-        logger.warn(`[ctrlrun] event sink ${name} failed on ${kind === 'event' ? 'an event' : 'a receipt'}; skipped: ${e instanceof Error ? e.message : String(e)}`, e);
+        logger.warn(
+          `[ctrlrun] event sink ${name} failed on ${kind === 'event' ? 'an event' : 'a receipt'}; skipped: ${e instanceof Error ? e.message : String(e)}`,
+          e,
+        );
       } catch {
         // A failing logger must not turn a sink's failure into the caller's.
       }

@@ -18,19 +18,76 @@ export * from './model.js';
 export { checkActor, resultToJson } from './effects.js';
 export { parseReceipt, RECEIPT_KEYS, RECEIPT_EDIT_KEYS, type ReceiptEdit, type ReceiptDocument, type ReceiptPrincipal, type ReceiptResult } from './receipt.js';
 export { type ChainBreakName, type ChainBreak, type ChainReport, type ReceiptView, receiptView, verifyChain, ChainVerifier } from './chain.js';
-export { type ActionEntry, type CanonicalAuthority, type CanonicalGrant, type Condition, type Decision, type Evaluation, type HashForOptions, type LoadPolicyOptions, type Operator, type PolicyControl, type PolicySchema, type Template, type TemplatePart, EXAMPLE_POLICY_YAML, explainDecision, Policy, loadPolicy, parseTemplate, resolveEffectTemplate, resolveResourceTemplate } from './policy/index.js';
+export {
+  type ActionEntry,
+  type CanonicalAuthority,
+  type CanonicalGrant,
+  type Condition,
+  type Decision,
+  type Evaluation,
+  type HashForOptions,
+  type LoadPolicyOptions,
+  type Operator,
+  type PolicyControl,
+  type PolicySchema,
+  type Template,
+  type TemplatePart,
+  EXAMPLE_POLICY_YAML,
+  explainDecision,
+  Policy,
+  loadPolicy,
+  parseTemplate,
+  resolveEffectTemplate,
+  resolveResourceTemplate,
+} from './policy/index.js';
 export { type Bypass, type CheckPolicyOptions, type PolicyFinding, type PolicyFindingCode, checkPolicy } from './policy/index.js';
 export { type EventSink, type SinkLogger, type JsonlFile, type JsonlWriter, callbackSink, eventLine, jsonlSink } from './events.js';
 export type { StateStore, DelegationRecord, ApprovalEditWrite, ApprovalEditResult } from './store/state-store.js';
 export { SCHEMA_LEVEL } from './store/migrations.js';
-export { Control, type ApprovalEdit, type GrantOptions, type ControlOptions, type DelegateOptions, type ExecuteOptions, type ExecuteResult, type Executor, type ExecutionContext, type Logger, type ReconcileHook, type ResolveOptions, describeError } from './control.js';
+export {
+  Control,
+  type ApprovalEdit,
+  type GrantOptions,
+  type ControlOptions,
+  type DelegateOptions,
+  type ExecuteOptions,
+  type ExecuteResult,
+  type Executor,
+  type ExecutionContext,
+  type Logger,
+  type ReconcileHook,
+  type ResolveOptions,
+  describeError,
+} from './control.js';
 export { protect, type ProtectOptions, type CallOptions, type Protected } from './protect.js';
 export { answerCommands, type WaitingFor } from './protect.js';
 export { type AmbientCall, type AmbientCallProvider, ambientCall, setAmbientCallContext } from './ambient.js';
 export { toolRefusal, type ToolRefusal } from './tool-refusal.js';
 export { editedToolResult, isEditedToolResult, unusedEditFor, type EditedToolResult } from './tool-edit.js';
 export { type ApprovalProvider, type ProviderOptions, type ScriptedStep, LocalApprovalProvider, ScriptedApprovalProvider } from './approval-providers.js';
-export { Authority, loadAuthority, loadGrant, checkResourceScopes, type AuthorityDenyReason, type AuthorityOptions, type AuthorityResult, type CreatedVia, type Delegation, type EscalationReason, type PlanDelegationOptions, type ResourceDerivation } from './authority/index.js';
+export {
+  Authority,
+  loadAuthority,
+  loadGrant,
+  checkResourceScopes,
+  type AuthorityDenyReason,
+  type AuthorityOptions,
+  type AuthorityResult,
+  type CreatedVia,
+  type Delegation,
+  type EscalationReason,
+  type PlanDelegationOptions,
+  type ResourceDerivation,
+} from './authority/index.js';
 export { Grant, grantFromJson, grantToJson, type GrantInput, type Instant, type SubjectPatterns } from './authority/index.js';
-export { type IdentityContext, type IdentityProvider, type IdentityLogger, type StaticIdentityOptions, type HeaderIdentityOptions, StaticIdentityProvider, HeaderIdentityProvider, normalizeHeaders } from './identity.js';
+export {
+  type IdentityContext,
+  type IdentityProvider,
+  type IdentityLogger,
+  type StaticIdentityOptions,
+  type HeaderIdentityOptions,
+  StaticIdentityProvider,
+  HeaderIdentityProvider,
+  normalizeHeaders,
+} from './identity.js';
 export { STATS_SCHEMA, type StatsDocument, type StatsOptions, parseSince, stats } from './stats.js';

@@ -200,19 +200,27 @@ export class JwtIdentityProvider implements IdentityProvider {
   constructor(options: JwtIdentityOptions) {
     if (!isPlainObject(options)) throw new InvalidArgument('JwtIdentityProvider takes an options object');
     const sources = (['jwksUrl', 'publicKey', 'secret'] as const).filter((k) => options[k] !== undefined && options[k] !== null);
-    if (sources.length !== 1) throw new InvalidArgument(`exactly one of jwksUrl, publicKey, secret is required, got ${sources.length ? sources.join(', ') : 'none'}`);
-    if (!Array.isArray(options.algorithms) || options.algorithms.length === 0) throw new InvalidArgument('algorithms must be a non-empty list: the algorithm comes from here, never from the token');
+    if (sources.length !== 1)
+      throw new InvalidArgument(`exactly one of jwksUrl, publicKey, secret is required, got ${sources.length ? sources.join(', ') : 'none'}`);
+    if (!Array.isArray(options.algorithms) || options.algorithms.length === 0)
+      throw new InvalidArgument('algorithms must be a non-empty list: the algorithm comes from here, never from the token');
     for (const alg of options.algorithms) {
       nonEmpty(alg, 'each algorithm');
       if (alg.toLowerCase() === 'none') throw new InvalidArgument("algorithm 'none' is refused: an unsigned token proves nothing");
-      if (isHmac(alg) && sources[0] !== 'secret') throw new InvalidArgument(`${alg} is a shared-secret algorithm and needs secret, not ${sources[0]}: with a public key anyone could sign`);
+      if (isHmac(alg) && sources[0] !== 'secret')
+        throw new InvalidArgument(`${alg} is a shared-secret algorithm and needs secret, not ${sources[0]}: with a public key anyone could sign`);
       if (!isHmac(alg) && sources[0] === 'secret') throw new InvalidArgument(`${alg} is a public-key algorithm and cannot be verified with a secret`);
     }
     this.algorithms = Object.freeze([...options.algorithms]);
     this.issuer = nonEmpty(options.issuer, 'issuer');
     this.audience = nonEmpty(options.audience, 'audience');
     if (options.tokenType === undefined) throw new InvalidArgument("tokenType is required: the expected 'typ' (e.g. 'at+jwt'), or null to accept any");
-    this.tokenType = options.tokenType === null ? null : nonEmpty(options.tokenType, 'tokenType').toLowerCase().replace(/^application\//, '');
+    this.tokenType =
+      options.tokenType === null
+        ? null
+        : nonEmpty(options.tokenType, 'tokenType')
+            .toLowerCase()
+            .replace(/^application\//, '');
     this.header = nonEmpty(options.header ?? 'authorization', 'header').toLowerCase();
     this.agentClaim = nonEmpty(options.agentClaim ?? 'sub', 'agentClaim');
     this.userClaim = options.userClaim === undefined || options.userClaim === null ? null : nonEmpty(options.userClaim, 'userClaim');
@@ -223,7 +231,9 @@ export class JwtIdentityProvider implements IdentityProvider {
     this.#minRefresh = duration(options.jwksMinRefreshInterval, 30_000, 'jwksMinRefreshInterval', true);
     this.#maxAge = duration(options.jwksMaxAge, Math.max(600_000, this.#minRefresh), 'jwksMaxAge', false);
     if (this.#maxAge < this.#minRefresh) {
-      throw new InvalidArgument(`jwksMaxAge (${this.#maxAge}) must be at least jwksMinRefreshInterval (${this.#minRefresh}): an expired key set could not be fetched again in time`);
+      throw new InvalidArgument(
+        `jwksMaxAge (${this.#maxAge}) must be at least jwksMinRefreshInterval (${this.#minRefresh}): an expired key set could not be fetched again in time`,
+      );
     }
     this.#timeout = duration(options.httpTimeout, 5_000, 'httpTimeout', false);
     if (options.clock !== undefined && typeof options.clock !== 'function') throw new InvalidArgument('clock must be a function returning a Date');
@@ -254,7 +264,10 @@ export class JwtIdentityProvider implements IdentityProvider {
       if (object !== null) {
         this.#keyObject = object;
       } else if (typeof key === 'string') {
-        if (!key.trimStart().startsWith('-----BEGIN')) throw new InvalidArgument('publicKey must be PEM text (-----BEGIN PUBLIC KEY-----), a JWK, a public CryptoKey or a public KeyObject; a path is read by the CLI, not the kernel');
+        if (!key.trimStart().startsWith('-----BEGIN'))
+          throw new InvalidArgument(
+            'publicKey must be PEM text (-----BEGIN PUBLIC KEY-----), a JWK, a public CryptoKey or a public KeyObject; a path is read by the CLI, not the kernel',
+          );
         this.#publicKey = key;
       } else if (isPlainObject(key)) {
         this.#publicKey = key as Record<string, unknown>;
@@ -267,7 +280,8 @@ export class JwtIdentityProvider implements IdentityProvider {
       if (!(bytes instanceof Uint8Array) || bytes.length === 0) throw new InvalidArgument('secret must be a non-empty string or Uint8Array');
       this.#secret = bytes;
     }
-    if (this.tokenType === null) this.#logger.warn("[ctrlrun] JwtIdentityProvider: tokenType is null, so any 'typ' is accepted; an ID token could be replayed as an access token");
+    if (this.tokenType === null)
+      this.#logger.warn("[ctrlrun] JwtIdentityProvider: tokenType is null, so any 'typ' is accepted; an ID token could be replayed as an access token");
   }
 
   /** Loads `jose` (once); a missing install is a {@link MissingDependency} naming the command. */
@@ -296,7 +310,8 @@ export class JwtIdentityProvider implements IdentityProvider {
       return this.#refuse('malformed', err);
     }
     const alg = header['alg'];
-    if (typeof alg !== 'string' || !this.algorithms.includes(alg)) return this.#refuse('algorithm_not_allowed', `alg ${JSON.stringify(alg)} is not one of ${this.algorithms.join(', ')}`);
+    if (typeof alg !== 'string' || !this.algorithms.includes(alg))
+      return this.#refuse('algorithm_not_allowed', `alg ${JSON.stringify(alg)} is not one of ${this.algorithms.join(', ')}`);
     // (2) The token type, when configured.
     if (this.tokenType !== null) {
       const typ = header['typ'];
@@ -342,7 +357,8 @@ export class JwtIdentityProvider implements IdentityProvider {
     // (6) The audience, exactly (never a substring).
     const aud = claims['aud'];
     const audiences = typeof aud === 'string' ? [aud] : Array.isArray(aud) ? aud : [];
-    if (!audiences.some((a) => a === this.audience)) return this.#refuse('audience_mismatch', `aud ${JSON.stringify(aud)} does not contain ${JSON.stringify(this.audience)}`);
+    if (!audiences.some((a) => a === this.audience))
+      return this.#refuse('audience_mismatch', `aud ${JSON.stringify(aud)} does not contain ${JSON.stringify(this.audience)}`);
     // (7) The principal: agent, user, the configured issuer, the expiry, and only the named claims.
     const agent = claims[this.agentClaim];
     if (typeof agent !== 'string' || agent === '') return this.#refuse('agent_claim_invalid', `claim ${this.agentClaim} is not a non-empty string`);
@@ -400,7 +416,13 @@ export class JwtIdentityProvider implements IdentityProvider {
     let refreshed = false;
     if (this.#fetchedAt === null || now - this.#fetchedAt >= this.#maxAge) {
       // Too old to trust (or never fetched): fetch again, or refuse; the old keys are not used.
-      if (!mayFetch) return this.#refuse('jwks_unavailable', this.#fetchedAt === null ? 'the JWKS could not be fetched yet' : 'the cached JWKS is older than jwksMaxAge and the last fetch was under jwksMinRefreshInterval ago');
+      if (!mayFetch)
+        return this.#refuse(
+          'jwks_unavailable',
+          this.#fetchedAt === null
+            ? 'the JWKS could not be fetched yet'
+            : 'the cached JWKS is older than jwksMaxAge and the last fetch was under jwksMinRefreshInterval ago',
+        );
       await this.#refresh();
       refreshed = true;
     }
@@ -411,7 +433,8 @@ export class JwtIdentityProvider implements IdentityProvider {
     }
     if (found === null) return this.#refuse('unknown_key', `no usable key with kid ${JSON.stringify(kid)}`);
     if (found === 'ambiguous') return this.#refuse('ambiguous_key', `two usable keys share kid ${JSON.stringify(kid)}`);
-    if (found.alg !== undefined && found.alg !== alg) return this.#refuse('key_algorithm_mismatch', `key ${JSON.stringify(kid)} is for ${String(found.alg)}, the token says ${alg}`);
+    if (found.alg !== undefined && found.alg !== alg)
+      return this.#refuse('key_algorithm_mismatch', `key ${JSON.stringify(kid)} is for ${String(found.alg)}, the token says ${alg}`);
     try {
       return (await jose.importJWK(found as Parameters<Jose['importJWK']>[0], alg)) as VerifyKey;
     } catch (err) {
@@ -422,7 +445,8 @@ export class JwtIdentityProvider implements IdentityProvider {
   /** The one usable key with `kid`, `'ambiguous'` for two, or null. */
   #find(kid: string): Jwk | 'ambiguous' | null {
     const usable = (this.#jwks ?? []).filter(
-      (k) => k.kid === kid && (k.use === undefined || k.use === 'sig') && (k.key_ops === undefined || (Array.isArray(k.key_ops) && k.key_ops.includes('verify'))),
+      (k) =>
+        k.kid === kid && (k.use === undefined || k.use === 'sig') && (k.key_ops === undefined || (Array.isArray(k.key_ops) && k.key_ops.includes('verify'))),
     );
     if (usable.length > 1) return 'ambiguous';
     return usable[0] ?? null;
@@ -440,7 +464,11 @@ export class JwtIdentityProvider implements IdentityProvider {
     this.#lastFetch = this.#clock().getTime();
     let body: unknown;
     try {
-      const response = await this.#fetch!(this.#jwksUrl!, { redirect: 'error', signal: AbortSignal.timeout(this.#timeout), headers: { accept: 'application/json' } });
+      const response = await this.#fetch!(this.#jwksUrl!, {
+        redirect: 'error',
+        signal: AbortSignal.timeout(this.#timeout),
+        headers: { accept: 'application/json' },
+      });
       if (response.url && !response.url.startsWith('https:')) throw new Error(`the JWKS answered from ${response.url}, not https`);
       if (!response.ok) throw new Error(`the JWKS answered ${response.status}`);
       body = await response.json();

@@ -153,4 +153,3 @@ export interface StoredReceipt {
   /** The document as stored (with `seq` and `prev_hash`). */
   readonly document: JsonObject;
 }
-

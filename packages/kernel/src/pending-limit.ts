@@ -41,7 +41,8 @@ export class PendingApprovalLimit {
   /** `limit`: undefined for {@link DEFAULT_MAX_PENDING_APPROVALS}, `null` for none. */
   constructor(control: Control, limit: number | null | undefined) {
     const max = limit === undefined ? DEFAULT_MAX_PENDING_APPROVALS : limit;
-    if (max !== null && (!Number.isSafeInteger(max) || max < 1)) throw new InvalidArgument('maxPendingApprovals must be a positive integer, or null for no limit');
+    if (max !== null && (!Number.isSafeInteger(max) || max < 1))
+      throw new InvalidArgument('maxPendingApprovals must be a positive integer, or null for no limit');
     this.limit = max;
     this.#control = control;
   }
@@ -51,7 +52,8 @@ export class PendingApprovalLimit {
     const max = this.limit;
     const control = this.#control;
     // Only an action the policy sends to a human can file a request (authority can only deny).
-    if (max === null || approvalId !== null || control.observing || control.policy.evaluate(action.name, action.canonicalArguments).decision !== 'approve') return FREE;
+    if (max === null || approvalId !== null || control.observing || control.policy.evaluate(action.name, action.canonicalArguments).decision !== 'approve')
+      return FREE;
     const credential = JSON.stringify([action.principal.agent, action.principal.user]);
     const refused = await this.#check.run(async () => {
       if ((await control.openApproval(action)) !== null) return 'open' as const; // answered with its open request: not counted

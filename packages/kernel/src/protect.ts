@@ -116,13 +116,17 @@ function withoutUndefined(value: Record<string, unknown>): Record<string, unknow
 /** Tells `onWaiting`, else the Control's logger, what a call is about to wait for. */
 function announceWait(control: Control, onWaiting: ((waiting: WaitingFor) => void) | undefined, waiting: WaitingFor): void {
   if (onWaiting === undefined) {
-    control.logger.warn(`[ctrlrun] ${waiting.name} is waiting for a human: approval request ${waiting.requestId}; answer with: ${waiting.approve} (or: ${waiting.deny})`);
+    control.logger.warn(
+      `[ctrlrun] ${waiting.name} is waiting for a human: approval request ${waiting.requestId}; answer with: ${waiting.approve} (or: ${waiting.deny})`,
+    );
     return;
   }
   try {
     onWaiting(waiting);
   } catch (err) {
-    control.logger.warn(`[ctrlrun] ${waiting.name}: wait.onWaiting raised ${err instanceof Error ? err.message : String(err)}; waiting for ${waiting.requestId} anyway`);
+    control.logger.warn(
+      `[ctrlrun] ${waiting.name}: wait.onWaiting raised ${err instanceof Error ? err.message : String(err)}; waiting for ${waiting.requestId} anyway`,
+    );
   }
 }
 
@@ -166,7 +170,10 @@ export function protect<A extends object = JsonObject, R = unknown>(fn: (args: A
     // Who is acting comes first: no principal is refused before anything else, with no evidence.
     // What the call leaves out, the ambient context (withContext / withApproval on Node) may supply.
     const ambient = call.principal === undefined || call.approvalId === undefined ? ambientCall() : undefined;
-    const principal = await control.resolvePrincipal(name, { principal: call.principal ?? ambient?.principal ?? null, ...(call.headers ? { headers: call.headers } : {}) });
+    const principal = await control.resolvePrincipal(name, {
+      principal: call.principal ?? ambient?.principal ?? null,
+      ...(call.headers ? { headers: call.headers } : {}),
+    });
     if (!isPlainObject(args)) throw new InvalidArgument(`${name} takes one plain-object argument`);
     // An optional field left undefined is absent (the default, if any, applies), at any depth.
     const given = withoutUndefined(args as Record<string, unknown>);

@@ -173,7 +173,14 @@ export interface ReceiptEdit {
 }
 
 /** The keys of a receipt's `edit`, in the order it is written. */
-export const RECEIPT_EDIT_KEYS: readonly string[] = Object.freeze(['proposed_request_id', 'proposed_hash', 'approved_hash', 'editor', 'proposed_arguments', 'approved_arguments']);
+export const RECEIPT_EDIT_KEYS: readonly string[] = Object.freeze([
+  'proposed_request_id',
+  'proposed_hash',
+  'approved_hash',
+  'editor',
+  'proposed_arguments',
+  'approved_arguments',
+]);
 
 const RESULTS: readonly string[] = ['committed', 'failed', 'ambiguous', 'denied', 'blocked', 'observed'];
 const EXECUTIONS: readonly (string | null)[] = ['committed', 'failed', 'ambiguous', null];
@@ -220,18 +227,24 @@ export function parseReceipt(json: string): ReceiptDocument {
   if (!isPlainObject(p)) return bad('principal', 'an object', p);
   const principal = p as JsonObject;
   const pKeys = Object.keys(principal).sort().join();
-  if (pKeys !== 'agent,claims,expires_at,issuer,user') throw new InvalidArgument(`receipt field principal must have exactly agent, user, claims, issuer, expires_at; got ${Object.keys(principal).join(', ') || 'nothing'}`);
+  if (pKeys !== 'agent,claims,expires_at,issuer,user')
+    throw new InvalidArgument(
+      `receipt field principal must have exactly agent, user, claims, issuer, expires_at; got ${Object.keys(principal).join(', ') || 'nothing'}`,
+    );
   if (typeof principal['agent'] !== 'string') bad('principal.agent', 'a string', principal['agent']);
-  for (const k of ['user', 'issuer', 'expires_at']) if (principal[k] !== null && typeof principal[k] !== 'string') bad(`principal.${k}`, 'a string or null', principal[k]);
+  for (const k of ['user', 'issuer', 'expires_at'])
+    if (principal[k] !== null && typeof principal[k] !== 'string') bad(`principal.${k}`, 'a string or null', principal[k]);
   if (principal['claims'] !== null && !isPlainObject(principal['claims'])) bad('principal.claims', 'an object or null', principal['claims']);
   const w = d['would_have'];
   if (w !== null) {
     if (!isPlainObject(w)) return bad('would_have', 'an object or null', w);
     const would = w as JsonObject;
-    if (Object.keys(would).sort().join() !== 'blocked_reason,decision,reason') throw new InvalidArgument('receipt field would_have must have exactly decision, reason, blocked_reason');
+    if (Object.keys(would).sort().join() !== 'blocked_reason,decision,reason')
+      throw new InvalidArgument('receipt field would_have must have exactly decision, reason, blocked_reason');
     if (typeof would['decision'] !== 'string') bad('would_have.decision', 'a string', would['decision']);
     if (typeof would['reason'] !== 'string') bad('would_have.reason', 'a string', would['reason']);
-    if (would['blocked_reason'] !== null && typeof would['blocked_reason'] !== 'string') bad('would_have.blocked_reason', 'a string or null', would['blocked_reason']);
+    if (would['blocked_reason'] !== null && typeof would['blocked_reason'] !== 'string')
+      bad('would_have.blocked_reason', 'a string or null', would['blocked_reason']);
   }
   if (Object.prototype.hasOwnProperty.call(d, 'edit')) {
     const edit = d['edit'];
@@ -239,7 +252,9 @@ export function parseReceipt(json: string): ReceiptDocument {
     const ed = edit as JsonObject;
     const got = Object.keys(ed);
     if (got.length !== RECEIPT_EDIT_KEYS.length || !RECEIPT_EDIT_KEYS.every((k) => Object.prototype.hasOwnProperty.call(ed, k))) {
-      throw new InvalidArgument(`receipt field edit must have exactly ${RECEIPT_EDIT_KEYS.join(', ')}; got ${got.map((k) => JSON.stringify(k)).join(', ') || 'nothing'}`);
+      throw new InvalidArgument(
+        `receipt field edit must have exactly ${RECEIPT_EDIT_KEYS.join(', ')}; got ${got.map((k) => JSON.stringify(k)).join(', ') || 'nothing'}`,
+      );
     }
     for (const k of ['proposed_request_id', 'proposed_hash', 'approved_hash', 'editor']) if (typeof ed[k] !== 'string') bad(`edit.${k}`, 'a string', ed[k]);
     for (const k of ['proposed_arguments', 'approved_arguments']) if (!isPlainObject(ed[k])) bad(`edit.${k}`, 'an object', ed[k]);
@@ -251,9 +266,32 @@ export function parseReceipt(json: string): ReceiptDocument {
 
 /** The keys of a `ctrlrun.receipt/v3` document, in the order `buildReceipt` writes them. */
 export const RECEIPT_KEYS: readonly string[] = Object.freeze([
-  'schema', 'receipt_id', 'action_id', 'action', 'action_hash', 'principal', 'resource', 'arguments', 'environment', 'decision', 'decision_reason',
-  'approval_id', 'approver', 'effect_key', 'attempt', 'result', 'execution', 'would_have', 'error', 'started_at', 'finished_at', 'seq', 'prev_hash',
-  'policy_hash', 'policy_version', 'controls',
+  'schema',
+  'receipt_id',
+  'action_id',
+  'action',
+  'action_hash',
+  'principal',
+  'resource',
+  'arguments',
+  'environment',
+  'decision',
+  'decision_reason',
+  'approval_id',
+  'approver',
+  'effect_key',
+  'attempt',
+  'result',
+  'execution',
+  'would_have',
+  'error',
+  'started_at',
+  'finished_at',
+  'seq',
+  'prev_hash',
+  'policy_hash',
+  'policy_version',
+  'controls',
 ]);
 
 const SORTED_KEYS: readonly string[] = [...RECEIPT_KEYS].sort(compareCodePoints);

@@ -17,9 +17,57 @@ export { Mutex } from './store/mutex.js';
 export { SqlStateStore, openSqlStateStore, type SqlStateStoreOptions, type SqlDialect, type DialectSql } from './store/sql-state-store.js';
 export { sqliteDialect } from './store/sqlite.js';
 export { postgresDialect, quoteIdentifier, sqlState, commitErrorOutcome, FAILED_WRITE_SQLSTATES, MIGRATION_LOCK_KEY } from './store/postgres.js';
-export { INSERT_LANDED, INSERT_LOST_REISSUE, INSERT_FOUND_OTHER, UPDATE_LANDED, UPDATE_LOST_REISSUE, UPDATE_FOUND_OTHER, LOST_COMMIT_BRANCHES, WRITTEN_COLUMNS, type LostCommitBranch, type InsertBranch, type UpdateBranch, type EffectWriteIntent, sameWrittenColumns, lostInsertBranch, lostUpdateBranch, lostCommitBranch, EDIT_LANDED, EDIT_LOST_REISSUE, EDIT_FOUND_OTHER, type EditBranch, type EditWriteIntent, lostEditBranch } from './store/lost-commit.js';
-export { MIGRATION_IDS, SCHEMA_WRITER, type MigrationId, type AppliedMigration, type MigrateOptions, classifyVersioned, classifyUnversioned, checkMigrationList, migrate, readApplied } from './store/migrations.js';
-export { LEASE_EXPIRED, type ReservationPlan, planReservation, checked, checkResolvable, planLeaseExtension, planContinuationHold, checkTakeable, checkContinuation, sameSecret, UNKNOWN_CONTINUATION, leaseLive, resolutionError } from './effects.js';
+export {
+  INSERT_LANDED,
+  INSERT_LOST_REISSUE,
+  INSERT_FOUND_OTHER,
+  UPDATE_LANDED,
+  UPDATE_LOST_REISSUE,
+  UPDATE_FOUND_OTHER,
+  LOST_COMMIT_BRANCHES,
+  WRITTEN_COLUMNS,
+  type LostCommitBranch,
+  type InsertBranch,
+  type UpdateBranch,
+  type EffectWriteIntent,
+  sameWrittenColumns,
+  lostInsertBranch,
+  lostUpdateBranch,
+  lostCommitBranch,
+  EDIT_LANDED,
+  EDIT_LOST_REISSUE,
+  EDIT_FOUND_OTHER,
+  type EditBranch,
+  type EditWriteIntent,
+  lostEditBranch,
+} from './store/lost-commit.js';
+export {
+  MIGRATION_IDS,
+  SCHEMA_WRITER,
+  type MigrationId,
+  type AppliedMigration,
+  type MigrateOptions,
+  classifyVersioned,
+  classifyUnversioned,
+  checkMigrationList,
+  migrate,
+  readApplied,
+} from './store/migrations.js';
+export {
+  LEASE_EXPIRED,
+  type ReservationPlan,
+  planReservation,
+  checked,
+  checkResolvable,
+  planLeaseExtension,
+  planContinuationHold,
+  checkTakeable,
+  checkContinuation,
+  sameSecret,
+  UNKNOWN_CONTINUATION,
+  leaseLive,
+  resolutionError,
+} from './effects.js';
 export { type ApprovalPlan, checkConsumable, checkAnswerable } from './approvals.js';
 export { RECEIPT_SCHEMA, type ReceiptResult, type ReceiptFields, buildReceipt, sealReceipt } from './receipt.js';
 export { GENESIS_HASH, hashDocument, sha256Tagged } from './hash.js';

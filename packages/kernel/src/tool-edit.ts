@@ -51,7 +51,12 @@ export function editedToolResult<T>(edit: ApprovalEdit, result: T): EditedToolRe
 
 /** Whether `value` is an {@link EditedToolResult}. */
 export function isEditedToolResult(value: unknown): value is EditedToolResult {
-  return typeof value === 'object' && value !== null && (value as { edited?: unknown }).edited === true && typeof (value as { message?: unknown }).message === 'string';
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    (value as { edited?: unknown }).edited === true &&
+    typeof (value as { message?: unknown }).message === 'string'
+  );
 }
 
 /**

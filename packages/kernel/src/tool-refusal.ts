@@ -44,7 +44,14 @@ const TOLD = new Set([
 export function toolRefusal(err: unknown, context?: { policy: Policy; action: Action }): ToolRefusal | null {
   if (!isKernelError(err) || !TOLD.has(err.code)) return null;
   const fields = err as { reason?: unknown; state?: unknown };
-  const reason = typeof fields.reason === 'string' ? fields.reason : typeof fields.state === 'string' ? fields.state : err.code === 'ERR_AMBIGUOUS_EFFECT' ? 'ambiguous' : null;
+  const reason =
+    typeof fields.reason === 'string'
+      ? fields.reason
+      : typeof fields.state === 'string'
+        ? fields.state
+        : err.code === 'ERR_AMBIGUOUS_EFFECT'
+          ? 'ambiguous'
+          : null;
   let why = `${err.message}${reason !== null && !err.message.includes(reason) ? ` (${reason})` : ''}`;
   if (context !== undefined && err.code === 'ERR_ACTION_DENIED' && reason !== null) {
     const { policy, action } = context;

@@ -64,7 +64,15 @@ export interface ResolveRequest {
 }
 
 /** Every outcome a refund step can have, in the order spec 04 §4 lists them (the page renders each). */
-export const TRY_IT_OUTCOMES = Object.freeze(['executed', 'approval_required', 'approval_mismatch', 'denied', 'duplicate', 'ambiguous_retry', 'reply_lost'] as const);
+export const TRY_IT_OUTCOMES = Object.freeze([
+  'executed',
+  'approval_required',
+  'approval_mismatch',
+  'denied',
+  'duplicate',
+  'ambiguous_retry',
+  'reply_lost',
+] as const);
 
 /** Every outcome a refund step can have. */
 export type TryItOutcome = (typeof TRY_IT_OUTCOMES)[number];
@@ -135,7 +143,8 @@ export interface RemoteCallCounter {
 export function memoryRemoteCalls(initial: Iterable<readonly [string, number]> = []): RemoteCallCounter {
   const calls = new Map<string, number>();
   for (const [id, n] of initial) {
-    if (typeof id !== 'string' || !Number.isSafeInteger(n) || n < 0) throw new InvalidArgument('remote call counts must be [payment_id, non-negative integer] pairs');
+    if (typeof id !== 'string' || !Number.isSafeInteger(n) || n < 0)
+      throw new InvalidArgument('remote call counts must be [payment_id, non-negative integer] pairs');
     calls.set(id, n);
   }
   return {
@@ -201,7 +210,8 @@ export function createTryIt(options: TryItOptions): TryIt {
   const policyYaml = options.policyYaml ?? TRY_IT_POLICY_YAML;
   const policy = loadPolicy(policyYaml, { source: 'try-it' });
   const calls = options.remoteCalls ?? memoryRemoteCalls();
-  if (typeof calls.get !== 'function' || typeof calls.record !== 'function') throw new InvalidArgument('remoteCalls must have get(paymentId) and record(paymentId)');
+  if (typeof calls.get !== 'function' || typeof calls.record !== 'function')
+    throw new InvalidArgument('remoteCalls must have get(paymentId) and record(paymentId)');
   let lastReceipt: StoredReceipt | null = null;
   const control = new Control({
     policy,
@@ -256,20 +266,30 @@ export function createTryIt(options: TryItOptions): TryIt {
 
   async function runStep(request: RefundRequest | ApproveRequest | ResolveRequest): Promise<RefundResult | ApproveResult | ResolveResult> {
     if (!isPlainObject(request)) {
-      throw new InvalidArgument('a step is { op: "refund", payment_id, amount, lose_reply?, approval_id? }, { op: "approve", request_id } or { op: "resolve", effect_key, state }');
+      throw new InvalidArgument(
+        'a step is { op: "refund", payment_id, amount, lose_reply?, approval_id? }, { op: "approve", request_id } or { op: "resolve", effect_key, state }',
+      );
     }
     if (request.op === 'approve') {
       const id = (request as unknown as Record<string, unknown>)['request_id'];
       if (typeof id !== 'string' || id === '') throw new InvalidArgument('request_id must be a non-empty string');
       const approval = await control.grantApproval(id, { approver: TRY_IT_APPROVER });
-      return { outcome: 'approved', approval_id: approval.approvalId, action_hash: approval.actionHash, approver: approval.approver, expires_at: approval.expiresAt };
+      return {
+        outcome: 'approved',
+        approval_id: approval.approvalId,
+        action_hash: approval.actionHash,
+        approver: approval.approver,
+        expires_at: approval.expiresAt,
+      };
     }
     if (request.op === 'resolve') {
       const r = request as unknown as Record<string, unknown>;
       const key = r['effect_key'];
       const state = r['state'];
-      if (typeof key !== 'string' || key === '' || key.length > 300) throw new InvalidArgument('effect_key must be a non-empty string of at most 300 characters');
-      if (state !== 'committed' && state !== 'failed') throw new InvalidArgument(`state must be "committed" or "failed", got ${JSON.stringify(state)?.slice(0, 40)}`);
+      if (typeof key !== 'string' || key === '' || key.length > 300)
+        throw new InvalidArgument('effect_key must be a non-empty string of at most 300 characters');
+      if (state !== 'committed' && state !== 'failed')
+        throw new InvalidArgument(`state must be "committed" or "failed", got ${JSON.stringify(state)?.slice(0, 40)}`);
       const record = await control.resolveEffect(key, state, { by: TRY_IT_OPERATOR });
       return { outcome: 'resolved', effect_key: key, state: record.state, resolved_by: TRY_IT_OPERATOR };
     }

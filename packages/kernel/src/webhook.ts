@@ -150,10 +150,7 @@ export function approvalRequestJson(request: ApprovalRequest, options: Pick<Payl
  * read differently from the hash.
  */
 function slackText(s: string): string {
-  return showInvisible(s)
-    .replace(/&/g, '&amp;')
-    .replace(/</g, '&lt;')
-    .replace(/>/g, '&gt;');
+  return showInvisible(s).replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 }
 
 /**
@@ -199,14 +196,20 @@ export function approvalRequestSlackJson(request: ApprovalRequest, options: Pick
   const who = a.principal.user ? `${a.principal.agent} for ${a.principal.user}` : a.principal.agent;
   const text = `ctrlrun: ${slackText(who)} asks to run ${slackText(a.name)} (approval ${slackText(request.requestId)})`;
   const url = respondTo(options.publicUrl, request.requestId);
-  const answer = url === null ? `Answer with \`ctrlrun approve ${request.requestId}\` or \`ctrlrun deny ${request.requestId}\`.` : `Answer by a signed POST to ${url}.`;
+  const answer =
+    url === null ? `Answer with \`ctrlrun approve ${request.requestId}\` or \`ctrlrun deny ${request.requestId}\`.` : `Answer by a signed POST to ${url}.`;
   const blocks = [
     { type: 'section', text: { type: 'mrkdwn', text } },
     { type: 'section', text: { type: 'mrkdwn', text: `*Arguments*\n${slackCode(argumentsForDisplay(a.canonicalArguments, 2500), 2500)}` } },
     {
       type: 'context',
       elements: [
-        { type: 'mrkdwn', text: slackText(`action hash ${request.actionHash} · environment ${a.environment}${a.resource ? ` · resource ${a.resource}` : ''} · expires ${request.expiresAt}`) },
+        {
+          type: 'mrkdwn',
+          text: slackText(
+            `action hash ${request.actionHash} · environment ${a.environment}${a.resource ? ` · resource ${a.resource}` : ''} · expires ${request.expiresAt}`,
+          ),
+        },
         { type: 'mrkdwn', text: slackText(answer) },
       ],
     },
@@ -356,7 +359,8 @@ export class WebhookApprovalProvider implements ApprovalProvider {
     const known = this.#deliveries.get(requestId);
     if (known) return known;
     const record: ApprovalRecord | null = await this.store.getApproval(requestId);
-    if (record === null) throw new ApprovalMismatch('unknown', { approvalId: requestId, message: `approval ${requestId} refused (unknown): no such approval request` });
+    if (record === null)
+      throw new ApprovalMismatch('unknown', { approvalId: requestId, message: `approval ${requestId} refused (unknown): no such approval request` });
     if (record.status !== 'pending') {
       return { requestId, delivered: false, attempts: 0, status: null, detail: `not sent: the request is ${record.status}` };
     }
@@ -376,7 +380,10 @@ export class WebhookApprovalProvider implements ApprovalProvider {
   }
 
   async #deliver(request: ApprovalRequest): Promise<Delivery> {
-    const text = this.#format === 'slack' ? approvalRequestSlackJson(request, { publicUrl: this.#publicUrl }) : approvalRequestJson(request, { publicUrl: this.#publicUrl });
+    const text =
+      this.#format === 'slack'
+        ? approvalRequestSlackJson(request, { publicUrl: this.#publicUrl })
+        : approvalRequestJson(request, { publicUrl: this.#publicUrl });
     const body = encoder.encode(text);
     let status: number | null = null;
     let detail = '';
@@ -413,7 +420,9 @@ export class WebhookApprovalProvider implements ApprovalProvider {
     }
     try {
       // The origin only: a webhook URL's path can itself be a credential (Slack's are).
-      this.#logger.warn(`[ctrlrun] approval ${request.requestId}: the webhook to ${this.#url.origin} was not delivered after ${attempts} attempt(s): ${detail}; the request stays pending`);
+      this.#logger.warn(
+        `[ctrlrun] approval ${request.requestId}: the webhook to ${this.#url.origin} was not delivered after ${attempts} attempt(s): ${detail}; the request stays pending`,
+      );
     } catch {
       // A failing logger must not fail the caller.
     }

@@ -22,7 +22,14 @@ describe('createAction', () => {
         } catch {
           return;
         }
-        const payload = { arguments: args, environment: 'production', name: 'x.y', principal: { agent: 'a', user }, resource: 'r', schema: 'ctrlrun.action/v1' };
+        const payload = {
+          arguments: args,
+          environment: 'production',
+          name: 'x.y',
+          principal: { agent: 'a', user },
+          resource: 'r',
+          schema: 'ctrlrun.action/v1',
+        };
         expect(action.actionHash).toBe(`sha256:${bytesToHex(sha256(canonicalBytes(payload)))}`);
         expect(action.canonical).toBe(new TextDecoder().decode(canonicalBytes(payload)));
       }),
@@ -59,18 +66,28 @@ describe('orderedJson', () => {
   const walk = (v: unknown): string => {
     if (typeof v === 'bigint') return v.toString();
     if (Array.isArray(v)) return `[${v.map(walk).join(',')}]`;
-    if (typeof v === 'object' && v !== null) return `{${Object.keys(v).map((k) => `${JSON.stringify(k)}:${walk((v as Record<string, unknown>)[k])}`).join(',')}}`;
+    if (typeof v === 'object' && v !== null)
+      return `{${Object.keys(v)
+        .map((k) => `${JSON.stringify(k)}:${walk((v as Record<string, unknown>)[k])}`)
+        .join(',')}}`;
     return JSON.stringify(v);
   };
   const key = fc.oneof(fc.string(), fc.constantFrom('__proto__', '10', '2', 'toJSON', 'a\u0000b', '\ud800'));
   const data: fc.Arbitrary<unknown> = fc.letrec((tie) => ({
     leaf: fc.oneof(fc.string(), fc.integer(), fc.double({ noNaN: true, noDefaultInfinity: true }), fc.boolean(), fc.constant(null), fc.bigInt()),
-    node: fc.oneof({ depthSize: 'small' }, tie('leaf'), fc.array(tie('node'), { maxLength: 3 }),
-      fc.array(fc.tuple(key, tie('node')), { maxLength: 4 }).map((entries) => Object.fromEntries(entries))),
+    node: fc.oneof(
+      { depthSize: 'small' },
+      tie('leaf'),
+      fc.array(tie('node'), { maxLength: 3 }),
+      fc.array(fc.tuple(key, tie('node')), { maxLength: 4 }).map((entries) => Object.fromEntries(entries)),
+    ),
   })).node;
 
   it('is the own-key-order walk for any JSON data, with or without bigints (JSON.stringify where it can)', async () => {
     const { orderedJson } = await import('@ctrlrun/kernel');
-    fc.assert(fc.property(data, (v) => void expect(orderedJson(v)).toBe(walk(v))), { numRuns: 500 });
+    fc.assert(
+      fc.property(data, (v) => void expect(orderedJson(v)).toBe(walk(v))),
+      { numRuns: 500 },
+    );
   });
 });

@@ -7,7 +7,8 @@ import { setup } from './harness.js';
 describe('grantApproval / denyApproval / resolveEffect: via and reason', () => {
   it('record via (and the reason of a resolution) in the event data; omitted, the data is as before', async () => {
     const { control, store } = await setup();
-    const action = (id: string) => createAction({ name: 'stripe.refund', arguments: { payment_id: id, amount: 500000 }, principal: { agent: 'refund-agent' } }, { ids: control.ids });
+    const action = (id: string) =>
+      createAction({ name: 'stripe.refund', arguments: { payment_id: id, amount: 500000 }, principal: { agent: 'refund-agent' } }, { ids: control.ids });
     const ask = async (id: string) => {
       const err = await control.execute(action(id), () => 'ok').catch((e: unknown) => e);
       expect(err).toBeInstanceOf(ApprovalRequired);
@@ -19,8 +20,15 @@ describe('grantApproval / denyApproval / resolveEffect: via and reason', () => {
     await control.grantApproval(a, { approver: 'mcp-operator:alice', via: 'mcp-operator' });
     await control.denyApproval(b, { approver: 'mcp-operator:alice', via: 'mcp-operator' });
     await control.grantApproval(c, { approver: 'cli:local' });
-    const ambiguous = createAction({ name: 'stripe.refund', arguments: { payment_id: 'p4', amount: 5 }, principal: { agent: 'refund-agent' } }, { ids: control.ids });
-    await expect(control.execute(ambiguous, () => { throw new Error('socket closed'); })).rejects.toThrow('socket closed');
+    const ambiguous = createAction(
+      { name: 'stripe.refund', arguments: { payment_id: 'p4', amount: 5 }, principal: { agent: 'refund-agent' } },
+      { ids: control.ids },
+    );
+    await expect(
+      control.execute(ambiguous, () => {
+        throw new Error('socket closed');
+      }),
+    ).rejects.toThrow('socket closed');
     await control.resolveEffect('refund:p4', 'failed', { by: 'mcp-operator:alice', via: 'mcp-operator', reason: 'the provider says no charge' });
     const data = (await store.events()).filter((e) => ['APPROVAL_GRANTED', 'APPROVAL_DENIED', 'EFFECT_RESOLVED'].includes(e.type)).map((e) => e.data);
     expect(data).toEqual([
@@ -33,7 +41,12 @@ describe('grantApproval / denyApproval / resolveEffect: via and reason', () => {
 
   it('a blank or non-string via or reason is refused before anything is written', async () => {
     const { control, store } = await setup();
-    const err = await control.execute(createAction({ name: 'stripe.refund', arguments: { payment_id: 'p1', amount: 500000 }, principal: { agent: 'refund-agent' } }, { ids: control.ids }), () => 'ok').catch((e: unknown) => e as ApprovalRequired);
+    const err = await control
+      .execute(
+        createAction({ name: 'stripe.refund', arguments: { payment_id: 'p1', amount: 500000 }, principal: { agent: 'refund-agent' } }, { ids: control.ids }),
+        () => 'ok',
+      )
+      .catch((e: unknown) => e as ApprovalRequired);
     const id = (err as ApprovalRequired).requestId;
     await expect(control.grantApproval(id, { approver: 'alice', via: ' ' })).rejects.toBeInstanceOf(InvalidArgument);
     await expect(control.denyApproval(id, { approver: 'alice', via: 7 as unknown as string })).rejects.toBeInstanceOf(InvalidArgument);

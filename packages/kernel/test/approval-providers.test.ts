@@ -19,10 +19,13 @@ async function fixture() {
 describe('approval providers', () => {
   it('the local provider stores a pending request and returns the grant once a human answers', async () => {
     const f = await fixture();
-    const p = new LocalApprovalProvider(f.store, { clock: f.clock, sleep: async (ms) => {
-      await f.sleep(ms);
-      if ((await f.store.getApproval(req.requestId))?.status === 'pending') await f.store.grantApproval(req.requestId, 'human:ana');
-    } });
+    const p = new LocalApprovalProvider(f.store, {
+      clock: f.clock,
+      sleep: async (ms) => {
+        await f.sleep(ms);
+        if ((await f.store.getApproval(req.requestId))?.status === 'pending') await f.store.grantApproval(req.requestId, 'human:ana');
+      },
+    });
     const req = await p.request(f.action, 15 * MIN, { policyHash: 'sha256:x' });
     expect((await f.store.getApproval(req.requestId))?.status).toBe('pending');
     const approval = await p.wait(req.requestId, 5 * MIN);

@@ -22,9 +22,15 @@ describe('T73: a malformed authority section fails at load, naming where', () =>
     'empty-actions': ['authority:\n  grants:\n    - id: g\n      subject: { agent: "a" }\n      actions: []\n', /'actions' must be a non-empty list/],
     'unknown-top-key': ['authority:\n  depth: 3\n  grants: []\n', /unknown key\(s\) 'depth'/],
     'unknown-grant-key': [G('      action: ["**"]\n'), /unknown key\(s\) 'action'/],
-    'unknown-subject-key': ['authority:\n  grants:\n    - id: g\n      subject: { agent: "a", group: "g" }\n      actions: ["**"]\n', /subject.*unknown key\(s\) 'group'/],
+    'unknown-subject-key': [
+      'authority:\n  grants:\n    - id: g\n      subject: { agent: "a", group: "g" }\n      actions: ["**"]\n',
+      /subject.*unknown key\(s\) 'group'/,
+    ],
     'a-decision-key': [G('      decision: allow\n'), /a grant carries no 'decision'/],
-    'duplicate-id': ['authority:\n  grants:\n    - id: g\n      subject: { agent: "a" }\n      actions: ["**"]\n    - id: g\n      subject: { agent: "b" }\n      actions: ["**"]\n', /duplicate grant id "g"/],
+    'duplicate-id': [
+      'authority:\n  grants:\n    - id: g\n      subject: { agent: "a" }\n      actions: ["**"]\n    - id: g\n      subject: { agent: "b" }\n      actions: ["**"]\n',
+      /duplicate grant id "g"/,
+    ],
     'dlg-prefixed-id': ['authority:\n  grants:\n    - id: dlg_abc\n      subject: { agent: "a" }\n      actions: ["**"]\n', /may not begin 'dlg_'/],
     'id-charset': ['authority:\n  grants:\n    - id: "-leading"\n      subject: { agent: "a" }\n      actions: ["**"]\n', /must match/],
     'expiry-not-a-timestamp': [G('      expires_at: 12345\n'), /'expires_at' must be an ISO-8601 timestamp with an offset, got integer/],
@@ -94,7 +100,11 @@ describe('T73: a malformed authority section fails at load, naming where', () =>
   });
 
   it('a well-formed section loads, with its depth and canonical grants in the hash', () => {
-    const p = loadPolicy(doc(`authority:\n  max_delegation_depth: 1\n  grants:\n    - id: g\n      subject: { agent: "a" }\n      actions: ["stripe.*"]\n      constraints: { amount_lte: 5, currency_in: [EUR] }\n      expires_at: 2026-12-31T23:59:59+05:30\n      delegable: true\n`));
+    const p = loadPolicy(
+      doc(
+        `authority:\n  max_delegation_depth: 1\n  grants:\n    - id: g\n      subject: { agent: "a" }\n      actions: ["stripe.*"]\n      constraints: { amount_lte: 5, currency_in: [EUR] }\n      expires_at: 2026-12-31T23:59:59+05:30\n      delegable: true\n`,
+      ),
+    );
     expect(p.authority!.maxDelegationDepth).toBe(1);
     expect(p.authority!.canonical()).toEqual({
       max_delegation_depth: 1,
@@ -164,7 +174,11 @@ describe('T73b: the Grant constructor refuses exactly what the loader refuses', 
     expect(g.delegable).toBe(true);
     expect(Object.isFrozen(g)).toBe(true);
     // Loader and constructor agree on the result, not only on the refusals.
-    const loaded = loadPolicy(doc('authority:\n  grants:\n    - id: g\n      subject: { agent: a, user: alice@example.com }\n      actions: [stripe.refund]\n      resources: ["payment:EU-*"]\n      constraints: { amount_lte: 10 }\n      environments: [production]\n      expires_at: 2026-12-31T00:00:00Z\n      delegable: true\n')).authority!.grants.get('g')!;
+    const loaded = loadPolicy(
+      doc(
+        'authority:\n  grants:\n    - id: g\n      subject: { agent: a, user: alice@example.com }\n      actions: [stripe.refund]\n      resources: ["payment:EU-*"]\n      constraints: { amount_lte: 10 }\n      environments: [production]\n      expires_at: 2026-12-31T00:00:00Z\n      delegable: true\n',
+      ),
+    ).authority!.grants.get('g')!;
     expect(loaded.canonical()).toEqual(g.canonical());
     expect(new Grant(g.toInput()).canonical()).toEqual(g.canonical());
   });
@@ -189,7 +203,13 @@ describe('loadGrant (ctrlrun delegate --file) and grant_json', () => {
   });
 
   it('grant_json is compact, sorted, and keeps the expiry offset (spec 02 §3.1)', () => {
-    const g = new Grant({ subject: { agent: 'support-agent', user: 'alice' }, actions: ['stripe.refund'], constraints: { amount_lte: 200000, region_in: ['EU'] }, expiresAt: '2026-09-03T15:42:01+05:30', delegable: true });
+    const g = new Grant({
+      subject: { agent: 'support-agent', user: 'alice' },
+      actions: ['stripe.refund'],
+      constraints: { amount_lte: 200000, region_in: ['EU'] },
+      expiresAt: '2026-09-03T15:42:01+05:30',
+      delegable: true,
+    });
     const text = grantToJson(g);
     expect(text).toBe(
       '{"actions":["stripe.refund"],"constraints":{"amount_lte":200000,"region_in":["EU"]},"delegable":true,"environments":null,"expires_at":"2026-09-03T15:42:01+05:30","resources":null,"subject":{"agent":"support-agent","user":"alice"}}',
@@ -259,7 +279,22 @@ describe('T72: patterns do not cross a separator', () => {
   });
 
   it('test_T72_a_pattern_outside_the_grammar_is_a_load_error', () => {
-    for (const p of ['stripe.?efund', 'stripe.[abc]', 'stripe.*refund', 'stri*pe.refund', 'a**', '**a', '**.refund', 'stripe.a*.**', '*.**', '', 'stripe.', '.refund', 'stripe..refund', '**.**']) {
+    for (const p of [
+      'stripe.?efund',
+      'stripe.[abc]',
+      'stripe.*refund',
+      'stri*pe.refund',
+      'a**',
+      '**a',
+      '**.refund',
+      'stripe.a*.**',
+      '*.**',
+      '',
+      'stripe.',
+      '.refund',
+      'stripe..refund',
+      '**.**',
+    ]) {
       expect(patternError(p, '.'), p).not.toBeNull();
       expect(() => loadPolicy(doc(`authority:\n  grants:\n    - id: g\n      subject: { agent: "a" }\n      actions: ["${p}"]\n`)), p).toThrow(PolicyError);
     }
@@ -311,7 +346,11 @@ describe('T72: patterns do not cross a separator', () => {
 describe('pattern properties', () => {
   // A small alphabet so that random patterns and values actually meet.
   const literal = fc.constantFrom('a', 'ab', 'b', 'ba', 'abc');
-  const segment = fc.oneof(literal, literal.map((l) => `${l}*`), fc.constant('*'));
+  const segment = fc.oneof(
+    literal,
+    literal.map((l) => `${l}*`),
+    fc.constant('*'),
+  );
   const pattern = fc.oneof(
     fc.array(segment, { minLength: 1, maxLength: 3 }).map((s) => s.join('.')),
     fc.array(literal, { minLength: 0, maxLength: 2 }).map((s) => [...s, '**'].join('.')),
@@ -349,14 +388,14 @@ describe('pattern properties', () => {
   });
 });
 
-describe("finding 21: what a grant constraint compares", () => {
+describe('finding 21: what a grant constraint compares', () => {
   const grant = (constraints: Record<string, unknown>) => new Grant({ id: 'g', subject: { agent: 'a' }, actions: ['pay'], constraints });
   const check = (g: Grant, args: Record<string, unknown>): [boolean, string[]] => {
     const warnings: string[] = [];
     return [g.constraintsHold(args, warnings), warnings];
   };
 
-  it("_neq against a string fails closed: another type, case, spacing, width or invisible characters do not get past it", () => {
+  it('_neq against a string fails closed: another type, case, spacing, width or invisible characters do not get past it', () => {
     const g = grant({ account_neq: 'treasury' });
     expect(check(g, { account: 'savings' })).toEqual([true, []]);
     expect(check(g, { account: 'treasury' })).toEqual([false, []]);
@@ -397,7 +436,12 @@ describe("finding 21: what a grant constraint compares", () => {
   });
 
   it("a loaded grant compares the same way, and a policy rule keeps the reference's exact _neq (the interop semantics)", () => {
-    const p = loadPolicy(doc(`${G('      constraints: { account_neq: treasury }\n')}`, '\nactions:\n  pay:\n    rules:\n      - when: { account_neq: treasury }\n        decision: allow\n      - decision: deny\n'));
+    const p = loadPolicy(
+      doc(
+        `${G('      constraints: { account_neq: treasury }\n')}`,
+        '\nactions:\n  pay:\n    rules:\n      - when: { account_neq: treasury }\n        decision: allow\n      - decision: deny\n',
+      ),
+    );
     const loaded = p.authority!.grants.get('g')!;
     expect(check(loaded, { account: 'Treasury' })[0]).toBe(false);
     expect(p.evaluate('pay', { account: 'Treasury' }).decision).toBe('allow');

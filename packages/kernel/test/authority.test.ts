@@ -91,7 +91,8 @@ describe('T67: a section governs every action; no grant is no_authority', () => 
     });
   }
 
-  const ENV = '\nauthority:\n  grants:\n    - id: staging-only\n      subject: { agent: "support-agent" }\n      actions: ["stripe.refund"]\n      environments: ["staging"]\n';
+  const ENV =
+    '\nauthority:\n  grants:\n    - id: staging-only\n      subject: { agent: "support-agent" }\n      actions: ["stripe.refund"]\n      environments: ["staging"]\n';
   it('test_T67c_a_grant_scoped_to_another_environment_does_not_match', async () => {
     const r = await rig(doc(ENV));
     expect((await rejection(r.control.execute(action({ resource: null }), r.executor))).reason).toBe('no_authority');
@@ -100,7 +101,8 @@ describe('T67: a section governs every action; no grant is no_authority', () => 
     expect(s.calls).toBe(1);
   });
 
-  const SHAPE = '\nauthority:\n  grants:\n    - id: eu-refunds\n      subject: { agent: "support-agent" }\n      actions: ["stripe.refund"]\n      resources: ["payment:EU-*"]\n';
+  const SHAPE =
+    '\nauthority:\n  grants:\n    - id: eu-refunds\n      subject: { agent: "support-agent" }\n      actions: ["stripe.refund"]\n      resources: ["payment:EU-*"]\n';
   const shapes: [string, string, string | null, boolean][] = [
     ['match', 'stripe.refund', 'payment:EU-42', true],
     ['other-resource', 'stripe.refund', 'payment:US-42', false],
@@ -150,11 +152,16 @@ describe('T68–T69: a matching grant passes to policy; a failed constraint deni
   });
 
   it('test_T69_constraints_are_type_strict', async () => {
-    const g = '\nauthority:\n  grants:\n    - id: g\n      subject: { agent: "support-agent" }\n      actions: ["stripe.refund"]\n      constraints: { urgent_eq: true, amount_lte: 100 }\n';
+    const g =
+      '\nauthority:\n  grants:\n    - id: g\n      subject: { agent: "support-agent" }\n      actions: ["stripe.refund"]\n      constraints: { urgent_eq: true, amount_lte: 100 }\n';
     const r = await rig(doc(g));
     // `1` is not `true`, and a boolean is not a bounded integer.
-    expect((await rejection(r.control.execute(action({ resource: null, arguments: { urgent: 1, amount: 5 } }), r.executor))).reason).toBe('authority_constraint');
-    expect((await rejection(r.control.execute(action({ resource: null, arguments: { urgent: true, amount: true } }), r.executor))).reason).toBe('authority_constraint');
+    expect((await rejection(r.control.execute(action({ resource: null, arguments: { urgent: 1, amount: 5 } }), r.executor))).reason).toBe(
+      'authority_constraint',
+    );
+    expect((await rejection(r.control.execute(action({ resource: null, arguments: { urgent: true, amount: true } }), r.executor))).reason).toBe(
+      'authority_constraint',
+    );
     await r.control.execute(action({ resource: null, arguments: { urgent: true, amount: 100 } }), r.executor);
     expect(r.calls).toBe(1);
   });
@@ -191,7 +198,10 @@ describe('T70: the stricter of the two wins', () => {
     });
   }
 
-  for (const [first, second] of [['a-narrow', 'b-wide'], ['b-wide', 'a-narrow']] as const) {
+  for (const [first, second] of [
+    ['a-narrow', 'b-wide'],
+    ['b-wide', 'a-narrow'],
+  ] as const) {
     it(`test_T70b_several_matching_grants_name_the_lowest_id (${first} first)`, async () => {
       const g = `\nauthority:\n  grants:\n    - id: ${first}\n      subject: { agent: "support-agent" }\n      actions: ["${first === 'a-narrow' ? 'stripe.**' : '**'}"]\n    - id: ${second}\n      subject: { agent: "support-agent" }\n      actions: ["${second === 'a-narrow' ? 'stripe.**' : '**'}"]\n`;
       const r = await rig(doc(g));
@@ -201,7 +211,8 @@ describe('T70: the stricter of the two wins', () => {
   }
 
   it('test_T70b_holding_two_permissions_is_never_worse_than_holding_one', async () => {
-    const g = '\nauthority:\n  grants:\n    - id: a-narrow\n      subject: { agent: "support-agent" }\n      actions: ["stripe.refund"]\n      constraints: { amount_lte: 100 }\n    - id: b-wide\n      subject: { agent: "support-agent" }\n      actions: ["stripe.refund"]\n';
+    const g =
+      '\nauthority:\n  grants:\n    - id: a-narrow\n      subject: { agent: "support-agent" }\n      actions: ["stripe.refund"]\n      constraints: { amount_lte: 100 }\n    - id: b-wide\n      subject: { agent: "support-agent" }\n      actions: ["stripe.refund"]\n';
     const r = await rig(doc(g));
     await r.control.execute(action({ principal: { agent: 'support-agent' } }), r.executor);
     expect(r.calls).toBe(1);
@@ -210,7 +221,8 @@ describe('T70: the stricter of the two wins', () => {
 });
 
 describe('T71: expiry, to the microsecond, and reason precedence', () => {
-  const expiring = (at: string) => `\nauthority:\n  grants:\n    - id: head-of-support\n      subject: { agent: "support-agent" }\n      actions: ["stripe.refund"]\n      expires_at: ${at}\n`;
+  const expiring = (at: string) =>
+    `\nauthority:\n  grants:\n    - id: head-of-support\n      subject: { agent: "support-agent" }\n      actions: ["stripe.refund"]\n      expires_at: ${at}\n`;
   const sa = () => action({ principal: { agent: 'support-agent' } });
 
   it('test_T71_an_expired_grant_denies', async () => {
@@ -247,8 +259,12 @@ describe('T71: expiry, to the microsecond, and reason precedence', () => {
   });
 
   const EXPIRED = '    - id: a-expired\n      subject: { agent: "support-agent" }\n      actions: ["stripe.refund"]\n      expires_at: 2026-09-03T09:00:00Z\n';
-  const CONSTRAINED = '    - id: b-constrained\n      subject: { agent: "support-agent" }\n      actions: ["stripe.refund"]\n      constraints: { amount_lte: 1 }\n';
-  for (const [id, order] of [['expired-first', [EXPIRED, CONSTRAINED]], ['constrained-first', [CONSTRAINED, EXPIRED]]] as const) {
+  const CONSTRAINED =
+    '    - id: b-constrained\n      subject: { agent: "support-agent" }\n      actions: ["stripe.refund"]\n      constraints: { amount_lte: 1 }\n';
+  for (const [id, order] of [
+    ['expired-first', [EXPIRED, CONSTRAINED]],
+    ['constrained-first', [CONSTRAINED, EXPIRED]],
+  ] as const) {
     it(`test_T71b_expiry_outranks_a_failed_constraint_across_grants (${id})`, async () => {
       const r = await rig(doc(`authority:\n  grants:\n${order.join('')}`));
       const err = await rejection(r.control.execute(sa(), r.executor));
@@ -258,12 +274,17 @@ describe('T71: expiry, to the microsecond, and reason precedence', () => {
   }
 
   it('test_T71b_one_grant_failing_both_ways_reports_the_expiry', async () => {
-    const r = await rig(doc('authority:\n  grants:\n    - id: g\n      subject: { agent: "support-agent" }\n      actions: ["stripe.refund"]\n      constraints: { amount_lte: 1 }\n      expires_at: 2026-09-03T09:00:00Z\n'));
+    const r = await rig(
+      doc(
+        'authority:\n  grants:\n    - id: g\n      subject: { agent: "support-agent" }\n      actions: ["stripe.refund"]\n      constraints: { amount_lte: 1 }\n      expires_at: 2026-09-03T09:00:00Z\n',
+      ),
+    );
     expect((await rejection(r.control.execute(sa(), r.executor))).reason).toBe('authority_expired');
   });
 
   it('test_T71b_two_grants_failing_the_same_way_name_the_lowest_id', async () => {
-    const g = 'authority:\n  grants:\n    - id: b-second\n      subject: { agent: "support-agent" }\n      actions: ["stripe.refund"]\n      constraints: { amount_lte: 1 }\n    - id: a-first\n      subject: { agent: "support-agent" }\n      actions: ["stripe.refund"]\n      constraints: { amount_lte: 2 }\n';
+    const g =
+      'authority:\n  grants:\n    - id: b-second\n      subject: { agent: "support-agent" }\n      actions: ["stripe.refund"]\n      constraints: { amount_lte: 1 }\n    - id: a-first\n      subject: { agent: "support-agent" }\n      actions: ["stripe.refund"]\n      constraints: { amount_lte: 2 }\n';
     const r = await rig(doc(g));
     expect(await rejection(r.control.execute(sa(), r.executor))).toMatchObject({ reason: 'authority_constraint', grantId: 'a-first' });
   });
@@ -317,7 +338,8 @@ describe('T74: authority is evaluated before policy', () => {
     // Any decision input of a grant moves it; key order and comments do not.
     const narrower = GRANT.replace('amount_lte: 200000', 'amount_lte: 199999');
     expect(loadPolicy(doc(narrower)).policyHash).not.toBe(loadPolicy(doc(GRANT)).policyHash);
-    const reordered = '\nauthority:\n  grants:\n    # a comment\n    - subject: { user: "alice@example.com", agent: "support-agent" }\n      id: head-of-support\n      environments: ["production"]\n      constraints: { amount_lte: 200000 }\n      resources: ["payment:EU-*"]\n      actions: ["stripe.refund"]\n';
+    const reordered =
+      '\nauthority:\n  grants:\n    # a comment\n    - subject: { user: "alice@example.com", agent: "support-agent" }\n      id: head-of-support\n      environments: ["production"]\n      constraints: { amount_lte: 200000 }\n      resources: ["payment:EU-*"]\n      actions: ["stripe.refund"]\n';
     expect(loadPolicy(doc(reordered)).policyHash).toBe(loadPolicy(doc(GRANT)).policyHash);
   });
 
@@ -347,7 +369,8 @@ describe('T62/T65: principal resolution under authority', () => {
 });
 
 describe('finding 3: a resource scope binds only a resource the policy derives', () => {
-  const SCOPED = '\nauthority:\n  grants:\n    - id: eu-refunds\n      subject: { agent: "support-agent" }\n      actions: ["stripe.**"]\n      resources: ["payment:EU-*"]\n';
+  const SCOPED =
+    '\nauthority:\n  grants:\n    - id: eu-refunds\n      subject: { agent: "support-agent" }\n      actions: ["stripe.**"]\n      resources: ["payment:EU-*"]\n';
   const policyError = (f: () => unknown): PolicyError => {
     try {
       f();

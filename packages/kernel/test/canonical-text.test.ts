@@ -22,7 +22,36 @@ const chars = fc.oneof(
   { weight: 2, arbitrary: fc.string({ unit: 'binary', maxLength: 4 }) },
   // Characters the canonical form escapes or treats specially: controls, quote, backslash, slash,
   // U+2028, U+007F, a surrogate pair, lone surrogates (refused), U+E000 and U+FFFF (code-point order).
-  { weight: 3, arbitrary: fc.array(fc.constantFrom('\u0000', '\u0008', '\t', '\n', '\u000b', '\f', '\r', '\u001f', '"', '\\', '/', '\u2028', '\u007f', 'A', 'é', '😀', '\ud800', '\udfff', '\ue000', '\uffff'), { maxLength: 4 }).map((a) => a.join('')) },
+  {
+    weight: 3,
+    arbitrary: fc
+      .array(
+        fc.constantFrom(
+          '\u0000',
+          '\u0008',
+          '\t',
+          '\n',
+          '\u000b',
+          '\f',
+          '\r',
+          '\u001f',
+          '"',
+          '\\',
+          '/',
+          '\u2028',
+          '\u007f',
+          'A',
+          'é',
+          '😀',
+          '\ud800',
+          '\udfff',
+          '\ue000',
+          '\uffff',
+        ),
+        { maxLength: 4 },
+      )
+      .map((a) => a.join('')),
+  },
 );
 const keys = fc.oneof(chars, fc.constantFrom('__proto__', 'constructor', 'seq', 'prev_hash', 'a', 'b', 'B', ''));
 
@@ -30,7 +59,13 @@ const nodeArb: fc.Arbitrary<Node> = fc.letrec<{ node: Node }>((tie) => ({
   node: fc.oneof(
     { depthSize: 'small', withCrossShrink: true },
     chars.map((v): Node => ({ t: 'str', v })),
-    fc.oneof(fc.bigInt({ min: -(10n ** 20n), max: 10n ** 20n }), fc.bigInt({ min: -1000n, max: 1000n }), fc.constantFrom(0n, 2n ** 53n - 1n, 2n ** 53n, 10n ** 400n - 1n, 10n ** 400n)).map((v): Node => ({ t: 'int', v })),
+    fc
+      .oneof(
+        fc.bigInt({ min: -(10n ** 20n), max: 10n ** 20n }),
+        fc.bigInt({ min: -1000n, max: 1000n }),
+        fc.constantFrom(0n, 2n ** 53n - 1n, 2n ** 53n, 10n ** 400n - 1n, 10n ** 400n),
+      )
+      .map((v): Node => ({ t: 'int', v })),
     fc.constantFrom('true', 'false', 'null').map((v): Node => ({ t: 'lit', v })),
     fc.array(tie('node'), { maxLength: 4 }).map((items): Node => ({ t: 'arr', items })),
     // Members may repeat a key: a duplicate the full parse refuses.
@@ -72,21 +107,32 @@ function spell(node: Node, spelling: Spelling): string {
     const d = v.toString();
     if (!spelling.tokens) return d;
     switch (pick(12)) {
-      case 0: return `${d}.0`;
-      case 1: return `${d}e0`;
-      case 2: return `${d}E+2`;
-      case 3: return v === 0n ? '-0' : d;
-      case 4: return `0${d.replace('-', '')}`;
-      case 5: return `${d}.5`;
-      default: return d;
+      case 0:
+        return `${d}.0`;
+      case 1:
+        return `${d}e0`;
+      case 2:
+        return `${d}E+2`;
+      case 3:
+        return v === 0n ? '-0' : d;
+      case 4:
+        return `0${d.replace('-', '')}`;
+      case 5:
+        return `${d}.5`;
+      default:
+        return d;
     }
   };
   const walk = (n: Node): string => {
     switch (n.t) {
-      case 'str': return str(n.v);
-      case 'int': return int(n.v);
-      case 'lit': return n.v;
-      case 'arr': return `[${ws()}${n.items.map((i) => `${walk(i)}${ws()}`).join(`,${ws()}`)}]`;
+      case 'str':
+        return str(n.v);
+      case 'int':
+        return int(n.v);
+      case 'lit':
+        return n.v;
+      case 'arr':
+        return `[${ws()}${n.items.map((i) => `${walk(i)}${ws()}`).join(`,${ws()}`)}]`;
       case 'obj': {
         const members = n.members.map(([k, v]) => `${str(k)}${ws()}:${ws()}${walk(v)}`);
         // The order: as given, reversed, or sorted as the canonical form sorts.
@@ -108,11 +154,16 @@ function spell(node: Node, spelling: Spelling): string {
 /** Whether the tree holds what the full parse refuses whatever the spelling. */
 function refusedAnyway(n: Node): boolean {
   switch (n.t) {
-    case 'str': return !isWellFormedString(n.v);
-    case 'int': return n.v.toString().replace('-', '').length > 400;
-    case 'lit': return false;
-    case 'arr': return n.items.some(refusedAnyway);
-    case 'obj': return new Set(n.members.map(([k]) => k)).size !== n.members.length || n.members.some(([k, v]) => !isWellFormedString(k) || refusedAnyway(v));
+    case 'str':
+      return !isWellFormedString(n.v);
+    case 'int':
+      return n.v.toString().replace('-', '').length > 400;
+    case 'lit':
+      return false;
+    case 'arr':
+      return n.items.some(refusedAnyway);
+    case 'obj':
+      return new Set(n.members.map(([k]) => k)).size !== n.members.length || n.members.some(([k, v]) => !isWellFormedString(k) || refusedAnyway(v));
   }
 }
 
@@ -125,7 +176,8 @@ function fullPath(text: string): { canonical: string; value: JsonValue } | { err
   }
 }
 
-const spellingArb = (tokens: boolean): fc.Arbitrary<Spelling> => fc.record({ tokens: fc.constant(tokens), tape: fc.array(fc.nat(), { minLength: 1, maxLength: 64 }) });
+const spellingArb = (tokens: boolean): fc.Arbitrary<Spelling> =>
+  fc.record({ tokens: fc.constant(tokens), tape: fc.array(fc.nat(), { minLength: 1, maxLength: 64 }) });
 
 /** The same value, and of the same JS type (a safe integer a number, beyond it a bigint). */
 function sameValue(a: unknown, b: unknown): boolean {

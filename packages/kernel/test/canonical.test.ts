@@ -31,7 +31,12 @@ function shuffleKeys(v: unknown, seed: number): unknown {
 
 describe('canonical form (T7)', () => {
   it('test_T7_canonical_form_is_exactly_the_specified_serialization', () => {
-    const a = createAction({ name: 'stripe.refund', arguments: { payment_id: 'txn_8231', amount: 2000, currency: 'EUR' }, principal: { agent: 'refund-agent', user: 'ana@example.com' }, resource: 'payment:txn_8231' });
+    const a = createAction({
+      name: 'stripe.refund',
+      arguments: { payment_id: 'txn_8231', amount: 2000, currency: 'EUR' },
+      principal: { agent: 'refund-agent', user: 'ana@example.com' },
+      resource: 'payment:txn_8231',
+    });
     expect(a.canonical).toBe(
       '{"arguments":{"amount":2000,"currency":"EUR","payment_id":"txn_8231"},"environment":"production","name":"stripe.refund","principal":{"agent":"refund-agent","user":"ana@example.com"},"resource":"payment:txn_8231","schema":"ctrlrun.action/v1"}',
     );
@@ -61,7 +66,9 @@ describe('canonical form (T7)', () => {
       for (let i = 0; i < Math.min(x.length, y.length); i++) if (x[i] !== y[i]) return x[i]! - y[i]!;
       return x.length - y.length;
     };
-    const key = fc.array(fc.constantFrom('a', 'z', '\u00e9', '\ue000', '\uff5e', '\uffff', '\u{10000}', '\u{1f600}', '\u{10ffff}'), { minLength: 0, maxLength: 3 }).map((parts) => parts.join(''));
+    const key = fc
+      .array(fc.constantFrom('a', 'z', '\u00e9', '\ue000', '\uff5e', '\uffff', '\u{10000}', '\u{1f600}', '\u{10ffff}'), { minLength: 0, maxLength: 3 })
+      .map((parts) => parts.join(''));
     fc.assert(
       fc.property(fc.uniqueArray(key, { maxLength: 8 }), (keys) => {
         const o: Record<string, number> = {};
@@ -148,7 +155,8 @@ describe('canonical form (T7)', () => {
     const frac = fc.double({ noNaN: false }).filter((d) => !Number.isSafeInteger(d) || Object.is(d, -0));
     const withFloat = fc.tuple(jsonData, frac, fc.array(fc.oneof(fc.string({ maxLength: 3 }), fc.nat(3)), { maxLength: 4 })).map(([base, f, path]) => {
       let holder: unknown = f;
-      for (const step of path.reverse()) holder = typeof step === 'number' ? Array.from({ length: step + 1 }, (_, i) => (i === step ? holder : base)) : { [step]: holder, other: base };
+      for (const step of path.reverse())
+        holder = typeof step === 'number' ? Array.from({ length: step + 1 }, (_, i) => (i === step ? holder : base)) : { [step]: holder, other: base };
       return { x: holder };
     });
     fc.assert(
@@ -188,7 +196,9 @@ describe('canonical form (T7)', () => {
       [d401, '$'],
     ] as const) {
       expect(() => parseJson(text, { what: 'request body' }), path).toThrow(InvalidArgument);
-      expect(() => parseJson(text, { what: 'request body' }), path).toThrow(new RegExp(`^request body is not valid: integer at ${path.replace(/[[\]$.]/g, '\\$&')} has \\d+ digits; the limit is 400`));
+      expect(() => parseJson(text, { what: 'request body' }), path).toThrow(
+        new RegExp(`^request body is not valid: integer at ${path.replace(/[[\]$.]/g, '\\$&')} has \\d+ digits; the limit is 400`),
+      );
     }
     expect(() => parseJson(`{"a":${d401}}`)).toThrow('has 401 digits');
     expect(() => parseJson(`{"a":1.${d401}}`, { floats: 'allow' })).toThrow('number at $.a is 403 characters long; the limit is 400');

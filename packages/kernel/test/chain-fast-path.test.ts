@@ -12,16 +12,42 @@ function chainOf(n: number): { rows: ReceiptRow[]; head: ChainHead } {
   let prev = GENESIS_HASH;
   for (let seq = 1; seq <= n; seq++) {
     const action = createAction(
-      { name: 'refund', arguments: { amount: seq * 100, currency: 'EUR', note: ['plain', 'a "quoted"\nline', 'ünïcödé 😀', 'A/B'][seq % 4] as string }, principal: { agent: 'agent-1', user: 'u-1' } },
+      {
+        name: 'refund',
+        arguments: { amount: seq * 100, currency: 'EUR', note: ['plain', 'a "quoted"\nline', 'ünïcödé 😀', 'A/B'][seq % 4] as string },
+        principal: { agent: 'agent-1', user: 'u-1' },
+      },
       { ids },
     );
     const at = new Date(Date.UTC(2026, 0, 1, 12, 0, seq)).toISOString();
     const draft = buildReceipt(action, {
-      receiptId: `rcp_${seq}`, decision: 'allow', decisionReason: 'rule[0]', approvalId: null, approver: null, effectKey: `refund:${seq}`, attempt: 1,
-      result: 'committed', error: null, startedAt: at, finishedAt: at, policyHash: `sha256:${'a'.repeat(64)}`, policyVersion: '1', controls: ['policy'],
+      receiptId: `rcp_${seq}`,
+      decision: 'allow',
+      decisionReason: 'rule[0]',
+      approvalId: null,
+      approver: null,
+      effectKey: `refund:${seq}`,
+      attempt: 1,
+      result: 'committed',
+      error: null,
+      startedAt: at,
+      finishedAt: at,
+      policyHash: `sha256:${'a'.repeat(64)}`,
+      policyVersion: '1',
+      controls: ['policy'],
     });
     const sealed = sealReceipt(draft.document, seq, prev);
-    rows.push({ receipt_id: draft.receiptId, action_id: draft.actionId, effect_key: draft.effectKey, result: draft.result, json: sealed.json, ts: at, seq, prev_hash: prev, hash: sealed.hash });
+    rows.push({
+      receipt_id: draft.receiptId,
+      action_id: draft.actionId,
+      effect_key: draft.effectKey,
+      result: draft.result,
+      json: sealed.json,
+      ts: at,
+      seq,
+      prev_hash: prev,
+      hash: sealed.hash,
+    });
     prev = sealed.hash;
   }
   return { rows, head: { seq: n, hash: prev } };
@@ -49,7 +75,10 @@ const SAME_VALUE: Record<string, (json: string) => string> = {
   },
   reversed: (json) => {
     const doc = parseJson(json) as Record<string, unknown>;
-    return `{${Object.keys(doc).reverse().map((k) => `${JSON.stringify(k)}:${JSON.stringify(doc[k], (_, v: unknown) => (typeof v === 'bigint' ? Number(v) : v))}`).join(',')}}`;
+    return `{${Object.keys(doc)
+      .reverse()
+      .map((k) => `${JSON.stringify(k)}:${JSON.stringify(doc[k], (_, v: unknown) => (typeof v === 'bigint' ? Number(v) : v))}`)
+      .join(',')}}`;
   },
   // Left to the full parse: escapes the canonical form never writes.
   escapedKey: (json) => json.replace('"schema"', '"\\u0073chema"'),
@@ -89,10 +118,14 @@ describe('the chain walk: the one-pass reader and the full parse give one report
       { numRuns: 200 },
     );
     // The respellings do respell (the property is not comparing a row with itself).
-    for (const [name, spell] of Object.entries(SAME_VALUE)) expect(rows.some((r) => spell(r.json as string) !== r.json), name).toBe(true);
+    for (const [name, spell] of Object.entries(SAME_VALUE))
+      expect(
+        rows.some((r) => spell(r.json as string) !== r.json),
+        name,
+      ).toBe(true);
   });
 
-  it.each(Object.keys(REFUSED))('a stored document the full parse refuses (%s) is content_altered with the full parse\'s reason, then link_broken', (name) => {
+  it.each(Object.keys(REFUSED))("a stored document the full parse refuses (%s) is content_altered with the full parse's reason, then link_broken", (name) => {
     const { rows, head } = chainOf(4);
     const text = (REFUSED[name] as (json: string) => string)(rows[1]?.json as string);
     expect(text).not.toBe(rows[1]?.json);

@@ -46,7 +46,9 @@ describe('a tampered receipts table read through a real store', () => {
     const rows = await store.receipts();
     const report = verifyChain(rows, await store.chainHead());
     expect(report.breaks.map((b) => [b.name, b.seq])).toEqual([['column_mismatch', 2]]);
-    expect(report.breaks[0]?.detail).toMatch(/column effect_key is "refund:other" but the document's effect_key is "refund:p2"; column result is "failed" but the document's result is "committed"/);
+    expect(report.breaks[0]?.detail).toMatch(
+      /column effect_key is "refund:other" but the document's effect_key is "refund:p2"; column result is "failed" but the document's result is "committed"/,
+    );
     const view = receiptView(rows[1]!);
     expect(view).toMatchObject({ result: 'committed', effect_key: 'refund:p2', mismatched: ['effect_key', 'result'] });
   });

@@ -12,11 +12,33 @@ function sealed(n: number): { rows: ReceiptRow[]; head: ChainHead } {
     const action = createAction({ name: 'refund', arguments: { amount: seq }, principal: { agent: 'a' } }, { ids });
     const at = new Date(Date.UTC(2026, 0, 1, 12, 0, seq)).toISOString();
     const draft = buildReceipt(action, {
-      receiptId: `rcp_${seq}`, decision: 'allow', decisionReason: 'rule[0]', approvalId: null, approver: null, effectKey: `refund:${seq}`, attempt: 1,
-      result: 'committed', error: null, startedAt: at, finishedAt: at, policyHash: `sha256:${'a'.repeat(64)}`, policyVersion: '1', controls: [],
+      receiptId: `rcp_${seq}`,
+      decision: 'allow',
+      decisionReason: 'rule[0]',
+      approvalId: null,
+      approver: null,
+      effectKey: `refund:${seq}`,
+      attempt: 1,
+      result: 'committed',
+      error: null,
+      startedAt: at,
+      finishedAt: at,
+      policyHash: `sha256:${'a'.repeat(64)}`,
+      policyVersion: '1',
+      controls: [],
     });
     const s = sealReceipt(draft.document, seq, prev);
-    rows.push({ receipt_id: draft.receiptId, action_id: draft.actionId, effect_key: draft.effectKey, result: draft.result, json: s.json, ts: at, seq, prev_hash: prev, hash: s.hash });
+    rows.push({
+      receipt_id: draft.receiptId,
+      action_id: draft.actionId,
+      effect_key: draft.effectKey,
+      result: draft.result,
+      json: s.json,
+      ts: at,
+      seq,
+      prev_hash: prev,
+      hash: s.hash,
+    });
     prev = s.hash;
   }
   return { rows, head: { seq: n, hash: prev } };
@@ -24,7 +46,8 @@ function sealed(n: number): { rows: ReceiptRow[]; head: ChainHead } {
 
 /** The order a store's pages give: rows without an integer seq (any order), then by seq (ties kept). */
 function pagedOrder(rows: readonly ReceiptRow[]): ReceiptRow[] {
-  const pos = (v: unknown): number | null | undefined => (v === null || v === undefined ? null : typeof v === 'number' && Number.isSafeInteger(v) ? v : undefined);
+  const pos = (v: unknown): number | null | undefined =>
+    v === null || v === undefined ? null : typeof v === 'number' && Number.isSafeInteger(v) ? v : undefined;
   const off = rows.filter((r) => typeof pos(r.seq) !== 'number');
   const on = rows.filter((r) => typeof pos(r.seq) === 'number').sort((a, b) => (a.seq as number) - (b.seq as number));
   return [...off, ...on];
@@ -50,7 +73,11 @@ const tamper = fc.oneof(
   fc.record({ kind: fc.constant('duplicate' as const), i: fc.nat(11) }),
   fc.record({ kind: fc.constant('json' as const), i: fc.nat(11), text: fc.oneof(fc.string({ maxLength: 6 }), fc.constant('{"seq":1}')) }),
   fc.record({ kind: fc.constant('hash' as const), i: fc.nat(11), hash: fc.oneof(fc.constant(null), fc.constant(''), fc.string({ maxLength: 4 })) }),
-  fc.record({ kind: fc.constant('seq' as const), i: fc.nat(11), seq: fc.oneof(fc.constant(null), fc.integer({ min: -1, max: 15 }), fc.constantFrom(Number.NaN, 2.5)) }),
+  fc.record({
+    kind: fc.constant('seq' as const),
+    i: fc.nat(11),
+    seq: fc.oneof(fc.constant(null), fc.integer({ min: -1, max: 15 }), fc.constantFrom(Number.NaN, 2.5)),
+  }),
   fc.record({ kind: fc.constant('column' as const), i: fc.nat(11), result: fc.constantFrom('failed', 'committed') }),
 );
 const headArb = fc.oneof(
@@ -60,7 +87,7 @@ const headArb = fc.oneof(
 );
 
 describe('ChainVerifier', () => {
-  it('property: any split of the rows into pages gives verifyChain\'s report', () => {
+  it("property: any split of the rows into pages gives verifyChain's report", () => {
     fc.assert(
       fc.property(fc.array(tamper, { maxLength: 5 }), headArb, fc.array(fc.nat(6), { maxLength: 8 }), (edits, head, cuts) => {
         let rows = BASE.rows.map((r) => ({ ...r }));
@@ -83,7 +110,11 @@ describe('ChainVerifier', () => {
   });
 
   it('an intact chain in pages of one row verifies every row', () => {
-    const report = paged(BASE.rows, BASE.head, Array.from({ length: 12 }, () => 1));
+    const report = paged(
+      BASE.rows,
+      BASE.head,
+      Array.from({ length: 12 }, () => 1),
+    );
     expect(report).toMatchObject({ ok: true, verified: 12, chained: 12, unchained: 0, breaks: [] });
   });
 

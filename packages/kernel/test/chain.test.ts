@@ -2,7 +2,17 @@ import { createHash } from 'node:crypto';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { buildReceipt, GENESIS_HASH, hashDocument, sealReceipt, type ReceiptResult } from '@ctrlrun/kernel/store';
-import { createAction, parseJson, receiptView, sequentialIds, verifyChain, type ChainHead, type ChainReport, type JsonObject, type ReceiptRow } from '@ctrlrun/kernel';
+import {
+  createAction,
+  parseJson,
+  receiptView,
+  sequentialIds,
+  verifyChain,
+  type ChainHead,
+  type ChainReport,
+  type JsonObject,
+  type ReceiptRow,
+} from '@ctrlrun/kernel';
 
 /** What varies between the receipts of a generated chain. */
 interface Spec {
@@ -143,11 +153,7 @@ describe('verifyChain: the tamper table (T164, T166, T167)', () => {
       expect(r.ok).toBe(false);
       // The walk carries the recomputed hash, so the next row no longer links to it; the ts
       // column still holds the finished_at the document had.
-      expect(breaks(r)).toEqual([
-        ['content_altered', 3],
-        ...(field === 'finished_at' ? [['column_mismatch', 3]] : []),
-        ['link_broken', 4],
-      ]);
+      expect(breaks(r)).toEqual([['content_altered', 3], ...(field === 'finished_at' ? [['column_mismatch', 3]] : []), ['link_broken', 4]]);
       expect(r.verified).toBe(3);
     });
   }
@@ -343,7 +349,17 @@ describe('verifyChain: documents that cannot be hashed are content_altered, neve
     for (const prev of ['"unhashable"', 'null', '""']) {
       const docs = [`{"seq":1,"prev_hash":"${GENESIS_HASH}","x":1.5}`, `{"seq":2,"prev_hash":${prev}}`];
       const hash2 = hashDocument(parseJson(docs[1] as string), 'receipt');
-      const rows: ReceiptRow[] = docs.map((json, i) => ({ receipt_id: `r${i}`, action_id: null, effect_key: null, result: null, json, ts: null, seq: i + 1, prev_hash: i === 0 ? GENESIS_HASH : JSON.parse(prev), hash: i === 0 ? 'sha256:x' : hash2 }));
+      const rows: ReceiptRow[] = docs.map((json, i) => ({
+        receipt_id: `r${i}`,
+        action_id: null,
+        effect_key: null,
+        result: null,
+        json,
+        ts: null,
+        seq: i + 1,
+        prev_hash: i === 0 ? GENESIS_HASH : JSON.parse(prev),
+        hash: i === 0 ? 'sha256:x' : hash2,
+      }));
       expect(breaks(verifyChain(rows, { seq: 2, hash: hash2 }))).toEqual([
         ['content_altered', 1],
         ['link_broken', 2],
@@ -371,7 +387,17 @@ describe('verifyChain: receipts written under older and newer schemas', () => {
       const hash = hashDocument(doc, 'receipt');
       // The columns repeat the document's fields, as every store (and the original) writes them.
       const field = (k: string): string | null => (doc as Record<string, unknown>)[k] as string | null;
-      const row: ReceiptRow = { receipt_id: doc.receipt_id, action_id: field('action_id'), effect_key: field('effect_key'), result: field('result'), json: render(doc), ts: field('finished_at'), seq: i + 1, prev_hash: prev, hash };
+      const row: ReceiptRow = {
+        receipt_id: doc.receipt_id,
+        action_id: field('action_id'),
+        effect_key: field('effect_key'),
+        result: field('result'),
+        json: render(doc),
+        ts: field('finished_at'),
+        seq: i + 1,
+        prev_hash: prev,
+        hash,
+      };
       prev = hash;
       return row;
     });
@@ -399,7 +425,13 @@ describe('verifyChain: receipts written under older and newer schemas', () => {
     started_at: '2026-01-01T00:00:00.000Z',
     finished_at: '2026-01-01T00:00:01.000Z',
   };
-  const v2 = { ...v1, schema: 'ctrlrun.receipt/v2', principal: { agent: 'a', user: 'u', claims: null, issuer: null, expires_at: null }, policy_hash: null, policy_version: null };
+  const v2 = {
+    ...v1,
+    schema: 'ctrlrun.receipt/v2',
+    principal: { agent: 'a', user: 'u', claims: null, issuer: null, expires_at: null },
+    policy_hash: null,
+    policy_version: null,
+  };
   const later = { ...v2, schema: 'ctrlrun.receipt/v9', precondition_fingerprint: 'fp', approvers: ['alice', 'bob'], big: 2n ** 64n };
 
   it('a chain of v1 and v2 documents (fewer keys) verifies', () => {
@@ -452,7 +484,18 @@ describe('verifyChain: wrong types are breaks, never exceptions', () => {
     ['seq beyond 2^53 as bigint', (r) => [r[0], { ...r[1], seq: 2n ** 60n }, r[2]]],
     ['a null row', (r) => [r[0], null, r[2]]],
     ['a string row', (r) => [r[0], 'row', r[2]]],
-    ['a row with a throwing getter', (r) => [r[0], Object.defineProperty({}, 'seq', { get: () => { throw new Error('boom'); } }), r[2]]],
+    [
+      'a row with a throwing getter',
+      (r) => [
+        r[0],
+        Object.defineProperty({}, 'seq', {
+          get: () => {
+            throw new Error('boom');
+          },
+        }),
+        r[2],
+      ],
+    ],
     ['json as a number', (r) => [r[0], { ...r[1], json: 42 }, r[2]]],
     ['json null', (r) => [r[0], { ...r[1], json: null }, r[2]]],
     ['hash as a number', (r) => [r[0], { ...r[1], hash: 7 }, r[2]]],
@@ -554,7 +597,14 @@ describe('verifyChain: properties over random chains', () => {
   });
 
   /** A JSON value unlike `old`. */
-  const replacement = fc.oneof(fc.integer(), fc.string(), fc.boolean(), fc.constant(null), fc.dictionary(fc.string(), fc.integer(), { maxKeys: 2 }), fc.array(fc.string(), { maxLength: 2 }));
+  const replacement = fc.oneof(
+    fc.integer(),
+    fc.string(),
+    fc.boolean(),
+    fc.constant(null),
+    fc.dictionary(fc.string(), fc.integer(), { maxKeys: 2 }),
+    fc.array(fc.string(), { maxLength: 2 }),
+  );
 
   it('every edit of any one field of any stored document is detected', () => {
     fc.assert(
@@ -603,29 +653,23 @@ describe('verifyChain: properties over random chains', () => {
 
   it('every swap of two rows is detected (contents exchanged, or seq columns exchanged)', () => {
     fc.assert(
-      fc.property(
-        fc.array(SPEC_ARB, { minLength: 2, maxLength: 30 }).map(chain),
-        fc.nat(),
-        fc.nat(),
-        fc.boolean(),
-        ({ rows, head }, x, y, bySeq) => {
-          const i = x % rows.length;
-          const j = y % rows.length;
-          fc.pre(i !== j);
-          const a = rows[i] as ReceiptRow;
-          const b = rows[j] as ReceiptRow;
-          if (bySeq) {
-            rows[i] = { ...a, seq: b.seq };
-            rows[j] = { ...b, seq: a.seq };
-          } else {
-            rows[i] = { ...b, seq: a.seq };
-            rows[j] = { ...a, seq: b.seq };
-          }
-          const r = verifyChain(rows, head);
-          expect(r.ok).toBe(false);
-          expect(r.breaks.some((br) => br.name === 'link_broken')).toBe(true);
-        },
-      ),
+      fc.property(fc.array(SPEC_ARB, { minLength: 2, maxLength: 30 }).map(chain), fc.nat(), fc.nat(), fc.boolean(), ({ rows, head }, x, y, bySeq) => {
+        const i = x % rows.length;
+        const j = y % rows.length;
+        fc.pre(i !== j);
+        const a = rows[i] as ReceiptRow;
+        const b = rows[j] as ReceiptRow;
+        if (bySeq) {
+          rows[i] = { ...a, seq: b.seq };
+          rows[j] = { ...b, seq: a.seq };
+        } else {
+          rows[i] = { ...b, seq: a.seq };
+          rows[j] = { ...a, seq: b.seq };
+        }
+        const r = verifyChain(rows, head);
+        expect(r.ok).toBe(false);
+        expect(r.breaks.some((br) => br.name === 'link_broken')).toBe(true);
+      }),
       { numRuns: 150 },
     );
   });
@@ -681,15 +725,21 @@ describe('verifyChain: columns that repeat a field of the hashed document (colum
   it('property: every edit of one duplicated column to another value is column_mismatch at that seq', () => {
     const value = fc.oneof(fc.constant(null), fc.string({ maxLength: 8 }), fc.constantFrom('committed', 'failed', 'refund:1', GENESIS_HASH));
     fc.assert(
-      fc.property(fc.array(SPEC_ARB, { minLength: 1, maxLength: 12 }).map(chain), fc.nat(), fc.constantFrom('receipt_id', 'action_id', 'effect_key', 'result', 'ts', 'prev_hash'), value, ({ rows, head }, at, column, v) => {
-        const k = at % rows.length;
-        const row = rows[k] as ReceiptRow;
-        fc.pre(row[column as keyof ReceiptRow] !== v);
-        rows[k] = { ...row, [column]: v };
-        const r = verifyChain(rows, head);
-        expect(r.ok).toBe(false);
-        expect(r.breaks).toContainEqual({ name: 'column_mismatch', seq: k + 1, detail: expect.stringContaining(`column ${column}`) });
-      }),
+      fc.property(
+        fc.array(SPEC_ARB, { minLength: 1, maxLength: 12 }).map(chain),
+        fc.nat(),
+        fc.constantFrom('receipt_id', 'action_id', 'effect_key', 'result', 'ts', 'prev_hash'),
+        value,
+        ({ rows, head }, at, column, v) => {
+          const k = at % rows.length;
+          const row = rows[k] as ReceiptRow;
+          fc.pre(row[column as keyof ReceiptRow] !== v);
+          rows[k] = { ...row, [column]: v };
+          const r = verifyChain(rows, head);
+          expect(r.ok).toBe(false);
+          expect(r.breaks).toContainEqual({ name: 'column_mismatch', seq: k + 1, detail: expect.stringContaining(`column ${column}`) });
+        },
+      ),
       { numRuns: 200 },
     );
   });
@@ -700,16 +750,43 @@ describe('receiptView: what a view shows comes from the stored document', () => 
     const { rows } = chainOf(2);
     const row = rows[1] as ReceiptRow;
     const v = receiptView(row);
-    expect(v).toMatchObject({ receipt_id: row.receipt_id, action_id: row.action_id, effect_key: row.effect_key, result: row.result, ts: row.ts, seq: 2, prev_hash: row.prev_hash, hash: row.hash, mismatched: [] });
+    expect(v).toMatchObject({
+      receipt_id: row.receipt_id,
+      action_id: row.action_id,
+      effect_key: row.effect_key,
+      result: row.result,
+      ts: row.ts,
+      seq: 2,
+      prev_hash: row.prev_hash,
+      hash: row.hash,
+      mismatched: [],
+    });
     expect(v.document?.['arguments']).toEqual(JSON.parse(row.json as string).arguments);
   });
 
   it('edited columns are shown as the document holds them and flagged', () => {
     const { rows } = chainOf(2);
     const row = rows[0] as ReceiptRow;
-    const forged = { ...row, result: 'failed', effect_key: 'refund:99', action_id: 'act_x', receipt_id: 'rcp_x', ts: '2030-01-01T00:00:00+00:00', seq: 9, prev_hash: 'sha256:x' };
+    const forged = {
+      ...row,
+      result: 'failed',
+      effect_key: 'refund:99',
+      action_id: 'act_x',
+      receipt_id: 'rcp_x',
+      ts: '2030-01-01T00:00:00+00:00',
+      seq: 9,
+      prev_hash: 'sha256:x',
+    };
     const v = receiptView(forged);
-    expect(v).toMatchObject({ result: row.result, effect_key: row.effect_key, action_id: row.action_id, receipt_id: row.receipt_id, ts: row.ts, seq: 1, prev_hash: row.prev_hash });
+    expect(v).toMatchObject({
+      result: row.result,
+      effect_key: row.effect_key,
+      action_id: row.action_id,
+      receipt_id: row.receipt_id,
+      ts: row.ts,
+      seq: 1,
+      prev_hash: row.prev_hash,
+    });
     expect([...v.mismatched].sort()).toEqual(['action_id', 'effect_key', 'prev_hash', 'receipt_id', 'result', 'seq', 'ts']);
   });
 
@@ -721,21 +798,50 @@ describe('receiptView: what a view shows comes from the stored document', () => 
 
   it('an unreadable document gives nulls and flags json, never a throw', () => {
     for (const json of ['{', null, 42, '[1]']) {
-      const v = receiptView({ receipt_id: 'r', action_id: 'a', effect_key: 'k', result: 'committed', json, ts: null, seq: 1, prev_hash: null, hash: 'h' } as unknown as ReceiptRow);
-      expect(v).toEqual({ receipt_id: null, action_id: null, effect_key: null, result: null, ts: null, seq: null, prev_hash: null, hash: 'h', document: null, mismatched: ['json'] });
+      const v = receiptView({
+        receipt_id: 'r',
+        action_id: 'a',
+        effect_key: 'k',
+        result: 'committed',
+        json,
+        ts: null,
+        seq: 1,
+        prev_hash: null,
+        hash: 'h',
+      } as unknown as ReceiptRow);
+      expect(v).toEqual({
+        receipt_id: null,
+        action_id: null,
+        effect_key: null,
+        result: null,
+        ts: null,
+        seq: null,
+        prev_hash: null,
+        hash: 'h',
+        document: null,
+        mismatched: ['json'],
+      });
     }
     expect(() => receiptView(null as unknown as ReceiptRow)).not.toThrow();
   });
 
   it('property: any row whatsoever gives a view, never a throw, with string-or-null fields', () => {
     const row = fc.record(
-      { receipt_id: fc.anything(), result: fc.anything(), effect_key: fc.anything(), seq: fc.anything(), hash: fc.anything(), json: fc.oneof(fc.json(), fc.string(), fc.anything()) },
+      {
+        receipt_id: fc.anything(),
+        result: fc.anything(),
+        effect_key: fc.anything(),
+        seq: fc.anything(),
+        hash: fc.anything(),
+        json: fc.oneof(fc.json(), fc.string(), fc.anything()),
+      },
       { requiredKeys: [] },
     );
     fc.assert(
       fc.property(fc.oneof(row, fc.anything()), (r) => {
         const v = receiptView(r as ReceiptRow);
-        for (const k of ['receipt_id', 'action_id', 'effect_key', 'result', 'ts', 'prev_hash', 'hash'] as const) expect(v[k] === null || typeof v[k] === 'string').toBe(true);
+        for (const k of ['receipt_id', 'action_id', 'effect_key', 'result', 'ts', 'prev_hash', 'hash'] as const)
+          expect(v[k] === null || typeof v[k] === 'string').toBe(true);
         expect(v.seq === null || Number.isSafeInteger(v.seq)).toBe(true);
       }),
       { numRuns: 300 },
@@ -748,7 +854,11 @@ describe('verifyChain and receiptView on hostile column values', () => {
     const { rows, head } = chainOf(2);
     const { proxy, revoke } = Proxy.revocable({}, {});
     revoke();
-    const fn = Object.assign(() => 0, { toString: () => { throw new Error('no'); } });
+    const fn = Object.assign(() => 0, {
+      toString: () => {
+        throw new Error('no');
+      },
+    });
     for (const value of [proxy, fn]) {
       for (const column of ['result', 'effect_key', 'hash', 'seq'] as const) {
         const mangled = [rows[0], { ...rows[1], [column]: value }] as unknown as ReceiptRow[];

@@ -25,14 +25,25 @@ const jsonValue = fc.letrec((tie) => ({
 function receiptFor(args: Record<string, unknown>, receiptId: string) {
   const action = createAction({ name: 'stripe.refund', arguments: args, principal: { agent: 'agent-1' } });
   return buildReceipt(action, {
-    receiptId, decision: 'allow', decisionReason: 'policy', approvalId: null, approver: null, effectKey: 'refund:x', attempt: 1,
-    result: 'committed', error: null, startedAt: '2026-01-01T12:00:00.000Z', finishedAt: '2026-01-01T12:00:01.000Z',
-    policyHash: null, policyVersion: null, controls: [],
+    receiptId,
+    decision: 'allow',
+    decisionReason: 'policy',
+    approvalId: null,
+    approver: null,
+    effectKey: 'refund:x',
+    attempt: 1,
+    result: 'committed',
+    error: null,
+    startedAt: '2026-01-01T12:00:00.000Z',
+    finishedAt: '2026-01-01T12:00:01.000Z',
+    policyHash: null,
+    policyVersion: null,
+    controls: [],
   });
 }
 
 describe('receiptTemplate + splice', () => {
-  it('property: the spliced texts are the seal\'s stored JSON and canonical text, for any arguments, seq and hash', () => {
+  it("property: the spliced texts are the seal's stored JSON and canonical text, for any arguments, seq and hash", () => {
     fc.assert(
       fc.property(
         fc.dictionary(fc.oneof(fc.string(), fc.constantFrom('seq', 'prev_hash', '__proto__')), jsonValue, { maxKeys: 5 }),

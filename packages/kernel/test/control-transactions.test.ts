@@ -6,7 +6,21 @@
  * against a store that ignores all of it (the contract before it existed), so the events and
  * receipts must be identical; only the number of BEGINs and statements differs.
  */
-import { AmbiguousEffect, AmbiguousWrite, Control, DuplicateEffect, MINUTE, callbackSink, createAction, loadPolicy, sequentialIds, type EventDraft, type EventRecord, type Reservation, type StateStore } from '@ctrlrun/kernel';
+import {
+  AmbiguousEffect,
+  AmbiguousWrite,
+  Control,
+  DuplicateEffect,
+  MINUTE,
+  callbackSink,
+  createAction,
+  loadPolicy,
+  sequentialIds,
+  type EventDraft,
+  type EventRecord,
+  type Reservation,
+  type StateStore,
+} from '@ctrlrun/kernel';
 import { SqlStateStore, type SqlDriver, type SqlExecutor, type TrailingEvents } from '@ctrlrun/kernel/store';
 import { SqlJsDriver, type SqlJsModule } from '@ctrlrun/store-sqljs';
 import initSqlJs from 'sql.js';
@@ -65,7 +79,13 @@ class CountingDriver implements SqlDriver {
 /** The contract as it was: no trailing events, no `appendEvents`, no `reserveForExecution`. */
 function legacy(real: StateStore): StateStore {
   const strip = new Map<string | symbol, number>([
-    ['reserveEffect', 3], ['consumeApprovalAndReserve', 5], ['beginExecution', 2], ['commitEffect', 3], ['failEffect', 3], ['markAmbiguous', 3], ['putReceipt', 1],
+    ['reserveEffect', 3],
+    ['consumeApprovalAndReserve', 5],
+    ['beginExecution', 2],
+    ['commitEffect', 3],
+    ['failEffect', 3],
+    ['markAmbiguous', 3],
+    ['putReceipt', 1],
   ]);
   return new Proxy(real, {
     get(target, prop, receiver) {
@@ -98,7 +118,8 @@ async function scene(options: { legacy?: boolean; policy?: string } = {}) {
   return { driver, store: real, control, sunk };
 }
 
-const refund = (payment: string, amount = 500) => createAction({ name: 'stripe.refund', arguments: { payment_id: payment, amount }, principal: { agent: 'refund-agent' } });
+const refund = (payment: string, amount = 500) =>
+  createAction({ name: 'stripe.refund', arguments: { payment_id: payment, amount }, principal: { agent: 'refund-agent' } });
 
 describe('an allowed action writes its events with its state changes', () => {
   it('the events are those of the one-event-per-transaction path: types, order, data, ids; sinks see them in order', async () => {
@@ -129,7 +150,9 @@ describe('an allowed action writes its events with its state changes', () => {
     // in one INSERT. Outcome: read, compare-and-set, its event, then the chain (lock the head,
     // the row, the head's hash).
     expect(now.driver.statements).toBe(8);
-    console.log(`allowed action: ${now.driver.begins} transactions / ${now.driver.statements} statements (one event per transaction: ${before.driver.begins} / ${before.driver.statements})`);
+    console.log(
+      `allowed action: ${now.driver.begins} transactions / ${now.driver.statements} statements (one event per transaction: ${before.driver.begins} / ${before.driver.statements})`,
+    );
   });
 
   it('a refused duplicate: the refused reservation, then its events and receipt in one transaction', async () => {
@@ -147,7 +170,9 @@ describe('an allowed action writes its events with its state changes', () => {
     expect(await now.store.events()).toEqual(await before.store.events());
     expect(await now.store.receipts()).toEqual(await before.store.receipts());
     expect(now.sunk).toEqual(await now.store.events());
-    console.log(`refused duplicate: ${now.driver.begins} transactions / ${now.driver.statements} statements (one event per transaction: ${before.driver.begins} / ${before.driver.statements})`);
+    console.log(
+      `refused duplicate: ${now.driver.begins} transactions / ${now.driver.statements} statements (one event per transaction: ${before.driver.begins} / ${before.driver.statements})`,
+    );
   });
 
   it('an approved action: APPROVAL_CONSUMED and EFFECT_RESERVED ride on the consumption, unchanged', async () => {
@@ -164,10 +189,19 @@ describe('an allowed action writes its events with its state changes', () => {
     const before = await scene({ legacy: true });
     expect(await run(before)).toBe(10);
     expect(await run(now)).toBe(2);
-    console.log(`approved action: ${now.driver.begins} transactions / ${now.driver.statements} statements (one event per transaction: ${before.driver.begins} / ${before.driver.statements})`);
+    console.log(
+      `approved action: ${now.driver.begins} transactions / ${now.driver.statements} statements (one event per transaction: ${before.driver.begins} / ${before.driver.statements})`,
+    );
     expect(await now.store.receipts()).toEqual(await before.store.receipts());
     const events = await now.store.events();
-    expect(events.slice(-6).map((e) => e.type)).toEqual(['ACTION_PROPOSED', 'POLICY_EVALUATED', 'APPROVAL_CONSUMED', 'EFFECT_RESERVED', 'EXECUTION_STARTED', 'EXECUTION_COMMITTED']);
+    expect(events.slice(-6).map((e) => e.type)).toEqual([
+      'ACTION_PROPOSED',
+      'POLICY_EVALUATED',
+      'APPROVAL_CONSUMED',
+      'EFFECT_RESERVED',
+      'EXECUTION_STARTED',
+      'EXECUTION_COMMITTED',
+    ]);
     expect(events).toEqual(await before.store.events());
     expect(now.sunk).toEqual(events);
   });
@@ -178,11 +212,24 @@ describe('an allowed action writes its events with its state changes', () => {
     const { NotExecuted } = await import('@ctrlrun/kernel');
     const [failing, lost] = [refund('txn_4'), refund('txn_5')];
     for (const s of [now, before]) {
-      await expect(s.control.execute(failing, () => { throw new NotExecuted('declined'); })).rejects.toBeInstanceOf(NotExecuted);
-      await expect(s.control.execute(lost, () => { throw new Error('read timeout'); })).rejects.toThrow('read timeout');
+      await expect(
+        s.control.execute(failing, () => {
+          throw new NotExecuted('declined');
+        }),
+      ).rejects.toBeInstanceOf(NotExecuted);
+      await expect(
+        s.control.execute(lost, () => {
+          throw new Error('read timeout');
+        }),
+      ).rejects.toThrow('read timeout');
     }
     const events = await now.store.events();
-    expect(events.map((e) => e.type).filter((t) => t.startsWith('EXECUTION_'))).toEqual(['EXECUTION_STARTED', 'EXECUTION_FAILED', 'EXECUTION_STARTED', 'EXECUTION_AMBIGUOUS']);
+    expect(events.map((e) => e.type).filter((t) => t.startsWith('EXECUTION_'))).toEqual([
+      'EXECUTION_STARTED',
+      'EXECUTION_FAILED',
+      'EXECUTION_STARTED',
+      'EXECUTION_AMBIGUOUS',
+    ]);
     expect(events).toEqual(await before.store.events());
     expect(now.sunk).toEqual(events);
     expect(await now.store.getEffect('refund:txn_5')).toMatchObject({ state: 'ambiguous' });
@@ -193,7 +240,10 @@ describe('an allowed action writes its events with its state changes', () => {
     const policy = loadPolicy(REFUND_POLICY);
     const broken = new Proxy(policy, {
       get: (t, p) => {
-        if (p === 'evaluate') return () => { throw new Error('policy exploded'); };
+        if (p === 'evaluate')
+          return () => {
+            throw new Error('policy exploded');
+          };
         const v = Reflect.get(t, p, t) as unknown;
         return typeof v === 'function' ? v.bind(t) : v;
       },
@@ -216,14 +266,24 @@ describe('a refused state change writes none of its events', () => {
 
   it('reserveEffect: a refusal, and a kept write raised after commit (lapsed lease → ambiguous), store no drafts', async () => {
     const s = await scene();
-    const draft = (type: EventDraft['type']): EventDraft => ({ ts: T0.toISOString(), type, actionId: 'act_b', effectKey: 'refund:k', approvalId: null, data: {} });
+    const draft = (type: EventDraft['type']): EventDraft => ({
+      ts: T0.toISOString(),
+      type,
+      actionId: 'act_b',
+      effectKey: 'refund:k',
+      approvalId: null,
+      data: {},
+    });
     const events: TrailingEvents<Reservation> = { drafts: () => [draft('EFFECT_RESERVED')] };
     await s.store.reserveEffect('refund:k', 'act_a', 5 * MINUTE);
     await expect(s.store.reserveEffect('refund:k', 'act_b', 5 * MINUTE, events)).rejects.toBeInstanceOf(DuplicateEffect);
     expect(events.stored).toBeUndefined();
     // A lease that lapsed: the row is kept ambiguous (committed), the refusal raised, no events.
     let now = T0.getTime();
-    const moving = await new SqlStateStore(new CountingDriver(await SqlJsDriver.open(SQL)), { clock: () => new Date(now), logger: { warn: () => undefined } }).open();
+    const moving = await new SqlStateStore(new CountingDriver(await SqlJsDriver.open(SQL)), {
+      clock: () => new Date(now),
+      logger: { warn: () => undefined },
+    }).open();
     await moving.reserveEffect('refund:lapsed', 'act_a', MINUTE);
     now += 2 * MINUTE;
     let called = 0;
@@ -238,9 +298,19 @@ describe('a refused state change writes none of its events', () => {
 });
 
 describe('a lost COMMIT settles the events with the write, exactly once', () => {
-  const draft = (n: number): EventDraft => ({ ts: T0.toISOString(), type: 'EFFECT_RESERVED', actionId: 'act_a', effectKey: 'refund:lost', approvalId: null, data: { n } });
+  const draft = (n: number): EventDraft => ({
+    ts: T0.toISOString(),
+    type: 'EFFECT_RESERVED',
+    actionId: 'act_a',
+    effectKey: 'refund:lost',
+    approvalId: null,
+    data: { n },
+  });
 
-  for (const [mode, what] of [['land', 'landed (a1.row1.ours): not written again'], ['drop', 'never arrived (a1.row2.reinsert): re-issued with the write']] as const) {
+  for (const [mode, what] of [
+    ['land', 'landed (a1.row1.ours): not written again'],
+    ['drop', 'never arrived (a1.row2.reinsert): re-issued with the write'],
+  ] as const) {
     it(`reserveEffect whose COMMIT was lost and ${what}`, async () => {
       const driver = new CountingDriver(await SqlJsDriver.open(SQL));
       const store = await new SqlStateStore(driver, { clock: () => T0, logger: { warn: () => undefined } }).open();
@@ -255,7 +325,10 @@ describe('a lost COMMIT settles the events with the write, exactly once', () => 
     });
   }
 
-  for (const [mode, what] of [['land', 'landed (a1.row1.ours)'], ['drop', 'never arrived (a1.row2.reinsert)']] as const) {
+  for (const [mode, what] of [
+    ['land', 'landed (a1.row1.ours)'],
+    ['drop', 'never arrived (a1.row2.reinsert)'],
+  ] as const) {
     it(`reserveForExecution whose COMMIT was lost and ${what}: the executing row is ours, its events once`, async () => {
       const driver = new CountingDriver(await SqlJsDriver.open(SQL));
       const warned: unknown[] = [];
@@ -273,11 +346,21 @@ describe('a lost COMMIT settles the events with the write, exactly once', () => 
     });
   }
 
-  for (const [mode, what] of [['land', 'landed (a2.row1.landed)'], ['drop', 'never arrived (a2.row2.reissue)']] as const) {
+  for (const [mode, what] of [
+    ['land', 'landed (a2.row1.landed)'],
+    ['drop', 'never arrived (a2.row2.reissue)'],
+  ] as const) {
     it(`commitEffect with its receipt whose COMMIT was lost and ${what}: one receipt, no gap`, async () => {
       const driver = new CountingDriver(await SqlJsDriver.open(SQL));
       const store = await new SqlStateStore(driver, { clock: () => T0, logger: { warn: () => undefined } }).open();
-      const control = new Control({ policy: loadPolicy(REFUND_POLICY), store, clock: () => T0, ids: sequentialIds(), principal: { agent: 'refund-agent' }, logger: { warn: () => undefined } });
+      const control = new Control({
+        policy: loadPolicy(REFUND_POLICY),
+        store,
+        clock: () => T0,
+        ids: sequentialIds(),
+        principal: { agent: 'refund-agent' },
+        logger: { warn: () => undefined },
+      });
       driver.loss = { mode, when: /^UPDATE effects/ };
       const { receipt } = await control.executeWithReceipt(refund('txn_lost'), () => 'ok');
       expect(receipt.seq).toBe(1);
@@ -288,7 +371,10 @@ describe('a lost COMMIT settles the events with the write, exactly once', () => 
     });
   }
 
-  for (const [mode, what] of [['land', 'landed (a2.row1.landed)'], ['drop', 'never arrived (a2.row2.reissue)']] as const) {
+  for (const [mode, what] of [
+    ['land', 'landed (a2.row1.landed)'],
+    ['drop', 'never arrived (a2.row2.reissue)'],
+  ] as const) {
     it(`commitEffect whose COMMIT was lost and ${what}: EXECUTION_COMMITTED once`, async () => {
       const driver = new CountingDriver(await SqlJsDriver.open(SQL));
       const store = await new SqlStateStore(driver, { clock: () => T0, logger: { warn: () => undefined } }).open();

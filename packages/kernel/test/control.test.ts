@@ -158,7 +158,12 @@ describe('approvals (T2, T4, T5, T12, T173)', () => {
     const action = createAction({ name: 'stripe.refund', arguments: { payment_id: 'txn_2', amount: 200000 }, principal: { agent: 'refund-agent' } });
     const storeA = ctx.store as StateStore;
     const { Control, loadPolicy } = await import('@ctrlrun/kernel');
-    const control = new Control({ policy: loadPolicy(`schema: ctrlrun.policy/v1\nactions:\n  stripe.refund: {decision: deny}\n`), store: storeA, clock: ctx.clock, logger: { warn() {} } });
+    const control = new Control({
+      policy: loadPolicy(`schema: ctrlrun.policy/v1\nactions:\n  stripe.refund: {decision: deny}\n`),
+      store: storeA,
+      clock: ctx.clock,
+      logger: { warn() {} },
+    });
     let ran = false;
     const err = await control.execute(action, () => void (ran = true), { approvalId: id, effectKey: 'refund:txn_2' }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ActionDenied);
@@ -183,7 +188,12 @@ describe('approvals (T2, T4, T5, T12, T173)', () => {
     expect([r['action'], r['result'], r['decision'], r['approver']]).toEqual(['iam.grant_admin', 'denied', 'deny', null]);
     // Nothing anywhere in this action's evidence names ana.
     expect(JSON.stringify(ctx.receipts.at(-1)!.json)).not.toContain('human:ana');
-    expect(ctx.events.filter((e) => e.actionId === grantAdmin.actionId).map((e) => JSON.stringify(e.data)).join()).not.toContain('human:ana');
+    expect(
+      ctx.events
+        .filter((e) => e.actionId === grantAdmin.actionId)
+        .map((e) => JSON.stringify(e.data))
+        .join(),
+    ).not.toContain('human:ana');
     // And the approval is untouched: still granted for the refund it was asked for.
     expect((await ctx.store.getApproval(id))?.status).toBe('granted');
   });
@@ -210,7 +220,9 @@ describe('approvals (T2, T4, T5, T12, T173)', () => {
     const { Control, loadPolicy } = await import('@ctrlrun/kernel');
     const observing = new Control({
       policy: loadPolicy(`schema: ctrlrun.policy/v3\nmode: observe\nactions:\n  stripe.refund: {decision: approve, effect: "refund:{payment_id}"}\n`),
-      store: ctx.store, clock: ctx.clock, logger: { warn() {} },
+      store: ctx.store,
+      clock: ctx.clock,
+      logger: { warn() {} },
     });
     const other = createAction({ name: 'stripe.refund', arguments: { payment_id: 'txn_other', amount: 1 }, principal: { agent: 'refund-agent' } });
     const { receipt } = await observing.executeWithReceipt(other, () => 'ran', { approvalId: id });
@@ -223,7 +235,12 @@ describe('approvals (T2, T4, T5, T12, T173)', () => {
     const ctx = await setup();
     const { id } = await approved(ctx);
     const { Control, loadPolicy } = await import('@ctrlrun/kernel');
-    const control = new Control({ policy: loadPolicy(`schema: ctrlrun.policy/v1\nactions:\n  stripe.refund: {decision: allow}\n`), store: ctx.store, clock: ctx.clock, logger: { warn() {} } });
+    const control = new Control({
+      policy: loadPolicy(`schema: ctrlrun.policy/v1\nactions:\n  stripe.refund: {decision: allow}\n`),
+      store: ctx.store,
+      clock: ctx.clock,
+      logger: { warn() {} },
+    });
     const action = createAction({ name: 'stripe.refund', arguments: { payment_id: 'txn_2', amount: 200000 }, principal: { agent: 'refund-agent' } });
     const { receipt } = await control.executeWithReceipt(action, () => 'ok', { approvalId: id, effectKey: 'refund:txn_2' });
     expect((await ctx.store.getApproval(id))?.status).toBe('consumed');
@@ -247,7 +264,12 @@ describe('effects (T3, T8, T9, T10)', () => {
       },
       { control: ctx.control, name: 'stripe.refund' },
     );
-    const runs = Array.from({ length: 8 }, (_, i) => fn({ payment_id: 'txn_123', amount: 500 }, { principal: { agent: `agent-${i}` } }).then(() => null, (e: unknown) => e));
+    const runs = Array.from({ length: 8 }, (_, i) =>
+      fn({ payment_id: 'txn_123', amount: 500 }, { principal: { agent: `agent-${i}` } }).then(
+        () => null,
+        (e: unknown) => e,
+      ),
+    );
     await new Promise((r) => setTimeout(r, 20));
     release();
     const results = await Promise.all(runs);
@@ -377,7 +399,13 @@ describe('reconcile hooks (T13, T14, T15)', () => {
   });
 
   it('test_T15_a_hook_that_cannot_answer_leaves_the_record_ambiguous', async () => {
-    for (const answer of [() => 'unknown', () => 'maybe', () => { throw new Error('hook down'); }]) {
+    for (const answer of [
+      () => 'unknown',
+      () => 'maybe',
+      () => {
+        throw new Error('hook down');
+      },
+    ]) {
       const { ctx, fn, calls, hookCalls } = await ambiguousThen(answer);
       const err = await fn({ payment_id: 'txn_r', amount: 500 }).catch((e: unknown) => e);
       expect(err).toBeInstanceOf(AmbiguousEffect);
@@ -457,13 +485,44 @@ describe('decisions and refusals', () => {
 
   it('test_T60_claims_do_not_change_the_action_hash', () => {
     const a = createAction({ name: 'x', arguments: { n: 1 }, principal: { agent: 'a', user: 'u' } });
-    const b = createAction({ name: 'x', arguments: { n: 1 }, principal: { agent: 'a', user: 'u', claims: { role: 'admin' }, issuer: 'idp', expiresAt: '2030-01-01T00:00:00Z' } });
+    const b = createAction({
+      name: 'x',
+      arguments: { n: 1 },
+      principal: { agent: 'a', user: 'u', claims: { role: 'admin' }, issuer: 'idp', expiresAt: '2030-01-01T00:00:00Z' },
+    });
     expect(b.actionHash).toBe(a.actionHash);
   });
 });
 
 describe('receipts (T11, T170, T172)', () => {
-  const KEYS = ['schema', 'receipt_id', 'action_id', 'action', 'action_hash', 'principal', 'resource', 'arguments', 'environment', 'decision', 'decision_reason', 'approval_id', 'approver', 'effect_key', 'attempt', 'result', 'execution', 'would_have', 'error', 'started_at', 'finished_at', 'seq', 'prev_hash', 'policy_hash', 'policy_version', 'controls'];
+  const KEYS = [
+    'schema',
+    'receipt_id',
+    'action_id',
+    'action',
+    'action_hash',
+    'principal',
+    'resource',
+    'arguments',
+    'environment',
+    'decision',
+    'decision_reason',
+    'approval_id',
+    'approver',
+    'effect_key',
+    'attempt',
+    'result',
+    'execution',
+    'would_have',
+    'error',
+    'started_at',
+    'finished_at',
+    'seq',
+    'prev_hash',
+    'policy_hash',
+    'policy_version',
+    'controls',
+  ];
 
   it('test_T172_every_receipt_carries_the_hash_and_the_declared_version', async () => {
     const ctx = await setup(`schema: ctrlrun.policy/v4\nversion: "2026.1"\nactions:\n  customer.read: {decision: allow}\n`);
@@ -484,11 +543,13 @@ describe('receipts (T11, T170, T172)', () => {
     const driver = ctx.store.driver;
     const real = driver.transaction.bind(driver);
     let fail = true;
-    driver.transaction = <T,>(body: (tx: SqlExecutor) => Promise<T>) =>
-      real((tx) => body({
-        query: (sql, params) => (fail && sql.startsWith('INSERT INTO receipts') ? Promise.reject(new Error('disk full')) : tx.query(sql, params)),
-        exec: (sql) => tx.exec(sql),
-      }));
+    driver.transaction = <T>(body: (tx: SqlExecutor) => Promise<T>) =>
+      real((tx) =>
+        body({
+          query: (sql, params) => (fail && sql.startsWith('INSERT INTO receipts') ? Promise.reject(new Error('disk full')) : tx.query(sql, params)),
+          exec: (sql) => tx.exec(sql),
+        }),
+      );
     await expect(fn({ payment_id: 'txn_b', amount: 500 })).rejects.toThrow('disk full');
     expect((await ctx.store.getEffect('refund:txn_b'))?.state).toBe('committed');
     expect(ctx.types()).toContain('EXECUTION_COMMITTED');

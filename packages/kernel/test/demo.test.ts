@@ -3,7 +3,34 @@ import { callbackSink, verifyChain, type StoredReceipt } from '@ctrlrun/kernel';
 import { runDemo } from '@ctrlrun/kernel/demo';
 import { createSqlJsStore } from '@ctrlrun/store-sqljs';
 
-const RECEIPT_KEYS = ['schema', 'receipt_id', 'action_id', 'action', 'action_hash', 'principal', 'resource', 'arguments', 'environment', 'decision', 'decision_reason', 'approval_id', 'approver', 'effect_key', 'attempt', 'result', 'execution', 'would_have', 'error', 'started_at', 'finished_at', 'seq', 'prev_hash', 'policy_hash', 'policy_version', 'controls'];
+const RECEIPT_KEYS = [
+  'schema',
+  'receipt_id',
+  'action_id',
+  'action',
+  'action_hash',
+  'principal',
+  'resource',
+  'arguments',
+  'environment',
+  'decision',
+  'decision_reason',
+  'approval_id',
+  'approver',
+  'effect_key',
+  'attempt',
+  'result',
+  'execution',
+  'would_have',
+  'error',
+  'started_at',
+  'finished_at',
+  'seq',
+  'prev_hash',
+  'policy_hash',
+  'policy_version',
+  'controls',
+];
 
 async function demo() {
   const store = await createSqlJsStore();

@@ -60,24 +60,36 @@ describe('edit-then-approve', () => {
     expect(denied?.data).toEqual({ approver: 'alice', edited_to: approval.approvalId, via: 'cli' });
     expect(granted?.approvalId).toBe(approval.approvalId);
     expect(granted?.data).toEqual({
-      approver: 'alice', action_hash: edited.actionHash, edited_from: requestId, proposed_hash: action.actionHash,
-      proposed_arguments: { payment_id: 'p1', amount: 200000 }, approved_arguments: { payment_id: 'p1', amount: 150000 }, via: 'cli',
+      approver: 'alice',
+      action_hash: edited.actionHash,
+      edited_from: requestId,
+      proposed_hash: action.actionHash,
+      proposed_arguments: { payment_id: 'p1', amount: 200000 },
+      approved_arguments: { payment_id: 'p1', amount: 150000 },
+      via: 'cli',
     });
 
     // Found from either id.
     for (const id of [requestId, approval.approvalId]) {
       expect(await ctx.control.approvalEdit(id)).toEqual({
-        proposed: requestId, approved: approval.approvalId, editor: 'alice', proposedHash: action.actionHash, approvedHash: edited.actionHash,
-        proposedArguments: { payment_id: 'p1', amount: 200000 }, approvedArguments: { payment_id: 'p1', amount: 150000 },
+        proposed: requestId,
+        approved: approval.approvalId,
+        editor: 'alice',
+        proposedHash: action.actionHash,
+        approvedHash: edited.actionHash,
+        proposedArguments: { payment_id: 'p1', amount: 200000 },
+        approvedArguments: { payment_id: 'p1', amount: 150000 },
       });
     }
   });
 
-  it('an edit the policy denies is refused with the rule\'s sentence; nothing is written and the request stays pending', async () => {
+  it("an edit the policy denies is refused with the rule's sentence; nothing is written and the request stays pending", async () => {
     const ctx = await setup();
     const { requestId } = await proposed(ctx);
     const before = await snapshot(ctx.store);
-    const err = await ctx.control.grantApproval(requestId, { approver: 'alice', edit: { arguments: { payment_id: 'p1', amount: 5000000 } } }).catch((e: unknown) => e);
+    const err = await ctx.control
+      .grantApproval(requestId, { approver: 'alice', edit: { arguments: { payment_id: 'p1', amount: 5000000 } } })
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ActionDenied);
     expect((err as ActionDenied).reason).toBe('rule[2]');
     expect((err as Error).message).toContain('denied');
@@ -99,17 +111,22 @@ actions:
       - decision: approve
 `);
     const { requestId } = await proposed(ctx);
-    const err = await ctx.control.grantApproval(requestId, { approver: 'alice', edit: { arguments: { payment_id: 'blocked', amount: 1 } } }).catch((e: unknown) => e);
+    const err = await ctx.control
+      .grantApproval(requestId, { approver: 'alice', edit: { arguments: { payment_id: 'blocked', amount: 1 } } })
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ActionDenied);
     expect((await ctx.store.getApproval(requestId))?.status).toBe('pending');
   });
 
-  it('the authority in force decides the edit too: beyond the grant\'s constraint, or a resource the edit re-derives outside it, is refused and nothing is written', async () => {
+  it("the authority in force decides the edit too: beyond the grant's constraint, or a resource the edit re-derives outside it, is refused and nothing is written", async () => {
     const r = await rig(doc(GRANT));
     const proposal = authorityAction({ arguments: { amount: 150000, payment_id: 'EU-42' } });
     const requestId = ((await r.control.execute(proposal, r.executor).catch((e: unknown) => e)) as ApprovalRequired).requestId;
     const before = await snapshot(r.store);
-    for (const args of [{ amount: 300000, payment_id: 'EU-42' }, { amount: 100000, payment_id: 'US-1' }]) {
+    for (const args of [
+      { amount: 300000, payment_id: 'EU-42' },
+      { amount: 100000, payment_id: 'US-1' },
+    ]) {
       const err = await r.control.grantApproval(requestId, { approver: 'bob', edit: { arguments: args } }).catch((e: unknown) => e);
       expect(err, JSON.stringify(args)).toBeInstanceOf(ActionDenied);
       expect((err as Error).message).toContain('stays pending');
@@ -140,7 +157,10 @@ actions:
     expect(approval.approvalId).toBe(requestId);
     expect((await ctx.store.getApproval(requestId))?.status).toBe('granted');
     expect(await ctx.store.listApprovals()).toHaveLength(1);
-    expect(ctx.events.find((e) => e.type === 'APPROVAL_GRANTED')?.data).toEqual({ approver: 'alice', action_hash: (await ctx.store.getApproval(requestId))?.request.actionHash });
+    expect(ctx.events.find((e) => e.type === 'APPROVAL_GRANTED')?.data).toEqual({
+      approver: 'alice',
+      action_hash: (await ctx.store.getApproval(requestId))?.request.actionHash,
+    });
   });
 
   it('refuses an edit of an unknown, answered or expired request as a grant does, and bad edits naming what was wrong', async () => {
@@ -149,7 +169,9 @@ actions:
     await expect(ctx.control.grantApproval('apr_nope', { approver: 'a', edit })).rejects.toMatchObject({ name: 'ApprovalMismatch', reason: 'unknown' });
     const { requestId } = await proposed(ctx);
     await expect(ctx.control.grantApproval(requestId, { approver: 'a', edit: { arguments: [] as unknown as JsonObject } })).rejects.toThrow(/edit\.arguments/);
-    await expect(ctx.control.grantApproval(requestId, { approver: 'a', edit: 'x' as unknown as { arguments: JsonObject } })).rejects.toBeInstanceOf(InvalidArgument);
+    await expect(ctx.control.grantApproval(requestId, { approver: 'a', edit: 'x' as unknown as { arguments: JsonObject } })).rejects.toBeInstanceOf(
+      InvalidArgument,
+    );
     await expect(ctx.control.grantApproval(requestId, { approver: 'a', edit: { arguments: { amount: 1.5 } } })).rejects.toBeInstanceOf(InvalidArgument);
     await expect(ctx.control.grantApproval(requestId, { approver: 'a', edit: { arguments: { data_scope: 'x' } } })).rejects.toThrow(/data_scope/);
     expect((await ctx.store.getApproval(requestId))?.status).toBe('pending');
@@ -172,18 +194,23 @@ actions:
       },
     }) as StateStore;
     const control = new Control({ policy: ctx.control.policy, store: bare, clock: ctx.clock, logger: { warn: () => {} } });
-    await expect(control.grantApproval(requestId, { approver: 'a', edit: { arguments: { payment_id: 'p1', amount: 1 } } })).rejects.toThrow(/cannot record an edited approval/);
+    await expect(control.grantApproval(requestId, { approver: 'a', edit: { arguments: { payment_id: 'p1', amount: 1 } } })).rejects.toThrow(
+      /cannot record an edited approval/,
+    );
     expect((await ctx.store.getApproval(requestId))?.status).toBe('pending');
   });
 
-  it('the agent\'s own call of the original, presenting the original request, runs the edited arguments exactly once', async () => {
+  it("the agent's own call of the original, presenting the original request, runs the edited arguments exactly once", async () => {
     const ctx = await setup();
     const calls: unknown[] = [];
     const contexts: ExecutionContext[] = [];
-    const refund = protect<{ payment_id: string; amount: number }, string>((a) => {
-      calls.push(a);
-      return `re_${a.amount}`;
-    }, { control: ctx.control, name: 'stripe.refund' });
+    const refund = protect<{ payment_id: string; amount: number }, string>(
+      (a) => {
+        calls.push(a);
+        return `re_${a.amount}`;
+      },
+      { control: ctx.control, name: 'stripe.refund' },
+    );
     const err = await refund({ payment_id: 'p1', amount: 200000 }).catch((e: unknown) => e);
     const requestId = (err as ApprovalRequired).requestId;
     const approval = await ctx.control.grantApproval(requestId, { approver: 'alice', edit: { arguments: { payment_id: 'p1', amount: 120000 } } });
@@ -200,10 +227,14 @@ actions:
     const ctx2 = await setup();
     const p = await proposed(ctx2, { payment_id: 'p9', amount: 300000 });
     await ctx2.control.grantApproval(p.requestId, { approver: 'alice', edit: { arguments: { payment_id: 'p9', amount: 250000 } } });
-    const got = await ctx2.control.execute(p.action, (args, c) => {
-      contexts.push(c);
-      return args;
-    }, { approvalId: p.requestId });
+    const got = await ctx2.control.execute(
+      p.action,
+      (args, c) => {
+        contexts.push(c);
+        return args;
+      },
+      { approvalId: p.requestId },
+    );
     expect(got).toEqual({ payment_id: 'p9', amount: 250000 });
     expect(contexts[0]!.action.canonicalArguments).toEqual({ payment_id: 'p9', amount: 250000 });
     expect(contexts[0]!.action.actionId).not.toBe(p.action.actionId);
@@ -244,16 +275,23 @@ actions:
     const ctx = await setup();
     const calls: unknown[] = [];
     let requestId = '';
-    const refund = protect<{ payment_id: string; amount: number }, string>((a) => {
-      calls.push(a);
-      return 'ok';
-    }, {
-      control: ctx.control, name: 'stripe.refund',
-      wait: { timeoutMs: 60_000, onWaiting: (w) => {
-        requestId = w.requestId;
-        void ctx.control.grantApproval(w.requestId, { approver: 'alice', edit: { arguments: { payment_id: 'p1', amount: 99 } } });
-      } },
-    });
+    const refund = protect<{ payment_id: string; amount: number }, string>(
+      (a) => {
+        calls.push(a);
+        return 'ok';
+      },
+      {
+        control: ctx.control,
+        name: 'stripe.refund',
+        wait: {
+          timeoutMs: 60_000,
+          onWaiting: (w) => {
+            requestId = w.requestId;
+            void ctx.control.grantApproval(w.requestId, { approver: 'alice', edit: { arguments: { payment_id: 'p1', amount: 99 } } });
+          },
+        },
+      },
+    );
     expect(await refund({ payment_id: 'p1', amount: 200000 })).toBe('ok');
     expect(calls).toEqual([{ payment_id: 'p1', amount: 99 }]);
     expect((await ctx.store.getApproval(requestId))?.status).toBe('denied');
@@ -311,19 +349,54 @@ actions:
     const ctx = await setup();
     const { action, requestId } = await proposed(ctx);
     await ctx.control.grantApproval(requestId, { approver: 'alice', edit: { arguments: { payment_id: 'p1', amount: 150000 } } });
-    const err = await ctx.control.execute(action, () => {
-      throw new Suspended('cont-edit-1');
-    }, { approvalId: requestId }).catch((e: unknown) => e);
+    const err = await ctx.control
+      .execute(
+        action,
+        () => {
+          throw new Suspended('cont-edit-1');
+        },
+        { approvalId: requestId },
+      )
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(Suspended);
     const { value, receipt } = await ctx.control.resumeWithReceipt('cont-edit-1', (args) => args['amount']);
     expect(value).toBe(150000);
-    expect(parseReceipt(receipt.json).edit).toMatchObject({ proposed_request_id: requestId, editor: 'alice', approved_arguments: { payment_id: 'p1', amount: 150000 } });
+    expect(parseReceipt(receipt.json).edit).toMatchObject({
+      proposed_request_id: requestId,
+      editor: 'alice',
+      approved_arguments: { payment_id: 'p1', amount: 150000 },
+    });
   });
 
   it('parseReceipt refuses a malformed edit naming the field', () => {
-    const base = { schema: 'ctrlrun.receipt/v3', receipt_id: 'r', action_id: 'a', action: 'n', action_hash: 'h', principal: { agent: 'a', user: null, claims: null, issuer: null, expires_at: null },
-      resource: null, arguments: {}, environment: 'production', decision: 'approve', decision_reason: 'x', approval_id: null, approver: null, effect_key: null, attempt: 1,
-      result: 'committed', execution: null, would_have: null, error: null, started_at: 't', finished_at: 't', seq: 1, prev_hash: 'p', policy_hash: null, policy_version: null, controls: [] };
+    const base = {
+      schema: 'ctrlrun.receipt/v3',
+      receipt_id: 'r',
+      action_id: 'a',
+      action: 'n',
+      action_hash: 'h',
+      principal: { agent: 'a', user: null, claims: null, issuer: null, expires_at: null },
+      resource: null,
+      arguments: {},
+      environment: 'production',
+      decision: 'approve',
+      decision_reason: 'x',
+      approval_id: null,
+      approver: null,
+      effect_key: null,
+      attempt: 1,
+      result: 'committed',
+      execution: null,
+      would_have: null,
+      error: null,
+      started_at: 't',
+      finished_at: 't',
+      seq: 1,
+      prev_hash: 'p',
+      policy_hash: null,
+      policy_version: null,
+      controls: [],
+    };
     const edit = { proposed_request_id: 'apr', proposed_hash: 'h1', approved_hash: 'h2', editor: 'e', proposed_arguments: {}, approved_arguments: {} };
     expect(parseReceipt(JSON.stringify({ ...base, edit })).edit).toEqual(edit);
     expect(() => parseReceipt(JSON.stringify({ ...base, edit: { ...edit, editor: 1 } }))).toThrow(/edit\.editor/);
@@ -332,7 +405,7 @@ actions:
     expect(() => parseReceipt(JSON.stringify({ ...base, edit: { ...edit, approved_arguments: [] } }))).toThrow(/edit\.approved_arguments/);
   });
 
-  it('the resource is derived again from the policy\'s resource template', async () => {
+  it("the resource is derived again from the policy's resource template", async () => {
     const ctx = await setup(`schema: ctrlrun.policy/v2
 actions:
   stripe.refund:
@@ -356,11 +429,12 @@ actions:
     for (const second of ['grant', 'edit', 'deny'] as const) {
       const { requestId } = await proposed(ctx, { payment_id: `p-${second}`, amount: 200000 });
       const a = ctx.control.grantApproval(requestId, { approver: 'alice', edit: { arguments: { payment_id: `p-${second}`, amount: 150000 } } });
-      const b = second === 'grant'
-        ? ctx.control.grantApproval(requestId, { approver: 'bob' })
-        : second === 'deny'
-          ? ctx.control.denyApproval(requestId, { approver: 'bob' })
-          : ctx.control.grantApproval(requestId, { approver: 'bob', edit: { arguments: { payment_id: `p-${second}`, amount: 140000 } } });
+      const b =
+        second === 'grant'
+          ? ctx.control.grantApproval(requestId, { approver: 'bob' })
+          : second === 'deny'
+            ? ctx.control.denyApproval(requestId, { approver: 'bob' })
+            : ctx.control.grantApproval(requestId, { approver: 'bob', edit: { arguments: { payment_id: `p-${second}`, amount: 140000 } } });
       const settled = await Promise.allSettled([a, b]);
       expect(settled.filter((s) => s.status === 'fulfilled')).toHaveLength(1);
       const granted = (await ctx.store.listApprovals('granted')).filter((r) => r.request.action.arguments['payment_id'] === `p-${second}`);
@@ -370,12 +444,16 @@ actions:
 });
 
 describe('edit-then-approve: property', () => {
-  const key = fc.oneof(fc.constantFrom('__proto__', 'constructor', 'prototype', 'a\u0000b', '\u202e', 'amount', 'payment_id', '\u001b[31m'), fc.string({ maxLength: 8 }));
+  const key = fc.oneof(
+    fc.constantFrom('__proto__', 'constructor', 'prototype', 'a\u0000b', '\u202e', 'amount', 'payment_id', '\u001b[31m'),
+    fc.string({ maxLength: 8 }),
+  );
   const value = fc.oneof(fc.string({ maxLength: 12 }), fc.integer({ min: -1000, max: 1000 }), fc.boolean(), fc.constant(null));
-  const args = fc.dictionary(key, fc.oneof(value, fc.dictionary(key, value, { maxKeys: 3 }), fc.array(value, { maxLength: 3 })), { maxKeys: 5 })
+  const args = fc
+    .dictionary(key, fc.oneof(value, fc.dictionary(key, value, { maxKeys: 3 }), fc.array(value, { maxLength: 3 })), { maxKeys: 5 })
     .filter((a) => !Object.prototype.hasOwnProperty.call(a, 'data_scope'));
 
-  it('the receipt\'s approved_arguments round-trip exactly and the approved hash is actionHash of the edited action', async () => {
+  it("the receipt's approved_arguments round-trip exactly and the approved hash is actionHash of the edited action", async () => {
     const ctx = await setup(`schema: ctrlrun.policy/v2
 actions:
   tool.run: {decision: approve}

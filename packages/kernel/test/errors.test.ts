@@ -2,7 +2,10 @@ import { build } from 'esbuild';
 import { describe, expect, it } from 'vitest';
 import * as errors from '@ctrlrun/kernel/errors';
 
-const classes = Object.entries(errors).filter(([, v]) => typeof v === 'function' && (v as { prototype?: unknown }).prototype instanceof Error) as [string, new (...a: never[]) => Error][];
+const classes = Object.entries(errors).filter(([, v]) => typeof v === 'function' && (v as { prototype?: unknown }).prototype instanceof Error) as [
+  string,
+  new (...a: never[]) => Error,
+][];
 
 describe('errors', () => {
   it('every error class has a stable code and its reference name', () => {
@@ -20,9 +23,16 @@ describe('errors', () => {
   it('names survive minification (consumers and the playground read err.name)', async () => {
     const out = await build({
       stdin: { contents: "export * from './packages/kernel/src/errors.ts';", resolveDir: process.cwd(), loader: 'ts' },
-      bundle: true, minify: true, format: 'esm', write: false, platform: 'neutral',
+      bundle: true,
+      minify: true,
+      format: 'esm',
+      write: false,
+      platform: 'neutral',
     });
-    const mod = (await import(`data:text/javascript;base64,${Buffer.from(out.outputFiles[0]!.text).toString('base64')}`)) as Record<string, new (...a: unknown[]) => Error>;
+    const mod = (await import(`data:text/javascript;base64,${Buffer.from(out.outputFiles[0]!.text).toString('base64')}`)) as Record<
+      string,
+      new (...a: unknown[]) => Error
+    >;
     expect(new mod['ActionDenied']!('decision').name).toBe('ActionDenied');
     expect(new mod['DuplicateEffect']!('committed').name).toBe('DuplicateEffect');
     expect(new mod['AmbiguousEffect']!('k').name).toBe('AmbiguousEffect');

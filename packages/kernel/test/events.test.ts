@@ -1,10 +1,24 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { buildReceipt, dispatchToSinks, GENESIS_HASH, sealReceipt } from '@ctrlrun/kernel/store';
-import { callbackSink, createAction, eventLine, jsonlSink, parseJson, sequentialIds, type EventRecord, type EventSink, type JsonlFile, type StoredReceipt } from '@ctrlrun/kernel';
+import {
+  callbackSink,
+  createAction,
+  eventLine,
+  jsonlSink,
+  parseJson,
+  sequentialIds,
+  type EventRecord,
+  type EventSink,
+  type JsonlFile,
+  type StoredReceipt,
+} from '@ctrlrun/kernel';
 
 function storedReceipt(): StoredReceipt {
-  const action = createAction({ name: 'refund', arguments: { amount: 200000, memo: 'café ☕' }, principal: { agent: 'agent-1', user: 'alice' } }, { ids: sequentialIds() });
+  const action = createAction(
+    { name: 'refund', arguments: { amount: 200000, memo: 'café ☕' }, principal: { agent: 'agent-1', user: 'alice' } },
+    { ids: sequentialIds() },
+  );
   const draft = buildReceipt(action, {
     receiptId: 'rcp_1',
     decision: 'allow',
@@ -41,7 +55,12 @@ describe('dispatchToSinks (T17)', () => {
     const logger = recordingLogger();
     const sinks: EventSink[] = [
       callbackSink({ name: 'first', onEvent: (e) => void seen.push(`first:${e.eventId}`) }),
-      { name: 'thrower', onEvent: () => { throw new Error('disk full'); } },
+      {
+        name: 'thrower',
+        onEvent: () => {
+          throw new Error('disk full');
+        },
+      },
       { name: 'rejecter', onEvent: async () => Promise.reject(new Error('network down')) },
       callbackSink({ name: 'last', onEvent: (e) => void seen.push(`last:${e.eventId}`) }),
     ];
@@ -60,7 +79,12 @@ describe('dispatchToSinks (T17)', () => {
     const got: StoredReceipt[] = [];
     const logger = recordingLogger();
     const sinks: EventSink[] = [
-      { name: 'broken', onReceipt: () => { throw new TypeError('bad'); } },
+      {
+        name: 'broken',
+        onReceipt: () => {
+          throw new TypeError('bad');
+        },
+      },
       callbackSink({ onReceipt: (r) => void got.push(r) }),
     ];
     await dispatchToSinks(sinks, 'receipt', receipt, logger);
@@ -103,7 +127,19 @@ describe('dispatchToSinks (T17)', () => {
 
   it('names an unnamed failing sink by its position', async () => {
     const logger = recordingLogger();
-    await dispatchToSinks([callbackSink({}), { onEvent: () => { throw 'plain string'; } }], 'event', event(1), logger);
+    await dispatchToSinks(
+      [
+        callbackSink({}),
+        {
+          onEvent: () => {
+            throw 'plain string';
+          },
+        },
+      ],
+      'event',
+      event(1),
+      logger,
+    );
     expect(logger.warnings[0]?.msg).toContain('sink[1]');
     expect(logger.warnings[0]?.msg).toContain('plain string');
   });
@@ -126,9 +162,26 @@ describe('dispatchToSinks (T17)', () => {
 
   it('a logger that throws does not make dispatch fail', async () => {
     const after: number[] = [];
-    const logger = { warn: () => { throw new Error('logger broken'); } };
+    const logger = {
+      warn: () => {
+        throw new Error('logger broken');
+      },
+    };
     await expect(
-      dispatchToSinks([{ name: 'x', onEvent: () => { throw new Error('x'); } }, callbackSink({ onEvent: (e) => void after.push(e.eventId) })], 'event', event(9), logger),
+      dispatchToSinks(
+        [
+          {
+            name: 'x',
+            onEvent: () => {
+              throw new Error('x');
+            },
+          },
+          callbackSink({ onEvent: (e) => void after.push(e.eventId) }),
+        ],
+        'event',
+        event(9),
+        logger,
+      ),
     ).resolves.toBeUndefined();
     expect(after).toEqual([9]);
   });
@@ -138,7 +191,18 @@ describe('dispatchToSinks (T17)', () => {
     const calls: unknown[][] = [];
     console.warn = (...args: unknown[]) => void calls.push(args);
     try {
-      await dispatchToSinks([{ name: 'noisy', onEvent: () => { throw new Error('boom'); } }], 'event', event(1));
+      await dispatchToSinks(
+        [
+          {
+            name: 'noisy',
+            onEvent: () => {
+              throw new Error('boom');
+            },
+          },
+        ],
+        'event',
+        event(1),
+      );
     } finally {
       console.warn = original;
     }
@@ -158,7 +222,15 @@ describe('jsonlSink', () => {
     const sink = jsonlSink(w);
     const receipt = storedReceipt();
     const e1 = event(1);
-    const e2: EventRecord = { eventId: 2, ts: '2026-01-01T12:00:02.000Z', type: 'EXECUTION_COMMITTED', actionId: 'act_1', effectKey: 'refund:o-1', approvalId: null, data: {} };
+    const e2: EventRecord = {
+      eventId: 2,
+      ts: '2026-01-01T12:00:02.000Z',
+      type: 'EXECUTION_COMMITTED',
+      actionId: 'act_1',
+      effectKey: 'refund:o-1',
+      approvalId: null,
+      data: {},
+    };
     await dispatchToSinks([sink], 'event', e1, recordingLogger());
     await dispatchToSinks([sink], 'receipt', receipt, recordingLogger());
     await dispatchToSinks([sink], 'event', e2, recordingLogger());
@@ -174,15 +246,33 @@ describe('jsonlSink', () => {
   it('an async writer is awaited; a failing writer is logged as the jsonl sink', async () => {
     const lines: string[] = [];
     const logger = recordingLogger();
-    const slowWriter = { append: async (_f: JsonlFile, line: string) => { await Promise.resolve(); lines.push(line); } };
+    const slowWriter = {
+      append: async (_f: JsonlFile, line: string) => {
+        await Promise.resolve();
+        lines.push(line);
+      },
+    };
     await dispatchToSinks([jsonlSink(slowWriter)], 'event', event(4), logger);
     expect(lines).toHaveLength(1);
-    await dispatchToSinks([jsonlSink({ append: () => { throw new Error('EACCES'); } })], 'event', event(5), logger);
+    await dispatchToSinks(
+      [
+        jsonlSink({
+          append: () => {
+            throw new Error('EACCES');
+          },
+        }),
+      ],
+      'event',
+      event(5),
+      logger,
+    );
     expect(logger.warnings.map((w) => w.msg)).toEqual([expect.stringMatching(/jsonl.*EACCES/)]);
   });
 
   it('property: every event line is one line of JSON that parses back to the event, in key order', () => {
-    const dataArb = fc.dictionary(fc.string({ unit: 'grapheme' }), fc.oneof(fc.string({ unit: 'grapheme' }), fc.integer(), fc.boolean(), fc.constant(null)), { maxKeys: 4 });
+    const dataArb = fc.dictionary(fc.string({ unit: 'grapheme' }), fc.oneof(fc.string({ unit: 'grapheme' }), fc.integer(), fc.boolean(), fc.constant(null)), {
+      maxKeys: 4,
+    });
     fc.assert(
       fc.property(fc.nat(), fc.option(fc.string({ unit: 'grapheme' }), { nil: null }), dataArb, (id, effectKey, data) => {
         const e: EventRecord = { ...event(id), effectKey, data };

@@ -38,7 +38,9 @@ const REFUND = loadPolicy(REFUND_POLICY);
 describe('explainDecision', () => {
   it('a denial names the condition that matched and the argument it read', () => {
     expect(explainDecision(CAPPED, 'stripe.refund', { amount: 5000000 })).toBe('denied: amount 5000000 is above 1000000 for stripe.refund (rule[2])');
-    expect(explainDecision(CAPPED, 'stripe.refund', { amount: 500000 })).toBe("needs a human's approval: amount 500000 is at most 1000000 for stripe.refund (rule[1])");
+    expect(explainDecision(CAPPED, 'stripe.refund', { amount: 500000 })).toBe(
+      "needs a human's approval: amount 500000 is at most 1000000 for stripe.refund (rule[1])",
+    );
     expect(explainDecision(CAPPED, 'stripe.refund', { amount: 5 })).toBe('allowed: amount 5 is at most 100000 for stripe.refund (rule[0])');
   });
 
@@ -54,7 +56,9 @@ describe('explainDecision', () => {
 
   it('unknown actions and bare decisions', () => {
     expect(explainDecision(CAPPED, 'stripe.refnd', {})).toBe('denied: "stripe.refnd" is not an action the policy names (unknown_action)');
-    expect(explainDecision(CAPPED, 'iam.grant_admin', { user: 'x' })).toBe('denied: the policy decides iam.grant_admin the same way for any arguments (decision)');
+    expect(explainDecision(CAPPED, 'iam.grant_admin', { user: 'x' })).toBe(
+      'denied: the policy decides iam.grant_admin the same way for any arguments (decision)',
+    );
     expect(explainDecision(CAPPED, 'docs.read', {})).toMatch(/^allowed: /);
   });
 
@@ -63,7 +67,8 @@ describe('explainDecision', () => {
       fc.property(fc.string({ maxLength: 400 }), fc.string({ maxLength: 400 }), (to, subject) => {
         const text = explainDecision(CAPPED, 'mail.send', { to, subject });
         expect(text).not.toMatch(/[\u0000-\u001f\u007f\u2028\u2029]/);
-        const shown = /; to (.*), subject (.*) \(no_matching_rule\)$/.exec(text) ?? /^allowed: to (.*) is one of .* and subject (.*) is not "urgent"/.exec(text);
+        const shown =
+          /; to (.*), subject (.*) \(no_matching_rule\)$/.exec(text) ?? /^allowed: to (.*) is one of .* and subject (.*) is not "urgent"/.exec(text);
         expect(shown).not.toBeNull();
         expect([...shown![1]!].length).toBeLessThanOrEqual(80);
         expect([...shown![2]!].length).toBeLessThanOrEqual(80);
@@ -91,15 +96,20 @@ describe('toolRefusal', () => {
     });
   });
 
-  it('other denials keep their own message: an authority denial, a human\'s no; without context the bare message', () => {
-    expect(toolRefusal(new AuthorityDenied('no_grant', { message: 'stripe.refund denied by authority (no_grant)' }), { policy: CAPPED, action: big })!.message).toBe(
-      'AuthorityDenied: stripe.refund denied by authority (no_grant). The tool did not run.',
+  it("other denials keep their own message: an authority denial, a human's no; without context the bare message", () => {
+    expect(
+      toolRefusal(new AuthorityDenied('no_grant', { message: 'stripe.refund denied by authority (no_grant)' }), { policy: CAPPED, action: big })!.message,
+    ).toBe('AuthorityDenied: stripe.refund denied by authority (no_grant). The tool did not run.');
+    expect(
+      toolRefusal(new ActionDenied('approval_denied', { message: 'approval apr_1 was denied by human:ana' }), { policy: CAPPED, action: big })!.message,
+    ).toBe('ActionDenied: approval apr_1 was denied by human:ana (approval_denied). The tool did not run.');
+    expect(toolRefusal(new ActionDenied('rule[2]', { message: 'stripe.refund denied by policy (rule[2])' }))!.message).toBe(
+      'ActionDenied: stripe.refund denied by policy (rule[2]). The tool did not run.',
     );
-    expect(toolRefusal(new ActionDenied('approval_denied', { message: 'approval apr_1 was denied by human:ana' }), { policy: CAPPED, action: big })!.message).toBe(
-      'ActionDenied: approval apr_1 was denied by human:ana (approval_denied). The tool did not run.',
-    );
-    expect(toolRefusal(new ActionDenied('rule[2]', { message: 'stripe.refund denied by policy (rule[2])' }))!.message).toBe('ActionDenied: stripe.refund denied by policy (rule[2]). The tool did not run.');
-    expect(toolRefusal(new DuplicateEffect('committed', { message: 'refund:p already committed' }))).toMatchObject({ error: 'DuplicateEffect', reason: 'committed' });
+    expect(toolRefusal(new DuplicateEffect('committed', { message: 'refund:p already committed' }))).toMatchObject({
+      error: 'DuplicateEffect',
+      reason: 'committed',
+    });
   });
 
   it('what is not a refusal to tell the model is null: a request for a human, a store failure, any other error', () => {

@@ -39,13 +39,26 @@ async function refunder(yaml: string, extra: Parameters<typeof rig>[1] = {}) {
 describe('T60: claims, issuer and expiry never enter the action hash', () => {
   it('test_T60_claims_do_not_change_the_action_hash', async () => {
     const bare = createAction({ name: 'x', arguments: { n: 1 }, principal: { agent: 'a', user: 'u' } });
-    const full = createAction({ name: 'x', arguments: { n: 1 }, principal: { agent: 'a', user: 'u', claims: { role: 'admin', level: 3, ok: true }, issuer: 'idp', expiresAt: '2030-01-01T00:00:00+05:30' } });
+    const full = createAction({
+      name: 'x',
+      arguments: { n: 1 },
+      principal: { agent: 'a', user: 'u', claims: { role: 'admin', level: 3, ok: true }, issuer: 'idp', expiresAt: '2030-01-01T00:00:00+05:30' },
+    });
     expect(full.actionHash).toBe(bare.actionHash);
     expect(createAction({ name: 'x', arguments: { n: 1 }, principal: { agent: 'a', user: 'v' } }).actionHash).not.toBe(bare.actionHash);
     // …and the receipt carries all five fields.
     const r = await rig(PLAIN);
-    await r.control.execute(action({ principal: { agent: 'support-agent', user: 'alice', claims: { role: 'support' }, issuer: 'idp', expiresAt: '2030-01-01T00:00:00+05:30' } }), r.executor);
-    expect(r.lastReceipt()['principal']).toEqual({ agent: 'support-agent', user: 'alice', claims: { role: 'support' }, issuer: 'idp', expires_at: '2030-01-01T00:00:00+05:30' });
+    await r.control.execute(
+      action({ principal: { agent: 'support-agent', user: 'alice', claims: { role: 'support' }, issuer: 'idp', expiresAt: '2030-01-01T00:00:00+05:30' } }),
+      r.executor,
+    );
+    expect(r.lastReceipt()['principal']).toEqual({
+      agent: 'support-agent',
+      user: 'alice',
+      claims: { role: 'support' },
+      issuer: 'idp',
+      expires_at: '2030-01-01T00:00:00+05:30',
+    });
   });
 });
 
@@ -163,20 +176,32 @@ describe('T65: a throwing provider is an IdentityError, and nothing fills in', (
 describe('T63–T64: the core providers', () => {
   it('test_T63_the_static_provider_gives_one_principal_and_warns_once', async () => {
     const warned: string[] = [];
-    const s = new StaticIdentityProvider({ agent: 'ops-bot', user: 'ops', claims: { team: 'ops' }, issuer: 'config', expiresAt: '2027-01-01T00:00:00Z' }, { logger: { warn: (m: string) => void warned.push(m) } });
+    const s = new StaticIdentityProvider(
+      { agent: 'ops-bot', user: 'ops', claims: { team: 'ops' }, issuer: 'config', expiresAt: '2027-01-01T00:00:00Z' },
+      { logger: { warn: (m: string) => void warned.push(m) } },
+    );
     expect(warned).toHaveLength(1);
     const { fn, lastReceipt } = await refunder(PLAIN, { identity: s });
     await fn({ amount: 5 }, { principal: { agent: 'ignored' } });
     await fn({ amount: 6 });
     expect(warned).toHaveLength(1);
-    expect(lastReceipt()['principal']).toEqual({ agent: 'ops-bot', user: 'ops', claims: { team: 'ops' }, issuer: 'config', expires_at: '2027-01-01T00:00:00Z' });
+    expect(lastReceipt()['principal']).toEqual({
+      agent: 'ops-bot',
+      user: 'ops',
+      claims: { team: 'ops' },
+      issuer: 'config',
+      expires_at: '2027-01-01T00:00:00Z',
+    });
     expect(() => new StaticIdentityProvider({ agent: '' }, { logger: { warn: () => {} } })).toThrow(InvalidArgument);
     expect(() => new StaticIdentityProvider({ agent: 'a', expiresAt: '2027-01-01T00:00:00' }, { logger: { warn: () => {} } })).toThrow(InvalidArgument);
   });
 
   it('test_T64_the_header_provider_reads_case_insensitive_headers', async () => {
     const warned: string[] = [];
-    const h = new HeaderIdentityProvider({ agentHeader: 'X-Ctrlrun-Agent', userHeader: 'X-Ctrlrun-User', issuer: 'edge-proxy' }, { logger: { warn: (m: string) => void warned.push(m) } });
+    const h = new HeaderIdentityProvider(
+      { agentHeader: 'X-Ctrlrun-Agent', userHeader: 'X-Ctrlrun-User', issuer: 'edge-proxy' },
+      { logger: { warn: (m: string) => void warned.push(m) } },
+    );
     expect(warned).toHaveLength(1);
     const ctx = (headers: Record<string, string>): IdentityContext => ({ action: 'a', environment: 'production', headers, agent: null, user: null });
     expect(h.resolve(ctx({ 'x-ctrlrun-agent': 'bot', 'x-ctrlrun-user': 'alice' }))).toEqual({ agent: 'bot', user: 'alice', issuer: 'edge-proxy' });

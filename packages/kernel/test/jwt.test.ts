@@ -8,7 +8,17 @@ import { build } from 'esbuild';
 import { SignJWT, exportJWK, exportSPKI, generateKeyPair, type JWK } from 'jose';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { Control, IdentityError, InvalidArgument, MissingDependency, createAction, loadPolicy, protect, sequentialIds, type IdentityContext } from '@ctrlrun/kernel';
+import {
+  Control,
+  IdentityError,
+  InvalidArgument,
+  MissingDependency,
+  createAction,
+  loadPolicy,
+  protect,
+  sequentialIds,
+  type IdentityContext,
+} from '@ctrlrun/kernel';
 import { parseTime } from '@ctrlrun/kernel/store';
 import { CredentialRejected, JwtIdentityProvider, createJwtIdentityProvider, type JwtIdentityOptions } from '@ctrlrun/kernel/jwt';
 import { createSqlJsStore } from '@ctrlrun/store-sqljs';
@@ -117,10 +127,32 @@ describe('T88: a valid token resolves to a principal', () => {
   });
 
   it('a pinned PEM key and a shared secret work too', async () => {
-    const pem = new JwtIdentityProvider({ publicKey: await exportSPKI(ec.publicKey), algorithms: ['ES256'], issuer: ISSUER, audience: AUDIENCE, tokenType: null, clock: () => T0, logger: quiet });
-    expect(await pem.resolve(ctx(`Bearer ${await token({}, { alg: 'ES256', typ: undefined }, ec.privateKey)}`))).toMatchObject({ agent: 'support-agent', user: null });
-    const hs = new JwtIdentityProvider({ secret: SECRET, algorithms: ['HS256'], issuer: ISSUER, audience: AUDIENCE, tokenType: 'at+jwt', clock: () => T0, logger: quiet, agentClaim: 'client_id' });
-    expect(await hs.resolve(ctx(`Bearer ${await token({ client_id: 'billing-bot' }, { alg: 'HS256' }, new TextEncoder().encode(SECRET))}`))).toMatchObject({ agent: 'billing-bot' });
+    const pem = new JwtIdentityProvider({
+      publicKey: await exportSPKI(ec.publicKey),
+      algorithms: ['ES256'],
+      issuer: ISSUER,
+      audience: AUDIENCE,
+      tokenType: null,
+      clock: () => T0,
+      logger: quiet,
+    });
+    expect(await pem.resolve(ctx(`Bearer ${await token({}, { alg: 'ES256', typ: undefined }, ec.privateKey)}`))).toMatchObject({
+      agent: 'support-agent',
+      user: null,
+    });
+    const hs = new JwtIdentityProvider({
+      secret: SECRET,
+      algorithms: ['HS256'],
+      issuer: ISSUER,
+      audience: AUDIENCE,
+      tokenType: 'at+jwt',
+      clock: () => T0,
+      logger: quiet,
+      agentClaim: 'client_id',
+    });
+    expect(await hs.resolve(ctx(`Bearer ${await token({ client_id: 'billing-bot' }, { alg: 'HS256' }, new TextEncoder().encode(SECRET))}`))).toMatchObject({
+      agent: 'billing-bot',
+    });
   });
 });
 
@@ -154,7 +186,15 @@ describe('the key a jose user holds', () => {
 });
 
 describe('T88b: configuration is refused at construction', () => {
-  const base: JwtIdentityOptions = { jwksUrl: JWKS_URL, algorithms: ['RS256'], issuer: ISSUER, audience: AUDIENCE, tokenType: 'at+jwt', fetch: (() => undefined) as never, logger: quiet };
+  const base: JwtIdentityOptions = {
+    jwksUrl: JWKS_URL,
+    algorithms: ['RS256'],
+    issuer: ISSUER,
+    audience: AUDIENCE,
+    tokenType: 'at+jwt',
+    fetch: (() => undefined) as never,
+    logger: quiet,
+  };
   const refusals: [string, Partial<JwtIdentityOptions> & Record<string, unknown>, RegExp][] = [
     ['no key source', { jwksUrl: undefined }, /exactly one of/],
     ['two key sources', { secret: SECRET }, /exactly one of/],
@@ -374,10 +414,17 @@ describe('the JWKS has a maximum age', () => {
 
   it('property: fetches are never closer than the interval, and an accepted key was served less than the max age ago', async () => {
     const MIN_REFRESH = 30_000;
-    const tokens = { k1: `Bearer ${await token(LONG)}`, k2: `Bearer ${await token(LONG, { kid: 'k2' }, rsaOther.privateKey)}`, kx: `Bearer ${await token(LONG, { kid: 'kx' })}` };
+    const tokens = {
+      k1: `Bearer ${await token(LONG)}`,
+      k2: `Bearer ${await token(LONG, { kid: 'k2' }, rsaOther.privateKey)}`,
+      kx: `Bearer ${await token(LONG, { kid: 'kx' })}`,
+    };
     await fc.assert(
       fc.asyncProperty(
-        fc.array(fc.record({ advance: fc.integer({ min: 0, max: 2 * MAX_AGE }), kid: fc.constantFrom('k1', 'k2', 'kx'), served: fc.subarray(['k1', 'k2']) }), { minLength: 1, maxLength: 12 }),
+        fc.array(fc.record({ advance: fc.integer({ min: 0, max: 2 * MAX_AGE }), kid: fc.constantFrom('k1', 'k2', 'kx'), served: fc.subarray(['k1', 'k2']) }), {
+          minLength: 1,
+          maxLength: 12,
+        }),
         async (steps) => {
           let serving: string[] = ['k1', 'k2'];
           const fetchedAt: number[] = [];
@@ -391,7 +438,10 @@ describe('the JWKS has a maximum age', () => {
           for (const step of steps) {
             now += step.advance;
             serving = step.served;
-            const accepted = await p.resolve(ctx(tokens[step.kid as keyof typeof tokens])).then(() => true, () => false);
+            const accepted = await p.resolve(ctx(tokens[step.kid as keyof typeof tokens])).then(
+              () => true,
+              () => false,
+            );
             if (accepted) {
               const last = fetchedAt.length - 1;
               expect(last).toBeGreaterThanOrEqual(0);
@@ -407,7 +457,7 @@ describe('the JWKS has a maximum age', () => {
   });
 });
 
-describe('item 18: an expiry past year 9999 is the credential\'s fault', () => {
+describe("item 18: an expiry past year 9999 is the credential's fault", () => {
   const LAST = 253_402_300_799; // 9999-12-31T23:59:59Z
 
   it('test_an_exp_after_year_9999_is_refused_as_exp_invalid', async () => {
@@ -419,30 +469,51 @@ describe('item 18: an expiry past year 9999 is the credential\'s fault', () => {
   });
 
   it('property: every accepted exp becomes an expiry the kernel can read back', async () => {
-    const hs = new JwtIdentityProvider({ secret: SECRET, algorithms: ['HS256'], issuer: ISSUER, audience: AUDIENCE, tokenType: null, clock: () => T0, logger: quiet });
+    const hs = new JwtIdentityProvider({
+      secret: SECRET,
+      algorithms: ['HS256'],
+      issuer: ISSUER,
+      audience: AUDIENCE,
+      tokenType: null,
+      clock: () => T0,
+      logger: quiet,
+    });
     const key = new TextEncoder().encode(SECRET);
     await fc.assert(
-      fc.asyncProperty(fc.oneof(fc.integer({ min: NOW - 120, max: LAST + 120 }), fc.constantFrom(LAST, LAST + 1, 8.64e12, 8.64e12 + 1, -1, 0, Number.MAX_SAFE_INTEGER)), async (exp) => {
-        const out = await hs.resolve(ctx(`Bearer ${await token({ exp }, { alg: 'HS256' }, key)}`)).then(
-          (principal) => ({ principal }),
-          (err: unknown) => ({ err }),
-        );
-        if ('err' in out) {
-          expect(out.err).toBeInstanceOf(CredentialRejected);
-          expect(['expired', 'exp_invalid']).toContain((out.err as CredentialRejected).reason);
-        } else {
-          expect(parseTime(out.principal!.expiresAt!).getTime()).toBe(exp * 1000);
-        }
-      }),
+      fc.asyncProperty(
+        fc.oneof(fc.integer({ min: NOW - 120, max: LAST + 120 }), fc.constantFrom(LAST, LAST + 1, 8.64e12, 8.64e12 + 1, -1, 0, Number.MAX_SAFE_INTEGER)),
+        async (exp) => {
+          const out = await hs.resolve(ctx(`Bearer ${await token({ exp }, { alg: 'HS256' }, key)}`)).then(
+            (principal) => ({ principal }),
+            (err: unknown) => ({ err }),
+          );
+          if ('err' in out) {
+            expect(out.err).toBeInstanceOf(CredentialRejected);
+            expect(['expired', 'exp_invalid']).toContain((out.err as CredentialRejected).reason);
+          } else {
+            expect(parseTime(out.principal!.expiresAt!).getTime()).toBe(exp * 1000);
+          }
+        },
+      ),
       { numRuns: 200 },
     );
   });
 
   it('test_an_unreadable_principal_expiry_is_an_IdentityError_and_nothing_is_written', async () => {
     const store = await createSqlJsStore({ clock: () => T0 });
-    const control = new Control({ policy: loadPolicy('schema: ctrlrun.policy/v1\nactions:\n  stripe.refund: {decision: allow}\n'), store, clock: () => T0, ids: sequentialIds(), logger: quiet });
+    const control = new Control({
+      policy: loadPolicy('schema: ctrlrun.policy/v1\nactions:\n  stripe.refund: {decision: allow}\n'),
+      store,
+      clock: () => T0,
+      ids: sequentialIds(),
+      logger: quiet,
+    });
     // What an unchecked provider renders for exp = 253402300800: a six-digit signed year.
-    const action = createAction({ name: 'stripe.refund', arguments: { amount: 5 }, principal: { agent: 'support-agent', expiresAt: new Date((LAST + 1) * 1000).toISOString() } });
+    const action = createAction({
+      name: 'stripe.refund',
+      arguments: { amount: 5 },
+      principal: { agent: 'support-agent', expiresAt: new Date((LAST + 1) * 1000).toISOString() },
+    });
     let ran = false;
     const err = await control.execute(action, () => void (ran = true)).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(IdentityError);
@@ -453,7 +524,10 @@ describe('item 18: an expiry past year 9999 is the credential\'s fault', () => {
     await expect(control.evaluate(action)).rejects.toMatchObject({ code: 'ERR_IDENTITY', reason: 'expires_at_invalid' });
     // Through a provider, the same: an identity error, not a malformed request.
     const lenient = new Control({
-      policy: loadPolicy('schema: ctrlrun.policy/v1\nactions:\n  stripe.refund: {decision: allow}\n'), store, clock: () => T0, logger: quiet,
+      policy: loadPolicy('schema: ctrlrun.policy/v1\nactions:\n  stripe.refund: {decision: allow}\n'),
+      store,
+      clock: () => T0,
+      logger: quiet,
       identity: { resolve: () => ({ agent: 'support-agent', user: null, expiresAt: '+010000-01-01T00:00:00.000Z' }) },
     });
     const refund = protect(() => 'ran', { control: lenient, name: 'stripe.refund' });
@@ -466,16 +540,35 @@ describe('item 18: an expiry past year 9999 is the credential\'s fault', () => {
 describe('T92: an optional dependency, never loaded by the kernel entry', () => {
   it('test_T92_constructing_without_the_extra_names_the_install_command', async () => {
     const missing = () => Promise.reject(Object.assign(new Error("Cannot find package 'jose'"), { code: 'ERR_MODULE_NOT_FOUND' }));
-    const err = await createJwtIdentityProvider({ secret: SECRET, algorithms: ['HS256'], issuer: ISSUER, audience: AUDIENCE, tokenType: null, logger: quiet, loadJose: missing }).catch((e: unknown) => e);
+    const err = await createJwtIdentityProvider({
+      secret: SECRET,
+      algorithms: ['HS256'],
+      issuer: ISSUER,
+      audience: AUDIENCE,
+      tokenType: null,
+      logger: quiet,
+      loadJose: missing,
+    }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(MissingDependency);
     expect((err as Error).message).toMatch(/npm install jose/);
     expect(err).toMatchObject({ module: 'jose', code: 'ERR_MISSING_DEPENDENCY' });
-    expect(await createJwtIdentityProvider({ secret: SECRET, algorithms: ['HS256'], issuer: ISSUER, audience: AUDIENCE, tokenType: null, logger: quiet })).toBeInstanceOf(JwtIdentityProvider);
+    expect(
+      await createJwtIdentityProvider({ secret: SECRET, algorithms: ['HS256'], issuer: ISSUER, audience: AUDIENCE, tokenType: null, logger: quiet }),
+    ).toBeInstanceOf(JwtIdentityProvider);
   });
 
   it('test_T92_importing_ctrlrun_pulls_in_no_jwt_module', async () => {
     const entry = fileURLToPath(new URL('../src/index.ts', import.meta.url));
-    const result = await build({ entryPoints: [entry], bundle: true, write: false, metafile: true, format: 'esm', platform: 'neutral', logLevel: 'silent', external: ['@noble/hashes', 'yaml', '@noble/hashes/*'] });
+    const result = await build({
+      entryPoints: [entry],
+      bundle: true,
+      write: false,
+      metafile: true,
+      format: 'esm',
+      platform: 'neutral',
+      logLevel: 'silent',
+      external: ['@noble/hashes', 'yaml', '@noble/hashes/*'],
+    });
     const inputs = Object.keys(result.metafile.inputs);
     expect(inputs.some((f) => f.endsWith('src/index.ts'))).toBe(true);
     expect(inputs.filter((f) => /jose|src\/jwt\.ts$/.test(f))).toEqual([]);
@@ -485,7 +578,8 @@ describe('T92: an optional dependency, never loaded by the kernel entry', () => 
 
   it('test_the_package_never_encodes_a_token', () => {
     const source = readFileSync(fileURLToPath(new URL('../src/jwt.ts', import.meta.url)), 'utf8');
-    for (const signer of ['SignJWT', 'CompactSign', 'FlattenedSign', 'GeneralSign', 'EncryptJWT', 'UnsecuredJWT', 'jose.sign', '.sign(']) expect(source).not.toContain(signer);
+    for (const signer of ['SignJWT', 'CompactSign', 'FlattenedSign', 'GeneralSign', 'EncryptJWT', 'UnsecuredJWT', 'jose.sign', '.sign('])
+      expect(source).not.toContain(signer);
   });
 });
 
@@ -494,13 +588,27 @@ describe('the provider behind Control and protect', () => {
     const store = await createSqlJsStore({ clock: () => T0 });
     const { p } = provider();
     const control = new Control({
-      policy: loadPolicy('schema: ctrlrun.policy/v3\nauthority:\n  grants:\n    - id: support\n      subject: { agent: support-agent }\n      actions: [stripe.refund]\nactions:\n  stripe.refund: {decision: allow}\n'),
-      store, clock: () => T0, ids: sequentialIds(), identity: p, logger: quiet,
+      policy: loadPolicy(
+        'schema: ctrlrun.policy/v3\nauthority:\n  grants:\n    - id: support\n      subject: { agent: support-agent }\n      actions: [stripe.refund]\nactions:\n  stripe.refund: {decision: allow}\n',
+      ),
+      store,
+      clock: () => T0,
+      ids: sequentialIds(),
+      identity: p,
+      logger: quiet,
     });
     const refund = protect((args) => ({ ok: args['amount'] }), { control, name: 'stripe.refund' });
-    expect(await refund({ amount: 5 }, { headers: { Authorization: `Bearer ${await token({ email: 'alice@example.com', role: 'support' })}` } })).toEqual({ ok: 5 });
+    expect(await refund({ amount: 5 }, { headers: { Authorization: `Bearer ${await token({ email: 'alice@example.com', role: 'support' })}` } })).toEqual({
+      ok: 5,
+    });
     const [receipt] = await store.receipts();
-    expect(JSON.parse(receipt!.json!).principal).toEqual({ agent: 'support-agent', user: 'alice@example.com', claims: { role: 'support' }, issuer: ISSUER, expires_at: new Date((NOW + 300) * 1000).toISOString() });
+    expect(JSON.parse(receipt!.json!).principal).toEqual({
+      agent: 'support-agent',
+      user: 'alice@example.com',
+      claims: { role: 'support' },
+      issuer: ISSUER,
+      expires_at: new Date((NOW + 300) * 1000).toISOString(),
+    });
     const events = (await store.events()).length;
     const err = await refund({ amount: 5 }, { headers: { authorization: `Bearer ${await token({ exp: NOW - 3600 })}` } }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(IdentityError);

@@ -39,7 +39,10 @@ describe('object copies keep __proto__, constructor and prototype as keys', () =
     const receipt = (reason: string) => ({
       json: JSON.stringify({ finished_at: '2026-01-01T00:00:00.000Z', result: 'denied', decision_reason: reason }),
     });
-    const store = { receipts: async () => [receipt('__proto__'), receipt('__proto__'), receipt('constructor')], listApprovals: async () => [] } as unknown as StateStore;
+    const store = {
+      receipts: async () => [receipt('__proto__'), receipt('__proto__'), receipt('constructor')],
+      listApprovals: async () => [],
+    } as unknown as StateStore;
     const s = await stats(store, { mode: 'enforce' });
     expect(Object.keys(s.denied_by_reason)).toEqual(['__proto__', 'constructor']);
     expect(Object.getOwnPropertyDescriptor(s.denied_by_reason, '__proto__')?.value).toBe(2);

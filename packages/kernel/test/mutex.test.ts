@@ -12,19 +12,24 @@ describe('Mutex', () => {
         const started: number[] = [];
         let inside = 0;
         const outcomes = plan.map(([how, waits], i) =>
-          m.run(async () => {
-            expect(inside).toBe(0);
-            inside++;
-            started.push(i);
-            if (how === 'throw') {
+          m
+            .run(async () => {
+              expect(inside).toBe(0);
+              inside++;
+              started.push(i);
+              if (how === 'throw') {
+                inside--;
+                throw new Error(`thrown ${i}`);
+              }
+              for (let w = 0; w < waits; w++) await tick();
               inside--;
-              throw new Error(`thrown ${i}`);
-            }
-            for (let w = 0; w < waits; w++) await tick();
-            inside--;
-            if (how === 'reject') throw new Error(`rejected ${i}`);
-            return i;
-          }).then((v) => ({ ok: v }), (e: Error) => ({ err: e.message })),
+              if (how === 'reject') throw new Error(`rejected ${i}`);
+              return i;
+            })
+            .then(
+              (v) => ({ ok: v }),
+              (e: Error) => ({ err: e.message }),
+            ),
         );
         const settled = await Promise.all(outcomes);
         expect(started).toEqual(plan.map((_, i) => i));

@@ -71,7 +71,11 @@ describe('T82: observe executes what enforce would deny, and records why', () =>
   it('an allowed action is observed with nothing blocked', async () => {
     const r = await rig(OBSERVE + ACTIONS);
     const { receipt } = await r.control.executeWithReceipt(refund(100), r.executor);
-    expect(receipt.document).toMatchObject({ result: 'observed', execution: 'committed', would_have: { decision: 'allow', reason: 'rule[0]', blocked_reason: null } });
+    expect(receipt.document).toMatchObject({
+      result: 'observed',
+      execution: 'committed',
+      would_have: { decision: 'allow', reason: 'rule[0]', blocked_reason: null },
+    });
   });
 
   it('an authority denial is recorded as in enforce mode (no policy), and the action runs', async () => {
@@ -79,7 +83,13 @@ describe('T82: observe executes what enforce would deny, and records why', () =>
     const a = refund(100, 'p1', { agent: 'stranger' });
     const { receipt } = await r.control.executeWithReceipt(a, r.executor);
     expect(r.types(a.actionId)).toEqual(['ACTION_PROPOSED', 'AUTHORITY_DENIED', 'EFFECT_RESERVED', 'EXECUTION_STARTED', 'EXECUTION_COMMITTED']);
-    expect(receipt.document).toMatchObject({ result: 'observed', execution: 'committed', decision: 'deny', decision_reason: 'no_authority', would_have: { decision: 'deny', reason: 'no_authority', blocked_reason: 'no_authority' } });
+    expect(receipt.document).toMatchObject({
+      result: 'observed',
+      execution: 'committed',
+      decision: 'deny',
+      decision_reason: 'no_authority',
+      would_have: { decision: 'deny', reason: 'no_authority', blocked_reason: 'no_authority' },
+    });
   });
 
   it('an expired principal is recorded and runs; nothing after it is evaluated', async () => {
@@ -128,7 +138,11 @@ describe('T82c: approvals in observe mode are checked, never requested, never co
     const { receipt } = await r.control.executeWithReceipt(refund(100000, 'p2'), r.executor, { approvalId: id });
     expect((await r.store.getApproval(id))!.status).toBe('granted');
     expect(r.types()).not.toContain('APPROVAL_CONSUMED');
-    expect(receipt.document).toMatchObject({ approval_id: id, approver: 'human:ana', would_have: { decision: 'approve', reason: 'rule[1]', blocked_reason: null } });
+    expect(receipt.document).toMatchObject({
+      approval_id: id,
+      approver: 'human:ana',
+      would_have: { decision: 'approve', reason: 'rule[1]', blocked_reason: null },
+    });
   });
 
   it('a mismatched approval is recorded as approval_mismatch, and still not consumed', async () => {
@@ -176,7 +190,13 @@ describe('T83: reservations in observe mode', () => {
     };
     const a = refund(100, 'p8');
     expect((await rejection(r.control.execute(a, boom))).message).toBe('remote timed out');
-    expect(r.lastReceipt()).toMatchObject({ action_id: a.actionId, result: 'observed', execution: 'ambiguous', error: 'Error: remote timed out', would_have: { blocked_reason: 'in_progress' } });
+    expect(r.lastReceipt()).toMatchObject({
+      action_id: a.actionId,
+      result: 'observed',
+      execution: 'ambiguous',
+      error: 'Error: remote timed out',
+      would_have: { blocked_reason: 'in_progress' },
+    });
     expect(await r.store.getEffect('refund:p8')).toEqual(held);
     // A lapsed lease: the attempt's own kept write moves it to ambiguous; the observed outcome is not written.
     r.advance(6 * MIN);
@@ -207,7 +227,9 @@ describe('T82b: what observe mode still refuses, with enforce evidence', () => {
     const err = await rejection(r.control.execute(action({ principal: { agent: 'support-agent' }, resource: null, arguments: { amount: 1 } }), r.executor));
     expect(err).toBeInstanceOf(EffectKeyError);
     expect(r.lastReceipt()).toMatchObject({ result: 'denied', decision_reason: 'effect_key_error', execution: null, would_have: null });
-    expect(await rejection(r.control.delegate('support', { subject: { agent: 'x' }, actions: ['**'] }, { by: { agent: 'support-agent' } }))).toBeInstanceOf(AuthorityEscalation);
+    expect(await rejection(r.control.delegate('support', { subject: { agent: 'x' }, actions: ['**'] }, { by: { agent: 'support-agent' } }))).toBeInstanceOf(
+      AuthorityEscalation,
+    );
     expect(r.calls).toBe(0);
     expect(() => loadPolicy(`${V3}mode: off\n${ACTIONS}`)).toThrow(/'mode' must be exactly 'observe' or 'enforce'/);
   });
@@ -217,8 +239,18 @@ describe('T87: switching to enforce needs no migration', () => {
   it('test_T87_observed_commits_become_duplicates_and_delegations_survive', async () => {
     const r = await rig(OBSERVE + AUTHORITY + ACTIONS);
     await r.control.execute(refund(100, 'p5'), r.executor);
-    const d = await r.control.delegate('support', { subject: { agent: 'helper' }, actions: ['stripe.refund'], expiresAt: '2026-09-03T23:00:00Z' }, { by: { agent: 'support-agent' } });
-    const enforce = new Control({ policy: loadPolicy(V3 + AUTHORITY + ACTIONS), store: r.store, clock: r.clock, logger: { warn: () => {} }, environment: 'production' });
+    const d = await r.control.delegate(
+      'support',
+      { subject: { agent: 'helper' }, actions: ['stripe.refund'], expiresAt: '2026-09-03T23:00:00Z' },
+      { by: { agent: 'support-agent' } },
+    );
+    const enforce = new Control({
+      policy: loadPolicy(V3 + AUTHORITY + ACTIONS),
+      store: r.store,
+      clock: r.clock,
+      logger: { warn: () => {} },
+      environment: 'production',
+    });
     expect(await rejection(enforce.execute(refund(100, 'p5'), r.executor))).toBeInstanceOf(DuplicateEffect);
     await enforce.execute(refund(100, 'p6', { agent: 'helper' }), r.executor);
     const resolved = (await r.store.events()).filter((e) => e.type === 'AUTHORITY_RESOLVED').at(-1)!;
@@ -242,9 +274,24 @@ describe('T86: stats counts what observe mode recorded', () => {
     await r.control.execute(refund(100, 'a6'), r.executor); // nothing
     const doc = await stats(r.store, { mode: 'observe' });
     expect(Object.keys(doc)).toEqual([
-      'schema', 'mode', 'since', 'from', 'to', 'actions', 'would_have_been_denied', 'denied_by_reason', 'would_have_needed_approval', 'would_have_been_blocked', 'blocked_by_reason', 'ambiguous_outcomes',
+      'schema',
+      'mode',
+      'since',
+      'from',
+      'to',
+      'actions',
+      'would_have_been_denied',
+      'denied_by_reason',
+      'would_have_needed_approval',
+      'would_have_been_blocked',
+      'blocked_by_reason',
+      'ambiguous_outcomes',
       // Added after the spec's fields: what was really enforced, and the approval requests filed.
-      'enforced_denied', 'enforced_denied_by_reason', 'enforced_blocked', 'approvals_requested', 'approvals_pending',
+      'enforced_denied',
+      'enforced_denied_by_reason',
+      'enforced_blocked',
+      'approvals_requested',
+      'approvals_pending',
     ]);
     expect(doc).toEqual({
       schema: STATS_SCHEMA,
@@ -274,28 +321,76 @@ describe('T86: stats counts what observe mode recorded', () => {
 
   it('tallies order by count, then reason; enforce counts the receipts instead', async () => {
     const r = await rig(V3 + AUTHORITY + ACTIONS);
-    for (const [amount, agent, id] of [[90000000, 'support-agent', 'b1'], [100, 'x', 'b2'], [100, 'y', 'b3'], [100, 'support-agent', 'b4']] as const) {
+    for (const [amount, agent, id] of [
+      [90000000, 'support-agent', 'b1'],
+      [100, 'x', 'b2'],
+      [100, 'y', 'b3'],
+      [100, 'support-agent', 'b4'],
+    ] as const) {
       await r.control.execute(refund(amount, id, { agent }), r.executor).catch(() => undefined);
     }
     await r.control.execute(refund(100, 'b4'), r.executor).catch(() => undefined);
     const doc = await stats(r.store, { mode: 'enforce' });
-    expect(Object.keys(doc)).toEqual(['schema', 'mode', 'since', 'from', 'to', 'actions', 'denied', 'denied_by_reason', 'ambiguous_outcomes', 'enforced_denied', 'enforced_denied_by_reason', 'enforced_blocked', 'approvals_requested', 'approvals_pending']);
-    expect(doc).toMatchObject({ mode: 'enforce', actions: 5, denied: 3, denied_by_reason: { no_authority: 2, 'rule[2]': 1 }, ambiguous_outcomes: 0, enforced_denied: 3, enforced_blocked: 1 });
+    expect(Object.keys(doc)).toEqual([
+      'schema',
+      'mode',
+      'since',
+      'from',
+      'to',
+      'actions',
+      'denied',
+      'denied_by_reason',
+      'ambiguous_outcomes',
+      'enforced_denied',
+      'enforced_denied_by_reason',
+      'enforced_blocked',
+      'approvals_requested',
+      'approvals_pending',
+    ]);
+    expect(doc).toMatchObject({
+      mode: 'enforce',
+      actions: 5,
+      denied: 3,
+      denied_by_reason: { no_authority: 2, 'rule[2]': 1 },
+      ambiguous_outcomes: 0,
+      enforced_denied: 3,
+      enforced_blocked: 1,
+    });
     // Observe numbers over enforce receipts: nothing counterfactual was recorded, but the
     // enforced refusals are still there to read.
-    expect(await stats(r.store, { mode: 'observe' })).toMatchObject({ actions: 5, would_have_been_denied: 0, would_have_been_blocked: 0, enforced_denied: 3, enforced_blocked: 1 });
+    expect(await stats(r.store, { mode: 'observe' })).toMatchObject({
+      actions: 5,
+      would_have_been_denied: 0,
+      would_have_been_blocked: 0,
+      enforced_denied: 3,
+      enforced_blocked: 1,
+    });
   });
 
   it('an empty store is all zeros', async () => {
     const r = await rig(OBSERVE + ACTIONS);
     expect(await stats(r.store)).toEqual({
-      schema: STATS_SCHEMA, mode: 'observe', since: null, from: null, to: null, actions: 0,
-      would_have_been_denied: 0, denied_by_reason: {}, would_have_needed_approval: 0, would_have_been_blocked: 0, blocked_by_reason: {}, ambiguous_outcomes: 0,
-      enforced_denied: 0, enforced_denied_by_reason: {}, enforced_blocked: 0, approvals_requested: 0, approvals_pending: 0,
+      schema: STATS_SCHEMA,
+      mode: 'observe',
+      since: null,
+      from: null,
+      to: null,
+      actions: 0,
+      would_have_been_denied: 0,
+      denied_by_reason: {},
+      would_have_needed_approval: 0,
+      would_have_been_blocked: 0,
+      blocked_by_reason: {},
+      ambiguous_outcomes: 0,
+      enforced_denied: 0,
+      enforced_denied_by_reason: {},
+      enforced_blocked: 0,
+      approvals_requested: 0,
+      approvals_pending: 0,
     });
   });
 
-  it('stats(store) counts in the store\'s mode: enforced refusals and approvals-required show up', async () => {
+  it("stats(store) counts in the store's mode: enforced refusals and approvals-required show up", async () => {
     // An application in enforce mode reads stats(store) with no options: it used to get the
     // observe document, with 0 would-have-been-denied and nothing about what was refused.
     const r = await rig(V3 + AUTHORITY + ACTIONS);

@@ -35,8 +35,10 @@ async function traced(options: Omit<OtelSinkOptions, 'tracerProvider'> = {}) {
   return { ...ctx, control, sink, tracer, spans, exporter };
 }
 
-const refundWith = (control: Awaited<ReturnType<typeof traced>>['control'], fn: (a: Record<string, unknown>) => unknown = (a) => `re_${String(a['payment_id'])}`) =>
-  protect<Record<string, unknown>, unknown>(fn, { control, name: 'stripe.refund' });
+const refundWith = (
+  control: Awaited<ReturnType<typeof traced>>['control'],
+  fn: (a: Record<string, unknown>) => unknown = (a) => `re_${String(a['payment_id'])}`,
+) => protect<Record<string, unknown>, unknown>(fn, { control, name: 'stripe.refund' });
 
 function inside<T>(tracer: Tracer, name: string, fn: () => Promise<T>): Promise<{ value: T; spanId: string; traceId: string }> {
   return tracer.startActiveSpan(name, async (span) => {
@@ -89,7 +91,11 @@ describe('otel sink', () => {
     expect(mine.length).toBeGreaterThanOrEqual(5);
     expect(span.events.map((e) => e.name)).toEqual(mine.map((e) => e.type));
     const evaluated = span.events.find((e) => e.name === 'POLICY_EVALUATED')!;
-    expect(evaluated.attributes).toEqual({ 'ctrlrun.effect_key': 'refund:p2', 'ctrlrun.decision': 'allow', 'ctrlrun.reason': mine.find((e) => e.type === 'POLICY_EVALUATED')!.data['reason'] });
+    expect(evaluated.attributes).toEqual({
+      'ctrlrun.effect_key': 'refund:p2',
+      'ctrlrun.decision': 'allow',
+      'ctrlrun.reason': mine.find((e) => e.type === 'POLICY_EVALUATED')!.data['reason'],
+    });
     const reserved = span.events.find((e) => e.name === 'EFFECT_RESERVED')!;
     expect(reserved.attributes?.['ctrlrun.effect_key']).toBe('refund:p2');
     expect(reserved.attributes?.['ctrlrun.attempt']).toBe(1);
@@ -106,7 +112,11 @@ describe('otel sink', () => {
     const opted = await traced({ arguments: ['amount', 'note', 'nested', 'absent'] });
     await refundWith(opted.control)({ payment_id: 'p4', amount: 777, note: 'shown', nested: { a: 1 } });
     const attrs = opted.spans()[0]!.attributes;
-    expect(Object.keys(attrs).filter((k) => k.startsWith('ctrlrun.argument.')).sort()).toEqual(['ctrlrun.argument.amount', 'ctrlrun.argument.note']);
+    expect(
+      Object.keys(attrs)
+        .filter((k) => k.startsWith('ctrlrun.argument.'))
+        .sort(),
+    ).toEqual(['ctrlrun.argument.amount', 'ctrlrun.argument.note']);
     expect([attrs['ctrlrun.argument.amount'], attrs['ctrlrun.argument.note']]).toEqual([777, 'shown']);
     // An argument the agent named __proto__ is an argument like any other (an own key, never the prototype).
     const hostile = await traced({ arguments: ['__proto__'] });
@@ -158,7 +168,11 @@ describe('otel sink', () => {
 
   it('an approval: the asking span ends at APPROVAL_REQUESTED, the answer is its own span, the run is a new span', async () => {
     const t = await traced();
-    const refund = protect(() => 'ok', { control: t.control, name: 'stripe.refund', wait: { provider: new ScriptedApprovalProvider(t.store, ['grant'], { approver: 'human:ana', clock: t.clock }) } });
+    const refund = protect(() => 'ok', {
+      control: t.control,
+      name: 'stripe.refund',
+      wait: { provider: new ScriptedApprovalProvider(t.store, ['grant'], { approver: 'human:ana', clock: t.clock }) },
+    });
     expect(await refund({ payment_id: 'a1', amount: 200000 })).toBe('ok');
     const [asked, run] = t.spans();
     expect(asked!.name).toBe('ctrlrun.action');
@@ -166,7 +180,11 @@ describe('otel sink', () => {
     expect(asked!.events.at(-1)!.name).toBe('APPROVAL_REQUESTED');
     const approvalId = asked!.attributes['ctrlrun.approval_id'];
     expect(run!.name).toBe('stripe.refund');
-    expect([run!.attributes['ctrlrun.approval_id'], run!.attributes['ctrlrun.approver'], run!.attributes['ctrlrun.decision']]).toEqual([approvalId, 'human:ana', 'approve']);
+    expect([run!.attributes['ctrlrun.approval_id'], run!.attributes['ctrlrun.approver'], run!.attributes['ctrlrun.decision']]).toEqual([
+      approvalId,
+      'human:ana',
+      'approve',
+    ]);
     // The scripted human answers through the store directly; a Control's answer is a standalone span.
     const ask = await refundWith(t.control)({ payment_id: 'a2', amount: 200000 }).catch((e: unknown) => e);
     await t.control.grantApproval((ask as ApprovalRequired).requestId, { approver: 'human:bo' });
@@ -176,14 +194,38 @@ describe('otel sink', () => {
   });
 
   it('never throws into the kernel, drops events of unseen actions, and keeps at most maxOpenSpans open', async () => {
-    const broken = await traced({ tracer: { startSpan: () => { throw new Error('exporter on fire'); }, startActiveSpan: () => { throw new Error('no'); } } as unknown as Tracer });
+    const broken = await traced({
+      tracer: {
+        startSpan: () => {
+          throw new Error('exporter on fire');
+        },
+        startActiveSpan: () => {
+          throw new Error('no');
+        },
+      } as unknown as Tracer,
+    });
     expect(await refundWith(broken.control)({ payment_id: 'b1', amount: 1 })).toBe('re_b1');
 
     const exporter = new InMemorySpanExporter();
     const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
     const sink = otelSink({ tracerProvider: provider, maxOpenSpans: 1 });
-    const ev = (type: string, actionId: string): EventRecord => ({ eventId: 1, ts: '2026-01-01T12:00:00.000Z', type: type as EventRecord['type'], actionId, effectKey: null, approvalId: null, data: {} });
-    const receipt = (actionId: string) => ({ seq: 1, prevHash: '', hash: '', json: '', document: { action_id: actionId, action: 'x', result: 'committed', finished_at: '2026-01-01T12:00:01.000Z' } }) as StoredReceipt;
+    const ev = (type: string, actionId: string): EventRecord => ({
+      eventId: 1,
+      ts: '2026-01-01T12:00:00.000Z',
+      type: type as EventRecord['type'],
+      actionId,
+      effectKey: null,
+      approvalId: null,
+      data: {},
+    });
+    const receipt = (actionId: string) =>
+      ({
+        seq: 1,
+        prevHash: '',
+        hash: '',
+        json: '',
+        document: { action_id: actionId, action: 'x', result: 'committed', finished_at: '2026-01-01T12:00:01.000Z' },
+      }) as StoredReceipt;
     sink.onEvent!(ev('EXECUTION_STARTED', 'never-proposed'));
     sink.onReceipt!(receipt('never-proposed'));
     sink.onEvent!(ev('ACTION_PROPOSED', 'a1'));

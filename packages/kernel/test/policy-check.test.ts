@@ -39,7 +39,9 @@ describe('checkPolicy: a missing or mistyped argument that turns a deny into an 
       ['rule_skipped', "actions['stripe.refund'].rules[0]", 'amount', ['missing', 'mistyped'], 'deny', 'allow'],
       ['rule_skipped', "actions['stripe.refund'].rules[1]", 'amount', ['missing', 'mistyped'], 'approve', 'allow'],
     ]);
-    expect(findings[0]!.message).toMatch(/rules\[0\] \(deny\) is skipped when 'amount' is missing, or 'amount' is not an integer.*rules\[2\] \(allow\) can match instead: such an argument turns deny into allow/);
+    expect(findings[0]!.message).toMatch(
+      /rules\[0\] \(deny\) is skipped when 'amount' is missing, or 'amount' is not an integer.*rules\[2\] \(allow\) can match instead: such an argument turns deny into allow/,
+    );
   });
 
   it('an allow-list (bounded allow and approve first, deny last) has nothing to flag', () => {
@@ -70,12 +72,14 @@ describe('checkPolicy: a missing or mistyped argument that turns a deny into an 
   });
 
   it('a deny by exact value lets any other spelling through (the weak form of finding 21)', () => {
-    const p = loadPolicy(v3(`  wire:
+    const p = loadPolicy(
+      v3(`  wire:
     rules:
       - when: { account_in: [treasury, payroll] }
         decision: deny
       - decision: allow
-`));
+`),
+    );
     expect(p.evaluate('wire', { account: 'Treasury' }).decision).toBe('allow');
     const [f] = checkPolicy(p);
     expect(f).toMatchObject({ code: 'rule_skipped', argument: 'account', bypasses: ['missing', 'other_value'], from: 'deny', to: 'allow' });
@@ -85,19 +89,29 @@ describe('checkPolicy: a missing or mistyped argument that turns a deny into an 
   it('an allow that excludes one value by _neq is flagged; a deny by _neq (deny all but one) is not', () => {
     const p = loadPolicy(v3('  wire:\n    rules:\n      - when: { account_neq: treasury }\n        decision: allow\n'));
     expect(p.evaluate('wire', { account: 'Treasury' }).decision).toBe('allow');
-    expect(checkPolicy(p)).toEqual([expect.objectContaining({ code: 'neq_admits_variants', where: "actions.wire.rules[0].when.account_neq", argument: 'account' })]);
-    expect(checkPolicy(loadPolicy(v3('  wire:\n    rules:\n      - when: { account_neq: ops }\n        decision: deny\n      - decision: approve\n'))).map((f) => f.bypasses)).toEqual([['missing']]);
+    expect(checkPolicy(p)).toEqual([
+      expect.objectContaining({ code: 'neq_admits_variants', where: 'actions.wire.rules[0].when.account_neq', argument: 'account' }),
+    ]);
+    expect(
+      checkPolicy(loadPolicy(v3('  wire:\n    rules:\n      - when: { account_neq: ops }\n        decision: deny\n      - decision: approve\n'))).map(
+        (f) => f.bypasses,
+      ),
+    ).toEqual([['missing']]);
   });
 
   it('the derived data_scope is never "missing"', () => {
-    const p = loadPolicy(`schema: ctrlrun.policy/v4\nactions:\n  a:\n    data: { ssn: phi }\n    rules:\n      - when: { data_scope_in: [phi] }\n        decision: deny\n      - decision: allow\n`);
+    const p = loadPolicy(
+      `schema: ctrlrun.policy/v4\nactions:\n  a:\n    data: { ssn: phi }\n    rules:\n      - when: { data_scope_in: [phi] }\n        decision: deny\n      - decision: allow\n`,
+    );
     expect(checkPolicy(p)).toEqual([]);
   });
 
   it("flags a grant's _neq, inline or standalone", () => {
     const grant = 'authority:\n  grants:\n    - id: g\n      subject: { agent: a }\n      actions: ["**"]\n      constraints: { account_neq: treasury }\n';
     const inline = loadPolicy(v3('  a:\n    decision: allow\n', grant));
-    expect(checkPolicy(inline)).toEqual([expect.objectContaining({ code: 'grant_neq', action: null, where: 'authority.grants["g"].constraints.account_neq', argument: 'account' })]);
+    expect(checkPolicy(inline)).toEqual([
+      expect.objectContaining({ code: 'grant_neq', action: null, where: 'authority.grants["g"].constraints.account_neq', argument: 'account' }),
+    ]);
     const standalone = loadAuthority(`schema: ctrlrun.policy/v3\n${grant}`);
     const plain = loadPolicy(v3('  a:\n    decision: allow\n'));
     expect(checkPolicy(plain)).toEqual([]);
@@ -109,7 +123,9 @@ describe('checkPolicy: an effect key shaped by a resource nobody derives', () =>
   it('flags an effect template reading {resource} on an entry without a resource: template', () => {
     const claimed = loadPolicy('schema: ctrlrun.policy/v2\nactions:\n  refund:\n    effect: "refund:{resource}"\n    decision: allow\n');
     expect(checkPolicy(claimed)).toEqual([expect.objectContaining({ code: 'effect_resource_claimed', action: 'refund', where: 'actions.refund.effect' })]);
-    const derived = loadPolicy('schema: ctrlrun.policy/v2\nactions:\n  refund:\n    effect: "refund:{resource}"\n    resource: "payment:{payment_id}"\n    decision: allow\n');
+    const derived = loadPolicy(
+      'schema: ctrlrun.policy/v2\nactions:\n  refund:\n    effect: "refund:{resource}"\n    resource: "payment:{payment_id}"\n    decision: allow\n',
+    );
     expect(checkPolicy(derived)).toEqual([]);
     expect(checkPolicy(loadPolicy('schema: ctrlrun.policy/v2\nactions:\n  refund:\n    effect: "refund:{payment_id}"\n    decision: allow\n'))).toEqual([]);
   });

@@ -18,15 +18,89 @@ function loadOrRefuse(text: string): Policy | null {
 }
 
 const SCALARS = [
-  'yes', 'no', 'on', 'off', 'y', '~', 'null', '', '0x1f', '0b11', '017', '09', '1_000', '1e5', '1.5', '.inf', '.nan', '1:30',
-  '2026-01-01', '2026-02-30', '2026-01-01 10:00:00Z', '"quoted"', "'single'", 'allow', 'approve', 'deny', 'observe', 'enforce',
-  'ctrlrun.policy/v1', 'ctrlrun.policy/v2', 'ctrlrun.policy/v3', 'ctrlrun.policy/v4', '"refund:{payment_id}"', '"{bad"', '!!str 5',
-  '!!int "7"', '!!set {a}', '!!binary aGk=', '&a x', '*a', '<<', '=', '[]', '{}', '[1, 2]', '{a: 1}', '-1', '9007199254740993',
+  'yes',
+  'no',
+  'on',
+  'off',
+  'y',
+  '~',
+  'null',
+  '',
+  '0x1f',
+  '0b11',
+  '017',
+  '09',
+  '1_000',
+  '1e5',
+  '1.5',
+  '.inf',
+  '.nan',
+  '1:30',
+  '2026-01-01',
+  '2026-02-30',
+  '2026-01-01 10:00:00Z',
+  '"quoted"',
+  "'single'",
+  'allow',
+  'approve',
+  'deny',
+  'observe',
+  'enforce',
+  'ctrlrun.policy/v1',
+  'ctrlrun.policy/v2',
+  'ctrlrun.policy/v3',
+  'ctrlrun.policy/v4',
+  '"refund:{payment_id}"',
+  '"{bad"',
+  '!!str 5',
+  '!!int "7"',
+  '!!set {a}',
+  '!!binary aGk=',
+  '&a x',
+  '*a',
+  '<<',
+  '=',
+  '[]',
+  '{}',
+  '[1, 2]',
+  '{a: 1}',
+  '-1',
+  '9007199254740993',
 ];
 const KEYS = [
-  'schema', 'actions', 'environment', 'authority', 'mode', 'version', 'controls', 'decision', 'rules', 'when', 'effect', 'resource',
-  'mcp', 'data', 'not_executed_on_error', 'title', 'source', 'label', 'redact', 'grants', 'amount_lte', 'amount_eq', 'x_in',
-  'user_eq', 'data_scope_in', 'data_scope_eq', 'customer.read', 'stripe.refund', '"quoted key"', '1', 'yes', '<<', '? [a]',
+  'schema',
+  'actions',
+  'environment',
+  'authority',
+  'mode',
+  'version',
+  'controls',
+  'decision',
+  'rules',
+  'when',
+  'effect',
+  'resource',
+  'mcp',
+  'data',
+  'not_executed_on_error',
+  'title',
+  'source',
+  'label',
+  'redact',
+  'grants',
+  'amount_lte',
+  'amount_eq',
+  'x_in',
+  'user_eq',
+  'data_scope_in',
+  'data_scope_eq',
+  'customer.read',
+  'stripe.refund',
+  '"quoted key"',
+  '1',
+  'yes',
+  '<<',
+  '? [a]',
 ];
 
 /** YAML-ish text: nested block and flow mappings and lists of the policy's own vocabulary. */
@@ -66,7 +140,14 @@ describe('the loader', () => {
   it('refuses the example policy with random edits with a PolicyError and nothing else', () => {
     fc.assert(
       fc.property(
-        fc.array(fc.tuple(fc.nat(), fc.nat({ max: 3 }), fc.constantFrom('{', '}', '[', ']', ':', '-', ' ', '\n', '\t', '#', '"', "'", '&', '*', '!', 'x', '0', '.', ',', '\u0000', 'é')), { minLength: 1, maxLength: 4 }),
+        fc.array(
+          fc.tuple(
+            fc.nat(),
+            fc.nat({ max: 3 }),
+            fc.constantFrom('{', '}', '[', ']', ':', '-', ' ', '\n', '\t', '#', '"', "'", '&', '*', '!', 'x', '0', '.', ',', '\u0000', 'é'),
+          ),
+          { minLength: 1, maxLength: 4 },
+        ),
         (edits) => {
           let text = EXAMPLE_POLICY_YAML;
           for (const [at, remove, insert] of edits) {
@@ -87,21 +168,27 @@ describe('the loader', () => {
     const place = fc.constantFrom(
       (v: string) => `schema: ctrlrun.policy/v1\nactions:\n  a:\n    rules:\n      - when: {x_in: ${v}}\n        decision: allow\n`,
       (v: string) => `schema: ctrlrun.policy/v4\ncontrols:\n  c: {title: ${v}}\nactions: {}\n`,
-      (v: string) => `schema: ctrlrun.policy/v3\nactions: {a: {decision: allow}}\nauthority:\n  grants:\n    - {id: g, subject: {agent: a}, actions: [a], constraints: {x_in: ${v}}}\n`,
+      (v: string) =>
+        `schema: ctrlrun.policy/v3\nactions: {a: {decision: allow}}\nauthority:\n  grants:\n    - {id: g, subject: {agent: a}, actions: [a], constraints: {x_in: ${v}}}\n`,
       (v: string) => `schema: ctrlrun.policy/v1\nactions: {}\nextra: ${v}\n`,
     );
     fc.assert(
-      fc.property(fc.integer({ min: 0, max: 60_000 }), fc.array(fc.integer({ min: 1, max: 16 }), { minLength: 1, maxLength: 6 }), place, (length, fanouts, at) => {
-        const levels = [`&l0 "${'z'.repeat(length)}"`];
-        fanouts.forEach((n, i) => levels.push(`&l${i + 1} [${Array(n).fill(`*l${i}`).join(', ')}]`));
-        const text = at(`[${levels.join(', ')}]`);
-        loadOrRefuse(text);
-        try {
-          loadAuthority(text);
-        } catch (err) {
-          if (!(err instanceof PolicyError)) throw err;
-        }
-      }),
+      fc.property(
+        fc.integer({ min: 0, max: 60_000 }),
+        fc.array(fc.integer({ min: 1, max: 16 }), { minLength: 1, maxLength: 6 }),
+        place,
+        (length, fanouts, at) => {
+          const levels = [`&l0 "${'z'.repeat(length)}"`];
+          fanouts.forEach((n, i) => levels.push(`&l${i + 1} [${Array(n).fill(`*l${i}`).join(', ')}]`));
+          const text = at(`[${levels.join(', ')}]`);
+          loadOrRefuse(text);
+          try {
+            loadAuthority(text);
+          } catch (err) {
+            if (!(err instanceof PolicyError)) throw err;
+          }
+        },
+      ),
       { numRuns: 60 },
     );
   });
@@ -126,7 +213,7 @@ describe('the loader', () => {
 
   it('template parsing refuses only with the error class of its context', () => {
     fc.assert(
-      fc.property(fc.string({ unit: fc.constantFrom('{', '}', 'a', '_', '1', ':', '.', 'é', ' ', '!') , maxLength: 12 }), (text) => {
+      fc.property(fc.string({ unit: fc.constantFrom('{', '}', 'a', '_', '1', ':', '.', 'é', ' ', '!'), maxLength: 12 }), (text) => {
         let loadOk = true;
         let decorationOk = true;
         try {
@@ -155,7 +242,11 @@ const SUBJECTS = ['amount', 'currency', 'flag', 'items', 'meta', 'n'];
 const scalarOperand = fc.oneof(fc.integer({ min: -5, max: 5 }), fc.constantFrom('EUR', 'USD', 'x', ''), fc.boolean(), fc.constant(null));
 const condition = fc.oneof(
   fc.tuple(fc.constantFrom(...SUBJECTS), fc.constantFrom('lt', 'lte', 'gt', 'gte'), fc.integer({ min: -5, max: 5 })),
-  fc.tuple(fc.constantFrom(...SUBJECTS), fc.constantFrom('eq', 'neq'), fc.oneof(scalarOperand, fc.array(scalarOperand, { maxLength: 3 }), fc.dictionary(fc.constantFrom('a', 'b'), scalarOperand))),
+  fc.tuple(
+    fc.constantFrom(...SUBJECTS),
+    fc.constantFrom('eq', 'neq'),
+    fc.oneof(scalarOperand, fc.array(scalarOperand, { maxLength: 3 }), fc.dictionary(fc.constantFrom('a', 'b'), scalarOperand)),
+  ),
   fc.tuple(fc.constantFrom(...SUBJECTS), fc.constant('in'), fc.array(fc.oneof(scalarOperand, fc.array(scalarOperand, { maxLength: 2 })), { maxLength: 3 })),
   fc.tuple(fc.constant('data_scope'), fc.constantFrom('eq', 'neq', 'in'), fc.array(fc.constantFrom('phi', 'pci', 'internal'), { maxLength: 3 })),
 );
@@ -212,7 +303,11 @@ function shuffled(value: unknown, seed: number): unknown {
 const yamlOf = (doc: unknown, flow: boolean): string =>
   stringify(doc, { defaultStringType: 'QUOTE_DOUBLE', defaultKeyType: 'QUOTE_DOUBLE', collectionStyle: flow ? 'flow' : 'block' });
 
-const argValue = fc.oneof(fc.anything({ maxDepth: 2, withBigInt: true, withNullPrototype: true, withMap: true, withDate: true }), fc.integer({ min: -6, max: 6 }), fc.constantFrom('EUR', 'x', ''));
+const argValue = fc.oneof(
+  fc.anything({ maxDepth: 2, withBigInt: true, withNullPrototype: true, withMap: true, withDate: true }),
+  fc.integer({ min: -6, max: 6 }),
+  fc.constantFrom('EUR', 'x', ''),
+);
 
 describe('evaluation and the hash', () => {
   it('random documents load; their hash ignores key order, style and quoting', () => {
@@ -266,19 +361,23 @@ describe('evaluation and the hash', () => {
 
   it('random argument objects never make evaluate throw, and results stay in range', () => {
     fc.assert(
-      fc.property(policyDocument, fc.dictionary(fc.oneof(fc.constantFrom(...SUBJECTS, 'ssn', 'data_scope', '__proto__', 'constructor'), fc.string()), argValue), (doc, args) => {
-        const p = loadPolicyDocument(doc);
-        for (const name of [...Object.keys(doc.actions), 'unknown', 'toString']) {
-          const e = p.evaluate(name, args);
-          expect(['allow', 'approve', 'deny']).toContain(e.decision);
-          expect(e.reason).toMatch(/^(unknown_action|decision|no_matching_rule|rule\[\d+\])$/);
-          expect(e.controls.every((c) => controlIds.includes(c))).toBe(true);
-          expect([...e.controls].sort((a, b) => controlIds.indexOf(a) - controlIds.indexOf(b))).toEqual(e.controls);
-          expect(e.warnings.every((w) => typeof w === 'string')).toBe(true);
-          // Pure: the same question gets the same answer.
-          expect(p.evaluate(name, args)).toEqual(e);
-        }
-      }),
+      fc.property(
+        policyDocument,
+        fc.dictionary(fc.oneof(fc.constantFrom(...SUBJECTS, 'ssn', 'data_scope', '__proto__', 'constructor'), fc.string()), argValue),
+        (doc, args) => {
+          const p = loadPolicyDocument(doc);
+          for (const name of [...Object.keys(doc.actions), 'unknown', 'toString']) {
+            const e = p.evaluate(name, args);
+            expect(['allow', 'approve', 'deny']).toContain(e.decision);
+            expect(e.reason).toMatch(/^(unknown_action|decision|no_matching_rule|rule\[\d+\])$/);
+            expect(e.controls.every((c) => controlIds.includes(c))).toBe(true);
+            expect([...e.controls].sort((a, b) => controlIds.indexOf(a) - controlIds.indexOf(b))).toEqual(e.controls);
+            expect(e.warnings.every((w) => typeof w === 'string')).toBe(true);
+            // Pure: the same question gets the same answer.
+            expect(p.evaluate(name, args)).toEqual(e);
+          }
+        },
+      ),
       { numRuns: 300 },
     );
   });
@@ -287,7 +386,15 @@ describe('evaluation and the hash', () => {
     fc.assert(
       fc.property(policyDocument, fc.dictionary(fc.constantFrom(...SUBJECTS, 'ssn'), argValue), (doc, args) => {
         const strip = (v: unknown): unknown =>
-          Array.isArray(v) ? v.map(strip) : v !== null && typeof v === 'object' ? Object.fromEntries(Object.entries(v).filter(([k]) => k !== 'controls').map(([k, x]) => [k, strip(x)])) : v;
+          Array.isArray(v)
+            ? v.map(strip)
+            : v !== null && typeof v === 'object'
+              ? Object.fromEntries(
+                  Object.entries(v)
+                    .filter(([k]) => k !== 'controls')
+                    .map(([k, x]) => [k, strip(x)]),
+                )
+              : v;
         const bare = loadPolicyDocument({ ...(strip(doc) as object), controls: doc.controls });
         const cited = loadPolicyDocument(doc);
         for (const name of Object.keys(doc.actions)) {

@@ -1,7 +1,16 @@
 // Effect and resource templates (spec 01 §3.7).
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { createAction, EffectKeyError, InvalidArgument, loadPolicy, parseTemplate, PolicyError, resolveEffectTemplate, resolveResourceTemplate } from '@ctrlrun/kernel';
+import {
+  createAction,
+  EffectKeyError,
+  InvalidArgument,
+  loadPolicy,
+  parseTemplate,
+  PolicyError,
+  resolveEffectTemplate,
+  resolveResourceTemplate,
+} from '@ctrlrun/kernel';
 import { jsonEquals } from '../src/canonical.js';
 import { setup } from './harness.js';
 
@@ -18,12 +27,32 @@ describe('template grammar', () => {
   });
 
   it('refuses what is not literal text and {name}: PolicyError at load, InvalidArgument at decoration', () => {
-    const malformed = ['', '{{x}}', '{x', 'x}', '{}', '{1x}', '{0}', '{x:>10}', '{x!r}', '{x.y}', '{x[0]}', '{ x}', '{x }', '{x-y}', '{e\u0301}', '}{', 'a{b{c}}'];
+    const malformed = [
+      '',
+      '{{x}}',
+      '{x',
+      'x}',
+      '{}',
+      '{1x}',
+      '{0}',
+      '{x:>10}',
+      '{x!r}',
+      '{x.y}',
+      '{x[0]}',
+      '{ x}',
+      '{x }',
+      '{x-y}',
+      '{e\u0301}',
+      '}{',
+      'a{b{c}}',
+    ];
     for (const text of malformed) {
       expect(() => parseTemplate(text, 'load'), text).toThrow(PolicyError);
       expect(() => parseTemplate(text, 'decoration'), text).toThrow(InvalidArgument);
     }
-    expect(() => parseTemplate('refund:{payment_id', 'decoration')).toThrow("'refund:{payment_id' is not a valid template: expected literal text and '{name}' placeholders, found '{' at position 7");
+    expect(() => parseTemplate('refund:{payment_id', 'decoration')).toThrow(
+      "'refund:{payment_id' is not a valid template: expected literal text and '{name}' placeholders, found '{' at position 7",
+    );
     expect(() => parseTemplate('', 'load')).toThrow('a template must be a non-empty string');
     expect(() => parseTemplate(5 as unknown as string, 'decoration')).toThrow(InvalidArgument);
   });
@@ -85,7 +114,9 @@ describe('resolving an effect template (against the canonical arguments)', () =>
   });
 
   it('test_T16_a_decorator_and_a_policy_template_produce_the_same_action_hash', () => {
-    const policy = loadPolicy('schema: ctrlrun.policy/v2\nactions:\n  stripe.refund:\n    resource: "payment:{payment_id}"\n    effect: "refund:{payment_id}"\n    decision: allow\n');
+    const policy = loadPolicy(
+      'schema: ctrlrun.policy/v2\nactions:\n  stripe.refund:\n    resource: "payment:{payment_id}"\n    effect: "refund:{payment_id}"\n    decision: allow\n',
+    );
     const entry = policy.action('stripe.refund')!;
     const args = { payment_id: 'pi_9', amount: 100 };
     const build = (resource: string) => createAction({ name: 'stripe.refund', arguments: args, principal: { agent: 'a' }, resource });
@@ -106,7 +137,9 @@ describe('an integer and its digits as a string never share a key (777 vs "777")
     expect(resolveEffectTemplate('refund:{payment_id}', { payment_id: 12345678901234567890n }, null)).toBe('refund:12345678901234567890');
     for (const s of ['777', '0', '-5', '12345678901234567890']) {
       expect(() => resolveEffectTemplate('refund:{payment_id}', { payment_id: s }, null), s).toThrow(EffectKeyError);
-      expect(() => resolveEffectTemplate('refund:{payment_id}', { payment_id: s }, null), s).toThrow(`'{payment_id}' is the string "${s}", which the template would spell exactly like the integer ${s}`);
+      expect(() => resolveEffectTemplate('refund:{payment_id}', { payment_id: s }, null), s).toThrow(
+        `'{payment_id}' is the string "${s}", which the template would spell exactly like the integer ${s}`,
+      );
     }
     // Strings no integer renders to stay verbatim.
     for (const s of ['0777', '+7', '-0', '7.0', '777 ', 'txn_777', '1e3', '٧٧٧']) {
@@ -139,21 +172,36 @@ describe('an integer and its digits as a string never share a key (777 vs "777")
     };
     fc.assert(
       // Random pairs, and the pairs that matter: an integer and its own digits as a string.
-      fc.property(fc.oneof(fc.tuple(value, value), fc.integer().map((n) => [n, String(n)] as const), fc.bigInt().map((n) => [n.toString(), n] as const)), ([a, b]) => {
-        const ka = key(a);
-        const kb = key(b);
-        if (ka !== null && ka === kb) expect(jsonEquals(a, b)).toBe(true);
-      }),
+      fc.property(
+        fc.oneof(
+          fc.tuple(value, value),
+          fc.integer().map((n) => [n, String(n)] as const),
+          fc.bigInt().map((n) => [n.toString(), n] as const),
+        ),
+        ([a, b]) => {
+          const ka = key(a);
+          const kb = key(b);
+          if (ka !== null && ka === kb) expect(jsonEquals(a, b)).toBe(true);
+        },
+      ),
       { numRuns: 500 },
     );
   });
 
   it('through Control: "777" after 777 is refused as an effect-key error, never a duplicate of the other action', async () => {
     const { control, store } = await setup();
-    const run = (payment_id: unknown) => control.execute(createAction({ name: 'stripe.refund', arguments: { payment_id, amount: 100 }, principal: { agent: 'refund-agent' } }), async () => ({ ok: true }));
+    const run = (payment_id: unknown) =>
+      control.execute(createAction({ name: 'stripe.refund', arguments: { payment_id, amount: 100 }, principal: { agent: 'refund-agent' } }), async () => ({
+        ok: true,
+      }));
     await expect(run(777)).resolves.toEqual({ ok: true });
     let ran = false;
-    await expect(control.execute(createAction({ name: 'stripe.refund', arguments: { payment_id: '777', amount: 100 }, principal: { agent: 'refund-agent' } }), async () => ((ran = true), {}))).rejects.toBeInstanceOf(EffectKeyError);
+    await expect(
+      control.execute(
+        createAction({ name: 'stripe.refund', arguments: { payment_id: '777', amount: 100 }, principal: { agent: 'refund-agent' } }),
+        async () => ((ran = true), {}),
+      ),
+    ).rejects.toBeInstanceOf(EffectKeyError);
     expect(ran).toBe(false);
     expect((await store.receipts()).map((r) => [r.effect_key, r.result])).toEqual([
       ['refund:777', 'committed'],

@@ -14,10 +14,11 @@ function scalar(text: string): YValue {
   return entry.value;
 }
 
-const hint = (value: string): string =>
-  `schema: ctrlrun.policy/v2\nactions:\n  a:\n    mcp: {not_executed_on_error: ${value}}\n    decision: allow\n`;
-const bound = (operand: string): string => `schema: ctrlrun.policy/v1\nactions:\n  a:\n    rules:\n      - when: {v_lte: ${operand}}\n        decision: allow\n`;
-const equals = (operand: string): string => `schema: ctrlrun.policy/v1\nactions:\n  a:\n    rules:\n      - when: {v_eq: ${operand}}\n        decision: allow\n`;
+const hint = (value: string): string => `schema: ctrlrun.policy/v2\nactions:\n  a:\n    mcp: {not_executed_on_error: ${value}}\n    decision: allow\n`;
+const bound = (operand: string): string =>
+  `schema: ctrlrun.policy/v1\nactions:\n  a:\n    rules:\n      - when: {v_lte: ${operand}}\n        decision: allow\n`;
+const equals = (operand: string): string =>
+  `schema: ctrlrun.policy/v1\nactions:\n  a:\n    rules:\n      - when: {v_eq: ${operand}}\n        decision: allow\n`;
 
 describe('YAML 1.1 scalars', () => {
   it('yes/no/on/off are booleans; y/n are strings', () => {
@@ -44,7 +45,10 @@ describe('YAML 1.1 scalars', () => {
     expect([at('1:30', 90), at('1:30', 91)]).toEqual(['allow', 'deny']);
     expect([at('-0x10', -16), at('-0x10', -15)]).toEqual(['allow', 'deny']);
     expect([at('+7', 7), at('+7', 8)]).toEqual(['allow', 'deny']);
-    expect([at('123456789012345678901234567890', 123456789012345678901234567890n), at('123456789012345678901234567890', 123456789012345678901234567891n)]).toEqual(['allow', 'deny']);
+    expect([
+      at('123456789012345678901234567890', 123456789012345678901234567890n),
+      at('123456789012345678901234567890', 123456789012345678901234567891n),
+    ]).toEqual(['allow', 'deny']);
     // `0o17` and `09` are strings in YAML 1.1, so not a numeric operand.
     expect(refusal(bound('0o17')).message).toMatch(/integer operand, got string/);
     expect(refusal(bound('09')).message).toMatch(/integer operand, got string/);
@@ -109,10 +113,12 @@ describe('duplicate keys', () => {
     expect(refusal('schema: ctrlrun.policy/v1\nactions:\n  a: {decision: allow}\n  b: {decision: allow}\n  a: {decision: deny}\n').message).toBe(
       "<string>: actions (line 5): duplicate key 'a'",
     );
-    expect(refusal('schema: ctrlrun.policy/v1\nactions:\n  a:\n    decision: allow\n    decision: deny\n').message).toMatch(/actions\.a \(line 5\): duplicate key 'decision'/);
-    expect(refusal('schema: ctrlrun.policy/v1\nactions:\n  a:\n    rules:\n      - when: {amount_lte: 1, amount_lte: 2}\n        decision: allow\n').message).toMatch(
-      /actions\.a\.rules\[0\]\.when \(line 5\): duplicate key 'amount_lte'/,
+    expect(refusal('schema: ctrlrun.policy/v1\nactions:\n  a:\n    decision: allow\n    decision: deny\n').message).toMatch(
+      /actions\.a \(line 5\): duplicate key 'decision'/,
     );
+    expect(
+      refusal('schema: ctrlrun.policy/v1\nactions:\n  a:\n    rules:\n      - when: {amount_lte: 1, amount_lte: 2}\n        decision: allow\n').message,
+    ).toMatch(/actions\.a\.rules\[0\]\.when \(line 5\): duplicate key 'amount_lte'/);
   });
 
   it('compare keys by value after resolution, as Python does', () => {
@@ -141,16 +147,25 @@ actions:
 `);
     expect(p.evaluate('b', { amount: 5 })).toMatchObject({ decision: 'allow', reason: 'rule[0]' });
     expect(p.policyHash).toBe(
-      loadPolicy('schema: ctrlrun.policy/v1\nactions:\n  a: {rules: [{when: {amount_lte: 10}, decision: allow}, {decision: approve}]}\n  b: {rules: [{when: {amount_lte: 10}, decision: allow}, {decision: approve}]}\n').policyHash,
+      loadPolicy(
+        'schema: ctrlrun.policy/v1\nactions:\n  a: {rules: [{when: {amount_lte: 10}, decision: allow}, {decision: approve}]}\n  b: {rules: [{when: {amount_lte: 10}, decision: allow}, {decision: approve}]}\n',
+      ).policyHash,
     );
-    expect(refusal('schema: ctrlrun.policy/v1\nactions:\n  a: &x {decision: allow}\n  b: &x {decision: deny}\n').message).toMatch(/line 4: found duplicate anchor "x"/);
+    expect(refusal('schema: ctrlrun.policy/v1\nactions:\n  a: &x {decision: allow}\n  b: &x {decision: deny}\n').message).toMatch(
+      /line 4: found duplicate anchor "x"/,
+    );
     expect(refusal('schema: ctrlrun.policy/v1\nactions:\n  a: *nowhere\n').message).toMatch(/undefined alias/);
     expect(refusal('schema: ctrlrun.policy/v1\nactions:\n  a: &x {rules: [*x]}\n').message).toMatch(/refers to a node that contains it/);
   });
 
   it('an alias bomb is refused, not expanded', () => {
     const lines = ['schema: ctrlrun.policy/v1', 'l0: &l0 [x, x, x, x, x, x, x, x, x, x]'];
-    for (let i = 1; i < 9; i++) lines.push(`l${i}: &l${i} [${Array(10).fill(`*l${i - 1}`).join(', ')}]`);
+    for (let i = 1; i < 9; i++)
+      lines.push(
+        `l${i}: &l${i} [${Array(10)
+          .fill(`*l${i - 1}`)
+          .join(', ')}]`,
+      );
     lines.push('actions: {}');
     expect(refusal(`${lines.join('\n')}\n`).message).toMatch(/expands to more than/);
   });
@@ -159,7 +174,12 @@ actions:
   const longAliases = (indent: string): string => {
     const big = 'A'.repeat(50_000);
     const levels = [`&s "${big}"`, `&l1 [${Array(10).fill('*s').join(', ')}]`];
-    for (let i = 2; i <= 5; i++) levels.push(`&l${i} [${Array(10).fill(`*l${i - 1}`).join(', ')}]`);
+    for (let i = 2; i <= 5; i++)
+      levels.push(
+        `&l${i} [${Array(10)
+          .fill(`*l${i - 1}`)
+          .join(', ')}]`,
+      );
     return `${indent}[${levels.join(', ')}]`;
   };
   const limit = new RegExp(`size limit of ${MAX_EXPANDED_BYTES} bytes`);
@@ -184,15 +204,21 @@ actions:
     expect(policyError(() => loadAuthority(authority)).message).toMatch(limit);
     expect(policyError(() => loadGrant(`subject: {agent: a}\nactions: [a]\nconstraints: {x_in: ${longAliases('')}}\n`)).message).toMatch(limit);
     // A text over the limit is refused before it is parsed.
-    expect(refusal(`schema: ctrlrun.policy/v1\nactions: {}\n# ${'x'.repeat(MAX_EXPANDED_BYTES)}\n`).message).toMatch(/the document is larger than the size limit of/);
+    expect(refusal(`schema: ctrlrun.policy/v1\nactions: {}\n# ${'x'.repeat(MAX_EXPANDED_BYTES)}\n`).message).toMatch(
+      /the document is larger than the size limit of/,
+    );
     // The bound counts bytes, not characters: three-byte characters reach it sooner.
     expect(refusal(`schema: ctrlrun.policy/v1\nactions: {}\n# ${'€'.repeat(MAX_EXPANDED_BYTES / 3 + 1)}\n`).message).toMatch(limit);
   });
 
   it('aliases of a long string under the bound still load, and hash as written out', () => {
     const big = 'B'.repeat(100_000);
-    const aliased = loadPolicy(`schema: ctrlrun.policy/v1\nactions:\n  a:\n    rules:\n      - when: {x_in: [&s "${big}", ${Array(9).fill('*s').join(', ')}]}\n        decision: allow\n`);
-    const written = loadPolicy(`schema: ctrlrun.policy/v1\nactions:\n  a:\n    rules:\n      - when: {x_in: [${Array(10).fill(`"${big}"`).join(', ')}]}\n        decision: allow\n`);
+    const aliased = loadPolicy(
+      `schema: ctrlrun.policy/v1\nactions:\n  a:\n    rules:\n      - when: {x_in: [&s "${big}", ${Array(9).fill('*s').join(', ')}]}\n        decision: allow\n`,
+    );
+    const written = loadPolicy(
+      `schema: ctrlrun.policy/v1\nactions:\n  a:\n    rules:\n      - when: {x_in: [${Array(10).fill(`"${big}"`).join(', ')}]}\n        decision: allow\n`,
+    );
     expect(aliased.policyHash).toBe(written.policyHash);
     expect(aliased.evaluate('a', { x: big }).decision).toBe('allow');
   });
@@ -201,7 +227,9 @@ actions:
     const big = 'C'.repeat(1_000_000);
     let shared: unknown = [big, big];
     for (let i = 0; i < 20; i++) shared = [shared, shared]; // 2^21 references, 2 TB written out
-    const err = policyError(() => loadPolicyDocument({ schema: 'ctrlrun.policy/v1', actions: { a: { rules: [{ when: { x_in: shared }, decision: 'allow' }] } } }));
+    const err = policyError(() =>
+      loadPolicyDocument({ schema: 'ctrlrun.policy/v1', actions: { a: { rules: [{ when: { x_in: shared }, decision: 'allow' }] } } }),
+    );
     expect(err.message).toMatch(limit);
   });
 
@@ -212,7 +240,9 @@ actions:
     expect(refusal('- a\n').message).toMatch(/got list/);
     expect(refusal('schema: ctrlrun.policy/v1\nactions:\n  "a\u0000": {decision: allow}\n').message).toMatch(/line 3: unacceptable character U\+0000/);
     expect(refusal('schema: ctrlrun.policy/v1\nactions: {}\nx: \u2028\n').message).toMatch(/line separator U\+2028/);
-    expect(refusal('schema: ctrlrun.policy/v1\nactions:\n  base: &b {decision: allow}\n  a:\n    <<: *b\n').message).toMatch(/actions\.a \(line 5\): merge keys \(<<\) are not supported/);
+    expect(refusal('schema: ctrlrun.policy/v1\nactions:\n  base: &b {decision: allow}\n  a:\n    <<: *b\n').message).toMatch(
+      /actions\.a \(line 5\): merge keys \(<<\) are not supported/,
+    );
     expect(refusal('schema: ctrlrun.policy/v1\nactions:\n  ? [a, b]\n  : {decision: allow}\n').message).toMatch(/unhashable key/);
     // A byte-order mark and CRLF line ends are fine.
     expect(() => loadPolicy('\ufeffschema: ctrlrun.policy/v1\r\nactions: {}\r\n')).not.toThrow();

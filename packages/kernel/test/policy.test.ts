@@ -19,7 +19,7 @@ const vectors = JSON.parse(readFileSync(new URL('../../../test/vectors/decisions
 const V1 = (body: string): string => `schema: ctrlrun.policy/v1\nactions:\n${body}`;
 const V4 = (body: string, head = ''): string => `schema: ctrlrun.policy/v4\n${head}actions:\n${body}`;
 
-describe('the original implementation\'s decision vectors', () => {
+describe("the original implementation's decision vectors", () => {
   for (const p of vectors.policies) {
     describe(p.policy_id, () => {
       const policy = loadPolicy(p.yaml);
@@ -78,14 +78,16 @@ actions:
 });
 
 describe('evaluation (§3.5)', () => {
-  const policy = loadPolicy(V1(`  customer.read: {decision: allow}
+  const policy = loadPolicy(
+    V1(`  customer.read: {decision: allow}
   stripe.refund:
     rules:
       - when: {amount_lte: 100}
         decision: allow
       - when: {currency_eq: EUR}
         decision: approve
-`));
+`),
+  );
 
   it('test_T6_unknown_action_is_denied_with_reason_unknown_action', () => {
     expect(policy.evaluate('customer.write', {})).toEqual({ decision: 'deny', reason: 'unknown_action', controls: [], warnings: [] });
@@ -138,7 +140,8 @@ describe('evaluation (§3.5)', () => {
 
 describe('conditions (§3.4)', () => {
   it('test_T176_the_operators_behave_as_they_do_everywhere_else', () => {
-    const p = loadPolicy(V1(`  eq: {rules: [{when: {v_eq: 1}, decision: allow}]}
+    const p = loadPolicy(
+      V1(`  eq: {rules: [{when: {v_eq: 1}, decision: allow}]}
   eq_true: {rules: [{when: {v_eq: true}, decision: allow}]}
   eq_str: {rules: [{when: {v_eq: "1"}, decision: allow}]}
   eq_null: {rules: [{when: {v_eq: null}, decision: allow}]}
@@ -151,7 +154,8 @@ describe('conditions (§3.4)', () => {
   gt: {rules: [{when: {v_gt: 10}, decision: allow}]}
   gte: {rules: [{when: {v_gte: 10}, decision: allow}]}
   big: {rules: [{when: {v_gt: 9007199254740993}, decision: allow}]}
-`));
+`),
+    );
     const allows = (name: string, v: unknown): boolean => p.evaluate(name, { v }).decision === 'allow';
     // Type-strict equality: true ≠ 1, "1" ≠ 1, 5 = 5n.
     expect(allows('eq', 1)).toBe(true);
@@ -198,10 +202,12 @@ describe('conditions (§3.4)', () => {
   });
 
   it('splits on the longest operator suffix leaving a non-empty subject', () => {
-    const p = loadPolicy(V1(`  a: {rules: [{when: {amount_neq: 5}, decision: allow}]}
+    const p = loadPolicy(
+      V1(`  a: {rules: [{when: {amount_neq: 5}, decision: allow}]}
   b: {rules: [{when: {x_in_in: [1]}, decision: allow}]}
   c: {rules: [{when: {a__lte: 3}, decision: allow}]}
-`));
+`),
+    );
     expect(p.evaluate('a', { amount: 4 }).decision).toBe('allow');
     expect(p.evaluate('a', { amount_n: 5 }).warnings[0]).toContain("no argument 'amount'");
     expect(p.evaluate('b', { x_in: 1 }).decision).toBe('allow');
@@ -257,7 +263,8 @@ describe('conditions (§3.4)', () => {
 });
 
 describe('data labels and the derived data_scope (§3.4, v4)', () => {
-  const policy = loadPolicy(V4(`  patient.note:
+  const policy = loadPolicy(
+    V4(`  patient.note:
     data:
       patient_id: phi
       diagnosis: {label: phi}
@@ -270,7 +277,8 @@ describe('data labels and the derived data_scope (§3.4, v4)', () => {
       - when: {data_scope_eq: []}
         decision: allow
       - decision: allow
-`));
+`),
+  );
 
   it('test_T176_the_derived_set_drives_a_decision', () => {
     // Only the labels of arguments actually supplied count; eq compares as a set.
@@ -282,10 +290,16 @@ describe('data labels and the derived data_scope (§3.4, v4)', () => {
     // A supplied null still carries its label: presence, not value.
     expect(policy.evaluate('patient.note', { patient_id: null }).decision).toBe('approve');
     // The set order written in the document does not matter.
-    const reversed = loadPolicy(V4('  a:\n    data: {x: phi, y: internal}\n    rules:\n      - when: {data_scope_eq: [phi, internal]}\n        decision: deny\n      - decision: allow\n'));
+    const reversed = loadPolicy(
+      V4(
+        '  a:\n    data: {x: phi, y: internal}\n    rules:\n      - when: {data_scope_eq: [phi, internal]}\n        decision: deny\n      - decision: allow\n',
+      ),
+    );
     expect(reversed.evaluate('a', { x: 1, y: 2 }).decision).toBe('deny');
     expect(reversed.evaluate('a', { x: 1 }).decision).toBe('allow');
-    const neq = loadPolicy(V4('  a:\n    data: {x: phi}\n    rules:\n      - when: {data_scope_neq: [phi]}\n        decision: allow\n      - decision: deny\n'));
+    const neq = loadPolicy(
+      V4('  a:\n    data: {x: phi}\n    rules:\n      - when: {data_scope_neq: [phi]}\n        decision: allow\n      - decision: deny\n'),
+    );
     expect(neq.evaluate('a', { x: 1 }).decision).toBe('deny');
     expect(neq.evaluate('a', {}).decision).toBe('allow');
     // An argument called data_scope cannot shadow the derived set.
@@ -305,7 +319,9 @@ describe('data labels and the derived data_scope (§3.4, v4)', () => {
     expect(refusal(V4('  a:\n    data: {x: "  "}\n    decision: allow\n')).message).toMatch(/non-empty/);
     expect(refusal(V4('  a:\n    data: [x]\n    decision: allow\n')).message).toMatch(/'data' must be a mapping/);
     expect(refusal(V4('  a:\n    data: {x: 5}\n    decision: allow\n')).message).toMatch(/must be a label/);
-    expect(refusal('schema: ctrlrun.policy/v3\nactions:\n  a:\n    data: {x: phi}\n    decision: allow\n').message).toMatch(/actions\.a \(line 4\): 'data' needs 'schema: ctrlrun.policy\/v4'/);
+    expect(refusal('schema: ctrlrun.policy/v3\nactions:\n  a:\n    data: {x: phi}\n    decision: allow\n').message).toMatch(
+      /actions\.a \(line 4\): 'data' needs 'schema: ctrlrun.policy\/v4'/,
+    );
   });
 
   it('a grant-style refusal does not apply to policy rules, but numeric operators on the set warn', () => {
@@ -322,7 +338,8 @@ describe('controls registry and citations (v4)', () => {
   sox-404: {title: "Internal control over reporting"}
   gdpr-32: {title: "Security of processing"}
 `;
-  const withControls = V4(`  stripe.refund:
+  const withControls = V4(
+    `  stripe.refund:
     controls: [gdpr-32, sox-404]
     rules:
       - when: {amount_lte: 100}
@@ -333,7 +350,9 @@ describe('controls registry and citations (v4)', () => {
   customer.read:
     controls: [gdpr-32, gdpr-32]
     decision: allow
-`, registry);
+`,
+    registry,
+  );
 
   it('test_T175_a_control_is_attribution_and_changes_no_decision', () => {
     const cited = loadPolicy(withControls);
@@ -364,9 +383,13 @@ describe('controls registry and citations (v4)', () => {
   });
 
   it('refuses citations and registries that cannot be trusted', () => {
-    expect(refusal(V4('  a: {controls: [nope], decision: allow}\n', registry)).message).toMatch(/cites control 'nope'.*Declared controls: gdpr-32, pci-3.4, sox-404/);
+    expect(refusal(V4('  a: {controls: [nope], decision: allow}\n', registry)).message).toMatch(
+      /cites control 'nope'.*Declared controls: gdpr-32, pci-3.4, sox-404/,
+    );
     expect(refusal(V4('  a: {controls: pci-3.4, decision: allow}\n', registry)).message).toMatch(/'controls' must be a list/);
-    expect(refusal(V4('  a: {decision: allow}\n', 'controls:\n  x: {source: s}\n')).message).toMatch(/controls\['x'\] \(line 3\): 'title' must be a non-empty string/);
+    expect(refusal(V4('  a: {decision: allow}\n', 'controls:\n  x: {source: s}\n')).message).toMatch(
+      /controls\['x'\] \(line 3\): 'title' must be a non-empty string/,
+    );
     expect(refusal(V4('  a: {decision: allow}\n', 'controls:\n  x: {title: t, approver_role: r}\n')).message).toMatch(/unknown key\(s\) 'approver_role'/);
     expect(refusal(V4('  a: {decision: allow}\n', `controls:\n  ${'x'.repeat(201)}: {title: t}\n`)).message).toMatch(/201 characters/);
     expect(() => loadPolicy(V4('  a: {decision: allow}\n', `controls:\n  ${'é'.repeat(200)}: {title: t}\n`))).not.toThrow();
@@ -406,7 +429,9 @@ describe('mode, environment, version (§3.3)', () => {
     expect(loadPolicy('schema: ctrlrun.policy/v3\nmode: observe\nactions: {}\n').mode).toBe('observe');
     expect(loadPolicy('schema: ctrlrun.policy/v3\nmode: enforce\nactions: {}\n').mode).toBe('enforce');
     expect(loadPolicy('schema: ctrlrun.policy/v3\nactions: {}\n').mode).toBe('enforce');
-    expect(refusal('schema: ctrlrun.policy/v2\nmode: observe\nactions: {}\n').message).toMatch(/'mode' needs 'schema: ctrlrun.policy\/v3'; this document declares 'ctrlrun.policy\/v2'/);
+    expect(refusal('schema: ctrlrun.policy/v2\nmode: observe\nactions: {}\n').message).toMatch(
+      /'mode' needs 'schema: ctrlrun.policy\/v3'; this document declares 'ctrlrun.policy\/v2'/,
+    );
   });
 
   it('environment and version: as written, non-empty after trimming, gated by schema', () => {
@@ -468,7 +493,10 @@ actions:
       ['an operand type', base.replace('amount_lte: 100,', 'amount_lte: 100, x_eq: "1",').replace('x_eq: "1"', 'x_eq: 1')],
       ['an operator', base.replace('amount_lte: 1000}', 'amount_lt: 1000}')],
       ['an in-list order', base.replace('[EUR, USD]', '[USD, EUR]')],
-      ['rule order', base.replace(/( {6}- when: \{amount_lte: 100, .*\n {8}decision: allow\n)( {6}- when: \{amount_lte: 1000\}\n {8}decision: approve\n)/, '$2$1')],
+      [
+        'rule order',
+        base.replace(/( {6}- when: \{amount_lte: 100, .*\n {8}decision: allow\n)( {6}- when: \{amount_lte: 1000\}\n {8}decision: approve\n)/, '$2$1'),
+      ],
       ['an action name', base.replace('customer.read', 'customer.get')],
       ['an added action', base.replace('actions:\n', 'actions:\n  x: {decision: deny}\n')],
       ['an effect template', base.replace('refund:{payment_id}', 'refund:{charge_id}')],
@@ -542,7 +570,7 @@ schema: "ctrlrun.policy/v4"
     expect(refusal(V1('  a: {decision: !!binary aGVsbG8=}\n')).message).toMatch(/decision must be one of/);
   });
 
-  it('hashFor takes the Control\'s authority: null by default, a canonical authority otherwise', () => {
+  it("hashFor takes the Control's authority: null by default, a canonical authority otherwise", () => {
     const p = loadPolicy(base);
     const authority = {
       max_delegation_depth: 3,
@@ -581,7 +609,11 @@ schema: "ctrlrun.policy/v4"
           data: { card: 'pci' },
           mcp: { not_executed_on_error: false },
           controls: ['c1'],
-          rules: [{ when: { amount_lte: 100, currency_in: ['EUR', 'USD'] }, decision: 'allow' }, { when: { amount_lte: 1000n }, decision: 'approve' }, { decision: 'deny' }],
+          rules: [
+            { when: { amount_lte: 100, currency_in: ['EUR', 'USD'] }, decision: 'allow' },
+            { when: { amount_lte: 1000n }, decision: 'approve' },
+            { decision: 'deny' },
+          ],
         },
       },
     };
@@ -596,20 +628,48 @@ describe('loading (§3.1–§3.3)', () => {
     const cases: [string, string, RegExp][] = [
       ['bad YAML', 'schema: ctrlrun.policy/v1\nactions: [\n', /line \d+.*not valid YAML/],
       ['duplicate action', V1('  a: {decision: allow}\n  a: {decision: deny}\n'), /actions \(line 4\): duplicate key 'a'/],
-      ['duplicate condition', V1('  a:\n    rules:\n      - when: {x_eq: 1, x_eq: 2}\n        decision: allow\n'), /actions\.a\.rules\[0\]\.when \(line 5\): duplicate key 'x_eq'/],
+      [
+        'duplicate condition',
+        V1('  a:\n    rules:\n      - when: {x_eq: 1, x_eq: 2}\n        decision: allow\n'),
+        /actions\.a\.rules\[0\]\.when \(line 5\): duplicate key 'x_eq'/,
+      ],
       ['duplicate top key', 'schema: ctrlrun.policy/v1\nactions: {}\nschema: ctrlrun.policy/v2\n', /top level \(line 3\): duplicate key 'schema'/],
       ['unknown top key', 'schema: ctrlrun.policy/v1\naction: {}\nactions: {}\n', /top level \(line 2\): unknown key\(s\) 'action'/],
       ['unknown entry key', V1('  a:\n    decison: allow\n'), /actions\.a \(line 4\): unknown key\(s\) 'decison'/],
-      ['unknown rule key', V1('  a:\n    rules:\n      - whn: {x_eq: 1}\n        decision: allow\n'), /actions\.a\.rules\[0\] \(line 5\): unknown key\(s\) 'whn'/],
-      ['unknown mcp key', 'schema: ctrlrun.policy/v2\nactions:\n  a:\n    mcp: {retry: true}\n    decision: allow\n', /actions\.a\.mcp \(line 4\): unknown key\(s\) 'retry'/],
+      [
+        'unknown rule key',
+        V1('  a:\n    rules:\n      - whn: {x_eq: 1}\n        decision: allow\n'),
+        /actions\.a\.rules\[0\] \(line 5\): unknown key\(s\) 'whn'/,
+      ],
+      [
+        'unknown mcp key',
+        'schema: ctrlrun.policy/v2\nactions:\n  a:\n    mcp: {retry: true}\n    decision: allow\n',
+        /actions\.a\.mcp \(line 4\): unknown key\(s\) 'retry'/,
+      ],
       ['wrong type: actions', 'schema: ctrlrun.policy/v1\nactions: [a]\n', /actions \(line 2\): 'actions' must be a mapping/],
       ['wrong type: entry', V1('  a: allow\n'), /actions\.a \(line 3\): entry must be a mapping/],
       ['wrong type: rules', V1('  a: {rules: {decision: allow}}\n'), /actions\.a \(line 3\): 'rules' must be a non-empty list/],
       ['wrong type: decision', V1('  a: {decision: 1}\n'), /actions\.a \(line 3\): decision must be one of allow, approve, deny, got integer/],
-      ['wrong type: mcp hint', 'schema: ctrlrun.policy/v2\nactions:\n  a:\n    mcp: {not_executed_on_error: 1}\n    decision: allow\n', /not_executed_on_error' must be true or false, got integer/],
-      ['wrong type: effect', 'schema: ctrlrun.policy/v2\nactions:\n  a:\n    effect: 5\n    decision: allow\n', /actions\.a \(line 4\): 'effect' must be a template string/],
-      ['float', V1('  a:\n    rules:\n      - when: {amount_lte: 20.0}\n        decision: allow\n'), /actions\.a\.rules\[0\]\.when \(line 5\): condition 'amount_lte': a numeric operator needs an integer operand, got float/],
-      ['reserved argument', V1('  a:\n    rules:\n      - when: {principal_eq: x}\n        decision: allow\n'), /actions\.a\.rules\[0\]\.when \(line 5\): condition 'principal_eq' names the Action field 'principal'/],
+      [
+        'wrong type: mcp hint',
+        'schema: ctrlrun.policy/v2\nactions:\n  a:\n    mcp: {not_executed_on_error: 1}\n    decision: allow\n',
+        /not_executed_on_error' must be true or false, got integer/,
+      ],
+      [
+        'wrong type: effect',
+        'schema: ctrlrun.policy/v2\nactions:\n  a:\n    effect: 5\n    decision: allow\n',
+        /actions\.a \(line 4\): 'effect' must be a template string/,
+      ],
+      [
+        'float',
+        V1('  a:\n    rules:\n      - when: {amount_lte: 20.0}\n        decision: allow\n'),
+        /actions\.a\.rules\[0\]\.when \(line 5\): condition 'amount_lte': a numeric operator needs an integer operand, got float/,
+      ],
+      [
+        'reserved argument',
+        V1('  a:\n    rules:\n      - when: {principal_eq: x}\n        decision: allow\n'),
+        /actions\.a\.rules\[0\]\.when \(line 5\): condition 'principal_eq' names the Action field 'principal'/,
+      ],
       ['not a mapping', '- schema: ctrlrun.policy/v1\n', /policy must be a mapping/],
       ['empty document', '', /policy must be a mapping/],
       ['schema absent', 'actions: {}\n', /unknown policy schema \(absent\)/],
@@ -626,10 +686,22 @@ describe('loading (§3.1–§3.3)', () => {
       ['when: null', V1('  a: {rules: [{when: null, decision: allow}]}\n'), /'when' must be a non-empty mapping of conditions, got null/],
       ['empty action name', V1('  "": {decision: allow}\n'), /action names must be non-empty strings/],
       ['non-string action name', V1('  1: {decision: allow}\n'), /action names must be non-empty strings, got 1/],
-      ['v2 key under v1', V1('  a: {effect: "x:{y}", resource: "r", decision: allow}\n'), /'effect', 'resource' needs 'schema: ctrlrun.policy\/v2'; this document declares 'ctrlrun.policy\/v1'/],
-      ['malformed effect template', 'schema: ctrlrun.policy/v2\nactions:\n  a: {effect: "refund:{payment_id", decision: allow}\n', /actions\.a \(line 3\): 'effect':.*found '\{' at position 7/],
+      [
+        'v2 key under v1',
+        V1('  a: {effect: "x:{y}", resource: "r", decision: allow}\n'),
+        /'effect', 'resource' needs 'schema: ctrlrun.policy\/v2'; this document declares 'ctrlrun.policy\/v1'/,
+      ],
+      [
+        'malformed effect template',
+        'schema: ctrlrun.policy/v2\nactions:\n  a: {effect: "refund:{payment_id", decision: allow}\n',
+        /actions\.a \(line 3\): 'effect':.*found '\{' at position 7/,
+      ],
       ['authority at v2', 'schema: ctrlrun.policy/v2\nauthority: {grants: []}\nactions: {}\n', /'authority' needs 'schema: ctrlrun.policy\/v3'/],
-      ['authority without grants', 'schema: ctrlrun.policy/v3\nauthority: {max_delegation_depth: 1}\nactions: {}\n', /authority \(line 2\): 'grants' must be a list, got nothing/],
+      [
+        'authority without grants',
+        'schema: ctrlrun.policy/v3\nauthority: {max_delegation_depth: 1}\nactions: {}\n',
+        /authority \(line 2\): 'grants' must be a list, got nothing/,
+      ],
       ['a merge key', 'schema: ctrlrun.policy/v1\nbase: &b {decision: allow}\nactions:\n  a:\n    <<: *b\n', /actions\.a \(line 5\): merge keys/],
       ['a control character', 'schema: ctrlrun.policy/v1\nactions: {}\n\u0007\n', /line 3: unacceptable character U\+0007/],
     ];

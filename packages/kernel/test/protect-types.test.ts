@@ -52,7 +52,11 @@ describe('protect infers its arguments from the function', () => {
 
   it('undefined does not hide a default, and a __proto__ argument is still hashed', async () => {
     const ctx = await setup();
-    const refund = protect((a: { payment_id: string; amount?: number }) => a.amount, { control: ctx.control, name: 'stripe.refund', defaults: { amount: 700 } });
+    const refund = protect((a: { payment_id: string; amount?: number }) => a.amount, {
+      control: ctx.control,
+      name: 'stripe.refund',
+      defaults: { amount: 700 },
+    });
     expect((await refund.action({ payment_id: 'p2', amount: undefined })).canonicalArguments).toEqual({ payment_id: 'p2', amount: 700 });
     const sneaky = JSON.parse('{"payment_id":"p2","amount":5,"__proto__":{"x":1}}') as { payment_id: string; amount: number };
     const hashed = await refund.action(sneaky);

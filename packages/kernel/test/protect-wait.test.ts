@@ -80,7 +80,15 @@ describe('protect with wait', () => {
     expect(await fn({ payment_id: 'w5', amount: 200000 })).toBe('re_w5');
     const [req] = await ctx.store.listApprovals();
     const id = req!.request.requestId;
-    expect(told).toEqual([{ requestId: id, name: 'stripe.refund', actionHash: req!.request.actionHash, approve: `npx ctrlrun approve ${id} --as NAME`, deny: `npx ctrlrun deny ${id} --as NAME` }]);
+    expect(told).toEqual([
+      {
+        requestId: id,
+        name: 'stripe.refund',
+        actionHash: req!.request.actionHash,
+        approve: `npx ctrlrun approve ${id} --as NAME`,
+        deny: `npx ctrlrun deny ${id} --as NAME`,
+      },
+    ]);
     expect(seenWhenAnswered[0]).toBe(1); // told before the human could answer
     expect(answerCommands(id)).toEqual({ approve: told[0]!.approve, deny: told[0]!.deny });
   });
@@ -92,9 +100,16 @@ describe('protect with wait', () => {
     const { fn } = refunder(ctx, { provider: human(ctx, grant) });
     await fn({ payment_id: 'w6', amount: 200000 });
     const id = (await ctx.store.listApprovals())[0]!.request.requestId;
-    expect(warnings).toEqual([`[ctrlrun] stripe.refund is waiting for a human: approval request ${id}; answer with: npx ctrlrun approve ${id} --as NAME (or: npx ctrlrun deny ${id} --as NAME)`]);
+    expect(warnings).toEqual([
+      `[ctrlrun] stripe.refund is waiting for a human: approval request ${id}; answer with: npx ctrlrun approve ${id} --as NAME (or: npx ctrlrun deny ${id} --as NAME)`,
+    ]);
     warnings.length = 0;
-    const throwing = refunder(ctx, { provider: human(ctx, grant), onWaiting: () => { throw new Error('pager down'); } });
+    const throwing = refunder(ctx, {
+      provider: human(ctx, grant),
+      onWaiting: () => {
+        throw new Error('pager down');
+      },
+    });
     expect(await throwing.fn({ payment_id: 'w7', amount: 200000 })).toBe('re_w7');
     expect(warnings).toHaveLength(1);
     expect(warnings[0]).toContain('pager down');

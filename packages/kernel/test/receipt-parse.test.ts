@@ -8,10 +8,28 @@ import { buildReceipt, sealReceipt, GENESIS_HASH } from '@ctrlrun/kernel/store';
 import { createSqlJsStore } from '@ctrlrun/store-sqljs';
 
 function sealed(over: Partial<Parameters<typeof buildReceipt>[1]> = {}, principal: object = { agent: 'a', user: 'u' }): string {
-  const action = createAction({ name: 'stripe.refund', arguments: { payment_id: 'txn_1', amount: 5 }, principal: principal as { agent: string }, resource: 'payment:txn_1' });
+  const action = createAction({
+    name: 'stripe.refund',
+    arguments: { payment_id: 'txn_1', amount: 5 },
+    principal: principal as { agent: string },
+    resource: 'payment:txn_1',
+  });
   const draft = buildReceipt(action, {
-    receiptId: 'ctr_1', decision: 'allow', decisionReason: 'rule[0]', approvalId: null, approver: null, effectKey: 'refund:txn_1', attempt: 1, result: 'committed',
-    error: null, startedAt: '2026-01-01T12:00:00.000Z', finishedAt: '2026-01-01T12:00:01.000Z', policyHash: `sha256:${'a'.repeat(64)}`, policyVersion: '1', controls: ['SOC2'], ...over,
+    receiptId: 'ctr_1',
+    decision: 'allow',
+    decisionReason: 'rule[0]',
+    approvalId: null,
+    approver: null,
+    effectKey: 'refund:txn_1',
+    attempt: 1,
+    result: 'committed',
+    error: null,
+    startedAt: '2026-01-01T12:00:00.000Z',
+    finishedAt: '2026-01-01T12:00:01.000Z',
+    policyHash: `sha256:${'a'.repeat(64)}`,
+    policyVersion: '1',
+    controls: ['SOC2'],
+    ...over,
   });
   return sealReceipt(draft.document, 1, GENESIS_HASH).json;
 }
@@ -37,9 +55,14 @@ describe('T11 a typed receipt parse-back', () => {
     fc.assert(
       fc.property(
         fc.record({
-          decision: fc.constantFrom('allow', 'approve', 'deny'), result: fc.constantFrom('committed', 'failed', 'ambiguous', 'denied', 'blocked', 'observed' as const),
-          approvalId: fc.option(fc.string(), { nil: null }), approver: fc.option(fc.string(), { nil: null }), effectKey: fc.option(fc.string(), { nil: null }),
-          attempt: fc.nat(1000), error: fc.option(fc.string(), { nil: null }), controls: fc.array(fc.string(), { maxLength: 3 }),
+          decision: fc.constantFrom('allow', 'approve', 'deny'),
+          result: fc.constantFrom('committed', 'failed', 'ambiguous', 'denied', 'blocked', 'observed' as const),
+          approvalId: fc.option(fc.string(), { nil: null }),
+          approver: fc.option(fc.string(), { nil: null }),
+          effectKey: fc.option(fc.string(), { nil: null }),
+          attempt: fc.nat(1000),
+          error: fc.option(fc.string(), { nil: null }),
+          controls: fc.array(fc.string(), { maxLength: 3 }),
           wouldHave: fc.option(fc.record({ decision: fc.string(), reason: fc.string(), blocked_reason: fc.option(fc.string(), { nil: null }) }), { nil: null }),
         }),
         fc.option(fc.dictionary(fc.string({ minLength: 1 }), fc.oneof(fc.string(), fc.integer(), fc.boolean()), { maxKeys: 3 }), { nil: null }),

@@ -7,26 +7,44 @@ import { buildReceipt, sealReceipt } from '../src/receipt.js';
 
 const text = fc.string({ unit: 'grapheme', maxLength: 12 });
 const orNull = <T>(a: fc.Arbitrary<T>) => fc.option(a, { nil: null });
-const args = fc.dictionary(fc.string({ unit: 'grapheme', maxLength: 6 }), fc.oneof(text, fc.maxSafeInteger(), fc.boolean(), fc.constant(null), fc.array(text, { maxLength: 3 })), { maxKeys: 5 });
+const args = fc.dictionary(
+  fc.string({ unit: 'grapheme', maxLength: 6 }),
+  fc.oneof(text, fc.maxSafeInteger(), fc.boolean(), fc.constant(null), fc.array(text, { maxLength: 3 })),
+  { maxKeys: 5 },
+);
 
-const receipt = fc.record({
-  args,
-  agent: fc.string({ unit: 'grapheme', minLength: 1, maxLength: 8 }),
-  error: orNull(text),
-  approver: orNull(text),
-  effectKey: orNull(text),
-  controls: fc.array(text, { maxLength: 3 }),
-  wouldHave: fc.option(fc.record({ decision: text, reason: text, blocked_reason: orNull(text) }), { nil: null }),
-  seq: fc.integer({ min: 1, max: 1_000_000 }),
-}).map((r) => {
-  const action = createAction({ name: 'stripe.refund', arguments: r.args, principal: { agent: r.agent } });
-  const draft = buildReceipt(action, {
-    receiptId: 'ctr_1', decision: 'allow', decisionReason: 'rule', approvalId: null, approver: r.approver, effectKey: r.effectKey, attempt: 1,
-    result: 'committed', wouldHave: r.wouldHave, error: r.error, startedAt: '2026-01-01T00:00:00.000Z', finishedAt: '2026-01-01T00:00:00.001Z',
-    policyHash: null, policyVersion: null, controls: r.controls,
+const receipt = fc
+  .record({
+    args,
+    agent: fc.string({ unit: 'grapheme', minLength: 1, maxLength: 8 }),
+    error: orNull(text),
+    approver: orNull(text),
+    effectKey: orNull(text),
+    controls: fc.array(text, { maxLength: 3 }),
+    wouldHave: fc.option(fc.record({ decision: text, reason: text, blocked_reason: orNull(text) }), { nil: null }),
+    seq: fc.integer({ min: 1, max: 1_000_000 }),
+  })
+  .map((r) => {
+    const action = createAction({ name: 'stripe.refund', arguments: r.args, principal: { agent: r.agent } });
+    const draft = buildReceipt(action, {
+      receiptId: 'ctr_1',
+      decision: 'allow',
+      decisionReason: 'rule',
+      approvalId: null,
+      approver: r.approver,
+      effectKey: r.effectKey,
+      attempt: 1,
+      result: 'committed',
+      wouldHave: r.wouldHave,
+      error: r.error,
+      startedAt: '2026-01-01T00:00:00.000Z',
+      finishedAt: '2026-01-01T00:00:00.001Z',
+      policyHash: null,
+      policyVersion: null,
+      controls: r.controls,
+    });
+    return { document: draft.document, seq: r.seq };
   });
-  return { document: draft.document, seq: r.seq };
-});
 
 describe('sealReceipt', () => {
   it('property: the hash is that of the canonical form of the sealed document, and json keeps its key order', () => {
@@ -44,7 +62,7 @@ describe('sealReceipt', () => {
   });
 
   it('a document of another shape (a key more, a key less, __proto__) is hashed the general way', () => {
-    const base = { ...(fc.sample(receipt, 1)[0]!.document) };
+    const base = { ...fc.sample(receipt, 1)[0]!.document };
     const more: JsonObject = { ...base, extra: 1 };
     const less: JsonObject = { ...base };
     delete less['controls'];
@@ -60,7 +78,11 @@ describe('sealReceipt', () => {
 
   it('refuses what the canonical form refuses, naming the same path', () => {
     const base = fc.sample(receipt, 1)[0]!.document;
-    for (const [key, bad] of [['arguments', { amount: 1.5 }], ['error', 'lone \uD800'], ['controls', [1.25]]] as const) {
+    for (const [key, bad] of [
+      ['arguments', { amount: 1.5 }],
+      ['error', 'lone \uD800'],
+      ['controls', [1.25]],
+    ] as const) {
       const doc = { ...base, [key]: bad } as JsonObject;
       const expected = (() => {
         try {

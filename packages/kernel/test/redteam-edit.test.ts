@@ -11,16 +11,21 @@ actions:
 `;
 
 describe('edit-then-approve, red team', () => {
-  it('a resource the policy does not derive (protect\'s own template) is never kept for edited arguments: the edit is refused, so the edited action cannot reserve the proposal\'s key', async () => {
+  it("a resource the policy does not derive (protect's own template) is never kept for edited arguments: the edit is refused, so the edited action cannot reserve the proposal's key", async () => {
     const ctx = await setup(NO_TEMPLATES);
     const ran: unknown[] = [];
     const refund = protect((a: { payment_id: string; amount: number }) => void ran.push(a), {
-      control: ctx.control, name: 'stripe.refund', resource: 'payment:{payment_id}', effect: 'refund:{resource}',
+      control: ctx.control,
+      name: 'stripe.refund',
+      resource: 'payment:{payment_id}',
+      effect: 'refund:{resource}',
     });
     const err = await refund({ payment_id: 'p1', amount: 500 }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ApprovalRequired);
     const requestId = (err as ApprovalRequired).requestId;
-    const edit = await ctx.control.grantApproval(requestId, { approver: 'alice', edit: { arguments: { payment_id: 'p2', amount: 400 } } }).catch((e: unknown) => e);
+    const edit = await ctx.control
+      .grantApproval(requestId, { approver: 'alice', edit: { arguments: { payment_id: 'p2', amount: 400 } } })
+      .catch((e: unknown) => e);
     expect(edit).toBeInstanceOf(InvalidArgument);
     expect((edit as Error).message).toMatch(/resource/);
     expect((await ctx.store.getApproval(requestId))?.status).toBe('pending');
@@ -40,7 +45,12 @@ describe('edit-then-approve, red team', () => {
 describe('edit-then-approve, red team: the proposal again', () => {
   it('"edited" arguments equal to the proposal of an action whose caller gave its resource are a plain grant, not a refusal', async () => {
     const ctx = await setup(NO_TEMPLATES);
-    const action = createAction({ name: 'stripe.refund', arguments: { payment_id: 'p1', amount: 500 }, principal: { agent: 'refund-agent' }, resource: 'payment:p1' });
+    const action = createAction({
+      name: 'stripe.refund',
+      arguments: { payment_id: 'p1', amount: 500 },
+      principal: { agent: 'refund-agent' },
+      resource: 'payment:p1',
+    });
     const requestId = ((await ctx.control.execute(action, () => 'never').catch((e: unknown) => e)) as ApprovalRequired).requestId;
     const approval = await ctx.control.grantApproval(requestId, { approver: 'alice', edit: { arguments: { amount: 500, payment_id: 'p1' } } });
     expect(approval.approvalId).toBe(requestId);
@@ -62,16 +72,22 @@ describe('nesting: what the kernel writes it can read back', () => {
     const action = createAction({ name: 'stripe.refund', arguments: { payment_id: 'p1', amount: 500000 }, principal: { agent: 'refund-agent' } });
     const requestId = ((await ctx.control.execute(action, () => 'never').catch((e: unknown) => e)) as ApprovalRequired).requestId;
     const events = (await ctx.store.events()).length;
-    const err = await ctx.control.grantApproval(requestId, { approver: 'alice', edit: { arguments: { payment_id: 'p1', amount: 400000, note: nested(300) } as never } }).catch((e: unknown) => e);
+    const err = await ctx.control
+      .grantApproval(requestId, { approver: 'alice', edit: { arguments: { payment_id: 'p1', amount: 400000, note: nested(300) } as never } })
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(InvalidArgument);
     expect((await ctx.store.events()).length).toBe(events);
     expect((await ctx.store.getApproval(requestId))?.status).toBe('pending');
   });
 
-  it('arguments at the limit run, and their receipt (the edit\'s two copies included) parses and the chain verifies', async () => {
+  it("arguments at the limit run, and their receipt (the edit's two copies included) parses and the chain verifies", async () => {
     const ctx = await setup();
     const deep = nested(255); // the arguments object is level 0, so this leaf is at 256
-    const action = createAction({ name: 'stripe.refund', arguments: { payment_id: 'p1', amount: 500000, note: deep } as never, principal: { agent: 'refund-agent' } });
+    const action = createAction({
+      name: 'stripe.refund',
+      arguments: { payment_id: 'p1', amount: 500000, note: deep } as never,
+      principal: { agent: 'refund-agent' },
+    });
     const requestId = ((await ctx.control.execute(action, () => 'never').catch((e: unknown) => e)) as ApprovalRequired).requestId;
     await ctx.control.grantApproval(requestId, { approver: 'alice', edit: { arguments: { payment_id: 'p1', amount: 400000, note: deep } as never } });
     await ctx.control.execute(action, () => 'ran', { approvalId: requestId });
@@ -129,14 +145,18 @@ describe('edit-then-approve, red team: who and how often', () => {
     return { action, requestId, approval };
   }
 
-  it('another principal presenting the proposal\'s id, or the edited id, runs nothing; another action name with the edited arguments neither', async () => {
+  it("another principal presenting the proposal's id, or the edited id, runs nothing; another action name with the edited arguments neither", async () => {
     const ctx = await setup();
     const { requestId, approval } = await edited(ctx);
     const ran: unknown[] = [];
     const other = createAction({ name: 'stripe.refund', arguments: { payment_id: 'p1', amount: 500000 }, principal: { agent: 'other-agent' } });
     const otherEdited = createAction({ name: 'stripe.refund', arguments: { payment_id: 'p1', amount: 400000 }, principal: { agent: 'other-agent' } });
     const renamed = createAction({ name: 'customer.read', arguments: { payment_id: 'p1', amount: 400000 }, principal: { agent: 'refund-agent' } });
-    for (const [a, id] of [[other, requestId], [otherEdited, approval.approvalId], [renamed, approval.approvalId]] as const) {
+    for (const [a, id] of [
+      [other, requestId],
+      [otherEdited, approval.approvalId],
+      [renamed, approval.approvalId],
+    ] as const) {
       await ctx.control.execute(a, () => void ran.push(a.name), { approvalId: id }).catch(() => undefined);
     }
     // customer.read is allowed by policy: it runs as itself, and the edited grant is not consumed by it.
@@ -144,7 +164,7 @@ describe('edit-then-approve, red team: who and how often', () => {
     expect((await ctx.store.getApproval(approval.approvalId))?.status).toBe('granted');
   });
 
-  it('the proposal\'s id and the edited id presented at once, many times: the edit runs exactly once', async () => {
+  it("the proposal's id and the edited id presented at once, many times: the edit runs exactly once", async () => {
     const ctx = await setup();
     const { action, requestId, approval } = await edited(ctx);
     const editedAction = createAction({ name: 'stripe.refund', arguments: { payment_id: 'p1', amount: 400000 }, principal: { agent: 'refund-agent' } });
@@ -162,7 +182,7 @@ describe('edit-then-approve, red team: who and how often', () => {
 });
 
 describe('edit-then-approve, red team: the link from the proposal', () => {
-  it('a failed presentation of the proposal\'s id (another principal) writes no answer on it, and the edit still runs for the agent that proposed it, once', async () => {
+  it("a failed presentation of the proposal's id (another principal) writes no answer on it, and the edit still runs for the agent that proposed it, once", async () => {
     const ctx = await setup();
     const action = createAction({ name: 'stripe.refund', arguments: { payment_id: 'p1', amount: 500000 }, principal: { agent: 'refund-agent' } });
     const requestId = ((await ctx.control.execute(action, () => 'never').catch((e: unknown) => e)) as ApprovalRequired).requestId;
@@ -181,7 +201,7 @@ describe('edit-then-approve, red team: the link from the proposal', () => {
 });
 
 describe('edit-then-approve, red team: the effect key a caller gave', () => {
-  it('a caller\'s effectKey that is the policy template\'s key for the proposal is rendered again for the edit: the edit never reserves the proposal\'s key', async () => {
+  it("a caller's effectKey that is the policy template's key for the proposal is rendered again for the edit: the edit never reserves the proposal's key", async () => {
     const ctx = await setup(); // REFUND_POLICY: effect "refund:{payment_id}"
     const action = createAction({ name: 'stripe.refund', arguments: { payment_id: 'p1', amount: 500000 }, principal: { agent: 'refund-agent' } });
     const requestId = ((await ctx.control.execute(action, () => 'never', { effectKey: 'refund:p1' }).catch((e: unknown) => e)) as ApprovalRequired).requestId;
@@ -196,7 +216,7 @@ describe('edit-then-approve, red team: the effect key a caller gave', () => {
     expect(keys).toEqual(['refund:p2', 'p1 ran']);
   });
 
-  it('a caller\'s own key (not the template\'s for the proposal) is kept for the edit: it names the caller\'s request, not the arguments', async () => {
+  it("a caller's own key (not the template's for the proposal) is kept for the edit: it names the caller's request, not the arguments", async () => {
     const ctx = await setup();
     const action = createAction({ name: 'stripe.refund', arguments: { payment_id: 'p1', amount: 500000 }, principal: { agent: 'refund-agent' } });
     const requestId = ((await ctx.control.execute(action, () => 'never', { effectKey: 'order-77' }).catch((e: unknown) => e)) as ApprovalRequired).requestId;
@@ -208,7 +228,7 @@ describe('edit-then-approve, red team: the effect key a caller gave', () => {
 });
 
 describe('edit-then-approve, red team: an edit that could never run', () => {
-  it('edited arguments the policy\'s effect template cannot render are refused naming the placeholder, and nothing is written (they were granted, the proposal denied, and the run refused)', async () => {
+  it("edited arguments the policy's effect template cannot render are refused naming the placeholder, and nothing is written (they were granted, the proposal denied, and the run refused)", async () => {
     const ctx = await setup(); // effect "refund:{payment_id}"
     const action = createAction({ name: 'stripe.refund', arguments: { payment_id: 'p1', amount: 500000 }, principal: { agent: 'refund-agent' } });
     const requestId = ((await ctx.control.execute(action, () => 'never').catch((e: unknown) => e)) as ApprovalRequired).requestId;

@@ -5,7 +5,10 @@ import { parseJson, resultToJson } from '@ctrlrun/kernel';
 import { resultFromJson } from '../src/effects.js';
 
 /** Keys an agent might choose to hide behind: prototype names, a bigint tag, anything else. */
-const KEY = fc.oneof(fc.constantFrom('__proto__', 'constructor', 'prototype', 'toString', 'hasOwnProperty', '__bigint__7'), fc.string({ unit: 'grapheme', maxLength: 6 }));
+const KEY = fc.oneof(
+  fc.constantFrom('__proto__', 'constructor', 'prototype', 'toString', 'hasOwnProperty', '__bigint__7'),
+  fc.string({ unit: 'grapheme', maxLength: 6 }),
+);
 
 /** Strings that look like the old bigint tag (and ones that broke its regex), plus any well-formed text. */
 const STRING = fc.oneof(
@@ -75,10 +78,16 @@ describe('stored executor results (result_json)', () => {
     const cyclic: Record<string, unknown> = { a: 1 };
     cyclic['self'] = cyclic;
     expect(resultFromJson(resultToJson(cyclic))).toEqual({ a: 1, self: '[Circular]' });
-    expect(resultToJson({ when: new Date(Date.UTC(2026, 0, 1)), n: Number.NaN, u: undefined, x: [undefined] })).toBe('{"when":"2026-01-01T00:00:00.000Z","n":"NaN","u":null,"x":[null]}');
+    expect(resultToJson({ when: new Date(Date.UTC(2026, 0, 1)), n: Number.NaN, u: undefined, x: [undefined] })).toBe(
+      '{"when":"2026-01-01T00:00:00.000Z","n":"NaN","u":null,"x":[null]}',
+    );
     expect(resultFromJson(resultToJson({ s: 'a\ud800b' }))).toEqual({ s: 'a\ufffdb' });
     expect(resultToJson(new Map([[1, 2]]))).toBe('"[object Map]"');
-    const hostile = { toString: () => { throw new Error('no'); } };
+    const hostile = {
+      toString: () => {
+        throw new Error('no');
+      },
+    };
     expect(resultToJson(Object.create(hostile) as unknown)).toBe('{"repr":"[object Object]"}');
   });
 
@@ -105,7 +114,12 @@ describe('stored executor results (result_json)', () => {
   it('a value shared by two keys is data both times; only a cycle is cut', () => {
     const address = { city: 'Lyon' };
     const list = [1, 2];
-    expect(resultFromJson(resultToJson({ from: address, to: address, a: list, b: [list, list] }))).toEqual({ from: address, to: address, a: list, b: [list, list] });
+    expect(resultFromJson(resultToJson({ from: address, to: address, a: list, b: [list, list] }))).toEqual({
+      from: address,
+      to: address,
+      a: list,
+      b: [list, list],
+    });
   });
 
   it('no stored result: null', () => {

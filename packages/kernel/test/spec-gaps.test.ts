@@ -7,36 +7,68 @@ import { join } from 'node:path';
 import { build } from 'esbuild';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { ApprovalRequired, Control, InvalidArgument, actionFromJson, actionHash, actionToJson, createAction, loadPolicy, type EffectRecord } from '@ctrlrun/kernel';
+import {
+  ApprovalRequired,
+  Control,
+  InvalidArgument,
+  actionFromJson,
+  actionHash,
+  actionToJson,
+  createAction,
+  loadPolicy,
+  type EffectRecord,
+} from '@ctrlrun/kernel';
 import { checkConsumable, planReservation, storedTime } from '@ctrlrun/kernel/store';
 import { REFUND_POLICY, setup, T0 } from './harness.js';
 
-const CLAIMS = { agent: 'refund-agent', user: 'ana@example.com', claims: { tenant: 'eu', level: 3, mfa: true }, issuer: 'https://idp.example', expiresAt: '2026-06-01T00:00:00+00:00' };
+const CLAIMS = {
+  agent: 'refund-agent',
+  user: 'ana@example.com',
+  claims: { tenant: 'eu', level: 3, mfa: true },
+  issuer: 'https://idp.example',
+  expiresAt: '2026-06-01T00:00:00+00:00',
+};
 const refund = (principal: object = { agent: 'refund-agent' }, amount = 2000) =>
   createAction({ name: 'stripe.refund', arguments: { payment_id: 'txn_1', amount }, principal: principal as { agent: string } });
 
 describe('T60: identity claims never enter the action hash, and travel where the spec says', () => {
   it('test_T60_claims_do_not_change_the_action_hash', () => {
     fc.assert(
-      fc.property(fc.dictionary(fc.string({ minLength: 1, maxLength: 6 }), fc.oneof(fc.string(), fc.integer(), fc.boolean()), { maxKeys: 3 }), fc.option(fc.webUrl(), { nil: null }), (claims, issuer) => {
-        const bare = refund({ agent: 'a', user: 'u' });
-        const claimed = refund({ agent: 'a', user: 'u', claims, issuer, expiresAt: '2027-01-01T00:00:00+00:00' });
-        expect(claimed.actionHash).toBe(bare.actionHash);
-        expect(actionHash(claimed)).toBe(actionHash(bare));
-      }),
+      fc.property(
+        fc.dictionary(fc.string({ minLength: 1, maxLength: 6 }), fc.oneof(fc.string(), fc.integer(), fc.boolean()), { maxKeys: 3 }),
+        fc.option(fc.webUrl(), { nil: null }),
+        (claims, issuer) => {
+          const bare = refund({ agent: 'a', user: 'u' });
+          const claimed = refund({ agent: 'a', user: 'u', claims, issuer, expiresAt: '2027-01-01T00:00:00+00:00' });
+          expect(claimed.actionHash).toBe(bare.actionHash);
+          expect(actionHash(claimed)).toBe(actionHash(bare));
+        },
+      ),
     );
   });
 
   it('T60b: the stored action carries the full principal, and an older row without claims reads with defaults', () => {
     const a = refund(CLAIMS);
     const back = actionFromJson(actionToJson(a));
-    expect(back.principal).toEqual({ agent: 'refund-agent', user: 'ana@example.com', claims: CLAIMS.claims, issuer: CLAIMS.issuer, expiresAt: CLAIMS.expiresAt });
+    expect(back.principal).toEqual({
+      agent: 'refund-agent',
+      user: 'ana@example.com',
+      claims: CLAIMS.claims,
+      issuer: CLAIMS.issuer,
+      expiresAt: CLAIMS.expiresAt,
+    });
     expect(back.actionHash).toBe(a.actionHash);
     // A row written before identity existed: principal {agent, user} only.
     const old = JSON.parse(actionToJson(refund({ agent: 'refund-agent', user: 'ana@example.com' }))) as { principal: Record<string, unknown> };
     for (const k of ['claims', 'issuer', 'expires_at', 'expiresAt']) delete old.principal[k];
     const parsed = actionFromJson(JSON.stringify(old));
-    expect([parsed.principal.agent, parsed.principal.user, parsed.principal.claims ?? null, parsed.principal.issuer ?? null, parsed.principal.expiresAt ?? null]).toEqual(['refund-agent', 'ana@example.com', null, null, null]);
+    expect([
+      parsed.principal.agent,
+      parsed.principal.user,
+      parsed.principal.claims ?? null,
+      parsed.principal.issuer ?? null,
+      parsed.principal.expiresAt ?? null,
+    ]).toEqual(['refund-agent', 'ana@example.com', null, null, null]);
   });
 
   it('T60c: the receipt carries all five principal fields; no event carries a claim', async () => {
@@ -71,13 +103,18 @@ describe('T65d: the environment belongs to the deployment', () => {
     expect((await ctx.store.events()).length).toBe(before);
     expect(await ctx.store.getEffect('refund:txn_1')).toBeNull();
     // The same action built for staging runs.
-    const staging = createAction({ name: 'stripe.refund', arguments: { payment_id: 'txn_1', amount: 2000 }, principal: { agent: 'refund-agent' }, environment: 'staging' });
+    const staging = createAction({
+      name: 'stripe.refund',
+      arguments: { payment_id: 'txn_1', amount: 2000 },
+      principal: { agent: 'refund-agent' },
+      environment: 'staging',
+    });
     await ctx.control.execute(staging, () => 'ok', { effectKey: 'refund:txn_1' });
     expect((await ctx.store.getEffect('refund:txn_1'))?.state).toBe('committed');
   });
 });
 
-describe('T173b/T173c: policy_hash_at_approval beside the receipt\'s policy_hash', () => {
+describe("T173b/T173c: policy_hash_at_approval beside the receipt's policy_hash", () => {
   async function askThenUse(changed: string, first = REFUND_POLICY) {
     const ctx = await setup(first);
     const action = refund({ agent: 'refund-agent' }, 200000);
@@ -91,7 +128,9 @@ describe('T173b/T173c: policy_hash_at_approval beside the receipt\'s policy_hash
 
   it('test_T173b_a_changed_policy_that_still_requires_approval_consumes_it_and_the_hashes_differ', async () => {
     // Same decision for this action, another limit elsewhere: a different policy hash.
-    const { ctx, later, approval, receipt } = await askThenUse(REFUND_POLICY.replace('iam.grant_admin: {decision: deny}', 'iam.grant_admin: {decision: approve}'));
+    const { ctx, later, approval, receipt } = await askThenUse(
+      REFUND_POLICY.replace('iam.grant_admin: {decision: deny}', 'iam.grant_admin: {decision: approve}'),
+    );
     expect(approval.status).toBe('consumed');
     expect(approval.request.policyHash).toBe(ctx.control.policyHash);
     expect(receipt.document['policy_hash']).toBe(later.policyHash);
@@ -113,7 +152,11 @@ describe('the eager reconcile trigger', () => {
     const ctx = await setup();
     const asked: string[] = [];
     const err = await ctx.control
-      .execute(refund(), () => Promise.reject(new Error('read timeout')), { effectKey: 'refund:txn_1', reconcile: (key) => (asked.push(key), 'committed'), reconcileEagerly: true })
+      .execute(refund(), () => Promise.reject(new Error('read timeout')), {
+        effectKey: 'refund:txn_1',
+        reconcile: (key) => (asked.push(key), 'committed'),
+        reconcileEagerly: true,
+      })
       .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(Error);
     expect(asked).toEqual(['refund:txn_1']);
@@ -131,7 +174,9 @@ describe('the eager reconcile trigger', () => {
   it('without reconcileEagerly the hook is not asked after the attempt; eager without a hook is refused', async () => {
     const ctx = await setup();
     const asked: string[] = [];
-    await ctx.control.execute(refund(), () => Promise.reject(new Error('read timeout')), { effectKey: 'refund:txn_1', reconcile: (key) => (asked.push(key), 'committed') }).catch(() => undefined);
+    await ctx.control
+      .execute(refund(), () => Promise.reject(new Error('read timeout')), { effectKey: 'refund:txn_1', reconcile: (key) => (asked.push(key), 'committed') })
+      .catch(() => undefined);
     expect(asked).toEqual([]);
     expect((await ctx.store.getEffect('refund:txn_1'))?.state).toBe('ambiguous');
     await expect(ctx.control.execute(refund(), () => 'x', { effectKey: 'refund:txn_2', reconcileEagerly: true })).rejects.toThrow(InvalidArgument);
@@ -140,8 +185,17 @@ describe('the eager reconcile trigger', () => {
 
 describe('T146: the planners a store calls are pure', () => {
   const record = (over: Partial<EffectRecord> = {}): EffectRecord => ({
-    effectKey: 'refund:1', state: 'reserved', actionId: 'act_1', attempt: 1, leaseExpiresAt: storedTime(new Date(T0.getTime() + 60_000)),
-    resultJson: null, error: null, createdAt: storedTime(T0), updatedAt: storedTime(T0), resolvedBy: null, ...over,
+    effectKey: 'refund:1',
+    state: 'reserved',
+    actionId: 'act_1',
+    attempt: 1,
+    leaseExpiresAt: storedTime(new Date(T0.getTime() + 60_000)),
+    resultJson: null,
+    error: null,
+    createdAt: storedTime(T0),
+    updatedAt: storedTime(T0),
+    resolvedBy: null,
+    ...over,
   });
   const deepFreeze = <T>(v: T): T => {
     if (v && typeof v === 'object') for (const x of Object.values(v)) deepFreeze(x);
@@ -174,7 +228,14 @@ describe('T146: the planners a store calls are pure', () => {
 
   it('checkConsumable gives one answer for one input', () => {
     const action = refund();
-    const request = { requestId: 'apr_1', actionHash: action.actionHash, action, createdAt: storedTime(T0), expiresAt: storedTime(new Date(T0.getTime() + 60_000)), policyHash: null };
+    const request = {
+      requestId: 'apr_1',
+      actionHash: action.actionHash,
+      action,
+      createdAt: storedTime(T0),
+      expiresAt: storedTime(new Date(T0.getTime() + 60_000)),
+      policyHash: null,
+    };
     const approval = deepFreeze({ request, status: 'granted' as const, approver: 'ana', grantedAt: storedTime(T0), consumedAt: null });
     const once = (): unknown => {
       try {
@@ -191,7 +252,17 @@ describe('T146: the planners a store calls are pure', () => {
 describe('T125b: the kernel never imports verify', () => {
   it('the root entry, bundled, reaches no module under src/verify', async () => {
     const root = join(import.meta.dirname, '..');
-    const out = await build({ entryPoints: [join(root, 'src', 'index.ts'), join(root, 'src', 'store-api.ts')], bundle: true, write: false, outdir: '/nowhere', metafile: true, format: 'esm', platform: 'neutral', splitting: true, logLevel: 'silent' });
+    const out = await build({
+      entryPoints: [join(root, 'src', 'index.ts'), join(root, 'src', 'store-api.ts')],
+      bundle: true,
+      write: false,
+      outdir: '/nowhere',
+      metafile: true,
+      format: 'esm',
+      platform: 'neutral',
+      splitting: true,
+      logLevel: 'silent',
+    });
     const inputs = Object.keys(out.metafile.inputs);
     expect(inputs.some((p) => p.includes('src/control'))).toBe(true);
     expect(inputs.filter((p) => p.includes('/verify/'))).toEqual([]);
@@ -205,7 +276,10 @@ describe('the T66 guard: without an authority section no AUTHORITY_* event is ev
     const { protect } = await import('@ctrlrun/kernel');
     await fc.assert(
       fc.asyncProperty(
-        fc.array(fc.record({ amount: fc.integer({ min: 0, max: 2_000_000 }), outcome: fc.constantFrom('ok', 'lost', 'not_executed'), grant: fc.boolean() }), { minLength: 1, maxLength: 6 }),
+        fc.array(fc.record({ amount: fc.integer({ min: 0, max: 2_000_000 }), outcome: fc.constantFrom('ok', 'lost', 'not_executed'), grant: fc.boolean() }), {
+          minLength: 1,
+          maxLength: 6,
+        }),
         async (calls) => {
           const ctx = await setup();
           expect(ctx.control.authority).toBeNull();
@@ -221,7 +295,10 @@ describe('the T66 guard: without an authority section no AUTHORITY_* event is ev
               { control: ctx.control, name: 'stripe.refund' },
             );
             const args = { payment_id: `txn_${++i}`, amount: c.amount };
-            const err = await fn(args).then(() => null, (e: unknown) => e);
+            const err = await fn(args).then(
+              () => null,
+              (e: unknown) => e,
+            );
             if (err instanceof ApprovalRequired && c.grant) {
               await ctx.control.grantApproval(err.requestId, { approver: 'ana' });
               await fn(args, { approvalId: err.requestId }).catch(() => undefined);
@@ -242,13 +319,23 @@ describe('the template-precedence warning', () => {
     const warnings: string[] = [];
     const ctx = await setup(REFUND_POLICY, { logger: { warn: (m: string) => void warnings.push(m) } });
     const { protect } = await import('@ctrlrun/kernel');
-    const fn = protect<{ payment_id: string; amount: number }, string>(() => 'ok', { control: ctx.control, name: 'stripe.refund', effect: 'refund-v2:{payment_id}' });
+    const fn = protect<{ payment_id: string; amount: number }, string>(() => 'ok', {
+      control: ctx.control,
+      name: 'stripe.refund',
+      effect: 'refund-v2:{payment_id}',
+    });
     await fn({ payment_id: 'txn_1', amount: 10 });
     await fn({ payment_id: 'txn_2', amount: 10 });
     expect((await ctx.store.listEffects()).map((e) => e.effectKey)).toEqual(['refund-v2:txn_1', 'refund-v2:txn_2']);
-    expect(warnings.filter((w) => w.includes('overrides the policy'))).toEqual(["[ctrlrun] stripe.refund: protect's effect template refund-v2:{payment_id} overrides the policy's refund:{payment_id}"]);
+    expect(warnings.filter((w) => w.includes('overrides the policy'))).toEqual([
+      "[ctrlrun] stripe.refund: protect's effect template refund-v2:{payment_id} overrides the policy's refund:{payment_id}",
+    ]);
     // Agreeing templates say nothing.
-    const same = protect<{ payment_id: string; amount: number }, string>(() => 'ok', { control: ctx.control, name: 'stripe.refund', effect: 'refund:{payment_id}' });
+    const same = protect<{ payment_id: string; amount: number }, string>(() => 'ok', {
+      control: ctx.control,
+      name: 'stripe.refund',
+      effect: 'refund:{payment_id}',
+    });
     await same({ payment_id: 'txn_3', amount: 10 });
     expect(warnings.filter((w) => w.includes('overrides the policy'))).toHaveLength(1);
   });

@@ -40,7 +40,10 @@ describe('held continuations', () => {
     const ctx = await setup(undefined, { suspendTimeout: 10 * MIN });
     const action = refund('txn_s1');
     const exec = roundTrips(['cont-1']);
-    const thrown = await ctx.control.execute(action, exec.run).then(() => null, (e: unknown) => e);
+    const thrown = await ctx.control.execute(action, exec.run).then(
+      () => null,
+      (e: unknown) => e,
+    );
     expect(thrown).toBeInstanceOf(Suspended);
     expect((thrown as Suspended).continuation).toBe('cont-1');
     // Still executing, lease now + suspendTimeout, no receipt, the event says held and which round.
@@ -56,7 +59,13 @@ describe('held continuations', () => {
     expect(exec.calls).toHaveLength(2);
     expect(exec.calls[1]).toEqual({ args: action.canonicalArguments, attempt: 1, effectKey: 'refund:txn_s1' });
     expect(receipt).toMatchObject({ seq: 1, document: { result: 'committed' } });
-    expect(JSON.parse(receipt.json)).toMatchObject({ action_id: action.actionId, action_hash: action.actionHash, effect_key: 'refund:txn_s1', attempt: 1, result: 'committed' });
+    expect(JSON.parse(receipt.json)).toMatchObject({
+      action_id: action.actionId,
+      action_hash: action.actionHash,
+      effect_key: 'refund:txn_s1',
+      attempt: 1,
+      result: 'committed',
+    });
     expect(ctx.types().slice(5)).toEqual(['EXECUTION_RESUMED', 'EXECUTION_COMMITTED']);
     expect(ctx.events[5]).toMatchObject({ actionId: action.actionId, effectKey: 'refund:txn_s1', data: { round: 1 } });
     expect(await ctx.store.getEffect('refund:txn_s1')).toMatchObject({ state: 'committed', leaseExpiresAt: null });
@@ -69,7 +78,10 @@ describe('held continuations', () => {
     await expect(ctx.control.execute(refund('txn_s2'), exec.run)).rejects.toBeInstanceOf(Suspended);
     await expect(ctx.control.resume('c-a', exec.run)).rejects.toBeInstanceOf(Suspended);
     expect(await ctx.store.continuationRounds('refund:txn_s2')).toBe(2);
-    expect(ctx.events.filter((e) => e.type === 'EXECUTION_SUSPENDED').map((e) => [e.data['held'], e.data['round']])).toEqual([[true, 1], [true, 2]]);
+    expect(ctx.events.filter((e) => e.type === 'EXECUTION_SUSPENDED').map((e) => [e.data['held'], e.data['round']])).toEqual([
+      [true, 1],
+      [true, 2],
+    ]);
     expect(await ctx.control.resume('c-b', exec.run)).toEqual({ id: 're_txn_s2' });
     expect(ctx.events.filter((e) => e.type === 'EXECUTION_RESUMED').map((e) => e.data)).toEqual([{ round: 1 }, { round: 2 }]);
     expect(exec.calls).toHaveLength(3);
@@ -128,9 +140,14 @@ describe('held continuations', () => {
   it('test_a_suspension_without_an_effect_key_is_invalid_and_recorded_ambiguous', async () => {
     const ctx = await setup();
     const action = createAction({ name: 'customer.read', arguments: { id: 'c_1' }, principal: { agent: 'refund-agent' }, resource: null });
-    const err = await ctx.control.execute(action, () => {
-      throw new Suspended('nowhere');
-    }).then(() => null, (e: unknown) => e);
+    const err = await ctx.control
+      .execute(action, () => {
+        throw new Suspended('nowhere');
+      })
+      .then(
+        () => null,
+        (e: unknown) => e,
+      );
     expect(err).toBeInstanceOf(InvalidArgument);
     expect(ctx.types()).toEqual(['ACTION_PROPOSED', 'POLICY_EVALUATED', 'EXECUTION_STARTED', 'EXECUTION_AMBIGUOUS']);
     expect(ctx.receipts.map((r) => r.document['result'])).toEqual(['ambiguous']);
@@ -141,8 +158,16 @@ describe('held continuations', () => {
   it('test_a_hold_the_store_refuses_is_recorded_ambiguous_never_failed', async () => {
     const ctx = await setup();
     // The first suspension holds `dup`; a second effect suspending with the same value cannot be held.
-    await expect(ctx.control.execute(refund('txn_s6'), () => { throw new Suspended('dup'); })).rejects.toBeInstanceOf(Suspended);
-    await expect(ctx.control.execute(refund('txn_s7'), () => { throw new Suspended('dup'); })).rejects.toBeInstanceOf(InvalidArgument);
+    await expect(
+      ctx.control.execute(refund('txn_s6'), () => {
+        throw new Suspended('dup');
+      }),
+    ).rejects.toBeInstanceOf(Suspended);
+    await expect(
+      ctx.control.execute(refund('txn_s7'), () => {
+        throw new Suspended('dup');
+      }),
+    ).rejects.toBeInstanceOf(InvalidArgument);
     expect(await ctx.store.getEffect('refund:txn_s7')).toMatchObject({ state: 'ambiguous' });
     expect(ctx.receipts.map((r) => r.document['result'])).toEqual(['ambiguous']);
     expect(await ctx.store.getEffect('refund:txn_s6')).toMatchObject({ state: 'executing' });
@@ -197,7 +222,10 @@ describe('T80b: a held continuation after its delegation is revoked', () => {
 
     // The resumption runs (nothing is decided again) but the authority's answer is on record; the
     // executor's next suspension asks for more time, and that is refused with the reason.
-    const err = await ctx.control.resume('r1-a', exec.run).then(() => null, (e: unknown) => e);
+    const err = await ctx.control.resume('r1-a', exec.run).then(
+      () => null,
+      (e: unknown) => e,
+    );
     expect(err).toBeInstanceOf(AuthorityDenied);
     expect(err).toMatchObject({ reason: 'authority_revoked', delegationId: d.delegationId });
     expect(exec.calls).toHaveLength(2);
@@ -242,27 +270,43 @@ describe('T80b: a held continuation after its delegation is revoked', () => {
 describe('T80b in observe mode: nothing is enforced, the denial is on record', () => {
   it('test_T80b_observe_mode_records_the_denial_and_still_holds', async () => {
     const ctx = await setup(DELEGATING.replace('schema: ctrlrun.policy/v3\n', 'schema: ctrlrun.policy/v3\nmode: observe\n'), { environment: 'production' });
-    const d = await ctx.control.delegate('head-of-finance', { subject: FINANCE, actions: ['stripe.refund'], expiresAt: '2026-01-02T00:00:00+00:00' }, { by: CFO });
+    const d = await ctx.control.delegate(
+      'head-of-finance',
+      { subject: FINANCE, actions: ['stripe.refund'], expiresAt: '2026-01-02T00:00:00+00:00' },
+      { by: CFO },
+    );
     const exec = roundTrips(['o-a', 'o-b']);
     await expect(ctx.control.execute(financeRefund('txn_o'), exec.run)).rejects.toBeInstanceOf(Suspended);
     await ctx.control.revoke(d.delegationId);
     await expect(ctx.control.resume('o-a', exec.run)).rejects.toBeInstanceOf(Suspended);
     const { receipt } = await ctx.control.resumeWithReceipt('o-b', exec.run);
     expect(ctx.events.filter((e) => e.type === 'AUTHORITY_DENIED')).toHaveLength(3);
-    expect(receipt.document).toMatchObject({ result: 'observed', execution: 'committed', would_have: { decision: 'allow', reason: 'decision', blocked_reason: 'authority_revoked' } });
+    expect(receipt.document).toMatchObject({
+      result: 'observed',
+      execution: 'committed',
+      would_have: { decision: 'allow', reason: 'decision', blocked_reason: 'authority_revoked' },
+    });
   });
 });
 
 describe('T61b: a held continuation after the credential expires', () => {
   const expiring = (paymentId: string) =>
-    createAction({ name: 'stripe.refund', arguments: { payment_id: paymentId, amount: 500 }, principal: { agent: 'refund-agent', expiresAt: '2026-01-01T12:05:00+00:00' }, resource: null });
+    createAction({
+      name: 'stripe.refund',
+      arguments: { payment_id: paymentId, amount: 500 },
+      principal: { agent: 'refund-agent', expiresAt: '2026-01-01T12:05:00+00:00' },
+      resource: null,
+    });
 
   it('test_T61b_resume_is_not_rechecked_but_the_extension_is_refused', async () => {
     const ctx = await setup(undefined, { suspendTimeout: 10 * MIN });
     const exec = roundTrips(['e1-a', 'e1-b']);
     await expect(ctx.control.execute(expiring('txn_e1'), exec.run)).rejects.toBeInstanceOf(Suspended);
     ctx.advance(6 * MIN);
-    const err = await ctx.control.resume('e1-a', exec.run).then(() => null, (e: unknown) => e);
+    const err = await ctx.control.resume('e1-a', exec.run).then(
+      () => null,
+      (e: unknown) => e,
+    );
     expect(err).toBeInstanceOf(IdentityError);
     expect((err as IdentityError).reason).toBe('principal_expired');
     expect(exec.calls, 'the resumption itself ran').toHaveLength(2);
@@ -288,7 +332,10 @@ describe('T61b: a held continuation after the credential expires', () => {
       ctx.advance(6 * MIN);
       throw new Suspended('e3');
     };
-    const err = await ctx.control.execute(expiring('txn_e3'), run).then(() => null, (e: unknown) => e);
+    const err = await ctx.control.execute(expiring('txn_e3'), run).then(
+      () => null,
+      (e: unknown) => e,
+    );
     expect(err).toMatchObject({ name: 'IdentityError', reason: 'principal_expired' });
     expect(await ctx.store.continuationRounds('refund:txn_e3')).toBe(0);
     expect(await ctx.store.getEffect('refund:txn_e3')).toMatchObject({ state: 'ambiguous' });
@@ -302,7 +349,10 @@ describe('a continuation belongs to its environment', () => {
     await expect(ctx.control.execute(refund('txn_env'), exec.run)).rejects.toBeInstanceOf(Suspended);
     const staging = new Control({ policy: ctx.control.policy, store: ctx.store, clock: ctx.clock, environment: 'staging', logger: { warn() {} } });
     const before = (await ctx.store.events()).length;
-    const err = await staging.resume('env-1', exec.run).then(() => null, (e: unknown) => e);
+    const err = await staging.resume('env-1', exec.run).then(
+      () => null,
+      (e: unknown) => e,
+    );
     expect(err).toBeInstanceOf(InvalidArgument);
     expect((err as Error).message).toMatch(/production.*staging/);
     expect(exec.calls).toHaveLength(1);
@@ -323,7 +373,13 @@ describe('the resumed receipt carries what the first attempt was decided and app
     await ctx.control.grantApproval(req.requestId, { approver: 'human:ana' });
     await expect(ctx.control.execute(action, exec.run, { approvalId: req.requestId })).rejects.toBeInstanceOf(Suspended);
     const { receipt } = await ctx.control.resumeWithReceipt('ap-1', exec.run);
-    expect(receipt.document).toMatchObject({ result: 'committed', decision: 'approve', decision_reason: 'rule[1]', approval_id: req.requestId, approver: 'human:ana' });
+    expect(receipt.document).toMatchObject({
+      result: 'committed',
+      decision: 'approve',
+      decision_reason: 'rule[1]',
+      approval_id: req.requestId,
+      approver: 'human:ana',
+    });
     expect(ctx.events.at(-1)).toMatchObject({ type: 'EXECUTION_COMMITTED', approvalId: req.requestId });
   });
 
@@ -339,7 +395,12 @@ actions:
     const exec = roundTrips(['ob-1']);
     await expect(ctx.control.execute(action, exec.run, { effectKey: 'admin:eve' })).rejects.toBeInstanceOf(Suspended);
     // The operator switches to enforce (spec 02 §4.5: no migration) while the continuation is held.
-    const enforcing = new Control({ policy: loadPolicy(OBSERVED.replace('mode: observe', 'mode: enforce')), store: ctx.store, clock: ctx.clock, logger: { warn() {} } });
+    const enforcing = new Control({
+      policy: loadPolicy(OBSERVED.replace('mode: observe', 'mode: enforce')),
+      store: ctx.store,
+      clock: ctx.clock,
+      logger: { warn() {} },
+    });
     const { receipt } = await enforcing.resumeWithReceipt('ob-1', exec.run);
     const doc = receipt.document;
     expect([doc['decision'], doc['result'], doc['execution']]).toEqual(['deny', 'observed', 'committed']);
@@ -365,7 +426,8 @@ actions:
     const bare = new Proxy(ctx.store, {
       get(target, prop, receiver) {
         if (prop === 'lastEvent') return undefined;
-        if (prop === 'events') return async () => (await target.events()).map((e) => (e.type === 'EXECUTION_SUSPENDED' ? { ...e, data: { held: true, round: 1 } } : e));
+        if (prop === 'events')
+          return async () => (await target.events()).map((e) => (e.type === 'EXECUTION_SUSPENDED' ? { ...e, data: { held: true, round: 1 } } : e));
         const v = Reflect.get(target, prop, receiver) as unknown;
         return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
       },

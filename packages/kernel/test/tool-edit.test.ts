@@ -2,7 +2,16 @@
 // how an adapter re-finds an unused edit for a proposed action (unusedEditFor).
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { ApprovalRequired, canonicalJson, createAction, editedToolResult, isEditedToolResult, unusedEditFor, type ApprovalEdit, type JsonObject } from '@ctrlrun/kernel';
+import {
+  ApprovalRequired,
+  canonicalJson,
+  createAction,
+  editedToolResult,
+  isEditedToolResult,
+  unusedEditFor,
+  type ApprovalEdit,
+  type JsonObject,
+} from '@ctrlrun/kernel';
 import { setup } from './harness.js';
 
 const PRINCIPAL = { agent: 'refund-agent' };
@@ -13,10 +22,13 @@ function edit(proposedArguments: JsonObject, approvedArguments: JsonObject): App
 
 describe('editedToolResult', () => {
   it('names who edited and the changed arguments, gives both argument sets and the result', () => {
-    const out = editedToolResult(edit({ payment_id: 'p1', amount: 500000, note: 'x' }, { payment_id: 'p1', amount: 300000, reason: 'partial' }), { id: 're_p1' });
+    const out = editedToolResult(edit({ payment_id: 'p1', amount: 500000, note: 'x' }, { payment_id: 'p1', amount: 300000, reason: 'partial' }), {
+      id: 're_p1',
+    });
     expect(out).toEqual({
       edited: true,
-      message: 'human:ana edited the arguments before approving (changed: "amount", "note", "reason"); the tool ran once, with approved_arguments, not the arguments proposed.',
+      message:
+        'human:ana edited the arguments before approving (changed: "amount", "note", "reason"); the tool ran once, with approved_arguments, not the arguments proposed.',
       approved_arguments: { payment_id: 'p1', amount: 300000, reason: 'partial' },
       proposed_arguments: { payment_id: 'p1', amount: 500000, note: 'x' },
       editor: 'human:ana',
@@ -35,8 +47,17 @@ describe('editedToolResult', () => {
 
   it('property: the changed arguments are exactly those whose canonical values differ', () => {
     // Values the canonical form accepts (no floats): what arguments are.
-    const json = fc.oneof(fc.integer(), fc.string({ maxLength: 4 }), fc.boolean(), fc.constant(null), fc.array(fc.integer({ min: 0, max: 3 }), { maxLength: 3 }), fc.dictionary(fc.string({ maxLength: 2 }), fc.integer({ min: 0, max: 3 }), { maxKeys: 2 }));
-    const args = fc.dictionary(fc.constantFrom('a', 'b', 'c', '__proto__', 'constructor'), json, { maxKeys: 5 }).map((o) => JSON.parse(JSON.stringify(o)) as JsonObject);
+    const json = fc.oneof(
+      fc.integer(),
+      fc.string({ maxLength: 4 }),
+      fc.boolean(),
+      fc.constant(null),
+      fc.array(fc.integer({ min: 0, max: 3 }), { maxLength: 3 }),
+      fc.dictionary(fc.string({ maxLength: 2 }), fc.integer({ min: 0, max: 3 }), { maxKeys: 2 }),
+    );
+    const args = fc
+      .dictionary(fc.constantFrom('a', 'b', 'c', '__proto__', 'constructor'), json, { maxKeys: 5 })
+      .map((o) => JSON.parse(JSON.stringify(o)) as JsonObject);
     fc.assert(
       fc.property(args, args, (p, q) => {
         const keys = [...new Set([...Object.keys(p), ...Object.keys(q)])];
@@ -83,7 +104,7 @@ describe('unusedEditFor', () => {
     expect(await unusedEditFor(other.control, action)).toBeNull();
   });
 
-  it('only for the proposed action: another principal\'s identical arguments find nothing', async () => {
+  it("only for the proposed action: another principal's identical arguments find nothing", async () => {
     const ctx = await setup();
     const { requestId } = await proposed(ctx);
     await ctx.control.grantApproval(requestId, { approver: 'human:ana', edit: { arguments: { payment_id: 'p1', amount: 300000 } } });

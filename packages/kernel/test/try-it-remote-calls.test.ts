@@ -14,7 +14,13 @@ describe('try-it remote calls', () => {
     const kept = new Map<string, number>();
     const counter = (): RemoteCallCounter => {
       const inner = memoryRemoteCalls(kept);
-      return { get: inner.get, record: async (id) => { await inner.record(id); kept.set(id, inner.get(id)); } };
+      return {
+        get: inner.get,
+        record: async (id) => {
+          await inner.record(id);
+          kept.set(id, inner.get(id));
+        },
+      };
     };
     const first = createTryIt({ store: await createSqlJsStore({ persistence }), remoteCalls: counter() });
     expect((await first.step({ op: 'refund', payment_id: 'txn_1', amount: 50000 })).remote_calls).toBe(1);
@@ -27,7 +33,16 @@ describe('try-it remote calls', () => {
   it('the remote is counted before it answers, so a lost reply still counts', async () => {
     const seen: string[] = [];
     const inner = memoryRemoteCalls();
-    const tryIt = createTryIt({ store: await createSqlJsStore(), remoteCalls: { get: inner.get, record: (id) => { seen.push(id); return inner.record(id); } } });
+    const tryIt = createTryIt({
+      store: await createSqlJsStore(),
+      remoteCalls: {
+        get: inner.get,
+        record: (id) => {
+          seen.push(id);
+          return inner.record(id);
+        },
+      },
+    });
     const lost = await tryIt.step({ op: 'refund', payment_id: 'txn_4', amount: 50000, lose_reply: true });
     expect([lost.outcome, lost.remote_calls, seen]).toEqual(['reply_lost', 1, ['txn_4']]);
   });
@@ -45,7 +60,10 @@ describe('try-it remote calls', () => {
     };
     const atTheRemote: (string | null)[] = [];
     const inner = memoryRemoteCalls();
-    const { step } = createTryIt({ store, remoteCalls: { get: inner.get, record: async (id) => void (atTheRemote.push(await onReload(`refund:${id}`)), inner.record(id)) } });
+    const { step } = createTryIt({
+      store,
+      remoteCalls: { get: inner.get, record: async (id) => void (atTheRemote.push(await onReload(`refund:${id}`)), inner.record(id)) },
+    });
     const perStep: [string, number][] = [];
     const run = async <R extends { outcome: string }>(p: Promise<R>): Promise<R> => {
       const before = saves;
@@ -65,8 +83,16 @@ describe('try-it remote calls', () => {
     await run(step({ op: 'refund', payment_id: 'txn_1', amount: 50000 }));
     // Two saves where the remote runs, one for every other step: never one per transaction.
     expect(perStep).toEqual([
-      ['executed', 2], ['approval_required', 1], ['approved', 1], ['approval_mismatch', 1], ['executed', 2],
-      ['approval_mismatch', 1], ['denied', 1], ['reply_lost', 2], ['ambiguous_retry', 1], ['duplicate', 1],
+      ['executed', 2],
+      ['approval_required', 1],
+      ['approved', 1],
+      ['approval_mismatch', 1],
+      ['executed', 2],
+      ['approval_mismatch', 1],
+      ['denied', 1],
+      ['reply_lost', 2],
+      ['ambiguous_retry', 1],
+      ['duplicate', 1],
     ]);
     // When the remote was called, a reload would already have found the key taken.
     expect(atTheRemote).toEqual(['executing', 'executing', 'executing']);
@@ -79,11 +105,21 @@ describe('try-it remote calls', () => {
 
   it('a save that fails before the remote is called leaves the remote uncalled and says so', async () => {
     let fail = false;
-    const store = await createSqlJsStore({ persistence: { load: async () => null, save: async () => { if (fail) throw new Error('quota exceeded'); } } });
+    const store = await createSqlJsStore({
+      persistence: {
+        load: async () => null,
+        save: async () => {
+          if (fail) throw new Error('quota exceeded');
+        },
+      },
+    });
     const calls = memoryRemoteCalls();
     const { step } = createTryIt({ store, remoteCalls: calls });
     fail = true;
-    const outcome = await step({ op: 'refund', payment_id: 'txn_1', amount: 50000 }).then((r) => r, (e: unknown) => e);
+    const outcome = await step({ op: 'refund', payment_id: 'txn_1', amount: 50000 }).then(
+      (r) => r,
+      (e: unknown) => e,
+    );
     expect(calls.get('txn_1'), 'no money moved').toBe(0);
     expect(String((outcome as Error).message ?? JSON.stringify(outcome))).toMatch(/could not be saved/);
   });

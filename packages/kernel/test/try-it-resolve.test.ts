@@ -37,7 +37,7 @@ describe('try-it: the operator resolves an AMBIGUOUS effect', () => {
     expect([retry.outcome, retry.remote_calls, retry.receipt?.['attempt']]).toEqual(['executed', 2, 2]);
   });
 
-  it('only an AMBIGUOUS effect resolves; resolving twice or an unknown or committed effect is the kernel\'s error, nothing written', async () => {
+  it("only an AMBIGUOUS effect resolves; resolving twice or an unknown or committed effect is the kernel's error, nothing written", async () => {
     const { store, tryIt } = await ambiguous();
     await tryIt.step({ op: 'refund', payment_id: 'txn_1', amount: 50000 });
     const before = (await store.events()).length;
@@ -55,9 +55,12 @@ describe('try-it: the operator resolves an AMBIGUOUS effect', () => {
     const { store, tryIt } = await ambiguous();
     const before = (await store.events()).length;
     await fc.assert(
-      fc.asyncProperty(fc.anything().filter((s) => s !== 'committed' && s !== 'failed'), async (state) => {
-        await expect(tryIt.step({ op: 'resolve', effect_key: 'refund:txn_4', state } as never)).rejects.toBeInstanceOf(InvalidArgument);
-      }),
+      fc.asyncProperty(
+        fc.anything().filter((s) => s !== 'committed' && s !== 'failed'),
+        async (state) => {
+          await expect(tryIt.step({ op: 'resolve', effect_key: 'refund:txn_4', state } as never)).rejects.toBeInstanceOf(InvalidArgument);
+        },
+      ),
       { numRuns: 60 },
     );
     for (const [i, key] of ['', 42, null, { __proto__: null }, 'x'.repeat(301)].entries()) {

@@ -34,9 +34,20 @@ describe('try-it', () => {
     expect(granted.approval_id).toBe(requestId);
     expect(granted.action_hash).toMatch(/^sha256:[0-9a-f]{64}$/);
     expect([r('2c').outcome, r('2c').reason, r('2c').receipt?.['result'], r('2c').remote_calls]).toEqual(['approval_mismatch', 'mismatch', 'blocked', 0]);
-    expect([r('2d').outcome, r('2d').receipt?.['decision'], r('2d').receipt?.['approval_id'], r('2d').remote_calls]).toEqual(['executed', 'approve', requestId, 1]);
+    expect([r('2d').outcome, r('2d').receipt?.['decision'], r('2d').receipt?.['approval_id'], r('2d').remote_calls]).toEqual([
+      'executed',
+      'approve',
+      requestId,
+      1,
+    ]);
     expect([r('3').outcome, r('3').reason, r('3').remote_calls]).toEqual(['approval_mismatch', 'consumed', 1]);
-    expect([r('4').outcome, r('4').error, r('4').request_id, r('4').receipt?.['result'], r('4').remote_calls]).toEqual(['denied', 'ActionDenied', undefined, 'denied', 0]);
+    expect([r('4').outcome, r('4').error, r('4').request_id, r('4').receipt?.['result'], r('4').remote_calls]).toEqual([
+      'denied',
+      'ActionDenied',
+      undefined,
+      'denied',
+      0,
+    ]);
     expect([r('5a').outcome, r('5a').receipt?.['result'], r('5a').remote_calls]).toEqual(['reply_lost', 'ambiguous', 1]);
     expect([r('5b').outcome, r('5b').error, r('5b').receipt?.['result'], r('5b').remote_calls]).toEqual(['ambiguous_retry', 'AmbiguousEffect', 'blocked', 1]);
     expect([r('6').outcome, r('6').error, r('6').remote_calls]).toEqual(['duplicate', 'DuplicateEffect', 1]);

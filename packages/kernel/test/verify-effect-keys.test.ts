@@ -4,7 +4,15 @@
 // real OS processes.
 import { describe, expect, it } from 'vitest';
 import { Control, loadPolicy, protect, type JsonObject, type StateStore } from '@ctrlrun/kernel';
-import { NOT_APPLICABLE, describeOutcome, runVerify, verifyExitCode, type ProcessLauncher, type ScratchStoreFactory, type VerifyReport } from '@ctrlrun/kernel/verify';
+import {
+  NOT_APPLICABLE,
+  describeOutcome,
+  runVerify,
+  verifyExitCode,
+  type ProcessLauncher,
+  type ScratchStoreFactory,
+  type VerifyReport,
+} from '@ctrlrun/kernel/verify';
 import { createSqlJsStore } from '@ctrlrun/store-sqljs';
 
 /** Scratch stores with a locator, so the launcher can find the store a scenario uses. */
@@ -22,7 +30,12 @@ function rig() {
     let executorRuns = 0;
     const processes = await Promise.all(
       request.runs.map(async (args, i) => {
-        const control = new Control({ policy: loadPolicy(request.policyText, { source: request.policySource }), store, environment: request.environment, logger: { warn: () => {} } });
+        const control = new Control({
+          policy: loadPolicy(request.policyText, { source: request.policySource }),
+          store,
+          environment: request.environment,
+          logger: { warn: () => {} },
+        });
         const run = protect<JsonObject, JsonObject>(() => ((executorRuns += 1), { ok: true }), { control, name: request.action });
         try {
           await run(args, { principal: request.principal });
@@ -46,7 +59,9 @@ const statuses = (r: VerifyReport, ids: string[]) => ids.map((id) => `${id}:${re
 
 describe('verify with effect keys an application really writes', () => {
   it('an effect key naming {resource} the policy derives: a full report, G3–G5 pass', async () => {
-    const r = await verify('schema: ctrlrun.policy/v2\nactions:\n  stripe.refund:\n    resource: "payment:{payment_id}"\n    effect: "refund:{resource}"\n    decision: allow\n');
+    const r = await verify(
+      'schema: ctrlrun.policy/v2\nactions:\n  stripe.refund:\n    resource: "payment:{payment_id}"\n    effect: "refund:{resource}"\n    decision: allow\n',
+    );
     expect(statuses(r, ['G3', 'G4', 'G5', 'G7', 'G10', 'G11'])).toEqual(['G3:pass', 'G4:pass', 'G5:pass', 'G7:pass', 'G10:pass', 'G11:pass']);
     expect(result(r, 'G3').effect_key).toMatch(/^refund:payment:/);
     expect(verifyExitCode(r)).toBe(0);
@@ -68,7 +83,9 @@ describe('verify with effect keys an application really writes', () => {
   }, 120_000);
 
   it('a key every allowed vector pins (env_eq: prod): G4 passes the same way', async () => {
-    const r = await verify('schema: ctrlrun.policy/v2\nactions:\n  deploy.run:\n    effect: "deploy:{env}"\n    rules:\n      - when: { env_eq: prod }\n        decision: allow\n      - decision: deny\n');
+    const r = await verify(
+      'schema: ctrlrun.policy/v2\nactions:\n  deploy.run:\n    effect: "deploy:{env}"\n    rules:\n      - when: { env_eq: prod }\n        decision: allow\n      - decision: deny\n',
+    );
     expect(statuses(r, ['G3', 'G4', 'G5'])).toEqual(['G3:pass', 'G4:pass', 'G5:pass']);
     expect(result(r, 'G4').effect_key).toBe('deploy:prod');
   }, 120_000);

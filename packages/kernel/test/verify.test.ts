@@ -94,7 +94,19 @@ actions:
 describe('verify: the catalogue against a policy', () => {
   it('the shipped example: everything applicable passes; G4 needs processes and G8/G9 authority', async () => {
     const { report } = await verify(EXAMPLE_POLICY_YAML);
-    expect(status(report)).toEqual({ G1: 'pass', G2: 'pass', G3: 'pass', G4: 'not_applicable', G5: 'pass', G6: 'pass', G7: 'pass', G8: 'not_applicable', G9: 'not_applicable', G10: 'pass', G11: 'pass' });
+    expect(status(report)).toEqual({
+      G1: 'pass',
+      G2: 'pass',
+      G3: 'pass',
+      G4: 'not_applicable',
+      G5: 'pass',
+      G6: 'pass',
+      G7: 'pass',
+      G8: 'not_applicable',
+      G9: 'not_applicable',
+      G10: 'pass',
+      G11: 'pass',
+    });
     expect(reasonOf(report, 'G4')).toBe(NOT_APPLICABLE.perConnection);
     expect(reasonOf(report, 'G8')).toBe('no authority section');
     expect(verifyExitCode(report)).toBe(0);
@@ -131,7 +143,7 @@ describe('verify: the catalogue against a policy', () => {
     await expect(verify(AUTHORITY_EXAMPLE, { authority: standalone })).rejects.toThrow(/authority is declared twice/);
   });
 
-  it("a grant whose resources verify cannot build for is a grant miss, with a note", async () => {
+  it('a grant whose resources verify cannot build for is a grant miss, with a note', async () => {
     const policy = `schema: ctrlrun.policy/v3
 actions:
   k8s.delete_namespace: { resource: "ns:{name}", decision: approve }
@@ -151,7 +163,19 @@ authority:
 
   it('test_T100_a_v1_document_with_no_templates_and_no_grants', async () => {
     const { report } = await verify(DEMO_POLICY_YAML);
-    expect(status(report)).toMatchObject({ G1: 'pass', G2: 'pass', G3: 'not_applicable', G4: 'not_applicable', G5: 'not_applicable', G6: 'pass', G7: 'pass', G8: 'not_applicable', G9: 'not_applicable', G10: 'pass', G11: 'pass' });
+    expect(status(report)).toMatchObject({
+      G1: 'pass',
+      G2: 'pass',
+      G3: 'not_applicable',
+      G4: 'not_applicable',
+      G5: 'not_applicable',
+      G6: 'pass',
+      G7: 'pass',
+      G8: 'not_applicable',
+      G9: 'not_applicable',
+      G10: 'pass',
+      G11: 'pass',
+    });
     const g3 = report.guarantees.find((g) => g.id === 'G3')!;
     expect(g3.reason).toBe('no action declares an `effect:` template');
     expect(g3.detail['note']).toBe('in a `ctrlrun.policy/v1` document the template lives in the @protect decorator, which verify does not read');
@@ -180,7 +204,9 @@ authority:
     expect(report.summary).toMatchObject({ passed: 0, failed: 0, applicable: 0, not_applicable: 11, badge: null });
     expect(verifyExitCode(report)).toBe(2);
     expect(verifyBadge(report)).toBeNull();
-    expect(renderVerifyText(report).trimEnd().split('\n').at(-1)).toBe('0/0 declared guarantees pass. 11 not applicable: G1, G2, G3, G4, G5, G6, G7, G8, G9, G10, G11.');
+    expect(renderVerifyText(report).trimEnd().split('\n').at(-1)).toBe(
+      '0/0 declared guarantees pass. 11 not applicable: G1, G2, G3, G4, G5, G6, G7, G8, G9, G10, G11.',
+    );
   });
 
   it('observe mode, a policy that does not load, and --only naming nothing or an unknown id are refusals; nothing runs', async () => {
@@ -254,7 +280,9 @@ describe('verify: the report', () => {
     }
     expect(report.summary).toMatchObject({ passed: 2, applicable: 2, skipped: 9, badge: null });
     expect(verifyExitCode(report)).toBe(0);
-    expect(renderVerifyText(report).trimEnd().split('\n').at(-1)).toBe('2/2 declared guarantees pass. 0 not applicable. 9 not selected: G1, G2, G4, G5, G7, G8, G9, G10, G11.');
+    expect(renderVerifyText(report).trimEnd().split('\n').at(-1)).toBe(
+      '2/2 declared guarantees pass. 0 not applicable. 9 not selected: G1, G2, G4, G5, G7, G8, G9, G10, G11.',
+    );
   });
 
   it('test_T120_a_partial_run_writes_no_badge', async () => {
@@ -280,13 +308,37 @@ describe('verify: the report', () => {
   it('test_T114_the_json_report_carries_every_field; test_T104_reason_is_null_only_on_a_pass_and_a_counterexample_only_on_a_fail', async () => {
     const { report } = await verify(EXAMPLE_POLICY_YAML, { wrap: forgetsAmbiguity });
     const doc = JSON.parse(renderVerifyJson(report)) as Record<string, unknown>;
-    expect(Object.keys(doc)).toEqual(['schema', 'catalogue', 'ctrlrun_version', 'started_at', 'finished_at', 'policy', 'authority', 'store', 'partial', 'summary', 'guarantees']);
+    expect(Object.keys(doc)).toEqual([
+      'schema',
+      'catalogue',
+      'ctrlrun_version',
+      'started_at',
+      'finished_at',
+      'policy',
+      'authority',
+      'store',
+      'partial',
+      'summary',
+      'guarantees',
+    ]);
     expect(doc['schema']).toBe('ctrlrun.verify/v1');
     expect(Object.keys(doc['policy'] as object)).toEqual(['path', 'sha256', 'schema', 'mode', 'actions']);
     expect((doc['policy'] as Record<string, unknown>)['sha256']).toMatch(/^[0-9a-f]{64}$/);
     expect(Object.keys(doc['summary'] as object)).toEqual(['passed', 'failed', 'applicable', 'not_applicable', 'skipped', 'badge']);
     for (const g of doc['guarantees'] as Record<string, unknown>[]) {
-      expect(Object.keys(g)).toEqual(['id', 'title', 'status', 'reason', 'action', 'arguments', 'effect_key', 'grant_id', 'descends_from', 'detail', 'counterexample']);
+      expect(Object.keys(g)).toEqual([
+        'id',
+        'title',
+        'status',
+        'reason',
+        'action',
+        'arguments',
+        'effect_key',
+        'grant_id',
+        'descends_from',
+        'detail',
+        'counterexample',
+      ]);
       expect(g['reason'] === null, String(g['id'])).toBe(g['status'] === 'pass');
       expect(g['counterexample'] !== null, String(g['id'])).toBe(g['status'] === 'fail');
       if (g['status'] === 'fail') expect(Object.keys(g['counterexample'] as object)).toEqual(['expected', 'observed', 'receipts', 'events', 'effects']);
@@ -314,7 +366,9 @@ describe('verify: the report', () => {
     const xml = renderVerifyJunit(report);
     expect(xml).toContain('<testsuite name="ctrlrun.verify" hostname="localhost" tests="11" failures="1" errors="0" skipped="9"');
     expect(xml).toContain('<testcase classname="ctrlrun.guarantees" name="G3 duplicate effect refused"/>');
-    expect(xml).toMatch(/<testcase classname="ctrlrun\.guarantees" name="G4 one winner under concurrency"><skipped message="the configured store backend is per-connection and cannot reserve across processes"\/><\/testcase>/);
+    expect(xml).toMatch(
+      /<testcase classname="ctrlrun\.guarantees" name="G4 one winner under concurrency"><skipped message="the configured store backend is per-connection and cannot reserve across processes"\/><\/testcase>/,
+    );
     expect(xml).toMatch(/name="G5 ambiguous blocks a blind retry"><failure type="G5" message="the blind retry ran">expected: /);
     expect(xml).toContain('<skipped message="not selected"/>');
   });
@@ -354,29 +408,37 @@ describe('verify: the report', () => {
 describe('verify: argument synthesis', () => {
   it('reaches every reachable rule of a banded policy, and no earlier one (fast-check)', () => {
     fc.assert(
-      fc.property(fc.uniqueArray(fc.integer({ min: -1_000_000, max: 1_000_000 }), { minLength: 1, maxLength: 5 }), fc.constantFrom('lte', 'lt'), (bounds, op) => {
-        const sorted = [...bounds].sort((a, b) => a - b);
-        const decisions = ['allow', 'approve', 'deny'] as const;
-        const rules = sorted.map((n, i) => `      - when: { amount_gte: ${sorted[0]! - 10}, amount_${op}: ${n} }\n        decision: ${decisions[i % 3]}`).join('\n');
-        const policy = loadPolicy(`schema: ctrlrun.policy/v2\nactions:\n  pay:\n    rules:\n${rules}\n`);
-        const view = { name: 'pay', effect: null, resource: null, rules: policy.rules('pay')! };
-        for (const d of decisions) {
-          const v = vectorFor(policy, view, d);
-          const reachable = sorted.some((n, i) => decisions[i % 3] === d && (i === 0 || (op === 'lte' ? n > sorted[i - 1]! : n - 1 > sorted[i - 1]! - 1)));
-          if (v === null) {
-            expect(reachable).toBe(false);
-            continue;
+      fc.property(
+        fc.uniqueArray(fc.integer({ min: -1_000_000, max: 1_000_000 }), { minLength: 1, maxLength: 5 }),
+        fc.constantFrom('lte', 'lt'),
+        (bounds, op) => {
+          const sorted = [...bounds].sort((a, b) => a - b);
+          const decisions = ['allow', 'approve', 'deny'] as const;
+          const rules = sorted
+            .map((n, i) => `      - when: { amount_gte: ${sorted[0]! - 10}, amount_${op}: ${n} }\n        decision: ${decisions[i % 3]}`)
+            .join('\n');
+          const policy = loadPolicy(`schema: ctrlrun.policy/v2\nactions:\n  pay:\n    rules:\n${rules}\n`);
+          const view = { name: 'pay', effect: null, resource: null, rules: policy.rules('pay')! };
+          for (const d of decisions) {
+            const v = vectorFor(policy, view, d);
+            const reachable = sorted.some((n, i) => decisions[i % 3] === d && (i === 0 || (op === 'lte' ? n > sorted[i - 1]! : n - 1 > sorted[i - 1]! - 1)));
+            if (v === null) {
+              expect(reachable).toBe(false);
+              continue;
+            }
+            const e = policy.evaluate('pay', v.arguments);
+            expect(e.decision).toBe(d);
+            expect(e.reason).toBe(v.evaluation.reason);
           }
-          const e = policy.evaluate('pay', v.arguments);
-          expect(e.decision).toBe(d);
-          expect(e.reason).toBe(v.evaluation.reason);
-        }
-      }),
+        },
+      ),
     );
   });
 
   it('builds only integers, strings, booleans and null; a list condition is not synthesizable', () => {
-    const policy = loadPolicy(`schema: ctrlrun.policy/v2\nactions:\n  a:\n    rules:\n      - when: { tags_eq: [x, y] }\n        decision: allow\n      - when: { region_in: [eu, us], tier_neq: 3, flag_eq: true, note_eq: null }\n        decision: approve\n`);
+    const policy = loadPolicy(
+      `schema: ctrlrun.policy/v2\nactions:\n  a:\n    rules:\n      - when: { tags_eq: [x, y] }\n        decision: allow\n      - when: { region_in: [eu, us], tier_neq: 3, flag_eq: true, note_eq: null }\n        decision: approve\n`,
+    );
     const view = { name: 'a', effect: null, resource: null, rules: policy.rules('a')! };
     expect(vectorFor(policy, view, 'allow')).toBeNull();
     // Rule 0 is failed by negating its condition: tags ≠ [x, y].

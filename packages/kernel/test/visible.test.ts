@@ -4,7 +4,12 @@ import { showInvisible } from '../src/visible.js';
 
 const INVISIBLE = /[\p{Cc}\p{Cf}\p{Cs}\p{Zl}\p{Zp}]/u;
 /** Strings rich in what an agent would hide things with. */
-const hostile = fc.string({ unit: fc.oneof(fc.constantFrom('\u202e', '\u200b', '\u2028', '\u0000', '\u001b', '\n', '\u0085', '\ud800', '\udfff', '\u{e0041}', 'a', '"', '\\'), fc.string({ minLength: 1, maxLength: 1 })) });
+const hostile = fc.string({
+  unit: fc.oneof(
+    fc.constantFrom('\u202e', '\u200b', '\u2028', '\u0000', '\u001b', '\n', '\u0085', '\ud800', '\udfff', '\u{e0041}', 'a', '"', '\\'),
+    fc.string({ minLength: 1, maxLength: 1 }),
+  ),
+});
 
 describe('showInvisible', () => {
   it('leaves no control, format, separator or lone-surrogate character, and nothing else changes', () => {

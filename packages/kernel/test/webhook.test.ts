@@ -71,7 +71,11 @@ function verifiedIndependently(d: Delivery, secret = SECRET): boolean {
 }
 
 async function needsApproval(ctx: Awaited<ReturnType<typeof setup>>, paymentId = 'p1') {
-  const action = createAction({ name: 'stripe.refund', arguments: { payment_id: paymentId, amount: 200000 }, principal: { agent: 'refund-agent', user: 'ana@example.com' } });
+  const action = createAction({
+    name: 'stripe.refund',
+    arguments: { payment_id: paymentId, amount: 200000 },
+    principal: { agent: 'refund-agent', user: 'ana@example.com' },
+  });
   const err = await ctx.control.execute(action, () => 'never').catch((e: unknown) => e);
   expect(err).toBeInstanceOf(ApprovalRequired);
   return { action, requestId: (err as ApprovalRequired).requestId };
@@ -127,7 +131,13 @@ describe('outbound: one signed POST per approval request', () => {
     expect(body['schema']).toBe(APPROVAL_REQUEST_SCHEMA);
     expect(body['request_id']).toBe(requestId);
     expect(body['action_hash']).toBe(action.actionHash);
-    expect(body['action']).toEqual({ name: 'stripe.refund', arguments: { amount: 200000, payment_id: 'p1' }, principal: { agent: 'refund-agent', user: 'ana@example.com' }, resource: null, environment: 'production' });
+    expect(body['action']).toEqual({
+      name: 'stripe.refund',
+      arguments: { amount: 200000, payment_id: 'p1' },
+      principal: { agent: 'refund-agent', user: 'ana@example.com' },
+      resource: null,
+      environment: 'production',
+    });
     expect(text).toContain('"arguments":{"amount":200000,"payment_id":"p1"}'); // canonical: sorted, compact
     expect(body['respond_to']).toBe(`https://gw.example.com/ctrlrun/approvals/${requestId}`);
     const record = (await ctx.store.getApproval(requestId))!;
@@ -139,7 +149,11 @@ describe('outbound: one signed POST per approval request', () => {
   it('the Slack format is {text, blocks}, escapes what the agent chose, and is signed the same way', async () => {
     const ctx = await setup();
     const hook = await receiver();
-    const action = createAction({ name: 'stripe.refund', arguments: { payment_id: '<!channel> ```x``` & <http://evil|click>', amount: 200000 }, principal: { agent: 'refund-agent' } });
+    const action = createAction({
+      name: 'stripe.refund',
+      arguments: { payment_id: '<!channel> ```x``` & <http://evil|click>', amount: 200000 },
+      principal: { agent: 'refund-agent' },
+    });
     const err = (await ctx.control.execute(action, () => 1).catch((e: unknown) => e)) as ApprovalRequired;
     const { p } = provider(ctx, hook.url, { format: 'slack' });
     await p.notify(err.requestId);
@@ -158,7 +172,11 @@ describe('outbound: one signed POST per approval request', () => {
   it('the Slack message shows invisible characters the agent chose (bidi overrides, zero-width, C1, separators) as \\u escapes: it reads as hashed', async () => {
     const ctx = await setup();
     const hook = await receiver();
-    const action = createAction({ name: 'stripe.refund', arguments: { payment_id: 'in_\u202e0001\u202c', 'amount\u200b': 1, amount: 200000, note: 'a\u2028b\u0085c\u2066d\u{e0041}' }, principal: { agent: 'refund-agent', user: 'u\u202e1' } });
+    const action = createAction({
+      name: 'stripe.refund',
+      arguments: { payment_id: 'in_\u202e0001\u202c', 'amount\u200b': 1, amount: 200000, note: 'a\u2028b\u0085c\u2066d\u{e0041}' },
+      principal: { agent: 'refund-agent', user: 'u\u202e1' },
+    });
     const err = (await ctx.control.execute(action, () => 1).catch((e: unknown) => e)) as ApprovalRequired;
     const { p } = provider(ctx, hook.url, { format: 'slack' });
     await p.notify(err.requestId);
@@ -178,7 +196,11 @@ describe('outbound: one signed POST per approval request', () => {
   it('the Slack message shows every argument key however long one argument is: a padded first argument cannot push the amount out of sight', async () => {
     const ctx = await setup();
     const hook = await receiver();
-    const action = createAction({ name: 'stripe.refund', arguments: { a: 'x'.repeat(5000), amount: 200000, ['k'.repeat(3000)]: 1, payment_id: 'in_9', __proto__x: [{ deep: 'y'.repeat(900) }] }, principal: { agent: 'refund-agent' } });
+    const action = createAction({
+      name: 'stripe.refund',
+      arguments: { a: 'x'.repeat(5000), amount: 200000, ['k'.repeat(3000)]: 1, payment_id: 'in_9', __proto__x: [{ deep: 'y'.repeat(900) }] },
+      principal: { agent: 'refund-agent' },
+    });
     const err = (await ctx.control.execute(action, () => 1).catch((e: unknown) => e)) as ApprovalRequired;
     const { p } = provider(ctx, hook.url, { format: 'slack' });
     await p.notify(err.requestId);
@@ -359,7 +381,11 @@ describe('inbound: the signed answer', () => {
     expect(events).toBe(1);
     // The agent's call runs once, consuming the approval; the captured grant replayed is refused.
     let runs = 0;
-    await ctx.control.execute(createAction({ name: 'stripe.refund', arguments: { payment_id: 'p1', amount: 200000 }, principal: { agent: 'refund-agent', user: 'ana@example.com' } }), () => ++runs, { approvalId: requestId });
+    await ctx.control.execute(
+      createAction({ name: 'stripe.refund', arguments: { payment_id: 'p1', amount: 200000 }, principal: { agent: 'refund-agent', user: 'ana@example.com' } }),
+      () => ++runs,
+      { approvalId: requestId },
+    );
     expect(runs).toBe(1);
     const late = await handler(replayLater);
     expect(late.status).toBe(400);
@@ -447,13 +473,20 @@ describe('end to end', () => {
     const answers: Array<{ status: number; body: unknown }> = [];
     const hook = await receiver((_n, d) => {
       if (!verifiedIndependently(d)) return { status: 401 };
-      const req = JSON.parse(d.body.toString('utf8')) as { request_id: string; action_hash: string; action: { arguments: { amount: number } }; respond_to: string };
+      const req = JSON.parse(d.body.toString('utf8')) as {
+        request_id: string;
+        action_hash: string;
+        action: { arguments: { amount: number } };
+        respond_to: string;
+      };
       expect(req.action.arguments.amount).toBe(200000);
       const body = enc.encode(JSON.stringify({ request_id: req.request_id, action_hash: req.action_hash, decision: 'grant', approver: 'human:ana' }));
       const t = Math.floor(Date.now() / 1000);
       const sig = createHmac('sha256', SECRET).update(`${t}.`).update(body).digest('hex');
       setTimeout(() => {
-        void fetch(req.respond_to, { method: 'POST', headers: { 'CTRLRun-Signature': `t=${t},v1=${sig}` }, body }).then(async (r) => answers.push({ status: r.status, body: await r.json() }));
+        void fetch(req.respond_to, { method: 'POST', headers: { 'CTRLRun-Signature': `t=${t},v1=${sig}` }, body }).then(async (r) =>
+          answers.push({ status: r.status, body: await r.json() }),
+        );
       }, 50);
       return { status: 204 };
     });

@@ -81,7 +81,10 @@ function readAnswer(value: unknown, record: ApprovalRecord): ApprovalAnswer {
     throw new InvalidArgument(`resume with { decision: 'approve' | 'deny', approver, request_id } to answer approval ${id}`);
   }
   for (const key of Object.keys(value)) {
-    if (!ANSWER_KEYS.has(key)) throw new InvalidArgument(`the answer to approval ${id} has an unknown key ${JSON.stringify(key)} (expected decision, approver, request_id, action_hash, edit)`);
+    if (!ANSWER_KEYS.has(key))
+      throw new InvalidArgument(
+        `the answer to approval ${id} has an unknown key ${JSON.stringify(key)} (expected decision, approver, request_id, action_hash, edit)`,
+      );
   }
   const answer = value as Record<string, unknown>;
   if (answer['decision'] !== 'approve' && answer['decision'] !== 'deny') {
@@ -95,11 +98,15 @@ function readAnswer(value: unknown, record: ApprovalRecord): ApprovalAnswer {
     });
   }
   if (answer['action_hash'] !== undefined && answer['action_hash'] !== record.request.actionHash) {
-    throw new ApprovalMismatch('mismatch', { approvalId: id, message: `approval ${id} refused (mismatch): the answer was given for action ${String(answer['action_hash'])}, not ${record.request.actionHash}` });
+    throw new ApprovalMismatch('mismatch', {
+      approvalId: id,
+      message: `approval ${id} refused (mismatch): the answer was given for action ${String(answer['action_hash'])}, not ${record.request.actionHash}`,
+    });
   }
   const edit = answer['edit'];
   if (edit === undefined) return { decision: answer['decision'], approver, request_id: id };
-  if (answer['decision'] !== 'approve') throw new InvalidArgument(`the answer to approval ${id} carries an edit with decision ${JSON.stringify(answer['decision'])}: only an approval edits`);
+  if (answer['decision'] !== 'approve')
+    throw new InvalidArgument(`the answer to approval ${id} carries an edit with decision ${JSON.stringify(answer['decision'])}: only an approval edits`);
   if (!isPlain(edit) || Object.keys(edit).some((k) => k !== 'arguments') || !isPlain(edit['arguments'])) {
     throw new InvalidArgument(`the answer to approval ${id} has an edit that is not { arguments: { … } } (a plain object of the edited arguments)`);
   }
@@ -124,7 +131,9 @@ export function approvalInterrupt(request: ApprovalRequest, editRefused?: string
  */
 export function approvalsAsked(result: unknown): ApprovalInterrupt[] {
   if (!isInterrupted(result)) return [];
-  return result[INTERRUPT].map((i) => i.value).filter((v): v is ApprovalInterrupt => typeof v === 'object' && v !== null && (v as { type?: unknown }).type === 'ctrlrun.approval');
+  return result[INTERRUPT].map((i) => i.value).filter(
+    (v): v is ApprovalInterrupt => typeof v === 'object' && v !== null && (v as { type?: unknown }).type === 'ctrlrun.approval',
+  );
 }
 
 /**
@@ -157,9 +166,16 @@ export class InterruptApprovalProvider implements ApprovalProvider {
    */
   async wait(requestId: string): Promise<Approval | null> {
     const record = await this.control.store.getApproval(requestId);
-    if (record === null) throw new ApprovalMismatch('unknown', { approvalId: requestId, message: `approval ${requestId} refused (unknown): no such approval request` });
+    if (record === null)
+      throw new ApprovalMismatch('unknown', { approvalId: requestId, message: `approval ${requestId} refused (unknown): no such approval request` });
     if (record.status === 'granted') {
-      return { approvalId: requestId, actionHash: record.request.actionHash, approver: record.approver ?? '', grantedAt: record.grantedAt ?? '', expiresAt: record.request.expiresAt };
+      return {
+        approvalId: requestId,
+        actionHash: record.request.actionHash,
+        approver: record.approver ?? '',
+        grantedAt: record.grantedAt ?? '',
+        expiresAt: record.request.expiresAt,
+      };
     }
     this.waitedOn = requestId;
     if (record.status !== 'pending') return null;
@@ -193,7 +209,10 @@ export class InterruptApprovalProvider implements ApprovalProvider {
  * resolves to an {@link EditedToolResult} around the function's result; an edit the policy
  * refuses pauses the graph again with `edit_refused` saying why, and nothing runs.
  */
-export function protectInGraph<A extends object = JsonObject, R = unknown>(fn: (args: A) => R | Promise<R>, options: Omit<ProtectOptions, 'wait'>): Protected<A, R | EditedToolResult<R>> {
+export function protectInGraph<A extends object = JsonObject, R = unknown>(
+  fn: (args: A) => R | Promise<R>,
+  options: Omit<ProtectOptions, 'wait'>,
+): Protected<A, R | EditedToolResult<R>> {
   if (!options || typeof options !== 'object' || !options.control) throw new InvalidArgument('protectInGraph needs { control, name }');
   if ('wait' in options) throw new InvalidArgument('protectInGraph waits through interrupt(); do not pass wait');
   const { control } = options;
@@ -201,7 +220,10 @@ export function protectInGraph<A extends object = JsonObject, R = unknown>(fn: (
   const call = async (args: A, callOptions: CallOptions = {}): Promise<R | EditedToolResult<R>> => {
     // A human may have answered this action's request with an edit through another surface
     // (ctrlrun approve --edit, the worker) while the graph waited: run that edit, once.
-    const earlier = await shared.action(args, callOptions).then((action) => unusedEditFor(control, action), () => null);
+    const earlier = await shared.action(args, callOptions).then(
+      (action) => unusedEditFor(control, action),
+      () => null,
+    );
     if (earlier !== null) return editedToolResult(earlier, await shared(args, { ...callOptions, approvalId: earlier.proposed }));
     // One provider per call: it says which request this call waited on.
     const provider = new InterruptApprovalProvider(control);

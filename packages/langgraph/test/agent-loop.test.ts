@@ -35,7 +35,13 @@ class ScriptedChatModel extends BaseChatModel {
 
 async function agentGraph(turns: AIMessage[]) {
   const store = await createSqlJsStore();
-  const control = new Control({ policy: loadPolicy(REFUND_POLICY), store, ids: sequentialIds(), principal: { agent: 'refund-agent' }, logger: { warn: () => {} } });
+  const control = new Control({
+    policy: loadPolicy(REFUND_POLICY),
+    store,
+    ids: sequentialIds(),
+    principal: { agent: 'refund-agent' },
+    logger: { warn: () => {} },
+  });
   const refunds: unknown[] = [];
   const refund = protectInGraph(
     async (args: { payment_id: string; amount: number }) => {
@@ -61,7 +67,7 @@ async function agentGraph(turns: AIMessage[]) {
 }
 
 describe('an agent loop with ToolNode', () => {
-  it('the human edits the amount: the tool runs once with it, and the model\'s next turn is told the arguments were edited and which ran', async () => {
+  it("the human edits the amount: the tool runs once with it, and the model's next turn is told the arguments were edited and which ran", async () => {
     const { store, graph, model, refunds } = await agentGraph([
       new AIMessage({ content: '', tool_calls: [{ id: 'call_1', name: 'refund', args: { payment_id: 'pay_42', amount: 500000 } }] }),
       new AIMessage('Refunded 3000.00 (a reviewer lowered it from 5000.00).'),
@@ -73,7 +79,9 @@ describe('an agent loop with ToolNode', () => {
     expect(refunds).toEqual([]);
 
     const done = await graph.invoke(
-      new Command({ resume: { decision: 'approve', approver: 'human:ana', request_id: asked!.request_id, edit: { arguments: { payment_id: 'pay_42', amount: 300000 } } } }),
+      new Command({
+        resume: { decision: 'approve', approver: 'human:ana', request_id: asked!.request_id, edit: { arguments: { payment_id: 'pay_42', amount: 300000 } } },
+      }),
       thread,
     );
     expect(refunds).toEqual([{ payment_id: 'pay_42', amount: 300000 }]);

@@ -3,12 +3,23 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { Annotation, Command, END, MemorySaver, START, StateGraph, type BaseCheckpointSaver } from '@langchain/langgraph';
-import { ActionDenied, ApprovalMismatch, callbackSink, Control, InvalidArgument, isEditedToolResult, loadPolicy, sequentialIds, type EditedToolResult, type StateStore, type StoredReceipt } from '@ctrlrun/kernel';
+import {
+  ActionDenied,
+  ApprovalMismatch,
+  callbackSink,
+  Control,
+  InvalidArgument,
+  isEditedToolResult,
+  loadPolicy,
+  sequentialIds,
+  type EditedToolResult,
+  type StateStore,
+  type StoredReceipt,
+} from '@ctrlrun/kernel';
 import { createSqlJsStore } from '@ctrlrun/store-sqljs';
 // The kernel's refund policy: allow up to 100000, a human up to 1000000, deny above.
 import { REFUND_POLICY } from '../../kernel/test/harness.js';
 import { approvalsAsked, InterruptApprovalProvider, protectInGraph, type ApprovalInterrupt } from '@ctrlrun/langgraph';
-
 
 const State = Annotation.Root({
   payment_id: Annotation<string>(),
@@ -89,7 +100,7 @@ describe('protectInGraph: approval through interrupt()', () => {
     expect(receipts.at(-1)!.document).toMatchObject({ result: 'committed', approval_id: asked.request_id, approver: 'human:ana' });
   });
 
-  it('a deny answer is recorded as the human\'s and the node sees ActionDenied(approval_denied); the refund never runs', async () => {
+  it("a deny answer is recorded as the human's and the node sees ActionDenied(approval_denied); the refund never runs", async () => {
     const { store, graph, runs } = await setup();
     const asked = interruptOf(await graph.invoke({ payment_id: 'p2', amount: 500000 }, thread('t2')));
     const done = await graph.invoke(new Command({ resume: { decision: 'deny', approver: 'human:ana', request_id: asked.request_id } }), thread('t2'));
@@ -101,14 +112,19 @@ describe('protectInGraph: approval through interrupt()', () => {
   it('an answer for another request, or for another action hash, grants nothing', async () => {
     const { store, graph, runs } = await setup();
     interruptOf(await graph.invoke({ payment_id: 'p3', amount: 500000 }, thread('t3')));
-    const wrongId = await graph.invoke(new Command({ resume: { decision: 'approve', approver: 'human:ana', request_id: 'apr_other' } }), thread('t3')).catch((e: unknown) => e);
+    const wrongId = await graph
+      .invoke(new Command({ resume: { decision: 'approve', approver: 'human:ana', request_id: 'apr_other' } }), thread('t3'))
+      .catch((e: unknown) => e);
     expect(wrongId).toBeInstanceOf(ApprovalMismatch);
     expect((wrongId as Error).message).toMatch(/the answer is for request "apr_other"/);
 
     const other = await setup();
     const asked2 = interruptOf(await other.graph.invoke({ payment_id: 'p3', amount: 500000 }, thread('t3b')));
     const wrongHash = await other.graph
-      .invoke(new Command({ resume: { decision: 'approve', approver: 'human:ana', request_id: asked2.request_id, action_hash: 'sha256:' + '0'.repeat(64) } }), thread('t3b'))
+      .invoke(
+        new Command({ resume: { decision: 'approve', approver: 'human:ana', request_id: asked2.request_id, action_hash: 'sha256:' + '0'.repeat(64) } }),
+        thread('t3b'),
+      )
       .catch((e: unknown) => e);
     expect(wrongHash).toBeInstanceOf(ApprovalMismatch);
     expect(runs.refunds).toEqual([]);
@@ -179,11 +195,19 @@ describe('protectInGraph: approval through interrupt()', () => {
       proposed_arguments: { payment_id: 'p10', amount: 500000 },
       result: { id: 're_p10' },
     });
-    expect((done.refund as EditedToolResult).message).toBe('human:ana edited the arguments before approving (changed: "amount"); the tool ran once, with approved_arguments, not the arguments proposed.');
+    expect((done.refund as EditedToolResult).message).toBe(
+      'human:ana edited the arguments before approving (changed: "amount"); the tool ran once, with approved_arguments, not the arguments proposed.',
+    );
     const all = await store.listApprovals();
-    expect(all.map((r) => [r.request.action.canonicalArguments['amount'], r.status])).toEqual([[500000, 'denied'], [300000, 'consumed']]);
+    expect(all.map((r) => [r.request.action.canonicalArguments['amount'], r.status])).toEqual([
+      [500000, 'denied'],
+      [300000, 'consumed'],
+    ]);
     const receipt = receipts.at(-1)!.document;
-    expect(receipt).toMatchObject({ result: 'committed', edit: { proposed_request_id: asked.request_id, editor: 'human:ana', approved_arguments: { amount: 300000 } } });
+    expect(receipt).toMatchObject({
+      result: 'committed',
+      edit: { proposed_request_id: asked.request_id, editor: 'human:ana', approved_arguments: { amount: 300000 } },
+    });
   });
 
   it('an edit the policy denies pauses the graph again with the readable reason; nothing runs, and a later allowed edit runs once', async () => {
@@ -213,12 +237,18 @@ describe('protectInGraph: approval through interrupt()', () => {
   });
 
   it('property: whatever arguments a human edits to, the function runs once with exactly them when the policy allows or approves them, and never otherwise', async () => {
-    const edits = fc.record({ payment_id: fc.oneof(fc.string({ minLength: 1, maxLength: 6 }), fc.constantFrom('__proto__', 'constructor')), amount: fc.integer({ min: -10, max: 3_000_000 }) });
+    const edits = fc.record({
+      payment_id: fc.oneof(fc.string({ minLength: 1, maxLength: 6 }), fc.constantFrom('__proto__', 'constructor')),
+      amount: fc.integer({ min: -10, max: 3_000_000 }),
+    });
     await fc.assert(
       fc.asyncProperty(edits, async (args) => {
         const { store, graph, runs } = await setup();
         const asked = interruptOf(await graph.invoke({ payment_id: 'p20', amount: 500000 }, thread('t20')));
-        const after = await graph.invoke(new Command({ resume: { decision: 'approve', approver: 'human:ana', request_id: asked.request_id, edit: { arguments: args } } }), thread('t20'));
+        const after = await graph.invoke(
+          new Command({ resume: { decision: 'approve', approver: 'human:ana', request_id: asked.request_id, edit: { arguments: args } } }),
+          thread('t20'),
+        );
         const statuses = (await store.listApprovals()).map((r) => r.status);
         if (args.amount >= 0 && args.amount <= 1000000) {
           expect(runs.refunds).toEqual([args]);
@@ -238,13 +268,22 @@ describe('protectInGraph: approval through interrupt()', () => {
     for (const edit of [{ amount: 1 }, { arguments: [1] }, { arguments: { amount: 1 }, note: 'x' }, 'amount=1']) {
       const { store, graph } = await setup();
       const asked = interruptOf(await graph.invoke({ payment_id: 'p12', amount: 500000 }, thread('t12')));
-      const err = await graph.invoke(new Command({ resume: { decision: 'approve', approver: 'human:ana', request_id: asked.request_id, edit } }), thread('t12')).catch((e: unknown) => e);
+      const err = await graph
+        .invoke(new Command({ resume: { decision: 'approve', approver: 'human:ana', request_id: asked.request_id, edit } }), thread('t12'))
+        .catch((e: unknown) => e);
       expect(err, JSON.stringify(edit)).toBeInstanceOf(InvalidArgument);
       expect((await store.listApprovals()).map((r) => r.status)).toEqual(['pending']);
     }
     const { store, graph } = await setup();
     const asked = interruptOf(await graph.invoke({ payment_id: 'p12', amount: 500000 }, thread('t12b')));
-    const err = await graph.invoke(new Command({ resume: { decision: 'deny', approver: 'human:ana', request_id: asked.request_id, edit: { arguments: { payment_id: 'p12', amount: 1 } } } }), thread('t12b')).catch((e: unknown) => e);
+    const err = await graph
+      .invoke(
+        new Command({
+          resume: { decision: 'deny', approver: 'human:ana', request_id: asked.request_id, edit: { arguments: { payment_id: 'p12', amount: 1 } } },
+        }),
+        thread('t12b'),
+      )
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(InvalidArgument);
     expect((err as Error).message).toMatch(/only an approval edits/);
     expect((await store.listApprovals()).map((r) => r.status)).toEqual(['pending']);

@@ -64,7 +64,8 @@ export function gatewayError(name: GatewayErrorName, message: string, data: Reco
 
 /** The first words of a refusal's text: what the agent must know before anything else. */
 function lead(name: GatewayErrorName): string {
-  if (name === 'upstreamAmbiguous') return "ctrlrun: the tool's outcome is unknown. The call was sent to the tool, which failed before answering; it may or may not have run, and this text is ctrlrun's, not the tool's.";
+  if (name === 'upstreamAmbiguous')
+    return "ctrlrun: the tool's outcome is unknown. The call was sent to the tool, which failed before answering; it may or may not have run, and this text is ctrlrun's, not the tool's.";
   if (name === 'upstreamNotExecuted') return "ctrlrun: the tool did not run. The upstream server was not reached; this text is ctrlrun's, not the tool's.";
   if (name === 'approvalRequired') return "ctrlrun held this call for a human's approval. The tool was not called; this text is ctrlrun's, not the tool's.";
   return "ctrlrun refused this call. The tool was not called; this text is ctrlrun's, not the tool's.";

@@ -56,7 +56,13 @@ export function floatArgumentPointer(text: string): string | null {
         ws();
         i++; // ':'
         const inner: Where =
-          typeof where === 'object' ? { pointer: `${where.pointer}/${segment(key)}` } : where === 'top' && key === 'params' ? 'params' : where === 'params' && key === 'arguments' ? { pointer: '' } : 'elsewhere';
+          typeof where === 'object'
+            ? { pointer: `${where.pointer}/${segment(key)}` }
+            : where === 'top' && key === 'params'
+              ? 'params'
+              : where === 'params' && key === 'arguments'
+                ? { pointer: '' }
+                : 'elsewhere';
         value(inner, depth + 1);
         if (found !== null) return;
         ws();
@@ -102,12 +108,20 @@ export function floatArgumentPointer(text: string): string | null {
  * know the tool's `outputSchema`, so the fields are in `_meta["com.ctrlrun/refusal"]` only unless
  * `structured` says the tool has none.
  */
-export function floatRefusal(message: unknown, text: string, options: { structured?: boolean } = {}): { jsonrpc: '2.0'; id: unknown; result: CallToolResult } | null {
+export function floatRefusal(
+  message: unknown,
+  text: string,
+  options: { structured?: boolean } = {},
+): { jsonrpc: '2.0'; id: unknown; result: CallToolResult } | null {
   if (typeof message !== 'object' || message === null || Array.isArray(message)) return null;
   const m = message as { method?: unknown; id?: unknown };
   if (m.method !== 'tools/call' || m.id === undefined) return null;
   const pointer = floatArgumentPointer(text);
   if (pointer === null) return null;
-  const refusal = gatewayError('unrepresentableArgument', `tools/call: the argument at ${pointer || '/'} is written as a float (a fraction or an exponent); use an integer (minor units) or a decimal string`, { pointer });
+  const refusal = gatewayError(
+    'unrepresentableArgument',
+    `tools/call: the argument at ${pointer || '/'} is written as a float (a fraction or an exponent); use an integer (minor units) or a decimal string`,
+    { pointer },
+  );
   return { jsonrpc: '2.0', id: m.id, result: refusalResult(refusal, { structured: options.structured ?? false }) };
 }

@@ -123,9 +123,7 @@ export class ReceiptIds {
 }
 
 /** What an execution observed upstream, kept so the agent gets the upstream's own answer. */
-type Observed =
-  | { readonly kind: 'result'; readonly result: Result; readonly outcome: Outcome }
-  | { readonly kind: 'error'; readonly error: unknown };
+type Observed = { readonly kind: 'result'; readonly result: Result; readonly outcome: Outcome } | { readonly kind: 'error'; readonly error: unknown };
 
 /** Thrown by the executor (so the kernel records the outcome), caught again by the gateway. */
 class UpstreamOutcome extends Error {
@@ -134,7 +132,8 @@ class UpstreamOutcome extends Error {
 
 type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>;
 
-const defaultHowToAnswer = (id: string) => `a human answers with 'ctrlrun approve ${id}' (or 'ctrlrun deny ${id}'), or through ctrlrun mcp-operator; then send the same call again`;
+const defaultHowToAnswer = (id: string) =>
+  `a human answers with 'ctrlrun approve ${id}' (or 'ctrlrun deny ${id}'), or through ctrlrun mcp-operator; then send the same call again`;
 
 /** The gateway: one per upstream; {@link Gateway.createServer} makes one MCP server per agent session. */
 export class Gateway {
@@ -229,11 +228,20 @@ export class Gateway {
     }
     const relay = this.#relayProgress(extra);
     try {
-      const params = request.params === undefined ? undefined : relay.token === null ? request.params : { ...request.params, _meta: { ...request.params['_meta'] as object, progressToken: relay.token } };
-      const result = await this.upstream.request({ method: request.method, ...(params !== undefined ? { params } : {}) } as Parameters<Client['request']>[0], ResultSchema, {
-        signal: extra.signal,
-        timeout: this.#timeout,
-      });
+      const params =
+        request.params === undefined
+          ? undefined
+          : relay.token === null
+            ? request.params
+            : { ...request.params, _meta: { ...(request.params['_meta'] as object), progressToken: relay.token } };
+      const result = await this.upstream.request(
+        { method: request.method, ...(params !== undefined ? { params } : {}) } as Parameters<Client['request']>[0],
+        ResultSchema,
+        {
+          signal: extra.signal,
+          timeout: this.#timeout,
+        },
+      );
       if (request.method === 'tools/list') this.#noteOutputSchemas(result);
       return result;
     } catch (err) {
@@ -254,7 +262,12 @@ export class Gateway {
     if (agentToken === undefined) return { token: null, done: () => {} };
     const token = `ctrlrun-${++this.#nextToken}`;
     this.#progress.set(token, (params) => {
-      void extra.sendNotification({ method: 'notifications/progress', params: { ...params, progressToken: agentToken } as ServerNotification['params'] & { progress: number } } as ServerNotification).catch(() => {});
+      void extra
+        .sendNotification({
+          method: 'notifications/progress',
+          params: { ...params, progressToken: agentToken } as ServerNotification['params'] & { progress: number },
+        } as ServerNotification)
+        .catch(() => {});
     });
     return { token, done: () => void this.#progress.delete(token) };
   }
@@ -290,14 +303,21 @@ export class Gateway {
     if (!isPlainObject(params)) throw rpcError(ErrorCode.InvalidParams, 'tools/call needs params { name, arguments }');
     const tool = params['name'];
     if (typeof tool !== 'string' || !TOOL_NAME_PATTERN.test(tool)) {
-      throw rpcError(ErrorCode.InvalidParams, `tools/call: the tool name must be 1 to 128 of A-Z a-z 0-9 _ . - (it becomes mcp.${this.alias}.<tool>), got ${JSON.stringify(typeof tool === 'string' ? tool.slice(0, 200) : tool)}`);
+      throw rpcError(
+        ErrorCode.InvalidParams,
+        `tools/call: the tool name must be 1 to 128 of A-Z a-z 0-9 _ . - (it becomes mcp.${this.alias}.<tool>), got ${JSON.stringify(typeof tool === 'string' ? tool.slice(0, 200) : tool)}`,
+      );
     }
     const args = params['arguments'] ?? {};
     if (!isPlainObject(args)) throw rpcError(ErrorCode.InvalidParams, 'tools/call: arguments must be an object');
     if (tooDeep(args, MAX_DEPTH)) throw rpcError(ErrorCode.InvalidParams, `tools/call ${tool}: the arguments nest deeper than ${MAX_DEPTH} levels`);
     const pointer = unrepresentable(args, '');
     if (pointer !== null) {
-      throw gatewayError('unrepresentableArgument', `tools/call ${tool}: the argument at ${pointer || '/'} is not a safe integer, string, boolean, null, array or object (use integer minor units or a decimal string)`, { pointer });
+      throw gatewayError(
+        'unrepresentableArgument',
+        `tools/call ${tool}: the argument at ${pointer || '/'} is not a safe integer, string, boolean, null, array or object (use integer minor units or a decimal string)`,
+        { pointer },
+      );
     }
     const name = this.actionName(tool);
     const action = await this.#action(name, args, extra.requestInfo?.headers);
@@ -305,12 +325,16 @@ export class Gateway {
     const slot = await this.#pendingLimit.acquire(action, approvalId);
     if ('refused' in slot) {
       const who = `${action.principal.agent}${action.principal.user === null ? '' : ` (user ${action.principal.user})`}`;
-      throw gatewayError('denied', `${action.name}: ${who} already has ${slot.refused} approval request(s) waiting, the most this gateway takes (maxPendingApprovals ${slot.limit}); wait until a human answers them or they expire`, {
-        reason: 'too_many_pending_approvals',
-        action_id: action.actionId,
-        limit: slot.limit,
-        pending: slot.refused,
-      });
+      throw gatewayError(
+        'denied',
+        `${action.name}: ${who} already has ${slot.refused} approval request(s) waiting, the most this gateway takes (maxPendingApprovals ${slot.limit}); wait until a human answers them or they expire`,
+        {
+          reason: 'too_many_pending_approvals',
+          action_id: action.actionId,
+          limit: slot.limit,
+          pending: slot.refused,
+        },
+      );
     }
     const release = () => slot.release();
     try {
@@ -321,7 +345,12 @@ export class Gateway {
     }
   }
 
-  async #decide(action: Action, approvalId: string | null, extra: Pick<Extra, 'signal' | '_meta' | 'sendNotification'>, release: () => void = () => {}): Promise<Result> {
+  async #decide(
+    action: Action,
+    approvalId: string | null,
+    extra: Pick<Extra, 'signal' | '_meta' | 'sendNotification'>,
+    release: () => void = () => {},
+  ): Promise<Result> {
     try {
       return await this.#execute(action, approvalId, extra);
     } catch (err) {
@@ -334,7 +363,10 @@ export class Gateway {
       let beat = 0;
       const tell = () =>
         void extra
-          .sendNotification({ method: 'notifications/progress', params: { progressToken: token!, progress: ++beat, message: `waiting for a human to answer approval request ${err.requestId}` } })
+          .sendNotification({
+            method: 'notifications/progress',
+            params: { progressToken: token!, progress: ++beat, message: `waiting for a human to answer approval request ${err.requestId}` },
+          })
           .catch(() => {});
       if (token !== undefined) tell();
       const timer = token === undefined ? null : setInterval(tell, 10_000);
@@ -384,7 +416,9 @@ export class Gateway {
       // the control path runs the edited arguments, once.
       const edit = await unusedEditFor(this.control, action);
       if (edit !== null) return edit.proposed;
-      throw gatewayError('approvalDenied', `${action.name}: a human denied this exact call (request ${denied.request.requestId})`, { request_id: denied.request.requestId });
+      throw gatewayError('approvalDenied', `${action.name}: a human denied this exact call (request ${denied.request.requestId})`, {
+        request_id: denied.request.requestId,
+      });
     }
     const template = this.control.policy.action(action.name)?.effect ?? null;
     if (template === null) return null;
@@ -395,8 +429,10 @@ export class Gateway {
       return null; // the control path records and refuses it
     }
     const effect = await store.getEffect(key);
-    if (effect?.state === 'committed') throw gatewayError('duplicateEffect', `${action.name}: the effect ${key} already happened`, { effect_key: key, state: 'committed' });
-    if (effect?.state === 'ambiguous') throw gatewayError('ambiguousEffect', `${action.name}: nobody knows whether ${key} happened; ${howToResolve(key)}`, { effect_key: key });
+    if (effect?.state === 'committed')
+      throw gatewayError('duplicateEffect', `${action.name}: the effect ${key} already happened`, { effect_key: key, state: 'committed' });
+    if (effect?.state === 'ambiguous')
+      throw gatewayError('ambiguousEffect', `${action.name}: nobody knows whether ${key} happened; ${howToResolve(key)}`, { effect_key: key });
     return null;
   }
 
@@ -417,7 +453,10 @@ export class Gateway {
         // A client whose transport closed sends nothing: that is "never connected", not unknown.
         if (this.upstream.transport === undefined) throw new UpstreamNotConnected('the upstream connection is closed');
         const params = { name: tool, arguments: canonical, ...(relay.token !== null ? { _meta: { progressToken: relay.token } } : {}) };
-        result = await this.upstream.request({ method: 'tools/call', params } as Parameters<Client['request']>[0], ResultSchema, { signal: extra.signal, timeout: this.#timeout });
+        result = await this.upstream.request({ method: 'tools/call', params } as Parameters<Client['request']>[0], ResultSchema, {
+          signal: extra.signal,
+          timeout: this.#timeout,
+        });
       } catch (err) {
         observed = { kind: 'error', error: err };
         const { outcome } = classifyError(err);
@@ -428,7 +467,8 @@ export class Gateway {
       }
       const outcome = classifyResult(result, { notExecutedOnError });
       observed = { kind: 'result', result, outcome };
-      if (outcome === 'failed') throw new NotExecuted(`the upstream answered ${tool} with isError (the policy says that means not executed)`, { cause: marker });
+      if (outcome === 'failed')
+        throw new NotExecuted(`the upstream answered ${tool} with isError (the policy says that means not executed)`, { cause: marker });
       if (outcome === 'ambiguous') throw marker;
       return result;
     };
@@ -437,19 +477,37 @@ export class Gateway {
       const { value, receipt } = await this.control.executeWithReceipt(action, executor, options);
       // Run under a grant a human gave with edited arguments: the agent is told what ran.
       const edit = isPlainObject(receipt.document['edit']) ? (receipt.document['edit'] as JsonObject) : null;
-      const meta = { action_id: receipt.document['action_id'] ?? action.actionId, receipt_id: receipt.document['receipt_id'] ?? null, effect_key: effectKey, result: 'committed', attempt, ...(edit === null ? {} : { edit }) };
+      const meta = {
+        action_id: receipt.document['action_id'] ?? action.actionId,
+        receipt_id: receipt.document['receipt_id'] ?? null,
+        effect_key: effectKey,
+        result: 'committed',
+        attempt,
+        ...(edit === null ? {} : { edit }),
+      };
       return withReceipt(edit === null ? value : withEditNote(value, edit, receipt.document['approval_id']), meta);
     } catch (err) {
       const fromUpstream = err === marker || (err instanceof NotExecuted && err.cause === marker);
       if (!fromUpstream || observed === null) throw err;
       const seen = observed as Observed;
-      const meta = { action_id: action.actionId, receipt_id: this.#receiptIds?.take(action.actionId) ?? null, effect_key: effectKey, result: err === marker ? 'ambiguous' : 'failed', attempt };
+      const meta = {
+        action_id: action.actionId,
+        receipt_id: this.#receiptIds?.take(action.actionId) ?? null,
+        effect_key: effectKey,
+        result: err === marker ? 'ambiguous' : 'failed',
+        attempt,
+      };
       if (seen.kind === 'result') return withReceipt(seen.result, meta);
       const c = classifyError(seen.error);
       if (c.kind === 'rpc') throw rpcError(c.error.code, bareMessage(c.error), c.error.data);
       const data = { effect_key: effectKey, action_id: action.actionId, _meta: { [RECEIPT_META_KEY]: meta } };
-      if (c.outcome === 'failed') throw gatewayError('upstreamNotExecuted', `${action.name}: the upstream was not reached, nothing ran (${describe(seen.error)})`, data);
-      throw gatewayError('upstreamAmbiguous', `${action.name}: the upstream failed after the call was sent; nobody knows whether it ran, and a retry is refused until a human resolves it (${describe(seen.error)}); ${effectKey === null ? 'the action has no effect key' : howToResolve(effectKey)}`, data);
+      if (c.outcome === 'failed')
+        throw gatewayError('upstreamNotExecuted', `${action.name}: the upstream was not reached, nothing ran (${describe(seen.error)})`, data);
+      throw gatewayError(
+        'upstreamAmbiguous',
+        `${action.name}: the upstream failed after the call was sent; nobody knows whether it ran, and a retry is refused until a human resolves it (${describe(seen.error)}); ${effectKey === null ? 'the action has no effect key' : howToResolve(effectKey)}`,
+        data,
+      );
     }
   }
 
@@ -460,11 +518,15 @@ export class Gateway {
     if (err instanceof ApprovalRequired) {
       const record = await this.control.store.getApproval(err.requestId);
       const expiresAt = record?.request.expiresAt ?? null;
-      return gatewayError('approvalRequired', `${action?.name ?? 'this call'} needs a human's approval: request ${err.requestId}; ${this.#howToAnswer(err.requestId)}`, {
-        request_id: err.requestId,
-        action_hash: action?.actionHash ?? record?.request.actionHash ?? null,
-        expires_at: expiresAt,
-      });
+      return gatewayError(
+        'approvalRequired',
+        `${action?.name ?? 'this call'} needs a human's approval: request ${err.requestId}; ${this.#howToAnswer(err.requestId)}`,
+        {
+          request_id: err.requestId,
+          action_hash: action?.actionHash ?? record?.request.actionHash ?? null,
+          expires_at: expiresAt,
+        },
+      );
     }
     if (err instanceof AuthorityDenied) return gatewayError('unauthorized', err.message, { reason: err.reason, action_id: err.actionId ?? actionId });
     if (err instanceof ActionDenied) {
@@ -489,7 +551,10 @@ function howToResolve(key: string): string {
 
 /** A method name as a lax router might read it: compatibility-folded, lower case, without spacing, controls or invisible characters. */
 function foldMethod(method: string): string {
-  return method.normalize('NFKC').toLowerCase().replace(/[\s\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/gu, '');
+  return method
+    .normalize('NFKC')
+    .toLowerCase()
+    .replace(/[\s\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/gu, '');
 }
 
 /** A JSON object as JSON.parse makes one (or `Object.create(null)`). */

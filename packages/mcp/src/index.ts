@@ -7,7 +7,16 @@
  * @module
  */
 export { Gateway, ReceiptIds, type GatewayOptions, DEFAULT_MAX_PENDING_APPROVALS, ALIAS_PATTERN, TOOL_NAME_PATTERN, RECEIPT_META_KEY } from './gateway.js';
-export { type Outcome, type ErrorClass, NOT_EXECUTED_CODES, NEVER_CONNECTED_CODES, UpstreamNotConnected, classifyResult, classifyError, neverConnected } from './classify.js';
+export {
+  type Outcome,
+  type ErrorClass,
+  NOT_EXECUTED_CODES,
+  NEVER_CONNECTED_CODES,
+  UpstreamNotConnected,
+  classifyResult,
+  classifyError,
+  neverConnected,
+} from './classify.js';
 export { GATEWAY_ERRORS, type GatewayErrorName, gatewayError, GatewayRefusal, refusalResult, REFUSAL_META_KEY } from './errors.js';
 export { createOperatorServer, type OperatorOptions, type OperatorIdentity, OPERATOR_TOOLS, OPERATOR_ACTOR_PREFIX } from './operator.js';
 export { mcpFetchHandler, type FetchHandlerOptions } from './web.js';

@@ -31,19 +31,53 @@ export interface OperatorOptions {
 /** The attribution prefix of every answer given here. */
 export const OPERATOR_ACTOR_PREFIX = 'mcp-operator:';
 
-const object = (properties: Record<string, unknown>, required: string[] = []): Tool['inputSchema'] => ({ type: 'object', properties, required, additionalProperties: false }) as Tool['inputSchema'];
+const object = (properties: Record<string, unknown>, required: string[] = []): Tool['inputSchema'] =>
+  ({ type: 'object', properties, required, additionalProperties: false }) as Tool['inputSchema'];
 const limit = (dflt: number) => ({ type: 'integer', minimum: 1, maximum: 200, default: dflt });
 
 /** The tools, in the order `tools/list` gives them. */
 export const OPERATOR_TOOLS: readonly Tool[] = [
-  { name: 'list_pending_approvals', description: 'Pending, unexpired approval requests, oldest first, each with exactly what was hashed: the canonical action text, its hash and its arguments.', inputSchema: object({ limit: limit(50) }) },
-  { name: 'inspect_action', description: "One action's events, receipt, approvals and effect (ctrlrun inspect --json).", inputSchema: object({ action_id: { type: 'string' } }, ['action_id']) },
-  { name: 'receipts', description: 'The newest receipts, oldest first; with control, only those whose controls cite it.', inputSchema: object({ limit: limit(20), control: { type: 'string' } }) },
-  { name: 'effects', description: 'Effect records, optionally only those in one state.', inputSchema: object({ state: { type: 'string', enum: ['reserved', 'executing', 'committed', 'failed', 'ambiguous'] } }) },
+  {
+    name: 'list_pending_approvals',
+    description:
+      'Pending, unexpired approval requests, oldest first, each with exactly what was hashed: the canonical action text, its hash and its arguments.',
+    inputSchema: object({ limit: limit(50) }),
+  },
+  {
+    name: 'inspect_action',
+    description: "One action's events, receipt, approvals and effect (ctrlrun inspect --json).",
+    inputSchema: object({ action_id: { type: 'string' } }, ['action_id']),
+  },
+  {
+    name: 'receipts',
+    description: 'The newest receipts, oldest first; with control, only those whose controls cite it.',
+    inputSchema: object({ limit: limit(20), control: { type: 'string' } }),
+  },
+  {
+    name: 'effects',
+    description: 'Effect records, optionally only those in one state.',
+    inputSchema: object({ state: { type: 'string', enum: ['reserved', 'executing', 'committed', 'failed', 'ambiguous'] } }),
+  },
   { name: 'stats', description: 'What the receipts recorded (ctrlrun.stats/v1).', inputSchema: object({ since: { type: 'string' } }) },
-  { name: 'approve', description: 'Grant a pending request (bound to its action hash, used once). Needs a credential naming a human.', inputSchema: object({ request_id: { type: 'string' } }, ['request_id']) },
-  { name: 'deny', description: 'Deny a pending request. Needs a credential naming a human.', inputSchema: object({ request_id: { type: 'string' } }, ['request_id']) },
-  { name: 'resolve', description: 'Say what happened to an AMBIGUOUS effect. Needs a credential naming a human and a reason.', inputSchema: object({ effect_key: { type: 'string' }, outcome: { type: 'string', enum: ['committed', 'failed'] }, reason: { type: 'string' } }, ['effect_key', 'outcome', 'reason']) },
+  {
+    name: 'approve',
+    description: 'Grant a pending request (bound to its action hash, used once). Needs a credential naming a human.',
+    inputSchema: object({ request_id: { type: 'string' } }, ['request_id']),
+  },
+  {
+    name: 'deny',
+    description: 'Deny a pending request. Needs a credential naming a human.',
+    inputSchema: object({ request_id: { type: 'string' } }, ['request_id']),
+  },
+  {
+    name: 'resolve',
+    description: 'Say what happened to an AMBIGUOUS effect. Needs a credential naming a human and a reason.',
+    inputSchema: object({ effect_key: { type: 'string' }, outcome: { type: 'string', enum: ['committed', 'failed'] }, reason: { type: 'string' } }, [
+      'effect_key',
+      'outcome',
+      'reason',
+    ]),
+  },
 ];
 
 const WRITES = new Set(['approve', 'deny', 'resolve']);
@@ -59,7 +93,8 @@ function argsOf(tool: Tool, raw: unknown): Record<string, unknown> {
   const args = raw ?? {};
   if (typeof args !== 'object' || args === null || Array.isArray(args)) throw badArg(`${tool.name}: arguments must be an object`);
   const schema = tool.inputSchema as { properties: Record<string, { type: string; minimum?: number; maximum?: number; enum?: string[] }>; required: string[] };
-  for (const key of Object.keys(args)) if (!Object.prototype.hasOwnProperty.call(schema.properties, key)) throw badArg(`${tool.name}: unknown argument ${JSON.stringify(key)}`);
+  for (const key of Object.keys(args))
+    if (!Object.prototype.hasOwnProperty.call(schema.properties, key)) throw badArg(`${tool.name}: unknown argument ${JSON.stringify(key)}`);
   const out: Record<string, unknown> = Object.create(null) as Record<string, unknown>;
   for (const [key, spec] of Object.entries(schema.properties)) {
     const v = (args as Record<string, unknown>)[key];
@@ -88,7 +123,10 @@ function argsOf(tool: Tool, raw: unknown): Record<string, unknown> {
  */
 function answer(value: unknown): CallToolResult {
   // A raw newline here is the indentation's: one inside a string is already written `\n`.
-  const text = showInvisible(JSON.stringify(value, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v), 2), { keepNewlines: true });
+  const text = showInvisible(
+    JSON.stringify(value, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v), 2),
+    { keepNewlines: true },
+  );
   return { content: [{ type: 'text', text }], structuredContent: JSON.parse(text) as Record<string, unknown> };
 }
 
@@ -106,7 +144,13 @@ function headersOf(raw: Readonly<Record<string, string | string[] | undefined>> 
 export function createOperatorServer(options: OperatorOptions): Server {
   const { control } = options;
   const store = control.store;
-  const server = new Server({ name: 'ctrlrun-mcp-operator', version: '0.1.0' }, { capabilities: { tools: {} }, instructions: 'Answer ctrlrun approval requests. Reads need no credential; approve, deny and resolve are recorded as the human your credential names.' });
+  const server = new Server(
+    { name: 'ctrlrun-mcp-operator', version: '0.1.0' },
+    {
+      capabilities: { tools: {} },
+      instructions: 'Answer ctrlrun approval requests. Reads need no credential; approve, deny and resolve are recorded as the human your credential names.',
+    },
+  );
   server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: [...OPERATOR_TOOLS] }));
   server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
     const tool = OPERATOR_TOOLS.find((t) => t.name === request.params.name);
@@ -204,7 +248,13 @@ export function createOperatorServer(options: OperatorOptions): Server {
         }
         case 'approve': {
           const approval = await control.grantApproval(args['request_id'] as string, { approver: actor!, via: 'mcp-operator' });
-          return answer({ status: 'granted', request_id: approval.approvalId, action_hash: approval.actionHash, approver: actor, expires_at: evidenceTime(parseTime(approval.expiresAt)) });
+          return answer({
+            status: 'granted',
+            request_id: approval.approvalId,
+            action_hash: approval.actionHash,
+            approver: actor,
+            expires_at: evidenceTime(parseTime(approval.expiresAt)),
+          });
         }
         case 'deny': {
           const record = await control.denyApproval(args['request_id'] as string, { approver: actor!, via: 'mcp-operator' });
@@ -212,7 +262,11 @@ export function createOperatorServer(options: OperatorOptions): Server {
         }
         case 'resolve': {
           const outcome = args['outcome'] as 'committed' | 'failed';
-          const record = await control.resolveEffect(args['effect_key'] as string, outcome, { by: actor!, via: 'mcp-operator', reason: args['reason'] as string });
+          const record = await control.resolveEffect(args['effect_key'] as string, outcome, {
+            by: actor!,
+            via: 'mcp-operator',
+            reason: args['reason'] as string,
+          });
           return answer({ status: 'resolved', effect_key: record.effectKey, state: record.state, resolved_by: actor });
         }
       }

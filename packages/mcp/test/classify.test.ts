@@ -30,7 +30,16 @@ describe('classifyError', () => {
   });
 
   it('anything after sending is AMBIGUOUS: a reset, a closed connection, the SDK timeout, an unknown error, a non-error', () => {
-    for (const err of [fetchFailed('ECONNRESET'), fetchFailed('EPIPE'), fetchFailed('UND_ERR_SOCKET'), new McpError(-32000, 'Connection closed'), new McpError(-32001, 'Request timed out'), new Error('?'), 'a string', null]) {
+    for (const err of [
+      fetchFailed('ECONNRESET'),
+      fetchFailed('EPIPE'),
+      fetchFailed('UND_ERR_SOCKET'),
+      new McpError(-32000, 'Connection closed'),
+      new McpError(-32001, 'Request timed out'),
+      new Error('?'),
+      'a string',
+      null,
+    ]) {
       expect(classifyError(err).outcome, String(err)).toBe('ambiguous');
     }
   });

@@ -39,7 +39,9 @@ const turns: ModelResponse['output'][] = [
 ];
 const model: Model = {
   getResponse: async () => ({ usage: new Usage(), output: turns.shift()! }),
-  getStreamedResponse: () => { throw new Error('not scripted'); },
+  getStreamedResponse: () => {
+    throw new Error('not scripted');
+  },
 };
 const agent = new Agent({ name: 'support', instructions: 'Refund when asked.', model, tools });
 

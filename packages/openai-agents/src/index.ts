@@ -9,7 +9,17 @@
  *
  * @module
  */
-import { RunContext, tool as sdkTool, type FunctionTool, type RunState, type RunToolApprovalItem, type ToolInputParameters, type ToolOptions, type ToolOutputSchema, type UnknownContext } from '@openai/agents';
+import {
+  RunContext,
+  tool as sdkTool,
+  type FunctionTool,
+  type RunState,
+  type RunToolApprovalItem,
+  type ToolInputParameters,
+  type ToolOptions,
+  type ToolOutputSchema,
+  type UnknownContext,
+} from '@openai/agents';
 import {
   ApprovalMismatch,
   InvalidArgument,
@@ -114,7 +124,12 @@ type ErrorFunction = (runContext: unknown, error: unknown, details?: unknown) =>
 
 /** Whether `value` is a built function tool rather than the options of one. */
 function isBuiltTool(value: unknown): boolean {
-  return typeof value === 'object' && value !== null && (value as { type?: unknown }).type === 'function' && typeof (value as { invoke?: unknown }).invoke === 'function';
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    (value as { type?: unknown }).type === 'function' &&
+    typeof (value as { invoke?: unknown }).invoke === 'function'
+  );
 }
 
 /** Whether `value` is an object of arguments (what a tool's object parameters parse to). */
@@ -129,7 +144,12 @@ function isArgs(value: unknown): value is Record<string, unknown> {
  * coercions and transforms applied), so the policy decides, the hash binds, and `execute`
  * receives the same values. See {@link protectTools}.
  */
-export function protectTool<TParameters extends ToolInputParameters = undefined, Context = UnknownContext, Result = string, TOutputSchema extends ToolOutputSchema | undefined = undefined>(
+export function protectTool<
+  TParameters extends ToolInputParameters = undefined,
+  Context = UnknownContext,
+  Result = string,
+  TOutputSchema extends ToolOutputSchema | undefined = undefined,
+>(
   options: ToolOptions<TParameters, Context, TOutputSchema>,
   protection: ProtectToolOptions,
 ): FunctionTool<Context, TParameters, Result | ToolRefusal | EditedToolResult<Result>> {
@@ -145,7 +165,7 @@ export function protectTool<TParameters extends ToolInputParameters = undefined,
   }
   const opts = options as AnyToolOptions;
   const name = protection.name ?? opts.name;
-  if (typeof name !== 'string' || name === '') throw new InvalidArgument('protectTool needs an action name (name, or the tool\'s own name)');
+  if (typeof name !== 'string' || name === '') throw new InvalidArgument("protectTool needs an action name (name, or the tool's own name)");
   if ((opts as { needsApproval?: unknown }).needsApproval !== undefined) {
     throw new InvalidArgument(`${name}: the tool already has needsApproval; the policy decides when a human must approve (decision: approve), so remove it`);
   }
@@ -199,8 +219,14 @@ export function protectTool<TParameters extends ToolInputParameters = undefined,
   // A probe is nobody's error: with an outputSchema its marker fails the SDK's output check, and
   // the tool's own errorFunction must not see that.
   const errorFunction =
-    typeof userError === 'function' ? (ctx: unknown, err: unknown, d?: unknown) => ((d as { [PROBE]?: unknown } | undefined)?.[PROBE] !== undefined ? '' : userError(ctx, err, d)) : userError;
-  const built = sdkTool({ ...opts, execute, ...(errorFunction === undefined ? {} : { errorFunction }) } as AnyToolOptions) as FunctionTool<Context, TParameters, Result | ToolRefusal | EditedToolResult<Result>>;
+    typeof userError === 'function'
+      ? (ctx: unknown, err: unknown, d?: unknown) => ((d as { [PROBE]?: unknown } | undefined)?.[PROBE] !== undefined ? '' : userError(ctx, err, d))
+      : userError;
+  const built = sdkTool({ ...opts, execute, ...(errorFunction === undefined ? {} : { errorFunction }) } as AnyToolOptions) as FunctionTool<
+    Context,
+    TParameters,
+    Result | ToolRefusal | EditedToolResult<Result>
+  >;
 
   const parse = async (text: string): Promise<Record<string, unknown>> => {
     const box: { args?: unknown } = {};
@@ -258,7 +284,11 @@ export function protectTools(tools: readonly ToolListEntry[], options: ProtectTo
   return tools.map((t) => {
     const own = t?.name;
     const name = typeof own === 'string' && Object.hasOwn(names, own) ? names[own]! : own;
-    return protectTool(t as unknown as AnyToolOptions, { control: options.control, ...(name === undefined ? {} : { name }), ...(options.call ? { call: options.call } : {}) });
+    return protectTool(t as unknown as AnyToolOptions, {
+      control: options.control,
+      ...(name === undefined ? {} : { name }),
+      ...(options.call ? { call: options.call } : {}),
+    });
   });
 }
 
@@ -268,7 +298,10 @@ async function interrupted(item: RunToolApprovalItem): Promise<{ guard: Guarded;
   const toolName = item.name;
   const tool = (item.agent?.tools ?? []).find((t) => (t as { name?: string }).name === toolName);
   const guard = tool === undefined ? undefined : guarded.get(tool);
-  if (guard === undefined) throw new InvalidArgument(`the interruption is for ${JSON.stringify(toolName)}, which is not a tool protected by @ctrlrun/openai-agents on agent ${item.agent?.name ?? '?'}`);
+  if (guard === undefined)
+    throw new InvalidArgument(
+      `the interruption is for ${JSON.stringify(toolName)}, which is not a tool protected by @ctrlrun/openai-agents on agent ${item.agent?.name ?? '?'}`,
+    );
   if (typeof item.arguments !== 'string') throw new InvalidArgument(`${guard.name}: the interruption carries no JSON arguments`);
   const action = await guard.probe.action(await guard.parse(item.arguments), guard.call);
   return { guard, action };
@@ -287,7 +320,8 @@ export async function approvalRequestFor(item: RunToolApprovalItem): Promise<App
 async function shownRequest(guard: Guarded, action: Action, requestId: string | undefined): Promise<ApprovalRecord> {
   if (requestId !== undefined && typeof requestId !== 'string') throw new InvalidArgument('requestId must be a string (the request id shown to the human)');
   const open = await guard.control.openApproval(action);
-  if (open === null) throw new ApprovalMismatch('unknown', { ...(requestId === undefined ? {} : { approvalId: requestId }), message: noOpenRequest(guard.name) });
+  if (open === null)
+    throw new ApprovalMismatch('unknown', { ...(requestId === undefined ? {} : { approvalId: requestId }), message: noOpenRequest(guard.name) });
   if (requestId !== undefined && open.request.requestId !== requestId) {
     throw new ApprovalMismatch('mismatch', {
       approvalId: requestId,
@@ -327,7 +361,14 @@ export async function approveInterruption(state: RunState<any, any>, item: RunTo
 /** The edited arguments as the tool's parser makes them (what the function will receive); else `InvalidArgument`. */
 async function editedArguments(guard: Guarded, edit: unknown): Promise<JsonObject> {
   const given = (edit as { arguments?: unknown } | null)?.arguments;
-  if (typeof edit !== 'object' || edit === null || Object.keys(edit).some((k) => k !== 'arguments') || typeof given !== 'object' || given === null || Array.isArray(given)) {
+  if (
+    typeof edit !== 'object' ||
+    edit === null ||
+    Object.keys(edit).some((k) => k !== 'arguments') ||
+    typeof given !== 'object' ||
+    given === null ||
+    Array.isArray(given)
+  ) {
     throw new InvalidArgument(`${guard.name}: edit must be { arguments: { … } } (a plain object of the edited arguments)`);
   }
   let text: string;

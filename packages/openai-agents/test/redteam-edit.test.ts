@@ -17,7 +17,7 @@ async function setup(turns: Turn[]) {
 }
 
 describe('OpenAI Agents edit-then-approve, red team', () => {
-  it('an edit approved elsewhere that the tool\'s parameters refuse never reaches execute: a readable refusal, the grant unused', async () => {
+  it("an edit approved elsewhere that the tool's parameters refuse never reaches execute: a readable refusal, the grant unused", async () => {
     const ctx = await setup([callsTool('c1', 'refund', { payment_id: 'p1', amount: 500000 }), says('ok')]);
     const first = await run(ctx.agent, 'refund p1');
     const [pending] = await ctx.store.listApprovals('pending');
@@ -44,7 +44,14 @@ describe('OpenAI Agents edit-then-approve, red team', () => {
 describe('OpenAI Agents probe, red team', () => {
   it('the parse-ahead probe calls nothing of a tool with a timeout (the SDK clones the call details for it): an allowed call runs once, in the run', async () => {
     const store = await createSqlJsStore();
-    const ctrl = new Control({ policy: loadPolicy('schema: ctrlrun.policy/v2\nactions:\n  stripe.refund:\n    rules:\n      - {when: {amount_gt: 100000}, decision: approve}\n      - decision: allow\n'), store, principal: { agent: 'support-agent' }, logger: { warn: () => {} } });
+    const ctrl = new Control({
+      policy: loadPolicy(
+        'schema: ctrlrun.policy/v2\nactions:\n  stripe.refund:\n    rules:\n      - {when: {amount_gt: 100000}, decision: approve}\n      - decision: allow\n',
+      ),
+      store,
+      principal: { agent: 'support-agent' },
+      logger: { warn: () => {} },
+    });
     const calls: string[] = [];
     const refund = protectTool(
       {
@@ -63,7 +70,11 @@ describe('OpenAI Agents probe, red team', () => {
       },
       { control: ctrl, name: 'stripe.refund' },
     );
-    const model = new ScriptedModel([callsTool('c1', 'refund', { payment_id: 'p1', amount: 500000 }), callsTool('c2', 'refund', { payment_id: 'p2', amount: 5 }), says('done')]);
+    const model = new ScriptedModel([
+      callsTool('c1', 'refund', { payment_id: 'p1', amount: 500000 }),
+      callsTool('c2', 'refund', { payment_id: 'p2', amount: 5 }),
+      says('done'),
+    ]);
     const agent = new Agent({ name: 'support', instructions: 'Refund when asked.', model, tools: [refund] });
     const first = await run(agent, 'refund');
     expect(first.interruptions).toHaveLength(1);

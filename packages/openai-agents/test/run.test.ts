@@ -24,7 +24,11 @@ async function setup(turns: Turn[]) {
 
 describe('protectTools with run()', () => {
   it('multi-turn: the lookup runs, the refund interrupts with one ctrlrun request, approveInterruption grants it and the refund runs once', async () => {
-    const ctx = await setup([callsTool('c1', 'lookup', { customer_id: 'cus_1' }), callsTool('c2', 'refund', { payment_id: 'p1', amount: 500000 }), says('Refunded.')]);
+    const ctx = await setup([
+      callsTool('c1', 'lookup', { customer_id: 'cus_1' }),
+      callsTool('c2', 'refund', { payment_id: 'p1', amount: 500000 }),
+      says('Refunded.'),
+    ]);
     const first = await run(ctx.agent, 'refund p1 for cus_1');
     expect(ctx.done.lookups).toEqual(['cus_1']);
     expect(ctx.done.refunds).toEqual([]);
@@ -37,10 +41,15 @@ describe('protectTools with run()', () => {
     expect(second.finalOutput).toBe('Refunded.');
     expect(ctx.done.refunds).toEqual([{ payment_id: 'p1', amount: 500000 }]);
     expect((await ctx.store.listApprovals()).map((r) => [r.status, r.approver])).toEqual([['consumed', 'human:ana']]);
-    expect(ctx.receipts.at(-1)!.document).toMatchObject({ action: 'stripe.refund', result: 'committed', approver: 'human:ana', approval_id: pending!.request.requestId });
+    expect(ctx.receipts.at(-1)!.document).toMatchObject({
+      action: 'stripe.refund',
+      result: 'committed',
+      approver: 'human:ana',
+      approval_id: pending!.request.requestId,
+    });
   });
 
-  it('rejectInterruption records the human\'s no in ctrlrun and the model is told; the refund never runs', async () => {
+  it("rejectInterruption records the human's no in ctrlrun and the model is told; the refund never runs", async () => {
     const ctx = await setup([callsTool('c1', 'refund', { payment_id: 'p2', amount: 500000 }), says('Understood.')]);
     const first = await run(ctx.agent, 'refund p2');
     await rejectInterruption(first.state, first.interruptions[0]!, { approver: 'human:ana', message: 'refused by ana: too much' });
@@ -62,7 +71,8 @@ describe('protectTools with run()', () => {
       error: 'ActionDenied',
       code: 'ERR_ACTION_DENIED',
       reason: 'rule[2]',
-      message: 'ActionDenied: denied: no earlier rule of stripe.refund matched: rule[0] needs amount at least 0 and amount at most 100000, rule[1] needs amount at least 0 and amount at most 1000000; amount 5000000 (rule[2]). The tool did not run.',
+      message:
+        'ActionDenied: denied: no earlier rule of stripe.refund matched: rule[0] needs amount at least 0 and amount at most 100000, rule[1] needs amount at least 0 and amount at most 1000000; amount 5000000 (rule[2]). The tool did not run.',
     });
   });
 
@@ -95,12 +105,20 @@ describe('protectTools with run()', () => {
     tampered.approve(item!);
     await run(ctx.agent, tampered);
     expect(ctx.done.refunds).toEqual([]);
-    expect(ctx.model.toolOutputs().at(-1)).toMatchObject({ error: 'ApprovalMismatch', reason: 'unknown', message: expect.stringContaining('stripe.refund: no approval request is open for these exact arguments') });
+    expect(ctx.model.toolOutputs().at(-1)).toMatchObject({
+      error: 'ApprovalMismatch',
+      reason: 'unknown',
+      message: expect.stringContaining('stripe.refund: no approval request is open for these exact arguments'),
+    });
     expect((await ctx.store.listApprovals()).map((r) => [r.status, r.request.action.canonicalArguments['amount']])).toEqual([['pending', 200000]]);
   });
 
-  it('an answer carrying the request the human was shown refuses a state changed to another pending request\'s arguments; nothing is granted', async () => {
-    const ctx = await setup([callsTool('c1', 'refund', { payment_id: 'p10', amount: 200000 }), callsTool('c2', 'refund', { payment_id: 'p10', amount: 900000 }), says('ok')]);
+  it("an answer carrying the request the human was shown refuses a state changed to another pending request's arguments; nothing is granted", async () => {
+    const ctx = await setup([
+      callsTool('c1', 'refund', { payment_id: 'p10', amount: 200000 }),
+      callsTool('c2', 'refund', { payment_id: 'p10', amount: 900000 }),
+      says('ok'),
+    ]);
     const small = await run(ctx.agent, 'refund 2000.00 of p10');
     await run(ctx.agent, 'refund 9000.00 of p10'); // another pending request, nobody approved it
     const shown = await approvalRequestFor(small.interruptions[0]!);
@@ -112,7 +130,10 @@ describe('protectTools with run()', () => {
     expect(err).toBeInstanceOf(ApprovalMismatch);
     expect((err as ApprovalMismatch).reason).toBe('mismatch');
     await expect(rejectInterruption(tampered, item!, { approver: 'human:ana', requestId: shown!.request.requestId })).rejects.toBeInstanceOf(ApprovalMismatch);
-    expect((await ctx.store.listApprovals()).map((r) => [r.request.action.canonicalArguments['amount'], r.status])).toEqual([[200000, 'pending'], [900000, 'pending']]);
+    expect((await ctx.store.listApprovals()).map((r) => [r.request.action.canonicalArguments['amount'], r.status])).toEqual([
+      [200000, 'pending'],
+      [900000, 'pending'],
+    ]);
     // The untouched state, answered with the request shown, goes through.
     await approveInterruption(small.state, small.interruptions[0]!, { approver: 'human:ana', requestId: shown!.request.requestId });
     await run(ctx.agent, small.state);
@@ -120,10 +141,17 @@ describe('protectTools with run()', () => {
   });
 
   it('the same effect twice is a readable DuplicateEffect; the refund ran once', async () => {
-    const ctx = await setup([callsTool('c1', 'refund', { payment_id: 'p6', amount: 500 }), callsTool('c2', 'refund', { payment_id: 'p6', amount: 500 }), says('done')]);
+    const ctx = await setup([
+      callsTool('c1', 'refund', { payment_id: 'p6', amount: 500 }),
+      callsTool('c2', 'refund', { payment_id: 'p6', amount: 500 }),
+      says('done'),
+    ]);
     await run(ctx.agent, 'refund p6 twice');
     expect(ctx.done.refunds).toEqual([{ payment_id: 'p6', amount: 500 }]);
-    expect(ctx.model.toolOutputs()).toEqual([{ id: 're_p6', amount: 500 }, expect.objectContaining({ refused: true, error: 'DuplicateEffect', reason: 'committed' })]);
+    expect(ctx.model.toolOutputs()).toEqual([
+      { id: 're_p6', amount: 500 },
+      expect.objectContaining({ refused: true, error: 'DuplicateEffect', reason: 'committed' }),
+    ]);
   });
 });
 
@@ -146,7 +174,11 @@ describe('a run state serialized and resumed in another process', () => {
 
   function resumeElsewhere(db: string, statePath: string, approver: string, edit?: object) {
     const script = join(import.meta.dirname, 'fixtures', 'resume.ts');
-    const out = execFileSync(process.execPath, ['--conditions=@ctrlrun/source', '--import', 'tsx', script, db, statePath, approver, ...(edit ? [JSON.stringify(edit)] : [])], { encoding: 'utf8' });
+    const out = execFileSync(
+      process.execPath,
+      ['--conditions=@ctrlrun/source', '--import', 'tsx', script, db, statePath, approver, ...(edit ? [JSON.stringify(edit)] : [])],
+      { encoding: 'utf8' },
+    );
     return JSON.parse(out.trim().split('\n').at(-1)!) as { finalOutput: string | null; refunds: unknown[]; refused: string[]; told: unknown[] };
   }
 
@@ -160,7 +192,10 @@ describe('a run state serialized and resumed in another process', () => {
     expect(other.refused).toEqual([]);
     expect(other.refunds).toEqual([{ payment_id: 'p7', amount: 200000 }]);
     expect(other.told.at(-1)).toMatchObject({ edited: true, editor: 'human:ana', approved_arguments: { amount: 200000 } });
-    expect((await ctx.store.listApprovals()).map((r) => [r.status, r.approver])).toEqual([['denied', 'human:ana'], ['consumed', 'human:ana']]);
+    expect((await ctx.store.listApprovals()).map((r) => [r.status, r.approver])).toEqual([
+      ['denied', 'human:ana'],
+      ['consumed', 'human:ana'],
+    ]);
     await ctx.store.close();
   }, 120_000);
 
@@ -170,8 +205,16 @@ describe('a run state serialized and resumed in another process', () => {
     writeFileSync(statePath, serialized);
     const other = resumeElsewhere(db, statePath, 'human:bo', { payment_id: 'p7', amount: 300000 });
     expect(other.refunds).toEqual([{ payment_id: 'p7', amount: 300000 }]);
-    expect(other.told.at(-1)).toMatchObject({ edited: true, editor: 'human:bo', approved_arguments: { payment_id: 'p7', amount: 300000 }, proposed_arguments: { amount: 500000 } });
-    expect((await ctx.store.listApprovals()).map((r) => [r.status, r.request.action.canonicalArguments['amount']])).toEqual([['denied', 500000], ['consumed', 300000]]);
+    expect(other.told.at(-1)).toMatchObject({
+      edited: true,
+      editor: 'human:bo',
+      approved_arguments: { payment_id: 'p7', amount: 300000 },
+      proposed_arguments: { amount: 500000 },
+    });
+    expect((await ctx.store.listApprovals()).map((r) => [r.status, r.request.action.canonicalArguments['amount']])).toEqual([
+      ['denied', 500000],
+      ['consumed', 300000],
+    ]);
     await ctx.store.close();
   }, 120_000);
 
@@ -181,7 +224,12 @@ describe('a run state serialized and resumed in another process', () => {
     const statePath = join(dir, 'run-state.json');
     writeFileSync(statePath, serialized);
     const other = resumeElsewhere(db, statePath, 'human:bo');
-    expect(other).toMatchObject({ finalOutput: 'Refunded.', refunds: [{ payment_id: 'p7', amount: 500000 }], refused: [], told: [{ id: 're_p7', amount: 500000 }] });
+    expect(other).toMatchObject({
+      finalOutput: 'Refunded.',
+      refunds: [{ payment_id: 'p7', amount: 500000 }],
+      refused: [],
+      told: [{ id: 're_p7', amount: 500000 }],
+    });
     expect(ctx.done.refunds).toEqual([]); // not in this process
     const [record] = await ctx.store.listApprovals();
     expect([record!.request.requestId, record!.status, record!.approver]).toEqual([request!.request.requestId, 'consumed', 'human:bo']);
@@ -216,7 +264,13 @@ actions:
   async function coercing(turns: Turn[]) {
     const store = await createSqlJsStore();
     const receipts: StoredReceipt[] = [];
-    const ctrl = new Control({ policy: loadPolicy(LIMITS), store, principal: { agent: 'support-agent' }, sinks: [callbackSink({ onReceipt: (r) => void receipts.push(r) })], logger: { warn: () => {} } });
+    const ctrl = new Control({
+      policy: loadPolicy(LIMITS),
+      store,
+      principal: { agent: 'support-agent' },
+      sinks: [callbackSink({ onReceipt: (r) => void receipts.push(r) })],
+      logger: { warn: () => {} },
+    });
     const refunds: unknown[] = [];
     const refund = protectTool(
       {
@@ -315,7 +369,11 @@ describe('edit, then approve', () => {
     const ctx = await setup([callsTool('c1', 'refund', { payment_id: 'e1', amount: 500000 }), says('Refunded 3000.00.')]);
     const first = await run(ctx.agent, 'refund e1');
     const shown = await approvalRequestFor(first.interruptions[0]!);
-    await approveInterruption(first.state, first.interruptions[0]!, { approver: 'human:ana', requestId: shown!.request.requestId, edit: { arguments: { payment_id: 'e1', amount: 300000 } } });
+    await approveInterruption(first.state, first.interruptions[0]!, {
+      approver: 'human:ana',
+      requestId: shown!.request.requestId,
+      edit: { arguments: { payment_id: 'e1', amount: 300000 } },
+    });
     // Serialized between the answer and the run, as an app would keep it.
     const state = await RunState.fromString(ctx.agent, first.state.toString());
     const second = await run(ctx.agent, state);
@@ -333,10 +391,13 @@ describe('edit, then approve', () => {
     expect((await ctx.store.listApprovals()).map((r) => r.status)).toEqual(['denied', 'consumed']);
   });
 
-  it('an edit the policy denies fails the human\'s call with the rule\'s sentence; nothing is approved and nothing runs', async () => {
+  it("an edit the policy denies fails the human's call with the rule's sentence; nothing is approved and nothing runs", async () => {
     const ctx = await setup([callsTool('c1', 'refund', { payment_id: 'e2', amount: 500000 }), says('ok')]);
     const first = await run(ctx.agent, 'refund e2');
-    const err = await approveInterruption(first.state, first.interruptions[0]!, { approver: 'human:ana', edit: { arguments: { payment_id: 'e2', amount: 5000000 } } }).catch((e: unknown) => e);
+    const err = await approveInterruption(first.state, first.interruptions[0]!, {
+      approver: 'human:ana',
+      edit: { arguments: { payment_id: 'e2', amount: 5000000 } },
+    }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ActionDenied);
     expect((err as Error).message).toMatch(/is refused: denied: .*amount 5000000.*an edit never lifts a deny/);
     expect((await ctx.store.listApprovals()).map((r) => r.status)).toEqual(['pending']);
@@ -346,12 +407,19 @@ describe('edit, then approve', () => {
     expect(ctx.done.refunds).toEqual([]);
   });
 
-  it('edited arguments go through the tool\'s parser: a malformed edit is refused before anything is written', async () => {
+  it("edited arguments go through the tool's parser: a malformed edit is refused before anything is written", async () => {
     const ctx = await setup([callsTool('c1', 'refund', { payment_id: 'e3', amount: 500000 })]);
     const first = await run(ctx.agent, 'refund e3');
     const item = first.interruptions[0]!;
-    for (const edit of [{ arguments: { payment_id: 'e3', amount: 'lots' } }, { arguments: [1] }, { args: {} }, { arguments: { payment_id: 'e3', amount: 1 }, extra: 1 }]) {
-      await expect(approveInterruption(first.state, item, { approver: 'human:ana', edit: edit as never }), JSON.stringify(edit)).rejects.toBeInstanceOf(InvalidArgument);
+    for (const edit of [
+      { arguments: { payment_id: 'e3', amount: 'lots' } },
+      { arguments: [1] },
+      { args: {} },
+      { arguments: { payment_id: 'e3', amount: 1 }, extra: 1 },
+    ]) {
+      await expect(approveInterruption(first.state, item, { approver: 'human:ana', edit: edit as never }), JSON.stringify(edit)).rejects.toBeInstanceOf(
+        InvalidArgument,
+      );
     }
     expect((await ctx.store.listApprovals()).map((r) => r.status)).toEqual(['pending']);
   });
@@ -372,7 +440,9 @@ describe('wiring', () => {
     const first = await run(ctx.agent, 'refund p8');
     const item = first.interruptions[0]!;
     await expect(approveInterruption(first.state, item, { approver: 'two\nlines' })).rejects.toBeInstanceOf(InvalidArgument);
-    await expect(approveInterruption(first.state, { type: 'message_output_item' } as never, { approver: 'human:ana' })).rejects.toThrow(/expected an interruption/);
+    await expect(approveInterruption(first.state, { type: 'message_output_item' } as never, { approver: 'human:ana' })).rejects.toThrow(
+      /expected an interruption/,
+    );
     const foreign = Object.assign(Object.create(Object.getPrototypeOf(item) as object), item, { agent: { name: 'other', tools: [tool(plain)] } });
     await expect(approveInterruption(first.state, foreign, { approver: 'human:ana' })).rejects.toThrow(/not a tool protected by @ctrlrun\/openai-agents/);
     expect((await ctx.store.listApprovals()).map((r) => r.status)).toEqual(['pending']);

@@ -55,7 +55,9 @@ export class DurableObjectSqlDriver implements SqlDriver {
 
   constructor(storage: DurableObjectSqlStorage) {
     if (typeof storage !== 'object' || storage === null || typeof storage.sql?.exec !== 'function' || typeof storage.transaction !== 'function') {
-      throw new InvalidArgument('storage must be a SQLite-backed Durable Object storage (ctx.storage, with sql.exec and transaction): declare the class under new_sqlite_classes');
+      throw new InvalidArgument(
+        'storage must be a SQLite-backed Durable Object storage (ctx.storage, with sql.exec and transaction): declare the class under new_sqlite_classes',
+      );
     }
     this.#storage = storage;
   }
@@ -142,5 +144,9 @@ export interface DurableObjectStoreOptions {
  */
 export async function openDurableObjectStore(storage: DurableObjectSqlStorage, options: DurableObjectStoreOptions = {}): Promise<SqlStateStore> {
   const driver = new DurableObjectSqlDriver(storage);
-  return new SqlStateStore(driver, { dialect: durableObjectDialect, ...(options.clock ? { clock: options.clock } : {}), ...(options.readOnly ? { readOnly: true } : {}) }).open();
+  return new SqlStateStore(driver, {
+    dialect: durableObjectDialect,
+    ...(options.clock ? { clock: options.clock } : {}),
+    ...(options.readOnly ? { readOnly: true } : {}),
+  }).open();
 }

@@ -316,7 +316,12 @@ function checkOptions(options: BetterSqlite3StoreOptions): 'NORMAL' | 'FULL' {
 }
 
 function isDatabase(v: unknown): v is BetterSqlite3Database {
-  return typeof v === 'object' && v !== null && typeof (v as BetterSqlite3Database).prepare === 'function' && typeof (v as BetterSqlite3Database).pragma === 'function';
+  return (
+    typeof v === 'object' &&
+    v !== null &&
+    typeof (v as BetterSqlite3Database).prepare === 'function' &&
+    typeof (v as BetterSqlite3Database).pragma === 'function'
+  );
 }
 
 /** Switches the file to WAL, retrying a bounded number of times while another process holds it. */
@@ -332,7 +337,10 @@ async function enableWal(db: BetterSqlite3Database, path: string): Promise<void>
     }
     await new Promise((r) => setTimeout(r, 20 * attempt));
   }
-  throw new StoreError(`[better-sqlite3] ${path} could not be switched to WAL mode after ${WAL_ATTEMPTS} attempts: ${(last as Error)?.message ?? String(last)}`, { cause: last });
+  throw new StoreError(
+    `[better-sqlite3] ${path} could not be switched to WAL mode after ${WAL_ATTEMPTS} attempts: ${(last as Error)?.message ?? String(last)}`,
+    { cause: last },
+  );
 }
 
 /**

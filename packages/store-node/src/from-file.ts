@@ -175,7 +175,16 @@ export async function fromFile(options: FromFileOptions = {}): Promise<FileContr
     store = await openStore(parsed.kind === 'sqlite' ? `sqlite:${sqliteFile}` : address, controlOptions.clock ? { clock: controlOptions.clock } : {});
     closers.push(() => store.close());
   }
-  const stateDir = jsonl === false ? null : stateDirOption !== undefined ? (stateDirOption === null ? null : resolve(base, stateDirOption)) : sqliteFile === null ? null : dirname(sqliteFile);
+  const stateDir =
+    jsonl === false
+      ? null
+      : stateDirOption !== undefined
+        ? stateDirOption === null
+          ? null
+          : resolve(base, stateDirOption)
+        : sqliteFile === null
+          ? null
+          : dirname(sqliteFile);
   const allSinks: EventSink[] = [];
   try {
     if (stateDir !== null) {
@@ -184,7 +193,10 @@ export async function fromFile(options: FromFileOptions = {}): Promise<FileContr
       closers.unshift(() => sink.close());
     }
     allSinks.push(...(sinks ?? []));
-    return new FileControl({ ...controlOptions, policy, store, sinks: allSinks, ...(environment !== undefined ? { environment } : {}) }, { policyPath, stateDir, closers });
+    return new FileControl(
+      { ...controlOptions, policy, store, sinks: allSinks, ...(environment !== undefined ? { environment } : {}) },
+      { policyPath, stateDir, closers },
+    );
   } catch (err) {
     for (const c of closers) await c();
     throw err;

@@ -75,7 +75,7 @@ class RotatingFile {
       this.#rotate();
       fd = this.#open();
     }
-    for (let at = 0; at < bytes.length; ) at += fs.writeSync(fd, bytes, at);
+    for (let at = 0; at < bytes.length;) at += fs.writeSync(fd, bytes, at);
     if (this.#fsync) fs.fsyncSync(fd);
   }
 

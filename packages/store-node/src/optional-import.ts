@@ -36,7 +36,9 @@ export function importOnce<M>(load: () => Promise<unknown>, spec: OptionalImport
       const code = (err as { code?: unknown })?.code;
       const text = (err as Error)?.message ?? String(err);
       if ((code === 'ERR_MODULE_NOT_FOUND' || code === 'MODULE_NOT_FOUND') && spec.notFound.test(text)) {
-        throw new MissingDependency(spec.name, spec.install, { message: `${spec.name} is not installed; ${spec.neededBy} needs it: npm install ${spec.install}` });
+        throw new MissingDependency(spec.name, spec.install, {
+          message: `${spec.name} is not installed; ${spec.neededBy} needs it: npm install ${spec.install}`,
+        });
       }
       throw new StoreError(`${spec.label} loading ${spec.name} failed: ${text}`, { cause: err });
     }));

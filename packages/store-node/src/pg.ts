@@ -246,7 +246,10 @@ export class PgDriver implements SqlDriver {
       } catch (err) {
         broken = err as Error;
         if (commitErrorOutcome(err) === 'failed') {
-          throw new StoreError(`[pg] COMMIT failed and the server rolled the transaction back (${message(err)}); nothing was written`, { sql: 'COMMIT', cause: err });
+          throw new StoreError(`[pg] COMMIT failed and the server rolled the transaction back (${message(err)}); nothing was written`, {
+            sql: 'COMMIT',
+            cause: err,
+          });
         }
         throw new AmbiguousWrite(`[pg] the connection failed during COMMIT (${message(err)}): the write may or may not have landed`, { cause: err });
       }
@@ -265,9 +268,12 @@ export class PgDriver implements SqlDriver {
     else if (typeof pool.Client === 'function') {
       // Bounded: a re-read that cannot connect or answer must fail (and raise), not hang the caller.
       const options = (pool.options ?? {}) as Record<string, unknown>;
-      client = new pool.Client({ ...options, connectionTimeoutMillis: options['connectionTimeoutMillis'] || REREAD_TIMEOUT_MS, query_timeout: options['query_timeout'] || REREAD_TIMEOUT_MS });
-    }
-    else throw new StoreError('[pg] cannot open a fresh connection for the re-read: the pool has no Client/options; pass freshClient');
+      client = new pool.Client({
+        ...options,
+        connectionTimeoutMillis: options['connectionTimeoutMillis'] || REREAD_TIMEOUT_MS,
+        query_timeout: options['query_timeout'] || REREAD_TIMEOUT_MS,
+      });
+    } else throw new StoreError('[pg] cannot open a fresh connection for the re-read: the pool has no Client/options; pass freshClient');
     arm(client);
     try {
       await client.connect();
@@ -349,7 +355,8 @@ const loadPg = importOnce(() => import('pg'), {
  * connection is a {@link StoreError} naming the address.
  */
 export async function openPgStore(url: string, options: PgStoreOptions = {}): Promise<PgStore> {
-  if (typeof url !== 'string' || !/^postgres(?:ql)?:\/\//i.test(url)) throw new InvalidArgument(`url must be a postgres:// or postgresql:// URL, got ${JSON.stringify(url)}`);
+  if (typeof url !== 'string' || !/^postgres(?:ql)?:\/\//i.test(url))
+    throw new InvalidArgument(`url must be a postgres:// or postgresql:// URL, got ${JSON.stringify(url)}`);
   checkStoreOptions(options, 'openPgStore');
   const { Pool } = await loadPg();
   const pool = new Pool({ connectionString: url });

@@ -63,7 +63,8 @@ export class PgliteDriver implements SqlDriver {
   #closed = false;
 
   constructor(pglite: PgliteLike | (() => PgliteLike | Promise<PgliteLike>), options: PgliteDriverOptions = {}) {
-    if (typeof pglite !== 'function' && !isPglite(pglite)) throw new InvalidArgument('pglite must be a PGlite instance (query, exec, transaction) or a function returning one');
+    if (typeof pglite !== 'function' && !isPglite(pglite))
+      throw new InvalidArgument('pglite must be a PGlite instance (query, exec, transaction) or a function returning one');
     this.#source = pglite;
     this.#owns = options.ownsInstance === true;
     this.#schema = options.schema === undefined ? null : checkSchema(options.schema);
@@ -92,7 +93,8 @@ export class PgliteDriver implements SqlDriver {
   async resolveSchema(): Promise<string> {
     if (this.#schema === null) {
       const row = (await this.query<{ schema: string | null }>('SELECT current_schema() AS schema')).rows[0];
-      if (typeof row?.schema !== 'string') throw new StoreError('[pglite] the search_path names no existing schema: pass { schema } (the store never creates one)');
+      if (typeof row?.schema !== 'string')
+        throw new StoreError('[pglite] the search_path names no existing schema: pass { schema } (the store never creates one)');
       this.#schema = row.schema;
     }
     this.#setPath = `SET LOCAL search_path TO ${quoteIdentifier(this.#schema)}`;
@@ -122,18 +124,18 @@ export class PgliteDriver implements SqlDriver {
       if (!live) throw new StoreError('[pglite] this transaction has already ended');
     };
     return db.transaction(async (t) => {
-        await t.exec(setPath);
-        try {
-          return await fn({
-            query: async <Row = Record<string, unknown>>(sql: string, params: readonly SqlValue[] = []) => (guard(), PgliteDriver.#run<Row>(t, sql, params)),
-            exec: async (sql: string) => {
-              guard();
-              await t.exec(sql);
-            },
-          });
-        } finally {
-          live = false;
-        }
+      await t.exec(setPath);
+      try {
+        return await fn({
+          query: async <Row = Record<string, unknown>>(sql: string, params: readonly SqlValue[] = []) => (guard(), PgliteDriver.#run<Row>(t, sql, params)),
+          exec: async (sql: string) => {
+            guard();
+            await t.exec(sql);
+          },
+        });
+      } finally {
+        live = false;
+      }
     });
   }
 

@@ -1,6 +1,16 @@
 // withContext / withApproval on AsyncLocalStorage, read by protect through the kernel's ambient hook.
 import { describe, expect, it } from 'vitest';
-import { ActionDenied, ApprovalRequired, Control, ambientCall, callbackSink, loadPolicy, protect, setAmbientCallContext, type StoredReceipt } from '@ctrlrun/kernel';
+import {
+  ActionDenied,
+  ApprovalRequired,
+  Control,
+  ambientCall,
+  callbackSink,
+  loadPolicy,
+  protect,
+  setAmbientCallContext,
+  type StoredReceipt,
+} from '@ctrlrun/kernel';
 import { createSqlJsStore } from '@ctrlrun/store-sqljs';
 import { currentContext, withApproval, withContext } from '@ctrlrun/store-node';
 
@@ -17,7 +27,13 @@ actions:
 async function setup(principal: { agent: string } | null = null) {
   const store = await createSqlJsStore();
   const receipts: StoredReceipt[] = [];
-  const control = new Control({ policy: loadPolicy(POLICY), store, principal, sinks: [callbackSink({ onReceipt: (r) => void receipts.push(r) })], logger: { warn: () => {} } });
+  const control = new Control({
+    policy: loadPolicy(POLICY),
+    store,
+    principal,
+    sinks: [callbackSink({ onReceipt: (r) => void receipts.push(r) })],
+    logger: { warn: () => {} },
+  });
   const runs: string[] = [];
   const refund = protect<{ payment_id: string; amount: number }, string>(
     async (a) => {
@@ -65,9 +81,11 @@ describe('withContext / withApproval', () => {
     await withContext({ agent: 'outer' }, async () => {
       await t.refund({ payment_id: 'o', amount: 1 });
       await t.refund({ payment_id: 'x', amount: 1 }, { principal: { agent: 'explicit' } });
-      await withApproval('apr_whatever', () => withContext({ agent: 'inner' }, async () => {
-        expect(currentContext()).toMatchObject({ approvalId: 'apr_whatever', principal: { agent: 'inner' } });
-      }));
+      await withApproval('apr_whatever', () =>
+        withContext({ agent: 'inner' }, async () => {
+          expect(currentContext()).toMatchObject({ approvalId: 'apr_whatever', principal: { agent: 'inner' } });
+        }),
+      );
     });
     expect(t.principalOf('d').agent).toBe('default-agent');
     expect(t.principalOf('o').agent).toBe('outer');
@@ -79,10 +97,12 @@ describe('withContext / withApproval', () => {
     const asked = (await t.refund({ payment_id: 'big', amount: 5000 }).catch((e: unknown) => e)) as ApprovalRequired;
     expect(asked).toBeInstanceOf(ApprovalRequired);
     await t.control.grantApproval(asked.requestId, { approver: 'human:ana' });
-    expect(await withApproval(asked.requestId, async () => {
-      await tick();
-      return t.refund({ payment_id: 'big', amount: 5000 });
-    })).toBe('big');
+    expect(
+      await withApproval(asked.requestId, async () => {
+        await tick();
+        return t.refund({ payment_id: 'big', amount: 5000 });
+      }),
+    ).toBe('big');
     expect(t.runs).toEqual(['big']);
     const doc = t.receipts.at(-1)!.document;
     expect([doc['approval_id'], doc['approver'], doc['result']]).toEqual([asked.requestId, 'human:ana', 'committed']);

@@ -41,7 +41,11 @@ function tempDir(): string {
   dirs.push(d);
   return d;
 }
-const lines = (path: string) => readFileSync(path, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+const lines = (path: string) =>
+  readFileSync(path, 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
 
 describe('fromFile', () => {
   it('finds ./ctrlrun.yaml and .ctrlrun/state.db beside it, writes the JSONL files there, with the inline authority', async () => {
@@ -152,8 +156,19 @@ describe('fromFile composes with the webhook provider and the OpenTelemetry sink
       const statePath = stateFilePath({ cwd, env: {} });
       mkdirSync(dirname(statePath), { recursive: true });
       const store = await openStore(statePath);
-      const webhook = new WebhookApprovalProvider(store, { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`, secret: 'a-test-secret-that-is-at-least-32-bytes-long', allowInsecure: true });
-      const control = await fromFile({ cwd, env: {}, store, stateDir: dirname(statePath), principal: { agent: 'support-agent' }, sinks: [webhook.sink, otelSink({ tracerProvider })] });
+      const webhook = new WebhookApprovalProvider(store, {
+        url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`,
+        secret: 'a-test-secret-that-is-at-least-32-bytes-long',
+        allowInsecure: true,
+      });
+      const control = await fromFile({
+        cwd,
+        env: {},
+        store,
+        stateDir: dirname(statePath),
+        principal: { agent: 'support-agent' },
+        sinks: [webhook.sink, otelSink({ tracerProvider })],
+      });
       const err = await protect(() => 'ran', { control, name: 'stripe.refund' })({ payment_id: 'p9', amount: 50000 }).catch((e: unknown) => e);
       expect(err).toBeInstanceOf(ApprovalRequired);
       const id = (err as ApprovalRequired).requestId;
@@ -180,7 +195,15 @@ describe('jsonlFileSink refuses what is not a regular file', () => {
       return;
     }
     const sink = jsonlFileSink(dir);
-    const event = { eventId: 1, ts: '2026-01-01T00:00:00.000Z', type: 'ACTION_PROPOSED', actionId: 'act_1', effectKey: null, approvalId: null, data: {} } as EventRecord;
+    const event = {
+      eventId: 1,
+      ts: '2026-01-01T00:00:00.000Z',
+      type: 'ACTION_PROPOSED',
+      actionId: 'act_1',
+      effectKey: null,
+      approvalId: null,
+      data: {},
+    } as EventRecord;
     // Before the fix, opening the FIFO for append blocked this thread forever.
     expect(() => sink.onEvent!(event)).toThrow(/events\.jsonl cannot be appended to: .*not a regular file/);
     mkdirSync(join(dir, 'receipts.jsonl'));

@@ -36,7 +36,11 @@ async function run(dir: string, options: JsonlFileOptions, calls: number) {
     store,
     principal: { agent: 'a' },
     sinks: [sink, { onEvent: (e: EventRecord) => void events.push(e), onReceipt: (r: StoredReceipt) => void receipts.push(r) }],
-    logger: { warn: (m: string) => { throw new Error(`unexpected warning: ${m}`); } },
+    logger: {
+      warn: (m: string) => {
+        throw new Error(`unexpected warning: ${m}`);
+      },
+    },
   });
   const refund = protect((a) => a['payment_id'], { control, name: 'stripe.refund' });
   for (let i = 0; i < calls; i++) await refund({ payment_id: `p${i}` });
@@ -60,7 +64,16 @@ describe('jsonlFileSink', () => {
     const dir = tempDir();
     const maxBytes = 1200;
     const { events, receipts } = await run(dir, { maxBytes, maxFiles: 3 }, 12);
-    expect(readdirSync(dir).sort()).toEqual(['events.jsonl', 'events.jsonl.1', 'events.jsonl.2', 'events.jsonl.3', 'receipts.jsonl', 'receipts.jsonl.1', 'receipts.jsonl.2', 'receipts.jsonl.3']);
+    expect(readdirSync(dir).sort()).toEqual([
+      'events.jsonl',
+      'events.jsonl.1',
+      'events.jsonl.2',
+      'events.jsonl.3',
+      'receipts.jsonl',
+      'receipts.jsonl.1',
+      'receipts.jsonl.2',
+      'receipts.jsonl.3',
+    ]);
     for (const name of ['events.jsonl', 'receipts.jsonl']) {
       const files = stream(dir, name);
       for (const f of files) {
@@ -78,12 +91,26 @@ describe('jsonlFileSink', () => {
     }
     // What is kept is exactly the newest lines, in order: a suffix of everything written.
     const written = events.map((e) => `${eventLine(e)}\n`).join('');
-    const kept = stream(dir, 'events.jsonl').map((f) => readFileSync(join(dir, f), 'utf8')).join('');
+    const kept = stream(dir, 'events.jsonl')
+      .map((f) => readFileSync(join(dir, f), 'utf8'))
+      .join('');
     expect(kept.length).toBeLessThan(written.length);
     expect(written.endsWith(kept)).toBe(true);
-    const keptReceipts = stream(dir, 'receipts.jsonl').map((f) => readFileSync(join(dir, f), 'utf8')).join('');
-    expect(receipts.map((r) => `${r.json}\n`).join('').endsWith(keptReceipts)).toBe(true);
-    expect(keptReceipts.split('\n').filter(Boolean).every((l) => (JSON.parse(l) as { schema: string }).schema.startsWith('ctrlrun.receipt'))).toBe(true);
+    const keptReceipts = stream(dir, 'receipts.jsonl')
+      .map((f) => readFileSync(join(dir, f), 'utf8'))
+      .join('');
+    expect(
+      receipts
+        .map((r) => `${r.json}\n`)
+        .join('')
+        .endsWith(keptReceipts),
+    ).toBe(true);
+    expect(
+      keptReceipts
+        .split('\n')
+        .filter(Boolean)
+        .every((l) => (JSON.parse(l) as { schema: string }).schema.startsWith('ctrlrun.receipt')),
+    ).toBe(true);
   });
 
   it('without rotation nothing is lost; a reopened directory counts the bytes already there', async () => {

@@ -8,7 +8,16 @@
 import { InvalidArgument } from '@ctrlrun/kernel';
 import { openSqlJsStore, type SqlJsModule, type SqlJsStore, type SqlJsStoreOptions } from './sql-js.js';
 
-export { SqlJsDriver, SqlJsStore, openSqlJsStore, type SqlJsDatabase, type SqlJsModule, type SqlJsPersistence, type SqlJsStatement, type SqlJsStoreOptions } from './sql-js.js';
+export {
+  SqlJsDriver,
+  SqlJsStore,
+  openSqlJsStore,
+  type SqlJsDatabase,
+  type SqlJsModule,
+  type SqlJsPersistence,
+  type SqlJsStatement,
+  type SqlJsStoreOptions,
+} from './sql-js.js';
 export { indexedDbPersistence, PAGE_BYTES, type IndexedDbPersistenceOptions } from './indexeddb.js';
 
 /** What sql.js's `initSqlJs` accepts, as far as the store passes it on. */
@@ -46,10 +55,12 @@ function sqlModule(options: CreateSqlJsStoreOptions): Promise<SqlJsModule> {
   if (options.initSqlJs) return options.initSqlJs(config);
   if (config.locateFile || config.wasmBinary) return importInit().then((init) => init(config));
   // The plain default is shared: instantiating the wasm once per process is enough.
-  return (defaultModule ??= importInit().then((init) => init()).catch((err: unknown) => {
-    defaultModule = undefined;
-    throw err;
-  }));
+  return (defaultModule ??= importInit()
+    .then((init) => init())
+    .catch((err: unknown) => {
+      defaultModule = undefined;
+      throw err;
+    }));
 }
 
 /**

@@ -49,7 +49,17 @@ async function sixSteps(store: SqlJsStore): Promise<RefundResult[]> {
   return out;
 }
 
-const EXPECTED = ['executed', 'approval_required', 'approval_mismatch', 'executed', 'approval_mismatch', 'denied', 'reply_lost', 'ambiguous_retry', 'duplicate'];
+const EXPECTED = [
+  'executed',
+  'approval_required',
+  'approval_mismatch',
+  'executed',
+  'approval_mismatch',
+  'denied',
+  'reply_lost',
+  'ambiguous_retry',
+  'duplicate',
+];
 
 describe('try-it in the tab, timed', () => {
   it('the six steps on an in-memory store', async () => {

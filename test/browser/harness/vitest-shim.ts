@@ -6,7 +6,16 @@
  * missing on purpose: the bundle fails to build, naming it.
  */
 import * as chai from 'chai';
-import { ASYMMETRIC_MATCHERS_OBJECT, ChaiStyleAssertions, GLOBAL_EXPECT, JestAsymmetricMatchers, JestChaiExpect, JestExtend, getState, setState } from '@vitest/expect';
+import {
+  ASYMMETRIC_MATCHERS_OBJECT,
+  ChaiStyleAssertions,
+  GLOBAL_EXPECT,
+  JestAsymmetricMatchers,
+  JestChaiExpect,
+  JestExtend,
+  getState,
+  setState,
+} from '@vitest/expect';
 
 chai.use(JestExtend);
 chai.use(JestChaiExpect);
@@ -119,7 +128,12 @@ function chain(s: Suite): Suite[] {
 }
 
 function title(t: Registered): string {
-  return [...chain(t.suite).map((s) => s.name).filter(Boolean), t.name].join(' > ');
+  return [
+    ...chain(t.suite)
+      .map((s) => s.name)
+      .filter(Boolean),
+    t.name,
+  ].join(' > ');
 }
 
 async function withTimeout(fn: Fn, ms: number, what: string): Promise<void> {
@@ -200,7 +214,13 @@ export async function runAll(onResult: (o: Outcome) => void = () => undefined, n
   const titles = new Set(registered.map((t) => `${t.file} > ${title(t)}`));
   for (const key of Object.keys(notHere)) {
     if (!titles.has(key)) {
-      const o: Outcome = { file: key.split(' > ')[0]!, name: key, status: 'fail', ms: 0, error: 'listed as not applicable in a browser, but no such test is registered' };
+      const o: Outcome = {
+        file: key.split(' > ')[0]!,
+        name: key,
+        status: 'fail',
+        ms: 0,
+        error: 'listed as not applicable in a browser, but no such test is registered',
+      };
       results.push(o);
       onResult(o);
     }

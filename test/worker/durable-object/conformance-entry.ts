@@ -46,7 +46,12 @@ export class ConformanceRunner {
       processes: async () => {
         throw new Error('no OS processes in workerd');
       },
-      skip: [{ reason: 'isolates, not OS processes, share a Durable Object: the race is the two-isolates test in test/worker/durable-object.test.ts', cases: ['e1-cross-process'] }],
+      skip: [
+        {
+          reason: 'isolates, not OS processes, share a Durable Object: the race is the two-isolates test in test/worker/durable-object.test.ts',
+          cases: ['e1-cross-process'],
+        },
+      ],
     });
     describe('DurableObjectSqlDriver on ctx.storage', () => {
       const fresh = async (): Promise<DurableObjectSqlDriver> => {
@@ -86,7 +91,10 @@ export class ConformanceRunner {
       it('a bigint beyond 2^53 is stored exactly (as its digits, INTEGER affinity); reading it back is refused, never rounded', async () => {
         const d = await fresh();
         await d.query('INSERT INTO t (v, n) VALUES (?, ?)', ['big', 9007199254740993n]);
-        expect((await d.query<{ n: string; ty: string }>("SELECT CAST(n AS TEXT) AS n, typeof(n) AS ty FROM t WHERE v = 'big'")).rows[0]).toEqual({ n: '9007199254740993', ty: 'integer' });
+        expect((await d.query<{ n: string; ty: string }>("SELECT CAST(n AS TEXT) AS n, typeof(n) AS ty FROM t WHERE v = 'big'")).rows[0]).toEqual({
+          n: '9007199254740993',
+          ty: 'integer',
+        });
         await expect(d.query("SELECT n FROM t WHERE v = 'big'")).rejects.toThrow(StoreError);
         await d.query('INSERT INTO t (v, n) VALUES (?, ?)', ['small', 42n]);
         expect((await d.query<{ n: number }>("SELECT n FROM t WHERE v = 'small'")).rows[0]!.n).toBe(42);

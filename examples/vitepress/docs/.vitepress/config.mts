@@ -7,5 +7,15 @@ export default defineConfig({
   description: 'A VitePress site that embeds the ctrlrun try-it element.',
   head: [['script', { type: 'module', src: '/ctrlrun/ctrlrun-try-it.js' }]],
   vue: { template: { compilerOptions: { isCustomElement: (tag) => tag === 'ctrlrun-try-it' } } },
-  themeConfig: { sidebar: [{ text: 'Guide', items: [{ text: 'Try it', link: '/' }, { text: 'Try it twice', link: '/twice' }] }] },
+  themeConfig: {
+    sidebar: [
+      {
+        text: 'Guide',
+        items: [
+          { text: 'Try it', link: '/' },
+          { text: 'Try it twice', link: '/twice' },
+        ],
+      },
+    ],
+  },
 });

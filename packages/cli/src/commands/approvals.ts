@@ -26,12 +26,18 @@ const LIST_ARGUMENTS = 120;
 
 function parseLimit(raw: string | undefined): number {
   if (raw === undefined) return DEFAULT_LIMIT;
-  if (!/^[0-9]+$/.test(raw) || Number(raw) < 1 || Number(raw) > MAX_LIMIT) throw new UsageError(`--limit must be an integer from 1 to ${MAX_LIMIT}, got ${JSON.stringify(raw)}`);
+  if (!/^[0-9]+$/.test(raw) || Number(raw) < 1 || Number(raw) > MAX_LIMIT)
+    throw new UsageError(`--limit must be an integer from 1 to ${MAX_LIMIT}, got ${JSON.stringify(raw)}`);
   return Number(raw);
 }
 
 /** One page after `after`, and whether another record follows it. */
-async function page(store: StateStore, status: ApprovalStatus | undefined, after: { createdAt: string; requestId: string } | null, limit: number): Promise<{ records: ApprovalRecord[]; more: boolean }> {
+async function page(
+  store: StateStore,
+  status: ApprovalStatus | undefined,
+  after: { createdAt: string; requestId: string } | null,
+  limit: number,
+): Promise<{ records: ApprovalRecord[]; more: boolean }> {
   const records = await store.approvalsPage({ status, after, limit });
   const last = records.at(-1);
   if (records.length < limit || last === undefined) return { records, more: false };
@@ -68,7 +74,8 @@ export const approvals: Command = {
     'List lines cut long arguments; approve and deny show every argument, exactly as hashed, before answering.',
   async run({ io, values, out, json }) {
     const statusFlag = (values['status'] as string | undefined) ?? 'pending';
-    if (statusFlag !== 'all' && !(STATUSES as readonly string[]).includes(statusFlag)) throw new UsageError(`--status must be one of ${STATUSES.join('|')}|all, got ${JSON.stringify(statusFlag)}`);
+    if (statusFlag !== 'all' && !(STATUSES as readonly string[]).includes(statusFlag))
+      throw new UsageError(`--status must be one of ${STATUSES.join('|')}|all, got ${JSON.stringify(statusFlag)}`);
     const status = statusFlag === 'all' ? undefined : (statusFlag as ApprovalStatus);
     const all = values['all'] === true;
     const limit = all ? MAX_LIMIT : parseLimit(values['limit'] as string | undefined);
@@ -105,7 +112,10 @@ export const approvals: Command = {
       for (const r of found) out(line(r));
       const answerable = found.find((r) => r.status === 'pending' && !lapsed(r) && hashMatches(r));
       if (answerable !== undefined) out(answerHint(found.length === 1 ? answerable.request.requestId : 'REQUEST_ID'));
-      if (nextAfter !== null) out(`more: ctrlrun approvals --after ${nextAfter}${statusFlag !== 'pending' ? ` --status ${statusFlag}` : ''}${values['limit'] !== undefined ? ` --limit ${limit}` : ''}   (or --all)`);
+      if (nextAfter !== null)
+        out(
+          `more: ctrlrun approvals --after ${nextAfter}${statusFlag !== 'pending' ? ` --status ${statusFlag}` : ''}${values['limit'] !== undefined ? ` --limit ${limit}` : ''}   (or --all)`,
+        );
       return 0;
     } finally {
       await store.close();

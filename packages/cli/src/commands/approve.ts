@@ -53,7 +53,8 @@ function argumentLines(args: JsonObject): string[] {
 async function readEdit(inv: Invocation): Promise<JsonObject | null> {
   const file = inv.values['edit'];
   if (file === undefined) return null;
-  if (typeof file !== 'string' || file === '') throw new CliRefusal('--edit needs a FILE holding a JSON object of the edited arguments (or - for standard input)');
+  if (typeof file !== 'string' || file === '')
+    throw new CliRefusal('--edit needs a FILE holding a JSON object of the edited arguments (or - for standard input)');
   let where: string;
   let text: string;
   if (file === '-') {
@@ -76,7 +77,8 @@ async function readEdit(inv: Invocation): Promise<JsonObject | null> {
   let doc: unknown;
   try {
     doc = parseJson(text, { what: where });
-    if (!isObject(doc)) throw new Error(`it holds ${Array.isArray(doc) ? 'an array' : doc === null ? 'null' : `a ${typeof doc}`}, not an object of the edited arguments`);
+    if (!isObject(doc))
+      throw new Error(`it holds ${Array.isArray(doc) ? 'an array' : doc === null ? 'null' : `a ${typeof doc}`}, not an object of the edited arguments`);
     canonicalJson(doc);
   } catch (e) {
     throw new CliRefusal(`${where}: ${(e as Error).message}`);
@@ -85,7 +87,14 @@ async function readEdit(inv: Invocation): Promise<JsonObject | null> {
 }
 
 /** Shows the request and asks on a terminal; refuses (exit 1, nothing written) unless the answer is yes. */
-async function confirmOnTerminal(inv: Invocation, verb: 'grant' | 'deny', view: RequestView, policy: Policy, who: string, edit: JsonObject | null): Promise<void> {
+async function confirmOnTerminal(
+  inv: Invocation,
+  verb: 'grant' | 'deny',
+  view: RequestView,
+  policy: Policy,
+  who: string,
+  edit: JsonObject | null,
+): Promise<void> {
   const { io, values, out, err } = inv;
   if (values['yes'] === true || io.interactive !== true || io.ask === undefined) return;
   // With --json, stdout carries only the JSON: the person reads the request on stderr.
@@ -96,20 +105,32 @@ async function confirmOnTerminal(inv: Invocation, verb: 'grant' | 'deny', view: 
   const what = edit === null ? '' : ' with the edited arguments';
   const answer = await io.ask(`${verb} ${id} (${view.record.request.action.name})${what} as ${who}? [y/N] `);
   if (answer === null || !/^\s*y(es)?\s*$/i.test(answer)) {
-    throw new CliRefusal(`not ${verb === 'grant' ? 'granted' : 'denied'}: ${answer === null ? 'no answer (end of input)' : `the answer was ${JSON.stringify(answer.trim())}`}; nothing was written (give --yes to answer without asking)`);
+    throw new CliRefusal(
+      `not ${verb === 'grant' ? 'granted' : 'denied'}: ${answer === null ? 'no answer (end of input)' : `the answer was ${JSON.stringify(answer.trim())}`}; nothing was written (give --yes to answer without asking)`,
+    );
   }
 }
 
 /** A command that answers one pending request as `--as NAME` through the operator's Control. */
 function answerCommand(
-  name: 'approve' | 'deny', summary: string, answer: (control: Control, view: RequestView, approver: string, inv: Invocation, edit: JsonObject | null) => Promise<void>,
+  name: 'approve' | 'deny',
+  summary: string,
+  answer: (control: Control, view: RequestView, approver: string, inv: Invocation, edit: JsonObject | null) => Promise<void>,
 ): Command {
   return {
     name,
     summary,
     positionals: ['REQUEST_ID'],
     options: {
-      ...(name === 'approve' ? { edit: { type: 'string' as const, value: 'FILE', help: 'approve the arguments in FILE (a JSON object; - reads standard input) instead of the proposed ones: decided again by the policy, bound to their own hash, under a new request id' } } : {}),
+      ...(name === 'approve'
+        ? {
+            edit: {
+              type: 'string' as const,
+              value: 'FILE',
+              help: 'approve the arguments in FILE (a JSON object; - reads standard input) instead of the proposed ones: decided again by the policy, bound to their own hash, under a new request id',
+            },
+          }
+        : {}),
       as: AS_APPROVER,
       yes: { type: 'boolean', short: 'y', help: 'answer without showing the request and asking (the default when standard input is not a terminal)' },
       json: { type: 'boolean', help: 'the answer and the whole request it answered, as JSON' },
@@ -137,35 +158,48 @@ function answered(view: RequestView, fields: JsonObject): string {
   return orderedJson({ ...fields, request: requestJson(view) });
 }
 
-export const approve: Command = answerCommand('approve', 'grant a pending approval request (bound to its action hash, used once), or with --edit approve edited arguments', async (control, view, approver, { out, json, values }, edit) => {
-  const id = view.record.request.requestId;
-  const approval = await control.grantApproval(id, edit === null ? { approver } : { approver, via: 'cli', edit: { arguments: edit } });
-  const expires = evidenceTime(parseTime(approval.expiresAt));
-  if (approval.approvalId !== id) {
-    const edited = await control.approvalEdit(approval.approvalId);
-    const proposedArguments = edited?.proposedArguments ?? view.record.request.action.canonicalArguments;
-    const approvedArguments = edited?.approvedArguments ?? edit ?? {};
-    if (values['json'] === true) {
-      json(answered(view, {
-        approval_id: approval.approvalId, edited_from: id, status: 'granted', approver, action_hash: approval.actionHash,
-        proposed_hash: view.record.request.actionHash, proposed_arguments: proposedArguments, approved_arguments: approvedArguments, expires_at: expires,
-      }));
+export const approve: Command = answerCommand(
+  'approve',
+  'grant a pending approval request (bound to its action hash, used once), or with --edit approve edited arguments',
+  async (control, view, approver, { out, json, values }, edit) => {
+    const id = view.record.request.requestId;
+    const approval = await control.grantApproval(id, edit === null ? { approver } : { approver, via: 'cli', edit: { arguments: edit } });
+    const expires = evidenceTime(parseTime(approval.expiresAt));
+    if (approval.approvalId !== id) {
+      const edited = await control.approvalEdit(approval.approvalId);
+      const proposedArguments = edited?.proposedArguments ?? view.record.request.action.canonicalArguments;
+      const approvedArguments = edited?.approvedArguments ?? edit ?? {};
+      if (values['json'] === true) {
+        json(
+          answered(view, {
+            approval_id: approval.approvalId,
+            edited_from: id,
+            status: 'granted',
+            approver,
+            action_hash: approval.actionHash,
+            proposed_hash: view.record.request.actionHash,
+            proposed_arguments: proposedArguments,
+            approved_arguments: approvedArguments,
+            expires_at: expires,
+          }),
+        );
+        return;
+      }
+      out(`granted ${approval.approvalId} for ${approval.actionHash} by ${approver}: an edit of ${id}, which is now denied`);
+      argumentLines(proposedArguments).forEach((line, i) => out(`${i === 0 ? 'proposed  ' : '          '}${line}`));
+      argumentLines(approvedArguments).forEach((line, i) => out(`${i === 0 ? 'approved  ' : '          '}${line}`));
+      out(`the agent's call of ${id} now runs the approved arguments, once`);
+      out(`expires ${expires}`);
       return;
     }
-    out(`granted ${approval.approvalId} for ${approval.actionHash} by ${approver}: an edit of ${id}, which is now denied`);
-    argumentLines(proposedArguments).forEach((line, i) => out(`${i === 0 ? 'proposed  ' : '          '}${line}`));
-    argumentLines(approvedArguments).forEach((line, i) => out(`${i === 0 ? 'approved  ' : '          '}${line}`));
-    out(`the agent's call of ${id} now runs the approved arguments, once`);
+    if (values['json'] === true) {
+      json(answered(view, { approval_id: id, status: 'granted', approver, action_hash: approval.actionHash, expires_at: expires }));
+      return;
+    }
+    out(`granted ${id} for ${approval.actionHash} by ${approver}`);
     out(`expires ${expires}`);
-    return;
-  }
-  if (values['json'] === true) {
-    json(answered(view, { approval_id: id, status: 'granted', approver, action_hash: approval.actionHash, expires_at: expires }));
-    return;
-  }
-  out(`granted ${id} for ${approval.actionHash} by ${approver}`);
-  out(`expires ${expires}`);
-});
+  },
+);
 
 export const deny: Command = answerCommand('deny', 'deny a pending approval request', async (control, view, approver, { out, json, values }) => {
   const id = view.record.request.requestId;

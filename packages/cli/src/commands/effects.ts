@@ -24,7 +24,7 @@ async function* effectPages(store: StateStore, state: EffectState | undefined): 
     yield await store.listEffects(state);
     return;
   }
-  for (let after: { createdAt: string | null; effectKey: string } | null = null; ; ) {
+  for (let after: { createdAt: string | null; effectKey: string } | null = null; ;) {
     const page: EffectRecord[] = await store.effectsPage({ state, after, limit: PAGE });
     if (page.length > 0) yield page;
     if (page.length < PAGE) break;
@@ -44,7 +44,8 @@ export const effects: Command = {
   },
   async run({ io, values, out, err }) {
     const state = values['state'] as string | undefined;
-    if (state !== undefined && !(STATES as readonly string[]).includes(state)) throw new UsageError(`--state must be one of ${STATES.join('|')}, got ${JSON.stringify(state)}`);
+    if (state !== undefined && !(STATES as readonly string[]).includes(state))
+      throw new UsageError(`--state must be one of ${STATES.join('|')}, got ${JSON.stringify(state)}`);
     const store = await openReader(storeTarget(io, values['store-url'] as string | undefined));
     try {
       // `new` is never stored: it means "no record".

@@ -14,7 +14,11 @@ import type { UpstreamTarget } from '../mcp-http.js';
 import { MCP_OPTIONS } from '../mcp-options.js';
 import { openWriter } from '../stores.js';
 
-function upstreamTarget(values: Record<string, unknown>, env: Readonly<Record<string, string | undefined>>, splitCommand: (command: string) => string[]): UpstreamTarget {
+function upstreamTarget(
+  values: Record<string, unknown>,
+  env: Readonly<Record<string, string | undefined>>,
+  splitCommand: (command: string) => string[],
+): UpstreamTarget {
   const url = values['upstream'] as string | undefined;
   const command = values['upstream-command'] as string | undefined;
   if ((url === undefined) === (command === undefined)) throw new UsageError('give exactly one of --upstream URL or --upstream-command "CMD ARGS"');
@@ -47,10 +51,17 @@ export const gateway: Command = {
     listen: { type: 'string', value: 'HOST:PORT', help: 'where agents connect (default 127.0.0.1:8900; port 0 picks one)' },
     'allow-remote': { type: 'boolean', help: 'allow --listen on an address other than loopback' },
     stdio: { type: 'boolean', help: 'serve the agent over stdin/stdout instead of HTTP (for clients that launch a command)' },
-    wait: { type: 'boolean', help: 'when a call needs approval, hold it until a human answers, then run it (the agent hears progress every 10 s if it asked for progress; its own request timeout still applies)' },
+    wait: {
+      type: 'boolean',
+      help: 'when a call needs approval, hold it until a human answers, then run it (the agent hears progress every 10 s if it asked for progress; its own request timeout still applies)',
+    },
     'wait-timeout': { type: 'string', value: 'SECONDS', help: 'with --wait: give up after this long (default: when the request expires)' },
     'upstream-timeout': { type: 'string', value: 'SECONDS', help: 'how long one upstream request may take (default 30); a timeout is an unknown outcome' },
-    'max-pending-approvals': { type: 'string', value: 'N', help: 'approval requests one principal may have waiting before another is refused (tool error -41001; default 100)' },
+    'max-pending-approvals': {
+      type: 'string',
+      value: 'N',
+      help: 'approval requests one principal may have waiting before another is refused (tool error -41001; default 100)',
+    },
     ...MCP_OPTIONS,
     'store-url': STORE_URL,
   },
@@ -61,14 +72,26 @@ export const gateway: Command = {
   async run({ io, values, out, err }) {
     // The MCP SDK loads only when the command runs (importing the CLI pulls in no extra).
     const { ALIAS_PATTERN, DEFAULT_MAX_PENDING_APPROVALS, Gateway, ReceiptIds } = await import('@ctrlrun/mcp');
-    const { checkPath, commandControl, connectUpstream, loadSetup, LOOPBACK_HOSTS, parseListen, positiveInt, serveHttpUntilSignalled, serveStdio, splitCommand } = await import('../mcp-http.js');
+    const {
+      checkPath,
+      commandControl,
+      connectUpstream,
+      loadSetup,
+      LOOPBACK_HOSTS,
+      parseListen,
+      positiveInt,
+      serveHttpUntilSignalled,
+      serveStdio,
+      splitCommand,
+    } = await import('../mcp-http.js');
     const alias = values['alias'] as string | undefined;
     if (alias === undefined) throw new UsageError('--alias is required (tools become mcp.<alias>.<tool>)');
     if (!ALIAS_PATTERN.test(alias)) throw new UsageError(`--alias must match ${ALIAS_PATTERN.source}, got ${JSON.stringify(alias)}`);
     const principalFlag = values['principal'] as string | undefined;
     const agentHeader = values['principal-header'] as string | undefined;
     const userHeader = values['user-header'] as string | undefined;
-    if ((principalFlag === undefined) === (agentHeader === undefined)) throw new UsageError('give exactly one identity source: --principal NAME, or --principal-header H [--user-header H]');
+    if ((principalFlag === undefined) === (agentHeader === undefined))
+      throw new UsageError('give exactly one identity source: --principal NAME, or --principal-header H [--user-header H]');
     if (userHeader !== undefined && agentHeader === undefined) throw new UsageError('--user-header needs --principal-header');
     let principal: { agent: string; user: string | null } | null = null;
     if (principalFlag !== undefined) {
@@ -98,7 +121,8 @@ export const gateway: Command = {
     let client;
     let stopping = false;
     try {
-      const identity = agentHeader === undefined ? null : new HeaderIdentityProvider({ agentHeader, userHeader: userHeader ?? null }, { logger: { warn: () => {} } });
+      const identity =
+        agentHeader === undefined ? null : new HeaderIdentityProvider({ agentHeader, userHeader: userHeader ?? null }, { logger: { warn: () => {} } });
       const receiptIds = new ReceiptIds();
       const control = commandControl(setup, store, err, { identity, sinks: [receiptIds.sink] });
       try {
@@ -108,7 +132,8 @@ export const gateway: Command = {
         throw new CliRefusal(`the upstream MCP server ${where} cannot be reached: ${e instanceof Error ? e.message : String(e)}`);
       }
       client.onclose = () => {
-        if (!stopping) err('warning: the upstream MCP server closed the connection; every tools/call is now refused -41011 (not sent) until ctrlrun gateway is restarted');
+        if (!stopping)
+          err('warning: the upstream MCP server closed the connection; every tools/call is now refused -41011 (not sent) until ctrlrun gateway is restarted');
       };
       const core = new Gateway({
         control,
@@ -134,7 +159,11 @@ export const gateway: Command = {
         `upstream ${upstream.kind === 'http' ? upstream.url.href : upstream.argv.join(' ')} as mcp.${alias}.<tool>`,
       ];
       if (noEffect.length > 0) {
-        startup.push(`${noEffect.length} action(s) have no effect: template and get no reservation:`, ...noEffect.map((n) => `  ${n}`), '  (that suits reads only: a repeated call runs again)');
+        startup.push(
+          `${noEffect.length} action(s) have no effect: template and get no reservation:`,
+          ...noEffect.map((n) => `  ${n}`),
+          '  (that suits reads only: a repeated call runs again)',
+        );
       }
 
       // The block is out before anything can connect; the address follows once it is bound.
@@ -146,7 +175,10 @@ export const gateway: Command = {
       }
       const identityHeaders = identity === null ? [] : [identity.agentHeader, ...(identity.userHeader ? [identity.userHeader] : [])];
       const allowOrigins = (values['allow-origin'] as string[] | undefined) ?? [];
-      await serveHttpUntilSignalled({ ...listen, path, maxBodyBytes, allowOrigins, createServer: () => core.createServer(), sessions: true, refuseFloatArguments: true, identityHeaders }, say);
+      await serveHttpUntilSignalled(
+        { ...listen, path, maxBodyBytes, allowOrigins, createServer: () => core.createServer(), sessions: true, refuseFloatArguments: true, identityHeaders },
+        say,
+      );
       return 0;
     } finally {
       stopping = true;

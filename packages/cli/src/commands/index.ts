@@ -21,4 +21,22 @@ import { stats } from './stats.js';
 import { verify } from './verify.js';
 
 /** The commands this build has, sorted by name. */
-export const COMMANDS: readonly Command[] = [approvals, approve, delegate, demo, deny, effects, gateway, init, inspect, mcpOperator, policy, receipts, resolve, revoke, scan, stats, verify];
+export const COMMANDS: readonly Command[] = [
+  approvals,
+  approve,
+  delegate,
+  demo,
+  deny,
+  effects,
+  gateway,
+  init,
+  inspect,
+  mcpOperator,
+  policy,
+  receipts,
+  resolve,
+  revoke,
+  scan,
+  stats,
+  verify,
+];

@@ -140,7 +140,17 @@ function human({ document, approvals, unreadable }: Inspection, out: (line: stri
   const name = receipt?.['action'] ?? requested?.name ?? '-';
   out(`${document['action_id']}  ${value(name)}`);
   const stored = receipt?.['principal'];
-  const p = (isObject(stored) ? (stored as JsonObject) : undefined) ?? (requested ? { agent: requested.principal.agent, user: requested.principal.user, claims: requested.principal.claims ?? null, issuer: requested.principal.issuer ?? null, expires_at: requested.principal.expiresAt ?? null } : null);
+  const p =
+    (isObject(stored) ? (stored as JsonObject) : undefined) ??
+    (requested
+      ? {
+          agent: requested.principal.agent,
+          user: requested.principal.user,
+          claims: requested.principal.claims ?? null,
+          issuer: requested.principal.issuer ?? null,
+          expires_at: requested.principal.expiresAt ?? null,
+        }
+      : null);
   if (p) {
     out(`${label('principal')}${value(p['agent'])}${typeof p['user'] === 'string' ? ` (user: ${p['user']})` : ''}`);
     if (typeof p['issuer'] === 'string') out(`${label('issuer')}${p['issuer']}`);
@@ -163,11 +173,19 @@ function human({ document, approvals, unreadable }: Inspection, out: (line: stri
   const reason = receipt?.['decision_reason'] ?? evaluated?.['reason'];
   if (decision !== undefined) out(`${label('decision')}${value(decision)} (${value(reason)})`);
   for (const a of document['approvals'] as JsonObject[]) {
-    const link = typeof a['edited_to'] === 'string' ? `  (answered with an edit: ${a['edited_to']})` : typeof a['edited_from'] === 'string' ? `  (an edit of ${a['edited_from']})` : '';
+    const link =
+      typeof a['edited_to'] === 'string'
+        ? `  (answered with an edit: ${a['edited_to']})`
+        : typeof a['edited_from'] === 'string'
+          ? `  (an edit of ${a['edited_from']})`
+          : '';
     out(`${label('approval')}${a['approval_id']}  ${a['status']}${typeof a['approver'] === 'string' ? ` by ${a['approver']}` : ''}${link}`);
   }
   const effect = document['effect'] as JsonObject | null;
-  if (effect) out(`${label('effect')}${effect['effect_key']}  ${effect['state']}  attempt ${effect['attempt']}${typeof effect['resolved_by'] === 'string' ? `  resolved by ${effect['resolved_by']}` : ''}`);
+  if (effect)
+    out(
+      `${label('effect')}${effect['effect_key']}  ${effect['state']}  attempt ${effect['attempt']}${typeof effect['resolved_by'] === 'string' ? `  resolved by ${effect['resolved_by']}` : ''}`,
+    );
   if (receipt) out(`${label('receipt')}${value(receipt['receipt_id'])}  ${value(receipt['result'])}`);
   else if (unreadable) out(`${label('receipt')}${unreadable.receiptId}  (not shown: ${unreadable.reason}; run ctrlrun receipts --verify-chain)`);
   else out(`${label('receipt')}-  (awaiting a human)`);

@@ -19,7 +19,7 @@ import { inspection } from './inspect.js';
 
 export const mcpOperator: Command = {
   name: 'mcp-operator',
-  summary: "answer approvals from your own MCP client: list, inspect, approve, deny, resolve (loopback only)",
+  summary: 'answer approvals from your own MCP client: list, inspect, approve, deny, resolve (loopback only)',
   positionals: [],
   options: {
     listen: { type: 'string', value: 'HOST:PORT', help: 'loopback address to serve on (default 127.0.0.1:8901; port 0 picks one)' },
@@ -29,14 +29,17 @@ export const mcpOperator: Command = {
     ...MCP_OPTIONS,
     'store-url': STORE_URL,
   },
-  details: 'Reads (list_pending_approvals, inspect_action, receipts, effects, stats) need no credential; approve, deny and resolve are recorded as mcp-operator:<user>.',
+  details:
+    'Reads (list_pending_approvals, inspect_action, receipts, effects, stats) need no credential; approve, deny and resolve are recorded as mcp-operator:<user>.',
   async run({ io, values, out, err }) {
     // The MCP SDK loads only when the command runs (importing the CLI pulls in no extra).
     const { createOperatorServer } = await import('@ctrlrun/mcp');
-    const { checkPath, commandControl, loadSetup, LOOPBACK_HOSTS, parseListen, positiveInt, serveHttpUntilSignalled, serveStdio } = await import('../mcp-http.js');
+    const { checkPath, commandControl, loadSetup, LOOPBACK_HOSTS, parseListen, positiveInt, serveHttpUntilSignalled, serveStdio } =
+      await import('../mcp-http.js');
     const stdio = values['stdio'] === true;
     const listen = parseListen((values['listen'] as string | undefined) ?? '127.0.0.1:8901');
-    if (!LOOPBACK_HOSTS.has(listen.host)) throw new UsageError(`--listen ${listen.host} is not loopback: mcp-operator serves 127.0.0.1, localhost or ::1 only (its reads are unauthenticated)`);
+    if (!LOOPBACK_HOSTS.has(listen.host))
+      throw new UsageError(`--listen ${listen.host} is not loopback: mcp-operator serves 127.0.0.1, localhost or ::1 only (its reads are unauthenticated)`);
     const path = checkPath((values['path'] as string | undefined) ?? '/mcp');
     const maxBodyBytes = positiveInt(values['max-body-bytes'] as string | undefined, '--max-body-bytes', 1_048_576);
     const agentHeader = values['principal-header'] as string | undefined;
@@ -44,7 +47,8 @@ export const mcpOperator: Command = {
     if (!stdio && (agentHeader === undefined || userHeader === undefined)) {
       throw new UsageError('give --principal-header and --user-header (who answers, and the human), or --stdio (the OS account answers)');
     }
-    if (stdio && (agentHeader !== undefined || userHeader !== undefined)) throw new UsageError('--stdio answers as the OS account; it takes no identity headers');
+    if (stdio && (agentHeader !== undefined || userHeader !== undefined))
+      throw new UsageError('--stdio answers as the OS account; it takes no identity headers');
 
     const say = stdio ? err : out;
     const setup = loadSetup(io, values, err);
@@ -68,14 +72,30 @@ export const mcpOperator: Command = {
         identify,
         inspect: async (actionId) => (await inspection(store, actionId))?.document ?? null,
       };
-      const startup = [`environment ${control.environment}`, `store ${describeTarget(target)}`, identityLine, 'reads need no credential; approve, deny and resolve need a credential naming a human'];
+      const startup = [
+        `environment ${control.environment}`,
+        `store ${describeTarget(target)}`,
+        identityLine,
+        'reads need no credential; approve, deny and resolve need a credential naming a human',
+      ];
       for (const line of startup) say(line);
       if (stdio) {
         await serveStdio(createOperatorServer(options));
         return 0;
       }
       const allowOrigins = (values['allow-origin'] as string[] | undefined) ?? [];
-      await serveHttpUntilSignalled({ ...listen, path, maxBodyBytes, allowOrigins, createServer: () => createOperatorServer(options), sessions: false, identityHeaders: [agentHeader!, userHeader!] }, say);
+      await serveHttpUntilSignalled(
+        {
+          ...listen,
+          path,
+          maxBodyBytes,
+          allowOrigins,
+          createServer: () => createOperatorServer(options),
+          sessions: false,
+          identityHeaders: [agentHeader!, userHeader!],
+        },
+        say,
+      );
       return 0;
     } finally {
       await store.close();

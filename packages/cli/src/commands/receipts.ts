@@ -41,7 +41,7 @@ async function* receiptPages(store: StateStore): AsyncGenerator<ReceiptRow[]> {
     return;
   }
   yield* offChainPages(store);
-  for (let after: { seq: number; receiptId: string } | null = null; ; ) {
+  for (let after: { seq: number; receiptId: string } | null = null; ;) {
     const page: ReceiptRow[] = await store.receiptsInChain({ after, limit: PAGE });
     if (page.length > 0) yield page;
     if (page.length < PAGE) break;
@@ -53,7 +53,7 @@ async function* receiptPages(store: StateStore): AsyncGenerator<ReceiptRow[]> {
 /** The receipt rows without an integer seq, page by page (by receipt id). */
 async function* offChainPages(store: StateStore): AsyncGenerator<ReceiptRow[]> {
   if (!store.receiptsOffChain) return;
-  for (let after: string | null = null; ; ) {
+  for (let after: string | null = null; ;) {
     const page: ReceiptRow[] = await store.receiptsOffChain({ after, limit: PAGE });
     if (page.length > 0) yield page;
     if (page.length < PAGE) break;
@@ -91,7 +91,8 @@ export const receipts: Command = {
     let last: number | null = null;
     if (values['last'] !== undefined) {
       const raw = values['last'] as string;
-      if (!/^[0-9]+$/.test(raw) || !Number.isSafeInteger(Number(raw)) || Number(raw) < 1) throw new UsageError(`--last must be a whole number ≥ 1, got ${JSON.stringify(raw)}`);
+      if (!/^[0-9]+$/.test(raw) || !Number.isSafeInteger(Number(raw)) || Number(raw) < 1)
+        throw new UsageError(`--last must be a whole number ≥ 1, got ${JSON.stringify(raw)}`);
       last = Number(raw);
     }
     const store = await openReader(storeTarget(io, values['store-url'] as string | undefined));

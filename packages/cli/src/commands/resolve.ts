@@ -30,12 +30,17 @@ export const resolve: Command = {
   async run(inv) {
     const { values, positionals, out } = inv;
     const key = positionals[0]!;
-    if ((values['committed'] === true) === (values['failed'] === true)) throw new UsageError('resolve needs exactly one outcome, committed|failed: give --committed or --failed');
+    if ((values['committed'] === true) === (values['failed'] === true))
+      throw new UsageError('resolve needs exactly one outcome, committed|failed: give --committed or --failed');
     const state = values['committed'] === true ? 'committed' : 'failed';
-    return answeringControl(inv, (reader) => mustBeAmbiguous(reader, key), async (control, by) => {
-      await control.resolveEffect(key, state, { by });
-      out(`${key} resolved ${state} by ${by}`);
-      if (state === 'failed') out(`a retry is now permitted: the next attempt reserves ${key} again`);
-    });
+    return answeringControl(
+      inv,
+      (reader) => mustBeAmbiguous(reader, key),
+      async (control, by) => {
+        await control.resolveEffect(key, state, { by });
+        out(`${key} resolved ${state} by ${by}`);
+        if (state === 'failed') out(`a retry is now permitted: the next attempt reserves ${key} again`);
+      },
+    );
   },
 };

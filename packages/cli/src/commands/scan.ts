@@ -27,7 +27,11 @@ export const scan: Command = {
   positionals: [],
   options: {
     path: { type: 'string', value: 'DIR', help: 'the tree to read (default: the working directory)' },
-    policy: { type: 'string', value: 'FILE', help: 'the policy (default: ctrlrun.yaml at the top of the tree, else $CTRLRUN_CONFIG, else ./ctrlrun.yaml if there is one)' },
+    policy: {
+      type: 'string',
+      value: 'FILE',
+      help: 'the policy (default: ctrlrun.yaml at the top of the tree, else $CTRLRUN_CONFIG, else ./ctrlrun.yaml if there is one)',
+    },
     exclude: { type: 'string', value: 'GLOB', multiple: true, help: 'leave out paths matching GLOB (relative to DIR; repeatable)' },
     vocabulary: { type: 'string', value: 'FILE', help: 'replace the verb list with the verbs in FILE (one a line)' },
     catalogue: { type: 'string', value: 'FILE', help: 'add catalogue entries and wrappers from FILE (default: ctrlrun.scan.yaml at the top of the tree)' },
@@ -86,7 +90,16 @@ export const scan: Command = {
     // Loaded here, not at start-up: the other commands never pay for the compiler.
     const compiler = await import('typescript');
     const ts = compiler.default as unknown as typeof compiler;
-    const result = scanTree({ ts, root, exclude: (values['exclude'] as string[] | undefined) ?? [], catalogue, wrappers, gateways: extra.gateways, vocabulary, policy });
+    const result = scanTree({
+      ts,
+      root,
+      exclude: (values['exclude'] as string[] | undefined) ?? [],
+      catalogue,
+      wrappers,
+      gateways: extra.gateways,
+      vocabulary,
+      policy,
+    });
     if (result.filesRead === 0 && result.findings.length === 0) throw cannot(`no TypeScript or JavaScript source files under ${root}`);
 
     const statement = limitsStatement(result);

@@ -32,7 +32,6 @@ import { nodeProcessLauncher, postgresScratch, sqliteScratch } from '../verify-n
 /** A refusal: exit 2. */
 const refuse = (message: string) => new CliRefusal(message, 2);
 
-
 export const verify: Command = {
   name: 'verify',
   summary: 'prove the declared guarantees against this policy, in scratch stores',

@@ -96,18 +96,109 @@ export interface AnalyzeOptions {
  * taken for the built-in and the vocabulary is not applied (with a tsconfig, the checker says).
  */
 const BUILTIN_METHODS = new Set([
-  'push', 'pop', 'shift', 'unshift', 'splice', 'slice', 'concat', 'filter', 'map', 'forEach', 'reduce', 'find', 'findIndex', 'some', 'every',
-  'includes', 'indexOf', 'join', 'sort', 'reverse', 'flat', 'flatMap', 'at', 'fill', 'get', 'set', 'has', 'delete', 'clear', 'add', 'keys',
-  'values', 'entries', 'then', 'catch', 'finally', 'toString', 'remove', 'removeChild', 'removeAttribute', 'removeItem', 'removeListener',
-  'removeEventListener', 'removeAllListeners', 'removeProperty', 'pushState', 'send', 'emit', 'replace', 'split', 'trim', 'append',
+  'push',
+  'pop',
+  'shift',
+  'unshift',
+  'splice',
+  'slice',
+  'concat',
+  'filter',
+  'map',
+  'forEach',
+  'reduce',
+  'find',
+  'findIndex',
+  'some',
+  'every',
+  'includes',
+  'indexOf',
+  'join',
+  'sort',
+  'reverse',
+  'flat',
+  'flatMap',
+  'at',
+  'fill',
+  'get',
+  'set',
+  'has',
+  'delete',
+  'clear',
+  'add',
+  'keys',
+  'values',
+  'entries',
+  'then',
+  'catch',
+  'finally',
+  'toString',
+  'remove',
+  'removeChild',
+  'removeAttribute',
+  'removeItem',
+  'removeListener',
+  'removeEventListener',
+  'removeAllListeners',
+  'removeProperty',
+  'pushState',
+  'send',
+  'emit',
+  'replace',
+  'split',
+  'trim',
+  'append',
 ]);
 
 /** Globals whose members are the platform's, never an agent's action (fetch is catalogued). */
 const PLATFORM_GLOBALS = new Set([
-  'console', 'Math', 'JSON', 'Object', 'Array', 'Promise', 'Reflect', 'Number', 'String', 'Symbol', 'Date', 'Map', 'Set', 'WeakMap', 'WeakSet',
-  'document', 'window', 'navigator', 'history', 'location', 'localStorage', 'sessionStorage', 'process', 'Buffer', 'URL', 'URLSearchParams',
-  'Headers', 'crypto', 'Intl', 'Error', 'setTimeout', 'setInterval', 'clearTimeout', 'clearInterval', 'queueMicrotask', 'structuredClone',
-  'describe', 'it', 'test', 'expect', 'beforeEach', 'afterEach', 'beforeAll', 'afterAll', 'require', 'module', 'exports',
+  'console',
+  'Math',
+  'JSON',
+  'Object',
+  'Array',
+  'Promise',
+  'Reflect',
+  'Number',
+  'String',
+  'Symbol',
+  'Date',
+  'Map',
+  'Set',
+  'WeakMap',
+  'WeakSet',
+  'document',
+  'window',
+  'navigator',
+  'history',
+  'location',
+  'localStorage',
+  'sessionStorage',
+  'process',
+  'Buffer',
+  'URL',
+  'URLSearchParams',
+  'Headers',
+  'crypto',
+  'Intl',
+  'Error',
+  'setTimeout',
+  'setInterval',
+  'clearTimeout',
+  'clearInterval',
+  'queueMicrotask',
+  'structuredClone',
+  'describe',
+  'it',
+  'test',
+  'expect',
+  'beforeEach',
+  'afterEach',
+  'beforeAll',
+  'afterAll',
+  'require',
+  'module',
+  'exports',
 ]);
 
 const SUPPRESS = /ctrlrun:\s*not-consequential\b(.*)$/;
@@ -148,7 +239,8 @@ export function analyze(ts: typeof TS, units: ReadonlyMap<string, Unit>, options
   const failures = new Map<Unit, Failure>();
   const fail = (unit: Unit, call: TS.Node, e: unknown) => {
     if (failures.has(unit)) return;
-    const message = e instanceof RangeError ? 'nested too deeply for this scan to read' : `the scan could not read this file (${e instanceof Error ? e.message : String(e)})`;
+    const message =
+      e instanceof RangeError ? 'nested too deeply for this scan to read' : `the scan could not read this file (${e instanceof Error ? e.message : String(e)})`;
     failures.set(unit, { unit, ...position(unit, call), message });
   };
 
@@ -287,7 +379,14 @@ export function analyze(ts: typeof TS, units: ReadonlyMap<string, Unit>, options
           suppressed.push({ unit, ...pos, target, reason: comment, rule: hit.rule });
           continue;
         }
-        findings.push({ kind: 'unprotected_call', unit, ...pos, ...hit, target, detail: comment === '' ? 'the ctrlrun: not-consequential comment gives no reason, so it suppresses nothing' : null });
+        findings.push({
+          kind: 'unprotected_call',
+          unit,
+          ...pos,
+          ...hit,
+          target,
+          detail: comment === '' ? 'the ctrlrun: not-consequential comment gives no reason, so it suppresses nothing' : null,
+        });
       } catch (e) {
         fail(unit, call, e);
       }
@@ -301,7 +400,14 @@ export function analyze(ts: typeof TS, units: ReadonlyMap<string, Unit>, options
  * `client.connect(t)` in the file (at least one) gets a transport constructed on a literal URL
  * that is one of `gateways`.
  */
-function behindGateway(ts: typeof TS, resolver: Resolver, call: TS.CallExpression, unit: Unit, calls: readonly TS.CallExpression[], gateways: ReadonlySet<string>): boolean {
+function behindGateway(
+  ts: typeof TS,
+  resolver: Resolver,
+  call: TS.CallExpression,
+  unit: Unit,
+  calls: readonly TS.CallExpression[],
+  gateways: ReadonlySet<string>,
+): boolean {
   const callee = call.expression;
   if (!ts.isPropertyAccessExpression(callee) || !ts.isIdentifier(callee.expression)) return false;
   const client = resolver.declarationOf(callee.expression, unit);
@@ -351,7 +457,13 @@ function coverHelpers(ts: typeof TS, resolver: Resolver, unit: Unit, covered: Se
     const n = stack.pop()!;
     if (ts.isIdentifier(n)) ids.push(n);
     else if (ts.isFunctionDeclaration(n) && n.name && n.body && !hasExport(n)) helpers.set(n, { name: n.name, refs: [] });
-    else if (ts.isVariableDeclaration(n) && ts.isIdentifier(n.name) && n.initializer && (ts.isArrowFunction(n.initializer) || ts.isFunctionExpression(n.initializer)) && !hasExport(n.parent.parent)) {
+    else if (
+      ts.isVariableDeclaration(n) &&
+      ts.isIdentifier(n.name) &&
+      n.initializer &&
+      (ts.isArrowFunction(n.initializer) || ts.isFunctionExpression(n.initializer)) &&
+      !hasExport(n.parent.parent)
+    ) {
       helpers.set(n, { name: n.name, refs: [] });
     }
     ts.forEachChild(n, (c) => {
@@ -366,7 +478,7 @@ function coverHelpers(ts: typeof TS, resolver: Resolver, unit: Unit, covered: Se
     const h = b === null ? undefined : helpers.get(b.decl);
     if (h !== undefined && h.name !== id) h.refs.push(id);
   }
-  for (let changed = true; changed; ) {
+  for (let changed = true; changed;) {
     changed = false;
     for (const [decl, h] of helpers) {
       if (covered.has(decl) || exported.has(h.name.text) || h.refs.length === 0 || !h.refs.every(isCovered)) continue;
@@ -431,7 +543,7 @@ function suppression(unit: Unit, call: TS.Node, comments: () => Map<number, stri
 /** The names a callee is written with: `this.billing.refunds.create` → billing, refunds, create. */
 function calleeSegments(ts: typeof TS, e: TS.Expression): string[] {
   const out: string[] = [];
-  for (let n: TS.Expression = e; ; ) {
+  for (let n: TS.Expression = e; ;) {
     if (ts.isPropertyAccessExpression(n)) {
       out.unshift(n.name.text);
       n = n.expression;
@@ -473,8 +585,15 @@ function builtin(ts: typeof TS, call: TS.CallExpression, unit: Unit, origin: Ori
 
 /** A policy action name for a call found by the vocabulary: `billing.refundOrder` → `billing.refund_order`. */
 function suggestedAction(segments: readonly string[]): string {
-  const snake = (s: string) => s.replace(/([a-z0-9])([A-Z])/g, '$1_$2').replace(/[^A-Za-z0-9_]/g, '_').toLowerCase();
-  const tail = segments.slice(-2).map(snake).filter((s) => s !== '');
+  const snake = (s: string) =>
+    s
+      .replace(/([a-z0-9])([A-Z])/g, '$1_$2')
+      .replace(/[^A-Za-z0-9_]/g, '_')
+      .toLowerCase();
+  const tail = segments
+    .slice(-2)
+    .map(snake)
+    .filter((s) => s !== '');
   return tail.length === 0 ? 'app.action' : tail.join('.');
 }
 

@@ -48,8 +48,31 @@ export interface Wrapper {
  * `execute` is not one: it names no effect of its own.
  */
 export const VOCABULARY: readonly string[] = [
-  'approve', 'cancel', 'charge', 'delete', 'deploy', 'destroy', 'disable', 'drop', 'grant', 'issue', 'merge', 'pay', 'payout',
-  'publish', 'purchase', 'push', 'refund', 'remove', 'revoke', 'rotate', 'send', 'submit', 'terminate', 'transfer', 'truncate',
+  'approve',
+  'cancel',
+  'charge',
+  'delete',
+  'deploy',
+  'destroy',
+  'disable',
+  'drop',
+  'grant',
+  'issue',
+  'merge',
+  'pay',
+  'payout',
+  'publish',
+  'purchase',
+  'push',
+  'refund',
+  'remove',
+  'revoke',
+  'rotate',
+  'send',
+  'submit',
+  'terminate',
+  'transfer',
+  'truncate',
 ];
 
 /** `protect` from the kernel and the adapters' wrappers. */
@@ -62,7 +85,8 @@ export const WRAPPERS: readonly Wrapper[] = [
   { module: '@ctrlrun/langgraph', name: 'protectInGraph' },
 ];
 
-const AWS_WRITE = '^(Delete|Terminate|Put|Create|Update|Remove|Stop|Reboot|Detach|Revoke|Disable|Modify|Publish|Send|Invoke|Copy|Restore|Attach|Authorize|Run|Start|Purge|Cancel|Batch(Delete|Write)|Transact(Write)?)\\w*Command$';
+const AWS_WRITE =
+  '^(Delete|Terminate|Put|Create|Update|Remove|Stop|Reboot|Detach|Revoke|Disable|Modify|Publish|Send|Invoke|Copy|Restore|Attach|Authorize|Run|Start|Purge|Cancel|Batch(Delete|Write)|Transact(Write)?)\\w*Command$';
 const SQL_WRITERS = (module: string, id: string, lib: string, extra = ''): CatalogueEntry => ({
   id,
   module,
@@ -76,34 +100,169 @@ const SQL_WRITERS = (module: string, id: string, lib: string, extra = ''): Catal
 /** The built-in catalogue. */
 export const CATALOGUE: readonly CatalogueEntry[] = [
   // Payments.
-  { id: 'stripe.refund', module: 'stripe', call: '**.refunds.create', why: 'moves money back to a customer; a retry after a lost reply refunds twice', action: 'stripe.refund', effect: 'refund:{payment_intent}' },
-  { id: 'stripe.charge', module: 'stripe', call: '**.{charges.create,paymentIntents.create,paymentIntents.confirm,paymentIntents.capture}', why: "takes money from a customer's card", action: 'stripe.charge', effect: 'charge:{idempotency_key}' },
-  { id: 'stripe.transfer', module: 'stripe', call: '**.{transfers.create,payouts.create,topups.create}', why: 'moves money out of the platform balance', action: 'stripe.transfer', effect: 'transfer:{idempotency_key}' },
-  { id: 'stripe.cancel', module: 'stripe', call: '**.{subscriptions.cancel,subscriptions.del,paymentIntents.cancel,invoices.voidInvoice,customers.del}', why: 'cancels or deletes a billing object; not reversible through the API', action: 'stripe.cancel', effect: 'stripe:{id}' },
-  { id: 'stripe.invoice', module: 'stripe', call: '**.{invoices.pay,invoices.finalizeInvoice,invoices.sendInvoice}', why: 'charges or sends an invoice to a customer', action: 'stripe.invoice', effect: 'invoice:{id}' },
+  {
+    id: 'stripe.refund',
+    module: 'stripe',
+    call: '**.refunds.create',
+    why: 'moves money back to a customer; a retry after a lost reply refunds twice',
+    action: 'stripe.refund',
+    effect: 'refund:{payment_intent}',
+  },
+  {
+    id: 'stripe.charge',
+    module: 'stripe',
+    call: '**.{charges.create,paymentIntents.create,paymentIntents.confirm,paymentIntents.capture}',
+    why: "takes money from a customer's card",
+    action: 'stripe.charge',
+    effect: 'charge:{idempotency_key}',
+  },
+  {
+    id: 'stripe.transfer',
+    module: 'stripe',
+    call: '**.{transfers.create,payouts.create,topups.create}',
+    why: 'moves money out of the platform balance',
+    action: 'stripe.transfer',
+    effect: 'transfer:{idempotency_key}',
+  },
+  {
+    id: 'stripe.cancel',
+    module: 'stripe',
+    call: '**.{subscriptions.cancel,subscriptions.del,paymentIntents.cancel,invoices.voidInvoice,customers.del}',
+    why: 'cancels or deletes a billing object; not reversible through the API',
+    action: 'stripe.cancel',
+    effect: 'stripe:{id}',
+  },
+  {
+    id: 'stripe.invoice',
+    module: 'stripe',
+    call: '**.{invoices.pay,invoices.finalizeInvoice,invoices.sendInvoice}',
+    why: 'charges or sends an invoice to a customer',
+    action: 'stripe.invoice',
+    effect: 'invoice:{id}',
+  },
   // Cloud.
-  { id: 'aws.command', module: '@aws-sdk/client-*', call: '**.send', when: { command: AWS_WRITE }, why: 'an AWS SDK v3 command that deletes, terminates, writes or starts something in the account', action: 'aws.command', effect: 'aws:{resource}' },
-  { id: 'aws.method', module: '@aws-sdk/client-*', call: '**.{delete*,terminate*,put*,create*,update*,remove*,stop*,reboot*,detach*,revoke*,disable*,modify*,publish*,sendEmail,sendRawEmail,sendTemplatedEmail,sendMessage,sendMessageBatch,invoke*,copy*,run*,start*,purge*,batchDelete*,batchWrite*,transactWrite*}', why: 'an AWS SDK v3 aggregated-client method that deletes, terminates, writes or starts something in the account', action: 'aws.command', effect: 'aws:{resource}' },
-  { id: 'k8s.write', module: '@kubernetes/client-node', call: '**.{delete*,patch*,replace*,create*}', why: 'creates, changes or deletes objects in a Kubernetes cluster (a namespace delete takes everything in it)', action: 'k8s.delete_namespace', effect: 'namespace:{cluster}:{name}' },
+  {
+    id: 'aws.command',
+    module: '@aws-sdk/client-*',
+    call: '**.send',
+    when: { command: AWS_WRITE },
+    why: 'an AWS SDK v3 command that deletes, terminates, writes or starts something in the account',
+    action: 'aws.command',
+    effect: 'aws:{resource}',
+  },
+  {
+    id: 'aws.method',
+    module: '@aws-sdk/client-*',
+    call: '**.{delete*,terminate*,put*,create*,update*,remove*,stop*,reboot*,detach*,revoke*,disable*,modify*,publish*,sendEmail,sendRawEmail,sendTemplatedEmail,sendMessage,sendMessageBatch,invoke*,copy*,run*,start*,purge*,batchDelete*,batchWrite*,transactWrite*}',
+    why: 'an AWS SDK v3 aggregated-client method that deletes, terminates, writes or starts something in the account',
+    action: 'aws.command',
+    effect: 'aws:{resource}',
+  },
+  {
+    id: 'k8s.write',
+    module: '@kubernetes/client-node',
+    call: '**.{delete*,patch*,replace*,create*}',
+    why: 'creates, changes or deletes objects in a Kubernetes cluster (a namespace delete takes everything in it)',
+    action: 'k8s.delete_namespace',
+    effect: 'namespace:{cluster}:{name}',
+  },
   // Source control.
-  { id: 'github.merge', module: '{@octokit/*,octokit}', call: '**.{pulls.merge,repos.merge,pulls.updateBranch}', why: 'merges into a branch others build and deploy from', action: 'github.merge', effect: 'merge:{owner}/{repo}#{pull_number}' },
-  { id: 'github.delete', module: '{@octokit/*,octokit}', call: '**.{repos.delete,repos.deleteFile,git.deleteRef,repos.deleteRelease,repos.deleteBranchProtection,issues.deleteComment}', why: 'deletes a repository, branch, file or release', action: 'github.delete', effect: 'github:{owner}/{repo}:{ref}' },
-  { id: 'github.write', module: '{@octokit/*,octokit}', call: '**.{git.updateRef,repos.createOrUpdateFileContents,repos.createRelease,actions.createWorkflowDispatch,repos.update}', why: 'writes to a repository or starts a workflow (a deploy)', action: 'github.write', effect: 'github:{owner}/{repo}:{ref}' },
+  {
+    id: 'github.merge',
+    module: '{@octokit/*,octokit}',
+    call: '**.{pulls.merge,repos.merge,pulls.updateBranch}',
+    why: 'merges into a branch others build and deploy from',
+    action: 'github.merge',
+    effect: 'merge:{owner}/{repo}#{pull_number}',
+  },
+  {
+    id: 'github.delete',
+    module: '{@octokit/*,octokit}',
+    call: '**.{repos.delete,repos.deleteFile,git.deleteRef,repos.deleteRelease,repos.deleteBranchProtection,issues.deleteComment}',
+    why: 'deletes a repository, branch, file or release',
+    action: 'github.delete',
+    effect: 'github:{owner}/{repo}:{ref}',
+  },
+  {
+    id: 'github.write',
+    module: '{@octokit/*,octokit}',
+    call: '**.{git.updateRef,repos.createOrUpdateFileContents,repos.createRelease,actions.createWorkflowDispatch,repos.update}',
+    why: 'writes to a repository or starts a workflow (a deploy)',
+    action: 'github.write',
+    effect: 'github:{owner}/{repo}:{ref}',
+  },
   // Databases.
   SQL_WRITERS('pg', 'pg.write', 'pg'),
   SQL_WRITERS('{mysql2,mysql2/*,mysql}', 'mysql.write', 'mysql2', ',prepare'),
   SQL_WRITERS('better-sqlite3', 'sqlite.write', 'better-sqlite3', ',prepare'),
   SQL_WRITERS('sqlite3', 'sqlite3.write', 'sqlite3', ',prepare,run,all,get,each'),
-  { id: 'prisma.write', module: '{@prisma/client,@prisma/client/*}', call: '**.{create,createMany,createManyAndReturn,update,updateMany,upsert,delete,deleteMany,$executeRaw,$executeRawUnsafe}', why: 'Prisma writes or deletes rows', action: 'db.write', effect: 'db:{model}:{id}' },
-  { id: 'drizzle.write', module: '{drizzle-orm,drizzle-orm/*}', call: '**.{insert,update,delete}', why: 'Drizzle inserts, updates or deletes rows', action: 'db.write', effect: 'db:{table}:{id}' },
+  {
+    id: 'prisma.write',
+    module: '{@prisma/client,@prisma/client/*}',
+    call: '**.{create,createMany,createManyAndReturn,update,updateMany,upsert,delete,deleteMany,$executeRaw,$executeRawUnsafe}',
+    why: 'Prisma writes or deletes rows',
+    action: 'db.write',
+    effect: 'db:{model}:{id}',
+  },
+  {
+    id: 'drizzle.write',
+    module: '{drizzle-orm,drizzle-orm/*}',
+    call: '**.{insert,update,delete}',
+    why: 'Drizzle inserts, updates or deletes rows',
+    action: 'db.write',
+    effect: 'db:{table}:{id}',
+  },
   // The machine.
-  { id: 'child_process', module: 'child_process', call: '**.{exec,execSync,execFile,execFileSync,spawn,spawnSync,fork}', why: 'runs a program with the agent’s privileges; what it does is not visible here', action: 'shell.run', effect: 'shell:{command}' },
-  { id: 'fs.write', module: '{fs,fs/promises}', call: '**.{writeFile,writeFileSync,appendFile,appendFileSync,createWriteStream,copyFile,copyFileSync,cp,cpSync,rename,renameSync,truncate,truncateSync,ftruncate,ftruncateSync,chmod,chmodSync,chown,chownSync,symlink,symlinkSync}', why: 'overwrites, moves or changes files on disk', action: 'fs.write', effect: 'file:{path}' },
-  { id: 'fs.delete', module: '{fs,fs/promises}', call: '**.{rm,rmSync,rmdir,rmdirSync,unlink,unlinkSync}', why: 'deletes files or directories on disk; there is no undo', action: 'fs.delete', effect: 'file:{path}' },
+  {
+    id: 'child_process',
+    module: 'child_process',
+    call: '**.{exec,execSync,execFile,execFileSync,spawn,spawnSync,fork}',
+    why: 'runs a program with the agent’s privileges; what it does is not visible here',
+    action: 'shell.run',
+    effect: 'shell:{command}',
+  },
+  {
+    id: 'fs.write',
+    module: '{fs,fs/promises}',
+    call: '**.{writeFile,writeFileSync,appendFile,appendFileSync,createWriteStream,copyFile,copyFileSync,cp,cpSync,rename,renameSync,truncate,truncateSync,ftruncate,ftruncateSync,chmod,chmodSync,chown,chownSync,symlink,symlinkSync}',
+    why: 'overwrites, moves or changes files on disk',
+    action: 'fs.write',
+    effect: 'file:{path}',
+  },
+  {
+    id: 'fs.delete',
+    module: '{fs,fs/promises}',
+    call: '**.{rm,rmSync,rmdir,rmdirSync,unlink,unlinkSync}',
+    why: 'deletes files or directories on disk; there is no undo',
+    action: 'fs.delete',
+    effect: 'file:{path}',
+  },
   // The network.
-  { id: 'fetch.write', module: '{<global>,undici,node-fetch}', call: 'fetch', when: { method: 1 }, why: 'an HTTP request with a non-GET method changes something on another service', action: 'http.write', effect: 'http:{url}' },
-  { id: 'axios.write', module: 'axios', call: '**.{post,put,patch,delete}', why: 'an HTTP request with a non-GET method changes something on another service', action: 'http.write', effect: 'http:{url}' },
-  { id: 'mcp.callTool', module: '@modelcontextprotocol/sdk*', call: '**.callTool', why: 'calls a tool on an MCP server: whatever the tool does happens there, outside this code', action: 'mcp.call_tool', effect: 'mcp:{name}:{id}' },
+  {
+    id: 'fetch.write',
+    module: '{<global>,undici,node-fetch}',
+    call: 'fetch',
+    when: { method: 1 },
+    why: 'an HTTP request with a non-GET method changes something on another service',
+    action: 'http.write',
+    effect: 'http:{url}',
+  },
+  {
+    id: 'axios.write',
+    module: 'axios',
+    call: '**.{post,put,patch,delete}',
+    why: 'an HTTP request with a non-GET method changes something on another service',
+    action: 'http.write',
+    effect: 'http:{url}',
+  },
+  {
+    id: 'mcp.callTool',
+    module: '@modelcontextprotocol/sdk*',
+    call: '**.callTool',
+    why: 'calls a tool on an MCP server: whatever the tool does happens there, outside this code',
+    action: 'mcp.call_tool',
+    effect: 'mcp:{name}:{id}',
+  },
 ];
 
 /** The schema tag of a catalogue file. */
@@ -157,7 +316,9 @@ export function loadCatalogueFile(path: string): CatalogueFile {
     throw bad('document', `not YAML (${(e as Error).message})`);
   }
   if (!isRecord(doc)) throw bad('document', 'must be a mapping with schema and catalogue or wrappers');
-  for (const k of Object.keys(doc)) if (!['schema', 'catalogue', 'wrappers', 'gateways'].includes(k)) throw bad(JSON.stringify(k), 'unknown key; the keys are schema, catalogue, wrappers, gateways');
+  for (const k of Object.keys(doc))
+    if (!['schema', 'catalogue', 'wrappers', 'gateways'].includes(k))
+      throw bad(JSON.stringify(k), 'unknown key; the keys are schema, catalogue, wrappers, gateways');
   if (doc['schema'] !== CATALOGUE_SCHEMA) throw bad('schema', `must be ${CATALOGUE_SCHEMA}`);
   const str = (v: unknown, where: string, required: boolean): string | undefined => {
     if (v === undefined && !required) return undefined;
@@ -234,7 +395,8 @@ export function loadVocabularyFile(path: string): string[] {
   text.split(/\r?\n/).forEach((raw, i) => {
     const line = raw.replace(/#.*$/, '').trim();
     if (line === '') return;
-    if (!/^[a-z][a-z_]*$/.test(line)) throw new CliRefusal(`the vocabulary ${path}: line ${i + 1}: ${JSON.stringify(line.slice(0, 60))} is not a verb (lowercase letters)`, 2);
+    if (!/^[a-z][a-z_]*$/.test(line))
+      throw new CliRefusal(`the vocabulary ${path}: line ${i + 1}: ${JSON.stringify(line.slice(0, 60))} is not a verb (lowercase letters)`, 2);
     verbs.push(line);
   });
   if (verbs.length === 0) throw new CliRefusal(`the vocabulary ${path} lists no verb`, 2);

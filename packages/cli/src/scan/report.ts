@@ -106,13 +106,18 @@ export function renderText(r: ScanResult, policyPath: string | null): string[] {
     for (const s of r.suppressed) out.push(visible(`  ${s.unit.rel}:${s.line}:${s.column}  ${s.target}(…)  [${s.rule}] — ${s.reason}`));
     out.push('');
   }
-  out.push(`findings ${r.findings.length}, suppressed ${r.suppressed.length}, undetermined ${r.undetermined.length}; files read ${r.filesRead}, excluded ${r.filesExcluded}`);
+  out.push(
+    `findings ${r.findings.length}, suppressed ${r.suppressed.length}, undetermined ${r.undetermined.length}; files read ${r.filesRead}, excluded ${r.filesExcluded}`,
+  );
   out.push(visible(policyPath === null ? 'policy: none found (no ctrlrun.yaml in the tree; give --policy FILE)' : `policy: ${policyPath}`));
   return out;
 }
 
 /** The `ctrlrun.scan/v1` document. */
-export function renderJson(r: ScanResult, meta: { vocabulary: readonly string[]; policy: string | null; catalogue: readonly string[] }): Record<string, unknown> {
+export function renderJson(
+  r: ScanResult,
+  meta: { vocabulary: readonly string[]; policy: string | null; catalogue: readonly string[] },
+): Record<string, unknown> {
   return {
     schema: SCAN_SCHEMA,
     root: r.root,
@@ -124,13 +129,27 @@ export function renderJson(r: ScanResult, meta: { vocabulary: readonly string[];
       rule: f.rule,
       target: f.target,
       name: f.name,
-      detail: f.kind === 'unparseable' ? f.detail : f.kind === 'unprotected_call' ? f.detail : f.kind === 'action_without_effect' ? `can ${f.decisions.join(' or ')} with no effect: template` : null,
+      detail:
+        f.kind === 'unparseable'
+          ? f.detail
+          : f.kind === 'unprotected_call'
+            ? f.detail
+            : f.kind === 'action_without_effect'
+              ? `can ${f.decisions.join(' or ')} with no effect: template`
+              : null,
       why: why(f),
       suggested_policy: suggestionYaml(f),
     })),
     suppressed: r.suppressed.map((s) => ({ file: s.unit.rel, line: s.line, column: s.column, target: s.target, rule: s.rule, reason: s.reason })),
     undetermined: r.undetermined.map((u) => ({ file: u.unit.rel, line: u.line, column: u.column, expression: u.expression, why: u.why })),
-    totals: { files_read: r.filesRead, files_excluded: r.filesExcluded, files_typed: r.filesTyped, findings: r.findings.length, suppressed: r.suppressed.length, undetermined: r.undetermined.length },
+    totals: {
+      files_read: r.filesRead,
+      files_excluded: r.filesExcluded,
+      files_typed: r.filesTyped,
+      findings: r.findings.length,
+      suppressed: r.suppressed.length,
+      undetermined: r.undetermined.length,
+    },
     vocabulary: [...meta.vocabulary],
     catalogue: [...meta.catalogue],
     policy: meta.policy,
@@ -150,12 +169,24 @@ const RULE_TEXT: Record<Finding['kind'], string> = {
 export function renderSarif(r: ScanResult, meta: { version: string }): Sarif.Log {
   const rules = new Map<string, Sarif.ReportingDescriptor>();
   const ruleFor = (id: string, kind: Finding['kind'] | 'undetermined', description: string) => {
-    if (!rules.has(id)) rules.set(id, { id, name: kind, shortDescription: { text: kind === 'undetermined' ? "A call ctrlrun scan can't tell" : RULE_TEXT[kind] }, fullDescription: { text: description }, help: { text: `${description}. Wrap the call with protect() and list its action in the policy, or suppress it with a trailing // ctrlrun: not-consequential — <reason>.` } });
+    if (!rules.has(id))
+      rules.set(id, {
+        id,
+        name: kind,
+        shortDescription: { text: kind === 'undetermined' ? "A call ctrlrun scan can't tell" : RULE_TEXT[kind] },
+        fullDescription: { text: description },
+        help: {
+          text: `${description}. Wrap the call with protect() and list its action in the policy, or suppress it with a trailing // ctrlrun: not-consequential — <reason>.`,
+        },
+      });
     return [...rules.keys()].indexOf(id);
   };
   // A file outside the tree (the policy found beside the working directory) is an absolute file URI.
-  const artifact = (file: string): Sarif.ArtifactLocation => (isAbsolute(file) ? { uri: pathToFileURL(file).href } : { uri: file.split('/').map(encodeURIComponent).join('/'), uriBaseId: '%SRCROOT%' });
-  const location = (file: string, line: number, column: number): Sarif.Location => ({ physicalLocation: { artifactLocation: artifact(file), region: { startLine: line, startColumn: column } } });
+  const artifact = (file: string): Sarif.ArtifactLocation =>
+    isAbsolute(file) ? { uri: pathToFileURL(file).href } : { uri: file.split('/').map(encodeURIComponent).join('/'), uriBaseId: '%SRCROOT%' };
+  const location = (file: string, line: number, column: number): Sarif.Location => ({
+    physicalLocation: { artifactLocation: artifact(file), region: { startLine: line, startColumn: column } },
+  });
   const results: Sarif.Result[] = [];
   for (const f of r.findings) {
     const w = why(f);

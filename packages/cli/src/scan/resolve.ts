@@ -68,7 +68,12 @@ export class Resolver {
 
   readonly #catalogued: (module: string) => boolean;
 
-  constructor(ts: typeof TS, units: ReadonlyMap<string, Unit>, modules: { known: (module: string) => boolean; catalogued: (module: string) => boolean }, isWrapper: (o: Origin) => boolean) {
+  constructor(
+    ts: typeof TS,
+    units: ReadonlyMap<string, Unit>,
+    modules: { known: (module: string) => boolean; catalogued: (module: string) => boolean },
+    isWrapper: (o: Origin) => boolean,
+  ) {
     this.#ts = ts;
     this.#units = units;
     this.#known = modules.known;
@@ -97,12 +102,20 @@ export class Resolver {
 
   #compute(expr: TS.Node, unit: Unit): Origin {
     const ts = this.#ts;
-    if (ts.isParenthesizedExpression(expr) || ts.isAsExpression(expr) || ts.isNonNullExpression(expr) || ts.isSatisfiesExpression(expr) || ts.isTypeAssertionExpression(expr) || ts.isAwaitExpression(expr)) {
+    if (
+      ts.isParenthesizedExpression(expr) ||
+      ts.isAsExpression(expr) ||
+      ts.isNonNullExpression(expr) ||
+      ts.isSatisfiesExpression(expr) ||
+      ts.isTypeAssertionExpression(expr) ||
+      ts.isAwaitExpression(expr)
+    ) {
       return this.originOf(expr.expression, unit);
     }
     if (ts.isIdentifier(expr)) {
       const b = this.lookup(expr.text, expr, unit);
-      if (b === null) return GLOBAL_ROOTS.has(expr.text) ? { kind: 'module', module: '<global>', path: [] } : { kind: 'module', module: '<global>', path: [expr.text] };
+      if (b === null)
+        return GLOBAL_ROOTS.has(expr.text) ? { kind: 'module', module: '<global>', path: [] } : { kind: 'module', module: '<global>', path: [expr.text] };
       return this.#fromBinding(b, unit);
     }
     if (ts.isQualifiedName(expr)) return member(this.originOf(expr.left, unit), expr.right.text, this);
@@ -188,7 +201,8 @@ export class Resolver {
   #fromBinding(b: Binding, unit: Unit): Origin {
     const ts = this.#ts;
     const d = b.decl;
-    const withPath = (o: Origin): Origin => (b.path === null ? (o.kind === 'dynamic' ? o : UNKNOWN) : b.path.reduce<Origin>((acc, name) => member(acc, name, this), o));
+    const withPath = (o: Origin): Origin =>
+      b.path === null ? (o.kind === 'dynamic' ? o : UNKNOWN) : b.path.reduce<Origin>((acc, name) => member(acc, name, this), o);
     if (ts.isImportClause(d)) {
       const spec = d.parent.moduleSpecifier;
       return ts.isStringLiteral(spec) ? this.#moduleOrigin(spec.text, unit, 'default') : UNKNOWN;
@@ -206,7 +220,8 @@ export class Resolver {
       return ts.isExternalModuleReference(ref) && ts.isStringLiteral(ref.expression) ? this.#moduleOrigin(ref.expression.text, unit, null) : UNKNOWN;
     }
     if (ts.isVariableDeclaration(d)) {
-      if (d.initializer === undefined || ts.isForOfStatement(d.parent.parent) || ts.isForInStatement(d.parent.parent)) return { kind: 'local', unit, decl: d, path: [] };
+      if (d.initializer === undefined || ts.isForOfStatement(d.parent.parent) || ts.isForInStatement(d.parent.parent))
+        return { kind: 'local', unit, decl: d, path: [] };
       // An initializer the text can't place leaves the variable unknown, so the checker is asked about it.
       return withPath(this.originOf(d.initializer, unit));
     }
@@ -219,7 +234,13 @@ export class Resolver {
       // A callback handed to a package's function gets what that package gives it:
       // `db.transaction(async (tx) => tx.delete(t))`, `pool.connect((err, client) => client.query(…))`.
       const fn = d.parent;
-      if (type === undefined && b.path !== null && (ts.isArrowFunction(fn) || ts.isFunctionExpression(fn)) && ts.isCallExpression(fn.parent) && fn.parent.arguments.includes(fn)) {
+      if (
+        type === undefined &&
+        b.path !== null &&
+        (ts.isArrowFunction(fn) || ts.isFunctionExpression(fn)) &&
+        ts.isCallExpression(fn.parent) &&
+        fn.parent.arguments.includes(fn)
+      ) {
         const callee = this.originOf(fn.parent.expression, unit);
         // Only for a package the catalogue knows: an Express handler's `res` stays unknown, so `res.send()` reads as the built-in it is.
         if (callee.kind === 'module' && callee.module !== '<global>' && this.#catalogued(callee.module)) return withPath(callee);
@@ -292,7 +313,8 @@ export class Resolver {
     } else if (unit.options !== null && !this.#known(normalizeModule(spec))) {
       const ts = this.#ts;
       const r = ts.resolveModuleName(spec, unit.file, unit.options, ts.sys).resolvedModule;
-      if (r !== undefined && !r.isExternalLibraryImport && !/[\\/]node_modules[\\/]/.test(r.resolvedFileName)) found = this.#units.get(r.resolvedFileName) ?? null;
+      if (r !== undefined && !r.isExternalLibraryImport && !/[\\/]node_modules[\\/]/.test(r.resolvedFileName))
+        found = this.#units.get(r.resolvedFileName) ?? null;
     }
     this.#modules.set(key, found);
     return found;
@@ -333,10 +355,15 @@ export class Resolver {
           if (ts.isObjectLiteralExpression(right)) {
             for (const p of right.properties) {
               if (ts.isShorthandPropertyAssignment(p)) named.set(p.name.text, { kind: 'node', node: p.name });
-              else if (ts.isPropertyAssignment(p) && (ts.isIdentifier(p.name) || ts.isStringLiteral(p.name))) named.set(p.name.text, { kind: 'node', node: p.initializer });
+              else if (ts.isPropertyAssignment(p) && (ts.isIdentifier(p.name) || ts.isStringLiteral(p.name)))
+                named.set(p.name.text, { kind: 'node', node: p.initializer });
             }
           } else named.set(CJS_EXPORT, { kind: 'node', node: right });
-        } else if (ts.isPropertyAccessExpression(left) && (target.startsWith('exports.') || target.startsWith('module.exports.')) && target.split('.').length === (target.startsWith('exports.') ? 2 : 3)) {
+        } else if (
+          ts.isPropertyAccessExpression(left) &&
+          (target.startsWith('exports.') || target.startsWith('module.exports.')) &&
+          target.split('.').length === (target.startsWith('exports.') ? 2 : 3)
+        ) {
           named.set(left.name.text, { kind: 'node', node: right });
         }
         continue;
@@ -425,12 +452,23 @@ function collectBindings(ts: typeof TS, sf: TS.SourceFile): Map<string, Binding[
     if (list) list.push(b);
     else map.set(name, [b]);
   };
-  const isScope = (n: TS.Node) => ts.isBlock(n) || ts.isSourceFile(n) || ts.isModuleBlock(n) || ts.isCaseBlock(n) || ts.isForStatement(n) || ts.isForOfStatement(n) || ts.isForInStatement(n) || ts.isFunctionLike(n) || ts.isCatchClause(n) || ts.isClassStaticBlockDeclaration(n);
+  const isScope = (n: TS.Node) =>
+    ts.isBlock(n) ||
+    ts.isSourceFile(n) ||
+    ts.isModuleBlock(n) ||
+    ts.isCaseBlock(n) ||
+    ts.isForStatement(n) ||
+    ts.isForOfStatement(n) ||
+    ts.isForInStatement(n) ||
+    ts.isFunctionLike(n) ||
+    ts.isCatchClause(n) ||
+    ts.isClassStaticBlockDeclaration(n);
   const blockOf = (n: TS.Node): TS.Node => {
     for (let p = n.parent; ; p = p.parent) if (p === undefined || isScope(p)) return p ?? sf;
   };
   const functionOf = (n: TS.Node): TS.Node => {
-    for (let p = n.parent; ; p = p.parent) if (p === undefined || ts.isFunctionLike(p) || ts.isSourceFile(p) || ts.isClassStaticBlockDeclaration(p)) return p ?? sf;
+    for (let p = n.parent; ; p = p.parent)
+      if (p === undefined || ts.isFunctionLike(p) || ts.isSourceFile(p) || ts.isClassStaticBlockDeclaration(p)) return p ?? sf;
   };
   const bindName = (name: TS.BindingName, scope: TS.Node, decl: TS.Node, path: readonly string[] | null) => {
     if (ts.isIdentifier(name)) {

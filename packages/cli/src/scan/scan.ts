@@ -17,8 +17,29 @@ import type { Unit } from './resolve.js';
 
 /** Directories never entered (VCS, caches, virtualenvs, build output, dependencies). */
 export const SKIPPED_DIRS = new Set([
-  '.git', '.hg', '.svn', '.jj', 'node_modules', 'dist', 'build', 'site-packages', '.cache', '.next', '.nuxt', '.turbo', '.parcel-cache',
-  '.vite', '.yarn', '.pnpm-store', '.venv', 'venv', '__pycache__', '.tox', '.mypy_cache', 'coverage', '.ctrlrun',
+  '.git',
+  '.hg',
+  '.svn',
+  '.jj',
+  'node_modules',
+  'dist',
+  'build',
+  'site-packages',
+  '.cache',
+  '.next',
+  '.nuxt',
+  '.turbo',
+  '.parcel-cache',
+  '.vite',
+  '.yarn',
+  '.pnpm-store',
+  '.venv',
+  'venv',
+  '__pycache__',
+  '.tox',
+  '.mypy_cache',
+  'coverage',
+  '.ctrlrun',
 ]);
 /** The file names read. */
 export const SOURCE_FILE = /\.(?:[cm]?[jt]s|[jt]sx)$/;
@@ -28,9 +49,35 @@ export const MAX_FILE_BYTES = 4 * 1024 * 1024;
 /** Any finding, in the order of severity docs/spec/04-surfaces.md §7 gives. */
 export type Finding =
   | CallFinding
-  | { readonly kind: 'protected_action_not_in_policy'; readonly file: string; readonly line: number; readonly column: number; readonly rule: 'not-in-policy'; readonly target: string; readonly name: string }
-  | { readonly kind: 'action_without_effect'; readonly file: string; readonly line: number; readonly column: number; readonly rule: 'no-effect-template'; readonly target: string; readonly name: string; readonly decisions: readonly string[] }
-  | { readonly kind: 'unparseable'; readonly file: string; readonly line: number; readonly column: number; readonly rule: 'syntax-error' | 'unreadable'; readonly target: string; readonly name: string; readonly detail: string };
+  | {
+      readonly kind: 'protected_action_not_in_policy';
+      readonly file: string;
+      readonly line: number;
+      readonly column: number;
+      readonly rule: 'not-in-policy';
+      readonly target: string;
+      readonly name: string;
+    }
+  | {
+      readonly kind: 'action_without_effect';
+      readonly file: string;
+      readonly line: number;
+      readonly column: number;
+      readonly rule: 'no-effect-template';
+      readonly target: string;
+      readonly name: string;
+      readonly decisions: readonly string[];
+    }
+  | {
+      readonly kind: 'unparseable';
+      readonly file: string;
+      readonly line: number;
+      readonly column: number;
+      readonly rule: 'syntax-error' | 'unreadable';
+      readonly target: string;
+      readonly name: string;
+      readonly detail: string;
+    };
 
 export interface ScanOptions {
   readonly ts: typeof TS;
@@ -124,12 +171,30 @@ export function scanTree(options: ScanOptions): ScanResult {
   for (const file of files) {
     try {
       if (statSync(file).size > MAX_FILE_BYTES) {
-        findings.push({ kind: 'unparseable', file: relOf(file), line: 1, column: 1, rule: 'unreadable', target: relOf(file), name: relOf(file), detail: `larger than ${MAX_FILE_BYTES} bytes; not read` });
+        findings.push({
+          kind: 'unparseable',
+          file: relOf(file),
+          line: 1,
+          column: 1,
+          rule: 'unreadable',
+          target: relOf(file),
+          name: relOf(file),
+          detail: `larger than ${MAX_FILE_BYTES} bytes; not read`,
+        });
         continue;
       }
       texts.set(file, readFileSync(file, 'utf8'));
     } catch (e) {
-      findings.push({ kind: 'unparseable', file: relOf(file), line: 1, column: 1, rule: 'unreadable', target: relOf(file), name: relOf(file), detail: (e as Error).message });
+      findings.push({
+        kind: 'unparseable',
+        file: relOf(file),
+        line: 1,
+        column: 1,
+        rule: 'unreadable',
+        target: relOf(file),
+        name: relOf(file),
+        detail: (e as Error).message,
+      });
     }
   }
 
@@ -170,32 +235,74 @@ export function scanTree(options: ScanOptions): ScanResult {
       if (first !== undefined) {
         const lc = sf.getLineAndCharacterOfPosition(first.start);
         const message = ts.flattenDiagnosticMessageText(first.messageText, ' ');
-        findings.push({ kind: 'unparseable', file: unit.rel, line: lc.line + 1, column: lc.character + 1, rule: 'syntax-error', target: unit.rel, name: unit.rel, detail: message });
+        findings.push({
+          kind: 'unparseable',
+          file: unit.rel,
+          line: lc.line + 1,
+          column: lc.character + 1,
+          rule: 'syntax-error',
+          target: unit.rel,
+          name: unit.rel,
+          detail: message,
+        });
       }
     }
   }
 
   const analysis = analyze(ts, units, options);
   findings.push(...analysis.findings);
-  for (const f of analysis.failures) findings.push({ kind: 'unparseable', file: f.unit.rel, line: f.line, column: f.column, rule: 'unreadable', target: f.unit.rel, name: f.unit.rel, detail: f.message });
+  for (const f of analysis.failures)
+    findings.push({
+      kind: 'unparseable',
+      file: f.unit.rel,
+      line: f.line,
+      column: f.column,
+      rule: 'unreadable',
+      target: f.unit.rel,
+      name: f.unit.rel,
+      detail: f.message,
+    });
   const policy = options.policy;
   if (policy !== null) {
     const policyRel = relOf(policy.path).startsWith('..') ? policy.path : relOf(policy.path);
     const listed = new Set(policy.policy.actionNames);
     for (const p of analysis.protectedActions) {
       if (p.name === null) {
-        analysis.undetermined.push({ unit: p.unit, line: p.line, column: p.column, expression: p.expression, why: 'protect() names its action at run time, so whether the policy lists it is unknown' });
+        analysis.undetermined.push({
+          unit: p.unit,
+          line: p.line,
+          column: p.column,
+          expression: p.expression,
+          why: 'protect() names its action at run time, so whether the policy lists it is unknown',
+        });
         continue;
       }
       if (listed.has(p.name)) continue;
-      findings.push({ kind: 'protected_action_not_in_policy', file: p.unit.rel, line: p.line, column: p.column, rule: 'not-in-policy', target: p.name, name: p.name });
+      findings.push({
+        kind: 'protected_action_not_in_policy',
+        file: p.unit.rel,
+        line: p.line,
+        column: p.column,
+        rule: 'not-in-policy',
+        target: p.name,
+        name: p.name,
+      });
     }
     const supplied = new Set(analysis.protectedActions.filter((p) => p.suppliesEffect && p.name !== null).map((p) => p.name));
     for (const name of policy.policy.actionNames) {
       if (policy.policy.action(name)?.effect !== null || supplied.has(name)) continue;
       const decisions = [...new Set((policy.policy.rules(name) ?? []).map((r) => r.decision))].filter((d) => d === 'allow' || d === 'approve');
       if (decisions.length === 0) continue;
-      findings.push({ kind: 'action_without_effect', file: policyRel, line: keyLine(policy.text, name), column: 1, rule: 'no-effect-template', target: name, name, decisions });
+      findings.push({
+        kind: 'action_without_effect',
+        file: policyRel,
+        line: keyLine(policy.text, name),
+        column: 1,
+        rule: 'no-effect-template',
+        target: name,
+        name,
+        decisions,
+      });
     }
   }
   const fileOf = (f: Finding) => ('unit' in f ? f.unit.rel : f.file);
@@ -238,7 +345,12 @@ function keyLine(text: string, name: string): number {
  * null when the config cannot be read (the files are then read by syntax only). The host serves
  * the texts already read, so each file is read once.
  */
-function programFor(ts: typeof TS, config: string, files: readonly string[], texts: ReadonlyMap<string, string>): { program: TS.Program; options: TS.CompilerOptions } | null {
+function programFor(
+  ts: typeof TS,
+  config: string,
+  files: readonly string[],
+  texts: ReadonlyMap<string, string>,
+): { program: TS.Program; options: TS.CompilerOptions } | null {
   // What the compiler reads beside the tree (configs it extends, declaration files) is bounded:
   // a regular file of at most 32 MiB, so a tree cannot point it at a device or a huge file.
   const guarded = (p: string): string | undefined => {
@@ -257,7 +369,16 @@ function programFor(ts: typeof TS, config: string, files: readonly string[], tex
   } catch {
     return null;
   }
-  const options: TS.CompilerOptions = { ...parsed.options, allowJs: true, checkJs: false, noEmit: true, skipLibCheck: true, composite: false, incremental: false, declaration: false };
+  const options: TS.CompilerOptions = {
+    ...parsed.options,
+    allowJs: true,
+    checkJs: false,
+    noEmit: true,
+    skipLibCheck: true,
+    composite: false,
+    incremental: false,
+    declaration: false,
+  };
   const host = ts.createCompilerHost(options, true);
   host.readFile = (p) => texts.get(p) ?? guarded(p);
   host.getSourceFile = (p, lang) => {

@@ -88,7 +88,10 @@ export interface Delegation {
 
 /** A stored delegation that cannot be read; it denies every action (`authority_unreadable`). */
 class Unreadable extends Error {
-  constructor(readonly delegationId: string, detail: string) {
+  constructor(
+    readonly delegationId: string,
+    detail: string,
+  ) {
     super(`delegation ${JSON.stringify(delegationId)} is unreadable: ${detail}`);
   }
 }
@@ -106,7 +109,10 @@ export function delegationFromRecord(record: DelegationRecord): Delegation {
   } catch (err) {
     throw new Unreadable(id, err instanceof Error ? err.message : String(err));
   }
-  for (const [what, v] of [['created_at', record.createdAt], ['revoked_at', record.revokedAt]] as const) {
+  for (const [what, v] of [
+    ['created_at', record.createdAt],
+    ['revoked_at', record.revokedAt],
+  ] as const) {
     if (v === null && what === 'revoked_at') continue;
     try {
       parseTime(v as string, what);
@@ -190,11 +196,13 @@ export class Authority {
   /** Builds an authority from grants (each with a document id, unique, not `dlg_…`). */
   constructor(grants: Iterable<Grant>, options: AuthorityOptions = {}) {
     const depth = options.maxDelegationDepth ?? DEFAULT_MAX_DELEGATION_DEPTH;
-    if (typeof depth !== 'number' || !Number.isSafeInteger(depth) || depth < 0) throw new InvalidArgument(`maxDelegationDepth must be a non-negative integer, got ${String(depth)}`);
+    if (typeof depth !== 'number' || !Number.isSafeInteger(depth) || depth < 0)
+      throw new InvalidArgument(`maxDelegationDepth must be a non-negative integer, got ${String(depth)}`);
     const map = new Map<string, Grant>();
     for (const g of grants) {
       if (!(g instanceof Grant)) throw new InvalidArgument('authority grants must be Grant instances (new Grant({...}))');
-      if (g.id === '' || g.id.startsWith(DELEGATION_ID_PREFIX)) throw new InvalidArgument(`a root grant needs an id that does not begin '${DELEGATION_ID_PREFIX}', got ${JSON.stringify(g.id)}`);
+      if (g.id === '' || g.id.startsWith(DELEGATION_ID_PREFIX))
+        throw new InvalidArgument(`a root grant needs an id that does not begin '${DELEGATION_ID_PREFIX}', got ${JSON.stringify(g.id)}`);
       if (map.has(g.id)) throw new InvalidArgument(`duplicate grant id ${JSON.stringify(g.id)}`);
       map.set(g.id, g);
     }
@@ -365,11 +373,21 @@ export class Authority {
       parent = node.grant;
       parentDepth = walk.depthExceeded ?? walk.nodes.length;
     }
-    if (!parent.subjectMatches(by)) refuse('not_the_subject', `${quote(by.agent)}${by.user ? ` for ${quote(by.user)}` : ''} is not the subject of ${quote(parentId)}: only authority you hold can be delegated`);
+    if (!parent.subjectMatches(by))
+      refuse(
+        'not_the_subject',
+        `${quote(by.agent)}${by.user ? ` for ${quote(by.user)}` : ''} is not the subject of ${quote(parentId)}: only authority you hold can be delegated`,
+      );
     const depth = parentDepth + 1;
-    if (depth > this.maxDelegationDepth) refuse('max_depth', `a delegation of ${quote(parentId)} would be at depth ${depth}, beyond max_delegation_depth ${this.maxDelegationDepth}`);
+    if (depth > this.maxDelegationDepth)
+      refuse('max_depth', `a delegation of ${quote(parentId)} would be at depth ${depth}, beyond max_delegation_depth ${this.maxDelegationDepth}`);
     const dimension = containedDimension(parent, child);
-    if (dimension !== null) refuse('containment', `the child grant is not inside ${quote(parentId)} on ${dimension}; omitting a dimension the parent constrains is not unlimited`, dimension);
+    if (dimension !== null)
+      refuse(
+        'containment',
+        `the child grant is not inside ${quote(parentId)} on ${dimension}; omitting a dimension the parent constrains is not unlimited`,
+        dimension,
+      );
     const delegationId = options.ids('dlg');
     if (!DELEGATION_ID.test(delegationId)) throw new InvalidArgument(`the id source minted ${JSON.stringify(delegationId)}, not dlg_ + 32 hex`);
     return Object.freeze({
@@ -390,7 +408,9 @@ export class Authority {
     if (typeof delegationId !== 'string' || delegationId === '') throw new InvalidArgument('delegationId must be a non-empty string');
     const record = await options.store.getDelegation(delegationId);
     if (record === null) {
-      const root = this.grants.has(delegationId) ? `; ${quote(delegationId)} is a root grant, which is not revoked but set 'delegable: false' (and reloaded)` : '';
+      const root = this.grants.has(delegationId)
+        ? `; ${quote(delegationId)} is a root grant, which is not revoked but set 'delegable: false' (and reloaded)`
+        : '';
       throw new InvalidArgument(`no delegation ${delegationId}${root}`);
     }
     try {
@@ -414,7 +434,8 @@ function deny(reason: AuthorityDenyReason, extra: { delegationId?: string; warni
 
 function asChildGrant(grant: Grant | GrantInput): Grant {
   if (grant instanceof Grant) {
-    if (grant.id !== '') throw new InvalidArgument(`the grant passed to delegate() carries id ${JSON.stringify(grant.id)}; a delegation's id is assigned, not chosen`);
+    if (grant.id !== '')
+      throw new InvalidArgument(`the grant passed to delegate() carries id ${JSON.stringify(grant.id)}; a delegation's id is assigned, not chosen`);
     return grant;
   }
   if (grant !== null && typeof grant === 'object' && grant.id !== undefined && grant.id !== null && grant.id !== '') {
@@ -517,7 +538,11 @@ export function parseAuthoritySection(v: YValue, line: number, source: string): 
     const at = `authority.grants[${i}]`;
     const grant = parseGrantTree(item, at, seq.lines[i] ?? g.line, { ids: 'document', lenient: false, expiresKey: 'expires_at' });
     if (seen.has(grant.id)) {
-      throw new Refusal(at, `duplicate grant id ${JSON.stringify(grant.id)}: a delegation names its parent by id, and two grants answering to one name is an ambiguity nobody can resolve later`, seq.lines[i] ?? g.line);
+      throw new Refusal(
+        at,
+        `duplicate grant id ${JSON.stringify(grant.id)}: a delegation names its parent by id, and two grants answering to one name is an ambiguity nobody can resolve later`,
+        seq.lines[i] ?? g.line,
+      );
     }
     seen.add(grant.id);
     grants.push(grant);
@@ -544,17 +569,30 @@ export function loadAuthority(yamlText: string, options: { source?: string } = {
     if (!(doc instanceof YMap)) throw new Refusal('document', `an authority document must be a mapping, got ${typeName(doc)}`, null);
     const schema = doc.get('schema');
     if (typeof schema !== 'string' || !(POLICY_SCHEMAS as readonly string[]).includes(schema)) {
-      throw new Refusal('schema', `unknown policy schema ${typeof schema === 'string' ? quote(schema) : typeName(schema)}, expected one of ${POLICY_SCHEMAS.map(quote).join(', ')}`, doc.entry('schema')?.line ?? null);
+      throw new Refusal(
+        'schema',
+        `unknown policy schema ${typeof schema === 'string' ? quote(schema) : typeName(schema)}, expected one of ${POLICY_SCHEMAS.map(quote).join(', ')}`,
+        doc.entry('schema')?.line ?? null,
+      );
     }
     for (const owned of POLICY_OWNED) {
       const e = doc.entry(owned);
-      if (e) throw new Refusal('top level', `an authority document carries 'schema' and 'authority' and nothing else; '${owned}' belongs in the policy document`, e.line);
+      if (e)
+        throw new Refusal(
+          'top level',
+          `an authority document carries 'schema' and 'authority' and nothing else; '${owned}' belongs in the policy document`,
+          e.line,
+        );
     }
     rejectUnknownKeys(doc, STANDALONE_KEYS, 'top level');
     const a = doc.entry('authority');
     if (!a) throw new Refusal('authority', "no 'authority:' section; a document loaded as authority must state what it permits", null);
     if (POLICY_SCHEMAS.indexOf(schema as (typeof POLICY_SCHEMAS)[number]) < 2) {
-      throw new Refusal('authority', `'authority' needs 'schema: ctrlrun.policy/v3'; this document declares '${schema}', and an older reader would ignore it and run every action with no authority check at all`, a.line);
+      throw new Refusal(
+        'authority',
+        `'authority' needs 'schema: ctrlrun.policy/v3'; this document declares '${schema}', and an older reader would ignore it and run every action with no authority check at all`,
+        a.line,
+      );
     }
     return parseAuthoritySection(a.value, a.line, source);
   } catch (err) {
@@ -581,4 +619,3 @@ export function loadGrant(yamlText: string, options: { source?: string } = {}): 
     return placed(err, source);
   }
 }
-

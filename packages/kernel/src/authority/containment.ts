@@ -73,7 +73,8 @@ export function containedDimension(parent: Grant, child: Grant): Dimension | nul
   if (!patternsContained(parent.actions, child.actions, ACTION_SEPARATOR)) return 'actions';
   if (parent.resources !== null && (child.resources === null || !patternsContained(parent.resources, child.resources, RESOURCE_SEPARATOR))) return 'resources';
   if (!constraintsContained(parent.constraints, child.constraints)) return 'constraints';
-  if (parent.environments !== null && (child.environments === null || !child.environments.every((e) => parent.environments!.includes(e)))) return 'environments';
+  if (parent.environments !== null && (child.environments === null || !child.environments.every((e) => parent.environments!.includes(e))))
+    return 'environments';
   const pe = parent.expiresMicros;
   const ce = child.expiresMicros;
   if (pe !== null && (ce === null || ce > pe)) return 'expires_at';

@@ -132,7 +132,8 @@ const TRUSTED: unique symbol = Symbol('validated grant parts');
 
 function patterns(v: YValue | undefined, key: string, separator: Separator, where: string, line: number): string[] {
   if (!(v instanceof YSeq)) throw new Refusal(where, `'${key}' must be a non-empty list of patterns, got ${typeName(v)}`, line);
-  if (v.items.length === 0) throw new Refusal(where, `'${key}' must be a non-empty list of patterns${key === 'resources' ? '; an absent resources grants any resource' : ''}`, line);
+  if (v.items.length === 0)
+    throw new Refusal(where, `'${key}' must be a non-empty list of patterns${key === 'resources' ? '; an absent resources grants any resource' : ''}`, line);
   return v.items.map((item, i) => {
     if (typeof item !== 'string') throw new Refusal(where, `'${key}[${i}]' must be a pattern string, got ${typeName(item)}`, v.lines[i] ?? line);
     const err = patternError(item, separator);
@@ -157,7 +158,8 @@ export function parseGrantTree(v: YValue, where: string, line: number, source: G
     );
   }
   const keys = GRANT_KEYS.filter((k) => !(source.ids === 'assigned' && k === 'id')).map((k) => (k === 'expires_at' ? source.expiresKey : k));
-  if (source.ids === 'assigned' && v.has('id')) throw new Refusal(where, source.idRefusal ?? "a delegated grant may not carry 'id'; the id is assigned, not chosen", v.entry('id')!.line);
+  if (source.ids === 'assigned' && v.has('id'))
+    throw new Refusal(where, source.idRefusal ?? "a delegated grant may not carry 'id'; the id is assigned, not chosen", v.entry('id')!.line);
   rejectUnknownKeys(v, keys, where);
   const get = (key: string): { value: YValue; line: number } | undefined => {
     const e = v.entry(key);
@@ -169,10 +171,15 @@ export function parseGrantTree(v: YValue, where: string, line: number, source: G
   if (source.ids !== 'assigned') {
     const e = get('id');
     if (source.ids === 'document' || (e !== undefined && e.value !== '')) {
-      if (e === undefined || typeof e.value !== 'string' || e.value === '') throw new Refusal(where, `'id' must be a non-empty string, got ${typeName(e?.value)}`, e?.line ?? line);
+      if (e === undefined || typeof e.value !== 'string' || e.value === '')
+        throw new Refusal(where, `'id' must be a non-empty string, got ${typeName(e?.value)}`, e?.line ?? line);
       if (!GRANT_ID.test(e.value)) throw new Refusal(where, `grant id ${JSON.stringify(e.value)} must match ${GRANT_ID.source}`, e.line);
       if (source.ids === 'document' && e.value.startsWith(DELEGATION_ID_PREFIX)) {
-        throw new Refusal(where, `a grant id may not begin '${DELEGATION_ID_PREFIX}': that namespace is minted for delegations, and one namespace addresses both kinds`, e.line);
+        throw new Refusal(
+          where,
+          `a grant id may not begin '${DELEGATION_ID_PREFIX}': that namespace is minted for delegations, and one namespace addresses both kinds`,
+          e.line,
+        );
       }
       id = e.value;
     }
@@ -184,7 +191,8 @@ export function parseGrantTree(v: YValue, where: string, line: number, source: G
   const delegable = d?.value === true;
 
   const s = v.entry('subject');
-  if (!s || !(s.value instanceof YMap)) throw new Refusal(named, `'subject' must be a mapping with 'agent' and/or 'user', got ${typeName(s?.value)}`, s?.line ?? line);
+  if (!s || !(s.value instanceof YMap))
+    throw new Refusal(named, `'subject' must be a mapping with 'agent' and/or 'user', got ${typeName(s?.value)}`, s?.line ?? line);
   const subjectWhere = `${named}.subject`;
   rejectUnknownKeys(s.value, SUBJECT_KEYS, subjectWhere);
   const subject: { agent: string | null; user: string | null } = { agent: null, user: null };
@@ -215,7 +223,11 @@ export function parseGrantTree(v: YValue, where: string, line: number, source: G
     const map = c.value;
     const at = `${named}.constraints`;
     if (!(map instanceof YMap) || (map.entries.length === 0 && !source.lenient)) {
-      throw new Refusal(named, `'constraints' must be a non-empty mapping of conditions, or absent, got ${map instanceof YMap ? 'an empty mapping' : typeName(map)}`, c.line);
+      throw new Refusal(
+        named,
+        `'constraints' must be a non-empty mapping of conditions, or absent, got ${map instanceof YMap ? 'an empty mapping' : typeName(map)}`,
+        c.line,
+      );
     }
     for (const e of map.entries) {
       if (typeof e.key !== 'string') throw new Refusal(at, `condition keys must be strings, got ${typeName(e.key)}`, e.line);
@@ -229,11 +241,16 @@ export function parseGrantTree(v: YValue, where: string, line: number, source: G
   const env = get('environments');
   if (env !== undefined) {
     if (!(env.value instanceof YSeq) || env.value.items.length === 0) {
-      throw new Refusal(named, `'environments' must be a non-empty list of names, or absent, got ${env.value instanceof YSeq ? 'an empty list' : typeName(env.value)}`, env.line);
+      throw new Refusal(
+        named,
+        `'environments' must be a non-empty list of names, or absent, got ${env.value instanceof YSeq ? 'an empty list' : typeName(env.value)}`,
+        env.line,
+      );
     }
     const seq = env.value;
     environments = seq.items.map((item, i) => {
-      if (typeof item !== 'string' || item === '') throw new Refusal(named, `'environments[${i}]' must be a non-empty string, got ${typeName(item)}`, seq.lines[i] ?? env.line);
+      if (typeof item !== 'string' || item === '')
+        throw new Refusal(named, `'environments[${i}]' must be a non-empty string, got ${typeName(item)}`, seq.lines[i] ?? env.line);
       return item;
     });
   }
@@ -242,7 +259,8 @@ export function parseGrantTree(v: YValue, where: string, line: number, source: G
   const x = get(source.expiresKey);
   if (x !== undefined) {
     const text = x.value instanceof YTimestamp ? x.value.iso : x.value;
-    if (typeof text !== 'string') throw new Refusal(named, `'${source.expiresKey}' must be an ISO-8601 timestamp with an offset, got ${typeName(x.value)}`, x.line);
+    if (typeof text !== 'string')
+      throw new Refusal(named, `'${source.expiresKey}' must be an ISO-8601 timestamp with an offset, got ${typeName(x.value)}`, x.line);
     const parsed = parseInstant(text);
     if (typeof parsed === 'string') throw new Refusal(named, `'${source.expiresKey}': ${parsed}`, x.line);
     expires = parsed;
@@ -292,7 +310,9 @@ export class Grant {
     this.expiresAt = parts.expires?.iso ?? null;
     this.delegable = parts.delegable;
     this.#expires = parts.expires?.micros ?? null;
-    this.#matchers = Object.freeze(Object.values(parts.constraints).map((c) => compileCondition(c, `grant ${parts.id || '(unassigned)'}`, { failClosedNeq: true })));
+    this.#matchers = Object.freeze(
+      Object.values(parts.constraints).map((c) => compileCondition(c, `grant ${parts.id || '(unassigned)'}`, { failClosedNeq: true })),
+    );
     Object.freeze(this);
   }
 
@@ -359,7 +379,9 @@ export class Grant {
 
   /** The shape the policy hash is taken over (docs/spec/03-production.md §6). */
   canonical(): JsonObject {
-    const constraints: JsonObject = Object.fromEntries(Object.entries(this.constraints).map(([key, c]) => [key, { argument: c.subject, op: c.op, operand: c.operand }]));
+    const constraints: JsonObject = Object.fromEntries(
+      Object.entries(this.constraints).map(([key, c]) => [key, { argument: c.subject, op: c.op, operand: c.operand }]),
+    );
     return {
       actions: [...this.actions],
       constraints,

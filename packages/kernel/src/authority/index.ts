@@ -28,5 +28,16 @@ export {
   type ResourceDerivation,
 } from './authority.js';
 export { DIMENSIONS, containedDimension, type Dimension } from './containment.js';
-export { DELEGATION_ID_PREFIX, GRANT_ID, GRANT_KEYS, Grant, grantFromJson, grantToJson, parseInstant, type GrantInput, type Instant, type SubjectPatterns } from './grant.js';
+export {
+  DELEGATION_ID_PREFIX,
+  GRANT_ID,
+  GRANT_KEYS,
+  Grant,
+  grantFromJson,
+  grantToJson,
+  parseInstant,
+  type GrantInput,
+  type Instant,
+  type SubjectPatterns,
+} from './grant.js';
 export { ACTION_SEPARATOR, DEEP_WILDCARD, RESOURCE_SEPARATOR, matchesPattern, patternContains, patternError, type Separator } from './patterns.js';

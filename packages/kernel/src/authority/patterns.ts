@@ -33,7 +33,8 @@ export function patternError(pattern: unknown, separator: Separator): string | n
   for (let i = 0; i < parts.length; i++) {
     const seg = parts[i]!;
     if (seg === '') return `${shown} has an empty segment; a pattern is non-empty segments joined by '${separator}'`;
-    if (/[?[\]]/.test(seg)) return `${shown} is not a pattern: there is no '?' and no character class; a segment is a literal, a literal with one trailing '*', or a final '**'`;
+    if (/[?[\]]/.test(seg))
+      return `${shown} is not a pattern: there is no '?' and no character class; a segment is a literal, a literal with one trailing '*', or a final '**'`;
     if (seg === DEEP_WILDCARD) {
       if (separator === null) return `${shown} may not use '**': a subject is one segment, so write '*'`;
       if (i !== last) return `${shown} may use '**' only as its last segment`;

@@ -160,7 +160,10 @@ async function refused<E extends Error>(
     (value) => ({ ok: true as const, value }),
     (error: unknown) => ({ ok: false as const, error }),
   );
-  if (outcome.ok) expect.fail(`${what}: expected ${cls.name} ${JSON.stringify(fields)}, but it succeeded with ${JSON.stringify(outcome.value, (_k, v: unknown) => (typeof v === 'bigint' ? String(v) : v))}`);
+  if (outcome.ok)
+    expect.fail(
+      `${what}: expected ${cls.name} ${JSON.stringify(fields)}, but it succeeded with ${JSON.stringify(outcome.value, (_k, v: unknown) => (typeof v === 'bigint' ? String(v) : v))}`,
+    );
   const err = outcome.error as E;
   first?.(err);
   expect(err, `${what}: error class`).toBeInstanceOf(cls);
@@ -187,7 +190,12 @@ function act(): string {
 }
 
 function refundAction(amount: number | bigint = 2500, extra: Record<string, unknown> = {}): Action {
-  return createAction({ name: 'payments.refund', arguments: { amount, currency: 'EUR', ...extra }, principal: { agent: 'support-bot', user: 'alice@example.com' }, resource: 'customer:42' });
+  return createAction({
+    name: 'payments.refund',
+    arguments: { amount, currency: 'EUR', ...extra },
+    principal: { agent: 'support-bot', user: 'alice@example.com' },
+    resource: 'customer:42',
+  });
 }
 
 async function state(store: StateStore, key: string): Promise<EffectRecord> {
@@ -267,7 +275,11 @@ async function declaredHonestly(factory: StoreFactory, declaration: string): Pro
 interface RefusalPath {
   readonly name: string;
   /** Sets the stage on `key` and returns the refused call plus the record expected afterwards. */
-  run(store: StateStore, clock: ManualClock, key: string): Promise<{ call: Promise<unknown>; expected: (before: EffectRecord | null) => Partial<EffectRecord> }>;
+  run(
+    store: StateStore,
+    clock: ManualClock,
+    key: string,
+  ): Promise<{ call: Promise<unknown>; expected: (before: EffectRecord | null) => Partial<EffectRecord> }>;
   readonly cls: ErrorClass<Error>;
   readonly fields: Record<string, unknown>;
 }
@@ -284,52 +296,91 @@ const ambiguated = (before: EffectRecord | null): Partial<EffectRecord> => {
 const REFUSAL_PATHS: readonly RefusalPath[] = [
   {
     name: 'reserve over a live reserved lease',
-    cls: DuplicateEffect, fields: DUP_IN_PROGRESS,
-    async run(store, _c, key) { await drive(store, key, 'reserved'); return { call: store.reserveEffect(key, act(), LEASE), expected: unchanged }; },
+    cls: DuplicateEffect,
+    fields: DUP_IN_PROGRESS,
+    async run(store, _c, key) {
+      await drive(store, key, 'reserved');
+      return { call: store.reserveEffect(key, act(), LEASE), expected: unchanged };
+    },
   },
   {
     name: 'reserve over a live executing lease',
-    cls: DuplicateEffect, fields: DUP_IN_PROGRESS,
-    async run(store, _c, key) { await drive(store, key, 'executing'); return { call: store.reserveEffect(key, act(), LEASE), expected: unchanged }; },
+    cls: DuplicateEffect,
+    fields: DUP_IN_PROGRESS,
+    async run(store, _c, key) {
+      await drive(store, key, 'executing');
+      return { call: store.reserveEffect(key, act(), LEASE), expected: unchanged };
+    },
   },
   {
     name: 'reserve over committed',
-    cls: DuplicateEffect, fields: DUP_COMMITTED,
-    async run(store, _c, key) { await drive(store, key, 'committed'); return { call: store.reserveEffect(key, act(), LEASE), expected: unchanged }; },
+    cls: DuplicateEffect,
+    fields: DUP_COMMITTED,
+    async run(store, _c, key) {
+      await drive(store, key, 'committed');
+      return { call: store.reserveEffect(key, act(), LEASE), expected: unchanged };
+    },
   },
   {
     name: 'reserve over ambiguous',
-    cls: AmbiguousEffect, fields: AMBIGUOUS,
-    async run(store, _c, key) { await drive(store, key, 'ambiguous'); return { call: store.reserveEffect(key, act(), LEASE), expected: unchanged }; },
+    cls: AmbiguousEffect,
+    fields: AMBIGUOUS,
+    async run(store, _c, key) {
+      await drive(store, key, 'ambiguous');
+      return { call: store.reserveEffect(key, act(), LEASE), expected: unchanged };
+    },
   },
   {
     name: 'reserve over a lapsed reserved lease',
-    cls: AmbiguousEffect, fields: AMBIGUOUS,
-    async run(store, clock, key) { await drive(store, key, 'reserved'); clock.advance(LEASE + 1); return { call: store.reserveEffect(key, act(), LEASE), expected: ambiguated }; },
+    cls: AmbiguousEffect,
+    fields: AMBIGUOUS,
+    async run(store, clock, key) {
+      await drive(store, key, 'reserved');
+      clock.advance(LEASE + 1);
+      return { call: store.reserveEffect(key, act(), LEASE), expected: ambiguated };
+    },
   },
   {
     name: 'reserve over a lapsed executing lease',
-    cls: AmbiguousEffect, fields: AMBIGUOUS,
-    async run(store, clock, key) { await drive(store, key, 'executing'); clock.advance(LEASE + 1); return { call: store.reserveEffect(key, act(), LEASE), expected: ambiguated }; },
+    cls: AmbiguousEffect,
+    fields: AMBIGUOUS,
+    async run(store, clock, key) {
+      await drive(store, key, 'executing');
+      clock.advance(LEASE + 1);
+      return { call: store.reserveEffect(key, act(), LEASE), expected: ambiguated };
+    },
   },
   {
     name: 'begin by another action while the lease is live',
-    cls: DuplicateEffect, fields: DUP_IN_PROGRESS,
-    async run(store, _c, key) { await drive(store, key, 'reserved'); return { call: store.beginExecution(key, act()), expected: unchanged }; },
+    cls: DuplicateEffect,
+    fields: DUP_IN_PROGRESS,
+    async run(store, _c, key) {
+      await drive(store, key, 'reserved');
+      return { call: store.beginExecution(key, act()), expected: unchanged };
+    },
   },
   {
     name: 'commit by another action while the lease is live',
-    cls: DuplicateEffect, fields: DUP_IN_PROGRESS,
-    async run(store, _c, key) { await drive(store, key, 'executing'); return { call: store.commitEffect(key, act(), { ok: true }), expected: unchanged }; },
+    cls: DuplicateEffect,
+    fields: DUP_IN_PROGRESS,
+    async run(store, _c, key) {
+      await drive(store, key, 'executing');
+      return { call: store.commitEffect(key, act(), { ok: true }), expected: unchanged };
+    },
   },
   {
     name: 'fail by another action while the lease is live',
-    cls: DuplicateEffect, fields: DUP_IN_PROGRESS,
-    async run(store, _c, key) { await drive(store, key, 'executing'); return { call: store.failEffect(key, act(), 'NotExecuted: declined'), expected: unchanged }; },
+    cls: DuplicateEffect,
+    fields: DUP_IN_PROGRESS,
+    async run(store, _c, key) {
+      await drive(store, key, 'executing');
+      return { call: store.failEffect(key, act(), 'NotExecuted: declined'), expected: unchanged };
+    },
   },
   {
     name: 'fail by the holder after the record went ambiguous',
-    cls: AmbiguousEffect, fields: AMBIGUOUS,
+    cls: AmbiguousEffect,
+    fields: AMBIGUOUS,
     async run(store, clock, key) {
       const holder = await drive(store, key, 'executing');
       clock.advance(LEASE + 1);
@@ -339,17 +390,27 @@ const REFUSAL_PATHS: readonly RefusalPath[] = [
   },
   {
     name: 'fail by the holder after it committed',
-    cls: DuplicateEffect, fields: DUP_COMMITTED,
-    async run(store, _c, key) { const holder = await drive(store, key, 'committed'); return { call: store.failEffect(key, holder, 'NotExecuted: declined'), expected: unchanged }; },
+    cls: DuplicateEffect,
+    fields: DUP_COMMITTED,
+    async run(store, _c, key) {
+      const holder = await drive(store, key, 'committed');
+      return { call: store.failEffect(key, holder, 'NotExecuted: declined'), expected: unchanged };
+    },
   },
   {
     name: 'extend a lapsed lease',
-    cls: AmbiguousEffect, fields: AMBIGUOUS,
-    async run(store, clock, key) { const holder = await drive(store, key, 'executing'); clock.advance(LEASE + 1); return { call: store.extendLease(key, holder, LEASE), expected: unchanged }; },
+    cls: AmbiguousEffect,
+    fields: AMBIGUOUS,
+    async run(store, clock, key) {
+      const holder = await drive(store, key, 'executing');
+      clock.advance(LEASE + 1);
+      return { call: store.extendLease(key, holder, LEASE), expected: unchanged };
+    },
   },
   {
     name: 'consume an approval and reserve over committed',
-    cls: DuplicateEffect, fields: DUP_COMMITTED,
+    cls: DuplicateEffect,
+    fields: DUP_COMMITTED,
     async run(store, clock, key) {
       await drive(store, key, 'committed');
       const action = refundAction();
@@ -414,7 +475,8 @@ const continuationCases: Record<'one-resumption' | 'extend-lease-refusals' | 'ta
         const again = await refused(store.takeContinuation(value), InvalidArgument, INVALID, 'taking it again in the parent');
         // Every loser met the one uninformative refusal a taken value meets.
         for (const r of out.reports) {
-          if (!r.won) expect({ error: r.error, message: r.message }, `a loser: ${seen}`).toEqual({ error: 'InvalidArgument', message: (again as Error).message });
+          if (!r.won)
+            expect({ error: r.error, message: r.message }, `a loser: ${seen}`).toEqual({ error: 'InvalidArgument', message: (again as Error).message });
         }
         expect(await store.continuationRounds(key), 'still one round').toBe(1);
         expect(await state(store, key), 'taking never moves the record').toMatchObject({ state: 'executing', actionId: action.actionId });
@@ -436,7 +498,12 @@ const continuationCases: Record<'one-resumption' | 'extend-lease-refusals' | 'ta
         expect(await store.holdContinuation(action, key, first, LEASE), 'first hold').toBe(1);
         expect(await store.continuationRounds(key)).toBe(1);
         // The lease is extended from now, and the record stays executing.
-        expect(await state(store, key)).toMatchObject({ state: 'executing', actionId: action.actionId, attempt: 1, leaseExpiresAt: storedTime(new Date(T0.getTime() + MINUTE + LEASE)) });
+        expect(await state(store, key)).toMatchObject({
+          state: 'executing',
+          actionId: action.actionId,
+          attempt: 1,
+          leaseExpiresAt: storedTime(new Date(T0.getTime() + MINUTE + LEASE)),
+        });
 
         // Another deployment's take is refused before anything is consumed.
         await refused(store.takeContinuation(first, { environment: 'staging' }), InvalidArgument, INVALID, 'taking from another environment');
@@ -467,7 +534,7 @@ const continuationCases: Record<'one-resumption' | 'extend-lease-refusals' | 'ta
         const second = continuationValue();
         expect(await store.holdContinuation(action, key, second, LEASE), 'second hold').toBe(2);
         expect(await store.continuationRounds(key)).toBe(2);
-        await refused(store.takeContinuation(first), InvalidArgument, INVALID, 'the first round\'s value after a second hold');
+        await refused(store.takeContinuation(first), InvalidArgument, INVALID, "the first round's value after a second hold");
         // A value held for one effect cannot be held for another.
         const other = freshKey();
         const otherAction = refundAction(99);
@@ -499,12 +566,69 @@ const continuationCases: Record<'one-resumption' | 'extend-lease-refusals' | 'ta
         type Row = { name: string; stage: (key: string) => Promise<Action>; cls: ErrorClass<Error>; fields: Record<string, unknown> };
         const rows: Row[] = [
           { name: 'no record', cls: InvalidArgument, fields: INVALID, stage: async () => refundAction() },
-          { name: 'own reserved', cls: DuplicateEffect, fields: DUP_IN_PROGRESS, stage: async (key) => { const a = refundAction(); await store.reserveEffect(key, a.actionId, LEASE); return a; } },
-          { name: "another's executing", cls: DuplicateEffect, fields: DUP_IN_PROGRESS, stage: async (key) => { await drive(store, key, 'executing'); return refundAction(); } },
-          { name: 'own committed', cls: DuplicateEffect, fields: DUP_COMMITTED, stage: async (key) => { const a = refundAction(); await executing(store, key, a); await store.commitEffect(key, a.actionId, { ok: true }); return a; } },
-          { name: 'own ambiguous', cls: AmbiguousEffect, fields: AMBIGUOUS, stage: async (key) => { const a = refundAction(); await executing(store, key, a); await store.markAmbiguous(key, a.actionId, 'TimeoutError: lost'); return a; } },
-          { name: 'own failed', cls: InvalidArgument, fields: INVALID, stage: async (key) => { const a = refundAction(); await executing(store, key, a); await store.failEffect(key, a.actionId, 'NotExecuted: declined'); return a; } },
-          { name: 'own lapsed executing', cls: AmbiguousEffect, fields: AMBIGUOUS, stage: async (key) => { const a = refundAction(); await executing(store, key, a); clock.advance(LEASE + 1); return a; } },
+          {
+            name: 'own reserved',
+            cls: DuplicateEffect,
+            fields: DUP_IN_PROGRESS,
+            stage: async (key) => {
+              const a = refundAction();
+              await store.reserveEffect(key, a.actionId, LEASE);
+              return a;
+            },
+          },
+          {
+            name: "another's executing",
+            cls: DuplicateEffect,
+            fields: DUP_IN_PROGRESS,
+            stage: async (key) => {
+              await drive(store, key, 'executing');
+              return refundAction();
+            },
+          },
+          {
+            name: 'own committed',
+            cls: DuplicateEffect,
+            fields: DUP_COMMITTED,
+            stage: async (key) => {
+              const a = refundAction();
+              await executing(store, key, a);
+              await store.commitEffect(key, a.actionId, { ok: true });
+              return a;
+            },
+          },
+          {
+            name: 'own ambiguous',
+            cls: AmbiguousEffect,
+            fields: AMBIGUOUS,
+            stage: async (key) => {
+              const a = refundAction();
+              await executing(store, key, a);
+              await store.markAmbiguous(key, a.actionId, 'TimeoutError: lost');
+              return a;
+            },
+          },
+          {
+            name: 'own failed',
+            cls: InvalidArgument,
+            fields: INVALID,
+            stage: async (key) => {
+              const a = refundAction();
+              await executing(store, key, a);
+              await store.failEffect(key, a.actionId, 'NotExecuted: declined');
+              return a;
+            },
+          },
+          {
+            name: 'own lapsed executing',
+            cls: AmbiguousEffect,
+            fields: AMBIGUOUS,
+            stage: async (key) => {
+              const a = refundAction();
+              await executing(store, key, a);
+              clock.advance(LEASE + 1);
+              return a;
+            },
+          },
         ];
         for (const row of rows) {
           for (const op of ['extendLease', 'holdContinuation'] as const) {
@@ -527,7 +651,10 @@ const continuationCases: Record<'one-resumption' | 'extend-lease-refusals' | 'ta
         expect((await store.extendLease(key, a.actionId, LEASE)).leaseExpiresAt).toBe(storedTime(new Date(T0.getTime() + MINUTE + LEASE)));
         expect((await store.extendLease(key, a.actionId, 1000)).leaseExpiresAt, 'never shortened').toBe(storedTime(new Date(T0.getTime() + MINUTE + LEASE)));
         expect(await store.holdContinuation(a, key, continuationValue(), 1000)).toBe(1);
-        expect(await state(store, key), 'a hold never shortens either').toMatchObject({ state: 'executing', leaseExpiresAt: storedTime(new Date(T0.getTime() + MINUTE + LEASE)) });
+        expect(await state(store, key), 'a hold never shortens either').toMatchObject({
+          state: 'executing',
+          leaseExpiresAt: storedTime(new Date(T0.getTime() + MINUTE + LEASE)),
+        });
         await refused(store.holdContinuation(a, key, '', LEASE), InvalidArgument, INVALID, 'an empty continuation');
       });
     },
@@ -604,8 +731,16 @@ export const storeCases: Record<CaseId, CaseDef> = {
         const a1 = act();
         expect(await store.reserveEffect(k1, a1, LEASE)).toEqual({ effectKey: k1, actionId: a1, attempt: 1, leaseExpiresAt: '2026-01-01T12:05:00+00:00' });
         expect(await store.getEffect(k1)).toEqual({
-          effectKey: k1, state: 'reserved', actionId: a1, attempt: 1, leaseExpiresAt: '2026-01-01T12:05:00+00:00',
-          resultJson: null, error: null, createdAt: '2026-01-01T12:00:00+00:00', updatedAt: '2026-01-01T12:00:00+00:00', resolvedBy: null,
+          effectKey: k1,
+          state: 'reserved',
+          actionId: a1,
+          attempt: 1,
+          leaseExpiresAt: '2026-01-01T12:05:00+00:00',
+          resultJson: null,
+          error: null,
+          createdAt: '2026-01-01T12:00:00+00:00',
+          updatedAt: '2026-01-01T12:00:00+00:00',
+          resolvedBy: null,
         });
 
         // committed → DuplicateEffect(committed), nothing written.
@@ -629,8 +764,16 @@ export const storeCases: Record<CaseId, CaseDef> = {
         const a4 = act();
         expect(await store.reserveEffect(k4, a4, LEASE)).toEqual({ effectKey: k4, actionId: a4, attempt: 2, leaseExpiresAt: '2026-01-01T12:06:00+00:00' });
         expect(await store.getEffect(k4)).toEqual({
-          effectKey: k4, state: 'reserved', actionId: a4, attempt: 2, leaseExpiresAt: '2026-01-01T12:06:00+00:00',
-          resultJson: null, error: null, createdAt: '2026-01-01T12:00:00+00:00', updatedAt: '2026-01-01T12:01:00+00:00', resolvedBy: null,
+          effectKey: k4,
+          state: 'reserved',
+          actionId: a4,
+          attempt: 2,
+          leaseExpiresAt: '2026-01-01T12:06:00+00:00',
+          resultJson: null,
+          error: null,
+          createdAt: '2026-01-01T12:00:00+00:00',
+          updatedAt: '2026-01-01T12:01:00+00:00',
+          resolvedBy: null,
         });
         // …also a failed record left by a resolution: resolved_by is cleared too.
         const k4b = freshKey();
@@ -653,7 +796,13 @@ export const storeCases: Record<CaseId, CaseDef> = {
           // …one millisecond later: AmbiguousEffect, and the record is written ambiguous (kept).
           clock.advance(1);
           await refused(store.reserveEffect(k, act(), LEASE), AmbiguousEffect, { ...AMBIGUOUS, effectKey: k, actionId: holder }, `${to}, lapsed`);
-          expect(await store.getEffect(k)).toEqual({ ...before!, state: 'ambiguous', leaseExpiresAt: null, error: LEASE_EXPIRED_TEXT, updatedAt: storedTime(clock()) });
+          expect(await store.getEffect(k)).toEqual({
+            ...before!,
+            state: 'ambiguous',
+            leaseExpiresAt: null,
+            error: LEASE_EXPIRED_TEXT,
+            updatedAt: storedTime(clock()),
+          });
         }
 
         // Bad input: refused, nothing written.
@@ -703,7 +852,12 @@ export const storeCases: Record<CaseId, CaseDef> = {
         await refused(store.consumeApproval(id, mutated.actionHash), ApprovalMismatch, { ...mismatch('mismatch'), approvalId: id }, 'another hash');
         expect(await store.getApproval(id)).toMatchObject({ status: 'granted', approver: 'alice', consumedAt: null });
         const key = freshKey();
-        await refused(store.consumeApprovalAndReserve(id, mutated.actionHash, key, mutated.actionId, LEASE), ApprovalMismatch, mismatch('mismatch'), 'another hash, with a key');
+        await refused(
+          store.consumeApprovalAndReserve(id, mutated.actionHash, key, mutated.actionId, LEASE),
+          ApprovalMismatch,
+          mismatch('mismatch'),
+          'another hash, with a key',
+        );
         expect(await store.getEffect(key)).toBeNull();
         expect(await status(store, id)).toBe('granted');
         // The approved action itself still consumes it.
@@ -722,16 +876,29 @@ export const storeCases: Record<CaseId, CaseDef> = {
         const id = await request(store, clock, action);
         clock.advance(MINUTE);
         expect(await store.grantApproval(id, 'alice')).toEqual({
-          approvalId: id, actionHash: action.actionHash, approver: 'alice', grantedAt: '2026-01-01T12:01:00+00:00', expiresAt: '2026-01-01T12:15:00+00:00',
+          approvalId: id,
+          actionHash: action.actionHash,
+          approver: 'alice',
+          grantedAt: '2026-01-01T12:01:00+00:00',
+          expiresAt: '2026-01-01T12:15:00+00:00',
         });
         clock.advance(MINUTE);
         expect(await store.consumeApproval(id, action.actionHash)).toEqual({
-          approvalId: id, actionHash: action.actionHash, approver: 'alice', grantedAt: '2026-01-01T12:01:00+00:00', expiresAt: '2026-01-01T12:15:00+00:00',
+          approvalId: id,
+          actionHash: action.actionHash,
+          approver: 'alice',
+          grantedAt: '2026-01-01T12:01:00+00:00',
+          expiresAt: '2026-01-01T12:15:00+00:00',
         });
         expect(await store.getApproval(id)).toMatchObject({ status: 'consumed', consumedAt: '2026-01-01T12:02:00+00:00' });
         await refused(store.consumeApproval(id, action.actionHash), ApprovalMismatch, { ...mismatch('consumed'), approvalId: id }, 'replay');
         const key = freshKey();
-        await refused(store.consumeApprovalAndReserve(id, action.actionHash, key, action.actionId, LEASE), ApprovalMismatch, mismatch('consumed'), 'replay with a key');
+        await refused(
+          store.consumeApprovalAndReserve(id, action.actionHash, key, action.actionId, LEASE),
+          ApprovalMismatch,
+          mismatch('consumed'),
+          'replay with a key',
+        );
         expect(await store.getEffect(key)).toBeNull();
         // A replayed grant never resurrects it.
         await refused(store.grantApproval(id, 'bob'), ApprovalMismatch, mismatch('consumed'), 'grant after use');
@@ -765,7 +932,12 @@ export const storeCases: Record<CaseId, CaseDef> = {
         expect(await store.getApproval(pending)).toMatchObject({ status: 'expired', approver: null, grantedAt: null });
 
         const key = freshKey();
-        await refused(store.consumeApprovalAndReserve(withKey, action.actionHash, key, action.actionId, LEASE), ApprovalMismatch, mismatch('expired'), 'consume with a key after expiry');
+        await refused(
+          store.consumeApprovalAndReserve(withKey, action.actionHash, key, action.actionId, LEASE),
+          ApprovalMismatch,
+          mismatch('expired'),
+          'consume with a key after expiry',
+        );
         expect(await status(store, withKey)).toBe('expired');
         expect(await store.getEffect(key)).toBeNull();
         expect(await store.findGrantedApproval(action.actionHash)).toBeNull();
@@ -801,7 +973,12 @@ export const storeCases: Record<CaseId, CaseDef> = {
           const next = refundAction();
           const apr = await granted(store, clock, next);
           if (c.lapse) clock.advance(LEASE + 1);
-          await refused(store.consumeApprovalAndReserve(apr, next.actionHash, k, next.actionId, LEASE), c.cls as ErrorClass<Error>, c.fields, `${c.to}${c.lapse ? ' (lapsed)' : ''}`);
+          await refused(
+            store.consumeApprovalAndReserve(apr, next.actionHash, k, next.actionId, LEASE),
+            c.cls as ErrorClass<Error>,
+            c.fields,
+            `${c.to}${c.lapse ? ' (lapsed)' : ''}`,
+          );
           expect(await store.getApproval(apr), `${c.to}: approval stays granted`).toMatchObject({ status: 'granted', consumedAt: null });
           expect(await state(store, k)).toMatchObject({ state: c.after });
         }
@@ -831,27 +1008,57 @@ export const storeCases: Record<CaseId, CaseDef> = {
         const id = await request(store, clock, proposed);
         clock.advance(MINUTE);
         const newId = randomIds('apr');
-        const trailing = { drafts: () => [{ ts: '2026-01-01T12:01:00.000Z', type: 'APPROVAL_GRANTED', actionId: null, effectKey: null, approvalId: newId, data: { approver: 'alice', edited_from: id } } satisfies EventDraft], stored: undefined as unknown };
+        const trailing = {
+          drafts: () => [
+            {
+              ts: '2026-01-01T12:01:00.000Z',
+              type: 'APPROVAL_GRANTED',
+              actionId: null,
+              effectKey: null,
+              approvalId: newId,
+              data: { approver: 'alice', edited_from: id },
+            } satisfies EventDraft,
+          ],
+          stored: undefined as unknown,
+        };
         const result = await edit({ requestId: id, editedRequestId: newId, action: edited, approver: 'alice', policyHash: null }, trailing as never);
-        expect(result.approved).toEqual({ approvalId: newId, actionHash: edited.actionHash, approver: 'alice', grantedAt: '2026-01-01T12:01:00+00:00', expiresAt: '2026-01-01T12:15:00+00:00' });
+        expect(result.approved).toEqual({
+          approvalId: newId,
+          actionHash: edited.actionHash,
+          approver: 'alice',
+          grantedAt: '2026-01-01T12:01:00+00:00',
+          expiresAt: '2026-01-01T12:15:00+00:00',
+        });
         expect(result.proposed).toMatchObject({ status: 'denied', approver: 'alice' });
         expect(await store.getApproval(id)).toMatchObject({ status: 'denied', approver: 'alice', grantedAt: null });
         const written = await store.getApproval(newId);
-        expect(written).toMatchObject({ status: 'granted', approver: 'alice', request: { actionHash: edited.actionHash, expiresAt: '2026-01-01T12:15:00+00:00' } });
+        expect(written).toMatchObject({
+          status: 'granted',
+          approver: 'alice',
+          request: { actionHash: edited.actionHash, expiresAt: '2026-01-01T12:15:00+00:00' },
+        });
         // Written granted at its creation: how the control path tells an edited grant without reading events.
         expect(written!.grantedAt, 'an edited request is granted at its creation').toBe(written!.request.createdAt);
         if (store.lastApprovalEvent) expect((await store.lastApprovalEvent(newId, 'APPROVAL_GRANTED'))?.data).toEqual({ approver: 'alice', edited_from: id });
         // The edited grant is bound to the edited hash, once.
         await refused(store.consumeApproval(newId, proposed.actionHash), ApprovalMismatch, mismatch('mismatch'), 'the proposed hash on the edited grant');
-        await refused(edit({ requestId: id, editedRequestId: randomIds('apr'), action: edited, approver: 'bob', policyHash: null }), ApprovalMismatch, mismatch('denied'), 'edit after the edit');
+        await refused(
+          edit({ requestId: id, editedRequestId: randomIds('apr'), action: edited, approver: 'bob', policyHash: null }),
+          ApprovalMismatch,
+          mismatch('denied'),
+          'edit after the edit',
+        );
 
         // Racing answers of one pending request: edits, grants and denials; exactly one wins, whole.
         const contested = await request(store, clock, proposed);
         const ids = Array.from({ length: CONTENDERS }, () => randomIds('apr'));
         const calls = ids.map((n, i) =>
-          i % 3 === 0 ? store.grantApproval(contested, `granter-${i}`)
-            : i % 3 === 1 ? store.denyApproval(contested, `denier-${i}`)
-              : edit({ requestId: contested, editedRequestId: n, action: refundAction(7000 + i), approver: `editor-${i}`, policyHash: null }));
+          i % 3 === 0
+            ? store.grantApproval(contested, `granter-${i}`)
+            : i % 3 === 1
+              ? store.denyApproval(contested, `denier-${i}`)
+              : edit({ requestId: contested, editedRequestId: n, action: refundAction(7000 + i), approver: `editor-${i}`, policyHash: null }),
+        );
         const settled = await Promise.allSettled(calls);
         const won = settled.map((r, i) => (r.status === 'fulfilled' ? i : -1)).filter((i) => i >= 0);
         expect(won, 'exactly one answer wins').toHaveLength(1);
@@ -859,7 +1066,10 @@ export const storeCases: Record<CaseId, CaseDef> = {
         const winner = won[0]!;
         const record = await store.getApproval(contested);
         const kinds = ['granted', 'denied', 'denied'] as const;
-        expect(record).toMatchObject({ status: kinds[winner % 3], approver: winner % 3 === 0 ? `granter-${winner}` : winner % 3 === 1 ? `denier-${winner}` : `editor-${winner}` });
+        expect(record).toMatchObject({
+          status: kinds[winner % 3],
+          approver: winner % 3 === 0 ? `granter-${winner}` : winner % 3 === 1 ? `denier-${winner}` : `editor-${winner}`,
+        });
         // Only the winning edit's row exists; no loser left half a write.
         for (const [i, n] of ids.entries()) {
           if (i % 3 !== 2) continue;
@@ -883,11 +1093,21 @@ export const storeCases: Record<CaseId, CaseDef> = {
         const kc = freshKey();
         await drive(store, kc, 'committed');
         const id1 = await granted(store, clock, action);
-        await refused(store.consumeApprovalAndReserve(id1, other.actionHash, kc, other.actionId, LEASE), ApprovalMismatch, mismatch('mismatch'), 'mismatch over committed');
+        await refused(
+          store.consumeApprovalAndReserve(id1, other.actionHash, kc, other.actionId, LEASE),
+          ApprovalMismatch,
+          mismatch('mismatch'),
+          'mismatch over committed',
+        );
         expect(await status(store, id1)).toBe('granted');
 
         // Unknown beats a committed key.
-        await refused(store.consumeApprovalAndReserve('apr_unknown', action.actionHash, kc, action.actionId, LEASE), ApprovalMismatch, mismatch('unknown'), 'unknown over committed');
+        await refused(
+          store.consumeApprovalAndReserve('apr_unknown', action.actionHash, kc, action.actionId, LEASE),
+          ApprovalMismatch,
+          mismatch('unknown'),
+          'unknown over committed',
+        );
         expect(await state(store, kc)).toMatchObject({ state: 'committed' });
 
         // Denied beats an ambiguous key.
@@ -895,14 +1115,24 @@ export const storeCases: Record<CaseId, CaseDef> = {
         await drive(store, ka, 'ambiguous');
         const id2 = await request(store, clock, action);
         await store.denyApproval(id2, 'bob');
-        await refused(store.consumeApprovalAndReserve(id2, action.actionHash, ka, action.actionId, LEASE), ActionDenied, { code: 'ERR_ACTION_DENIED', reason: 'approval_denied' }, 'denied over ambiguous');
+        await refused(
+          store.consumeApprovalAndReserve(id2, action.actionHash, ka, action.actionId, LEASE),
+          ActionDenied,
+          { code: 'ERR_ACTION_DENIED', reason: 'approval_denied' },
+          'denied over ambiguous',
+        );
         expect(await store.getApproval(id2)).toMatchObject({ status: 'denied', approver: 'bob' });
 
         // Pending beats an in-progress key.
         const kp = freshKey();
         await drive(store, kp, 'reserved');
         const id3 = await request(store, clock, action);
-        await refused(store.consumeApprovalAndReserve(id3, action.actionHash, kp, action.actionId, LEASE), ApprovalMismatch, mismatch('pending'), 'pending over in progress');
+        await refused(
+          store.consumeApprovalAndReserve(id3, action.actionHash, kp, action.actionId, LEASE),
+          ApprovalMismatch,
+          mismatch('pending'),
+          'pending over in progress',
+        );
 
         // A refused approval is raised before the reservation is planned: a lapsed record is not ambiguated.
         const kl = freshKey();
@@ -911,8 +1141,18 @@ export const storeCases: Record<CaseId, CaseDef> = {
         await store.consumeApproval(used, action.actionHash);
         const stale = await granted(store, clock, action, LEASE - MINUTE);
         clock.advance(LEASE + 1);
-        await refused(store.consumeApprovalAndReserve(used, action.actionHash, kl, action.actionId, LEASE), ApprovalMismatch, mismatch('consumed'), 'consumed over lapsed');
-        await refused(store.consumeApprovalAndReserve(stale, action.actionHash, kl, action.actionId, LEASE), ApprovalMismatch, mismatch('expired'), 'expired over lapsed');
+        await refused(
+          store.consumeApprovalAndReserve(used, action.actionHash, kl, action.actionId, LEASE),
+          ApprovalMismatch,
+          mismatch('consumed'),
+          'consumed over lapsed',
+        );
+        await refused(
+          store.consumeApprovalAndReserve(stale, action.actionHash, kl, action.actionId, LEASE),
+          ApprovalMismatch,
+          mismatch('expired'),
+          'expired over lapsed',
+        );
         expect(await status(store, stale)).toBe('expired');
         expect(await state(store, kl)).toMatchObject({ state: 'executing', actionId: holder, error: null });
       });
@@ -945,7 +1185,11 @@ export const storeCases: Record<CaseId, CaseDef> = {
         clock.advance(MINUTE);
         expect(await store.resolveEffect(k, 'committed', 'cli:local')).toMatchObject({ state: 'committed', resolvedBy: 'cli:local' });
         expect(await store.getEffect(k)).toEqual({
-          ...before!, state: 'committed', leaseExpiresAt: null, resolvedBy: 'cli:local', updatedAt: '2026-01-01T12:01:00+00:00',
+          ...before!,
+          state: 'committed',
+          leaseExpiresAt: null,
+          resolvedBy: 'cli:local',
+          updatedAt: '2026-01-01T12:01:00+00:00',
           error: 'resolved committed by cli:local (was: TimeoutError: the remote did not answer)',
         });
       });
@@ -961,14 +1205,22 @@ export const storeCases: Record<CaseId, CaseDef> = {
         await drive(store, k, 'ambiguous');
         await store.resolveEffect(k, 'committed', 'cli:local');
         await refused(store.resolveEffect(k, 'failed', 'reconcile:payments.refund'), InvalidArgument, INVALID, 'second resolution');
-        expect(await state(store, k)).toMatchObject({ state: 'committed', resolvedBy: 'cli:local', error: 'resolved committed by cli:local (was: TimeoutError: the remote did not answer)' });
+        expect(await state(store, k)).toMatchObject({
+          state: 'committed',
+          resolvedBy: 'cli:local',
+          error: 'resolved committed by cli:local (was: TimeoutError: the remote did not answer)',
+        });
         await refused(store.reserveEffect(k, act(), LEASE), DuplicateEffect, DUP_COMMITTED, 'retry after resolved committed');
 
         const kf = freshKey();
         await drive(store, kf, 'ambiguous');
         await store.resolveEffect(kf, 'failed', 'reconcile:payments.refund');
         await refused(store.resolveEffect(kf, 'committed', 'cli:local'), InvalidArgument, INVALID, 'second resolution of failed');
-        expect(await state(store, kf)).toMatchObject({ state: 'failed', resolvedBy: 'reconcile:payments.refund', error: 'resolved failed by reconcile:payments.refund (was: TimeoutError: the remote did not answer)' });
+        expect(await state(store, kf)).toMatchObject({
+          state: 'failed',
+          resolvedBy: 'reconcile:payments.refund',
+          error: 'resolved failed by reconcile:payments.refund (was: TimeoutError: the remote did not answer)',
+        });
         // resolve failed permits a retry (T10), which clears the resolution.
         const retry = act();
         expect(await store.reserveEffect(kf, retry, LEASE)).toMatchObject({ attempt: 2, actionId: retry });
@@ -1033,7 +1285,12 @@ export const storeCases: Record<CaseId, CaseDef> = {
         // Opening never transitions: the lapsed record is still executing until a contender plans.
         expect(await state(store, crashed)).toMatchObject({ state: 'executing', actionId: holder });
         await refused(store.reserveEffect(marked, act(), LEASE), AmbiguousEffect, { ...AMBIGUOUS, effectKey: marked }, 'blind retry after restart');
-        await refused(store.reserveEffect(crashed, act(), LEASE), AmbiguousEffect, { ...AMBIGUOUS, effectKey: crashed, actionId: holder }, 'contender after restart');
+        await refused(
+          store.reserveEffect(crashed, act(), LEASE),
+          AmbiguousEffect,
+          { ...AMBIGUOUS, effectKey: crashed, actionId: holder },
+          'contender after restart',
+        );
       } finally {
         await store.close();
       }
@@ -1118,7 +1375,13 @@ export const storeCases: Record<CaseId, CaseDef> = {
         const action = createAction({
           name: 'payments.refund',
           arguments: args,
-          principal: { agent: 'support-bot', user: 'alice@example.com', claims: { role: 'support', level: 3, verified: true }, issuer: 'https://id.example', expiresAt: '2026-01-02T00:00:00+05:30' },
+          principal: {
+            agent: 'support-bot',
+            user: 'alice@example.com',
+            claims: { role: 'support', level: 3, verified: true },
+            issuer: 'https://id.example',
+            expiresAt: '2026-01-02T00:00:00+05:30',
+          },
           resource: 'customer:42',
           environment: 'staging',
         });
@@ -1130,8 +1393,18 @@ export const storeCases: Record<CaseId, CaseDef> = {
         expect(back.actionHash).toBe(action.actionHash);
         expect(back.canonical).toBe(action.canonical);
         expect(back.actionId).toBe(action.actionId);
-        expect({ name: back.name, resource: back.resource, environment: back.environment }).toEqual({ name: 'payments.refund', resource: 'customer:42', environment: 'staging' });
-        expect(back.principal).toMatchObject({ agent: 'support-bot', user: 'alice@example.com', claims: { role: 'support', level: 3, verified: true }, issuer: 'https://id.example', expiresAt: '2026-01-02T00:00:00+05:30' });
+        expect({ name: back.name, resource: back.resource, environment: back.environment }).toEqual({
+          name: 'payments.refund',
+          resource: 'customer:42',
+          environment: 'staging',
+        });
+        expect(back.principal).toMatchObject({
+          agent: 'support-bot',
+          user: 'alice@example.com',
+          claims: { role: 'support', level: 3, verified: true },
+          issuer: 'https://id.example',
+          expiresAt: '2026-01-02T00:00:00+05:30',
+        });
         const a = back.arguments as Record<string, unknown>;
         // Types, not only values: a bigint stays a bigint, a boolean never becomes 0/1.
         expect(typeof a['huge']).toBe('bigint');
@@ -1145,7 +1418,13 @@ export const storeCases: Record<CaseId, CaseDef> = {
         const list = (a['nested'] as { list: unknown[] }).list;
         expect(typeof (list[2] as unknown[])[0]).toBe('bigint');
         expect(list[3]).toEqual({ deep: true });
-        expect(record!.request).toMatchObject({ requestId: id, actionHash: action.actionHash, createdAt: '2026-01-01T12:00:00+00:00', expiresAt: '2026-01-01T12:15:00+00:00', policyHash: `sha256:${'ab'.repeat(32)}` });
+        expect(record!.request).toMatchObject({
+          requestId: id,
+          actionHash: action.actionHash,
+          createdAt: '2026-01-01T12:00:00+00:00',
+          expiresAt: '2026-01-01T12:15:00+00:00',
+          policyHash: `sha256:${'ab'.repeat(32)}`,
+        });
         const listed = await store.approvalsFor(action.actionHash);
         expect(listed.map((r) => r.request.requestId)).toEqual([id]);
         expect(listed[0]!.request.action.actionHash).toBe(action.actionHash);
@@ -1158,10 +1437,38 @@ export const storeCases: Record<CaseId, CaseDef> = {
     async run(factory) {
       await withStore(factory, manualClock(), async (store) => {
         const drafts: EventDraft[] = [
-          { ts: '2026-01-01T12:00:00.000Z', type: 'ACTION_PROPOSED', actionId: 'act_1', effectKey: null, approvalId: null, data: { name: 'payments.refund', amount: 2500 } },
-          { ts: '2026-01-01T12:00:00.001Z', type: 'POLICY_EVALUATED', actionId: 'act_1', effectKey: null, approvalId: null, data: { decision: 'approve', reason: 'rule[0]', controls: ['four-eyes'] } },
-          { ts: '2026-01-01T12:00:00.002Z', type: 'APPROVAL_REQUESTED', actionId: 'act_1', effectKey: null, approvalId: 'apr_1', data: { big: 2n ** 62n, text: 'ü 東京', flag: false, nothing: null } },
-          { ts: '2026-01-01T12:00:00.003Z', type: 'EFFECT_RESERVED', actionId: 'act_1', effectKey: 'refund:1', approvalId: 'apr_1', data: { nested: { a: [1, 2, { b: true }] } } },
+          {
+            ts: '2026-01-01T12:00:00.000Z',
+            type: 'ACTION_PROPOSED',
+            actionId: 'act_1',
+            effectKey: null,
+            approvalId: null,
+            data: { name: 'payments.refund', amount: 2500 },
+          },
+          {
+            ts: '2026-01-01T12:00:00.001Z',
+            type: 'POLICY_EVALUATED',
+            actionId: 'act_1',
+            effectKey: null,
+            approvalId: null,
+            data: { decision: 'approve', reason: 'rule[0]', controls: ['four-eyes'] },
+          },
+          {
+            ts: '2026-01-01T12:00:00.002Z',
+            type: 'APPROVAL_REQUESTED',
+            actionId: 'act_1',
+            effectKey: null,
+            approvalId: 'apr_1',
+            data: { big: 2n ** 62n, text: 'ü 東京', flag: false, nothing: null },
+          },
+          {
+            ts: '2026-01-01T12:00:00.003Z',
+            type: 'EFFECT_RESERVED',
+            actionId: 'act_1',
+            effectKey: 'refund:1',
+            approvalId: 'apr_1',
+            data: { nested: { a: [1, 2, { b: true }] } },
+          },
           { ts: '2026-01-01T12:00:00.004Z', type: 'EXECUTION_COMMITTED', actionId: 'act_1', effectKey: 'refund:1', approvalId: null, data: {} },
         ];
         const appended = [];
@@ -1172,11 +1479,20 @@ export const storeCases: Record<CaseId, CaseDef> = {
           if (i > 0) expect(ids[i]!, 'event ids increase').toBeGreaterThan(ids[i - 1]!);
         }
         const stored = await store.events();
-        expect(stored.map((e) => e.eventId), 'stored ids are the ids handed out, in order').toEqual(ids);
+        expect(
+          stored.map((e) => e.eventId),
+          'stored ids are the ids handed out, in order',
+        ).toEqual(ids);
         for (let i = 0; i < drafts.length; i++) {
           const d = drafts[i]!;
           const s = stored[i]!;
-          expect({ ts: s.ts, type: s.type, actionId: s.actionId, effectKey: s.effectKey, approvalId: s.approvalId }).toEqual({ ts: d.ts, type: d.type, actionId: d.actionId, effectKey: d.effectKey, approvalId: d.approvalId });
+          expect({ ts: s.ts, type: s.type, actionId: s.actionId, effectKey: s.effectKey, approvalId: s.approvalId }).toEqual({
+            ts: d.ts,
+            type: d.type,
+            actionId: d.actionId,
+            effectKey: d.effectKey,
+            approvalId: d.approvalId,
+          });
           expect({ ...s.data }).toEqual(d.data);
         }
         expect(typeof stored[2]!.data['big']).toBe('bigint');
@@ -1252,7 +1568,12 @@ export const storeCases: Record<CaseId, CaseDef> = {
         expect(await store.receiptsAfter(5, 100)).toEqual([]);
         expect(await store.getReceipt(ids[3]!)).toEqual(all[3]);
         expect(await store.getReceipt('ctr_missing')).toBeNull();
-        for (const [after, limit] of [[-1, 1], [0, 0], [0, 10_001], [1.5, 1]] as const) {
+        for (const [after, limit] of [
+          [-1, 1],
+          [0, 0],
+          [0, 10_001],
+          [1.5, 1],
+        ] as const) {
           await refused(store.receiptsAfter(after, limit), InvalidArgument, INVALID, `receiptsAfter(${after}, ${limit})`);
         }
 
@@ -1276,7 +1597,15 @@ export const storeCases: Record<CaseId, CaseDef> = {
             after = { createdAt: last.request.createdAt, requestId: last.request.requestId };
           }
         };
-        const byPosition = [...everything].sort((a, b) => (a.request.createdAt === b.request.createdAt ? (a.request.requestId < b.request.requestId ? -1 : 1) : a.request.createdAt < b.request.createdAt ? -1 : 1));
+        const byPosition = [...everything].sort((a, b) =>
+          a.request.createdAt === b.request.createdAt
+            ? a.request.requestId < b.request.requestId
+              ? -1
+              : 1
+            : a.request.createdAt < b.request.createdAt
+              ? -1
+              : 1,
+        );
         expect(await walk()).toEqual(byPosition.map((r) => r.request.requestId));
         expect(await walk('pending')).toEqual(byPosition.filter((r) => r.status === 'pending').map((r) => r.request.requestId));
         await refused(store.approvalsPage({ status: 'maybe' as never, limit: 1 }), InvalidArgument, INVALID, 'an unknown status');
@@ -1295,7 +1624,11 @@ export const storeCases: Record<CaseId, CaseDef> = {
         await request(store, clock, by('bot', null, 3));
         await request(store, clock, by('other', 'u-1', 4));
         // An argument that looks like a principal is not one.
-        await request(store, clock, createAction({ name: 'x.act', arguments: { principal: { agent: 'bot', user: 'u-1' } }, principal: { agent: 'other', user: null } }));
+        await request(
+          store,
+          clock,
+          createAction({ name: 'x.act', arguments: { principal: { agent: 'bot', user: 'u-1' } }, principal: { agent: 'other', user: null } }),
+        );
         const answered = await request(store, clock, by('bot', 'u-1', 6));
         await store.denyApproval(answered, 'alice');
         expect(await store.countPendingApprovals({ agent: 'bot', user: 'u-1' })).toBe(2);
@@ -1317,7 +1650,12 @@ export const storeCases: Record<CaseId, CaseDef> = {
         const first = delegationRow();
         await store.putDelegation(first);
         // The same id again, with different content: refused, and the first act is untouched.
-        const second = delegationRow({ delegationId: first.delegationId, parentId: 'another-grant', createdByAgent: 'mallory', grantJson: grantToJson(new Grant({ subject: { agent: 'mallory' }, actions: ['**'] })) });
+        const second = delegationRow({
+          delegationId: first.delegationId,
+          parentId: 'another-grant',
+          createdByAgent: 'mallory',
+          grantJson: grantToJson(new Grant({ subject: { agent: 'mallory' }, actions: ['**'] })),
+        });
         await refused(store.putDelegation(second), InvalidArgument, INVALID, 'a second put under one id');
         expect(await store.getDelegation(first.delegationId)).toEqual(first);
         expect(await store.delegations()).toEqual([first]);
@@ -1382,7 +1720,10 @@ export const storeCases: Record<CaseId, CaseDef> = {
         expect(grant.expiresAt).toBe('2026-01-02T17:30:00+05:30');
         expect(grant.constraints['amount_lte']!.operand).toBe(2500000);
         // Text the store does not understand is still kept byte for byte (non-ASCII, key order).
-        const odd = delegationRow({ grantJson: '{"subject":{"user":"zoë","agent":"a"},"actions":["x"],"resources":null,"constraints":{},"environments":null,"expires_at":null,"delegable":false}' });
+        const odd = delegationRow({
+          grantJson:
+            '{"subject":{"user":"zoë","agent":"a"},"actions":["x"],"resources":null,"constraints":{},"environments":null,"expires_at":null,"delegable":false}',
+        });
         await store.putDelegation(odd);
         expect((await store.getDelegation(odd.delegationId))!.grantJson).toBe(odd.grantJson);
       });
@@ -1392,7 +1733,12 @@ export const storeCases: Record<CaseId, CaseDef> = {
 
 /** A delegation row under a root grant, as `Control.delegate` would write it. */
 function delegationRow(extra: Partial<DelegationRecord> = {}): DelegationRecord {
-  const grant = new Grant({ subject: { agent: 'finance-agent', user: 'carol@example.com' }, actions: ['stripe.refund'], constraints: { amount_lte: 2500000 }, expiresAt: '2026-01-02T17:30:00+05:30' });
+  const grant = new Grant({
+    subject: { agent: 'finance-agent', user: 'carol@example.com' },
+    actions: ['stripe.refund'],
+    constraints: { amount_lte: 2500000 },
+    expiresAt: '2026-01-02T17:30:00+05:30',
+  });
   return {
     delegationId: randomIds('dlg'),
     parentId: 'head-of-finance',

@@ -79,7 +79,10 @@ function matchers(actual: unknown, message: string | undefined, negated: boolean
     toBeInstanceOf: (cls) => check(actual instanceof cls, `to be an instance of ${cls.name}`),
     toBeNull: () => check(actual === null, 'to be null'),
     toContain: (item) =>
-      check(typeof actual === 'string' ? typeof item === 'string' && actual.includes(item) : Array.isArray(actual) && actual.some((x) => Object.is(x, item)), `to contain ${show(item)}`),
+      check(
+        typeof actual === 'string' ? typeof item === 'string' && actual.includes(item) : Array.isArray(actual) && actual.some((x) => Object.is(x, item)),
+        `to contain ${show(item)}`,
+      ),
     toHaveLength: (n) => check(isObject(actual) || typeof actual === 'string' ? (actual as { length?: unknown }).length === n : false, `to have length ${n}`),
     toBeGreaterThan: (n) => check((typeof actual === 'number' || typeof actual === 'bigint') && actual > n, `to be greater than ${show(n)}`),
     toBeLessThanOrEqual: (n) => check((typeof actual === 'number' || typeof actual === 'bigint') && actual <= n, `to be at most ${show(n)}`),

@@ -15,7 +15,21 @@
  */
 import { CASE_IDS, storeCases, type CaseDef, type CaseId, type ProcessRunner, type StoreFactory } from './cases.js';
 
-export { CASE_IDS, LEASE, T0, manualClock, storeCases, type CaseDef, type CaseId, type ManualClock, type ProcessRunner, type RaceOutcome, type RaceRequest, type StoreFactory, type WorkerReport } from './cases.js';
+export {
+  CASE_IDS,
+  LEASE,
+  T0,
+  manualClock,
+  storeCases,
+  type CaseDef,
+  type CaseId,
+  type ManualClock,
+  type ProcessRunner,
+  type RaceOutcome,
+  type RaceRequest,
+  type StoreFactory,
+  type WorkerReport,
+} from './cases.js';
 export { AssertionError } from './expect.js';
 
 /** What happened to one case: `pass`, `fail` (with the error), or `not_applicable` (with the reason). */
@@ -58,7 +72,10 @@ export interface RunOptions {
 /** Throws a `TypeError` naming every id that is not a case of this suite. */
 export function checkCaseIds(ids: readonly string[], what = 'case id'): CaseId[] {
   const unknown = ids.filter((id) => !(CASE_IDS as readonly string[]).includes(id));
-  if (unknown.length > 0) throw new TypeError(`unknown conformance ${what}${unknown.length > 1 ? 's' : ''}: ${unknown.map((u) => JSON.stringify(u)).join(', ')} (known: ${CASE_IDS.join(', ')})`);
+  if (unknown.length > 0)
+    throw new TypeError(
+      `unknown conformance ${what}${unknown.length > 1 ? 's' : ''}: ${unknown.map((u) => JSON.stringify(u)).join(', ')} (known: ${CASE_IDS.join(', ')})`,
+    );
   return ids as CaseId[];
 }
 
@@ -96,7 +113,16 @@ export async function run(factory: StoreFactory, options: RunOptions = {}): Prom
         await def.run(f);
         const declaredAway = (def.durable && !f.reopen) || (def.crossProcess && !f.url);
         result = declaredAway
-          ? { ...base, status: 'not_applicable', reason: def.durable && !f.reopen ? 'this store does not outlive its handle (no reopen), and two open() handles share nothing' : 'no other process can reach this store (no url), and two open() handles share nothing', error: null, ms: now() - start }
+          ? {
+              ...base,
+              status: 'not_applicable',
+              reason:
+                def.durable && !f.reopen
+                  ? 'this store does not outlive its handle (no reopen), and two open() handles share nothing'
+                  : 'no other process can reach this store (no url), and two open() handles share nothing',
+              error: null,
+              ms: now() - start,
+            }
           : { ...base, status: 'pass', reason: null, error: null, ms: now() - start };
       } catch (error) {
         result = { ...base, status: 'fail', reason: error instanceof Error ? `${error.name}: ${error.message}` : String(error), error, ms: now() - start };

@@ -58,7 +58,12 @@ export async function denyApproval(ctx: ControlContext, requestId: string, optio
  * A human says what happened to an ambiguous effect; records `EFFECT_RESOLVED` (with `via` and
  * the human's `reason` when given).
  */
-export async function resolveEffect(ctx: ControlContext, effectKey: string, state: 'committed' | 'failed', options: { by: string; via?: string; reason?: string }) {
+export async function resolveEffect(
+  ctx: ControlContext,
+  effectKey: string,
+  state: 'committed' | 'failed',
+  options: { by: string; via?: string; reason?: string },
+) {
   const by = checkActor(options?.by, 'resolver');
   const extra = { ...optionalText(options?.via, 'via'), ...optionalText(options?.reason, 'reason') };
   const record = await ctx.store.resolveEffect(effectKey, state, by);

@@ -66,9 +66,22 @@ export async function attempt<T>(ctx: ControlContext, proposed: Action, executor
   }
 
   const pass: Pass = {
-    action, args: action.canonicalArguments, startedAt: evidenceTime(ctx.clock()), effectKey, approvalId, approver: null, attempt: 1, evaluation: null, hookCalls: 0,
-    observation: ctx.observing ? { decision: 'allow', reason: '', blocked: null } : null, held: false, pending: [],
-    policyHash: ctx.policyHash, policyVersion: ctx.policy.version, edit: followed?.edit ?? null, followsEdit: approvalId !== presented,
+    action,
+    args: action.canonicalArguments,
+    startedAt: evidenceTime(ctx.clock()),
+    effectKey,
+    approvalId,
+    approver: null,
+    attempt: 1,
+    evaluation: null,
+    hookCalls: 0,
+    observation: ctx.observing ? { decision: 'allow', reason: '', blocked: null } : null,
+    held: false,
+    pending: [],
+    policyHash: ctx.policyHash,
+    policyVersion: ctx.policy.version,
+    edit: followed?.edit ?? null,
+    followsEdit: approvalId !== presented,
   };
   note(ctx, pass, 'ACTION_PROPOSED', { action_hash: action.actionHash });
   try {
@@ -100,7 +113,14 @@ export async function flushAfterThrow(ctx: ControlContext, pass: Pass): Promise<
 }
 
 /** The rest of {@link executeWithReceipt}, once the proposal is drafted. */
-export async function decideAndRun<T>(ctx: ControlContext, pass: Pass, executor: Executor<T>, options: ExecuteOptions, lease: number, template: string | null): Promise<ExecuteResult<T>> {
+export async function decideAndRun<T>(
+  ctx: ControlContext,
+  pass: Pass,
+  executor: Executor<T>,
+  options: ExecuteOptions,
+  lease: number,
+  template: string | null,
+): Promise<ExecuteResult<T>> {
   const { action } = pass;
   const approvalId = pass.approvalId;
 
@@ -121,7 +141,9 @@ export async function decideAndRun<T>(ctx: ControlContext, pass: Pass, executor:
     if (pass.observation) return runObserved(ctx, pass, executor, options, lease);
     note(ctx, pass, 'ACTION_DENIED', { reason: 'principal_expired' });
     await recordReceipt(ctx, pass, { result: 'denied', error: null });
-    throw new IdentityError(`${action.name}: the principal ${action.principal.agent}'s credential expired at ${action.principal.expiresAt}`, { reason: 'principal_expired' });
+    throw new IdentityError(`${action.name}: the principal ${action.principal.agent}'s credential expired at ${action.principal.expiresAt}`, {
+      reason: 'principal_expired',
+    });
   }
 
   if (ctx.authority !== null) {
@@ -164,9 +186,10 @@ export async function decideAndRun<T>(ctx: ControlContext, pass: Pass, executor:
       if (open !== null) {
         const requestId = open.request.requestId;
         pass.approvalId = requestId;
-        const message = open.status === 'granted'
-          ? `${action.name}: approval request ${requestId} is already granted for this action; present it to run`
-          : `${action.name} needs a human's approval: request ${requestId} (already pending)`;
+        const message =
+          open.status === 'granted'
+            ? `${action.name}: approval request ${requestId} is already granted for this action; present it to run`
+            : `${action.name} needs a human's approval: request ${requestId} (already pending)`;
         throw new ApprovalRequired(requestId, { actionId: action.actionId, message });
       }
       // Its request answered with an edit whose grant is unused: that request (presented, it runs the edit).
@@ -181,7 +204,14 @@ export async function decideAndRun<T>(ctx: ControlContext, pass: Pass, executor:
       const now = ctx.clock();
       const requestId = ctx.ids('apr');
       const expiresAt = storedTime(new Date(now.getTime() + ctx.approvalTtl));
-      await ctx.store.putApprovalRequest({ requestId, actionHash: action.actionHash, action, createdAt: storedTime(now), expiresAt, policyHash: ctx.policyHash });
+      await ctx.store.putApprovalRequest({
+        requestId,
+        actionHash: action.actionHash,
+        action,
+        createdAt: storedTime(now),
+        expiresAt,
+        policyHash: ctx.policyHash,
+      });
       pass.approvalId = requestId;
       await recordEvent(ctx, pass, 'APPROVAL_REQUESTED', { action_hash: action.actionHash, expires_at: evidenceTime(parseTime(expiresAt)) });
       throw new ApprovalRequired(requestId, { actionId: action.actionId, message: `${action.name} needs a human's approval: request ${requestId}` });
@@ -215,7 +245,12 @@ export async function decideAndRun<T>(ctx: ControlContext, pass: Pass, executor:
 }
 
 /** `Control.resumeWithReceipt`: the resumption of a suspended execution (see `Control.resume`). */
-export async function resumeAttempt<T>(ctx: ControlContext, continuation: string, executor: Executor<T>, options: Pick<ExecuteOptions, 'reconcile' | 'reconcileEagerly'> = {}): Promise<ExecuteResult<T>> {
+export async function resumeAttempt<T>(
+  ctx: ControlContext,
+  continuation: string,
+  executor: Executor<T>,
+  options: Pick<ExecuteOptions, 'reconcile' | 'reconcileEagerly'> = {},
+): Promise<ExecuteResult<T>> {
   if (typeof executor !== 'function') throw new InvalidArgument('resume needs an executor function');
   if (typeof continuation !== 'string' || continuation === '') throw new InvalidArgument('continuation must be a non-empty string');
   if (options.reconcile !== undefined && typeof options.reconcile !== 'function') throw new InvalidArgument('reconcile must be a function');
@@ -227,9 +262,20 @@ export async function resumeAttempt<T>(ctx: ControlContext, continuation: string
   // The decision that let the action run stands, as the first attempt recorded it.
   const decided = await decidedBefore(ctx, action, effectKey, rounds);
   const pass: Pass = {
-    action, args: action.canonicalArguments, startedAt: evidenceTime(ctx.clock()), effectKey, approvalId: decided.approvalId, approver: decided.approver, attempt: record.attempt,
-    evaluation: decided.evaluation, hookCalls: 0, observation: decided.observation, held: true, pending: [],
-    policyHash: decided.policyHash, policyVersion: decided.policyVersion,
+    action,
+    args: action.canonicalArguments,
+    startedAt: evidenceTime(ctx.clock()),
+    effectKey,
+    approvalId: decided.approvalId,
+    approver: decided.approver,
+    attempt: record.attempt,
+    evaluation: decided.evaluation,
+    hookCalls: 0,
+    observation: decided.observation,
+    held: true,
+    pending: [],
+    policyHash: decided.policyHash,
+    policyVersion: decided.policyVersion,
     // Run under an edited grant: the resumed receipt records the edit as the first attempt's would.
     edit: await editOfGrant(ctx, decided.approvalId, action),
   };

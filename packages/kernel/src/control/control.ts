@@ -81,12 +81,24 @@ export class Control {
     this.suspendTimeout = checkDuration(options.suspendTimeout ?? 5 * MINUTE, 'suspendTimeout');
     this.logger = options.logger ?? console;
     this.#ctx = {
-      policy: this.policy, store: this.store, environment: this.environment, policyHash: this.policyHash, defaultPrincipal: this.defaultPrincipal,
-      clock: this.clock, ids: this.ids, lease: this.lease, approvalTtl: this.approvalTtl, suspendTimeout: this.suspendTimeout, logger: this.logger,
-      authority: this.authority, identity: this.identity, observing: this.observing, sinks: [...(options.sinks ?? [])], warned: { principal: false },
+      policy: this.policy,
+      store: this.store,
+      environment: this.environment,
+      policyHash: this.policyHash,
+      defaultPrincipal: this.defaultPrincipal,
+      clock: this.clock,
+      ids: this.ids,
+      lease: this.lease,
+      approvalTtl: this.approvalTtl,
+      suspendTimeout: this.suspendTimeout,
+      logger: this.logger,
+      authority: this.authority,
+      identity: this.identity,
+      observing: this.observing,
+      sinks: [...(options.sinks ?? [])],
+      warned: { principal: false },
     };
   }
-
 
   /**
    * The combined decision for `action` — the stricter of authority and policy — with no writes
@@ -140,7 +152,11 @@ export class Control {
   }
 
   /** `Control.resumeWithReceipt`: the resumption of a suspended execution (see `Control.resume`). */
-  async resumeWithReceipt<T>(continuation: string, executor: Executor<T>, options: Pick<ExecuteOptions, 'reconcile' | 'reconcileEagerly'> = {}): Promise<ExecuteResult<T>> {
+  async resumeWithReceipt<T>(
+    continuation: string,
+    executor: Executor<T>,
+    options: Pick<ExecuteOptions, 'reconcile' | 'reconcileEagerly'> = {},
+  ): Promise<ExecuteResult<T>> {
     return resumeAttempt(this.#ctx, continuation, executor, options);
   }
 

@@ -52,11 +52,21 @@ export interface GrantOptions {
 /** The edited action for request `action`'s proposal: same name, principal and environment, new arguments, a fresh id. */
 function editedAction(ctx: ControlContext, original: Action, args: unknown): Action {
   if (!isPlainObject(args)) throw new InvalidArgument('edit.arguments must be a plain JSON object of the edited arguments');
-  if (Object.prototype.hasOwnProperty.call(args, 'data_scope')) throw new InvalidArgument('edit.arguments may not name data_scope: it is derived by the policy');
+  if (Object.prototype.hasOwnProperty.call(args, 'data_scope'))
+    throw new InvalidArgument('edit.arguments may not name data_scope: it is derived by the policy');
   const template = ctx.policy.action(original.name)?.resource ?? null;
   if (template === null && original.resource !== null) {
     // The proposed arguments again: a plain grant (the caller's {@link editApproval} compares hashes).
-    const same = createAction({ name: original.name, arguments: args as Record<string, unknown>, principal: original.principal, resource: original.resource, environment: original.environment }, { ids: ctx.ids });
+    const same = createAction(
+      {
+        name: original.name,
+        arguments: args as Record<string, unknown>,
+        principal: original.principal,
+        resource: original.resource,
+        environment: original.environment,
+      },
+      { ids: ctx.ids },
+    );
     if (same.actionHash === original.actionHash) return same;
     // The caller derived it (protect's own `resource`, a hand-built action) from the proposed
     // arguments: kept for other arguments it would name another resource in the evidence, and an
@@ -67,7 +77,10 @@ function editedAction(ctx: ControlContext, original: Action, args: unknown): Act
     );
   }
   const resource = template === null ? null : resolveResourceTemplate(template, args as Record<string, unknown>);
-  const edited = createAction({ name: original.name, arguments: args as Record<string, unknown>, principal: original.principal, resource, environment: original.environment }, { ids: ctx.ids });
+  const edited = createAction(
+    { name: original.name, arguments: args as Record<string, unknown>, principal: original.principal, resource, environment: original.environment },
+    { ids: ctx.ids },
+  );
   // Arguments the policy's effect template cannot render could never run (the run is refused
   // with effect_key_error): refused now, before the proposal is answered.
   const effect = ctx.policy.action(original.name)?.effect ?? null;
@@ -96,7 +109,10 @@ export async function editApproval(ctx: ControlContext, requestId: string, optio
   // Only the arguments are edited: a principal, environment, resource or name given here would be
   // silently ignored, and the caller would believe it had changed who or what was approved.
   const stray = Object.keys(edit).find((k) => k !== 'arguments');
-  if (stray !== undefined) throw new InvalidArgument(`edit takes only arguments, not ${JSON.stringify(stray)}: the name, principal, environment and resource stay the proposal's (the resource is derived again from the policy)`);
+  if (stray !== undefined)
+    throw new InvalidArgument(
+      `edit takes only arguments, not ${JSON.stringify(stray)}: the name, principal, environment and resource stay the proposal's (the resource is derived again from the policy)`,
+    );
   if (typeof requestId !== 'string' || requestId === '') throw new InvalidArgument('approval_id must be a non-empty string');
   const record = await ctx.store.getApproval(requestId);
   const plan = checkAnswerable(record, requestId, ctx.clock());
@@ -106,15 +122,17 @@ export async function editApproval(ctx: ControlContext, requestId: string, optio
   const edited = editedAction(ctx, original, (edit as { arguments?: unknown }).arguments);
   if (edited.actionHash === original.actionHash) return grantApproval(ctx, requestId, options);
   const write = ctx.store.editApproval;
-  if (write === undefined) throw new InvalidArgument(`the ${ctx.store.name} store cannot record an edited approval; grant or deny request ${requestId} as proposed`);
+  if (write === undefined)
+    throw new InvalidArgument(`the ${ctx.store.name} store cannot record an edited approval; grant or deny request ${requestId} as proposed`);
 
   const evaluation = await evaluate(ctx, edited);
   for (const w of evaluation.warnings) ctx.logger.warn(`[ctrlrun] ${edited.name}: ${w}`);
   if (evaluation.decision === 'deny') {
     const policyDenies = ctx.policy.evaluate(edited.name, edited.canonicalArguments);
-    const why = policyDenies.decision === 'deny' && policyDenies.reason === evaluation.reason
-      ? explainDecision(ctx.policy, edited.name, edited.canonicalArguments)
-      : `denied (${evaluation.reason})`;
+    const why =
+      policyDenies.decision === 'deny' && policyDenies.reason === evaluation.reason
+        ? explainDecision(ctx.policy, edited.name, edited.canonicalArguments)
+        : `denied (${evaluation.reason})`;
     throw new ActionDenied(evaluation.reason, {
       actionId: edited.actionId,
       message: `the edit of approval request ${requestId} is refused: ${why}; an edit never lifts a deny, and the request stays pending`,
@@ -124,7 +142,14 @@ export async function editApproval(ctx: ControlContext, requestId: string, optio
   const editedRequestId = ctx.ids('apr');
   const proposedArguments = original.canonicalArguments;
   const approvedArguments = edited.canonicalArguments;
-  const draft = (type: EventDraft['type'], approvalId: string, data: JsonObject): EventDraft => ({ ts: evidenceTime(ctx.clock()), type, actionId: null, effectKey: null, approvalId, data });
+  const draft = (type: EventDraft['type'], approvalId: string, data: JsonObject): EventDraft => ({
+    ts: evidenceTime(ctx.clock()),
+    type,
+    actionId: null,
+    effectKey: null,
+    approvalId,
+    data,
+  });
   const drafts = (r: ApprovalEditResult): EventDraft[] => [
     draft('APPROVAL_DENIED', requestId, { approver, edited_to: editedRequestId, ...via }),
     draft('APPROVAL_GRANTED', editedRequestId, {
@@ -164,8 +189,13 @@ function editFromEvent(event: EventRecord | null): ApprovalEdit | null {
   if (proposed === null || editor === null || approvedHash === null || proposedHash === null) return null;
   if (!isPlainObject(proposedArguments) || !isPlainObject(approvedArguments)) return null;
   return {
-    proposed, approved: event.approvalId, editor, proposedHash, approvedHash,
-    proposedArguments: proposedArguments as JsonObject, approvedArguments: approvedArguments as JsonObject,
+    proposed,
+    approved: event.approvalId,
+    editor,
+    proposedHash,
+    approvedHash,
+    proposedArguments: proposedArguments as JsonObject,
+    approvedArguments: approvedArguments as JsonObject,
   };
 }
 
@@ -191,7 +221,11 @@ export async function approvalEdit(ctx: ControlContext, requestId: string): Prom
  * is the edited one and the action is the approved one, the same action with its edit. Otherwise
  * the action as given, with no edit. Reads only; the grant is consumed by the control path.
  */
-export async function followEdit(ctx: ControlContext, action: Action, approvalId: string): Promise<{ action: Action; approvalId: string; edit: ApprovalEdit | null }> {
+export async function followEdit(
+  ctx: ControlContext,
+  action: Action,
+  approvalId: string,
+): Promise<{ action: Action; approvalId: string; edit: ApprovalEdit | null }> {
   const unchanged = { action, approvalId, edit: null };
   const record = await ctx.store.getApproval(approvalId);
   if (record === null || record.request.actionHash !== action.actionHash) return unchanged;

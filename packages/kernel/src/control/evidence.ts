@@ -96,14 +96,25 @@ export async function afterWrite<R>(ctx: ControlContext, pass: Pass, result: R, 
   pass.pending = [];
 }
 
-export async function eventRaw(ctx: ControlContext, type: EventType, actionId: string | null, effectKey: string | null, approvalId: string | null, data: JsonObject): Promise<EventRecord> {
+export async function eventRaw(
+  ctx: ControlContext,
+  type: EventType,
+  actionId: string | null,
+  effectKey: string | null,
+  approvalId: string | null,
+  data: JsonObject,
+): Promise<EventRecord> {
   const stored = await ctx.store.appendEvent({ ts: evidenceTime(ctx.clock()), type, actionId, effectKey, approvalId, data });
   await toSinks(ctx, stored);
   return stored;
 }
 
 /** The receipt of this pass's terminal outcome, built now (`finished_at`), not yet chained. */
-export function receiptDraft(ctx: ControlContext, pass: Pass, r: { result: ReceiptFields['result']; error: string | null; decision?: string; reason?: string }): ReceiptDraft {
+export function receiptDraft(
+  ctx: ControlContext,
+  pass: Pass,
+  r: { result: ReceiptFields['result']; error: string | null; decision?: string; reason?: string },
+): ReceiptDraft {
   const ev = pass.evaluation;
   // Observe mode: every terminal outcome of an action that ran is `observed`, with what the
   // executor did and what enforce mode would have done. Still-refused paths stay `denied`.
@@ -131,7 +142,11 @@ export function receiptDraft(ctx: ControlContext, pass: Pass, r: { result: Recei
 }
 
 /** Chains the receipt with the pass's pending events (one transaction), then hands both to the sinks. */
-export async function recordReceipt(ctx: ControlContext, pass: Pass, r: { result: ReceiptFields['result']; error: string | null; decision?: string; reason?: string }): Promise<StoredReceipt> {
+export async function recordReceipt(
+  ctx: ControlContext,
+  pass: Pass,
+  r: { result: ReceiptFields['result']; error: string | null; decision?: string; reason?: string },
+): Promise<StoredReceipt> {
   return chainReceipt(ctx, pass, receiptDraft(ctx, pass, r));
 }
 

@@ -75,20 +75,26 @@ export async function resolvePrincipal(ctx: ControlContext, actionName: string, 
   expiryOf(principal, actionName);
   if (fromContext !== null && !ctx.warned.principal && (fromContext.agent !== principal.agent || fromContext.user !== principal.user)) {
     ctx.warned.principal = true;
-    ctx.logger.warn(`[ctrlrun] ${actionName}: the identity provider resolved ${named(principal)} and the call says ${named(fromContext)}; the provider is in force`);
+    ctx.logger.warn(
+      `[ctrlrun] ${actionName}: the identity provider resolved ${named(principal)} and the call says ${named(fromContext)}; the provider is in force`,
+    );
   }
   return principal;
 }
 
 export function refuseNoPrincipal(ctx: ControlContext, actionName: string, why = 'no principal is available'): never {
   ctx.logger.warn(`[ctrlrun] ${actionName}: denied: ${why}`);
-  throw new ActionDenied('no_principal', { message: `${actionName} refused: ${why}; pass { principal } per call or to the Control, or install an identity provider that answers` });
+  throw new ActionDenied('no_principal', {
+    message: `${actionName} refused: ${why}; pass { principal } per call or to the Control, or install an identity provider that answers`,
+  });
 }
 
 export function checkEnvironment(ctx: ControlContext, action: Action): void {
   if (!action || typeof action !== 'object' || typeof action.actionHash !== 'string') throw new InvalidArgument('execute needs an Action (createAction(...))');
   if (action.environment !== ctx.environment) {
-    throw new InvalidArgument(`the action is for environment ${JSON.stringify(action.environment)} but this Control runs in ${JSON.stringify(ctx.environment)}`);
+    throw new InvalidArgument(
+      `the action is for environment ${JSON.stringify(action.environment)} but this Control runs in ${JSON.stringify(ctx.environment)}`,
+    );
   }
 }
 
@@ -135,7 +141,10 @@ export async function consumeAndReserve(ctx: ControlContext, pass: Pass, lease: 
     pass.effectKey === null
       ? [await ctx.store.consumeApproval(id, action.actionHash), null]
       : merged
-        ? await ctx.store.reserveForExecution!({ key: pass.effectKey, actionId: action.actionId, leaseMs: lease, approval: { id, actionHash: action.actionHash } }, consumed)
+        ? await ctx.store.reserveForExecution!(
+            { key: pass.effectKey, actionId: action.actionId, leaseMs: lease, approval: { id, actionHash: action.actionHash } },
+            consumed,
+          )
         : await ctx.store.consumeApprovalAndReserve(id, action.actionHash, pass.effectKey, action.actionId, lease, consumed);
   let pair: [Approval | null, Reservation | null];
   try {
@@ -234,7 +243,10 @@ export async function extensionRefusal(ctx: ControlContext, pass: Pass): Promise
       block(pass, 'principal_expired');
       return null;
     }
-    return new IdentityError(`${action.name}: the lease is not extended: the principal ${action.principal.agent}'s credential expired at ${action.principal.expiresAt}`, { reason: 'principal_expired' });
+    return new IdentityError(
+      `${action.name}: the lease is not extended: the principal ${action.principal.agent}'s credential expired at ${action.principal.expiresAt}`,
+      { reason: 'principal_expired' },
+    );
   }
   if (ctx.authority === null) return null;
   const result = await ctx.authority.evaluate(action, { now: ctx.clock(), store: ctx.store });

@@ -18,7 +18,13 @@ import type { Executor, ExecuteOptions, ExecuteResult } from './types.js';
  * still runs but its outcome is never written to the record. Every stopper enforce mode would
  * have met is noted; the first one is the receipt's `would_have.blocked_reason`.
  */
-export async function runObserved<T>(ctx: ControlContext, pass: Pass, executor: Executor<T>, options: ExecuteOptions, lease: number): Promise<ExecuteResult<T>> {
+export async function runObserved<T>(
+  ctx: ControlContext,
+  pass: Pass,
+  executor: Executor<T>,
+  options: ExecuteOptions,
+  lease: number,
+): Promise<ExecuteResult<T>> {
   await flush(ctx, pass);
   const { action } = pass;
   const evaluation = pass.evaluation!;

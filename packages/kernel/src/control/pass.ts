@@ -117,7 +117,10 @@ export function expiryOf(principal: Principal, actionName: string): Date | null 
     return parseTime(exp, 'principal.expiresAt');
   } catch (err) {
     const shown = JSON.stringify(exp.length > 64 ? `${exp.slice(0, 64)}…` : exp);
-    throw new IdentityError(`${actionName}: the principal's credential expiry ${shown} is not a time with an offset`, { reason: 'expires_at_invalid', cause: err });
+    throw new IdentityError(`${actionName}: the principal's credential expiry ${shown} is not a time with an offset`, {
+      reason: 'expires_at_invalid',
+      cause: err,
+    });
   }
 }
 

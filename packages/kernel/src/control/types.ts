@@ -14,7 +14,6 @@ import type { Policy } from '../policy/index.js';
 import type { StateStore } from '../store/state-store.js';
 import type { Clock } from '../time.js';
 
-
 /** A reconcile hook: asked what happened to an ambiguous effect. */
 export type ReconcileHook = (effectKey: string) => 'committed' | 'not_executed' | 'unknown' | Promise<'committed' | 'not_executed' | 'unknown'>;
 

@@ -87,7 +87,9 @@ function describeBypasses(bypasses: readonly Bypass[], subject: string, conditio
   if (bypasses.includes('mistyped')) parts.push(`'${subject}' is not an integer (e.g. the string "5000000")`);
   if (bypasses.includes('other_value')) {
     const valued = conditions.find((c) => c.op === 'eq' || c.op === 'in');
-    parts.push(`'${subject}' is any value not exactly ${valued ? `in ${show(valued.operand)}` : 'listed'} (${valued ? variants(valued.operand) : 'another type or spelling'})`);
+    parts.push(
+      `'${subject}' is any value not exactly ${valued ? `in ${show(valued.operand)}` : 'listed'} (${valued ? variants(valued.operand) : 'another type or spelling'})`,
+    );
   }
   return parts.join(', or ');
 }
@@ -137,7 +139,10 @@ export function checkPolicy(policy: CheckedPolicy, options: CheckPolicyOptions =
         let first = -1;
         for (let j = i + 1; j < rules.length; j++) {
           if (RANK[rules[j]!.decision] >= RANK[rule.decision]) continue;
-          const landed = bypassesOnto(mine, rules[j]!.conditions.filter((c) => c.subject === subject));
+          const landed = bypassesOnto(
+            mine,
+            rules[j]!.conditions.filter((c) => c.subject === subject),
+          );
           if (landed.length > 0 && first < 0) first = j;
           for (const b of landed) found.add(b);
         }

@@ -159,7 +159,12 @@ function absent(label: string, c: Condition, args: Readonly<Record<string, unkno
  * and to many systems downstream, the same name.
  */
 export function foldForExclusion(s: string): string {
-  return s.normalize('NFKC').replace(/\p{Cf}/gu, '').replace(/\s+/gu, ' ').trim().toLowerCase();
+  return s
+    .normalize('NFKC')
+    .replace(/\p{Cf}/gu, '')
+    .replace(/\s+/gu, ' ')
+    .trim()
+    .toLowerCase();
 }
 
 /** `v` with every string (and mapping key) folded by {@link foldForExclusion}; other values as they are. */
@@ -242,12 +247,16 @@ function compileExclusion(c: Condition, label: string): Matcher {
     const v = args[subject];
     if (operand === null) return v !== null;
     if (kindOf(v) !== kind) {
-      warnings.push(`${label}condition ${c.key} not satisfied: argument '${subject}' is ${kindOf(v)}, and a grant's _neq holds only for a ${kind} (fail closed)`);
+      warnings.push(
+        `${label}condition ${c.key} not satisfied: argument '${subject}' is ${kindOf(v)}, and a grant's _neq holds only for a ${kind} (fail closed)`,
+      );
       return false;
     }
     if (strictEquals(folded(v), excluded)) {
       if (!strictEquals(v, operand)) {
-        warnings.push(`${label}condition ${c.key} not satisfied: argument '${subject}' is the excluded value but for case, spacing, width or invisible characters (fail closed)`);
+        warnings.push(
+          `${label}condition ${c.key} not satisfied: argument '${subject}' is the excluded value but for case, spacing, width or invisible characters (fail closed)`,
+        );
       }
       return false;
     }

@@ -12,7 +12,7 @@ import { BARE_DECISION, NO_MATCHING_RULE, UNKNOWN_ACTION, type Decision, type Po
 
 const HOLDS: Record<Operator, string> = { eq: 'is', neq: 'is not', in: 'is one of', lt: 'is below', lte: 'is at most', gt: 'is above', gte: 'is at least' };
 const NEEDS: Record<Operator, string> = { eq: 'to be', neq: 'not to be', in: 'to be one of', lt: 'below', lte: 'at most', gt: 'above', gte: 'at least' };
-const VERB: Record<Decision, string> = { deny: 'denied', approve: 'needs a human\'s approval', allow: 'allowed' };
+const VERB: Record<Decision, string> = { deny: 'denied', approve: "needs a human's approval", allow: 'allowed' };
 
 /** Longest rendering of one value: an agent's argument may be huge. */
 const MAX_VALUE = 80;
@@ -66,7 +66,8 @@ export function explainDecision(policy: Policy, name: string, args: Readonly<Rec
   // A catch-all rule, or no rule at all: say what the rules before it asked for, and what came.
   const earlier = (rule === undefined ? rules : rules.slice(0, index)).filter((r) => r.conditions.length > 0);
   const subjects = [...new Set(earlier.flatMap((r) => r.conditions.map((c) => c.subject)))];
-  const missed = earlier.length === 0 ? '' : `: ${earlier.map((r) => needs(r.reason, r.conditions)).join(', ')}; ${subjects.map((s) => argument(args, s)).join(', ')}`;
+  const missed =
+    earlier.length === 0 ? '' : `: ${earlier.map((r) => needs(r.reason, r.conditions)).join(', ')}; ${subjects.map((s) => argument(args, s)).join(', ')}`;
   const which = evaluation.reason === NO_MATCHING_RULE ? 'no rule' : 'no earlier rule';
   return `${verb}: ${which} of ${name} matched${missed} ${code}`;
 }

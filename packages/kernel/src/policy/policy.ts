@@ -17,13 +17,11 @@ import { checkResourceScopes, parseAuthoritySection, type Authority } from '../a
 import { child, fromJs, isBlank, parseOperand, plain, quote, Refusal, rejectNestedMode, rejectUnknownKeys } from './tree.js';
 import { describeKey, readYaml, refusalToPolicyError, typeName, YamlRefusal, YMap, YSeq, type YValue } from './yaml.js';
 
-
 export { POLICY_SCHEMAS, type PolicySchema };
 export type { ActionEntry, CanonicalAuthority, CanonicalGrant, Decision, PolicyRule } from './types.js';
 
 /** The three decisions, from least to most strict. */
 export const DECISIONS: readonly Decision[] = Object.freeze(['allow', 'approve', 'deny'] as const);
-
 
 /** The reasons an evaluation can give. */
 export const UNKNOWN_ACTION = 'unknown_action';
@@ -41,15 +39,12 @@ export interface Evaluation {
   warnings: string[];
 }
 
-
 /** One entry of the `controls:` registry (v4). */
 export interface PolicyControl {
   readonly id: string;
   readonly title: string;
   readonly source: string | null;
 }
-
-
 
 /** Options of {@link loadPolicy}. */
 export interface LoadPolicyOptions {
@@ -112,7 +107,8 @@ function parseCited(v: YValue | undefined, where: string, line: number, registry
   const cited: string[] = [];
   v.items.forEach((item, i) => {
     const at = v.lines[i] ?? line;
-    if (typeof item !== 'string' || isBlank(item)) throw new Refusal(where, `control ids must be non-empty strings, got ${typeof item === 'string' ? quote(item) : typeName(item)}`, at);
+    if (typeof item !== 'string' || isBlank(item))
+      throw new Refusal(where, `control ids must be non-empty strings, got ${typeof item === 'string' ? quote(item) : typeName(item)}`, at);
     if (!registry.has(item)) {
       const listed = [...registry.keys()].sort().join(', ') || 'none';
       throw new Refusal(where, `cites control '${item}', which the registry does not define. Declared controls: ${listed}`, at);
@@ -211,10 +207,18 @@ function parseControlsRegistry(v: YValue, line: number): Map<string, PolicyContr
     const id = e.key;
     const length = [...id].length;
     if (length > MAX_CONTROL_ID) {
-      throw new Refusal('controls', `control id is ${length} characters; the limit is ${MAX_CONTROL_ID}. An id is printed in a table and carried on every receipt that cites it`, e.line);
+      throw new Refusal(
+        'controls',
+        `control id is ${length} characters; the limit is ${MAX_CONTROL_ID}. An id is printed in a table and carried on every receipt that cites it`,
+        e.line,
+      );
     }
     if (CONTROL_CHAR.test(id)) {
-      throw new Refusal('controls', `control id ${JSON.stringify(id)} contains a control character or a line break, which would forge a row in the evidence an operator reads`, e.line);
+      throw new Refusal(
+        'controls',
+        `control id ${JSON.stringify(id)} contains a control character or a line break, which would forge a row in the evidence an operator reads`,
+        e.line,
+      );
     }
     const where = `controls[${quote(id)}]`;
     if (!(e.value instanceof YMap)) throw new Refusal(where, `must be a mapping with a 'title', got ${typeName(e.value)}`, e.line);
@@ -244,7 +248,6 @@ interface CompiledRule {
   readonly controls: readonly string[];
 }
 
-
 /** An action entry ready to evaluate. */
 interface CompiledEntry {
   readonly decision: Decision | null;
@@ -260,7 +263,12 @@ function inRegistryOrder(cited: readonly string[], registry: ReadonlyMap<string,
   return [...registry.keys()].filter((id) => cited.includes(id));
 }
 
-function parseRule(v: YValue, where: string, line: number, registry: ReadonlyMap<string, PolicyControl>): { decision: Decision; conditions: Condition[]; controls: string[] } {
+function parseRule(
+  v: YValue,
+  where: string,
+  line: number,
+  registry: ReadonlyMap<string, PolicyControl>,
+): { decision: Decision; conditions: Condition[]; controls: string[] } {
   if (!(v instanceof YMap)) throw new Refusal(where, `a rule must be a mapping, got ${typeName(v)}`, line);
   rejectNestedMode(v, where);
   rejectUnknownKeys(v, RULE_KEYS, where);
@@ -272,7 +280,11 @@ function parseRule(v: YValue, where: string, line: number, registry: ReadonlyMap
   const w = v.entry('when');
   if (!w) return { decision, conditions: [], controls };
   if (!(w.value instanceof YMap) || w.value.entries.length === 0) {
-    throw new Refusal(where, `'when' must be a non-empty mapping of conditions, got ${w.value instanceof YMap ? 'an empty mapping' : typeName(w.value)}`, w.line);
+    throw new Refusal(
+      where,
+      `'when' must be a non-empty mapping of conditions, got ${w.value instanceof YMap ? 'an empty mapping' : typeName(w.value)}`,
+      w.line,
+    );
   }
   const conditions: Condition[] = [];
   for (const e of w.value.entries) {
@@ -377,7 +389,11 @@ function build(doc: YValue, source: string): Policy {
   gate(V3_TOP, 'ctrlrun.policy/v3');
   const envEntry = doc.entry('environment');
   if (envEntry && (typeof envEntry.value !== 'string' || isBlank(envEntry.value))) {
-    throw new Refusal('environment', `'environment' must be a non-empty string, got ${typeof envEntry.value === 'string' ? 'a blank string' : typeName(envEntry.value)}`, envEntry.line);
+    throw new Refusal(
+      'environment',
+      `'environment' must be a non-empty string, got ${typeof envEntry.value === 'string' ? 'a blank string' : typeName(envEntry.value)}`,
+      envEntry.line,
+    );
   }
   const environment = envEntry ? (envEntry.value as string) : null;
   const modeEntry = doc.entry('mode');
@@ -392,7 +408,11 @@ function build(doc: YValue, source: string): Policy {
   gate(V4_TOP, 'ctrlrun.policy/v4');
   const versionEntry = doc.entry('version');
   if (versionEntry && (typeof versionEntry.value !== 'string' || isBlank(versionEntry.value))) {
-    throw new Refusal('version', `'version' must be a non-empty string, got ${typeof versionEntry.value === 'string' ? 'a blank string' : typeName(versionEntry.value)}`, versionEntry.line);
+    throw new Refusal(
+      'version',
+      `'version' must be a non-empty string, got ${typeof versionEntry.value === 'string' ? 'a blank string' : typeName(versionEntry.value)}`,
+      versionEntry.line,
+    );
   }
   const version = versionEntry ? (versionEntry.value as string) : null;
   const controlsEntry = doc.entry('controls');
@@ -433,7 +453,8 @@ function canonicalAuthorityJson(authority: unknown): string {
   if (authority === null || authority === undefined) return 'null';
   let value: unknown = authority;
   if (typeof (authority as { canonical?: unknown }).canonical === 'function') value = (authority as { canonical: () => unknown }).canonical();
-  if (!isPlainObject(value)) throw new InvalidArgument('authority must be a canonical authority ({max_delegation_depth, grants}), an object with canonical(), or null');
+  if (!isPlainObject(value))
+    throw new InvalidArgument('authority must be a canonical authority ({max_delegation_depth, grants}), an object with canonical(), or null');
   const keys = Object.keys(value).sort();
   if (keys.join(',') !== 'grants,max_delegation_depth' || !isPlainObject(value.grants)) {
     throw new InvalidArgument('authority must have exactly the keys max_delegation_depth and grants (a mapping of grant id to grant)');
@@ -575,7 +596,8 @@ export function loadPolicy(yamlText: string, options: LoadPolicyOptions = {}): P
     policy = build(readYaml(yamlText), source);
   } catch (err) {
     if (err instanceof YamlRefusal) throw refusalToPolicyError(err, source);
-    if (err instanceof Refusal) throw new PolicyError(`${source}: ${err.where}${err.line !== null ? ` (line ${err.line})` : ''}: ${err.message}`, { cause: err });
+    if (err instanceof Refusal)
+      throw new PolicyError(`${source}: ${err.where}${err.line !== null ? ` (line ${err.line})` : ''}: ${err.message}`, { cause: err });
     if (err instanceof PolicyError) throw err;
     // Whatever else escaped (a stack overflow on absurd nesting, a canonicaliser refusal) is
     // still this document's fault: the promise is "malformed → PolicyError".

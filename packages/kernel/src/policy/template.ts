@@ -101,7 +101,9 @@ function rendered(template: Template, name: string, value: unknown, Err: ErrorCl
     if (value === '') throw new Err(`${describe(template.text)}: '{${name}}' is empty; an effect key must identify`);
     if (distinct && DECIMAL_INTEGER.test(value)) {
       const shown = value.length > 40 ? `${value.slice(0, 40)}…` : value;
-      throw new Err(`${describe(template.text)}: '{${name}}' is the string "${shown}", which the template would spell exactly like the integer ${shown}; pass it as an integer, or as an id that is not only digits`);
+      throw new Err(
+        `${describe(template.text)}: '{${name}}' is the string "${shown}", which the template would spell exactly like the integer ${shown}; pass it as an integer, or as an id that is not only digits`,
+      );
     }
     return value;
   }
@@ -110,7 +112,13 @@ function rendered(template: Template, name: string, value: unknown, Err: ErrorCl
   throw new Err(`${describe(template.text)}: '{${name}}' is ${kind(value)}; a placeholder must resolve to a non-empty string or an integer`);
 }
 
-function render(template: Template, values: Readonly<Record<string, unknown>>, extra: { name: string; value: unknown } | null, Err: ErrorClass, distinct: boolean): string {
+function render(
+  template: Template,
+  values: Readonly<Record<string, unknown>>,
+  extra: { name: string; value: unknown } | null,
+  Err: ErrorClass,
+  distinct: boolean,
+): string {
   let out = '';
   for (const part of template.parts) {
     if ('text' in part) {

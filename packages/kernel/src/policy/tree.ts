@@ -19,7 +19,11 @@ export function isBlank(s: string): boolean {
 
 /** A refusal at a place in the document; the loader turns it into a {@link PolicyError}. */
 export class Refusal extends Error {
-  constructor(readonly where: string, message: string, readonly line: number | null) {
+  constructor(
+    readonly where: string,
+    message: string,
+    readonly line: number | null,
+  ) {
     super(message);
   }
 }
@@ -68,7 +72,11 @@ export function plain(v: YValue, where: string, line: number): JsonValue {
     const o: JsonObject = Object.create(null) as JsonObject;
     for (const e of v.entries) {
       if (typeof e.key !== 'string') {
-        throw new Refusal(where, `policy keys must be strings; ${describeKey(e.key)} is a ${typeName(e.key)}, and coercing it would make two different documents hash the same`, e.line);
+        throw new Refusal(
+          where,
+          `policy keys must be strings; ${describeKey(e.key)} is a ${typeName(e.key)}, and coercing it would make two different documents hash the same`,
+          e.line,
+        );
       }
       if (!isWellFormedString(e.key)) throw new Refusal(where, 'a key holds a lone surrogate, which the policy hash cannot encode', e.line);
       o[e.key] = plain(e.value, child(where, e.key), e.line);
@@ -77,9 +85,17 @@ export function plain(v: YValue, where: string, line: number): JsonValue {
   }
   if (v instanceof YSeq) return v.items.map((x, i) => plain(x, `${where}[${i}]`, v.lines[i] ?? line));
   if (v instanceof YFloat) {
-    throw new Refusal(where, `a policy cannot contain a float (${v.text}): its decision inputs are hashed as canonical JSON; write a threshold as an integer in minor units`, line);
+    throw new Refusal(
+      where,
+      `a policy cannot contain a float (${v.text}): its decision inputs are hashed as canonical JSON; write a threshold as an integer in minor units`,
+      line,
+    );
   }
-  throw new Refusal(where, `a policy cannot contain ${v.kind === 'binary' ? 'binary data' : 'a set'}: a lossy encoding would make two different documents hash the same`, line);
+  throw new Refusal(
+    where,
+    `a policy cannot contain ${v.kind === 'binary' ? 'binary data' : 'a set'}: a lossy encoding would make two different documents hash the same`,
+    line,
+  );
 }
 
 /** A YAML integer as a safe `number`, or the `bigint` itself beyond 2^53 − 1. */
@@ -142,7 +158,11 @@ export function fromJs(v: unknown, where: string, active: Set<object>, budget: {
   // cycle); bound what it weighs expanded, as the YAML reader bounds its aliases.
   budget.bytes += 1 + (typeof v === 'string' ? utf8Length(v) : 0);
   if (budget.bytes > MAX_EXPANDED_BYTES) {
-    throw new Refusal(where, `once shared values are expanded, the document is larger than the size limit of ${MAX_EXPANDED_BYTES} bytes (8 MiB, MAX_EXPANDED_BYTES)`, null);
+    throw new Refusal(
+      where,
+      `once shared values are expanded, the document is larger than the size limit of ${MAX_EXPANDED_BYTES} bytes (8 MiB, MAX_EXPANDED_BYTES)`,
+      null,
+    );
   }
   if (v === null || typeof v === 'string' || typeof v === 'boolean') return v;
   if (typeof v === 'bigint') return v;
@@ -163,7 +183,11 @@ export function fromJs(v: unknown, where: string, active: Set<object>, budget: {
     try {
       if (Array.isArray(v)) {
         const items = Array.from(v, (x, i) => fromJs(x, `${where}[${i}]`, active, budget));
-        return new YSeq(items, items.map(() => 0), 0);
+        return new YSeq(
+          items,
+          items.map(() => 0),
+          0,
+        );
       }
       if (isPlainObject(v)) {
         return new YMap(

@@ -15,7 +15,10 @@ import { PolicyError } from '../errors.js';
 
 /** A float (`1.5`, `.inf`): never accepted by the policy, kept only to say so. */
 export class YFloat {
-  constructor(readonly text: string, readonly value: number) {}
+  constructor(
+    readonly text: string,
+    readonly value: number,
+  ) {}
 }
 
 /** A YAML timestamp, rendered as Python's `isoformat()` renders the value PyYAML builds. */
@@ -42,7 +45,10 @@ export interface YEntry {
 
 /** A mapping in document order. */
 export class YMap {
-  constructor(readonly entries: readonly YEntry[], readonly line: number) {}
+  constructor(
+    readonly entries: readonly YEntry[],
+    readonly line: number,
+  ) {}
   /** The entry whose key is the string `key`. */
   entry(key: string): YEntry | undefined {
     for (const e of this.entries) if (e.key === key) return e;
@@ -58,7 +64,11 @@ export class YMap {
 
 /** A sequence, with the 1-based line of each item. */
 export class YSeq {
-  constructor(readonly items: readonly YValue[], readonly lines: readonly number[], readonly line: number) {}
+  constructor(
+    readonly items: readonly YValue[],
+    readonly lines: readonly number[],
+    readonly line: number,
+  ) {}
 }
 
 /** Anything the loader yields. */
@@ -109,7 +119,11 @@ function tooBig(line: number | null, expanded: boolean, path: string | null = nu
 
 /** A refusal raised while reading; the loader prefixes the source. */
 export class YamlRefusal extends Error {
-  constructor(message: string, readonly line: number | null, readonly path: string | null = null) {
+  constructor(
+    message: string,
+    readonly line: number | null,
+    readonly path: string | null = null,
+  ) {
     super(message);
   }
 }
@@ -246,14 +260,20 @@ export function readYaml(text: string): YValue {
   if (bad) {
     // `lines` is empty until the parse; count the line by hand.
     const line = text.slice(0, bad.index).split(/\r\n|\r|\n/).length;
-    throw new YamlRefusal(`unacceptable character U+${bad[0].codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}: special characters are not allowed`, line);
+    throw new YamlRefusal(
+      `unacceptable character U+${bad[0].codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}: special characters are not allowed`,
+      line,
+    );
   }
   // PyYAML reads U+0085, U+2028 and U+2029 as line breaks and the `yaml` package as content;
   // a text the two would read differently is refused rather than guessed at.
   const odd = /[\x85\u2028\u2029]/.exec(text);
   if (odd) {
     const line = text.slice(0, odd.index).split(/\r\n|\r|\n/).length;
-    throw new YamlRefusal(`the line separator U+${odd[0].charCodeAt(0).toString(16).toUpperCase().padStart(4, '0')} is not supported; use a newline, or an escape in a double-quoted string`, line);
+    throw new YamlRefusal(
+      `the line separator U+${odd[0].charCodeAt(0).toString(16).toUpperCase().padStart(4, '0')} is not supported; use a newline, or an escape in a double-quoted string`,
+      line,
+    );
   }
   let doc: Document.Parsed;
   try {
@@ -344,7 +364,8 @@ export function readYaml(text: string): YValue {
             if (seen.has(id)) throw new YamlRefusal(`duplicate key ${describeKey(key)}`, keyLine, path || 'top level');
             seen.add(id);
           }
-          const childPath = typeof key === 'string' && /^[A-Za-z_][A-Za-z0-9_]*$/.test(key) ? `${path ? `${path}.` : ''}${key}` : `${path}[${describeKey(key)}]`;
+          const childPath =
+            typeof key === 'string' && /^[A-Za-z_][A-Za-z0-9_]*$/.test(key) ? `${path ? `${path}.` : ''}${key}` : `${path}[${describeKey(key)}]`;
           entries.push({ key, value: convert(pair.value as YamlNode | null, keyLine, childPath), line: keyLine });
         }
         return tag === `${TAG}set` ? new YOther('set') : new YMap(entries, line);

@@ -86,11 +86,24 @@ export function splice(text: SplitText, seq: number, prevHash: string): string {
 }
 
 function templateParams(r: ReceiptFields, t: ReceiptTemplate): SqlValue[] {
-  return [r.receiptId, r.actionId, r.effectKey, r.result, r.finishedAt, ...t.json.parts, t.json.seqFirst ? 1 : 0, ...t.canonical.parts, t.canonical.seqFirst ? 1 : 0];
+  return [
+    r.receiptId,
+    r.actionId,
+    r.effectKey,
+    r.result,
+    r.finishedAt,
+    ...t.json.parts,
+    t.json.seqFirst ? 1 : 0,
+    ...t.canonical.parts,
+    t.canonical.seqFirst ? 1 : 0,
+  ];
 }
 
 function eventsFrom(rows: readonly CombinedRow[], all: readonly EventFields[], name: string): EventRecord[] {
-  const ids = rows.filter((r) => r.k === 'event').map((r) => int(r.n, 'events.event_id')).sort((a, b) => a - b);
+  const ids = rows
+    .filter((r) => r.k === 'event')
+    .map((r) => int(r.n, 'events.event_id'))
+    .sort((a, b) => a - b);
   if (ids.length !== all.length) throw new StoreError(`[kernel] [${name}] ${all.length} events inserted, ${ids.length} ids returned`);
   return all.map((fields, i) => ({ eventId: ids[i]!, ...fields.record }));
 }
@@ -99,9 +112,23 @@ function eventsFrom(rows: readonly CombinedRow[], all: readonly EventFields[], n
  * Inserts `record` (a fresh reservation) and, only if it landed, its events — one statement.
  * `null` when the key already has a row: nothing was written, and the caller plans on that row.
  */
-export async function insertEffectWithEvents(e: SqlEngine, tx: SqlExecutor, record: EffectRecord, events: readonly EventFields[]): Promise<EventRecord[] | null> {
+export async function insertEffectWithEvents(
+  e: SqlEngine,
+  tx: SqlExecutor,
+  record: EffectRecord,
+  events: readonly EventFields[],
+): Promise<EventRecord[] | null> {
   const statement = e.sql.sql.insertEffectWithEvents!(events.length);
-  const params: SqlValue[] = [record.effectKey, record.state, record.actionId, record.attempt, record.leaseExpiresAt, record.createdAt, record.updatedAt, ...events.flatMap((f) => f.params)];
+  const params: SqlValue[] = [
+    record.effectKey,
+    record.state,
+    record.actionId,
+    record.attempt,
+    record.leaseExpiresAt,
+    record.createdAt,
+    record.updatedAt,
+    ...events.flatMap((f) => f.params),
+  ];
   const rows = (await e.query<CombinedRow>(tx, statement, params)).rows;
   if (!rows.some((r) => r.k === 'effect')) return null;
   return eventsFrom(rows, events, e.name);
@@ -118,12 +145,21 @@ export interface UpdateTrail {
  * receipt — one statement. `null` when the row moved on: nothing was written.
  */
 export async function updateEffectWithTrail(
-  e: SqlEngine, tx: SqlExecutor, prior: EffectRecord, next: EffectRecord, events: readonly EventFields[], receipt: ReceiptFields | null,
+  e: SqlEngine,
+  tx: SqlExecutor,
+  prior: EffectRecord,
+  next: EffectRecord,
+  events: readonly EventFields[],
+  receipt: ReceiptFields | null,
 ): Promise<UpdateTrail | null> {
   const template = receipt === null ? null : receiptTemplate(receipt.document);
   if (receipt !== null && template === null) return null;
   const statement = e.sql.sql.updateEffectWithTrail!(events.length, template !== null);
-  const params: SqlValue[] = [...effectParams(next, prior), ...events.flatMap((f) => f.params), ...(template === null ? [] : templateParams(receipt!, template))];
+  const params: SqlValue[] = [
+    ...effectParams(next, prior),
+    ...events.flatMap((f) => f.params),
+    ...(template === null ? [] : templateParams(receipt!, template)),
+  ];
   const rows = (await e.query<CombinedRow>(tx, statement, params)).rows;
   if (!rows.some((r) => r.k === 'effect')) return null;
   const stored = eventsFrom(rows, events, e.name);

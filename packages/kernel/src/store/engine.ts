@@ -13,7 +13,21 @@ import type { Clock } from '../time.js';
 import type { SqlDriver, SqlExecutor, SqlValue } from './driver.js';
 import type { SqlDialect } from './dialect.js';
 import { Mutex } from './mutex.js';
-import { EDIT_FOUND_OTHER, EDIT_LANDED, EDIT_LOST_REISSUE, INSERT_FOUND_OTHER, INSERT_LANDED, INSERT_LOST_REISSUE, UPDATE_FOUND_OTHER, UPDATE_LANDED, UPDATE_LOST_REISSUE, lostCommitBranch, lostEditBranch, type EditWriteIntent, type EffectWriteIntent } from './lost-commit.js';
+import {
+  EDIT_FOUND_OTHER,
+  EDIT_LANDED,
+  EDIT_LOST_REISSUE,
+  INSERT_FOUND_OTHER,
+  INSERT_LANDED,
+  INSERT_LOST_REISSUE,
+  UPDATE_FOUND_OTHER,
+  UPDATE_LANDED,
+  UPDATE_LOST_REISSUE,
+  lostCommitBranch,
+  lostEditBranch,
+  type EditWriteIntent,
+  type EffectWriteIntent,
+} from './lost-commit.js';
 import type { Logger } from '../control/types.js';
 import type { TrailingEvents } from './state-store.js';
 import { receiptFields, eventFields, type EffectRow, type ApprovalRow, int, effectFromRow, approvalFromRow, effectParams } from './rows.js';
@@ -40,7 +54,6 @@ export interface Trailed<R> {
   readonly receipt: StoredReceipt | null;
 }
 
-
 /**
  * A write step as one statement (see `combined.ts`), tried first inside the write's transaction:
  * its value, the events it stored and the receipt it chained (`'unchained'`: chain it statement by
@@ -62,7 +75,6 @@ export function checkTrailing<R>(events: TrailingEvents<R> | undefined): Trailin
   return events;
 }
 
-
 /** The receipt part of an outcome's transaction failed: the transaction is rolled back and the outcome written without it. */
 export class ReceiptPartFailed extends StoreError {
   constructor(readonly failure: unknown) {
@@ -76,7 +88,6 @@ export class ReceiptAlreadyStored extends InvalidArgument {
     super(`receipt ${receiptId} is already stored`);
   }
 }
-
 
 /** The largest multi-row event insert whose SQL text is kept. */
 const EVENTS_SQL_KEPT = 16;
@@ -174,7 +185,12 @@ export class SqlEngine {
    * settled by a re-read on a fresh connection (spec 03 §3.4); `now` is kept so that a re-issue
    * writes exactly the same values.
    */
-  async attempt<T>(what: string, fn: (tx: SqlExecutor, now: Date, run: WriteRun) => Promise<T | RaiseAfterCommit>, now: Date | null, mayReissue: boolean): Promise<T | RaiseAfterCommit> {
+  async attempt<T>(
+    what: string,
+    fn: (tx: SqlExecutor, now: Date, run: WriteRun) => Promise<T | RaiseAfterCommit>,
+    now: Date | null,
+    mayReissue: boolean,
+  ): Promise<T | RaiseAfterCommit> {
     const run: WriteRun = { intent: null };
     let at = now;
     const done: { value?: T | RaiseAfterCommit } = {};
@@ -212,7 +228,10 @@ export class SqlEngine {
     let found: { original: ApprovalRecord | null; edited: ApprovalRecord | null };
     try {
       if (driver.reread === undefined) throw new StoreError(`the ${this.name} driver cannot re-read on a fresh connection`);
-      found = await driver.reread(async (ex) => ({ original: await this.approval(ex, intent.requestId), edited: await this.approval(ex, intent.editedRequestId) }));
+      found = await driver.reread(async (ex) => ({
+        original: await this.approval(ex, intent.requestId),
+        edited: await this.approval(ex, intent.editedRequestId),
+      }));
     } catch (err) {
       throw new AmbiguousWrite(
         `[kernel] [${this.name}] ${what} of ${intent.requestId}: the connection was lost during COMMIT (${lost.message}) and the re-read on a fresh connection failed (${(err as Error)?.message ?? String(err)}); whether the edit landed is unknown, and nothing more was written`,
@@ -221,14 +240,21 @@ export class SqlEngine {
     }
     const branch = lostEditBranch(intent, found.original, found.edited);
     this.logger.warn(`[kernel] [${this.name}] ${what} of ${intent.requestId}: COMMIT lost; the re-read on a fresh connection took branch ${branch}`, {
-      logger: 'ctrlrun.postgres', level: 'WARNING', branch, approvalId: intent.requestId, operation: what,
+      logger: 'ctrlrun.postgres',
+      level: 'WARNING',
+      branch,
+      approvalId: intent.requestId,
+      operation: what,
     });
     switch (branch) {
       case EDIT_LANDED:
         return produced;
       case EDIT_LOST_REISSUE:
         if (!mayReissue) {
-          throw new StoreError(`[kernel] [${this.name}] ${what} of ${intent.requestId}: the COMMIT was lost again after one re-issue, and the re-read shows it did not land; nothing was written`, { cause: lost });
+          throw new StoreError(
+            `[kernel] [${this.name}] ${what} of ${intent.requestId}: the COMMIT was lost again after one re-issue, and the re-read shows it did not land; nothing was written`,
+            { cause: lost },
+          );
         }
         return this.attempt(what, fn, now, false);
       case EDIT_FOUND_OTHER:
@@ -261,7 +287,11 @@ export class SqlEngine {
     }
     const branch = lostCommitBranch(intent, found);
     this.logger.warn(`[kernel] [${this.name}] ${what} on ${key}: COMMIT lost; the re-read on a fresh connection took branch ${branch}`, {
-      logger: 'ctrlrun.postgres', level: 'WARNING', branch, effectKey: key, operation: what,
+      logger: 'ctrlrun.postgres',
+      level: 'WARNING',
+      branch,
+      effectKey: key,
+      operation: what,
     });
     switch (branch) {
       case INSERT_LANDED:
@@ -270,7 +300,10 @@ export class SqlEngine {
       case INSERT_LOST_REISSUE:
       case UPDATE_LOST_REISSUE:
         if (!mayReissue) {
-          throw new StoreError(`[kernel] [${this.name}] ${what} on ${key}: the COMMIT was lost again after one re-issue, and the re-read shows it did not land; nothing was written`, { cause: lost });
+          throw new StoreError(
+            `[kernel] [${this.name}] ${what} on ${key}: the COMMIT was lost again after one re-issue, and the re-read shows it did not land; nothing was written`,
+            { cause: lost },
+          );
         }
         return this.attempt(what, fn, now, false);
       case INSERT_FOUND_OTHER:
@@ -306,20 +339,21 @@ export class SqlEngine {
         throw new ReceiptPartFailed(err);
       }
     };
-    const run = (withReceipt: boolean) => this.write<Trailed<R>>(what, async (tx, now, run) => {
-      const r = withReceipt ? receipt : null;
-      const one = combined === undefined ? null : await combined(tx, now, run, fieldsOf, r);
-      if (one !== null) {
-        if (r === null || one.receipt === null) return { value: one.value, events: one.events, receipt: null };
-        if (one.receipt === 'already-stored') throw new ReceiptPartFailed(new ReceiptAlreadyStored(r.receiptId));
-        return { value: one.value, events: one.events, receipt: one.receipt === 'unchained' ? await chain(tx, r) : one.receipt };
-      }
-      const value = await fn(tx, now, run);
-      if (value instanceof RaiseAfterCommit) return value;
-      const stored = await this.insertEvents(tx, fieldsOf(value));
-      if (r === null) return { value, events: stored, receipt: null };
-      return { value, events: stored, receipt: await chain(tx, r) };
-    });
+    const run = (withReceipt: boolean) =>
+      this.write<Trailed<R>>(what, async (tx, now, run) => {
+        const r = withReceipt ? receipt : null;
+        const one = combined === undefined ? null : await combined(tx, now, run, fieldsOf, r);
+        if (one !== null) {
+          if (r === null || one.receipt === null) return { value: one.value, events: one.events, receipt: null };
+          if (one.receipt === 'already-stored') throw new ReceiptPartFailed(new ReceiptAlreadyStored(r.receiptId));
+          return { value: one.value, events: one.events, receipt: one.receipt === 'unchained' ? await chain(tx, r) : one.receipt };
+        }
+        const value = await fn(tx, now, run);
+        if (value instanceof RaiseAfterCommit) return value;
+        const stored = await this.insertEvents(tx, fieldsOf(value));
+        if (r === null) return { value, events: stored, receipt: null };
+        return { value, events: stored, receipt: await chain(tx, r) };
+      });
     let out: Trailed<R>;
     try {
       out = await run(true);
@@ -380,7 +414,17 @@ export class SqlEngine {
     const sealed = sealReceipt(r.document, seq, prevHash);
     let inserted: number;
     try {
-      ({ rowsAffected: inserted } = await this.query(tx, sql.insertReceipt, [r.receiptId, r.actionId, r.effectKey, r.result, sealed.json, r.finishedAt, seq, prevHash, sealed.hash]));
+      ({ rowsAffected: inserted } = await this.query(tx, sql.insertReceipt, [
+        r.receiptId,
+        r.actionId,
+        r.effectKey,
+        r.result,
+        sealed.json,
+        r.finishedAt,
+        seq,
+        prevHash,
+        sealed.hash,
+      ]));
     } catch (err) {
       if (!this.sql.isUniqueViolation(err)) throw err;
       inserted = 0;

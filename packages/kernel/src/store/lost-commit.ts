@@ -33,14 +33,29 @@ export type UpdateBranch = typeof UPDATE_LANDED | typeof UPDATE_LOST_REISSUE | t
 export type LostCommitBranch = InsertBranch | UpdateBranch;
 
 /** Every branch name, in table order. */
-export const LOST_COMMIT_BRANCHES: readonly LostCommitBranch[] = Object.freeze([INSERT_LANDED, INSERT_LOST_REISSUE, INSERT_FOUND_OTHER, UPDATE_LANDED, UPDATE_LOST_REISSUE, UPDATE_FOUND_OTHER]);
+export const LOST_COMMIT_BRANCHES: readonly LostCommitBranch[] = Object.freeze([
+  INSERT_LANDED,
+  INSERT_LOST_REISSUE,
+  INSERT_FOUND_OTHER,
+  UPDATE_LANDED,
+  UPDATE_LOST_REISSUE,
+  UPDATE_FOUND_OTHER,
+]);
 
 /**
  * The seven columns a reservation or transition writes, compared as stored. "Identical" means
  * all seven equal — never an `action_id` match alone (the same action may be retried by another
  * process, whose row is not ours).
  */
-export const WRITTEN_COLUMNS = ['effectKey', 'state', 'actionId', 'attempt', 'leaseExpiresAt', 'createdAt', 'updatedAt'] as const satisfies readonly (keyof EffectRecord)[];
+export const WRITTEN_COLUMNS = [
+  'effectKey',
+  'state',
+  'actionId',
+  'attempt',
+  'leaseExpiresAt',
+  'createdAt',
+  'updatedAt',
+] as const satisfies readonly (keyof EffectRecord)[];
 
 /** Whether two records agree on all seven written columns (both `null` counts as equal). */
 export function sameWrittenColumns(a: EffectRecord | null, b: EffectRecord | null): boolean {
@@ -118,7 +133,8 @@ export interface EditWriteIntent {
  */
 export function lostEditBranch(intent: EditWriteIntent, original: ApprovalRecord | null, edited: ApprovalRecord | null): EditBranch {
   if (edited === null) return original !== null && original.status === 'pending' ? EDIT_LOST_REISSUE : EDIT_FOUND_OTHER;
-  const ours = edited.request.actionHash === intent.actionHash && edited.approver === intent.approver && (edited.status === 'granted' || edited.status === 'consumed');
+  const ours =
+    edited.request.actionHash === intent.actionHash && edited.approver === intent.approver && (edited.status === 'granted' || edited.status === 'consumed');
   const answered = original !== null && original.status === 'denied' && original.approver === intent.approver;
   return ours && answered ? EDIT_LANDED : EDIT_FOUND_OTHER;
 }

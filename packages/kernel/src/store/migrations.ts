@@ -72,10 +72,17 @@ export function classifyVersioned(applied: readonly AppliedMigration[], known: r
     if (missing.length > 0) {
       throw refuse(
         `database schema has diverged from this build: it has ${named}, which ${running} does not know, and lacks ${missing.join(', ')}, which it needs ${LEVEL_NOTE}. Nothing was applied. ${FORWARD_ONLY}`,
-        ids, known, running,
+        ids,
+        known,
+        running,
       );
     }
-    throw refuse(`database schema is newer than this build: it has ${named}, which ${running} does not know ${LEVEL_NOTE}. ${FORWARD_ONLY}`, ids, known, running);
+    throw refuse(
+      `database schema is newer than this build: it has ${named}, which ${running} does not know ${LEVEL_NOTE}. ${FORWARD_ONLY}`,
+      ids,
+      known,
+      running,
+    );
   }
   const prefix = known.slice(0, ids.length);
   if (ids.length === prefix.length && ids.every((id, i) => id === prefix[i])) return known.slice(ids.length);
@@ -83,7 +90,9 @@ export function classifyVersioned(applied: readonly AppliedMigration[], known: r
   const missing = known.slice(0, last + 1).filter((id) => !appliedSet.has(id));
   throw refuse(
     `database schema has a gap: it records ${ids.join(', ')} but not ${missing.join(', ')}; a migration cannot be applied out of order. Restore the pre-upgrade backup.`,
-    ids, known, running,
+    ids,
+    known,
+    running,
   );
 }
 
@@ -102,7 +111,9 @@ export function classifyUnversioned(
   if (effectsColumns !== null && BASELINE_COLUMNS.every((c) => effectsColumns.includes(c))) return 'baseline';
   throw refuse(
     `refusing to open a database that is not a ctrlrun store: it has no schema_version and its tables (${tables.join(', ')}) are not a ctrlrun schema (an effects table with ${BASELINE_COLUMNS.join(', ')}). Nothing was created.`,
-    [], known, running,
+    [],
+    known,
+    running,
   );
 }
 
@@ -116,7 +127,9 @@ function refuseEmptyVersionBeside(otherTables: readonly string[], known: readonl
   if (otherTables.length === 0) return;
   throw refuse(
     `refusing to open a database that is not a ctrlrun store: its schema_version is empty, yet it has other tables (${otherTables.join(', ')}); a ctrlrun store records every migration it applied. Nothing was created or migrated.`,
-    [], known, running,
+    [],
+    known,
+    running,
   );
 }
 
@@ -124,7 +137,9 @@ async function run<Row>(ex: SqlExecutor, sql: string, params: readonly SqlValue[
   try {
     return (await ex.query<Row>(sql, params)).rows;
   } catch (err) {
-    throw err instanceof CTRLRunError ? err : new StoreError(`[kernel] reading the schema failed: ${(err as Error)?.message ?? String(err)}`, { sql, cause: err });
+    throw err instanceof CTRLRunError
+      ? err
+      : new StoreError(`[kernel] reading the schema failed: ${(err as Error)?.message ?? String(err)}`, { sql, cause: err });
   }
 }
 
@@ -138,7 +153,13 @@ export async function readApplied(ex: SqlExecutor, dialect: SqlDialect): Promise
  * Classifies the database `ex` sees (only `schema_version` or the catalogue is read) and returns
  * what it records and what is missing. A reader is refused unless nothing is missing.
  */
-async function classifyAt(ex: SqlExecutor, dialect: SqlDialect, known: readonly string[], running: string, readOnly: boolean): Promise<{ applied: string[]; pending: string[] }> {
+async function classifyAt(
+  ex: SqlExecutor,
+  dialect: SqlDialect,
+  known: readonly string[],
+  running: string,
+  readOnly: boolean,
+): Promise<{ applied: string[]; pending: string[] }> {
   const { sql } = dialect;
   let pending: string[];
   let applied: string[] = [];
@@ -160,13 +181,20 @@ async function classifyAt(ex: SqlExecutor, dialect: SqlDialect, known: readonly 
         kind === 'empty'
           ? 'a reader never migrates: this database has no ctrlrun schema; open it once with a writer'
           : 'a reader never migrates: this database has no schema_version (an older ctrlrun store); open it once with a writer to adopt it',
-        [], known, running,
+        [],
+        known,
+        running,
       );
     }
     pending = [...known];
   }
   if (pending.length > 0 && readOnly) {
-    throw refuse(`a reader never migrates: this database lacks ${pending.join(', ')}; a writer applies ${pending.length === 1 ? 'it' : 'them'} on open`, applied, known, running);
+    throw refuse(
+      `a reader never migrates: this database lacks ${pending.join(', ')}; a writer applies ${pending.length === 1 ? 'it' : 'them'} on open`,
+      applied,
+      known,
+      running,
+    );
   }
   return { applied, pending };
 }
@@ -208,10 +236,14 @@ async function migrateInOneTransaction(driver: SqlDriver, dialect: SqlDialect, o
     });
   } catch (err) {
     if (err instanceof SchemaMismatch) throw err;
-    if (applying === null) throw err instanceof CTRLRunError ? err : new StoreError(`[kernel] reading the schema failed: ${(err as Error)?.message ?? String(err)}`, { cause: err });
+    if (applying === null)
+      throw err instanceof CTRLRunError ? err : new StoreError(`[kernel] reading the schema failed: ${(err as Error)?.message ?? String(err)}`, { cause: err });
     throw refuse(
       `migration ${applying} could not be applied (${(err as Error)?.message ?? String(err)}); it was rolled back together with this open's other migrations, and the database is unchanged. ${FORWARD_ONLY}`,
-      current, known, running, err,
+      current,
+      known,
+      running,
+      err,
     );
   }
 }
@@ -262,7 +294,10 @@ export async function migrate(driver: SqlDriver, dialect: SqlDialect, options: M
       if (err instanceof SchemaMismatch) throw err;
       throw refuse(
         `migration ${id} could not be applied (${(err as Error)?.message ?? String(err)}); it was rolled back and the database is unchanged by it. ${FORWARD_ONLY}`,
-        current, known, running, err,
+        current,
+        known,
+        running,
+        err,
       );
     }
   }

@@ -132,8 +132,7 @@ function build(schema: string): SqlDialect {
       serverVersion:
         "SELECT current_setting('server_version_num') AS version, pg_encoding_to_char(encoding) AS encoding FROM pg_catalog.pg_database WHERE datname = current_database()",
       // The catalogue over current_schemas(false): the driver's SET LOCAL search_path makes that the store's schema.
-      schemaVersionExists:
-        "SELECT tablename AS name FROM pg_catalog.pg_tables WHERE schemaname = ANY(current_schemas(false)) AND tablename = 'schema_version'",
+      schemaVersionExists: "SELECT tablename AS name FROM pg_catalog.pg_tables WHERE schemaname = ANY(current_schemas(false)) AND tablename = 'schema_version'",
       listTables: 'SELECT tablename AS name FROM pg_catalog.pg_tables WHERE schemaname = ANY(current_schemas(false)) ORDER BY tablename',
       tableColumns:
         'SELECT column_name AS name FROM information_schema.columns WHERE table_schema = ANY(current_schemas(false)) AND table_name = $1 ORDER BY ordinal_position',

@@ -10,7 +10,28 @@ import { parseTime, storedTime } from '../time.js';
 import type { SqlExecutor, SqlValue } from './driver.js';
 import type { DelegationRecord } from './state-store.js';
 import { SqlEngine } from './engine.js';
-import { EFFECT_STATES, APPROVAL_STATUSES, type EffectRow, type ApprovalRow, type EventRow, type ReceiptSqlRow, type DelegationRow, type ContinuationRow, type HeldContinuation, continuationFromRow, delegationFromRow, nonEmpty, chainPosition, int, receiptFromRow, checkPage, effectFromRow, approvalFromRow, grantedApproval, eventFromRow } from './rows.js';
+import {
+  EFFECT_STATES,
+  APPROVAL_STATUSES,
+  type EffectRow,
+  type ApprovalRow,
+  type EventRow,
+  type ReceiptSqlRow,
+  type DelegationRow,
+  type ContinuationRow,
+  type HeldContinuation,
+  continuationFromRow,
+  delegationFromRow,
+  nonEmpty,
+  chainPosition,
+  int,
+  receiptFromRow,
+  checkPage,
+  effectFromRow,
+  approvalFromRow,
+  grantedApproval,
+  eventFromRow,
+} from './rows.js';
 
 export async function getApproval(e: SqlEngine, id: string): Promise<ApprovalRecord | null> {
   const i = nonEmpty(id, 'approval_id');
@@ -138,7 +159,10 @@ export async function getReceipt(e: SqlEngine, receiptId: string): Promise<Recei
  * At most `limit` approvals after `after` (the `createdAt` and `requestId` of the last record
  * of the previous page; `null` for the first), oldest first, optionally only `status`.
  */
-export async function approvalsPage(e: SqlEngine, options: { status?: ApprovalStatus | undefined; after?: { createdAt: string; requestId: string } | null; limit: number }): Promise<ApprovalRecord[]> {
+export async function approvalsPage(
+  e: SqlEngine,
+  options: { status?: ApprovalStatus | undefined; after?: { createdAt: string; requestId: string } | null; limit: number },
+): Promise<ApprovalRecord[]> {
   const { status, after = null, limit } = options;
   if (status !== undefined && !APPROVAL_STATUSES.includes(status)) throw new InvalidArgument(`unknown approval status ${JSON.stringify(status)}`);
   checkPage(0, limit);
@@ -148,9 +172,11 @@ export async function approvalsPage(e: SqlEngine, options: { status?: ApprovalSt
   const position: SqlValue[] = after === null ? ['', '', limit] : [after.createdAt, after.requestId, limit];
   const { sql } = e.sql;
   return e.read(async (ex) =>
-    (await (status === undefined ? e.query<ApprovalRow>(ex, sql.approvalsPage, position) : e.query<ApprovalRow>(ex, sql.approvalsPageInStatus, [status, ...position]))).rows.map(
-      approvalFromRow,
-    ),
+    (
+      await (status === undefined
+        ? e.query<ApprovalRow>(ex, sql.approvalsPage, position)
+        : e.query<ApprovalRow>(ex, sql.approvalsPageInStatus, [status, ...position]))
+    ).rows.map(approvalFromRow),
   );
 }
 
@@ -184,7 +210,10 @@ export async function delegations(e: SqlEngine, options: { includeRevoked?: bool
 }
 
 /** Receipt rows with an integer `seq`, in `(seq, receipt_id)` order: after `after`, or the newest `limit`. */
-export async function receiptsInChain(e: SqlEngine, options: { after?: { seq: number; receiptId: string } | null; newest?: boolean; limit: number }): Promise<ReceiptRow[]> {
+export async function receiptsInChain(
+  e: SqlEngine,
+  options: { after?: { seq: number; receiptId: string } | null; newest?: boolean; limit: number },
+): Promise<ReceiptRow[]> {
   const { after = null, newest = false, limit } = options;
   checkPage(0, limit);
   if (after !== null && (typeof after !== 'object' || !Number.isSafeInteger(after.seq) || typeof after.receiptId !== 'string')) {
@@ -193,7 +222,9 @@ export async function receiptsInChain(e: SqlEngine, options: { after?: { seq: nu
   const { sql } = e.sql;
   const position: SqlValue[] = after === null ? [Number.MIN_SAFE_INTEGER, Number.MIN_SAFE_INTEGER, ''] : [after.seq, after.seq, after.receiptId];
   return e.read(async (ex) =>
-    (await (newest ? e.query<ReceiptSqlRow>(ex, sql.newestReceiptsInChain, [limit]) : e.query<ReceiptSqlRow>(ex, sql.receiptsInChain, [...position, limit]))).rows.map(receiptFromRow),
+    (
+      await (newest ? e.query<ReceiptSqlRow>(ex, sql.newestReceiptsInChain, [limit]) : e.query<ReceiptSqlRow>(ex, sql.receiptsInChain, [...position, limit]))
+    ).rows.map(receiptFromRow),
   );
 }
 
@@ -206,16 +237,26 @@ export async function receiptsOffChain(e: SqlEngine, options: { after?: string |
 }
 
 /** Effect records in `(createdAt, effectKey)` order: after `after`, or the newest `limit`; optionally only `state`. */
-export async function effectsPage(e: SqlEngine, options: { state?: EffectState | undefined; after?: { createdAt: string | null; effectKey: string } | null; newest?: boolean; limit: number }): Promise<EffectRecord[]> {
+export async function effectsPage(
+  e: SqlEngine,
+  options: { state?: EffectState | undefined; after?: { createdAt: string | null; effectKey: string } | null; newest?: boolean; limit: number },
+): Promise<EffectRecord[]> {
   const { state, after = null, newest = false, limit } = options;
   if (state !== undefined && !EFFECT_STATES.includes(state)) throw new InvalidArgument(`unknown effect state ${JSON.stringify(state)}`);
   checkPage(0, limit);
-  if (after !== null && (typeof after !== 'object' || (after.createdAt !== null && typeof after.createdAt !== 'string') || typeof after.effectKey !== 'string')) {
+  if (
+    after !== null &&
+    (typeof after !== 'object' || (after.createdAt !== null && typeof after.createdAt !== 'string') || typeof after.effectKey !== 'string')
+  ) {
     throw new InvalidArgument('after must be null or { createdAt, effectKey } of the last record read');
   }
   const { sql } = e.sql;
   const s = state ?? null;
   return e.read(async (ex) =>
-    (await (newest ? e.query<EffectRow>(ex, sql.newestEffects, [s, s, limit]) : e.query<EffectRow>(ex, sql.effectsPage, [s, s, after?.createdAt ?? '', after?.effectKey ?? '', limit]))).rows.map(effectFromRow),
+    (
+      await (newest
+        ? e.query<EffectRow>(ex, sql.newestEffects, [s, s, limit])
+        : e.query<EffectRow>(ex, sql.effectsPage, [s, s, after?.createdAt ?? '', after?.effectKey ?? '', limit]))
+    ).rows.map(effectFromRow),
   );
 }

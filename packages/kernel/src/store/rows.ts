@@ -7,11 +7,21 @@
 import { actionFromJson } from '../action.js';
 import { canonicalJson, isPlainObject, isWellFormedString, parseJson, type JsonObject } from '../canonical.js';
 import { InvalidArgument, StoreError } from '../errors.js';
-import type { Approval, ApprovalRecord, ApprovalStatus, EffectRecord, EffectState, EventDraft, EventRecord, EventType, ReceiptDraft, ReceiptRow } from '../model.js';
+import type {
+  Approval,
+  ApprovalRecord,
+  ApprovalStatus,
+  EffectRecord,
+  EffectState,
+  EventDraft,
+  EventRecord,
+  EventType,
+  ReceiptDraft,
+  ReceiptRow,
+} from '../model.js';
 import { parseTime } from '../time.js';
 import type { SqlValue } from './driver.js';
 import type { DelegationRecord } from './state-store.js';
-
 
 /** A receipt draft's columns, checked. */
 export interface ReceiptFieldsChecked {
@@ -35,7 +45,6 @@ export function receiptFields(draft: ReceiptDraft): ReceiptFieldsChecked {
     document: draft.document,
   };
 }
-
 
 /**
  * A draft, checked, as its stored fields and its `insertEvent` parameters. `what` (with `index`,
@@ -68,7 +77,6 @@ function isText(v: unknown): v is string {
 function isNullableText(v: unknown): boolean {
   return v === null || v === undefined || isText(v);
 }
-
 
 export const EFFECT_STATES: readonly EffectState[] = ['reserved', 'executing', 'committed', 'failed', 'ambiguous'];
 export const APPROVAL_STATUSES: readonly ApprovalStatus[] = ['pending', 'granted', 'denied', 'expired', 'consumed'];
@@ -143,7 +151,13 @@ export interface HeldContinuation {
 }
 
 export function continuationFromRow(r: ContinuationRow): HeldContinuation {
-  return { effectKey: r.effect_key, actionId: r.action_id, actionJson: r.action_json, continuation: r.continuation, rounds: int(r.rounds, 'continuations.rounds') };
+  return {
+    effectKey: r.effect_key,
+    actionId: r.action_id,
+    actionJson: r.action_json,
+    continuation: r.continuation,
+    rounds: int(r.rounds, 'continuations.rounds'),
+  };
 }
 
 export function delegationFromRow(r: DelegationRow): DelegationRecord {
@@ -216,8 +230,10 @@ export function receiptFromRow(r: ReceiptSqlRow): ReceiptRow {
 
 /** A page bound: a non-negative position and a limit of 1 to 10 000 rows. */
 export function checkPage(after: number, limit: number): void {
-  if (typeof after !== 'number' || !Number.isSafeInteger(after) || after < 0) throw new InvalidArgument(`after must be a non-negative integer, got ${String(after)}`);
-  if (typeof limit !== 'number' || !Number.isSafeInteger(limit) || limit < 1 || limit > 10_000) throw new InvalidArgument(`limit must be an integer from 1 to 10000, got ${String(limit)}`);
+  if (typeof after !== 'number' || !Number.isSafeInteger(after) || after < 0)
+    throw new InvalidArgument(`after must be a non-negative integer, got ${String(after)}`);
+  if (typeof limit !== 'number' || !Number.isSafeInteger(limit) || limit < 1 || limit > 10_000)
+    throw new InvalidArgument(`limit must be an integer from 1 to 10000, got ${String(limit)}`);
 }
 
 export function effectFromRow(r: EffectRow): EffectRecord {
@@ -277,7 +293,17 @@ export function eventFromRow(r: EventRow): EventRecord {
 
 export function effectParams(next: EffectRecord, prior: EffectRecord): SqlValue[] {
   return [
-    next.state, next.actionId, next.attempt, next.leaseExpiresAt, next.resultJson, next.error, next.updatedAt, next.resolvedBy,
-    prior.effectKey, prior.state, prior.actionId, prior.attempt,
+    next.state,
+    next.actionId,
+    next.attempt,
+    next.leaseExpiresAt,
+    next.resultJson,
+    next.error,
+    next.updatedAt,
+    next.resolvedBy,
+    prior.effectKey,
+    prior.state,
+    prior.actionId,
+    prior.attempt,
   ];
 }

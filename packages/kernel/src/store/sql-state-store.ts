@@ -161,7 +161,12 @@ export class SqlStateStore implements StateStore {
   }
 
   async consumeApprovalAndReserve(
-    id: string, actionHash: string, key: string, actionId: string, leaseMs: number, events?: TrailingEvents<[Approval, Reservation]>,
+    id: string,
+    actionHash: string,
+    key: string,
+    actionId: string,
+    leaseMs: number,
+    events?: TrailingEvents<[Approval, Reservation]>,
   ): Promise<[Approval, Reservation]> {
     return writes.consumeApprovalAndReserve(this.#e, id, actionHash, key, actionId, leaseMs, events);
   }
@@ -264,7 +269,11 @@ export class SqlStateStore implements StateStore {
    * At most `limit` approvals after `after` (the `createdAt` and `requestId` of the last record
    * of the previous page; `null` for the first), oldest first, optionally only `status`.
    */
-  async approvalsPage(options: { status?: ApprovalStatus | undefined; after?: { createdAt: string; requestId: string } | null; limit: number }): Promise<ApprovalRecord[]> {
+  async approvalsPage(options: {
+    status?: ApprovalStatus | undefined;
+    after?: { createdAt: string; requestId: string } | null;
+    limit: number;
+  }): Promise<ApprovalRecord[]> {
     return reads.approvalsPage(this.#e, options);
   }
 
@@ -323,7 +332,12 @@ export class SqlStateStore implements StateStore {
   }
 
   /** Effect records in `(createdAt, effectKey)` order: after `after`, or the newest `limit`; optionally only `state`. */
-  async effectsPage(options: { state?: EffectState | undefined; after?: { createdAt: string | null; effectKey: string } | null; newest?: boolean; limit: number }): Promise<EffectRecord[]> {
+  async effectsPage(options: {
+    state?: EffectState | undefined;
+    after?: { createdAt: string | null; effectKey: string } | null;
+    newest?: boolean;
+    limit: number;
+  }): Promise<EffectRecord[]> {
     return reads.effectsPage(this.#e, options);
   }
 }

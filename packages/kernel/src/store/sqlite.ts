@@ -76,8 +76,7 @@ export const sqliteDialect: SqlDialect = Object.freeze({
     migrationLock: null,
 
     selectEffect: `SELECT ${EFFECT_COLUMNS} FROM effects WHERE effect_key = ?`,
-    insertEffect:
-      'INSERT INTO effects(effect_key, state, action_id, attempt, lease_expires_at, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
+    insertEffect: 'INSERT INTO effects(effect_key, state, action_id, attempt, lease_expires_at, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
     insertEffectIfAbsent:
       'INSERT INTO effects(effect_key, state, action_id, attempt, lease_expires_at, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(effect_key) DO NOTHING',
     // Spec 03 §3.2, verbatim: the renewal is conditional on the prior attempt.
@@ -99,13 +98,14 @@ export const sqliteDialect: SqlDialect = Object.freeze({
     listApprovals: `SELECT ${APPROVAL_COLUMNS} FROM approvals ORDER BY created_at, rowid`,
     listApprovalsInStatus: `SELECT ${APPROVAL_COLUMNS} FROM approvals WHERE status = ? ORDER BY created_at, rowid`,
 
-    insertEvent:
-      'INSERT INTO events(ts, type, action_id, effect_key, approval_id, data_json) VALUES (?, ?, ?, ?, ?, ?) RETURNING event_id',
+    insertEvent: 'INSERT INTO events(ts, type, action_id, effect_key, approval_id, data_json) VALUES (?, ?, ?, ?, ?, ?) RETURNING event_id',
     insertEvents: (n: number): string =>
       `INSERT INTO events(ts, type, action_id, effect_key, approval_id, data_json) VALUES ${Array.from({ length: n }, () => '(?, ?, ?, ?, ?, ?)').join(', ')} RETURNING event_id`,
     listEvents: 'SELECT event_id, ts, type, action_id, effect_key, approval_id, data_json FROM events ORDER BY event_id',
-    lastEvent: 'SELECT event_id, ts, type, action_id, effect_key, approval_id, data_json FROM events WHERE action_id = ? AND type = ? ORDER BY event_id DESC LIMIT 1',
-    lastApprovalEvent: 'SELECT event_id, ts, type, action_id, effect_key, approval_id, data_json FROM events WHERE approval_id = ? AND type = ? ORDER BY event_id DESC LIMIT 1',
+    lastEvent:
+      'SELECT event_id, ts, type, action_id, effect_key, approval_id, data_json FROM events WHERE action_id = ? AND type = ? ORDER BY event_id DESC LIMIT 1',
+    lastApprovalEvent:
+      'SELECT event_id, ts, type, action_id, effect_key, approval_id, data_json FROM events WHERE approval_id = ? AND type = ? ORDER BY event_id DESC LIMIT 1',
 
     lockChainHead: 'UPDATE receipt_chain SET seq = seq + 1 WHERE id = 1 RETURNING seq, hash',
     insertReceipt: `INSERT INTO receipts(${RECEIPT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,

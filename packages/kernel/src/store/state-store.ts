@@ -159,7 +159,12 @@ export interface StateStore {
    * leaves the approval granted. `events`: see {@link TrailingEvents}.
    */
   consumeApprovalAndReserve(
-    id: string, actionHash: string, key: string, actionId: string, leaseMs: number, events?: TrailingEvents<[Approval, Reservation]>,
+    id: string,
+    actionHash: string,
+    key: string,
+    actionId: string,
+    leaseMs: number,
+    events?: TrailingEvents<[Approval, Reservation]>,
   ): Promise<[Approval, Reservation]>;
   /**
    * Optional: the whole reservation step in one transaction — the approval consumed as
@@ -208,7 +213,12 @@ export interface StateStore {
    * `after` (the previous page's last record; `null` for the first), or with `newest` the last
    * `limit` records; optionally only `state`.
    */
-  effectsPage?(options: { state?: EffectState | undefined; after?: { createdAt: string | null; effectKey: string } | null; newest?: boolean; limit: number }): Promise<EffectRecord[]>;
+  effectsPage?(options: {
+    state?: EffectState | undefined;
+    after?: { createdAt: string | null; effectKey: string } | null;
+    newest?: boolean;
+    limit: number;
+  }): Promise<EffectRecord[]>;
 
   // Evidence
 
@@ -267,7 +277,11 @@ export interface StateStore {
    * At most `limit` (1–10 000) approval requests, oldest first (by `createdAt`, then id), after the
    * record `after` names (the `createdAt` and `requestId` of the previous page's last record), optionally only `status`.
    */
-  approvalsPage(options: { status?: ApprovalStatus | undefined; after?: { createdAt: string; requestId: string } | null; limit: number }): Promise<ApprovalRecord[]>;
+  approvalsPage(options: {
+    status?: ApprovalStatus | undefined;
+    after?: { createdAt: string; requestId: string } | null;
+    limit: number;
+  }): Promise<ApprovalRecord[]>;
   /** How many `pending`, unexpired requests were made by the principal `{ agent, user }`. */
   countPendingApprovals(principal: { agent: string; user: string | null }): Promise<number>;
 
@@ -301,4 +315,3 @@ export interface TakenContinuation {
   /** The rounds held so far (the round this resumption answers). */
   readonly rounds: number;
 }
-

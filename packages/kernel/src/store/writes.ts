@@ -23,7 +23,18 @@ import {
   UNKNOWN_CONTINUATION,
 } from '../effects.js';
 import { ApprovalMismatch, DuplicateEffect, InvalidArgument } from '../errors.js';
-import type { Approval, ApprovalRecord, ApprovalRequest, EffectRecord, EffectState, EventDraft, EventRecord, ReceiptDraft, Reservation, StoredReceipt } from '../model.js';
+import type {
+  Approval,
+  ApprovalRecord,
+  ApprovalRequest,
+  EffectRecord,
+  EffectState,
+  EventDraft,
+  EventRecord,
+  ReceiptDraft,
+  Reservation,
+  StoredReceipt,
+} from '../model.js';
 import { parseTime, storedTime } from '../time.js';
 import type { SqlExecutor, SqlValue } from './driver.js';
 import type { ApprovalEditResult, ApprovalEditWrite, DelegationRecord, ReservationStep, TakenContinuation, TrailingEvents } from './state-store.js';
@@ -57,8 +68,15 @@ function reservationRefusal(found: EffectRecord | null, key: string, actionId: s
  * Reserves `key`; `state` is what the new record is written as (`executing` when the
  * reservation and the start of execution share one transaction).
  */
-async function reserve(e: SqlEngine, 
-  tx: SqlExecutor, key: string, actionId: string, leaseMs: number, now: Date, run: WriteRun, state: 'reserved' | 'executing' = 'reserved',
+async function reserve(
+  e: SqlEngine,
+  tx: SqlExecutor,
+  key: string,
+  actionId: string,
+  leaseMs: number,
+  now: Date,
+  run: WriteRun,
+  state: 'reserved' | 'executing' = 'reserved',
 ): Promise<Reservation | RaiseAfterCommit> {
   const { sql } = e.sql;
   const refuse = (found: EffectRecord | null): Error => reservationRefusal(found, key, actionId, leaseMs, now);
@@ -85,7 +103,13 @@ async function reserve(e: SqlEngine,
       const r = plan.reservation;
       run.intent = { kind: 'update', prior: record!, target: { ...plan.record, state }, refuse };
       const { rowsAffected } = await e.query(tx, sql.renewEffect, [
-        state, r.actionId, r.attempt, r.leaseExpiresAt, plan.record.updatedAt, key, plan.priorAttempt,
+        state,
+        r.actionId,
+        r.attempt,
+        r.leaseExpiresAt,
+        plan.record.updatedAt,
+        key,
+        plan.priorAttempt,
       ]);
       if (rowsAffected !== 1) throw new DuplicateEffect('in_progress', { effectKey: key, message: `effect ${key} was renewed by another worker first` });
       return r;
@@ -95,9 +119,7 @@ async function reserve(e: SqlEngine,
       run.intent = { kind: 'insert', record: n, refuse };
       let inserted: number;
       try {
-        ({ rowsAffected: inserted } = await e.query(tx, sql.insertEffect, [
-          key, n.state, n.actionId, n.attempt, n.leaseExpiresAt, n.createdAt, n.updatedAt,
-        ]));
+        ({ rowsAffected: inserted } = await e.query(tx, sql.insertEffect, [key, n.state, n.actionId, n.attempt, n.leaseExpiresAt, n.createdAt, n.updatedAt]));
       } catch (err) {
         if (!e.sql.isUniqueViolation(err)) throw err;
         inserted = 0;
@@ -120,35 +142,53 @@ async function expire(e: SqlEngine, tx: SqlExecutor, record: ApprovalRecord): Pr
 async function consume(e: SqlEngine, tx: SqlExecutor, record: ApprovalRecord, now: Date): Promise<Approval> {
   const id = record.request.requestId;
   const { rowsAffected } = await e.query(tx, e.sql.sql.consumeApproval, [storedTime(now), id]);
-  if (rowsAffected !== 1) throw new ApprovalMismatch('consumed', { approvalId: id, message: `approval ${id} refused (consumed): it was consumed by another caller first` });
+  if (rowsAffected !== 1)
+    throw new ApprovalMismatch('consumed', { approvalId: id, message: `approval ${id} refused (consumed): it was consumed by another caller first` });
   return grantedApproval(record);
 }
 
-async function transition(e: SqlEngine, 
-  what: string, key: unknown, actionId: unknown, from: readonly EffectState[], next: (r: EffectRecord, stamp: string) => EffectRecord, events?: TrailingEvents<EffectRecord>,
+async function transition(
+  e: SqlEngine,
+  what: string,
+  key: unknown,
+  actionId: unknown,
+  from: readonly EffectState[],
+  next: (r: EffectRecord, stamp: string) => EffectRecord,
+  events?: TrailingEvents<EffectRecord>,
 ): Promise<EffectRecord> {
   const k = nonEmpty(key, 'effect_key');
   const a = nonEmpty(actionId, 'action_id');
-  const refuse = (now: Date) => (found: EffectRecord | null) => refusalOf(() => checked(found, k, a, from, now), () => movedOn(k));
-  return e.writeTrailed(what, events, async (tx, now, run) => {
-    const record = checked(await e.effect(tx, k), k, a, from, now);
-    return e.cas(tx, record, next(record, storedTime(now)), run, refuse(now));
-  }, e.sql.sql.updateEffectWithTrail === undefined ? undefined : async (tx, now, run, fieldsOf, receipt) => {
-    // The same read and check; then the compare-and-set, its events and its receipt as one statement.
-    const record = checked(await e.effect(tx, k), k, a, from, now);
-    const target = next(record, storedTime(now));
-    run.intent = { kind: 'update', prior: record, target, refuse: refuse(now) };
-    const sealing = receipt !== null && e.serverSeals;
-    let trail;
-    try {
-      trail = await updateEffectWithTrail(e, tx, record, target, fieldsOf(target), sealing ? receipt : null);
-    } catch (err) {
-      // The statement carried the receipt: as statement by statement, the outcome is written again without it.
-      throw sealing ? new ReceiptPartFailed(err) : err;
-    }
-    if (trail === null) throw refuse(now)(await e.effect(tx, k));
-    return { value: target, events: trail.events, receipt: receipt === null ? null : e.serverSeals ? trail.receipt : 'unchained' };
-  });
+  const refuse = (now: Date) => (found: EffectRecord | null) =>
+    refusalOf(
+      () => checked(found, k, a, from, now),
+      () => movedOn(k),
+    );
+  return e.writeTrailed(
+    what,
+    events,
+    async (tx, now, run) => {
+      const record = checked(await e.effect(tx, k), k, a, from, now);
+      return e.cas(tx, record, next(record, storedTime(now)), run, refuse(now));
+    },
+    e.sql.sql.updateEffectWithTrail === undefined
+      ? undefined
+      : async (tx, now, run, fieldsOf, receipt) => {
+          // The same read and check; then the compare-and-set, its events and its receipt as one statement.
+          const record = checked(await e.effect(tx, k), k, a, from, now);
+          const target = next(record, storedTime(now));
+          run.intent = { kind: 'update', prior: record, target, refuse: refuse(now) };
+          const sealing = receipt !== null && e.serverSeals;
+          let trail;
+          try {
+            trail = await updateEffectWithTrail(e, tx, record, target, fieldsOf(target), sealing ? receipt : null);
+          } catch (err) {
+            // The statement carried the receipt: as statement by statement, the outcome is written again without it.
+            throw sealing ? new ReceiptPartFailed(err) : err;
+          }
+          if (trail === null) throw refuse(now)(await e.effect(tx, k));
+          return { value: target, events: trail.events, receipt: receipt === null ? null : e.serverSeals ? trail.receipt : 'unchained' };
+        },
+  );
 }
 
 // ---------------------------------------------------------------- approvals
@@ -220,7 +260,8 @@ export async function editApproval(e: SqlEngine, edit: ApprovalEditWrite, events
   if (n === i) throw new InvalidArgument(`the edited request needs a new id, not ${i}`);
   const who = checkActor(edit.approver, 'approver');
   const action = edit.action;
-  if (typeof action !== 'object' || action === null || typeof action.actionHash !== 'string') throw new InvalidArgument('approval edit needs the edited Action');
+  if (typeof action !== 'object' || action === null || typeof action.actionHash !== 'string')
+    throw new InvalidArgument('approval edit needs the edited Action');
   const actionJson = actionToJson(action);
   const policyHash = nullableText(edit.policyHash, 'policyHash');
   const { sql } = e.sql;
@@ -233,8 +274,15 @@ export async function editApproval(e: SqlEngine, edit: ApprovalEditWrite, events
     }
     // Declared before the writes, so a lost COMMIT is settled by re-reading both rows.
     run.edit = {
-      requestId: i, editedRequestId: n, actionHash: action.actionHash, approver: who,
-      refuse: (found) => refusalOf(() => checkAnswerable(found, i, now), () => new ApprovalMismatch('answered', { approvalId: i, message: `approval ${i} refused (answered): it was answered by another caller first` })),
+      requestId: i,
+      editedRequestId: n,
+      actionHash: action.actionHash,
+      approver: who,
+      refuse: (found) =>
+        refusalOf(
+          () => checkAnswerable(found, i, now),
+          () => new ApprovalMismatch('answered', { approvalId: i, message: `approval ${i} refused (answered): it was answered by another caller first` }),
+        ),
     };
     await answer(e, tx, i, 'denied', who, null);
     const at = storedTime(now);
@@ -250,7 +298,10 @@ export async function editApproval(e: SqlEngine, edit: ApprovalEditWrite, events
     await answer(e, tx, n, 'granted', who, at);
     const granted: ApprovalRecord = {
       request: { requestId: n, actionHash: action.actionHash, action, createdAt: at, expiresAt, policyHash },
-      status: 'granted', approver: who, grantedAt: at, consumedAt: null,
+      status: 'granted',
+      approver: who,
+      grantedAt: at,
+      consumedAt: null,
     };
     return { proposed: { ...plan.record, status: 'denied', approver: who }, approved: grantedApproval(granted) } satisfies ApprovalEditResult;
   });
@@ -258,7 +309,8 @@ export async function editApproval(e: SqlEngine, edit: ApprovalEditWrite, events
 
 async function answer(e: SqlEngine, tx: SqlExecutor, id: string, status: 'granted' | 'denied', approver: string, grantedAt: string | null): Promise<void> {
   const { rowsAffected } = await e.query(tx, e.sql.sql.answerApproval, [status, storedText(approver), grantedAt, id]);
-  if (rowsAffected !== 1) throw new ApprovalMismatch('answered', { approvalId: id, message: `approval ${id} refused (answered): it was answered by another caller first` });
+  if (rowsAffected !== 1)
+    throw new ApprovalMismatch('answered', { approvalId: id, message: `approval ${id} refused (answered): it was answered by another caller first` });
 }
 
 export async function consumeApproval(e: SqlEngine, id: string, actionHash: string): Promise<Approval> {
@@ -281,8 +333,14 @@ export async function reserveEffect(e: SqlEngine, key: string, actionId: string,
   return e.writeTrailed('reserveEffect', events, (tx, now, run) => reserve(e, tx, k, actionId, leaseMs, now, run));
 }
 
-export async function consumeApprovalAndReserve(e: SqlEngine, 
-  id: string, actionHash: string, key: string, actionId: string, leaseMs: number, events?: TrailingEvents<[Approval, Reservation]>,
+export async function consumeApprovalAndReserve(
+  e: SqlEngine,
+  id: string,
+  actionHash: string,
+  key: string,
+  actionId: string,
+  leaseMs: number,
+  events?: TrailingEvents<[Approval, Reservation]>,
 ): Promise<[Approval, Reservation]> {
   const i = nonEmpty(id, 'approval_id');
   const hash = nonEmpty(actionHash, 'action_hash');
@@ -303,45 +361,57 @@ export async function consumeApprovalAndReserve(e: SqlEngine,
   });
 }
 
-export async function reserveForExecution(e: SqlEngine, step: ReservationStep, events?: TrailingEvents<[Approval | null, Reservation]>): Promise<[Approval | null, Reservation]> {
+export async function reserveForExecution(
+  e: SqlEngine,
+  step: ReservationStep,
+  events?: TrailingEvents<[Approval | null, Reservation]>,
+): Promise<[Approval | null, Reservation]> {
   if (!isPlainObject(step)) throw new InvalidArgument('reservation step must be an object');
   const k = nonEmpty(step.key, 'effect_key');
   const { actionId, leaseMs } = step;
-  const approval = step.approval === null || step.approval === undefined
-    ? null
-    : { id: nonEmpty(step.approval.id, 'approval_id'), hash: nonEmpty(step.approval.actionHash, 'action_hash') };
-  return e.writeTrailed('reserveForExecution', events, async (tx, now, run) => {
-    let granted: ApprovalRecord | null = null;
-    if (approval !== null) {
-      // The approval first: its refusal wins, and nothing of the reservation is written.
-      const record = await e.approval(tx, approval.id);
-      const plan = checkConsumable(record, approval.id, approval.hash, now);
-      if (plan.kind === 'expire') {
-        await expire(e, tx, record!);
-        return new RaiseAfterCommit(plan.error);
+  const approval =
+    step.approval === null || step.approval === undefined
+      ? null
+      : { id: nonEmpty(step.approval.id, 'approval_id'), hash: nonEmpty(step.approval.actionHash, 'action_hash') };
+  return e.writeTrailed(
+    'reserveForExecution',
+    events,
+    async (tx, now, run) => {
+      let granted: ApprovalRecord | null = null;
+      if (approval !== null) {
+        // The approval first: its refusal wins, and nothing of the reservation is written.
+        const record = await e.approval(tx, approval.id);
+        const plan = checkConsumable(record, approval.id, approval.hash, now);
+        if (plan.kind === 'expire') {
+          await expire(e, tx, record!);
+          return new RaiseAfterCommit(plan.error);
+        }
+        granted = plan.record;
       }
-      granted = plan.record;
-    }
-    const reservation = await reserve(e, tx, k, actionId, leaseMs, now, run, 'executing');
-    // A refused reservation (even a kept ambiguation) leaves the approval granted.
-    if (reservation instanceof RaiseAfterCommit) return reservation;
-    const consumed = granted === null ? null : await consume(e, tx, granted, now);
-    return [consumed, reservation] satisfies [Approval | null, Reservation];
-  }, approval !== null || e.sql.sql.insertEffectWithEvents === undefined ? undefined : async (tx, now, run, fieldsOf, receipt) => {
-    // No approval to consume: try the insert of a fresh row with its events as one statement;
-    // if the key has a row, nothing was written and the step above plans on it.
-    const plan = planReservation(null, k, actionId, leaseMs, now);
-    if (plan.kind !== 'insert' || receipt !== null) return null;
-    const record: EffectRecord = { ...plan.record, state: 'executing' };
-    const value: [Approval | null, Reservation] = [null, plan.reservation];
-    run.intent = { kind: 'insert', record, refuse: (found) => reservationRefusal(found, k, actionId, leaseMs, now) };
-    const stored = await insertEffectWithEvents(e, tx, record, fieldsOf(value));
-    if (stored === null) {
-      run.intent = null;
-      return null;
-    }
-    return { value, events: stored, receipt: null };
-  });
+      const reservation = await reserve(e, tx, k, actionId, leaseMs, now, run, 'executing');
+      // A refused reservation (even a kept ambiguation) leaves the approval granted.
+      if (reservation instanceof RaiseAfterCommit) return reservation;
+      const consumed = granted === null ? null : await consume(e, tx, granted, now);
+      return [consumed, reservation] satisfies [Approval | null, Reservation];
+    },
+    approval !== null || e.sql.sql.insertEffectWithEvents === undefined
+      ? undefined
+      : async (tx, now, run, fieldsOf, receipt) => {
+          // No approval to consume: try the insert of a fresh row with its events as one statement;
+          // if the key has a row, nothing was written and the step above plans on it.
+          const plan = planReservation(null, k, actionId, leaseMs, now);
+          if (plan.kind !== 'insert' || receipt !== null) return null;
+          const record: EffectRecord = { ...plan.record, state: 'executing' };
+          const value: [Approval | null, Reservation] = [null, plan.reservation];
+          run.intent = { kind: 'insert', record, refuse: (found) => reservationRefusal(found, k, actionId, leaseMs, now) };
+          const stored = await insertEffectWithEvents(e, tx, record, fieldsOf(value));
+          if (stored === null) {
+            run.intent = null;
+            return null;
+          }
+          return { value, events: stored, receipt: null };
+        },
+  );
 }
 
 export async function beginExecution(e: SqlEngine, key: string, actionId: string, events?: TrailingEvents<EffectRecord>): Promise<EffectRecord> {
@@ -350,21 +420,53 @@ export async function beginExecution(e: SqlEngine, key: string, actionId: string
 
 export async function commitEffect(e: SqlEngine, key: string, actionId: string, result: unknown, events?: TrailingEvents<EffectRecord>): Promise<EffectRecord> {
   const resultJson = resultToJson(result);
-  return transition(e, 'commitEffect', key, actionId, ['executing'], (r, stamp) => ({
-    ...r, state: 'committed', leaseExpiresAt: null, resultJson: storedText(resultJson), updatedAt: stamp,
-  }), events);
+  return transition(
+    e,
+    'commitEffect',
+    key,
+    actionId,
+    ['executing'],
+    (r, stamp) => ({
+      ...r,
+      state: 'committed',
+      leaseExpiresAt: null,
+      resultJson: storedText(resultJson),
+      updatedAt: stamp,
+    }),
+    events,
+  );
 }
 
 export async function failEffect(e: SqlEngine, key: string, actionId: string, error: string, events?: TrailingEvents<EffectRecord>): Promise<EffectRecord> {
   const text = storedText(nonEmpty(error, 'error'));
-  return transition(e, 'failEffect', key, actionId, ['executing'], (r, stamp) => ({ ...r, state: 'failed', leaseExpiresAt: null, error: text, updatedAt: stamp }), events);
+  return transition(
+    e,
+    'failEffect',
+    key,
+    actionId,
+    ['executing'],
+    (r, stamp) => ({ ...r, state: 'failed', leaseExpiresAt: null, error: text, updatedAt: stamp }),
+    events,
+  );
 }
 
 export async function markAmbiguous(e: SqlEngine, key: string, actionId: string, error: string, events?: TrailingEvents<EffectRecord>): Promise<EffectRecord> {
   const text = storedText(nonEmpty(error, 'error'));
-  return transition(e, 'markAmbiguous', key, actionId, ['reserved', 'executing', 'ambiguous'], (r, stamp) => ({
-    ...r, state: 'ambiguous', leaseExpiresAt: null, error: text, updatedAt: stamp,
-  }), events);
+  return transition(
+    e,
+    'markAmbiguous',
+    key,
+    actionId,
+    ['reserved', 'executing', 'ambiguous'],
+    (r, stamp) => ({
+      ...r,
+      state: 'ambiguous',
+      leaseExpiresAt: null,
+      error: text,
+      updatedAt: stamp,
+    }),
+    events,
+  );
 }
 
 export async function resolveEffect(e: SqlEngine, key: string, state: 'committed' | 'failed', resolver: string): Promise<EffectRecord> {
@@ -376,9 +478,15 @@ export async function resolveEffect(e: SqlEngine, key: string, state: 'committed
     const r = record!;
     const who = storedText(resolver);
     return e.cas(
-      tx, r,
+      tx,
+      r,
       { ...r, state: to, leaseExpiresAt: null, error: storedText(resolutionError(to, resolver, r.error)), resolvedBy: who, updatedAt: storedTime(now) },
-      run, (found) => refusalOf(() => checkResolvable(found, k, state, resolver), () => movedOn(k)),
+      run,
+      (found) =>
+        refusalOf(
+          () => checkResolvable(found, k, state, resolver),
+          () => movedOn(k),
+        ),
     );
   });
 }
@@ -390,7 +498,10 @@ export async function extendLease(e: SqlEngine, key: string, actionId: string, l
     const record = await e.effect(tx, k);
     const leaseExpiresAt = planLeaseExtension(record, k, a, leaseMs, now);
     return e.cas(tx, record!, { ...record!, leaseExpiresAt, updatedAt: storedTime(now) }, run, (found) =>
-      refusalOf(() => planLeaseExtension(found, k, a, leaseMs, now), () => movedOn(k)),
+      refusalOf(
+        () => planLeaseExtension(found, k, a, leaseMs, now),
+        () => movedOn(k),
+      ),
     );
   });
 }
@@ -408,14 +519,21 @@ export async function holdContinuation(e: SqlEngine, action: Action, key: string
     const plan = planContinuationHold(record, k, a, value, leaseMs, now, held);
     const taken = await heldByValue(e, tx, value);
     // A held value names one suspension; reusing it would let one resumption answer two.
-    if (taken !== null) throw new InvalidArgument(`continuation for ${k} is already held${taken.effectKey === k ? ' for this effect' : ' for another effect'}; each suspension needs a fresh one`);
+    if (taken !== null)
+      throw new InvalidArgument(
+        `continuation for ${k} is already held${taken.effectKey === k ? ' for this effect' : ' for another effect'}; each suspension needs a fresh one`,
+      );
     const stamp = storedTime(now);
     await e.cas(tx, record!, { ...record!, leaseExpiresAt: plan.leaseExpiresAt, updatedAt: stamp }, run, (found) =>
-      refusalOf(() => planLeaseExtension(found, k, a, leaseMs, now), () => movedOn(k)),
+      refusalOf(
+        () => planLeaseExtension(found, k, a, leaseMs, now),
+        () => movedOn(k),
+      ),
     );
-    const { rowsAffected } = held === null
-      ? await e.query(tx, sql.insertContinuation, [k, a, actionJson, value, plan.round, stamp])
-      : await e.query(tx, sql.updateContinuation, [a, actionJson, value, plan.round, stamp, k, held.actionId, held.rounds]);
+    const { rowsAffected } =
+      held === null
+        ? await e.query(tx, sql.insertContinuation, [k, a, actionJson, value, plan.round, stamp])
+        : await e.query(tx, sql.updateContinuation, [a, actionJson, value, plan.round, stamp, k, held.actionId, held.rounds]);
     if (rowsAffected !== 1) throw movedOn(k);
     return plan.round;
   });
@@ -432,7 +550,9 @@ export async function takeContinuation(e: SqlEngine, continuation: string, optio
     const action = actionFromJson(held.actionJson);
     // Checked before anything is consumed: the deployment the action belongs to can still resume it.
     if (environment !== undefined && action.environment !== environment) {
-      throw new InvalidArgument(`the held action is for environment ${JSON.stringify(action.environment)}, not ${JSON.stringify(environment)}: only a Control of its own environment may resume it`);
+      throw new InvalidArgument(
+        `the held action is for environment ${JSON.stringify(action.environment)}, not ${JSON.stringify(environment)}: only a Control of its own environment may resume it`,
+      );
     }
     const record = checkTakeable(await e.effect(tx, held.effectKey), held.effectKey, held.actionId, now);
     const { rowsAffected } = await e.query(tx, e.sql.sql.takeContinuation, [storedTime(now), held.effectKey, value]);
@@ -481,7 +601,8 @@ export async function putDelegation(e: SqlEngine, record: DelegationRecord): Pro
   if (!isPlainObject(record)) throw new InvalidArgument('delegation record must be an object');
   const id = nonEmpty(record.delegationId, 'delegation.delegationId');
   const depth = record.depth;
-  if (typeof depth !== 'number' || !Number.isSafeInteger(depth) || depth < 0) throw new InvalidArgument(`delegation.depth must be a non-negative integer, got ${String(depth)}`);
+  if (typeof depth !== 'number' || !Number.isSafeInteger(depth) || depth < 0)
+    throw new InvalidArgument(`delegation.depth must be a non-negative integer, got ${String(depth)}`);
   const params: SqlValue[] = [
     id,
     nonEmpty(record.parentId, 'delegation.parentId'),

@@ -41,20 +41,16 @@ export const GUARANTEE_IDS: readonly GuaranteeId[] = Object.freeze(GUARANTEES.ma
 export const NOT_APPLICABLE = Object.freeze({
   noApproval: 'no action requires approval',
   noEffectTemplate: 'no action declares an `effect:` template',
-  noEffectTemplateNote:
-    'in a `ctrlrun.policy/v1` document the template lives in the @protect decorator, which verify does not read',
+  noEffectTemplateNote: 'in a `ctrlrun.policy/v1` document the template lives in the @protect decorator, which verify does not read',
   perConnection: 'the configured store backend is per-connection and cannot reserve across processes',
-  callerResource:
-    "the effect key names `{resource}` and the policy derives no resource: the caller supplies it, and G4's processes act with the policy alone",
-  grantExpiredForProcesses:
-    "the grant covering this action expired before this run, and G4's processes cannot share an injected clock",
+  callerResource: "the effect key names `{resource}` and the policy derives no resource: the caller supplies it, and G4's processes act with the policy alone",
+  grantExpiredForProcesses: "the grant covering this action expired before this run, and G4's processes cannot share an injected clock",
   noActions: 'the policy lists no action, so an unknown action is indistinguishable from a known one',
   everyActionDenied: 'every action in the policy is denied',
   noAuthority: 'no authority section',
   noExpiringGrant: 'no grant declares an expires_at',
   noGrantMatches: 'no grant matches any action in the policy',
-  notLastAuthority:
-    "no grant's expiry is the last authority for an action it covers; another grant still permits the action after it lapses",
+  notLastAuthority: "no grant's expiry is the last authority for an action it covers; another grant still permits the action after it lapses",
   noDelegableGrant: 'no grant is delegable',
   notSelected: 'not selected',
 });

@@ -77,7 +77,9 @@ export function loadVerifyPolicy(text: string, source: string): Policy {
 /** Loads `--authority`; a malformed document, or authority declared twice, is a refusal. */
 function loadStandalone(policy: Policy, given: { text: string; path: string }): Authority {
   if (policy.authority !== null) {
-    throw new VerifyRefusal(`authority is declared twice: in ${policy.source} and in --authority ${given.path}; two sources for one section is an ambiguity nobody can resolve later`);
+    throw new VerifyRefusal(
+      `authority is declared twice: in ${policy.source} and in --authority ${given.path}; two sources for one section is an ambiguity nobody can resolve later`,
+    );
   }
   try {
     return loadAuthority(given.text, { source: given.path });

@@ -11,7 +11,17 @@ import type { Grant, GrantInput } from '../authority/grant.js';
 import { AUTHORITY_REASONS } from '../authority/authority.js';
 import { compareCodePoints, orderedJson, parseJson, type JsonObject, type JsonValue } from '../canonical.js';
 import { verifyChain } from '../chain.js';
-import { ActionDenied, AmbiguousEffect, ApprovalMismatch, ApprovalRequired, AuthorityEscalation, DuplicateEffect, EffectKeyError, InvalidArgument, NotExecuted } from '../errors.js';
+import {
+  ActionDenied,
+  AmbiguousEffect,
+  ApprovalMismatch,
+  ApprovalRequired,
+  AuthorityEscalation,
+  DuplicateEffect,
+  EffectKeyError,
+  InvalidArgument,
+  NotExecuted,
+} from '../errors.js';
 import { sha256Tagged } from '../hash.js';
 import type { ReceiptRow } from '../model.js';
 import type { Decision, Policy } from '../policy/policy.js';
@@ -23,8 +33,29 @@ import type { ProcessReport, ScratchStore } from './contracts.js';
 import { VerifyInternalError } from './errors.js';
 import type { Counterexample, GuaranteeResult } from './report.js';
 import { describeOutcome, Rig, VERIFY_AGENT, type Outcome } from './rig.js';
-import { documentEnvironment, grantNamesAction, grantsById, isSelection, principalFor, probeAction, select, selectUnder, type Context, type GrantMiss, type Selection } from './select.js';
-import { effectKeyFor, needsCallerResource, shiftInt, VERIFY_RESOURCE, templateOnlyPlaceholders, valueBeside, type ActionView, type Vector } from './synthesize.js';
+import {
+  documentEnvironment,
+  grantNamesAction,
+  grantsById,
+  isSelection,
+  principalFor,
+  probeAction,
+  select,
+  selectUnder,
+  type Context,
+  type GrantMiss,
+  type Selection,
+} from './select.js';
+import {
+  effectKeyFor,
+  needsCallerResource,
+  shiftInt,
+  VERIFY_RESOURCE,
+  templateOnlyPlaceholders,
+  valueBeside,
+  type ActionView,
+  type Vector,
+} from './synthesize.js';
 
 /** How many processes G4 races. */
 export const G4_PROCESSES = 8;
@@ -41,7 +72,15 @@ export class Builder {
   constructor(readonly g: Guarantee) {}
 
   /** A result with the report's key order. */
-  #result(status: GuaranteeResult['status'], reason: string | null, sel: Selection | null, effectKey: string | null, detail: JsonObject, counterexample: Counterexample | null, subject: Subject | null = null): GuaranteeResult {
+  #result(
+    status: GuaranteeResult['status'],
+    reason: string | null,
+    sel: Selection | null,
+    effectKey: string | null,
+    detail: JsonObject,
+    counterexample: Counterexample | null,
+    subject: Subject | null = null,
+  ): GuaranteeResult {
     return {
       id: this.g.id,
       title: this.g.title,
@@ -74,7 +113,15 @@ export class Builder {
     return this.#result('pass', null, sel, effectKey, { summary, ...detail }, null, subject);
   }
 
-  async fail(sel: Selection | null, effectKey: string | null, reason: string, expected: string, observed: string, rig: Rig | null, subject: Subject | null = null): Promise<GuaranteeResult> {
+  async fail(
+    sel: Selection | null,
+    effectKey: string | null,
+    reason: string,
+    expected: string,
+    observed: string,
+    rig: Rig | null,
+    subject: Subject | null = null,
+  ): Promise<GuaranteeResult> {
     const evidence = rig ? await rig.evidence() : { receipts: [], events: [], effects: [] };
     return this.#result('fail', reason, sel, effectKey, {}, { expected, observed, ...evidence }, subject);
   }
@@ -96,7 +143,14 @@ class Expectations {
 }
 
 /** Runs `fn` on a fresh rig over a fresh scratch store, removed afterwards whatever happens. */
-async function withRig<T>(ctx: Context, g: GuaranteeId, purpose: string, environment: string, fn: (rig: Rig, scratch: ScratchStore) => Promise<T>, clock: Clock = ctx.clock): Promise<T> {
+async function withRig<T>(
+  ctx: Context,
+  g: GuaranteeId,
+  purpose: string,
+  environment: string,
+  fn: (rig: Rig, scratch: ScratchStore) => Promise<T>,
+  clock: Clock = ctx.clock,
+): Promise<T> {
   let scratch: ScratchStore;
   try {
     scratch = await ctx.scratch({ guarantee: g, purpose, clock });
@@ -200,7 +254,11 @@ async function mutatedApprovalRefused(ctx: Context, b: Builder): Promise<Guarant
     x.check(isMismatch(o, 'mismatch'), 'ApprovalMismatch(reason=mismatch)', describeOutcome(o));
     x.check(rig.totalRuns === 0, '0 executor runs', `${rig.totalRuns} executor run(s)`);
     x.check(status === 'granted', 'the approval still granted', `the approval is ${status}`);
-    x.check(rig.events.some((e) => e.type === 'APPROVAL_INVALIDATED' && e.data['reason'] === 'mismatch'), 'an APPROVAL_INVALIDATED event (mismatch)', 'none');
+    x.check(
+      rig.events.some((e) => e.type === 'APPROVAL_INVALIDATED' && e.data['reason'] === 'mismatch'),
+      'an APPROVAL_INVALIDATED event (mismatch)',
+      'none',
+    );
     const key = effectKeyOf(mutated, sel.vector.action);
     if (!x.ok) return failed(b, sel, key, o.ok ? 'the mutated action ran' : 'the mutated action was not refused as a mismatch', x, rig);
     return b.pass(sel, key, `${mutation.what} mutated, refused as mismatch, 0 calls`, { mutated: mutation.what });
@@ -219,7 +277,8 @@ async function replayedApprovalRefused(ctx: Context, b: Builder): Promise<Guaran
     const first = rig.action(name, args, sel.principal);
     const key = effectKeyOf(first, sel.vector.action);
     const o1 = await rig.attempt(first, 'commit', got.requestId);
-    if (!o1.ok || rig.totalRuns !== 1) return b.fail(sel, key, 'control failed', 'the first presentation commits once', `${describeOutcome(o1)}, ${rig.totalRuns} executor run(s)`, rig);
+    if (!o1.ok || rig.totalRuns !== 1)
+      return b.fail(sel, key, 'control failed', 'the first presentation commits once', `${describeOutcome(o1)}, ${rig.totalRuns} executor run(s)`, rig);
     const o2 = await rig.attempt(rig.action(name, args, sel.principal), 'commit', got.requestId);
     const x = new Expectations();
     x.check(isMismatch(o2, 'consumed'), 'ApprovalMismatch(reason=consumed)', describeOutcome(o2));
@@ -251,7 +310,8 @@ async function duplicateEffectRefused(ctx: Context, b: Builder): Promise<Guarant
     const first = rig.action(name, args, sel.principal);
     const key = effectKeyOf(first, sel.vector.action);
     const o1 = await rig.complete(first, 'commit');
-    if (!o1.ok || rig.totalRuns !== 1) return b.fail(sel, key, 'control failed', 'the first action commits once', `${describeOutcome(o1)}, ${rig.totalRuns} executor run(s)`, rig);
+    if (!o1.ok || rig.totalRuns !== 1)
+      return b.fail(sel, key, 'control failed', 'the first action commits once', `${describeOutcome(o1)}, ${rig.totalRuns} executor run(s)`, rig);
     const o2 = await rig.complete(rig.action(name, args, sel.principal), 'commit');
     const record = key === null ? null : await rig.store.getEffect(key);
     const x = new Expectations();
@@ -291,7 +351,8 @@ async function oneWinnerUnderConcurrency(ctx: Context, b: Builder): Promise<Guar
       environment: sel.environment,
       runs,
     });
-  const distinctPids = (r: ProcessReport) => new Set(r.processes.map((p) => p.pid)).size === r.processes.length && r.processes.every((p) => p.pid !== r.parentPid);
+  const distinctPids = (r: ProcessReport) =>
+    new Set(r.processes.map((p) => p.pid)).size === r.processes.length && r.processes.every((p) => p.pid !== r.parentPid);
 
   // The processes use the real clock; so do these stores.
   const control = await withRig(
@@ -412,12 +473,29 @@ async function unknownActionRefused(ctx: Context, b: Builder): Promise<Guarantee
     const refused =
       !o.ok &&
       o.error instanceof ActionDenied &&
-      (ctx.authority === null ? o.error.reason === 'unknown_action' : o.error instanceof AuthorityDenied ? (AUTHORITY_REASONS as readonly string[]).includes(o.error.reason) : o.error.reason === 'unknown_action');
+      (ctx.authority === null
+        ? o.error.reason === 'unknown_action'
+        : o.error instanceof AuthorityDenied
+          ? (AUTHORITY_REASONS as readonly string[]).includes(o.error.reason)
+          : o.error.reason === 'unknown_action');
     const x = new Expectations();
-    x.check(refused, ctx.authority === null ? 'ActionDenied(reason=unknown_action)' : 'ActionDenied(reason=unknown_action) or an authority denial', describeOutcome(o));
+    x.check(
+      refused,
+      ctx.authority === null ? 'ActionDenied(reason=unknown_action)' : 'ActionDenied(reason=unknown_action) or an authority denial',
+      describeOutcome(o),
+    );
     x.check(rig.totalRuns === 0, '0 executor runs', `${rig.totalRuns}`);
     x.check(receipt?.document['result'] === 'denied', 'a denied receipt', String(receipt?.document['result'] ?? 'no receipt'));
-    if (!x.ok) return b.fail(sel, null, o.ok ? 'the unknown action ran' : 'the unknown action was not refused', x.expected.join('; '), x.observed.join('; '), rig, absent);
+    if (!x.ok)
+      return b.fail(
+        sel,
+        null,
+        o.ok ? 'the unknown action ran' : 'the unknown action was not refused',
+        x.expected.join('; '),
+        x.observed.join('; '),
+        rig,
+        absent,
+      );
     const reason = !o.ok && o.error instanceof ActionDenied ? o.error.reason : '?';
     return b.pass(sel, null, `refused as ${reason}, 0 calls, denied receipt`, {}, absent);
   });
@@ -509,11 +587,15 @@ async function expiredAuthorityRefused(ctx: Context, b: Builder): Promise<Guaran
       async (rig) => {
         const o = await rig.complete(rig.action(name, args, found.principal), 'commit');
         const resolved = rig.events.some((e) => e.type === 'AUTHORITY_RESOLVED' && e.data['grant_id'] === grant.id);
-        return { ok: o.ok && resolved, observed: `${describeOutcome(o)} at ${at.toISOString()}; AUTHORITY_RESOLVED naming ${grant.id}: ${resolved ? 'yes' : 'no'}` };
+        return {
+          ok: o.ok && resolved,
+          observed: `${describeOutcome(o)} at ${at.toISOString()}; AUTHORITY_RESOLVED naming ${grant.id}: ${resolved ? 'yes' : 'no'}`,
+        };
       },
       () => new Date(at.getTime()),
     );
-    if (!control.ok) return b.fail(found, null, 'control failed', `at expires_at the action commits and AUTHORITY_RESOLVED names ${grant.id}`, control.observed, null);
+    if (!control.ok)
+      return b.fail(found, null, 'control failed', `at expires_at the action commits and AUTHORITY_RESOLVED names ${grant.id}`, control.observed, null);
     return withRig(
       ctx,
       'G8',
@@ -524,11 +606,26 @@ async function expiredAuthorityRefused(ctx: Context, b: Builder): Promise<Guaran
         const o = await rig.attempt(a, 'commit');
         const receipt = rig.receipts.find((r) => r.document['action_id'] === a.actionId);
         const x = new Expectations();
-        x.check(!o.ok && o.error instanceof AuthorityDenied && o.error.reason === 'authority_expired', 'AuthorityDenied(reason=authority_expired)', describeOutcome(o));
+        x.check(
+          !o.ok && o.error instanceof AuthorityDenied && o.error.reason === 'authority_expired',
+          'AuthorityDenied(reason=authority_expired)',
+          describeOutcome(o),
+        );
         x.check(rig.totalRuns === 0, '0 executor runs', `${rig.totalRuns}`);
         x.check(receipt?.document['result'] === 'denied', 'a denied receipt', String(receipt?.document['result'] ?? 'no receipt'));
-        if (!x.ok) return failed(b, found, null, o.ok ? 'the action ran after its authority expired' : 'the expired authority was not refused as authority_expired', x, rig);
-        return b.pass(found, null, `passes at ${grant.expiresAt}, refused as authority_expired 1 ms later`, { expires_at: grant.expiresAt, refused_at: after.toISOString() });
+        if (!x.ok)
+          return failed(
+            b,
+            found,
+            null,
+            o.ok ? 'the action ran after its authority expired' : 'the expired authority was not refused as authority_expired',
+            x,
+            rig,
+          );
+        return b.pass(found, null, `passes at ${grant.expiresAt}, refused as authority_expired 1 ms later`, {
+          expires_at: grant.expiresAt,
+          refused_at: after.toISOString(),
+        });
       },
       () => new Date(after.getTime()),
     );
@@ -569,7 +666,11 @@ function escalations(parent: Grant, narrowed: GrantInput): { dimension: Dimensio
   const s = parent.subject;
   if ((s.agent !== null && s.agent !== '*') || s.user !== null) {
     const wideAgent = s.agent !== null && s.agent !== '*';
-    out.push({ dimension: 'subject', how: wideAgent ? "agent '*'" : "user '*'", child: { ...narrowed, subject: wideAgent ? { ...narrowed.subject, agent: '*' } : { ...narrowed.subject, user: '*' } } });
+    out.push({
+      dimension: 'subject',
+      how: wideAgent ? "agent '*'" : "user '*'",
+      child: { ...narrowed, subject: wideAgent ? { ...narrowed.subject, agent: '*' } : { ...narrowed.subject, user: '*' } },
+    });
     if (s.user !== null) out.push({ dimension: 'subject', how: 'user omitted', child: { ...narrowed, subject: { agent: narrowed.subject.agent ?? null } } });
   }
   if (!parent.actions.includes('**')) out.push({ dimension: 'actions', how: "actions ['**']", child: { ...narrowed, actions: ['**'] } });
@@ -581,13 +682,21 @@ function escalations(parent: Grant, narrowed: GrantInput): { dimension: Dimensio
   if (keys.length > 0) {
     const first = keys[0]!;
     const c = parent.constraints[first]!;
-    out.push({ dimension: 'constraints', how: `${first} loosened`, child: { ...narrowed, constraints: { ...narrowed.constraints, [first]: loosen(c.op, c.operand) } } });
+    out.push({
+      dimension: 'constraints',
+      how: `${first} loosened`,
+      child: { ...narrowed, constraints: { ...narrowed.constraints, [first]: loosen(c.op, c.operand) } },
+    });
     const omitted = { ...narrowed.constraints };
     delete omitted[first];
     out.push({ dimension: 'constraints', how: `${first} omitted`, child: { ...narrowed, constraints: omitted } });
   }
   if (parent.environments !== null) {
-    out.push({ dimension: 'environments', how: "environments + 'ctrlrun-verify-env'", child: { ...narrowed, environments: [...parent.environments, 'ctrlrun-verify-env'] } });
+    out.push({
+      dimension: 'environments',
+      how: "environments + 'ctrlrun-verify-env'",
+      child: { ...narrowed, environments: [...parent.environments, 'ctrlrun-verify-env'] },
+    });
     out.push({ dimension: 'environments', how: 'environments omitted', child: { ...narrowed, environments: null } });
   }
   if (parent.expiresAt !== null) {
@@ -621,16 +730,31 @@ async function delegationCannotEscalate(ctx: Context, b: Builder): Promise<Guara
     try {
       delegation = await rig.control.delegate(parent.id, narrowed, { by });
     } catch (err) {
-      return { ok: false, observed: `the narrowed child was refused: ${describeOutcome({ ok: false, error: err })}${err instanceof AuthorityEscalation ? ` (${err.reason}${err.dimension ? `: ${err.dimension}` : ''})` : ''}` };
+      return {
+        ok: false,
+        observed: `the narrowed child was refused: ${describeOutcome({ ok: false, error: err })}${err instanceof AuthorityEscalation ? ` (${err.reason}${err.dimension ? `: ${err.dimension}` : ''})` : ''}`,
+      };
     }
     const created = rig.events.some((e) => e.type === 'DELEGATION_CREATED' && e.data['delegation_id'] === delegation.delegationId);
     let sel: Selection | null = null;
     for (const decision of ['allow', 'approve'] as Decision[]) for (const view of ctx.views) sel ??= selectUnder(ctx, view, decision, delegation.grant, ctx.t0);
     if (sel === null) return { ok: false, observed: 'no action of the policy falls within the narrowed child, so nothing can act under it' };
     const o = await rig.complete(rig.action(sel.vector.action.name, sel.vector.arguments, sel.principal), 'commit');
-    return { ok: created && o.ok, observed: `DELEGATION_CREATED at the sink: ${created ? 'yes' : 'no'}; ${sel.vector.action.name} under it: ${describeOutcome(o)}` };
+    return {
+      ok: created && o.ok,
+      observed: `DELEGATION_CREATED at the sink: ${created ? 'yes' : 'no'}; ${sel.vector.action.name} under it: ${describeOutcome(o)}`,
+    };
   });
-  if (!control.ok) return b.fail(null, null, 'control failed', 'a narrowed child is accepted, its event reaches the sink, and its action commits', control.observed, null, subject);
+  if (!control.ok)
+    return b.fail(
+      null,
+      null,
+      'control failed',
+      'a narrowed child is accepted, its event reaches the sink, and its action commits',
+      control.observed,
+      null,
+      subject,
+    );
   const attempts = escalations(parent, narrowed);
   return withRig(ctx, 'G9', 'scenario', environment, async (rig) => {
     const x = new Expectations();
@@ -640,7 +764,8 @@ async function delegationCannotEscalate(ctx: Context, b: Builder): Promise<Guara
       try {
         await rig.control.delegate(parent.id, child, { by });
       } catch (err) {
-        observed = err instanceof AuthorityEscalation ? `${err.reason}${err.dimension ? `: ${err.dimension}` : ''}` : describeOutcome({ ok: false, error: err });
+        observed =
+          err instanceof AuthorityEscalation ? `${err.reason}${err.dimension ? `: ${err.dimension}` : ''}` : describeOutcome({ ok: false, error: err });
       }
       const rejected = rig.events.filter((e) => e.type === 'DELEGATION_REJECTED').length - before;
       x.check(observed === `containment: ${dimension}`, `${how}: AuthorityEscalation(containment: ${dimension})`, `${how}: ${observed}`);
@@ -675,7 +800,14 @@ async function unknownExceptionIsAmbiguous(ctx: Context, b: Builder): Promise<Gu
     });
   const control = await once('not_executed');
   if (control.receipt !== 'failed' || (control.state !== null && control.state !== 'failed')) {
-    return b.fail(found, control.key, 'control failed', 'NotExecuted → a failed receipt (FAILED)', `${control.receipt} receipt, record ${String(control.state)}`, null);
+    return b.fail(
+      found,
+      control.key,
+      'control failed',
+      'NotExecuted → a failed receipt (FAILED)',
+      `${control.receipt} receipt, record ${String(control.state)}`,
+      null,
+    );
   }
   const x = new Expectations();
   for (const behaviour of ['timeout', 'error'] as const) {
@@ -700,10 +832,19 @@ async function alteredReceiptDetected(ctx: Context, b: Builder): Promise<Guarant
     const rows = await rig.store.receipts();
     const head = await rig.store.chainHead();
     const intact = verifyChain(rows, head);
-    const returned = rig.receipts.length >= 3 && rig.receipts.every((r) => Number.isSafeInteger(r.seq) && typeof r.hash === 'string' && r.hash.startsWith('sha256:'));
+    const returned =
+      rig.receipts.length >= 3 && rig.receipts.every((r) => Number.isSafeInteger(r.seq) && typeof r.hash === 'string' && r.hash.startsWith('sha256:'));
     if (!intact.ok || intact.verified < 3 || !returned || rows.some((r) => r.seq === null || r.hash === null)) {
       const observed = orderedJson({ ok: intact.ok, verified: intact.verified, returned: rig.receipts.length, breaks: intact.breaks.map((x) => x.name) });
-      return b.fail(sel, null, 'control failed', 'an intact chain of at least 3 receipts verifies, with seq and hash returned by put_receipt', observed, rig, subject);
+      return b.fail(
+        sel,
+        null,
+        'control failed',
+        'an intact chain of at least 3 receipts verifies, with seq and hash returned by put_receipt',
+        observed,
+        rig,
+        subject,
+      );
     }
     // Alter receipt 2 in a read-only view: the store is not touched.
     const altered: ReceiptRow[] = rows.map((r) => {
@@ -714,7 +855,15 @@ async function alteredReceiptDetected(ctx: Context, b: Builder): Promise<Guarant
     });
     const report = verifyChain(altered, head);
     if (!report.breaks.some((x) => x.name === 'content_altered' && x.seq === 2)) {
-      return b.fail(sel, null, 'the altered receipt was not detected', 'content_altered at seq 2', orderedJson(report.breaks.map((x) => ({ name: x.name, seq: x.seq }))), rig, subject);
+      return b.fail(
+        sel,
+        null,
+        'the altered receipt was not detected',
+        'content_altered at seq 2',
+        orderedJson(report.breaks.map((x) => ({ name: x.name, seq: x.seq }))),
+        rig,
+        subject,
+      );
     }
     return b.pass(sel, null, `content_altered at seq 2 of ${rows.length}`, {}, subject);
   });

@@ -110,7 +110,14 @@ export function grantNamesAction(grant: Grant, name: string): boolean {
  * grant's subject in the grant's first environment; null if the grant does not cover it at `at`.
  * `missedResource` receives a resource the grant's `resources:` refused.
  */
-export function selectUnder(ctx: Context, view: ActionView, decision: Decision, grant: Grant, at: Date, missedResource?: (r: string) => void): Selection | null {
+export function selectUnder(
+  ctx: Context,
+  view: ActionView,
+  decision: Decision,
+  grant: Grant,
+  at: Date,
+  missedResource?: (r: string) => void,
+): Selection | null {
   if (!grantNamesAction(grant, view.name)) return null;
   const vector = vectorFor(ctx.policy, view, decision, Object.values(grant.constraints));
   if (!vector) return null;
