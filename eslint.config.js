@@ -1,7 +1,7 @@
 // ESLint (flat config), run by `npm run lint` and so by `npm test`.
 //
-// A small set of rules the tree keeps, not a style guide (no formatting rules: layout is not
-// linted). The one rule that matters most is the last block: the packages that must run without
+// A small set of rules the tree keeps, not a style guide (no formatting rules: layout is
+// Prettier's, `npm run format`). The one rule that matters most is the last block: the packages that must run without
 // Node (browsers, Deno, Cloudflare Workers) cannot name Node's globals or import its modules.
 // `test/lint.test.ts` proves that block catches what it should.
 //
