@@ -10,7 +10,7 @@
  *
  * @module
  */
-import { compareCodePoints, MAX_INTEGER_DIGITS, parseJson, type JsonValue } from './canonical.js';
+import { codeUnitOrder, compareCodePoints, MAX_INTEGER_DIGITS, parseJson, type JsonValue } from './canonical.js';
 import { sha256Tagged } from './hash.js';
 
 /** Options for {@link canonicalizeJsonText} and {@link hashJsonText}. */
@@ -366,15 +366,7 @@ function compareKeys(a: number, b: number): number {
   for (; i < ie && j < je; i++, j++) {
     const x = src.charCodeAt(i);
     const y = src.charCodeAt(j);
-    if (x === y) continue;
-    const xs = x >= 0xd800 && x <= 0xdfff;
-    const ys = y >= 0xd800 && y <= 0xdfff;
-    // A surrogate stands for a code point above U+FFFF, so it outranks U+E000–U+FFFF.
-    if (xs !== ys) {
-      if (xs && y >= 0xe000) return 1;
-      if (ys && x >= 0xe000) return -1;
-    }
-    return x - y;
+    if (x !== y) return codeUnitOrder(x, y);
   }
   return ie - i - (je - j);
 }

@@ -26,17 +26,23 @@ export function compareCodePoints(a: string, b: string): number {
   for (let i = 0; i < n; i++) {
     const x = a.charCodeAt(i);
     const y = b.charCodeAt(i);
-    if (x === y) continue;
-    const xs = x >= 0xd800 && x <= 0xdfff;
-    const ys = y >= 0xd800 && y <= 0xdfff;
-    // A surrogate stands for a code point above U+FFFF, so it outranks U+E000–U+FFFF.
-    if (xs !== ys) {
-      if (xs && y >= 0xe000) return 1;
-      if (ys && x >= 0xe000) return -1;
-    }
-    return x - y;
+    if (x !== y) return codeUnitOrder(x, y);
   }
   return a.length - b.length;
+}
+
+/**
+ * The code point order of the first two UTF-16 code units that differ, `x` and `y`: their
+ * difference, except that a surrogate (half of a code point above U+FFFF) outranks U+E000–U+FFFF.
+ */
+export function codeUnitOrder(x: number, y: number): number {
+  const xs = x >= 0xd800 && x <= 0xdfff;
+  const ys = y >= 0xd800 && y <= 0xdfff;
+  if (xs !== ys) {
+    if (xs && y >= 0xe000) return 1;
+    if (ys && x >= 0xe000) return -1;
+  }
+  return x - y;
 }
 
 const hasWellFormed = typeof (String.prototype as { isWellFormed?: unknown }).isWellFormed === 'function';
