@@ -9,7 +9,7 @@ import { PGlite } from '@electric-sql/pglite';
 import { Control, callbackSink, createAction, loadPolicy, sequentialIds, verifyChain, type StateStore } from '@ctrlrun/kernel';
 import { SqlStateStore, postgresDialect, sealReceipt, type SqlDialect, type SqlDriver, type SqlExecutor } from '@ctrlrun/kernel/store';
 import { PgliteDriver } from '@ctrlrun/store-node/pglite';
-import { createPgStore } from '@ctrlrun/store-node/pg';
+import { createPgStore, PgDriver } from '@ctrlrun/store-node/pg';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { describePg, freshDatabase } from '../support/pg-cluster.js';
@@ -227,6 +227,35 @@ describePg('combined statements on a real server', (server) => {
     },
     120_000,
   );
+
+  it('without prepare a store goes statement by statement (the default); with prepare: true each write step is one statement', async () => {
+    const db = await freshDatabase(server.url, 'steps');
+    const pool = quiet(new pg.Pool({ connectionString: db.url, max: 2 }));
+    try {
+      const shapes: Record<string, number[]> = {};
+      for (const prepare of [false, true]) {
+        const schema = `steps_${prepare}`;
+        await db.createSchema(schema);
+        const driver = new PgDriver(pool, { schema, prepare });
+        expect(driver.capabilities.oneStatementSteps).toBe(prepare);
+        await driver.resolveSchema();
+        const rec = recording(driver);
+        const store = await new SqlStateStore(rec.wrapped, { dialect: postgresDialect(schema), logger: { warn() {} } }).open();
+        const control = new Control({ policy: POLICY, store, logger: { warn() {} } });
+        rec.transactions.length = 0;
+        await control.execute(createAction({ name: 'stripe.refund', arguments: { payment_id: 'p1', amount: 1 }, principal: { agent: 'a' } }), () => 1);
+        shapes[String(prepare)] = rec.transactions.map((t) => t.length);
+        expect(rec.transactions.flat().some((sql) => sql.startsWith('WITH '))).toBe(prepare);
+        expect(verifyChain(await store.receipts(), await store.chainHead())).toMatchObject({ ok: true, verified: 1 });
+        await store.close();
+      }
+      expect(shapes['true']).toEqual([1, 2]);
+      expect(shapes['false']!.reduce((a, b) => a + b, 0)).toBeGreaterThan(3);
+    } finally {
+      await pool.end();
+      await db.drop();
+    }
+  }, 120_000);
 
   it("prepare: true sends the store's statements prepared (once per connection); prepare of another type is refused", async () => {
     const db = await freshDatabase(server.url, 'prepared');

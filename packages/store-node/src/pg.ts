@@ -15,7 +15,15 @@
  * @module
  */
 import { AmbiguousWrite, InvalidArgument, StoreError, type Logger } from '@ctrlrun/kernel';
-import { commitErrorOutcome, quoteIdentifier, type QueryResult, type SqlDriver, type SqlExecutor, type SqlValue } from '@ctrlrun/kernel/store';
+import {
+  commitErrorOutcome,
+  quoteIdentifier,
+  type DriverCapabilities,
+  type QueryResult,
+  type SqlDriver,
+  type SqlExecutor,
+  type SqlValue,
+} from '@ctrlrun/kernel/store';
 import { importOnce } from './optional-import.js';
 import { SchemaStore, checkSchema, checkStoreOptions, message, openSchemaStore, type PostgresStoreOptions } from './postgres-common.js';
 
@@ -62,7 +70,8 @@ export interface PgDriverOptions {
   ownsPool?: boolean;
   /**
    * Send the store's statements as named prepared statements (parsed and planned once per
-   * connection, not on every call). Off by default: a transaction-mode pooler that does not track
+   * connection, not on every call), and each write step as one statement (its effect row,
+   * events and chained receipt together: 7 round trips per allowed action instead of 13). Off by default: a transaction-mode pooler that does not track
    * protocol-level prepared statements (PgBouncer before 1.21, or `max_prepared_statements = 0`)
    * would route a later call to a connection that never prepared it.
    */
@@ -129,7 +138,8 @@ function arm(client: PgClientLike): void {
 export class PgDriver implements SqlDriver {
   readonly name: string = 'pg';
   readonly dialect = 'postgres' as const;
-  readonly capabilities = Object.freeze({ concurrentConnections: true });
+  /** With `prepare: true`, each write step is one (prepared) statement; else statement by statement. */
+  readonly capabilities: DriverCapabilities;
   readonly #source: PgPoolLike | (() => PgPoolLike | Promise<PgPoolLike>);
   readonly #options: PgDriverOptions;
   #pool: Promise<PgPoolLike> | null = null;
@@ -145,6 +155,7 @@ export class PgDriver implements SqlDriver {
     if (options.prepare !== undefined && typeof options.prepare !== 'boolean') throw new InvalidArgument('prepare must be a boolean');
     this.#source = pool;
     this.#options = options;
+    this.capabilities = Object.freeze({ concurrentConnections: true, oneStatementSteps: options.prepare === true });
     this.#schema = options.schema ?? null;
   }
 

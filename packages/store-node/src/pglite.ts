@@ -54,7 +54,8 @@ export interface PgliteDriverOptions {
 export class PgliteDriver implements SqlDriver {
   readonly name: string = 'pglite';
   readonly dialect = 'postgres' as const;
-  readonly capabilities = Object.freeze({ concurrentConnections: false });
+  // In-process: no round trips to save, but one statement per step keeps the WebAssembly crossings few.
+  readonly capabilities = Object.freeze({ concurrentConnections: false, oneStatementSteps: true });
   readonly #source: PgliteLike | (() => PgliteLike | Promise<PgliteLike>);
   readonly #owns: boolean;
   #db: Promise<PgliteLike> | null = null;

@@ -37,6 +37,13 @@ export interface DriverCapabilities {
    * kernel then queues transactions so two awaits can never interleave inside one.
    */
   readonly concurrentConnections: boolean;
+  /**
+   * Send each write step as the dialect's one statement (its effect row, events and chained
+   * receipt together) where it has one. Worth it where the statements are prepared: a long
+   * statement parsed and planned on every call costs about what the round trips it saves do on a
+   * server next door. Default `false`: statement by statement.
+   */
+  readonly oneStatementSteps?: boolean;
 }
 
 /** A database client, as the kernel needs it. */

@@ -170,7 +170,7 @@ async function transition(
       const record = checked(await e.effect(tx, k), k, a, from, now);
       return e.cas(tx, record, next(record, storedTime(now)), run, refuse(now));
     },
-    e.sql.sql.updateEffectWithTrail === undefined
+    e.sql.sql.updateEffectWithTrail === undefined || e.driver.capabilities.oneStatementSteps !== true
       ? undefined
       : async (tx, now, run, fieldsOf, receipt) => {
           // The same read and check; then the compare-and-set, its events and its receipt as one statement.
@@ -394,7 +394,7 @@ export async function reserveForExecution(
       const consumed = granted === null ? null : await consume(e, tx, granted, now);
       return [consumed, reservation] satisfies [Approval | null, Reservation];
     },
-    approval !== null || e.sql.sql.insertEffectWithEvents === undefined
+    approval !== null || e.sql.sql.insertEffectWithEvents === undefined || e.driver.capabilities.oneStatementSteps !== true
       ? undefined
       : async (tx, now, run, fieldsOf, receipt) => {
           // No approval to consume: try the insert of a fresh row with its events as one statement;
