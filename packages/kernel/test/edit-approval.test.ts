@@ -163,6 +163,25 @@ actions:
     });
   });
 
+  it("an edit of a request whose proposer's credential has since expired is refused as that, not as a deny to lift; nothing written", async () => {
+    const ctx = await setup();
+    const expiresAt = new Date(ctx.clock().getTime() + 60_000).toISOString();
+    const action = createAction({ name: 'stripe.refund', arguments: { payment_id: 'p1', amount: 200000 }, principal: { ...PRINCIPAL, expiresAt } });
+    const err = await ctx.control.execute(action, () => 'never').catch((e: unknown) => e);
+    const requestId = (err as ApprovalRequired).requestId;
+    ctx.advance(120_000);
+    const before = await snapshot(ctx.store);
+    const refused = await ctx.control
+      .grantApproval(requestId, { approver: 'alice', edit: { arguments: { payment_id: 'p1', amount: 150000 } } })
+      .catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(ActionDenied);
+    expect(refused).toMatchObject({ reason: 'principal_expired' });
+    expect((refused as Error).message).toContain(`credential expired (${expiresAt})`);
+    expect((refused as Error).message).not.toContain('never lifts a deny');
+    expect(await snapshot(ctx.store)).toEqual(before);
+    expect((await ctx.store.getApproval(requestId))?.status).toBe('pending');
+  });
+
   it('refuses an edit of an unknown, answered or expired request as a grant does, and bad edits naming what was wrong', async () => {
     const ctx = await setup();
     const edit = { arguments: { payment_id: 'p1', amount: 150000 } };

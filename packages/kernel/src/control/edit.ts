@@ -129,13 +129,16 @@ export async function editApproval(ctx: ControlContext, requestId: string, optio
   for (const w of evaluation.warnings) ctx.logger.warn(`[ctrlrun] ${edited.name}: ${w}`);
   if (evaluation.decision === 'deny') {
     const policyDenies = ctx.policy.evaluate(edited.name, edited.canonicalArguments);
-    const why =
-      policyDenies.decision === 'deny' && policyDenies.reason === evaluation.reason
+    // An expired credential is not a deny an edit could lift: no edit of this request can run.
+    const expired = evaluation.reason === 'principal_expired';
+    const why = expired
+      ? `the proposing principal's credential expired (${original.principal.expiresAt ?? 'its expires_at'}), so no edit of this request can run; deny it`
+      : policyDenies.decision === 'deny' && policyDenies.reason === evaluation.reason
         ? explainDecision(ctx.policy, edited.name, edited.canonicalArguments)
         : `denied (${evaluation.reason})`;
     throw new ActionDenied(evaluation.reason, {
       actionId: edited.actionId,
-      message: `the edit of approval request ${requestId} is refused: ${why}; an edit never lifts a deny, and the request stays pending`,
+      message: `the edit of approval request ${requestId} is refused: ${why}${expired ? '' : '; an edit never lifts a deny'}, and the request stays pending`,
     });
   }
 
