@@ -147,4 +147,32 @@ describe('mcp-operator text shows what was hashed', () => {
       await store.close();
     }
   }, 180_000);
+
+  it('an integer beyond 2^53 in the arguments is shown as its digits, exactly as hashed (the structured value carries them as a string)', async () => {
+    const store = await createSqlJsStore();
+    try {
+      const control = new Control({ policy: loadPolicy(POLICY), store, logger: { warn: () => {} } });
+      const big = 123456789012345678901234567890n;
+      const action = createAction({
+        name: 'pay.refund',
+        arguments: { id: 'p1', amount: 500, note: `ctrlrun-integer-00-${big}`, big },
+        principal: { agent: 'a' },
+      });
+      await control.execute(action, () => 1).catch(() => undefined);
+      const client = await operator(control);
+      const result = await client.callTool({ name: 'list_pending_approvals', arguments: {} });
+      const shown = (result.content as { type: string; text: string }[])[0]!.text;
+      expect(action.canonical).toContain(`"big":${big}`);
+      expect(shown).toContain(`"big": ${big}`);
+      expect(shown).not.toContain(`"big": "${big}"`);
+      // A string that looks like the marker stays a string.
+      expect(shown).toContain(`"note": "ctrlrun-integer-00-${big}"`);
+      const approvals = structured(result)['approvals'] as { action: { arguments: Record<string, unknown> }; hashed: string }[];
+      expect(approvals[0]!.action.arguments['big']).toBe(String(big));
+      expect(approvals[0]!.hashed).toBe(action.canonical);
+      await client.close();
+    } finally {
+      await store.close();
+    }
+  });
 });

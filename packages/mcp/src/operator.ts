@@ -119,15 +119,21 @@ function argsOf(tool: Tool, raw: unknown): Record<string, unknown> {
 /**
  * A tool's answer: the JSON text a human (or their assistant) reads, with every invisible
  * character written as a JSON `\uXXXX` escape, so it shows and still parses to exactly the same
- * value; and that value as `structuredContent`.
+ * value, and an integer beyond 2^53 written as its digits, as it was hashed; and that value as
+ * `structuredContent` (where such an integer is a string of its digits: a JSON number there
+ * would be rounded by whoever parses it).
  */
 function answer(value: unknown): CallToolResult {
-  // A raw newline here is the indentation's: one inside a string is already written `\n`.
-  const text = showInvisible(
-    JSON.stringify(value, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v), 2),
-    { keepNewlines: true },
+  // A marker no agent can predict stands for each bigint, then its quotes go: digits, as hashed.
+  const marker = `ctrlrun-integer-${Array.from(crypto.getRandomValues(new Uint8Array(12)), (b) => b.toString(16).padStart(2, '0')).join('')}-`;
+  const exact = JSON.stringify(value, (_k, v: unknown) => (typeof v === 'bigint' ? marker + v.toString() : v), 2).replace(
+    new RegExp(`"${marker}(-?[0-9]+)"`, 'g'),
+    '$1',
   );
-  return { content: [{ type: 'text', text }], structuredContent: JSON.parse(text) as Record<string, unknown> };
+  // A raw newline here is the indentation's: one inside a string is already written `\n`.
+  const text = showInvisible(exact, { keepNewlines: true });
+  const structured = JSON.stringify(value, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v));
+  return { content: [{ type: 'text', text }], structuredContent: JSON.parse(structured) as Record<string, unknown> };
 }
 
 function headersOf(raw: Readonly<Record<string, string | string[] | undefined>> | undefined): Record<string, string> | 'repeated' {
