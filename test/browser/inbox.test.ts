@@ -122,6 +122,18 @@ describeInChromium('operator inbox in Chromium', () => {
       await page.locator('article', { hasText: String(second.json['requestId']) }).waitFor({ timeout: 30_000 });
       expect(await page.evaluate(() => (window as unknown as { marker?: number }).marker)).toBe(42);
 
+      // An open edit box is never swapped away by the refresh, even without focus; closing it lets the newest requests in.
+      await item.locator('summary', { hasText: 'Edit and approve' }).click();
+      await item.locator('textarea[data-edit]').fill('{"amount":20000,"payment_id":"pay_77"}');
+      await page.locator('h1').first().click();
+      const third = await agentCall(worker.url, { name: 'billing.refund', arguments: { payment_id: 'pay_79', amount: 31000 } });
+      await expect.poll(() => page.locator('#refresh-status').textContent(), { timeout: 30_000 }).toContain('Paused while you edit');
+      expect(await item.locator('textarea[data-edit]').inputValue()).toBe('{"amount":20000,"payment_id":"pay_77"}');
+      expect(await page.locator('article', { hasText: String(third.json['requestId']) }).count()).toBe(0);
+      await item.locator('summary', { hasText: 'Edit and approve' }).click();
+      await page.locator('h1').first().click();
+      await page.locator('article', { hasText: String(third.json['requestId']) }).waitFor({ timeout: 30_000 });
+
       await item.getByRole('button', { name: /^Approve/ }).click();
       await expect.poll(() => page.getByRole('status').first().textContent()).toContain('Approved');
       await expect.poll(() => page.locator('article', { hasText: requestId }).count()).toBe(0);

@@ -221,9 +221,11 @@ const SCRIPT = `(() => {
       if (!r.ok) return;
       const html = await r.text();
       const active = document.activeElement;
-      const busy = active && live.contains(active) && active.tagName !== 'BODY';
+      // Never swapped under the operator: not while a control has focus, nor while an edit box is open.
+      const editing = live.querySelector('details[open] textarea[data-edit]') !== null;
+      const busy = (active && live.contains(active) && active.tagName !== 'BODY') || editing;
       if (html !== last && !busy) { live.innerHTML = html; last = html; }
-      if (status) status.textContent = 'Updated ' + new Date().toLocaleTimeString();
+      if (status) status.textContent = html !== last && busy ? 'Paused while you edit: close the edit box to see the newest requests' : 'Updated ' + new Date().toLocaleTimeString();
     } catch (e) { if (status) status.textContent = 'Offline: retrying'; }
   }
   setInterval(refresh, 2000);
