@@ -294,42 +294,23 @@ const ambiguated = (before: EffectRecord | null): Partial<EffectRecord> => {
 
 /** The thirteen ways a store refuses around an effect; none may write `failed` or raise `NotExecuted`. */
 const REFUSAL_PATHS: readonly RefusalPath[] = [
-  {
-    name: 'reserve over a live reserved lease',
-    cls: DuplicateEffect,
-    fields: DUP_IN_PROGRESS,
+  // Reserving a key whose record is in each state that refuses: the record is left as it was.
+  ...(
+    [
+      ['a live reserved lease', 'reserved', DuplicateEffect, DUP_IN_PROGRESS],
+      ['a live executing lease', 'executing', DuplicateEffect, DUP_IN_PROGRESS],
+      ['committed', 'committed', DuplicateEffect, DUP_COMMITTED],
+      ['ambiguous', 'ambiguous', AmbiguousEffect, AMBIGUOUS],
+    ] as const
+  ).map(([what, state, cls, fields]): RefusalPath => ({
+    name: `reserve over ${what}`,
+    cls,
+    fields,
     async run(store, _c, key) {
-      await drive(store, key, 'reserved');
+      await drive(store, key, state);
       return { call: store.reserveEffect(key, act(), LEASE), expected: unchanged };
     },
-  },
-  {
-    name: 'reserve over a live executing lease',
-    cls: DuplicateEffect,
-    fields: DUP_IN_PROGRESS,
-    async run(store, _c, key) {
-      await drive(store, key, 'executing');
-      return { call: store.reserveEffect(key, act(), LEASE), expected: unchanged };
-    },
-  },
-  {
-    name: 'reserve over committed',
-    cls: DuplicateEffect,
-    fields: DUP_COMMITTED,
-    async run(store, _c, key) {
-      await drive(store, key, 'committed');
-      return { call: store.reserveEffect(key, act(), LEASE), expected: unchanged };
-    },
-  },
-  {
-    name: 'reserve over ambiguous',
-    cls: AmbiguousEffect,
-    fields: AMBIGUOUS,
-    async run(store, _c, key) {
-      await drive(store, key, 'ambiguous');
-      return { call: store.reserveEffect(key, act(), LEASE), expected: unchanged };
-    },
-  },
+  })),
   {
     name: 'reserve over a lapsed reserved lease',
     cls: AmbiguousEffect,
