@@ -10,7 +10,6 @@ import type { Action } from './action.js';
 import { canonicalJson, type JsonObject } from './canonical.js';
 import type { Control } from './control/control.js';
 import type { ApprovalEdit } from './control/edit.js';
-import { parseTime } from './time.js';
 
 /** The result of a tool call that ran with arguments a human edited when approving. */
 export interface EditedToolResult<T = unknown> {
@@ -66,13 +65,5 @@ export function isEditedToolResult(value: unknown): value is EditedToolResult {
  * call (a resumed graph node, a resumed run) finds an edit made by any surface. Reads only.
  */
 export async function unusedEditFor(control: Control, action: Action): Promise<ApprovalEdit | null> {
-  const requests = await control.store.approvalsFor(action.actionHash);
-  for (const record of [...requests].reverse()) {
-    if (record.status !== 'denied') continue;
-    const edit = await control.approvalEdit(record.request.requestId);
-    if (edit === null || edit.proposed !== record.request.requestId || edit.proposedHash !== action.actionHash) continue;
-    const granted = await control.store.getApproval(edit.approved);
-    if (granted?.status === 'granted' && control.clock().getTime() <= parseTime(granted.request.expiresAt, 'expires_at').getTime()) return edit;
-  }
-  return null;
+  return control.unusedEdit(action);
 }

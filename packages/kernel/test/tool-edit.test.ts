@@ -111,4 +111,29 @@ describe('unusedEditFor', () => {
     const someoneElse = createAction({ name: 'stripe.refund', arguments: { payment_id: 'p1', amount: 500000 }, principal: { agent: 'other-agent' } });
     expect(await unusedEditFor(ctx.control, someoneElse)).toBeNull();
   });
+
+  it('names what the control path names when the action is asked for again: a newer plain denial of the same call outranks an older edit', async () => {
+    const ctx = await setup();
+    const { action, requestId } = await proposed(ctx);
+    // A second request for the same hash (filed before the one-request rule, or by a racing caller).
+    const later = 'apr_later';
+    const created = new Date(ctx.control.clock().getTime() + 1);
+    ctx.advance(1);
+    await ctx.store.putApprovalRequest({
+      requestId: later,
+      actionHash: action.actionHash,
+      action,
+      createdAt: created.toISOString(),
+      expiresAt: new Date(created.getTime() + ctx.control.approvalTtl).toISOString(),
+      policyHash: null,
+    });
+    await ctx.control.grantApproval(requestId, { approver: 'human:ana', edit: { arguments: { payment_id: 'p1', amount: 300000 } } });
+    await ctx.control.denyApproval(later, { approver: 'human:bo' });
+    // The control path files a new request rather than pointing at the older edit …
+    const again = await ctx.control.execute(action, () => 'never').catch((e: unknown) => e);
+    expect(again).toBeInstanceOf(ApprovalRequired);
+    expect((again as ApprovalRequired).requestId).not.toBe(requestId);
+    // … and so the adapters' lookup does not run that edit either.
+    expect(await unusedEditFor(ctx.control, action)).toBeNull();
+  });
 });

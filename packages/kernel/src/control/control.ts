@@ -18,7 +18,7 @@ import type { StateStore } from '../store/state-store.js';
 import { checkDuration, MINUTE, systemClock, type Clock } from '../time.js';
 import { denyApproval, delegate, grantApproval, openApproval, resolveEffect, revoke } from './answers.js';
 import { attempt, resumeAttempt } from './attempt.js';
-import { approvalEdit, editApproval, type ApprovalEdit, type GrantOptions } from './edit.js';
+import { approvalEdit, editApproval, unusedEditOf, type ApprovalEdit, type GrantOptions } from './edit.js';
 import { evaluate, resolvePrincipal } from './gates.js';
 import type { ControlContext } from './pass.js';
 import type { ControlOptions, DelegateOptions, Executor, ExecuteOptions, ExecuteResult, Logger, ResolveOptions } from './types.js';
@@ -212,6 +212,15 @@ export class Control {
    */
   async approvalEdit(requestId: string): Promise<ApprovalEdit | null> {
     return approvalEdit(this.#ctx, requestId);
+  }
+
+  /**
+   * The edit that answered `action`'s newest denied, unexpired request while its edited grant is
+   * still unused, or `null`: what the control path names when `action` is asked for again.
+   * Reads only.
+   */
+  async unusedEdit(action: Action): Promise<ApprovalEdit | null> {
+    return unusedEditOf(this.#ctx, action);
   }
 
   /** Denies approval request `requestId` as `approver`; records `APPROVAL_DENIED`. */
