@@ -1,7 +1,9 @@
 /**
  * What the page keeps in IndexedDB besides the store: the fake remote's call counts (they are
  * the "payment provider's", not ctrlrun's), the policy text in force, the last request and
- * approval ids, and the output so far. One record, rewritten whole (it is small).
+ * approval ids, and the output so far. One record, rewritten whole (it is small), kept beside the
+ * store's pages in the store's own IndexedDB database: written with the store's save at the end of
+ * a step, so the step's commit and its entry become durable in one transaction.
  *
  * @module
  */
@@ -66,37 +68,56 @@ export interface Keeper {
   save(state: PageState): Promise<void>;
 }
 
-/** A keeper in IndexedDB. */
-export function indexedDbKeeper(name: string, factory: IDBFactory = indexedDB): Keeper {
-  let opened: Promise<IDBDatabase> | null = null;
-  const db = (): Promise<IDBDatabase> => {
-    if (!opened) {
-      const r = factory.open(name, 1);
-      r.onupgradeneeded = () => {
-        if (!r.result.objectStoreNames.contains(STORE)) r.result.createObjectStore(STORE);
-      };
-      opened = request(r).catch((err: unknown) => {
-        opened = null;
-        throw err;
-      });
-    }
-    return opened;
-  };
+/** The record's key beside the store's pages. */
+const RECORD = 'page';
+
+/** Where this record lives: the store's persistence (`@ctrlrun/store-sqljs`'s `indexedDbPersistence`). */
+export interface RecordShelf {
+  readRecord(key: string): Promise<unknown>;
+  writeRecord(key: string, value: unknown): Promise<void>;
+}
+
+/**
+ * A keeper beside the store's pages. A save made while a step holds the store's saves goes out
+ * with the store's save at the end of that hold; one made at any other time (the fake remote's
+ * count, a note) is written in a transaction of its own before it resolves. A page that has no
+ * record there yet reads the one an earlier version kept in its own database, `legacy`.
+ */
+export function shelfKeeper(shelf: RecordShelf, legacy?: () => Promise<PageState | null>): Keeper {
   return {
     async load() {
-      return readState(await request((await db()).transaction(STORE, 'readonly').objectStore(STORE).get(KEY)));
+      const value = await shelf.readRecord(RECORD);
+      if (value !== undefined) return readState(value);
+      return (await legacy?.()) ?? emptyState();
     },
-    async save(state) {
-      const tx = (await db()).transaction(STORE, 'readwrite', { durability: 'strict' });
-      const done = new Promise<void>((resolve, reject) => {
-        tx.oncomplete = () => resolve();
-        tx.onerror = () => reject(tx.error ?? new Error('IndexedDB transaction failed'));
-        tx.onabort = () => reject(tx.error ?? new Error('IndexedDB transaction aborted'));
-      });
-      tx.objectStore(STORE).put({ ...state, log: state.log.slice(-LOG_LIMIT) }, KEY);
-      await done;
+    save(state) {
+      return shelf.writeRecord(RECORD, { ...state, calls: { ...state.calls }, log: state.log.slice(-LOG_LIMIT) });
     },
   };
+}
+
+/**
+ * The record an earlier version of the page kept in the IndexedDB database `name`, or `null` when
+ * there is none; the database is not created when it does not exist.
+ */
+export async function legacyRecord(name: string, factory: IDBFactory = indexedDB): Promise<PageState | null> {
+  const known = (await factory.databases?.()) ?? null;
+  if (known !== null && !known.some((d) => d.name === name)) return null;
+  const db = await new Promise<IDBDatabase | null>((resolve, reject) => {
+    const r = factory.open(name);
+    // Not there after all: give up the creation.
+    r.onupgradeneeded = () => r.transaction?.abort();
+    r.onsuccess = () => resolve(r.result);
+    r.onerror = () => (r.error?.name === 'AbortError' ? resolve(null) : reject(r.error ?? new Error('IndexedDB open failed')));
+  });
+  if (db === null) return null;
+  try {
+    if (!db.objectStoreNames.contains(STORE)) return null;
+    const value = await request(db.transaction(STORE, 'readonly').objectStore(STORE).get(KEY));
+    return value === undefined ? null : readState(value);
+  } finally {
+    db.close();
+  }
 }
 
 /** A keeper that keeps nothing (no IndexedDB: private windows in some browsers). */

@@ -9,19 +9,19 @@ import initSqlJs from 'sql.js';
 import wasmUrl from 'sql.js/dist/sql-wasm-browser.wasm?url';
 import { runDemo } from '@ctrlrun/kernel/demo';
 import { createTryIt, TRY_IT_POLICY_YAML, type RemoteCallCounter, type TryIt } from '@ctrlrun/kernel/try-it';
-import { createSqlJsStore, indexedDbPersistence, type SqlJsModule, type SqlJsStore } from '@ctrlrun/store-sqljs';
+import { createSqlJsStore, indexedDbPersistence, type IndexedDbPersistence, type SqlJsModule, type SqlJsStore } from '@ctrlrun/store-sqljs';
 import { GUIDE, type GuideAction } from './guide.js';
 import { entryElement, h } from './dom.js';
 import { formatMinor, parseAmount } from './input.js';
-import { emptyState, forgetStore, indexedDbKeeper, memoryKeeper, type Keeper, type LogItem, type PageState } from './kept.js';
+import { emptyState, forgetStore, legacyRecord, memoryKeeper, shelfKeeper, type Keeper, type LogItem, type PageState } from './kept.js';
 import { errorOf } from './render.js';
-import { approveRequest, chainView, runRefundForm } from './session.js';
+import { approveRequest, chainView, runRefundForm, type ChainRow } from './session.js';
 import './style.css';
 
-/** The IndexedDB database the store lives in. */
+/** The IndexedDB database the store lives in, and the page's own record beside it. */
 const STORE_DB = 'ctrlrun-playground';
-/** The IndexedDB database the page's own record lives in. */
-const PAGE_DB = 'ctrlrun-playground-page';
+/** Where earlier versions kept the page's record; read once if the store's database has none. */
+const LEGACY_PAGE_DB = 'ctrlrun-playground-page';
 
 declare const __CTRLRUN_VERSIONS__: { kernel: string; sqljs: string };
 
@@ -108,8 +108,11 @@ function makeTryIt(store: SqlJsStore, policyYaml: string): TryIt {
   return createTryIt({ store, policyYaml, remoteCalls: keptCounter() });
 }
 
-async function openStore(SQL: SqlJsModule, persistent: boolean): Promise<SqlJsStore> {
-  return persistent ? createSqlJsStore({ SQL, persistence: indexedDbPersistence(STORE_DB) }) : createSqlJsStore({ SQL });
+/** The store, with the page's keeper: beside it in IndexedDB, or both in memory. */
+async function openStore(SQL: SqlJsModule, persistent: boolean): Promise<{ store: SqlJsStore; keeper: Keeper }> {
+  if (!persistent) return { store: await createSqlJsStore({ SQL }), keeper: memoryKeeper() };
+  const persistence: IndexedDbPersistence = indexedDbPersistence(STORE_DB);
+  return { store: await createSqlJsStore({ SQL, persistence }), keeper: shelfKeeper(persistence, () => legacyRecord(LEGACY_PAGE_DB)) };
 }
 
 // ------------------------------------------------------------------------------ output
@@ -138,30 +141,52 @@ async function log(item: LogItem): Promise<void> {
 
 // ------------------------------------------------------------------------------ receipts
 
+/** Everything a receipt row is drawn from. */
+function rowSource(row: ChainRow): string {
+  return JSON.stringify([row.seq, row.receiptId, row.hash, row.document]);
+}
+
 /** `apr_f4346158…` for a table cell; the full id is its tooltip and in the output. */
 function shortId(v: unknown): string {
   return typeof v === 'string' && v.length > 16 ? `${v.slice(0, 12)}…` : v == null ? '-' : String(v);
 }
 
+/** One receipt row as the table shows it; rows already shown are kept while the chain only grows. */
+function receiptRow(row: ChainRow): HTMLTableRowElement {
+  const doc = row.document;
+  const args = (doc['arguments'] ?? {}) as Record<string, unknown>;
+  const amount = typeof args['amount'] === 'number' ? formatMinor(args['amount']) : '-';
+  const tr = h(
+    'tr',
+    {},
+    h('td', {}, String(row.seq ?? '-')),
+    h('td', {}, String(args['payment_id'] ?? '-')),
+    h('td', { class: 'num' }, amount),
+    h('td', {}, String(doc['decision'] ?? '-')),
+    h('td', {}, String(doc['result'] ?? '-')),
+    h('td', doc['approval_id'] ? { title: String(doc['approval_id']) } : {}, shortId(doc['approval_id'])),
+    h('td', {}, row.receiptId),
+  );
+  return tr;
+}
+
+/** What a shown row was drawn from: the same text in the same place needs no new row. */
+const shownFrom = new WeakMap<HTMLTableRowElement, string>();
+
 async function showReceipts(): Promise<void> {
   if (!live) return;
   const { rows, report } = await chainView(live.store);
-  ui.receipts.replaceChildren(
-    ...rows.map((row) => {
-      const doc = row.document;
-      const args = (doc['arguments'] ?? {}) as Record<string, unknown>;
-      const amount = typeof args['amount'] === 'number' ? formatMinor(args['amount']) : '-';
-      return h(
-        'tr',
-        {},
-        h('td', {}, String(row.seq ?? '-')),
-        h('td', {}, String(args['payment_id'] ?? '-')),
-        h('td', { class: 'num' }, amount),
-        h('td', {}, String(doc['decision'] ?? '-')),
-        h('td', {}, String(doc['result'] ?? '-')),
-        h('td', doc['approval_id'] ? { title: String(doc['approval_id']) } : {}, shortId(doc['approval_id'])),
-        h('td', {}, row.receiptId),
-      );
+  // Rows drawn from exactly the stored text they show are kept; from the first that differs on,
+  // the table is drawn again. Most steps only append.
+  const shown = [...ui.receipts.rows];
+  let same = 0;
+  while (same < rows.length && same < shown.length && shownFrom.get(shown[same]!) === rowSource(rows[same]!)) same++;
+  for (const tr of shown.slice(same)) tr.remove();
+  ui.receipts.append(
+    ...rows.slice(same).map((row) => {
+      const tr = receiptRow(row);
+      shownFrom.set(tr, rowSource(row));
+      return tr;
     }),
   );
   const total = report.chained + report.unchained;
@@ -180,29 +205,45 @@ function updateAmountHint(): void {
 
 async function onRun(): Promise<void> {
   if (!live) return;
-  const item = await runRefundForm(live.tryIt, live.store, {
-    payment_id: ui.paymentId.value,
-    amount: ui.amount.value,
-    lose_reply: ui.loseReply.checked,
-    approval_id: ui.approvalId.value,
+  const { tryIt, store } = live;
+  let kept: Promise<void> = Promise.resolve();
+  let receipts: Promise<void> = Promise.resolve();
+  // The step runs with the store's saves held, so its last save carries the page's record too:
+  // the step's commit and its entry are kept in one IndexedDB transaction. The save the kernel
+  // makes inside (the reservation, before the remote is called) is not held back.
+  await store.holdSaves(async () => {
+    const item = await runRefundForm(tryIt, store, {
+      payment_id: ui.paymentId.value,
+      amount: ui.amount.value,
+      lose_reply: ui.loseReply.checked,
+      approval_id: ui.approvalId.value,
+    });
+    if (item.kind === 'refund' && item.result.outcome === 'approval_required' && item.result.request_id) {
+      if (live) live.state.requestId = item.result.request_id;
+      ui.requestId.value = item.result.request_id;
+    }
+    // The entry goes out with the step's last save; the receipts are read meanwhile. The next
+    // action waits for both.
+    kept = log(item);
+    if (item.kind === 'refund') receipts = showReceipts();
   });
-  if (item.kind === 'refund' && item.result.outcome === 'approval_required' && item.result.request_id) {
-    live.state.requestId = item.result.request_id;
-    ui.requestId.value = item.result.request_id;
-  }
-  // The step's writes are saved (try-it saves before it returns); keeping the entry and redrawing
-  // the receipts overlap, and the next action waits for both.
-  await Promise.all([log(item), item.kind === 'refund' ? showReceipts() : undefined]);
+  await Promise.all([kept, receipts]);
 }
 
 async function onApprove(): Promise<void> {
   if (!live) return;
-  const item = await approveRequest(live.tryIt, ui.requestId.value);
-  if (item.kind === 'approve') {
-    live.state.approvalId = item.result.approval_id;
-    ui.approvalId.value = item.result.approval_id;
-  }
-  await log(item);
+  const { tryIt, store } = live;
+  let kept: Promise<void> = Promise.resolve();
+  // As in onRun: the grant and its entry are kept together.
+  await store.holdSaves(async () => {
+    const item = await approveRequest(tryIt, ui.requestId.value);
+    if (item.kind === 'approve') {
+      if (live) live.state.approvalId = item.result.approval_id;
+      ui.approvalId.value = item.result.approval_id;
+    }
+    kept = log(item);
+  });
+  await kept;
 }
 
 function fill(action: GuideAction): void {
@@ -292,8 +333,8 @@ async function onReset(): Promise<void> {
   await live.store.close();
   if (live.persistent) await forgetStore(STORE_DB);
   live.state = emptyState();
+  ({ store: live.store, keeper: live.keeper } = await openStore(live.SQL, live.persistent));
   await live.keeper.save(live.state);
-  live.store = await openStore(live.SQL, live.persistent);
   live.tryIt = makeTryIt(live.store, TRY_IT_POLICY_YAML);
   live.policyYaml = TRY_IT_POLICY_YAML;
   ui.policy.value = TRY_IT_POLICY_YAML;
@@ -383,12 +424,12 @@ async function boot(): Promise<void> {
     idbAvailable() ? ownTheStore() : false,
   ]);
   let persistent = idbAvailable() && owner;
-  let keeper: Keeper = persistent ? indexedDbKeeper(PAGE_DB) : memoryKeeper();
+  let keeper: Keeper;
   let state: PageState;
-  let store: SqlJsStore;
+  let store: SqlJsStore | undefined;
   try {
+    ({ store, keeper } = await openStore(SQL, persistent));
     state = await keeper.load();
-    store = await openStore(SQL, persistent);
     if (idbAvailable() && !owner) {
       state.log.push({
         kind: 'note',
@@ -398,9 +439,9 @@ async function boot(): Promise<void> {
   } catch (err) {
     // IndexedDB refused (some private windows): run in memory and say so.
     persistent = false;
-    keeper = memoryKeeper();
+    await store?.close().catch(() => undefined);
+    ({ store, keeper } = await openStore(SQL, false));
     state = emptyState();
-    store = await openStore(SQL, false);
     state.log.push({ kind: 'note', text: `IndexedDB is not usable here (${errorOf(err).message}): this session lives in memory and a reload starts over` });
   }
   let policyYaml = state.policyYaml ?? TRY_IT_POLICY_YAML;

@@ -436,7 +436,8 @@ describeInChromium('playground in Chromium', () => {
             .sort((a, b) => (a[0] as number) - (b[0] as number))
             .map(([, v]) => new TextDecoder('latin1').decode(v as Uint8Array))
             .join('');
-          const record = (await read('ctrlrun-playground-page', 'page')).get('state') as {
+          // The page's record lives beside the pages, written in the same transaction as the step's last save.
+          const record = pages.get('record:page') as {
             log: { kind: string; result?: { receipt?: { receipt_id?: string }; request_id?: string } }[];
           };
           const entry = list.children[n - 1] as HTMLElement;
@@ -486,21 +487,92 @@ describeInChromium('playground in Chromium', () => {
     expect(box.top + box.client).toBeGreaterThanOrEqual(box.height - 1);
   });
 
+  it('a step without a remote call is one IndexedDB transaction, its entry included', async () => {
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    context.setDefaultTimeout(PAGE_TIMEOUT);
+    contexts.push(context);
+    // Every readwrite transaction the page begins, as the keys it puts (numbers are the store's pages).
+    await context.addInitScript(() => {
+      const g = globalThis as unknown as { __tx: IDBValidKey[][] };
+      g.__tx = [];
+      const transaction = IDBDatabase.prototype.transaction;
+      const keys = new WeakMap<IDBTransaction, IDBValidKey[]>();
+      IDBDatabase.prototype.transaction = function (this: IDBDatabase, ...args: Parameters<IDBDatabase['transaction']>) {
+        const tx = transaction.apply(this, args);
+        if (args[1] === 'readwrite') {
+          const list: IDBValidKey[] = [];
+          g.__tx.push(list);
+          keys.set(tx, list);
+        }
+        return tx;
+      } as IDBDatabase['transaction'];
+      const put = IDBObjectStore.prototype.put;
+      IDBObjectStore.prototype.put = function (this: IDBObjectStore, value: unknown, key?: IDBValidKey) {
+        keys.get(this.transaction)?.push(typeof key === 'number' ? 'page' : key!);
+        return put.call(this, value, key);
+      };
+    });
+    const page = await context.newPage();
+    await open(page);
+    const kept = () =>
+      page.evaluate(
+        () =>
+          new Promise<{ keys: IDBValidKey[]; text: string }>((ok, fail) => {
+            const r = indexedDB.open('ctrlrun-playground');
+            r.onerror = () => fail(r.error);
+            r.onsuccess = () => {
+              const os = r.result.transaction('sqljs', 'readonly').objectStore('sqljs');
+              const keys = os.getAllKeys();
+              const values = os.getAll();
+              values.onsuccess = () => {
+                r.result.close();
+                const pages = keys.result.map((k, i) => [k, values.result[i]] as const).filter(([k]) => typeof k === 'number');
+                ok({ keys: keys.result, text: pages.map(([, v]) => new TextDecoder('latin1').decode(v as Uint8Array)).join('') });
+              };
+            };
+          }),
+      );
+    const opened = await kept();
+    expect([await entries(page), await receiptCount(page)]).toEqual([0, 0]);
+    expect(opened.keys, 'nothing of the page is kept before its first step').not.toContain('record:page');
+    const before = await page.evaluate(() => (globalThis as unknown as { __tx: unknown[] }).__tx.length);
+    // Step 2a: a refund that asks for approval calls no remote; its commit and its entry are kept together.
+    const shown = await act(page, '2a');
+    expect(shown.data['outcome']).toBe('approval_required');
+    await page.waitForSelector('#output[aria-busy="false"]');
+    const during = await page.evaluate((n) => (globalThis as unknown as { __tx: IDBValidKey[][] }).__tx.slice(n), before);
+    expect(during).toHaveLength(1);
+    expect(during[0]).toContain('page');
+    expect(during[0]).toContain('record:page');
+    expect((await kept()).text).toContain(shown.data['requestId']!);
+  });
+
   it('a tab that dies while the remote runs leaves the reservation kept: after a reload the same refund finds its key taken', async () => {
     const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
     context.setDefaultTimeout(PAGE_TIMEOUT);
     contexts.push(context);
-    // Once armed, the page's own record never finishes saving: the fake remote records its call
-    // there, so the step stops inside the executor, after the reservation and before any outcome.
+    // Once armed, the page's own record (kept beside the store's pages) is never written and its
+    // transaction never reports back: the fake remote records its call there, so the step stops
+    // inside the executor, after the reservation and before any outcome.
     await context.addInitScript(() => {
       const g = globalThis as unknown as { __hang?: boolean; __hung?: boolean };
+      const hung = new WeakSet<IDBTransaction>();
+      const put = IDBObjectStore.prototype.put;
+      IDBObjectStore.prototype.put = function (this: IDBObjectStore, value: unknown, key?: IDBValidKey) {
+        if (g.__hang && key === 'record:page') {
+          g.__hung = true;
+          hung.add(this.transaction);
+          return {} as IDBRequest<IDBValidKey>;
+        }
+        return put.call(this, value, key);
+      };
       const transaction = IDBDatabase.prototype.transaction;
       IDBDatabase.prototype.transaction = function (this: IDBDatabase, ...args: Parameters<IDBDatabase['transaction']>) {
-        if (g.__hang && args[0] === 'page' && args[1] === 'readwrite') {
-          g.__hung = true;
-          return { objectStore: () => ({ put: () => ({}) }) } as unknown as IDBTransaction;
-        }
-        return transaction.apply(this, args);
+        const tx = transaction.apply(this, args);
+        let onComplete: ((this: IDBTransaction, e: Event) => unknown) | null = null;
+        Object.defineProperty(tx, 'oncomplete', { get: () => onComplete, set: (f: typeof onComplete) => void (onComplete = f) });
+        tx.addEventListener('complete', (e) => void (hung.has(tx) || onComplete?.call(tx, e)));
+        return tx;
       } as IDBDatabase['transaction'];
     });
     const page = await context.newPage();

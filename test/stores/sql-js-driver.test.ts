@@ -15,7 +15,7 @@ import {
   type SqlJsModule,
   type SqlJsPersistence,
 } from '@ctrlrun/store-sqljs';
-import { IDBFactory, IDBObjectStore } from 'fake-indexeddb';
+import { IDBDatabase, IDBFactory, IDBObjectStore } from 'fake-indexeddb';
 import fc from 'fast-check';
 import initSqlJs from 'sql.js';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -351,6 +351,121 @@ describe('indexedDbPersistence', () => {
     const page = (await kept(factory, 'paged')).get(7) as Uint8Array;
     expect([page.length, page.buffer.byteLength]).toEqual([PAGE_BYTES, PAGE_BYTES]);
     expect(await indexedDbPersistence('paged', { indexedDB: factory }).load()).toEqual(longer);
+  });
+
+  /** The readwrite transactions begun while `fn` runs, each as the keys it put (numbers are pages), and how many reads each made. */
+  async function transactions(fn: () => Promise<void>): Promise<{ puts: IDBValidKey[]; reads: number }[]> {
+    const seen: { puts: IDBValidKey[]; reads: number }[] = [];
+    const original = IDBDatabase.prototype.transaction;
+    const put = IDBObjectStore.prototype.put;
+    const get = IDBObjectStore.prototype.get;
+    const getAllKeys = IDBObjectStore.prototype.getAllKeys;
+    const current = new WeakMap<object, { puts: IDBValidKey[]; reads: number }>();
+    IDBDatabase.prototype.transaction = function (this: IDBDatabase, ...args: Parameters<IDBDatabase['transaction']>) {
+      const tx = original.apply(this, args);
+      if (args[1] === 'readwrite') {
+        const entry = { puts: [], reads: 0 };
+        seen.push(entry);
+        current.set(tx, entry);
+      }
+      return tx;
+    } as IDBDatabase['transaction'];
+    IDBObjectStore.prototype.put = function (this: IDBObjectStore, value: unknown, key?: IDBValidKey) {
+      current.get(this.transaction)?.puts.push(key!);
+      return put.call(this, value, key);
+    };
+    IDBObjectStore.prototype.get = function (this: IDBObjectStore, key: IDBValidKey | IDBKeyRange) {
+      const entry = current.get(this.transaction);
+      if (entry) entry.reads++;
+      return get.call(this, key);
+    };
+    IDBObjectStore.prototype.getAllKeys = function (this: IDBObjectStore, ...args: Parameters<IDBObjectStore['getAllKeys']>) {
+      const entry = current.get(this.transaction);
+      if (entry) entry.reads++;
+      return getAllKeys.apply(this, args);
+    };
+    try {
+      await fn();
+    } finally {
+      IDBDatabase.prototype.transaction = original;
+      IDBObjectStore.prototype.put = put;
+      IDBObjectStore.prototype.get = get;
+      IDBObjectStore.prototype.getAllKeys = getAllKeys;
+    }
+    return seen;
+  }
+
+  it('a save by the last writer reads one value (the generation), and reads all keys only when another writer came between', async () => {
+    const factory = new IDBFactory();
+    const a = indexedDbPersistence('reads', { indexedDB: factory });
+    const b = indexedDbPersistence('reads', { indexedDB: factory });
+    const bytes = new Uint8Array(3 * PAGE_BYTES).fill(7);
+    // The first save knows nothing kept: every page, then a look for stale keys.
+    expect((await transactions(() => a.save(bytes))).map((t) => t.reads)).toEqual([2]);
+    const next = bytes.slice();
+    next[5] = 1;
+    expect(await transactions(() => a.save(next))).toEqual([{ puts: [0, 'length', 'generation'], reads: 1 }]);
+    // Another writer's save in between: the next save of `a` writes every page and looks for stale keys.
+    await b.save(new Uint8Array(5 * PAGE_BYTES).fill(3));
+    const last = next.slice();
+    last[PAGE_BYTES] = 9;
+    const after = await transactions(() => a.save(last));
+    expect(after).toHaveLength(1);
+    expect(after[0]!.reads).toBe(2);
+    expect(after[0]!.puts.filter((k) => typeof k === 'number').sort()).toEqual([0, 1, 2]);
+    expect(await indexedDbPersistence('reads', { indexedDB: factory }).load()).toEqual(last);
+    expect([...(await kept(factory, 'reads')).keys()].filter((k) => typeof k === 'number')).toEqual([0, 1, 2]);
+  });
+
+  it("a record written in the task a save starts in goes out in that save's transaction; otherwise in its own", async () => {
+    const factory = new IDBFactory();
+    const p = indexedDbPersistence('records', { indexedDB: factory });
+    const bytes = new Uint8Array(2 * PAGE_BYTES).fill(1);
+    await p.save(bytes);
+    const next = bytes.slice();
+    next[0] = 2;
+    let together!: Promise<void>;
+    const tx = await transactions(async () => {
+      together = p.writeRecord('page', { log: ['one'] });
+      await p.save(next);
+      await together;
+    });
+    expect(tx).toEqual([{ puts: [0, 'length', 'record:page', 'generation'], reads: 1 }]);
+    // No save follows: written alone, and the promise waits for it.
+    const alone = await transactions(() => p.writeRecord('page', { log: ['one', 'two'] }));
+    expect(alone).toEqual([{ puts: ['record:page'], reads: 0 }]);
+    // The last value written under a key wins; both promises resolve when it is durable.
+    const first = p.writeRecord('other', 1);
+    const second = p.writeRecord('other', 2);
+    await Promise.all([first, second]);
+    const reopened = indexedDbPersistence('records', { indexedDB: factory });
+    expect([await reopened.readRecord('page'), await reopened.readRecord('other'), await reopened.readRecord('none')]).toEqual([
+      { log: ['one', 'two'] },
+      2,
+      undefined,
+    ]);
+    // Records are not pages: the database loads as saved, and a shorter save leaves them alone.
+    expect(await reopened.load()).toEqual(next);
+    await reopened.save(new Uint8Array(PAGE_BYTES));
+    expect(await indexedDbPersistence('records', { indexedDB: factory }).readRecord('page')).toEqual({ log: ['one', 'two'] });
+    expect(() => p.writeRecord('', 1)).toThrow(InvalidArgument);
+    await expect(p.readRecord(7 as never)).rejects.toBeInstanceOf(InvalidArgument);
+  });
+
+  it('a record that cannot be cloned is refused at once, and later changes to a kept value are not written', async () => {
+    const factory = new IDBFactory();
+    const p = indexedDbPersistence('unclonable', { indexedDB: factory });
+    expect(() => p.writeRecord('page', () => 1)).toThrow(InvalidArgument);
+    expect(() => p.writeRecord('page', { s: Symbol('no') })).toThrow(/the record page cannot be kept in IndexedDB/);
+    const value = { log: ['one'] };
+    const written = p.writeRecord('page', value);
+    value.log.push('changed after');
+    const tx = await transactions(async () => {
+      await p.save(new Uint8Array(PAGE_BYTES).fill(4));
+      await written;
+    });
+    expect(tx).toEqual([{ puts: [0, 'length', 'record:page', 'generation'], reads: 2 }]);
+    expect(await indexedDbPersistence('unclonable', { indexedDB: factory }).readRecord('page')).toEqual({ log: ['one'] });
   });
 
   it('whatever is saved, by one writer or two taking turns, the next load gives the last bytes saved', async () => {

@@ -18,7 +18,7 @@ export {
   type SqlJsStatement,
   type SqlJsStoreOptions,
 } from './sql-js.js';
-export { indexedDbPersistence, PAGE_BYTES, type IndexedDbPersistenceOptions } from './indexeddb.js';
+export { indexedDbPersistence, PAGE_BYTES, type IndexedDbPersistence, type IndexedDbPersistenceOptions } from './indexeddb.js';
 
 /** What sql.js's `initSqlJs` accepts, as far as the store passes it on. */
 export interface SqlJsConfig {
