@@ -48,10 +48,9 @@ const q = (xs: number[], p: number) => xs[Math.min(xs.length - 1, Math.floor(p *
 const fmt = (xs: number[]) => `median ${q(xs, 0.5).toFixed(2)} ms, p95 ${q(xs, 0.95).toFixed(2)} ms`;
 
 const direct = await client(server);
+// The CLI as it ships (its built dist/, which `npm run bench` builds first).
 const gateway = await client([
-  '--conditions=@ctrlrun/source',
-  ...tsx,
-  join(root, 'packages/cli/src/bin.ts'),
+  join(root, 'packages/cli/dist/bin.js'),
   'gateway',
   '--stdio',
   '--alias',

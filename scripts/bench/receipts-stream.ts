@@ -8,7 +8,7 @@
 // same rows read bare in the same pages (better-sqlite3, the store's own SELECT) and SHA-256 over
 // each stored json text, nothing else.
 //
-//   node --conditions=@ctrlrun/source --import tsx scripts/bench/receipts-stream.ts [N ...]   (default 100000)
+//   npx tsc -b && node --import tsx scripts/bench/receipts-stream.ts [N ...]   (default 100000)
 //   … receipts-stream.ts --seed PATH N   (only write the store)
 import { spawnSync } from 'node:child_process';
 import { closeSync, existsSync, mkdtempSync, openSync, rmSync, statSync } from 'node:fs';
