@@ -217,13 +217,16 @@ export class BetterSqlite3Driver implements SqlDriver {
 
   #run<Row>(sql: string, params: readonly SqlValue[]): QueryResult<Row> {
     const p = this.#prepared(sql);
-    const bound = params.length === 0 ? params : params.map(bindable);
+    // Handed over as one array (better-sqlite3 binds an array's items as the anonymous
+    // parameters), not spread into arguments.
+    const bound = new Array<SqlValue>(params.length);
+    for (let i = 0; i < params.length; i++) bound[i] = bindable(params[i]!);
     if (p.reader) {
-      const rows = p.stmt.all(...bound);
+      const rows = p.stmt.all(bound);
       for (const row of rows) exactRow(row);
       return { rows: rows as Row[], rowsAffected: p.returning ? rows.length : 0 };
     }
-    return { rows: [], rowsAffected: p.stmt.run(...bound).changes };
+    return { rows: [], rowsAffected: p.stmt.run(bound).changes };
   }
 
   async query<Row = Record<string, unknown>>(sql: string, params: readonly SqlValue[] = []): Promise<QueryResult<Row>> {
