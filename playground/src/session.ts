@@ -6,7 +6,7 @@
  *
  * @module
  */
-import { verifyChain, type ChainReport, type ReceiptRow, type StateStore } from '@ctrlrun/kernel';
+import { ChainVerifier, verifyChain, type ChainReport, type ReceiptRow, type StateStore } from '@ctrlrun/kernel';
 import { GENESIS_HASH } from '@ctrlrun/kernel/store';
 import type { ResolveRequest, TryIt } from '@ctrlrun/kernel/try-it';
 import { parseRefund, type FormText } from './input.js';
@@ -77,10 +77,55 @@ export interface ChainRow {
   readonly linked: boolean;
 }
 
+/** What the last view of a store verified: its rows exactly as read, all chained and intact. */
+interface Verified {
+  readonly rows: readonly ReceiptRow[];
+  readonly end: { seq: number; hash: string };
+}
+
+const VERIFIED = new WeakMap<object, Verified>();
+
+/** Every column of a stored receipt row: two rows are the same row only if all of them are. */
+function sameRow(a: ReceiptRow, b: ReceiptRow): boolean {
+  return (
+    a.receipt_id === b.receipt_id &&
+    a.action_id === b.action_id &&
+    a.effect_key === b.effect_key &&
+    a.result === b.result &&
+    a.json === b.json &&
+    a.ts === b.ts &&
+    a.seq === b.seq &&
+    a.prev_hash === b.prev_hash &&
+    a.hash === b.hash
+  );
+}
+
+/**
+ * verifyChain's report for the stored rows. When the rows a previous view verified intact are
+ * still there first, byte for byte, only the rows after them are hashed and linked (from the
+ * last verified receipt); anything else — a changed row, an unchained one, a break — is verified
+ * whole again, so a report with a break is always verifyChain's own.
+ */
+function reportFor(store: object, stored: readonly ReceiptRow[], head: Awaited<ReturnType<StateStore['chainHead']>>): ChainReport {
+  const before = VERIFIED.get(store);
+  let report: ChainReport | null = null;
+  if (before && before.rows.length <= stored.length && before.rows.every((row, i) => sameRow(row, stored[i]!))) {
+    const rest = stored.slice(before.rows.length);
+    const tail = new ChainVerifier(head, { after: before.end }).push(rest).finish();
+    if (tail.ok) report = { ...tail, verified: tail.verified + before.rows.length, chained: tail.chained + before.rows.length };
+  }
+  report ??= verifyChain(stored, head);
+  const last = stored.at(-1);
+  if (report.ok && typeof last?.seq === 'number' && typeof last.hash === 'string' && stored.every((r) => typeof r.seq === 'number')) {
+    VERIFIED.set(store, { rows: stored, end: { seq: last.seq, hash: last.hash } });
+  } else VERIFIED.delete(store);
+  return report;
+}
+
 /** The store's receipts in chain order, each with whether it links to the one before, and verifyChain's report. */
 export async function chainView(store: Pick<StateStore, 'receipts' | 'chainHead'>): Promise<{ rows: ChainRow[]; report: ChainReport }> {
   const stored: ReceiptRow[] = await store.receipts();
-  const report = verifyChain(stored, await store.chainHead());
+  const report = reportFor(store, stored, await store.chainHead());
   let previous = GENESIS_HASH;
   const rows = stored.map((row) => {
     let document: Record<string, unknown> = {};

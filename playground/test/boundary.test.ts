@@ -90,8 +90,9 @@ describe('the playground boundary', { timeout: 120_000 }, () => {
       }
     }
     // createAction and loadPolicy build what the element shows (the canonical JSON behind a hash, a
-    // policy attribute); neither writes, grants or decides.
+    // policy attribute); ChainVerifier and verifyChain only read receipts; none writes, grants or decides.
     expect([...new Set(imported)].sort()).toEqual([
+      '@ctrlrun/kernel ChainVerifier',
       '@ctrlrun/kernel createAction',
       '@ctrlrun/kernel loadPolicy',
       '@ctrlrun/kernel verifyChain',

@@ -6,7 +6,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { Control, loadPolicy, protect } from '@ctrlrun/kernel';
+import { Control, loadPolicy, protect, verifyChain, type ReceiptRow } from '@ctrlrun/kernel';
 import { sha256Tagged } from '@ctrlrun/kernel/store';
 import { createTryIt, TRY_IT_POLICY_YAML, type RefundRequest, type RefundResult } from '@ctrlrun/kernel/try-it';
 import { createSqlJsStore } from '@ctrlrun/store-sqljs';
@@ -150,6 +150,51 @@ describe('the session calls the page and the element share', () => {
     const inDocument = await view(real.map((r, i) => (i === 2 ? { ...r, json: JSON.stringify({ ...JSON.parse(r.json!), prev_hash: other }) } : r)));
     expect(inDocument.rows.map((r) => r.linked)).toEqual(real.map((_, i) => i !== 2));
     expect(inDocument.report.ok).toBe(false);
+  });
+});
+
+describe('chainView, verifying only what is new', () => {
+  it("property: whatever the rows do between two views of one store (grow, change, shrink), the report is verifyChain's", async () => {
+    const { store } = await guided();
+    const real = await store.receipts();
+    expect(real.length).toBeGreaterThan(3);
+    const edit = fc.record({
+      length: fc.integer({ min: 0, max: real.length }),
+      // Mostly intact views whose head is the last row, so the next view can build on them.
+      tamper: fc.oneof(
+        { weight: 2, arbitrary: fc.constant(undefined) },
+        { weight: 1, arbitrary: fc.record({ at: fc.nat(real.length - 1), field: fc.constantFrom('json', 'hash', 'result', 'seq') }) },
+      ),
+      headAt: fc.oneof({ weight: 3, arbitrary: fc.constant(undefined) }, { weight: 1, arbitrary: fc.nat(real.length) }),
+    });
+    await fc.assert(
+      fc.asyncProperty(fc.array(edit, { minLength: 1, maxLength: 8 }), async (edits) => {
+        let rows: ReceiptRow[] = [];
+        let head = await store.chainHead();
+        // One store object for the whole sequence: the view may remember what it verified.
+        const shown = { receipts: async () => rows, chainHead: async () => head };
+        for (const e of edits) {
+          rows = real.slice(0, e.length).map((r) => ({ ...r }));
+          const t = e.tamper;
+          if (t !== undefined && t.at < rows.length) {
+            const r = rows[t.at]!;
+            rows[t.at] =
+              t.field === 'json'
+                ? { ...r, json: r.json!.replace('"committed"', '"failed"') }
+                : t.field === 'hash'
+                  ? { ...r, hash: `sha256:${'2'.repeat(64)}` }
+                  : t.field === 'result'
+                    ? { ...r, result: 'failed' }
+                    : { ...r, seq: (r.seq as number) + 1 };
+          }
+          const at = e.headAt ?? rows.length;
+          head = at === 0 ? { seq: 0, hash: real[0]!.prev_hash! } : { seq: real[at - 1]!.seq as number, hash: real[at - 1]!.hash! };
+          const { report } = await chainView(shown);
+          expect(report).toEqual(verifyChain(rows, head));
+        }
+      }),
+      { numRuns: 60 },
+    );
   });
 });
 

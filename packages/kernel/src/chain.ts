@@ -283,9 +283,25 @@ export class ChainVerifier {
   #headSeqRows = 0;
   #finished = false;
 
-  /** `head` is the `receipt_chain(id = 1)` row, or `null` when there is none. */
-  constructor(head: ChainHead | null) {
+  /**
+   * `head` is the `receipt_chain(id = 1)` row, or `null` when there is none. With `after`, the
+   * rows pushed continue a chain already verified up to and including receipt `after.seq`, whose
+   * hash is `after.hash`: the first row expected is `after.seq + 1` and must link to that hash,
+   * and the report counts only the rows pushed (a caller that verified the start keeps its own
+   * count; a head that names a row of the start is reported, but that row is the caller's to
+   * take back). Without it the chain starts at seq 1 from the genesis hash.
+   */
+  constructor(head: ChainHead | null, options: { after?: { seq: number; hash: string } } = {}) {
     this.#head = readHead(head);
+    const after = options?.after;
+    if (after !== undefined) {
+      if (typeof after !== 'object' || after === null || !Number.isSafeInteger(after.seq) || after.seq < 0 || typeof after.hash !== 'string') {
+        throw new TypeError(`options.after must be { seq: a non-negative integer, hash: a string }, got ${describe(after)}`);
+      }
+      this.#expectedSeq = after.seq + 1;
+      this.#expectedPrev = after.hash;
+      this.#lastSeq = after.seq;
+    }
   }
 
   /** Adds one page of receipt rows as stored. */

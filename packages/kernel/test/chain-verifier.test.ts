@@ -137,6 +137,48 @@ describe('ChainVerifier', () => {
     expect(() => v.push(BASE.rows)).toThrow(RangeError);
   });
 
+  it('property: a chain continued after an intact start gives the breaks the whole chain gives past that start', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: 12 }), fc.array(tamper, { maxLength: 4 }), headArb, (k, edits, head) => {
+        // The first k rows intact and verified; the tampering happens after them.
+        let tail = BASE.rows.slice(k).map((r) => ({ ...r }));
+        for (const e of edits) {
+          const i = Math.min(e.i, tail.length - 1);
+          if (i < 0) break;
+          const r = tail[i]!;
+          if (e.kind === 'drop') tail.splice(i, 1);
+          else if (e.kind === 'duplicate') tail.splice(i, 0, { ...r });
+          else if (e.kind === 'json') tail[i] = { ...r, json: e.text };
+          else if (e.kind === 'hash') tail[i] = { ...r, hash: e.hash };
+          else if (e.kind === 'seq' && typeof e.seq === 'number' && Number.isSafeInteger(e.seq) && e.seq > k) tail[i] = { ...r, seq: e.seq };
+          else if (e.kind === 'column') tail[i] = { ...r, result: e.result };
+        }
+        tail = pagedOrder(tail);
+        const whole = verifyChain([...BASE.rows.slice(0, k), ...tail], head);
+        const after = k === 0 ? { seq: 0, hash: GENESIS_HASH } : { seq: k, hash: BASE.rows[k - 1]!.hash as string };
+        const continued = new ChainVerifier(head, { after }).push(tail).finish();
+        expect(continued.ok).toBe(whole.ok);
+        expect(continued.breaks).toEqual(whole.breaks);
+        expect(continued.chained + k).toBe(whole.chained);
+        // A head naming a row of the start cannot take back a row this verifier never counted:
+        // the counts add up whenever the continuation is intact, or names nothing before its start.
+        if (continued.breaks.every((b) => b.seq === null || b.seq > k || b.name !== 'head_mismatch')) expect(continued.verified + k).toBe(whole.verified);
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('a continuation refuses a malformed starting point, and with no rows checks the head against it', () => {
+    expect(() => new ChainVerifier(BASE.head, { after: { seq: -1, hash: GENESIS_HASH } })).toThrow(TypeError);
+    expect(() => new ChainVerifier(BASE.head, { after: { seq: 1.5, hash: GENESIS_HASH } })).toThrow(/options.after/);
+    expect(() => new ChainVerifier(BASE.head, { after: { seq: 3 } as never })).toThrow(TypeError);
+    expect(new ChainVerifier(BASE.head, { after: BASE.head }).finish()).toMatchObject({ ok: true, verified: 0, chained: 0 });
+    expect(new ChainVerifier(BASE.head, { after: { seq: 11, hash: BASE.rows[10]!.hash as string } }).finish()).toMatchObject({
+      ok: false,
+      breaks: [{ name: 'head_mismatch' }],
+    });
+  });
+
   it('a page that is not a list throws a TypeError naming it', () => {
     expect(() => new ChainVerifier(null).push('rows' as never)).toThrow(/must be an array/);
   });
