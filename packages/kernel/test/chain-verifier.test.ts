@@ -80,6 +80,24 @@ const tamper = fc.oneof(
   }),
   fc.record({ kind: fc.constant('column' as const), i: fc.nat(11), result: fc.constantFrom('failed', 'committed') }),
 );
+/** `rows` with `edits` applied in turn (a `seq` edit only where `seqAllowed` says so). */
+function tampered(rows: readonly ReceiptRow[], edits: readonly fc.Infer<typeof tamper>[], seqAllowed: (seq: unknown) => boolean): ReceiptRow[] {
+  const out = rows.map((r) => ({ ...r }));
+  for (const e of edits) {
+    const i = Math.min(e.i, out.length - 1);
+    if (i < 0) break;
+    const r = out[i]!;
+    if (e.kind === 'drop') out.splice(i, 1);
+    else if (e.kind === 'duplicate') out.splice(i, 0, { ...r });
+    else if (e.kind === 'json') out[i] = { ...r, json: e.text };
+    else if (e.kind === 'hash') out[i] = { ...r, hash: e.hash };
+    else if (e.kind === 'seq') {
+      if (seqAllowed(e.seq)) out[i] = { ...r, seq: e.seq };
+    } else out[i] = { ...r, result: e.result };
+  }
+  return out;
+}
+
 const headArb = fc.oneof(
   fc.constant<ChainHead | null>(BASE.head),
   fc.constant<ChainHead | null>(null),
@@ -90,19 +108,7 @@ describe('ChainVerifier', () => {
   it("property: any split of the rows into pages gives verifyChain's report", () => {
     fc.assert(
       fc.property(fc.array(tamper, { maxLength: 5 }), headArb, fc.array(fc.nat(6), { maxLength: 8 }), (edits, head, cuts) => {
-        let rows = BASE.rows.map((r) => ({ ...r }));
-        for (const e of edits) {
-          const i = Math.min(e.i, rows.length - 1);
-          if (i < 0) break;
-          const r = rows[i]!;
-          if (e.kind === 'drop') rows.splice(i, 1);
-          else if (e.kind === 'duplicate') rows.splice(i, 0, { ...r });
-          else if (e.kind === 'json') rows[i] = { ...r, json: e.text };
-          else if (e.kind === 'hash') rows[i] = { ...r, hash: e.hash };
-          else if (e.kind === 'seq') rows[i] = { ...r, seq: e.seq };
-          else rows[i] = { ...r, result: e.result };
-        }
-        rows = pagedOrder(rows);
+        const rows = pagedOrder(tampered(BASE.rows, edits, () => true));
         expect(paged(rows, head, cuts)).toEqual(verifyChain(rows, head));
       }),
       { numRuns: 400 },
@@ -141,19 +147,8 @@ describe('ChainVerifier', () => {
     fc.assert(
       fc.property(fc.integer({ min: 0, max: 12 }), fc.array(tamper, { maxLength: 4 }), headArb, (k, edits, head) => {
         // The first k rows intact and verified; the tampering happens after them.
-        let tail = BASE.rows.slice(k).map((r) => ({ ...r }));
-        for (const e of edits) {
-          const i = Math.min(e.i, tail.length - 1);
-          if (i < 0) break;
-          const r = tail[i]!;
-          if (e.kind === 'drop') tail.splice(i, 1);
-          else if (e.kind === 'duplicate') tail.splice(i, 0, { ...r });
-          else if (e.kind === 'json') tail[i] = { ...r, json: e.text };
-          else if (e.kind === 'hash') tail[i] = { ...r, hash: e.hash };
-          else if (e.kind === 'seq' && typeof e.seq === 'number' && Number.isSafeInteger(e.seq) && e.seq > k) tail[i] = { ...r, seq: e.seq };
-          else if (e.kind === 'column') tail[i] = { ...r, result: e.result };
-        }
-        tail = pagedOrder(tail);
+        // A seq moved into the start would not be the start's row any more.
+        const tail = pagedOrder(tampered(BASE.rows.slice(k), edits, (seq) => typeof seq === 'number' && Number.isSafeInteger(seq) && seq > k));
         const whole = verifyChain([...BASE.rows.slice(0, k), ...tail], head);
         const after = k === 0 ? { seq: 0, hash: GENESIS_HASH } : { seq: k, hash: BASE.rows[k - 1]!.hash as string };
         const continued = new ChainVerifier(head, { after }).push(tail).finish();
