@@ -80,8 +80,10 @@ const tamper = fc.oneof(
   }),
   fc.record({ kind: fc.constant('column' as const), i: fc.nat(11), result: fc.constantFrom('failed', 'committed') }),
 );
+type Tamper = typeof tamper extends fc.Arbitrary<infer T> ? T : never;
+
 /** `rows` with `edits` applied in turn (a `seq` edit only where `seqAllowed` says so). */
-function tampered(rows: readonly ReceiptRow[], edits: readonly fc.Infer<typeof tamper>[], seqAllowed: (seq: unknown) => boolean): ReceiptRow[] {
+function tampered(rows: readonly ReceiptRow[], edits: readonly Tamper[], seqAllowed: (seq: unknown) => boolean): ReceiptRow[] {
   const out = rows.map((r) => ({ ...r }));
   for (const e of edits) {
     const i = Math.min(e.i, out.length - 1);
