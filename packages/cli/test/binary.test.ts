@@ -1,5 +1,6 @@
 // Every command once through the real executable, as a subprocess: against a SQLite file, and
 // against a PostgreSQL server (a schema of its own per test, named by ?ctrlrun_schema=).
+import { spawn } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { userInfo } from 'node:os';
 import { join } from 'node:path';
@@ -7,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EXAMPLE_POLICY_YAML, type StateStore } from '@ctrlrun/kernel';
 import { describePg, freshDatabase, type FreshDatabase } from '../../../test/support/pg-cluster.js';
 import { openAddress } from '../src/stores.js';
-import { AUTHORITY_POLICY, grantYaml, run, seed, spawnCli, tempDir } from './support.js';
+import { AUTHORITY_POLICY, grantYaml, LAUNCHER, run, seed, spawnCli, tempDir } from './support.js';
 
 /** How a test reaches a store: the flag to pass and how to open it in-process. */
 interface Backend {
@@ -151,6 +152,44 @@ describe.concurrent('the real ctrlrun executable on a SQLite file', () => {
     const again = await spawnCli(['init'], { cwd: dir, launcher: true });
     expect(again.code).toBe(1);
     expect(again.stderr).toMatch(/^Error: .*already exists[^\n]*\n$/);
+  });
+
+  it.runIf(existsSync('/proc/self/task'))('a stop signal to bin/ctrlrun.js stops the command it runs: no process is left serving', async () => {
+    const dir = tempDir();
+    const path = join(dir, 'state.db');
+    writeFileSync(join(dir, 'ctrlrun.yaml'), EXAMPLE_POLICY_YAML);
+    await (await openAddress(`sqlite:${path}`)).close();
+    const args = ['mcp-operator', '--listen', '127.0.0.1:0', '--principal-header', 'x-agent', '--user-header', 'x-user', '--store-url', `sqlite://${path}`];
+    const launcher = spawn(process.execPath, [LAUNCHER, ...args], {
+      cwd: dir,
+      env: { PATH: process.env['PATH'] ?? '', HOME: process.env['HOME'] ?? '' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    launcher.stdout.on('data', (d: Buffer) => void (out += d.toString()));
+    launcher.stderr.on('data', (d: Buffer) => void (out += d.toString()));
+    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((ok) => launcher.on('exit', (code, signal) => ok({ code, signal })));
+    try {
+      await new Promise<void>((ok, fail) => {
+        const check = () => (/listening on http:\/\/127\.0\.0\.1:\d+/.test(out) ? ok() : undefined);
+        launcher.stdout.on('data', check);
+        launcher.stderr.on('data', check);
+        void exited.then((e) => fail(new Error(`the launcher exited (${JSON.stringify(e)}) before listening: ${out}`)));
+      });
+      // The process serving is the launcher's child, not the launcher.
+      const children = (pid: number) => readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').split(' ').filter(Boolean).map(Number);
+      const serving = children(launcher.pid!).filter((pid) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('mcp-operator'));
+      expect(serving, 'one child runs the command').toHaveLength(1);
+      launcher.kill('SIGTERM');
+      const e = await exited;
+      expect(e.code === 0 || e.signal === 'SIGTERM', JSON.stringify(e)).toBe(true);
+      // Gone with it (a zombie, if any, has no cmdline left): nothing keeps serving the store.
+      const alive = () => existsSync(`/proc/${serving[0]}`) && readFileSync(`/proc/${serving[0]}/cmdline`, 'utf8') !== '';
+      for (let waited = 0; alive() && waited < 10_000; waited += 50) await new Promise((r) => setTimeout(r, 50));
+      expect(alive(), `process ${serving[0]} still runs after its launcher stopped`).toBe(false);
+    } finally {
+      if (launcher.exitCode === null && launcher.signalCode === null) launcher.kill('SIGKILL');
+    }
   });
 
   it('demo', async () => {

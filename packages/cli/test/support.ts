@@ -46,7 +46,8 @@ export async function run(argv: string[], options: { cwd: string; env?: Record<s
 }
 
 const SRC = (file: string) => fileURLToPath(new URL(`../src/${file}`, import.meta.url));
-const LAUNCHER = fileURLToPath(new URL('../bin/ctrlrun.js', import.meta.url));
+/** `bin/ctrlrun.js`, the installed command (in a checkout it runs the TypeScript under tsx in a child process). */
+export const LAUNCHER = fileURLToPath(new URL('../bin/ctrlrun.js', import.meta.url));
 let built: Promise<string> | null = null;
 
 /**
