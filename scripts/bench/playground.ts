@@ -76,7 +76,7 @@ const WANT = [
   'duplicate',
 ];
 /** Fresh pages (each its own IndexedDB, its own cold start), so one busy moment of a shared machine does not make the figure. */
-const ROUNDS = 5;
+const ROUNDS = 9;
 
 interface Step {
   id: string;
