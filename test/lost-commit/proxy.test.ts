@@ -21,161 +21,168 @@ actions:
 `);
 const T0 = new Date('2026-01-01T12:00:00Z');
 
-describePg('lost COMMIT through a TCP proxy', (server) => {
-  let db: FreshDatabase;
-  let proxy: CommitProxy;
-  const pools: pg.Pool[] = [];
-  let cases = 0;
+// Both ways a store writes on PostgreSQL: statement by statement (the default), and with
+// `prepare: true`, each write step one statement whose outcome compares the row the reservation
+// wrote without reading it first.
+for (const prepare of [false, true])
+  describePg(`lost COMMIT through a TCP proxy (prepare: ${prepare})`, (server) => {
+    let db: FreshDatabase;
+    let proxy: CommitProxy;
+    const pools: pg.Pool[] = [];
+    let cases = 0;
 
-  beforeAll(async () => {
-    db = await freshDatabase(server.url, 'lost_commit');
-    const u = new URL(db.url);
-    proxy = await startCommitProxy({ host: u.hostname, port: Number(u.port) });
-  });
-  afterAll(async () => {
-    await Promise.all(pools.map((p) => p.end()));
-    await proxy?.close();
-    await db?.drop();
-  });
+    beforeAll(async () => {
+      db = await freshDatabase(server.url, 'lost_commit');
+      const u = new URL(db.url);
+      proxy = await startCommitProxy({ host: u.hostname, port: Number(u.port) });
+    });
+    afterAll(async () => {
+      await Promise.all(pools.map((p) => p.end()));
+      await proxy?.close();
+      await db?.drop();
+    });
 
-  function pool(url: string): pg.Pool {
-    const p = new pg.Pool({ connectionString: url, max: 4 });
-    p.on('error', () => undefined); // an idle client cut by the proxy is dropped by the pool
-    pools.push(p);
-    return p;
-  }
-
-  /** One case: its own schema, a store and a Control whose connections go through the proxy. */
-  async function scene(clock: Clock = () => T0) {
-    const schema = `lost_${++cases}`;
-    await db.createSchema(schema);
-    const warnings: Record<string, unknown>[] = [];
-    const logger = { warn: (_message: string, attributes?: unknown) => void warnings.push((attributes ?? {}) as Record<string, unknown>) };
-    const store = await createPgStore(pool(proxy.route(db.url)), { schema, clock, logger });
-    const control = new Control({ policy: POLICY, store, clock, logger: { warn: () => undefined } });
-    const calls = { n: 0 };
-    const action = createAction({ name: 'stripe.refund', arguments: { payment_id: `pay_${cases}`, amount: 500 }, principal: { agent: 'refund-agent' } });
-    const key = `refund:pay_${cases}`;
-    const row = async () => (await db.sql<Record<string, unknown>>(`SELECT * FROM "${schema}".effects WHERE effect_key = $1`, [key]))[0] ?? null;
-    const branches = () => warnings.map((w) => w['branch']);
-    openSchemas.push(schema);
-    return { schema, store, control, calls, action, key, row, branches, warnings };
-  }
-
-  const openSchemas: string[] = [];
-  afterEach(async () => {
-    // Across every case: no effect is ever recorded failed by a lost commit.
-    for (const schema of openSchemas.splice(0)) {
-      const failed = await db.sql<{ n: string }>(`SELECT count(*)::text AS n FROM "${schema}".effects WHERE state = 'failed'`);
-      expect(failed[0]!.n, `no failed effect in ${schema}`).toBe('0');
+    function pool(url: string): pg.Pool {
+      const p = new pg.Pool({ connectionString: url, max: 4 });
+      p.on('error', () => undefined); // an idle client cut by the proxy is dropped by the pool
+      pools.push(p);
+      return p;
     }
-  });
 
-  // Not anchored: on PostgreSQL the effect row's INSERT/UPDATE travels in one statement with the
-  // step's events (and receipt), a WITH … statement (combined.ts).
-  const INSERT_EFFECT = /INSERT INTO "[^"]+"\.effects/;
-  const UPDATE_EFFECT = /UPDATE "[^"]+"\.effects/;
+    /** One case: its own schema, a store and a Control whose connections go through the proxy. */
+    async function scene(clock: Clock = () => T0) {
+      const schema = `lost_${++cases}`;
+      await db.createSchema(schema);
+      const warnings: Record<string, unknown>[] = [];
+      const logger = { warn: (_message: string, attributes?: unknown) => void warnings.push((attributes ?? {}) as Record<string, unknown>) };
+      const store = await createPgStore(pool(proxy.route(db.url)), { schema, clock, logger, prepare });
+      const control = new Control({ policy: POLICY, store, clock, logger: { warn: () => undefined } });
+      const calls = { n: 0 };
+      const action = createAction({ name: 'stripe.refund', arguments: { payment_id: `pay_${cases}`, amount: 500 }, principal: { agent: 'refund-agent' } });
+      const key = `refund:pay_${cases}`;
+      const row = async () => (await db.sql<Record<string, unknown>>(`SELECT * FROM "${schema}".effects WHERE effect_key = $1`, [key]))[0] ?? null;
+      const branches = () => warnings.map((w) => w['branch']);
+      openSchemas.push(schema);
+      return { schema, store, control, calls, action, key, row, branches, warnings };
+    }
 
-  it('test_T155_a_connection_killed_during_commit_is_resolved_by_the_re_read (landed reservation → a1.row1.ours)', async () => {
-    const s = await scene();
-    const fired = proxy.arm({ mode: 'land', when: INSERT_EFFECT });
-    const value = await s.control.execute(s.action, () => (s.calls.n++, { refund_id: 're_1' }));
-    expect(await fired).toEqual(expect.arrayContaining([expect.stringMatching(INSERT_EFFECT)]));
-    expect(value).toEqual({ refund_id: 're_1' });
-    expect(s.calls.n).toBe(1);
-    expect(s.branches()).toEqual([INSERT_LANDED]);
-    expect(s.warnings[0]).toMatchObject({ logger: 'ctrlrun.postgres', level: 'WARNING', branch: INSERT_LANDED });
-    expect(await s.row()).toMatchObject({ state: 'committed', action_id: s.action.actionId, attempt: 1 });
-  });
-
-  it('test_T155b_a_landed_commit_on_a_transition_is_found_by_the_re_read (a2.row1.landed)', async () => {
-    const s = await scene();
-    let fired: Promise<string[]> | null = null;
-    // Armed from inside the executor: the next effect UPDATE is commitEffect's.
-    const value = await s.control.execute(s.action, () => {
-      s.calls.n++;
-      fired = proxy.arm({ mode: 'land', when: UPDATE_EFFECT });
-      return { refund_id: 're_2' };
+    const openSchemas: string[] = [];
+    afterEach(async () => {
+      // Across every case: no effect is ever recorded failed by a lost commit.
+      for (const schema of openSchemas.splice(0)) {
+        const failed = await db.sql<{ n: string }>(`SELECT count(*)::text AS n FROM "${schema}".effects WHERE state = 'failed'`);
+        expect(failed[0]!.n, `no failed effect in ${schema}`).toBe('0');
+      }
     });
-    expect(await fired!).toEqual(expect.arrayContaining([expect.stringMatching(UPDATE_EFFECT)]));
-    expect(value).toEqual({ refund_id: 're_2' });
-    expect(s.calls.n).toBe(1);
-    expect(s.branches()).toEqual([UPDATE_LANDED]);
-    expect(await s.row()).toMatchObject({ state: 'committed', result_json: '{"refund_id":"re_2"}' });
-  });
 
-  it('test_T155c_the_re_read_is_not_an_action_id_match (another row with our action_id → a1.row3.refuse; executor called once)', async () => {
-    const s = await scene();
-    // The same action, retried by another worker a second later, straight to the server.
-    const other = await createPgStore(pool(db.url), { schema: s.schema, clock: () => new Date(T0.getTime() + 1000) });
-    const otherControl = new Control({ policy: POLICY, store: other, clock: () => new Date(T0.getTime() + 1000), logger: { warn: () => undefined } });
-    const fired = proxy.arm({
-      mode: 'drop',
-      when: INSERT_EFFECT,
-      interlude: async () => void (await otherControl.execute(s.action, () => (s.calls.n++, { refund_id: 're_other' }))),
+    // Not anchored: with prepare the effect row's INSERT/UPDATE travels in one statement with the
+    // step's events (and receipt), a WITH … statement (combined.ts).
+    const INSERT_EFFECT = /INSERT INTO "[^"]+"\.effects/;
+    const UPDATE_EFFECT = /UPDATE "[^"]+"\.effects/;
+
+    it('test_T155_a_connection_killed_during_commit_is_resolved_by_the_re_read (landed reservation → a1.row1.ours)', async () => {
+      const s = await scene();
+      const fired = proxy.arm({ mode: 'land', when: INSERT_EFFECT });
+      const value = await s.control.execute(s.action, () => (s.calls.n++, { refund_id: 're_1' }));
+      expect(await fired).toEqual(expect.arrayContaining([expect.stringMatching(INSERT_EFFECT)]));
+      expect(value).toEqual({ refund_id: 're_1' });
+      expect(s.calls.n).toBe(1);
+      expect(s.branches()).toEqual([INSERT_LANDED]);
+      expect(s.warnings[0]).toMatchObject({ logger: 'ctrlrun.postgres', level: 'WARNING', branch: INSERT_LANDED });
+      expect(await s.row()).toMatchObject({ state: 'committed', action_id: s.action.actionId, attempt: 1 });
     });
-    const err = await s.control.execute(s.action, () => (s.calls.n++, { refund_id: 're_3' })).catch((e: unknown) => e);
-    await fired;
-    expect(err).toBeInstanceOf(DuplicateEffect);
-    expect(err).toMatchObject({ state: 'committed' });
-    expect(s.calls.n, 'the executor ran once, in the other worker').toBe(1);
-    expect(s.branches()).toEqual([INSERT_FOUND_OTHER]);
-    expect(await s.row()).toMatchObject({ state: 'committed', action_id: s.action.actionId, result_json: '{"refund_id":"re_other"}' });
-  });
 
-  it('test_T155d_a_never_received_commit_of_a_reservation_is_retried (a1.row2.reinsert)', async () => {
-    const s = await scene();
-    const fired = proxy.arm({ mode: 'drop', when: INSERT_EFFECT });
-    const value = await s.control.execute(s.action, () => (s.calls.n++, { refund_id: 're_4' }));
-    await fired;
-    expect(value).toEqual({ refund_id: 're_4' });
-    expect(s.calls.n).toBe(1);
-    expect(s.branches()).toEqual([INSERT_LOST_REISSUE]);
-    expect(await s.row()).toMatchObject({ state: 'committed', attempt: 1 });
-  });
-
-  it('test_T155e_a_never_received_commit_of_a_transition_is_reissued (a2.row2.reissue)', async () => {
-    const s = await scene();
-    let fired: Promise<string[]> | null = null;
-    const value = await s.control.execute(s.action, () => {
-      s.calls.n++;
-      fired = proxy.arm({ mode: 'drop', when: UPDATE_EFFECT });
-      return { refund_id: 're_5' };
+    it('test_T155b_a_landed_commit_on_a_transition_is_found_by_the_re_read (a2.row1.landed)', async () => {
+      const s = await scene();
+      let fired: Promise<string[]> | null = null;
+      // Armed from inside the executor: the next effect UPDATE is commitEffect's.
+      const value = await s.control.execute(s.action, () => {
+        s.calls.n++;
+        fired = proxy.arm({ mode: 'land', when: UPDATE_EFFECT });
+        return { refund_id: 're_2' };
+      });
+      expect(await fired!).toEqual(expect.arrayContaining([expect.stringMatching(UPDATE_EFFECT)]));
+      expect(value).toEqual({ refund_id: 're_2' });
+      expect(s.calls.n).toBe(1);
+      expect(s.branches()).toEqual([UPDATE_LANDED]);
+      expect(await s.row()).toMatchObject({ state: 'committed', result_json: '{"refund_id":"re_2"}' });
     });
-    await fired!;
-    expect(value).toEqual({ refund_id: 're_5' });
-    expect(s.calls.n).toBe(1);
-    expect(s.branches()).toEqual([UPDATE_LOST_REISSUE]);
-    expect(await s.row()).toMatchObject({ state: 'committed', result_json: '{"refund_id":"re_5"}' });
-  });
 
-  it('test_T156_a_failed_re_read_writes_nothing (never-received reservation, re-read refused)', async () => {
-    const s = await scene();
-    const fired = proxy.arm({ mode: 'drop', when: INSERT_EFFECT, refuseAfter: 1 });
-    const err = await s.control.execute(s.action, () => (s.calls.n++, 'never')).catch((e: unknown) => e);
-    await fired;
-    expect(err).toBeInstanceOf(AmbiguousWrite);
-    expect((err as Error).message).toMatch(/re-read on a fresh connection failed/);
-    expect(s.calls.n, 'never executed').toBe(0);
-    expect(s.branches(), 'no branch taken without a re-read').toEqual([]);
-    expect(await s.row(), 'nothing written').toBeNull();
-    const types = (await db.sql<{ type: string }>(`SELECT type FROM "${s.schema}".events ORDER BY event_id`)).map((e) => e.type);
-    expect(
-      types.filter((t) => /^(EFFECT|EXECUTION)_/.test(t)),
-      `nothing after the decision: ${types.join(', ')}`,
-    ).toEqual([]);
-  });
+    it('test_T155c_the_re_read_is_not_an_action_id_match (another row with our action_id → a1.row3.refuse; executor called once)', async () => {
+      const s = await scene();
+      // The same action, retried by another worker a second later, straight to the server.
+      const other = await createPgStore(pool(db.url), { schema: s.schema, clock: () => new Date(T0.getTime() + 1000), prepare });
+      const otherControl = new Control({ policy: POLICY, store: other, clock: () => new Date(T0.getTime() + 1000), logger: { warn: () => undefined } });
+      const fired = proxy.arm({
+        mode: 'drop',
+        when: INSERT_EFFECT,
+        interlude: async () => void (await otherControl.execute(s.action, () => (s.calls.n++, { refund_id: 're_other' }))),
+      });
+      const err = await s.control.execute(s.action, () => (s.calls.n++, { refund_id: 're_3' })).catch((e: unknown) => e);
+      await fired;
+      expect(err).toBeInstanceOf(DuplicateEffect);
+      expect(err).toMatchObject({ state: 'committed' });
+      expect(s.calls.n, 'the executor ran once, in the other worker').toBe(1);
+      expect(s.branches()).toEqual([INSERT_FOUND_OTHER]);
+      expect(await s.row()).toMatchObject({ state: 'committed', action_id: s.action.actionId, result_json: '{"refund_id":"re_other"}' });
+    });
 
-  it('test_T156_a_failed_re_read_after_a_landed_reservation_costs_availability_not_a_double_execution', async () => {
-    const s = await scene();
-    const fired = proxy.arm({ mode: 'land', when: INSERT_EFFECT, refuseAfter: 1 });
-    const err = await s.control.execute(s.action, () => (s.calls.n++, 'never')).catch((e: unknown) => e);
-    await fired;
-    expect(err).toBeInstanceOf(AmbiguousWrite);
-    expect(s.calls.n).toBe(0);
-    // The reservation landed and stays as written (the reservation step writes the record
-    // `executing` in the same transaction): a retry is refused while its lease lives.
-    expect(await s.row()).toMatchObject({ state: 'executing', action_id: s.action.actionId });
-    await expect((s.store as PgStore).reserveEffect(s.key, 'act_retry', 60_000)).rejects.toMatchObject({ code: 'ERR_DUPLICATE_EFFECT', state: 'in_progress' });
+    it('test_T155d_a_never_received_commit_of_a_reservation_is_retried (a1.row2.reinsert)', async () => {
+      const s = await scene();
+      const fired = proxy.arm({ mode: 'drop', when: INSERT_EFFECT });
+      const value = await s.control.execute(s.action, () => (s.calls.n++, { refund_id: 're_4' }));
+      await fired;
+      expect(value).toEqual({ refund_id: 're_4' });
+      expect(s.calls.n).toBe(1);
+      expect(s.branches()).toEqual([INSERT_LOST_REISSUE]);
+      expect(await s.row()).toMatchObject({ state: 'committed', attempt: 1 });
+    });
+
+    it('test_T155e_a_never_received_commit_of_a_transition_is_reissued (a2.row2.reissue)', async () => {
+      const s = await scene();
+      let fired: Promise<string[]> | null = null;
+      const value = await s.control.execute(s.action, () => {
+        s.calls.n++;
+        fired = proxy.arm({ mode: 'drop', when: UPDATE_EFFECT });
+        return { refund_id: 're_5' };
+      });
+      await fired!;
+      expect(value).toEqual({ refund_id: 're_5' });
+      expect(s.calls.n).toBe(1);
+      expect(s.branches()).toEqual([UPDATE_LOST_REISSUE]);
+      expect(await s.row()).toMatchObject({ state: 'committed', result_json: '{"refund_id":"re_5"}' });
+    });
+
+    it('test_T156_a_failed_re_read_writes_nothing (never-received reservation, re-read refused)', async () => {
+      const s = await scene();
+      const fired = proxy.arm({ mode: 'drop', when: INSERT_EFFECT, refuseAfter: 1 });
+      const err = await s.control.execute(s.action, () => (s.calls.n++, 'never')).catch((e: unknown) => e);
+      await fired;
+      expect(err).toBeInstanceOf(AmbiguousWrite);
+      expect((err as Error).message).toMatch(/re-read on a fresh connection failed/);
+      expect(s.calls.n, 'never executed').toBe(0);
+      expect(s.branches(), 'no branch taken without a re-read').toEqual([]);
+      expect(await s.row(), 'nothing written').toBeNull();
+      const types = (await db.sql<{ type: string }>(`SELECT type FROM "${s.schema}".events ORDER BY event_id`)).map((e) => e.type);
+      expect(
+        types.filter((t) => /^(EFFECT|EXECUTION)_/.test(t)),
+        `nothing after the decision: ${types.join(', ')}`,
+      ).toEqual([]);
+    });
+
+    it('test_T156_a_failed_re_read_after_a_landed_reservation_costs_availability_not_a_double_execution', async () => {
+      const s = await scene();
+      const fired = proxy.arm({ mode: 'land', when: INSERT_EFFECT, refuseAfter: 1 });
+      const err = await s.control.execute(s.action, () => (s.calls.n++, 'never')).catch((e: unknown) => e);
+      await fired;
+      expect(err).toBeInstanceOf(AmbiguousWrite);
+      expect(s.calls.n).toBe(0);
+      // The reservation landed and stays as written (the reservation step writes the record
+      // `executing` in the same transaction): a retry is refused while its lease lives.
+      expect(await s.row()).toMatchObject({ state: 'executing', action_id: s.action.actionId });
+      await expect((s.store as PgStore).reserveEffect(s.key, 'act_retry', 60_000)).rejects.toMatchObject({
+        code: 'ERR_DUPLICATE_EFFECT',
+        state: 'in_progress',
+      });
+    });
   });
-});

@@ -82,12 +82,36 @@ async function evidence(store: StateStore) {
 }
 
 describe('combined statements on PGlite', () => {
-  it('an allowed action is two transactions: one statement for the reservation, a read and one statement for the outcome', async () => {
+  it('an allowed action is two transactions of one statement each: the outcome compares the row the reservation wrote, unread', async () => {
     const s = await scene();
     await s.refund('p1');
-    expect(s.transactions.map((t) => t.length)).toEqual([1, 2]);
+    expect(s.transactions.map((t) => t.length)).toEqual([1, 1]);
     expect(s.transactions[0]![0]).toMatch(/^WITH r AS \(INSERT INTO "[^"]+"\.effects/);
-    expect(s.transactions[1]![1]).toMatch(/^WITH u AS \(UPDATE "[^"]+"\.effects[\s\S]*INSERT INTO "[^"]+"\.receipts/);
+    expect(s.transactions[1]![0]).toMatch(/^WITH u AS \(UPDATE "[^"]+"\.effects[\s\S]*updated_at IS NOT DISTINCT FROM[\s\S]*INSERT INTO "[^"]+"\.receipts/);
+  });
+
+  it('a row that moved on since this store wrote it (its lease extended through another handle): the outcome reads it and decides, with the same evidence', async () => {
+    const s = await scene();
+    const other = await new SqlStateStore(new PgliteDriver(lite, { schema: s.schema }), { dialect: postgresDialect(s.schema), logger: { warn() {} } }).open();
+    const action = createAction({ name: 'stripe.refund', arguments: { payment_id: 'p9', amount: 500 }, principal: { agent: 'a' } });
+    const result = await s.control.execute(action, async () => {
+      // Another handle extends the lease: the row's lease and updated_at are no longer the ones this store wrote.
+      await other.extendLease('refund:p9', action.actionId, 600_000);
+      return { refund_id: 're_p9' };
+    });
+    expect(result).toEqual({ refund_id: 're_p9' });
+    const outcome = s.transactions.at(-1)!;
+    // The unread compare-and-set wrote nothing; the row was read and the outcome written statement by statement.
+    expect(outcome[0]).toMatch(/^WITH u AS \(UPDATE [\s\S]*updated_at IS NOT DISTINCT FROM/);
+    expect(outcome[1]).toMatch(/^SELECT [\s\S]* FROM "[^"]+"\.effects WHERE effect_key = \$1/);
+    expect(outcome.length).toBeGreaterThan(2);
+    expect((await s.store.getEffect('refund:p9'))?.state).toBe('committed');
+    const e = await evidence(s.store);
+    expect(e.events.filter((x) => x.effectKey === 'refund:p9').map((x) => x.type)).toEqual(
+      (await evidence(s.store)).events.filter((x) => x.effectKey === 'refund:p9').map((x) => x.type),
+    );
+    expect(verifyChain(e.receipts, e.head)).toMatchObject({ ok: true, verified: 1 });
+    await other.close();
   });
 
   it('writes the same events and receipts as statement by statement, and the chain verifies', async () => {
@@ -124,7 +148,8 @@ describe('combined statements on PGlite', () => {
     const s = await scene();
     await lite.exec(`UPDATE ${s.schema}.receipt_chain SET hash = 'odd "head" \\ value' WHERE id = 1`);
     await s.refund('p1');
-    expect(s.transactions.map((t) => t.length)).toEqual([1, 5]);
+    // The outcome: the combined statement (no receipt part applied), then lock, insert and hash by the kernel.
+    expect(s.transactions.map((t) => t.length)).toEqual([1, 4]);
     const [r] = await s.store.receipts();
     expect(r!.prev_hash).toBe('odd "head" \\ value');
     const doc = JSON.parse(r!.json!) as Record<string, unknown>;
@@ -249,7 +274,7 @@ describePg('combined statements on a real server', (server) => {
         expect(verifyChain(await store.receipts(), await store.chainHead())).toMatchObject({ ok: true, verified: 1 });
         await store.close();
       }
-      expect(shapes['true']).toEqual([1, 2]);
+      expect(shapes['true']).toEqual([1, 1]);
       expect(shapes['false']!.reduce((a, b) => a + b, 0)).toBeGreaterThan(3);
     } finally {
       await pool.end();

@@ -142,7 +142,9 @@ export interface UpdateTrail {
 
 /**
  * The compare-and-set of `prior` to `next`, and only if it applied, the events and the chained
- * receipt — one statement. `null` when the row moved on: nothing was written.
+ * receipt — one statement. `null` when the row moved on: nothing was written. `exact`: the row
+ * must equal `prior` in all seven written columns, not only the four that identify an attempt
+ * (for a prior not read in this transaction).
  */
 export async function updateEffectWithTrail(
   e: SqlEngine,
@@ -151,14 +153,16 @@ export async function updateEffectWithTrail(
   next: EffectRecord,
   events: readonly EventFields[],
   receipt: ReceiptFields | null,
+  exact = false,
 ): Promise<UpdateTrail | null> {
   const template = receipt === null ? null : receiptTemplate(receipt.document);
   if (receipt !== null && template === null) return null;
-  const statement = e.sql.sql.updateEffectWithTrail!(events.length, template !== null);
+  const statement = e.sql.sql.updateEffectWithTrail!(events.length, template !== null, exact);
   const params: SqlValue[] = [
     ...effectParams(next, prior),
     ...events.flatMap((f) => f.params),
     ...(template === null ? [] : templateParams(receipt!, template)),
+    ...(exact ? [prior.leaseExpiresAt, prior.createdAt, prior.updatedAt] : []),
   ];
   const rows = (await e.query<CombinedRow>(tx, statement, params)).rows;
   if (!rows.some((r) => r.k === 'effect')) return null;

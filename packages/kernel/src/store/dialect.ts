@@ -118,8 +118,11 @@ export interface DialectSql {
    * `effect` once if applied; `event` with `n` = each new id; `head` once if the head was locked
    * and its values usable; `receipt` with `n` = seq, `a` = prev_hash, `b` = hash, `j` = json if
    * inserted (absent on a receipt id already stored: then the head did not advance).
+   * `exact`: the compare-and-set also requires the row's lease_expires_at, created_at and
+   * updated_at to be three more parameters, after all the others (for a prior the kernel did not
+   * read in this transaction).
    */
-  updateEffectWithTrail?(n: number, withReceipt: boolean): string;
+  updateEffectWithTrail?(n: number, withReceipt: boolean, exact?: boolean): string;
   /** Every event by `event_id`. */
   readonly listEvents: string;
   /** Params: action_id, type. The newest such event's columns (as {@link listEvents}), or no row. */

@@ -92,6 +92,9 @@ export class ReceiptAlreadyStored extends InvalidArgument {
 /** The largest multi-row event insert whose SQL text is kept. */
 const EVENTS_SQL_KEPT = 16;
 
+/** How many effect rows {@link SqlEngine.hint} remembers (the oldest is forgotten first). */
+const HINTS_KEPT = 1024;
+
 /** One mutex per driver, so two stores on one single-connection driver still never interleave. */
 const MUTEXES = new WeakMap<SqlDriver, Mutex>();
 
@@ -108,6 +111,7 @@ export class SqlEngine {
   /** Whether the server seals chained receipts inside a combined statement (the dialect decides on the server's version at open). */
   serverSeals = false;
   readonly #eventsSql: string[] = [];
+  readonly #hints = new Map<string, EffectRecord>();
 
   constructor(driver: SqlDriver, dialect: SqlDialect, options: { clock: Clock; logger: Logger; readOnly: boolean }) {
     this.name = driver.name;
@@ -123,6 +127,25 @@ export class SqlEngine {
       if (!m) MUTEXES.set(driver, (m = new Mutex()));
       this.mutex = m;
     }
+  }
+
+  // ---------------------------------------------------------------- effect rows this engine wrote
+  /**
+   * Remembers `record` as the row this engine last wrote under its key, so a later step can use
+   * it as the prior of a compare-and-set instead of reading it first. Never trusted: that
+   * compare-and-set requires all seven written columns to be equal (`exact`), and a row that
+   * moved on in any of them (another writer, a lease extended, a write that rolled back) makes
+   * the step read the row and decide as it always did.
+   */
+  hint(record: EffectRecord): void {
+    this.#hints.delete(record.effectKey);
+    this.#hints.set(record.effectKey, record);
+    if (this.#hints.size > HINTS_KEPT) this.#hints.delete(this.#hints.keys().next().value!);
+  }
+
+  /** What {@link hint} remembers for `key`, if anything. */
+  hinted(key: string): EffectRecord | undefined {
+    return this.#hints.get(key);
   }
 
   // ---------------------------------------------------------------- plumbing

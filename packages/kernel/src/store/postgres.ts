@@ -170,8 +170,13 @@ function build(schema: string): SqlDialect {
         if (n === 0) return `WITH ${r} ${rows}`;
         return `WITH ${r}, ${eventsAfter(t('events'), 'r', 8, n)} ${rows} UNION ALL SELECT 'event', event_id FROM ev`;
       },
-      updateEffectWithTrail: (n: number, withReceipt: boolean): string => {
-        const u = `u AS (UPDATE ${t('effects')} SET state = $1, action_id = $2, attempt = $3, lease_expires_at = $4, result_json = $5, error = $6, updated_at = $7, resolved_by = $8 WHERE effect_key = $9 AND state = $10 AND action_id = $11 AND attempt = $12 RETURNING 1)`;
+      updateEffectWithTrail: (n: number, withReceipt: boolean, exact = false): string => {
+        // `exact`: three more parameters after every other one, the prior's remaining written columns.
+        const x = 12 + 6 * n + (withReceipt ? 13 : 0);
+        const also = exact
+          ? ` AND lease_expires_at IS NOT DISTINCT FROM $${x + 1}::text AND created_at IS NOT DISTINCT FROM $${x + 2}::text AND updated_at IS NOT DISTINCT FROM $${x + 3}::text`
+          : '';
+        const u = `u AS (UPDATE ${t('effects')} SET state = $1, action_id = $2, attempt = $3, lease_expires_at = $4, result_json = $5, error = $6, updated_at = $7, resolved_by = $8 WHERE effect_key = $9 AND state = $10 AND action_id = $11 AND attempt = $12${also} RETURNING 1)`;
         const ctes = [u];
         const rows = ["SELECT 'effect' AS k, NULL::bigint AS n, NULL::text AS a, NULL::text AS b, NULL::text AS j FROM u"];
         if (n > 0) {

@@ -173,19 +173,37 @@ async function transition(
     e.sql.sql.updateEffectWithTrail === undefined || e.driver.capabilities.oneStatementSteps !== true
       ? undefined
       : async (tx, now, run, fieldsOf, receipt) => {
-          // The same read and check; then the compare-and-set, its events and its receipt as one statement.
-          const record = checked(await e.effect(tx, k), k, a, from, now);
+          // The row this engine last wrote under the key, if the check passes on it, stands for the
+          // read (the compare-and-set then requires it exactly); else the same read and check. Then
+          // the compare-and-set, its events and its receipt as one statement.
+          const hinted = e.hinted(k);
+          let record: EffectRecord | null = null;
+          if (hinted !== undefined && hinted.actionId === a) {
+            try {
+              record = checked(hinted, k, a, from, now);
+            } catch {
+              record = null;
+            }
+          }
+          const exact = record !== null;
+          record ??= checked(await e.effect(tx, k), k, a, from, now);
           const target = next(record, storedTime(now));
           run.intent = { kind: 'update', prior: record, target, refuse: refuse(now) };
           const sealing = receipt !== null && e.serverSeals;
           let trail;
           try {
-            trail = await updateEffectWithTrail(e, tx, record, target, fieldsOf(target), sealing ? receipt : null);
+            trail = await updateEffectWithTrail(e, tx, record, target, fieldsOf(target), sealing ? receipt : null, exact);
           } catch (err) {
             // The statement carried the receipt: as statement by statement, the outcome is written again without it.
             throw sealing ? new ReceiptPartFailed(err) : err;
           }
+          if (trail === null && exact) {
+            // The row is not what this engine last wrote: nothing was written; the step reads it and decides.
+            run.intent = null;
+            return null;
+          }
           if (trail === null) throw refuse(now)(await e.effect(tx, k));
+          e.hint(target);
           return { value: target, events: trail.events, receipt: receipt === null ? null : e.serverSeals ? trail.receipt : 'unchained' };
         },
   );
@@ -409,6 +427,7 @@ export async function reserveForExecution(
             run.intent = null;
             return null;
           }
+          e.hint(record);
           return { value, events: stored, receipt: null };
         },
   );
