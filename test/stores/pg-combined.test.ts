@@ -1,6 +1,7 @@
 /**
  * The Postgres dialect's combined statements (kernel store/combined.ts): an allowed action is two
- * transactions of one write statement each (plus the outcome's read), with the same evidence as
+ * transactions of one write statement each (the outcome compares the row the reservation wrote,
+ * unread), with the same evidence as
  * statement by statement; the server-sealed receipt verifies; a chain head the server may not
  * splice, a receipt id already stored, and a failing receipt INSERT (T170) all keep their
  * statement-by-statement behaviour. PGlite always; a real server for 8 concurrent callers.
