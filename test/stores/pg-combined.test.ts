@@ -1,10 +1,10 @@
 /**
  * The Postgres dialect's combined statements (kernel store/combined.ts): an allowed action is two
  * transactions of one write statement each (the outcome compares the row the reservation wrote,
- * unread), with the same evidence as
- * statement by statement; the server-sealed receipt verifies; a chain head the server may not
- * splice, a receipt id already stored, and a failing receipt INSERT (T170) all keep their
- * statement-by-statement behaviour. PGlite always; a real server for 8 concurrent callers.
+ * unread), with the same evidence as statement by statement; the server-sealed receipt verifies;
+ * a chain head the server may not splice, a receipt id already stored, and a failing receipt
+ * INSERT (T170) all keep their statement-by-statement behaviour. PGlite always; a real server for
+ * 8 concurrent callers.
  */
 import { PGlite } from '@electric-sql/pglite';
 import { Control, callbackSink, createAction, loadPolicy, sequentialIds, verifyChain, type StateStore } from '@ctrlrun/kernel';
