@@ -527,6 +527,29 @@ describe('indexedDbPersistence', () => {
     await again.close();
   });
 
+  it('a save by the last writer still removes a whole database an earlier version wrote meanwhile (an old tab still open)', async () => {
+    const factory = new IDBFactory();
+    const p = indexedDbPersistence('mixed', { indexedDB: factory });
+    await p.save(new Uint8Array(2 * PAGE_BYTES).fill(1));
+    // An earlier version, still open elsewhere, writes the database whole and leaves the generation alone.
+    const db = await new Promise<IDBDatabase>((ok) => {
+      const r = factory.open('mixed', 1);
+      r.onsuccess = () => ok(r.result);
+    });
+    await new Promise<void>((ok) => {
+      const tx = db.transaction('sqljs', 'readwrite');
+      tx.objectStore('sqljs').put(new Uint8Array(PAGE_BYTES).fill(2), 'database');
+      tx.oncomplete = () => ok();
+    });
+    db.close();
+    // This writer's generation is still the stored one: its next save is the quick one, and it is the newest.
+    const last = new Uint8Array(2 * PAGE_BYTES).fill(1);
+    last[0] = 3;
+    await p.save(last);
+    expect(await indexedDbPersistence('mixed', { indexedDB: factory }).load()).toEqual(last);
+    expect((await kept(factory, 'mixed')).has('database')).toBe(false);
+  });
+
   it('a missing or wrong-sized page is a StoreError that names it, not a damaged database', async () => {
     const factory = new IDBFactory();
     await indexedDbPersistence('holes', { indexedDB: factory }).save(new Uint8Array(3 * PAGE_BYTES).fill(1));

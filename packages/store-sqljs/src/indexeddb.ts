@@ -212,6 +212,9 @@ export function indexedDbPersistence(name: string, options: IndexedDbPersistence
       }
       if (before !== null) for (let i = count; i < Math.ceil(before.bytes.length / PAGE_BYTES); i++) store.delete(i);
       store.put(bytes.length, LENGTH);
+      // A database kept whole is read before the pages: one an earlier version (an old tab still
+      // open) wrote since would hide this save from every load. Deleting no key costs no read.
+      store.delete(WHOLE);
       try {
         for (const [key, r] of records) store.put(r.value, RECORD + key);
       } catch (err) {
