@@ -295,12 +295,20 @@ export class ChainVerifier {
     this.#head = readHead(head);
     const after = options?.after;
     if (after !== undefined) {
-      if (typeof after !== 'object' || after === null || !Number.isSafeInteger(after.seq) || after.seq < 0 || typeof after.hash !== 'string') {
+      // Each field read once: what is checked is what is used (a getter cannot answer twice).
+      let seq: unknown;
+      let hash: unknown;
+      try {
+        if (typeof after === 'object' && after !== null) ({ seq, hash } = after);
+      } catch (e) {
+        throw new TypeError(`options.after cannot be read (${message(e)})`);
+      }
+      if (typeof after !== 'object' || after === null || !Number.isSafeInteger(seq) || (seq as number) < 0 || typeof hash !== 'string') {
         throw new TypeError(`options.after must be { seq: a non-negative integer, hash: a string }, got ${describe(after)}`);
       }
-      this.#expectedSeq = after.seq + 1;
-      this.#expectedPrev = after.hash;
-      this.#lastSeq = after.seq;
+      this.#expectedSeq = (seq as number) + 1;
+      this.#expectedPrev = hash;
+      this.#lastSeq = seq as number;
     }
   }
 

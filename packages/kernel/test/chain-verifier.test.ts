@@ -176,6 +176,30 @@ describe('ChainVerifier', () => {
     });
   });
 
+  it('a starting point is read once: a getter that answers differently later is not believed, one that throws is a TypeError', () => {
+    const end = { seq: 5, hash: BASE.rows[4]!.hash as string };
+    let reads = 0;
+    const shifty = {
+      get seq() {
+        return reads++ === 0 ? end.seq : 'x';
+      },
+      get hash() {
+        return end.hash;
+      },
+    };
+    const shiftyReport = new ChainVerifier(BASE.head, { after: shifty as never }).push(BASE.rows.slice(5)).finish();
+    expect(shiftyReport).toEqual(new ChainVerifier(BASE.head, { after: end }).push(BASE.rows.slice(5)).finish());
+    expect(shiftyReport.ok).toBe(true);
+    const throwing = {
+      get seq(): number {
+        throw new Error('boom');
+      },
+      hash: end.hash,
+    };
+    expect(() => new ChainVerifier(BASE.head, { after: throwing })).toThrow(TypeError);
+    expect(() => new ChainVerifier(BASE.head, { after: throwing })).toThrow(/options.after/);
+  });
+
   it('a page that is not a list throws a TypeError naming it', () => {
     expect(() => new ChainVerifier(null).push('rows' as never)).toThrow(/must be an array/);
   });
