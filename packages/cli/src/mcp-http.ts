@@ -258,13 +258,23 @@ export async function serveHttp(options: HttpServeOptions): Promise<HttpServing>
   };
 }
 
-/** Resolves on SIGINT or SIGTERM (the way a long-running command is asked to stop). */
+/**
+ * Resolves on SIGINT or SIGTERM (the way a long-running command is asked to stop). A repeat within
+ * a second is the same request, not the default kill that would cut the close short: a terminal's
+ * Ctrl-C reaches the whole process group, so in a checkout this process gets it both from the
+ * terminal and from bin/ctrlrun.js passing it on. A later one stops the process as usual.
+ */
 export function untilSignalled(): Promise<void> {
   return new Promise((resolve) => {
+    let stopping = false;
     const done = () => {
-      process.off('SIGINT', done);
-      process.off('SIGTERM', done);
       resolve();
+      if (stopping) return;
+      stopping = true;
+      setTimeout(() => {
+        process.off('SIGINT', done);
+        process.off('SIGTERM', done);
+      }, 1000).unref();
     };
     process.on('SIGINT', done);
     process.on('SIGTERM', done);

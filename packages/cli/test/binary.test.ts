@@ -192,6 +192,52 @@ describe.concurrent('the real ctrlrun executable on a SQLite file', () => {
     }
   });
 
+  it.runIf(process.platform !== 'win32')(
+    "a terminal's Ctrl-C (SIGINT to the whole process group) stops the command as it stops without the launcher: closed, exit 0",
+    async () => {
+      const dir = tempDir();
+      const path = join(dir, 'state.db');
+      writeFileSync(join(dir, 'ctrlrun.yaml'), EXAMPLE_POLICY_YAML);
+      await (await openAddress(`sqlite:${path}`)).close();
+      const args = ['mcp-operator', '--listen', '127.0.0.1:0', '--principal-header', 'x-agent', '--user-header', 'x-user', '--store-url', `sqlite://${path}`];
+      // A process group of its own, as a shell gives a foreground job.
+      const launcher = spawn(process.execPath, [LAUNCHER, ...args], {
+        cwd: dir,
+        env: { PATH: process.env['PATH'] ?? '', HOME: process.env['HOME'] ?? '' },
+        stdio: ['ignore', 'pipe', 'pipe'],
+        detached: true,
+      });
+      let out = '';
+      launcher.stdout.on('data', (d: Buffer) => void (out += d.toString()));
+      launcher.stderr.on('data', (d: Buffer) => void (out += d.toString()));
+      const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((ok) => launcher.on('exit', (code, signal) => ok({ code, signal })));
+      const group = () => {
+        try {
+          process.kill(-launcher.pid!, 0);
+          return true;
+        } catch {
+          return false;
+        }
+      };
+      try {
+        await new Promise<void>((ok, fail) => {
+          const check = () => (/listening on http:\/\/127\.0\.0\.1:\d+/.test(out) ? ok() : undefined);
+          launcher.stdout.on('data', check);
+          launcher.stderr.on('data', check);
+          void exited.then((e) => fail(new Error(`the launcher exited (${JSON.stringify(e)}) before listening: ${out}`)));
+        });
+        process.kill(-launcher.pid!, 'SIGINT');
+        const e = await exited;
+        expect({ ...e, out }).toMatchObject({ code: 0, signal: null });
+        expect(out).not.toMatch(/Error|watchdog/);
+        for (let waited = 0; group() && waited < 10_000; waited += 50) await new Promise((r) => setTimeout(r, 50));
+        expect(group(), 'every process of the group is gone').toBe(false);
+      } finally {
+        if (group()) process.kill(-launcher.pid!, 'SIGKILL');
+      }
+    },
+  );
+
   it('demo', async () => {
     const dir = tempDir();
     const r = await spawnCli(['demo'], { cwd: dir });
