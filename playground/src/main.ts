@@ -211,7 +211,7 @@ async function onRun(): Promise<void> {
   // The step runs with the store's saves held, so its last save carries the page's record too:
   // the step's commit and its entry are kept in one IndexedDB transaction. The save the kernel
   // makes inside (the reservation, before the remote is called) is not held back.
-  await store.holdSaves(async () => {
+  const step = store.holdSaves(async () => {
     const item = await runRefundForm(tryIt, store, {
       payment_id: ui.paymentId.value,
       amount: ui.amount.value,
@@ -227,6 +227,15 @@ async function onRun(): Promise<void> {
     kept = log(item);
     if (item.kind === 'refund') receipts = showReceipts();
   });
+  try {
+    await step;
+  } catch (err) {
+    // The last save failed and the store went back to its last saved state: the table drawn
+    // meanwhile may show a receipt it took back, so it is drawn again from what is stored.
+    await Promise.allSettled([kept, receipts]);
+    await showReceipts().catch(() => undefined);
+    throw err;
+  }
   await Promise.all([kept, receipts]);
 }
 
@@ -235,7 +244,7 @@ async function onApprove(): Promise<void> {
   const { tryIt, store } = live;
   let kept: Promise<void> = Promise.resolve();
   // As in onRun: the grant and its entry are kept together.
-  await store.holdSaves(async () => {
+  const step = store.holdSaves(async () => {
     const item = await approveRequest(tryIt, ui.requestId.value);
     if (item.kind === 'approve') {
       if (live) live.state.approvalId = item.result.approval_id;
@@ -243,6 +252,13 @@ async function onApprove(): Promise<void> {
     }
     kept = log(item);
   });
+  try {
+    await step;
+  } catch (err) {
+    // The entry was to go out with the failed save: its rejection is this one.
+    await Promise.allSettled([kept]);
+    throw err;
+  }
   await kept;
 }
 

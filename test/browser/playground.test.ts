@@ -547,6 +547,41 @@ describeInChromium('playground in Chromium', () => {
     expect((await kept()).text).toContain(shown.data['requestId']!);
   });
 
+  it('a step whose last save fails is undone, and the receipts table no longer shows what the store took back', async () => {
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    context.setDefaultTimeout(PAGE_TIMEOUT);
+    contexts.push(context);
+    // Once armed, the save that carries both pages and the page's record (the step's last) fails
+    // as a full disk would; the reservation's save and the fake remote's own record still land.
+    await context.addInitScript(() => {
+      const g = globalThis as unknown as { __fail?: boolean; __failed?: boolean };
+      const paged = new WeakSet<IDBTransaction>();
+      const put = IDBObjectStore.prototype.put;
+      IDBObjectStore.prototype.put = function (this: IDBObjectStore, value: unknown, key?: IDBValidKey) {
+        if (typeof key === 'number') paged.add(this.transaction);
+        if (g.__fail && key === 'record:page' && paged.has(this.transaction)) {
+          g.__failed = true;
+          throw new DOMException('the disk is full', 'QuotaExceededError');
+        }
+        return put.call(this, value, key);
+      };
+    });
+    const page = await context.newPage();
+    await open(page);
+    await page.click('#fill-1');
+    await page.evaluate(() => void ((globalThis as { __fail?: boolean }).__fail = true));
+    await page.click('#run');
+    await page.waitForFunction(() => (globalThis as { __failed?: boolean }).__failed === true);
+    await page.waitForFunction(() => document.querySelectorAll('#entries > li').length >= 2);
+    await page.waitForSelector('#output[aria-busy="false"]');
+    expect(await page.locator('#entries').innerText()).toMatch(/could not be saved/);
+    // The store went back to its last saved state: the reservation, no outcome, no receipt.
+    expect([await receiptCount(page), await page.locator('#receipts-body tr').count()], 'the receipts shown are the ones stored').toEqual([0, 0]);
+    await page.evaluate(() => void ((globalThis as { __fail?: boolean }).__fail = false));
+    await open(page, true);
+    expect(await receiptCount(page), 'after a reload too').toBe(0);
+  });
+
   it('a tab that dies while the remote runs leaves the reservation kept: after a reload the same refund finds its key taken', async () => {
     const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
     context.setDefaultTimeout(PAGE_TIMEOUT);
