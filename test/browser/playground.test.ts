@@ -43,10 +43,16 @@ const contexts: BrowserContext[] = [];
 /** Outside requests any page tried (must stay empty). */
 const outside: string[] = [];
 
-async function freshPage(viewport = { width: 1280, height: 900 }): Promise<Page> {
+/** A browser context of its own (its own IndexedDB), closed after the file. */
+async function freshContext(viewport = { width: 1280, height: 900 }): Promise<BrowserContext> {
   const context = await browser.newContext({ viewport });
   context.setDefaultTimeout(PAGE_TIMEOUT);
   contexts.push(context);
+  return context;
+}
+
+async function freshPage(viewport = { width: 1280, height: 900 }): Promise<Page> {
+  const context = await freshContext(viewport);
   const page = await context.newPage();
   page.on('request', (r) => {
     if (!r.url().startsWith(server.origin + '/')) outside.push(r.url());
@@ -488,9 +494,7 @@ describeInChromium('playground in Chromium', () => {
   });
 
   it('a step without a remote call is one IndexedDB transaction, its entry included', async () => {
-    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-    context.setDefaultTimeout(PAGE_TIMEOUT);
-    contexts.push(context);
+    const context = await freshContext();
     // Every readwrite transaction the page begins, as the keys it puts (numbers are the store's pages).
     await context.addInitScript(() => {
       const g = globalThis as unknown as { __tx: IDBValidKey[][] };
@@ -548,9 +552,7 @@ describeInChromium('playground in Chromium', () => {
   });
 
   it('a step whose last save fails is undone, and the receipts table no longer shows what the store took back', async () => {
-    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-    context.setDefaultTimeout(PAGE_TIMEOUT);
-    contexts.push(context);
+    const context = await freshContext();
     // Once armed, the save that carries both pages and the page's record (the step's last) fails
     // as a full disk would; the reservation's save and the fake remote's own record still land.
     await context.addInitScript(() => {
@@ -583,9 +585,7 @@ describeInChromium('playground in Chromium', () => {
   });
 
   it('a tab that dies while the remote runs leaves the reservation kept: after a reload the same refund finds its key taken', async () => {
-    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-    context.setDefaultTimeout(PAGE_TIMEOUT);
-    contexts.push(context);
+    const context = await freshContext();
     // Once armed, the page's own record (kept beside the store's pages) is never written and its
     // transaction never reports back: the fake remote records its call there, so the step stops
     // inside the executor, after the reservation and before any outcome.

@@ -154,7 +154,11 @@ describe.concurrent('the real ctrlrun executable on a SQLite file', () => {
     expect(again.stderr).toMatch(/^Error: .*already exists[^\n]*\n$/);
   });
 
-  it.runIf(existsSync('/proc/self/task'))('a stop signal to bin/ctrlrun.js stops the command it runs: no process is left serving', async () => {
+  /**
+   * `ctrlrun mcp-operator --listen` on a fresh store, through bin/ctrlrun.js (a process group of its
+   * own with `detached`, as a shell gives a foreground job), once it says it is listening.
+   */
+  async function serving(detached: boolean) {
     const dir = tempDir();
     const path = join(dir, 'state.db');
     writeFileSync(join(dir, 'ctrlrun.yaml'), EXAMPLE_POLICY_YAML);
@@ -164,29 +168,41 @@ describe.concurrent('the real ctrlrun executable on a SQLite file', () => {
       cwd: dir,
       env: { PATH: process.env['PATH'] ?? '', HOME: process.env['HOME'] ?? '' },
       stdio: ['ignore', 'pipe', 'pipe'],
+      detached,
     });
-    let out = '';
-    launcher.stdout.on('data', (d: Buffer) => void (out += d.toString()));
-    launcher.stderr.on('data', (d: Buffer) => void (out += d.toString()));
+    const seen = { out: '' };
+    launcher.stdout.on('data', (d: Buffer) => void (seen.out += d.toString()));
+    launcher.stderr.on('data', (d: Buffer) => void (seen.out += d.toString()));
     const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((ok) => launcher.on('exit', (code, signal) => ok({ code, signal })));
+    const listening = new Promise<void>((ok, fail) => {
+      const check = () => (/listening on http:\/\/127\.0\.0\.1:\d+/.test(seen.out) ? ok() : undefined);
+      launcher.stdout.on('data', check);
+      launcher.stderr.on('data', check);
+      void exited.then((e) => fail(new Error(`the launcher exited (${JSON.stringify(e)}) before listening: ${seen.out}`)));
+    });
+    return { launcher, seen, exited, listening };
+  }
+
+  /** Waits, bounded, until `gone()` holds. */
+  async function until(gone: () => boolean): Promise<void> {
+    for (let waited = 0; !gone() && waited < 10_000; waited += 50) await new Promise((r) => setTimeout(r, 50));
+  }
+
+  it.runIf(existsSync('/proc/self/task'))('a stop signal to bin/ctrlrun.js stops the command it runs: no process is left serving', async () => {
+    const { launcher, exited, listening } = await serving(false);
     try {
-      await new Promise<void>((ok, fail) => {
-        const check = () => (/listening on http:\/\/127\.0\.0\.1:\d+/.test(out) ? ok() : undefined);
-        launcher.stdout.on('data', check);
-        launcher.stderr.on('data', check);
-        void exited.then((e) => fail(new Error(`the launcher exited (${JSON.stringify(e)}) before listening: ${out}`)));
-      });
+      await listening;
       // The process serving is the launcher's child, not the launcher.
       const children = (pid: number) => readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').split(' ').filter(Boolean).map(Number);
-      const serving = children(launcher.pid!).filter((pid) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('mcp-operator'));
-      expect(serving, 'one child runs the command').toHaveLength(1);
+      const served = children(launcher.pid!).filter((pid) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('mcp-operator'));
+      expect(served, 'one child runs the command').toHaveLength(1);
       launcher.kill('SIGTERM');
       const e = await exited;
       expect(e.code === 0 || e.signal === 'SIGTERM', JSON.stringify(e)).toBe(true);
       // Gone with it (a zombie, if any, has no cmdline left): nothing keeps serving the store.
-      const alive = () => existsSync(`/proc/${serving[0]}`) && readFileSync(`/proc/${serving[0]}/cmdline`, 'utf8') !== '';
-      for (let waited = 0; alive() && waited < 10_000; waited += 50) await new Promise((r) => setTimeout(r, 50));
-      expect(alive(), `process ${serving[0]} still runs after its launcher stopped`).toBe(false);
+      const alive = () => existsSync(`/proc/${served[0]}`) && readFileSync(`/proc/${served[0]}/cmdline`, 'utf8') !== '';
+      await until(() => !alive());
+      expect(alive(), `process ${served[0]} still runs after its launcher stopped`).toBe(false);
     } finally {
       if (launcher.exitCode === null && launcher.signalCode === null) launcher.kill('SIGKILL');
     }
@@ -195,22 +211,7 @@ describe.concurrent('the real ctrlrun executable on a SQLite file', () => {
   it.runIf(process.platform !== 'win32')(
     "a terminal's Ctrl-C (SIGINT to the whole process group) stops the command as it stops without the launcher: closed, exit 0",
     async () => {
-      const dir = tempDir();
-      const path = join(dir, 'state.db');
-      writeFileSync(join(dir, 'ctrlrun.yaml'), EXAMPLE_POLICY_YAML);
-      await (await openAddress(`sqlite:${path}`)).close();
-      const args = ['mcp-operator', '--listen', '127.0.0.1:0', '--principal-header', 'x-agent', '--user-header', 'x-user', '--store-url', `sqlite://${path}`];
-      // A process group of its own, as a shell gives a foreground job.
-      const launcher = spawn(process.execPath, [LAUNCHER, ...args], {
-        cwd: dir,
-        env: { PATH: process.env['PATH'] ?? '', HOME: process.env['HOME'] ?? '' },
-        stdio: ['ignore', 'pipe', 'pipe'],
-        detached: true,
-      });
-      let out = '';
-      launcher.stdout.on('data', (d: Buffer) => void (out += d.toString()));
-      launcher.stderr.on('data', (d: Buffer) => void (out += d.toString()));
-      const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((ok) => launcher.on('exit', (code, signal) => ok({ code, signal })));
+      const { launcher, seen, exited, listening } = await serving(true);
       const group = () => {
         try {
           process.kill(-launcher.pid!, 0);
@@ -220,17 +221,12 @@ describe.concurrent('the real ctrlrun executable on a SQLite file', () => {
         }
       };
       try {
-        await new Promise<void>((ok, fail) => {
-          const check = () => (/listening on http:\/\/127\.0\.0\.1:\d+/.test(out) ? ok() : undefined);
-          launcher.stdout.on('data', check);
-          launcher.stderr.on('data', check);
-          void exited.then((e) => fail(new Error(`the launcher exited (${JSON.stringify(e)}) before listening: ${out}`)));
-        });
+        await listening;
         process.kill(-launcher.pid!, 'SIGINT');
         const e = await exited;
-        expect({ ...e, out }).toMatchObject({ code: 0, signal: null });
-        expect(out).not.toMatch(/Error|watchdog/);
-        for (let waited = 0; group() && waited < 10_000; waited += 50) await new Promise((r) => setTimeout(r, 50));
+        expect({ ...e, out: seen.out }).toMatchObject({ code: 0, signal: null });
+        expect(seen.out).not.toMatch(/Error|watchdog/);
+        await until(() => !group());
         expect(group(), 'every process of the group is gone').toBe(false);
       } finally {
         if (group()) process.kill(-launcher.pid!, 'SIGKILL');
