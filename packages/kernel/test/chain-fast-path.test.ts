@@ -2,56 +2,16 @@
 // full parse otherwise: whichever path a row takes, the report is the one the full parse gives.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { buildReceipt, GENESIS_HASH, sealReceipt } from '@ctrlrun/kernel/store';
-import { createAction, parseJson, sequentialIds, verifyChain, type ChainHead, type ReceiptRow } from '@ctrlrun/kernel';
+import { parseJson, verifyChain, type ReceiptRow } from '@ctrlrun/kernel';
+import { sealedChain } from './receipt.fixtures.js';
 
 /** A chain of `n` real receipts (notes with escapes and non-ASCII among them) and its head. */
-function chainOf(n: number): { rows: ReceiptRow[]; head: ChainHead } {
-  const ids = sequentialIds();
-  const rows: ReceiptRow[] = [];
-  let prev = GENESIS_HASH;
-  for (let seq = 1; seq <= n; seq++) {
-    const action = createAction(
-      {
-        name: 'refund',
-        arguments: { amount: seq * 100, currency: 'EUR', note: ['plain', 'a "quoted"\nline', 'ünïcödé 😀', 'A/B'][seq % 4] as string },
-        principal: { agent: 'agent-1', user: 'u-1' },
-      },
-      { ids },
-    );
-    const at = new Date(Date.UTC(2026, 0, 1, 12, 0, seq)).toISOString();
-    const draft = buildReceipt(action, {
-      receiptId: `rcp_${seq}`,
-      decision: 'allow',
-      decisionReason: 'rule[0]',
-      approvalId: null,
-      approver: null,
-      effectKey: `refund:${seq}`,
-      attempt: 1,
-      result: 'committed',
-      error: null,
-      startedAt: at,
-      finishedAt: at,
-      policyHash: `sha256:${'a'.repeat(64)}`,
-      policyVersion: '1',
-      controls: ['policy'],
-    });
-    const sealed = sealReceipt(draft.document, seq, prev);
-    rows.push({
-      receipt_id: draft.receiptId,
-      action_id: draft.actionId,
-      effect_key: draft.effectKey,
-      result: draft.result,
-      json: sealed.json,
-      ts: at,
-      seq,
-      prev_hash: prev,
-      hash: sealed.hash,
-    });
-    prev = sealed.hash;
-  }
-  return { rows, head: { seq: n, hash: prev } };
-}
+const chainOf = (n: number) =>
+  sealedChain(n, {
+    args: (seq) => ({ amount: seq * 100, currency: 'EUR', note: ['plain', 'a "quoted"\nline', 'ünïcödé 😀', 'A/B'][seq % 4] as string }),
+    principal: { agent: 'agent-1', user: 'u-1' },
+    controls: ['policy'],
+  });
 
 /** Spellings of a stored document that the full parse reads as the same value. */
 const SAME_VALUE: Record<string, (json: string) => string> = {

@@ -1,48 +1,9 @@
 // ChainVerifier: the receipt chain verified in pages gives verifyChain's report for the same rows.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { buildReceipt, GENESIS_HASH, sealReceipt } from '@ctrlrun/kernel/store';
-import { ChainVerifier, createAction, sequentialIds, verifyChain, type ChainHead, type ReceiptRow } from '@ctrlrun/kernel';
-
-function sealed(n: number): { rows: ReceiptRow[]; head: ChainHead } {
-  const ids = sequentialIds();
-  const rows: ReceiptRow[] = [];
-  let prev = GENESIS_HASH;
-  for (let seq = 1; seq <= n; seq++) {
-    const action = createAction({ name: 'refund', arguments: { amount: seq }, principal: { agent: 'a' } }, { ids });
-    const at = new Date(Date.UTC(2026, 0, 1, 12, 0, seq)).toISOString();
-    const draft = buildReceipt(action, {
-      receiptId: `rcp_${seq}`,
-      decision: 'allow',
-      decisionReason: 'rule[0]',
-      approvalId: null,
-      approver: null,
-      effectKey: `refund:${seq}`,
-      attempt: 1,
-      result: 'committed',
-      error: null,
-      startedAt: at,
-      finishedAt: at,
-      policyHash: `sha256:${'a'.repeat(64)}`,
-      policyVersion: '1',
-      controls: [],
-    });
-    const s = sealReceipt(draft.document, seq, prev);
-    rows.push({
-      receipt_id: draft.receiptId,
-      action_id: draft.actionId,
-      effect_key: draft.effectKey,
-      result: draft.result,
-      json: s.json,
-      ts: at,
-      seq,
-      prev_hash: prev,
-      hash: s.hash,
-    });
-    prev = s.hash;
-  }
-  return { rows, head: { seq: n, hash: prev } };
-}
+import { GENESIS_HASH } from '@ctrlrun/kernel/store';
+import { ChainVerifier, verifyChain, type ChainHead, type ReceiptRow } from '@ctrlrun/kernel';
+import { sealedChain } from './receipt.fixtures.js';
 
 /** The order a store's pages give: rows without an integer seq (any order), then by seq (ties kept). */
 function pagedOrder(rows: readonly ReceiptRow[]): ReceiptRow[] {
@@ -65,7 +26,7 @@ function paged(rows: readonly ReceiptRow[], head: ChainHead | null, cuts: readon
   return v.finish();
 }
 
-const BASE = sealed(12);
+const BASE = sealedChain(12);
 
 /** One tampering of a sealed chain. */
 const tamper = fc.oneof(

@@ -16,6 +16,7 @@ import {
 import type { SqlExecutor } from '@ctrlrun/kernel/store';
 import { setup } from './harness.js';
 import { GRANT, action as authorityAction, doc, rig } from './authority.fixtures.js';
+import { SPEC_RECEIPT_KEYS } from './receipt.fixtures.js';
 
 const MIN = 60_000;
 
@@ -495,41 +496,12 @@ describe('decisions and refusals', () => {
 });
 
 describe('receipts (T11, T170, T172)', () => {
-  const KEYS = [
-    'schema',
-    'receipt_id',
-    'action_id',
-    'action',
-    'action_hash',
-    'principal',
-    'resource',
-    'arguments',
-    'environment',
-    'decision',
-    'decision_reason',
-    'approval_id',
-    'approver',
-    'effect_key',
-    'attempt',
-    'result',
-    'execution',
-    'would_have',
-    'error',
-    'started_at',
-    'finished_at',
-    'seq',
-    'prev_hash',
-    'policy_hash',
-    'policy_version',
-    'controls',
-  ];
-
   it('test_T172_every_receipt_carries_the_hash_and_the_declared_version', async () => {
     const ctx = await setup(`schema: ctrlrun.policy/v4\nversion: "2026.1"\nactions:\n  customer.read: {decision: allow}\n`);
     const fn = protect(() => 1, { control: ctx.control, name: 'customer.read' });
     await fn({});
     const doc = ctx.receipts[0]!.document;
-    expect(Object.keys(doc)).toEqual(KEYS);
+    expect(Object.keys(doc)).toEqual(SPEC_RECEIPT_KEYS);
     expect(doc['policy_hash']).toBe(ctx.control.policyHash);
     expect(doc['policy_hash']).toMatch(/^sha256:[0-9a-f]{64}$/);
     expect(doc['policy_version']).toBe('2026.1');

@@ -2,35 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { callbackSink, verifyChain, type StoredReceipt } from '@ctrlrun/kernel';
 import { runDemo } from '@ctrlrun/kernel/demo';
 import { createSqlJsStore } from '@ctrlrun/store-sqljs';
-
-const RECEIPT_KEYS = [
-  'schema',
-  'receipt_id',
-  'action_id',
-  'action',
-  'action_hash',
-  'principal',
-  'resource',
-  'arguments',
-  'environment',
-  'decision',
-  'decision_reason',
-  'approval_id',
-  'approver',
-  'effect_key',
-  'attempt',
-  'result',
-  'execution',
-  'would_have',
-  'error',
-  'started_at',
-  'finished_at',
-  'seq',
-  'prev_hash',
-  'policy_hash',
-  'policy_version',
-  'controls',
-];
+import { SPEC_RECEIPT_KEYS } from './receipt.fixtures.js';
 
 async function demo() {
   const store = await createSqlJsStore();
@@ -66,7 +38,7 @@ describe('the demo', () => {
     expect(results.slice(0, 7)).toEqual(['ambiguous', 'blocked', 'blocked', 'blocked', 'committed', 'committed', 'blocked']);
     for (const r of receipts) {
       const d = r.document;
-      expect(Object.keys(d)).toEqual(RECEIPT_KEYS);
+      expect(Object.keys(d)).toEqual(SPEC_RECEIPT_KEYS);
       expect(d['schema']).toBe('ctrlrun.receipt/v3');
       expect(d['receipt_id']).toMatch(/^ctr_[0-9a-f]{32}$/);
       expect(d['action_id']).toMatch(/^act_[0-9a-f]{32}$/);

@@ -168,33 +168,20 @@ export function scanTree(options: ScanOptions): ScanResult {
   const units = new Map<string, Unit>();
   const texts = new Map<string, string>();
   const relOf = (file: string) => relative(root, file).split(sep).join('/');
+  /** A file that is not read: named as it was found, with why. */
+  const unreadable = (file: string, detail: string): Finding => {
+    const rel = relOf(file);
+    return { kind: 'unparseable', file: rel, line: 1, column: 1, rule: 'unreadable', target: rel, name: rel, detail };
+  };
   for (const file of files) {
     try {
       if (statSync(file).size > MAX_FILE_BYTES) {
-        findings.push({
-          kind: 'unparseable',
-          file: relOf(file),
-          line: 1,
-          column: 1,
-          rule: 'unreadable',
-          target: relOf(file),
-          name: relOf(file),
-          detail: `larger than ${MAX_FILE_BYTES} bytes; not read`,
-        });
+        findings.push(unreadable(file, `larger than ${MAX_FILE_BYTES} bytes; not read`));
         continue;
       }
       texts.set(file, readFileSync(file, 'utf8'));
     } catch (e) {
-      findings.push({
-        kind: 'unparseable',
-        file: relOf(file),
-        line: 1,
-        column: 1,
-        rule: 'unreadable',
-        target: relOf(file),
-        name: relOf(file),
-        detail: (e as Error).message,
-      });
+      findings.push(unreadable(file, (e as Error).message));
     }
   }
 
