@@ -91,7 +91,8 @@ export function shelfKeeper(shelf: RecordShelf, legacy?: () => Promise<PageState
       return (await legacy?.()) ?? emptyState();
     },
     save(state) {
-      return shelf.writeRecord(RECORD, { ...state, calls: { ...state.calls }, log: state.log.slice(-LOG_LIMIT) });
+      // writeRecord clones the value at once: later changes to `state` are not written.
+      return shelf.writeRecord(RECORD, { ...state, log: state.log.slice(-LOG_LIMIT) });
     },
   };
 }
