@@ -3,9 +3,12 @@
  * `BEGIN IMMEDIATE`. In one process the kernel's mutex hides the difference; across processes two
  * readers both plan a win and only the database's lock upgrade stops the second — with
  * `SQLITE_BUSY`, not a refusal. A short pause after each read inside a transaction widens that
- * window, so the race shows on any machine. Workers load it as `opener`.
+ * window, so the race shows on any machine. Its dialect has no `updateEffectExact`, so that an
+ * outcome reads its row before it writes, as every step of such a store would: with it, the
+ * allowed path's transactions all begin with a write, which takes the lock as `BEGIN IMMEDIATE`
+ * would, and the race this fixture is about would not show. Workers load it as `opener`.
  */
-import { openSqlStateStore, type SqlDriver, type SqlStateStore, type SqlValue } from '@ctrlrun/kernel/store';
+import { openSqlStateStore, sqliteDialect, type SqlDriver, type SqlStateStore, type SqlValue } from '@ctrlrun/kernel/store';
 import { type Clock } from '@ctrlrun/kernel';
 import { BetterSqlite3Driver, type BetterSqlite3Database } from '@ctrlrun/store-node/better-sqlite3';
 import Database from 'better-sqlite3';
@@ -49,5 +52,6 @@ function deferred(inner: BetterSqlite3Driver): SqlDriver {
 export async function openStore(url: string, options: { clock?: Clock } = {}): Promise<SqlStateStore> {
   const db = new Database(url.replace(/^sqlite:/, ''), { timeout: 250 }) as unknown as BetterSqlite3Database; // a short wait: this fixture is about the missing lock, not the wait
   db.pragma('journal_mode = WAL');
-  return openSqlStateStore(deferred(new BetterSqlite3Driver(db)), options);
+  const { updateEffectExact: _, ...sql } = sqliteDialect.sql;
+  return openSqlStateStore(deferred(new BetterSqlite3Driver(db)), { ...options, dialect: { ...sqliteDialect, sql } });
 }

@@ -6,7 +6,8 @@
  *   dialects (`sqliteDialect`, `postgresDialect`), the migrations and the lost-COMMIT rules;
  * - `Mutex` for single-connection engines;
  * - the pure planners a store calls inside its transactions (reservation, approval consumption,
- *   lease extension, continuations, receipt sealing, the chain's genesis hash and time format).
+ *   lease extension, continuations, receipt sealing, the chain's genesis hash and time format);
+ * - `useSha256Digest`, for a host whose own SHA-256 is quicker than the built-in one.
  *
  * @module
  */
@@ -70,6 +71,6 @@ export {
 } from './effects.js';
 export { type ApprovalPlan, checkConsumable, checkAnswerable } from './approvals.js';
 export { RECEIPT_SCHEMA, type ReceiptResult, type ReceiptFields, buildReceipt, sealReceipt } from './receipt.js';
-export { GENESIS_HASH, hashDocument, sha256Tagged } from './hash.js';
+export { GENESIS_HASH, hashDocument, sha256Tagged, useSha256Digest, type Sha256Digest } from './hash.js';
 export { evidenceTime, storedTime, parseTime } from './time.js';
 export { dispatchToSinks } from './events.js';

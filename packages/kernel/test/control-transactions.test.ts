@@ -147,9 +147,9 @@ describe('an allowed action writes its events with its state changes', () => {
     expect(before.driver.begins).toBe(9);
     expect(now.driver.begins).toBe(2);
     // Reserve: insert the key executing (SQLite reads it only if it was taken), the four events
-    // in one INSERT. Outcome: read, compare-and-set, its event, then the chain (lock the head,
-    // the row, the head's hash).
-    expect(now.driver.statements).toBe(8);
+    // in one INSERT. Outcome: compare-and-set on the row the reservation wrote (unread), its
+    // event, then the chain (lock the head, the row, the head's hash).
+    expect(now.driver.statements).toBe(7);
     console.log(
       `allowed action: ${now.driver.begins} transactions / ${now.driver.statements} statements (one event per transaction: ${before.driver.begins} / ${before.driver.statements})`,
     );

@@ -13,6 +13,7 @@ import { dirname, resolve } from 'node:path';
 import { InvalidArgument, MissingDependency, StoreError, type Clock } from '@ctrlrun/kernel';
 import { SqlStateStore, type QueryResult, type SqlDriver, type SqlExecutor, type SqlValue } from '@ctrlrun/kernel/store';
 import { importOnce } from './optional-import.js';
+import { installNodeSha256 } from './node-digest.js';
 
 /** The part of a better-sqlite3 `Statement` the driver uses. */
 export interface BetterSqlite3Statement {
@@ -194,6 +195,7 @@ export class BetterSqlite3Driver implements SqlDriver {
   #closed = false;
 
   constructor(db: BetterSqlite3Database) {
+    installNodeSha256();
     this.db = db;
     this.#begin = db.prepare('BEGIN IMMEDIATE');
     this.#commit = db.prepare('COMMIT');

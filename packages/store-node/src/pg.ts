@@ -26,6 +26,7 @@ import {
 } from '@ctrlrun/kernel/store';
 import { importOnce } from './optional-import.js';
 import { SchemaStore, checkSchema, checkStoreOptions, message, openSchemaStore, type PostgresStoreOptions } from './postgres-common.js';
+import { installNodeSha256 } from './node-digest.js';
 
 /** What `pg` returns for one statement, as far as the driver reads it. */
 export interface PgResultLike {
@@ -148,6 +149,7 @@ export class PgDriver implements SqlDriver {
   #closed = false;
 
   constructor(pool: PgPoolLike | (() => PgPoolLike | Promise<PgPoolLike>), options: PgDriverOptions = {}) {
+    installNodeSha256();
     if (typeof pool !== 'function' && (typeof pool !== 'object' || pool === null || typeof pool.connect !== 'function' || typeof pool.query !== 'function')) {
       throw new InvalidArgument('pool must be a pg.Pool (connect, query, end) or a function returning one');
     }

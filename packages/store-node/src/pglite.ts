@@ -14,6 +14,7 @@ import { InvalidArgument, StoreError } from '@ctrlrun/kernel';
 import { quoteIdentifier, type QueryResult, type SqlDriver, type SqlExecutor, type SqlValue } from '@ctrlrun/kernel/store';
 import { importOnce } from './optional-import.js';
 import { SchemaStore, checkSchema, checkStoreOptions, message, openSchemaStore, type PostgresStoreOptions } from './postgres-common.js';
+import { installNodeSha256 } from './node-digest.js';
 
 /** What PGlite returns for one statement, as far as the driver reads it. */
 export interface PgliteResultLike {
@@ -64,6 +65,7 @@ export class PgliteDriver implements SqlDriver {
   #closed = false;
 
   constructor(pglite: PgliteLike | (() => PgliteLike | Promise<PgliteLike>), options: PgliteDriverOptions = {}) {
+    installNodeSha256();
     if (typeof pglite !== 'function' && !isPglite(pglite))
       throw new InvalidArgument('pglite must be a PGlite instance (query, exec, transaction) or a function returning one');
     this.#source = pglite;

@@ -67,6 +67,13 @@ export interface DialectSql {
    * action_id, attempt.
    */
   readonly updateEffect: string;
+  /**
+   * Optional: {@link updateEffect} that also requires the row's lease_expires_at, created_at and
+   * updated_at to be three more parameters (after the twelve), compared null-safely — the
+   * compare-and-set of a prior the kernel remembers writing rather than one it read in this
+   * transaction. Absent: the kernel always reads the row first.
+   */
+  readonly updateEffectExact?: string;
   /** Every effect, by `created_at` (dialect tie-break). */
   readonly listEffects: string;
   /** Params: state. As {@link listEffects}. */

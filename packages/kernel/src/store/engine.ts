@@ -143,6 +143,11 @@ export class SqlEngine {
     if (this.#hints.size > HINTS_KEPT) this.#hints.delete(this.#hints.keys().next().value!);
   }
 
+  /** Forgets what {@link hint} remembers for `key` (it proved not to be the row). */
+  forget(key: string): void {
+    this.#hints.delete(key);
+  }
+
   /** What {@link hint} remembers for `key`, if anything. */
   hinted(key: string): EffectRecord | undefined {
     return this.#hints.get(key);

@@ -148,6 +148,7 @@ function build(schema: string): SqlDialect {
       insertEffect: `INSERT INTO ${t('effects')}(effect_key, state, action_id, attempt, lease_expires_at, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (effect_key) DO NOTHING`,
       renewEffect: `UPDATE ${t('effects')} SET state=$1, action_id=$2, attempt=$3, lease_expires_at=$4, result_json=NULL, error=NULL, resolved_by=NULL, updated_at=$5 WHERE effect_key=$6 AND state='failed' AND attempt=$7`,
       updateEffect: `UPDATE ${t('effects')} SET state = $1, action_id = $2, attempt = $3, lease_expires_at = $4, result_json = $5, error = $6, updated_at = $7, resolved_by = $8 WHERE effect_key = $9 AND state = $10 AND action_id = $11 AND attempt = $12`,
+      updateEffectExact: `UPDATE ${t('effects')} SET state = $1, action_id = $2, attempt = $3, lease_expires_at = $4, result_json = $5, error = $6, updated_at = $7, resolved_by = $8 WHERE effect_key = $9 AND state = $10 AND action_id = $11 AND attempt = $12 AND lease_expires_at IS NOT DISTINCT FROM $13::text AND created_at IS NOT DISTINCT FROM $14::text AND updated_at IS NOT DISTINCT FROM $15::text`,
       listEffects: `SELECT ${EFFECT_COLUMNS} FROM ${t('effects')} ORDER BY created_at, effect_key`,
       listEffectsInState: `SELECT ${EFFECT_COLUMNS} FROM ${t('effects')} WHERE state = $1 ORDER BY created_at, effect_key`,
 

@@ -84,6 +84,8 @@ export const sqliteDialect: SqlDialect = Object.freeze({
       "UPDATE effects SET state=?, action_id=?, attempt=?, lease_expires_at=?, result_json=NULL, error=NULL, resolved_by=NULL, updated_at=? WHERE effect_key=? AND state='failed' AND attempt=?",
     updateEffect:
       'UPDATE effects SET state = ?, action_id = ?, attempt = ?, lease_expires_at = ?, result_json = ?, error = ?, updated_at = ?, resolved_by = ? WHERE effect_key = ? AND state = ? AND action_id = ? AND attempt = ?',
+    updateEffectExact:
+      'UPDATE effects SET state = ?, action_id = ?, attempt = ?, lease_expires_at = ?, result_json = ?, error = ?, updated_at = ?, resolved_by = ? WHERE effect_key = ? AND state = ? AND action_id = ? AND attempt = ? AND lease_expires_at IS ? AND created_at IS ? AND updated_at IS ?',
     listEffects: `SELECT ${EFFECT_COLUMNS} FROM effects ORDER BY created_at, rowid`,
     listEffectsInState: `SELECT ${EFFECT_COLUMNS} FROM effects WHERE state = ? ORDER BY created_at, rowid`,
 

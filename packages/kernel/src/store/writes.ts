@@ -41,7 +41,19 @@ import type { ApprovalEditResult, ApprovalEditWrite, DelegationRecord, Reservati
 import { RaiseAfterCommit, type WriteRun, checkTrailing, ReceiptAlreadyStored, ReceiptPartFailed, SqlEngine } from './engine.js';
 import { heldByValue, heldFor } from './reads.js';
 import { insertEffectWithEvents, updateEffectWithTrail } from './combined.js';
-import { receiptFields, eventFields, type ReceiptSqlRow, type DelegationRow, stamp, nonEmpty, nullableText, storedText, int, grantedApproval } from './rows.js';
+import {
+  receiptFields,
+  eventFields,
+  effectParams,
+  type ReceiptSqlRow,
+  type DelegationRow,
+  stamp,
+  nonEmpty,
+  nullableText,
+  storedText,
+  int,
+  grantedApproval,
+} from './rows.js';
 
 /** The error `check` throws, or `fallback()` if it passes. */
 function refusalOf(check: () => unknown, fallback: () => Error): Error {
@@ -87,7 +99,10 @@ async function reserve(
       const n = { ...fresh.record, state };
       run.intent = { kind: 'insert', record: n, refuse };
       const { rowsAffected } = await e.query(tx, sql.insertEffectIfAbsent, [key, n.state, n.actionId, n.attempt, n.leaseExpiresAt, n.createdAt, n.updatedAt]);
-      if (rowsAffected === 1) return fresh.reservation;
+      if (rowsAffected === 1) {
+        e.hint(n);
+        return fresh.reservation;
+      }
       run.intent = null;
     }
   }
@@ -130,6 +145,7 @@ async function reserve(
         if (again.kind === 'refuse') throw again.error;
         throw new DuplicateEffect('in_progress', { effectKey: key, message: `effect ${key} was reserved by another worker first` });
       }
+      e.hint(n);
       return plan.reservation;
     }
   }
@@ -145,6 +161,20 @@ async function consume(e: SqlEngine, tx: SqlExecutor, record: ApprovalRecord, no
   if (rowsAffected !== 1)
     throw new ApprovalMismatch('consumed', { approvalId: id, message: `approval ${id} refused (consumed): it was consumed by another caller first` });
   return grantedApproval(record);
+}
+
+/**
+ * The row this engine last wrote under `key` (see {@link SqlEngine.hint}), if it is `actionId`'s
+ * and passes the step's check now; else `null`, and the step reads the row.
+ */
+function rememberedRow(e: SqlEngine, key: string, actionId: string, from: readonly EffectState[], now: Date): EffectRecord | null {
+  const hinted = e.hinted(key);
+  if (hinted === undefined || hinted.actionId !== actionId) return null;
+  try {
+    return checked(hinted, key, actionId, from, now);
+  } catch {
+    return null;
+  }
 }
 
 async function transition(
@@ -167,24 +197,31 @@ async function transition(
     what,
     events,
     async (tx, now, run) => {
+      // The row this engine last wrote under the key, if the check passes on it, stands for the
+      // read: the compare-and-set then requires it exactly. A row that moved on is read and checked.
+      const remembered = rememberedRow(e, k, a, from, now);
+      const exact = e.sql.sql.updateEffectExact;
+      if (remembered !== null && exact !== undefined) {
+        const target = next(remembered, storedTime(now));
+        run.intent = { kind: 'update', prior: remembered, target, refuse: refuse(now) };
+        const params = [...effectParams(target, remembered), remembered.leaseExpiresAt, remembered.createdAt, remembered.updatedAt];
+        if ((await e.query(tx, exact, params)).rowsAffected === 1) {
+          e.hint(target);
+          return target;
+        }
+        run.intent = null;
+        e.forget(k);
+      }
       const record = checked(await e.effect(tx, k), k, a, from, now);
-      return e.cas(tx, record, next(record, storedTime(now)), run, refuse(now));
+      const target = await e.cas(tx, record, next(record, storedTime(now)), run, refuse(now));
+      e.hint(target);
+      return target;
     },
     e.sql.sql.updateEffectWithTrail === undefined || e.driver.capabilities.oneStatementSteps !== true
       ? undefined
       : async (tx, now, run, fieldsOf, receipt) => {
-          // The row this engine last wrote under the key, if the check passes on it, stands for the
-          // read (the compare-and-set then requires it exactly); else the same read and check. Then
-          // the compare-and-set, its events and its receipt as one statement.
-          const hinted = e.hinted(k);
-          let record: EffectRecord | null = null;
-          if (hinted !== undefined && hinted.actionId === a) {
-            try {
-              record = checked(hinted, k, a, from, now);
-            } catch {
-              record = null;
-            }
-          }
+          // As above, with the compare-and-set, its events and its receipt as one statement.
+          let record = rememberedRow(e, k, a, from, now);
           const exact = record !== null;
           record ??= checked(await e.effect(tx, k), k, a, from, now);
           const target = next(record, storedTime(now));
@@ -200,6 +237,7 @@ async function transition(
           if (trail === null && exact) {
             // The row is not what this engine last wrote: nothing was written; the step reads it and decides.
             run.intent = null;
+            e.forget(k);
             return null;
           }
           if (trail === null) throw refuse(now)(await e.effect(tx, k));
