@@ -6,17 +6,16 @@
 // wall time, receipts/s and the peak RSS of each. Beside the CLI's verify figure it prints, in this
 // process, the kernel's ChainVerifier over the store's pages and the floor for the same check: the
 // same rows read bare in the same pages (better-sqlite3, the store's own SELECT) and SHA-256 over
-// each stored json text, nothing else.
+// each stored json text by Node's crypto (the digest the Node stores give the kernel), nothing else.
 //
 //   npx tsc -b && node --import tsx scripts/bench/receipts-stream.ts [N ...]   (default 100000)
 //   … receipts-stream.ts --seed PATH N   (only write the store)
 import { spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { closeSync, existsSync, mkdtempSync, openSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { sha256 } from '@noble/hashes/sha2.js';
-import { bytesToHex } from '@noble/hashes/utils.js';
 import { ChainVerifier, createAction, sequentialIds } from '@ctrlrun/kernel';
 import { GENESIS_HASH, buildReceipt, sealReceipt, sqliteDialect } from '@ctrlrun/kernel/store';
 import { createBetterSqlite3Store } from '@ctrlrun/store-node/better-sqlite3';
@@ -137,11 +136,10 @@ function floor(path: string): string {
   const db = new Database(path, { readonly: true });
   try {
     const select = db.prepare(sqliteDialect.sql.receiptsInChain);
-    const utf8 = new TextEncoder();
     let last = '';
     for (let after: [number, number, string] = [Number.MIN_SAFE_INTEGER, Number.MIN_SAFE_INTEGER, '']; ;) {
       const page = select.all(...after, PAGE) as { seq: number; receipt_id: string; json: string }[];
-      for (const row of page) last = `sha256:${bytesToHex(sha256(utf8.encode(row.json)))}`;
+      for (const row of page) last = `sha256:${createHash('sha256').update(row.json).digest('hex')}`;
       if (page.length < PAGE) break;
       const end = page[page.length - 1]!;
       after = [end.seq, end.seq, end.receipt_id];
