@@ -203,9 +203,32 @@ function updateAmountHint(): void {
   ui.amountHint.textContent = parsed.ok ? `= ${formatMinor(parsed.amount)}` : 'whole cents, e.g. 50000 = €500.00';
 }
 
+/**
+ * Where the page stands before a step: if the step's last save fails, the store goes back to its
+ * last saved state, and so does the page — its entries (shown and kept) and the ids the step filled in.
+ */
+function undoPoint(): () => void {
+  const state = live?.state;
+  const logged = state?.log.length ?? 0;
+  const shown = ui.entries.children.length;
+  const ids = { requestId: state?.requestId ?? null, approvalId: state?.approvalId ?? null };
+  const fields = { requestId: ui.requestId.value, approvalId: ui.approvalId.value };
+  return () => {
+    if (state !== undefined) {
+      state.log.length = Math.min(state.log.length, logged);
+      state.requestId = ids.requestId;
+      state.approvalId = ids.approvalId;
+    }
+    while (ui.entries.children.length > shown) ui.entries.lastElementChild!.remove();
+    ui.requestId.value = fields.requestId;
+    ui.approvalId.value = fields.approvalId;
+  };
+}
+
 async function onRun(): Promise<void> {
   if (!live) return;
   const { tryIt, store } = live;
+  const undo = undoPoint();
   let kept: Promise<void> = Promise.resolve();
   let receipts: Promise<void> = Promise.resolve();
   // The step runs with the store's saves held, so its last save carries the page's record too:
@@ -230,9 +253,11 @@ async function onRun(): Promise<void> {
   try {
     await step;
   } catch (err) {
-    // The last save failed and the store went back to its last saved state: the table drawn
-    // meanwhile may show a receipt it took back, so it is drawn again from what is stored.
+    // The last save failed and the store went back to its last saved state: the step's entry
+    // goes too, and the table drawn meanwhile may show a receipt it took back, so it is drawn
+    // again from what is stored.
     await Promise.allSettled([kept, receipts]);
+    undo();
     await showReceipts().catch(() => undefined);
     throw err;
   }
@@ -242,6 +267,7 @@ async function onRun(): Promise<void> {
 async function onApprove(): Promise<void> {
   if (!live) return;
   const { tryIt, store } = live;
+  const undo = undoPoint();
   let kept: Promise<void> = Promise.resolve();
   // As in onRun: the grant and its entry are kept together.
   const step = store.holdSaves(async () => {
@@ -255,8 +281,9 @@ async function onApprove(): Promise<void> {
   try {
     await step;
   } catch (err) {
-    // The entry was to go out with the failed save: its rejection is this one.
+    // The entry was to go out with the failed save: its rejection is this one. The grant is undone, and so is its entry.
     await Promise.allSettled([kept]);
+    undo();
     throw err;
   }
   await kept;

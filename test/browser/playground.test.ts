@@ -551,7 +551,7 @@ describeInChromium('playground in Chromium', () => {
     expect((await kept()).text).toContain(shown.data['requestId']!);
   });
 
-  it('a step whose last save fails is undone, and the receipts table no longer shows what the store took back', async () => {
+  it('a step whose last save fails is undone: its entry and receipt are no longer shown, and no later save keeps them', async () => {
     const context = await freshContext();
     // Once armed, the save that carries both pages and the page's record (the step's last) fails
     // as a full disk would; the reservation's save and the fake remote's own record still land.
@@ -574,14 +574,54 @@ describeInChromium('playground in Chromium', () => {
     await page.evaluate(() => void ((globalThis as { __fail?: boolean }).__fail = true));
     await page.click('#run');
     await page.waitForFunction(() => (globalThis as { __failed?: boolean }).__failed === true);
-    await page.waitForFunction(() => document.querySelectorAll('#entries > li').length >= 2);
+    await page.waitForFunction(() => /could not be saved/.test(document.getElementById('entries')!.textContent ?? ''));
     await page.waitForSelector('#output[aria-busy="false"]');
-    expect(await page.locator('#entries').innerText()).toMatch(/could not be saved/);
-    // The store went back to its last saved state: the reservation, no outcome, no receipt.
+    // The store went back to its last saved state: the reservation, no outcome, no receipt; the
+    // page shows no entry for the step, only why it was undone.
     expect([await receiptCount(page), await page.locator('#receipts-body tr').count()], 'the receipts shown are the ones stored').toEqual([0, 0]);
+    expect(await page.locator('#entries > li').count(), 'the undone step has no entry').toBe(1);
+    expect(await page.locator('#entries > li[data-outcome="executed"]').count()).toBe(0);
     await page.evaluate(() => void ((globalThis as { __fail?: boolean }).__fail = false));
+    // The note about it was kept (a save of the page's record alone): the undone entry was not kept with it.
     await open(page, true);
     expect(await receiptCount(page), 'after a reload too').toBe(0);
+    expect(await page.locator('#entries').innerText()).toMatch(/could not be saved/);
+    expect(await page.locator('#entries > li[data-outcome="executed"]').count(), 'after a reload too').toBe(0);
+  });
+
+  it('a grant whose save fails is undone: no approved entry, no approval id filled in, and the request still pending', async () => {
+    const context = await freshContext();
+    await context.addInitScript(() => {
+      const g = globalThis as unknown as { __fail?: boolean; __failed?: boolean };
+      const paged = new WeakSet<IDBTransaction>();
+      const put = IDBObjectStore.prototype.put;
+      IDBObjectStore.prototype.put = function (this: IDBObjectStore, value: unknown, key?: IDBValidKey) {
+        if (typeof key === 'number') paged.add(this.transaction);
+        if (g.__fail && key === 'record:page' && paged.has(this.transaction)) {
+          g.__failed = true;
+          throw new DOMException('the disk is full', 'QuotaExceededError');
+        }
+        return put.call(this, value, key);
+      };
+    });
+    const page = await context.newPage();
+    await open(page);
+    const asked = await act(page, '2a');
+    expect(asked.data['outcome']).toBe('approval_required');
+    await page.waitForSelector('#output[aria-busy="false"]');
+    await page.click('#fill-2b');
+    await page.evaluate(() => void ((globalThis as { __fail?: boolean }).__fail = true));
+    await page.click('#approve');
+    await page.waitForFunction(() => /could not be saved/.test(document.getElementById('entries')!.textContent ?? ''));
+    await page.waitForSelector('#output[aria-busy="false"]');
+    expect(await page.locator('#entries > li[data-outcome="approved"]').count(), 'the undone grant has no entry').toBe(0);
+    expect(await page.inputValue('#approval_id'), 'no approval id from a grant that was undone').toBe('');
+    await page.evaluate(() => void ((globalThis as { __fail?: boolean }).__fail = false));
+    // The request is still pending: approving it again is granted.
+    await page.click('#approve');
+    await page.waitForFunction(() => document.querySelectorAll('#entries > li[data-outcome="approved"]').length === 1);
+    await page.waitForSelector('#output[aria-busy="false"]');
+    expect(await page.inputValue('#approval_id')).toMatch(/^apr_/);
   });
 
   it('a tab that dies while the remote runs leaves the reservation kept: after a reload the same refund finds its key taken', async () => {
