@@ -37,12 +37,16 @@ function probes(): Uint8Array[] {
 /**
  * Hashes with `fn` from now on instead of the built-in JavaScript SHA-256 — for a host with a
  * quicker one of its own. `fn` is first run on known inputs and must return what SHA-256 returns
- * for each; otherwise it is refused with `InvalidArgument` and the digest in use stays. Returns
- * the digest it replaced.
+ * for each, leaving the input's bytes (its whole buffer) as they were; otherwise it is refused
+ * with `InvalidArgument` and the digest in use stays. Returns the digest it replaced.
  */
 export function useSha256Digest(fn: Sha256Digest): Sha256Digest {
   if (typeof fn !== 'function') throw new InvalidArgument('the SHA-256 digest must be a function (bytes: Uint8Array) => Uint8Array');
   for (const input of probes()) {
+    // What SHA-256 gives, and the input's whole buffer, taken before `fn` sees it: a digest that
+    // writes into its input (or past its view) must not be compared with SHA-256 of what it left there.
+    const before = bytesToHex(new Uint8Array(input.buffer));
+    const expected = bytesToHex(sha256(input));
     let out: unknown;
     try {
       out = fn(input);
@@ -51,8 +55,11 @@ export function useSha256Digest(fn: Sha256Digest): Sha256Digest {
         `the SHA-256 digest given threw on a ${input.length}-byte input (${err instanceof Error ? err.message : String(err)}); the digest in use stays`,
       );
     }
-    if (!(out instanceof Uint8Array) || out.length !== 32 || bytesToHex(out) !== bytesToHex(sha256(input))) {
+    if (!(out instanceof Uint8Array) || out.length !== 32 || bytesToHex(out) !== expected) {
       throw new InvalidArgument(`the SHA-256 digest given does not return SHA-256 of a ${input.length}-byte input; the digest in use stays`);
+    }
+    if (bytesToHex(new Uint8Array(input.buffer)) !== before) {
+      throw new InvalidArgument(`the SHA-256 digest given wrote into its ${input.length}-byte input; the digest in use stays`);
     }
   }
   const replaced = digest;
