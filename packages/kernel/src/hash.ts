@@ -67,8 +67,20 @@ export function useSha256Digest(fn: Sha256Digest): Sha256Digest {
   return replaced;
 }
 
-/** `sha256:` + lowercase hex of SHA-256 over `bytes`. */
+/** Whether `v` is a Uint8Array (of this realm or another), the only input a hash is taken of. */
+function isBytes(v: unknown): v is Uint8Array {
+  return v instanceof Uint8Array || (ArrayBuffer.isView(v) && v.constructor?.name === 'Uint8Array');
+}
+
+/**
+ * `sha256:` + lowercase hex of SHA-256 over `bytes`. Anything but a Uint8Array is refused, with
+ * whichever digest is in use (a host's may take a string or another view, the built-in does not).
+ */
 export function sha256Tagged(bytes: Uint8Array): string {
+  if (!isBytes(bytes)) {
+    const given = bytes === null ? 'null' : ArrayBuffer.isView(bytes) ? 'another kind of view' : Array.isArray(bytes) ? 'an array' : `a ${typeof bytes}`;
+    throw new InvalidArgument(`a SHA-256 hash is taken of a Uint8Array, not ${given}`);
+  }
   return `sha256:${bytesToHex(digest(bytes))}`;
 }
 
