@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { PGlite } from '@electric-sql/pglite';
 import pg from 'pg';
-import { Control, createAction, InvalidArgument, loadPolicy, sequentialIds, verifyChain, type Clock, type StateStore } from '@ctrlrun/kernel';
+import { Control, createAction, InvalidArgument, loadPolicy, sequentialIds, verifyChain, type Clock, type EffectRecord, type StateStore } from '@ctrlrun/kernel';
 import {
   openSqlStateStore,
   postgresDialect,
@@ -250,7 +250,45 @@ async function loneSurrogates(backend: Backend, mode: 'unread' | 'read') {
   }
 }
 
+/**
+ * A caller changes the records the store hands back (they are its own objects); the store's next
+ * step on the key writes what it would have written had it read the row.
+ */
+async function callerChangesRecords(backend: Backend, mode: 'unread' | 'read') {
+  let t = Date.parse('2026-01-01T12:00:00Z');
+  const s = await backend.scene(mode, () => new Date(t));
+  try {
+    const tamper = (r: EffectRecord) => {
+      const w = r as { -readonly [K in keyof EffectRecord]: EffectRecord[K] };
+      w.error = 'written by the caller';
+      w.resolvedBy = 'mallory';
+      w.resultJson = '{"forged":true}';
+    };
+    await s.store.reserveEffect(KEY, 'act_1', 300_000);
+    t += 1000;
+    tamper(await s.store.beginExecution(KEY, 'act_1'));
+    t += 1000;
+    tamper(await s.store.markAmbiguous(KEY, 'act_1', 'timed out'));
+    t += 1000;
+    const last = await s.store.markAmbiguous(KEY, 'act_1', 'timed out again');
+    return { last, row: await s.other.getEffect(KEY) };
+  } finally {
+    await s.close();
+  }
+}
+
 function equivalence(backend: Backend, timeout?: number) {
+  it(
+    'a caller that changes a record a step returned does not change what the next step writes',
+    async () => {
+      const unread = await callerChangesRecords(backend, 'unread');
+      const read = await callerChangesRecords(backend, 'read');
+      expect(unread).toEqual(read);
+      expect(unread.row).toMatchObject({ state: 'ambiguous', error: 'timed out again', resolvedBy: null, resultJson: null });
+    },
+    timeout,
+  );
+
   for (const [name, disturb] of disturbances) {
     it(
       `the other handle did ${name}: the same end as reading the row first`,
