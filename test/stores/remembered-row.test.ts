@@ -4,9 +4,10 @@
  * on a database shared with a second handle, whatever the other handle does to the row while the
  * executor runs, the action ends exactly as it does when the outcome reads the row first — the
  * same result or refusal, the same row, the same events, the same receipts — and an undisturbed
- * outcome reads nothing. better-sqlite3 (two handles on one file), PGlite (two drivers on one
- * instance) and a real PostgreSQL server (two pools), statement by statement and — where the
- * driver writes a step as one statement — combined.
+ * outcome reads nothing. better-sqlite3 (two handles on one file), sql.js (two stores on one
+ * database), PGlite (two drivers on one instance) and a real PostgreSQL server (two pools),
+ * statement by statement and — where the driver writes a step as one statement — combined. (The
+ * Durable Object store runs the same SQLite dialect; its conformance suite runs on workerd.)
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -27,6 +28,8 @@ import {
 import { BetterSqlite3Driver, createBetterSqlite3Store, type BetterSqlite3Database } from '@ctrlrun/store-node/better-sqlite3';
 import { PgliteDriver } from '@ctrlrun/store-node/pglite';
 import { createPgStore, PgDriver } from '@ctrlrun/store-node/pg';
+import { SqlJsDriver, type SqlJsModule } from '@ctrlrun/store-sqljs';
+import initSqlJs from 'sql.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { describePg, freshDatabase, type FreshDatabase } from '../support/pg-cluster.js';
 
@@ -104,6 +107,24 @@ const sqlite: Backend = {
   },
   unreadCas: /^UPDATE effects SET [\s\S]* AND updated_at IS \?$/,
   selectEffect: /^SELECT [\s\S]* FROM effects WHERE effect_key = \?$/,
+};
+
+let SQL: SqlJsModule | null = null;
+
+/** sql.js (the browser store): two stores on one database. */
+const sqljs: Backend = {
+  name: 'sql.js, two stores on one database',
+  async scene(mode, clock) {
+    SQL ??= (await initSqlJs()) as unknown as SqlJsModule;
+    const driver = await SqlJsDriver.open(SQL);
+    const rec = recording(driver);
+    const store = await openSqlStateStore(rec.wrapped, { dialect: mode === 'unread' ? sqliteDialect : readFirst(sqliteDialect), clock, logger: quietLog });
+    rec.transactions.length = 0;
+    const other = await openSqlStateStore(driver, { clock, logger: quietLog });
+    return { store, transactions: rec.transactions, other, close: async () => (await other.close(), await store.close()) };
+  },
+  unreadCas: sqlite.unreadCas,
+  selectEffect: sqlite.selectEffect,
 };
 
 const PG_SELECT = /^SELECT [\s\S]* FROM "[^"]+"\.effects WHERE effect_key = \$1$/;
@@ -329,6 +350,10 @@ function equivalence(backend: Backend, timeout?: number) {
 
 describe('the outcome on the row the reservation wrote (better-sqlite3, two handles on one file)', () => {
   equivalence(sqlite);
+});
+
+describe('the outcome on the row the reservation wrote (sql.js, two stores on one database)', () => {
+  equivalence(sqljs, 30_000);
 });
 
 describe('the outcome on the row the reservation wrote (PGlite, statement by statement)', () => {
