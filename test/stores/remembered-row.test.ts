@@ -298,7 +298,59 @@ async function callerChangesRecords(backend: Backend, mode: 'unread' | 'read') {
   }
 }
 
+/**
+ * A write of ours that rolled back after its compare-and-set applied (its events were refused
+ * inside the transaction) leaves the store remembering a row that is not there; the next step
+ * passes its check on that row, and must still decide on the row that is.
+ */
+async function afterRollback(backend: Backend, mode: 'unread' | 'read') {
+  let t = Date.parse('2026-01-01T12:00:00Z');
+  const s = await backend.scene(mode, () => new Date(t));
+  try {
+    await s.store.reserveEffect(KEY, 'act_1', 300_000);
+    t += 1000;
+    await s.store.beginExecution(KEY, 'act_1');
+    t += 1000;
+    const refused = await s.store
+      .markAmbiguous(KEY, 'act_1', 'timed out', { drafts: () => [{ type: 'EXECUTION_AMBIGUOUS' } as never] })
+      .then(
+        () => 'written',
+        (err: Error) => err.name,
+      );
+    const between = await s.other.getEffect(KEY);
+    t += 1000;
+    const again = await s.store.markAmbiguous(KEY, 'act_1', 'timed out again');
+    return { refused, between, again, row: await s.other.getEffect(KEY), events: (await s.other.events()).length, transactions: s.transactions.slice(-2) };
+  } finally {
+    await s.close();
+  }
+}
+
 function equivalence(backend: Backend, timeout?: number) {
+  it(
+    'a write of ours that rolled back: the next step decides on the row that is there, not the one remembered',
+    async () => {
+      const unread = await afterRollback(backend, 'unread');
+      const read = await afterRollback(backend, 'read');
+      const { transactions: _u, ...u } = unread;
+      const { transactions: _r, ...r } = read;
+      expect(u).toEqual(r);
+      expect(u.refused).toBe(InvalidArgument.name);
+      expect(u.between).toMatchObject({ state: 'executing', error: null });
+      expect(u.row).toMatchObject({ state: 'ambiguous', error: 'timed out again' });
+      // A step with no events is statement by statement on every backend: updateEffectExact first.
+      const exact = /^UPDATE [\s\S]* AND updated_at IS (?:\?|NOT DISTINCT FROM \$15::text)$/;
+      const [rolledBack, next] = unread.transactions as [string[], string[]];
+      expect(next[0]).toMatch(exact);
+      if (rolledBack.some((x) => exact.test(x))) {
+        // Statement by statement the rolled-back compare-and-set had applied: the row remembered is
+        // not there, the unread compare-and-set applies nothing, and the row is read.
+        expect(next[1]).toMatch(backend.selectEffect);
+      }
+    },
+    timeout,
+  );
+
   it(
     'a caller that changes a record a step returned does not change what the next step writes',
     async () => {
