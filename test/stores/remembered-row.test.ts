@@ -243,6 +243,9 @@ const disturbances: [string, Disturbance][] = [
   // compare-and-set applies, and reading first finds the very same row.
   // (A lease is never shortened: asked for 1 ms, it stays as it was, and updated_at is the same millisecond.)
   ['a rewrite of the row as it was', (other, id) => other.extendLease(KEY, id, 1)],
+  // The clock going back: the compare-and-set compares the remembered stamps for equality, never order.
+  ['nothing, while the clock went back a minute', async (_other, _id, advance) => advance(-61_000)],
+  ['its lease extended after the clock went back a minute', async (other, id, advance) => (advance(-61_000), other.extendLease(KEY, id, 600_000))],
 ];
 
 /** The store's own steps on ids with a lone surrogate, each as its result or the refusal's name. */
@@ -372,7 +375,7 @@ function equivalence(backend: Backend, timeout?: number) {
         const outcome = unread.transactions[1]!;
         expect(outcome[0]).toMatch(backend.unreadCas);
         expect(read.transactions[1]![0]).toMatch(backend.selectEffect);
-        if (name === 'nothing' || name === 'a rewrite of the row as it was') {
+        if (name === 'nothing' || name === 'a rewrite of the row as it was' || name === 'nothing, while the clock went back a minute') {
           expect(unread.evidence.outcome).toEqual({ value: { refund_id: 're_1' } });
           expect(
             outcome.some((s) => /^SELECT/.test(s)),
