@@ -15,16 +15,18 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { PGlite } from '@electric-sql/pglite';
 import pg from 'pg';
-import { Control, createAction, InvalidArgument, loadPolicy, sequentialIds, verifyChain, type Clock, type EffectRecord, type StateStore } from '@ctrlrun/kernel';
 import {
-  openSqlStateStore,
-  postgresDialect,
-  sqliteDialect,
-  SqlStateStore,
-  type SqlDialect,
-  type SqlDriver,
-  type SqlExecutor,
-} from '@ctrlrun/kernel/store';
+  Control,
+  createAction,
+  InvalidArgument,
+  loadPolicy,
+  sequentialIds,
+  verifyChain,
+  type Clock,
+  type EffectRecord,
+  type StateStore,
+} from '@ctrlrun/kernel';
+import { openSqlStateStore, postgresDialect, sqliteDialect, SqlStateStore, type SqlDialect, type SqlDriver, type SqlExecutor } from '@ctrlrun/kernel/store';
 import { BetterSqlite3Driver, createBetterSqlite3Store, type BetterSqlite3Database } from '@ctrlrun/store-node/better-sqlite3';
 import { PgliteDriver } from '@ctrlrun/store-node/pglite';
 import { createPgStore, PgDriver } from '@ctrlrun/store-node/pg';
@@ -314,12 +316,10 @@ async function afterRollback(backend: Backend, mode: 'unread' | 'read') {
     t += 1000;
     await s.store.beginExecution(KEY, 'act_1');
     t += 1000;
-    const refused = await s.store
-      .markAmbiguous(KEY, 'act_1', 'timed out', { drafts: () => [{ type: 'EXECUTION_AMBIGUOUS' } as never] })
-      .then(
-        () => 'written',
-        (err: Error) => err.name,
-      );
+    const refused = await s.store.markAmbiguous(KEY, 'act_1', 'timed out', { drafts: () => [{ type: 'EXECUTION_AMBIGUOUS' } as never] }).then(
+      () => 'written',
+      (err: Error) => err.name,
+    );
     const between = await s.other.getEffect(KEY);
     t += 1000;
     const again = await s.store.markAmbiguous(KEY, 'act_1', 'timed out again');
@@ -425,6 +425,14 @@ describePg('the outcome on the row the reservation wrote (a real server)', (url)
     db = await freshDatabase(url.url, 'remembered');
   }, 60_000);
   afterAll(async () => db?.drop());
-  describe('prepare: false (the default: statement by statement)', () => equivalence(server(() => db!, false), 30_000));
-  describe('prepare: true (one statement per step)', () => equivalence(server(() => db!, true), 30_000));
+  describe('prepare: false (the default: statement by statement)', () =>
+    equivalence(
+      server(() => db!, false),
+      30_000,
+    ));
+  describe('prepare: true (one statement per step)', () =>
+    equivalence(
+      server(() => db!, true),
+      30_000,
+    ));
 });

@@ -39,8 +39,7 @@ export function checkIdentity(key: string, actionId: string): void {
   if (typeof key !== 'string' || key === '') throw new InvalidArgument('effect_key must be a non-empty string');
   if (typeof actionId !== 'string' || actionId === '') throw new InvalidArgument('action_id must be a non-empty string');
   if (!isWellFormedString(key)) throw new InvalidArgument(`effect_key holds a lone surrogate, which a store cannot keep as given`);
-  if (!isWellFormedString(actionId))
-    throw new InvalidArgument(`action_id holds a lone surrogate, which a store cannot keep as given`);
+  if (!isWellFormedString(actionId)) throw new InvalidArgument(`action_id holds a lone surrogate, which a store cannot keep as given`);
 }
 
 function leaseMsOf(leaseMs: number): number {
