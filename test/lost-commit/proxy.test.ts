@@ -5,8 +5,8 @@
  * case runs a real `Control.execute` and checks the branch logged, the executor's call count, the
  * record read straight from the server, and that no effect is ever recorded `failed`.
  */
-import { INSERT_LANDED, INSERT_FOUND_OTHER, INSERT_LOST_REISSUE, UPDATE_LANDED, UPDATE_LOST_REISSUE } from '@ctrlrun/kernel/store';
-import { AmbiguousWrite, Control, DuplicateEffect, createAction, loadPolicy, type Clock } from '@ctrlrun/kernel';
+import { INSERT_LANDED, INSERT_FOUND_OTHER, INSERT_LOST_REISSUE, UPDATE_FOUND_OTHER, UPDATE_LANDED, UPDATE_LOST_REISSUE } from '@ctrlrun/kernel/store';
+import { AmbiguousEffect, AmbiguousWrite, Control, DuplicateEffect, createAction, loadPolicy, type Clock } from '@ctrlrun/kernel';
 import { createPgStore, type PgStore } from '@ctrlrun/store-node/pg';
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
@@ -80,6 +80,21 @@ for (const prepare of [false, true])
     const INSERT_EFFECT = /INSERT INTO "[^"]+"\.effects/;
     const UPDATE_EFFECT = /UPDATE "[^"]+"\.effects/;
 
+    /**
+     * The lost transaction was the outcome's compare-and-set on the row the reservation wrote,
+     * unread — `updateEffectExact` on the default path, the combined statement with prepare — so
+     * the intent the re-read settles is the remembered row, not one read.
+     */
+    function unread(statements: string[]): void {
+      const updates = statements.filter((x) => UPDATE_EFFECT.test(x));
+      expect(updates).toHaveLength(1);
+      expect(updates[0]).toMatch(prepare ? /^WITH u AS \(UPDATE [\s\S]*updated_at IS NOT DISTINCT FROM/ : /AND updated_at IS NOT DISTINCT FROM \$15::text$/);
+      expect(
+        statements.filter((x) => /^SELECT [\s\S]* FROM "[^"]+"\.effects/.test(x)),
+        'the row was not read',
+      ).toEqual([]);
+    }
+
     it('test_T155_a_connection_killed_during_commit_is_resolved_by_the_re_read (landed reservation → a1.row1.ours)', async () => {
       const s = await scene();
       const fired = proxy.arm({ mode: 'land', when: INSERT_EFFECT });
@@ -102,6 +117,7 @@ for (const prepare of [false, true])
         return { refund_id: 're_2' };
       });
       expect(await fired!).toEqual(expect.arrayContaining([expect.stringMatching(UPDATE_EFFECT)]));
+      unread(await fired!);
       expect(value).toEqual({ refund_id: 're_2' });
       expect(s.calls.n).toBe(1);
       expect(s.branches()).toEqual([UPDATE_LANDED]);
@@ -146,11 +162,34 @@ for (const prepare of [false, true])
         fired = proxy.arm({ mode: 'drop', when: UPDATE_EFFECT });
         return { refund_id: 're_5' };
       });
-      await fired!;
+      unread(await fired!);
       expect(value).toEqual({ refund_id: 're_5' });
       expect(s.calls.n).toBe(1);
       expect(s.branches()).toEqual([UPDATE_LOST_REISSUE]);
       expect(await s.row()).toMatchObject({ state: 'committed', result_json: '{"refund_id":"re_5"}' });
+    });
+
+    it('a never-received COMMIT of the unread compare-and-set, the row marked ambiguous by another worker meanwhile (a2.row3.refuse): refused as ambiguous, executor called once, never failed', async () => {
+      const s = await scene();
+      const other = await createPgStore(pool(db.url), { schema: s.schema, clock: () => T0, prepare });
+      let fired: Promise<string[]> | null = null;
+      const err = await s.control
+        .execute(s.action, () => {
+          s.calls.n++;
+          fired = proxy.arm({
+            mode: 'drop',
+            when: UPDATE_EFFECT,
+            // The outcome never reached the server; another worker sweeps the row before the re-read.
+            interlude: async () => void (await other.markAmbiguous(s.key, s.action.actionId, 'swept by another worker')),
+          });
+          return { refund_id: 're_7' };
+        })
+        .catch((e: unknown) => e);
+      unread(await fired!);
+      expect(err).toBeInstanceOf(AmbiguousEffect);
+      expect(s.calls.n).toBe(1);
+      expect(s.branches()).toEqual([UPDATE_FOUND_OTHER]);
+      expect(await s.row()).toMatchObject({ state: 'ambiguous', action_id: s.action.actionId, result_json: null });
     });
 
     it('test_T156_a_failed_re_read_writes_nothing (never-received reservation, re-read refused)', async () => {

@@ -30,9 +30,16 @@ export function leaseLive(record: EffectRecord, now: Date): boolean {
   return now.getTime() <= parseTime(record.leaseExpiresAt, 'lease_expires_at').getTime();
 }
 
-function checkIdentity(key: string, actionId: string): void {
+/**
+ * An effect key and an action id: non-empty, and well-formed text — a lone surrogate has no UTF-8
+ * form, so a database keeps another string (U+FFFD) than the one given, and a row would not be
+ * recognised as its holder's (or two ids would be one).
+ */
+export function checkIdentity(key: string, actionId: string): void {
   if (typeof key !== 'string' || key === '') throw new InvalidArgument('effect_key must be a non-empty string');
   if (typeof actionId !== 'string' || actionId === '') throw new InvalidArgument('action_id must be a non-empty string');
+  if (!isWellFormedString(key)) throw new InvalidArgument(`effect_key holds a lone surrogate, which a store cannot keep as given`);
+  if (!isWellFormedString(actionId)) throw new InvalidArgument(`action_id holds a lone surrogate, which a store cannot keep as given`);
 }
 
 function leaseMsOf(leaseMs: number): number {

@@ -37,12 +37,16 @@ function probes(): Uint8Array[] {
 /**
  * Hashes with `fn` from now on instead of the built-in JavaScript SHA-256 — for a host with a
  * quicker one of its own. `fn` is first run on known inputs and must return what SHA-256 returns
- * for each; otherwise it is refused with `InvalidArgument` and the digest in use stays. Returns
- * the digest it replaced.
+ * for each, leaving the input's bytes (its whole buffer) as they were; otherwise it is refused
+ * with `InvalidArgument` and the digest in use stays. Returns the digest it replaced.
  */
 export function useSha256Digest(fn: Sha256Digest): Sha256Digest {
   if (typeof fn !== 'function') throw new InvalidArgument('the SHA-256 digest must be a function (bytes: Uint8Array) => Uint8Array');
   for (const input of probes()) {
+    // What SHA-256 gives, and the input's whole buffer, taken before `fn` sees it: a digest that
+    // writes into its input (or past its view) must not be compared with SHA-256 of what it left there.
+    const before = bytesToHex(new Uint8Array(input.buffer));
+    const expected = bytesToHex(sha256(input));
     let out: unknown;
     try {
       out = fn(input);
@@ -51,8 +55,11 @@ export function useSha256Digest(fn: Sha256Digest): Sha256Digest {
         `the SHA-256 digest given threw on a ${input.length}-byte input (${err instanceof Error ? err.message : String(err)}); the digest in use stays`,
       );
     }
-    if (!(out instanceof Uint8Array) || out.length !== 32 || bytesToHex(out) !== bytesToHex(sha256(input))) {
+    if (!(out instanceof Uint8Array) || out.length !== 32 || bytesToHex(out) !== expected) {
       throw new InvalidArgument(`the SHA-256 digest given does not return SHA-256 of a ${input.length}-byte input; the digest in use stays`);
+    }
+    if (bytesToHex(new Uint8Array(input.buffer)) !== before) {
+      throw new InvalidArgument(`the SHA-256 digest given wrote into its ${input.length}-byte input; the digest in use stays`);
     }
   }
   const replaced = digest;
@@ -60,8 +67,20 @@ export function useSha256Digest(fn: Sha256Digest): Sha256Digest {
   return replaced;
 }
 
-/** `sha256:` + lowercase hex of SHA-256 over `bytes`. */
+/** Whether `v` is a Uint8Array (of this realm or another), the only input a hash is taken of. */
+function isBytes(v: unknown): v is Uint8Array {
+  return v instanceof Uint8Array || (ArrayBuffer.isView(v) && v.constructor?.name === 'Uint8Array');
+}
+
+/**
+ * `sha256:` + lowercase hex of SHA-256 over `bytes`. Anything but a Uint8Array is refused, with
+ * whichever digest is in use (a host's may take a string or another view, the built-in does not).
+ */
 export function sha256Tagged(bytes: Uint8Array): string {
+  if (!isBytes(bytes)) {
+    const given = bytes === null ? 'null' : ArrayBuffer.isView(bytes) ? 'another kind of view' : Array.isArray(bytes) ? 'an array' : `a ${typeof bytes}`;
+    throw new InvalidArgument(`a SHA-256 hash is taken of a Uint8Array, not ${given}`);
+  }
   return `sha256:${bytesToHex(digest(bytes))}`;
 }
 

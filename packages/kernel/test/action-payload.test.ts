@@ -1,6 +1,6 @@
 // The action hash is taken over the six-key payload; createAction writes the arguments' canonical
 // text once and builds the payload around it. Property: that is exactly canonicalJson of the payload.
-import { canonicalBytes, createAction } from '@ctrlrun/kernel';
+import { canonicalBytes, createAction, InvalidArgument } from '@ctrlrun/kernel';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { bytesToHex } from '@noble/hashes/utils.js';
 import fc from 'fast-check';
@@ -89,5 +89,23 @@ describe('orderedJson', () => {
       fc.property(data, (v) => void expect(orderedJson(v)).toBe(walk(v))),
       { numRuns: 500 },
     );
+  });
+});
+
+describe('createAction: the action id', () => {
+  // Stored as its effect row's holder and written into its receipt, neither of which can hold text
+  // with no UTF-8 form: refused before anything happens, instead of after the executor ran.
+  it('property: an id given is kept exactly if it is well-formed text, and refused if it holds a lone surrogate', () => {
+    fc.assert(
+      fc.property(fc.string({ unit: 'binary', minLength: 1, maxLength: 12 }), (id) => {
+        const make = () => createAction({ name: 'n', arguments: {}, principal: { agent: 'a' }, actionId: id });
+        // Kept as given by UTF-8 (as every store keeps text) exactly when it is well-formed.
+        const survivesUtf8 = new TextDecoder().decode(new TextEncoder().encode(id)) === id;
+        if (survivesUtf8) expect(make().actionId).toBe(id);
+        else expect(make).toThrow(/action\.actionId holds a lone surrogate/);
+      }),
+      { numRuns: 500 },
+    );
+    expect(() => createAction({ name: 'n', arguments: {}, principal: { agent: 'a' }, actionId: 'act_\uD800' })).toThrow(InvalidArgument);
   });
 });

@@ -43,6 +43,19 @@ describe('useSha256Digest', () => {
     // Right for short inputs only: the long probes and the padding edges catch it.
     ['one that hashes the first 64 bytes', (b) => sha256(b.subarray(0, 64))],
     ['one that is off after 55 bytes', (b) => (b.length === 56 ? sha256(b.subarray(0, 55)) : sha256(b))],
+    // Uses its input as scratch space, then hashes what it left there: compared with SHA-256 of
+    // the input as it was given, not as it was left.
+    ['one that overwrites its input before hashing it', (b) => sha256(b.fill(0))],
+    // Right hashes, but the caller's bytes are not the bytes it gave any more.
+    ['one that overwrites its input after hashing it', (b) => ((h) => (b.fill(1), h))(sha256(b))],
+    [
+      'one that writes past its view',
+      (b) => {
+        const h = sha256(b);
+        if (b.byteOffset > 0) new Uint8Array(b.buffer).fill(7, 0, b.byteOffset);
+        return h;
+      },
+    ],
   ];
   for (const [name, fn] of wrong) {
     it(`refuses ${name}, and keeps the digest in use`, () => {

@@ -4,7 +4,8 @@ import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { bytesToHex } from '@noble/hashes/utils.js';
-import { useSha256Digest } from '@ctrlrun/kernel/store';
+import { sha256Tagged, useSha256Digest } from '@ctrlrun/kernel/store';
+import { InvalidArgument } from '@ctrlrun/kernel';
 import { BetterSqlite3Driver, type BetterSqlite3Database } from '@ctrlrun/store-node';
 import { nodeSha256 } from '../src/node-digest.js';
 
@@ -25,5 +26,33 @@ describe("Node's SHA-256", () => {
         expect(bytesToHex(nodeSha256(view))).toBe(bytesToHex(sha256(view)));
       }),
     );
+  });
+});
+
+describe('what is hashed', () => {
+  // Node's digest hashes a string (as UTF-8) or any view; the built-in one refuses them. The kernel
+  // refuses them with either, so a hash never depends on which digest the host installed.
+  const notBytes: [string, unknown][] = [
+    ['a string', 'abc'],
+    ['a Uint16Array', new Uint16Array([1, 2])],
+    ['a DataView', new DataView(new ArrayBuffer(4))],
+    ['an array of bytes', [1, 2, 3]],
+    ['null', null],
+  ];
+  for (const [name, value] of notBytes) {
+    it(`${name} is refused with Node's digest in use, as with the built-in one`, () => {
+      const inUse = useSha256Digest(nodeSha256);
+      try {
+        expect(() => sha256Tagged(value as Uint8Array)).toThrow(InvalidArgument);
+        useSha256Digest(sha256);
+        expect(() => sha256Tagged(value as Uint8Array)).toThrow(InvalidArgument);
+      } finally {
+        useSha256Digest(inUse);
+      }
+    });
+  }
+
+  it('a Buffer (a Uint8Array) is hashed as its bytes', () => {
+    expect(sha256Tagged(Buffer.from('abc'))).toBe('sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad');
   });
 });

@@ -135,11 +135,13 @@ export class SqlEngine {
    * it as the prior of a compare-and-set instead of reading it first. Never trusted: that
    * compare-and-set requires all seven written columns to be equal (`exact`), and a row that
    * moved on in any of them (another writer, a lease extended, a write that rolled back) makes
-   * the step read the row and decide as it always did.
+   * the step read the row and decide as it always did. A frozen copy is kept: the record itself
+   * is handed to the caller, whose changes to it (an `error`, a `resolvedBy` — columns the
+   * compare-and-set does not compare) must not be written by the next step.
    */
   hint(record: EffectRecord): void {
     this.#hints.delete(record.effectKey);
-    this.#hints.set(record.effectKey, record);
+    this.#hints.set(record.effectKey, Object.freeze({ ...record }));
     if (this.#hints.size > HINTS_KEPT) this.#hints.delete(this.#hints.keys().next().value!);
   }
 

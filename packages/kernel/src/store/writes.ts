@@ -11,6 +11,7 @@ import { isPlainObject, parseJson, type JsonObject } from '../canonical.js';
 import {
   checkActor,
   checkContinuation,
+  checkIdentity,
   checked,
   checkResolvable,
   checkTakeable,
@@ -188,6 +189,8 @@ async function transition(
 ): Promise<EffectRecord> {
   const k = nonEmpty(key, 'effect_key');
   const a = nonEmpty(actionId, 'action_id');
+  // Before anything is read or written: the row's own ids are what this step compares, unread or read.
+  checkIdentity(k, a);
   const refuse = (now: Date) => (found: EffectRecord | null) =>
     refusalOf(
       () => checked(found, k, a, from, now),
