@@ -51,6 +51,29 @@ async function freshContext(viewport = { width: 1280, height: 900 }): Promise<Br
   return context;
 }
 
+/**
+ * A context in which, once `__fail` is set, the save that carries both pages and the page's
+ * record (a step's last) fails as a full disk would (`__failed` then set); the reservation's save
+ * and the fake remote's own record still land.
+ */
+async function failingStepSaves(): Promise<BrowserContext> {
+  const context = await freshContext();
+  await context.addInitScript(() => {
+    const g = globalThis as unknown as { __fail?: boolean; __failed?: boolean };
+    const paged = new WeakSet<IDBTransaction>();
+    const put = IDBObjectStore.prototype.put;
+    IDBObjectStore.prototype.put = function (this: IDBObjectStore, value: unknown, key?: IDBValidKey) {
+      if (typeof key === 'number') paged.add(this.transaction);
+      if (g.__fail && key === 'record:page' && paged.has(this.transaction)) {
+        g.__failed = true;
+        throw new DOMException('the disk is full', 'QuotaExceededError');
+      }
+      return put.call(this, value, key);
+    };
+  });
+  return context;
+}
+
 async function freshPage(viewport = { width: 1280, height: 900 }): Promise<Page> {
   const context = await freshContext(viewport);
   const page = await context.newPage();
@@ -552,22 +575,7 @@ describeInChromium('playground in Chromium', () => {
   });
 
   it('a step whose last save fails is undone: its entry and receipt are no longer shown, and no later save keeps them', async () => {
-    const context = await freshContext();
-    // Once armed, the save that carries both pages and the page's record (the step's last) fails
-    // as a full disk would; the reservation's save and the fake remote's own record still land.
-    await context.addInitScript(() => {
-      const g = globalThis as unknown as { __fail?: boolean; __failed?: boolean };
-      const paged = new WeakSet<IDBTransaction>();
-      const put = IDBObjectStore.prototype.put;
-      IDBObjectStore.prototype.put = function (this: IDBObjectStore, value: unknown, key?: IDBValidKey) {
-        if (typeof key === 'number') paged.add(this.transaction);
-        if (g.__fail && key === 'record:page' && paged.has(this.transaction)) {
-          g.__failed = true;
-          throw new DOMException('the disk is full', 'QuotaExceededError');
-        }
-        return put.call(this, value, key);
-      };
-    });
+    const context = await failingStepSaves();
     const page = await context.newPage();
     await open(page);
     await page.click('#fill-1');
@@ -590,20 +598,7 @@ describeInChromium('playground in Chromium', () => {
   });
 
   it('a grant whose save fails is undone: no approved entry, no approval id filled in, and the request still pending', async () => {
-    const context = await freshContext();
-    await context.addInitScript(() => {
-      const g = globalThis as unknown as { __fail?: boolean; __failed?: boolean };
-      const paged = new WeakSet<IDBTransaction>();
-      const put = IDBObjectStore.prototype.put;
-      IDBObjectStore.prototype.put = function (this: IDBObjectStore, value: unknown, key?: IDBValidKey) {
-        if (typeof key === 'number') paged.add(this.transaction);
-        if (g.__fail && key === 'record:page' && paged.has(this.transaction)) {
-          g.__failed = true;
-          throw new DOMException('the disk is full', 'QuotaExceededError');
-        }
-        return put.call(this, value, key);
-      };
-    });
+    const context = await failingStepSaves();
     const page = await context.newPage();
     await open(page);
     const asked = await act(page, '2a');

@@ -8,11 +8,12 @@
  */
 import { PGlite } from '@electric-sql/pglite';
 import { Control, callbackSink, createAction, loadPolicy, sequentialIds, verifyChain, type StateStore } from '@ctrlrun/kernel';
-import { SqlStateStore, postgresDialect, sealReceipt, type SqlDialect, type SqlDriver, type SqlExecutor } from '@ctrlrun/kernel/store';
+import { SqlStateStore, postgresDialect, sealReceipt, type SqlDialect } from '@ctrlrun/kernel/store';
 import { PgliteDriver } from '@ctrlrun/store-node/pglite';
 import { createPgStore, PgDriver } from '@ctrlrun/store-node/pg';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
+import { recording } from '../support/recording-driver.js';
 import { describePg, freshDatabase } from '../support/pg-cluster.js';
 
 const POLICY = loadPolicy(`schema: ctrlrun.policy/v2
@@ -25,33 +26,6 @@ actions:
 const lite = new PGlite();
 afterAll(() => lite.close());
 let schemas = 0;
-
-/** Records the statements of each transaction; `fail` rejects matching statements ("disk full"). */
-function recording(driver: SqlDriver) {
-  const transactions: string[][] = [];
-  const state = { fail: null as RegExp | null };
-  const wrapped: SqlDriver = {
-    name: driver.name,
-    dialect: driver.dialect,
-    capabilities: driver.capabilities,
-    query: (sql, params) => driver.query(sql, params),
-    exec: (sql) => driver.exec(sql),
-    close: () => driver.close(),
-    transaction: <T>(fn: (tx: SqlExecutor) => Promise<T>) =>
-      driver.transaction((tx) => {
-        const statements: string[] = [];
-        transactions.push(statements);
-        return fn({
-          query: (sql, params) => {
-            statements.push(sql);
-            return state.fail?.test(sql) ? Promise.reject(new Error('disk full')) : tx.query(sql, params);
-          },
-          exec: (sql) => tx.exec(sql),
-        });
-      }),
-  };
-  return { wrapped, transactions, state };
-}
 
 function withoutCombined(d: SqlDialect): SqlDialect {
   const { insertEffectWithEvents: _i, updateEffectWithTrail: _u, ...sql } = d.sql;

@@ -26,13 +26,14 @@ import {
   type EffectRecord,
   type StateStore,
 } from '@ctrlrun/kernel';
-import { openSqlStateStore, postgresDialect, sqliteDialect, SqlStateStore, type SqlDialect, type SqlDriver, type SqlExecutor } from '@ctrlrun/kernel/store';
+import { openSqlStateStore, postgresDialect, sqliteDialect, SqlStateStore, type SqlDialect } from '@ctrlrun/kernel/store';
 import { BetterSqlite3Driver, createBetterSqlite3Store, type BetterSqlite3Database } from '@ctrlrun/store-node/better-sqlite3';
 import { PgliteDriver } from '@ctrlrun/store-node/pglite';
 import { createPgStore, PgDriver } from '@ctrlrun/store-node/pg';
 import { SqlJsDriver, type SqlJsModule } from '@ctrlrun/store-sqljs';
 import initSqlJs from 'sql.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { recording } from '../support/recording-driver.js';
 import { describePg, freshDatabase, type FreshDatabase } from '../support/pg-cluster.js';
 
 const POLICY = loadPolicy(`schema: ctrlrun.policy/v2
@@ -46,26 +47,6 @@ const dir = mkdtempSync(join(tmpdir(), 'ctrlrun-remembered-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 let files = 0;
 const quietLog = { warn() {} };
-
-/** Records the statements of each transaction. */
-function recording(driver: SqlDriver): { wrapped: SqlDriver; transactions: string[][] } {
-  const transactions: string[][] = [];
-  const wrapped: SqlDriver = {
-    name: driver.name,
-    dialect: driver.dialect,
-    capabilities: driver.capabilities,
-    query: (sql, params) => driver.query(sql, params),
-    exec: (sql) => driver.exec(sql),
-    close: () => driver.close(),
-    transaction: <T>(fn: (tx: SqlExecutor) => Promise<T>) =>
-      driver.transaction((tx) => {
-        const statements: string[] = [];
-        transactions.push(statements);
-        return fn({ query: (sql, params) => (statements.push(sql), tx.query(sql, params)), exec: (sql) => tx.exec(sql) });
-      }),
-  };
-  return { wrapped, transactions };
-}
 
 /** `d` without the statements that let a step skip its read: every outcome reads its row first, statement by statement. */
 function readFirst(d: SqlDialect): SqlDialect {
