@@ -359,14 +359,27 @@ async function onLoadPolicy(text: string): Promise<void> {
     ui.policyError.hidden = false;
     return await log({ kind: 'refused', asked: 'load the edited policy', error: e });
   }
+  // Kept first, in force after: a policy the page's record could not keep is not put in force (a
+  // reload would bring back the one kept).
+  const undo = undoPoint();
+  const kept = live.state.policyYaml;
+  live.state.policyYaml = text === TRY_IT_POLICY_YAML ? null : text;
+  try {
+    await log({ kind: 'note', text: `policy loaded: ${next.policyHash}` });
+  } catch (err) {
+    undo();
+    live.state.policyYaml = kept;
+    const e = errorOf(err);
+    ui.policyError.textContent = `${e.name}: ${e.message} — the policy could not be kept; the previous policy stays in force.`;
+    ui.policyError.hidden = false;
+    throw err;
+  }
   ui.policyError.textContent = '';
   ui.policyError.hidden = true;
   live.tryIt = next;
   live.policyYaml = text;
-  live.state.policyYaml = text === TRY_IT_POLICY_YAML ? null : text;
   ui.policy.value = text;
   showPolicy();
-  await log({ kind: 'note', text: `policy loaded: ${next.policyHash}` });
 }
 
 // ------------------------------------------------------------------------------ reset and demo

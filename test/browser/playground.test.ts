@@ -54,23 +54,24 @@ async function freshContext(viewport = { width: 1280, height: 900 }): Promise<Br
 /**
  * A context in which, once `__fail` is set, the save that carries both pages and the page's
  * record (a step's last) fails as a full disk would (`__failed` then set); the reservation's save
- * and the fake remote's own record still land.
+ * and the fake remote's own record still land — unless `alsoAlone`: then every save of the page's
+ * record fails.
  */
-async function failingStepSaves(): Promise<BrowserContext> {
+async function failingStepSaves(alsoAlone = false): Promise<BrowserContext> {
   const context = await freshContext();
-  await context.addInitScript(() => {
+  await context.addInitScript((alone: boolean) => {
     const g = globalThis as unknown as { __fail?: boolean; __failed?: boolean };
     const paged = new WeakSet<IDBTransaction>();
     const put = IDBObjectStore.prototype.put;
     IDBObjectStore.prototype.put = function (this: IDBObjectStore, value: unknown, key?: IDBValidKey) {
       if (typeof key === 'number') paged.add(this.transaction);
-      if (g.__fail && key === 'record:page' && paged.has(this.transaction)) {
+      if (g.__fail && key === 'record:page' && (alone || paged.has(this.transaction))) {
         g.__failed = true;
         throw new DOMException('the disk is full', 'QuotaExceededError');
       }
       return put.call(this, value, key);
     };
-  });
+  }, alsoAlone);
   return context;
 }
 
@@ -617,6 +618,29 @@ describeInChromium('playground in Chromium', () => {
     await page.waitForFunction(() => document.querySelectorAll('#entries > li[data-outcome="approved"]').length === 1);
     await page.waitForSelector('#output[aria-busy="false"]');
     expect(await page.inputValue('#approval_id')).toMatch(/^apr_/);
+  });
+
+  it('a policy the page could not keep is not put in force: the previous one stays, before and after a reload', async () => {
+    const context = await failingStepSaves(true);
+    const page = await context.newPage();
+    await open(page);
+    const moduleHash = await page.locator('#policy-hash').innerText();
+    const edited = TRY_IT_POLICY_YAML.replace('amount_lte: 100000 }', 'amount_lte: 10000 }');
+    await page.fill('#policy', edited);
+    await page.evaluate(() => void ((globalThis as { __fail?: boolean }).__fail = true));
+    await page.click('#load-policy');
+    await page.waitForFunction(() => (globalThis as { __failed?: boolean }).__failed === true);
+    await expect.poll(() => page.locator('#policy-error').isVisible(), { timeout: PAGE_TIMEOUT }).toBe(true);
+    await page.waitForSelector('#output[aria-busy="false"]');
+    expect(await page.locator('#policy-error').innerText()).toMatch(/could not be kept; the previous policy stays in force/);
+    expect(await page.locator('#policy-hash').innerText()).toBe(moduleHash);
+    expect(await page.locator('#entries').innerText(), 'no "policy loaded" entry').not.toMatch(/policy loaded/);
+    await page.evaluate(() => void ((globalThis as { __fail?: boolean }).__fail = false));
+    // In force: the module's policy (€500 without a human), not the edit (€100).
+    const still = await runWith(page, { payment_id: 'txn_k1', amount: '50000' });
+    expect(still.data['outcome']).toBe('executed');
+    await open(page, true);
+    expect(await page.locator('#policy-hash').innerText(), 'after a reload too').toBe(moduleHash);
   });
 
   it('a tab that dies while the remote runs leaves the reservation kept: after a reload the same refund finds its key taken', async () => {
