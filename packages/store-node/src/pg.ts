@@ -72,7 +72,7 @@ export interface PgDriverOptions {
   /**
    * Send the store's statements as named prepared statements (parsed and planned once per
    * connection, not on every call), and each write step as one statement (its effect row,
-   * events and chained receipt together: 6 round trips per allowed action instead of 13). Off by default: a transaction-mode pooler that does not track
+   * events and chained receipt together: 6 round trips per allowed action instead of 12). Off by default: a transaction-mode pooler that does not track
    * protocol-level prepared statements (PgBouncer before 1.21, or `max_prepared_statements = 0`)
    * would route a later call to a connection that never prepared it.
    */
