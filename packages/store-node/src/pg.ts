@@ -18,6 +18,7 @@ import { AmbiguousWrite, InvalidArgument, StoreError, type Logger } from '@ctrlr
 import {
   commitErrorOutcome,
   quoteIdentifier,
+  standaloneErrorOutcome,
   type DriverCapabilities,
   type QueryResult,
   type SqlDriver,
@@ -144,6 +145,7 @@ export class PgDriver implements SqlDriver {
   readonly #source: PgPoolLike | (() => PgPoolLike | Promise<PgPoolLike>);
   readonly #options: PgDriverOptions;
   #pool: Promise<PgPoolLike> | null = null;
+  #alone: Promise<PgStandaloneClientLike> | null = null;
   #schema: string | null;
   #begin: string | null = null;
   #closed = false;
@@ -271,6 +273,45 @@ export class PgDriver implements SqlDriver {
       live = false;
       client.release(broken ?? undefined);
     }
+  }
+
+  /**
+   * One write statement alone on a pooled client, in its own implicit transaction (with
+   * `prepare: true` only). An error the server reports that rolls it back is thrown as is; any
+   * other (see {@link standaloneErrorOutcome}) destroys the client and rejects with
+   * {@link AmbiguousWrite}: the statement may have committed.
+   */
+  writeAlone<Row = Record<string, unknown>>(sql: string, params: readonly SqlValue[]): Promise<QueryResult<Row>> {
+    // In call order: each `then` on the one connection's promise runs in the order it was added.
+    const connection = (this.#alone ??= this.#openAlone());
+    return connection.then(
+      async (client) => {
+        try {
+          return await this.#run<Row>(client, sql, params);
+        } catch (err) {
+          if (standaloneErrorOutcome(err) === 'failed') throw err;
+          if (this.#alone === connection) this.#alone = null;
+          void client.end().catch(() => undefined);
+          throw new AmbiguousWrite(`[pg] the connection failed during a write that commits on its own (${message(err)}): the write may or may not have landed`, {
+            cause: err,
+          });
+        }
+      },
+      (err: unknown) => {
+        if (this.#alone === connection) this.#alone = null;
+        throw err;
+      },
+    );
+  }
+
+  /** The one connection that writes alone, in order (pipelined where `pg` can: 8.2x). */
+  async #openAlone(): Promise<PgStandaloneClientLike> {
+    const pool = await this.#getPool();
+    if (typeof pool.Client !== 'function') throw new StoreError('[pg] cannot open a connection of its own: the pool has no Client/options');
+    const client = new pool.Client({ ...(pool.options ?? {}), pipeline: process.env['ALONE_PIPE'] !== '0' });
+    arm(client);
+    await client.connect();
+    return client;
   }
 
   /** Runs `fn` on a fresh, non-pooled client (never one that saw the lost COMMIT), then ends it. */

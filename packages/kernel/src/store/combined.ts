@@ -15,11 +15,12 @@
  */
 import type { EffectRecord, EventRecord, StoredReceipt } from '../model.js';
 import { canonicalJson, orderedJson, type JsonObject } from '../canonical.js';
-import { sealedDocument } from '../receipt.js';
+import { sealReceipt, sealedDocument } from '../receipt.js';
 import { sha256Tagged } from '../hash.js';
-import { StoreError } from '../errors.js';
+import { AmbiguousWrite, StoreError } from '../errors.js';
 import type { SqlExecutor, SqlValue } from './driver.js';
-import type { SqlEngine } from './engine.js';
+import type { SqlEngine, Trailed } from './engine.js';
+import { UPDATE_FOUND_OTHER, UPDATE_LANDED, UPDATE_LOST_REISSUE, lostCommitBranch, type EffectWriteIntent } from './lost-commit.js';
 import { effectParams, int, type eventFields, type receiptFields } from './rows.js';
 
 const textEncoder = new TextEncoder();
@@ -29,7 +30,7 @@ type ReceiptFields = ReturnType<typeof receiptFields>;
 
 /** One row of a combined statement's answer: `k` says what it reports. */
 interface CombinedRow {
-  k: 'effect' | 'event' | 'head' | 'receipt';
+  k: 'effect' | 'event' | 'head' | 'receipt' | 'advanced';
   n: SqlValue;
   a: string | null;
   b: string | null;
@@ -184,3 +185,189 @@ export async function updateEffectWithTrail(
   }
   return { events: stored, receipt: { seq, prevHash, hash, json, document: sealedDocument(receipt.document, seq, prevHash) } };
 }
+
+/** How many times an outcome is sealed again on the head another writer left, before the transaction takes over. */
+const APPEND_TRIES = 3;
+
+/**
+ * An outcome and its receipt as ONE statement that commits on its own (no `BEGIN`, no `COMMIT`:
+ * one round trip, and the chain head's lock is held only while the server runs it and flushes).
+ * The receipt is sealed here, by the kernel, on the head this engine expects
+ * ({@link SqlEngine.chainTip}); the statement applies only if the locked head is exactly that one
+ * and the effect row is exactly `prior` (all seven written columns), and then writes the row, the
+ * events, the receipt and the head together or — on any error — nothing. So the server compares
+ * and stores; it never seals, and nothing it does is checked after the fact.
+ *
+ * An engine sends these one at a time, each sealed on the head the one before it left (its
+ * answer says which); another engine's or process's receipt moves the head, which the answer
+ * also gives, and the receipt is sealed again on it (at most {@link APPEND_TRIES} times).
+ * `null` (nothing written, the step runs in a transaction as always): no expected head yet, the row
+ * moved on, an error the server reports, or too many other writers. A lost reply is settled as a
+ * lost COMMIT is (spec 03 §3.4, Table A2): the row re-read on a fresh connection, one named
+ * branch, logged; landed → what the statement wrote; not landed → `{ reissueAt }`, the one
+ * re-issue; another writer → its refusal.
+ */
+export async function appendOutcome(
+  e: SqlEngine,
+  what: string,
+  intent: Extract<EffectWriteIntent, { kind: 'update' }>,
+  events: readonly EventFields[],
+  receipt: ReceiptFields,
+  now: Date,
+): Promise<Trailed<EffectRecord> | { reissueAt: Date } | null> {
+  const { prior, target } = intent;
+  const statement = e.sql.sql.appendOutcome!(events.length);
+  type Sent = { rows: CombinedRow[]; stored: StoredReceipt } | { lost: AmbiguousWrite; stored: StoredReceipt } | null;
+  const sent = await (async (): Promise<Sent> => {
+    for (let tries = 0; tries < APPEND_TRIES; tries++) {
+      if (e.chainTip === null) {
+        // One read of the head for every outcome that finds none: they then seal one after another on it.
+        const reading = (e.tipRead ??= e.driver
+          .query<{ seq: SqlValue; hash: string }>(e.sql.sql.selectChainHead!, [])
+          .then((r) => {
+            const row = r.rows[0];
+            if (row !== undefined && e.chainTip === null) e.chainTip = { seq: int(row.seq, 'receipt_chain.seq'), hash: String(row.hash) };
+          })
+          .finally(() => {
+            e.tipRead = null;
+          }));
+        await reading;
+      }
+      const tip = e.chainTip;
+      if (tip === null) return null;
+      const seq = tip.seq + 1;
+      const sealed = sealReceipt(receipt.document, seq, tip.hash);
+      e.chainTip = { seq, hash: sealed.hash };
+      const params: SqlValue[] = [
+        tip.seq,
+        tip.hash,
+        ...effectParams(target, prior),
+        prior.leaseExpiresAt,
+        prior.createdAt,
+        prior.updatedAt,
+        ...events.flatMap((f) => f.params),
+        receipt.receiptId,
+        receipt.actionId,
+        receipt.effectKey,
+        receipt.result,
+        sealed.json,
+        receipt.finishedAt,
+        seq,
+        tip.hash,
+        sealed.hash,
+      ];
+      const stored: StoredReceipt = { seq, prevHash: tip.hash, hash: sealed.hash, json: sealed.json, document: sealed.document };
+      let rows: CombinedRow[];
+      try {
+        rows = (await e.driver.writeAlone!<CombinedRow>(statement, params)).rows;
+      } catch (err) {
+        e.chainTip = null;
+        if (err instanceof AmbiguousWrite) return { lost: err, stored };
+        return null; // the server says nothing was written: the transaction decides (and meets the error again, if it stays)
+      }
+      if (rows.some((r) => r.k === 'effect')) {
+        if (!rows.some((r) => r.k === 'receipt') || !rows.some((r) => r.k === 'advanced')) {
+          throw new StoreError(
+            `[kernel] [${e.name}] ${what} on ${prior.effectKey}: the outcome applied without its receipt or the head (${rows.map((r) => r.k).join(', ')})`,
+          );
+        }
+        
+        return { rows, stored };
+      }
+      const head = rows.find((r) => r.k === 'head');
+      if (head === undefined) throw new StoreError(`[kernel] [${e.name}] the receipt chain has no head row (receipt_chain id = 1)`);
+      const found = { seq: int(head.n, 'receipt_chain.seq'), hash: String(head.a) };
+      // Only if no later outcome has sealed on what this one expected since: theirs queue behind it.
+      if (e.chainTip !== null && e.chainTip.seq === seq && e.chainTip.hash === sealed.hash) e.chainTip = found;
+      // The head was the one expected: the effect row moved on, and the transaction reads it and decides.
+      if (found.seq === tip.seq && found.hash === tip.hash) return null;
+    }
+    return null;
+  })();
+  if (sent === null) {
+    e.forget(prior.effectKey);
+    return null;
+  }
+  if ('lost' in sent) return settleLostAppend(e, what, intent, events, receipt.receiptId, sent.stored, now, sent.lost);
+  e.hint(target);
+  return { value: target, events: eventsFrom(sent.rows, events, e.name), receipt: sent.stored };
+}
+
+/** {@link appendOutcome}'s lost reply: the row (and, if it landed, the receipt and events) re-read on a fresh connection. */
+async function settleLostAppend(
+  e: SqlEngine,
+  what: string,
+  intent: Extract<EffectWriteIntent, { kind: 'update' }>,
+  events: readonly EventFields[],
+  receiptId: string,
+  stored: StoredReceipt,
+  now: Date,
+  lost: AmbiguousWrite,
+): Promise<Trailed<EffectRecord> | { reissueAt: Date }> {
+  const key = intent.prior.effectKey;
+  const { sql } = e.sql;
+  let found: EffectRecord | null;
+  let receiptRow: { hash: string | null } | undefined;
+  let newest: EventRow[];
+  try {
+    if (e.driver.reread === undefined || sql.newestEventsOf === undefined || sql.selectReceipt === undefined) {
+      throw new StoreError(`the ${e.name} driver cannot re-read on a fresh connection`);
+    }
+    ({ found, receiptRow, newest } = await e.driver.reread(async (ex) => ({
+      found: await e.effect(ex, key),
+      receiptRow: (await e.query<{ hash: string | null }>(ex, sql.selectReceipt!, [receiptId])).rows[0],
+      newest:
+        events.length === 0 ? [] : (await e.query<EventRow>(ex, sql.newestEventsOf!, [events.at(-1)!.params[2] ?? intent.target.actionId, events.length])).rows,
+    })));
+  } catch (err) {
+    throw new AmbiguousWrite(
+      `[kernel] [${e.name}] ${what} on ${key}: the reply was lost (${lost.message}) and the re-read on a fresh connection failed (${(err as Error)?.message ?? String(err)}); whether the write landed is unknown, and nothing more was written`,
+      { cause: err },
+    );
+  }
+  const branch = lostCommitBranch(intent, found);
+  e.logger.warn(
+    `[kernel] [${e.name}] ${what} on ${key}: the reply to a write that commits on its own was lost; the re-read on a fresh connection took branch ${branch}`,
+    {
+      logger: 'ctrlrun.postgres',
+      level: 'WARNING',
+      branch,
+      effectKey: key,
+      operation: what,
+    },
+  );
+  switch (branch) {
+    case UPDATE_LANDED: {
+      // One statement: the row landed, so did its receipt and its events — found by what they hold.
+      if (receiptRow?.hash !== stored.hash) {
+        throw new StoreError(`[kernel] [${e.name}] ${what} on ${key}: the outcome landed but its receipt ${receiptId} is not the one sealed for it`, {
+          cause: lost,
+        });
+      }
+      const rows = [...newest].reverse();
+      const same = rows.length === events.length && rows.every((row, i) => EVENT_COLUMNS.every((c, j) => (row[c] ?? null) === (events[i]!.params[j] ?? null)));
+      if (!same) throw new StoreError(`[kernel] [${e.name}] ${what} on ${key}: the outcome landed but its events are not the action's newest`, { cause: lost });
+      e.hint(intent.target);
+      return { value: intent.target, events: events.map((f, i) => ({ eventId: int(rows[i]!.event_id, 'events.event_id'), ...f.record })), receipt: stored };
+    }
+    case UPDATE_LOST_REISSUE:
+      return { reissueAt: now };
+    case UPDATE_FOUND_OTHER:
+    default:
+      throw intent.refuse(found);
+  }
+}
+
+/** An event row as `newestEventsOf` returns it. */
+interface EventRow {
+  event_id: SqlValue;
+  ts: string | null;
+  type: string | null;
+  action_id: string | null;
+  effect_key: string | null;
+  approval_id: string | null;
+  data_json: string | null;
+}
+
+/** The columns of an event row in the order of an event's six parameters. */
+const EVENT_COLUMNS = ['ts', 'type', 'action_id', 'effect_key', 'approval_id', 'data_json'] as const;

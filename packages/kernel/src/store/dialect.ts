@@ -130,8 +130,22 @@ export interface DialectSql {
    * read in this transaction).
    */
   updateEffectWithTrail?(n: number, withReceipt: boolean, exact?: boolean): string;
+  /**
+   * Optional: an outcome and its receipt, sealed by the kernel on the chain head it expects, as
+   * one statement that stands alone (its own implicit transaction). It locks the head row; only
+   * if the head is the expected one does it run {@link updateEffect}'s compare-and-set with
+   * `exact`'s three more columns; only if that applied, `n` events, the receipt, and the head
+   * advanced to the receipt's seq and hash. Parameters: the expected head's seq and hash; the
+   * fifteen of the exact compare-and-set; six per event; then receipt_id, action_id, effect_key,
+   * result, json, ts, seq, prev_hash, hash. Rows `{ k, n, a }`: `head` once with the head as
+   * locked (`n` = seq, `a` = hash); `effect` once if applied; `event` with `n` = each new id;
+   * `receipt` once if inserted. A receipt id already stored is an error (nothing written).
+   */
+  appendOutcome?(n: number): string;
   /** Every event by `event_id`. */
   readonly listEvents: string;
+  /** Optional, with {@link appendOutcome}: params action_id, limit. The newest such events (as {@link listEvents}), newest first. */
+  readonly newestEventsOf?: string;
   /** Params: action_id, type. The newest such event's columns (as {@link listEvents}), or no row. */
   readonly lastEvent: string;
   /**

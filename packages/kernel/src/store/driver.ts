@@ -67,6 +67,15 @@ export interface SqlDriver extends SqlExecutor {
    * have it; engines whose commit outcome is known in-call (SQLite, PGlite) leave it out.
    */
   reread?<T>(fn: (ex: SqlExecutor) => Promise<T>): Promise<T>;
+  /**
+   * Optional, Postgres drivers with {@link DriverCapabilities.oneStatementSteps}: runs one write
+   * statement in its own implicit transaction (no `BEGIN`/`COMMIT` round trips), on one
+   * connection. An error the server reports for it (severity `ERROR`) means nothing was written
+   * and is thrown as is; any other failure (the connection lost, a `FATAL`) may have happened
+   * after the commit and rejects with `AmbiguousWrite`, after destroying that connection — the
+   * kernel then settles it with {@link reread}, as a lost COMMIT.
+   */
+  writeAlone?<Row = Record<string, unknown>>(sql: string, params: readonly SqlValue[]): Promise<QueryResult<Row>>;
   /** Releases the connection(s). Never fences other users of the same database. */
   close(): Promise<void>;
 }

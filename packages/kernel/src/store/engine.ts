@@ -68,6 +68,18 @@ export type CombinedStep<R> = (
   receipt: ReturnType<typeof receiptFields> | null,
 ) => Promise<{ value: R; events: EventRecord[]; receipt: StoredReceipt | 'unchained' | 'already-stored' | null } | null>;
 
+/**
+ * A write step as one statement that stands alone, outside any transaction (see
+ * `appendOutcome` in combined.ts): what it wrote; `null` when it wrote nothing and the step
+ * runs in a transaction as usual; `{ reissueAt }` when its reply was lost, a re-read showed it did
+ * not land, and the step runs in a transaction once, at that time, as the re-issue.
+ */
+export type AloneStep<R> = (
+  now: Date,
+  fieldsOf: (value: R) => ReturnType<typeof eventFields>[],
+  receipt: ReturnType<typeof receiptFields>,
+) => Promise<Trailed<R> | { reissueAt: Date } | null>;
+
 /** Refuses a malformed `events` argument before any transaction starts. */
 export function checkTrailing<R>(events: TrailingEvents<R> | undefined): TrailingEvents<R> | undefined {
   if (events === undefined || events === null) return undefined;
@@ -112,6 +124,15 @@ export class SqlEngine {
   serverSeals = false;
   readonly #eventsSql: string[] = [];
   readonly #hints = new Map<string, EffectRecord>();
+  /**
+   * The chain head this engine expects next: the last receipt it chained (see `appendOutcome`
+   * in combined.ts). Never trusted: a statement sealed on it applies only
+   * where the locked head is exactly this. `null`: unknown.
+   */
+  chainTip: { seq: number; hash: string } | null = null;
+  tipRead: Promise<void> | null = null;
+  /** Outcomes that stand alone go out one at a time, each sealed on the head the one before it left. */
+  readonly appendQueue = new Mutex();
 
   constructor(driver: SqlDriver, dialect: SqlDialect, options: { clock: Clock; logger: Logger; readOnly: boolean }) {
     this.name = driver.name;
@@ -143,6 +164,11 @@ export class SqlEngine {
     this.#hints.delete(record.effectKey);
     this.#hints.set(record.effectKey, Object.freeze({ ...record }));
     if (this.#hints.size > HINTS_KEPT) this.#hints.delete(this.#hints.keys().next().value!);
+  }
+
+  /** Notes a receipt chained in a committed write as the head to expect, unless a later one is noted. */
+  noteChained(receipt: StoredReceipt): void {
+    if (this.chainTip === null || receipt.seq > this.chainTip.seq) this.chainTip = { seq: receipt.seq, hash: receipt.hash };
   }
 
   /** Forgets what {@link hint} remembers for `key` (it proved not to be the row). */
@@ -196,12 +222,17 @@ export class SqlEngine {
   }
 
   /** A read-decide-write: one transaction, the clock read inside it; a kept refusal is thrown after commit. */
-  async write<T>(what: string, fn: (tx: SqlExecutor, now: Date, run: WriteRun) => Promise<T | RaiseAfterCommit>): Promise<T> {
+  async write<T>(
+    what: string,
+    fn: (tx: SqlExecutor, now: Date, run: WriteRun) => Promise<T | RaiseAfterCommit>,
+    reissue: { now: Date } | null = null,
+  ): Promise<T> {
     this.checkOpen();
     if (this.readOnly) throw new InvalidArgument(`store ${this.name} was opened read-only: ${what} writes`);
     let out: T | RaiseAfterCommit;
     try {
-      out = await this.locked(() => this.attempt(what, fn, null, true));
+      // A re-issue (of a write whose reply was lost and did not land) writes at the same time, and is never re-issued again.
+      out = await this.locked(() => this.attempt(what, fn, reissue?.now ?? null, reissue === null));
     } catch (err) {
       throw this.wrap(err, null);
     }
@@ -352,6 +383,7 @@ export class SqlEngine {
     events: TrailingEvents<R> | undefined,
     fn: (tx: SqlExecutor, now: Date, run: WriteRun) => Promise<R | RaiseAfterCommit>,
     combined?: CombinedStep<R>,
+    alone?: AloneStep<R>,
   ): Promise<R> {
     const trailing = checkTrailing(events);
     if (trailing === undefined) return this.write(what, fn);
@@ -369,31 +401,54 @@ export class SqlEngine {
         throw new ReceiptPartFailed(err);
       }
     };
-    const run = (withReceipt: boolean) =>
-      this.write<Trailed<R>>(what, async (tx, now, run) => {
-        const r = withReceipt ? receipt : null;
-        const one = combined === undefined ? null : await combined(tx, now, run, fieldsOf, r);
-        if (one !== null) {
-          if (r === null || one.receipt === null) return { value: one.value, events: one.events, receipt: null };
-          if (one.receipt === 'already-stored') throw new ReceiptPartFailed(new ReceiptAlreadyStored(r.receiptId));
-          return { value: one.value, events: one.events, receipt: one.receipt === 'unchained' ? await chain(tx, r) : one.receipt };
-        }
-        const value = await fn(tx, now, run);
-        if (value instanceof RaiseAfterCommit) return value;
-        const stored = await this.insertEvents(tx, fieldsOf(value));
-        if (r === null) return { value, events: stored, receipt: null };
-        return { value, events: stored, receipt: await chain(tx, r) };
-      });
-    let out: Trailed<R>;
-    try {
-      out = await run(true);
-    } catch (err) {
-      if (!(err instanceof ReceiptPartFailed)) throw err;
-      out = await run(false);
-    }
+    const run = (withReceipt: boolean, reissue: { now: Date } | null) =>
+      this.write<Trailed<R>>(
+        what,
+        async (tx, now, run) => {
+          const r = withReceipt ? receipt : null;
+          const one = combined === undefined ? null : await combined(tx, now, run, fieldsOf, r);
+          if (one !== null) {
+            if (r === null || one.receipt === null) return { value: one.value, events: one.events, receipt: null };
+            if (one.receipt === 'already-stored') throw new ReceiptPartFailed(new ReceiptAlreadyStored(r.receiptId));
+            return { value: one.value, events: one.events, receipt: one.receipt === 'unchained' ? await chain(tx, r) : one.receipt };
+          }
+          const value = await fn(tx, now, run);
+          if (value instanceof RaiseAfterCommit) return value;
+          const stored = await this.insertEvents(tx, fieldsOf(value));
+          if (r === null) return { value, events: stored, receipt: null };
+          return { value, events: stored, receipt: await chain(tx, r) };
+        },
+        reissue,
+      );
+    const inTransaction = async (reissue: { now: Date } | null): Promise<Trailed<R>> => {
+      try {
+        return await run(true, reissue);
+      } catch (err) {
+        if (!(err instanceof ReceiptPartFailed)) throw err;
+        return run(false, reissue);
+      }
+    };
+    // A step that can stand alone is tried first; it answers `null` when nothing was written and
+    // the transaction should decide, or a re-issue after a lost reply that did not land.
+    const first = alone === undefined || receipt === null ? null : await this.alone(what, () => alone(this.now(), fieldsOf, receipt));
+    const out = first === null ? await inTransaction(null) : 'reissueAt' in first ? await inTransaction({ now: first.reissueAt }) : first;
     trailing.stored = out.events;
-    if (out.receipt !== null) trailing.storedReceipt = out.receipt;
+    if (out.receipt !== null) {
+      trailing.storedReceipt = out.receipt;
+      this.noteChained(out.receipt);
+    }
     return out.value;
+  }
+
+  /** A write outside any transaction (see {@link AloneStep}): the same checks and error wrapping as {@link write}. */
+  async alone<T>(what: string, fn: () => Promise<T>): Promise<T> {
+    this.checkOpen();
+    if (this.readOnly) throw new InvalidArgument(`store ${this.name} was opened read-only: ${what} writes`);
+    try {
+      return await this.locked(fn);
+    } catch (err) {
+      throw this.wrap(err, null);
+    }
   }
 
   /** Inserts events in order — in one statement where the dialect can — and returns them with their ids. */

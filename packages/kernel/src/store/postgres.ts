@@ -61,6 +61,20 @@ export function commitErrorOutcome(err: unknown): 'failed' | 'ambiguous' {
   return state !== null && FAILED_WRITE_SQLSTATES.includes(state) ? 'failed' : 'ambiguous';
 }
 
+/**
+ * For a write statement that stands alone (its own implicit transaction): `'failed'` when the
+ * server reported an error that rolls the statement back — any SQLSTATE but a lost or broken
+ * connection's (class 08), an operator's or a crash's (class 57 except 57014, a cancelled
+ * statement), a system or internal error (58, XX) or a resource one (53), any of which may come
+ * after the commit — else `'ambiguous'`: a re-read decides.
+ */
+export function standaloneErrorOutcome(err: unknown): 'failed' | 'ambiguous' {
+  const state = sqlState(err);
+  if (state === null) return 'ambiguous';
+  if (state === '57014') return 'failed';
+  return ['08', '57', '58', 'XX', '53'].includes(state.slice(0, 2)) ? 'ambiguous' : 'failed';
+}
+
 /** `name` as a Postgres identifier, double-quoted (so any schema name is safe and case-kept). */
 export function quoteIdentifier(name: string): string {
   if (typeof name !== 'string' || name === '' || name.includes('\u0000')) throw new TypeError('schema must be a non-empty string without NUL characters');
@@ -200,7 +214,30 @@ function build(schema: string): SqlDialect {
         }
         return `WITH ${ctes.join(', ')} ${rows.join(' UNION ALL ')}`;
       },
+      appendOutcome: (n: number): string => {
+        const $ = (i: number): string => `$${i}`;
+        const r = 17 + 6 * n; // the receipt's nine parameters start here
+        const ctes = [
+          // The head first, locked: every appender queues here, and the one that finds the head it sealed on proceeds.
+          `h AS (SELECT seq, hash FROM ${t('receipt_chain')} WHERE id = 1 FOR UPDATE)`,
+          `ok AS (SELECT 1 FROM h WHERE seq = $1::bigint AND hash = $2::text)`,
+          `u AS (UPDATE ${t('effects')} SET state = $3, action_id = $4, attempt = $5, lease_expires_at = $6, result_json = $7, error = $8, updated_at = $9, resolved_by = $10 WHERE effect_key = $11 AND state = $12 AND action_id = $13 AND attempt = $14 AND lease_expires_at IS NOT DISTINCT FROM $15::text AND created_at IS NOT DISTINCT FROM $16::text AND updated_at IS NOT DISTINCT FROM $17::text AND EXISTS (SELECT 1 FROM ok) RETURNING 1)`,
+        ];
+        const rows = ["SELECT 'head' AS k, seq AS n, hash AS a FROM h", "SELECT 'effect', NULL, NULL FROM u"];
+        if (n > 0) {
+          ctes.push(eventsAfter(t('events'), 'u', 18, n));
+          rows.push("SELECT 'event', event_id, NULL FROM ev");
+        }
+        ctes.push(
+          `rc AS (INSERT INTO ${t('receipts')}(${RECEIPT_COLUMNS}) SELECT ${$(r + 1)}, ${$(r + 2)}, ${$(r + 3)}, ${$(r + 4)}, ${$(r + 5)}, ${$(r + 6)}, ${$(r + 7)}::bigint, ${$(r + 8)}, ${$(r + 9)} WHERE EXISTS (SELECT 1 FROM u) RETURNING 1)`,
+          `c AS (UPDATE ${t('receipt_chain')} SET seq = ${$(r + 7)}::bigint, hash = ${$(r + 9)}::text WHERE id = 1 AND EXISTS (SELECT 1 FROM rc) RETURNING 1)`,
+        );
+        rows.push("SELECT 'receipt', NULL, NULL FROM rc", "SELECT 'advanced', NULL, NULL FROM c");
+        return `WITH ${ctes.join(', ')} ${rows.join(' UNION ALL ')}`;
+      },
       listEvents: `SELECT event_id, ts, type, action_id, effect_key, approval_id, data_json FROM ${t('events')} ORDER BY event_id`,
+      // The newest `$2` events of an action, newest first (the events a lost-reply outcome wrote, if it landed).
+      newestEventsOf: `SELECT event_id, ts, type, action_id, effect_key, approval_id, data_json FROM ${t('events')} WHERE action_id = $1 ORDER BY event_id DESC LIMIT $2`,
       lastEvent: `SELECT event_id, ts, type, action_id, effect_key, approval_id, data_json FROM ${t('events')} WHERE action_id = $1 AND type = $2 ORDER BY event_id DESC LIMIT 1`,
       lastApprovalEvent: `SELECT event_id, ts, type, action_id, effect_key, approval_id, data_json FROM ${t('events')} WHERE approval_id = $1 AND type = $2 ORDER BY event_id DESC LIMIT 1`,
 

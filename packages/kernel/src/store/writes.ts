@@ -41,7 +41,7 @@ import type { SqlExecutor, SqlValue } from './driver.js';
 import type { ApprovalEditResult, ApprovalEditWrite, DelegationRecord, ReservationStep, TakenContinuation, TrailingEvents } from './state-store.js';
 import { RaiseAfterCommit, type WriteRun, checkTrailing, ReceiptAlreadyStored, ReceiptPartFailed, SqlEngine } from './engine.js';
 import { heldByValue, heldFor } from './reads.js';
-import { insertEffectWithEvents, updateEffectWithTrail } from './combined.js';
+import { appendOutcome, insertEffectWithEvents, updateEffectWithTrail } from './combined.js';
 import {
   receiptFields,
   eventFields,
@@ -164,6 +164,20 @@ async function consume(e: SqlEngine, tx: SqlExecutor, record: ApprovalRecord, no
   return grantedApproval(record);
 }
 
+/** Whether an outcome may be written as one statement alone (see `appendOutcome`): a driver that sends it prepared, and can settle its lost reply. */
+function standsAlone(e: SqlEngine): boolean {
+  if ((globalThis as { __noAlone?: boolean }).__noAlone) return false;
+  const { driver, sql } = e;
+  return (
+    driver.capabilities.oneStatementSteps === true &&
+    driver.writeAlone !== undefined &&
+    driver.reread !== undefined &&
+    sql.sql.appendOutcome !== undefined &&
+    sql.sql.newestEventsOf !== undefined &&
+    sql.sql.selectReceipt !== undefined
+  );
+}
+
 /**
  * The row this engine last wrote under `key` (see {@link SqlEngine.hint}), if it is `actionId`'s
  * and passes the step's check now; else `null`, and the step reads the row.
@@ -246,6 +260,16 @@ async function transition(
           if (trail === null) throw refuse(now)(await e.effect(tx, k));
           e.hint(target);
           return { value: target, events: trail.events, receipt: receipt === null ? null : e.serverSeals ? trail.receipt : 'unchained' };
+        },
+    !standsAlone(e)
+      ? undefined
+      : async (now, fieldsOf, receipt) => {
+          // No transaction at all where the row is the one remembered: the outcome, its events and
+          // its receipt (sealed here, on the head expected) as one statement that commits on its own.
+          const prior = rememberedRow(e, k, a, from, now);
+          if (prior === null) return null;
+          const target = next(prior, storedTime(now));
+          return appendOutcome(e, what, { kind: 'update', prior, target, refuse: refuse(now) }, fieldsOf(target), receipt, now);
         },
   );
 }
@@ -644,6 +668,7 @@ export async function putReceipt(e: SqlEngine, draft: ReceiptDraft, events?: Tra
   try {
     const stored = await e.writeTrailed('putReceipt', only, (tx) => e.chainReceipt(tx, fields));
     if (trailing !== undefined && only !== undefined) trailing.stored = only.stored!;
+    e.noteChained(stored);
     return stored;
   } catch (err) {
     const select = sql.selectReceipt;
