@@ -6,6 +6,7 @@
  * proxy.test.ts.
  */
 import {
+  standaloneErrorOutcome,
   INSERT_LANDED,
   INSERT_FOUND_OTHER,
   INSERT_LOST_REISSUE,
@@ -149,6 +150,20 @@ describe('Table A: what an error from COMMIT means', () => {
     expect(commitErrorOutcome(Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' }))).toBe('ambiguous');
     expect(commitErrorOutcome(new Error('Connection terminated unexpectedly'))).toBe('ambiguous');
     expect(commitErrorOutcome('timeout')).toBe('ambiguous');
+  });
+
+  it('a write that commits on its own: an error the server reports rolls it back, save those that may come after the commit', () => {
+    const server = (code: string, severity = 'ERROR') => Object.assign(new Error(`sqlstate ${code}`), { code, severity });
+    for (const code of ['23505', '40001', '40P01', '22P02', '57014', 'P0001']) expect(standaloneErrorOutcome(server(code)), code).toBe('failed');
+    expect(standaloneErrorOutcome(new Error('wrapped', { cause: server('23505') }))).toBe('failed');
+    for (const code of ['57P01', '57P02', '08006', '08003', 'XX000', '58030', '53100'])
+      expect(standaloneErrorOutcome(server(code, 'FATAL')), code).toBe('ambiguous');
+    // A socket's error is never the server's report, even with a five-letter code.
+    expect(standaloneErrorOutcome(Object.assign(new Error('write EPIPE'), { code: 'EPIPE', syscall: 'write' }))).toBe('ambiguous');
+    expect(standaloneErrorOutcome(Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' }))).toBe('ambiguous');
+    expect(standaloneErrorOutcome(new Error('Connection terminated unexpectedly'))).toBe('ambiguous');
+    expect(standaloneErrorOutcome(Object.assign(new Error('no severity'), { code: '23505' }))).toBe('ambiguous');
+    expect(standaloneErrorOutcome(undefined)).toBe('ambiguous');
   });
 });
 

@@ -4,10 +4,12 @@
  *
  * It reads the frontend stream message by message (startup, then `type + int32 length + body`),
  * remembers the statements of each transaction (Simple Query `Q` and Extended Query `P`arse), and
- * when armed, acts on the first `COMMIT` of a transaction whose statements match:
+ * when armed, acts on the first `COMMIT` of a transaction whose statements match — or, for a
+ * statement that commits on its own (extended query outside any transaction), on the `Sync` that
+ * commits it:
  *
- * - `drop` ("never received", T155d/T155e): the COMMIT is not forwarded; the server side is closed
- *   (the backend rolls back), then the client is cut.
+ * - `drop` ("never received", T155d/T155e): the COMMIT (or Sync) is not forwarded; the server side
+ *   is closed (the backend rolls back), then the client is cut.
  * - `land` ("landed", T155/T155b): the COMMIT is forwarded; when the server answers, the answer is
  *   withheld and the client is cut before it sees `CommandComplete`.
  *
@@ -76,6 +78,10 @@ export async function startCommitProxy(target: { host: string; port: number }): 
     let pending = Buffer.alloc(0);
     let started = false;
     let statements: string[] = [];
+    /** Inside BEGIN … COMMIT: a Sync there commits nothing. */
+    let inTransaction = false;
+    /** Prepared statements by name (a named statement's text is sent once, then Bound by name). */
+    const named = new Map<string, string>();
     let withhold: (() => void) | null = null;
     /** Set once a plan has taken this connection over: from then on the plan alone cuts the client. */
     let dead = false;
@@ -124,13 +130,52 @@ export async function startCommitProxy(target: { host: string; port: number }): 
         const body = pending.subarray(offset + 5, offset + 1 + len);
         let text: string | null = null;
         if (type === 'Q') text = cString(body, 0)[0];
-        if (type === 'P') text = cString(body, cString(body, 0)[1])[0];
+        if (type === 'P') {
+          const [name, at] = cString(body, 0);
+          text = cString(body, at)[0];
+          if (name !== '') named.set(name, text);
+        }
+        if (type === 'B') {
+          // A named statement bound without its Parse in this message run: its text, remembered.
+          const [, at] = cString(body, 0);
+          const name = cString(body, at)[0];
+          const known = named.get(name);
+          if (name !== '' && known !== undefined && statements.at(-1) !== known) statements.push(known);
+        }
+        if (type === 'S' && !inTransaction && statements.length > 0) {
+          // A Sync outside BEGIN … COMMIT commits what came before it on its own.
+          if (armed && (!armed.plan.when || statements.some((s) => armed!.plan.when!.test(s)))) {
+            const { plan, resolve } = armed;
+            armed = null;
+            fired++;
+            const seen = statements;
+            if (offset > forward) upstream.write(pending.subarray(forward, offset));
+            const fire = () => resolve(seen);
+            dead = true;
+            if (plan.mode === 'drop') {
+              upstream.destroy();
+              void cut(plan, fire);
+            } else {
+              withhold = () => {
+                upstream.destroy();
+                void cut(plan, fire);
+              };
+              upstream.write(pending.subarray(offset, offset + 1 + len));
+            }
+            pending = Buffer.alloc(0);
+            return;
+          }
+          statements = [];
+        }
         if (text !== null) {
           const parts = text
             .split(';')
             .map((p) => p.trim())
             .filter(Boolean);
-          if (parts.some((p) => BEGIN.test(p))) statements = [];
+          if (parts.some((p) => BEGIN.test(p))) {
+            statements = [];
+            inTransaction = true;
+          }
           if (COMMIT.test(text) && armed && (!armed.plan.when || statements.some((s) => armed!.plan.when!.test(s)))) {
             const { plan, resolve } = armed;
             armed = null;
@@ -154,8 +199,10 @@ export async function startCommitProxy(target: { host: string; port: number }): 
             pending = Buffer.alloc(0);
             return;
           }
-          if (COMMIT.test(text)) statements = [];
-          else statements.push(text);
+          if (COMMIT.test(text) || /^\s*ROLLBACK\b/i.test(text)) {
+            statements = [];
+            inTransaction = false;
+          } else statements.push(text);
         }
         offset += 1 + len;
       }

@@ -81,14 +81,24 @@ for (const prepare of [false, true])
     const UPDATE_EFFECT = /UPDATE "[^"]+"\.effects/;
 
     /**
-     * The lost transaction was the outcome's compare-and-set on the row the reservation wrote,
-     * unread — `updateEffectExact` on the default path, the combined statement with prepare — so
-     * the intent the re-read settles is the remembered row, not one read.
+     * The lost write was the outcome's compare-and-set on the row the reservation wrote, unread —
+     * `updateEffectExact` in a transaction on the default path; with prepare, the outcome and its
+     * kernel-sealed receipt as one statement that commits on its own (`appendOutcome`) — so the
+     * intent the re-read settles is the remembered row, not one read.
      */
     function unread(statements: string[]): void {
       const updates = statements.filter((x) => UPDATE_EFFECT.test(x));
       expect(updates).toHaveLength(1);
-      expect(updates[0]).toMatch(prepare ? /^WITH u AS \(UPDATE [\s\S]*updated_at IS NOT DISTINCT FROM/ : /AND updated_at IS NOT DISTINCT FROM \$15::text$/);
+      expect(updates[0]).toMatch(
+        prepare
+          ? /^WITH h AS \(SELECT seq, hash FROM [\s\S]* u AS \(UPDATE [\s\S]*updated_at IS NOT DISTINCT FROM/
+          : /AND updated_at IS NOT DISTINCT FROM \$15::text$/,
+      );
+      if (prepare)
+        expect(
+          statements.filter((x) => /^\s*BEGIN/i.test(x)),
+          'no transaction around it',
+        ).toEqual([]);
       expect(
         statements.filter((x) => /^SELECT [\s\S]* FROM "[^"]+"\.effects/.test(x)),
         'the row was not read',
@@ -190,6 +200,24 @@ for (const prepare of [false, true])
       expect(s.calls.n).toBe(1);
       expect(s.branches()).toEqual([UPDATE_FOUND_OTHER]);
       expect(await s.row()).toMatchObject({ state: 'ambiguous', action_id: s.action.actionId, result_json: null });
+    });
+
+    it('a failed re-read after a lost outcome writes nothing more: the caller learns it is unknown, the row stays executing, never failed', async () => {
+      const s = await scene();
+      let fired: Promise<string[]> | null = null;
+      const err = await s.control
+        .execute(s.action, () => {
+          s.calls.n++;
+          fired = proxy.arm({ mode: 'drop', when: UPDATE_EFFECT, refuseAfter: 1 });
+          return { refund_id: 're_8' };
+        })
+        .catch((e: unknown) => e);
+      unread(await fired!);
+      expect(err).toBeInstanceOf(AmbiguousWrite);
+      expect((err as Error).message).toMatch(/re-read on a fresh connection failed/);
+      expect(s.calls.n).toBe(1);
+      expect(s.branches(), 'no branch taken without a re-read').toEqual([]);
+      expect(await s.row()).toMatchObject({ state: 'executing', action_id: s.action.actionId, result_json: null });
     });
 
     it('test_T156_a_failed_re_read_writes_nothing (never-received reservation, re-read refused)', async () => {

@@ -230,6 +230,46 @@ describePg('combined statements on a real server', (server) => {
     120_000,
   );
 
+  it('with prepare: true, three stores (three engines, each sealing on the head it expects) on one schema, 6 callers each: every receipt chained once, one unbroken chain, every action committed', async () => {
+    const db = await freshDatabase(server.url, 'alone');
+    const pools = [0, 1, 2].map(() => quiet(new pg.Pool({ connectionString: db.url, max: 6 })));
+    try {
+      await db.createSchema('a3');
+      const stores = await Promise.all(pools.map((pool) => createPgStore(pool, { schema: 'a3', prepare: true, logger: { warn() {} } })));
+      let n = 0;
+      const calls = new Map<string, number>();
+      await Promise.all(
+        stores.flatMap((store) => {
+          const control = new Control({ policy: POLICY, store, logger: { warn() {} } });
+          return Array.from({ length: 6 }, async () => {
+            for (let i = 0; i < 10; i++) {
+              const id = `p_${n++}`;
+              await control.execute(createAction({ name: 'stripe.refund', arguments: { payment_id: id, amount: 1 }, principal: { agent: 'a' } }), () => {
+                calls.set(id, (calls.get(id) ?? 0) + 1);
+                return { id };
+              });
+            }
+          });
+        }),
+      );
+      expect([...calls.values()].every((c) => c === 1) && calls.size === 180).toBe(true);
+      const rows = await stores[0]!.receipts();
+      expect(rows.map((r) => r.seq)).toEqual(Array.from({ length: 180 }, (_, i) => i + 1));
+      expect(verifyChain(rows, await stores[0]!.chainHead())).toMatchObject({ ok: true, verified: 180, breaks: [] });
+      expect((await stores[0]!.listEffects()).every((e) => e.state === 'committed')).toBe(true);
+      // Each receipt is the kernel's own seal of its document on the seq and prev_hash it holds.
+      for (const r of rows) {
+        const doc = JSON.parse(r.json!) as Record<string, unknown>;
+        const sealed = sealReceipt({ ...doc, seq: null, prev_hash: null }, r.seq!, r.prev_hash!);
+        expect([sealed.json, sealed.hash]).toEqual([r.json, r.hash]);
+      }
+      await Promise.all(stores.map((s) => s.close()));
+    } finally {
+      await Promise.all(pools.map((p) => p.end()));
+      await db.drop();
+    }
+  }, 120_000);
+
   it('without prepare a store goes statement by statement (the default); with prepare: true each write step is one statement', async () => {
     const db = await freshDatabase(server.url, 'steps');
     const pool = quiet(new pg.Pool({ connectionString: db.url, max: 2 }));
@@ -272,12 +312,13 @@ describePg('combined statements on a real server', (server) => {
       await expect(
         control.execute(createAction({ name: 'stripe.refund', arguments: { payment_id: 'a', amount: 1 }, principal: { agent: 'a' } }), () => 1),
       ).rejects.toMatchObject({ code: 'ERR_DUPLICATE_EFFECT' });
-      // The pool's one connection: the combined statements are among its prepared statements.
+      // The pool's one connection: the reservation's combined statement is among its prepared
+      // statements; the outcomes went out on the store's own connection, alone (appendOutcome).
       const prepared = (await pool.query<{ statement: string }>("SELECT statement FROM pg_prepared_statements WHERE name LIKE 'ctrlrun\\_%'")).rows.map(
         (r) => r.statement,
       );
       expect(prepared.some((t) => t.startsWith('WITH r AS (INSERT INTO "p1".effects'))).toBe(true);
-      expect(prepared.some((t) => t.startsWith('WITH u AS (UPDATE "p1".effects'))).toBe(true);
+      expect(prepared.some((t) => t.startsWith('WITH h AS (SELECT seq, hash FROM "p1".receipt_chain'))).toBe(false);
       const rows = await store.receipts();
       expect(verifyChain(rows, await store.chainHead())).toMatchObject({ ok: true, verified: rows.length });
       await store.close();

@@ -1,6 +1,7 @@
 // The store conformance suite on a real PostgreSQL server through a pg Pool (T154): one database
 // for this file, a schema of its own for every open(); reopen() is a second store on that schema,
-// and url() lets worker OS processes open the same schema (the cross-process case, T3).
+// and url() lets worker OS processes open the same schema (the cross-process case, T3). Both ways
+// a store writes: statement by statement (the default), and with prepare: true.
 import type { StateStore } from '@ctrlrun/kernel';
 import { createPgStore, type PgStore } from '@ctrlrun/store-node/pg';
 import pg from 'pg';
@@ -32,6 +33,21 @@ describePg('PostgreSQL conformance', (server) => {
       return createPgStore(pool, { clock, schema });
     },
     reopen: (old: StateStore, clock) => createPgStore(pool, { clock, schema: (old as PgStore).schema }),
+    url: (store) => db.urlFor((store as PgStore).schema),
+    processes: nodeProcesses(),
+  });
+
+  // With prepare: each write step one statement, and the outcome one that commits on its own,
+  // its receipt sealed by the kernel on the head it expects.
+  describeStore({
+    name: 'test_T154_postgres_passes_the_store_conformance_suite: pg Pool, prepare: true',
+    dialect: 'postgres',
+    open: async (clock) => {
+      const schema = `case_${++schemas}`;
+      await db.createSchema(schema);
+      return createPgStore(pool, { clock, schema, prepare: true });
+    },
+    reopen: (old: StateStore, clock) => createPgStore(pool, { clock, schema: (old as PgStore).schema, prepare: true }),
     url: (store) => db.urlFor((store as PgStore).schema),
     processes: nodeProcesses(),
   });

@@ -73,7 +73,9 @@ export interface PgDriverOptions {
   /**
    * Send the store's statements as named prepared statements (parsed and planned once per
    * connection, not on every call), and each write step as one statement (its effect row,
-   * events and chained receipt together: 6 round trips per allowed action instead of 12). Off by default: a transaction-mode pooler that does not track
+   * events and chained receipt together) — the outcome one that commits on its own, on a
+   * connection of the store's own (`writeAlone`), its receipt sealed by the kernel: 4 round trips
+   * per allowed action instead of 12. Off by default: a transaction-mode pooler that does not track
    * protocol-level prepared statements (PgBouncer before 1.21, or `max_prepared_statements = 0`)
    * would route a later call to a connection that never prepared it.
    */
@@ -145,7 +147,8 @@ export class PgDriver implements SqlDriver {
   readonly #source: PgPoolLike | (() => PgPoolLike | Promise<PgPoolLike>);
   readonly #options: PgDriverOptions;
   #pool: Promise<PgPoolLike> | null = null;
-  #alone: Promise<PgStandaloneClientLike> | null = null;
+  #alone: Promise<PgStandaloneClientLike & { ref?(): void; unref?(): void }> | null = null;
+  #aloneBusy = 0;
   #schema: string | null;
   #begin: string | null = null;
   #closed = false;
@@ -282,19 +285,27 @@ export class PgDriver implements SqlDriver {
    * {@link AmbiguousWrite}: the statement may have committed.
    */
   writeAlone<Row = Record<string, unknown>>(sql: string, params: readonly SqlValue[]): Promise<QueryResult<Row>> {
-    // In call order: each `then` on the one connection's promise runs in the order it was added.
+    // In call order: each `then` on the one connection's promise runs in the order it was added,
+    // so the statements reach the server in the order the kernel sealed them.
     const connection = (this.#alone ??= this.#openAlone());
     return connection.then(
       async (client) => {
+        // Held open only while a statement is out: an idle connection never keeps the process alive.
+        if (this.#aloneBusy++ === 0) client.ref?.();
         try {
           return await this.#run<Row>(client, sql, params);
         } catch (err) {
           if (standaloneErrorOutcome(err) === 'failed') throw err;
           if (this.#alone === connection) this.#alone = null;
           void client.end().catch(() => undefined);
-          throw new AmbiguousWrite(`[pg] the connection failed during a write that commits on its own (${message(err)}): the write may or may not have landed`, {
-            cause: err,
-          });
+          throw new AmbiguousWrite(
+            `[pg] the connection failed during a write that commits on its own (${message(err)}): the write may or may not have landed`,
+            {
+              cause: err,
+            },
+          );
+        } finally {
+          if (--this.#aloneBusy === 0) client.unref?.();
         }
       },
       (err: unknown) => {
@@ -304,14 +315,25 @@ export class PgDriver implements SqlDriver {
     );
   }
 
-  /** The one connection that writes alone, in order (pipelined where `pg` can: 8.2x). */
-  async #openAlone(): Promise<PgStandaloneClientLike> {
+  /**
+   * The one connection that writes alone: `freshClient`'s, else the pool's `Client` with its
+   * options and `pipeline` (statements sent back to back where `pg` can, 8.23 on; in turn
+   * otherwise — in order either way). Dropped when it ends, so the next write opens another.
+   */
+  async #openAlone(): Promise<PgStandaloneClientLike & { ref?(): void; unref?(): void; on(event: 'end', listener: () => void): unknown }> {
     const pool = await this.#getPool();
-    if (typeof pool.Client !== 'function') throw new StoreError('[pg] cannot open a connection of its own: the pool has no Client/options');
-    const client = new pool.Client({ ...(pool.options ?? {}), pipeline: process.env['ALONE_PIPE'] !== '0' });
+    let client: PgStandaloneClientLike;
+    if (this.#options.freshClient) client = await this.#options.freshClient();
+    else if (typeof pool.Client === 'function') client = new pool.Client({ ...(pool.options ?? {}), pipeline: true });
+    else throw new StoreError('[pg] cannot open a connection of its own: the pool has no Client/options; pass freshClient');
     arm(client);
     await client.connect();
-    return client;
+    const opened = client as PgStandaloneClientLike & { ref?(): void; unref?(): void; on(event: 'end', listener: () => void): unknown };
+    opened.unref?.();
+    opened.on('end', () => {
+      if (this.#alone !== null) void this.#alone.then((c) => c === opened && (this.#alone = null)).catch(() => undefined);
+    });
+    return opened;
   }
 
   /** Runs `fn` on a fresh, non-pooled client (never one that saw the lost COMMIT), then ends it. */
@@ -346,6 +368,9 @@ export class PgDriver implements SqlDriver {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
+    const alone = this.#alone;
+    this.#alone = null;
+    if (alone) await alone.then((client) => client.end()).catch(() => undefined);
     const pool = this.#pool;
     this.#pool = null;
     if (this.#options.ownsPool && pool) await (await pool).end();

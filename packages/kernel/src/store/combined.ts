@@ -271,7 +271,7 @@ export async function appendOutcome(
             `[kernel] [${e.name}] ${what} on ${prior.effectKey}: the outcome applied without its receipt or the head (${rows.map((r) => r.k).join(', ')})`,
           );
         }
-        
+
         return { rows, stored };
       }
       const head = rows.find((r) => r.k === 'head');

@@ -130,9 +130,8 @@ export class SqlEngine {
    * where the locked head is exactly this. `null`: unknown.
    */
   chainTip: { seq: number; hash: string } | null = null;
+  /** The one read of the chain head under way for outcomes that found {@link chainTip} unknown. */
   tipRead: Promise<void> | null = null;
-  /** Outcomes that stand alone go out one at a time, each sealed on the head the one before it left. */
-  readonly appendQueue = new Mutex();
 
   constructor(driver: SqlDriver, dialect: SqlDialect, options: { clock: Clock; logger: Logger; readOnly: boolean }) {
     this.name = driver.name;

@@ -63,13 +63,22 @@ export function commitErrorOutcome(err: unknown): 'failed' | 'ambiguous' {
 
 /**
  * For a write statement that stands alone (its own implicit transaction): `'failed'` when the
- * server reported an error that rolls the statement back — any SQLSTATE but a lost or broken
+ * server reported (an error with a SQLSTATE and a severity) an error that rolls the statement back — any SQLSTATE but a lost or broken
  * connection's (class 08), an operator's or a crash's (class 57 except 57014, a cancelled
  * statement), a system or internal error (58, XX) or a resource one (53), any of which may come
  * after the commit — else `'ambiguous'`: a re-read decides.
  */
 export function standaloneErrorOutcome(err: unknown): 'failed' | 'ambiguous' {
-  const state = sqlState(err);
+  // The server's own report only (pg's DatabaseError carries a severity): a socket error's code
+  // can look like a SQLSTATE (`EPIPE`), and one may come after the commit.
+  let state: string | null = null;
+  for (const e of causes(err)) {
+    const { code, severity } = (e ?? {}) as { code?: unknown; severity?: unknown };
+    if (typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) && typeof severity === 'string') {
+      state = code;
+      break;
+    }
+  }
   if (state === null) return 'ambiguous';
   if (state === '57014') return 'failed';
   return ['08', '57', '58', 'XX', '53'].includes(state.slice(0, 2)) ? 'ambiguous' : 'failed';

@@ -166,7 +166,6 @@ async function consume(e: SqlEngine, tx: SqlExecutor, record: ApprovalRecord, no
 
 /** Whether an outcome may be written as one statement alone (see `appendOutcome`): a driver that sends it prepared, and can settle its lost reply. */
 function standsAlone(e: SqlEngine): boolean {
-  if ((globalThis as { __noAlone?: boolean }).__noAlone) return false;
   const { driver, sql } = e;
   return (
     driver.capabilities.oneStatementSteps === true &&
