@@ -17,7 +17,15 @@ export type * from './model.js';
 export { Mutex } from './store/mutex.js';
 export { SqlStateStore, openSqlStateStore, type SqlStateStoreOptions, type SqlDialect, type DialectSql } from './store/sql-state-store.js';
 export { sqliteDialect } from './store/sqlite.js';
-export { postgresDialect, quoteIdentifier, sqlState, commitErrorOutcome, standaloneErrorOutcome, FAILED_WRITE_SQLSTATES, MIGRATION_LOCK_KEY } from './store/postgres.js';
+export {
+  postgresDialect,
+  quoteIdentifier,
+  sqlState,
+  commitErrorOutcome,
+  standaloneErrorOutcome,
+  FAILED_WRITE_SQLSTATES,
+  MIGRATION_LOCK_KEY,
+} from './store/postgres.js';
 export {
   INSERT_LANDED,
   INSERT_LOST_REISSUE,
