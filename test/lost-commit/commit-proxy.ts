@@ -109,6 +109,33 @@ export async function startCommitProxy(target: { host: string; port: number }): 
       client.destroy();
     };
 
+    /** Whether the armed plan applies to the statements seen since the transaction (or Sync) began. */
+    const matches = (): boolean => armed !== null && (!armed.plan.when || statements.some((s) => armed!.plan.when!.test(s)));
+    /**
+     * The armed plan takes the message at `offset` (a COMMIT, or the Sync that commits a statement
+     * alone): everything before it goes through; it is dropped, or sent with its answer withheld.
+     */
+    const lose = (offset: number, len: number): void => {
+      const { plan, resolve } = armed!;
+      armed = null;
+      fired++;
+      const seen = statements;
+      if (offset > 0) upstream.write(pending.subarray(0, offset));
+      const fire = () => resolve(seen);
+      dead = true;
+      if (plan.mode === 'drop') {
+        upstream.destroy();
+        void cut(plan, fire);
+      } else {
+        withhold = () => {
+          upstream.destroy();
+          void cut(plan, fire);
+        };
+        upstream.write(pending.subarray(offset, offset + 1 + len));
+      }
+      pending = Buffer.alloc(0);
+    };
+
     client.on('data', (chunk) => {
       if (dead) return;
       pending = Buffer.concat([pending, chunk]);
@@ -144,27 +171,7 @@ export async function startCommitProxy(target: { host: string; port: number }): 
         }
         if (type === 'S' && !inTransaction && statements.length > 0) {
           // A Sync outside BEGIN … COMMIT commits what came before it on its own.
-          if (armed && (!armed.plan.when || statements.some((s) => armed!.plan.when!.test(s)))) {
-            const { plan, resolve } = armed;
-            armed = null;
-            fired++;
-            const seen = statements;
-            if (offset > forward) upstream.write(pending.subarray(forward, offset));
-            const fire = () => resolve(seen);
-            dead = true;
-            if (plan.mode === 'drop') {
-              upstream.destroy();
-              void cut(plan, fire);
-            } else {
-              withhold = () => {
-                upstream.destroy();
-                void cut(plan, fire);
-              };
-              upstream.write(pending.subarray(offset, offset + 1 + len));
-            }
-            pending = Buffer.alloc(0);
-            return;
-          }
+          if (matches()) return lose(offset, len);
           statements = [];
         }
         if (text !== null) {
@@ -176,29 +183,7 @@ export async function startCommitProxy(target: { host: string; port: number }): 
             statements = [];
             inTransaction = true;
           }
-          if (COMMIT.test(text) && armed && (!armed.plan.when || statements.some((s) => armed!.plan.when!.test(s)))) {
-            const { plan, resolve } = armed;
-            armed = null;
-            fired++;
-            const seen = statements;
-            // Everything before this COMMIT goes through; the COMMIT itself is the plan's.
-            if (offset > forward) upstream.write(pending.subarray(forward, offset));
-            const fire = () => resolve(seen);
-            dead = true;
-            if (plan.mode === 'drop') {
-              upstream.destroy();
-              void cut(plan, fire);
-            } else {
-              withhold = () => {
-                upstream.destroy();
-                void cut(plan, fire);
-              };
-              upstream.write(pending.subarray(offset, offset + 1 + len));
-              dead = true;
-            }
-            pending = Buffer.alloc(0);
-            return;
-          }
+          if (COMMIT.test(text) && matches()) return lose(offset, len);
           if (COMMIT.test(text) || /^\s*ROLLBACK\b/i.test(text)) {
             statements = [];
             inTransaction = false;

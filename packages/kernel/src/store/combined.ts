@@ -21,7 +21,7 @@ import { AmbiguousWrite, StoreError } from '../errors.js';
 import type { SqlExecutor, SqlValue } from './driver.js';
 import type { SqlEngine, Trailed } from './engine.js';
 import { UPDATE_FOUND_OTHER, UPDATE_LANDED, UPDATE_LOST_REISSUE, lostCommitBranch, type EffectWriteIntent } from './lost-commit.js';
-import { effectParams, int, type eventFields, type receiptFields } from './rows.js';
+import { effectParams, int, type EventRow, type eventFields, type receiptFields } from './rows.js';
 
 const textEncoder = new TextEncoder();
 
@@ -356,17 +356,6 @@ async function settleLostAppend(
     default:
       throw intent.refuse(found);
   }
-}
-
-/** An event row as `newestEventsOf` returns it. */
-interface EventRow {
-  event_id: SqlValue;
-  ts: string | null;
-  type: string | null;
-  action_id: string | null;
-  effect_key: string | null;
-  approval_id: string | null;
-  data_json: string | null;
 }
 
 /** The columns of an event row in the order of an event's six parameters. */
