@@ -176,3 +176,66 @@ describePg('the pg driver on a server', (server) => {
     await store.close();
   });
 });
+
+describe('the connection that writes alone', () => {
+  // A client that answers each query when the test says so, and tells whether it is held open (ref'd).
+  function fakeClient() {
+    const pending: { resolve: (r: unknown) => void; reject: (e: unknown) => void }[] = [];
+    const client = {
+      held: false,
+      ended: false,
+      pending,
+      connect: async () => undefined,
+      end: async () => {
+        client.ended = true;
+      },
+      on: () => client,
+      ref: () => {
+        client.held = true;
+      },
+      unref: () => {
+        client.held = false;
+      },
+      query: () => new Promise((resolve, reject) => pending.push({ resolve, reject })),
+    };
+    return client;
+  }
+  const until = async (ok: () => boolean): Promise<void> => {
+    for (let i = 0; i < 1000 && !ok(); i++) await new Promise((r) => setTimeout(r, 1));
+    expect(ok()).toBe(true);
+  };
+
+  it('a successor connection is held open while its statement is out, though the failed one still finishes one', async () => {
+    const clients: ReturnType<typeof fakeClient>[] = [];
+    const pool = { connect: async () => Promise.reject(new Error('no pool client here')), query: async () => ({ rows: [], rowCount: 0 }), end: async () => undefined };
+    const driver = new PgDriver(pool, {
+      prepare: true,
+      freshClient: () => {
+        const c = fakeClient();
+        clients.push(c);
+        return c;
+      },
+    });
+    const a = driver.writeAlone('SELECT 1', [1]);
+    const b = driver.writeAlone('SELECT 2', [2]);
+    await until(() => clients[0]?.pending.length === 2);
+    expect(clients[0]!.held).toBe(true);
+    // The first statement's connection breaks (no SQLSTATE: ambiguous); the second, pipelined behind it, is still out.
+    clients[0]!.pending[0]!.reject(new Error('socket reset'));
+    await expect(a).rejects.toBeInstanceOf(AmbiguousWrite);
+    const c = driver.writeAlone('SELECT 3', [3]);
+    await until(() => clients[1]?.pending.length === 1);
+    // The new connection's statement is out: it must keep the process alive until it answers.
+    expect(clients[1]!.held).toBe(true);
+    clients[0]!.pending[1]!.resolve({ rows: [], rowCount: 1 });
+    await b;
+    expect(clients[1]!.held).toBe(true);
+    clients[1]!.pending[0]!.resolve({ rows: [], rowCount: 1 });
+    await c;
+    // Idle again: neither connection keeps the process alive.
+    expect(clients[0]!.held).toBe(false);
+    expect(clients[1]!.held).toBe(false);
+    await driver.close();
+    expect(clients[1]!.ended).toBe(true);
+  });
+});

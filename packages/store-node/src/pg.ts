@@ -148,7 +148,8 @@ export class PgDriver implements SqlDriver {
   readonly #options: PgDriverOptions;
   #pool: Promise<PgPoolLike> | null = null;
   #alone: Promise<PgStandaloneClientLike & { ref?(): void; unref?(): void }> | null = null;
-  #aloneBusy = 0;
+  /** Statements out on each connection that writes alone: a connection is held open while its own count is above 0. */
+  readonly #aloneBusy = new WeakMap<object, number>();
   #schema: string | null;
   #begin: string | null = null;
   #closed = false;
@@ -291,7 +292,11 @@ export class PgDriver implements SqlDriver {
     return connection.then(
       async (client) => {
         // Held open only while a statement is out: an idle connection never keeps the process alive.
-        if (this.#aloneBusy++ === 0) client.ref?.();
+        // Counted per connection: one that failed may still finish statements while its successor
+        // starts its own, and each must be held open (and let go) by its own count.
+        const busy = this.#aloneBusy.get(client) ?? 0;
+        this.#aloneBusy.set(client, busy + 1);
+        if (busy === 0) client.ref?.();
         try {
           return await this.#run<Row>(client, sql, params);
         } catch (err) {
@@ -305,7 +310,9 @@ export class PgDriver implements SqlDriver {
             },
           );
         } finally {
-          if (--this.#aloneBusy === 0) client.unref?.();
+          const left = (this.#aloneBusy.get(client) ?? 1) - 1;
+          this.#aloneBusy.set(client, left);
+          if (left === 0) client.unref?.();
         }
       },
       (err: unknown) => {
