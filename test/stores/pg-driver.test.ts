@@ -207,7 +207,11 @@ describe('the connection that writes alone', () => {
 
   it('a successor connection is held open while its statement is out, though the failed one still finishes one', async () => {
     const clients: ReturnType<typeof fakeClient>[] = [];
-    const pool = { connect: async () => Promise.reject(new Error('no pool client here')), query: async () => ({ rows: [], rowCount: 0 }), end: async () => undefined };
+    const pool = {
+      connect: async () => Promise.reject(new Error('no pool client here')),
+      query: async () => ({ rows: [], rowCount: 0 }),
+      end: async () => undefined,
+    };
     const driver = new PgDriver(pool, {
       prepare: true,
       freshClient: () => {
