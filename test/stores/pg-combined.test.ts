@@ -270,6 +270,43 @@ describePg('combined statements on a real server', (server) => {
     }
   }, 120_000);
 
+  it('test_T170 with prepare: true: a chain head no receipt can be sealed on (seq past the safe range, or no head row) never loses the outcome, whether the head was known or not', async () => {
+    const db = await freshDatabase(server.url, 'alone_head');
+    const pool = quiet(new pg.Pool({ connectionString: db.url, max: 4 }));
+    try {
+      const cases = [
+        { name: 'unsafe_known', corrupt: (s: string) => `UPDATE ${s}.receipt_chain SET seq = 9007199254740993 WHERE id = 1`, known: true },
+        { name: 'unsafe_fresh', corrupt: (s: string) => `UPDATE ${s}.receipt_chain SET seq = 9007199254740993 WHERE id = 1`, known: false },
+        { name: 'gone_known', corrupt: (s: string) => `DELETE FROM ${s}.receipt_chain WHERE id = 1`, known: true },
+      ];
+      for (const c of cases) {
+        await db.createSchema(c.name);
+        const open = () => createPgStore(pool, { schema: c.name, prepare: true, logger: { warn() {} } });
+        const refund = (store: StateStore, id: string) =>
+          new Control({ policy: POLICY, store, logger: { warn() {} } }).execute(
+            createAction({ name: 'stripe.refund', arguments: { payment_id: id, amount: 1 }, principal: { agent: 'a' } }),
+            () => ({ id }),
+          );
+        let store = await open();
+        // The store's engine now expects the head its first outcome left.
+        await refund(store, 'p1');
+        await pool.query(c.corrupt(`"${c.name}"`));
+        if (!c.known) {
+          await store.close();
+          store = await open();
+        }
+        // As statement by statement: the receipt cannot be chained and the step raises, but the outcome is written.
+        await expect(refund(store, 'p2'), c.name).rejects.toThrow();
+        expect((await store.getEffect('refund:p2'))?.state, c.name).toBe('committed');
+        expect((await store.receipts()).length, c.name).toBe(1);
+        await store.close();
+      }
+    } finally {
+      await pool.end();
+      await db.drop();
+    }
+  }, 120_000);
+
   it('without prepare a store goes statement by statement (the default); with prepare: true each write step is one statement', async () => {
     const db = await freshDatabase(server.url, 'steps');
     const pool = quiet(new pg.Pool({ connectionString: db.url, max: 2 }));

@@ -226,7 +226,8 @@ export async function appendOutcome(
           .query<{ seq: SqlValue; hash: string }>(e.sql.sql.selectChainHead!, [])
           .then((r) => {
             const row = r.rows[0];
-            if (row !== undefined && e.chainTip === null) e.chainTip = { seq: int(row.seq, 'receipt_chain.seq'), hash: String(row.hash) };
+            const head = row === undefined ? null : headOf(row.seq, row.hash);
+            if (head !== null && e.chainTip === null) e.chainTip = head;
           })
           .finally(() => {
             e.tipRead = null;
@@ -274,9 +275,11 @@ export async function appendOutcome(
 
         return { rows, stored };
       }
+      // No head row, or one no receipt can be sealed on: nothing was written, and the transaction
+      // writes the outcome (without its receipt, if it cannot chain one: T170).
       const head = rows.find((r) => r.k === 'head');
-      if (head === undefined) throw new StoreError(`[kernel] [${e.name}] the receipt chain has no head row (receipt_chain id = 1)`);
-      const found = { seq: int(head.n, 'receipt_chain.seq'), hash: String(head.a) };
+      const found = head === undefined ? null : headOf(head.n, head.a);
+      if (found === null) return null;
       // Only if no later outcome has sealed on what this one expected since: theirs queue behind it.
       if (e.chainTip !== null && e.chainTip.seq === seq && e.chainTip.hash === sealed.hash) e.chainTip = found;
       // The head was the one expected: the effect row moved on, and the transaction reads it and decides.
@@ -291,6 +294,17 @@ export async function appendOutcome(
   if ('lost' in sent) return settleLostAppend(e, what, intent, events, receipt.receiptId, sent.stored, now, sent.lost);
   e.hint(target);
   return { value: target, events: eventsFrom(sent.rows, events, e.name), receipt: sent.stored };
+}
+
+/** A chain head a receipt can be sealed on (a safe integer seq below the largest, a text hash), else `null`. */
+function headOf(seq: SqlValue | undefined, hash: unknown): { seq: number; hash: string } | null {
+  let n: number;
+  try {
+    n = int(seq, 'receipt_chain.seq');
+  } catch {
+    return null;
+  }
+  return Number.isSafeInteger(n + 1) && typeof hash === 'string' ? { seq: n, hash } : null;
 }
 
 /** {@link appendOutcome}'s lost reply: the row (and, if it landed, the receipt and events) re-read on a fresh connection. */
