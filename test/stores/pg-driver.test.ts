@@ -180,7 +180,8 @@ describePg('the pg driver on a server', (server) => {
 describe('the connection that writes alone', () => {
   // A client that answers each query when the test says so, and tells whether it is held open (ref'd).
   function fakeClient() {
-    const pending: { resolve: (r: unknown) => void; reject: (e: unknown) => void }[] = [];
+    type Result = { rows: unknown[]; rowCount: number };
+    const pending: { resolve: (r: Result) => void; reject: (e: unknown) => void }[] = [];
     const client = {
       held: false,
       ended: false,
@@ -196,7 +197,7 @@ describe('the connection that writes alone', () => {
       unref: () => {
         client.held = false;
       },
-      query: () => new Promise((resolve, reject) => pending.push({ resolve, reject })),
+      query: () => new Promise<Result>((resolve, reject) => pending.push({ resolve, reject })),
     };
     return client;
   }
