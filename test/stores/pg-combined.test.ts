@@ -307,6 +307,38 @@ describePg('combined statements on a real server', (server) => {
     }
   }, 120_000);
 
+  it('with prepare: true, a failing read of the chain head (the alone step\u2019s seed) never loses the outcome: the transaction writes it, receipt and all', async () => {
+    const db = await freshDatabase(server.url, 'alone_seed');
+    const pool = quiet(new pg.Pool({ connectionString: db.url, max: 4 }));
+    try {
+      await db.createSchema('seed');
+      const store = await createPgStore(pool, { schema: 'seed', prepare: true, logger: { warn() {} } });
+      // The next plain read of the head on the pool fails (a transient error), once.
+      const query = pool.query.bind(pool) as (...args: unknown[]) => unknown;
+      let failed = 0;
+      (pool as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => {
+        const text = typeof args[0] === 'string' ? args[0] : (args[0] as { text?: string }).text;
+        if (failed === 0 && /^SELECT seq, hash FROM .*receipt_chain/.test(text ?? '')) {
+          failed++;
+          return Promise.reject(new Error('the pool could not connect (transient)'));
+        }
+        return query(...args);
+      };
+      await new Control({ policy: POLICY, store, logger: { warn() {} } }).execute(
+        createAction({ name: 'stripe.refund', arguments: { payment_id: 'p1', amount: 1 }, principal: { agent: 'a' } }),
+        () => 1,
+      );
+      expect(failed).toBe(1);
+      expect((await store.getEffect('refund:p1'))?.state).toBe('committed');
+      const rows = await store.receipts();
+      expect(verifyChain(rows, await store.chainHead())).toMatchObject({ ok: true, verified: 1 });
+      await store.close();
+    } finally {
+      await pool.end();
+      await db.drop();
+    }
+  }, 120_000);
+
   it('without prepare a store goes statement by statement (the default); with prepare: true each write step is one statement', async () => {
     const db = await freshDatabase(server.url, 'steps');
     const pool = quiet(new pg.Pool({ connectionString: db.url, max: 2 }));

@@ -229,6 +229,8 @@ export async function appendOutcome(
             const head = row === undefined ? null : headOf(row.seq, row.hash);
             if (head !== null && e.chainTip === null) e.chainTip = head;
           })
+          // A read that fails leaves the head unknown: the transaction writes the outcome, as ever.
+          .catch(() => undefined)
           .finally(() => {
             e.tipRead = null;
           }));
