@@ -342,16 +342,7 @@ async function settleLostAppend(
     );
   }
   const branch = lostCommitBranch(intent, found);
-  e.logger.warn(
-    `[kernel] [${e.name}] ${what} on ${key}: the reply to a write that commits on its own was lost; the re-read on a fresh connection took branch ${branch}`,
-    {
-      logger: 'ctrlrun.postgres',
-      level: 'WARNING',
-      branch,
-      effectKey: key,
-      operation: what,
-    },
-  );
+  e.logBranch(what, key, 'the reply to a write that commits on its own was lost', branch);
   switch (branch) {
     case UPDATE_LANDED: {
       // One statement: the row landed, so did its receipt and its events — found by what they hold.

@@ -322,6 +322,17 @@ export class SqlEngine {
     }
   }
 
+  /** The branch a re-read after a lost write took on the effect row `key`, logged once at WARNING (`ctrlrun.postgres`). */
+  logBranch(what: string, key: string, lost: string, branch: string): void {
+    this.logger.warn(`[kernel] [${this.name}] ${what} on ${key}: ${lost}; the re-read on a fresh connection took branch ${branch}`, {
+      logger: 'ctrlrun.postgres',
+      level: 'WARNING',
+      branch,
+      effectKey: key,
+      operation: what,
+    });
+  }
+
   /** Tables A1/A2: re-read the row, take one named branch, log it, act on it. */
   async settleLostCommit<T>(
     what: string,
@@ -346,13 +357,7 @@ export class SqlEngine {
       );
     }
     const branch = lostCommitBranch(intent, found);
-    this.logger.warn(`[kernel] [${this.name}] ${what} on ${key}: COMMIT lost; the re-read on a fresh connection took branch ${branch}`, {
-      logger: 'ctrlrun.postgres',
-      level: 'WARNING',
-      branch,
-      effectKey: key,
-      operation: what,
-    });
+    this.logBranch(what, key, 'COMMIT lost', branch);
     switch (branch) {
       case INSERT_LANDED:
       case UPDATE_LANDED:
