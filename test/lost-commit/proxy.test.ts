@@ -82,7 +82,7 @@ for (const prepare of [false, true])
 
     /**
      * The lost write was the outcome's compare-and-set on the row the reservation wrote, unread —
-     * `updateEffectExact` in a transaction on the default path; with prepare, the outcome and its
+     * `updateEffectExact` in a transaction with `prepare: false`; with prepare, the outcome and its
      * kernel-sealed receipt as one statement that commits on its own (`appendOutcome`) — so the
      * intent the re-read settles is the remembered row, not one read.
      */

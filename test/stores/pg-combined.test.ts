@@ -339,7 +339,7 @@ describePg('combined statements on a real server', (server) => {
     }
   }, 120_000);
 
-  it('without prepare a store goes statement by statement (the default); with prepare: true each write step is one statement', async () => {
+  it('with prepare: false a store goes statement by statement; with prepare (the default) each write step is one statement', async () => {
     const db = await freshDatabase(server.url, 'steps');
     const pool = quiet(new pg.Pool({ connectionString: db.url, max: 2 }));
     try {
@@ -349,6 +349,8 @@ describePg('combined statements on a real server', (server) => {
         await db.createSchema(schema);
         const driver = new PgDriver(pool, { schema, prepare });
         expect(driver.capabilities.oneStatementSteps).toBe(prepare);
+        expect(driver.prepared).toBe(prepare);
+        expect(new PgDriver(pool, { schema }).capabilities.oneStatementSteps).toBe(true);
         await driver.resolveSchema();
         const rec = recording(driver);
         const store = await new SqlStateStore(rec.wrapped, { dialect: postgresDialect(schema), logger: { warn() {} } }).open();

@@ -1,7 +1,8 @@
 // The store conformance suite on a real PostgreSQL server through a pg Pool (T154): one database
 // for this file, a schema of its own for every open(); reopen() is a second store on that schema,
 // and url() lets worker OS processes open the same schema (the cross-process case, T3). Both ways
-// a store writes: statement by statement (the default), and with prepare: true.
+// a store writes: one prepared statement per write step (the default), and statement by statement
+// with prepare: false.
 import type { StateStore } from '@ctrlrun/kernel';
 import { createPgStore, type PgStore } from '@ctrlrun/store-node/pg';
 import pg from 'pg';
@@ -37,17 +38,16 @@ describePg('PostgreSQL conformance', (server) => {
     processes: nodeProcesses(),
   });
 
-  // With prepare: each write step one statement, and the outcome one that commits on its own,
-  // its receipt sealed by the kernel on the head it expects.
+  // With prepare: false, statement by statement in transactions, nothing named.
   describeStore({
-    name: 'test_T154_postgres_passes_the_store_conformance_suite: pg Pool, prepare: true',
+    name: 'test_T154_postgres_passes_the_store_conformance_suite: pg Pool, prepare: false',
     dialect: 'postgres',
     open: async (clock) => {
       const schema = `case_${++schemas}`;
       await db.createSchema(schema);
-      return createPgStore(pool, { clock, schema, prepare: true });
+      return createPgStore(pool, { clock, schema, prepare: false });
     },
-    reopen: (old: StateStore, clock) => createPgStore(pool, { clock, schema: (old as PgStore).schema, prepare: true }),
+    reopen: (old: StateStore, clock) => createPgStore(pool, { clock, schema: (old as PgStore).schema, prepare: false }),
     url: (store) => db.urlFor((store as PgStore).schema),
     processes: nodeProcesses(),
   });

@@ -144,7 +144,7 @@ function quiet(pool: pg.Pool): pg.Pool {
   return pool;
 }
 
-/** A real server: the store under test on its own pool (`prepare` as given; false is the default), the other handle a `createPgStore` on another. */
+/** A real server: the store under test on its own pool (`prepare` as given; true is the default), the other handle a `createPgStore` on another. */
 function server(db: () => FreshDatabase, prepare: boolean): Backend {
   let schemas = 0;
   return {
@@ -406,7 +406,7 @@ describePg('the outcome on the row the reservation wrote (a real server)', (url)
     db = await freshDatabase(url.url, 'remembered');
   }, 60_000);
   afterAll(async () => db?.drop());
-  describe('prepare: false (the default: statement by statement)', () =>
+  describe('prepare: false (statement by statement)', () =>
     equivalence(
       server(() => db!, false),
       30_000,

@@ -28,6 +28,7 @@ import {
 import { importOnce } from './optional-import.js';
 import { SchemaStore, checkSchema, checkStoreOptions, message, openSchemaStore, type PostgresStoreOptions } from './postgres-common.js';
 import { installNodeSha256 } from './node-digest.js';
+import { createHash } from 'node:crypto';
 
 /** What `pg` returns for one statement, as far as the driver reads it. */
 export interface PgResultLike {
@@ -75,23 +76,50 @@ export interface PgDriverOptions {
    * connection, not on every call), and each write step as one statement (its effect row,
    * events and chained receipt together) — the outcome one that commits on its own, on a
    * connection of the store's own (`writeAlone`), its receipt sealed by the kernel: 4 round trips
-   * per allowed action instead of 12. Off by default: a transaction-mode pooler that does not track
-   * protocol-level prepared statements (PgBouncer before 1.21, or `max_prepared_statements = 0`)
-   * would route a later call to a connection that never prepared it.
+   * per allowed action instead of 12. Default `true`.
+   *
+   * Behind a transaction-mode pooler that does not keep protocol-level prepared statements
+   * (PgBouncer before 1.21, or `max_prepared_statements = 0`) a later call may reach a server
+   * connection that does not have the statement (SQLSTATE 26000) or has it already (42P05). Both
+   * are reports that nothing ran: the driver then stops naming statements for good (one warning),
+   * and runs the statement again unnamed — or, inside a transaction, rolls it back and runs the
+   * transaction again from the start, once. A name is its text's SHA-256, the same in every process
+   * and version, so a statement another client prepared under it is the very same text. `false`:
+   * statement by statement, in transactions, nothing named.
    */
   prepare?: boolean;
+  /** Where the warning goes when a pooler loses a prepared statement (`ctrlrun.postgres`); default `console`. */
+  logger?: Logger;
 }
 
 const INT8_OID = 20;
-/** Prepared-statement names by SQL text, shared by every driver (a name always means one text). */
+/** Prepared-statement names by SQL text, shared by every driver. */
 const PREPARED = new Map<string, string>();
 /** At most this many distinct texts are prepared; any further one is sent unnamed. */
 const MAX_PREPARED = 200;
 
+/**
+ * The name a text is prepared under: `ctrlrun_` and the first 128 bits of the text's SHA-256,
+ * so a name means one text in every process and every version. Behind a pooler, a connection
+ * may reach a server backend where another client prepared that name: it is the same statement.
+ */
 function preparedName(sql: string): string | undefined {
   let name = PREPARED.get(sql);
-  if (name === undefined && PREPARED.size < MAX_PREPARED) PREPARED.set(sql, (name = `ctrlrun_${PREPARED.size + 1}`));
+  if (name === undefined && PREPARED.size < MAX_PREPARED) {
+    PREPARED.set(sql, (name = `ctrlrun_${createHash('sha256').update(sql, 'utf8').digest('hex').slice(0, 32)}`));
+  }
   return name;
+}
+
+/**
+ * The server has no statement of ours by that name (26000), or has one already (42P05): a
+ * pooler gave this connection another server backend. The server reports it before running
+ * anything of the statement.
+ */
+function lostPrepared(err: unknown): boolean {
+  if (typeof err !== 'object' || err === null) return false;
+  const { code, message } = err as { code?: unknown; message?: unknown };
+  return (code === '26000' || code === '42P05') && typeof message === 'string' && message.includes('"ctrlrun_');
 }
 /** How long the re-read after a lost COMMIT may take to connect, and to answer, unless the pool says otherwise. */
 const REREAD_TIMEOUT_MS = 10_000;
@@ -142,7 +170,7 @@ function arm(client: PgClientLike): void {
 export class PgDriver implements SqlDriver {
   readonly name: string = 'pg';
   readonly dialect = 'postgres' as const;
-  /** With `prepare: true`, each write step is one (prepared) statement; else statement by statement. */
+  /** With `prepare` (the default), each write step is one (prepared) statement; with `prepare: false`, statement by statement. */
   readonly capabilities: DriverCapabilities;
   readonly #source: PgPoolLike | (() => PgPoolLike | Promise<PgPoolLike>);
   readonly #options: PgDriverOptions;
@@ -153,6 +181,8 @@ export class PgDriver implements SqlDriver {
   #schema: string | null;
   #begin: string | null = null;
   #closed = false;
+  /** Statements go out named until a server proves it does not keep them. */
+  #named: boolean;
 
   constructor(pool: PgPoolLike | (() => PgPoolLike | Promise<PgPoolLike>), options: PgDriverOptions = {}) {
     installNodeSha256();
@@ -163,8 +193,25 @@ export class PgDriver implements SqlDriver {
     if (options.prepare !== undefined && typeof options.prepare !== 'boolean') throw new InvalidArgument('prepare must be a boolean');
     this.#source = pool;
     this.#options = options;
-    this.capabilities = Object.freeze({ concurrentConnections: true, oneStatementSteps: options.prepare === true });
+    this.capabilities = Object.freeze({ concurrentConnections: true, oneStatementSteps: options.prepare !== false });
+    this.#named = options.prepare !== false;
     this.#schema = options.schema ?? null;
+  }
+
+  /** Whether statements are still sent named (see {@link PgDriverOptions.prepare}). */
+  get prepared(): boolean {
+    return this.#named;
+  }
+
+  /** A server lost one of our prepared statements: from now on nothing is named (warned once). */
+  #unname(err: unknown): void {
+    if (!this.#named) return;
+    this.#named = false;
+    const warn = this.#options.logger ?? console;
+    warn.warn(
+      `[pg] the server does not keep this driver's prepared statements (${message(err)}): a transaction-mode pooler without prepared-statement support? From now on the statements go unnamed; open the store with { prepare: false } to say so from the start`,
+      { logger: 'ctrlrun.postgres', level: 'WARNING' },
+    );
   }
 
   /** The schema holding the tables (resolved by {@link resolveSchema}). */
@@ -200,11 +247,26 @@ export class PgDriver implements SqlDriver {
     return this.#schema;
   }
 
-  async #run<Row>(client: PgClientLike, sql: string, params: readonly SqlValue[]): Promise<QueryResult<Row>> {
+  /**
+   * One statement on `client`. A named statement the server lost (see {@link lostPrepared}) ran
+   * nothing: naming stops, and outside a transaction the statement is sent again, unnamed; inside
+   * one (`tx`) the transaction is aborted, so it is marked to be run again from the start.
+   */
+  async #run<Row>(client: PgClientLike, sql: string, params: readonly SqlValue[], tx?: { lost: boolean }): Promise<QueryResult<Row>> {
     const values = params.map((p) => (typeof p === 'bigint' ? p.toString() : p));
-    const name = this.#options.prepare === true && values.length > 0 ? preparedName(sql) : undefined;
+    const name = this.#named && values.length > 0 ? preparedName(sql) : undefined;
     const config = values.length === 0 ? { text: sql } : name === undefined ? { text: sql, values } : { text: sql, values, name };
-    const result = single(await corked(client, () => client.query(config)));
+    let raw: PgResultLike | PgResultLike[];
+    try {
+      raw = await corked(client, () => client.query(config));
+    } catch (err) {
+      if (name === undefined || !lostPrepared(err)) throw err;
+      this.#unname(err);
+      if (tx === undefined) return this.#run<Row>(client, sql, params);
+      tx.lost = true;
+      throw err;
+    }
+    const result = single(raw);
     const wide = (result.fields ?? []).filter((f) => f.dataTypeID === INT8_OID).map((f) => f.name);
     if (wide.length > 0) {
       for (const row of result.rows as Record<string, unknown>[]) for (const name of wide) row[name] = int8(row[name]);
@@ -226,7 +288,9 @@ export class PgDriver implements SqlDriver {
   /**
    * `fn` on one pinned client between `BEGIN; SET LOCAL search_path` and `COMMIT`. Table A: a
    * failure before COMMIT rolls back and rethrows (a failed write); at COMMIT, 40001/40P01 is a
-   * failed write, anything else destroys the client and rejects with {@link AmbiguousWrite}.
+   * failed write, anything else destroys the client and rejects with {@link AmbiguousWrite}. A
+   * transaction that failed because the server lost a prepared statement of ours (nothing of that
+   * statement ran) is rolled back and run again from the start, once, with nothing named.
    */
   async transaction<T>(fn: (tx: SqlExecutor) => Promise<T>): Promise<T> {
     const pool = await this.#getPool();
@@ -234,54 +298,61 @@ export class PgDriver implements SqlDriver {
     const client = await pool.connect();
     arm(client);
     let broken: Error | undefined;
-    let live = true;
-    const guard = (): void => {
-      if (!live) throw new StoreError('[pg] this transaction has already ended');
-    };
-    const tx: SqlExecutor = {
-      query: async <Row = Record<string, unknown>>(sql: string, params: readonly SqlValue[] = []) => (guard(), this.#run<Row>(client, sql, params)),
-      exec: async (sql: string) => {
-        guard();
-        await client.query(sql);
-      },
-    };
     try {
-      let result: T;
-      try {
-        await client.query(begin);
-        result = await fn(tx);
-      } catch (err) {
-        live = false;
+      for (let attempt = 1; ; attempt++) {
+        let live = true;
+        const guard = (): void => {
+          if (!live) throw new StoreError('[pg] this transaction has already ended');
+        };
+        const lost = { lost: false };
+        const tx: SqlExecutor = {
+          query: async <Row = Record<string, unknown>>(sql: string, params: readonly SqlValue[] = []) => (guard(), this.#run<Row>(client, sql, params, lost)),
+          exec: async (sql: string) => {
+            guard();
+            await client.query(sql);
+          },
+        };
+        let result: T;
         try {
-          await client.query('ROLLBACK');
-        } catch (rollbackErr) {
-          broken = rollbackErr as Error; // the connection is gone; the server rolls back on its own
+          await client.query(begin);
+          result = await fn(tx);
+          // A refusal `fn` caught and went past still aborted the transaction: COMMIT would roll it back.
+          if (lost.lost) throw new StoreError('[pg] a prepared statement was lost and the transaction aborted');
+        } catch (err) {
+          live = false;
+          try {
+            await client.query('ROLLBACK');
+          } catch (rollbackErr) {
+            broken = rollbackErr as Error; // the connection is gone; the server rolls back on its own
+          }
+          // Rolled back, and what failed never ran: the same transaction again, unnamed (`#named` is off now).
+          if (lost.lost && attempt === 1 && broken === undefined) continue;
+          throw err;
+        } finally {
+          live = false;
         }
-        throw err;
-      }
-      live = false;
-      try {
-        await client.query('COMMIT');
-      } catch (err) {
-        broken = err as Error;
-        if (commitErrorOutcome(err) === 'failed') {
-          throw new StoreError(`[pg] COMMIT failed and the server rolled the transaction back (${message(err)}); nothing was written`, {
-            sql: 'COMMIT',
-            cause: err,
-          });
+        try {
+          await client.query('COMMIT');
+        } catch (err) {
+          broken = err as Error;
+          if (commitErrorOutcome(err) === 'failed') {
+            throw new StoreError(`[pg] COMMIT failed and the server rolled the transaction back (${message(err)}); nothing was written`, {
+              sql: 'COMMIT',
+              cause: err,
+            });
+          }
+          throw new AmbiguousWrite(`[pg] the connection failed during COMMIT (${message(err)}): the write may or may not have landed`, { cause: err });
         }
-        throw new AmbiguousWrite(`[pg] the connection failed during COMMIT (${message(err)}): the write may or may not have landed`, { cause: err });
+        return result;
       }
-      return result;
     } finally {
-      live = false;
       client.release(broken ?? undefined);
     }
   }
 
   /**
-   * One write statement alone on a pooled client, in its own implicit transaction (with
-   * `prepare: true` only). An error the server reports that rolls it back is thrown as is; any
+   * One write statement alone on the store's own connection, in its own implicit transaction
+   * (with `prepare` only). An error the server reports that rolls it back is thrown as is; any
    * other (see {@link standaloneErrorOutcome}) destroys the client and rejects with
    * {@link AmbiguousWrite}: the statement may have committed.
    */
@@ -392,7 +463,7 @@ export interface PgStoreOptions extends PostgresStoreOptions {
   logger?: Logger;
   /** A fresh, unconnected client for the re-read after a lost COMMIT; default `new pool.Client(pool.options)`. */
   freshClient?: () => PgStandaloneClientLike | Promise<PgStandaloneClientLike>;
-  /** Named prepared statements (see {@link PgDriverOptions.prepare}); default `false`. */
+  /** Named prepared statements and one statement per write step (see {@link PgDriverOptions.prepare}); default `true`. */
   prepare?: boolean;
 }
 
@@ -418,7 +489,7 @@ function openOn(driver: PgDriver, options: PgStoreOptions): Promise<PgStore> {
  */
 export async function createPgStore(pool: PgPoolLike | (() => PgPoolLike | Promise<PgPoolLike>), options: PgStoreOptions = {}): Promise<PgStore> {
   checkStoreOptions(options, 'createPgStore');
-  return openOn(new PgDriver(pool, { schema: options.schema, freshClient: options.freshClient, prepare: options.prepare }), options);
+  return openOn(new PgDriver(pool, { schema: options.schema, freshClient: options.freshClient, prepare: options.prepare, logger: options.logger }), options);
 }
 
 /** Imports `pg` once; a missing package is a {@link MissingDependency} naming the install. */
@@ -449,7 +520,10 @@ export async function openPgStore(url: string, options: PgStoreOptions = {}): Pr
   // An idle pooled client whose server goes away emits 'error' on the pool; it is dropped, not fatal.
   (pool as unknown as { on?: (e: string, l: () => void) => void }).on?.('error', () => undefined);
   try {
-    return await openOn(new PgDriver(pool, { schema: options.schema, freshClient: options.freshClient, prepare: options.prepare, ownsPool: true }), options);
+    return await openOn(
+      new PgDriver(pool, { schema: options.schema, freshClient: options.freshClient, prepare: options.prepare, logger: options.logger, ownsPool: true }),
+      options,
+    );
   } catch (err) {
     // Name the address (without its password) in connection failures.
     if (err instanceof StoreError) {

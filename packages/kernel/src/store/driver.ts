@@ -57,7 +57,9 @@ export interface SqlDriver extends SqlExecutor {
    * Runs `fn` in one transaction: SQLite `BEGIN IMMEDIATE` (a write lock held across
    * processes); Postgres `BEGIN` on a dedicated connection. Commits when `fn` resolves, rolls
    * back and rethrows when it rejects. A driver that persists (sql.js with `save`) resolves only
-   * once the committed bytes are durable.
+   * once the committed bytes are durable. A driver may run `fn` again from the start, once, on a
+   * transaction it rolled back because a statement was refused before it ran (`pg`: a prepared
+   * statement the server lost); `fn` must not rely on anything an earlier run did.
    */
   transaction<T>(fn: (tx: SqlExecutor) => Promise<T>): Promise<T>;
   /**

@@ -256,6 +256,10 @@ export class SqlEngine {
     const done: { value?: T | RaiseAfterCommit } = {};
     try {
       return await this.driver.transaction(async (tx) => {
+        // A driver may run this again from the start on a transaction it rolled back: nothing of
+        // an earlier run is declared.
+        run.intent = null;
+        run.edit = null;
         at ??= this.now();
         const value = await fn(tx, at, run);
         done.value = value;

@@ -1,0 +1,173 @@
+/**
+ * Prepared statements (the PostgreSQL store's default) behind a connection that does not keep
+ * them, as a transaction-mode pooler without prepared-statement support does: a later call
+ * reaches a server backend that never prepared the statement (SQLSTATE 26000), or one where that
+ * name is prepared already (42P05). Simulated on a real server: `DEALLOCATE ALL` behind `pg`'s
+ * back (it still thinks the statements are there), or the names prepared first by hand. Each
+ * action still runs its executor once and ends committed with its receipt chained; the driver
+ * warns once and stops naming; the transaction that met the loss ran again from the start.
+ */
+import { Control, createAction, loadPolicy, verifyChain, type StateStore } from '@ctrlrun/kernel';
+import { quoteIdentifier } from '@ctrlrun/kernel/store';
+import { createPgStore, type PgStore } from '@ctrlrun/store-node/pg';
+import pg from 'pg';
+import { expect, it } from 'vitest';
+import { describePg, freshDatabase, type FreshDatabase } from '../support/pg-cluster.js';
+
+const POLICY = loadPolicy(`schema: ctrlrun.policy/v2
+actions:
+  stripe.refund:
+    effect: "refund:{payment_id}"
+    decision: allow
+`);
+
+function quiet(pool: pg.Pool): pg.Pool {
+  pool.on('error', () => undefined);
+  return pool;
+}
+
+/** A store on `pool` with its warnings kept, and a refund that counts its executor's calls. */
+function scene(store: PgStore, warnings: string[], before?: () => Promise<void>) {
+  const control = new Control({ policy: POLICY, store, logger: { warn() {} } });
+  const ran = new Map<string, number>();
+  const refund = (id: string) =>
+    control.execute(createAction({ name: 'stripe.refund', arguments: { payment_id: id, amount: 500 }, principal: { agent: 'a' } }), async () => {
+      ran.set(id, (ran.get(id) ?? 0) + 1);
+      await before?.();
+      return { refund_id: `re_${id}` };
+    });
+  return { refund, ran, warnings };
+}
+
+async function committedAndChained(store: StateStore, ids: readonly string[]): Promise<void> {
+  for (const id of ids) expect((await store.getEffect(`refund:${id}`))?.state).toBe('committed');
+  const rows = await store.receipts();
+  expect(rows.map((r) => r.effect_key)).toEqual(ids.map((id) => `refund:${id}`));
+  expect(verifyChain(rows, await store.chainHead())).toMatchObject({ ok: true, verified: ids.length });
+}
+
+describePg('PostgreSQL prepared statements behind a connection that loses them', (server) => {
+  const open = async (name: string, max = 1) => {
+    const db = await freshDatabase(server.url, name);
+    await db.createSchema('s');
+    return { db, pool: quiet(new pg.Pool({ connectionString: db.url, max })) };
+  };
+  const logger = (warnings: string[]) => ({ warn: (m: string) => void warnings.push(m) });
+  const done = async ({ db, pool }: { db: FreshDatabase; pool: pg.Pool }, store?: StateStore) => {
+    await store?.close();
+    await pool.end();
+    await db.drop();
+  };
+
+  it('26000 inside a transaction: the reservation is rolled back and run again unnamed, once; the executor runs once', async () => {
+    const s = await open('lost_tx');
+    const warnings: string[] = [];
+    const store = await createPgStore(s.pool, { schema: 's', logger: logger(warnings) });
+    try {
+      const { refund, ran } = scene(store, warnings);
+      await refund('a');
+      // The pool's one connection forgets every statement it prepared; pg still thinks it has them.
+      await s.pool.query('DEALLOCATE ALL');
+      await refund('b');
+      await refund('c');
+      expect([...ran]).toEqual([
+        ['a', 1],
+        ['b', 1],
+        ['c', 1],
+      ]);
+      expect(warnings).toHaveLength(1);
+      expect(warnings[0]).toMatch(/does not keep this driver's prepared statements .*prepared statement "ctrlrun_[0-9a-f]{32}" does not exist/);
+      await committedAndChained(store, ['a', 'b', 'c']);
+      // Nothing named since: the pool's connection holds no statement of ours.
+      expect((await s.pool.query("SELECT count(*)::int AS n FROM pg_prepared_statements WHERE name LIKE 'ctrlrun\\_%'")).rows[0].n).toBe(0);
+    } finally {
+      await done(s, store);
+    }
+  }, 120_000);
+
+  it('26000 on the outcome that commits on its own: sent again unnamed, committed with its receipt', async () => {
+    const s = await open('lost_alone');
+    const warnings: string[] = [];
+    const own: pg.Client[] = [];
+    const store = await createPgStore(s.pool, {
+      schema: 's',
+      logger: logger(warnings),
+      // The store's own connections (the one that writes alone, and any re-read): kept to make them forget.
+      freshClient: () => {
+        const c = new pg.Client({ connectionString: s.db.url });
+        own.push(c);
+        return c;
+      },
+    });
+    try {
+      let forget = false;
+      const { refund, ran } = scene(store, warnings, async () => {
+        if (forget) for (const c of own) await c.query('DEALLOCATE ALL');
+      });
+      await refund('a');
+      expect(own).toHaveLength(1); // the outcome went out alone, on the store's own connection
+      forget = true;
+      await refund('b');
+      expect([...ran]).toEqual([
+        ['a', 1],
+        ['b', 1],
+      ]);
+      expect(warnings).toHaveLength(1);
+      expect(warnings[0]).toMatch(/prepared statement "ctrlrun_[0-9a-f]{32}" does not exist/);
+      expect(own).toHaveLength(1); // not a lost reply: no re-read, no new connection
+      await committedAndChained(store, ['a', 'b']);
+    } finally {
+      await done(s, store);
+    }
+  }, 120_000);
+
+  it('42P05: a backend where the name is prepared already (by another client, with the same text) refuses the Parse; the store goes on unnamed', async () => {
+    const first = await open('taken', 1);
+    const warnings: string[] = [];
+    let learned: { name: string; statement: string }[] = [];
+    const store1 = await createPgStore(first.pool, { schema: 's', logger: logger(warnings) });
+    try {
+      await scene(store1, warnings).refund('a');
+      learned = (await first.pool.query("SELECT name, statement FROM pg_prepared_statements WHERE name LIKE 'ctrlrun\\_%'")).rows;
+      expect(learned.length).toBeGreaterThan(0);
+    } finally {
+      await store1.close();
+    }
+    // Another pool of one connection on the same schema: its backend gets every name first, by hand.
+    const pool2 = quiet(new pg.Pool({ connectionString: first.db.url, max: 1 }));
+    try {
+      for (const { name, statement } of learned) await pool2.query(`PREPARE ${quoteIdentifier(name)} AS ${statement}`);
+      const store2 = await createPgStore(pool2, { schema: 's', logger: logger(warnings) });
+      const { refund, ran } = scene(store2, warnings);
+      await refund('b');
+      await refund('c');
+      expect([...ran]).toEqual([
+        ['b', 1],
+        ['c', 1],
+      ]);
+      expect(warnings).toHaveLength(1);
+      expect(warnings[0]).toMatch(/prepared statement "ctrlrun_[0-9a-f]{32}" already exists/);
+      await committedAndChained(store2, ['a', 'b', 'c']);
+      await store2.close();
+    } finally {
+      await pool2.end();
+      await done(first);
+    }
+  }, 120_000);
+
+  it("a statement's name is its text's SHA-256: the same in every process, a different text never under it", async () => {
+    const s = await open('names', 1);
+    const store = await createPgStore(s.pool, { schema: 's', logger: { warn() {} } });
+    try {
+      await scene(store, []).refund('a');
+      const rows: { name: string; statement: string }[] = (
+        await s.pool.query("SELECT name, statement FROM pg_prepared_statements WHERE name LIKE 'ctrlrun\\_%'")
+      ).rows;
+      expect(rows.length).toBeGreaterThan(0);
+      const { createHash } = await import('node:crypto');
+      for (const r of rows) expect(r.name).toBe(`ctrlrun_${createHash('sha256').update(r.statement).digest('hex').slice(0, 32)}`);
+    } finally {
+      await done(s, store);
+    }
+  }, 120_000);
+});
