@@ -241,6 +241,9 @@ console.log(`ratio Control / floor            ${((best.control / best.floor) * 1
 console.log(`minimal floor, actions/s         ${fmt(best.minimal)}   BEGIN IMMEDIATE; INSERT; COMMIT; BEGIN IMMEDIATE; UPDATE; COMMIT, same pragmas`);
 console.log(`ratio Control / minimal floor    ${((best.control / best.minimal) * 100).toFixed(0)}%   (target ≥ 25%)`);
 console.log(
+  `  same SQL bare / minimal floor   ${((best.floor / best.minimal) * 100).toFixed(0)}%   the most any kernel could reach: the statements themselves, with no kernel at all`,
+);
+console.log(
   `per action: allowed ${txPerAction} transactions / ${statementsPerAction} statements; approved ${approvedCounts}; refused duplicate ${duplicateCounts}`,
 );
 console.log(

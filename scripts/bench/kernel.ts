@@ -210,6 +210,9 @@ console.log(
   `minimal floor, actions/s        ${Math.round(minimalFloor).toLocaleString('en-US')}   BEGIN IMMEDIATE; INSERT; COMMIT; BEGIN IMMEDIATE; UPDATE; COMMIT, prepared, the store's settings`,
 );
 console.log(`ratio kernel / minimal floor    ${((actions / minimalFloor) * 100).toFixed(0)}%   (target ≥ 25%)`);
+console.log(
+  `  the same SQL bare / minimal floor ${((floor / minimalFloor) * 100).toFixed(0)}%   the most any kernel could reach: the statements themselves, with no kernel at all`,
+);
 const perCpu = (k: keyof typeof cpuMs) => (totals[k][0]! / cpuMs[k]) * 1000;
 console.log(
   `per CPU-second: Control ${Math.round(perCpu('actions')).toLocaleString('en-US')}, floor ${Math.round(perCpu('floor')).toLocaleString('en-US')} (${((perCpu('actions') / perCpu('floor')) * 100).toFixed(0)}%), minimal ${Math.round(perCpu('minimal')).toLocaleString('en-US')} (${((perCpu('actions') / perCpu('minimal')) * 100).toFixed(0)}%)   (this process's user + system time)`,
