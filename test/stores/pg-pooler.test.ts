@@ -9,7 +9,7 @@
  */
 import { Control, createAction, loadPolicy, verifyChain, type StateStore } from '@ctrlrun/kernel';
 import { quoteIdentifier } from '@ctrlrun/kernel/store';
-import { createPgStore, type PgStore } from '@ctrlrun/store-node/pg';
+import { createPgStore, type PgPoolLike, type PgStore } from '@ctrlrun/store-node/pg';
 import pg from 'pg';
 import { expect, it } from 'vitest';
 import { describePg, freshDatabase, type FreshDatabase } from '../support/pg-cluster.js';
@@ -44,6 +44,43 @@ async function committedAndChained(store: StateStore, ids: readonly string[]): P
   const rows = await store.receipts();
   expect(rows.map((r) => r.effect_key)).toEqual(ids.map((id) => `refund:${id}`));
   expect(verifyChain(rows, await store.chainHead())).toMatchObject({ ok: true, verified: ids.length });
+}
+
+/**
+ * What a server with `lc_messages = 'de_DE.UTF-8'` says instead of the English message (its words
+ * and its »quotes«, exactly as PostgreSQL 15 sends them); the SQLSTATE is the same.
+ */
+function inGerman<T>(p: Promise<T>): Promise<T> {
+  return p.catch((err: { code?: string; message: string }) => {
+    if (err?.code === '26000' || err?.code === '42P05') {
+      err.message = err.message.replace(
+        /^prepared statement "(.+)" (does not exist|already exists)$/,
+        (_, name: string, what: string) => `vorbereitete Anweisung »${name}« existiert ${what === 'does not exist' ? 'nicht' : 'bereits'}`,
+      );
+    }
+    throw err;
+  });
+}
+
+/** `client` with every query's error in German (see {@link inGerman}); everything else its own. */
+function germanClient<C extends object>(client: C): C {
+  return new Proxy(client, {
+    get(target, key) {
+      const value = Reflect.get(target, key, target) as unknown;
+      if (key === 'query') return (...args: unknown[]) => inGerman((value as (...a: unknown[]) => Promise<unknown>).apply(target, args));
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+}
+
+/** `pool` as a `PgPoolLike` whose clients and queries answer in German. */
+function germanPool(pool: pg.Pool): PgPoolLike {
+  return {
+    connect: async () => germanClient(await pool.connect()),
+    query: (config) => inGerman(pool.query(config as pg.QueryConfig)),
+    end: () => pool.end(),
+    options: pool.options,
+  } as PgPoolLike;
 }
 
 describePg('PostgreSQL prepared statements behind a connection that loses them', (server) => {
@@ -154,6 +191,46 @@ describePg('PostgreSQL prepared statements behind a connection that loses them',
       await done(first);
     }
   }, 120_000);
+
+  for (const where of ['a transaction', 'the outcome that commits on its own'] as const)
+    it(`a server that reports in another language (lc_messages): the loss in ${where} is known by its SQLSTATE and our name`, async () => {
+      const s = await open(where === 'a transaction' ? 'lost_de_tx' : 'lost_de_alone');
+      const warnings: string[] = [];
+      const own: pg.Client[] = [];
+      const store = await createPgStore(germanPool(s.pool), {
+        schema: 's',
+        logger: logger(warnings),
+        freshClient: () => {
+          const c = new pg.Client({ connectionString: s.db.url });
+          own.push(c);
+          return germanClient(c);
+        },
+      });
+      try {
+        let forget = false;
+        const { refund, ran } = scene(store, warnings, async () => {
+          if (forget && where !== 'a transaction') for (const c of own) await c.query('DEALLOCATE ALL');
+        });
+        await refund('a');
+        // The pool's one connection (or the store's own) forgets every statement; pg still thinks they are there.
+        if (where === 'a transaction') await s.pool.query('DEALLOCATE ALL');
+        forget = true;
+        await refund('b');
+        await refund('c');
+        expect([...ran]).toEqual([
+          ['a', 1],
+          ['b', 1],
+          ['c', 1],
+        ]);
+        expect(warnings).toHaveLength(1);
+        expect(warnings[0]).toMatch(/vorbereitete Anweisung »ctrlrun_[0-9a-f]{32}« existiert nicht/);
+        expect(store.driver.prepared).toBe(false);
+        expect(own).toHaveLength(1); // no lost reply: no re-read, no new connection
+        await committedAndChained(store, ['a', 'b', 'c']);
+      } finally {
+        await done(s, store);
+      }
+    }, 120_000);
 
   it("a statement's name is its text's SHA-256: the same in every process, a different text never under it", async () => {
     const s = await open('names', 1);

@@ -112,14 +112,15 @@ function preparedName(sql: string): string | undefined {
 }
 
 /**
- * The server has no statement of ours by that name (26000), or has one already (42P05): a
- * pooler gave this connection another server backend. The server reports it before running
- * anything of the statement.
+ * The server has no statement named `name` (26000), or has one already (42P05): a pooler gave
+ * this connection another server backend. The server reports it before running anything of the
+ * statement. The message is matched on the bare name only: its wording and quotes follow the
+ * server's `lc_messages` (`vorbereitete Anweisung »ctrlrun_…« existiert nicht`).
  */
-function lostPrepared(err: unknown): boolean {
+function lostPrepared(err: unknown, name: string): boolean {
   if (typeof err !== 'object' || err === null) return false;
   const { code, message } = err as { code?: unknown; message?: unknown };
-  return (code === '26000' || code === '42P05') && typeof message === 'string' && message.includes('"ctrlrun_');
+  return (code === '26000' || code === '42P05') && typeof message === 'string' && message.includes(name);
 }
 /** How long the re-read after a lost COMMIT may take to connect, and to answer, unless the pool says otherwise. */
 const REREAD_TIMEOUT_MS = 10_000;
@@ -260,7 +261,7 @@ export class PgDriver implements SqlDriver {
     try {
       raw = await corked(client, () => client.query(config));
     } catch (err) {
-      if (name === undefined || !lostPrepared(err)) throw err;
+      if (name === undefined || !lostPrepared(err, name)) throw err;
       this.#unname(err);
       if (tx === undefined) return this.#run<Row>(client, sql, params);
       tx.lost = true;
