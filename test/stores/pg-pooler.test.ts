@@ -7,7 +7,7 @@
  * action still runs its executor once and ends committed with its receipt chained; the driver
  * warns once and stops naming; the transaction that met the loss ran again from the start.
  */
-import { Control, createAction, loadPolicy, verifyChain, type StateStore } from '@ctrlrun/kernel';
+import { Control, SchemaMismatch, StoreError, createAction, loadPolicy, verifyChain, type StateStore } from '@ctrlrun/kernel';
 import { quoteIdentifier } from '@ctrlrun/kernel/store';
 import { createPgStore, type PgPoolLike, type PgStore } from '@ctrlrun/store-node/pg';
 import pg from 'pg';
@@ -231,6 +231,53 @@ describePg('PostgreSQL prepared statements behind a connection that loses them',
         await done(s, store);
       }
     }, 120_000);
+
+  it('the migrations run again from the start after a loss: a failure to read the schema in the second run is StoreError, not a migration refused (SchemaMismatch)', async () => {
+    const s = await open('migrate_again');
+    const warnings: string[] = [];
+    try {
+      // The pool's one connection prepares the schema's migration statements; the schema is then
+      // emptied, and the connection forgets them behind pg's back.
+      await (await createPgStore(s.pool, { schema: 's', logger: { warn() {} } })).close();
+      await s.pool.query('DROP SCHEMA s CASCADE');
+      await s.db.createSchema('s');
+      await s.pool.query('DEALLOCATE ALL');
+      // The second run of the migrations' transaction meets a connection that fails on its first read of the schema.
+      let rolledBack = false;
+      let failed = false;
+      const flaky = (client: pg.PoolClient): pg.PoolClient =>
+        new Proxy(client, {
+          get(target, key) {
+            const value = Reflect.get(target, key, target) as unknown;
+            if (key !== 'query') return typeof value === 'function' ? value.bind(target) : value;
+            return (config: string | { text: string }) => {
+              const text = typeof config === 'string' ? config : config.text;
+              if (text === 'ROLLBACK') rolledBack = true;
+              else if (rolledBack && !failed && text.includes("tablename = 'schema_version'")) {
+                failed = true;
+                return Promise.reject(new Error('Connection terminated unexpectedly'));
+              }
+              return (value as (c: unknown) => Promise<unknown>).call(target, config);
+            };
+          },
+        });
+      const pool = { connect: async () => flaky(await s.pool.connect()), query: (c: never) => s.pool.query(c), end: async () => undefined, options: s.pool.options };
+      const err = await createPgStore(pool as PgPoolLike, { schema: 's', logger: logger(warnings) }).then(
+        () => null,
+        (e: unknown) => e,
+      );
+      expect(warnings).toHaveLength(1); // the first run lost a prepared statement
+      expect(failed).toBe(true); // and the second failed reading the schema
+      expect(err).not.toBeInstanceOf(SchemaMismatch);
+      expect(err).toBeInstanceOf(StoreError);
+      expect((err as Error).message).toMatch(/reading the schema failed: Connection terminated unexpectedly/);
+      // Nothing was applied: the next open migrates the schema from the start.
+      const store = await createPgStore(s.pool, { schema: 's', prepare: false, logger: { warn() {} } });
+      await store.close();
+    } finally {
+      await done(s);
+    }
+  }, 120_000);
 
   it("a statement's name is its text's SHA-256: the same in every process, a different text never under it", async () => {
     const s = await open('names', 1);
