@@ -1,8 +1,9 @@
 /**
  * The `pg` driver: PostgreSQL through a `pg.Pool`, for many hosts. Each transaction pins one
- * pooled client for `BEGIN; SET LOCAL search_path` … `COMMIT` and nothing is session-scoped, so it
- * works behind a transaction-mode pooler; reads are single autocommit statements on
- * schema-qualified tables.
+ * pooled client for `BEGIN; SET LOCAL search_path` … `COMMIT`, and nothing it needs is
+ * session-scoped — its named prepared statements (`prepare`, the default) are a cache it stops
+ * using when a server has lost one — so it works behind a transaction-mode pooler; reads are single
+ * autocommit statements on schema-qualified tables.
  *
  * Lost COMMIT (docs/spec/03-production.md §3.4, Table A): an error before `COMMIT` is a failed write (rolled back,
  * raised); SQLSTATE 40001/40P01 at `COMMIT` is a failed write too; any other error during or after
