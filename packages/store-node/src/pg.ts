@@ -35,6 +35,8 @@ import { createHash } from 'node:crypto';
 export interface PgResultLike {
   rows: unknown[];
   rowCount: number | null;
+  /** The command tag's verb (`COMMIT`, or `ROLLBACK` for a COMMIT that ended an aborted transaction). */
+  command?: string | null;
   fields?: readonly { name: string; dataTypeID: number }[];
 }
 
@@ -290,7 +292,8 @@ export class PgDriver implements SqlDriver {
   /**
    * `fn` on one pinned client between `BEGIN; SET LOCAL search_path` and `COMMIT`. Table A: a
    * failure before COMMIT rolls back and rethrows (a failed write); at COMMIT, 40001/40P01 is a
-   * failed write, anything else destroys the client and rejects with {@link AmbiguousWrite}. A
+   * failed write, anything else destroys the client and rejects with {@link AmbiguousWrite}; a
+   * COMMIT the server answers as ROLLBACK (an error `fn` caught aborted it) is a failed write. A
    * transaction that failed because the server lost a prepared statement of ours (nothing of that
    * statement ran) is rolled back and run again from the start, once, with nothing named.
    */
@@ -333,8 +336,9 @@ export class PgDriver implements SqlDriver {
         } finally {
           live = false;
         }
+        let committed: PgResultLike | PgResultLike[];
         try {
-          await client.query('COMMIT');
+          committed = await client.query('COMMIT');
         } catch (err) {
           broken = err as Error;
           if (commitErrorOutcome(err) === 'failed') {
@@ -344,6 +348,13 @@ export class PgDriver implements SqlDriver {
             });
           }
           throw new AmbiguousWrite(`[pg] the connection failed during COMMIT (${message(err)}): the write may or may not have landed`, { cause: err });
+        }
+        // A transaction an error aborted — one `fn` caught and went past — ends at COMMIT without an
+        // error, as a ROLLBACK: nothing was written, so `fn`'s value is not the outcome.
+        if (single(committed).command === 'ROLLBACK') {
+          throw new StoreError('[pg] the transaction was aborted by an error that was caught and gone past: COMMIT rolled it back; nothing was written', {
+            sql: 'COMMIT',
+          });
         }
         return result;
       }
