@@ -115,6 +115,34 @@ describePg('the pg driver on a server', (server) => {
     await store.close();
   });
 
+  it('a transaction an error aborted, which fn caught and went past, is a failed write: COMMIT answered ROLLBACK, nothing written, never its value', async () => {
+    await db.createSchema('aborted');
+    await db.sql('CREATE TABLE aborted.t(v int PRIMARY KEY)');
+    for (const prepare of [true, false]) {
+      const driver = new PgDriver(pool, { schema: 'aborted', prepare });
+      await driver.resolveSchema();
+      const err = await driver
+        .transaction(async (tx) => {
+          await tx.query('INSERT INTO t VALUES ($1)', [1]);
+          // A duplicate key aborts the transaction; caught, and the body resolves as if all went well.
+          await tx.query('INSERT INTO t VALUES ($1)', [1]).catch(() => undefined);
+          return 'written';
+        })
+        .then(
+          (v) => v,
+          (e: unknown) => e,
+        );
+      expect(err).toBeInstanceOf(StoreError);
+      expect(err).not.toBeInstanceOf(AmbiguousWrite);
+      expect((err as Error).message).toMatch(/COMMIT rolled it back; nothing was written/);
+      expect(await db.sql('SELECT v FROM aborted.t WHERE v = 1')).toEqual([]);
+      // The connection is fine: the next transaction commits.
+      await driver.transaction(async (tx) => void (await tx.query('INSERT INTO t VALUES ($1)', [prepare ? 2 : 3])));
+      await driver.close();
+    }
+    expect(await db.sql('SELECT v FROM aborted.t ORDER BY v')).toEqual([{ v: 2 }, { v: 3 }]);
+  });
+
   it('Table A, row 1: a connection killed before COMMIT is a failed write — rolled back, raised, never ambiguous — and the pool recovers', async () => {
     await db.createSchema('killed');
     const store = await createPgStore(pool, { schema: 'killed' });

@@ -7,9 +7,9 @@
  * action still runs its executor once and ends committed with its receipt chained; the driver
  * warns once and stops naming; the transaction that met the loss ran again from the start.
  */
-import { Control, createAction, loadPolicy, verifyChain, type StateStore } from '@ctrlrun/kernel';
+import { Control, SchemaMismatch, StoreError, createAction, loadPolicy, verifyChain, type StateStore } from '@ctrlrun/kernel';
 import { quoteIdentifier } from '@ctrlrun/kernel/store';
-import { createPgStore, type PgStore } from '@ctrlrun/store-node/pg';
+import { createPgStore, type PgPoolLike, type PgStore } from '@ctrlrun/store-node/pg';
 import pg from 'pg';
 import { expect, it } from 'vitest';
 import { describePg, freshDatabase, type FreshDatabase } from '../support/pg-cluster.js';
@@ -44,6 +44,43 @@ async function committedAndChained(store: StateStore, ids: readonly string[]): P
   const rows = await store.receipts();
   expect(rows.map((r) => r.effect_key)).toEqual(ids.map((id) => `refund:${id}`));
   expect(verifyChain(rows, await store.chainHead())).toMatchObject({ ok: true, verified: ids.length });
+}
+
+/**
+ * What a server with `lc_messages = 'de_DE.UTF-8'` says instead of the English message (its words
+ * and its »quotes«, exactly as PostgreSQL 15 sends them); the SQLSTATE is the same.
+ */
+function inGerman<T>(p: Promise<T>): Promise<T> {
+  return p.catch((err: { code?: string; message: string }) => {
+    if (err?.code === '26000' || err?.code === '42P05') {
+      err.message = err.message.replace(
+        /^prepared statement "(.+)" (does not exist|already exists)$/,
+        (_, name: string, what: string) => `vorbereitete Anweisung »${name}« existiert ${what === 'does not exist' ? 'nicht' : 'bereits'}`,
+      );
+    }
+    throw err;
+  });
+}
+
+/** `client` with every query's error in German (see {@link inGerman}); everything else its own. */
+function germanClient<C extends object>(client: C): C {
+  return new Proxy(client, {
+    get(target, key) {
+      const value = Reflect.get(target, key, target) as unknown;
+      if (key === 'query') return (...args: unknown[]) => inGerman((value as (...a: unknown[]) => Promise<unknown>).apply(target, args));
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+}
+
+/** `pool` as a `PgPoolLike` whose clients and queries answer in German. */
+function germanPool(pool: pg.Pool): PgPoolLike {
+  return {
+    connect: async () => germanClient(await pool.connect()),
+    query: (config) => inGerman(pool.query(config as pg.QueryConfig)),
+    end: () => pool.end(),
+    options: pool.options,
+  } as PgPoolLike;
 }
 
 describePg('PostgreSQL prepared statements behind a connection that loses them', (server) => {
@@ -152,6 +189,93 @@ describePg('PostgreSQL prepared statements behind a connection that loses them',
     } finally {
       await pool2.end();
       await done(first);
+    }
+  }, 120_000);
+
+  for (const where of ['a transaction', 'the outcome that commits on its own'] as const)
+    it(`a server that reports in another language (lc_messages): the loss in ${where} is known by its SQLSTATE and our name`, async () => {
+      const s = await open(where === 'a transaction' ? 'lost_de_tx' : 'lost_de_alone');
+      const warnings: string[] = [];
+      const own: pg.Client[] = [];
+      const store = await createPgStore(germanPool(s.pool), {
+        schema: 's',
+        logger: logger(warnings),
+        freshClient: () => {
+          const c = new pg.Client({ connectionString: s.db.url });
+          own.push(c);
+          return germanClient(c);
+        },
+      });
+      try {
+        let forget = false;
+        const { refund, ran } = scene(store, warnings, async () => {
+          if (forget && where !== 'a transaction') for (const c of own) await c.query('DEALLOCATE ALL');
+        });
+        await refund('a');
+        // The pool's one connection (or the store's own) forgets every statement; pg still thinks they are there.
+        if (where === 'a transaction') await s.pool.query('DEALLOCATE ALL');
+        forget = true;
+        await refund('b');
+        await refund('c');
+        expect([...ran]).toEqual([
+          ['a', 1],
+          ['b', 1],
+          ['c', 1],
+        ]);
+        expect(warnings).toHaveLength(1);
+        expect(warnings[0]).toMatch(/vorbereitete Anweisung »ctrlrun_[0-9a-f]{32}« existiert nicht/);
+        expect(store.driver.prepared).toBe(false);
+        expect(own).toHaveLength(1); // no lost reply: no re-read, no new connection
+        await committedAndChained(store, ['a', 'b', 'c']);
+      } finally {
+        await done(s, store);
+      }
+    }, 120_000);
+
+  it('the migrations run again from the start after a loss: a failure to read the schema in the second run is StoreError, not a migration refused (SchemaMismatch)', async () => {
+    const s = await open('migrate_again');
+    const warnings: string[] = [];
+    try {
+      // The pool's one connection prepares the schema's migration statements; the schema is then
+      // emptied, and the connection forgets them behind pg's back.
+      await (await createPgStore(s.pool, { schema: 's', logger: { warn() {} } })).close();
+      await s.pool.query('DROP SCHEMA s CASCADE');
+      await s.db.createSchema('s');
+      await s.pool.query('DEALLOCATE ALL');
+      // The second run of the migrations' transaction meets a connection that fails on its first read of the schema.
+      let rolledBack = false;
+      let failed = false;
+      const flaky = (client: pg.PoolClient): pg.PoolClient =>
+        new Proxy(client, {
+          get(target, key) {
+            const value = Reflect.get(target, key, target) as unknown;
+            if (key !== 'query') return typeof value === 'function' ? value.bind(target) : value;
+            return (config: string | { text: string }) => {
+              const text = typeof config === 'string' ? config : config.text;
+              if (text === 'ROLLBACK') rolledBack = true;
+              else if (rolledBack && !failed && text.includes("tablename = 'schema_version'")) {
+                failed = true;
+                return Promise.reject(new Error('Connection terminated unexpectedly'));
+              }
+              return (value as (c: unknown) => Promise<unknown>).call(target, config);
+            };
+          },
+        });
+      const pool = { connect: async () => flaky(await s.pool.connect()), query: (c: never) => s.pool.query(c), end: async () => undefined, options: s.pool.options };
+      const err = await createPgStore(pool as PgPoolLike, { schema: 's', logger: logger(warnings) }).then(
+        () => null,
+        (e: unknown) => e,
+      );
+      expect(warnings).toHaveLength(1); // the first run lost a prepared statement
+      expect(failed).toBe(true); // and the second failed reading the schema
+      expect(err).not.toBeInstanceOf(SchemaMismatch);
+      expect(err).toBeInstanceOf(StoreError);
+      expect((err as Error).message).toMatch(/reading the schema failed: Connection terminated unexpectedly/);
+      // Nothing was applied: the next open migrates the schema from the start.
+      const store = await createPgStore(s.pool, { schema: 's', prepare: false, logger: { warn() {} } });
+      await store.close();
+    } finally {
+      await done(s);
     }
   }, 120_000);
 

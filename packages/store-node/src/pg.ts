@@ -1,8 +1,9 @@
 /**
  * The `pg` driver: PostgreSQL through a `pg.Pool`, for many hosts. Each transaction pins one
- * pooled client for `BEGIN; SET LOCAL search_path` … `COMMIT` and nothing is session-scoped, so it
- * works behind a transaction-mode pooler; reads are single autocommit statements on
- * schema-qualified tables.
+ * pooled client for `BEGIN; SET LOCAL search_path` … `COMMIT`, and nothing it needs is
+ * session-scoped — its named prepared statements (`prepare`, the default) are a cache it stops
+ * using when a server has lost one — so it works behind a transaction-mode pooler; reads are single
+ * autocommit statements on schema-qualified tables.
  *
  * Lost COMMIT (docs/spec/03-production.md §3.4, Table A): an error before `COMMIT` is a failed write (rolled back,
  * raised); SQLSTATE 40001/40P01 at `COMMIT` is a failed write too; any other error during or after
@@ -34,6 +35,8 @@ import { createHash } from 'node:crypto';
 export interface PgResultLike {
   rows: unknown[];
   rowCount: number | null;
+  /** The command tag's verb (`COMMIT`, or `ROLLBACK` for a COMMIT that ended an aborted transaction). */
+  command?: string | null;
   fields?: readonly { name: string; dataTypeID: number }[];
 }
 
@@ -112,14 +115,15 @@ function preparedName(sql: string): string | undefined {
 }
 
 /**
- * The server has no statement of ours by that name (26000), or has one already (42P05): a
- * pooler gave this connection another server backend. The server reports it before running
- * anything of the statement.
+ * The server has no statement named `name` (26000), or has one already (42P05): a pooler gave
+ * this connection another server backend. The server reports it before running anything of the
+ * statement. The message is matched on the bare name only: its wording and quotes follow the
+ * server's `lc_messages` (`vorbereitete Anweisung »ctrlrun_…« existiert nicht`).
  */
-function lostPrepared(err: unknown): boolean {
+function lostPrepared(err: unknown, name: string): boolean {
   if (typeof err !== 'object' || err === null) return false;
   const { code, message } = err as { code?: unknown; message?: unknown };
-  return (code === '26000' || code === '42P05') && typeof message === 'string' && message.includes('"ctrlrun_');
+  return (code === '26000' || code === '42P05') && typeof message === 'string' && message.includes(name);
 }
 /** How long the re-read after a lost COMMIT may take to connect, and to answer, unless the pool says otherwise. */
 const REREAD_TIMEOUT_MS = 10_000;
@@ -260,7 +264,7 @@ export class PgDriver implements SqlDriver {
     try {
       raw = await corked(client, () => client.query(config));
     } catch (err) {
-      if (name === undefined || !lostPrepared(err)) throw err;
+      if (name === undefined || !lostPrepared(err, name)) throw err;
       this.#unname(err);
       if (tx === undefined) return this.#run<Row>(client, sql, params);
       tx.lost = true;
@@ -288,7 +292,8 @@ export class PgDriver implements SqlDriver {
   /**
    * `fn` on one pinned client between `BEGIN; SET LOCAL search_path` and `COMMIT`. Table A: a
    * failure before COMMIT rolls back and rethrows (a failed write); at COMMIT, 40001/40P01 is a
-   * failed write, anything else destroys the client and rejects with {@link AmbiguousWrite}. A
+   * failed write, anything else destroys the client and rejects with {@link AmbiguousWrite}; a
+   * COMMIT the server answers as ROLLBACK (an error `fn` caught aborted it) is a failed write. A
    * transaction that failed because the server lost a prepared statement of ours (nothing of that
    * statement ran) is rolled back and run again from the start, once, with nothing named.
    */
@@ -331,8 +336,9 @@ export class PgDriver implements SqlDriver {
         } finally {
           live = false;
         }
+        let committed: PgResultLike | PgResultLike[];
         try {
-          await client.query('COMMIT');
+          committed = await client.query('COMMIT');
         } catch (err) {
           broken = err as Error;
           if (commitErrorOutcome(err) === 'failed') {
@@ -342,6 +348,13 @@ export class PgDriver implements SqlDriver {
             });
           }
           throw new AmbiguousWrite(`[pg] the connection failed during COMMIT (${message(err)}): the write may or may not have landed`, { cause: err });
+        }
+        // A transaction an error aborted — one `fn` caught and went past — ends at COMMIT without an
+        // error, as a ROLLBACK: nothing was written, so `fn`'s value is not the outcome.
+        if (single(committed).command === 'ROLLBACK') {
+          throw new StoreError('[pg] the transaction was aborted by an error that was caught and gone past: COMMIT rolled it back; nothing was written', {
+            sql: 'COMMIT',
+          });
         }
         return result;
       }

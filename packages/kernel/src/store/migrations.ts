@@ -214,6 +214,10 @@ async function migrateInOneTransaction(driver: SqlDriver, dialect: SqlDialect, o
   let applying: string | null = null;
   try {
     return await driver.transaction(async (tx) => {
+      // A driver may run this again from the start (see SqlDriver.transaction): nothing of an
+      // earlier run is applying, so a failure to read the schema is not a migration's failure.
+      current = [];
+      applying = null;
       if (!options.readOnly && sql.migrationLock !== null) await tx.query(sql.migrationLock);
       const { applied, pending } = await classifyAt(tx, dialect, known, running, options.readOnly);
       current = applied;
