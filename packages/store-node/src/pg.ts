@@ -79,7 +79,8 @@ export interface PgDriverOptions {
    * connection, not on every call), and each write step as one statement (its effect row,
    * events and chained receipt together) — the outcome one that commits on its own, on a
    * connection of the store's own (`writeAlone`), its receipt sealed by the kernel: 4 round trips
-   * per allowed action instead of 12. Default `true`.
+   * per allowed action instead of 12. That connection is the store's own, beside the pool's (one
+   * more than the pool's `max`), opened at the first outcome and closed by `close()`. Default `true`.
    *
    * Behind a transaction-mode pooler that does not keep protocol-level prepared statements
    * (PgBouncer before 1.21, or `max_prepared_statements = 0`) a later call may reach a server
@@ -212,10 +213,14 @@ export class PgDriver implements SqlDriver {
     if (!this.#named) return;
     this.#named = false;
     const warn = this.#options.logger ?? console;
-    warn.warn(
-      `[pg] the server does not keep this driver's prepared statements (${message(err)}): a transaction-mode pooler without prepared-statement support? From now on the statements go unnamed; open the store with { prepare: false } to say so from the start`,
-      { logger: 'ctrlrun.postgres', level: 'WARNING' },
-    );
+    try {
+      warn.warn(
+        `[pg] the server does not keep this driver's prepared statements (${message(err)}): a transaction-mode pooler without prepared-statement support? From now on the statements go unnamed; open the store with { prepare: false } to say so from the start`,
+        { logger: 'ctrlrun.postgres', level: 'WARNING' },
+      );
+    } catch {
+      // A logger that throws must not stop the statement from being sent again.
+    }
   }
 
   /** The schema holding the tables (resolved by {@link resolveSchema}). */
