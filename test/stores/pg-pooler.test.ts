@@ -122,6 +122,34 @@ describePg('PostgreSQL prepared statements behind a connection that loses them',
     }
   }, 120_000);
 
+  it('a logger that throws on the warning does not stop the transaction from running again unnamed', async () => {
+    const s = await open('lost_logger');
+    let warned = 0;
+    const store = await createPgStore(s.pool, {
+      schema: 's',
+      logger: {
+        warn: () => {
+          warned++;
+          throw new Error('the log sink is down');
+        },
+      },
+    });
+    try {
+      const { refund, ran } = scene(store, []);
+      await refund('a');
+      await s.pool.query('DEALLOCATE ALL');
+      await refund('b');
+      expect([...ran]).toEqual([
+        ['a', 1],
+        ['b', 1],
+      ]);
+      expect(warned).toBe(1);
+      await committedAndChained(store, ['a', 'b']);
+    } finally {
+      await done(s, store);
+    }
+  }, 120_000);
+
   it('26000 on the outcome that commits on its own: sent again unnamed, committed with its receipt', async () => {
     const s = await open('lost_alone');
     const warnings: string[] = [];
@@ -261,7 +289,12 @@ describePg('PostgreSQL prepared statements behind a connection that loses them',
             };
           },
         });
-      const pool = { connect: async () => flaky(await s.pool.connect()), query: (c: never) => s.pool.query(c), end: async () => undefined, options: s.pool.options };
+      const pool = {
+        connect: async () => flaky(await s.pool.connect()),
+        query: (c: never) => s.pool.query(c),
+        end: async () => undefined,
+        options: s.pool.options,
+      };
       const err = await createPgStore(pool as PgPoolLike, { schema: 's', logger: logger(warnings) }).then(
         () => null,
         (e: unknown) => e,
