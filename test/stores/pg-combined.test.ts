@@ -270,6 +270,57 @@ describePg('combined statements on a real server', (server) => {
     }
   }, 120_000);
 
+  it('two stores taking turns on one chain: after the head moved under it, a store chains its next outcomes in the transaction (no outcome sent alone to miss again), then stands alone again once it writes on its own', async () => {
+    const db = await freshDatabase(server.url, 'turns');
+    const pools = [0, 1].map(() => quiet(new pg.Pool({ connectionString: db.url, max: 2 })));
+    try {
+      await db.createSchema('turns');
+      const alone = [0, 0];
+      const stores = await Promise.all(
+        pools.map(async (pool, i) => {
+          const driver = new PgDriver(pool, { schema: 'turns' });
+          const send = driver.writeAlone.bind(driver);
+          driver.writeAlone = (sql, params) => (alone[i]!++, send(sql, params));
+          await driver.resolveSchema();
+          return new SqlStateStore(driver, { dialect: postgresDialect('turns'), logger: { warn() {} } }).open();
+        }),
+      );
+      const controls = stores.map((store) => new Control({ policy: POLICY, store, logger: { warn() {} } }));
+      const calls = new Map<string, number>();
+      const refund = (i: number, id: string) =>
+        controls[i]!.execute(createAction({ name: 'stripe.refund', arguments: { payment_id: id, amount: 1 }, principal: { agent: 'a' } }), () => {
+          calls.set(id, (calls.get(id) ?? 0) + 1);
+          return { id };
+        });
+      for (let t = 0; t < 10; t++) {
+        await refund(0, `a_${t}`);
+        await refund(1, `b_${t}`);
+      }
+      // Each store's first outcome stood alone on the head it read; its second found the head the
+      // other had moved: one miss, then the transaction for every turn after (sealing again on the
+      // head the answer gave would have sent two statements alone per turn: 19).
+      expect(alone).toEqual([2, 2]);
+      // Alone again: after its rest, the store's outcomes stand alone once more.
+      for (let t = 0; t < 200; t++) await refund(0, `solo_${t}`);
+      expect(alone[0]).toBeGreaterThan(2 + 100);
+      expect(calls.size).toBe(220);
+      expect([...calls.values()].every((c) => c === 1)).toBe(true);
+      const rows = await stores[0]!.receipts();
+      expect(rows.map((r) => r.seq)).toEqual(Array.from({ length: 220 }, (_, i) => i + 1));
+      expect(verifyChain(rows, await stores[0]!.chainHead())).toMatchObject({ ok: true, verified: 220, breaks: [] });
+      expect((await stores[0]!.listEffects()).every((e) => e.state === 'committed')).toBe(true);
+      for (const r of rows) {
+        const doc = JSON.parse(r.json!) as Record<string, unknown>;
+        const sealed = sealReceipt({ ...doc, seq: null, prev_hash: null }, r.seq!, r.prev_hash!);
+        expect([sealed.json, sealed.hash]).toEqual([r.json, r.hash]);
+      }
+      await Promise.all(stores.map((s) => s.close()));
+    } finally {
+      await Promise.all(pools.map((p) => p.end()));
+      await db.drop();
+    }
+  }, 120_000);
+
   it('test_T170 with prepare: true: a chain head no receipt can be sealed on (seq past the safe range, or no head row) never loses the outcome, whether the head was known or not', async () => {
     const db = await freshDatabase(server.url, 'alone_head');
     const pool = quiet(new pg.Pool({ connectionString: db.url, max: 4 }));

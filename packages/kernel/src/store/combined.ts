@@ -186,8 +186,16 @@ export async function updateEffectWithTrail(
   return { events: stored, receipt: { seq, prevHash, hash, json, document: sealedDocument(receipt.document, seq, prevHash) } };
 }
 
-/** How many times an outcome is sealed again on the head another writer left, before the transaction takes over. */
-const APPEND_TRIES = 3;
+/**
+ * After an outcome found the chain head moved by another writer (another store, another
+ * process), this many of the engine's next outcomes go straight to the transaction, whose
+ * statement locks the head and chains on whatever it holds; then one stands alone again, as a probe.
+ * Alone, each outcome is sealed on the head this engine expects: while another writer appends too,
+ * most would miss it (and every one sent behind a miss misses as well), each miss a round trip
+ * wasted. Measured with two processes of 8 callers on one schema: the transaction 1.5× the rate of
+ * sealing again on the head the answer gave.
+ */
+const ALONE_REST = 64;
 
 /**
  * An outcome and its receipt as ONE statement that commits on its own (no `BEGIN`, no `COMMIT`:
@@ -199,10 +207,11 @@ const APPEND_TRIES = 3;
  * and stores; it never seals, and nothing it does is checked after the fact.
  *
  * An engine sends these one at a time, each sealed on the head the one before it left (its
- * answer says which); another engine's or process's receipt moves the head, which the answer
- * also gives, and the receipt is sealed again on it (at most {@link APPEND_TRIES} times).
- * `null` (nothing written, the step runs in a transaction as always): no expected head yet, the row
- * moved on, an error the server reports, or too many other writers. A lost reply is settled as a
+ * answer says which). Another engine's or process's receipt moves the head, which the answer
+ * also gives: the engine expects that head from then on, and this outcome and the next
+ * {@link ALONE_REST} go to the transaction. `null` (nothing written, the step runs in a
+ * transaction as always): resting after another writer, the head moved, no expected head, the row
+ * moved on, or an error the server reports. A lost reply is settled as a
  * lost COMMIT is (spec 03 §3.4, Table A2): the row re-read on a fresh connection, one named
  * branch, logged; landed → what the statement wrote; not landed → `{ reissueAt }`, the one
  * re-issue; another writer → its refusal.
@@ -215,80 +224,85 @@ export async function appendOutcome(
   receipt: ReceiptFields,
   now: Date,
 ): Promise<Trailed<EffectRecord> | { reissueAt: Date } | null> {
+  if (e.aloneRest > 0) {
+    // Another writer appended lately: the transaction chains this one (the row stays remembered).
+    e.aloneRest--;
+    return null;
+  }
   const { prior, target } = intent;
   const statement = e.sql.sql.appendOutcome!(events.length);
-  type Sent = { rows: CombinedRow[]; stored: StoredReceipt } | { lost: AmbiguousWrite; stored: StoredReceipt } | null;
+  type Sent = { rows: CombinedRow[]; stored: StoredReceipt } | { lost: AmbiguousWrite; stored: StoredReceipt } | 'moved' | null;
   const sent = await (async (): Promise<Sent> => {
-    for (let tries = 0; tries < APPEND_TRIES; tries++) {
-      if (e.chainTip === null) {
-        // One read of the head for every outcome that finds none: they then seal one after another on it.
-        const reading = (e.tipRead ??= e.driver
-          .query<{ seq: SqlValue; hash: string }>(e.sql.sql.selectChainHead!, [])
-          .then((r) => {
-            const row = r.rows[0];
-            const head = row === undefined ? null : headOf(row.seq, row.hash);
-            if (head !== null && e.chainTip === null) e.chainTip = head;
-          })
-          // A read that fails leaves the head unknown: the transaction writes the outcome, as ever.
-          .catch(() => undefined)
-          .finally(() => {
-            e.tipRead = null;
-          }));
-        await reading;
-      }
-      const tip = e.chainTip;
-      if (tip === null) return null;
-      const seq = tip.seq + 1;
-      const sealed = sealReceipt(receipt.document, seq, tip.hash);
-      e.chainTip = { seq, hash: sealed.hash };
-      const params: SqlValue[] = [
-        tip.seq,
-        tip.hash,
-        ...effectParams(target, prior),
-        prior.leaseExpiresAt,
-        prior.createdAt,
-        prior.updatedAt,
-        ...events.flatMap((f) => f.params),
-        receipt.receiptId,
-        receipt.actionId,
-        receipt.effectKey,
-        receipt.result,
-        sealed.json,
-        receipt.finishedAt,
-        seq,
-        tip.hash,
-        sealed.hash,
-      ];
-      const stored: StoredReceipt = { seq, prevHash: tip.hash, hash: sealed.hash, json: sealed.json, document: sealed.document };
-      let rows: CombinedRow[];
-      try {
-        rows = (await e.driver.writeAlone!<CombinedRow>(statement, params)).rows;
-      } catch (err) {
-        e.chainTip = null;
-        if (err instanceof AmbiguousWrite) return { lost: err, stored };
-        return null; // the server says nothing was written: the transaction decides (and meets the error again, if it stays)
-      }
-      if (rows.some((r) => r.k === 'effect')) {
-        if (!rows.some((r) => r.k === 'receipt') || !rows.some((r) => r.k === 'advanced')) {
-          throw new StoreError(
-            `[kernel] [${e.name}] ${what} on ${prior.effectKey}: the outcome applied without its receipt or the head (${rows.map((r) => r.k).join(', ')})`,
-          );
-        }
-
-        return { rows, stored };
-      }
-      // No head row, or one no receipt can be sealed on: nothing was written, and the transaction
-      // writes the outcome (without its receipt, if it cannot chain one: T170).
-      const head = rows.find((r) => r.k === 'head');
-      const found = head === undefined ? null : headOf(head.n, head.a);
-      if (found === null) return null;
-      // Only if no later outcome has sealed on what this one expected since: theirs queue behind it.
-      if (e.chainTip !== null && e.chainTip.seq === seq && e.chainTip.hash === sealed.hash) e.chainTip = found;
-      // The head was the one expected: the effect row moved on, and the transaction reads it and decides.
-      if (found.seq === tip.seq && found.hash === tip.hash) return null;
+    if (e.chainTip === null) {
+      // One read of the head for every outcome that finds none: they then seal one after another on it.
+      const reading = (e.tipRead ??= e.driver
+        .query<{ seq: SqlValue; hash: string }>(e.sql.sql.selectChainHead!, [])
+        .then((r) => {
+          const row = r.rows[0];
+          const head = row === undefined ? null : headOf(row.seq, row.hash);
+          if (head !== null && e.chainTip === null) e.chainTip = head;
+        })
+        // A read that fails leaves the head unknown: the transaction writes the outcome, as ever.
+        .catch(() => undefined)
+        .finally(() => {
+          e.tipRead = null;
+        }));
+      await reading;
     }
-    return null;
+    const tip = e.chainTip;
+    if (tip === null) return null;
+    const seq = tip.seq + 1;
+    const sealed = sealReceipt(receipt.document, seq, tip.hash);
+    e.chainTip = { seq, hash: sealed.hash };
+    const params: SqlValue[] = [
+      tip.seq,
+      tip.hash,
+      ...effectParams(target, prior),
+      prior.leaseExpiresAt,
+      prior.createdAt,
+      prior.updatedAt,
+      ...events.flatMap((f) => f.params),
+      receipt.receiptId,
+      receipt.actionId,
+      receipt.effectKey,
+      receipt.result,
+      sealed.json,
+      receipt.finishedAt,
+      seq,
+      tip.hash,
+      sealed.hash,
+    ];
+    const stored: StoredReceipt = { seq, prevHash: tip.hash, hash: sealed.hash, json: sealed.json, document: sealed.document };
+    let rows: CombinedRow[];
+    try {
+      rows = (await e.driver.writeAlone!<CombinedRow>(statement, params)).rows;
+    } catch (err) {
+      e.chainTip = null;
+      if (err instanceof AmbiguousWrite) return { lost: err, stored };
+      return null; // the server says nothing was written: the transaction decides (and meets the error again, if it stays)
+    }
+    if (rows.some((r) => r.k === 'effect')) {
+      if (!rows.some((r) => r.k === 'receipt') || !rows.some((r) => r.k === 'advanced')) {
+        throw new StoreError(
+          `[kernel] [${e.name}] ${what} on ${prior.effectKey}: the outcome applied without its receipt or the head (${rows.map((r) => r.k).join(', ')})`,
+        );
+      }
+      return { rows, stored };
+    }
+    // No head row, or one no receipt can be sealed on: nothing was written, and the transaction
+    // writes the outcome (without its receipt, if it cannot chain one: T170).
+    const head = rows.find((r) => r.k === 'head');
+    const found = head === undefined ? null : headOf(head.n, head.a);
+    if (found === null) return null;
+    // Only if no later outcome has sealed on what this one expected since: theirs queue behind it.
+    if (e.chainTip !== null && e.chainTip.seq === seq && e.chainTip.hash === sealed.hash) e.chainTip = found;
+    // The head was the one expected: the effect row moved on, and the transaction reads it and decides.
+    if (found.seq === tip.seq && found.hash === tip.hash) return null;
+    // Another writer moved the head: this outcome, and the next few, are chained by the transaction.
+    e.aloneRest = ALONE_REST;
+    return 'moved';
   })();
+  if (sent === 'moved') return null;
   if (sent === null) {
     e.forget(prior.effectKey);
     return null;

@@ -132,6 +132,8 @@ export class SqlEngine {
   chainTip: { seq: number; hash: string } | null = null;
   /** The one read of the chain head under way for outcomes that found {@link chainTip} unknown. */
   tipRead: Promise<void> | null = null;
+  /** Outcomes left to chain in the transaction before one stands alone again (see `ALONE_REST` in combined.ts). */
+  aloneRest = 0;
 
   constructor(driver: SqlDriver, dialect: SqlDialect, options: { clock: Clock; logger: Logger; readOnly: boolean }) {
     this.name = driver.name;
