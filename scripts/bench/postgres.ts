@@ -9,6 +9,8 @@ import { PGlite } from '@electric-sql/pglite';
 import { Control, createAction, loadPolicy, type StateStore } from '@ctrlrun/kernel';
 import { createPgStore } from '@ctrlrun/store-node/pg';
 import { createPgliteStore } from '@ctrlrun/store-node/pglite';
+import { fork } from 'node:child_process';
+import { join } from 'node:path';
 import pg from 'pg';
 import { findServerBinaries, freshDatabase, startCluster, type PgCluster } from '../../test/support/pg-cluster.js';
 
@@ -239,6 +241,46 @@ if (url === null) {
       `  durable / (floor / 2): ${((2 * now[0]) / floor1).toFixed(2)} (1 caller); durable / shared-row floor: ${(now[1] / shared8).toFixed(2)} (8 callers)`,
     );
     lines.push(`  (each figure: the mean of ${ROUNDS} interleaved ${SLICE_MS} ms slices)`);
+
+    // Many processes on one chain: every receipt of every process chains on the one head, so the
+    // processes contend for its lock. PROCESSES OS processes of CALLERS callers each, the default
+    // and prepare: false taking turns, each turn on a fresh schema; the figure is their sum.
+    const PROCESSES = 2;
+    const CALLERS = 8;
+    const TURNS = Number(process.env['BENCH_PG_PROCESS_TURNS'] ?? 3);
+    const TURN_MS = 1500;
+    const worker = join(import.meta.dirname, '_pg-worker.ts');
+    const many = new Map<string, number>([
+      ['true', 0],
+      ['false', 0],
+    ]);
+    for (let turn = 0; turn < TURNS; turn++) {
+      for (const prepare of ['true', 'false']) {
+        const schema = `procs_${turn}_${prepare}`;
+        await db.createSchema(schema);
+        const migrate = new pg.Pool({ connectionString: db.url, max: 1 });
+        await (await createPgStore(migrate, { schema })).close();
+        await migrate.end();
+        const kids = Array.from({ length: PROCESSES }, (_, k) =>
+          fork(worker, [db.url, schema, prepare, `p${k}`, String(CALLERS), String(TURN_MS)], { execArgv: ['--import', 'tsx'], stdio: 'inherit' }),
+        );
+        try {
+          await Promise.all(kids.map((k) => new Promise((ready) => k.once('message', ready))));
+          const rates = kids.map((k) => new Promise<number>((done) => k.once('message', (m) => done(Number(m)))));
+          for (const k of kids) k.send('go');
+          many.set(prepare, many.get(prepare)! + (await Promise.all(rates)).reduce((a, b) => a + b, 0) / TURNS);
+        } finally {
+          for (const k of kids) if (k.exitCode === null) k.kill();
+        }
+      }
+    }
+    lines.push(
+      `PostgreSQL, ${PROCESSES} processes x ${CALLERS}  ${fmt(many.get('true')!)} allowed actions/s   (durable, the default; ${PROCESSES} OS processes on one schema, one chain head; the mean of ${TURNS} turns of ${TURN_MS} ms)`,
+    );
+    lines.push(
+      `PostgreSQL, ${PROCESSES} processes x ${CALLERS}  ${fmt(many.get('false')!)} allowed actions/s   (durable, prepare: false; taking turns with the line above)`,
+    );
+    lines.push(`  default vs prepare: false, ${PROCESSES} processes: ${(many.get('true')! / many.get('false')!).toFixed(2)}x`);
     lines.push(`  server: ${where}`);
   } finally {
     await db.drop();
