@@ -191,6 +191,22 @@ describe('combined statements on PGlite', () => {
 });
 
 /** The database is dropped at the end of each case: a client ending meanwhile hears "terminating connection", harmlessly. */
+/**
+ * The store holds one unbroken chain of seq 1…n, every effect committed, and each receipt is the
+ * kernel's own seal of its document on the seq and prev_hash it holds.
+ */
+async function oneKernelSealedChain(store: StateStore, n: number): Promise<void> {
+  const rows = await store.receipts();
+  expect(rows.map((r) => r.seq)).toEqual(Array.from({ length: n }, (_, i) => i + 1));
+  expect(verifyChain(rows, await store.chainHead())).toMatchObject({ ok: true, verified: n, breaks: [] });
+  expect((await store.listEffects()).every((e) => e.state === 'committed')).toBe(true);
+  for (const r of rows) {
+    const doc = JSON.parse(r.json!) as Record<string, unknown>;
+    const sealed = sealReceipt({ ...doc, seq: null, prev_hash: null }, r.seq!, r.prev_hash!);
+    expect([sealed.json, sealed.hash]).toEqual([r.json, r.hash]);
+  }
+}
+
 function quiet(pool: pg.Pool): pg.Pool {
   pool.on('error', () => undefined);
   pool.on('connect', (client) => void client.on('error', () => undefined));
@@ -253,16 +269,7 @@ describePg('combined statements on a real server', (server) => {
         }),
       );
       expect([...calls.values()].every((c) => c === 1) && calls.size === 180).toBe(true);
-      const rows = await stores[0]!.receipts();
-      expect(rows.map((r) => r.seq)).toEqual(Array.from({ length: 180 }, (_, i) => i + 1));
-      expect(verifyChain(rows, await stores[0]!.chainHead())).toMatchObject({ ok: true, verified: 180, breaks: [] });
-      expect((await stores[0]!.listEffects()).every((e) => e.state === 'committed')).toBe(true);
-      // Each receipt is the kernel's own seal of its document on the seq and prev_hash it holds.
-      for (const r of rows) {
-        const doc = JSON.parse(r.json!) as Record<string, unknown>;
-        const sealed = sealReceipt({ ...doc, seq: null, prev_hash: null }, r.seq!, r.prev_hash!);
-        expect([sealed.json, sealed.hash]).toEqual([r.json, r.hash]);
-      }
+      await oneKernelSealedChain(stores[0]!, 180);
       await Promise.all(stores.map((s) => s.close()));
     } finally {
       await Promise.all(pools.map((p) => p.end()));
@@ -305,15 +312,7 @@ describePg('combined statements on a real server', (server) => {
       expect(alone[0]).toBeGreaterThan(2 + 100);
       expect(calls.size).toBe(220);
       expect([...calls.values()].every((c) => c === 1)).toBe(true);
-      const rows = await stores[0]!.receipts();
-      expect(rows.map((r) => r.seq)).toEqual(Array.from({ length: 220 }, (_, i) => i + 1));
-      expect(verifyChain(rows, await stores[0]!.chainHead())).toMatchObject({ ok: true, verified: 220, breaks: [] });
-      expect((await stores[0]!.listEffects()).every((e) => e.state === 'committed')).toBe(true);
-      for (const r of rows) {
-        const doc = JSON.parse(r.json!) as Record<string, unknown>;
-        const sealed = sealReceipt({ ...doc, seq: null, prev_hash: null }, r.seq!, r.prev_hash!);
-        expect([sealed.json, sealed.hash]).toEqual([r.json, r.hash]);
-      }
+      await oneKernelSealedChain(stores[0]!, 220);
       await Promise.all(stores.map((s) => s.close()));
     } finally {
       await Promise.all(pools.map((p) => p.end()));
