@@ -261,7 +261,7 @@ export class PgDriver implements SqlDriver {
    * nothing: naming stops, and outside a transaction the statement is sent again, unnamed; inside
    * one (`tx`) the transaction is aborted, so it is marked to be run again from the start.
    */
-  async #run<Row>(client: PgClientLike, sql: string, params: readonly SqlValue[], tx?: { lost: boolean }): Promise<QueryResult<Row>> {
+  async #run<Row>(client: PgClientLike, sql: string, params: readonly SqlValue[], tx?: { lostStatement: boolean }): Promise<QueryResult<Row>> {
     const values = params.map((p) => (typeof p === 'bigint' ? p.toString() : p));
     const name = this.#named && values.length > 0 ? preparedName(sql) : undefined;
     const config = values.length === 0 ? { text: sql } : name === undefined ? { text: sql, values } : { text: sql, values, name };
@@ -272,7 +272,7 @@ export class PgDriver implements SqlDriver {
       if (name === undefined || !lostPrepared(err, name)) throw err;
       this.#unname(err);
       if (tx === undefined) return this.#run<Row>(client, sql, params);
-      tx.lost = true;
+      tx.lostStatement = true;
       throw err;
     }
     const result = single(raw);
@@ -314,9 +314,12 @@ export class PgDriver implements SqlDriver {
         const guard = (): void => {
           if (!live) throw new StoreError('[pg] this transaction has already ended');
         };
-        const lost = { lost: false };
+        const aborted = { lostStatement: false };
         const tx: SqlExecutor = {
-          query: async <Row = Record<string, unknown>>(sql: string, params: readonly SqlValue[] = []) => (guard(), this.#run<Row>(client, sql, params, lost)),
+          query: async <Row = Record<string, unknown>>(sql: string, params: readonly SqlValue[] = []) => (
+            guard(),
+            this.#run<Row>(client, sql, params, aborted)
+          ),
           exec: async (sql: string) => {
             guard();
             await client.query(sql);
@@ -327,7 +330,7 @@ export class PgDriver implements SqlDriver {
           await client.query(begin);
           result = await fn(tx);
           // A refusal `fn` caught and went past still aborted the transaction: COMMIT would roll it back.
-          if (lost.lost) throw new StoreError('[pg] a prepared statement was lost and the transaction aborted');
+          if (aborted.lostStatement) throw new StoreError('[pg] a prepared statement was lost and the transaction aborted');
         } catch (err) {
           live = false;
           try {
@@ -336,7 +339,7 @@ export class PgDriver implements SqlDriver {
             broken = rollbackErr as Error; // the connection is gone; the server rolls back on its own
           }
           // Rolled back, and what failed never ran: the same transaction again, unnamed (`#named` is off now).
-          if (lost.lost && attempt === 1 && broken === undefined) continue;
+          if (aborted.lostStatement && attempt === 1 && broken === undefined) continue;
           throw err;
         } finally {
           live = false;

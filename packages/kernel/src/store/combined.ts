@@ -230,86 +230,79 @@ export async function appendOutcome(
     return null;
   }
   const { prior, target } = intent;
-  const statement = e.sql.sql.appendOutcome!(events.length);
-  type Sent = { rows: CombinedRow[]; stored: StoredReceipt } | { lost: AmbiguousWrite; stored: StoredReceipt } | 'moved' | null;
-  const sent = await (async (): Promise<Sent> => {
-    if (e.chainTip === null) {
-      // One read of the head for every outcome that finds none: they then seal one after another on it.
-      const reading = (e.tipRead ??= e.driver
-        .query<{ seq: SqlValue; hash: string }>(e.sql.sql.selectChainHead!, [])
-        .then((r) => {
-          const row = r.rows[0];
-          const head = row === undefined ? null : headOf(row.seq, row.hash);
-          if (head !== null && e.chainTip === null) e.chainTip = head;
-        })
-        // A read that fails leaves the head unknown: the transaction writes the outcome, as ever.
-        .catch(() => undefined)
-        .finally(() => {
-          e.tipRead = null;
-        }));
-      await reading;
-    }
-    const tip = e.chainTip;
-    if (tip === null) return null;
-    const seq = tip.seq + 1;
-    const sealed = sealReceipt(receipt.document, seq, tip.hash);
-    e.chainTip = { seq, hash: sealed.hash };
-    const params: SqlValue[] = [
-      tip.seq,
-      tip.hash,
-      ...effectParams(target, prior),
-      prior.leaseExpiresAt,
-      prior.createdAt,
-      prior.updatedAt,
-      ...events.flatMap((f) => f.params),
-      receipt.receiptId,
-      receipt.actionId,
-      receipt.effectKey,
-      receipt.result,
-      sealed.json,
-      receipt.finishedAt,
-      seq,
-      tip.hash,
-      sealed.hash,
-    ];
-    const stored: StoredReceipt = { seq, prevHash: tip.hash, hash: sealed.hash, json: sealed.json, document: sealed.document };
-    let rows: CombinedRow[];
-    try {
-      rows = (await e.driver.writeAlone!<CombinedRow>(statement, params)).rows;
-    } catch (err) {
-      e.chainTip = null;
-      if (err instanceof AmbiguousWrite) return { lost: err, stored };
-      return null; // the server says nothing was written: the transaction decides (and meets the error again, if it stays)
-    }
-    if (rows.some((r) => r.k === 'effect')) {
-      if (!rows.some((r) => r.k === 'receipt') || !rows.some((r) => r.k === 'advanced')) {
-        throw new StoreError(
-          `[kernel] [${e.name}] ${what} on ${prior.effectKey}: the outcome applied without its receipt or the head (${rows.map((r) => r.k).join(', ')})`,
-        );
-      }
-      return { rows, stored };
-    }
-    // No head row, or one no receipt can be sealed on: nothing was written, and the transaction
-    // writes the outcome (without its receipt, if it cannot chain one: T170).
-    const head = rows.find((r) => r.k === 'head');
-    const found = head === undefined ? null : headOf(head.n, head.a);
-    if (found === null) return null;
-    // Only if no later outcome has sealed on what this one expected since: theirs queue behind it.
-    if (e.chainTip !== null && e.chainTip.seq === seq && e.chainTip.hash === sealed.hash) e.chainTip = found;
-    // The head was the one expected: the effect row moved on, and the transaction reads it and decides.
-    if (found.seq === tip.seq && found.hash === tip.hash) return null;
-    // Another writer moved the head: this outcome, and the next few, are chained by the transaction.
-    e.aloneRest = ALONE_REST;
-    return 'moved';
-  })();
-  if (sent === 'moved') return null;
-  if (sent === null) {
-    e.forget(prior.effectKey);
+  // Nothing written, and the transaction decides: reading the row first, unless only the head moved.
+  const inTransaction = (rowMayHaveMoved = true): null => {
+    if (rowMayHaveMoved) e.forget(prior.effectKey);
     return null;
+  };
+  if (e.chainTip === null) {
+    // One read of the head for every outcome that finds none: they then seal one after another on it.
+    await (e.tipRead ??= e.driver
+      .query<{ seq: SqlValue; hash: string }>(e.sql.sql.selectChainHead!, [])
+      .then((r) => {
+        const row = r.rows[0];
+        const head = row === undefined ? null : headOf(row.seq, row.hash);
+        if (head !== null && e.chainTip === null) e.chainTip = head;
+      })
+      // A read that fails leaves the head unknown: the transaction writes the outcome, as ever.
+      .catch(() => undefined)
+      .finally(() => {
+        e.tipRead = null;
+      }));
   }
-  if ('lost' in sent) return settleLostAppend(e, what, intent, events, receipt.receiptId, sent.stored, now, sent.lost);
-  e.hint(target);
-  return { value: target, events: eventsFrom(sent.rows, events, e.name), receipt: sent.stored };
+  const tip = e.chainTip;
+  if (tip === null) return inTransaction();
+  const seq = tip.seq + 1;
+  const sealed = sealReceipt(receipt.document, seq, tip.hash);
+  e.chainTip = { seq, hash: sealed.hash };
+  const params: SqlValue[] = [
+    tip.seq,
+    tip.hash,
+    ...effectParams(target, prior),
+    prior.leaseExpiresAt,
+    prior.createdAt,
+    prior.updatedAt,
+    ...events.flatMap((f) => f.params),
+    receipt.receiptId,
+    receipt.actionId,
+    receipt.effectKey,
+    receipt.result,
+    sealed.json,
+    receipt.finishedAt,
+    seq,
+    tip.hash,
+    sealed.hash,
+  ];
+  const stored: StoredReceipt = { seq, prevHash: tip.hash, hash: sealed.hash, json: sealed.json, document: sealed.document };
+  let rows: CombinedRow[];
+  try {
+    rows = (await e.driver.writeAlone!<CombinedRow>(e.sql.sql.appendOutcome!(events.length), params)).rows;
+  } catch (err) {
+    e.chainTip = null;
+    if (err instanceof AmbiguousWrite) return settleLostAppend(e, what, intent, events, receipt.receiptId, stored, now, err);
+    return inTransaction(); // the server says nothing was written: the transaction decides (and meets the error again, if it stays)
+  }
+  if (rows.some((r) => r.k === 'effect')) {
+    if (!rows.some((r) => r.k === 'receipt') || !rows.some((r) => r.k === 'advanced')) {
+      throw new StoreError(
+        `[kernel] [${e.name}] ${what} on ${prior.effectKey}: the outcome applied without its receipt or the head (${rows.map((r) => r.k).join(', ')})`,
+      );
+    }
+    e.hint(target);
+    return { value: target, events: eventsFrom(rows, events, e.name), receipt: stored };
+  }
+  // No head row, or one no receipt can be sealed on: nothing was written, and the transaction
+  // writes the outcome (without its receipt, if it cannot chain one: T170).
+  const head = rows.find((r) => r.k === 'head');
+  const found = head === undefined ? null : headOf(head.n, head.a);
+  if (found === null) return inTransaction();
+  // Only if no later outcome has sealed on what this one expected since: theirs queue behind it.
+  if (e.chainTip !== null && e.chainTip.seq === seq && e.chainTip.hash === sealed.hash) e.chainTip = found;
+  // The head was the one expected: the effect row moved on, and the transaction reads it and decides.
+  if (found.seq === tip.seq && found.hash === tip.hash) return inTransaction();
+  // Another writer moved the head: this outcome, and the next few, are chained by the transaction.
+  e.aloneRest = ALONE_REST;
+  return inTransaction(false);
 }
 
 /** A chain head a receipt can be sealed on (a safe integer seq below the largest, a text hash), else `null`. */

@@ -139,7 +139,8 @@ export interface DialectSql {
    * fifteen of the exact compare-and-set; six per event; then receipt_id, action_id, effect_key,
    * result, json, ts, seq, prev_hash, hash. Rows `{ k, n, a }`: `head` once with the head as
    * locked (`n` = seq, `a` = hash); `effect` once if applied; `event` with `n` = each new id;
-   * `receipt` once if inserted. A receipt id already stored is an error (nothing written).
+   * `receipt` once if inserted; `advanced` once if the head was moved to the receipt. A receipt id
+   * already stored is an error (nothing written).
    */
   appendOutcome?(n: number): string;
   /** Every event by `event_id`. */

@@ -228,15 +228,8 @@ export class SqlEngine {
     fn: (tx: SqlExecutor, now: Date, run: WriteRun) => Promise<T | RaiseAfterCommit>,
     reissue: { now: Date } | null = null,
   ): Promise<T> {
-    this.checkOpen();
-    if (this.readOnly) throw new InvalidArgument(`store ${this.name} was opened read-only: ${what} writes`);
-    let out: T | RaiseAfterCommit;
-    try {
-      // A re-issue (of a write whose reply was lost and did not land) writes at the same time, and is never re-issued again.
-      out = await this.locked(() => this.attempt(what, fn, reissue?.now ?? null, reissue === null));
-    } catch (err) {
-      throw this.wrap(err, null);
-    }
+    // A re-issue (of a write whose reply was lost and did not land) writes at the same time, and is never re-issued again.
+    const out = await this.writing(what, () => this.attempt(what, fn, reissue?.now ?? null, reissue === null));
     if (out instanceof RaiseAfterCommit) throw out.error;
     return out;
   }
@@ -440,7 +433,7 @@ export class SqlEngine {
     };
     // A step that can stand alone is tried first; it answers `null` when nothing was written and
     // the transaction should decide, or a re-issue after a lost reply that did not land.
-    const first = alone === undefined || receipt === null ? null : await this.alone(what, () => alone(this.now(), fieldsOf, receipt));
+    const first = alone === undefined || receipt === null ? null : await this.writing(what, () => alone(this.now(), fieldsOf, receipt));
     const out = first === null ? await inTransaction(null) : 'reissueAt' in first ? await inTransaction({ now: first.reissueAt }) : first;
     trailing.stored = out.events;
     if (out.receipt !== null) {
@@ -450,8 +443,8 @@ export class SqlEngine {
     return out.value;
   }
 
-  /** A write outside any transaction (see {@link AloneStep}): the same checks and error wrapping as {@link write}. */
-  async alone<T>(what: string, fn: () => Promise<T>): Promise<T> {
+  /** What every write shares, in a transaction or standing alone (see {@link AloneStep}): the store open and writable, queued on a single connection, errors wrapped. */
+  async writing<T>(what: string, fn: () => Promise<T>): Promise<T> {
     this.checkOpen();
     if (this.readOnly) throw new InvalidArgument(`store ${this.name} was opened read-only: ${what} writes`);
     try {

@@ -164,7 +164,7 @@ async function consume(e: SqlEngine, tx: SqlExecutor, record: ApprovalRecord, no
   return grantedApproval(record);
 }
 
-/** Whether an outcome may be written as one statement alone (see `appendOutcome`): a driver that sends it prepared, and can settle its lost reply. */
+/** Whether an outcome may be written as one statement alone (see `appendOutcome`): a driver that sends each step as one statement, writes one alone, and can settle its lost reply. */
 function standsAlone(e: SqlEngine): boolean {
   const { driver, sql } = e;
   return (
