@@ -96,32 +96,6 @@ describePg('PostgreSQL prepared statements behind a connection that loses them',
     await db.drop();
   };
 
-  it('26000 inside a transaction: the reservation is rolled back and run again unnamed, once; the executor runs once', async () => {
-    const s = await open('lost_tx');
-    const warnings: string[] = [];
-    const store = await createPgStore(s.pool, { schema: 's', logger: logger(warnings) });
-    try {
-      const { refund, ran } = scene(store, warnings);
-      await refund('a');
-      // The pool's one connection forgets every statement it prepared; pg still thinks it has them.
-      await s.pool.query('DEALLOCATE ALL');
-      await refund('b');
-      await refund('c');
-      expect([...ran]).toEqual([
-        ['a', 1],
-        ['b', 1],
-        ['c', 1],
-      ]);
-      expect(warnings).toHaveLength(1);
-      expect(warnings[0]).toMatch(/does not keep this driver's prepared statements .*prepared statement "ctrlrun_[0-9a-f]{32}" does not exist/);
-      await committedAndChained(store, ['a', 'b', 'c']);
-      // Nothing named since: the pool's connection holds no statement of ours.
-      expect((await s.pool.query("SELECT count(*)::int AS n FROM pg_prepared_statements WHERE name LIKE 'ctrlrun\\_%'")).rows[0].n).toBe(0);
-    } finally {
-      await done(s, store);
-    }
-  }, 120_000);
-
   it('a logger that throws on the warning does not stop the transaction from running again unnamed', async () => {
     const s = await open('lost_logger');
     let warned = 0;
@@ -144,42 +118,6 @@ describePg('PostgreSQL prepared statements behind a connection that loses them',
         ['b', 1],
       ]);
       expect(warned).toBe(1);
-      await committedAndChained(store, ['a', 'b']);
-    } finally {
-      await done(s, store);
-    }
-  }, 120_000);
-
-  it('26000 on the outcome that commits on its own: sent again unnamed, committed with its receipt', async () => {
-    const s = await open('lost_alone');
-    const warnings: string[] = [];
-    const own: pg.Client[] = [];
-    const store = await createPgStore(s.pool, {
-      schema: 's',
-      logger: logger(warnings),
-      // The store's own connections (the one that writes alone, and any re-read): kept to make them forget.
-      freshClient: () => {
-        const c = new pg.Client({ connectionString: s.db.url });
-        own.push(c);
-        return c;
-      },
-    });
-    try {
-      let forget = false;
-      const { refund, ran } = scene(store, warnings, async () => {
-        if (forget) for (const c of own) await c.query('DEALLOCATE ALL');
-      });
-      await refund('a');
-      expect(own).toHaveLength(1); // the outcome went out alone, on the store's own connection
-      forget = true;
-      await refund('b');
-      expect([...ran]).toEqual([
-        ['a', 1],
-        ['b', 1],
-      ]);
-      expect(warnings).toHaveLength(1);
-      expect(warnings[0]).toMatch(/prepared statement "ctrlrun_[0-9a-f]{32}" does not exist/);
-      expect(own).toHaveLength(1); // not a lost reply: no re-read, no new connection
       await committedAndChained(store, ['a', 'b']);
     } finally {
       await done(s, store);
@@ -220,45 +158,58 @@ describePg('PostgreSQL prepared statements behind a connection that loses them',
     }
   }, 120_000);
 
-  for (const where of ['a transaction', 'the outcome that commits on its own'] as const)
-    it(`a server that reports in another language (lc_messages): the loss in ${where} is known by its SQLSTATE and our name`, async () => {
-      const s = await open(where === 'a transaction' ? 'lost_de_tx' : 'lost_de_alone');
-      const warnings: string[] = [];
-      const own: pg.Client[] = [];
-      const store = await createPgStore(germanPool(s.pool), {
-        schema: 's',
-        logger: logger(warnings),
-        freshClient: () => {
-          const c = new pg.Client({ connectionString: s.db.url });
-          own.push(c);
-          return germanClient(c);
-        },
-      });
-      try {
-        let forget = false;
-        const { refund, ran } = scene(store, warnings, async () => {
-          if (forget && where !== 'a transaction') for (const c of own) await c.query('DEALLOCATE ALL');
+  /** The warning's report of a lost statement, in each language a server may speak (see {@link inGerman}). */
+  const LOST = {
+    English: /does not keep this driver's prepared statements .*prepared statement "ctrlrun_[0-9a-f]{32}" does not exist/,
+    German: /vorbereitete Anweisung »ctrlrun_[0-9a-f]{32}« existiert nicht/,
+  };
+  for (const language of ['English', 'German'] as const)
+    for (const where of ['a transaction', 'the outcome that commits on its own'] as const)
+      it(`26000 in ${where}, reported in ${language}: known by its SQLSTATE and our name; ${where === 'a transaction' ? 'the transaction rolled back and run again unnamed, once' : 'the statement sent again unnamed'}; each executor runs once`, async () => {
+        const s = await open(`lost_${language === 'English' ? 'en' : 'de'}_${where === 'a transaction' ? 'tx' : 'alone'}`);
+        const speak = <C extends object>(client: C): C => (language === 'German' ? germanClient(client) : client);
+        const warnings: string[] = [];
+        // The store's own connections (the one that writes alone, and any re-read): kept to make them forget.
+        const own: pg.Client[] = [];
+        const store = await createPgStore(language === 'German' ? germanPool(s.pool) : s.pool, {
+          schema: 's',
+          logger: logger(warnings),
+          freshClient: () => {
+            const c = new pg.Client({ connectionString: s.db.url });
+            own.push(c);
+            return speak(c);
+          },
         });
-        await refund('a');
-        // The pool's one connection (or the store's own) forgets every statement; pg still thinks they are there.
-        if (where === 'a transaction') await s.pool.query('DEALLOCATE ALL');
-        forget = true;
-        await refund('b');
-        await refund('c');
-        expect([...ran]).toEqual([
-          ['a', 1],
-          ['b', 1],
-          ['c', 1],
-        ]);
-        expect(warnings).toHaveLength(1);
-        expect(warnings[0]).toMatch(/vorbereitete Anweisung »ctrlrun_[0-9a-f]{32}« existiert nicht/);
-        expect(store.driver.prepared).toBe(false);
-        expect(own).toHaveLength(1); // no lost reply: no re-read, no new connection
-        await committedAndChained(store, ['a', 'b', 'c']);
-      } finally {
-        await done(s, store);
-      }
-    }, 120_000);
+        try {
+          let forget = false;
+          const { refund, ran } = scene(store, warnings, async () => {
+            if (forget && where !== 'a transaction') for (const c of own) await c.query('DEALLOCATE ALL');
+          });
+          await refund('a');
+          expect(own).toHaveLength(1); // the outcome went out alone, on the store's own connection
+          // The pool's one connection (or the store's own, inside the next executor) forgets every
+          // statement it prepared; pg still thinks they are there.
+          if (where === 'a transaction') await s.pool.query('DEALLOCATE ALL');
+          forget = true;
+          await refund('b');
+          await refund('c');
+          expect([...ran]).toEqual([
+            ['a', 1],
+            ['b', 1],
+            ['c', 1],
+          ]);
+          expect(warnings).toHaveLength(1);
+          expect(warnings[0]).toMatch(LOST[language]);
+          expect(store.driver.prepared).toBe(false);
+          expect(own).toHaveLength(1); // not a lost reply: no re-read, no new connection
+          await committedAndChained(store, ['a', 'b', 'c']);
+          // Nothing named since: the pool's connection holds no statement of ours.
+          if (where === 'a transaction')
+            expect((await s.pool.query("SELECT count(*)::int AS n FROM pg_prepared_statements WHERE name LIKE 'ctrlrun\\_%'")).rows[0].n).toBe(0);
+        } finally {
+          await done(s, store);
+        }
+      }, 120_000);
 
   it('the migrations run again from the start after a loss: a failure to read the schema in the second run is StoreError, not a migration refused (SchemaMismatch)', async () => {
     const s = await open('migrate_again');
