@@ -15,7 +15,7 @@ import {
   type JsonValue,
 } from './canonical.js';
 import { InvalidArgument } from './errors.js';
-import { sha256Tagged } from './hash.js';
+import { sha256TaggedText } from './hash.js';
 import { randomIds, type IdSource } from './ids.js';
 
 /** The schema tag of the hashed action payload. */
@@ -124,8 +124,6 @@ function payloadText(argsText: string, name: string, principal: Principal, resou
 
 const SCHEMA_TEXT = JSON.stringify(ACTION_SCHEMA);
 
-const utf8 = new TextEncoder();
-
 /** Builds a canonical action: validates every field, deep-freezes the arguments, hashes the payload. */
 export function createAction(input: ActionInput, options: { ids?: IdSource } = {}): Action {
   if (!isPlainObject(input)) throw new InvalidArgument('createAction takes an object { name, arguments, principal, resource?, environment? }');
@@ -150,7 +148,7 @@ export function createAction(input: ActionInput, options: { ids?: IdSource } = {
     principal,
     resource,
     environment,
-    actionHash: sha256Tagged(utf8.encode(canonical)),
+    actionHash: sha256TaggedText(canonical),
     canonical,
     get canonicalArguments(): JsonObject {
       parsed ??= parseJson(argsText, { what: 'canonical arguments' }) as JsonObject;

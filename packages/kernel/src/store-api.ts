@@ -79,6 +79,6 @@ export {
 } from './effects.js';
 export { type ApprovalPlan, checkConsumable, checkAnswerable } from './approvals.js';
 export { RECEIPT_SCHEMA, type ReceiptResult, type ReceiptFields, buildReceipt, sealReceipt } from './receipt.js';
-export { GENESIS_HASH, hashDocument, sha256Tagged, useSha256Digest, type Sha256Digest } from './hash.js';
+export { GENESIS_HASH, hashDocument, sha256Tagged, useSha256Digest, type Sha256Digest, type Sha256TextDigest } from './hash.js';
 export { evidenceTime, storedTime, parseTime } from './time.js';
 export { dispatchToSinks } from './events.js';

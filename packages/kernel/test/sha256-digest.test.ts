@@ -4,7 +4,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { bytesToHex } from '@noble/hashes/utils.js';
 import { createAction, InvalidArgument } from '@ctrlrun/kernel';
-import { sha256Tagged, useSha256Digest, type Sha256Digest } from '@ctrlrun/kernel/store';
+import { sha256Tagged, useSha256Digest, type Sha256Digest, type Sha256TextDigest } from '@ctrlrun/kernel/store';
+import { sha256TaggedText } from '../src/hash.js';
 
 let restore: Sha256Digest | null = null;
 afterEach(() => {
@@ -82,5 +83,66 @@ describe('useSha256Digest', () => {
         expect(sha256Tagged(view)).toBe(`sha256:${bytesToHex(sha256(view))}`);
       }),
     );
+  });
+});
+
+describe('useSha256Digest with a digest of text', () => {
+  const hexOf = (text: string) => bytesToHex(sha256(new TextEncoder().encode(text)));
+
+  it('takes a correct one and hashes every action and receipt text with it, as the bytes would hash', () => {
+    let texts = 0;
+    let bytes = 0;
+    restore = useSha256Digest((b) => (bytes++, sha256(b)), { hexOfText: (t) => (texts++, hexOf(t)) });
+    const [t0, b0] = [texts, bytes];
+    const action = createAction({ name: 'stripe.refund', arguments: { payment_id: 'p1', note: 'é€😀' }, principal: { agent: 'a' } });
+    expect([texts, bytes]).toEqual([t0 + 1, b0]);
+    expect(action.actionHash).toBe(sha256Tagged(new TextEncoder().encode(action.canonical)));
+  });
+
+  it('gives what the bytes give for any well-formed text', () => {
+    restore = useSha256Digest(sha256, { hexOfText: hexOf });
+    fc.assert(
+      fc.property(fc.string({ unit: 'grapheme', maxLength: 200 }), (text) => {
+        expect(sha256TaggedText(text)).toBe(sha256Tagged(new TextEncoder().encode(text)));
+      }),
+    );
+  });
+
+  const wrong: [string, Sha256TextDigest][] = [
+    ['one that hashes UTF-16 code units', (t) => bytesToHex(sha256(Uint8Array.from(t, (c) => c.charCodeAt(0) & 0xff)))],
+    ['one that writes upper-case hex', (t) => hexOf(t).toUpperCase()],
+    ['one that adds the sha256: tag', (t) => `sha256:${hexOf(t)}`],
+    ['one that is off after 55 characters', (t) => (t.length === 56 ? hexOf(t.slice(0, 55)) : hexOf(t))],
+    ['one that returns bytes', (t) => sha256(new TextEncoder().encode(t)) as unknown as string],
+    [
+      'one that throws',
+      () => {
+        throw new Error('no text here');
+      },
+    ],
+  ];
+  for (const [name, hexOfText] of wrong) {
+    it(`refuses ${name}, and keeps both digests in use`, () => {
+      let texts = 0;
+      restore = useSha256Digest(sha256, { hexOfText: (t) => (texts++, hexOf(t)) });
+      expect(() => useSha256Digest(sha256, { hexOfText })).toThrow(/SHA-256 text digest given .*the digest in use stays/);
+      const n = texts;
+      expect(sha256TaggedText('abc')).toBe(ABC);
+      expect(texts).toBe(n + 1);
+    });
+  }
+
+  it('refuses what is not a function', () => {
+    expect(() => useSha256Digest(sha256, { hexOfText: 'hex' as unknown as Sha256TextDigest })).toThrow(/options.hexOfText must be a function/);
+  });
+
+  it('is dropped when a digest is given without one: text is then hashed by that digest', () => {
+    let texts = 0;
+    let bytes = 0;
+    restore = useSha256Digest(sha256, { hexOfText: (t) => (texts++, hexOf(t)) });
+    useSha256Digest((b) => (bytes++, sha256(b)));
+    const [t0, b0] = [texts, bytes];
+    expect(sha256TaggedText('abc')).toBe(ABC);
+    expect([texts, bytes]).toEqual([t0, b0 + 1]);
   });
 });

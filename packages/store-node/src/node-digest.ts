@@ -7,19 +7,27 @@
  *
  * @module
  */
-import { createHash } from 'node:crypto';
+import * as crypto from 'node:crypto';
 import { useSha256Digest } from '@ctrlrun/kernel/store';
 
 /** SHA-256 of `bytes` by Node's crypto. */
 export function nodeSha256(bytes: Uint8Array): Uint8Array {
-  return createHash('sha256').update(bytes).digest();
+  return crypto.createHash('sha256').update(bytes).digest();
+}
+
+/** Node's one-step hash (Node 20.12 and later): hex of SHA-256 over the text's UTF-8, with no Hash object and no byte copy. */
+const oneStep = (crypto as { hash?: (algorithm: string, data: string, encoding: 'hex') => string }).hash;
+
+/** Hex SHA-256 of `text`'s UTF-8 by Node's crypto. */
+export function nodeSha256Hex(text: string): string {
+  return oneStep === undefined ? crypto.createHash('sha256').update(text, 'utf8').digest('hex') : oneStep('sha256', text, 'hex');
 }
 
 let installed = false;
 
-/** Makes {@link nodeSha256} the kernel's digest (once per process). */
+/** Makes {@link nodeSha256} the kernel's digest, and {@link nodeSha256Hex} its digest of text (once per process). */
 export function installNodeSha256(): void {
   if (installed) return;
-  useSha256Digest(nodeSha256);
+  useSha256Digest(nodeSha256, { hexOfText: nodeSha256Hex });
   installed = true;
 }

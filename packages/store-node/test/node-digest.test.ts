@@ -5,9 +5,9 @@ import { describe, expect, it } from 'vitest';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { bytesToHex } from '@noble/hashes/utils.js';
 import { sha256Tagged, useSha256Digest } from '@ctrlrun/kernel/store';
-import { InvalidArgument } from '@ctrlrun/kernel';
+import { createAction, InvalidArgument } from '@ctrlrun/kernel';
 import { BetterSqlite3Driver, type BetterSqlite3Database } from '@ctrlrun/store-node';
-import { nodeSha256 } from '../src/node-digest.js';
+import { nodeSha256, nodeSha256Hex } from '../src/node-digest.js';
 
 describe("Node's SHA-256", () => {
   it('is the digest in use once a driver is built', () => {
@@ -17,6 +17,23 @@ describe("Node's SHA-256", () => {
     const previous = useSha256Digest(sha256);
     useSha256Digest(previous);
     expect(previous).toBe(nodeSha256);
+  });
+
+  it('hashes text in one step: hex SHA-256 of its UTF-8, for any well-formed text', () => {
+    fc.assert(
+      fc.property(fc.string({ unit: 'grapheme', maxLength: 600 }), (text) => {
+        expect(nodeSha256Hex(text)).toBe(bytesToHex(sha256(new TextEncoder().encode(text))));
+      }),
+    );
+  });
+
+  it("is the kernel's digest of text once a driver is built (an action's hash takes one call of it)", () => {
+    const db = new Database(':memory:');
+    new BetterSqlite3Driver(db as unknown as BetterSqlite3Database);
+    db.close();
+    const action = createAction({ name: 'stripe.refund', arguments: { payment_id: 'p1', note: 'é€😀' }, principal: { agent: 'a' } });
+    expect(action.actionHash).toBe(`sha256:${nodeSha256Hex(action.canonical)}`);
+    expect(action.actionHash).toBe(`sha256:${bytesToHex(sha256(new TextEncoder().encode(action.canonical)))}`);
   });
 
   it('returns SHA-256 of any bytes, at any offset of their buffer', () => {

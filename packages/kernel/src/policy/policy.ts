@@ -7,7 +7,7 @@
 import { canonicalJson, compareCodePoints, isPlainObject } from '../canonical.js';
 import { DEFAULT_ENVIRONMENT } from '../action.js';
 import { InvalidArgument, PolicyError } from '../errors.js';
-import { sha256Tagged } from '../hash.js';
+import { sha256TaggedText } from '../hash.js';
 import { compileCondition, DERIVED_SUBJECTS, splitConditionKey, type Condition, type Matcher } from './conditions.js';
 import { parseTemplate } from './template.js';
 import { checkPolicy } from './check.js';
@@ -519,7 +519,7 @@ export class Policy {
     const text =
       `{"actions":${this.#actionsJson},"authority":${authorityJson},"controls":${this.#controlsJson},` +
       `"environment":${canonicalJson(environment, 'environment')},"mode":${JSON.stringify(this.mode)},"schema":${JSON.stringify(this.schema)}}`;
-    return sha256Tagged(new TextEncoder().encode(text));
+    return sha256TaggedText(text);
   }
 
   /**

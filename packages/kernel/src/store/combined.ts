@@ -16,14 +16,12 @@
 import type { EffectRecord, EventRecord, StoredReceipt } from '../model.js';
 import { canonicalJson, orderedJson, type JsonObject } from '../canonical.js';
 import { sealReceipt, sealedDocument } from '../receipt.js';
-import { sha256Tagged } from '../hash.js';
+import { sha256TaggedText } from '../hash.js';
 import { AmbiguousWrite, StoreError } from '../errors.js';
 import type { SqlExecutor, SqlValue } from './driver.js';
 import type { SqlEngine, Trailed } from './engine.js';
 import { UPDATE_FOUND_OTHER, UPDATE_LANDED, UPDATE_LOST_REISSUE, lostCommitBranch, type EffectWriteIntent } from './lost-commit.js';
 import { effectParams, int, type EventRow, type eventFields, type receiptFields } from './rows.js';
-
-const textEncoder = new TextEncoder();
 
 type EventFields = ReturnType<typeof eventFields>;
 type ReceiptFields = ReturnType<typeof receiptFields>;
@@ -179,7 +177,7 @@ export async function updateEffectWithTrail(
   // same splice of the same parts (equal to the seal's texts: see the template's property test),
   // and SHA-256 over the canonical text, as `sealReceipt` hashes it.
   const json = splice(template!.json, seq, prevHash);
-  const hash = sha256Tagged(textEncoder.encode(splice(template!.canonical, seq, prevHash)));
+  const hash = sha256TaggedText(splice(template!.canonical, seq, prevHash));
   if (json !== row.j || hash !== row.b) {
     throw new StoreError(`[kernel] [${e.name}] the receipt ${receipt.receiptId} sealed by the server differs from the kernel's seal (seq ${seq}); rolled back`);
   }
