@@ -116,6 +116,17 @@ function sortedKeys(value: object): string[] {
   return keys;
 }
 
+/** What JSON.stringify escapes in a well-formed string (a lone surrogate is refused before this). */
+const NEEDS_ESCAPE = /["\\\u0000-\u001f]/;
+
+/**
+ * A well-formed string as JSON text, exactly as JSON.stringify writes it: most strings need no
+ * escape and are only quoted, without a call into the serialiser.
+ */
+function quoted(s: string): string {
+  return NEEDS_ESCAPE.test(s) ? JSON.stringify(s) : `"${s}"`;
+}
+
 /**
  * Serialises `value` canonically, validating as it goes. The value sits at `key` of `parent`
  * (or is the root named `parent` when `key` is undefined); the chain is built only for a
@@ -130,7 +141,7 @@ function write(value: unknown, parent: Path, key: string | number | undefined, d
   switch (typeof value) {
     case 'string':
       if (!isWellFormedString(value)) throw new InvalidArgument(`a lone surrogate is not allowed at ${pathText(at(parent, key))}`);
-      return JSON.stringify(value);
+      return quoted(value);
     case 'number':
       if (!Number.isInteger(value)) throw new InvalidArgument(`float is not an allowed argument type at ${pathText(at(parent, key))}${FLOAT_HINT}`);
       if (!Number.isSafeInteger(value)) {
@@ -166,7 +177,7 @@ function write(value: unknown, parent: Path, key: string | number | undefined, d
           const k = keys[i]!;
           if (!isWellFormedString(k)) throw new InvalidArgument(`a key with a lone surrogate is not allowed at ${pathText(path)}`);
           if (i > 0) out += ',';
-          out += JSON.stringify(k) + ':' + write(value[k], path, k, depth + 1, limit);
+          out += quoted(k) + ':' + write(value[k], path, k, depth + 1, limit);
         }
         return out + '}';
       }

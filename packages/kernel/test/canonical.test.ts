@@ -84,6 +84,21 @@ describe('canonical form (T7)', () => {
     expect(canonicalJson({ s: '"\\\b\f\n\r\t\u0001\u001f é € \u2028 \u007f' })).toBe('{"s":"\\"\\\\\\b\\f\\n\\r\\t\\u0001\\u001f é € \u2028 \u007f"}');
   });
 
+  it('property: a string or key is written exactly as JSON.stringify writes it, for every well-formed string', () => {
+    // Code units near every escape boundary: control characters, quote, backslash, DEL, the line separators, surrogate pairs.
+    const unit = fc.oneof(
+      fc.integer({ min: 0, max: 0x7f }).map((c) => String.fromCharCode(c)),
+      fc.constantFrom('\u2028', '\u2029', '\u00e9', '\u20ac', '\ud83d\ude00', '\ufffd', '\uffff'),
+    );
+    fc.assert(
+      fc.property(fc.array(unit, { maxLength: 40 }).map((a) => a.join('')), (s) => {
+        expect(canonicalJson(s)).toBe(JSON.stringify(s));
+        expect(canonicalJson({ [s]: s })).toBe(`{${JSON.stringify(s)}:${JSON.stringify(s)}}`);
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
   it('keeps integers exact at any magnitude and refuses unsafe numbers rather than rounding', () => {
     expect(canonicalJson({ n: 2n ** 70n, m: -(2n ** 64n) })).toBe('{"m":-18446744073709551616,"n":1180591620717411303424}');
     expect(() => canonicalJson({ n: 2 ** 60 })).toThrow(InvalidArgument);
