@@ -82,7 +82,8 @@ export function buildReceipt(action: Action, f: ReceiptFields): ReceiptDraft {
  */
 export function sealReceipt(document: JsonObject, seq: number, prevHash: string): { document: JsonObject; json: string; hash: string } {
   const sealed = sealedDocument(document, seq, prevHash);
-  return { document: sealed, json: orderedJson(sealed), hash: sha256TaggedText(receiptCanonical(sealed)) };
+  const { json, canonical } = receiptTexts(sealed);
+  return { document: sealed, json, hash: sha256TaggedText(canonical) };
 }
 
 /** The document with `seq` and `prev_hash` set, keys in place (what {@link sealReceipt} renders and hashes). */
@@ -94,17 +95,33 @@ export function sealedDocument(document: JsonObject, seq: number, prevHash: stri
 }
 
 /**
- * The canonical text of a sealed receipt, as `canonicalJson(sealed, 'receipt')` writes it. A
+ * The two texts of a sealed receipt: the stored `json` (`orderedJson`, the document's own key
+ * order) and the canonical text its hash is taken over (`canonicalJson(sealed, 'receipt')`). A
  * document with exactly the v3 keys is written in their fixed code point order, so no receipt
- * sorts its 26 keys again; any other shape takes the general path.
+ * sorts its 26 keys again, and each value is written once for both texts: a string, number or
+ * null reads the same in either (a well-formed string is quoted alike, an integer is its
+ * digits); only an object or array is written again in its own key order. Any other shape takes
+ * the general path.
  */
-function receiptCanonical(sealed: JsonObject): string {
+function receiptTexts(sealed: JsonObject): { json: string; canonical: string } {
   const keys = Object.keys(sealed);
-  if (keys.length !== SORTED_KEYS.length) return canonicalJson(sealed, 'receipt');
-  for (const k of keys) if (!KEY_SET.has(k)) return canonicalJson(sealed, 'receipt');
-  let out = '';
-  for (let i = 0; i < SORTED_KEYS.length; i++) out += KEY_PREFIXES[i]! + canonicalJson(sealed[SORTED_KEYS[i]!], KEY_PATHS[i]);
-  return `${out}}`;
+  if (keys.length !== SORTED_KEYS.length || !keys.every((k) => KEY_INDEX.has(k))) {
+    return { json: orderedJson(sealed), canonical: canonicalJson(sealed, 'receipt') };
+  }
+  const texts = new Array<string>(SORTED_KEYS.length);
+  let canonical = '';
+  for (let i = 0; i < SORTED_KEYS.length; i++) {
+    const text = canonicalJson(sealed[SORTED_KEYS[i]!], KEY_PATHS[i]);
+    texts[i] = text;
+    canonical += KEY_PREFIXES[i]! + text;
+  }
+  let json = '';
+  for (let j = 0; j < keys.length; j++) {
+    const i = KEY_INDEX.get(keys[j]!)!;
+    const v = sealed[keys[j]!];
+    json += (j === 0 ? '{' : ',') + QUOTED_KEYS[i]! + (typeof v === 'object' && v !== null ? orderedJson(v) : texts[i]!);
+  }
+  return { json: `${json}}`, canonical: `${canonical}}` };
 }
 
 /** A receipt's principal, as the document holds it. */
@@ -287,7 +304,10 @@ export const RECEIPT_KEYS: readonly string[] = Object.freeze([
 ]);
 
 const SORTED_KEYS: readonly string[] = [...RECEIPT_KEYS].sort(compareCodePoints);
-const KEY_SET: ReadonlySet<string> = new Set(RECEIPT_KEYS);
+/** Each v3 key's place in {@link SORTED_KEYS}. */
+const KEY_INDEX: ReadonlyMap<string, number> = new Map(SORTED_KEYS.map((k, i) => [k, i]));
+/** Each sorted key as it is written before its value: `"action":`. */
+const QUOTED_KEYS: readonly string[] = SORTED_KEYS.map((k) => `${JSON.stringify(k)}:`);
 const KEY_PREFIXES: readonly string[] = SORTED_KEYS.map((k, i) => `${i === 0 ? '{' : ','}${JSON.stringify(k)}:`);
 // The receipt's keys are identifiers, so `receipt.<key>` is the path canonicalJson itself names.
 const KEY_PATHS: readonly string[] = SORTED_KEYS.map((k) => `receipt.${k}`);

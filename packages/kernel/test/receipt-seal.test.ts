@@ -7,9 +7,20 @@ import { buildReceipt, sealReceipt } from '../src/receipt.js';
 
 const text = fc.string({ unit: 'grapheme', maxLength: 12 });
 const orNull = <T>(a: fc.Arbitrary<T>) => fc.option(a, { nil: null });
+// Keys that V8 lists in index order ('9' before '10') as well as any text; values that read alike
+// in both texts and values that do not (a bigint, a nested object with such keys).
+const key = fc.oneof(fc.string({ unit: 'grapheme', maxLength: 6 }), fc.nat(20).map(String), fc.constantFrom('__proto__', '"', '\\'));
 const args = fc.dictionary(
-  fc.string({ unit: 'grapheme', maxLength: 6 }),
-  fc.oneof(text, fc.maxSafeInteger(), fc.boolean(), fc.constant(null), fc.array(text, { maxLength: 3 })),
+  key,
+  fc.oneof(
+    text,
+    fc.maxSafeInteger(),
+    fc.bigInt({ min: -(10n ** 30n), max: 10n ** 30n }),
+    fc.boolean(),
+    fc.constant(null),
+    fc.array(text, { maxLength: 3 }),
+    fc.dictionary(key, text, { maxKeys: 3 }),
+  ),
   { maxKeys: 5 },
 );
 
@@ -58,6 +69,23 @@ describe('sealReceipt', () => {
         expect(sealed.json).toBe(orderedJson(sealed.document));
       }),
       { numRuns: 300 },
+    );
+  });
+
+  it('property: a document with the v3 keys in any order keeps that order in json and hashes the same', () => {
+    fc.assert(
+      fc.property(
+        receipt.chain((r) => fc.shuffledSubarray(Object.keys(r.document), { minLength: Object.keys(r.document).length }).map((order) => ({ ...r, order }))),
+        ({ document, seq, order }) => {
+          const shuffled: JsonObject = {};
+          for (const k of order) Object.defineProperty(shuffled, k, { value: document[k], enumerable: true, writable: true, configurable: true });
+          const sealed = sealReceipt(shuffled, seq, 'sha256:prev');
+          expect(Object.keys(sealed.document)).toEqual(order);
+          expect(sealed.json).toBe(orderedJson(sealed.document));
+          expect(sealed.hash).toBe(sealReceipt(document, seq, 'sha256:prev').hash);
+        },
+      ),
+      { numRuns: 200 },
     );
   });
 
