@@ -91,10 +91,13 @@ describe('canonical form (T7)', () => {
       fc.constantFrom('\u2028', '\u2029', '\u00e9', '\u20ac', '\ud83d\ude00', '\ufffd', '\uffff'),
     );
     fc.assert(
-      fc.property(fc.array(unit, { maxLength: 40 }).map((a) => a.join('')), (s) => {
-        expect(canonicalJson(s)).toBe(JSON.stringify(s));
-        expect(canonicalJson({ [s]: s })).toBe(`{${JSON.stringify(s)}:${JSON.stringify(s)}}`);
-      }),
+      fc.property(
+        fc.array(unit, { maxLength: 40 }).map((a) => a.join('')),
+        (s) => {
+          expect(canonicalJson(s)).toBe(JSON.stringify(s));
+          expect(canonicalJson({ [s]: s })).toBe(`{${JSON.stringify(s)}:${JSON.stringify(s)}}`);
+        },
+      ),
       { numRuns: 2000 },
     );
   });
