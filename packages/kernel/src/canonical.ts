@@ -98,7 +98,15 @@ function at(parent: Path, key: string | number | undefined): Path {
   return key === undefined ? parent : { parent, key };
 }
 
-/** Object keys in code point order: the native sort, checked pair by pair (it differs only around surrogates). */
+/** Up to this many keys are put in order by insertion, in place; more are sorted natively. */
+const INSERTION_SORT_KEYS = 16;
+
+/**
+ * Object keys in code point order. Keys already in order are returned as listed; a few are put
+ * in order by insertion on {@link compareCodePoints} (no allocation, a handful of comparisons);
+ * more are sorted natively (UTF-16 order) and checked pair by pair, as the two orders differ only
+ * around surrogates.
+ */
 function sortedKeys(value: object): string[] {
   const keys = Object.keys(value);
   let ordered = true;
@@ -109,6 +117,15 @@ function sortedKeys(value: object): string[] {
     }
   }
   if (ordered) return keys;
+  if (keys.length <= INSERTION_SORT_KEYS) {
+    for (let i = 1; i < keys.length; i++) {
+      const k = keys[i]!;
+      let j = i - 1;
+      for (; j >= 0 && compareCodePoints(keys[j]!, k) > 0; j--) keys[j + 1] = keys[j]!;
+      keys[j + 1] = k;
+    }
+    return keys;
+  }
   keys.sort();
   for (let i = 1; i < keys.length; i++) {
     if (compareCodePoints(keys[i - 1]!, keys[i]!) > 0) return keys.sort(compareCodePoints);
