@@ -1,7 +1,8 @@
 // Playground figures: the built page in headless Chromium, persisted in IndexedDB, the six steps
 // of the guide clicked through the page as a reader would (a guide button, then Run or Approve).
 // Each step is timed inside the tab with performance.now(): from the click until the page is idle
-// again (the entry shown, the store and the page's record saved). The floor, measured in the same
+// again (the entry shown, the store and the page's record saved). Then Reset, and the same steps
+// again on that page: the code compiled and warm, the store fresh. The floor, measured in the same
 // tab in the same run: sql.js's bare export of the very database the steps left, plus one strict
 // IndexedDB put of those bytes — the least one durable save costs — once per step.
 import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
@@ -151,6 +152,15 @@ async function sixSteps(page: Page): Promise<Round> {
   return { steps, cpuMs };
 }
 
+/** Presses Reset and waits until the page is idle again with only Reset's note shown (a fresh store, the counts at zero). */
+async function resetPage(page: Page): Promise<void> {
+  await page.click('#reset');
+  await page.waitForFunction(() => {
+    const list = document.getElementById('entries')!;
+    return list.children.length === 1 && document.getElementById('output')!.getAttribute('aria-busy') === 'false';
+  });
+}
+
 /** Self time per function over the steps, the largest first (`CTRLRUN_BENCH_PROFILE=1`). */
 async function profiled(page: Page): Promise<string[]> {
   const cdp = await page.context().newCDPSession(page);
@@ -175,10 +185,14 @@ async function profiled(page: Page): Promise<string[]> {
 try {
   const rounds: Round[] = [];
   let page!: Page;
+  /** The same steps again on the same page after Reset: the code is compiled and warm, the store fresh. */
+  const warm: Round[] = [];
   for (let r = 0; r < ROUNDS; r++) {
     if (page) await page.context().close();
     page = await openPage();
     rounds.push(await sixSteps(page));
+    await resetPage(page);
+    warm.push(await sixSteps(page));
   }
   const totalOf = (round: Round) => round.steps.reduce((a, s) => a + s.ms, 0);
   const median = [...rounds].sort((a, b) => totalOf(a) - totalOf(b))[Math.floor(ROUNDS / 2)]!;
@@ -242,6 +256,10 @@ try {
   );
   console.log(
     `  main-thread CPU in those steps         ${ms(median.cpuMs).padStart(9)}   the tab's own work (JavaScript, sql.js, layout, paint); the rest is waiting for IndexedDB or for a core`,
+  );
+  const warmMedian = [...warm].sort((a, b) => totalOf(a) - totalOf(b))[Math.floor(ROUNDS / 2)]!;
+  console.log(
+    `  the same page again after Reset     ${ms(totalOf(warmMedian)).padStart(9)}   the code already compiled and warm, the store fresh: ${warmMedian.steps.map((s) => `${s.id} ${s.ms.toFixed(0)}`).join(', ')}; CPU ${ms(warmMedian.cpuMs)}`,
   );
   console.log(
     `floor: one bare save per click        ${ms(floor.total).padStart(9)}   sql.js export + strict IndexedDB put of the same ${(floor.bytes / 1024).toFixed(0)} KiB database, ${ms(floor.median)} median, ${steps.length} times`,
