@@ -6,7 +6,7 @@
 import {
   canonicalJson,
   deepCopy,
-  freezeValue,
+  frozenWithText,
   isPlainObject,
   isWellFormedString,
   orderedJson,
@@ -130,14 +130,14 @@ export function createAction(input: ActionInput, options: { ids?: IdSource } = {
   const name = nonEmpty(input.name, 'action.name');
   const rawArgs = input.arguments ?? {};
   if (!isPlainObject(rawArgs)) throw new InvalidArgument('arguments must be a plain object');
-  const args = freezeValue<JsonObject>(rawArgs, 'arguments');
+  // One reading of the arguments: the frozen copy, and its canonical text (what is hashed).
+  const { value: args, text: argsText } = frozenWithText<JsonObject>(rawArgs, 'arguments');
   const principal = createPrincipal(input.principal);
   const resource = nullOrNonEmpty(input.resource, 'action.resource');
   const environment = input.environment === undefined ? DEFAULT_ENVIRONMENT : nonEmpty(input.environment, 'action.environment');
   const actionId = input.actionId === undefined ? (options.ids ?? randomIds)('act') : nonEmpty(input.actionId, 'action.actionId');
   // Stored as its row's holder and written into its receipt: text with no UTF-8 form would be neither.
   if (!isWellFormedString(actionId)) throw new InvalidArgument('action.actionId holds a lone surrogate, which cannot be stored or written into a receipt');
-  const argsText = canonicalJson(args, 'arguments');
   const canonical = payloadText(argsText, name, principal, resource, environment);
   // Parsed once, on first read, and never handed out: every read gets a deep copy of it.
   let parsed: JsonObject | null = null;

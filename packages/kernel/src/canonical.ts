@@ -102,13 +102,12 @@ function at(parent: Path, key: string | number | undefined): Path {
 const INSERTION_SORT_KEYS = 16;
 
 /**
- * Object keys in code point order. Keys already in order are returned as listed; a few are put
- * in order by insertion on {@link compareCodePoints} (no allocation, a handful of comparisons);
- * more are sorted natively (UTF-16 order) and checked pair by pair, as the two orders differ only
- * around surrogates.
+ * `keys` in code point order, sorted in place. Keys already in order are returned as listed; a
+ * few are put in order by insertion on {@link compareCodePoints} (no allocation, a handful of
+ * comparisons); more are sorted natively (UTF-16 order) and checked pair by pair, as the two
+ * orders differ only around surrogates.
  */
-function sortedKeys(value: object): string[] {
-  const keys = Object.keys(value);
+function sortedKeys(keys: string[]): string[] {
   let ordered = true;
   for (let i = 1; i < keys.length; i++) {
     if (compareCodePoints(keys[i - 1]!, keys[i]!) > 0) {
@@ -144,12 +143,20 @@ function quoted(s: string): string {
   return NEEDS_ESCAPE.test(s) ? JSON.stringify(s) : `"${s}"`;
 }
 
+/** Where {@link write} leaves the deep-frozen copy of the value it wrote, when asked for one. */
+interface CopySlot {
+  value?: JsonValue;
+}
+
 /**
  * Serialises `value` canonically, validating as it goes. The value sits at `key` of `parent`
  * (or is the root named `parent` when `key` is undefined); the chain is built only for a
- * container's children or a refusal.
+ * container's children or a refusal. Each property is read once. With `copy`, the value is also
+ * copied as it is read (objects with no prototype, keys as listed; arrays; every container
+ * frozen) into `copy.value`: what was written is exactly what was copied, even from a getter or a
+ * proxy that would answer differently a second time.
  */
-function write(value: unknown, parent: Path, key: string | number | undefined, depth = 0, limit = MAX_NESTING): string {
+function write(value: unknown, parent: Path, key: string | number | undefined, depth = 0, limit = MAX_NESTING, copy?: CopySlot): string {
   // No deeper than parseJson reads (a deeper or cyclic value is refused, not a stack overflow).
   if (depth > limit)
     throw new InvalidArgument(
@@ -158,6 +165,7 @@ function write(value: unknown, parent: Path, key: string | number | undefined, d
   switch (typeof value) {
     case 'string':
       if (!isWellFormedString(value)) throw new InvalidArgument(`a lone surrogate is not allowed at ${pathText(at(parent, key))}`);
+      if (copy !== undefined) copy.value = value;
       return quoted(value);
     case 'number':
       if (!Number.isInteger(value)) throw new InvalidArgument(`float is not an allowed argument type at ${pathText(at(parent, key))}${FLOAT_HINT}`);
@@ -165,36 +173,57 @@ function write(value: unknown, parent: Path, key: string | number | undefined, d
         throw new InvalidArgument(`integer at ${pathText(at(parent, key))} is beyond 2^53 - 1 and would lose precision: pass it as a bigint`);
       }
       if (Object.is(value, -0)) throw new InvalidArgument(`-0 is not an allowed argument value at ${pathText(at(parent, key))}: use 0`);
+      if (copy !== undefined) copy.value = value;
       return String(value);
     case 'bigint': {
       const digits = value.toString();
       const n = digits.length - (value < 0n ? 1 : 0);
       if (n > MAX_INTEGER_DIGITS) throw new InvalidArgument(`integer at ${pathText(at(parent, key))} has ${n} digits; the limit is ${MAX_INTEGER_DIGITS}`);
+      if (copy !== undefined) copy.value = value;
       return digits;
     }
     case 'boolean':
+      if (copy !== undefined) copy.value = value;
       return value ? 'true' : 'false';
     case 'object': {
-      if (value === null) return 'null';
+      if (value === null) {
+        if (copy !== undefined) copy.value = null;
+        return 'null';
+      }
       const path = at(parent, key);
+      // One slot for every child in turn: each child's write fills it just before it returns.
+      const slot: CopySlot | undefined = copy === undefined ? undefined : {};
       if (Array.isArray(value)) {
+        const length = value.length;
+        const items = copy === undefined ? null : new Array<JsonValue>(length);
         let out = '[';
-        for (let i = 0; i < value.length; i++) {
+        for (let i = 0; i < length; i++) {
           if (!(i in value)) throw new InvalidArgument(`an array hole is not an allowed argument value at ${pathText({ parent: path, key: i })}`);
           if (i > 0) out += ',';
-          out += write(value[i], path, i, depth + 1, limit);
+          out += write(value[i], path, i, depth + 1, limit, slot);
+          if (items !== null) items[i] = slot!.value!;
         }
+        if (items !== null) copy!.value = Object.freeze(items) as JsonValue;
         return out + ']';
       }
       if (isPlainObject(value)) {
         if (Object.getOwnPropertySymbols(value).length > 0) throw new InvalidArgument(`a symbol key is not allowed at ${pathText(path)}`);
-        const keys = sortedKeys(value);
+        const listed = Object.keys(value);
+        const keys = sortedKeys(copy === undefined ? listed : listed.slice());
+        // Without a prototype, a `__proto__` key is a key like any other.
+        const read = copy === undefined ? null : (Object.create(null) as JsonObject);
         let out = '{';
         for (let i = 0; i < keys.length; i++) {
           const k = keys[i]!;
           if (!isWellFormedString(k)) throw new InvalidArgument(`a key with a lone surrogate is not allowed at ${pathText(path)}`);
           if (i > 0) out += ',';
-          out += quoted(k) + ':' + write(value[k], path, k, depth + 1, limit);
+          out += quoted(k) + ':' + write(value[k], path, k, depth + 1, limit, slot);
+          if (read !== null) read[k] = slot!.value!;
+        }
+        if (read !== null) {
+          const o = Object.create(null) as JsonObject;
+          for (const k of listed) o[k] = read[k]!;
+          copy!.value = Object.freeze(o);
         }
         return out + '}';
       }
@@ -218,11 +247,20 @@ export function canonicalBytes(value: unknown, path = 'value'): Uint8Array {
 
 /** Validates `value` as an allowed argument value and returns a deep-frozen copy. */
 export function freezeValue<T = JsonValue>(value: unknown, path = 'arguments'): T {
+  return frozenWithText<T>(value, path).value;
+}
+
+/**
+ * {@link freezeValue}, and the canonical text of the copy, from one reading of `value`: each
+ * property is read once, so the text is exactly that of the copy.
+ */
+export function frozenWithText<T = JsonValue>(value: unknown, path = 'arguments'): { value: T; text: string } {
   // Arguments are written inside receipts, events and their envelopes (a receipt's edit holds
   // them two levels down): they stay well within what parseJson reads back, or a stored receipt
   // would be unreadable and the chain would report it altered.
-  write(value, path, undefined, 0, MAX_ARGUMENT_NESTING);
-  return deepCopy(value, true) as T;
+  const copy: CopySlot = {};
+  const text = write(value, path, undefined, 0, MAX_ARGUMENT_NESTING, copy);
+  return { value: copy.value as T, text };
 }
 
 /** A deep copy of already-validated JSON data; objects keep `__proto__` as data. */

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { canonicalBytes, canonicalJson, createAction, InvalidArgument, parseJson } from '@ctrlrun/kernel';
-import { compareCodePoints, jsonEquals } from '../src/canonical.js';
+import { compareCodePoints, deepCopy, freezeValue, jsonEquals } from '../src/canonical.js';
 
 /** Plain JSON data with safe integers, strings (well-formed), booleans and null. */
 const jsonData = fc.letrec((tie) => ({
@@ -230,5 +230,88 @@ describe('canonical form (T7)', () => {
     expect(() => canonicalJson({ 'a b': [{ c: 1.5 }] }, 'arguments')).toThrow('float is not an allowed argument type at arguments["a b"][0].c');
     expect(() => canonicalJson({ list: [1, [2, undefined]] }, 'arguments')).toThrow('undefined is not an allowed argument type at arguments.list[1][1]');
     expect(() => canonicalJson([0, , 2], 'xs')).toThrow('an array hole is not an allowed argument value at xs[1]');
+  });
+});
+
+describe("the frozen copy of an action's arguments", () => {
+  const principal = { agent: 'a' };
+  const hashOf = (args: Record<string, unknown>) => createAction({ name: 'x.y', arguments: args, principal, actionId: 'act_1' }).actionHash;
+
+  it('reads a getter once: the copy and the hash are of that one answer', () => {
+    let reads = 0;
+    const self: Record<string, unknown> = {};
+    self['self'] = self;
+    // A second read would answer with a cycle (before: a stack overflow, not a refusal).
+    const args = {
+      get amount() {
+        reads++;
+        return reads === 1 ? 500 : self;
+      },
+    };
+    const action = createAction({ name: 'x.y', arguments: args, principal, actionId: 'act_1' });
+    expect(reads).toBe(1);
+    expect(action.arguments).toEqual({ amount: 500 });
+    expect(action.actionHash).toBe(hashOf({ amount: 500 }));
+  });
+
+  it("lists a proxy's keys once: a key that appears on a later listing is neither copied nor hashed", () => {
+    let listings = 0;
+    const target = { a: 1, b: 2, c: 3 };
+    // The first listing is the symbol check; the second is the keys; a third would add `c`.
+    const args = new Proxy(target, {
+      ownKeys() {
+        listings++;
+        return listings <= 2 ? ['a', 'b'] : ['a', 'b', 'c'];
+      },
+    });
+    const action = createAction({ name: 'x.y', arguments: args, principal, actionId: 'act_1' });
+    expect(listings).toBe(2);
+    expect(Object.keys(action.arguments)).toEqual(['a', 'b']);
+    expect(action.actionHash).toBe(hashOf({ a: 1, b: 2 }));
+  });
+
+  it("keeps the caller's key order, and `__proto__` as a key", () => {
+    const args = JSON.parse('{"b": 1, "__proto__": {"z": 1, "y": [2]}, "a": 3}') as Record<string, unknown>;
+    const copy = createAction({ name: 'x.y', arguments: args, principal }).arguments;
+    expect(Object.keys(copy)).toEqual(['b', '__proto__', 'a']);
+    expect(Object.keys(copy['__proto__'] as object)).toEqual(['z', 'y']);
+    expect(Object.isFrozen(copy) && Object.isFrozen(copy['__proto__']) && Object.isFrozen((copy['__proto__'] as { y: unknown }).y)).toBe(true);
+  });
+
+  it('property: the copy is the value copied, frozen throughout, and its text is the canonical text', () => {
+    const key = fc.oneof(fc.string({ maxLength: 5 }), fc.constantFrom('__proto__', '10', '9', 'constructor'));
+    const { value } = fc.letrec((tie) => ({
+      value: fc.oneof(
+        { depthSize: 'small' },
+        fc.string({ maxLength: 6 }),
+        fc.maxSafeInteger(),
+        fc.bigInt({ min: -(10n ** 20n), max: 10n ** 20n }),
+        fc.boolean(),
+        fc.constant(null),
+        fc.array(tie('value'), { maxLength: 4 }),
+        fc.dictionary(key, tie('value'), { maxKeys: 5 }),
+      ),
+    }));
+    // Key for key in the same order, arrays as arrays, objects without a prototype (as deepCopy makes them).
+    const sameCopy = (a: unknown, b: unknown): boolean => {
+      if (Array.isArray(a)) return Array.isArray(b) && a.length === b.length && a.every((x, i) => sameCopy(x, b[i]));
+      if (typeof a === 'object' && a !== null) {
+        if (typeof b !== 'object' || b === null || Array.isArray(b) || Object.getPrototypeOf(a) !== null || Object.getPrototypeOf(b) !== null) return false;
+        const [ka, kb] = [Object.keys(a), Object.keys(b)];
+        return ka.join('\u0000') === kb.join('\u0000') && ka.every((k) => sameCopy((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k]));
+      }
+      return Object.is(a, b);
+    };
+    const frozenThroughout = (v: unknown): boolean => typeof v !== 'object' || v === null || (Object.isFrozen(v) && Object.values(v).every(frozenThroughout));
+    fc.assert(
+      fc.property(value, (v) => {
+        const copy = freezeValue(v);
+        expect(sameCopy(copy, deepCopy(v, true))).toBe(true);
+        expect(frozenThroughout(copy)).toBe(true);
+        expect(canonicalJson(copy)).toBe(canonicalJson(v));
+        if (typeof v === 'object' && v !== null) expect(copy).not.toBe(v);
+      }),
+      { numRuns: 500 },
+    );
   });
 });
