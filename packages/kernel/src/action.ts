@@ -84,20 +84,24 @@ function nullOrNonEmpty(v: unknown, what: string): string | null {
 /** Validates and normalises a principal. */
 export function createPrincipal(input: ActionInput['principal']): Principal {
   if (!isPlainObject(input)) throw new InvalidArgument('principal must be an object with an agent');
-  const agent = nonEmpty(input.agent, 'principal.agent');
-  const user = nullOrNonEmpty(input.user, 'principal.user');
+  // Each field read once: what is checked is what is kept, whatever a getter would answer next.
+  const { agent: agentIn, user: userIn, claims: claimsIn, issuer, expiresAt } = input;
+  const agent = nonEmpty(agentIn, 'principal.agent');
+  const user = nullOrNonEmpty(userIn, 'principal.user');
   const p: { -readonly [K in keyof Principal]: Principal[K] } = { agent, user };
-  if (input.claims !== undefined && input.claims !== null) {
-    if (!isPlainObject(input.claims)) throw new InvalidArgument('principal.claims must be an object');
-    for (const [k, v] of Object.entries(input.claims)) {
+  if (claimsIn !== undefined && claimsIn !== null) {
+    if (!isPlainObject(claimsIn)) throw new InvalidArgument('principal.claims must be an object');
+    // Copied first (each claim read once), then the copy is checked and kept.
+    const claims: Record<string, string | number | boolean> = { ...claimsIn };
+    for (const [k, v] of Object.entries(claims)) {
       if (typeof v !== 'string' && typeof v !== 'boolean' && !(typeof v === 'number' && Number.isSafeInteger(v))) {
         throw new InvalidArgument(`principal.claims.${k} must be a string, an integer or a boolean`);
       }
     }
-    p.claims = Object.freeze({ ...input.claims });
+    p.claims = Object.freeze(claims);
   }
-  if (input.issuer !== undefined && input.issuer !== null) p.issuer = nonEmpty(input.issuer, 'principal.issuer');
-  if (input.expiresAt !== undefined && input.expiresAt !== null) p.expiresAt = nonEmpty(input.expiresAt, 'principal.expiresAt');
+  if (issuer !== undefined && issuer !== null) p.issuer = nonEmpty(issuer, 'principal.issuer');
+  if (expiresAt !== undefined && expiresAt !== null) p.expiresAt = nonEmpty(expiresAt, 'principal.expiresAt');
   return Object.freeze(p);
 }
 
@@ -127,15 +131,17 @@ const SCHEMA_TEXT = JSON.stringify(ACTION_SCHEMA);
 /** Builds a canonical action: validates every field, deep-freezes the arguments, hashes the payload. */
 export function createAction(input: ActionInput, options: { ids?: IdSource } = {}): Action {
   if (!isPlainObject(input)) throw new InvalidArgument('createAction takes an object { name, arguments, principal, resource?, environment? }');
-  const name = nonEmpty(input.name, 'action.name');
-  const rawArgs = input.arguments ?? {};
+  // Each field read once: what is checked is what is hashed and kept, whatever a getter would answer next.
+  const { name: nameIn, arguments: argsIn, principal: principalIn, resource: resourceIn, environment: environmentIn, actionId: actionIdIn } = input;
+  const name = nonEmpty(nameIn, 'action.name');
+  const rawArgs = argsIn ?? {};
   if (!isPlainObject(rawArgs)) throw new InvalidArgument('arguments must be a plain object');
   // One reading of the arguments: the frozen copy, and its canonical text (what is hashed).
   const { value: args, text: argsText } = frozenWithText<JsonObject>(rawArgs, 'arguments');
-  const principal = createPrincipal(input.principal);
-  const resource = nullOrNonEmpty(input.resource, 'action.resource');
-  const environment = input.environment === undefined ? DEFAULT_ENVIRONMENT : nonEmpty(input.environment, 'action.environment');
-  const actionId = input.actionId === undefined ? (options.ids ?? randomIds)('act') : nonEmpty(input.actionId, 'action.actionId');
+  const principal = createPrincipal(principalIn);
+  const resource = nullOrNonEmpty(resourceIn, 'action.resource');
+  const environment = environmentIn === undefined ? DEFAULT_ENVIRONMENT : nonEmpty(environmentIn, 'action.environment');
+  const actionId = actionIdIn === undefined ? (options.ids ?? randomIds)('act') : nonEmpty(actionIdIn, 'action.actionId');
   // Stored as its row's holder and written into its receipt: text with no UTF-8 form would be neither.
   if (!isWellFormedString(actionId)) throw new InvalidArgument('action.actionId holds a lone surrogate, which cannot be stored or written into a receipt');
   const canonical = payloadText(argsText, name, principal, resource, environment);

@@ -278,6 +278,58 @@ describe("the frozen copy of an action's arguments", () => {
     expect(Object.isFrozen(copy) && Object.isFrozen(copy['__proto__']) && Object.isFrozen((copy['__proto__'] as { y: unknown }).y)).toBe(true);
   });
 
+  it('reads each field of the principal once, and each claim once: what is checked is what is kept', () => {
+    let reads = 0;
+    const principalIn = {
+      agent: 'a',
+      get claims() {
+        reads++;
+        return reads === 1 ? { role: 'viewer' } : { role: { admin: true } };
+      },
+    };
+    let claimReads = 0;
+    const claimsIn = {
+      get role() {
+        claimReads++;
+        return claimReads === 1 ? 'viewer' : { admin: true };
+      },
+    };
+    const one = createAction({ name: 'x.y', arguments: {}, principal: principalIn as never });
+    const two = createAction({ name: 'x.y', arguments: {}, principal: { agent: 'a', claims: claimsIn as never } });
+    expect([reads, claimReads]).toEqual([1, 1]);
+    expect(one.principal.claims).toEqual({ role: 'viewer' });
+    expect(two.principal.claims).toEqual({ role: 'viewer' });
+    expect(Object.isFrozen(two.principal.claims)).toBe(true);
+  });
+
+  it('reads each field of the action input once', () => {
+    const reads: Record<string, number> = {};
+    const once = <T>(field: string, first: T, later: unknown) => ({
+      get() {
+        reads[field] = (reads[field] ?? 0) + 1;
+        return reads[field] === 1 ? first : later;
+      },
+      enumerable: true,
+    });
+    const input = Object.defineProperties(
+      {},
+      {
+        name: once('name', 'x.y', ''),
+        arguments: once('arguments', { a: 1 }, 5),
+        principal: once('principal', { agent: 'a' }, null),
+        resource: once('resource', 'r', 7),
+        environment: once('environment', 'staging', ''),
+        actionId: once('actionId', 'act_1', ''),
+      },
+    );
+    const action = createAction(input as never);
+    expect(reads).toEqual({ name: 1, arguments: 1, principal: 1, resource: 1, environment: 1, actionId: 1 });
+    expect([action.name, action.resource, action.environment, action.actionId]).toEqual(['x.y', 'r', 'staging', 'act_1']);
+    expect(action.actionHash).toBe(
+      createAction({ name: 'x.y', arguments: { a: 1 }, principal: { agent: 'a' }, resource: 'r', environment: 'staging', actionId: 'act_1' }).actionHash,
+    );
+  });
+
   it('property: the copy is the value copied, frozen throughout, and its text is the canonical text', () => {
     const key = fc.oneof(fc.string({ maxLength: 5 }), fc.constantFrom('__proto__', '10', '9', 'constructor'));
     const { value } = fc.letrec((tie) => ({
