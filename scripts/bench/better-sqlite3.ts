@@ -10,14 +10,8 @@ import Database from 'better-sqlite3';
 import { Control, createAction, loadPolicy, randomIds } from '@ctrlrun/kernel';
 import { openSqlStateStore, type SqlDriver, type SqlExecutor, type SqlValue } from '@ctrlrun/kernel/store';
 import { BetterSqlite3Driver, createBetterSqlite3Store, type BetterSqlite3Database } from '@ctrlrun/store-node/better-sqlite3';
+import { ALLOW_REFUND_POLICY as policy, BENCH_PRINCIPAL as principal } from './_allowed-refund.js';
 
-const POLICY = loadPolicy(`schema: ctrlrun.policy/v2
-actions:
-  stripe.refund:
-    effect: "refund:{payment_id}"
-    decision: allow
-`);
-const principal = { agent: 'bench-agent' };
 const dir = mkdtempSync(join(tmpdir(), 'ctrlrun-bench-bs3-'));
 process.on('exit', () => rmSync(dir, { recursive: true, force: true }));
 
@@ -32,7 +26,7 @@ async function rate(ms: number, fn: () => Promise<void> | void): Promise<number>
 }
 
 function controlOn(store: ConstructorParameters<typeof Control>[0]['store']): () => Promise<void> {
-  const control = new Control({ policy: POLICY, store, logger: { warn() {} } });
+  const control = new Control({ policy, store, logger: { warn() {} } });
   let i = 0;
   return async () => {
     i++;

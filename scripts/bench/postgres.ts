@@ -13,14 +13,7 @@ import { fork } from 'node:child_process';
 import { join } from 'node:path';
 import pg from 'pg';
 import { findServerBinaries, freshDatabase, startCluster, type PgCluster } from '../../test/support/pg-cluster.js';
-
-const policy = loadPolicy(`schema: ctrlrun.policy/v2
-actions:
-  stripe.refund:
-    effect: "refund:{payment_id}"
-    decision: allow
-`);
-const principal = { agent: 'bench-agent' };
+import { ALLOW_REFUND_POLICY as policy, BENCH_PRINCIPAL as principal } from './_allowed-refund.js';
 
 /** Actions/s for `ms`, with `callers` concurrent loops on distinct keys. */
 async function actionsPerSecond(store: StateStore, ms: number, callers: number, tag: string): Promise<number> {
