@@ -207,6 +207,22 @@ async function oneKernelSealedChain(store: StateStore, n: number): Promise<void>
   }
 }
 
+/** Refunds through a Control, counting how often each payment's executor ran. */
+function countedRefunds(): { refund: (control: Control, id: string) => Promise<unknown>; ranOnceEach: (n: number) => void } {
+  const calls = new Map<string, number>();
+  return {
+    refund: (control, id) =>
+      control.execute(createAction({ name: 'stripe.refund', arguments: { payment_id: id, amount: 1 }, principal: { agent: 'a' } }), () => {
+        calls.set(id, (calls.get(id) ?? 0) + 1);
+        return { id };
+      }),
+    ranOnceEach: (n) => {
+      expect(calls.size).toBe(n);
+      expect([...calls.values()].every((c) => c === 1)).toBe(true);
+    },
+  };
+}
+
 function quiet(pool: pg.Pool): pg.Pool {
   pool.on('error', () => undefined);
   pool.on('connect', (client) => void client.on('error', () => undefined));
@@ -253,22 +269,16 @@ describePg('combined statements on a real server', (server) => {
       await db.createSchema('a3');
       const stores = await Promise.all(pools.map((pool) => createPgStore(pool, { schema: 'a3', prepare: true, logger: { warn() {} } })));
       let n = 0;
-      const calls = new Map<string, number>();
+      const { refund, ranOnceEach } = countedRefunds();
       await Promise.all(
         stores.flatMap((store) => {
           const control = new Control({ policy: POLICY, store, logger: { warn() {} } });
           return Array.from({ length: 6 }, async () => {
-            for (let i = 0; i < 10; i++) {
-              const id = `p_${n++}`;
-              await control.execute(createAction({ name: 'stripe.refund', arguments: { payment_id: id, amount: 1 }, principal: { agent: 'a' } }), () => {
-                calls.set(id, (calls.get(id) ?? 0) + 1);
-                return { id };
-              });
-            }
+            for (let i = 0; i < 10; i++) await refund(control, `p_${n++}`);
           });
         }),
       );
-      expect([...calls.values()].every((c) => c === 1) && calls.size === 180).toBe(true);
+      ranOnceEach(180);
       await oneKernelSealedChain(stores[0]!, 180);
       await Promise.all(stores.map((s) => s.close()));
     } finally {
@@ -293,12 +303,8 @@ describePg('combined statements on a real server', (server) => {
         }),
       );
       const controls = stores.map((store) => new Control({ policy: POLICY, store, logger: { warn() {} } }));
-      const calls = new Map<string, number>();
-      const refund = (i: number, id: string) =>
-        controls[i]!.execute(createAction({ name: 'stripe.refund', arguments: { payment_id: id, amount: 1 }, principal: { agent: 'a' } }), () => {
-          calls.set(id, (calls.get(id) ?? 0) + 1);
-          return { id };
-        });
+      const counted = countedRefunds();
+      const refund = (i: number, id: string) => counted.refund(controls[i]!, id);
       for (let t = 0; t < 10; t++) {
         await refund(0, `a_${t}`);
         await refund(1, `b_${t}`);
@@ -310,8 +316,7 @@ describePg('combined statements on a real server', (server) => {
       // Alone again: after its rest, the store's outcomes stand alone once more.
       for (let t = 0; t < 200; t++) await refund(0, `solo_${t}`);
       expect(alone[0]).toBeGreaterThan(2 + 100);
-      expect(calls.size).toBe(220);
-      expect([...calls.values()].every((c) => c === 1)).toBe(true);
+      counted.ranOnceEach(220);
       await oneKernelSealedChain(stores[0]!, 220);
       await Promise.all(stores.map((s) => s.close()));
     } finally {
