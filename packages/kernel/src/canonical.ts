@@ -245,14 +245,10 @@ export function canonicalBytes(value: unknown, path = 'value'): Uint8Array {
   return encoder.encode(canonicalJson(value, path));
 }
 
-/** Validates `value` as an allowed argument value and returns a deep-frozen copy. */
-export function freezeValue<T = JsonValue>(value: unknown, path = 'arguments'): T {
-  return frozenWithText<T>(value, path).value;
-}
-
 /**
- * {@link freezeValue}, and the canonical text of the copy, from one reading of `value`: each
- * property is read once, so the text is exactly that of the copy.
+ * Validates `value` as an allowed argument value, and returns a deep-frozen copy of it and the
+ * canonical text of that copy, from one reading of `value`: each property is read once, so the
+ * text is exactly that of the copy.
  */
 export function frozenWithText<T = JsonValue>(value: unknown, path = 'arguments'): { value: T; text: string } {
   // Arguments are written inside receipts, events and their envelopes (a receipt's edit holds

@@ -113,7 +113,7 @@ function receiptTexts(sealed: JsonObject): { json: string; canonical: string } {
   for (let i = 0; i < SORTED_KEYS.length; i++) {
     const text = canonicalJson(sealed[SORTED_KEYS[i]!], KEY_PATHS[i]);
     texts[i] = text;
-    canonical += KEY_PREFIXES[i]! + text;
+    canonical += (i === 0 ? '{' : ',') + QUOTED_KEYS[i]! + text;
   }
   let json = '';
   for (let j = 0; j < keys.length; j++) {
@@ -308,6 +308,5 @@ const SORTED_KEYS: readonly string[] = [...RECEIPT_KEYS].sort(compareCodePoints)
 const KEY_INDEX: ReadonlyMap<string, number> = new Map(SORTED_KEYS.map((k, i) => [k, i]));
 /** Each sorted key as it is written before its value: `"action":`. */
 const QUOTED_KEYS: readonly string[] = SORTED_KEYS.map((k) => `${JSON.stringify(k)}:`);
-const KEY_PREFIXES: readonly string[] = SORTED_KEYS.map((k, i) => `${i === 0 ? '{' : ','}${JSON.stringify(k)}:`);
 // The receipt's keys are identifiers, so `receipt.<key>` is the path canonicalJson itself names.
 const KEY_PATHS: readonly string[] = SORTED_KEYS.map((k) => `receipt.${k}`);

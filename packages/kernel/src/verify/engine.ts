@@ -8,7 +8,7 @@
  */
 import { loadAuthority, type Authority } from '../authority/authority.js';
 import { PolicyError } from '../errors.js';
-import { sha256Tagged } from '../hash.js';
+import { sha256TaggedText } from '../hash.js';
 import { loadPolicy, type Policy } from '../policy/policy.js';
 import type { Clock } from '../time.js';
 import { CATALOGUE, GUARANTEES, GUARANTEE_IDS, isGuaranteeId, type GuaranteeId } from './catalogue.js';
@@ -90,7 +90,7 @@ function loadStandalone(policy: Policy, given: { text: string; path: string }): 
 }
 
 function sha256Hex(text: string): string {
-  return sha256Tagged(new TextEncoder().encode(text)).slice('sha256:'.length);
+  return sha256TaggedText(text).slice('sha256:'.length);
 }
 
 /**

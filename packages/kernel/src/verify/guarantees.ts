@@ -22,7 +22,7 @@ import {
   InvalidArgument,
   NotExecuted,
 } from '../errors.js';
-import { sha256Tagged } from '../hash.js';
+import { sha256TaggedText } from '../hash.js';
 import type { ReceiptRow } from '../model.js';
 import type { Decision, Policy } from '../policy/policy.js';
 import { resolveEffectTemplate } from '../policy/template.js';
@@ -454,7 +454,7 @@ async function ambiguousBlocksBlindRetry(ctx: Context, b: Builder): Promise<Guar
 /** `ctrlrun.verify.absent.<12 hex of sha256(sorted names joined "\n")>`: a name the policy cannot list. */
 export function absentActionName(policy: Policy): string {
   const names = policy.actionNames.slice().sort(compareCodePoints).join('\n');
-  return `ctrlrun.verify.absent.${sha256Tagged(new TextEncoder().encode(names)).slice('sha256:'.length, 'sha256:'.length + 12)}`;
+  return `ctrlrun.verify.absent.${sha256TaggedText(names).slice('sha256:'.length, 'sha256:'.length + 12)}`;
 }
 
 async function unknownActionRefused(ctx: Context, b: Builder): Promise<GuaranteeResult> {
