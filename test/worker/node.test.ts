@@ -1,5 +1,7 @@
 /** The HTTP suite against the Node entry: `@hono/node-server` on 127.0.0.1, the embedded default. */
+import { spawn } from 'node:child_process';
 import { createServer, type AddressInfo } from 'node:net';
+import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { startNodeWorker } from '../../worker/src/node.js';
 import { describeWorkerHttp, TEST_ENV } from './http.case.js';
@@ -21,5 +23,22 @@ describe('the Node entry on a port already taken', () => {
     } finally {
       await new Promise<void>((resolve) => taken.close(() => resolve()));
     }
+  });
+});
+
+describe('the Node entry stopped as its banner is printed', () => {
+  it.runIf(process.platform !== 'win32')('a SIGINT sent the moment the banner says where to connect closes the worker and exits 0', async () => {
+    const entry = fileURLToPath(new URL('../../worker/src/node.ts', import.meta.url));
+    // Sends SIGINT from inside the process right after the banner's line: whoever reads it may.
+    const atBanner = `data:text/javascript,const log=console.log;console.log=(...a)=>{log(...a);if(String(a[0]).includes('http://127.0.0.1:'))process.kill(process.pid,'SIGINT')}`;
+    const child = spawn(process.execPath, ['--conditions=@ctrlrun/source', '--import', import.meta.resolve('tsx'), '--import', atBanner, entry], {
+      env: { PATH: process.env['PATH'] ?? '', ...TEST_ENV, PORT: '0' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => void (out += d.toString()));
+    child.stderr.on('data', (d: Buffer) => void (out += d.toString()));
+    const exit = await new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((ok) => child.on('exit', (code, signal) => ok({ code, signal })));
+    expect({ ...exit, out }).toMatchObject({ code: 0, signal: null, out: expect.stringContaining('http://127.0.0.1:') });
   });
 });

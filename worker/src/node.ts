@@ -141,7 +141,9 @@ export async function startNodeWorker(
 }
 
 if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  const worker = await (async () => {
+  // Listening for the stop signals before the banner says where to connect: a signal sent by
+  // whoever read it must close the worker, not end the process by Node's default.
+  const starting = (async () => {
     const { values } = parseArgs({ options: { config: { type: 'string' } }, strict: true });
     return startNodeWorker({ configPath: values.config ?? null });
   })().catch((err: unknown) => {
@@ -149,8 +151,9 @@ if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.a
     return process.exit(1);
   });
   const stop = (): void => {
-    void worker.close().finally(() => process.exit(0));
+    void starting.then((worker) => worker.close()).finally(() => process.exit(0));
   };
+  // Once each: a second Ctrl-C ends the process by the signal, as usual.
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);
 }

@@ -338,7 +338,10 @@ export async function serveStdio(server: Server): Promise<void> {
 /** Serves over HTTP until SIGINT/SIGTERM; the address is said once bound. */
 export async function serveHttpUntilSignalled(options: HttpServeOptions, say: (line: string) => void): Promise<void> {
   const serving = await serveHttp(options);
+  // Listening for the stop signal before saying where: whoever reads the line may send one at once,
+  // and a SIGINT before the listener is Node's default, an exit by the signal with nothing closed.
+  const signalled = untilSignalled();
   say(`listening on ${serving.url}`);
-  await untilSignalled();
+  await signalled;
   await serving.close();
 }

@@ -1,4 +1,6 @@
 // What the MCP commands parse from their command line: --upstream-command, --listen, --path.
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { UsageError } from '../src/errors.js';
@@ -39,5 +41,19 @@ describe('parseListen and checkPath', () => {
     expect(checkPath('/mcp')).toBe('/mcp');
     expect(checkPath('/a/b-c')).toBe('/a/b-c');
     for (const bad of ['mcp', '/ctrlrun', '/ctrlrun/mcp', '/mcp?x=1', '/m cp', '']) expect(() => checkPath(bad), bad).toThrow(UsageError);
+  });
+});
+
+describe('serveHttpUntilSignalled', () => {
+  it.runIf(process.platform !== 'win32')('a SIGINT sent the moment "listening on" is said closes the server and exits 0', async () => {
+    const fixture = fileURLToPath(new URL('./fixtures/signal-at-listening.ts', import.meta.url));
+    const child = spawn(process.execPath, ['--conditions=@ctrlrun/source', '--import', import.meta.resolve('tsx'), fixture], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => void (out += d.toString()));
+    child.stderr.on('data', (d: Buffer) => void (out += d.toString()));
+    const exit = await new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((ok) => child.on('exit', (code, signal) => ok({ code, signal })));
+    expect({ ...exit, out }).toMatchObject({ code: 0, signal: null, out: expect.stringMatching(/^listening on http:\/\/127\.0\.0\.1:\d+\/mcp\nclosed\n$/) });
   });
 });
