@@ -4,10 +4,33 @@
  * file untouched, readers, the missing optional peer, and `openStore` addresses.
  */
 import { spawnSync } from 'node:child_process';
-import { accessSync, chmodSync, constants, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  accessSync,
+  chmodSync,
+  constants,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
-import { AmbiguousEffect, DuplicateEffect, InvalidArgument, SchemaMismatch, StoreClosedError, StoreError } from '@ctrlrun/kernel';
+import {
+  AmbiguousEffect,
+  Control,
+  DuplicateEffect,
+  InvalidArgument,
+  SchemaMismatch,
+  StoreClosedError,
+  StoreError,
+  createAction,
+  loadPolicy,
+} from '@ctrlrun/kernel';
 import { MIGRATION_IDS, type SqlValue } from '@ctrlrun/kernel/store';
 import { ACCEPTED_STORE_URLS, openStore, parseStoreUrl } from '@ctrlrun/store-node';
 import {
@@ -145,6 +168,61 @@ describe('createBetterSqlite3Store: the connection', () => {
     expect(err).toMatchObject({ state: 'committed' });
     await a.close();
     await b.close();
+  });
+
+  it('handles on one file in one process take turns at its write lock: every concurrent write lands, none waits out busy_timeout', async () => {
+    const path = fresh();
+    const a = await createBetterSqlite3Store(path);
+    const b = await createBetterSqlite3Store(path);
+    // A third handle through a symbolic link: the same file, met by its identity, not its path.
+    const link = `${path}.link`;
+    symlinkSync(path, link);
+    const c = await createBetterSqlite3Store(link);
+    try {
+      const policy = loadPolicy('schema: ctrlrun.policy/v2\nactions:\n  stripe.refund:\n    effect: "refund:{payment_id}"\n    decision: allow\n');
+      const controls = [a, b, c].map((store) => new Control({ policy, store, logger: { warn: () => undefined } }));
+      const runs = new Map<string, number>();
+      const refund = (control: Control, payment: string) =>
+        control.execute(createAction({ name: 'stripe.refund', arguments: { payment_id: payment, amount: 100 }, principal: { agent: 'agent' } }), () => {
+          runs.set(payment, (runs.get(payment) ?? 0) + 1);
+          return { ok: true };
+        });
+      // Thirty refunds of their own, ten per handle, and ten asked through all three handles at once.
+      const own = controls.flatMap((control, h) => Array.from({ length: 10 }, (_, i) => refund(control, `own_${h}_${i}`)));
+      const shared = Array.from({ length: 10 }, (_, i) => controls.map((control) => refund(control, `shared_${i}`)));
+      const settled = await Promise.allSettled([...own, ...shared.flat()]);
+      const failures = settled.flatMap((r) => (r.status === 'rejected' ? [r.reason as Error] : []));
+      // Before, a second handle's BEGIN IMMEDIATE blocked the event loop for 5 s and failed: "database is locked".
+      expect(failures.filter((e) => !(e instanceof DuplicateEffect)).map((e) => `${e.name}: ${e.message}`)).toEqual([]);
+      expect(settled.slice(0, 30).every((r) => r.status === 'fulfilled')).toBe(true);
+      expect(failures).toHaveLength(20);
+      for (let i = 0; i < 10; i++) expect(runs.get(`shared_${i}`), `shared_${i}`).toBe(1);
+      expect([...runs.values()].reduce((x, y) => x + y, 0)).toBe(40);
+    } finally {
+      await Promise.all([a.close(), b.close(), c.close()]);
+    }
+  });
+
+  it('a handle closed while it waits for its turn is refused as closed, and the turn passes on', async () => {
+    const path = fresh();
+    await (await createBetterSqlite3Store(path)).close();
+    const open = () => new BetterSqlite3Driver(new Database(path) as unknown as BetterSqlite3Database);
+    const [first, second] = [open(), open()];
+    let release!: () => void;
+    const holding = first.transaction(async (tx) => {
+      await tx.query('SELECT 1');
+      await new Promise<void>((r) => (release = r));
+      return 'first';
+    });
+    const waiting = second.transaction(async () => 'second');
+    await second.close();
+    release();
+    expect(await holding).toBe('first');
+    await expect(waiting).rejects.toThrow(/closed/);
+    // Free again: another handle's transaction runs at once.
+    const third = open();
+    expect(await third.transaction(async (tx) => (await tx.query<{ one: number }>('SELECT 1 AS one')).rows[0]!.one)).toBe(1);
+    await Promise.all([first.close(), third.close()]);
   });
 
   it('refuses calls after close', async () => {

@@ -2,7 +2,9 @@
  * The better-sqlite3 driver: native SQLite on a file, for one host. WAL mode, `busy_timeout`
  * 5000 ms, and every read-decide-write inside an explicit `BEGIN IMMEDIATE` … `COMMIT`, whose
  * write lock holds across OS processes — so eight processes reserving one effect key get exactly
- * one winner, as in the Python original.
+ * one winner, as in the Python original. Handles on one file in one process take turns at that
+ * lock before `BEGIN IMMEDIATE`, so one never waits out busy_timeout on another with the event
+ * loop blocked.
  *
  * better-sqlite3 is an optional peer dependency (version 12), imported on first use.
  *
@@ -164,6 +166,55 @@ function exactRow(row: unknown): unknown {
   return r;
 }
 
+/**
+ * Turns at a database file's write lock, for the handles this process has open on it.
+ * better-sqlite3 is synchronous: a second handle's `BEGIN IMMEDIATE` on a file whose write lock
+ * another handle of this process holds would wait out busy_timeout with the event loop blocked
+ * (the holder can never reach its COMMIT), then fail with `database is locked`. The handles of one
+ * process take turns here instead, before `BEGIN IMMEDIATE`; other processes still meet at
+ * SQLite's lock.
+ */
+class FileTurns {
+  #held = false;
+  readonly #waiting: (() => void)[] = [];
+  /** Open handles on the file. */
+  handles = 0;
+
+  /** The turn: taken at once (`null`) when free, else a promise that resolves once it is the caller's. */
+  take(): Promise<void> | null {
+    if (!this.#held) {
+      this.#held = true;
+      return null;
+    }
+    return new Promise((resolve) => this.#waiting.push(resolve));
+  }
+
+  /** Hands the turn to the caller waiting longest, or frees it. */
+  give(): void {
+    const next = this.#waiting.shift();
+    if (next) next();
+    else this.#held = false;
+  }
+
+  get idle(): boolean {
+    return !this.#held && this.#waiting.length === 0;
+  }
+}
+
+/** By file identity (device and inode, so a second path or a link to the file meets the same turns). */
+const TURNS = new Map<string, FileTurns>();
+
+/** The file's identity, or null for a database with no file of its own. */
+function fileIdentity(db: BetterSqlite3Database): string | null {
+  if (db.memory || db.name === '' || db.name === ':memory:') return null;
+  try {
+    const st = statSync(db.name, { bigint: true });
+    return `${st.dev}:${st.ino}`;
+  } catch {
+    return `path:${resolve(db.name)}`;
+  }
+}
+
 interface Prepared {
   readonly stmt: BetterSqlite3Statement;
   readonly reader: boolean;
@@ -193,6 +244,8 @@ export class BetterSqlite3Driver implements SqlDriver {
   #tx = 0;
   #txCount = 0;
   #closed = false;
+  /** This process's turns at the file's write lock (none for a database without a file). */
+  readonly #turns: { key: string; turns: FileTurns } | null;
 
   constructor(db: BetterSqlite3Database) {
     installNodeSha256();
@@ -200,6 +253,14 @@ export class BetterSqlite3Driver implements SqlDriver {
     this.#begin = db.prepare('BEGIN IMMEDIATE');
     this.#commit = db.prepare('COMMIT');
     this.#rollback = db.prepare('ROLLBACK');
+    const key = fileIdentity(db);
+    if (key === null) this.#turns = null;
+    else {
+      let turns = TURNS.get(key);
+      if (!turns) TURNS.set(key, (turns = new FileTurns()));
+      turns.handles++;
+      this.#turns = { key, turns };
+    }
   }
 
   #check(): void {
@@ -262,31 +323,46 @@ export class BetterSqlite3Driver implements SqlDriver {
     if (this.#tx !== 0 || this.db.inTransaction) {
       throw new StoreError('[better-sqlite3] a transaction is already open on this connection: calls must be queued (the kernel store does this)');
     }
-    // Waits up to busy_timeout for another process's write lock, then holds it until COMMIT.
-    this.#begin.run();
-    const id = ++this.#txCount;
-    this.#tx = id;
+    // After any other handle of this process on the file is done with its write lock.
+    const turns = this.#turns?.turns;
+    const wait = turns?.take();
+    if (wait) await wait;
     try {
-      const result = await fn(this.#executor(id));
-      this.#commit.run();
-      return result;
-    } catch (err) {
-      if (this.db.inTransaction) {
-        try {
-          this.#rollback.run();
-        } catch {
-          // SQLite already rolled back; the original error is what matters.
+      this.#check();
+      // Waits up to busy_timeout for another process's write lock, then holds it until COMMIT.
+      this.#begin.run();
+      const id = ++this.#txCount;
+      this.#tx = id;
+      try {
+        const result = await fn(this.#executor(id));
+        this.#commit.run();
+        return result;
+      } catch (err) {
+        if (this.db.inTransaction) {
+          try {
+            this.#rollback.run();
+          } catch {
+            // SQLite already rolled back; the original error is what matters.
+          }
         }
+        throw err;
+      } finally {
+        this.#tx = 0;
       }
-      throw err;
     } finally {
-      this.#tx = 0;
+      turns?.give();
+      // The last handle closed while this one waited: nothing keeps the file's turns.
+      if (turns?.handles === 0 && turns.idle) TURNS.delete(this.#turns!.key);
     }
   }
 
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
+    if (this.#turns) {
+      const { key, turns } = this.#turns;
+      if (--turns.handles === 0 && turns.idle) TURNS.delete(key);
+    }
     this.#cache.clear();
     if (this.db.open) this.db.close();
   }
