@@ -16,6 +16,34 @@ export const systemClock: Clock = () => new Date();
 /** Milliseconds in a minute. */
 export const MINUTE = 60_000;
 
+const DAY = 86_400_000;
+// The day `isoMillis` last rendered: its first millisecond and its `YYYY-MM-DDT`.
+let dayStart = Number.NaN;
+let dayPrefix = '';
+
+const two = (n: number): string => (n < 10 ? `0${n}` : `${n}`);
+const three = (n: number): string => (n < 10 ? `00${n}` : n < 100 ? `0${n}` : `${n}`);
+
+/**
+ * `YYYY-MM-DDTHH:MM:SS.mmm` for `d` (what `toISOString` gives before its `Z`). The date part is
+ * rendered by `toISOString` once per day; the time of day is plain arithmetic. Throws
+ * `RangeError` on an invalid Date, as `toISOString` does.
+ */
+function isoMillis(d: Date): string {
+  const t = d.getTime();
+  if (!(t >= dayStart && t < dayStart + DAY)) {
+    dayPrefix = d.toISOString().slice(0, -13);
+    dayStart = Math.floor(t / DAY) * DAY;
+  }
+  let rest = t - dayStart;
+  const ms = rest % 1000;
+  rest = (rest - ms) / 1000;
+  const sec = rest % 60;
+  rest = (rest - sec) / 60;
+  const min = rest % 60;
+  return `${dayPrefix}${two((rest - min) / 60)}:${two(min)}:${two(sec)}.${three(ms)}`;
+}
+
 // One action stamps the same millisecond many times: the last rendering of each form is kept.
 let evidenceAt = Number.NaN;
 let evidenceText = '';
@@ -28,8 +56,8 @@ let storedNext = 0;
 export function evidenceTime(d: Date): string {
   const t = d.getTime();
   if (t !== evidenceAt) {
-    // toISOString throws (RangeError) on an invalid Date before anything is kept.
-    evidenceText = d.toISOString();
+    // Throws (RangeError) on an invalid Date before anything is kept.
+    evidenceText = `${isoMillis(d)}Z`;
     evidenceAt = t;
   }
   return evidenceText;
@@ -40,9 +68,8 @@ export function storedTime(d: Date): string {
   const t = d.getTime();
   if (t === storedAt[0]) return storedText[0]!;
   if (t === storedAt[1]) return storedText[1]!;
-  const iso = d.toISOString(); // YYYY-MM-DDTHH:MM:SS.mmmZ
-  const ms = d.getUTCMilliseconds();
-  const text = `${iso.slice(0, 19)}${ms === 0 ? '' : `.${iso.slice(20, 23)}000`}+00:00`;
+  const iso = isoMillis(d); // YYYY-MM-DDTHH:MM:SS.mmm
+  const text = iso.endsWith('.000') ? `${iso.slice(0, -4)}+00:00` : `${iso}000+00:00`;
   storedAt[storedNext] = t;
   storedText[storedNext] = text;
   storedNext ^= 1;

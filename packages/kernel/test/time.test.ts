@@ -23,6 +23,26 @@ describe('timestamps (kept renderings)', () => {
     );
   });
 
+  it('property: any valid Date, in any order, renders as toISOString does (days apart, across midnight, before 1970, past 9999)', () => {
+    // Instants anywhere in Date's range, and runs within a few seconds of a midnight, so the
+    // kept day and each carry (ms → s → min → h → day) are crossed in both directions.
+    const anywhere = fc.integer({ min: -8.64e15, max: 8.64e15 });
+    const edge = fc.constantFrom(0, 1, -1, 999, 1000, -1000, 59_999, 60_000, 3_599_999, 3_600_000, 86_399_999);
+    const day = fc.constantFrom(-1, 0, 1, 20_454, 20_455, 2_932_896, 2_932_897);
+    const nearMidnight = fc.tuple(day, fc.oneof(edge, fc.integer({ min: -5_000, max: 5_000 }))).map(([n, ms]) => n * 86_400_000 + ms);
+    fc.assert(
+      fc.property(fc.array(fc.oneof(anywhere, nearMidnight), { minLength: 1, maxLength: 40 }), (instants) => {
+        for (const t of instants) {
+          const d = new Date(t);
+          expect(evidenceTime(d)).toBe(d.toISOString());
+          // The stored form is only ever read back with a four-digit year.
+          if (d.toISOString().length === 24) expect(storedTime(d)).toBe(storedReference(d));
+        }
+      }),
+      { numRuns: 500 },
+    );
+  });
+
   it('an invalid Date is refused even right after a valid one was rendered', () => {
     const ok = new Date(Date.UTC(2026, 0, 1));
     evidenceTime(ok);

@@ -104,8 +104,11 @@ export class ReceiptAlreadyStored extends InvalidArgument {
 /** The largest multi-row event insert whose SQL text is kept. */
 const EVENTS_SQL_KEPT = 16;
 
-/** How many effect rows {@link SqlEngine.hint} remembers (the oldest is forgotten first). */
-const HINTS_KEPT = 1024;
+/**
+ * How many effect rows {@link SqlEngine.hint} remembers per generation: the newest generation
+ * and the one before it are kept, so between this many and twice this many of the latest rows.
+ */
+const HINTS_KEPT = 512;
 
 /** One mutex per driver, so two stores on one single-connection driver still never interleave. */
 const MUTEXES = new WeakMap<SqlDriver, Mutex>();
@@ -123,7 +126,9 @@ export class SqlEngine {
   /** Whether the server seals chained receipts inside a combined statement (the dialect decides on the server's version at open). */
   serverSeals = false;
   readonly #eventsSql: string[] = [];
-  readonly #hints = new Map<string, EffectRecord>();
+  /** What {@link hint} remembers: the newest generation, then the one before it (dropped whole, never scanned). */
+  #hints = new Map<string, EffectRecord>();
+  #olderHints = new Map<string, EffectRecord>();
   /**
    * The chain head this engine expects next: the last receipt it chained (see `appendOutcome`
    * in combined.ts). Never trusted: a statement sealed on it applies only
@@ -162,9 +167,12 @@ export class SqlEngine {
    * compare-and-set does not compare) must not be written by the next step.
    */
   hint(record: EffectRecord): void {
-    this.#hints.delete(record.effectKey);
+    this.#olderHints.delete(record.effectKey);
     this.#hints.set(record.effectKey, Object.freeze({ ...record }));
-    if (this.#hints.size > HINTS_KEPT) this.#hints.delete(this.#hints.keys().next().value!);
+    if (this.#hints.size >= HINTS_KEPT) {
+      this.#olderHints = this.#hints;
+      this.#hints = new Map();
+    }
   }
 
   /** Notes a receipt chained in a committed write as the head to expect, unless a later one is noted. */
@@ -175,11 +183,12 @@ export class SqlEngine {
   /** Forgets what {@link hint} remembers for `key` (it proved not to be the row). */
   forget(key: string): void {
     this.#hints.delete(key);
+    this.#olderHints.delete(key);
   }
 
   /** What {@link hint} remembers for `key`, if anything. */
   hinted(key: string): EffectRecord | undefined {
-    return this.#hints.get(key);
+    return this.#hints.get(key) ?? this.#olderHints.get(key);
   }
 
   // ---------------------------------------------------------------- plumbing
