@@ -225,6 +225,39 @@ describe('createBetterSqlite3Store: the connection', () => {
     await Promise.all([first.close(), third.close()]);
   });
 
+  it('a handle that waits on another handle of this process for busy_timeout is refused as locked, the event loop running meanwhile', async () => {
+    const path = fresh();
+    await (await createBetterSqlite3Store(path)).close();
+    const open = () => new BetterSqlite3Driver(new Database(path) as unknown as BetterSqlite3Database);
+    const [outer, inner] = [open(), open()];
+    let ticks = 0;
+    const ticker = setInterval(() => ticks++, 50);
+    try {
+      // A transaction that waits for another handle's write on the same file can never get it:
+      // that handle is refused after busy_timeout, as SQLite refuses another process's writer.
+      const refused = await outer.transaction(async (tx) => {
+        await tx.query('SELECT 1');
+        return inner
+          .transaction(async () => 'never')
+          .then(
+            () => null,
+            (err: unknown) => err,
+          );
+      });
+      expect(refused).toBeInstanceOf(StoreError);
+      expect((refused as Error).message).toMatch(
+        new RegExp(`database is locked: another handle in this process held the write lock for ${BUSY_TIMEOUT_MS} ms`),
+      );
+      // Before, the wait was SQLite's busy_timeout inside BEGIN IMMEDIATE: the event loop stood still.
+      expect(ticks).toBeGreaterThan(0);
+      // The refused waiter left the queue: the next write through it runs.
+      expect(await inner.transaction(async () => 'after')).toBe('after');
+    } finally {
+      clearInterval(ticker);
+      await Promise.all([outer.close(), inner.close()]);
+    }
+  }, 60_000);
+
   it('refuses calls after close', async () => {
     const store = await createBetterSqlite3Store(fresh(), { clock });
     await store.close();

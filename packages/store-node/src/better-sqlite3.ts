@@ -176,23 +176,42 @@ function exactRow(row: unknown): unknown {
  */
 class FileTurns {
   #held = false;
-  readonly #waiting: (() => void)[] = [];
+  readonly #waiting: { grant: () => void }[] = [];
   /** Open handles on the file. */
   handles = 0;
 
-  /** The turn: taken at once (`null`) when free, else a promise that resolves once it is the caller's. */
-  take(): Promise<void> | null {
+  /**
+   * The turn: taken at once (`null`) when free, else a promise that resolves once it is the
+   * caller's, or rejects after `waitMs` as SQLite's busy_timeout would (the waiter then leaves the
+   * queue; a turn that a handle holds for good, such as a transaction waiting on another handle's,
+   * is a refusal rather than a hang).
+   */
+  take(waitMs: number): Promise<void> | null {
     if (!this.#held) {
       this.#held = true;
       return null;
     }
-    return new Promise((resolve) => this.#waiting.push(resolve));
+    return new Promise((resolve, reject) => {
+      const waiter = {
+        grant: () => {
+          clearTimeout(timer);
+          resolve();
+        },
+      };
+      const timer = setTimeout(() => {
+        const at = this.#waiting.indexOf(waiter);
+        if (at < 0) return;
+        this.#waiting.splice(at, 1);
+        reject(new StoreError(`[better-sqlite3] database is locked: another handle in this process held the write lock for ${waitMs} ms`));
+      }, waitMs);
+      this.#waiting.push(waiter);
+    });
   }
 
   /** Hands the turn to the caller waiting longest, or frees it. */
   give(): void {
     const next = this.#waiting.shift();
-    if (next) next();
+    if (next) next.grant();
     else this.#held = false;
   }
 
@@ -325,7 +344,7 @@ export class BetterSqlite3Driver implements SqlDriver {
     }
     // After any other handle of this process on the file is done with its write lock.
     const turns = this.#turns?.turns;
-    const wait = turns?.take();
+    const wait = turns?.take(BUSY_TIMEOUT_MS);
     if (wait) await wait;
     try {
       this.#check();
