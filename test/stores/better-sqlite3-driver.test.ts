@@ -225,6 +225,23 @@ describe('createBetterSqlite3Store: the connection', () => {
     await Promise.all([first.close(), third.close()]);
   });
 
+  it('a second transaction at once on one handle is refused, whether or not the first waits for its turn', async () => {
+    const path = fresh();
+    await (await createBetterSqlite3Store(path)).close();
+    const open = () => new BetterSqlite3Driver(new Database(path) as unknown as BetterSqlite3Database);
+    const [holder, d] = [open(), open()];
+    let release!: () => void;
+    const holding = holder.transaction(async () => new Promise<void>((r) => (release = r)));
+    // d's first transaction waits for holder's turn; a second one on d is a misuse all the same.
+    const first = d.transaction(async () => 'first');
+    await expect(d.transaction(async () => 'second')).rejects.toThrow(/already open on this connection/);
+    release();
+    await holding;
+    expect(await first).toBe('first');
+    expect(await d.transaction(async () => 'again')).toBe('again');
+    await Promise.all([holder.close(), d.close()]);
+  });
+
   it('a handle that waits on another handle of this process for busy_timeout is refused as locked, the event loop running meanwhile', async () => {
     const path = fresh();
     await (await createBetterSqlite3Store(path)).close();
@@ -245,9 +262,7 @@ describe('createBetterSqlite3Store: the connection', () => {
           );
       });
       expect(refused).toBeInstanceOf(StoreError);
-      expect((refused as Error).message).toMatch(
-        new RegExp(`database is locked: another handle in this process held the write lock for ${BUSY_TIMEOUT_MS} ms`),
-      );
+      expect((refused as Error).message).toMatch(new RegExp(`database is locked: another handle in this thread held the write lock for ${BUSY_TIMEOUT_MS} ms`));
       // Before, the wait was SQLite's busy_timeout inside BEGIN IMMEDIATE: the event loop stood still.
       expect(ticks).toBeGreaterThan(0);
       // The refused waiter left the queue: the next write through it runs.

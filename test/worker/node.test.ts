@@ -42,3 +42,35 @@ describe('the Node entry stopped as its banner is printed', () => {
     expect({ ...exit, out }).toMatchObject({ code: 0, signal: null, out: expect.stringContaining('http://127.0.0.1:') });
   });
 });
+
+describe('the Node entry stopped while it starts', () => {
+  it.runIf(process.platform !== 'win32')(
+    'a SIGINT while its store never answers ends the process by the signal at once (nothing to close yet)',
+    async () => {
+      // A "database" that accepts connections and never says a word: the worker waits at start.
+      const blackHole = createServer((socket) => socket.on('error', () => undefined));
+      const connected = new Promise<void>((resolve) => blackHole.once('connection', () => resolve()));
+      await new Promise<void>((resolve) => blackHole.listen(0, '127.0.0.1', resolve));
+      const { port } = blackHole.address() as AddressInfo;
+      const entry = fileURLToPath(new URL('../../worker/src/node.ts', import.meta.url));
+      const child = spawn(process.execPath, ['--conditions=@ctrlrun/source', '--import', import.meta.resolve('tsx'), entry], {
+        env: { PATH: process.env['PATH'] ?? '', ...TEST_ENV, PORT: '0', DATABASE_URL: `postgres://u:p@127.0.0.1:${port}/db` },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let out = '';
+      child.stdout.on('data', (d: Buffer) => void (out += d.toString()));
+      child.stderr.on('data', (d: Buffer) => void (out += d.toString()));
+      const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((ok) => child.on('exit', (code, signal) => ok({ code, signal })));
+      try {
+        // Its stop listeners are installed before it connects: it is starting, and waiting.
+        await connected;
+        child.kill('SIGINT');
+        expect({ ...(await exit), out }).toMatchObject({ code: null, signal: 'SIGINT' });
+      } finally {
+        if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+        blackHole.close();
+      }
+    },
+    60_000,
+  );
+});

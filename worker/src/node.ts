@@ -142,15 +142,30 @@ export async function startNodeWorker(
 
 if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
   // Listening for the stop signals before the banner says where to connect: a signal sent by
-  // whoever read it must close the worker, not end the process by Node's default.
+  // whoever read it must close the worker, not end the process by Node's default. One that comes
+  // before the worker listens (a store that never answers, say) ends the process by the signal
+  // at once, as it would with no listener: there is nothing to close yet.
+  let listening = false;
   const starting = (async () => {
     const { values } = parseArgs({ options: { config: { type: 'string' } }, strict: true });
-    return startNodeWorker({ configPath: values.config ?? null });
+    return startNodeWorker({
+      configPath: values.config ?? null,
+      print: (banner) => {
+        listening = true;
+        console.log(banner);
+      },
+    });
   })().catch((err: unknown) => {
     console.error(`error: ${err instanceof Error ? err.message : String(err)}`);
     return process.exit(1);
   });
-  const stop = (): void => {
+  const stop = (signal: NodeJS.Signals): void => {
+    if (!listening) {
+      process.removeListener('SIGINT', stop);
+      process.removeListener('SIGTERM', stop);
+      process.kill(process.pid, signal);
+      return;
+    }
     void starting.then((worker) => worker.close()).finally(() => process.exit(0));
   };
   // Once each: a second Ctrl-C ends the process by the signal, as usual.

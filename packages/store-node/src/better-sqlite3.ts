@@ -2,9 +2,9 @@
  * The better-sqlite3 driver: native SQLite on a file, for one host. WAL mode, `busy_timeout`
  * 5000 ms, and every read-decide-write inside an explicit `BEGIN IMMEDIATE` … `COMMIT`, whose
  * write lock holds across OS processes — so eight processes reserving one effect key get exactly
- * one winner, as in the Python original. Handles on one file in one process take turns at that
- * lock before `BEGIN IMMEDIATE`, so one never waits out busy_timeout on another with the event
- * loop blocked.
+ * one winner, as in the Python original. Handles on one file in one thread (a process's main
+ * thread, or one worker thread) take turns at that lock before `BEGIN IMMEDIATE`, so one never
+ * waits out busy_timeout on another with the event loop blocked.
  *
  * better-sqlite3 is an optional peer dependency (version 12), imported on first use.
  *
@@ -167,12 +167,12 @@ function exactRow(row: unknown): unknown {
 }
 
 /**
- * Turns at a database file's write lock, for the handles this process has open on it.
- * better-sqlite3 is synchronous: a second handle's `BEGIN IMMEDIATE` on a file whose write lock
- * another handle of this process holds would wait out busy_timeout with the event loop blocked
- * (the holder can never reach its COMMIT), then fail with `database is locked`. The handles of one
- * process take turns here instead, before `BEGIN IMMEDIATE`; other processes still meet at
- * SQLite's lock.
+ * Turns at a database file's write lock, for the handles this thread has open on it (this module
+ * is loaded once per thread). better-sqlite3 is synchronous: a second handle's `BEGIN IMMEDIATE`
+ * on a file whose write lock another handle of this thread holds would wait out busy_timeout with
+ * the event loop blocked (the holder can never reach its COMMIT), then fail with `database is
+ * locked`. The handles of one thread take turns here instead, before `BEGIN IMMEDIATE`; other
+ * processes and threads still meet at SQLite's lock (and wait there as before).
  */
 class FileTurns {
   #held = false;
@@ -202,7 +202,7 @@ class FileTurns {
         const at = this.#waiting.indexOf(waiter);
         if (at < 0) return;
         this.#waiting.splice(at, 1);
-        reject(new StoreError(`[better-sqlite3] database is locked: another handle in this process held the write lock for ${waitMs} ms`));
+        reject(new StoreError(`[better-sqlite3] database is locked: another handle in this thread held the write lock for ${waitMs} ms`));
       }, waitMs);
       this.#waiting.push(waiter);
     });
@@ -261,6 +261,8 @@ export class BetterSqlite3Driver implements SqlDriver {
   readonly #rollback: BetterSqlite3Statement;
   /** The open transaction's number, or 0; a stale handle is refused. */
   #tx = 0;
+  /** A transaction is open or waiting for its turn: a second one at once is refused. */
+  #busy = false;
   #txCount = 0;
   #closed = false;
   /** This process's turns at the file's write lock (none for a database without a file). */
@@ -339,10 +341,19 @@ export class BetterSqlite3Driver implements SqlDriver {
 
   async transaction<T>(fn: (tx: SqlExecutor) => Promise<T>): Promise<T> {
     this.#check();
-    if (this.#tx !== 0 || this.db.inTransaction) {
+    if (this.#busy || this.db.inTransaction) {
       throw new StoreError('[better-sqlite3] a transaction is already open on this connection: calls must be queued (the kernel store does this)');
     }
-    // After any other handle of this process on the file is done with its write lock.
+    this.#busy = true;
+    try {
+      return await this.#inTurn(fn);
+    } finally {
+      this.#busy = false;
+    }
+  }
+
+  /** `fn` in a transaction, once any other handle of this thread on the file is done with its write lock. */
+  async #inTurn<T>(fn: (tx: SqlExecutor) => Promise<T>): Promise<T> {
     const turns = this.#turns?.turns;
     const wait = turns?.take(BUSY_TIMEOUT_MS);
     if (wait) await wait;
