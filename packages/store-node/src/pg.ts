@@ -521,23 +521,56 @@ const loadPg = importOnce(() => import('pg'), {
   neededBy: 'the PostgreSQL store',
   notFound: /['"]pg['"]/,
   pick: (mod: unknown) => {
-    const m = ((mod as { default?: unknown }).default ?? mod) as { Pool?: unknown };
-    if (typeof m.Pool !== 'function') throw new StoreError('[pg] the pg module did not export Pool');
-    return m as { Pool: new (config: object) => PgPoolLike };
+    const m = ((mod as { default?: unknown }).default ?? mod) as { Pool?: unknown; Client?: unknown };
+    if (typeof m.Pool !== 'function' || typeof m.Client !== 'function') throw new StoreError('[pg] the pg module did not export Pool and Client');
+    return m as { Pool: new (config: object) => PgPoolLike; Client: new (config?: object) => object };
   },
 });
 
 /**
+ * How long a new connection of a pool the store builds may take (TCP, TLS, the server's greeting,
+ * authentication) before it is refused, unless the URL says otherwise (`connect_timeout`, in
+ * seconds; `0` waits for ever). Waiting for a free client of the pool is not bounded by it.
+ */
+const CONNECT_TIMEOUT_MS = 10_000;
+
+/** The URL's `connect_timeout` in milliseconds, else {@link CONNECT_TIMEOUT_MS}; anything but a whole number of seconds is refused. */
+function connectTimeoutOf(url: string): number {
+  let given: string | null = null;
+  try {
+    given = new URL(url).searchParams.get('connect_timeout');
+  } catch {
+    // pg reads the URL itself and names what is wrong with it.
+  }
+  if (given === null) return CONNECT_TIMEOUT_MS;
+  if (!/^\d{1,6}$/.test(given)) throw new InvalidArgument(`connect_timeout must be a whole number of seconds, got ${JSON.stringify(given)}`);
+  return Number(given) * 1000;
+}
+
+/** pg's `Client`, its connection attempts given up after `timeoutMs` (0: never) unless a config sets its own. */
+function boundedClient(Client: new (config?: object) => object, timeoutMs: number): new (config?: object) => object {
+  return class extends Client {
+    constructor(config: { connectionTimeoutMillis?: number } = {}) {
+      super({ ...config, connectionTimeoutMillis: config.connectionTimeoutMillis || timeoutMs });
+    }
+  };
+}
+
+/**
  * Opens the store at a `postgres://` / `postgresql://` URL: imports `pg`, builds a pool the store
  * owns (ended by `close()`), and opens as {@link createPgStore}. A server that refuses the
- * connection is a {@link StoreError} naming the address.
+ * connection, or does not answer it within {@link CONNECT_TIMEOUT_MS} (the URL's
+ * `connect_timeout` seconds, if given), is a {@link StoreError} naming the address.
  */
 export async function openPgStore(url: string, options: PgStoreOptions = {}): Promise<PgStore> {
   if (typeof url !== 'string' || !/^postgres(?:ql)?:\/\//i.test(url))
     throw new InvalidArgument(`url must be a postgres:// or postgresql:// URL, got ${JSON.stringify(url)}`);
   checkStoreOptions(options, 'openPgStore');
-  const { Pool } = await loadPg();
-  const pool = new Pool({ connectionString: url });
+  const { Pool, Client } = await loadPg();
+  // A server that accepts the connection and never answers is refused after the connect timeout,
+  // not waited on for ever; the pool's own clients, its re-read's and its pipelined one alike.
+  const connectMs = connectTimeoutOf(url);
+  const pool = new Pool({ connectionString: url, Client: boundedClient(Client, connectMs) });
   // An idle pooled client whose server goes away emits 'error' on the pool; it is dropped, not fatal.
   (pool as unknown as { on?: (e: string, l: () => void) => void }).on?.('error', () => undefined);
   try {
@@ -548,7 +581,12 @@ export async function openPgStore(url: string, options: PgStoreOptions = {}): Pr
   } catch (err) {
     // Name the address (without its password) in connection failures.
     if (err instanceof StoreError) {
-      throw new StoreError(`[pg] ${url.replace(/\/\/[^@/]*@/, '//***@')}: ${message(err)}`, { sql: err.sql, cause: err });
+      // pg says only "timeout expired": say how long, and what sets it.
+      const waited =
+        connectMs > 0 && /timeout expired|connection timeout/i.test(message(err))
+          ? ` (no answer within ${connectMs / 1000} s; connect_timeout in the URL sets it)`
+          : '';
+      throw new StoreError(`[pg] ${url.replace(/\/\/[^@/]*@/, '//***@')}: ${message(err)}${waited}`, { sql: err.sql, cause: err });
     }
     throw err;
   }
