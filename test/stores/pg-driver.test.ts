@@ -108,6 +108,13 @@ describePg('the pg driver on a server', (server) => {
     expect(await db.sql('SELECT effect_key FROM by_url.effects')).toEqual([{ effect_key: 'refund:u' }]);
   });
 
+  it("a URL's connect_timeout opens as any other URL (pg and the server take it)", async () => {
+    const store = await openPgStore(`${db.url}${db.url.includes('?') ? '&' : '?'}connect_timeout=5`);
+    await store.reserveEffect('refund:connect_timeout', 'act_ct', 60_000);
+    expect(await store.getEffect('refund:connect_timeout')).toMatchObject({ state: 'reserved' });
+    await store.close();
+  });
+
   it('the kernel alone opens a pg driver with the default (public) dialect', async () => {
     const driver = new PgDriver(pool);
     const store = await openSqlStateStore(driver);
