@@ -170,6 +170,13 @@ describe('createBetterSqlite3Store: the connection', () => {
     await b.close();
   });
 
+  /** A fresh migrated file, and a way to open another raw driver on it (each its own connection). */
+  async function driversOnOneFile(): Promise<() => BetterSqlite3Driver> {
+    const path = fresh();
+    await (await createBetterSqlite3Store(path)).close();
+    return () => new BetterSqlite3Driver(new Database(path) as unknown as BetterSqlite3Database);
+  }
+
   it('handles on one file in one process take turns at its write lock: every concurrent write lands, none waits out busy_timeout', async () => {
     const path = fresh();
     const a = await createBetterSqlite3Store(path);
@@ -204,9 +211,7 @@ describe('createBetterSqlite3Store: the connection', () => {
   });
 
   it('a handle closed while it waits for its turn is refused as closed, and the turn passes on', async () => {
-    const path = fresh();
-    await (await createBetterSqlite3Store(path)).close();
-    const open = () => new BetterSqlite3Driver(new Database(path) as unknown as BetterSqlite3Database);
+    const open = await driversOnOneFile();
     const [first, second] = [open(), open()];
     let release!: () => void;
     const holding = first.transaction(async (tx) => {
@@ -226,9 +231,7 @@ describe('createBetterSqlite3Store: the connection', () => {
   });
 
   it('a second transaction at once on one handle is refused, whether or not the first waits for its turn', async () => {
-    const path = fresh();
-    await (await createBetterSqlite3Store(path)).close();
-    const open = () => new BetterSqlite3Driver(new Database(path) as unknown as BetterSqlite3Database);
+    const open = await driversOnOneFile();
     const [holder, d] = [open(), open()];
     let release!: () => void;
     const holding = holder.transaction(async () => new Promise<void>((r) => (release = r)));
@@ -242,10 +245,8 @@ describe('createBetterSqlite3Store: the connection', () => {
     await Promise.all([holder.close(), d.close()]);
   });
 
-  it('a handle that waits on another handle of this process for busy_timeout is refused as locked, the event loop running meanwhile', async () => {
-    const path = fresh();
-    await (await createBetterSqlite3Store(path)).close();
-    const open = () => new BetterSqlite3Driver(new Database(path) as unknown as BetterSqlite3Database);
+  it('a handle that waits on another handle of this thread for busy_timeout is refused as locked, the event loop running meanwhile', async () => {
+    const open = await driversOnOneFile();
     const [outer, inner] = [open(), open()];
     let ticks = 0;
     const ticker = setInterval(() => ticks++, 50);
