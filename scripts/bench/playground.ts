@@ -2,16 +2,19 @@
 // of the guide clicked through the page as a reader would (a guide button, then Run or Approve).
 // Each step is timed inside the tab with performance.now(): from the click until the page is idle
 // again (the entry shown, the store and the page's record saved). Then Reset, and the same steps
-// again on that page: the code compiled and warm, the store fresh. The floor, measured in the same
-// tab in the same run: sql.js's bare export of the very database the steps left, plus one strict
-// IndexedDB put of those bytes — the least one durable save costs — once per step.
+// again on that page: the code compiled and warm, the store fresh. Between the page's rounds, the
+// same ten steps through the same modules and store on a second page with no DOM at all
+// (scripts/bench/playground-kernel): what the figure costs before any page work. The floor,
+// measured in the same tab in the same run: sql.js's bare export of the very database the steps
+// left, plus one strict IndexedDB put of those bytes — the least one durable save costs — once
+// per step.
 import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { extname, join, normalize, resolve, sep } from 'node:path';
 import { chromium, type Page } from 'playwright-core';
-import { build } from 'vite';
+import { build, defaultClientConditions } from 'vite';
 import { GUIDE } from '../../playground/src/guide.js';
 
 const CHROMIUM = '/usr/bin/chromium';
@@ -61,6 +64,30 @@ const server = await (async () => {
     build: { outDir: dist, emptyOutDir: true, ...(PROFILE ? { minify: false, rolldownOptions: { output: { minify: false } } } : {}) },
   });
   return serve(dist, sqljsDist);
+})();
+// The second page: the same ten steps through the same modules and store, and no page around them
+// (scripts/bench/playground-kernel), built and minified as the playground is.
+const kernelDist = mkdtempSync(join(tmpdir(), 'ctrlrun-bench-kernel-page-'));
+const kernelServer = await (async () => {
+  await build({
+    root: join(ROOT, 'scripts', 'bench', 'playground-kernel'),
+    configFile: false,
+    logLevel: 'warn',
+    resolve: { conditions: ['@ctrlrun/source', ...defaultClientConditions] },
+    build: {
+      outDir: kernelDist,
+      emptyOutDir: true,
+      target: 'es2022',
+      assetsInlineLimit: 0,
+      reportCompressedSize: false,
+      rolldownOptions: {
+        output: {
+          minify: { compress: { keepNames: { class: true, function: false } }, mangle: { keepNames: { class: true, function: false } } },
+        },
+      },
+    },
+  });
+  return serve(kernelDist, sqljsDist);
 })();
 const browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS });
 const plan = GUIDE.flatMap((s) => s.actions.map((a) => [a.id, a.fill.kind === 'approve' ? 'approve' : 'run'] as const));
@@ -152,6 +179,27 @@ async function sixSteps(page: Page): Promise<Round> {
   return { steps, cpuMs };
 }
 
+/** The ten steps through the kernel alone on a fresh page (cold), then again on a fresh store in that page: each total, in ms. */
+async function kernelAlone(): Promise<{ cold: number; again: number }> {
+  const context = await browser.newContext();
+  try {
+    const page = await context.newPage();
+    await page.addInitScript('globalThis.__name = (f) => f');
+    await page.goto(kernelServer.url);
+    await page.waitForSelector('body[data-ready]', { state: 'attached' });
+    const run = async () => {
+      const steps = await page.evaluate(() => (globalThis as unknown as { tenSteps(): Promise<[string, number, string][]> }).tenSteps());
+      const got = steps.map((s) => s[2]);
+      if (got.join() !== WANT.join()) throw new Error(`the kernel alone gave ${got.join(', ')}, not ${WANT.join(', ')}`);
+      return steps.reduce((a, s) => a + s[1], 0);
+    };
+    const cold = await run();
+    return { cold, again: await run() };
+  } finally {
+    await context.close();
+  }
+}
+
 /** Presses Reset and waits until the page is idle again with only Reset's note shown (a fresh store, the counts at zero). */
 async function resetPage(page: Page): Promise<void> {
   await page.click('#reset');
@@ -187,12 +235,16 @@ try {
   let page!: Page;
   /** The same steps again on the same page after Reset: the code is compiled and warm, the store fresh. */
   const warm: Round[] = [];
+  /** The kernel alone, no page: what the page's figure costs before any page work. */
+  const alone: { cold: number; again: number }[] = [];
   for (let r = 0; r < ROUNDS; r++) {
     if (page) await page.context().close();
     page = await openPage();
     rounds.push(await sixSteps(page));
     await resetPage(page);
     warm.push(await sixSteps(page));
+    // Interleaved with the page's rounds, so the machine's drift hits both alike.
+    alone.push(await kernelAlone());
   }
   const totalOf = (round: Round) => round.steps.reduce((a, s) => a + s.ms, 0);
   const median = [...rounds].sort((a, b) => totalOf(a) - totalOf(b))[Math.floor(ROUNDS / 2)]!;
@@ -261,6 +313,11 @@ try {
   console.log(
     `  the same page again after Reset     ${ms(totalOf(warmMedian)).padStart(9)}   the code already compiled and warm, the store fresh: ${warmMedian.steps.map((s) => `${s.id} ${s.ms.toFixed(0)}`).join(', ')}; CPU ${ms(warmMedian.cpuMs)}`,
   );
+  const medianOf = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+  const aloneCold = medianOf(alone.map((a) => a.cold));
+  console.log(
+    `  the kernel alone, no page            ${ms(aloneCold).padStart(9)}   the same ten steps, modules and store (IndexedDB, saves held as the page holds them) on a fresh page with no DOM: rounds ${alone.map((a) => a.cold.toFixed(0)).join(' / ')} ms; again on a fresh store ${ms(medianOf(alone.map((a) => a.again)))}; ${((aloneCold / total) * 100).toFixed(0)}% of the page's figure`,
+  );
   console.log(
     `floor: one bare save per click        ${ms(floor.total).padStart(9)}   sql.js export + strict IndexedDB put of the same ${(floor.bytes / 1024).toFixed(0)} KiB database, ${ms(floor.median)} median, ${steps.length} times`,
   );
@@ -273,5 +330,7 @@ try {
 } finally {
   await browser.close();
   await server.close();
+  await kernelServer.close();
   rmSync(dist, { recursive: true, force: true });
+  rmSync(kernelDist, { recursive: true, force: true });
 }
