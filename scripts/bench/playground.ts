@@ -14,7 +14,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { extname, join, normalize, resolve, sep } from 'node:path';
 import { chromium, type Page } from 'playwright-core';
-import { build, defaultClientConditions } from 'vite';
+import { build } from 'vite';
 import { GUIDE } from '../../playground/src/guide.js';
 
 const CHROMIUM = '/usr/bin/chromium';
@@ -66,26 +66,15 @@ const server = await (async () => {
   return serve(dist, sqljsDist);
 })();
 // The second page: the same ten steps through the same modules and store, and no page around them
-// (scripts/bench/playground-kernel), built and minified as the playground is.
+// (scripts/bench/playground-kernel), built by the playground's own Vite configuration.
 const kernelDist = mkdtempSync(join(tmpdir(), 'ctrlrun-bench-kernel-page-'));
 const kernelServer = await (async () => {
   await build({
+    // The playground's own build (conditions, target, minification, CSP), on this page.
+    configFile: join(ROOT, 'playground', 'vite.config.ts'),
     root: join(ROOT, 'scripts', 'bench', 'playground-kernel'),
-    configFile: false,
     logLevel: 'warn',
-    resolve: { conditions: ['@ctrlrun/source', ...defaultClientConditions] },
-    build: {
-      outDir: kernelDist,
-      emptyOutDir: true,
-      target: 'es2022',
-      assetsInlineLimit: 0,
-      reportCompressedSize: false,
-      rolldownOptions: {
-        output: {
-          minify: { compress: { keepNames: { class: true, function: false } }, mangle: { keepNames: { class: true, function: false } } },
-        },
-      },
-    },
+    build: { outDir: kernelDist, emptyOutDir: true },
   });
   return serve(kernelDist, sqljsDist);
 })();
