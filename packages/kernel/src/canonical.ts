@@ -209,9 +209,14 @@ function write(value: unknown, parent: Path, key: string | number | undefined, d
       if (isPlainObject(value)) {
         if (Object.getOwnPropertySymbols(value).length > 0) throw new InvalidArgument(`a symbol key is not allowed at ${pathText(path)}`);
         const listed = Object.keys(value);
-        const keys = sortedKeys(copy === undefined ? listed : listed.slice());
-        // Without a prototype, a `__proto__` key is a key like any other.
-        const read = copy === undefined ? null : (Object.create(null) as JsonObject);
+        // The copy has the keys as listed (placed first, so the values written in sorted order
+        // land in that order); without a prototype, a `__proto__` key is a key like any other.
+        let read: JsonObject | null = null;
+        if (copy !== undefined) {
+          read = Object.create(null) as JsonObject;
+          for (const k of listed) read[k] = null;
+        }
+        const keys = sortedKeys(read === null ? listed : listed.slice());
         let out = '{';
         for (let i = 0; i < keys.length; i++) {
           const k = keys[i]!;
@@ -220,11 +225,7 @@ function write(value: unknown, parent: Path, key: string | number | undefined, d
           out += quoted(k) + ':' + write(value[k], path, k, depth + 1, limit, slot);
           if (read !== null) read[k] = slot!.value!;
         }
-        if (read !== null) {
-          const o = Object.create(null) as JsonObject;
-          for (const k of listed) o[k] = read[k]!;
-          copy!.value = Object.freeze(o);
-        }
+        if (read !== null) copy!.value = Object.freeze(read);
         return out + '}';
       }
       if (value instanceof Date) throw new InvalidArgument(`Date is not an allowed argument type at ${pathText(path)}${DATE_HINT}`);
