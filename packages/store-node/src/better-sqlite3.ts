@@ -265,7 +265,7 @@ export class BetterSqlite3Driver implements SqlDriver {
   #busy = false;
   #txCount = 0;
   #closed = false;
-  /** This process's turns at the file's write lock (none for a database without a file). */
+  /** This thread's turns at the file's write lock (none for a database without a file). */
   readonly #turns: { key: string; turns: FileTurns } | null;
 
   constructor(db: BetterSqlite3Database) {
@@ -381,17 +381,22 @@ export class BetterSqlite3Driver implements SqlDriver {
       }
     } finally {
       turns?.give();
-      // The last handle closed while this one waited: nothing keeps the file's turns.
-      if (turns?.handles === 0 && turns.idle) TURNS.delete(this.#turns!.key);
+      // The last handle may have closed while this one waited.
+      this.#dropTurnsIfUnused();
     }
+  }
+
+  /** Forgets the file's turns once no handle is open on it and none holds or waits for a turn. */
+  #dropTurnsIfUnused(): void {
+    if (this.#turns !== null && this.#turns.turns.handles === 0 && this.#turns.turns.idle) TURNS.delete(this.#turns.key);
   }
 
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    if (this.#turns) {
-      const { key, turns } = this.#turns;
-      if (--turns.handles === 0 && turns.idle) TURNS.delete(key);
+    if (this.#turns !== null) {
+      this.#turns.turns.handles--;
+      this.#dropTurnsIfUnused();
     }
     this.#cache.clear();
     if (this.db.open) this.db.close();
