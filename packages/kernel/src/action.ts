@@ -67,7 +67,11 @@ export interface Action {
   readonly actionHash: string;
   /** The canonical payload's exact text. */
   readonly canonical: string;
-  /** The arguments re-parsed from the canonical bytes: a fresh mutable copy on every access. */
+  /**
+   * The arguments re-parsed from the canonical bytes: a fresh mutable copy on every access. A
+   * getter the action inherits, not a field of its own: a spread or JSON copy of an action does
+   * not carry it, and is refused by `Control` (such a copy is not an action: build one again).
+   */
   readonly canonicalArguments: JsonObject;
 }
 
@@ -145,24 +149,57 @@ export function createAction(input: ActionInput, options: { ids?: IdSource } = {
   // Stored as its row's holder and written into its receipt: text with no UTF-8 form would be neither.
   if (!isWellFormedString(actionId)) throw new InvalidArgument('action.actionId holds a lone surrogate, which cannot be stored or written into a receipt');
   const canonical = payloadText(argsText, name, principal, resource, environment);
-  // Parsed once, on first read, and never handed out: every read gets a deep copy of it.
-  let parsed: JsonObject | null = null;
-  const action: Action = {
-    actionId,
-    name,
-    arguments: args,
-    principal,
-    resource,
-    environment,
-    actionHash: sha256TaggedText(canonical),
-    canonical,
-    get canonicalArguments(): JsonObject {
-      parsed ??= parseJson(argsText, { what: 'canonical arguments' }) as JsonObject;
-      return deepCopy(parsed) as JsonObject;
-    },
-  };
-  return Object.freeze(action);
+  return Object.freeze(new CanonicalAction(actionId, name, args, principal, resource, environment, sha256TaggedText(canonical), canonical, argsText));
 }
+
+/**
+ * An action as {@link createAction} builds it: its fields as frozen data, and the arguments'
+ * canonical text kept privately for {@link Action.canonicalArguments}. A class, so that the
+ * getter lives on the prototype: a frozen object with an accessor of its own is kept by V8 in
+ * dictionary mode, and every one of the many reads of an action's fields would be a hash lookup.
+ */
+class CanonicalAction implements Action {
+  readonly actionId: string;
+  readonly name: string;
+  readonly arguments: Readonly<JsonObject>;
+  readonly principal: Principal;
+  readonly resource: string | null;
+  readonly environment: string;
+  readonly actionHash: string;
+  readonly canonical: string;
+  readonly #argsText: string;
+  // Parsed once, on first read, and never handed out: every read gets a deep copy of it.
+  #parsed: JsonObject | null = null;
+
+  constructor(
+    actionId: string,
+    name: string,
+    args: Readonly<JsonObject>,
+    principal: Principal,
+    resource: string | null,
+    environment: string,
+    actionHash: string,
+    canonical: string,
+    argsText: string,
+  ) {
+    this.actionId = actionId;
+    this.name = name;
+    this.arguments = args;
+    this.principal = principal;
+    this.resource = resource;
+    this.environment = environment;
+    this.actionHash = actionHash;
+    this.canonical = canonical;
+    this.#argsText = argsText;
+  }
+
+  get canonicalArguments(): JsonObject {
+    this.#parsed ??= parseJson(this.#argsText, { what: 'canonical arguments' }) as JsonObject;
+    return deepCopy(this.#parsed) as JsonObject;
+  }
+}
+// As the own getter was before: nobody redefines what an action's canonical arguments read.
+Object.freeze(CanonicalAction.prototype);
 
 /** The hash of an action (`sha256:…`). */
 export function actionHash(action: Action): string {

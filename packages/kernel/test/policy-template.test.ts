@@ -209,3 +209,40 @@ describe('an integer and its digits as a string never share a key (777 vs "777")
     ]);
   });
 });
+
+describe('templates given as text', () => {
+  // A policy's templates are resolved on every action; their parsed form is kept by text. Whatever
+  // is kept, resolving text must answer exactly what parsing it afresh answers, and a malformed
+  // one must be refused every time.
+  const piece = fc.constantFrom('refund:', '{a}', '{b}', '{', '}', '{a.b}', ':', '{x}', 'é', '{{');
+  const outcome = (f: () => string): string => {
+    try {
+      return `ok ${f()}`;
+    } catch (err) {
+      return `${(err as Error).name} ${(err as Error).message}`;
+    }
+  };
+  it('property: text resolves as its fresh parse does, however many other templates come between', () => {
+    fc.assert(
+      fc.property(
+        fc.array(
+          fc.array(piece, { minLength: 1, maxLength: 5 }).map((p) => p.join('')),
+          { minLength: 1, maxLength: 12 },
+        ),
+        fc.nat(600),
+        (texts, others) => {
+          const args = { a: 'p1', b: 7 };
+          const fresh = texts.map((t) => outcome(() => resolveEffectTemplate(parseTemplate(t, 'decoration'), args, null)));
+          expect(texts.map((t) => outcome(() => resolveEffectTemplate(t, args, null)))).toEqual(fresh);
+          // Past the kept count, and again.
+          for (let i = 0; i < others; i++) resolveEffectTemplate(`other-${i}:{a}`, args, null);
+          expect(texts.map((t) => outcome(() => resolveEffectTemplate(t, args, null)))).toEqual(fresh);
+          expect(texts.map((t) => outcome(() => resolveResourceTemplate(t, args)))).toEqual(
+            texts.map((t) => outcome(() => resolveResourceTemplate(parseTemplate(t, 'decoration'), args))),
+          );
+        },
+      ),
+      { numRuns: 60 },
+    );
+  });
+});

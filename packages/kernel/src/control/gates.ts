@@ -91,6 +91,13 @@ export function refuseNoPrincipal(ctx: ControlContext, actionName: string, why =
 
 export function checkEnvironment(ctx: ControlContext, action: Action): void {
   if (!action || typeof action !== 'object' || typeof action.actionHash !== 'string') throw new InvalidArgument('execute needs an Action (createAction(...))');
+  // A spread or JSON copy of an action keeps its fields and hash but not its canonical arguments
+  // (a getter of the action itself): refused by name here, before any evidence.
+  if (!('canonicalArguments' in action)) {
+    throw new InvalidArgument(
+      'execute needs an Action built by createAction(...) or actionFromJson(...): this one has no canonicalArguments (a spread or JSON copy of an action loses them)',
+    );
+  }
   if (action.environment !== ctx.environment) {
     throw new InvalidArgument(
       `the action is for environment ${JSON.stringify(action.environment)} but this Control runs in ${JSON.stringify(ctx.environment)}`,

@@ -70,8 +70,22 @@ export function parseTemplate(text: string, where: 'load' | 'decoration'): Templ
   return Object.freeze({ text, placeholders: Object.freeze(placeholders), parts: Object.freeze(parts) });
 }
 
+/** Templates given as text, parsed once: a policy's few templates are resolved on every action. */
+const PARSED = new Map<string, Template>();
+const PARSED_KEPT = 256;
+
 function asTemplate(template: string | Template): Template {
-  return typeof template === 'string' ? parseTemplate(template, 'decoration') : template;
+  if (typeof template !== 'string') return template;
+  let parsed = PARSED.get(template);
+  if (parsed === undefined) {
+    // Only a valid template is kept; a malformed one is refused again each time.
+    parsed = parseTemplate(template, 'decoration');
+    if (template.length <= 1024) {
+      if (PARSED.size >= PARSED_KEPT) PARSED.clear();
+      PARSED.set(template, parsed);
+    }
+  }
+  return parsed;
 }
 
 const own = (o: object, k: string): boolean => Object.prototype.hasOwnProperty.call(o, k);

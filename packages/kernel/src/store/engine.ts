@@ -113,6 +113,30 @@ const HINTS_KEPT = 512;
 /** One mutex per driver, so two stores on one single-connection driver still never interleave. */
 const MUTEXES = new WeakMap<SqlDriver, Mutex>();
 
+/**
+ * A frozen copy of an effect record, written field by field: records reach {@link SqlEngine.hint}
+ * in several shapes (built by different steps), and a spread of many shapes takes V8's slow path.
+ */
+function frozenEffect(r: EffectRecord): EffectRecord {
+  return Object.freeze({
+    effectKey: r.effectKey,
+    state: r.state,
+    actionId: r.actionId,
+    attempt: r.attempt,
+    leaseExpiresAt: r.leaseExpiresAt,
+    resultJson: r.resultJson,
+    error: r.error,
+    createdAt: r.createdAt,
+    updatedAt: r.updatedAt,
+    resolvedBy: r.resolvedBy,
+  });
+}
+
+/** A stored event: its id, then its fields in the order they are listed (and serialised). */
+function storedEvent(eventId: number, f: Omit<EventRecord, 'eventId'>): EventRecord {
+  return { eventId, ts: f.ts, type: f.type, actionId: f.actionId, effectKey: f.effectKey, approvalId: f.approvalId, data: f.data };
+}
+
 /** One store's connection to its database: the driver, its dialect, its clock, its lock. */
 export class SqlEngine {
   readonly name: string;
@@ -168,7 +192,7 @@ export class SqlEngine {
    */
   hint(record: EffectRecord): void {
     this.#olderHints.delete(record.effectKey);
-    this.#hints.set(record.effectKey, Object.freeze({ ...record }));
+    this.#hints.set(record.effectKey, frozenEffect(record));
     if (this.#hints.size >= HINTS_KEPT) {
       this.#olderHints = this.#hints;
       this.#hints = new Map();
@@ -478,7 +502,7 @@ export class SqlEngine {
     if (rows.length !== all.length) throw new StoreError(`[kernel] [${this.name}] ${all.length} events inserted, ${rows.length} ids returned`);
     // Ids follow row order; RETURNING's own order is not promised, so they are sorted.
     const ids = rows.map((r) => int(r.event_id, 'events.event_id')).sort((a, b) => a - b);
-    return all.map((fields, i) => ({ eventId: ids[i]!, ...fields.record }));
+    return all.map((fields, i) => storedEvent(ids[i]!, fields.record));
   }
 
   /**
@@ -494,7 +518,7 @@ export class SqlEngine {
 
   async insertEvent(tx: SqlExecutor, fields: ReturnType<typeof eventFields>): Promise<EventRecord> {
     const row = (await this.query<{ event_id: SqlValue }>(tx, this.sql.sql.insertEvent, fields.params)).rows[0];
-    return { eventId: int(row?.event_id, 'events.event_id'), ...fields.record };
+    return storedEvent(int(row?.event_id, 'events.event_id'), fields.record);
   }
 
   /**
