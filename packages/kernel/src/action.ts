@@ -149,7 +149,9 @@ export function createAction(input: ActionInput, options: { ids?: IdSource } = {
   // Stored as its row's holder and written into its receipt: text with no UTF-8 form would be neither.
   if (!isWellFormedString(actionId)) throw new InvalidArgument('action.actionId holds a lone surrogate, which cannot be stored or written into a receipt');
   const canonical = payloadText(argsText, name, principal, resource, environment);
-  return Object.freeze(new CanonicalAction(actionId, name, args, principal, resource, environment, sha256TaggedText(canonical), canonical, argsText));
+  const fields = { actionId, name, arguments: args, principal, resource, environment, actionHash: sha256TaggedText(canonical), canonical };
+  // The fields are the instance's own, as assigned: the action is the class and its fields.
+  return Object.freeze(new CanonicalAction(fields, argsText) as CanonicalAction & typeof fields);
 }
 
 /**
@@ -158,38 +160,13 @@ export function createAction(input: ActionInput, options: { ids?: IdSource } = {
  * getter lives on the prototype: a frozen object with an accessor of its own is kept by V8 in
  * dictionary mode, and every one of the many reads of an action's fields would be a hash lookup.
  */
-class CanonicalAction implements Action {
-  readonly actionId: string;
-  readonly name: string;
-  readonly arguments: Readonly<JsonObject>;
-  readonly principal: Principal;
-  readonly resource: string | null;
-  readonly environment: string;
-  readonly actionHash: string;
-  readonly canonical: string;
+class CanonicalAction {
   readonly #argsText: string;
   // Parsed once, on first read, and never handed out: every read gets a deep copy of it.
   #parsed: JsonObject | null = null;
 
-  constructor(
-    actionId: string,
-    name: string,
-    args: Readonly<JsonObject>,
-    principal: Principal,
-    resource: string | null,
-    environment: string,
-    actionHash: string,
-    canonical: string,
-    argsText: string,
-  ) {
-    this.actionId = actionId;
-    this.name = name;
-    this.arguments = args;
-    this.principal = principal;
-    this.resource = resource;
-    this.environment = environment;
-    this.actionHash = actionHash;
-    this.canonical = canonical;
+  constructor(fields: Omit<Action, 'canonicalArguments'>, argsText: string) {
+    Object.assign(this, fields);
     this.#argsText = argsText;
   }
 
