@@ -134,7 +134,9 @@ const SCHEMA_TEXT = JSON.stringify(ACTION_SCHEMA);
 
 /** Builds a canonical action: validates every field, deep-freezes the arguments, hashes the payload. */
 export function createAction(input: ActionInput, options: { ids?: IdSource } = {}): Action {
-  if (!isPlainObject(input)) throw new InvalidArgument('createAction takes an object { name, arguments, principal, resource?, environment? }');
+  if (!isPlainObject(input) && !CanonicalAction.built(input)) {
+    throw new InvalidArgument('createAction takes an object { name, arguments, principal, resource?, environment? }');
+  }
   // Each field read once: what is checked is what is hashed and kept, whatever a getter would answer next.
   const { name: nameIn, arguments: argsIn, principal: principalIn, resource: resourceIn, environment: environmentIn, actionId: actionIdIn } = input;
   const name = nonEmpty(nameIn, 'action.name');
@@ -151,8 +153,11 @@ export function createAction(input: ActionInput, options: { ids?: IdSource } = {
   const canonical = payloadText(argsText, name, principal, resource, environment);
   const fields = { actionId, name, arguments: args, principal, resource, environment, actionHash: sha256TaggedText(canonical), canonical };
   // The fields are the instance's own, as assigned: the action is the class and its fields.
-  return Object.freeze(new CanonicalAction(fields, argsText) as CanonicalAction & typeof fields);
+  return Object.freeze(new CanonicalAction(BUILD, fields, argsText) as CanonicalAction & typeof fields);
 }
+
+/** What only {@link createAction} holds: an action is never built around fields it did not check and hash. */
+const BUILD: unique symbol = Symbol('createAction');
 
 /**
  * An action as {@link createAction} builds it: its fields as frozen data, and the arguments'
@@ -165,9 +170,16 @@ class CanonicalAction {
   // Parsed once, on first read, and never handed out: every read gets a deep copy of it.
   #parsed: JsonObject | null = null;
 
-  constructor(fields: Omit<Action, 'canonicalArguments'>, argsText: string) {
+  constructor(token: typeof BUILD, fields: Omit<Action, 'canonicalArguments'>, argsText: string) {
+    // The class can be reached from any action (its prototype's constructor): only createAction builds one.
+    if (token !== BUILD) throw new TypeError('actions are built by createAction');
     Object.assign(this, fields);
     this.#argsText = argsText;
+  }
+
+  /** Whether `o` was built by createAction in this copy of the module (a proxy of one is not). */
+  static built(o: unknown): boolean {
+    return typeof o === 'object' && o !== null && #argsText in o;
   }
 
   get canonicalArguments(): JsonObject {
@@ -177,6 +189,66 @@ class CanonicalAction {
 }
 // As the own getter was before: nobody redefines what an action's canonical arguments read.
 Object.freeze(CanonicalAction.prototype);
+
+/**
+ * Refuses with {@link InvalidArgument} anything `what` cannot take as an action. One that
+ * {@link createAction} built here passes at once. Any other object (one built by another copy of
+ * this module, or by hand) is built again from its fields, and passes only when that gives its
+ * `actionHash` and `canonical` exactly: what the kernel decides on, runs and stores is then what
+ * was hashed. A spread or JSON copy of an action has no `canonicalArguments`, and is refused by name.
+ */
+export function checkAction(action: unknown, what: string): asserts action is Action {
+  if (CanonicalAction.built(action)) return;
+  if (typeof action !== 'object' || action === null || typeof (action as Action).actionHash !== 'string') {
+    throw new InvalidArgument(`${what} needs an Action (createAction(...))`);
+  }
+  const a = action as Action;
+  let args: unknown;
+  try {
+    args = a.canonicalArguments;
+  } catch (err) {
+    throw new InvalidArgument(
+      `${what} needs an Action built by createAction(...): reading its canonicalArguments failed (${(err as Error)?.message ?? String(err)})`,
+    );
+  }
+  if (typeof args !== 'object' || args === null) {
+    throw new InvalidArgument(
+      `${what} needs an Action built by createAction(...) or actionFromJson(...): this one has no canonicalArguments (a spread or JSON copy of an action loses them)`,
+    );
+  }
+  let again: Action;
+  try {
+    again = createAction({
+      actionId: a.actionId,
+      name: a.name,
+      arguments: args as JsonObject,
+      principal: a.principal,
+      resource: a.resource,
+      environment: a.environment,
+    });
+  } catch (err) {
+    throw new InvalidArgument(`${what} needs an Action built by createAction(...): its fields are not an action's (${(err as Error)?.message ?? String(err)})`);
+  }
+  if (again.actionHash !== a.actionHash || again.canonical !== a.canonical || !sameArguments(a.arguments, again)) {
+    throw new InvalidArgument(
+      `${what} needs an Action built by createAction(...): its fields hash to ${again.actionHash}, not to the actionHash it carries (${showText(a.actionHash)}); an action is never edited or assembled by hand`,
+    );
+  }
+}
+
+/** Whether `given` (an action's `arguments`) is `action`'s arguments, as written canonically. */
+function sameArguments(given: unknown, action: Action): boolean {
+  try {
+    return canonicalJson(given, 'arguments') === canonicalJson(action.arguments, 'arguments');
+  } catch {
+    return false;
+  }
+}
+
+/** A short, quoted view of a text an error names. */
+function showText(s: string): string {
+  return JSON.stringify(s.length > 80 ? `${s.slice(0, 80)}…` : s);
+}
 
 /** The hash of an action (`sha256:…`). */
 export function actionHash(action: Action): string {
@@ -196,6 +268,8 @@ export function principalJson(p: Principal): JsonObject {
 
 /** The stored `action_json`: `{action_id, name, arguments, principal, resource, environment}`. */
 export function actionToJson(action: Action): string {
+  // What is stored rebuilds its hash: a copy that lost its arguments, or fields that are not the hash's, are refused.
+  checkAction(action, 'actionToJson');
   return orderedJson({
     action_id: action.actionId,
     name: action.name,

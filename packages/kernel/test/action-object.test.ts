@@ -2,7 +2,7 @@
 // (a fresh copy on each read), and a copy of it that is not an action refused by name.
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { actionFromJson, actionToJson, createAction, InvalidArgument } from '@ctrlrun/kernel';
+import { actionFromJson, actionToJson, createAction, InvalidArgument, type Action } from '@ctrlrun/kernel';
 import { describe, expect, it } from 'vitest';
 import { setup } from './harness.js';
 
@@ -23,6 +23,24 @@ describe('an action', () => {
     a['amount'] = 1;
     expect(action.canonicalArguments['amount']).toBe(500);
     expect(actionFromJson(actionToJson(action)).canonicalArguments).toEqual({ amount: 500, payment_id: 'p1' });
+  });
+
+  it('hands out copies that share nothing with it, nested values included', () => {
+    const action = createAction({ ...input, arguments: { refund: { lines: [{ sku: 'a', qty: 1 }] }, note: 'x' } });
+    const a = action.canonicalArguments as { refund: { lines: { sku: string; qty: number }[] } };
+    a.refund.lines[0]!.qty = 99;
+    a.refund.lines.push({ sku: 'b', qty: 2 });
+    expect(action.canonicalArguments).toEqual({ note: 'x', refund: { lines: [{ qty: 1, sku: 'a' }] } });
+    expect(actionToJson(action)).toContain('"refund":{"lines":[{"qty":1,"sku":"a"}]}');
+  });
+
+  it('is built by createAction only: its class, reached from any action, refuses to build one', () => {
+    const action = createAction(input);
+    const Ctor = (Object.getPrototypeOf(action) as { constructor: new (...a: unknown[]) => unknown }).constructor;
+    expect(() => new Ctor(undefined, { ...action, arguments: { amount: 99 } }, '{"amount":99}')).toThrow(TypeError);
+    // createAction takes an action it built, and builds the same one.
+    const again = createAction(action);
+    expect([again.actionId, again.actionHash, again.canonical]).toEqual([action.actionId, action.actionHash, action.canonical]);
   });
 
   it('cannot have what its canonical arguments read redefined', () => {
@@ -52,6 +70,59 @@ describe('an action', () => {
     // The action itself runs.
     await control.execute(action, () => 'ok');
     expect((await store.listEffects()).map((e) => e.state)).toEqual(['committed']);
+  });
+
+  it('an object that is not what its hash says is refused by execute and never stored; an exact copy with its arguments runs', async () => {
+    const { control, store, events } = await setup();
+    const action = createAction(input);
+    const other = createAction({ ...input, arguments: { payment_id: 'p2', amount: 99 } });
+    const proto = Object.prototype as Record<string, unknown>;
+    const forged: Action[] = [
+      // Another action's fields under this one's hash, and the reverse.
+      { ...other, canonicalArguments: other.canonicalArguments, actionHash: action.actionHash, canonical: action.canonical },
+      { ...action, canonicalArguments: other.canonicalArguments },
+      // The right fields, but `arguments` says something else.
+      { ...action, canonicalArguments: action.canonicalArguments, arguments: other.arguments },
+      // A proxy of an action: its getter cannot read the action's own state through it.
+      new Proxy(action, {}),
+    ];
+    for (const copy of forged) {
+      let ran = false;
+      const err = await control
+        .execute(copy, () => {
+          ran = true;
+        })
+        .catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(InvalidArgument);
+      expect((err as Error).message).toMatch(/needs an Action built by createAction/);
+      expect(ran).toBe(false);
+      expect(() => actionToJson(copy)).toThrow(InvalidArgument);
+      await expect(
+        store.putApprovalRequest({
+          requestId: 'apr_x',
+          actionHash: copy.actionHash,
+          action: copy,
+          createdAt: '2026-01-01T12:00:00+00:00',
+          expiresAt: '2026-01-02T12:00:00+00:00',
+          policyHash: null,
+        }),
+      ).rejects.toThrow(InvalidArgument);
+    }
+    // A JSON copy while something has put canonicalArguments on Object.prototype: it must not read them.
+    proto['canonicalArguments'] = { payment_id: 'p2', amount: 99 };
+    try {
+      const err = await control.execute(JSON.parse(JSON.stringify(action)) as Action, () => 'ran').catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(InvalidArgument);
+    } finally {
+      delete proto['canonicalArguments'];
+    }
+    expect(events).toEqual([]);
+    expect(await store.getApproval('apr_x')).toBeNull();
+    expect(await store.listEffects()).toEqual([]);
+    // An exact copy that carries its arguments (as an action of another copy of the kernel does) is an action.
+    const exact = { ...action, canonicalArguments: action.canonicalArguments };
+    expect(await control.execute(exact, (args) => args['payment_id'])).toBe('p1');
+    expect(actionFromJson(actionToJson(exact)).actionHash).toBe(action.actionHash);
   });
 
   // Why it is a class: V8 keeps a frozen object with an accessor of its own in dictionary mode,

@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { createPrincipal, type Action, type Principal } from '../action.js';
+import { checkAction, createPrincipal, type Action, type Principal } from '../action.js';
 import { authorityEventData, type AuthorityResult } from '../authority/authority.js';
 import { ActionDenied, AmbiguousEffect, ApprovalMismatch, AuthorityDenied, DuplicateEffect, IdentityError, InvalidArgument } from '../errors.js';
 import { normalizeHeaders } from '../identity.js';
@@ -90,14 +90,7 @@ export function refuseNoPrincipal(ctx: ControlContext, actionName: string, why =
 }
 
 export function checkEnvironment(ctx: ControlContext, action: Action): void {
-  if (!action || typeof action !== 'object' || typeof action.actionHash !== 'string') throw new InvalidArgument('execute needs an Action (createAction(...))');
-  // A spread or JSON copy of an action keeps its fields and hash but not its canonical arguments
-  // (a getter of the action itself): refused by name here, before any evidence.
-  if (!('canonicalArguments' in action)) {
-    throw new InvalidArgument(
-      'execute needs an Action built by createAction(...) or actionFromJson(...): this one has no canonicalArguments (a spread or JSON copy of an action loses them)',
-    );
-  }
+  checkAction(action, 'execute');
   if (action.environment !== ctx.environment) {
     throw new InvalidArgument(
       `the action is for environment ${JSON.stringify(action.environment)} but this Control runs in ${JSON.stringify(ctx.environment)}`,
