@@ -2,11 +2,24 @@
 // (a fresh copy on each read), and a copy of it that is not an action refused by name.
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { actionFromJson, actionToJson, createAction, InvalidArgument, type Action } from '@ctrlrun/kernel';
+import { actionFromJson, actionToJson, createAction, InvalidArgument, type Action, type Control } from '@ctrlrun/kernel';
 import { describe, expect, it } from 'vitest';
 import { setup } from './harness.js';
 
 const input = { name: 'stripe.refund', arguments: { payment_id: 'p1', amount: 500 }, principal: { agent: 'refund-agent' } };
+
+/** `execute` refuses `copy` with an InvalidArgument matching `message`, and never runs the executor. */
+async function expectRefused(control: Control, copy: Action, message: RegExp): Promise<void> {
+  let ran = false;
+  const err = await control
+    .execute(copy, () => {
+      ran = true;
+    })
+    .catch((e: unknown) => e);
+  expect(err).toBeInstanceOf(InvalidArgument);
+  expect((err as Error).message).toMatch(message);
+  expect(ran).toBe(false);
+}
 
 describe('an action', () => {
   it('has its fields as frozen data, in this order, and canonicalArguments as a fresh copy on each read', () => {
@@ -55,15 +68,7 @@ describe('an action', () => {
     const { control, store, events } = await setup();
     const action = createAction(input);
     for (const copy of [{ ...action }, JSON.parse(JSON.stringify(action)) as typeof action]) {
-      let ran = false;
-      const err = await control
-        .execute(copy, () => {
-          ran = true;
-        })
-        .catch((e: unknown) => e);
-      expect(err).toBeInstanceOf(InvalidArgument);
-      expect((err as Error).message).toMatch(/createAction.*no canonicalArguments.*spread or JSON copy/);
-      expect(ran).toBe(false);
+      await expectRefused(control, copy, /createAction.*no canonicalArguments.*spread or JSON copy/);
     }
     expect(events).toEqual([]);
     expect(await store.listEffects()).toEqual([]);
@@ -87,15 +92,7 @@ describe('an action', () => {
       new Proxy(action, {}),
     ];
     for (const copy of forged) {
-      let ran = false;
-      const err = await control
-        .execute(copy, () => {
-          ran = true;
-        })
-        .catch((e: unknown) => e);
-      expect(err).toBeInstanceOf(InvalidArgument);
-      expect((err as Error).message).toMatch(/needs an Action built by createAction/);
-      expect(ran).toBe(false);
+      await expectRefused(control, copy, /needs an Action built by createAction/);
       expect(() => actionToJson(copy)).toThrow(InvalidArgument);
       await expect(
         store.putApprovalRequest({
