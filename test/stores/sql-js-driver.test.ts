@@ -3,7 +3,17 @@
  * see from outside: persistence after commit, reload after a failed save, prepared-statement
  * reuse, bigint reads, wrapped driver errors, the per-driver mutex, the PK and renewal guards.
  */
-import { AmbiguousEffect, Control, createAction, DuplicateEffect, InvalidArgument, loadPolicy, StoreClosedError, StoreError } from '@ctrlrun/kernel';
+import {
+  AmbiguousEffect,
+  callbackSink,
+  Control,
+  createAction,
+  DuplicateEffect,
+  InvalidArgument,
+  loadPolicy,
+  StoreClosedError,
+  StoreError,
+} from '@ctrlrun/kernel';
 import { SqlStateStore, openSqlStateStore, sqliteDialect, type SqlDriver, type SqlExecutor } from '@ctrlrun/kernel/store';
 import {
   SqlJsDriver,
@@ -650,6 +660,32 @@ describe('the driver', () => {
 });
 
 describe('SqlStateStore on a driver', () => {
+  it("gives a step's events their ids in the order written, whatever order the driver returns the inserted ids in", async () => {
+    // RETURNING's order is not promised: the multi-row insert's rows come back reversed here.
+    let reversed = 0;
+    const driver = intercept(await SqlJsDriver.open(SQL), (sql, params, ex) => {
+      if (!/^\s*INSERT INTO events/i.test(sql) || (sql.match(/\(\?/g) ?? []).length < 2) return undefined;
+      reversed++;
+      return ex.query(sql, params as never).then((r) => ({ ...r, rows: [...r.rows].reverse() }));
+    });
+    const store = await openSqlStateStore(driver);
+    const seen: { id: number; type: string }[] = [];
+    const control = new Control({
+      policy: loadPolicy('schema: ctrlrun.policy/v2\nactions:\n  pay: {decision: allow, effect: "pay:{id}"}\n'),
+      store,
+      logger: { warn() {} },
+      sinks: [callbackSink({ onEvent: (e) => void seen.push({ id: e.eventId, type: e.type }) })],
+    });
+    await control.execute(createAction({ name: 'pay', arguments: { id: 'p1' }, principal: { agent: 'a' } }), () => 'ok');
+    expect(reversed).toBeGreaterThan(0);
+    // What the sinks were told is what the table holds, id for id, in the order the steps wrote them.
+    const stored = (await store.events()).map((e) => ({ id: e.eventId, type: e.type }));
+    expect(seen).toEqual(stored);
+    expect(stored.map((e) => e.id)).toEqual([...stored.map((e) => e.id)].sort((a, b) => a - b));
+    expect(stored[0]!.type).toBe('ACTION_PROPOSED');
+    await store.close();
+  });
+
   it('wraps raw driver errors as StoreError with the SQL and the cause', async () => {
     const store = await createSqlJsStore();
     await store.driver.exec('DROP TABLE effects');

@@ -191,7 +191,8 @@ export class SqlEngine {
    * compare-and-set does not compare) must not be written by the next step.
    */
   hint(record: EffectRecord): void {
-    this.#olderHints.delete(record.effectKey);
+    // A copy of the key still in the older generation is shadowed by this one (read newest first)
+    // and dropped with that generation when this one takes its place: never read again.
     this.#hints.set(record.effectKey, frozenEffect(record));
     if (this.#hints.size >= HINTS_KEPT) {
       this.#olderHints = this.#hints;
@@ -500,9 +501,17 @@ export class SqlEngine {
     for (const f of all) params.push(...f.params);
     const rows = (await this.query<{ event_id: SqlValue }>(tx, this.insertEventsSql(all.length, many), params)).rows;
     if (rows.length !== all.length) throw new StoreError(`[kernel] [${this.name}] ${all.length} events inserted, ${rows.length} ids returned`);
-    // Ids follow row order; RETURNING's own order is not promised, so they are sorted.
-    const ids = rows.map((r) => int(r.event_id, 'events.event_id')).sort((a, b) => a - b);
-    return all.map((fields, i) => storedEvent(ids[i]!, fields.record));
+    // Ids follow row order; RETURNING's own order is not promised, so they are sorted (when not already).
+    const ids = new Array<number>(rows.length);
+    let ascending = true;
+    for (let i = 0; i < rows.length; i++) {
+      ids[i] = int(rows[i]!.event_id, 'events.event_id');
+      if (i > 0 && ids[i]! < ids[i - 1]!) ascending = false;
+    }
+    if (!ascending) ids.sort((a, b) => a - b);
+    const stored = new Array<EventRecord>(all.length);
+    for (let i = 0; i < all.length; i++) stored[i] = storedEvent(ids[i]!, all[i]!.record);
+    return stored;
   }
 
   /**
