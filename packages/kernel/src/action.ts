@@ -16,6 +16,7 @@ import {
 } from './canonical.js';
 import { InvalidArgument } from './errors.js';
 import { sha256TaggedText } from './hash.js';
+import { quotedForMessage } from './visible.js';
 import { randomIds, type IdSource } from './ids.js';
 
 /** The schema tag of the hashed action payload. */
@@ -229,10 +230,16 @@ export function checkAction(action: unknown, what: string): asserts action is Ac
   } catch (err) {
     throw new InvalidArgument(`${what} needs an Action built by createAction(...): its fields are not an action's (${(err as Error)?.message ?? String(err)})`);
   }
-  if (again.actionHash !== a.actionHash || again.canonical !== a.canonical || !sameArguments(a.arguments, again)) {
-    throw new InvalidArgument(
-      `${what} needs an Action built by createAction(...): its fields hash to ${again.actionHash}, not to the actionHash it carries (${showText(a.actionHash)}); an action is never edited or assembled by hand`,
-    );
+  const differs =
+    again.actionHash !== a.actionHash
+      ? `its fields hash to ${again.actionHash}, not to the actionHash it carries (${quotedForMessage(String(a.actionHash), 80)})`
+      : again.canonical !== a.canonical
+        ? 'its canonical text is not the one its fields hash'
+        : !sameArguments(a.arguments, again)
+          ? 'its arguments are not the canonical arguments its hash covers'
+          : null;
+  if (differs !== null) {
+    throw new InvalidArgument(`${what} needs an Action built by createAction(...): ${differs}; an action is never edited or assembled by hand`);
   }
 }
 
@@ -243,11 +250,6 @@ function sameArguments(given: unknown, action: Action): boolean {
   } catch {
     return false;
   }
-}
-
-/** A short, quoted view of a text an error names. */
-function showText(s: string): string {
-  return JSON.stringify(s.length > 80 ? `${s.slice(0, 80)}…` : s);
 }
 
 /** The hash of an action (`sha256:…`). */

@@ -21,6 +21,7 @@ import { hashJsonText } from './canonical-text.js';
 import { GENESIS_HASH, hashDocument } from './hash.js';
 import type { ChainHead, ReceiptRow } from './model.js';
 import { parseTime } from './time.js';
+import { quotedForMessage } from './visible.js';
 
 /**
  * The names a chain break can have: the spec's six, and `column_mismatch` (a column that repeats
@@ -88,7 +89,7 @@ const UNHASHABLE: unique symbol = Symbol('unhashable');
 
 /** A value for a break's detail; never throws (a revoked Proxy, a function whose toString throws). */
 function describe(v: unknown): string {
-  if (typeof v === 'string') return JSON.stringify(v.length > 80 ? `${v.slice(0, 80)}…` : v);
+  if (typeof v === 'string') return quotedForMessage(v, 80);
   if (typeof v === 'bigint') return `${v}n`;
   if (typeof v === 'function') return 'a function';
   if (v === null || typeof v !== 'object') return String(v);

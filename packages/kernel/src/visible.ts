@@ -26,3 +26,11 @@ function escapeUnits(c: string): string {
 export function showInvisible(text: string, options: { keepNewlines?: boolean } = {}): string {
   return text.replace(options.keepNewlines ? INVISIBLE_BUT_NEWLINE : INVISIBLE, escapeUnits);
 }
+
+/**
+ * `text` quoted for an error message: JSON string syntax, cut after `max` characters (`…`), and
+ * every invisible character escaped, so a message about agent-controlled text shows it as it is.
+ */
+export function quotedForMessage(text: string, max: number): string {
+  return showInvisible(JSON.stringify(text.length > max ? `${text.slice(0, max)}…` : text));
+}

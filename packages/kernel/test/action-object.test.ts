@@ -105,6 +105,17 @@ describe('an action', () => {
         }),
       ).rejects.toThrow(InvalidArgument);
     }
+    // Each refusal says what is wrong, and shows a carried hash as it is (invisible characters escaped).
+    const says = async (copy: Action): Promise<string> => ((await control.execute(copy, () => 'ran').catch((e: unknown) => e)) as Error).message;
+    expect(await says({ ...action, canonicalArguments: action.canonicalArguments, arguments: other.arguments })).toMatch(
+      /its arguments are not the canonical arguments its hash covers/,
+    );
+    expect(await says({ ...action, canonicalArguments: action.canonicalArguments, canonical: other.canonical })).toMatch(
+      /its canonical text is not the one its fields hash/,
+    );
+    const hidden = await says({ ...action, canonicalArguments: action.canonicalArguments, actionHash: 'sha256:\u202eabc\u0000' });
+    expect(hidden).toContain(`its fields hash to ${action.actionHash}, not to the actionHash it carries ("sha256:\\u202eabc\\u0000")`);
+    expect(hidden).not.toMatch(/[\u202e\u0000]/);
     // A JSON copy while something has put canonicalArguments on Object.prototype: it must not read them.
     proto['canonicalArguments'] = { payment_id: 'p2', amount: 99 };
     try {

@@ -158,6 +158,14 @@ describe('verifyChain: the tamper table (T164, T166, T167)', () => {
     });
   }
 
+  it('a stored hash with invisible characters is named in the break with each one escaped', () => {
+    const { rows, head } = chainOf(3);
+    rows[1] = { ...(rows[1] as ReceiptRow), hash: 'sha256:\u202eabc\u0007' };
+    const altered = verifyChain(rows, head).breaks.find((b) => b.name === 'content_altered');
+    expect(altered?.detail).toContain('"sha256:\\u202eabc\\u0007"');
+    expect(altered?.detail).not.toMatch(/[\u202e\u0007]/);
+  });
+
   it('test_T164_an_altered_last_receipt_is_content_altered_and_the_head_mismatches', () => {
     const { rows, head } = chainOf(4);
     rows[3] = edit(rows[3] as ReceiptRow, (d) => (d['decision'] = 'deny'));

@@ -170,6 +170,11 @@ describe('T65: a throwing provider is an IdentityError, and nothing fills in', (
       expect(refused.message.length).toBeLessThan(300);
       expect(await store4.events()).toEqual([]);
     }
+    // The message shows the expiry it names as it is: a bidi override or a NUL is written as an escape.
+    const { fn: fn5 } = await refunder(PLAIN, { identity: recorder(() => ({ agent: 'bot', user: null, expiresAt: '2027-01-01\u202eZ00:00\u0000' })).provider });
+    const shown = (await rejection(fn5({ amount: 5 }))).message;
+    expect(shown).toContain('2027-01-01\\u202eZ00:00\\u0000');
+    expect(shown).not.toMatch(/[\u202e\u0000]/);
   });
 });
 

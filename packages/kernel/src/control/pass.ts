@@ -18,6 +18,7 @@ import type { StateStore } from '../store/state-store.js';
 import { evidenceTime, parseTime, type Clock } from '../time.js';
 import { delegationToRecord } from '../authority/authority.js';
 import type { Logger } from './types.js';
+import { quotedForMessage } from '../visible.js';
 import type { ApprovalEdit } from './edit.js';
 
 /**
@@ -116,8 +117,7 @@ export function expiryOf(principal: Principal, actionName: string): Date | null 
   try {
     return parseTime(exp, 'principal.expiresAt');
   } catch (err) {
-    const shown = JSON.stringify(exp.length > 64 ? `${exp.slice(0, 64)}…` : exp);
-    throw new IdentityError(`${actionName}: the principal's credential expiry ${shown} is not a time with an offset`, {
+    throw new IdentityError(`${actionName}: the principal's credential expiry ${quotedForMessage(exp, 64)} is not a time with an offset`, {
       reason: 'expires_at_invalid',
       cause: err,
     });
