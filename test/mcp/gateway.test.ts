@@ -92,6 +92,17 @@ async function rig(
   return r;
 }
 
+/** Polls `read` until it gives a value (deadline scaled for a loaded machine). */
+async function eventually<T>(read: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
+  const started = Date.now();
+  for (;;) {
+    const value = await read();
+    if (value !== undefined) return value;
+    if (Date.now() - started > timeoutMs) throw new Error(`nothing after ${timeoutMs} ms`);
+    await new Promise((res) => setTimeout(res, 25));
+  }
+}
+
 function receiptMeta(result: { _meta?: Record<string, unknown> } | undefined): Record<string, unknown> {
   return (result?._meta?.[RECEIPT_META_KEY] ?? {}) as Record<string, unknown>;
 }
@@ -442,6 +453,77 @@ describe('gateway: tools/call through the control path', () => {
       }
       await r.control.denyApproval(second!, { approver: 'alice' });
       expect((await denied).refused?.code).toBe(-41003);
+      expect(upstreamCalls(r.log)).toHaveLength(1);
+    },
+    TIMEOUT,
+  );
+
+  it(
+    'with wait: a client that times out is never run by the gateway; its retry with the grant runs once',
+    async () => {
+      const r = await rig({ wait: true });
+      // The SDK client gives up after its own timeout and sends notifications/cancelled.
+      const timedOut = await r.agent
+        .request({ method: 'tools/call', params: { name: 'refund', arguments: { payment_id: 'c1', amount: 300 } } }, ResultSchema, { timeout: 1500 })
+        .then(
+          () => null,
+          (e: unknown) => e,
+        );
+      expect(timedOut).toBeInstanceOf(McpError);
+      expect((timedOut as McpError).message).toContain('Request timed out');
+      const abandoned = await eventually(async () => (await r.store.events()).find((e) => e.type === 'APPROVAL_WAIT_ABANDONED'));
+      const request = (await r.store.listApprovals('pending'))[0]!.request;
+      expect(abandoned).toMatchObject({ approvalId: request.requestId, data: { action_hash: request.actionHash } });
+      // The human answers after the agent was told the call failed: nothing runs by itself.
+      await r.control.grantApproval(request.requestId, { approver: 'alice' });
+      await new Promise((res) => setTimeout(res, 1500));
+      expect(upstreamCalls(r.log)).toHaveLength(0);
+      // The agent's retry presents the grant and runs it, once.
+      const retried = await call(r.agent, 'refund', { payment_id: 'c1', amount: 300 });
+      expect(failure(retried)).toBeUndefined();
+      expect(receiptMeta(retried.result)).toMatchObject({ result: 'committed' });
+      expect(upstreamCalls(r.log)).toHaveLength(1);
+      expect(token((await call(r.agent, 'refund', { payment_id: 'c1', amount: 300 })).refused)).toBe('ctrlrun.duplicate_effect');
+      expect(upstreamCalls(r.log)).toHaveLength(1);
+    },
+    TIMEOUT,
+  );
+
+  it(
+    'with wait: an HTTP client that hangs up while the call waits is cancelled, and the grant runs nothing by itself',
+    async () => {
+      const r = await rig({ wait: true });
+      const headers = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
+      const init = await fetch(r.url, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify({
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'initialize',
+          params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
+        }),
+      });
+      const session = init.headers.get('mcp-session-id')!;
+      await init.text();
+      const inSession = { ...headers, 'mcp-session-id': session, 'mcp-protocol-version': '2025-06-18' };
+      await (await fetch(r.url, { method: 'POST', headers: inSession, body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }) })).text();
+      const hangUp = new AbortController();
+      const held = fetch(r.url, {
+        method: 'POST',
+        headers: inSession,
+        body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'refund', arguments: { payment_id: 'c2', amount: 300 } } }),
+        signal: hangUp.signal,
+      }).then(async (res) => res.text());
+      const request = await eventually(async () => (await r.store.listApprovals('pending'))[0]?.request);
+      hangUp.abort();
+      await held.catch(() => {});
+      const abandoned = await eventually(async () => (await r.store.events()).find((e) => e.type === 'APPROVAL_WAIT_ABANDONED'));
+      expect(abandoned.approvalId).toBe(request.requestId);
+      await r.control.grantApproval(request.requestId, { approver: 'alice' });
+      await new Promise((res) => setTimeout(res, 1500));
+      expect(upstreamCalls(r.log)).toHaveLength(0);
+      expect(failure(await call(r.agent, 'refund', { payment_id: 'c2', amount: 300 }))).toBeUndefined();
       expect(upstreamCalls(r.log)).toHaveLength(1);
     },
     TIMEOUT,

@@ -152,6 +152,22 @@ function readBody(req: IncomingMessage, max: number): Promise<Buffer | null> {
   });
 }
 
+/**
+ * A session's request whose HTTP connection closes before its answer is cancelled, as if its
+ * client had sent `notifications/cancelled`: the handler's signal aborts (a call waiting for a
+ * human stops and never runs by itself). Without a session the transport closes with the
+ * connection, which aborts the handler as well.
+ */
+function cancelIfAbandoned(res: ServerResponse, transport: StreamableHTTPServerTransport, message: object): void {
+  const m = message as { id?: unknown; method?: unknown };
+  if (typeof m.method !== 'string' || (typeof m.id !== 'string' && typeof m.id !== 'number')) return;
+  const requestId = m.id;
+  res.on('close', () => {
+    if (res.writableFinished) return;
+    transport.onmessage?.({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId, reason: 'the HTTP connection closed before the answer' } });
+  });
+}
+
 /** Serves MCP over Streamable HTTP at `path`; resolves once listening. */
 export async function serveHttp(options: HttpServeOptions): Promise<HttpServing> {
   const sessions = new Map<string, StreamableHTTPServerTransport>();
@@ -215,6 +231,7 @@ export async function serveHttp(options: HttpServeOptions): Promise<HttpServing>
     if (typeof sessionId === 'string') {
       const transport = sessions.get(sessionId);
       if (transport === undefined) return rpcError(res, 404, -32001, 'no such session: initialize again');
+      cancelIfAbandoned(res, transport, message);
       return transport.handleRequest(req, res, message);
     }
     if (!isInitializeRequest(message)) return rpcError(res, 400, -32000, 'no session: the first request must be initialize');

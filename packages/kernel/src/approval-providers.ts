@@ -20,9 +20,42 @@ export interface ApprovalProvider {
   /**
    * Waits for the answer: the `Approval` if granted; `null` if denied, consumed or expired
    * (answered no); `ApprovalTimeout` if still unanswered when `timeoutMs` or the request's own
-   * expiry passes; `ApprovalMismatch('unknown')` for an unknown id. Never consumes.
+   * expiry passes; `ApprovalMismatch('unknown')` for an unknown id. Never consumes. When
+   * `options.signal` aborts, it stops waiting and rejects with the signal's reason.
    */
-  wait(requestId: string, timeoutMs?: number): Promise<Approval | null>;
+  wait(requestId: string, timeoutMs?: number, options?: WaitOptions): Promise<Approval | null>;
+}
+
+/** What a wait is told besides its deadline. */
+export interface WaitOptions {
+  /** The caller gave up (a cancelled request, a closed connection): stop waiting. */
+  signal?: AbortSignal;
+}
+
+/**
+ * `work`, or the signal's reason as soon as `signal` aborts, whichever comes first. The listener
+ * is removed when `work` settles, so a long poll does not pile listeners on one signal.
+ */
+export function untilAborted<T>(work: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (signal === undefined) return work;
+  if (signal.aborted) {
+    work.catch(() => {}); // settled later, read by nobody
+    return Promise.reject(signal.reason);
+  }
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    work.then(
+      (value) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(value);
+      },
+      (err: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(err);
+      },
+    );
+  });
 }
 
 /** Options shared by the providers. */
@@ -79,11 +112,13 @@ export class LocalApprovalProvider implements ApprovalProvider {
     return request;
   }
 
-  async wait(requestId: string, timeoutMs?: number): Promise<Approval | null> {
+  async wait(requestId: string, timeoutMs?: number, options: WaitOptions = {}): Promise<Approval | null> {
     if (typeof requestId !== 'string' || requestId === '') throw new InvalidArgument('request id must be a non-empty string');
     if (timeoutMs !== undefined) checkDuration(timeoutMs, 'timeout');
+    const { signal } = options;
     const deadline = timeoutMs === undefined ? Infinity : this.#clock().getTime() + timeoutMs;
     for (;;) {
+      signal?.throwIfAborted();
       const record = await this.store.getApproval(requestId);
       if (record === null)
         throw new ApprovalMismatch('unknown', { approvalId: requestId, message: `approval ${requestId} refused (unknown): no such approval request` });
@@ -94,7 +129,7 @@ export class LocalApprovalProvider implements ApprovalProvider {
       if (now >= deadline || now > expires) {
         throw new ApprovalTimeout(requestId, { message: `approval ${requestId} was not answered in time` });
       }
-      await this.#sleep(Math.max(1, Math.min(this.#pollMs, deadline - now, expires - now + 1)));
+      await untilAborted(this.#sleep(Math.max(1, Math.min(this.#pollMs, deadline - now, expires - now + 1))), signal);
     }
   }
 }
@@ -127,7 +162,8 @@ export class ScriptedApprovalProvider implements ApprovalProvider {
     return this.#local.request(action, ttlMs, options);
   }
 
-  async wait(requestId: string): Promise<Approval | null> {
+  async wait(requestId: string, _timeoutMs?: number, options: WaitOptions = {}): Promise<Approval | null> {
+    options.signal?.throwIfAborted();
     const record = await this.#local.store.getApproval(requestId);
     if (record === null)
       throw new ApprovalMismatch('unknown', { approvalId: requestId, message: `approval ${requestId} refused (unknown): no such approval request` });

@@ -18,3 +18,4 @@ export type {
   ResolveOptions,
 } from './control/types.js';
 export type { ApprovalEdit, GrantOptions } from './control/edit.js';
+export type { WaitForAnswerOptions } from './control/wait.js';

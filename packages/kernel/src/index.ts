@@ -57,6 +57,7 @@ export {
   type Logger,
   type ReconcileHook,
   type ResolveOptions,
+  type WaitForAnswerOptions,
   describeError,
 } from './control.js';
 export { protect, type ProtectOptions, type CallOptions, type Protected } from './protect.js';
@@ -64,7 +65,14 @@ export { answerCommands, type WaitingFor } from './protect.js';
 export { type AmbientCall, type AmbientCallProvider, ambientCall, setAmbientCallContext } from './ambient.js';
 export { toolRefusal, type ToolRefusal } from './tool-refusal.js';
 export { editedToolResult, isEditedToolResult, unusedEditFor, type EditedToolResult } from './tool-edit.js';
-export { type ApprovalProvider, type ProviderOptions, type ScriptedStep, LocalApprovalProvider, ScriptedApprovalProvider } from './approval-providers.js';
+export {
+  type ApprovalProvider,
+  type ProviderOptions,
+  type ScriptedStep,
+  type WaitOptions,
+  LocalApprovalProvider,
+  ScriptedApprovalProvider,
+} from './approval-providers.js';
 export {
   Authority,
   loadAuthority,

@@ -28,6 +28,13 @@ export interface CallOptions {
    * ambient one (`withApproval` on Node) is presented; `null` presents none.
    */
   approvalId?: string | null;
+  /**
+   * The caller's signal. Aborted before the call reaches the control path, nothing is written;
+   * aborted while the call waits for a human (`wait`), the wait stops and the call rejects with
+   * `ApprovalRequired` (the request stays open, `APPROVAL_WAIT_ABANDONED` is recorded) and never
+   * runs by itself. Once the function has been called, the signal changes nothing.
+   */
+  signal?: AbortSignal;
 }
 
 /** What {@link ProtectOptions.wait}'s `onWaiting` is told when a call starts waiting for a human. */
@@ -197,13 +204,20 @@ export function protect<A extends object = JsonObject, R = unknown>(fn: (args: A
     if (effect === null) exec.effectKey = null;
     // fn gets the canonical arguments: the shape it declared, as the action was hashed.
     const run = (canonicalArgs: JsonObject) => fn(canonicalArgs as unknown as A);
+    if (call.signal !== undefined && (typeof call.signal !== 'object' || call.signal === null || typeof call.signal.throwIfAborted !== 'function')) {
+      throw new InvalidArgument('signal must be an AbortSignal');
+    }
+    call.signal?.throwIfAborted();
     try {
       return await control.execute(action, run, exec);
     } catch (err) {
       if (wait === null || !(err instanceof ApprovalRequired)) throw err;
-      const provider = wait.provider ?? new LocalApprovalProvider(control.store, { clock: control.clock });
       announceWait(control, wait.onWaiting, { requestId: err.requestId, name, actionHash: action.actionHash, ...answerCommands(err.requestId) });
-      await provider.wait(err.requestId, wait.timeoutMs);
+      await control.waitForAnswer(action, err.requestId, {
+        ...(wait.provider ? { provider: wait.provider } : {}),
+        ...(wait.timeoutMs !== undefined ? { timeoutMs: wait.timeoutMs } : {}),
+        ...(call.signal ? { signal: call.signal } : {}),
+      });
       // The same action, now presenting the request: the control path decides what the answer allows.
       return control.execute(action, run, { ...exec, approvalId: err.requestId });
     }

@@ -14,7 +14,7 @@
 import { hmac } from '@noble/hashes/hmac.js';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { bytesToHex } from '@noble/hashes/utils.js';
-import { LocalApprovalProvider, type ApprovalProvider, type ProviderOptions } from './approval-providers.js';
+import { LocalApprovalProvider, untilAborted, type ApprovalProvider, type ProviderOptions, type WaitOptions } from './approval-providers.js';
 import { canonicalJson, isPlainObject, type JsonObject, type JsonValue } from './canonical.js';
 import type { Control, Logger } from './control.js';
 import { checkActor, sameSecret } from './effects.js';
@@ -340,13 +340,13 @@ export class WebhookApprovalProvider implements ApprovalProvider {
     return request;
   }
 
-  async wait(requestId: string, timeoutMs?: number): Promise<Approval | null> {
+  async wait(requestId: string, timeoutMs?: number, options: WaitOptions = {}): Promise<Approval | null> {
     if (timeoutMs !== undefined) checkDuration(timeoutMs, 'timeout');
     const started = this.#clock().getTime();
-    await this.notify(requestId);
+    await untilAborted(this.notify(requestId), options.signal);
     // The time spent delivering counts against the caller's timeout.
     const left = timeoutMs === undefined ? undefined : Math.max(1, timeoutMs - (this.#clock().getTime() - started));
-    return this.#local.wait(requestId, left);
+    return this.#local.wait(requestId, left, options);
   }
 
   /**

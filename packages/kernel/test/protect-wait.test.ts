@@ -1,6 +1,16 @@
 // protect({ wait }): block on the human's answer, then run the same action presenting it.
 import { describe, expect, it } from 'vitest';
-import { ActionDenied, ApprovalTimeout, answerCommands, LocalApprovalProvider, protect, type WaitingFor } from '@ctrlrun/kernel';
+import {
+  ActionDenied,
+  ApprovalRequired,
+  ApprovalTimeout,
+  answerCommands,
+  InvalidArgument,
+  LocalApprovalProvider,
+  protect,
+  type ApprovalProvider,
+  type WaitingFor,
+} from '@ctrlrun/kernel';
 import { setup } from './harness.js';
 
 const MIN = 60_000;
@@ -114,5 +124,114 @@ describe('protect with wait', () => {
     expect(warnings).toHaveLength(1);
     expect(warnings[0]).toContain('pager down');
     expect(() => protect(() => 1, { control: ctx.control, name: 'x', wait: { onWaiting: 'no' as never } })).toThrow('wait.onWaiting');
+  });
+});
+
+describe('protect with wait: a caller that gives up', () => {
+  it('an abort while waiting stops the wait, records the abandonment, and the grant that follows runs nothing by itself', async () => {
+    const ctx = await setup();
+    const gone = new AbortController();
+    // The human's terminal: the caller gives up on the first poll; the grant comes after.
+    const provider = new LocalApprovalProvider(ctx.store, {
+      clock: ctx.clock,
+      sleep: async (ms) => {
+        ctx.advance(ms);
+        gone.abort(new Error('client timed out'));
+        await new Promise(() => {}); // the poll would go on for ever: only the abort ends it
+      },
+    });
+    const { fn, calls } = refunder(ctx, { provider });
+    const err = await fn({ payment_id: 'a1', amount: 200000 }, { signal: gone.signal }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ApprovalRequired);
+    const [req] = await ctx.store.listApprovals();
+    expect((err as ApprovalRequired).requestId).toBe(req!.request.requestId);
+    expect((err as Error).message).toContain('the caller gave up; nothing ran, and the request stays open');
+    const abandoned = ctx.events.filter((e) => e.type === 'APPROVAL_WAIT_ABANDONED');
+    expect(abandoned).toHaveLength(1);
+    expect(abandoned[0]).toMatchObject({
+      approvalId: req!.request.requestId,
+      actionId: req!.request.action.actionId,
+      data: { action_hash: req!.request.actionHash },
+    });
+    expect(req!.status).toBe('pending');
+
+    await ctx.control.grantApproval(req!.request.requestId, { approver: 'human:ana' });
+    expect(calls).toEqual([]);
+    // The agent's retry presents the grant and runs it once; a second retry is refused.
+    expect(await fn({ payment_id: 'a1', amount: 200000 }, { approvalId: req!.request.requestId })).toBe('re_a1');
+    expect(calls).toEqual(['a1']);
+    await expect(fn({ payment_id: 'a1', amount: 200000 }, { approvalId: req!.request.requestId })).rejects.toThrow();
+    expect(calls).toEqual(['a1']);
+  });
+
+  it('an answer that arrives with the caller already gone is not acted on', async () => {
+    const ctx = await setup();
+    const gone = new AbortController();
+    const provider: ApprovalProvider = {
+      request: (action, ttl) => new LocalApprovalProvider(ctx.store).request(action, ttl),
+      // A provider that ignores the signal and answers after the caller left.
+      wait: async (id) => {
+        const approval = await ctx.control.grantApproval(id, { approver: 'human:ana' });
+        gone.abort();
+        return approval;
+      },
+    };
+    const { fn, calls } = refunder(ctx, { provider });
+    await expect(fn({ payment_id: 'a2', amount: 200000 }, { signal: gone.signal })).rejects.toBeInstanceOf(ApprovalRequired);
+    expect(calls).toEqual([]);
+    expect((await ctx.store.listApprovals())[0]!.status).toBe('granted');
+    expect(ctx.events.filter((e) => e.type === 'APPROVAL_WAIT_ABANDONED')).toHaveLength(1);
+  });
+
+  it('a provider that never settles is still abandoned when the signal aborts', async () => {
+    const ctx = await setup();
+    const gone = new AbortController();
+    const provider: ApprovalProvider = {
+      request: (action, ttl) => new LocalApprovalProvider(ctx.store).request(action, ttl),
+      wait: () => {
+        queueMicrotask(() => gone.abort());
+        return new Promise(() => {});
+      },
+    };
+    const { fn, calls } = refunder(ctx, { provider });
+    await expect(fn({ payment_id: 'a3', amount: 200000 }, { signal: gone.signal })).rejects.toBeInstanceOf(ApprovalRequired);
+    expect(calls).toEqual([]);
+  });
+
+  it('a signal aborted before the call writes nothing; a signal that is not one is refused', async () => {
+    const ctx = await setup();
+    const { fn, calls } = refunder(ctx, true);
+    const err = await fn({ payment_id: 'a4', amount: 500 }, { signal: AbortSignal.abort(new Error('gone already')) }).catch((e: unknown) => e);
+    expect((err as Error).message).toBe('gone already');
+    expect(ctx.events).toHaveLength(0);
+    expect(calls).toEqual([]);
+    await expect(fn({ payment_id: 'a4', amount: 500 }, { signal: {} as AbortSignal })).rejects.toBeInstanceOf(InvalidArgument);
+    // Without wait, an aborted signal changes nothing once the call has started: an allowed call runs.
+    expect(await fn({ payment_id: 'a4', amount: 500 }, { signal: new AbortController().signal })).toBe('re_a4');
+  });
+
+  it('the store poll stops at the abort and leaves no listener behind', async () => {
+    const ctx = await setup();
+    const { fn } = refunder(ctx, false);
+    const asked = (await fn({ payment_id: 'a5', amount: 200000 }).catch((e: unknown) => e)) as ApprovalRequired;
+    const gone = new AbortController();
+    let added = 0;
+    let removed = 0;
+    const signal = gone.signal;
+    const add = signal.addEventListener.bind(signal);
+    const remove = signal.removeEventListener.bind(signal);
+    signal.addEventListener = ((...a: Parameters<typeof add>) => (added++, add(...a))) as typeof add;
+    signal.removeEventListener = ((...a: Parameters<typeof remove>) => (removed++, remove(...a))) as typeof remove;
+    let polls = 0;
+    const provider = new LocalApprovalProvider(ctx.store, {
+      clock: ctx.clock,
+      sleep: async (ms) => {
+        ctx.advance(ms);
+        if (++polls === 50) gone.abort();
+      },
+    });
+    await expect(provider.wait(asked.requestId, undefined, { signal })).rejects.toThrow();
+    expect(polls).toBe(50);
+    expect(added - removed).toBeLessThanOrEqual(1);
   });
 });

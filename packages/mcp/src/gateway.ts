@@ -371,7 +371,13 @@ export class Gateway {
       if (token !== undefined) tell();
       const timer = token === undefined ? null : setInterval(tell, 10_000);
       try {
-        await this.#wait.provider.wait(err.requestId, this.#wait.timeoutMs);
+        // A client that gave up (notifications/cancelled, a closed connection) aborts
+        // extra.signal: the wait stops and the call never runs by itself.
+        await this.control.waitForAnswer(action, err.requestId, {
+          provider: this.#wait.provider,
+          ...(this.#wait.timeoutMs !== undefined ? { timeoutMs: this.#wait.timeoutMs } : {}),
+          signal: extra.signal,
+        });
       } catch (waitErr) {
         throw await this.#refusal(waitErr instanceof ApprovalTimeout ? err : waitErr, action, err.requestId);
       } finally {

@@ -72,9 +72,15 @@ export function mcpFetchHandler(options: FetchHandlerOptions): (request: Request
     const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
     const server = options.createServer();
     await server.connect(transport);
+    // A client that hangs up before the answer aborts the request's signal (where the runtime
+    // wires it): closing the per-request server aborts the handler, so a call waiting for a
+    // human stops and never runs by itself.
+    const hungUp = () => void server.close().catch(() => {});
+    request.signal?.addEventListener('abort', hungUp, { once: true });
     try {
       return await transport.handleRequest(request, { parsedBody: message });
     } finally {
+      request.signal?.removeEventListener('abort', hungUp);
       // JSON responses are complete once returned; the per-request server is done.
       void server.close().catch(() => {});
     }

@@ -21,6 +21,7 @@ import { attempt, resumeAttempt } from './attempt.js';
 import { approvalEdit, editApproval, unusedEditOf, type ApprovalEdit, type GrantOptions } from './edit.js';
 import { evaluate, resolvePrincipal } from './gates.js';
 import type { ControlContext } from './pass.js';
+import { waitForAnswer, type WaitForAnswerOptions } from './wait.js';
 import type { ControlOptions, DelegateOptions, Executor, ExecuteOptions, ExecuteResult, Logger, ResolveOptions } from './types.js';
 
 /** The control path over one policy and one store. */
@@ -221,6 +222,19 @@ export class Control {
    */
   async unusedEdit(action: Action): Promise<ApprovalEdit | null> {
     return unusedEditOf(this.#ctx, action);
+  }
+
+  /**
+   * Waits for the human's answer to `requestId`, filed for `action`: resolves to the `Approval`
+   * when granted, `null` when answered no (denied, consumed, expired); `ApprovalTimeout` when
+   * `timeoutMs` or the request's expiry passes unanswered. When `signal` aborts first — the
+   * caller gave up — it stops waiting, records `APPROVAL_WAIT_ABANDONED {action_hash}` and
+   * rejects with `ApprovalRequired` naming the request, which stays open: nothing runs by itself,
+   * and a later call that presents the request runs the action once if it is granted. An answer
+   * that arrives after the signal aborted is not acted on. Never consumes the approval.
+   */
+  async waitForAnswer(action: Action, requestId: string, options: WaitForAnswerOptions = {}): Promise<Approval | null> {
+    return waitForAnswer(this.#ctx, action, requestId, options);
   }
 
   /** Denies approval request `requestId` as `approver`; records `APPROVAL_DENIED`. */
