@@ -216,7 +216,7 @@ describe.skipIf(offline !== null)(`the packed packages, installed into an empty 
   );
 
   it(
-    'npx ctrlrun demo, then the command it prints to read the evidence, as printed',
+    'npx ctrlrun demo, then every command it prints, as printed',
     async () => {
       const demo = await sh('npx', ['ctrlrun', 'demo'], { cwd: app, timeoutMs: step });
       expect(demo.code, ok(demo)).toBe(0);
@@ -226,6 +226,16 @@ describe.skipIf(offline !== null)(`the packed packages, installed into an empty 
       expect(receipts.code, ok(receipts)).toBe(0);
       const count = Number(/^Receipts \((\d+)\)/m.exec(demo.stdout)?.[1]);
       expect(receipts.stdout.trim().split('\n')).toHaveLength(count);
+      // The commands that answer what it left open (the ambiguous refund, the pending request).
+      const answers = demo.stdout
+        .split('\n')
+        .map((l) => /^\s+((?:[A-Z_]+=\S+ )+npx ctrlrun [^#]*?)\s*(?:#.*)?$/.exec(l)?.[1])
+        .filter((c): c is string => c !== undefined);
+      expect(answers.length, demo.stdout).toBe(3);
+      for (const command of answers) {
+        const r = await asPrinted(command, app, step);
+        expect(r.code, `${command}\n${ok(r)}`).toBe(0);
+      }
     },
     step * 2,
   );

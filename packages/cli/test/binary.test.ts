@@ -251,6 +251,30 @@ describe.concurrent('the real ctrlrun executable on a SQLite file', () => {
     expect(r.stdout).toContain(`Receipts (${receipts.length}): .ctrlrun/demo/receipts.jsonl`);
     // The evidence is a store the readers open: the chain verifies.
     expect((await run(['receipts', '--verify-chain'], { cwd: dir, env: { CTRLRUN_STATE: '.ctrlrun/demo/state.db' } })).code).toBe(0);
+    // Every command it prints runs as printed from the folder it ran in, and answers what it left open.
+    const printed = r.stdout
+      .split('\n')
+      .map((l) => /^(?:Read them:)?\s+((?:[A-Z_]+=\S+ )*npx ctrlrun [^#]*?)\s*(?:#.*)?$/.exec(l)?.[1])
+      .filter((c): c is string => c !== undefined);
+    expect(printed.map((c) => c.replace(/^.*npx ctrlrun (\S+).*$/, '$1'))).toEqual(['receipts', 'approvals', 'resolve', 'approve']);
+    for (const line of printed) {
+      const words = line.split(/\s+/);
+      const env: Record<string, string> = {};
+      while (/^[A-Z_]+=/.test(words[0]!)) {
+        const [k, ...v] = words.shift()!.split('=');
+        env[k!] = v.join('=');
+      }
+      expect(words.splice(0, 2)).toEqual(['npx', 'ctrlrun']);
+      const ran = await run(words, { cwd: dir, env });
+      expect(ran.code, `${line}\n${ran.stdout}${ran.stderr}`).toBe(0);
+    }
+    const store = await openAddress(join(dir, '.ctrlrun', 'demo', 'state.db'), { readOnly: true });
+    try {
+      expect((await store.getEffect('refund:txn_1'))?.state).toBe('committed');
+      expect((await store.listApprovals('pending')).length).toBe(0);
+    } finally {
+      await store.close();
+    }
   });
 
   it('test_T106_G4_races_real_os_processes (verify, full run)', async () => {

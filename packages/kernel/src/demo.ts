@@ -62,8 +62,12 @@ export interface DemoOptions {
   sinks?: readonly EventSink[];
   clock?: Clock;
   ids?: IdSource;
-  /** Paths shown in the closing lines (relative, shell-quoted by the caller). */
-  evidence?: { receipts: string; events: string; state: string };
+  /**
+   * Paths shown in the closing lines (relative, shell-quoted by the caller). With `policy` (where
+   * the caller wrote {@link DEMO_POLICY_YAML}), the closing lines also give the commands that
+   * answer what the demo left open, each runnable as printed from the caller's folder.
+   */
+  evidence?: { receipts: string; events: string; state: string; policy?: string };
 }
 
 /** What {@link runDemo} found. */
@@ -93,6 +97,8 @@ const ARROW = '  →  ';
 export async function runDemo(options: DemoOptions): Promise<DemoReport> {
   const { store, write } = options;
   const failures: string[] = [];
+  /** The request scenario 5 leaves pending, for a human to answer. */
+  let pendingRequest: string | null = null;
   const skipped: string[] = [];
   let receipts = 0;
   const counting: EventSink = { name: 'demo-receipt-counter', onReceipt: () => void receipts++ };
@@ -188,7 +194,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoReport> {
     write('   ✗ BLOCKED — it may have committed; a blind retry is refused');
   }
   write(`   remote refund calls: ${checkCalls(1, 'txn_1', 1)}`);
-  write('   only a human moves it on: npx ctrlrun resolve refund:txn_1 --committed|--failed');
+  write('   only a human moves it on: ctrlrun resolve refund:txn_1 --committed|--failed');
 
   // 2. An approval is bound to the exact action: a changed amount is refused.
   write('');
@@ -317,6 +323,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoReport> {
       () => true,
     );
     if (asked) write(`   support agent requests ${euros(150000)}${ARROW}authority permits, policy asks a human (${asked.requestId})`);
+    pendingRequest = asked?.requestId ?? null;
     checkCalls(5, 'txn_6', 0);
     write('   two axes; the stricter wins');
   } catch (err) {
@@ -329,6 +336,13 @@ export async function runDemo(options: DemoOptions): Promise<DemoReport> {
     write(`Events:       ${options.evidence.events}`);
     write('');
     write(`Read them:    CTRLRUN_STATE=${options.evidence.state} npx ctrlrun receipts`);
+    if (options.evidence.policy !== undefined) {
+      const cli = `CTRLRUN_CONFIG=${options.evidence.policy} CTRLRUN_STATE=${options.evidence.state} npx ctrlrun`;
+      write('Answer them:');
+      write(`  ${cli} approvals`);
+      write(`  ${cli} resolve refund:txn_1 --committed --as you@example.com   # or --failed, if the refund did not happen`);
+      if (pendingRequest !== null) write(`  ${cli} approve ${pendingRequest} --as you@example.com`);
+    }
   } else {
     write(`Receipts (${receipts})`);
   }
