@@ -19,7 +19,13 @@ describe('the conformance runner', () => {
     expect(report.ok).toBe(true);
     // No reopen and no url: the durability and cross-process cases check the declaration and say so.
     const na = report.cases.filter((c) => c.status === 'not_applicable');
-    expect(na.map((c) => c.id).sort()).toEqual(['ambiguous-survives', 'e1-cross-process', 'taken-once-cross-process', 'terminal-states-survive']);
+    expect(na.map((c) => c.id).sort()).toEqual([
+      'ambiguous-survives',
+      'e1-cross-process',
+      'session-ended-survives',
+      'taken-once-cross-process',
+      'terminal-states-survive',
+    ]);
     for (const c of na) expect(c.reason).toMatch(/no (reopen|url).*share nothing/);
     expect(report.passed + report.notApplicable).toBe(CASE_IDS.length);
   });

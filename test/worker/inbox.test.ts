@@ -5,10 +5,15 @@
  * changes nothing; the page shows every hashed argument (`__proto__` included), the hash, the
  * rule and who asked; approve, deny and resolve go through the kernel.
  */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { staticTokens } from '../../worker/src/index.js';
-import { AGENT, harness, OPERATOR, type Harness } from './harness.js';
+import { Control, loadPolicy, type StateStore } from '@ctrlrun/kernel';
+import { openStore } from '@ctrlrun/store-node';
+import { createApp, staticTokens } from '../../worker/src/index.js';
+import { AGENT, harness, OPERATOR, POLICY, testExecutors, type Harness } from './harness.js';
 
 async function login(h: Harness, token: string, base = 'http://inbox.test'): Promise<Response> {
   return h.app.request(`${base}/inbox/login`, { method: 'POST', body: new URLSearchParams({ token }) });
@@ -94,6 +99,69 @@ describe('the operator inbox', () => {
       const posted = await post(after, `/inbox/approvals/${id}/grant`, cookie, { csrf: 'x' }, { origin: 'http://inbox.test' });
       expect(posted.status).toBe(401);
       expect((await after.store.getApproval(id))!.status).toBe('pending');
+    }
+  });
+
+  it('sign-out ends the session on the server: a copy of the cookie taken before is refused, for reading and for answering', async () => {
+    const h = await harness();
+    const asked = await h.call('POST', '/v1/actions', AGENT, { name: 'stripe.refund', arguments: { payment_id: 'in_out', amount: 200000 } });
+    const id = String(asked.json['requestId']);
+    const { cookie, csrf } = await signedIn(h);
+    const copy = cookie; // what an attacker took earlier
+    expect((await post(h, '/inbox/logout', cookie, { csrf })).status).toBe(303);
+    expect(await (await h.app.request('http://inbox.test/inbox', { headers: { cookie: copy } })).text()).toContain('Operator credential');
+    expect((await h.app.request('http://inbox.test/inbox/live', { headers: { cookie: copy } })).status).toBe(401);
+    expect((await post(h, `/inbox/approvals/${id}/grant`, copy, { csrf })).status).toBe(401);
+    expect((await post(h, `/inbox/approvals/${id}/deny`, copy, { csrf })).status).toBe(401);
+    expect((await h.store.getApproval(id))!.status).toBe('pending');
+    // Signing in again opens a new session.
+    const again = await signedIn(h);
+    expect(again.html).not.toContain('Operator credential');
+  });
+
+  it('a sign-out holds in every instance that shares the store (two apps on one SQLite file)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ctrlrun-inbox-'));
+    const file = join(dir, 'store.db');
+    const sessionSecret = 'a-shared-session-secret-0123456789';
+    const instance = async (): Promise<{ app: ReturnType<typeof createApp>; store: StateStore }> => {
+      const store = await openStore(file);
+      const control = new Control({ policy: loadPolicy(POLICY), store, logger: { warn: () => undefined } });
+      const auth = staticTokens([
+        { role: 'agent', token: AGENT, agent: 'billing-agent', user: 'u-42' },
+        { role: 'operator', token: OPERATOR, operator: 'human:ops' },
+      ]);
+      return { app: createApp({ control, executors: testExecutors([]), auth, inbox: { sessionSecret } }), store };
+    };
+    const a = await instance();
+    const b = await instance();
+    try {
+      const asked = await a.app.request('http://inbox.test/v1/actions', {
+        method: 'POST',
+        headers: { authorization: `Bearer ${AGENT}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ name: 'stripe.refund', arguments: { payment_id: 'in_shared', amount: 200000 } }),
+      });
+      const id = String(((await asked.json()) as Record<string, unknown>)['requestId']);
+      const r = await a.app.request('http://inbox.test/inbox/login', { method: 'POST', body: new URLSearchParams({ token: OPERATOR }) });
+      const cookie = r.headers.get('set-cookie')!.split(';')[0]!;
+      const html = await (await b.app.request('http://inbox.test/inbox', { headers: { cookie } })).text();
+      expect(html).not.toContain('Operator credential'); // the session holds on the other instance
+      const csrf = /name="csrf" value="([^"]+)"/.exec(html)![1]!;
+      const out = await a.app.request('http://inbox.test/inbox/logout', { method: 'POST', headers: { cookie }, body: new URLSearchParams({ csrf }) });
+      expect(out.status).toBe(303);
+      // Signed out on A; the copy replayed on B is refused.
+      expect(await (await b.app.request('http://inbox.test/inbox', { headers: { cookie } })).text()).toContain('Operator credential');
+      expect((await b.app.request('http://inbox.test/inbox/live', { headers: { cookie } })).status).toBe(401);
+      const grant = await b.app.request(`http://inbox.test/inbox/approvals/${id}/grant`, {
+        method: 'POST',
+        headers: { cookie },
+        body: new URLSearchParams({ csrf }),
+      });
+      expect(grant.status).toBe(401);
+      expect((await b.store.getApproval(id))!.status).toBe('pending');
+    } finally {
+      await a.store.close();
+      await b.store.close();
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 

@@ -16,7 +16,11 @@
  * cookie: `HttpOnly`, `SameSite=Strict`, `Path=/inbox`, `Secure` when the page is served over
  * HTTPS, signed (HMAC-SHA-256) and valid for 8 hours at most. The cookie carries the credential
  * encrypted (AES-GCM, a key derived from the session secret) and every request checks it again,
- * so a session ends as soon as its credential is removed, rotated or expires. Every form post carries the session's CSRF
+ * so a session ends as soon as its credential is removed, rotated or expires. "Sign out" ends the
+ * session on the server too: its id is recorded in the store (`StateStore.endSession`), which
+ * every process and isolate sharing the store reads on every request, so a copy of the cookie
+ * taken earlier is refused everywhere (a store without that ability: in this process only).
+ * Every form post carries the session's CSRF
  * token and must come from the same origin. An agent credential is refused at login and sees
  * nothing. Plain templates, Web-standard globals only (WebCrypto for the signature).
  *
@@ -50,6 +54,8 @@ const SHOWN = 200;
 const encoder = new TextEncoder();
 
 interface Session {
+  /** The session's id: what sign-out records as ended. */
+  sid: string;
   /** Who is recorded as the approver. */
   operator: string;
   /** Expiry, ms since the epoch. */
@@ -280,9 +286,26 @@ export function mountInbox(app: Hono<any>, options: InboxOptions): void {
     return { operator: identity.operator };
   };
 
+  /**
+   * Sessions ended here: a shortcut for this process, and the whole record when the store cannot
+   * keep one (then a sign-out holds in this process only). Dropped once past their expiry.
+   */
+  const ended = new Map<string, number>();
+  const forget = (now: number): void => {
+    for (const [sid, exp] of ended) if (exp < now) ended.delete(sid);
+  };
+  const endSession = async (s: Session): Promise<void> => {
+    forget(Date.now());
+    ended.set(s.sid, s.exp);
+    if (store.endSession) await store.endSession(s.sid, s.exp);
+  };
+  const isEnded = async (sid: string): Promise<boolean> => ended.has(sid) || (store.sessionEnded ? await store.sessionEnded(sid) : false);
+
   const issue = async (operator: string, token: string): Promise<string> => {
     const payload = b64url(
-      encoder.encode(JSON.stringify({ operator, exp: Date.now() + SESSION_MS, csrf: randomToken(), cred: await seal(token) } satisfies Session)),
+      encoder.encode(
+        JSON.stringify({ sid: randomToken(), operator, exp: Date.now() + SESSION_MS, csrf: randomToken(), cred: await seal(token) } satisfies Session),
+      ),
     );
     return `${payload}.${await sign(payload)}`;
   };
@@ -296,8 +319,17 @@ export function mountInbox(app: Hono<any>, options: InboxOptions): void {
     if (text === null) return null;
     try {
       const s = JSON.parse(text) as Session;
-      if (typeof s.operator !== 'string' || typeof s.exp !== 'number' || typeof s.csrf !== 'string' || typeof s.cred !== 'string' || s.exp < Date.now())
+      if (
+        typeof s.sid !== 'string' ||
+        typeof s.operator !== 'string' ||
+        typeof s.exp !== 'number' ||
+        typeof s.csrf !== 'string' ||
+        typeof s.cred !== 'string' ||
+        s.exp < Date.now()
+      )
         return null;
+      // Signed out: a copy of the cookie is refused wherever the store is shared.
+      if (await isEnded(s.sid)) return null;
       // The credential is checked on every request: a removed, rotated or expired one ends the session.
       const token = await unseal(s.cred);
       if (token === null) return null;
@@ -564,6 +596,7 @@ ${flash ? `<p class="flash" role="status">${esc(flash)}</p>` : ''}
   app.post('/inbox/logout', async (c) => {
     const checked = await checkedPost(c);
     if (checked instanceof Response) return checked;
+    await endSession(checked.session);
     return new Response(null, { status: 303, headers: { location: '/inbox', 'set-cookie': cookie(c, '', 0) } });
   });
 

@@ -44,6 +44,7 @@ export const CASE_IDS = [
   'no-not-executed',
   'ambiguous-survives',
   'terminal-states-survive',
+  'session-ended-survives',
   'action-round-trip',
   'event-ids',
   'receipt-round-trip',
@@ -1329,6 +1330,44 @@ export const storeCases: Record<CaseId, CaseDef> = {
         await refused(store.reserveEffect(resolved, act(), LEASE), DuplicateEffect, DUP_COMMITTED, 'resolved after restart');
         await refused(store.consumeApproval(approvalId, action.actionHash), ApprovalMismatch, mismatch('consumed'), 'approval after restart');
         expect(await store.reserveEffect(failed, act(), LEASE)).toMatchObject({ attempt: 2 });
+      } finally {
+        await store.close();
+      }
+    },
+  },
+
+  'session-ended-survives': {
+    suite: 'durability',
+    durable: true,
+    async run(factory) {
+      const clock = manualClock();
+      let store = await factory.open(clock);
+      const signedOut = randomIds('apr').replace(/^apr_/, 's');
+      const expires = T0.getTime() + 8 * 60 * MINUTE;
+      try {
+        if (!store.endSession || !store.sessionEnded) return;
+        // Nothing ended yet (the table does not exist): every session lives.
+        expect(await store.sessionEnded(signedOut), 'before any sign-out').toBe(false);
+        await store.endSession(signedOut, expires);
+        expect(await store.sessionEnded(signedOut), 'after its sign-out').toBe(true);
+        expect(await store.sessionEnded('another-session'), 'another session').toBe(false);
+        // Idempotent; a record past its expiry is dropped by the next sign-out.
+        await store.endSession(signedOut, expires);
+        await store.endSession('long-gone', T0.getTime() - 1);
+        await store.endSession('next-one', expires);
+        expect(await store.sessionEnded('long-gone'), 'an expired record').toBe(false);
+        expect(await store.sessionEnded(signedOut), 'still ended').toBe(true);
+        await refused(store.endSession('not a session id', expires), InvalidArgument, INVALID, 'a malformed session id');
+        await refused(store.endSession('ok-id', Number.NaN), InvalidArgument, INVALID, 'an expiry that is not a time');
+      } finally {
+        await store.close();
+      }
+      if (!factory.reopen) return declaredHonestly(factory, 'no reopen()');
+      store = await factory.reopen(store, clock);
+      try {
+        // Another handle (another process, isolate or instance) reads the sign-out from the store.
+        expect(await store.sessionEnded!(signedOut), 'after a restart').toBe(true);
+        expect(await store.sessionEnded!('another-session'), 'another session after a restart').toBe(false);
       } finally {
         await store.close();
       }

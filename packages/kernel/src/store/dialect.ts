@@ -240,6 +240,26 @@ export interface DialectSql {
   readonly updateContinuation: string;
   /** Consumes a held value. Params: updated_at, effect_key, continuation (only if still held). */
   readonly takeContinuation: string;
+
+  /**
+   * Operator sessions ended before their expiry (the inbox's sign-out), in a table of this
+   * build's own, `inbox_sessions_ended`. No migration creates it (a migration id the original
+   * does not know would make it refuse the store): the first sign-out does, in an open, versioned
+   * store, which this build and the original judge by `schema_version` alone (spec 03 §2.1,
+   * 05 §1.5), so the table is inert to both.
+   */
+  readonly sessionsEnded: {
+    /** Catalogue: one row if the table exists, none otherwise. */
+    readonly exists: string;
+    /** `CREATE TABLE IF NOT EXISTS`, run after {@link migrationLock} in the writing transaction. */
+    readonly create: string;
+    /** Params: session_id, ended_at, expires_ms. An id already there affects 0 rows. */
+    readonly insert: string;
+    /** Params: now_ms. Drops the rows whose session has expired anyway. */
+    readonly prune: string;
+    /** Params: session_id. One row if that session was ended. */
+    readonly select: string;
+  };
 }
 
 /** One SQL family's text: migration DDL, statements, and how its engine reports two things. */

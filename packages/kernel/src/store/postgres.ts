@@ -284,6 +284,15 @@ function build(schema: string): SqlDialect {
       insertContinuation: `INSERT INTO ${t('continuations')}(effect_key, action_id, action_json, continuation, rounds, updated_at) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING`,
       updateContinuation: `UPDATE ${t('continuations')} SET action_id = $1, action_json = $2, continuation = $3, rounds = $4, updated_at = $5 WHERE effect_key = $6 AND action_id = $7 AND rounds = $8`,
       takeContinuation: `UPDATE ${t('continuations')} SET continuation = '', updated_at = $1 WHERE effect_key = $2 AND continuation = $3 AND continuation <> ''`,
+
+      sessionsEnded: Object.freeze({
+        // Qualified by name as text: a read runs outside the transaction that sets search_path.
+        exists: `SELECT 1 AS name WHERE to_regclass('${t('inbox_sessions_ended').replace(/'/g, "''")}') IS NOT NULL`,
+        create: `CREATE TABLE IF NOT EXISTS ${t('inbox_sessions_ended')}(session_id TEXT PRIMARY KEY COLLATE "C", ended_at TEXT NOT NULL COLLATE "C", expires_ms BIGINT NOT NULL)`,
+        insert: `INSERT INTO ${t('inbox_sessions_ended')}(session_id, ended_at, expires_ms) VALUES ($1, $2, $3) ON CONFLICT (session_id) DO NOTHING`,
+        prune: `DELETE FROM ${t('inbox_sessions_ended')} WHERE expires_ms < $1`,
+        select: `SELECT session_id FROM ${t('inbox_sessions_ended')} WHERE session_id = $1`,
+      }),
     }),
 
     checkServerVersion(version: string, row?: Readonly<Record<string, unknown>>): string | null {

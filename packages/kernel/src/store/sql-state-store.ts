@@ -38,6 +38,7 @@ import type { ApprovalEditResult, ApprovalEditWrite, DelegationRecord, Reservati
 import { SqlEngine } from './engine.js';
 import * as reads from './reads.js';
 import * as writes from './writes.js';
+import * as sessions from './sessions.js';
 export type { DialectSql, SqlDialect } from './dialect.js';
 
 /** The dialects this build carries, by family (Postgres: the `public` schema). */
@@ -301,6 +302,15 @@ export class SqlStateStore implements StateStore {
 
   async revokeDelegation(id: string, by: string | null, at: string): Promise<boolean> {
     return writes.revokeDelegation(this.#e, id, by, at);
+  }
+
+  // ---------------------------------------------------------------- operator sessions
+  async endSession(sessionId: string, expiresAt: number): Promise<void> {
+    return sessions.endSession(this.#e, sessionId, expiresAt);
+  }
+
+  async sessionEnded(sessionId: string): Promise<boolean> {
+    return sessions.sessionEnded(this.#e, sessionId);
   }
 
   /** The rows of `schema_version`, by id (for operators and the CLI's status). */

@@ -144,6 +144,14 @@ export const sqliteDialect: SqlDialect = Object.freeze({
     updateContinuation:
       'UPDATE OR IGNORE continuations SET action_id = ?, action_json = ?, continuation = ?, rounds = ?, updated_at = ? WHERE effect_key = ? AND action_id = ? AND rounds = ?',
     takeContinuation: "UPDATE continuations SET continuation = '', updated_at = ? WHERE effect_key = ? AND continuation = ? AND continuation <> ''",
+
+    sessionsEnded: Object.freeze({
+      exists: "SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'inbox_sessions_ended'",
+      create: 'CREATE TABLE IF NOT EXISTS inbox_sessions_ended(session_id TEXT PRIMARY KEY, ended_at TEXT NOT NULL, expires_ms INTEGER NOT NULL)',
+      insert: 'INSERT OR IGNORE INTO inbox_sessions_ended(session_id, ended_at, expires_ms) VALUES (?, ?, ?)',
+      prune: 'DELETE FROM inbox_sessions_ended WHERE expires_ms < ?',
+      select: 'SELECT session_id FROM inbox_sessions_ended WHERE session_id = ?',
+    }),
   }),
 
   checkServerVersion(version: string): string | null {

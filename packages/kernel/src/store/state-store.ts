@@ -301,6 +301,18 @@ export interface StateStore {
    */
   revokeDelegation(id: string, by: string | null, at: string): Promise<boolean>;
 
+  // Operator sessions
+
+  /**
+   * Optional: records that operator session `sessionId` (1-128 of `A-Z a-z 0-9 _ -`) was ended,
+   * for every process that shares the store, until `expiresAt` (ms since the epoch: the
+   * session's own expiry, after which the record may be dropped). Idempotent. A caller without it
+   * can end a session in its own process only.
+   */
+  endSession?(sessionId: string, expiresAt: number): Promise<void>;
+  /** Optional: whether {@link endSession} recorded `sessionId`. */
+  sessionEnded?(sessionId: string): Promise<boolean>;
+
   /** Releases the store; never fences other users of the same database. */
   close(): Promise<void>;
 }
