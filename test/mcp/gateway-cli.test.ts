@@ -45,6 +45,7 @@ describe('ctrlrun gateway (a real process)', () => {
         expect(out).toContain(`store ${join(dir, '.ctrlrun', 'state.db')}`);
         expect(out).toMatch(/policy sha256:[0-9a-f]{64}/);
         expect(out).toContain('1 action(s) have no effect: template and get no reservation:\n  mcp.pay.lookup\n');
+        expect(out).not.toContain('have no entry in the policy');
         expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/mcp$/);
 
         const agent = await httpAgent(url);
@@ -97,6 +98,42 @@ describe('ctrlrun gateway (a real process)', () => {
         expect(approval.approver).toBe('dana@example.com');
       } finally {
         await store.close();
+      }
+    },
+    TIMEOUT,
+  );
+
+  it(
+    'a policy that names none of some upstream tools: the startup block names each, and a call to one is denied unknown_action',
+    async () => {
+      const dir = workDir(
+        'schema: ctrlrun.policy/v2\nactions:\n  mcp.pay.refund: {effect: "refund:{payment_id}", decision: allow}\n  mcp.billing.lookup: {decision: allow}\n',
+      );
+      const gw = start(
+        [...NODE_TS, CLI, 'gateway', '--upstream-command', UPSTREAM_COMMAND, '--alias', 'pay', '--principal', 'agent-1', '--listen', '127.0.0.1:0'],
+        gatewayEnv(dir),
+      );
+      try {
+        const url = (await gw.waitFor(/listening on (\S+)/, 120_000))[1]!;
+        const block = /(\d+) upstream tool\(s\) have no entry in the policy; every call to them will be denied \(unknown_action\):\n((?: {2}.*\n)+)/.exec(
+          gw.stdout(),
+        );
+        expect(block, gw.stdout()).not.toBeNull();
+        const named = block![2]!
+          .trimEnd()
+          .split('\n')
+          .map((l) => l.trim().split(/\s+/)[0]);
+        expect(named).toEqual(['lookup', 'flaky', 'bad_params', 'internal', 'die', 'progress', 'hang', 'typed', 'forged']);
+        expect(Number(block![1])).toBe(named.length);
+        expect(block![2]).toContain(`(add actions: mcp.pay.lookup to ${join(dir, 'ctrlrun.yaml')})`);
+        const agent = await httpAgent(url);
+        try {
+          expect((await call(agent, 'lookup', {})).refused?.data).toMatchObject({ error: 'ctrlrun.denied', reason: 'unknown_action' });
+        } finally {
+          await agent.close();
+        }
+      } finally {
+        await gw.stop();
       }
     },
     TIMEOUT,

@@ -3,6 +3,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import fc from 'fast-check';
 import { EXAMPLE_POLICY_YAML } from '@ctrlrun/kernel';
 import { run, tempDir } from './support.js';
 
@@ -91,5 +92,69 @@ describe('ctrlrun policy check', () => {
     expect(r.code).toBe(1);
     expect(r.stdout).not.toMatch(/[\x1b\r]/);
     expect(r.stdout).toContain('\\x1b[2J\\rok');
+  });
+});
+
+describe('ctrlrun policy check --tools --alias: an MCP upstream tool list against the policy', () => {
+  const POLICY = 'schema: ctrlrun.policy/v2\nactions:\n  mcp.pay.refund: {effect: "refund:{payment_id}", decision: allow}\n';
+
+  it('names each upstream tool with no mcp.<alias>.<tool> entry (from a tools/list result or a list of names): exit 1, one line each', async () => {
+    const listed = { tools: [{ name: 'refund', inputSchema: {} }, { name: 'lookup' }, { name: 'void' }, { name: 'lookup' }] };
+    const cwd = dir({ 'ctrlrun.yaml': POLICY, 'tools.json': JSON.stringify(listed), 'names.json': '["refund", "lookup"]' });
+    const r = await run(['policy', 'check', '--tools', 'tools.json', '--alias', 'pay'], { cwd });
+    expect(r.code).toBe(1);
+    expect(r.stdout.trimEnd().split('\n')).toEqual([
+      'warning [tool_without_entry] the upstream tool lookup has no entry mcp.pay.lookup: every call to it will be denied (unknown_action)',
+      'warning [tool_without_entry] the upstream tool void has no entry mcp.pay.void: every call to it will be denied (unknown_action)',
+      `${join(cwd, 'ctrlrun.yaml')}: 2 findings`,
+    ]);
+    const json = JSON.parse((await run(['policy', 'check', '--tools', 'names.json', '--alias', 'pay', '--json'], { cwd })).stdout) as { findings: unknown[] };
+    expect(json.findings).toEqual([expect.objectContaining({ code: 'tool_without_entry', action: 'mcp.pay.lookup', argument: null })]);
+    // Under another alias no tool has an entry; a list the policy covers is clean.
+    expect((await run(['policy', 'check', '--tools', 'names.json', '--alias', 'billing'], { cwd })).stdout).toContain('2 findings');
+    writeFileSync(join(cwd, 'covered.json'), '["refund"]');
+    expect((await run(['policy', 'check', '--tools', 'covered.json', '--alias', 'pay'], { cwd })).code).toBe(0);
+  });
+
+  it('refuses a tool list it cannot read (exit 2, never quoting the file) and flags given without their partner (exit 2)', async () => {
+    const cwd = dir({ 'ctrlrun.yaml': POLICY, 'bad.json': '{"secret-token-123": ', 'noname.json': '[{"title": "x"}]', 'obj.json': '{"x": 1}' });
+    for (const [file, says] of [
+      ['bad.json', 'is not JSON'],
+      ['noname.json', 'tool [0] has no name'],
+      ['obj.json', 'has no tools'],
+      ['missing.json', 'cannot be read'],
+    ] as const) {
+      const r = await run(['policy', 'check', '--tools', file, '--alias', 'pay'], { cwd });
+      expect(r.code, file).toBe(2);
+      expect(r.stderr, file).toContain(says);
+      expect(r.stderr + r.stdout).not.toContain('secret-token-123');
+    }
+    expect((await run(['policy', 'check', '--tools', 'bad.json'], { cwd })).code).toBe(2);
+    expect((await run(['policy', 'check', '--alias', 'pay'], { cwd })).code).toBe(2);
+    expect((await run(['policy', 'check', '--tools', 'bad.json', '--alias', 'Bad Alias'], { cwd })).code).toBe(2);
+  });
+
+  it('parseToolList: any JSON text is a list of strings or a PolicyError, never another error (property)', async () => {
+    const { parseToolList } = await import('../src/commands/policy.js');
+    const { PolicyError } = await import('@ctrlrun/kernel');
+    fc.assert(
+      fc.property(
+        fc.oneof(
+          fc.json(),
+          fc.string(),
+          fc.array(fc.oneof(fc.string(), fc.record({ name: fc.string() }))).map((a) => JSON.stringify({ tools: a })),
+        ),
+        (text) => {
+          try {
+            const names = parseToolList(text, 'f');
+            expect(names.every((n) => typeof n === 'string')).toBe(true);
+          } catch (e) {
+            expect(e).toBeInstanceOf(PolicyError);
+            expect((e as Error).message.length).toBeLessThan(300);
+          }
+        },
+      ),
+      { numRuns: 500 },
+    );
   });
 });

@@ -59,6 +59,17 @@ import { MAX_DEPTH } from './floats.js';
 export const ALIAS_PATTERN = /^[a-z0-9][a-z0-9_-]*$/;
 /** A tool name the gateway will turn into an action name: MCP's tool-name characters, 1–128 of them. */
 export const TOOL_NAME_PATTERN = /^[A-Za-z0-9_.-]{1,128}$/;
+
+/**
+ * Of an upstream's tool names, those whose action (`mcp.<alias>.<tool>`) has no entry in
+ * `policy`, in the order given, each once: every call to them is denied `unknown_action`. A name
+ * the gateway refuses anyway (not 1 to 128 of A-Z a-z 0-9 _ . -) is left out.
+ */
+export function toolsWithoutEntry(policy: { action(name: string): unknown }, alias: string, tools: readonly string[]): string[] {
+  const out = new Set<string>();
+  for (const tool of tools) if (typeof tool === 'string' && TOOL_NAME_PATTERN.test(tool) && policy.action(`mcp.${alias}.${tool}`) === null) out.add(tool);
+  return [...out];
+}
 /** The `_meta` key the gateway adds to a relayed tools/call result. */
 export const RECEIPT_META_KEY = 'com.ctrlrun/receipt';
 
@@ -193,6 +204,26 @@ export class Gateway {
   /** The action name a tool becomes: `mcp.<alias>.<tool>`. */
   actionName(tool: string): string {
     return `mcp.${this.alias}.${tool}`;
+  }
+
+  /**
+   * The upstream's tools (as its `tools/list` pages give them, at most 100 pages) that the policy
+   * has no entry for: every call to one of them is denied `unknown_action`. For the gateway's
+   * startup block, so a policy written for other names is seen before the first call.
+   */
+  async toolsWithoutEntry(options: { timeoutMs?: number } = {}): Promise<string[]> {
+    const names: string[] = [];
+    let cursor: string | undefined;
+    for (let page = 0; page < 100; page++) {
+      const listed = await this.upstream.listTools(
+        cursor === undefined ? {} : { cursor },
+        options.timeoutMs === undefined ? {} : { timeout: options.timeoutMs },
+      );
+      for (const t of listed.tools) names.push(t.name);
+      cursor = listed.nextCursor;
+      if (cursor === undefined) break;
+    }
+    return toolsWithoutEntry(this.control.policy, this.alias, names);
   }
 
   /**

@@ -6,7 +6,16 @@
  *
  * @module
  */
-export { Gateway, ReceiptIds, type GatewayOptions, DEFAULT_MAX_PENDING_APPROVALS, ALIAS_PATTERN, TOOL_NAME_PATTERN, RECEIPT_META_KEY } from './gateway.js';
+export {
+  Gateway,
+  ReceiptIds,
+  type GatewayOptions,
+  DEFAULT_MAX_PENDING_APPROVALS,
+  ALIAS_PATTERN,
+  TOOL_NAME_PATTERN,
+  RECEIPT_META_KEY,
+  toolsWithoutEntry,
+} from './gateway.js';
 export {
   type Outcome,
   type ErrorClass,

@@ -9,6 +9,7 @@
 import { HeaderIdentityProvider } from '@ctrlrun/kernel';
 import { STORE_URL, type Command } from '../command.js';
 import { describeTarget } from '../discovery.js';
+import { visible } from '../format.js';
 import { CliRefusal, UsageError } from '../errors.js';
 import type { UpstreamTarget } from '../mcp-http.js';
 import { MCP_OPTIONS } from '../mcp-options.js';
@@ -158,6 +159,21 @@ export const gateway: Command = {
         `policy ${control.policyHash}`,
         `upstream ${upstream.kind === 'http' ? upstream.url.href : upstream.argv.join(' ')} as mcp.${alias}.<tool>`,
       ];
+      // The upstream's tools the policy names none of: every call to them would be denied.
+      try {
+        const uncovered = await core.toolsWithoutEntry({ timeoutMs: upstreamTimeout });
+        if (uncovered.length > 0) {
+          startup.push(
+            `${uncovered.length} upstream tool(s) have no entry in the policy; every call to them will be denied (unknown_action):`,
+            ...uncovered.slice(0, 50).map((t) => `  ${t}  (add actions: ${prefix}${t} to ${visible(policy.source)})`),
+            ...(uncovered.length > 50 ? [`  … and ${uncovered.length - 50} more`] : []),
+          );
+        }
+      } catch (e) {
+        startup.push(
+          `warning: the upstream's tools could not be listed (${visible(e instanceof Error ? e.message : String(e))}); the policy was not checked against them`,
+        );
+      }
       if (noEffect.length > 0) {
         startup.push(
           `${noEffect.length} action(s) have no effect: template and get no reservation:`,
