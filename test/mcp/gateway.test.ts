@@ -471,9 +471,9 @@ describe('gateway: tools/call through the control path', () => {
         );
       expect(timedOut).toBeInstanceOf(McpError);
       expect((timedOut as McpError).message).toContain('Request timed out');
-      const abandoned = await eventually(async () => (await r.store.events()).find((e) => e.type === 'APPROVAL_WAIT_ABANDONED'));
+      const abandoned = await eventually(async () => (await r.store.events()).find((e) => e.type === 'ACTION_DENIED' && e.data['reason'] === 'wait_abandoned'));
       const request = (await r.store.listApprovals('pending'))[0]!.request;
-      expect(abandoned).toMatchObject({ approvalId: request.requestId, data: { action_hash: request.actionHash } });
+      expect(abandoned).toMatchObject({ approvalId: request.requestId, data: { reason: 'wait_abandoned', action_hash: request.actionHash } });
       // The human answers after the agent was told the call failed: nothing runs by itself.
       await r.control.grantApproval(request.requestId, { approver: 'alice' });
       await new Promise((res) => setTimeout(res, 1500));
@@ -518,7 +518,7 @@ describe('gateway: tools/call through the control path', () => {
       const request = await eventually(async () => (await r.store.listApprovals('pending'))[0]?.request);
       hangUp.abort();
       await held.catch(() => {});
-      const abandoned = await eventually(async () => (await r.store.events()).find((e) => e.type === 'APPROVAL_WAIT_ABANDONED'));
+      const abandoned = await eventually(async () => (await r.store.events()).find((e) => e.type === 'ACTION_DENIED' && e.data['reason'] === 'wait_abandoned'));
       expect(abandoned.approvalId).toBe(request.requestId);
       await r.control.grantApproval(request.requestId, { approver: 'alice' });
       await new Promise((res) => setTimeout(res, 1500));

@@ -31,7 +31,7 @@ export interface CallOptions {
   /**
    * The caller's signal. Aborted before the call reaches the control path, nothing is written;
    * aborted while the call waits for a human (`wait`), the wait stops and the call rejects with
-   * `ApprovalRequired` (the request stays open, `APPROVAL_WAIT_ABANDONED` is recorded) and never
+   * `ApprovalRequired` (the request stays open, `ACTION_DENIED {reason: wait_abandoned}` is recorded) and never
    * runs by itself. Once the function has been called, the signal changes nothing.
    */
   signal?: AbortSignal;

@@ -146,12 +146,12 @@ describe('protect with wait: a caller that gives up', () => {
     const [req] = await ctx.store.listApprovals();
     expect((err as ApprovalRequired).requestId).toBe(req!.request.requestId);
     expect((err as Error).message).toContain('the caller gave up; nothing ran, and the request stays open');
-    const abandoned = ctx.events.filter((e) => e.type === 'APPROVAL_WAIT_ABANDONED');
+    const abandoned = ctx.events.filter((e) => e.type === 'ACTION_DENIED' && e.data['reason'] === 'wait_abandoned');
     expect(abandoned).toHaveLength(1);
     expect(abandoned[0]).toMatchObject({
       approvalId: req!.request.requestId,
       actionId: req!.request.action.actionId,
-      data: { action_hash: req!.request.actionHash },
+      data: { reason: 'wait_abandoned', action_hash: req!.request.actionHash },
     });
     expect(req!.status).toBe('pending');
 
@@ -180,7 +180,7 @@ describe('protect with wait: a caller that gives up', () => {
     await expect(fn({ payment_id: 'a2', amount: 200000 }, { signal: gone.signal })).rejects.toBeInstanceOf(ApprovalRequired);
     expect(calls).toEqual([]);
     expect((await ctx.store.listApprovals())[0]!.status).toBe('granted');
-    expect(ctx.events.filter((e) => e.type === 'APPROVAL_WAIT_ABANDONED')).toHaveLength(1);
+    expect(ctx.events.filter((e) => e.type === 'ACTION_DENIED' && e.data['reason'] === 'wait_abandoned')).toHaveLength(1);
   });
 
   it('a provider that never settles is still abandoned when the signal aborts', async () => {

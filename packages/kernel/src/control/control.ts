@@ -228,7 +228,7 @@ export class Control {
    * Waits for the human's answer to `requestId`, filed for `action`: resolves to the `Approval`
    * when granted, `null` when answered no (denied, consumed, expired); `ApprovalTimeout` when
    * `timeoutMs` or the request's expiry passes unanswered. When `signal` aborts first — the
-   * caller gave up — it stops waiting, records `APPROVAL_WAIT_ABANDONED {action_hash}` and
+   * caller gave up — it stops waiting, records `ACTION_DENIED {reason: wait_abandoned, action_hash}` and
    * rejects with `ApprovalRequired` naming the request, which stays open: nothing runs by itself,
    * and a later call that presents the request runs the action once if it is granted. An answer
    * that arrives after the signal aborted is not acted on. Never consumes the approval.

@@ -1,7 +1,8 @@
 /**
  * Waiting for a human's answer on behalf of a caller who may leave. A wait whose caller is gone
  * (a cancelled MCP request, a closed connection, an aborted `AbortSignal`) stops, records
- * `APPROVAL_WAIT_ABANDONED`, and never runs the action by itself: the request stays open, and a
+ * `ACTION_DENIED {reason: wait_abandoned}` for this call's action, and never runs it by itself:
+ * the request stays open, and a
  * later call that presents it runs the action once if it is granted.
  *
  * @module
@@ -12,6 +13,9 @@ import { ApprovalRequired } from '../errors.js';
 import type { Approval } from '../model.js';
 import { eventRaw } from './evidence.js';
 import type { ControlContext } from './pass.js';
+
+/** The `ACTION_DENIED` reason of a call whose caller gave up while it waited for a human. */
+export const WAIT_ABANDONED = 'wait_abandoned';
 
 /** Options of {@link Control.waitForAnswer}. */
 export interface WaitForAnswerOptions {
@@ -40,7 +44,9 @@ export async function waitForAnswer(ctx: ControlContext, action: Action, request
 
 async function abandoned(ctx: ControlContext, action: Action, requestId: string): Promise<ApprovalRequired> {
   // The caller's reason (an MCP client's free text) is not recorded: it is the agent's to write.
-  await eventRaw(ctx, 'APPROVAL_WAIT_ABANDONED', action.actionId, null, requestId, { action_hash: action.actionHash });
+  // One of the event types the original reads (it refuses an unknown type on a shared store):
+  // this call's action is over, denied for want of a caller; the request and a later call are not.
+  await eventRaw(ctx, 'ACTION_DENIED', action.actionId, null, requestId, { reason: WAIT_ABANDONED, action_hash: action.actionHash });
   return new ApprovalRequired(requestId, {
     actionId: action.actionId,
     message: `${action.name}: stopped waiting for approval request ${requestId}: the caller gave up; nothing ran, and the request stays open (a later call that presents it runs the action once, if a human grants it)`,
