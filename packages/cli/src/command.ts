@@ -37,7 +37,7 @@ export interface Command {
   readonly name: string;
   /** One line, for the command list. */
   readonly summary: string;
-  /** Positional argument names, in order (all required). */
+  /** Positional argument names, in order, all required except a last one written `[NAME…]`, which takes any number. */
   readonly positionals: readonly string[];
   readonly options: Readonly<Record<string, OptionSpec>>;
   /** Paragraphs shown after the options in `--help`. */

@@ -75,8 +75,11 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
       io.stdout(helpText(cmd));
       return 0;
     }
-    if (positionals.length < cmd.positionals.length) throw new UsageError(`missing ${cmd.positionals.slice(positionals.length).join(' ')}`);
-    if (positionals.length > cmd.positionals.length) throw new UsageError(`unexpected argument ${JSON.stringify(positionals[cmd.positionals.length])}`);
+    // A last positional written `[NAME…]` takes any number of arguments, none included.
+    const variadic = cmd.positionals.at(-1)?.endsWith('…]') === true;
+    const required = cmd.positionals.length - (variadic ? 1 : 0);
+    if (positionals.length < required) throw new UsageError(`missing ${cmd.positionals.slice(positionals.length, required).join(' ')}`);
+    if (!variadic && positionals.length > required) throw new UsageError(`unexpected argument ${JSON.stringify(positionals[required])}`);
     return await cmd.run({ io, values, positionals, out, err, json });
   } catch (e) {
     if (e instanceof UsageError) {

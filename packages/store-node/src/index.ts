@@ -56,4 +56,12 @@ export {
   type DiscoveryOptions,
   type FromFileOptions,
 } from './from-file.js';
-export { appendRegularFile, MAX_INPUT_BYTES, openForAppend, readRegularFile, UnreadableFile, type UnreadableReason } from './regular-file.js';
+export {
+  appendRegularFile,
+  MAX_INPUT_BYTES,
+  openForAppend,
+  readRegularFile,
+  UnreadableFile,
+  type ReadRegularFileOptions,
+  type UnreadableReason,
+} from './regular-file.js';

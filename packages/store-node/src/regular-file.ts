@@ -54,12 +54,19 @@ function mustBeRegular(fd: number): Stats {
   return st;
 }
 
-/** Reads a regular file of at most {@link MAX_INPUT_BYTES} as UTF-8, or throws {@link UnreadableFile}. */
-export function readRegularFile(path: string): string {
+/** Options of {@link readRegularFile}. */
+export interface ReadRegularFileOptions {
+  /** The largest file read, in bytes; default {@link MAX_INPUT_BYTES}. */
+  readonly maxBytes?: number;
+}
+
+/** Reads a regular file of at most `maxBytes` (default {@link MAX_INPUT_BYTES}) as UTF-8, or throws {@link UnreadableFile}. */
+export function readRegularFile(path: string, options: ReadRegularFileOptions = {}): string {
+  const maxBytes = options.maxBytes ?? MAX_INPUT_BYTES;
   const fd = opened(path, constants.O_RDONLY);
   try {
     const st = mustBeRegular(fd);
-    if (st.size > MAX_INPUT_BYTES) throw new UnreadableFile('too_large', `it is ${st.size} bytes, more than the ${MAX_INPUT_BYTES} this command reads`);
+    if (st.size > maxBytes) throw new UnreadableFile('too_large', `it is ${st.size} bytes, more than the ${maxBytes} this command reads`);
     return readFileSync(fd, 'utf8');
   } catch (err) {
     if (err instanceof UnreadableFile) throw err;

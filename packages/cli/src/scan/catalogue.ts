@@ -6,9 +6,9 @@
  *
  * @module
  */
-import { readFileSync } from 'node:fs';
-import { parse as parseYaml } from 'yaml';
+import { isMap, isNode, isScalar, LineCounter, parseDocument, visit } from 'yaml';
 import { CliRefusal } from '../errors.js';
+import { readFileWithin, readRegularFile, UnreadableFile } from '../files.js';
 
 /** What an argument must look like for a catalogued call to be consequential. */
 export interface CatalogueCondition {
@@ -295,111 +295,160 @@ function isRecord(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
+/** How a file scan was given may be read: inside `within` only (a file of the scanned tree), or anywhere (null: the operator named it). */
+function readScanFile(path: string, within: string | null, what: string): string {
+  try {
+    return within === null ? readRegularFile(path) : readFileWithin(path, within);
+  } catch (e) {
+    if (e instanceof UnreadableFile) throw new CliRefusal(`${what} ${path} cannot be read: ${e.message}`, 2);
+    throw e;
+  }
+}
+
 /**
  * Reads a catalogue file: `schema: ctrlrun.scan-catalogue/v1`, `catalogue:` (a list of entries:
  * `id`, `module`, `call`, `why` required; `action`, `effect`, `when` optional), `wrappers:` (a
  * list of `{module, name}`) and `gateways:` (the URLs `ctrlrun gateway` listens on). Anything
- * else is refused, naming where (exit 2).
+ * else is refused, naming where (exit 2). Read through the regular-file reader; when `within` is
+ * given, a file whose links lead out of that directory is refused unread.
  */
-export function loadCatalogueFile(path: string): CatalogueFile {
-  let text: string;
-  try {
-    text = readFileSync(path, 'utf8');
-  } catch (e) {
-    throw new CliRefusal(`the scan catalogue ${path} cannot be read: ${(e as Error).message}`, 2);
-  }
-  const bad = (where: string, what: string) => new CliRefusal(`the scan catalogue ${path}: ${where}: ${what}`, 2);
+export function loadCatalogueFile(path: string, within: string | null = null): CatalogueFile {
+  return parseCatalogue(readScanFile(path, within, 'the scan catalogue'), path);
+}
+
+/**
+ * A catalogue file's text as {@link loadCatalogueFile} reads it; `name` names it in refusals. A
+ * refusal says where (the key path, the line and column) and never quotes the text: the file may
+ * be a tree's, shown in a log someone else reads.
+ */
+export function parseCatalogue(text: string, name: string): CatalogueFile {
+  const lines = new LineCounter();
+  const at = (offset: number | undefined): string => {
+    if (offset === undefined) return '';
+    const p = lines.linePos(offset);
+    return ` (line ${p.line}, column ${p.col})`;
+  };
+  const bad = (where: string, what: string, offset?: number) => new CliRefusal(`the scan catalogue ${name}: ${where}${at(offset)}: ${what}`, 2);
+  // prettyErrors off: the yaml package's own message quotes the source line; only its code is shown.
+  const parsed = parseDocument(text, { uniqueKeys: true, lineCounter: lines, prettyErrors: false });
+  const first = parsed.errors[0];
+  if (first !== undefined) throw bad('document', `not YAML (${first.code.toLowerCase().replace(/_/g, ' ')})`, first.pos[0]);
+  // An alias without its anchor: found here, where its place is known (toJS's own error quotes its name).
+  let badAlias: number | null = null;
+  visit(parsed, {
+    Alias(_, node) {
+      if (node.resolve(parsed) !== undefined) return undefined;
+      badAlias = node.range?.[0] ?? 0;
+      return visit.BREAK;
+    },
+  });
+  if (badAlias !== null) throw bad('document', 'not YAML (an alias names no anchor before it)', badAlias);
   let doc: unknown;
   try {
-    doc = parseYaml(text, { uniqueKeys: true, maxAliasCount: 100 });
-  } catch (e) {
-    throw bad('document', `not YAML (${(e as Error).message})`);
+    doc = parsed.toJS({ maxAliasCount: 100 });
+  } catch {
+    throw bad('document', 'not YAML that can be read (its aliases expand too far)');
   }
+  /** Where the node at `keys` starts, or where its key `key` does. */
+  const offsetOf = (keys: readonly (string | number)[], key?: string): number | undefined => {
+    const node = keys.length === 0 ? parsed.contents : parsed.getIn(keys, true);
+    if (key === undefined) return isNode(node) ? node.range?.[0] : undefined;
+    if (!isMap(node)) return undefined;
+    const pair = node.items.find((p) => (isScalar(p.key) ? String(p.key.value) : String(p.key)) === key);
+    return isNode(pair?.key) ? pair.key.range?.[0] : undefined;
+  };
+  const unknownKey = (where: string, keys: readonly (string | number)[], key: string, known: string) =>
+    bad(where, `an unknown key; the keys are ${known}`, offsetOf(keys, key));
   if (!isRecord(doc)) throw bad('document', 'must be a mapping with schema and catalogue or wrappers');
   for (const k of Object.keys(doc))
-    if (!['schema', 'catalogue', 'wrappers', 'gateways'].includes(k))
-      throw bad(JSON.stringify(k), 'unknown key; the keys are schema, catalogue, wrappers, gateways');
-  if (doc['schema'] !== CATALOGUE_SCHEMA) throw bad('schema', `must be ${CATALOGUE_SCHEMA}`);
-  const str = (v: unknown, where: string, required: boolean): string | undefined => {
+    if (!['schema', 'catalogue', 'wrappers', 'gateways'].includes(k)) throw unknownKey('document', [], k, 'schema, catalogue, wrappers, gateways');
+  if (doc['schema'] !== CATALOGUE_SCHEMA) throw bad('schema', `must be ${CATALOGUE_SCHEMA}`, offsetOf(['schema']));
+  const str = (v: unknown, where: string, keys: readonly (string | number)[], required: boolean): string | undefined => {
     if (v === undefined && !required) return undefined;
-    if (typeof v !== 'string' || v.trim() === '') throw bad(where, 'must be a non-empty string');
+    if (typeof v !== 'string' || v.trim() === '') throw bad(where, 'must be a non-empty string', offsetOf(keys));
     return v;
   };
   const list = (key: string): unknown[] => {
     const v = doc[key];
     if (v === undefined) return [];
-    if (!Array.isArray(v)) throw bad(key, 'must be a list');
+    if (!Array.isArray(v)) throw bad(key, 'must be a list', offsetOf([key]));
     return v;
   };
   const entries = list('catalogue').map((e, i): CatalogueEntry => {
     const where = `catalogue[${i}]`;
-    if (!isRecord(e)) throw bad(where, 'must be a mapping');
-    for (const k of Object.keys(e)) if (!ENTRY_KEYS.has(k)) throw bad(`${where}.${k}`, `unknown key; the keys are ${[...ENTRY_KEYS].join(', ')}`);
-    const id = str(e['id'], `${where}.id`, true)!;
+    const keys = ['catalogue', i];
+    if (!isRecord(e)) throw bad(where, 'must be a mapping', offsetOf(keys));
+    for (const k of Object.keys(e)) if (!ENTRY_KEYS.has(k)) throw unknownKey(where, keys, k, [...ENTRY_KEYS].join(', '));
+    const field = (k: string, required: boolean) => str(e[k], `${where}.${k}`, [...keys, k], required);
+    const id = field('id', true)!;
     let when: CatalogueCondition | undefined;
     if (e['when'] !== undefined) {
       const w = e['when'];
-      if (!isRecord(w)) throw bad(`${where}.when`, 'must be a mapping');
+      const whenKeys = [...keys, 'when'];
+      if (!isRecord(w)) throw bad(`${where}.when`, 'must be a mapping', offsetOf(whenKeys));
       const out: { sql?: number; method?: number; command?: string } = {};
       for (const [k, v] of Object.entries(w)) {
-        if (!WHEN_KEYS.has(k)) throw bad(`${where}.when.${k}`, 'unknown key; the keys are sql, method, command');
+        if (!WHEN_KEYS.has(k)) throw unknownKey(`${where}.when`, whenKeys, k, 'sql, method, command');
         if (k === 'command') {
-          const pattern = str(v, `${where}.when.command`, true)!;
+          const pattern = str(v, `${where}.when.command`, [...whenKeys, k], true)!;
           try {
             new RegExp(pattern);
           } catch {
-            throw bad(`${where}.when.command`, 'is not a regular expression');
+            throw bad(`${where}.when.command`, 'must be a regular expression', offsetOf([...whenKeys, k]));
           }
           out.command = pattern;
         } else {
-          if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0 || v > 20) throw bad(`${where}.when.${k}`, 'must be an argument index 0–20');
+          if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0 || v > 20)
+            throw bad(`${where}.when.${k}`, 'must be an argument index 0–20', offsetOf([...whenKeys, k]));
           out[k as 'sql' | 'method'] = v;
         }
       }
       when = out;
     }
-    const action = str(e['action'], `${where}.action`, false) ?? id;
+    const action = field('action', false) ?? id;
     return {
       id,
-      module: str(e['module'], `${where}.module`, true)!,
-      call: str(e['call'], `${where}.call`, true)!,
-      why: str(e['why'], `${where}.why`, true)!,
+      module: field('module', true)!,
+      call: field('call', true)!,
+      why: field('why', true)!,
       action,
-      effect: str(e['effect'], `${where}.effect`, false) ?? `${action.split('.').pop()}:{id}`,
+      effect: field('effect', false) ?? `${action.split('.').pop()}:{id}`,
       ...(when ? { when } : {}),
     };
   });
   const wrappers = list('wrappers').map((w, i): Wrapper => {
     const where = `wrappers[${i}]`;
-    if (!isRecord(w)) throw bad(where, 'must be a mapping with module and name');
-    for (const k of Object.keys(w)) if (k !== 'module' && k !== 'name') throw bad(`${where}.${k}`, 'unknown key; the keys are module, name');
-    return { module: str(w['module'], `${where}.module`, true)!, name: str(w['name'], `${where}.name`, true)! };
+    const keys = ['wrappers', i];
+    if (!isRecord(w)) throw bad(where, 'must be a mapping with module and name', offsetOf(keys));
+    for (const k of Object.keys(w)) if (k !== 'module' && k !== 'name') throw unknownKey(where, keys, k, 'module, name');
+    return { module: str(w['module'], `${where}.module`, [...keys, 'module'], true)!, name: str(w['name'], `${where}.name`, [...keys, 'name'], true)! };
   });
   const gateways = list('gateways').map((g, i): string => {
-    const url = str(g, `gateways[${i}]`, true)!;
-    if (gatewayKey(url) === null) throw bad(`gateways[${i}]`, `${JSON.stringify(url.slice(0, 200))} is not an http(s) URL`);
+    const url = str(g, `gateways[${i}]`, ['gateways', i], true)!;
+    if (gatewayKey(url) === null) throw bad(`gateways[${i}]`, 'must be an http(s) URL', offsetOf(['gateways', i]));
     return url;
   });
   return { entries, wrappers, gateways };
 }
 
-/** Reads a vocabulary file: one verb a line (`#` starts a comment); lowercase ASCII letters and `_`. */
-export function loadVocabularyFile(path: string): string[] {
-  let text: string;
-  try {
-    text = readFileSync(path, 'utf8');
-  } catch (e) {
-    throw new CliRefusal(`the vocabulary ${path} cannot be read: ${(e as Error).message}`, 2);
-  }
+/** Reads a vocabulary file (see {@link parseVocabulary}) through the regular-file reader; `within` as {@link loadCatalogueFile} takes it. */
+export function loadVocabularyFile(path: string, within: string | null = null): string[] {
+  return parseVocabulary(readScanFile(path, within, 'the vocabulary'), path);
+}
+
+/**
+ * A vocabulary file's text: one verb a line (`#` starts a comment); lowercase ASCII letters and
+ * `_`. A refusal names the line, never quotes it.
+ */
+export function parseVocabulary(text: string, name: string): string[] {
   const verbs: string[] = [];
   text.split(/\r?\n/).forEach((raw, i) => {
     const line = raw.replace(/#.*$/, '').trim();
     if (line === '') return;
-    if (!/^[a-z][a-z_]*$/.test(line))
-      throw new CliRefusal(`the vocabulary ${path}: line ${i + 1}: ${JSON.stringify(line.slice(0, 60))} is not a verb (lowercase letters)`, 2);
+    if (!/^[a-z][a-z_]*$/.test(line)) throw new CliRefusal(`the vocabulary ${name}: line ${i + 1} is not a verb (lowercase letters and _, one a line)`, 2);
     verbs.push(line);
   });
-  if (verbs.length === 0) throw new CliRefusal(`the vocabulary ${path} lists no verb`, 2);
+  if (verbs.length === 0) throw new CliRefusal(`the vocabulary ${name} lists no verb`, 2);
   return verbs;
 }
 

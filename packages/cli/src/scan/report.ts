@@ -80,6 +80,12 @@ function why(f: Finding): string | null {
   }
 }
 
+/** The symbolic links not followed, in one line (named, never read). */
+function notFollowedLine(r: ScanResult): string {
+  const n = r.notFollowed.length;
+  return `not followed: ${n} symbolic link${n === 1 ? '' : 's'} leading out of the tree: ${r.notFollowed.join(', ')}`;
+}
+
 /** The human report, one line each. */
 export function renderText(r: ScanResult, policyPath: string | null): string[] {
   const out: string[] = [];
@@ -109,6 +115,7 @@ export function renderText(r: ScanResult, policyPath: string | null): string[] {
   out.push(
     `findings ${r.findings.length}, suppressed ${r.suppressed.length}, undetermined ${r.undetermined.length}; files read ${r.filesRead}, excluded ${r.filesExcluded}`,
   );
+  if (r.notFollowed.length > 0) out.push(visible(notFollowedLine(r)));
   out.push(visible(policyPath === null ? 'policy: none found (no ctrlrun.yaml in the tree; give --policy FILE)' : `policy: ${policyPath}`));
   return out;
 }
@@ -150,6 +157,7 @@ export function renderJson(
       suppressed: r.suppressed.length,
       undetermined: r.undetermined.length,
     },
+    not_followed: [...r.notFollowed],
     vocabulary: [...meta.vocabulary],
     catalogue: [...meta.catalogue],
     policy: meta.policy,
@@ -228,7 +236,15 @@ export function renderSarif(r: ScanResult, meta: { version: string }): Sarif.Log
       {
         tool: { driver: { name: 'ctrlrun scan', semanticVersion: meta.version, rules: [...rules.values()] } },
         originalUriBaseIds: { '%SRCROOT%': { uri: pathToFileURL(r.root.endsWith('/') ? r.root : `${r.root}/`).href } },
-        invocations: [{ executionSuccessful: true, toolExecutionNotifications: [{ level: 'note', message: { text: statement } }] }],
+        invocations: [
+          {
+            executionSuccessful: true,
+            toolExecutionNotifications: [
+              { level: 'note', message: { text: statement } },
+              ...(r.notFollowed.length > 0 ? [{ level: 'note' as const, message: { text: notFollowedLine(r) } }] : []),
+            ],
+          },
+        ],
         results,
         properties: { limits: { statement, not_read: NOT_READ } },
       },

@@ -5,12 +5,19 @@
  * approve without an `effect:` (docs/spec/04-surfaces.md §7). Reads files only: never imports the tree, builds
  * no action, resolves no principal, evaluates no policy, opens no store.
  *
+ * The tree is not trusted. Every file is read through the CLI's regular-file reader (a FIFO, a
+ * device or an oversized file is refused, never waited on). Symbolic links are never followed by
+ * the walk: one leading to a place inside the scanned directories is skipped (its target is read
+ * where it lives), one leading out is skipped and listed as not followed. The compiler reads
+ * beside the tree only type declarations and JSON (configs a tsconfig extends, package.json).
+ *
  * @module
  */
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, realpathSync, statSync } from 'node:fs';
 import { dirname, join, relative, sep } from 'node:path';
 import type * as TS from 'typescript';
 import type { Policy } from '@ctrlrun/kernel';
+import { isWithin, readRegularFile, UnreadableFile } from '../files.js';
 import { analyze, type CallFinding, type ProtectedAction, type Suppressed, type Undetermined } from './analyze.js';
 import type { CatalogueEntry, Wrapper } from './catalogue.js';
 import type { Unit } from './resolve.js';
@@ -45,6 +52,10 @@ export const SKIPPED_DIRS = new Set([
 export const SOURCE_FILE = /\.(?:[cm]?[jt]s|[jt]sx)$/;
 /** A file larger than this is not parsed (it is listed as unreadable). */
 export const MAX_FILE_BYTES = 4 * 1024 * 1024;
+/** The largest file the compiler reads beside the sources (a declaration file, a config). */
+const MAX_COMPILER_FILE_BYTES = 32 * 1024 * 1024;
+/** What the compiler may read outside the scanned directories: type declarations and JSON. */
+const READABLE_OUTSIDE = /(?:\.d\.[cm]?ts|\.json)$/;
 
 /** Any finding, in the order of severity docs/spec/04-surfaces.md §7 gives. */
 export type Finding =
@@ -81,7 +92,10 @@ export type Finding =
 
 export interface ScanOptions {
   readonly ts: typeof TS;
+  /** The directory files are named relative to (the `root` of the report), resolved (no links). */
   readonly root: string;
+  /** The directories walked, resolved (no links) and none inside another; default `[root]`. */
+  readonly paths?: readonly string[];
   readonly exclude: readonly string[];
   readonly catalogue: readonly CatalogueEntry[];
   readonly wrappers: readonly Wrapper[];
@@ -100,6 +114,8 @@ export interface ScanResult {
   readonly protectedActions: readonly ProtectedAction[];
   readonly filesRead: number;
   readonly filesExcluded: number;
+  /** Symbolic links (relative to the root) not followed because they lead out of the scanned directories. */
+  readonly notFollowed: readonly string[];
   /** Files parsed with a program (a tsconfig.json above them in the tree). */
   readonly filesTyped: number;
   readonly tsconfigs: readonly string[];
@@ -129,9 +145,12 @@ export function globMatcher(pattern: string): (rel: string) => boolean {
 /** Runs the scan. Throws nothing for a bad file: it is a finding. */
 export function scanTree(options: ScanOptions): ScanResult {
   const { ts, root } = options;
+  const paths = options.paths ?? [root];
+  const inside = (real: string) => paths.some((p) => isWithin(real, p));
   const excluded = options.exclude.map(globMatcher);
   const files: string[] = [];
   const configs: string[] = [];
+  const notFollowed: string[] = [];
   let filesExcluded = 0;
   const walk = (dir: string): void => {
     let entries;
@@ -159,10 +178,27 @@ export function scanTree(options: ScanOptions): ScanResult {
           continue;
         }
         files.push(path);
+      } else if (e.isSymbolicLink()) {
+        // Never followed: inside, its target is read where it lives; outside, it is listed.
+        if (SKIPPED_DIRS.has(e.name) || excluded.some((m) => m(rel))) continue;
+        let target: string;
+        try {
+          target = realpathSync(path);
+        } catch {
+          continue; // dangling: nothing to read
+        }
+        if (inside(target)) continue;
+        let isDir = false;
+        try {
+          isDir = statSync(target).isDirectory();
+        } catch {
+          continue;
+        }
+        if (isDir || e.name === 'tsconfig.json' || (SOURCE_FILE.test(e.name) && !/\.d\.[cm]?ts$/.test(e.name))) notFollowed.push(rel);
       }
     }
   };
-  walk(root);
+  for (const p of paths) walk(p);
 
   const findings: Finding[] = [];
   const units = new Map<string, Unit>();
@@ -175,13 +211,10 @@ export function scanTree(options: ScanOptions): ScanResult {
   };
   for (const file of files) {
     try {
-      if (statSync(file).size > MAX_FILE_BYTES) {
-        findings.push(unreadable(file, `larger than ${MAX_FILE_BYTES} bytes; not read`));
-        continue;
-      }
-      texts.set(file, readFileSync(file, 'utf8'));
+      texts.set(file, readRegularFile(file, { maxBytes: MAX_FILE_BYTES }));
     } catch (e) {
-      findings.push(unreadable(file, (e as Error).message));
+      if (!(e instanceof UnreadableFile)) throw e;
+      findings.push(unreadable(file, e.reason === 'too_large' ? `larger than ${MAX_FILE_BYTES} bytes; not read` : e.message));
     }
   }
 
@@ -204,7 +237,7 @@ export function scanTree(options: ScanOptions): ScanResult {
   }
   let filesTyped = 0;
   for (const [config, group] of groups) {
-    const compiler = config === null ? null : programFor(ts, config, group, texts);
+    const compiler = config === null ? null : programFor(ts, config, group, texts, inside);
     if (compiler !== null) filesTyped += group.length;
     for (const file of group) {
       let sf: TS.SourceFile | undefined;
@@ -303,6 +336,7 @@ export function scanTree(options: ScanOptions): ScanResult {
     protectedActions: analysis.protectedActions,
     filesRead: units.size,
     filesExcluded,
+    notFollowed,
     filesTyped,
     tsconfigs: [...groups.keys()].filter((c): c is string => c !== null).map(relOf),
   };
@@ -337,13 +371,18 @@ function programFor(
   config: string,
   files: readonly string[],
   texts: ReadonlyMap<string, string>,
+  inside: (real: string) => boolean,
 ): { program: TS.Program; options: TS.CompilerOptions } | null {
-  // What the compiler reads beside the tree (configs it extends, declaration files) is bounded:
-  // a regular file of at most 32 MiB, so a tree cannot point it at a device or a huge file.
+  // What else the compiler reads (configs it extends, declaration files, sources the walk did not
+  // read) goes through the regular-file reader, so a tree cannot point it at a device or a huge
+  // file; and once its links are resolved it is inside the scanned directories, or a declaration
+  // file or JSON (the types of dependencies, a shared tsconfig): a link out of the tree to any
+  // other file is not read.
   const guarded = (p: string): string | undefined => {
     try {
-      const st = statSync(p);
-      return st.isFile() && st.size <= 32 * 1024 * 1024 ? readFileSync(p, 'utf8') : undefined;
+      const real = realpathSync(p);
+      if (!inside(real) && !READABLE_OUTSIDE.test(real)) return undefined;
+      return readRegularFile(real, { maxBytes: MAX_COMPILER_FILE_BYTES });
     } catch {
       return undefined;
     }
