@@ -176,6 +176,24 @@ describe('ctrlrun approvals', () => {
     expect(r.stdout.trimEnd().split('\n')).toHaveLength(2); // the request and the hint
     expect(r.stdout).toContain('"__proto__":"hidden?"');
   });
+
+  it('a list line shows every argument key: many keys and a long value cannot push amount and payment_id out of the line; a cut says how much', async () => {
+    const dir = tempDir();
+    writeFileSync(join(dir, 'ctrlrun.yaml'), NAMESPACE_POLICY);
+    const control = await fromFile({ cwd: dir, env: {}, principal: { agent: 'ops-agent' }, logger: { warn: () => {} } });
+    const args: JsonObject = { cluster: 'c1', name: 'n1', aaa: 'x'.repeat(500), amount: 200000, payment_id: 'in_9' };
+    for (let i = 0; i < 30; i++) args[`a${String(i).padStart(2, '0')}`] = i; // sort before "amount"
+    const err = await protect(() => null, { control, name: 'k8s.delete_namespace' })(args).catch((e: unknown) => e);
+    await control.close();
+    expect(err).toBeInstanceOf(ApprovalRequired);
+    const r = await run(['approvals'], { cwd: dir });
+    expect(r.code).toBe(0);
+    const line = r.stdout.split('\n')[0]!;
+    expect(line).toContain('"amount":200000');
+    expect(line).toContain('"payment_id":"in_9"');
+    for (let i = 0; i < 30; i++) expect(line).toContain(`"a${String(i).padStart(2, '0')}":${i}`);
+    expect(line).toContain(`"aaa":"${'x'.repeat(16)}…(+484 characters cut)"`);
+  });
 });
 
 describe('approve and deny show the exact action and ask on a terminal', () => {

@@ -9,7 +9,7 @@
  */
 export * from './errors.js';
 export { canonicalBytes, canonicalJson, parseJson, orderedJson, type JsonValue, type JsonObject } from './canonical.js';
-export { showInvisible } from './visible.js';
+export { argumentsForDisplay, showInvisible, type ShownArguments } from './visible.js';
 export { DEFAULT_MAX_PENDING_APPROVALS, PendingApprovalLimit, type PendingRefusal, type PendingSlot } from './pending-limit.js';
 export { type Clock, systemClock, MINUTE } from './time.js';
 export { type IdPrefix, type IdSource, randomIds, sequentialIds } from './ids.js';

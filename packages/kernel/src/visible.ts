@@ -8,6 +8,7 @@
  *
  * @module
  */
+import { canonicalJson, compareCodePoints, isPlainObject, type JsonObject, type JsonValue } from './canonical.js';
 
 const INVISIBLE = /[\p{Cc}\p{Cf}\p{Cs}\p{Zl}\p{Zp}]/gu;
 const INVISIBLE_BUT_NEWLINE = /(?!\n)[\p{Cc}\p{Cf}\p{Cs}\p{Zl}\p{Zp}]/gu;
@@ -33,4 +34,49 @@ export function showInvisible(text: string, options: { keepNewlines?: boolean } 
  */
 export function quotedForMessage(text: string, max: number): string {
   return showInvisible(JSON.stringify(text.length > max ? `${text.slice(0, max)}…` : text));
+}
+
+/** Keys are cut only past this length (a longer one still shows, with the count cut). */
+const KEY_SHOWN = 200;
+
+/** The arguments as {@link argumentsForDisplay} shows them. */
+export interface ShownArguments {
+  /** JSON-like text of every key, in canonical order; not escaped for any medium. */
+  readonly text: string;
+  /** The length past which strings were cut, or `null` when the text is the canonical JSON, whole. */
+  readonly cutOver: number | null;
+}
+
+/**
+ * The canonical arguments for a view with little room, never dropping a key: the canonical JSON
+ * when it fits in `max` characters; otherwise every string value (and any key over 200
+ * characters) longer than 200, then 60, then 16 characters is cut and marked with how many
+ * characters were cut (`"xxxx…(+4800 characters cut)"`), at the first length whose text fits. When
+ * none fits, the text at 16 is longer than `max`: the caller spreads it out, never cuts it. Cutting
+ * the text itself would let many keys, or one padded argument, push the others (`amount`) out of
+ * sight. Escaping for the medium (and {@link showInvisible}) is the caller's.
+ */
+export function argumentsForDisplay(args: JsonObject, max: number): ShownArguments {
+  const whole = canonicalJson(args);
+  if (whole.length <= max) return { text: whole, cutOver: null };
+  let text = whole;
+  for (const cut of [200, 60, 16]) {
+    text = shortened(args, cut);
+    if (text.length <= max) return { text, cutOver: cut };
+  }
+  return { text, cutOver: 16 };
+}
+
+function cutString(s: string, cut: number): string {
+  return s.length > cut ? `${JSON.stringify(s.slice(0, cut) + '…').slice(0, -1)}(+${s.length - cut} characters cut)"` : JSON.stringify(s);
+}
+
+function shortened(value: JsonValue, cut: number): string {
+  if (typeof value === 'string') return cutString(value, cut);
+  if (Array.isArray(value)) return `[${value.map((v) => shortened(v, cut)).join(',')}]`;
+  if (isPlainObject(value)) {
+    const keys = Object.keys(value).sort(compareCodePoints);
+    return `{${keys.map((k) => `${cutString(k, Math.max(cut, KEY_SHOWN))}:${shortened((value as JsonObject)[k] as JsonValue, cut)}`).join(',')}}`;
+  }
+  return canonicalJson(value);
 }

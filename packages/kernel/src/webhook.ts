@@ -15,7 +15,7 @@ import { hmac } from '@noble/hashes/hmac.js';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { bytesToHex } from '@noble/hashes/utils.js';
 import { LocalApprovalProvider, untilAborted, type ApprovalProvider, type ProviderOptions, type WaitOptions } from './approval-providers.js';
-import { canonicalJson, isPlainObject, type JsonObject, type JsonValue } from './canonical.js';
+import { canonicalJson, isPlainObject, type JsonObject } from './canonical.js';
 import type { Control, Logger } from './control.js';
 import { checkActor, sameSecret } from './effects.js';
 import { ApprovalMismatch, CTRLRunError, InvalidArgument } from './errors.js';
@@ -23,7 +23,7 @@ import type { EventSink } from './events.js';
 import type { Approval, ApprovalRecord, ApprovalRequest, EventRecord } from './model.js';
 import type { StateStore } from './store/state-store.js';
 import { checkDuration, systemClock, type Clock } from './time.js';
-import { showInvisible } from './visible.js';
+import { argumentsForDisplay, showInvisible } from './visible.js';
 import type { Action } from './action.js';
 
 /** The `schema` of the outbound JSON body. */
@@ -153,43 +153,64 @@ function slackText(s: string): string {
   return showInvisible(s).replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 }
 
+/** Slack: a section's text holds at most 3,000 characters; a message at most 50 blocks. */
+const SLACK_SECTION = 3000;
+/** The argument sections one message carries at most (the others: the header and the context). */
+const ARGUMENT_SECTIONS = 40;
+/** What one argument section's code block holds, escaped (the rest: its label, the note, the fences). */
+const ARGUMENT_CHUNK = SLACK_SECTION - 400;
+
+/** Text for inside a code block: Slack's escapes, and no backtick can close the block early. */
+function slackCodeText(s: string): string {
+  return slackText(s).replace(/`/g, 'ˋ');
+}
+
 /**
- * The canonical arguments' JSON, fitted into `max` characters so that every key still shows: when
- * the whole text is longer, each string (key or value) past a length is cut and marked with how
- * much was left out, at shorter lengths until it fits. Cutting the text itself would let one long
- * argument push the others (`amount` after a padded `a`) out of the human's sight.
+ * The arguments as Slack sections: every key shows (long values cut, each saying how many
+ * characters were cut), in as many code blocks as the text needs, broken after a comma where one
+ * is near. Values are cut only as far as needed to fit one section, or failing that the message.
+ * Only past {@link ARGUMENT_SECTIONS} sections, which Slack cannot hold in one message, is the
+ * rest left out, and the last section says how much and where to read it whole.
  */
-function argumentsForDisplay(args: JsonObject, max: number): string {
-  const whole = canonicalJson(args);
-  if (whole.length <= max) return whole;
-  for (const cut of [200, 60, 16]) {
-    const text = shortened(args, cut);
-    if (text.length <= max) return `${text} (strings over ${cut} characters shortened for display; the action hash names the whole)`;
+function argumentSections(args: JsonObject, requestId: string): string[] {
+  let shown = argumentsForDisplay(args, 2500);
+  if (shown.text.length > 2500) shown = argumentsForDisplay(args, ARGUMENT_SECTIONS * 2500);
+  const note =
+    shown.cutOver === null
+      ? ''
+      : ` (strings over ${shown.cutOver} characters cut for display, each marked with how many characters were cut; the action hash names the whole)`;
+  const chunks: string[] = [];
+  let current = '';
+  let rest = 0;
+  // Break points after each comma; a piece longer than a chunk is broken anywhere (never inside an escape).
+  const pieces = (shown.text.match(/[^,]*,|[^,]+$/g) ?? []).flatMap((p) => (slackCodeText(p).length > ARGUMENT_CHUNK ? Array.from(p) : [p]));
+  for (let i = 0; i < pieces.length; i++) {
+    const piece = slackCodeText(pieces[i]!);
+    if (current.length + piece.length > ARGUMENT_CHUNK && current !== '') {
+      if (chunks.length === ARGUMENT_SECTIONS - 1) {
+        rest = pieces.slice(i).join('').length;
+        break;
+      }
+      chunks.push(current);
+      current = '';
+    }
+    current += piece;
   }
-  return shortened(args, 16);
-}
-
-function shortened(value: JsonValue, cut: number): string {
-  const str = (s: string) => JSON.stringify(s.length > cut ? `${s.slice(0, cut)}…(+${s.length - cut} characters)` : s);
-  if (typeof value === 'string') return str(value);
-  if (Array.isArray(value)) return `[${value.map((v) => shortened(v, cut)).join(',')}]`;
-  if (isPlainObject(value)) {
-    const keys = Object.keys(value).sort();
-    return `{${keys.map((k) => `${str(k)}:${shortened((value as JsonObject)[k] as JsonValue, cut)}`).join(',')}}`;
-  }
-  return canonicalJson(value);
-}
-
-/** Inside a code block: no backtick can close it early, and the block stays within Slack's limits. */
-function slackCode(s: string, max: number): string {
-  const body = s.length > max ? `${s.slice(0, max)}… (${s.length - max} more characters; see the action hash)` : s;
-  return '```' + slackText(body).replace(/`/g, 'ˋ') + '```';
+  chunks.push(current);
+  return chunks.map((chunk, i) => {
+    const label = i === 0 ? `*Arguments*${slackText(note)}` : `*Arguments, continued (${i + 1}/${chunks.length})*`;
+    const tail =
+      rest > 0 && i === chunks.length - 1
+        ? `\n${slackText(`${rest} more characters of the arguments do not fit in one Slack message: read them whole with \`ctrlrun approve ${requestId}\` or in the inbox before answering.`)}`
+        : '';
+    return `${label}\n\`\`\`${chunk}\`\`\`${tail}`;
+  });
 }
 
 /**
  * A Slack-compatible message (`{text, blocks}`) for an incoming webhook: what is asked, by whom,
- * the canonical arguments (escaped, in a code block, truncated for display — the hash names the
- * whole action), when it expires, and how to answer.
+ * the canonical arguments (escaped, in code blocks, every key shown and long values cut with the
+ * count of what was cut — the hash names the whole action), when it expires, and how to answer.
  */
 export function approvalRequestSlackJson(request: ApprovalRequest, options: Pick<PayloadOptions, 'publicUrl'> = {}): string {
   const a = request.action;
@@ -200,7 +221,7 @@ export function approvalRequestSlackJson(request: ApprovalRequest, options: Pick
     url === null ? `Answer with \`ctrlrun approve ${request.requestId}\` or \`ctrlrun deny ${request.requestId}\`.` : `Answer by a signed POST to ${url}.`;
   const blocks = [
     { type: 'section', text: { type: 'mrkdwn', text } },
-    { type: 'section', text: { type: 'mrkdwn', text: `*Arguments*\n${slackCode(argumentsForDisplay(a.canonicalArguments, 2500), 2500)}` } },
+    ...argumentSections(a.canonicalArguments, request.requestId).map((section) => ({ type: 'section', text: { type: 'mrkdwn', text: section } })),
     {
       type: 'context',
       elements: [

@@ -210,9 +210,57 @@ describe('outbound: one signed POST per approval request', () => {
     expect(args).toContain('"amount":200000');
     expect(args).toContain('"payment_id":"in_9"');
     expect(args).toContain('"__proto__x":[{"deep":');
-    expect(args).toMatch(/"k{16,200}…\(\+\d+ characters\)":1/);
-    expect(args).toMatch(/"a":"x+…\(\+\d+ characters\)"/);
-    expect(args).toContain('shortened for display');
+    expect(args).toContain(`"${'k'.repeat(200)}…(+2800 characters cut)":1`);
+    expect(args).toContain(`"a":"${'x'.repeat(200)}…(+4800 characters cut)"`);
+    expect(args).toContain(`"deep":"${'y'.repeat(200)}…(+700 characters cut)"`);
+    expect(args).toContain('cut for display');
+  });
+
+  /** The Slack body of a request for `args`: every argument section's code, joined, and the sections. */
+  async function slackArguments(args: Record<string, unknown>): Promise<{ code: string; sections: string[]; blocks: number }> {
+    const ctx = await setup();
+    const hook = await receiver();
+    const action = createAction({ name: 'stripe.refund', arguments: args as never, principal: { agent: 'refund-agent' } });
+    const err = (await ctx.control.execute(action, () => 1).catch((e: unknown) => e)) as ApprovalRequired;
+    const { p } = provider(ctx, hook.url, { format: 'slack' });
+    await p.notify(err.requestId);
+    const body = JSON.parse(hook.deliveries[0]!.body.toString('utf8')) as { blocks: Array<{ type: string; text?: { text: string } }> };
+    const sections = body.blocks.filter((b) => b.type === 'section' && b.text!.text.startsWith('*Arguments')).map((b) => b.text!.text);
+    for (const t of sections) expect(t.length).toBeLessThanOrEqual(3000); // Slack's section limit
+    expect(body.blocks.length).toBeLessThanOrEqual(50); // Slack's block limit
+    const code = sections.map((t) => t.slice(t.indexOf('```') + 3, t.lastIndexOf('```'))).join('');
+    return { code, sections, blocks: body.blocks.length };
+  }
+
+  it('the Slack message shows every key however many there are: amount and payment_id after 400 short keys still show, in more sections', async () => {
+    const args: Record<string, unknown> = { amount: 200000, payment_id: 'in_9' };
+    for (let i = 0; i < 400; i++) args[`a${String(i).padStart(3, '0')}`] = i; // all sort before "amount"
+    const { code, sections } = await slackArguments(args);
+    expect(code).toContain('"amount":200000');
+    expect(code).toContain('"payment_id":"in_9"');
+    expect(sections.length).toBeGreaterThan(1);
+    // Nothing was long, so nothing was cut: the sections together are the hashed arguments' JSON.
+    expect(JSON.parse(code)).toEqual(args);
+  });
+
+  it('the Slack message keeps every key, escaped, next to a huge value: __proto__ and keys with control characters show, the value is cut with the count', async () => {
+    // JSON.parse makes __proto__ an own key, as an agent's request body does.
+    const args = JSON.parse(
+      `{"__proto__":{"polluted":true},"k\\u0007bell":1,"k\\u202eevil":2,"note":"${'z'.repeat(100_000)}","amount":200000,"payment_id":"in_9"}`,
+    ) as Record<string, unknown>;
+    for (let i = 0; i < 300; i++) args[`b${i}`] = 'v'.repeat(30);
+    const { code, sections } = await slackArguments(args);
+    expect(code).toContain('"__proto__":{"polluted":true}');
+    expect(code).toContain('"k\\u0007bell":1');
+    expect(code).toContain('"k\\u202eevil":2');
+    expect(code).not.toMatch(/[\p{Cc}\p{Cf}]/u);
+    expect(code).toContain('"amount":200000');
+    expect(code).toContain('"payment_id":"in_9"');
+    expect(code).toMatch(/"note":"z+…\(\+\d+ characters cut\)"/);
+    const cut = Number(/"note":"(z+)…\(\+(\d+) characters cut\)"/.exec(code)![2]);
+    expect(cut + /"note":"(z+)…/.exec(code)![1]!.length).toBe(100_000);
+    for (let i = 0; i < 300; i++) expect(code).toContain(`"b${i}":`);
+    expect(sections[0]).toContain('cut for display');
   });
 
   it('never a second POST for the same request: notify, the sink and wait share one delivery', async () => {

@@ -6,7 +6,7 @@
  *
  * @module
  */
-import { canonicalJson, orderedJson, type ApprovalRecord, type ApprovalStatus, type StateStore } from '@ctrlrun/kernel';
+import { argumentsForDisplay, orderedJson, type ApprovalRecord, type ApprovalStatus, type StateStore } from '@ctrlrun/kernel';
 import { answerHint, hashMatches, lapsed, requestJson, ruleOf } from '../approval-view.js';
 import { STORE_URL, type Command } from '../command.js';
 import { storeTarget } from '../discovery.js';
@@ -21,7 +21,7 @@ const STATUSES = ['pending', 'granted', 'denied', 'expired', 'consumed'] as cons
 const DEFAULT_LIMIT = 50;
 /** The store's page bound (`approvalsPage` reads at most this many rows). */
 const MAX_LIMIT = 10_000;
-/** How much of the arguments one list line shows; `approve`/`deny` show them whole. */
+/** The room for the arguments on one list line: long values are cut to fit, never a key; `approve`/`deny` show them whole. */
 const LIST_ARGUMENTS = 120;
 
 function parseLimit(raw: string | undefined): number {
@@ -47,8 +47,8 @@ async function page(
 
 function line(r: ApprovalRecord): string {
   const a = r.request.action;
-  let args = canonicalJson(a.canonicalArguments);
-  if (args.length > LIST_ARGUMENTS) args = `${args.slice(0, LIST_ARGUMENTS - 1)}…`;
+  // Every key shows (a cut line could hide `amount` behind many keys); long values say how much was cut.
+  const args = argumentsForDisplay(a.canonicalArguments, LIST_ARGUMENTS).text;
   const who = `${a.principal.agent}${a.principal.user !== null ? `/${a.principal.user}` : ''}`;
   let text = `${r.request.requestId}  ${r.status}  ${a.name}  ${args}  by ${who}  requested ${stamp(r.request.createdAt)}  expires ${stamp(r.request.expiresAt)}`;
   if (lapsed(r)) text += '  (expired: can no longer be granted)';
@@ -71,7 +71,7 @@ export const approvals: Command = {
   },
   details:
     'Oldest first. A pending request past its expiry is shown as expired (it can no longer be granted); the listing changes nothing. ' +
-    'List lines cut long arguments; approve and deny show every argument, exactly as hashed, before answering.',
+    'List lines show every argument key and cut long values, each saying how many characters were cut; approve and deny show every argument, exactly as hashed, before answering.',
   async run({ io, values, out, json }) {
     const statusFlag = (values['status'] as string | undefined) ?? 'pending';
     if (statusFlag !== 'all' && !(STATUSES as readonly string[]).includes(statusFlag))
