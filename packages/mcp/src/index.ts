@@ -27,6 +27,6 @@ export {
   neverConnected,
 } from './classify.js';
 export { GATEWAY_ERRORS, type GatewayErrorName, gatewayError, GatewayRefusal, refusalResult, REFUSAL_META_KEY } from './errors.js';
-export { createOperatorServer, type OperatorOptions, type OperatorIdentity, OPERATOR_TOOLS, OPERATOR_ACTOR_PREFIX } from './operator.js';
+export { createOperatorServer, type OperatorOptions, type OperatorIdentity, OPERATOR_TOOLS, OPERATOR_ACTOR_PREFIX, unreadableReceipt } from './operator.js';
 export { mcpFetchHandler, type FetchHandlerOptions } from './web.js';
 export { floatArgumentPointer, floatRefusal, MAX_DEPTH } from './floats.js';

@@ -9,7 +9,7 @@
  */
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js';
-import { CTRLRunError, parseSince, showInvisible, stats, type Control, type JsonObject } from '@ctrlrun/kernel';
+import { CTRLRunError, parseSince, receiptView, showInvisible, stats, type Control, type JsonObject } from '@ctrlrun/kernel';
 import { evidenceTime, parseTime } from '@ctrlrun/kernel/store';
 import { gatewayError, rpcError } from './errors.js';
 
@@ -136,6 +136,21 @@ function answer(value: unknown): CallToolResult {
   return { content: [{ type: 'text', text }], structuredContent: JSON.parse(structured) as Record<string, unknown> };
 }
 
+/**
+ * A receipt row whose stored `json` is not a JSON object, as the operator's views list it (the
+ * `receipts` tool, `inspect_action`'s `receipt_unreadable`): the columns that locate it and the
+ * break's name, never the stored text, whatever bytes it holds.
+ */
+export function unreadableReceipt(row: { readonly seq: unknown; readonly receipt_id: unknown }): JsonObject {
+  return {
+    unreadable: true,
+    seq: typeof row.seq === 'number' && Number.isSafeInteger(row.seq) ? row.seq : null,
+    receipt_id: typeof row.receipt_id === 'string' ? row.receipt_id : null,
+    break: 'content_altered',
+    detail: 'its stored json is unreadable (not a JSON object), so it is not shown; verifying the chain names every break',
+  };
+}
+
 function headersOf(raw: Readonly<Record<string, string | string[] | undefined>> | undefined): Record<string, string> | 'repeated' {
   const out: Record<string, string> = Object.create(null) as Record<string, string>;
   for (const [k, v] of Object.entries(raw ?? {})) {
@@ -225,9 +240,11 @@ export function createOperatorServer(options: OperatorOptions): Server {
           for (;;) {
             const page = await store.receiptsAfter(after, PAGE);
             for (const r of page) {
-              const d = JSON.parse(r.json ?? 'null') as { controls?: unknown } | null;
-              if (control !== undefined && !(Array.isArray(d?.controls) && d.controls.includes(control))) continue;
-              kept.push(d);
+              const d = receiptView(r).document;
+              // A row whose json cannot be read is listed as such, filter or not (whether it cites
+              // the control cannot be read either): one damaged row never hides the others.
+              if (d !== null && control !== undefined && !(Array.isArray(d['controls']) && d['controls'].includes(control))) continue;
+              kept.push(d ?? unreadableReceipt(r));
               if (kept.length > want) kept.shift();
             }
             const last = page[page.length - 1]?.seq;

@@ -46,8 +46,8 @@ export function approvalJson(a: ApprovalRecord): JsonObject {
 export interface Inspection {
   readonly document: JsonObject;
   readonly approvals: ApprovalRecord[];
-  /** The receipt row's id and why its stored document is not shown (not JSON, not an object), or null. */
-  readonly unreadable: { readonly receiptId: string; readonly reason: string } | null;
+  /** The receipt row's id, its seq column and why its stored document is not shown (not JSON, not an object), or null. */
+  readonly unreadable: { readonly receiptId: string; readonly seq: number | null; readonly reason: string } | null;
 }
 
 /** A receipt row's document, or why it cannot be shown: a tampered row is described, never a crash. */
@@ -85,7 +85,7 @@ export async function inspection(store: StateStore, actionId: string): Promise<I
   let unreadable: Inspection['unreadable'] = null;
   if (row !== null) {
     const doc = receiptDocument(row.json);
-    if (typeof doc === 'string') unreadable = { receiptId: String(row.receipt_id), reason: doc };
+    if (typeof doc === 'string') unreadable = { receiptId: String(row.receipt_id), seq: row.seq, reason: doc };
     else receipt = doc;
   }
   if (events.length === 0 && row === null) return null;

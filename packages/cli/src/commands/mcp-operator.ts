@@ -33,7 +33,7 @@ export const mcpOperator: Command = {
     'Reads (list_pending_approvals, inspect_action, receipts, effects, stats) need no credential; approve, deny and resolve are recorded as mcp-operator:<user>.',
   async run({ io, values, out, err }) {
     // The MCP SDK loads only when the command runs (importing the CLI pulls in no extra).
-    const { createOperatorServer } = await import('@ctrlrun/mcp');
+    const { createOperatorServer, unreadableReceipt } = await import('@ctrlrun/mcp');
     const { checkPath, commandControl, loadSetup, LOOPBACK_HOSTS, parseListen, positiveInt, serveHttpUntilSignalled, serveStdio } =
       await import('../mcp-http.js');
     const stdio = values['stdio'] === true;
@@ -70,7 +70,13 @@ export const mcpOperator: Command = {
       const options: OperatorOptions = {
         control,
         identify,
-        inspect: async (actionId) => (await inspection(store, actionId))?.document ?? null,
+        inspect: async (actionId) => {
+          const found = await inspection(store, actionId);
+          if (found === null) return null;
+          if (found.unreadable === null) return found.document;
+          // `receipt: null` alone would read as "no receipt": say which one cannot be read (never its bytes).
+          return { ...found.document, receipt_unreadable: unreadableReceipt({ seq: found.unreadable.seq, receipt_id: found.unreadable.receiptId }) };
+        },
       };
       const startup = [
         `environment ${control.environment}`,
