@@ -85,12 +85,53 @@ function askOnTerminal(question: string): Promise<string | null> {
   });
 }
 
+/** One of the process's output streams as a command writes to it. */
+interface Output {
+  write(text: string): void;
+  /** Resolves once the stream has taken what was written, or at once when it is closed. */
+  drained(): Promise<void>;
+}
+
+/**
+ * `stream` with its reader's going away taken as an ordinary end: an EPIPE (`ctrlrun … | head`
+ * exited after the lines it wanted) closes it quietly, and whatever the command writes after that
+ * is dropped, so the command ends with its own exit code instead of an unhandled 'error' event's
+ * stack and exit 1. Any other write error is thrown as before.
+ */
+function output(stream: NodeJS.WriteStream): Output {
+  let closed = false;
+  stream.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code !== 'EPIPE') throw err;
+    closed = true;
+  });
+  return {
+    write: (text) => {
+      if (!closed && !stream.destroyed) stream.write(text);
+    },
+    drained: () =>
+      closed || stream.destroyed || !stream.writableNeedDrain
+        ? Promise.resolve()
+        : new Promise<void>((resolve) => {
+            // A reader that goes away while the buffer is full never drains it: its close ends the wait too.
+            const done = () => {
+              stream.off('drain', done);
+              stream.off('close', done);
+              resolve();
+            };
+            stream.once('drain', done);
+            stream.once('close', done);
+          }),
+  };
+}
+
 /** The real process. */
 export function processIo(): CliIo {
+  const stdout = output(process.stdout);
+  const stderr = output(process.stderr);
   return {
-    stdout: (text) => void process.stdout.write(text),
-    stderr: (text) => void process.stderr.write(text),
-    drained: () => (process.stdout.writableNeedDrain ? new Promise<void>((resolve) => process.stdout.once('drain', () => resolve())) : Promise.resolve()),
+    stdout: stdout.write,
+    stderr: stderr.write,
+    drained: stdout.drained,
     cwd: process.cwd(),
     env: process.env,
     userName: () => userInfo().username,
