@@ -76,6 +76,23 @@ describe('explainDecision', () => {
     );
   });
 
+  it('an invisible character in an argument (a bidi override, a zero-width space, U+2028) is written as its escape, never raw', () => {
+    expect(explainDecision(CAPPED, 'mail.send', { to: 'a\u202egro.live@b', subject: 'x\u200by\u2028' })).toBe(
+      'denied: no rule of mail.send matched: rule[0] needs to to be one of ["ops@example.com"] and subject not to be "urgent"; to "a\\u202egro.live@b", subject "x\\u200by\\u2028" (no_matching_rule)',
+    );
+  });
+
+  it('the control path refuses a policy denial with this sentence: protect rejects with it as the message, reason and action id kept', async () => {
+    const ctx = await setup();
+    const refund = protect(() => 'ran', { control: ctx.control, name: 'stripe.refund' });
+    const err = await refund({ payment_id: 'p9', amount: 5000000 }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ActionDenied);
+    expect((err as ActionDenied).message).toBe(explainDecision(REFUND, 'stripe.refund', { amount: 5000000, payment_id: 'p9' }));
+    expect((err as ActionDenied).message).toMatch(/^denied: no earlier rule of stripe\.refund matched: .*; amount 5000000 \(rule\[2\]\)$/);
+    expect(err).toMatchObject({ code: 'ERR_ACTION_DENIED', reason: 'rule[2]' });
+    expect((err as ActionDenied).actionId).toMatch(/^act_/);
+  });
+
   it('an action name from the agent is shown escaped too', () => {
     expect(explainDecision(CAPPED, 'evil\nname', {})).toBe('denied: "evil\\nname" is not an action the policy names (unknown_action)');
   });

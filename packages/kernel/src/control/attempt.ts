@@ -23,7 +23,7 @@ import type { Action } from '../action.js';
 import { authorityEventData } from '../authority/authority.js';
 import { ActionDenied, AmbiguousEffect, ApprovalRequired, DuplicateEffect, EffectKeyError, IdentityError, InvalidArgument } from '../errors.js';
 import type { EffectRecord } from '../model.js';
-import { resolveEffectTemplate } from '../policy/index.js';
+import { explainDecision, resolveEffectTemplate } from '../policy/index.js';
 import { checkDuration, evidenceTime, parseTime, storedTime } from '../time.js';
 import { checkEnvironment, principalExpired, approverOf, refuseAuthority, consumeAndReserve, reserveStep, consumeUnneeded, refused } from './gates.js';
 import { runObserved } from './observe.js';
@@ -169,7 +169,8 @@ export async function decideAndRun<T>(
     pass.approver = await approverOf(ctx, pass);
     note(ctx, pass, 'ACTION_DENIED', { reason: evaluation.reason });
     await recordReceipt(ctx, pass, { result: 'denied', error: null });
-    throw new ActionDenied(evaluation.reason, { actionId: action.actionId, message: `${action.name} denied by policy (${evaluation.reason})` });
+    // The sentence every surface passes on (protect, the worker, the MCP gateway, the adapters): the rule that decided, not its index alone.
+    throw new ActionDenied(evaluation.reason, { actionId: action.actionId, message: explainDecision(ctx.policy, action.name, pass.args) });
   }
 
   // The reservation step in one transaction (approval, reservation, start) where the store can;

@@ -7,6 +7,7 @@
  * @module
  */
 import { canonicalJson } from '../canonical.js';
+import { showInvisible } from '../visible.js';
 import { DERIVED_SUBJECTS, type Condition, type Operator } from './conditions.js';
 import { BARE_DECISION, NO_MATCHING_RULE, UNKNOWN_ACTION, type Decision, type Policy } from './policy.js';
 
@@ -17,7 +18,11 @@ const VERB: Record<Decision, string> = { deny: 'denied', approve: "needs a human
 /** Longest rendering of one value: an agent's argument may be huge. */
 const MAX_VALUE = 80;
 
-/** A value as JSON text (control characters escaped), cut to {@link MAX_VALUE} characters. */
+/**
+ * A value as JSON text, cut to {@link MAX_VALUE} characters, with every invisible character (a
+ * bidi override, a zero-width space, U+2028) escaped: the sentence is an error message every
+ * surface shows, and an argument is the agent's to choose.
+ */
 function show(value: unknown): string {
   let text: string;
   try {
@@ -25,7 +30,7 @@ function show(value: unknown): string {
   } catch {
     text = '(not JSON)';
   }
-  return text.length <= MAX_VALUE ? text : `${text.slice(0, MAX_VALUE - 1)}…`;
+  return showInvisible(text.length <= MAX_VALUE ? text : `${text.slice(0, MAX_VALUE - 1)}…`);
 }
 
 function argument(args: Readonly<Record<string, unknown>>, subject: string): string {
