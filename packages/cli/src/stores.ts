@@ -1,8 +1,9 @@
 /**
- * Opening the operator's store. Readers (`receipts`, `effects`, `inspect`, `stats`) and answerers
- * (`approve`, `deny`, `resolve`) create and migrate nothing: a missing file, a missing schema or
- * one behind this build's migrations is a one-line refusal. Writers (`delegate`, `revoke`) create
- * the default store if it is absent.
+ * Opening the operator's store. Readers (`approvals`, `receipts`, `effects`, `inspect`, `stats`)
+ * and answerers (`approve`, `deny`, `resolve`) create and migrate nothing: a missing schema or one
+ * behind this build's migrations is a one-line refusal, and so is a missing file for an answerer;
+ * a reader reads a SQLite file that does not exist yet as an empty store. Writers (`delegate`,
+ * `revoke`) create the default store if it is absent.
  *
  * @module
  */
@@ -10,6 +11,7 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { Clock, StateStore } from '@ctrlrun/kernel';
 import { openStore } from '@ctrlrun/store-node';
+import { createSqlJsStore } from '@ctrlrun/store-sqljs';
 import { describeTarget, storeAddress, type StoreTarget } from './discovery.js';
 import { CliRefusal } from './errors.js';
 
@@ -54,6 +56,22 @@ export async function openReader(target: StoreTarget): Promise<StateStore> {
   } catch (err) {
     throw refusal(target, err, ' (this command creates and migrates nothing; a writer does)');
   }
+}
+
+/**
+ * Opens the store for a listing (`approvals`, `receipts`, `effects`, `stats`, `inspect`) as
+ * {@link openReader} does, except that a SQLite file that does not exist yet (nothing has been
+ * recorded, as right after `ctrlrun init`) reads as an empty store: the listing says what it says
+ * of an empty store ("no pending approval requests", exit 0), and `note` is told where the store
+ * was looked for. Nothing is created: the empty store is a sql.js database in memory, no file or
+ * directory is made.
+ */
+export async function openListing(target: StoreTarget, note: (line: string) => void): Promise<StateStore> {
+  if (target.kind === 'sqlite' && !existsSync(target.path)) {
+    note(`(no store at ${target.path} yet: nothing has been recorded there; your protected code creates it)`);
+    return createSqlJsStore();
+  }
+  return openReader(target);
 }
 
 /**

@@ -12,7 +12,7 @@ import { STORE_URL, type Command } from '../command.js';
 import { storeTarget } from '../discovery.js';
 import { CliRefusal, UsageError } from '../errors.js';
 import { stamp } from '../format.js';
-import { openReader } from '../stores.js';
+import { openListing } from '../stores.js';
 
 /** The schema tag of `approvals --json`. */
 export const APPROVALS_SCHEMA = 'ctrlrun.approvals/v1';
@@ -72,14 +72,14 @@ export const approvals: Command = {
   details:
     'Oldest first. A pending request past its expiry is shown as expired (it can no longer be granted); the listing changes nothing. ' +
     'List lines show every argument key and cut long values, each saying how many characters were cut; approve and deny show every argument, exactly as hashed, before answering.',
-  async run({ io, values, out, json }) {
+  async run({ io, values, out, err, json }) {
     const statusFlag = (values['status'] as string | undefined) ?? 'pending';
     if (statusFlag !== 'all' && !(STATUSES as readonly string[]).includes(statusFlag))
       throw new UsageError(`--status must be one of ${STATUSES.join('|')}|all, got ${JSON.stringify(statusFlag)}`);
     const status = statusFlag === 'all' ? undefined : (statusFlag as ApprovalStatus);
     const all = values['all'] === true;
     const limit = all ? MAX_LIMIT : parseLimit(values['limit'] as string | undefined);
-    const store = await openReader(storeTarget(io, values['store-url'] as string | undefined));
+    const store = await openListing(storeTarget(io, values['store-url'] as string | undefined), err);
     try {
       let after: { createdAt: string; requestId: string } | null = null;
       const afterId = values['after'] as string | undefined;

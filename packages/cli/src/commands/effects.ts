@@ -10,7 +10,7 @@ import { STORE_URL, type Command } from '../command.js';
 import { storeTarget } from '../discovery.js';
 import { UsageError } from '../errors.js';
 import { stamp } from '../format.js';
-import { openReader } from '../stores.js';
+import { openListing } from '../stores.js';
 
 const STATES = ['new', 'reserved', 'executing', 'committed', 'failed', 'ambiguous'] as const;
 /** Rows per read while streaming. */
@@ -46,7 +46,7 @@ export const effects: Command = {
     const state = values['state'] as string | undefined;
     if (state !== undefined && !(STATES as readonly string[]).includes(state))
       throw new UsageError(`--state must be one of ${STATES.join('|')}, got ${JSON.stringify(state)}`);
-    const store = await openReader(storeTarget(io, values['store-url'] as string | undefined));
+    const store = await openListing(storeTarget(io, values['store-url'] as string | undefined), err);
     try {
       // `new` is never stored: it means "no record".
       const wanted = state === 'new' ? null : (state as EffectState | undefined);

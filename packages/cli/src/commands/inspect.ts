@@ -10,7 +10,7 @@ import { STORE_URL, type Command } from '../command.js';
 import { storeTarget } from '../discovery.js';
 import { CliRefusal } from '../errors.js';
 import { isObject, prettyJson, stampOrNull } from '../format.js';
-import { openReader } from '../stores.js';
+import { openListing } from '../stores.js';
 
 /** The inspection document's schema tag. */
 export const INSPECTION_SCHEMA = 'ctrlrun.inspection/v2';
@@ -204,9 +204,9 @@ export const inspect: Command = {
     json: { type: 'boolean', help: `the ${INSPECTION_SCHEMA} document` },
     'store-url': STORE_URL,
   },
-  async run({ io, values, positionals, out, json }) {
+  async run({ io, values, positionals, out, err, json }) {
     const id = positionals[0]!;
-    const store = await openReader(storeTarget(io, values['store-url'] as string | undefined));
+    const store = await openListing(storeTarget(io, values['store-url'] as string | undefined), err);
     try {
       const actionId = await actionIdFor(store, id);
       const found = actionId === null ? null : await inspection(store, actionId);

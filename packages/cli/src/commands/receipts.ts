@@ -11,7 +11,7 @@ import { isObject } from '../format.js';
 import { STORE_URL, type Command } from '../command.js';
 import { storeTarget } from '../discovery.js';
 import { UsageError } from '../errors.js';
-import { openReader } from '../stores.js';
+import { openListing } from '../stores.js';
 
 function readDocument(json: string | null): JsonObject | null {
   if (json === null) return null;
@@ -95,7 +95,7 @@ export const receipts: Command = {
         throw new UsageError(`--last must be a whole number ≥ 1, got ${JSON.stringify(raw)}`);
       last = Number(raw);
     }
-    const store = await openReader(storeTarget(io, values['store-url'] as string | undefined));
+    const store = await openListing(storeTarget(io, values['store-url'] as string | undefined), err);
     try {
       if (values['verify-chain'] === true) {
         let report;

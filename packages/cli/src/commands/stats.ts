@@ -9,7 +9,7 @@ import { STORE_URL, type Command } from '../command.js';
 import { banner } from '../control.js';
 import { loadPolicyFile, policyPath, storeTarget } from '../discovery.js';
 import { UsageError } from '../errors.js';
-import { openReader } from '../stores.js';
+import { openListing } from '../stores.js';
 
 function rows(doc: StatsDocument, out: (line: string) => void): void {
   const row = (label: string, n: number) => out(`${label.padEnd(30)}${String(n).padStart(6)}`);
@@ -68,7 +68,7 @@ export const stats: Command = {
     }
     const { policy } = loadPolicyFile(policyPath(io));
     banner(policy, err);
-    const store = await openReader(storeTarget(io, values['store-url'] as string | undefined));
+    const store = await openListing(storeTarget(io, values['store-url'] as string | undefined), err);
     try {
       const doc = await countReceipts(store, { since, mode: policy.mode, clock: () => now });
       if (values['json'] === true) json(JSON.stringify(doc));
