@@ -284,10 +284,10 @@ actions:
     expect((again as Error).message).toContain('answered with edited arguments');
     expect(await ctx.store.listApprovals()).toHaveLength(2);
     expect(await ctx.control.execute(action, (a) => a['amount'], { approvalId: (again as ApprovalRequired).requestId })).toBe(150000);
-    // Once the edit is used, asking again is a new proposal: a new request.
+    // Once the edit ran, its key (the proposal's too) is committed: asking again is refused, no new request.
     const third = await ctx.control.execute(action, () => 'never').catch((e: unknown) => e);
-    expect((third as ApprovalRequired).requestId).not.toBe(requestId);
-    expect(await ctx.store.listApprovals('pending')).toHaveLength(1);
+    expect(third).toMatchObject({ name: 'DuplicateEffect', state: 'committed', effectKey: 'refund:p1' });
+    expect(await ctx.store.listApprovals('pending')).toHaveLength(0);
   });
 
   it('waiting through an approval provider: the answer is an edit, and the waiting call runs the edit', async () => {

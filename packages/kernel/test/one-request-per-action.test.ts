@@ -56,7 +56,7 @@ describe('one approval request per action', () => {
     expect(b).not.toBe(a);
   });
 
-  it('a granted, unused request is still the one: asked again it is named, not refiled; presented it runs once; once consumed a new ask files a new request', async () => {
+  it('a granted, unused request is still the one: asked again it is named, not refiled; presented it runs once; once it ran, asking again is DuplicateEffect, nothing filed', async () => {
     const ctx = await setup();
     const { fn, calls } = refunder(ctx);
     const id = await requestIdOf(fn({ payment_id: 'p2', amount: 200000 }));
@@ -70,9 +70,9 @@ describe('one approval request per action', () => {
     expect(calls).toHaveLength(0);
     expect(await fn({ payment_id: 'p2', amount: 200000 }, { approvalId: id })).toBe('re_p2');
     expect(calls).toHaveLength(1);
-    // Consumed: no longer pending, so a new ask is a new request (the effect key then refuses the duplicate).
-    const again = await requestIdOf(fn({ payment_id: 'p2', amount: 200000 }));
-    expect(again).not.toBe(id);
+    // Consumed, and its effect committed: asking again is refused as the duplicate it is, no new request.
+    await expect(fn({ payment_id: 'p2', amount: 200000 })).rejects.toMatchObject({ name: 'DuplicateEffect', state: 'committed' });
+    expect(await ctx.store.listApprovals()).toHaveLength(1);
   });
 
   it('an answered (denied) or expired request is not reused', async () => {

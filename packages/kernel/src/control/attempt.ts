@@ -25,7 +25,17 @@ import { ActionDenied, AmbiguousEffect, ApprovalRequired, DuplicateEffect, Effec
 import type { EffectRecord } from '../model.js';
 import { explainDecision, resolveEffectTemplate } from '../policy/index.js';
 import { checkDuration, evidenceTime, parseTime, storedTime } from '../time.js';
-import { checkEnvironment, principalExpired, approverOf, refuseAuthority, consumeAndReserve, reserveStep, consumeUnneeded, refused } from './gates.js';
+import {
+  checkEnvironment,
+  principalExpired,
+  approverOf,
+  refuseAuthority,
+  consumeAndReserve,
+  reserveStep,
+  consumeUnneeded,
+  refused,
+  refuseBeforeAsking,
+} from './gates.js';
 import { runObserved } from './observe.js';
 import { runExecutor } from './outcome.js';
 import { note, recordEvent, flush, trailing, afterWrite, recordReceipt } from './evidence.js';
@@ -202,6 +212,8 @@ export async function decideAndRun<T>(
           message: `${action.name}: approval request ${edited.proposed} was answered with edited arguments (granted as ${edited.approved}); present ${edited.proposed} to run the edited action`,
         });
       }
+      // Nobody is asked about an effect that already happened, or that nobody can know happened.
+      await refuseBeforeAsking(ctx, pass, lease, options.reconcile);
       const now = ctx.clock();
       const requestId = ctx.ids('apr');
       const expiresAt = storedTime(new Date(now.getTime() + ctx.approvalTtl));

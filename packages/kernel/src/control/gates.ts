@@ -11,6 +11,7 @@ import { ActionDenied, AmbiguousEffect, ApprovalMismatch, AuthorityDenied, Dupli
 import { normalizeHeaders } from '../identity.js';
 import type { Approval, Reservation } from '../model.js';
 import type { Evaluation } from '../policy/index.js';
+import { planReservation } from '../effects.js';
 import { blockingReconcile } from './reconcile.js';
 import { note, recordEvent, trailing, afterWrite, recordReceipt } from './evidence.js';
 import { type ControlContext, type Pass, STARTED, expiryOf, deny, named, block, reservedData, refusalData, describeError } from './pass.js';
@@ -227,6 +228,32 @@ export async function consumeUnneeded(ctx: ControlContext, pass: Pass): Promise<
 export async function refused(ctx: ControlContext, pass: Pass, err: DuplicateEffect | AmbiguousEffect): Promise<void> {
   note(ctx, pass, 'EFFECT_RESERVATION_REFUSED', refusalData(err));
   await recordReceipt(ctx, pass, { result: 'blocked', error: err.message });
+}
+
+/**
+ * Before a human is asked: an effect key already `committed` (it happened) or `ambiguous` (nobody
+ * knows) is refused now, recorded as the reservation's refusal is (`EFFECT_RESERVATION_REFUSED`, a
+ * `blocked` receipt), so no request is filed that a grant could only lead to the same refusal. An
+ * ambiguous record is first put to the reconcile hook, as the reservation would. The decision is
+ * {@link planReservation}'s, on a read: an early check only — a key committed after it is refused
+ * by the reservation at execution, which stays the guard. A key another worker holds (it may yet
+ * fail) or whose lease lapsed (the reservation records that) is still asked about.
+ */
+export async function refuseBeforeAsking(ctx: ControlContext, pass: Pass, lease: number, hook: ReconcileHook | undefined): Promise<void> {
+  if (pass.effectKey === null) return;
+  let refusal = await settledRefusal(ctx, pass, lease);
+  if (refusal instanceof AmbiguousEffect && (await blockingReconcile(ctx, pass, hook))) refusal = await settledRefusal(ctx, pass, lease);
+  if (refusal === null) return;
+  await refused(ctx, pass, refusal);
+  throw refusal;
+}
+
+/** The refusal a reservation of the pass's key would meet whatever happens meanwhile, or null. */
+async function settledRefusal(ctx: ControlContext, pass: Pass, lease: number): Promise<DuplicateEffect | AmbiguousEffect | null> {
+  const key = pass.effectKey as string;
+  const plan = planReservation(await ctx.store.getEffect(key), key, pass.action.actionId, lease, ctx.clock());
+  if (plan.kind !== 'refuse') return null;
+  return plan.error instanceof DuplicateEffect && plan.error.state !== 'committed' ? null : plan.error;
 }
 
 /**
