@@ -46,6 +46,12 @@ export interface ApprovalInterrupt {
    * saying why (an edit never lifts a deny). The request is still pending; answer again.
    */
   readonly edit_refused?: string;
+  /**
+   * Present when the graph pauses again because the human's answer was refused: it named another
+   * request or another action hash (a stale screen, a second tab), or it was malformed. The
+   * sentence says what was wrong; nothing was recorded, the request is still pending; answer again.
+   */
+  readonly answer_refused?: string;
 }
 
 /** What the human resumes with: `new Command({ resume: answer })`. */
@@ -74,6 +80,20 @@ function isPlain(value: unknown): value is Record<string, unknown> {
   return proto === Object.prototype || proto === null;
 }
 
+/**
+ * A value from the answer, for a sentence: JSON (control characters escaped), cut at 80
+ * characters. The answer comes from a UI and the sentence goes back to one (`answer_refused`).
+ */
+function quote(value: unknown): string {
+  let text: string;
+  try {
+    text = JSON.stringify(value) ?? String(typeof value);
+  } catch {
+    text = `a ${typeof value} that is not JSON`;
+  }
+  return text.length <= 80 ? text : `${text.slice(0, 80)}… (${text.length - 80} more characters)`;
+}
+
 /** Checks a resume value against the request it answers; refuses anything else. */
 function readAnswer(value: unknown, record: ApprovalRecord): ApprovalAnswer {
   const id = record.request.requestId;
@@ -82,46 +102,55 @@ function readAnswer(value: unknown, record: ApprovalRecord): ApprovalAnswer {
   }
   for (const key of Object.keys(value)) {
     if (!ANSWER_KEYS.has(key))
-      throw new InvalidArgument(
-        `the answer to approval ${id} has an unknown key ${JSON.stringify(key)} (expected decision, approver, request_id, action_hash, edit)`,
-      );
+      throw new InvalidArgument(`the answer to approval ${id} has an unknown key ${quote(key)} (expected decision, approver, request_id, action_hash, edit)`);
   }
   const answer = value as Record<string, unknown>;
   if (answer['decision'] !== 'approve' && answer['decision'] !== 'deny') {
-    throw new InvalidArgument(`the answer to approval ${id} needs decision 'approve' or 'deny', not ${JSON.stringify(answer['decision'])}`);
+    throw new InvalidArgument(`the answer to approval ${id} needs decision 'approve' or 'deny', not ${quote(answer['decision'])}`);
   }
   const approver = checkActor(answer['approver'], 'approver');
   if (answer['request_id'] !== id) {
     throw new ApprovalMismatch('mismatch', {
       approvalId: id,
-      message: `approval ${id} refused (mismatch): the answer is for request ${JSON.stringify(answer['request_id'])}, but this run waits on ${id} (the answered one expired or was already used)`,
+      message: `approval ${id} refused (mismatch): the answer is for request ${quote(answer['request_id'])}, but this run waits on ${id} (the answered one expired or was already used)`,
     });
   }
   if (answer['action_hash'] !== undefined && answer['action_hash'] !== record.request.actionHash) {
     throw new ApprovalMismatch('mismatch', {
       approvalId: id,
-      message: `approval ${id} refused (mismatch): the answer was given for action ${String(answer['action_hash'])}, not ${record.request.actionHash}`,
+      message: `approval ${id} refused (mismatch): the answer was given for action ${quote(answer['action_hash'])}, not ${record.request.actionHash}`,
     });
   }
   const edit = answer['edit'];
   if (edit === undefined) return { decision: answer['decision'], approver, request_id: id };
   if (answer['decision'] !== 'approve')
-    throw new InvalidArgument(`the answer to approval ${id} carries an edit with decision ${JSON.stringify(answer['decision'])}: only an approval edits`);
+    throw new InvalidArgument(`the answer to approval ${id} carries an edit with decision ${quote(answer['decision'])}: only an approval edits`);
   if (!isPlain(edit) || Object.keys(edit).some((k) => k !== 'arguments') || !isPlain(edit['arguments'])) {
     throw new InvalidArgument(`the answer to approval ${id} has an edit that is not { arguments: { … } } (a plain object of the edited arguments)`);
   }
   return { decision: 'approve', approver, request_id: id, edit: { arguments: edit['arguments'] as JsonObject } };
 }
 
-/** The interrupt value for a request (with why the human's last edit was refused, if it was). */
-export function approvalInterrupt(request: ApprovalRequest, editRefused?: string): ApprovalInterrupt {
+/** Why the graph pauses again on the same request: the human's last edit, or last answer, was refused. */
+export interface Refusal {
+  readonly edit_refused?: string;
+  readonly answer_refused?: string;
+}
+
+/**
+ * The interrupt value for a request, with why the human's last answer or edit was refused, if it
+ * was (a string is the edit's refusal, as before).
+ */
+export function approvalInterrupt(request: ApprovalRequest, refused?: string | Refusal): ApprovalInterrupt {
+  const why: Refusal = typeof refused === 'string' ? { edit_refused: refused } : (refused ?? {});
   return {
     type: 'ctrlrun.approval',
     request_id: request.requestId,
     action_hash: request.actionHash,
     action: parseJson(actionToJson(request.action)) as JsonObject,
     expires_at: request.expiresAt,
-    ...(editRefused === undefined ? {} : { edit_refused: editRefused }),
+    ...(why.edit_refused === undefined ? {} : { edit_refused: why.edit_refused }),
+    ...(why.answer_refused === undefined ? {} : { answer_refused: why.answer_refused }),
   };
 }
 
@@ -179,12 +208,22 @@ export class InterruptApprovalProvider implements ApprovalProvider {
     }
     this.waitedOn = requestId;
     if (record.status !== 'pending') return null;
-    // Throws GraphInterrupt on the first run; returns the resume value when the node re-runs. An
-    // edit the policy refuses pauses the graph again with the reason (nothing written, the
-    // request still pending); on later re-runs LangGraph hands back each answer in turn.
-    let refused: string | undefined;
+    // Throws GraphInterrupt on the first run; returns the resume value when the node re-runs. A
+    // refused answer (another request or hash, a malformed one) or an edit the policy refuses
+    // pauses the graph again with the reason (nothing written, the request still pending): never
+    // a throw, because LangGraph hands back every earlier answer in turn when the node re-runs,
+    // and a refusal thrown on the first would be thrown again on every later resume.
+    let refused: Refusal | undefined;
     for (;;) {
-      const answer = readAnswer(interrupt(approvalInterrupt(record.request, refused)), record);
+      const value: unknown = interrupt(approvalInterrupt(record.request, refused));
+      let answer: ApprovalAnswer;
+      try {
+        answer = readAnswer(value, record);
+      } catch (err) {
+        if (!(err instanceof ApprovalMismatch) && !(err instanceof InvalidArgument)) throw err;
+        refused = { answer_refused: err.message };
+        continue;
+      }
       if (answer.decision === 'deny') {
         await this.control.denyApproval(requestId, { approver: answer.approver });
         return null;
@@ -193,8 +232,10 @@ export class InterruptApprovalProvider implements ApprovalProvider {
       try {
         return await this.control.grantApproval(requestId, { approver: answer.approver, edit: answer.edit });
       } catch (err) {
-        if (!(err instanceof ActionDenied)) throw err;
-        refused = err.message;
+        // Denied by the policy, or arguments the action cannot run with (refused before
+        // anything is written): the request stays pending for another answer.
+        if (!(err instanceof ActionDenied) && !(err instanceof InvalidArgument)) throw err;
+        refused = { edit_refused: err.message };
       }
     }
   }

@@ -109,44 +109,79 @@ describe('protectInGraph: approval through interrupt()', () => {
     expect((await store.listApprovals()).map((r) => [r.status, r.approver])).toEqual([['denied', 'human:ana']]);
   });
 
-  it('an answer for another request, or for another action hash, grants nothing', async () => {
-    const { store, graph, runs } = await setup();
-    interruptOf(await graph.invoke({ payment_id: 'p3', amount: 500000 }, thread('t3')));
-    const wrongId = await graph
-      .invoke(new Command({ resume: { decision: 'approve', approver: 'human:ana', request_id: 'apr_other' } }), thread('t3'))
-      .catch((e: unknown) => e);
-    expect(wrongId).toBeInstanceOf(ApprovalMismatch);
-    expect((wrongId as Error).message).toMatch(/the answer is for request "apr_other"/);
-
-    const other = await setup();
-    const asked2 = interruptOf(await other.graph.invoke({ payment_id: 'p3', amount: 500000 }, thread('t3b')));
-    const wrongHash = await other.graph
-      .invoke(
-        new Command({ resume: { decision: 'approve', approver: 'human:ana', request_id: asked2.request_id, action_hash: 'sha256:' + '0'.repeat(64) } }),
-        thread('t3b'),
-      )
-      .catch((e: unknown) => e);
-    expect(wrongHash).toBeInstanceOf(ApprovalMismatch);
+  it('a stale answer (another request, another hash) pauses the graph again on the same request, granting nothing; the right answer then runs the refund once', async () => {
+    const { store, receipts, graph, runs } = await setup();
+    const asked = interruptOf(await graph.invoke({ payment_id: 'p14', amount: 500000 }, thread('t14')));
+    const stale = { decision: 'approve', approver: 'human:ana', request_id: 'apr_other' };
+    const again = interruptOf(await graph.invoke(new Command({ resume: stale }), thread('t14')));
+    expect(again.request_id).toBe(asked.request_id);
+    expect(again.answer_refused).toMatch(/^approval .* refused \(mismatch\): the answer is for request "apr_other", but this run waits on /);
+    expect(again.edit_refused).toBeUndefined();
+    const wrongHash = { decision: 'approve', approver: 'human:ana', request_id: asked.request_id, action_hash: 'sha256:' + '0'.repeat(64) };
+    const third = interruptOf(await graph.invoke(new Command({ resume: wrongHash }), thread('t14')));
+    expect(third.request_id).toBe(asked.request_id);
+    expect(third.answer_refused).toMatch(/refused \(mismatch\): the answer was given for action "sha256:0{64}", not /);
     expect(runs.refunds).toEqual([]);
-    expect(other.runs.refunds).toEqual([]);
     expect((await store.listApprovals()).map((r) => r.status)).toEqual(['pending']);
-    expect((await other.store.listApprovals()).map((r) => r.status)).toEqual(['pending']);
+
+    const done = await graph.invoke(new Command({ resume: { decision: 'approve', approver: 'human:bo', request_id: asked.request_id } }), thread('t14'));
+    expect(done.refund).toEqual({ id: 're_p14' });
+    expect(runs.refunds).toEqual([{ payment_id: 'p14', amount: 500000 }]); // once
+    expect((await store.listApprovals()).map((r) => [r.request.requestId, r.status, r.approver])).toEqual([[asked.request_id, 'consumed', 'human:bo']]);
+    expect(receipts.filter((r) => r.document['result'] === 'committed')).toHaveLength(1);
+    // The thread is finished: nothing is pending in LangGraph either.
+    expect((await graph.getState(thread('t14'))).tasks.flatMap((t) => t.interrupts)).toEqual([]);
   });
 
-  it('a malformed answer is a clear InvalidArgument and records nothing', async () => {
-    for (const resume of [
-      'yes',
-      { decision: 'maybe', approver: 'human:ana', request_id: 'x' },
-      { decision: 'approve', approver: 'a\nb', request_id: 'x' },
-      JSON.parse('{"decision":"approve","approver":"human:ana","request_id":"x","__proto__":{"decision":"approve"}}') as object,
-      { decision: 'approve', approver: 'human:ana', request_id: 'x', arguments: { amount: 1 } },
-    ]) {
-      const { store, graph } = await setup();
+  it('an answer to a request that expired while the graph waited pauses the graph again on a new request; answered, the refund runs once', async () => {
+    let now = Date.parse('2026-01-01T00:00:00Z');
+    const clock = () => new Date(now);
+    const store = await createSqlJsStore({ clock });
+    const ctrl = new Control({
+      policy: loadPolicy(REFUND_POLICY),
+      store,
+      ids: sequentialIds(),
+      clock,
+      approvalTtl: 60_000,
+      principal: { agent: 'refund-graph' },
+      logger: { warn: () => {} },
+    });
+    const { graph, runs } = refundGraph(ctrl, new MemorySaver());
+    const asked = interruptOf(await graph.invoke({ payment_id: 'p15', amount: 500000 }, thread('t15')));
+    now += 120_000;
+    const late = { decision: 'approve', approver: 'human:ana', request_id: asked.request_id };
+    const again = interruptOf(await graph.invoke(new Command({ resume: late }), thread('t15')));
+    expect(again.request_id).not.toBe(asked.request_id);
+    expect(again.answer_refused).toContain(`the answer is for request ${JSON.stringify(asked.request_id)}, but this run waits on ${again.request_id}`);
+    expect(runs.refunds).toEqual([]);
+    await graph.invoke(new Command({ resume: { decision: 'approve', approver: 'human:ana', request_id: again.request_id } }), thread('t15'));
+    expect(runs.refunds).toEqual([{ payment_id: 'p15', amount: 500000 }]);
+    const statuses = Object.fromEntries((await store.listApprovals()).map((r) => [r.request.requestId, r.status]));
+    expect(statuses[again.request_id]).toBe('consumed');
+    expect(statuses[asked.request_id]).not.toBe('granted');
+  });
+
+  it('a malformed answer pauses the graph again saying what was wrong, records nothing, and the right answer then runs the refund once', async () => {
+    const cases: [unknown, RegExp][] = [
+      ['yes', /resume with \{ decision: 'approve' \| 'deny', approver, request_id \}/],
+      [{ decision: 'maybe', approver: 'human:ana', request_id: 'x' }, /needs decision 'approve' or 'deny', not "maybe"/],
+      [{ decision: 'approve', approver: 'a\nb', request_id: 'x' }, /approver must be a non-empty, one-line string/],
+      [JSON.parse('{"decision":"approve","approver":"human:ana","request_id":"x","__proto__":{"decision":"approve"}}') as object, /unknown key "__proto__"/],
+      [{ decision: 'approve', approver: 'human:ana', request_id: 'x', arguments: { amount: 1 } }, /unknown key "arguments"/],
+      [{ decision: { long: 'x'.repeat(500) }, approver: 'human:ana', request_id: 'x' }, /not \{"long":"x+… \(\d+ more characters\)$/],
+    ];
+    for (const [resume, why] of cases) {
+      const { store, graph, runs } = await setup();
       const asked = interruptOf(await graph.invoke({ payment_id: 'p4', amount: 500000 }, thread('t4')));
-      const fixed = typeof resume === 'object' && 'request_id' in resume ? { ...resume, request_id: asked.request_id } : resume;
-      const err = await graph.invoke(new Command({ resume: fixed }), thread('t4')).catch((e: unknown) => e);
-      expect(err, JSON.stringify(resume)).toBeInstanceOf(InvalidArgument);
+      const fixed = typeof resume === 'object' && resume !== null && 'request_id' in resume ? { ...resume, request_id: asked.request_id } : resume;
+      const again = interruptOf(await graph.invoke(new Command({ resume: fixed }), thread('t4')));
+      expect(again.request_id, JSON.stringify(resume)).toBe(asked.request_id);
+      expect(again.answer_refused, JSON.stringify(resume)).toMatch(why);
+      expect(again.answer_refused).not.toMatch(/[\n\r]/);
       expect((await store.listApprovals()).map((r) => r.status)).toEqual(['pending']);
+      await graph.invoke(new Command({ resume: { decision: 'approve', approver: 'human:ana', request_id: asked.request_id } }), thread('t4'));
+      expect(runs.refunds).toHaveLength(1);
+      expect((await store.listApprovals()).map((r) => r.status)).toEqual(['consumed']);
     }
   });
 
@@ -254,9 +289,9 @@ describe('protectInGraph: approval through interrupt()', () => {
           .catch((e: unknown) => e);
         const statuses = (await store.listApprovals()).map((r) => r.status);
         if (/^(?:0|-?[1-9][0-9]*)$/.test(args.payment_id)) {
-          // A digit-only id the effect template would spell like an integer: refused before anything is written.
-          expect(after).toBeInstanceOf(InvalidArgument);
-          expect((after as Error).message).toMatch(/cannot make stripe\.refund's effect key/);
+          // A digit-only id the effect template would spell like an integer: refused before anything
+          // is written, and the graph waits for another answer.
+          expect(interruptOf(after).edit_refused).toMatch(/cannot make stripe\.refund's effect key/);
           expect(runs.refunds).toEqual([]);
           expect(statuses).toEqual(['pending']);
         } else if (args.amount >= 0 && args.amount <= 1000000) {
@@ -273,28 +308,27 @@ describe('protectInGraph: approval through interrupt()', () => {
     );
   }, 120_000);
 
-  it('a malformed edit is an InvalidArgument and records nothing', async () => {
+  it('a malformed edit pauses the graph again saying what was wrong and records nothing', async () => {
     for (const edit of [{ amount: 1 }, { arguments: [1] }, { arguments: { amount: 1 }, note: 'x' }, 'amount=1']) {
       const { store, graph } = await setup();
       const asked = interruptOf(await graph.invoke({ payment_id: 'p12', amount: 500000 }, thread('t12')));
-      const err = await graph
-        .invoke(new Command({ resume: { decision: 'approve', approver: 'human:ana', request_id: asked.request_id, edit } }), thread('t12'))
-        .catch((e: unknown) => e);
-      expect(err, JSON.stringify(edit)).toBeInstanceOf(InvalidArgument);
+      const again = interruptOf(
+        await graph.invoke(new Command({ resume: { decision: 'approve', approver: 'human:ana', request_id: asked.request_id, edit } }), thread('t12')),
+      );
+      expect(again.answer_refused, JSON.stringify(edit)).toMatch(/has an edit that is not \{ arguments: \{ … \} \}/);
       expect((await store.listApprovals()).map((r) => r.status)).toEqual(['pending']);
     }
     const { store, graph } = await setup();
     const asked = interruptOf(await graph.invoke({ payment_id: 'p12', amount: 500000 }, thread('t12b')));
-    const err = await graph
-      .invoke(
+    const again = interruptOf(
+      await graph.invoke(
         new Command({
           resume: { decision: 'deny', approver: 'human:ana', request_id: asked.request_id, edit: { arguments: { payment_id: 'p12', amount: 1 } } },
         }),
         thread('t12b'),
-      )
-      .catch((e: unknown) => e);
-    expect(err).toBeInstanceOf(InvalidArgument);
-    expect((err as Error).message).toMatch(/only an approval edits/);
+      ),
+    );
+    expect(again.answer_refused).toMatch(/only an approval edits/);
     expect((await store.listApprovals()).map((r) => r.status)).toEqual(['pending']);
   });
 
