@@ -12,7 +12,7 @@
 import { describe, expect, it } from 'vitest';
 import { StoreError } from '@ctrlrun/kernel';
 import type { SqlExecutor } from '@ctrlrun/kernel/store';
-import { DurableObjectSqlDriver, openDurableObjectStore, type DurableObjectSqlStorage } from '@ctrlrun/store-do';
+import { DurableObjectSqlDriver, durableObjectDialect, openDurableObjectStore, type DurableObjectSqlStorage } from '@ctrlrun/store-do';
 import { beginFile, runAll } from '../../browser/harness/vitest-shim.js';
 import { describeStore } from '../../conformance/store.case.js';
 
@@ -20,8 +20,9 @@ interface Ctx {
   storage: DurableObjectSqlStorage & { sql: { exec(q: string, ...b: unknown[]): { toArray(): Record<string, unknown>[] } } };
 }
 
+/** Drops every table the store's own catalogue query lists (never SQLite's or the platform's). */
 function wipe(ctx: Ctx): void {
-  const tables = ctx.storage.sql.exec("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '_cf_%'").toArray();
+  const tables = ctx.storage.sql.exec(durableObjectDialect.sql.listTables).toArray();
   for (const t of tables) ctx.storage.sql.exec(`DROP TABLE IF EXISTS "${String(t['name']).replace(/"/g, '""')}"`);
 }
 

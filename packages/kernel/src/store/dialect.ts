@@ -23,7 +23,10 @@ export interface DialectSql {
   readonly serverVersion: string | null;
   /** Catalogue: one row if `schema_version` exists, none otherwise. */
   readonly schemaVersionExists: string;
-  /** Catalogue: `{ name }` of every user table, by name. */
+  /**
+   * Catalogue: `{ name }` of every user table, by name: not the engine's own, nor a host
+   * platform's (a Durable Object's `_cf_KV`), which never make a database foreign.
+   */
   readonly listTables: string;
   /** Catalogue: `{ name }` of every column of table `?1`. */
   readonly tableColumns: string;

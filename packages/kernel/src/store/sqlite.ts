@@ -23,6 +23,19 @@ function* causes(err: unknown): Generator<unknown> {
 /** The oldest SQLite with `RETURNING`. */
 const MIN_VERSION = [3, 35, 0] as const;
 
+/**
+ * Name prefixes of tables that belong to the engine or the host platform, never to a store:
+ * SQLite's own (`sqlite_…`), and Cloudflare's in a SQLite-backed Durable Object, where the KV API
+ * keeps its data in `_cf_KV` and alarms in `_cf_METADATA` (workerd reserves `_cf_` for itself;
+ * Cloudflare's documentation calls the KV table `__cf_kv`), and where miniflare, under
+ * `wrangler dev`, records the object's name in `__miniflare_do_name`. Such tables are not
+ * listed, so they never make a database look foreign (nor hide one that is). `LIKE` compares
+ * ASCII case-insensitively, as the platform's reservation does.
+ */
+const PLATFORM_TABLE_PREFIXES = ['sqlite_', '_cf_', '__cf_', '__miniflare_'] as const;
+
+const notPlatformTable = PLATFORM_TABLE_PREFIXES.map((p) => `name NOT LIKE '${p.replace(/[_%\\]/g, '\\$&')}%' ESCAPE '\\'`).join(' AND ');
+
 /** SQLite: `?` placeholders, `rowid` tie-breaks, `BEGIN IMMEDIATE` as the migration lock. */
 export const sqliteDialect: SqlDialect = Object.freeze({
   name: 'sqlite',
@@ -66,7 +79,7 @@ export const sqliteDialect: SqlDialect = Object.freeze({
   sql: Object.freeze({
     serverVersion: 'SELECT sqlite_version() AS version',
     schemaVersionExists: "SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'",
-    listTables: "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name",
+    listTables: `SELECT name FROM sqlite_master WHERE type = 'table' AND ${notPlatformTable} ORDER BY name`,
     tableColumns: 'SELECT name FROM pragma_table_info(?)',
     createSchemaVersion:
       'CREATE TABLE IF NOT EXISTS schema_version(\n  migration_id TEXT PRIMARY KEY, applied_at TEXT NOT NULL, ctrlrun_version TEXT NOT NULL)',
