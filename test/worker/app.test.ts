@@ -3,7 +3,7 @@
  * what each one leaves in the store, and the operator's side (approvals, effects, receipts).
  */
 import { describe, expect, it } from 'vitest';
-import { AGENT, harness, OPERATOR } from './harness.js';
+import { AGENT, harness, OPERATOR, POLICY } from './harness.js';
 import { createTryIt } from '@ctrlrun/kernel/try-it';
 import { createSqlJsStore } from '@ctrlrun/store-sqljs';
 
@@ -58,6 +58,37 @@ describe('POST /v1/actions', () => {
     expect(amb.status).toBe(409);
     expect(amb.json['error']).toMatchObject({ code: 'ERR_AMBIGUOUS_EFFECT', effectKey: 'charge:c1' });
     expect(h.calls).toEqual(['refund p4', 'charge c1 lost']);
+  });
+
+  it('refuses before asking: a call needing a human whose effect key is ambiguous is 409 AmbiguousEffect, committed 409 DuplicateEffect; no request filed, the refusal recorded', async () => {
+    // flaky.charge needs a human above 100; its key charge:{id} is shared by every amount.
+    const policy = POLICY.replace(
+      '  flaky.charge:\n    effect: "charge:{id}"\n    decision: allow\n',
+      '  flaky.charge:\n    effect: "charge:{id}"\n    rules:\n      - {when: {amount_lte: 100}, decision: allow}\n      - {decision: approve}\n',
+    );
+    expect(policy).not.toBe(POLICY);
+    const h = await harness({}, policy);
+    const charge = (id: string, mode: string, amount: number) =>
+      h.call('POST', '/v1/actions', AGENT, { name: 'flaky.charge', arguments: { id, mode, amount } });
+    expect((await charge('c1', 'lost', 50)).status).toBe(502);
+    expect((await charge('c2', 'ok', 50)).status).toBe(200);
+    const before = await h.counts();
+    const amb = await charge('c1', 'ok', 5000);
+    expect(amb.status, amb.text).toBe(409);
+    expect(amb.json['error']).toMatchObject({ code: 'ERR_AMBIGUOUS_EFFECT', effectKey: 'charge:c1' });
+    const dup = await charge('c2', 'ok', 5000);
+    expect(dup.status, dup.text).toBe(409);
+    expect(dup.json['error']).toMatchObject({ code: 'ERR_DUPLICATE_EFFECT', state: 'committed', effectKey: 'charge:c2' });
+    expect(await h.store.listApprovals()).toEqual([]);
+    // Each refusal: ACTION_PROPOSED, POLICY_EVALUATED, EFFECT_RESERVATION_REFUSED and a blocked receipt; no effect written.
+    expect(await h.counts()).toEqual({ ...before, events: before.events + 6, receipts: before.receipts + 2 });
+    const refusals = (await h.store.events()).filter((e) => e.type === 'EFFECT_RESERVATION_REFUSED').map((e) => e.data);
+    expect(refusals).toEqual([{ reason: 'ambiguous' }, { reason: 'duplicate', state: 'committed' }]);
+    expect((await h.store.receipts()).slice(-2).map((r) => [r.result, JSON.parse(r.json!)['decision']])).toEqual([
+      ['blocked', 'approve'],
+      ['blocked', 'approve'],
+    ]);
+    expect(h.calls).toEqual(['charge c1 lost', 'charge c2 ok']);
   });
 
   it('502 when the executor fails with an unknown outcome: recorded AMBIGUOUS, resolved by an operator', async () => {

@@ -159,6 +159,35 @@ export function describeWorkerHttp(runtime: string, open: () => Promise<Target>)
       expect(mismatch.json['error']).toMatchObject({ code: 'ERR_APPROVAL_MISMATCH', reason: 'mismatch' });
     });
 
+    it('refuses before asking: an effect that already happened is 409 DuplicateEffect, not a new approval request (202)', async () => {
+      // The refund ran with a human's approval; the agent then sends the same call without it, in a loop.
+      const asked = await refund('pay_again', 250000);
+      const requestId = String(asked.json['requestId']);
+      expect((await call('POST', `/v1/approvals/${requestId}/grant`, OPERATOR_TOKEN)).status).toBe(200);
+      expect((await refund('pay_again', 250000, { approvalId: requestId })).status).toBe(200);
+      // Allowed on its own, then a larger refund of the same payment that would need a human.
+      expect((await refund('pay_again_small', 100)).status).toBe(200);
+      const tries = [await refund('pay_again', 250000), await refund('pay_again', 250000), await refund('pay_again_small', 300000)];
+      for (const [i, r] of tries.entries()) {
+        expect(r.status, JSON.stringify(r.json)).toBe(409);
+        expect(r.json['error']).toMatchObject({
+          code: 'ERR_DUPLICATE_EFFECT',
+          state: 'committed',
+          effectKey: i < 2 ? 'refund:pay_again' : 'refund:pay_again_small',
+        });
+      }
+      const mine = (a: Json) => String((a['action'] as { arguments: Json }).arguments['payment_id']).startsWith('pay_again');
+      expect((await approvals('pending')).filter(mine)).toEqual([]);
+      // Each refusal is on record: a blocked receipt in an intact chain.
+      const page = await call('GET', '/v1/receipts?after=0&limit=1000', OPERATOR_TOKEN);
+      const blocked = (page.json['receipts'] as Json[]).filter((r) => {
+        const doc = r['receipt'] as Json | undefined;
+        return doc?.['result'] === 'blocked' && String(doc['effect_key']).startsWith('refund:pay_again');
+      });
+      expect(blocked).toHaveLength(3);
+      expect((await call('GET', '/v1/receipts/verify', OPERATOR_TOKEN)).json).toMatchObject({ ok: true, breaks: [] });
+    });
+
     it('refuses at the HTTP edge: 401, 403, 415, 413, 400 with the path, 404', async () => {
       const body = { name: 'stripe.refund', arguments: { payment_id: 'pay_edge', amount: 1 } };
       expect((await propose(body, '')).status).toBe(401);
