@@ -85,6 +85,8 @@ export const scan: Command = {
     'Exit 0: nothing found. 1: anything found, suppressed or undetermined. 2: could not run (not a directory, no source files, the policy, catalogue or vocabulary does not load).\n' +
     'Covered: a call lexically inside a function given to protect() or an adapter wrapper (protectTool, protectTools), inside a function given to one by name, or a call of what protect() returned. ' +
     'Suppress one call with a trailing comment: // ctrlrun: not-consequential — <reason> (no reason, no effect).\n' +
+    'A policy entry named by a read verb (customer.read, invoices.list, get_customer; no verb of the vocabulary) needs no effect: template and is listed as a read, not a finding: ' +
+    'an effect key is reserved at most once, so the second read of the same record would be refused as DuplicateEffect.\n' +
     'Never imports or runs the tree; builds no action, resolves no principal, evaluates no policy, opens no store. A finder, not a proof: there is no score.\n' +
     'Made for trees you do not trust: only regular files are read (a FIFO or a device is refused), symbolic links are not followed ' +
     '(one leading inside is read where it points, one leading out is listed as not followed, and a ctrlrun.yaml or ctrlrun.scan.yaml in the tree that leads out is refused), ' +

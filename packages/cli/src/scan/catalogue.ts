@@ -490,6 +490,46 @@ export function normalizeModule(specifier: string): string {
 }
 
 /**
+ * The verbs that name a read. A policy action named by one (`customer.read`, `invoices.list`,
+ * `get_customer`) and by no verb of the vocabulary is a read: it needs no `effect:` template, and
+ * one would do harm — the key is reserved at most once, so the second read of the same record
+ * would be refused as `DuplicateEffect`.
+ */
+export const READ_VERBS: ReadonlySet<string> = new Set([
+  'read',
+  'get',
+  'list',
+  'search',
+  'find',
+  'lookup',
+  'view',
+  'show',
+  'describe',
+  'count',
+  'inspect',
+  'preview',
+  'browse',
+  'retrieve',
+]);
+
+/**
+ * Whether a policy action name names a read: its last dotted segment is a read verb, or a
+ * compound whose first word is one (`get_customer`, `listInvoices`), and no segment or word
+ * matches a verb of `verbs` (`refund.get_and_cancel` is not a read).
+ */
+export function isReadName(name: string, verbs: ReadonlySet<string>): boolean {
+  const segments = name.split('.');
+  if (vocabularyVerb(segments, verbs) !== null) return false;
+  const first = segments
+    .at(-1)!
+    .replace(/([a-z0-9])([A-Z])/g, '$1_$2')
+    .toLowerCase()
+    .split(/[_$-]+/)
+    .find((w) => w !== '');
+  return first !== undefined && READ_VERBS.has(first);
+}
+
+/**
  * The verb a name matches (docs/spec/04-surfaces.md §7): a whole segment matches a verb or its plural; a word of a
  * `_` or camelCase compound only the singular (`create_refund` ✓, `refunds_report` ✗, `deletedAt` ✗).
  */

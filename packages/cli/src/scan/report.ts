@@ -38,10 +38,14 @@ export function exitCode(r: ScanResult): 0 | 1 {
 
 const fileOf = (f: Finding) => ('unit' in f ? f.unit.rel : f.file);
 
-/** The suggested policy entry for a finding (action, effect template, decision), or null. */
-export function suggestion(f: Finding): { action: string; effect: string; decision: string | null } | null {
+/**
+ * The suggested policy entry for a finding (action, effect template, decision), or null. A read
+ * is given no effect template: its key would be reserved at most once, refusing the second read
+ * of the same record as `DuplicateEffect`.
+ */
+export function suggestion(f: Finding): { action: string; effect: string | null; decision: string | null } | null {
   if (f.kind === 'unprotected_call') return { action: f.action, effect: f.effect, decision: 'approve' };
-  if (f.kind === 'protected_action_not_in_policy') return { action: f.name, effect: `${f.name.split('.').pop()}:{id}`, decision: 'approve' };
+  if (f.kind === 'protected_action_not_in_policy') return { action: f.name, effect: f.read ? null : `${f.name.split('.').pop()}:{id}`, decision: 'approve' };
   if (f.kind === 'action_without_effect') return { action: f.name, effect: `${f.name.split('.').pop()}:{id}`, decision: null };
   return null;
 }
@@ -50,7 +54,7 @@ export function suggestion(f: Finding): { action: string; effect: string; decisi
 export function suggestionYaml(f: Finding, flow = false): string | null {
   const s = suggestion(f);
   if (s === null) return null;
-  const fields = [`effect: ${JSON.stringify(s.effect)}`, ...(s.decision === null ? [] : [`decision: ${s.decision}`])];
+  const fields = [...(s.effect === null ? [] : [`effect: ${JSON.stringify(s.effect)}`]), ...(s.decision === null ? [] : [`decision: ${s.decision}`])];
   return flow ? `${s.action}: { ${fields.join(', ')} }` : `${s.action}:\n${fields.map((x) => `  ${x}`).join('\n')}`;
 }
 
@@ -86,6 +90,9 @@ function notFollowedLine(r: ScanResult): string {
   return `not followed: ${n} symbolic link${n === 1 ? '' : 's'} leading out of the tree: ${r.notFollowed.join(', ')}`;
 }
 
+/** Why the policy's read actions without an `effect:` are not findings, before their names. */
+export const READS_NOTE = 'reads without an effect: template, as they should be (a key would refuse the second read as DuplicateEffect)';
+
 /** The human report, one line each. */
 export function renderText(r: ScanResult, policyPath: string | null): string[] {
   const out: string[] = [];
@@ -117,6 +124,7 @@ export function renderText(r: ScanResult, policyPath: string | null): string[] {
   );
   if (r.notFollowed.length > 0) out.push(visible(notFollowedLine(r)));
   out.push(visible(policyPath === null ? 'policy: none found (no ctrlrun.yaml in the tree; give --policy FILE)' : `policy: ${policyPath}`));
+  if (r.readActions.length > 0) out.push(visible(`${READS_NOTE}: ${r.readActions.join(', ')}`));
   return out;
 }
 
@@ -158,6 +166,7 @@ export function renderJson(
       undetermined: r.undetermined.length,
     },
     not_followed: [...r.notFollowed],
+    read_actions: [...r.readActions],
     vocabulary: [...meta.vocabulary],
     catalogue: [...meta.catalogue],
     policy: meta.policy,

@@ -19,7 +19,7 @@ import type * as TS from 'typescript';
 import type { Policy } from '@ctrlrun/kernel';
 import { isWithin, readRegularFile, UnreadableFile } from '../files.js';
 import { analyze, type CallFinding, type ProtectedAction, type Suppressed, type Undetermined } from './analyze.js';
-import type { CatalogueEntry, Wrapper } from './catalogue.js';
+import { isReadName, type CatalogueEntry, type Wrapper } from './catalogue.js';
 import type { Unit } from './resolve.js';
 
 /** Directories never entered (VCS, caches, virtualenvs, build output, dependencies). */
@@ -68,6 +68,8 @@ export type Finding =
       readonly rule: 'not-in-policy';
       readonly target: string;
       readonly name: string;
+      /** The name names a read ({@link isReadName}): the entry it needs has no `effect:`. */
+      readonly read: boolean;
     }
   | {
       readonly kind: 'action_without_effect';
@@ -118,6 +120,12 @@ export interface ScanResult {
   readonly notFollowed: readonly string[];
   /** Files parsed with a program (a tsconfig.json above them in the tree). */
   readonly filesTyped: number;
+  /**
+   * The policy's actions that can allow or approve with no `effect:` but name a read
+   * ({@link isReadName}): not findings, since an effect key would refuse the second read of the
+   * same record as `DuplicateEffect`; listed so that nothing is passed over unsaid.
+   */
+  readonly readActions: readonly string[];
   readonly tsconfigs: readonly string[];
 }
 
@@ -283,6 +291,8 @@ export function scanTree(options: ScanOptions): ScanResult {
       detail: f.message,
     });
   const policy = options.policy;
+  const verbs = new Set(options.vocabulary);
+  const readActions: string[] = [];
   if (policy !== null) {
     const policyRel = relOf(policy.path).startsWith('..') ? policy.path : relOf(policy.path);
     const listed = new Set(policy.policy.actionNames);
@@ -306,6 +316,7 @@ export function scanTree(options: ScanOptions): ScanResult {
         rule: 'not-in-policy',
         target: p.name,
         name: p.name,
+        read: isReadName(p.name, verbs),
       });
     }
     const supplied = new Set(analysis.protectedActions.filter((p) => p.suppliesEffect && p.name !== null).map((p) => p.name));
@@ -313,6 +324,10 @@ export function scanTree(options: ScanOptions): ScanResult {
       if (policy.policy.action(name)?.effect !== null || supplied.has(name)) continue;
       const decisions = [...new Set((policy.policy.rules(name) ?? []).map((r) => r.decision))].filter((d) => d === 'allow' || d === 'approve');
       if (decisions.length === 0) continue;
+      if (isReadName(name, verbs)) {
+        readActions.push(name);
+        continue;
+      }
       findings.push({
         kind: 'action_without_effect',
         file: policyRel,
@@ -338,6 +353,7 @@ export function scanTree(options: ScanOptions): ScanResult {
     filesExcluded,
     notFollowed,
     filesTyped,
+    readActions,
     tsconfigs: [...groups.keys()].filter((c): c is string => c !== null).map(relOf),
   };
 }
