@@ -10,12 +10,12 @@
  *
  * @module
  */
-import type { StateStore } from '@ctrlrun/kernel';
+import { maskUrl, type StateStore } from '@ctrlrun/kernel';
 import { createSqlJsStore } from '@ctrlrun/store-sqljs';
 import type { App } from './app.js';
 import { createConfiguredApp } from './configured.js';
 import { createFakeRemote } from './demo.js';
-import { describeUrl, openServerStore } from './server-store.js';
+import { openServerStore } from './server-store.js';
 import { loadWorkerSettings, settingsBanner } from './settings.js';
 
 declare const Deno: {
@@ -43,7 +43,7 @@ async function openDatabase(url: string): Promise<StateStore> {
     const hint = /better-sqlite3/.test(message)
       ? ' (on Deno, DATABASE_URL may be postgres://… or pglite:…; a SQLite file needs better-sqlite3, a native addon Deno cannot load)'
       : '';
-    return fail(`DATABASE_URL ${describeUrl(url)}: ${message}${hint}`);
+    return fail(`DATABASE_URL ${maskUrl(url)}: ${message}${hint}`);
   }
 }
 
@@ -73,6 +73,6 @@ export async function denoApp(): Promise<{ app: App; banner(url: string): string
   };
   Deno.addSignalListener('SIGINT', stop);
   Deno.addSignalListener('SIGTERM', stop);
-  const storeName = settings.databaseUrl ? describeUrl(settings.databaseUrl) : 'sql.js in memory (gone when the process exits)';
+  const storeName = settings.databaseUrl ? maskUrl(settings.databaseUrl) : 'sql.js in memory (gone when the process exits)';
   return { app, banner: (url) => settingsBanner(settings, { url, store: storeName, runtime: `deno ${Deno.version.deno}`, policyHash: control.policyHash }) };
 }

@@ -7,7 +7,17 @@
  *
  * @module
  */
-import { canonicalJson, InvalidArgument, NotExecuted, parseJson, type Action, type ExecutionContext, type JsonObject, type JsonValue } from '@ctrlrun/kernel';
+import {
+  canonicalJson,
+  InvalidArgument,
+  maskUrl,
+  NotExecuted,
+  parseJson,
+  type Action,
+  type ExecutionContext,
+  type JsonObject,
+  type JsonValue,
+} from '@ctrlrun/kernel';
 
 /** Runs one action: gets its canonical arguments; returns the result to record. */
 export type ActionExecutor = (args: JsonObject, context: ExecutionContext) => unknown;
@@ -121,7 +131,11 @@ async function readBody(response: Response): Promise<JsonValue> {
 export function httpForwarder(options: HttpForwarderOptions): ActionExecutor {
   if (!options || typeof options !== 'object') throw new InvalidArgument('httpForwarder needs { url }');
   const { url } = options;
-  if (typeof url !== 'function' && !URL.canParse(String(url))) throw new InvalidArgument(`url ${JSON.stringify(String(url))} is not an absolute URL`);
+  if (typeof url !== 'function') {
+    if (!URL.canParse(String(url))) throw new InvalidArgument(`url ${JSON.stringify(maskUrl(String(url)))} is not an absolute URL`);
+    const parsed = new URL(String(url));
+    if (parsed.username !== '' || parsed.password !== '') throw new InvalidArgument(credentialsRefused(String(url)));
+  }
   const timeoutMs = options.timeoutMs ?? 10_000;
   if (!Number.isSafeInteger(timeoutMs) || timeoutMs <= 0) throw new InvalidArgument('timeoutMs must be a positive integer');
   const method = options.method ?? 'POST';
@@ -132,6 +146,9 @@ export function httpForwarder(options: HttpForwarderOptions): ActionExecutor {
   return async (args, context) => {
     const { action, effectKey } = context;
     const target = new URL(String(typeof url === 'function' ? url(action) : url));
+    // Request refuses a URL holding credentials, and its error quotes the URL whole: never sent.
+    if (target.username !== '' || target.password !== '')
+      throw new NotExecuted(`${action.name}: ${credentialsRefused(target.href)}; the request was never sent`);
     const extra = typeof options.headers === 'function' ? options.headers(action) : (options.headers ?? {});
     const headers = new Headers(extra);
     headers.set('content-type', 'application/json');
@@ -168,6 +185,11 @@ export function httpForwarder(options: HttpForwarderOptions): ActionExecutor {
       clearTimeout(timer);
     }
   };
+}
+
+/** Why a URL holding a user or password is not forwarded to, with the URL masked. */
+function credentialsRefused(url: string): string {
+  return `url ${JSON.stringify(maskUrl(url))} holds credentials (user:password@ before the host), which fetch refuses to send: put them in headers (Authorization)`;
 }
 
 function describe(err: unknown): string {

@@ -18,13 +18,13 @@ import { parseArgs } from 'node:util';
 import { pathToFileURL } from 'node:url';
 import type { AddressInfo } from 'node:net';
 import { serve } from '@hono/node-server';
-import { InvalidArgument, type StateStore } from '@ctrlrun/kernel';
+import { InvalidArgument, maskUrl, type StateStore } from '@ctrlrun/kernel';
 import { createSqlJsStore } from '@ctrlrun/store-sqljs';
 import type { WorkerEnv } from './config.js';
 import { createConfiguredApp } from './configured.js';
 import { createFakeRemote } from './demo.js';
 import { loadWorkerSettings, settingsBanner, type RuntimeAccess, type WorkerSettings } from './settings.js';
-import { describeUrl, openServerStore } from './server-store.js';
+import { openServerStore } from './server-store.js';
 
 /** A running Node server. */
 export interface NodeWorker {
@@ -126,7 +126,7 @@ export async function startNodeWorker(
   });
   const address = server.address() as AddressInfo;
   const url = `http://${hostname.includes(':') ? `[${hostname}]` : hostname}:${address.port}`;
-  const storeName = config.databaseUrl ? describeUrl(config.databaseUrl) : 'sql.js in memory (gone when the process exits)';
+  const storeName = config.databaseUrl ? maskUrl(config.databaseUrl) : 'sql.js in memory (gone when the process exits)';
   (options.print ?? console.log)(settingsBanner(config, { url, store: storeName, runtime: `node ${process.versions.node}`, policyHash: control.policyHash }));
   return {
     url,

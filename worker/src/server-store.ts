@@ -19,8 +19,3 @@ export async function openServerStore(url: string): Promise<StateStore> {
   }
   return mod.openStore(url);
 }
-
-/** `DATABASE_URL` with any password masked, for the startup lines. */
-export function describeUrl(url: string): string {
-  return url.replace(/\/\/([^:/@]+):[^@/]*@/, '//$1:***@');
-}

@@ -42,7 +42,7 @@
  * @module
  */
 import { parseDocument } from 'yaml';
-import { InvalidArgument, loadPolicy, type Policy } from '@ctrlrun/kernel';
+import { InvalidArgument, loadPolicy, maskUrl, type Policy } from '@ctrlrun/kernel';
 import { TRY_IT_POLICY_YAML } from '@ctrlrun/kernel/try-it';
 import { anyOf, identityProviderAuth, staticTokens, type Authenticator, type StaticToken } from './auth.js';
 import type { CorsOptions } from './app.js';
@@ -194,7 +194,12 @@ function parseExecutor(r: Reader, v: unknown, path: string): ExecutorDeclaration
   const h = r.object(o['http'], `${path}.http`, ['url', 'method', 'headers', 'timeoutMs', 'notExecutedStatuses']);
   const url = r.string(h['url'], `${path}.http.url`);
   if (!URL.canParse(url) || !['http:', 'https:'].includes(new URL(url).protocol))
-    r.fail(`${path}.http.url`, `${JSON.stringify(url)} is not an absolute http(s) URL`);
+    r.fail(`${path}.http.url`, `${JSON.stringify(maskUrl(url))} is not an absolute http(s) URL`);
+  else if (new URL(url).username !== '' || new URL(url).password !== '')
+    r.fail(
+      `${path}.http.url`,
+      `${JSON.stringify(maskUrl(url))} holds credentials (user:password@ before the host), which fetch refuses to send: put them in headers (Authorization)`,
+    );
   const method = h['method'] === undefined ? 'POST' : r.string(h['method'], `${path}.http.method`);
   if (!['POST', 'PUT', 'PATCH', 'DELETE'].includes(method)) r.fail(`${path}.http.method`, `must be POST, PUT, PATCH or DELETE, got ${JSON.stringify(method)}`);
   const headers = Object.create(null) as Record<string, string | SecretRef>;

@@ -6,7 +6,7 @@
  * @module
  */
 import { isAbsolute, resolve } from 'node:path';
-import { InvalidArgument } from '@ctrlrun/kernel';
+import { InvalidArgument, maskUrl } from '@ctrlrun/kernel';
 import { parseStoreUrl, policyFilePath, stateFilePath } from '@ctrlrun/store-node';
 import { CliRefusal } from './errors.js';
 import type { CliIo } from './io.js';
@@ -40,11 +40,6 @@ export function describeTarget(target: StoreTarget): string {
   return maskUrl(target.url);
 }
 
-/** The URL with any password replaced by `***`. */
-export function maskUrl(url: string): string {
-  return url.replace(/^([a-z][a-z0-9+.-]*:\/\/[^:/?#@]*:)[^@/?#]*@/i, '$1***@');
-}
-
 /** The default SQLite file: `$CTRLRUN_STATE`, else `.ctrlrun/state.db` beside the policy, as `fromFile` finds it. */
 export function defaultStatePath(io: CliIo): string {
   return stateFilePath({ env: io.env, cwd: io.cwd });
@@ -67,7 +62,7 @@ export function storeTarget(io: CliIo, flag: string | undefined): StoreTarget {
       if (address.kind !== 'sqlite') throw new InvalidArgument(`not a SQLite address`);
       path = address.path;
     } catch (err) {
-      throw new CliRefusal(`the store URL ${JSON.stringify(url)} is refused: ${(err as Error).message}; expected sqlite://<path>`);
+      throw new CliRefusal(`the store URL ${JSON.stringify(maskUrl(url))} is refused: ${(err as Error).message}; expected sqlite://<path>`);
     }
     return { kind: 'sqlite', path: isAbsolute(path) ? path : resolve(io.cwd, path), isDefault: false };
   }

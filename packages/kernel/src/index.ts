@@ -10,6 +10,7 @@
 export * from './errors.js';
 export { canonicalBytes, canonicalJson, parseJson, orderedJson, type JsonValue, type JsonObject } from './canonical.js';
 export { argumentsForDisplay, showInvisible, type ShownArguments } from './visible.js';
+export { maskUrl } from './mask-url.js';
 export { DEFAULT_MAX_PENDING_APPROVALS, PendingApprovalLimit, type PendingRefusal, type PendingSlot } from './pending-limit.js';
 export { type Clock, systemClock, MINUTE } from './time.js';
 export { type IdPrefix, type IdSource, randomIds, sequentialIds } from './ids.js';

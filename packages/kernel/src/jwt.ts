@@ -16,6 +16,7 @@ import { isPlainObject } from './canonical.js';
 import { IdentityError, InvalidArgument, MissingDependency } from './errors.js';
 import type { IdentityContext, IdentityLogger, IdentityProvider } from './identity.js';
 import { systemClock, type Clock } from './time.js';
+import { maskUrl } from './mask-url.js';
 
 type Jose = typeof import('jose');
 type VerifyKey = Parameters<Jose['compactVerify']>[1];
@@ -251,9 +252,12 @@ export class JwtIdentityProvider implements IdentityProvider {
       try {
         parsed = new URL(url);
       } catch {
-        throw new InvalidArgument(`jwksUrl ${JSON.stringify(url)} is not a URL`);
+        throw new InvalidArgument(`jwksUrl ${JSON.stringify(maskUrl(url))} is not a URL`);
       }
       if (parsed.protocol !== 'https:') throw new InvalidArgument(`jwksUrl must be https:, got ${parsed.protocol}`);
+      // fetch refuses a URL holding credentials, and its error would quote the URL whole.
+      if (parsed.username !== '' || parsed.password !== '')
+        throw new InvalidArgument(`jwksUrl ${JSON.stringify(maskUrl(url))} holds credentials (user:password@ before the host), which fetch refuses to send`);
       this.#jwksUrl = parsed.href;
       const f = options.fetch ?? (globalThis as { fetch?: typeof fetch }).fetch;
       if (typeof f !== 'function') throw new InvalidArgument('a JWKS URL needs fetch (globalThis.fetch, or the fetch option)');

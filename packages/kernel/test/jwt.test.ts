@@ -209,6 +209,11 @@ describe('T88b: configuration is refused at construction', () => {
     ['empty agent claim', { agentClaim: '' }, /agentClaim/],
     ['token type left out', { tokenType: undefined }, /tokenType is required/],
     ['an http JWKS', { jwksUrl: 'http://id.example.com/jwks' }, /must be https/],
+    [
+      'a JWKS URL holding credentials, masked',
+      { jwksUrl: 'https://idp:s3cr3t@ssw0rd@id.example.com/jwks' },
+      /jwksUrl "https:\/\/\*\*\*@id\.example\.com\/jwks" holds credentials/,
+    ],
     ['a PEM path', { jwksUrl: undefined, publicKey: '/etc/keys/idp.pem' }, /PEM text/],
     ['a zero JWKS max age', { jwksMaxAge: 0 }, /jwksMaxAge must be a positive/],
     ['a JWKS max age under the refresh interval', { jwksMaxAge: 10_000, jwksMinRefreshInterval: 30_000 }, /at least jwksMinRefreshInterval/],

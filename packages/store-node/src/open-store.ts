@@ -6,7 +6,7 @@
  *
  * @module
  */
-import { InvalidArgument, type Clock } from '@ctrlrun/kernel';
+import { InvalidArgument, maskUrl, type Clock } from '@ctrlrun/kernel';
 import { type SqlStateStore } from '@ctrlrun/kernel/store';
 
 /** Options of {@link openStore}, shared by every driver. */
@@ -38,7 +38,7 @@ function refuseUrlParts(url: string, path: string): void {
   if (at < 0) return;
   const part = path[at] === '?' ? 'a query string' : 'a fragment';
   throw new InvalidArgument(
-    `store url ${JSON.stringify(url)} has ${part} (${JSON.stringify(path.slice(at))}), which openStore does not take: the address names a file or directory only, and options such as readOnly go in openStore's options. Nothing was opened or created.`,
+    `store url ${JSON.stringify(maskUrl(url))} has ${part} (${JSON.stringify(maskUrl(path.slice(at)))}), which openStore does not take: the address names a file or directory only, and options such as readOnly go in openStore's options. Nothing was opened or created.`,
   );
 }
 
@@ -59,13 +59,14 @@ export function parseStoreUrl(url: string): StoreAddress {
   switch (scheme) {
     case 'sqlite': {
       const path = rest.startsWith('//') ? rest.slice(2) : rest;
-      if (path === '') throw new InvalidArgument(`store url ${JSON.stringify(url)} names no file: sqlite:PATH`);
+      if (path === '') throw new InvalidArgument(`store url ${JSON.stringify(maskUrl(url))} names no file: sqlite:PATH`);
       refuseUrlParts(url, path);
       return { kind: 'sqlite', path };
     }
     case 'postgres':
     case 'postgresql':
-      if (!rest.startsWith('//')) throw new InvalidArgument(`store url ${JSON.stringify(url)} is not a PostgreSQL URL: postgres://user@host:port/database`);
+      if (!rest.startsWith('//'))
+        throw new InvalidArgument(`store url ${JSON.stringify(maskUrl(url))} is not a PostgreSQL URL: postgres://user@host:port/database`);
       return { kind: 'postgres', url };
     case 'pglite': {
       const dir = rest.startsWith('//') ? rest.slice(2) : rest;
@@ -74,7 +75,7 @@ export function parseStoreUrl(url: string): StoreAddress {
     }
     default:
       throw new InvalidArgument(
-        `store url ${JSON.stringify(url)} has an unknown scheme ${JSON.stringify(scheme)}: accepted are ${ACCEPTED_STORE_URLS} (a file whose name contains a colon: write it as sqlite:PATH or ./PATH)`,
+        `store url ${JSON.stringify(maskUrl(url))} has an unknown scheme ${JSON.stringify(scheme)}: accepted are ${ACCEPTED_STORE_URLS} (a file whose name contains a colon: write it as sqlite:PATH or ./PATH)`,
       );
   }
 }

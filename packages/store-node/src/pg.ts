@@ -15,7 +15,7 @@
  *
  * @module
  */
-import { AmbiguousWrite, InvalidArgument, StoreError, type Logger } from '@ctrlrun/kernel';
+import { AmbiguousWrite, InvalidArgument, maskUrl, StoreError, type Logger } from '@ctrlrun/kernel';
 import {
   commitErrorOutcome,
   quoteIdentifier,
@@ -564,7 +564,7 @@ function boundedClient(Client: new (config?: object) => object, timeoutMs: numbe
  */
 export async function openPgStore(url: string, options: PgStoreOptions = {}): Promise<PgStore> {
   if (typeof url !== 'string' || !/^postgres(?:ql)?:\/\//i.test(url))
-    throw new InvalidArgument(`url must be a postgres:// or postgresql:// URL, got ${JSON.stringify(url)}`);
+    throw new InvalidArgument(`url must be a postgres:// or postgresql:// URL, got ${typeof url === 'string' ? JSON.stringify(maskUrl(url)) : typeof url}`);
   checkStoreOptions(options, 'openPgStore');
   const { Pool, Client } = await loadPg();
   // A server that accepts the connection and never answers is refused after the connect timeout,
@@ -586,7 +586,7 @@ export async function openPgStore(url: string, options: PgStoreOptions = {}): Pr
         connectMs > 0 && /timeout expired|connection timeout/i.test(message(err))
           ? ` (no answer within ${connectMs / 1000} s; connect_timeout in the URL sets it)`
           : '';
-      throw new StoreError(`[pg] ${url.replace(/\/\/[^@/]*@/, '//***@')}: ${message(err)}${waited}`, { sql: err.sql, cause: err });
+      throw new StoreError(`[pg] ${maskUrl(url)}: ${message(err)}${waited}`, { sql: err.sql, cause: err });
     }
     throw err;
   }

@@ -6,7 +6,7 @@
  *
  * @module
  */
-import { HeaderIdentityProvider } from '@ctrlrun/kernel';
+import { HeaderIdentityProvider, maskUrl } from '@ctrlrun/kernel';
 import { STORE_URL, type Command } from '../command.js';
 import { describeTarget } from '../discovery.js';
 import { visible } from '../format.js';
@@ -28,9 +28,15 @@ function upstreamTarget(
     try {
       parsed = new URL(url);
     } catch {
-      throw new UsageError(`--upstream must be an http(s):// URL, got ${JSON.stringify(url)}`);
+      throw new UsageError(`--upstream must be an http(s):// URL, got ${JSON.stringify(maskUrl(url))}`);
     }
-    if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new UsageError(`--upstream must be an http(s):// URL, got ${JSON.stringify(url)}`);
+    if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:')
+      throw new UsageError(`--upstream must be an http(s):// URL, got ${JSON.stringify(maskUrl(url))}`);
+    // fetch refuses a URL holding credentials, and its error quotes the URL whole: refuse it here, masked.
+    if (parsed.username !== '' || parsed.password !== '')
+      throw new UsageError(
+        `--upstream ${JSON.stringify(maskUrl(url))} holds credentials (user:password@ before the host), which HTTP clients refuse to send: give the upstream's address without them`,
+      );
     return { kind: 'http', url: parsed };
   }
   const childEnv: Record<string, string> = {};
@@ -129,7 +135,7 @@ export const gateway: Command = {
       try {
         client = await connectUpstream(upstream, (text) => io.stderr(text));
       } catch (e) {
-        const where = upstream.kind === 'http' ? upstream.url.href : upstream.argv.join(' ');
+        const where = upstream.kind === 'http' ? maskUrl(upstream.url.href) : upstream.argv.join(' ');
         throw new CliRefusal(`the upstream MCP server ${where} cannot be reached: ${e instanceof Error ? e.message : String(e)}`);
       }
       client.onclose = () => {
@@ -157,7 +163,7 @@ export const gateway: Command = {
         control.authority === null ? 'no authority: section — every principal is unrestricted' : `authority from ${policy.source}`,
         `store ${describeTarget(target)}`,
         `policy ${control.policyHash}`,
-        `upstream ${upstream.kind === 'http' ? upstream.url.href : upstream.argv.join(' ')} as mcp.${alias}.<tool>`,
+        `upstream ${upstream.kind === 'http' ? maskUrl(upstream.url.href) : upstream.argv.join(' ')} as mcp.${alias}.<tool>`,
       ];
       // The upstream's tools the policy names none of: every call to them would be denied.
       try {

@@ -9,7 +9,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve as resolvePath } from 'node:path';
-import { loadPolicy, PolicyError } from '@ctrlrun/kernel';
+import { loadPolicy, maskUrl, PolicyError } from '@ctrlrun/kernel';
 import {
   parseOnly,
   renderVerifyJson,
@@ -23,7 +23,7 @@ import {
 } from '@ctrlrun/kernel/verify';
 import type { Command } from '../command.js';
 import { banner } from '../control.js';
-import { maskUrl, policyPath, readPolicyText } from '../discovery.js';
+import { policyPath, readPolicyText } from '../discovery.js';
 import { CliRefusal } from '../errors.js';
 import { readRegularFile } from '../files.js';
 import { VERSION } from '../version.js';
