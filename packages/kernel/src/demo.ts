@@ -10,33 +10,28 @@ import { Control } from './control.js';
 import { AmbiguousEffect, ApprovalMismatch, ApprovalRequired, AuthorityDenied, AuthorityEscalation, DuplicateEffect } from './errors.js';
 import type { EventSink } from './events.js';
 import type { IdSource } from './ids.js';
-import { loadPolicy } from './policy/index.js';
+import { EXAMPLE_POLICY_YAML, loadPolicy } from './policy/index.js';
 import { protect } from './protect.js';
 import type { StateStore } from './store/state-store.js';
 import type { Clock } from './time.js';
 
-/** The policy of scenarios 1–4. */
-export const DEMO_POLICY_YAML = `schema: ctrlrun.policy/v1
-actions:
-  customer.read:
-    decision: allow
-  stripe.refund:
-    rules:
-      - when: { amount_lte: 100000 }
-        decision: allow
-      - when: { amount_lte: 1000000 }
-        decision: approve
-      - decision: deny
-  iam.grant_admin:
-    decision: deny
-`;
+/**
+ * The policy of scenarios 1–4: the starter policy `ctrlrun init` writes, byte for byte, so what the
+ * demo shows is what a new project starts with (refunds up to €500 run, up to €5,000 wait for a
+ * human, above are denied; the refund's effect key comes from its `effect:` template).
+ */
+export const DEMO_POLICY_YAML: string = EXAMPLE_POLICY_YAML;
+
+/** The starter policy's refund limits, in minor units, as the demo's first lines state them. */
+const ALLOW_UP_TO = 50000;
+const APPROVE_UP_TO = 500000;
 
 /**
- * The policy of scenario 5: the same refund rules under `ctrlrun.policy/v3`, plus an authority
- * section with one delegable grant for a human (€100,000), expiring at `expiresAt`.
+ * The policy of scenario 5: the same policy under `ctrlrun.policy/v3`, plus an authority section
+ * with one delegable grant for a human (€100,000), expiring at `expiresAt`.
  */
 export function demoAuthorityPolicyYaml(expiresAt: string): string {
-  return `${DEMO_POLICY_YAML.replace('schema: ctrlrun.policy/v1', 'schema: ctrlrun.policy/v3')}authority:
+  return `${DEMO_POLICY_YAML.replace('schema: ctrlrun.policy/v2', 'schema: ctrlrun.policy/v3')}authority:
   max_delegation_depth: 3
   grants:
     - id: head-of-support
@@ -125,7 +120,6 @@ export async function runDemo(options: DemoOptions): Promise<DemoReport> {
   const refund = protect<{ payment_id: string; amount: number; currency?: string }, JsonObject>(remote, {
     control,
     name: 'stripe.refund',
-    effect: 'refund:{payment_id}',
     defaults: { currency: 'EUR' },
   });
 
@@ -163,7 +157,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoReport> {
   };
 
   write('ctrlrun demo: five ways an agent action goes wrong, and what stops it');
-  write(`policy: refunds up to ${euros(100000)} run on their own, up to ${euros(1000000)} need a human, above that are denied`);
+  write(`policy: refunds up to ${euros(ALLOW_UP_TO)} run on their own, up to ${euros(APPROVE_UP_TO)} need a human, above that are denied`);
 
   // 1. A lost reply leaves the effect ambiguous; the blind retry never reaches the remote.
   const agent = { agent: 'refund-agent' };
@@ -277,7 +271,6 @@ export async function runDemo(options: DemoOptions): Promise<DemoReport> {
   const refund5 = protect<{ payment_id: string; amount: number; currency?: string }, JsonObject>(remote, {
     control: control5,
     name: 'stripe.refund',
-    effect: 'refund:{payment_id}',
     defaults: { currency: 'EUR' },
   });
   const finance = { agent: 'finance-agent', user: DEMO_HUMAN };

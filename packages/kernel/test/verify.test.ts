@@ -4,7 +4,6 @@
 import { describe, expect, it, vi } from 'vitest';
 import * as fc from 'fast-check';
 import { EXAMPLE_POLICY_YAML, loadPolicy, type StateStore } from '@ctrlrun/kernel';
-import { DEMO_POLICY_YAML } from '@ctrlrun/kernel/demo';
 import {
   GUARANTEE_IDS,
   NOT_APPLICABLE,
@@ -23,6 +22,22 @@ import {
 } from '@ctrlrun/kernel/verify';
 import { createSqlJsStore } from '@ctrlrun/store-sqljs';
 import { NO_TEMPLATES } from './verify.fixtures.js';
+
+/** A `ctrlrun.policy/v1` document with no templates and no grants (the demo's policy before it became the starter policy). */
+const V1_POLICY_YAML = `schema: ctrlrun.policy/v1
+actions:
+  customer.read:
+    decision: allow
+  stripe.refund:
+    rules:
+      - when: { amount_lte: 100000 }
+        decision: allow
+      - when: { amount_lte: 1000000 }
+        decision: approve
+      - decision: deny
+  iam.grant_admin:
+    decision: deny
+`;
 
 /** Scratch stores on sql.js, counted per guarantee; `wrap` can break them on purpose. */
 function scratch(wrap: (s: StateStore) => StateStore = (s) => s) {
@@ -162,7 +177,7 @@ authority:
   });
 
   it('test_T100_a_v1_document_with_no_templates_and_no_grants', async () => {
-    const { report } = await verify(DEMO_POLICY_YAML);
+    const { report } = await verify(V1_POLICY_YAML);
     expect(status(report)).toMatchObject({
       G1: 'pass',
       G2: 'pass',
