@@ -201,6 +201,58 @@ describe('gateway: tools/call through the control path', () => {
   );
 
   it(
+    'refuse before asking: once the refund committed, the same call (or a larger one of that payment) is -41004 DuplicateEffect with no approval request filed, recorded as a blocked receipt',
+    async () => {
+      const r = await rig();
+      const asked = await call(r.agent, 'refund', { payment_id: 'rb1', amount: 500 });
+      const requestId = (asked.refused!.data as { request_id: string }).request_id;
+      await r.control.grantApproval(requestId, { approver: 'alice' });
+      expect(failure(await call(r.agent, 'refund', { payment_id: 'rb1', amount: 500 }))).toBeUndefined();
+      const receipts = (await receiptDocs(r.store)).length;
+      // The agent loops on the call, then tries a larger amount of the same payment.
+      for (const amount of [500, 500, 900]) {
+        const again = await call(r.agent, 'refund', { payment_id: 'rb1', amount });
+        expect(again.refused?.code).toBe(-41004);
+        expect(token(again.refused)).toBe('ctrlrun.duplicate_effect');
+        expect(again.refused?.data).toMatchObject({ effect_key: 'refund:rb1', state: 'committed' });
+        expect(again.refused?.text).toContain('effect refund:rb1 is already committed');
+      }
+      expect(await r.store.listApprovals('pending')).toEqual([]);
+      expect((await r.store.listApprovals()).map((a) => a.status)).toEqual(['consumed']);
+      expect(upstreamCalls(r.log)).toHaveLength(1);
+      // Each refusal is on record, as the reservation's refusal is: a blocked receipt and its event.
+      const docs = (await receiptDocs(r.store)).slice(receipts);
+      expect(docs.map((d) => [d['result'], d['decision'], d['effect_key']])).toEqual(Array(3).fill(['blocked', 'approve', 'refund:rb1']));
+      const refusals = (await r.store.events()).filter((e) => e.type === 'EFFECT_RESERVATION_REFUSED');
+      expect(refusals.map((e) => [e.actionId, e.data])).toEqual(docs.map((d) => [d['action_id'], { reason: 'duplicate', state: 'committed' }]));
+    },
+    TIMEOUT,
+  );
+
+  it(
+    'refuse before asking, with wait: an effect nobody knows happened is -41005 AmbiguousEffect at once, no request filed and nothing waited for',
+    async () => {
+      const policy = POLICY.replace(
+        '  mcp.pay.internal: {effect: "int:{id}", decision: allow}\n',
+        '  mcp.pay.internal:\n    effect: "int:{id}"\n    rules:\n      - {when: {amount_lte: 100}, decision: allow}\n      - {decision: approve}\n',
+      );
+      expect(policy).not.toBe(POLICY);
+      const r = await rig({ policy, wait: true });
+      await call(r.agent, 'internal', { id: 'ri1', amount: 1 });
+      expect((await r.store.getEffect('int:ri1'))?.state).toBe('ambiguous');
+      const again = await call(r.agent, 'internal', { id: 'ri1', amount: 500 });
+      expect(again.refused?.code).toBe(-41005);
+      expect(token(again.refused)).toBe('ctrlrun.ambiguous_effect');
+      expect(again.refused?.data).toMatchObject({ effect_key: 'int:ri1' });
+      expect(again.refused?.text).toContain('ctrlrun resolve int:ri1 --committed');
+      expect(await r.store.listApprovals()).toEqual([]);
+      expect((await receiptDocs(r.store)).at(-1)).toMatchObject({ result: 'blocked', decision: 'approve', effect_key: 'int:ri1' });
+      expect(upstreamCalls(r.log).map((c) => c.tool)).toEqual(['internal']);
+    },
+    TIMEOUT,
+  );
+
+  it(
     'an agent cannot flood the humans with approval requests: past maxPendingApprovals a call that would file another is -41001 too_many_pending_approvals, nothing filed; its own open request is unaffected',
     async () => {
       const r = await rig({ maxPendingApprovals: 2 });

@@ -40,7 +40,6 @@ import {
   LocalApprovalProvider,
   PendingApprovalLimit,
   NotExecuted,
-  resolveEffectTemplate,
   resolveResourceTemplate,
   unusedEditFor,
   type Action,
@@ -437,8 +436,8 @@ export class Gateway {
 
   /**
    * Under `approve` (enforce mode): a granted approval for this exact hash is presented, so the
-   * agent only resends the call; otherwise a standing denial, a committed or an ambiguous effect
-   * is refused before a new request is created for a human to answer in vain.
+   * agent only resends the call; a standing denial is refused before a new request is created
+   * for a human to answer in vain.
    */
   async #presentable(action: Action): Promise<string | null> {
     if (this.control.observing) return null;
@@ -457,19 +456,8 @@ export class Gateway {
         request_id: denied.request.requestId,
       });
     }
-    const template = this.control.policy.action(action.name)?.effect ?? null;
-    if (template === null) return null;
-    let key: string;
-    try {
-      key = resolveEffectTemplate(template, action.canonicalArguments, action.resource);
-    } catch {
-      return null; // the control path records and refuses it
-    }
-    const effect = await store.getEffect(key);
-    if (effect?.state === 'committed')
-      throw gatewayError('duplicateEffect', `${action.name}: the effect ${key} already happened`, { effect_key: key, state: 'committed' });
-    if (effect?.state === 'ambiguous')
-      throw gatewayError('ambiguousEffect', `${action.name}: nobody knows whether ${key} happened; ${howToResolve(key)}`, { effect_key: key });
+    // A committed or ambiguous effect is refused by the control path before it files a request
+    // (DuplicateEffect / AmbiguousEffect, recorded with a blocked receipt).
     return null;
   }
 
