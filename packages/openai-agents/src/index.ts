@@ -307,6 +307,44 @@ async function interrupted(item: RunToolApprovalItem): Promise<{ guard: Guarded;
   return { guard, action };
 }
 
+/** The id the SDK keys a call's approval by (a function call's `callId`). */
+function callIdOf(item: RunToolApprovalItem): string {
+  const raw = item.rawItem as { callId?: unknown; id?: unknown };
+  return typeof raw.callId === 'string' ? raw.callId : typeof raw.id === 'string' ? raw.id : '';
+}
+
+/** A value from the model or a UI, for a sentence: JSON, cut at 60 characters. */
+function quote(value: string): string {
+  const text = JSON.stringify(value);
+  return text.length <= 60 ? text : `${text.slice(0, 60)}…`;
+}
+
+/**
+ * Refuses an answer for a call `state` does not wait on: an interruption from another run or an
+ * older state (a stale screen, a second tab). The SDK keys an answer by tool name and call id
+ * only, so such an answer could decide this run's own call, one the human never saw, and the
+ * ctrlrun request of the other call would be answered for a run that will not execute it.
+ */
+function checkWaitedOn(state: RunState<any, any>, item: RunToolApprovalItem, name: string): void {
+  if (!state || typeof state.getInterruptions !== 'function') throw new InvalidArgument(`${name}: expected the run state the interruption came from`);
+  const callId = callIdOf(item);
+  const waited = state
+    .getInterruptions()
+    .some(
+      (i) =>
+        i === item ||
+        (i.type === 'tool_approval_item' &&
+          i.name === item.name &&
+          callIdOf(i) === callId &&
+          i.arguments === item.arguments &&
+          i.agent?.name === item.agent?.name),
+    );
+  if (!waited)
+    throw new ApprovalMismatch('mismatch', {
+      message: `${name}: the answer is for call ${quote(callId)} with arguments ${quote(String(item.arguments))}, which this run state does not wait on (an interruption from another run or an older state); nothing was answered`,
+    });
+}
+
 /**
  * The ctrlrun request open for an interruption's exact arguments (what to show the human: its
  * `request.requestId`, `request.action`, `request.expiresAt`), or null when none is open.
@@ -342,6 +380,7 @@ async function shownRequest(guard: Guarded, action: Action, requestId: string | 
 export async function approveInterruption(state: RunState<any, any>, item: RunToolApprovalItem, options: ApproveOptions): Promise<void> {
   const approver = checkActor(options?.approver, 'approver');
   const { guard, action } = await interrupted(item);
+  checkWaitedOn(state, item, guard.name);
   const edit = options.edit === undefined ? undefined : await editedArguments(guard, options.edit);
   if (edit === undefined && (await guard.control.openApproval(action)) === null) {
     // Answered already with an edit (here earlier, another process, the CLI): the run executes
@@ -388,6 +427,13 @@ async function editedArguments(guard: Guarded, edit: unknown): Promise<JsonObjec
 export async function rejectInterruption(state: RunState<any, any>, item: RunToolApprovalItem, options: AnswerOptions & { message?: string }): Promise<void> {
   const approver = checkActor(options?.approver, 'approver');
   const { guard, action } = await interrupted(item);
+  checkWaitedOn(state, item, guard.name);
+  // The SDK lets an approval win over a later rejection of the same call: the rejection would be
+  // dropped in silence and the call run.
+  if (state._context.isToolApproved({ toolName: item.name ?? '', callId: callIdOf(item) }) === true)
+    throw new ApprovalMismatch('answered', {
+      message: `${guard.name}: this call was already approved in this run state, where an approval wins over a later rejection: the rejection is refused, nothing was answered`,
+    });
   const open = options.requestId === undefined ? await guard.control.openApproval(action) : await shownRequest(guard, action, options.requestId);
   if (open?.status === 'pending') await guard.control.denyApproval(open.request.requestId, { approver });
   state.reject(item, options.message === undefined ? {} : { message: options.message });
