@@ -7,7 +7,7 @@
  */
 import { PGlite } from '@electric-sql/pglite';
 import { GENESIS_HASH, MIGRATION_IDS, SCHEMA_WRITER, postgresDialect, type SqlStateStore } from '@ctrlrun/kernel/store';
-import { InvalidArgument, SchemaMismatch, StoreError } from '@ctrlrun/kernel';
+import { ApprovalRequired, Control, createAction, InvalidArgument, loadPolicy, NotExecuted, SchemaMismatch, StoreError } from '@ctrlrun/kernel';
 import { createPgStore, openPgStore } from '@ctrlrun/store-node/pg';
 import { createPgliteStore, openPgliteStore } from '@ctrlrun/store-node/pglite';
 import pg from 'pg';
@@ -15,6 +15,16 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { describePg, freshDatabase, type FreshDatabase } from '../support/pg-cluster.js';
 
 const T0 = new Date('2026-01-01T12:00:00Z');
+const REFUND_POLICY = loadPolicy(`
+schema: ctrlrun.policy/v2
+actions:
+  stripe.refund:
+    effect: "refund:{payment_id}"
+    rules:
+      - when: { amount_lte: 50000 }
+        decision: allow
+      - decision: approve
+`);
 const LATER = new Date('2026-03-01T00:00:00Z');
 
 /** Where a case runs: raw SQL as the owner, and stores on a schema. */
@@ -43,7 +53,13 @@ const versionRows = (...ids: string[]) => [
 const COLLATE_C: Record<string, string[]> = {
   effects: ['effect_key', 'action_id', 'resolved_by'],
   continuations: ['effect_key', 'action_id', 'continuation'],
-  approvals: ['approval_id', 'action_hash', 'policy_hash_at_approval'],
+  approvals: ['approval_id', 'action_hash', 'policy_hash_at_approval', 'precondition_fingerprint', 'approvers', 'required_roles'],
+  // 0007 and 0008 (spec 05 §1.3).
+  budget_ledger: ['grant_id', 'metric', 'effect_key'],
+  budget_anchor: ['grant_id'],
+  anchors: ['token', 'hash', 'kind'],
+  prune_checkpoint: ['hash', 'schema'],
+  holds: ['hold_id', 'reason', 'placed_by', 'released_by'],
   receipts: ['receipt_id', 'action_id', 'effect_key', 'prev_hash', 'hash'],
   events: ['action_id', 'effect_key', 'approval_id'],
   delegations: ['delegation_id', 'parent_id'],
@@ -52,6 +68,7 @@ const COLLATE_C: Record<string, string[]> = {
 };
 
 const COLUMNS: Record<string, string[]> = {
+  anchors: ['token', 'seq', 'hash', 'kind', 'at'],
   approvals: [
     'approval_id',
     'action_hash',
@@ -63,7 +80,13 @@ const COLUMNS: Record<string, string[]> = {
     'expires_at',
     'consumed_at',
     'policy_hash_at_approval',
+    'precondition_fingerprint',
+    'approvers',
+    'required_roles',
+    'approvals_required',
   ],
+  budget_anchor: ['grant_id'],
+  budget_ledger: ['id', 'grant_id', 'metric', 'amount', 'effect_key', 'attempt', 'consumed_at', 'released_at'],
   continuations: ['effect_key', 'action_id', 'action_json', 'continuation', 'rounds', 'updated_at'],
   delegations: [
     'delegation_id',
@@ -79,6 +102,8 @@ const COLUMNS: Record<string, string[]> = {
   ],
   effects: ['effect_key', 'state', 'action_id', 'attempt', 'lease_expires_at', 'result_json', 'error', 'created_at', 'updated_at', 'resolved_by'],
   events: ['event_id', 'ts', 'type', 'action_id', 'effect_key', 'approval_id', 'data_json'],
+  holds: ['hold_id', 'from_seq', 'to_seq', 'reason', 'placed_by', 'placed_at', 'released_at', 'released_by'],
+  prune_checkpoint: ['id', 'seq', 'hash', 'schema', 'at'],
   receipt_chain: ['id', 'seq', 'hash'],
   receipts: ['receipt_id', 'action_id', 'effect_key', 'result', 'json', 'ts', 'seq', 'prev_hash', 'hash'],
   schema_version: ['migration_id', 'applied_at', 'ctrlrun_version'],
@@ -128,13 +153,47 @@ function schemaCases(name: string, backend: () => Backend): void {
       expect(col('receipts', 'seq').data_type).toBe('bigint');
       expect(col('receipt_chain', 'seq').data_type).toBe('bigint');
       expect(col('effects', 'attempt').data_type).toBe('integer');
+      // The original's 0007/0008 types: BIGSERIAL and BIGINT, and TIMESTAMPTZ for their times (TEXT before 0007).
+      expect(col('budget_ledger', 'id')).toMatchObject({ data_type: 'bigint', column_default: expect.stringMatching(/^nextval\(/) });
+      expect(col('budget_ledger', 'amount').data_type).toBe('bigint');
+      expect(col('approvals', 'approvals_required').data_type).toBe('integer');
+      for (const [t, n] of [
+        ['budget_ledger', 'consumed_at'],
+        ['budget_ledger', 'released_at'],
+        ['anchors', 'at'],
+        ['prune_checkpoint', 'at'],
+        ['holds', 'placed_at'],
+        ['holds', 'released_at'],
+      ] as const)
+        expect(col(t, n).data_type, `${t}.${n}`).toBe('timestamp with time zone');
+      for (const [t, n] of [
+        ['anchors', 'seq'],
+        ['prune_checkpoint', 'seq'],
+        ['holds', 'from_seq'],
+        ['holds', 'to_seq'],
+      ] as const)
+        expect(col(t, n).data_type, `${t}.${n}`).toBe('bigint');
       const indexes = await b().rows<{ indexname: string; indexdef: string }>(
         "SELECT indexname, indexdef FROM pg_catalog.pg_indexes WHERE schemaname = $1 AND indexname NOT LIKE '%_pkey' ORDER BY indexname",
         [schema],
       );
-      expect(indexes.map((i) => i.indexname)).toEqual(['continuations_by_value', 'delegations_by_parent', 'receipts_by_seq']);
-      expect(indexes[0]!.indexdef).toMatch(/CREATE UNIQUE INDEX .* \(continuation\) WHERE \(continuation <> ''::text\)/);
-      expect(indexes[2]!.indexdef).toMatch(/CREATE UNIQUE INDEX .* \(seq\) WHERE \(seq IS NOT NULL\)/);
+      expect(indexes.map((i) => i.indexname)).toEqual([
+        'budget_ledger_effect_key_attempt_grant_id_metric_key',
+        'continuations_by_value',
+        'delegations_by_parent',
+        'ix_anchors_seq',
+        'ix_budget_ledger_window',
+        'ix_holds_range',
+        'receipts_by_seq',
+      ]);
+      const def = (name: string) => indexes.find((i) => i.indexname === name)!.indexdef;
+      expect(def('continuations_by_value')).toMatch(/CREATE UNIQUE INDEX .* \(continuation\) WHERE \(continuation <> ''::text\)/);
+      expect(def('receipts_by_seq')).toMatch(/CREATE UNIQUE INDEX .* \(seq\) WHERE \(seq IS NOT NULL\)/);
+      // The constraint the original's ON CONFLICT (effect_key, attempt, grant_id, metric) names.
+      expect(def('budget_ledger_effect_key_attempt_grant_id_metric_key')).toMatch(/CREATE UNIQUE INDEX .* \(effect_key, attempt, grant_id, metric\)/);
+      expect(def('ix_budget_ledger_window')).toMatch(/\(grant_id, metric, consumed_at\)/);
+      expect(def('ix_anchors_seq')).toMatch(/\(kind, seq\)/);
+      expect(def('ix_holds_range')).toMatch(/\(from_seq, to_seq\)/);
       expect(await b().rows(`SELECT id, seq::int AS seq, hash FROM "${schema}".receipt_chain`)).toEqual([{ id: 1, seq: 0, hash: GENESIS_HASH }]);
       expect(await applied(schema)).toEqual(MIGRATION_IDS.map((id) => [id, '2026-01-01T12:00:00+00:00']));
     });
@@ -165,8 +224,7 @@ function schemaCases(name: string, backend: () => Backend): void {
       expect(await applied(schema)).toEqual([
         ['0001_baseline', '2025-06-01T00:00:00+00:00'],
         ['0002_receipt_chain', '2025-06-01T00:00:00+00:00'],
-        ['0003_resolved_by', '2026-01-01T12:00:00+00:00'],
-        ['0004_policy_provenance', '2026-01-01T12:00:00+00:00'],
+        ...MIGRATION_IDS.slice(2).map((id) => [id, '2026-01-01T12:00:00+00:00']),
       ]);
       expect(await store.getEffect('refund:old')).toMatchObject({ state: 'committed', resolvedBy: null });
       await store.close();
@@ -297,6 +355,66 @@ function schemaCases(name: string, backend: () => Backend): void {
     it('the migration lock is the transaction-scoped advisory lock of the spec', () => {
       expect(postgresDialect().sql.migrationLock).toBe('SELECT pg_advisory_xact_lock(74029437441358)');
       expect(0x43545252554e).toBe(74029437441358);
+    });
+
+    it('test_T414_a_store_the_original_migrated_to_0008_opens_and_keeps_its_invariants: one answer never grants 2-of-N, a fingerprinted request is not used, a fail releases the charges', async () => {
+      // Ours at 0004, then 0005–0008 applied and recorded as the original 0.12.2 applies them (spec 05 §1.3).
+      const schema = await b().schema();
+      await b().run(schema, [
+        ...ddl('0001_baseline', '0002_receipt_chain', '0003_resolved_by', '0004_policy_provenance'),
+        ...versionRows('0001_baseline', '0002_receipt_chain', '0003_resolved_by', '0004_policy_provenance'),
+      ]);
+      await b().run(schema, [
+        ...ddl('0005_precondition_fingerprint', '0006_verified_approver', '0007_budget_ledger', '0008_anchor_checkpoint_hold'),
+        ...['0005_precondition_fingerprint', '0006_verified_approver', '0007_budget_ledger', '0008_anchor_checkpoint_hold'].map(
+          (id) => `INSERT INTO schema_version VALUES ('${id}', '2026-12-04T19:07:15.837933+00:00', '0.12.2')`,
+        ),
+        "INSERT INTO budget_ledger(grant_id, metric, amount, effect_key, attempt, consumed_at) VALUES ('g-refunds', 'amount', 700, 'refund:p_fail', 1, '2026-12-01T10:00:00.123456+00:00')",
+        "INSERT INTO budget_ledger(grant_id, metric, amount, effect_key, attempt, consumed_at) VALUES ('g-refunds', 'amount', 900, 'refund:p_ok', 1, '2026-12-01T10:00:00+00:00')",
+      ]);
+      const at = new Date('2026-12-04T09:30:00.250Z');
+      const store = await b().open(schema, { clock: () => at });
+      try {
+        expect((await store.appliedMigrations()).map((m) => [m.migrationId, m.ctrlrunVersion])).toEqual(
+          MIGRATION_IDS.map((id, i) => [id, i < 4 ? 'ctrlrun 0.6.0' : '0.12.2']),
+        );
+        const control = new Control({ policy: REFUND_POLICY, store, logger: { warn: () => {} }, clock: () => at });
+        const refund = (p: string, amount: number) =>
+          createAction({ name: 'stripe.refund', arguments: { payment_id: p, amount }, principal: { agent: 'a' }, environment: control.environment });
+        // The write of every request carries the threshold, 1.
+        const asked = (await control.execute(refund('p_two', 90_000), () => 1).catch((e: unknown) => e)) as ApprovalRequired;
+        expect(asked).toBeInstanceOf(ApprovalRequired);
+        expect(await b().rows(`SELECT approvals_required FROM "${schema}".approvals WHERE approval_id = $1`, [asked.requestId])).toEqual([
+          { approvals_required: 1 },
+        ]);
+        await b().run(schema, [`UPDATE approvals SET approvals_required = 2 WHERE approval_id = '${asked.requestId}'`]);
+        await expect(control.grantApproval(asked.requestId, { approver: 'bob' })).rejects.toMatchObject({ name: 'ApprovalMismatch', reason: 'pending' });
+        expect((await store.getApproval(asked.requestId))?.status).toBe('pending');
+        // A fingerprinted request, granted, is not used.
+        const pre = (await control.execute(refund('p_pre', 90_000), () => 1).catch((e: unknown) => e)) as ApprovalRequired;
+        await b().run(schema, [`UPDATE approvals SET precondition_fingerprint = 'sha256:${'ab'.repeat(32)}' WHERE approval_id = '${pre.requestId}'`]);
+        await control.grantApproval(pre.requestId, { approver: 'bob' });
+        await expect(control.execute(refund('p_pre', 90_000), () => 1, { approvalId: pre.requestId })).rejects.toMatchObject({
+          reason: 'precondition_missing',
+        });
+        expect((await store.getApproval(pre.requestId))?.status).toBe('granted');
+        // A fail releases its charges, in its transaction; a commit holds them.
+        await expect(
+          control.execute(refund('p_fail', 700), () => {
+            throw new NotExecuted('card declined');
+          }),
+        ).rejects.toThrow(/card declined/);
+        await control.execute(refund('p_ok', 900), () => 'ok');
+        const ledger = await b().rows<{ effect_key: string; released: string | null }>(
+          `SELECT effect_key, to_char(released_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US') AS released FROM "${schema}".budget_ledger ORDER BY id`,
+        );
+        expect(ledger).toEqual([
+          { effect_key: 'refund:p_fail', released: '2026-12-04T09:30:00.250000' },
+          { effect_key: 'refund:p_ok', released: null },
+        ]);
+      } finally {
+        await store.close();
+      }
     });
 
     it('a missing schema is refused, never created', async () => {

@@ -14,7 +14,7 @@ import {
   StoreClosedError,
   StoreError,
 } from '@ctrlrun/kernel';
-import { SqlStateStore, openSqlStateStore, sqliteDialect, type SqlDriver, type SqlExecutor } from '@ctrlrun/kernel/store';
+import { MIGRATION_IDS, SqlStateStore, openSqlStateStore, sqliteDialect, type SqlDriver, type SqlExecutor } from '@ctrlrun/kernel/store';
 import {
   SqlJsDriver,
   createSqlJsStore,
@@ -72,7 +72,7 @@ describe('persistence', () => {
     const { s, persistence } = slot();
     const store = await createSqlJsStore({ clock: () => T0, persistence });
     const afterOpen = s.saves;
-    expect(afterOpen).toBe(4); // one per migration transaction
+    expect(afterOpen).toBe(MIGRATION_IDS.length); // one per migration transaction
     await store.reserveEffect('k1', 'act_1', LEASE);
     expect(s.saves).toBe(afterOpen + 1);
     await store.getEffect('k1');

@@ -117,7 +117,7 @@ const V05 = [
 ];
 
 describe('migrations at open', () => {
-  it('test_T150_an_empty_database_gets_all_four_migrations_in_the_exact_schema', async () => {
+  it('test_T150_an_empty_database_gets_all_eight_migrations_in_the_exact_schema', async () => {
     const { s, persistence } = slot(null);
     const store = await openSqlJsStore(SQL, { clock: clockAt(T0), persistence });
     expect(await store.appliedMigrations()).toEqual(
@@ -126,7 +126,20 @@ describe('migrations at open', () => {
     await store.close();
     const b = s.bytes!;
     // Column for column, what the Python original creates (so either can open the file).
-    expect(tables(b)).toEqual(['approvals', 'continuations', 'delegations', 'effects', 'events', 'receipt_chain', 'receipts', 'schema_version']);
+    expect(tables(b)).toEqual([
+      'anchors',
+      'approvals',
+      'budget_ledger',
+      'continuations',
+      'delegations',
+      'effects',
+      'events',
+      'holds',
+      'prune_checkpoint',
+      'receipt_chain',
+      'receipts',
+      'schema_version',
+    ]);
     expect(columns(b, 'effects')).toEqual([
       'effect_key',
       'state',
@@ -150,7 +163,16 @@ describe('migrations at open', () => {
       'expires_at',
       'consumed_at',
       'policy_hash_at_approval',
+      'precondition_fingerprint',
+      'approvers',
+      'required_roles',
+      'approvals_required',
     ]);
+    // 0007 and 0008, the original's (spec 05 §1.2): no budget_anchor on SQLite.
+    expect(columns(b, 'budget_ledger')).toEqual(['id', 'grant_id', 'metric', 'amount', 'effect_key', 'attempt', 'consumed_at', 'released_at']);
+    expect(columns(b, 'anchors')).toEqual(['token', 'seq', 'hash', 'kind', 'at']);
+    expect(columns(b, 'prune_checkpoint')).toEqual(['id', 'seq', 'hash', 'schema', 'at']);
+    expect(columns(b, 'holds')).toEqual(['hold_id', 'from_seq', 'to_seq', 'reason', 'placed_by', 'placed_at', 'released_at', 'released_by']);
     expect(columns(b, 'receipts')).toEqual(['receipt_id', 'action_id', 'effect_key', 'result', 'json', 'ts', 'seq', 'prev_hash', 'hash']);
     expect(columns(b, 'events')).toEqual(['event_id', 'ts', 'type', 'action_id', 'effect_key', 'approval_id', 'data_json']);
     expect(columns(b, 'continuations')).toEqual(['effect_key', 'action_id', 'action_json', 'continuation', 'rounds', 'updated_at']);
@@ -171,6 +193,9 @@ describe('migrations at open', () => {
     expect(rows(b, "SELECT name FROM sqlite_master WHERE type = 'index' AND name NOT LIKE 'sqlite_%' ORDER BY name").map((r) => r['name'])).toEqual([
       'continuations_by_value',
       'delegations_by_parent',
+      'ix_anchors_seq',
+      'ix_budget_ledger_window',
+      'ix_holds_range',
       'receipts_by_seq',
     ]);
     expect(rows(b, 'SELECT id, seq, hash FROM receipt_chain')).toEqual([{ id: 1, seq: 0, hash: GENESIS_HASH }]);
@@ -204,13 +229,13 @@ describe('migrations at open', () => {
       expect(err.message).toContain('0099_future');
       expect(err.message).toContain('ctrlrun 0.9.0'); // the version recorded for the unknown id
       // The level this build stops at, named, and what it is in the original's terms.
-      expect(SCHEMA_LEVEL).toBe('0004_policy_provenance');
-      expect(err.message).toContain('this build stops at schema level 0004_policy_provenance, the schema of the Python original CTRLRun 0.6');
+      expect(SCHEMA_LEVEL).toBe('0008_anchor_checkpoint_hold');
+      expect(err.message).toContain('this build stops at schema level 0008_anchor_checkpoint_hold, the schema of the Python original CTRLRun 0.11–0.12.2');
       expect(err.message).toContain('forward-only');
       expect(err.message).toContain('backup');
       for (const q of log) {
         expect(q, 'only the catalogue and schema_version are read').not.toMatch(
-          /\b(effects|approvals|receipts|receipt_chain|events|continuations|delegations)\b/,
+          /\b(effects|approvals|receipts|receipt_chain|events|continuations|delegations|budget_ledger|anchors|holds|prune_checkpoint)\b/,
         );
       }
       expect(s.saves).toBe(0);
@@ -249,8 +274,7 @@ describe('migrations at open', () => {
     expect(applied.map((m) => [m.migrationId, m.appliedAt])).toEqual([
       ['0001_baseline', '2025-06-01T00:00:00+00:00'],
       ['0002_receipt_chain', '2025-06-01T00:00:00+00:00'],
-      ['0003_resolved_by', '2026-01-01T12:00:00+00:00'],
-      ['0004_policy_provenance', '2026-01-01T12:00:00+00:00'],
+      ...MIGRATION_IDS.slice(2).map((id) => [id, '2026-01-01T12:00:00+00:00']),
     ]);
     expect(await store.getEffect('refund:old-1')).toMatchObject({ state: 'committed', resolvedBy: null });
     await store.close();
@@ -327,7 +351,16 @@ describe('migrations at open', () => {
     await store.close();
     const after = s.bytes!;
     expect(rows(after, 'SELECT * FROM effects ORDER BY effect_key')).toEqual(before.effects.map((r) => ({ ...r, resolved_by: null })));
-    expect(rows(after, 'SELECT * FROM approvals')).toEqual(before.approvals.map((r) => ({ ...r, policy_hash_at_approval: null })));
+    expect(rows(after, 'SELECT * FROM approvals')).toEqual(
+      before.approvals.map((r) => ({
+        ...r,
+        policy_hash_at_approval: null,
+        precondition_fingerprint: null,
+        approvers: null,
+        required_roles: null,
+        approvals_required: null,
+      })),
+    );
     expect(rows(after, 'SELECT * FROM receipts')).toEqual(before.receipts.map((r) => ({ ...r, seq: null, prev_hash: null, hash: null })));
     expect(rows(after, 'SELECT * FROM events')).toEqual(before.events);
   });
@@ -380,9 +413,7 @@ describe('migrations at open', () => {
     const store = await openSqlStateStore(racing, { clock: clockAt(T0) });
     expect((await store.appliedMigrations()).map((m) => [m.migrationId, m.ctrlrunVersion])).toEqual([
       ['0001_baseline', 'ctrlrun 0.6.0'],
-      ['0002_receipt_chain', SCHEMA_WRITER],
-      ['0003_resolved_by', SCHEMA_WRITER],
-      ['0004_policy_provenance', SCHEMA_WRITER],
+      ...MIGRATION_IDS.slice(1).map((id) => [id, SCHEMA_WRITER]),
     ]);
     await store.close();
   });
@@ -394,7 +425,10 @@ describe('readers never migrate', () => {
     for (const [bytes, says] of [
       [null, /no ctrlrun schema/],
       [build(V05), /no schema_version/],
-      [forward, /lacks 0003_resolved_by, 0004_policy_provenance/],
+      [
+        forward,
+        /lacks 0003_resolved_by, 0004_policy_provenance, 0005_precondition_fingerprint, 0006_verified_approver, 0007_budget_ledger, 0008_anchor_checkpoint_hold/,
+      ],
     ] as const) {
       const log: string[] = [];
       const { s, persistence } = slot(bytes);
@@ -424,31 +458,27 @@ describe('classification is a pure function of the recorded ids', () => {
 
   it('every subset of known ids plus unknown ones lands in exactly one of the five shapes', () => {
     fc.assert(
-      fc.property(
-        fc.subarray(known),
-        fc.uniqueArray(fc.constantFrom('0099_future', '0005_precondition_fingerprint', '0003_other'), { maxLength: 2 }),
-        (sub, unknown) => {
-          const ids = [...sub, ...unknown].sort();
-          const isPrefix = unknown.length === 0 && sub.every((id, i) => id === known[i]);
-          let result: string[] | SchemaMismatch;
-          try {
-            result = classifyVersioned(ids.map(row), known);
-          } catch (e) {
-            result = e as SchemaMismatch;
-          }
-          if (isPrefix) {
-            expect(result).toEqual(known.slice(sub.length)); // up to date or forward
-          } else {
-            expect(result).toBeInstanceOf(SchemaMismatch);
-            const msg = (result as SchemaMismatch).message;
-            for (const u of unknown) expect(msg).toContain(u); // backward and divergent name the unknown ids
-            if (unknown.length > 0 && sub.length < known.length) expect(msg).toMatch(/diverged/);
-            if (unknown.length > 0 && sub.length === known.length) expect(msg).toMatch(/newer/);
-            if (unknown.length === 0) expect(msg).toMatch(/gap/);
-            expect((result as SchemaMismatch).applied).toEqual(ids);
-          }
-        },
-      ),
+      fc.property(fc.subarray(known), fc.uniqueArray(fc.constantFrom('0099_future', '0005_other', '0003_other'), { maxLength: 2 }), (sub, unknown) => {
+        const ids = [...sub, ...unknown].sort();
+        const isPrefix = unknown.length === 0 && sub.every((id, i) => id === known[i]);
+        let result: string[] | SchemaMismatch;
+        try {
+          result = classifyVersioned(ids.map(row), known);
+        } catch (e) {
+          result = e as SchemaMismatch;
+        }
+        if (isPrefix) {
+          expect(result).toEqual(known.slice(sub.length)); // up to date or forward
+        } else {
+          expect(result).toBeInstanceOf(SchemaMismatch);
+          const msg = (result as SchemaMismatch).message;
+          for (const u of unknown) expect(msg).toContain(u); // backward and divergent name the unknown ids
+          if (unknown.length > 0 && sub.length < known.length) expect(msg).toMatch(/diverged/);
+          if (unknown.length > 0 && sub.length === known.length) expect(msg).toMatch(/newer/);
+          if (unknown.length === 0) expect(msg).toMatch(/gap/);
+          expect((result as SchemaMismatch).applied).toEqual(ids);
+        }
+      }),
     );
   });
 

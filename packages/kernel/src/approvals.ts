@@ -41,7 +41,37 @@ export function checkConsumable(record: ApprovalRecord | null, id: string, actio
     throw mismatch(record.status, id, detail);
   }
   if (expired(record, now)) return { kind: 'expire', error: mismatch('expired', id, `it expired at ${record.request.expiresAt}`) };
+  const fingerprint = record.request.preconditionFingerprint;
+  if (fingerprint !== undefined && fingerprint !== null) {
+    // Filed (by the original) against the state of the world it fingerprinted: using it without
+    // rechecking that state would skip what the human was promised. This build has no
+    // precondition provider, so the recheck cannot run — never a skip (spec 05 §4.4).
+    throw mismatch(
+      'precondition_missing',
+      id,
+      'it was requested against a precondition fingerprint, and this build cannot recheck preconditions; use it from a ctrlrun that can, or file a new request',
+    );
+  }
   return { kind: 'ok', record };
+}
+
+/**
+ * May request `id` be granted now by one answer? {@link checkAnswerable}'s checks, and the
+ * request must need only one approver: one that needs several verified approvers (the original's
+ * `approvals_required`) is left pending — this build records no verified approver, so its yes
+ * would turn M-of-N into 1-of-N (spec 05 §4.5).
+ */
+export function checkGrantable(record: ApprovalRecord | null, id: string, now: Date): ApprovalPlan {
+  const plan = checkAnswerable(record, id, now);
+  if (plan.kind === 'expire') return plan;
+  const n = plan.record.request.approvalsRequired ?? 1;
+  if (n > 1)
+    throw mismatch(
+      'pending',
+      id,
+      `it needs ${n} verified approvers, and this build records no verified approver, so its answer cannot count; it stays pending (answer it where approvers are verified, or deny it)`,
+    );
+  return plan;
 }
 
 /**

@@ -129,7 +129,17 @@ export class ApprovalTimeout extends CTRLRunError {
 }
 
 /** The reasons a presented approval is refused. */
-export type ApprovalMismatchReason = 'unknown' | 'mismatch' | 'consumed' | 'expired' | 'pending' | 'granted' | 'denied' | 'answered';
+export type ApprovalMismatchReason =
+  | 'unknown'
+  | 'mismatch'
+  | 'consumed'
+  | 'expired'
+  | 'pending'
+  | 'granted'
+  | 'denied'
+  | 'answered'
+  /** The request was filed against a precondition fingerprint (by the original), and no recheck ran. */
+  | 'precondition_missing';
 
 /** A presented approval was refused: `mismatch`, `consumed`, `expired`, `pending`, `unknown`, … */
 export class ApprovalMismatch extends CTRLRunError {

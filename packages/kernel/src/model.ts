@@ -47,6 +47,18 @@ export interface ApprovalRequest {
   readonly expiresAt: string;
   /** The policy hash in force when the request was made. */
   readonly policyHash: string | null;
+  /**
+   * How many verified approvers must say yes (the original's M-of-N, pinned at request time). This
+   * build files every request with 1; a request the original filed may carry more, and then one
+   * answer through this build never grants it. Absent on a request this build built (read as 1).
+   */
+  readonly approvalsRequired?: number;
+  /**
+   * The fingerprint of the world the request was filed against (`sha256:…`), when the original
+   * filed it with a precondition provider; such an approval is never used without that recheck,
+   * which this build does not perform. Absent or null when none was recorded.
+   */
+  readonly preconditionFingerprint?: string | null;
 }
 
 /** An approval request and what became of it. */
@@ -93,7 +105,9 @@ export type EventType =
   | 'AUTHORITY_DENIED'
   | 'DELEGATION_CREATED'
   | 'DELEGATION_REVOKED'
-  | 'DELEGATION_REJECTED';
+  | 'DELEGATION_REJECTED'
+  /** Written by the original's Postgres store (a measured server clock skew); read, never written, here. */
+  | 'CLOCK_SKEW_DETECTED';
 
 /** An event before the store numbers it. */
 export interface EventDraft {

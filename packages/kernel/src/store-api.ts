@@ -77,7 +77,7 @@ export {
   leaseLive,
   resolutionError,
 } from './effects.js';
-export { type ApprovalPlan, checkConsumable, checkAnswerable } from './approvals.js';
+export { type ApprovalPlan, checkConsumable, checkAnswerable, checkGrantable } from './approvals.js';
 export { RECEIPT_SCHEMA, type ReceiptResult, type ReceiptFields, buildReceipt, sealReceipt } from './receipt.js';
 export { GENESIS_HASH, hashDocument, sha256Tagged, useSha256Digest, type Sha256Digest, type Sha256TextDigest } from './hash.js';
 export { evidenceTime, storedTime, parseTime } from './time.js';

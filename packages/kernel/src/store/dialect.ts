@@ -7,8 +7,21 @@
  */
 import type { Dialect } from './driver.js';
 
-/** Every migration this build knows, in order. Both dialects carry exactly these ids. */
-export const MIGRATION_IDS = ['0001_baseline', '0002_receipt_chain', '0003_resolved_by', '0004_policy_provenance'] as const;
+/**
+ * Every migration this build knows, in order: the Python original's eight, as its 0.12.2 release
+ * records them (spec 05 §1). Both dialects carry exactly these ids; an id the original does not
+ * know would make it refuse the store for ever.
+ */
+export const MIGRATION_IDS = [
+  '0001_baseline',
+  '0002_receipt_chain',
+  '0003_resolved_by',
+  '0004_policy_provenance',
+  '0005_precondition_fingerprint',
+  '0006_verified_approver',
+  '0007_budget_ledger',
+  '0008_anchor_checkpoint_hold',
+] as const;
 
 /** One known migration id. */
 export type MigrationId = (typeof MIGRATION_IDS)[number];
@@ -243,6 +256,13 @@ export interface DialectSql {
   readonly updateContinuation: string;
   /** Consumes a held value. Params: updated_at, effect_key, continuation (only if still held). */
   readonly takeContinuation: string;
+
+  /**
+   * Releases the budget charges of an effect that reached `failed` (the original's ledger, spec 05
+   * §5.1), in the transaction that moved it there. Params: released_at (stored time), effect_key.
+   * Only unreleased rows: a release is never repeated, and no row is otherwise changed.
+   */
+  readonly releaseCharges: string;
 
   /**
    * Operator sessions ended before their expiry (the inbox's sign-out), in a table of this

@@ -13,14 +13,14 @@ import { MIGRATION_IDS, type MigrationId, type SqlDialect } from './dialect.js';
 export { MIGRATION_IDS, type MigrationId };
 
 /**
- * The schema level this build reads and writes: its last migration. It is the schema of the
- * Python original (CTRLRun) 0.6; a store the original has migrated further (its later releases go
- * on to `0008_…`) is refused as newer than this build, never opened.
+ * The schema level this build reads and writes: its last migration, `0008_anchor_checkpoint_hold`,
+ * the schema of the Python original (CTRLRun) 0.11 to 0.12.2. A store either side writes at this
+ * level is up to date for the other; an older one of either is migrated forward on open.
  */
 export const SCHEMA_LEVEL: MigrationId = MIGRATION_IDS[MIGRATION_IDS.length - 1]!;
 
 /** What a refusal says about the level, so an operator sees where the two implementations part. */
-const LEVEL_NOTE = `(this build stops at schema level ${MIGRATION_IDS[MIGRATION_IDS.length - 1]!}, the schema of the Python original CTRLRun 0.6; a store migrated past it, by a later CTRLRun for instance, is not shared)`;
+const LEVEL_NOTE = `(this build stops at schema level ${MIGRATION_IDS[MIGRATION_IDS.length - 1]!}, the schema of the Python original CTRLRun 0.11–0.12.2; a store migrated past it, by a later CTRLRun for instance, is not shared)`;
 
 /** What this build records in `schema_version.ctrlrun_version` and reports as `running`. */
 export const SCHEMA_WRITER = 'ctrlrun-ts 0.1.0';

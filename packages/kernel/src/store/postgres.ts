@@ -126,6 +126,32 @@ const MIGRATIONS: SqlDialect['migrations'] = Object.freeze({
   ]),
   '0003_resolved_by': Object.freeze([`ALTER TABLE effects ADD COLUMN IF NOT EXISTS resolved_by TEXT COLLATE "C"`]),
   '0004_policy_provenance': Object.freeze([`ALTER TABLE approvals ADD COLUMN IF NOT EXISTS policy_hash_at_approval TEXT COLLATE "C"`]),
+  // 0005–0008: the original's (0.7–0.11), additive; its time columns here are TIMESTAMPTZ (spec 05 §1.3).
+  '0005_precondition_fingerprint': Object.freeze([`ALTER TABLE approvals ADD COLUMN IF NOT EXISTS precondition_fingerprint TEXT COLLATE "C"`]),
+  '0006_verified_approver': Object.freeze([
+    `ALTER TABLE approvals ADD COLUMN IF NOT EXISTS approvers TEXT COLLATE "C"`,
+    `ALTER TABLE approvals ADD COLUMN IF NOT EXISTS required_roles TEXT COLLATE "C"`,
+    `ALTER TABLE approvals ADD COLUMN IF NOT EXISTS approvals_required INTEGER`,
+  ]),
+  '0007_budget_ledger': Object.freeze([
+    `CREATE TABLE IF NOT EXISTS budget_ledger(id BIGSERIAL PRIMARY KEY, grant_id TEXT NOT NULL COLLATE "C",
+  metric TEXT NOT NULL COLLATE "C", amount BIGINT NOT NULL, effect_key TEXT NOT NULL COLLATE "C",
+  attempt INTEGER NOT NULL, consumed_at TIMESTAMPTZ NOT NULL, released_at TIMESTAMPTZ,
+  UNIQUE (effect_key, attempt, grant_id, metric))`,
+    `CREATE INDEX IF NOT EXISTS ix_budget_ledger_window ON budget_ledger(grant_id, metric, consumed_at)`,
+    `CREATE TABLE IF NOT EXISTS budget_anchor(grant_id TEXT PRIMARY KEY COLLATE "C")`,
+  ]),
+  '0008_anchor_checkpoint_hold': Object.freeze([
+    `CREATE TABLE IF NOT EXISTS anchors(token TEXT PRIMARY KEY COLLATE "C", seq BIGINT NOT NULL,
+  hash TEXT NOT NULL COLLATE "C", kind TEXT NOT NULL COLLATE "C", at TIMESTAMPTZ NOT NULL)`,
+    `CREATE INDEX IF NOT EXISTS ix_anchors_seq ON anchors(kind, seq)`,
+    `CREATE TABLE IF NOT EXISTS prune_checkpoint(id INTEGER PRIMARY KEY CHECK (id = 1), seq BIGINT NOT NULL,
+  hash TEXT NOT NULL COLLATE "C", schema TEXT NOT NULL COLLATE "C", at TIMESTAMPTZ NOT NULL)`,
+    `CREATE TABLE IF NOT EXISTS holds(hold_id TEXT PRIMARY KEY COLLATE "C", from_seq BIGINT NOT NULL,
+  to_seq BIGINT, reason TEXT NOT NULL COLLATE "C", placed_by TEXT NOT NULL COLLATE "C",
+  placed_at TIMESTAMPTZ NOT NULL, released_at TIMESTAMPTZ, released_by TEXT COLLATE "C")`,
+    `CREATE INDEX IF NOT EXISTS ix_holds_range ON holds(from_seq, to_seq)`,
+  ]),
 });
 
 /**
@@ -175,7 +201,7 @@ function build(schema: string): SqlDialect {
       listEffects: `SELECT ${EFFECT_COLUMNS} FROM ${t('effects')} ORDER BY created_at, effect_key`,
       listEffectsInState: `SELECT ${EFFECT_COLUMNS} FROM ${t('effects')} WHERE state = $1 ORDER BY created_at, effect_key`,
 
-      insertApproval: `INSERT INTO ${t('approvals')}(approval_id, action_hash, status, action_json, created_at, expires_at, policy_hash_at_approval) VALUES ($1, $2, 'pending', $3, $4, $5, $6)`,
+      insertApproval: `INSERT INTO ${t('approvals')}(approval_id, action_hash, status, action_json, created_at, expires_at, policy_hash_at_approval, approvals_required) VALUES ($1, $2, 'pending', $3, $4, $5, $6, 1)`,
       selectApproval: `SELECT ${APPROVAL_COLUMNS} FROM ${t('approvals')} WHERE approval_id = $1`,
       answerApproval: `UPDATE ${t('approvals')} SET status = $1, approver = $2, granted_at = $3 WHERE approval_id = $4 AND status = 'pending'`,
       expireApproval: `UPDATE ${t('approvals')} SET status = 'expired' WHERE approval_id = $1 AND status = $2`,
@@ -284,6 +310,9 @@ function build(schema: string): SqlDialect {
       insertContinuation: `INSERT INTO ${t('continuations')}(effect_key, action_id, action_json, continuation, rounds, updated_at) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING`,
       updateContinuation: `UPDATE ${t('continuations')} SET action_id = $1, action_json = $2, continuation = $3, rounds = $4, updated_at = $5 WHERE effect_key = $6 AND action_id = $7 AND rounds = $8`,
       takeContinuation: `UPDATE ${t('continuations')} SET continuation = '', updated_at = $1 WHERE effect_key = $2 AND continuation = $3 AND continuation <> ''`,
+
+      // released_at is TIMESTAMPTZ here (spec 05 §1.3): the stored text is bound as a timestamp.
+      releaseCharges: `UPDATE ${t('budget_ledger')} SET released_at = $1::timestamptz WHERE effect_key = $2 AND released_at IS NULL`,
 
       sessionsEnded: Object.freeze({
         // Qualified by name as text: a read runs outside the transaction that sets search_path.

@@ -105,6 +105,9 @@ export interface ApprovalRow {
   expires_at: string | null;
   consumed_at: string | null;
   policy_hash_at_approval: string | null;
+  /** Null on a store read before migration 0005 (never on one this build opens). */
+  precondition_fingerprint?: string | null;
+  approvals_required?: SqlValue;
 }
 
 export interface EventRow {
@@ -251,6 +254,20 @@ export function effectFromRow(r: EffectRow): EffectRecord {
   };
 }
 
+/**
+ * `approvals_required`: NULL is 1 (a row from before it was recorded); 0, a negative number or
+ * anything but an integer makes the row unreadable, as it does for the original (spec 05 §1.4) —
+ * reading it as 1 would let one answer grant what needs several.
+ */
+function approvalsRequired(r: ApprovalRow): number {
+  const v = r.approvals_required;
+  if (v === null || v === undefined) return 1;
+  const n = typeof v === 'bigint' ? Number(v) : v;
+  if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < 1)
+    throw new StoreError(`[kernel] approval ${r.approval_id} is unreadable: its approvals_required is not an integer of at least 1`);
+  return n;
+}
+
 export function approvalFromRow(r: ApprovalRow): ApprovalRecord {
   return {
     request: {
@@ -260,6 +277,8 @@ export function approvalFromRow(r: ApprovalRow): ApprovalRecord {
       createdAt: r.created_at ?? '',
       expiresAt: r.expires_at ?? '',
       policyHash: r.policy_hash_at_approval ?? null,
+      approvalsRequired: approvalsRequired(r),
+      preconditionFingerprint: r.precondition_fingerprint ?? null,
     },
     status: r.status as ApprovalStatus,
     approver: r.approver ?? null,

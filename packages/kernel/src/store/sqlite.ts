@@ -75,6 +75,30 @@ export const sqliteDialect: SqlDialect = Object.freeze({
     // Nullable, never backfilled.
     '0003_resolved_by': Object.freeze([`ALTER TABLE effects ADD COLUMN resolved_by TEXT`]),
     '0004_policy_provenance': Object.freeze([`ALTER TABLE approvals ADD COLUMN policy_hash_at_approval TEXT`]),
+    // 0005–0008: the original's (0.7–0.11), additive; plain CREATE as it writes them (spec 05 §1.2).
+    '0005_precondition_fingerprint': Object.freeze([`ALTER TABLE approvals ADD COLUMN precondition_fingerprint TEXT`]),
+    '0006_verified_approver': Object.freeze([
+      `ALTER TABLE approvals ADD COLUMN approvers TEXT`,
+      `ALTER TABLE approvals ADD COLUMN required_roles TEXT`,
+      `ALTER TABLE approvals ADD COLUMN approvals_required INTEGER`,
+    ]),
+    '0007_budget_ledger': Object.freeze([
+      `CREATE TABLE budget_ledger(id INTEGER PRIMARY KEY AUTOINCREMENT, grant_id TEXT NOT NULL,
+  metric TEXT NOT NULL, amount INTEGER NOT NULL, effect_key TEXT NOT NULL, attempt INTEGER NOT NULL,
+  consumed_at TEXT NOT NULL, released_at TEXT, UNIQUE (effect_key, attempt, grant_id, metric))`,
+      `CREATE INDEX ix_budget_ledger_window ON budget_ledger(grant_id, metric, consumed_at)`,
+    ]),
+    '0008_anchor_checkpoint_hold': Object.freeze([
+      `CREATE TABLE anchors(token TEXT PRIMARY KEY, seq INTEGER NOT NULL, hash TEXT NOT NULL,
+  kind TEXT NOT NULL, at TEXT NOT NULL)`,
+      `CREATE INDEX ix_anchors_seq ON anchors(kind, seq)`,
+      `CREATE TABLE prune_checkpoint(id INTEGER PRIMARY KEY CHECK (id = 1), seq INTEGER NOT NULL,
+  hash TEXT NOT NULL, schema TEXT NOT NULL, at TEXT NOT NULL)`,
+      `CREATE TABLE holds(hold_id TEXT PRIMARY KEY, from_seq INTEGER NOT NULL, to_seq INTEGER,
+  reason TEXT NOT NULL, placed_by TEXT NOT NULL, placed_at TEXT NOT NULL, released_at TEXT,
+  released_by TEXT)`,
+      `CREATE INDEX ix_holds_range ON holds(from_seq, to_seq)`,
+    ]),
   }),
   sql: Object.freeze({
     serverVersion: 'SELECT sqlite_version() AS version',
@@ -102,8 +126,9 @@ export const sqliteDialect: SqlDialect = Object.freeze({
     listEffects: `SELECT ${EFFECT_COLUMNS} FROM effects ORDER BY created_at, rowid`,
     listEffectsInState: `SELECT ${EFFECT_COLUMNS} FROM effects WHERE state = ? ORDER BY created_at, rowid`,
 
+    // approvals_required is always written (1: one answer grants), as the original writes it (spec 05 §4.5).
     insertApproval:
-      "INSERT INTO approvals(approval_id, action_hash, status, action_json, created_at, expires_at, policy_hash_at_approval) VALUES (?, ?, 'pending', ?, ?, ?, ?)",
+      "INSERT INTO approvals(approval_id, action_hash, status, action_json, created_at, expires_at, policy_hash_at_approval, approvals_required) VALUES (?, ?, 'pending', ?, ?, ?, ?, 1)",
     selectApproval: `SELECT ${APPROVAL_COLUMNS} FROM approvals WHERE approval_id = ?`,
     answerApproval: "UPDATE approvals SET status = ?, approver = ?, granted_at = ? WHERE approval_id = ? AND status = 'pending'",
     expireApproval: "UPDATE approvals SET status = 'expired' WHERE approval_id = ? AND status = ?",
@@ -157,6 +182,9 @@ export const sqliteDialect: SqlDialect = Object.freeze({
     updateContinuation:
       'UPDATE OR IGNORE continuations SET action_id = ?, action_json = ?, continuation = ?, rounds = ?, updated_at = ? WHERE effect_key = ? AND action_id = ? AND rounds = ?',
     takeContinuation: "UPDATE continuations SET continuation = '', updated_at = ? WHERE effect_key = ? AND continuation = ? AND continuation <> ''",
+
+    // The +00:00 text form, as the original writes: its window compares consumed_at as text.
+    releaseCharges: 'UPDATE budget_ledger SET released_at = ? WHERE effect_key = ? AND released_at IS NULL',
 
     sessionsEnded: Object.freeze({
       exists: "SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'inbox_sessions_ended'",

@@ -6,7 +6,7 @@
  * @module
  */
 import { actionFromJson, actionToJson, type Action } from '../action.js';
-import { checkAnswerable, checkConsumable } from '../approvals.js';
+import { checkAnswerable, checkConsumable, checkGrantable } from '../approvals.js';
 import { isPlainObject, parseJson, type JsonObject } from '../canonical.js';
 import {
   checkActor,
@@ -199,6 +199,7 @@ async function transition(
   from: readonly EffectState[],
   next: (r: EffectRecord, stamp: string) => EffectRecord,
   events?: TrailingEvents<EffectRecord>,
+  also?: (tx: SqlExecutor, target: EffectRecord, now: Date) => Promise<void>,
 ): Promise<EffectRecord> {
   const k = nonEmpty(key, 'effect_key');
   const a = nonEmpty(actionId, 'action_id');
@@ -222,6 +223,7 @@ async function transition(
         run.intent = { kind: 'update', prior: remembered, target, refuse: refuse(now) };
         const params = [...effectParams(target, remembered), remembered.leaseExpiresAt, remembered.createdAt, remembered.updatedAt];
         if ((await e.query(tx, exact, params)).rowsAffected === 1) {
+          if (also !== undefined) await also(tx, target, now);
           e.hint(target);
           return target;
         }
@@ -230,10 +232,12 @@ async function transition(
       }
       const record = checked(await e.effect(tx, k), k, a, from, now);
       const target = await e.cas(tx, record, next(record, storedTime(now)), run, refuse(now));
+      if (also !== undefined) await also(tx, target, now);
       e.hint(target);
       return target;
     },
-    e.sql.sql.updateEffectWithTrail === undefined || e.driver.capabilities.oneStatementSteps !== true
+    // A step with more to write in its transaction (`also`) takes the transaction path only.
+    also !== undefined || e.sql.sql.updateEffectWithTrail === undefined || e.driver.capabilities.oneStatementSteps !== true
       ? undefined
       : async (tx, now, run, fieldsOf, receipt) => {
           // As above, with the compare-and-set, its events and its receipt as one statement.
@@ -260,7 +264,7 @@ async function transition(
           e.hint(target);
           return { value: target, events: trail.events, receipt: receipt === null ? null : e.serverSeals ? trail.receipt : 'unchained' };
         },
-    !standsAlone(e)
+    also !== undefined || !standsAlone(e)
       ? undefined
       : async (now, fieldsOf, receipt) => {
           // No transaction at all where the row is the one remembered: the outcome, its events and
@@ -303,7 +307,7 @@ export async function grantApproval(e: SqlEngine, id: string, approver: string):
   const who = checkActor(approver, 'approver');
   return e.write('grantApproval', async (tx, now) => {
     const record = await e.approval(tx, i);
-    const plan = checkAnswerable(record, i, now);
+    const plan = checkGrantable(record, i, now);
     if (plan.kind === 'expire') {
       await expire(e, tx, record!);
       return new RaiseAfterCommit(plan.error);
@@ -349,7 +353,8 @@ export async function editApproval(e: SqlEngine, edit: ApprovalEditWrite, events
   const { sql } = e.sql;
   return e.writeTrailed('editApproval', events, async (tx, now, run) => {
     const record = await e.approval(tx, i);
-    const plan = checkAnswerable(record, i, now);
+    // An edit grants (the edited request): a request that needs several approvers is not edited by one.
+    const plan = checkGrantable(record, i, now);
     if (plan.kind === 'expire') {
       await expire(e, tx, record!);
       return new RaiseAfterCommit(plan.error);
@@ -530,7 +535,19 @@ export async function failEffect(e: SqlEngine, key: string, actionId: string, er
     ['executing'],
     (r, stamp) => ({ ...r, state: 'failed', leaseExpiresAt: null, error: text, updatedAt: stamp }),
     events,
+    releaseCharges(e),
   );
+}
+
+/**
+ * What every move to `failed` also writes, in its own transaction: the release of the effect's
+ * budget charges (spec 05 §5.1: a failed attempt spends nothing). This build charges nothing; the
+ * rows are the original's, on a store both write, and its window must see them released.
+ */
+function releaseCharges(e: SqlEngine): (tx: SqlExecutor, target: EffectRecord, now: Date) => Promise<void> {
+  return async (tx, target, now) => {
+    await e.query(tx, e.sql.sql.releaseCharges, [storedTime(now), target.effectKey]);
+  };
 }
 
 export async function markAmbiguous(e: SqlEngine, key: string, actionId: string, error: string, events?: TrailingEvents<EffectRecord>): Promise<EffectRecord> {
@@ -560,7 +577,7 @@ export async function resolveEffect(e: SqlEngine, key: string, state: 'committed
     const to = checkResolvable(record, k, state, resolver);
     const r = record!;
     const who = storedText(resolver);
-    return e.cas(
+    const target = await e.cas(
       tx,
       r,
       { ...r, state: to, leaseExpiresAt: null, error: storedText(resolutionError(to, resolver, r.error)), resolvedBy: who, updatedAt: storedTime(now) },
@@ -571,6 +588,9 @@ export async function resolveEffect(e: SqlEngine, key: string, state: 'committed
           () => movedOn(k),
         ),
     );
+    // Only once the compare-and-set took: the release belongs to this move to failed.
+    if (target.state === 'failed' && r.state !== 'failed') await releaseCharges(e)(tx, target, now);
+    return target;
   });
 }
 
