@@ -149,4 +149,48 @@ describeInChromium('operator inbox in Chromium', () => {
     },
     BROWSER_TEST_TIMEOUT,
   );
+
+  it(
+    "shows each time in the reader's own time zone, short and on one line, with the exact UTC value on hover; a refreshed request too",
+    async () => {
+      const asked = await agentCall(worker.url, { name: 'billing.refund', arguments: { payment_id: 'pay_tz1', amount: 26000 } });
+      expect(asked.status).toBe(202);
+      const requestId = String(asked.json['requestId']);
+      // Kolkata is UTC+05:30 all year: a half-hour offset no UTC text can pass for.
+      const context = await browser.newContext({ viewport: { width: 390, height: 844 }, isMobile: true, timezoneId: 'Asia/Kolkata', locale: 'en-GB' });
+      const page = await context.newPage();
+      await page.goto(`${worker.url}/inbox`);
+      await page.getByLabel('Operator credential').fill(OPERATOR);
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      const operator = { headers: { authorization: `Bearer ${OPERATOR}` } };
+      const listed = async () =>
+        ((await (await fetch(`${worker.url}/v1/approvals?status=pending`, operator)).json()) as { approvals: Record<string, string>[] }).approvals;
+      const kolkata = (exact: string) => new Date(Date.parse(exact) + 330 * 60_000).toISOString().slice(11, 16);
+
+      const check = async (id: string) => {
+        const approval = (await listed()).find((a) => a['requestId'] === id)!;
+        const times = page.locator('article', { hasText: id }).locator('time');
+        await times.first().waitFor({ timeout: 30_000 });
+        expect(await times.count()).toBe(2);
+        for (const [i, exact] of [approval['createdAt']!, approval['expiresAt']!].entries()) {
+          const t = times.nth(i);
+          expect(exact).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
+          expect(await t.getAttribute('datetime')).toBe(exact);
+          expect(await t.getAttribute('title')).toBe(exact);
+          await expect.poll(() => t.textContent()).not.toContain('UTC');
+          const text = (await t.textContent())!;
+          expect(text, `${exact} shown in Kolkata`).toContain(kolkata(exact));
+          expect(text.length, text).toBeLessThan(exact.length);
+          expect(await t.evaluate((el) => getComputedStyle(el).whiteSpace)).toBe('nowrap');
+        }
+      };
+      await check(requestId);
+      // A request that arrives by the live refresh is shown in local time too.
+      const later = await agentCall(worker.url, { name: 'billing.refund', arguments: { payment_id: 'pay_tz2', amount: 27000 } });
+      await check(String(later.json['requestId']));
+      expect(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth), 'no sideways scrolling on a phone').toBe(true);
+      await context.close();
+    },
+    BROWSER_TEST_TIMEOUT,
+  );
 });

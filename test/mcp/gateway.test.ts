@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { McpError, ResultSchema } from '@modelcontextprotocol/sdk/types.js';
-import { canonicalJson, Control, createAction, HeaderIdentityProvider, loadPolicy, type StateStore } from '@ctrlrun/kernel';
+import { canonicalJson, Control, createAction, HeaderIdentityProvider, loadPolicy, viewTime, type StateStore } from '@ctrlrun/kernel';
 import { Gateway, RECEIPT_META_KEY, ReceiptIds } from '@ctrlrun/mcp';
 import { createSqlJsStore } from '@ctrlrun/store-sqljs';
 import { connectUpstream, serveHttp, type HttpServing } from '../../packages/cli/src/mcp-http.js';
@@ -177,7 +177,9 @@ describe('gateway: tools/call through the control path', () => {
       const data = asked.refused!.data as { request_id: string; action_hash: string; expires_at: string };
       expect(data.request_id).toMatch(/^apr_[0-9a-f]{32}$/);
       expect(data.action_hash).toMatch(/^sha256:[0-9a-f]{64}$/);
-      expect(typeof data.expires_at).toBe('string');
+      // The form of every view (UTC, milliseconds, Z), not the stored column's `…000+00:00`.
+      expect(data.expires_at).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
+      expect(data.expires_at).toBe(viewTime((await r.store.getApproval(data.request_id))!.request.expiresAt));
       expect(asked.error).toBeUndefined();
       expect(asked.result?.['isError']).toBe(true);
       expect(asked.refused!.text).toMatch(

@@ -96,6 +96,7 @@ describe('ctrlrun mcp-operator', () => {
           action: { name: 'mcp.pay.refund', arguments: { amount: 700, note: 'line\u0000two', payment_id: 'p1' }, principal: { agent: 'agent-1', user: null } },
         });
         expect(pending!['hashed']).toContain('"note":"line\\u0000two"');
+        for (const k of ['created_at', 'expires_at']) expect(pending![k]).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
 
         const noPrincipal = await call(anonymous, 'approve', { request_id: requestId });
         expect(noPrincipal.error?.code).toBe(-41007);
@@ -137,9 +138,10 @@ describe('ctrlrun mcp-operator', () => {
         expect(receipts.map((d) => d.action)).toEqual(['mcp.pay.die', 'mcp.pay.die']);
         expect(structured((await call(anonymous, 'receipts', { control: 'SOC2-CC6.1' })).result)['receipts']).toEqual([]);
         expect((await call(anonymous, 'receipts', { limit: 0 })).error?.code).toBe(-32602);
-        expect(
-          (structured((await call(anonymous, 'effects', { state: 'committed' })).result)['effects'] as { effectKey: string }[]).map((e) => e.effectKey).sort(),
-        ).toEqual(['die:d1', 'refund:p1']);
+        const effects = structured((await call(anonymous, 'effects', { state: 'committed' })).result)['effects'] as Record<string, unknown>[];
+        expect(effects.map((e) => e['effectKey']).sort()).toEqual(['die:d1', 'refund:p1']);
+        // Times in the form of every view (UTC, milliseconds, Z), not the columns' `+00:00`.
+        for (const e of effects) for (const k of ['createdAt', 'updatedAt']) expect(e[k]).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
         expect(structured((await call(anonymous, 'stats', { since: '1d' })).result)).toMatchObject({ schema: 'ctrlrun.stats/v1', mode: 'enforce' });
         const inspected = structured((await call(anonymous, 'inspect_action', { action_id: (died.refused!.data as { action_id: string }).action_id })).result);
         expect(inspected['schema']).toBe('ctrlrun.inspection/v2');

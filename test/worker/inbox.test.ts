@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { Control, loadPolicy, type StateStore } from '@ctrlrun/kernel';
+import { Control, loadPolicy, viewTime, type StateStore } from '@ctrlrun/kernel';
 import { openStore } from '@ctrlrun/store-node';
 import { createApp, staticTokens } from '../../worker/src/index.js';
 import { AGENT, harness, OPERATOR, POLICY, testExecutors, type Harness } from './harness.js';
@@ -193,6 +193,33 @@ describe('the operator inbox', () => {
     );
     expect(again.status).toBe(200);
     expect(h.calls).toEqual(['refund in_1']);
+  });
+
+  it('shows each time short, in UTC until the page script makes it local, never wrapped, the exact value in datetime and on hover', async () => {
+    const h = await harness();
+    const asked = await h.call('POST', '/v1/actions', AGENT, { name: 'stripe.refund', arguments: { payment_id: 'in_t', amount: 200000 } });
+    expect((await h.call('POST', '/v1/actions', AGENT, { name: 'flaky.charge', arguments: { id: 'amb_t', mode: 'lost' } })).status).toBe(502);
+    const request = (await h.store.getApproval(String(asked.json['requestId'])))!.request;
+    const effect = (await h.store.getEffect('charge:amb_t'))!;
+    const { html } = await signedIn(h);
+    const times = [...html.matchAll(/<time datetime="([^"]*)" title="([^"]*)" data-local>([^<]*)<\/time>/g)].map((m) => ({
+      datetime: m[1],
+      title: m[2],
+      text: m[3],
+    }));
+    const shown = (stored: string) => {
+      const exact = viewTime(stored);
+      return { datetime: exact, title: exact, text: `${exact.slice(0, 10)} ${exact.slice(11, 16)} UTC` };
+    };
+    expect(times).toEqual([shown(request.createdAt), shown(request.expiresAt), shown(effect.updatedAt!)]);
+    // The exact value is the views' form, not the column's.
+    expect(request.createdAt).toMatch(/\+00:00$/);
+    expect(times[0]!.datetime).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
+    expect(html).toMatch(/time \{ white-space: nowrap; word-break: normal; \}/);
+    // The page's script turns them into the reader's local time, and again after each refresh.
+    const script = await (await h.app.request('http://inbox.test/inbox/inbox.js')).text();
+    expect(script).toContain("querySelectorAll('time[data-local]')");
+    expect(script).toMatch(/live\.innerHTML = html; last = html; localTimes\(live\);/);
   });
 
   it("a post without the CSRF token, with another session's token, or from another origin changes nothing", async () => {

@@ -23,6 +23,7 @@ import {
   resolveResourceTemplate,
   resultToJson,
   verifyChain,
+  viewTime,
   type Action,
   type ApprovalRecord,
   type ApprovalStatus,
@@ -157,6 +158,11 @@ function actionJson(action: Action): Record<string, unknown> {
   };
 }
 
+/**
+ * An approval request as the API shows it. Its id is `requestId` in every body (`approvalId`, the
+ * same id, survives only where it was documented, deprecated: the grant's answer); every time is
+ * in the form of every view (`viewTime`: UTC, milliseconds, `Z`), never the column's `+00:00`.
+ */
 function approvalJson(record: ApprovalRecord): Record<string, unknown> {
   const { request } = record;
   return {
@@ -164,12 +170,12 @@ function approvalJson(record: ApprovalRecord): Record<string, unknown> {
     status: record.status,
     actionHash: request.actionHash,
     action: actionJson(request.action),
-    createdAt: request.createdAt,
-    expiresAt: request.expiresAt,
+    createdAt: viewTime(request.createdAt),
+    expiresAt: viewTime(request.expiresAt),
     policyHash: request.policyHash,
     approver: record.approver,
-    grantedAt: record.grantedAt,
-    consumedAt: record.consumedAt,
+    grantedAt: viewTime(record.grantedAt),
+    consumedAt: viewTime(record.consumedAt),
   };
 }
 
@@ -189,11 +195,11 @@ function effectJson(record: EffectRecord): Record<string, unknown> {
     state: record.state,
     actionId: record.actionId,
     attempt: record.attempt,
-    leaseExpiresAt: record.leaseExpiresAt,
+    leaseExpiresAt: viewTime(record.leaseExpiresAt),
     result: storedValue(record.resultJson),
     error: record.error,
-    createdAt: record.createdAt,
-    updatedAt: record.updatedAt,
+    createdAt: viewTime(record.createdAt),
+    updatedAt: viewTime(record.updatedAt),
     resolvedBy: record.resolvedBy,
   };
 }
@@ -470,7 +476,13 @@ export function createApp(options: AppOptions): App {
     } catch (err) {
       if (err instanceof ApprovalRequired) {
         const record = await store.getApproval(err.requestId);
-        return jsonResponse(202, { status: 'approval_required', requestId: err.requestId, ...ids, expiresAt: record?.request.expiresAt, message: err.message });
+        return jsonResponse(202, {
+          status: 'approval_required',
+          requestId: err.requestId,
+          ...ids,
+          expiresAt: record === null ? undefined : viewTime(record.request.expiresAt),
+          message: err.message,
+        });
       }
       const { phase, effectKey } = call;
       const outcomeUnknown =
@@ -520,12 +532,14 @@ export function createApp(options: AppOptions): App {
         if (verb === 'grant') {
           const a = await control.grantApproval(id, edit === null ? { approver } : { approver, via: 'worker', edit: { arguments: edit } });
           const approval = {
+            requestId: a.approvalId,
+            // Deprecated: the same id under its old name, kept for a release (README, "HTTP worker").
             approvalId: a.approvalId,
             status: 'granted',
             actionHash: a.actionHash,
             approver: a.approver,
-            grantedAt: a.grantedAt,
-            expiresAt: a.expiresAt,
+            grantedAt: viewTime(a.grantedAt),
+            expiresAt: viewTime(a.expiresAt),
           };
           if (a.approvalId === id) return jsonResponse(200, { approval });
           // An edit: the grant is a new request, bound to the edited hash; the proposed one is denied.

@@ -97,13 +97,18 @@ export function statusForCode(code: string): number {
   }
 }
 
-/** The fields of a kernel error worth showing a client, besides its code and message. */
+/**
+ * The fields of a kernel error worth showing a client, besides its code and message. An approval
+ * request's id is `requestId` in every body; an error that names it `approvalId` (an
+ * `ApprovalMismatch`: the one presented) still shows that key too, deprecated, for a release.
+ */
 function kernelDetails(err: Error): Record<string, unknown> {
   const out = Object.create(null) as Record<string, unknown>;
   for (const k of ['reason', 'requestId', 'approvalId', 'effectKey', 'state', 'actionId', 'grantId', 'delegationId'] as const) {
     const v = (err as unknown as Record<string, unknown>)[k];
     if (typeof v === 'string') out[k] = v;
   }
+  if (out['requestId'] === undefined && out['approvalId'] !== undefined) out['requestId'] = out['approvalId'];
   return out;
 }
 

@@ -36,6 +36,7 @@ import {
   InvalidArgument,
   parseJson,
   showInvisible,
+  viewTime,
   type ApprovalRecord,
   type ChainReport,
   type Control,
@@ -83,6 +84,22 @@ export interface InboxOptions {
 function esc(text: unknown): string {
   // Invisible characters (a bidi override reverses what follows) shown as escapes, then markup escaped.
   return showInvisible(String(text)).replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+}
+
+/** A time in the form every view uses (UTC, milliseconds, `Z`), its date and its hour and minute. */
+const EXACT_TIME = /^(\d{4}-\d{2}-\d{2})T(\d{2}:\d{2}):\d{2}\.\d{3}Z$/;
+
+/**
+ * A stored time as the inbox shows it: short (`2026-09-07 11:44 UTC`, which the page's script
+ * turns into the reader's local time, `7 Sept, 13:44`), never wrapped, and the exact value
+ * (`2026-09-07T11:44:30.625Z`) in `datetime` and on hover (`title`). Text that is no time (a
+ * damaged row) is shown as it is, escaped.
+ */
+function timeHtml(stored: string): string {
+  const exact = viewTime(stored);
+  const m = EXACT_TIME.exec(exact);
+  if (m === null) return esc(stored);
+  return `<time datetime="${exact}" title="${exact}" data-local>${m[1]} ${m[2]} UTC</time>`;
 }
 
 function b64url(bytes: Uint8Array): string {
@@ -157,6 +174,7 @@ article h3 { font-size: 1rem; margin: 0 0 .5rem; word-break: break-all; }
 dl { display: grid; grid-template-columns: max-content 1fr; gap: .25rem .75rem; margin: 0 0 .75rem; }
 dt { font-weight: 600; }
 dd { margin: 0; word-break: break-all; }
+time { white-space: nowrap; word-break: normal; }
 pre { background: #eef0f3; padding: .5rem; border-radius: .25rem; white-space: pre-wrap; word-break: break-all; margin: 0 0 .75rem; font-size: .9rem; }
 form.inline { display: inline-block; margin: 0 .5rem .5rem 0; }
 button { font: inherit; min-height: 2.75rem; min-width: 6rem; padding: .5rem 1rem; border-radius: .375rem; border: 1px solid #1b1f24; background: #fff; color: #1b1f24; cursor: pointer; }
@@ -216,10 +234,22 @@ ${message ? `<p class="flash error" role="alert">${esc(message)}</p>` : ''}
 
 /** The client script: polls `/inbox/live` and swaps the live region when it changed. */
 const SCRIPT = `(() => {
+  // Each time in the reader's own time zone and language, short; the exact UTC value stays in title.
+  function localTimes(root) {
+    const year = new Date().getFullYear();
+    for (const t of root.querySelectorAll('time[data-local]')) {
+      const d = new Date(t.getAttribute('datetime'));
+      if (isNaN(d.getTime())) continue;
+      const shape = { month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit' };
+      if (d.getFullYear() !== year) shape.year = 'numeric';
+      t.textContent = d.toLocaleString(undefined, shape);
+    }
+  }
   const live = document.getElementById('live');
   const status = document.getElementById('refresh-status');
   if (!live) return;
   let last = live.innerHTML;
+  localTimes(live);
   async function refresh() {
     try {
       const r = await fetch('/inbox/live', { credentials: 'same-origin', headers: { accept: 'text/html' } });
@@ -230,7 +260,7 @@ const SCRIPT = `(() => {
       // Never swapped under the operator: not while a control has focus, nor while an edit box is open.
       const editing = live.querySelector('details[open] textarea[data-edit]') !== null;
       const busy = (active && live.contains(active) && active.tagName !== 'BODY') || editing;
-      if (html !== last && !busy) { live.innerHTML = html; last = html; }
+      if (html !== last && !busy) { live.innerHTML = html; last = html; localTimes(live); }
       if (status) status.textContent = html !== last && busy ? 'Paused while you edit: close the edit box to see the newest requests' : 'Updated ' + new Date().toLocaleTimeString();
     } catch (e) { if (status) status.textContent = 'Offline: retrying'; }
   }
@@ -401,7 +431,7 @@ export function mountInbox(app: Hono<any>, options: InboxOptions): void {
 <h3 id="apr-${id}">${esc(action.name)} <span class="note">(${id})</span></h3>
 <dl>
 <dt>Asked by</dt><dd>${esc(action.principal.agent)}${action.principal.user ? ` for ${esc(action.principal.user)}` : ''}</dd>
-<dt>Asked at</dt><dd><time datetime="${esc(request.createdAt)}">${esc(request.createdAt)}</time> (expires ${esc(request.expiresAt)})</dd>
+<dt>Asked at</dt><dd>${timeHtml(request.createdAt)} (expires ${timeHtml(request.expiresAt)})</dd>
 <dt>Rule</dt><dd>${esc(ruleFor(record))}</dd>
 <dt>Resource</dt><dd>${esc(action.resource ?? 'none')}</dd>
 <dt>Action hash</dt><dd><code>${esc(request.actionHash)}</code></dd>
@@ -478,7 +508,7 @@ ${diffHtml(action.canonicalArguments, edited)}
 <h3>${key}</h3>
 <dl>
 <dt>Action</dt><dd>${esc(record.actionId)} (attempt ${esc(record.attempt)})</dd>
-<dt>Since</dt><dd>${esc(record.updatedAt)}</dd>
+<dt>Since</dt><dd>${record.updatedAt === null ? 'not recorded' : timeHtml(record.updatedAt)}</dd>
 <dt>Error</dt><dd>${esc(record.error ?? 'none recorded')}</dd>
 </dl>
 <p class="note">Check with the upstream whether it acted, then record what happened.</p>

@@ -13,6 +13,15 @@ const str: Schema = { type: 'string' };
 const nullableStr: Schema = { type: ['string', 'null'] };
 const int: Schema = { type: 'integer' };
 const hash: Schema = { type: 'string', pattern: '^sha256:[0-9a-f]{64}$' };
+/** Every time the API shows: UTC, milliseconds, `Z` (the receipts' own form), never a column's `+00:00`. */
+const time: Schema = {
+  type: 'string',
+  pattern: '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$',
+  description: 'ISO-8601, UTC, milliseconds, Z: 2026-09-07T11:44:30.625Z',
+};
+const nullableTime: Schema = { ...time, type: ['string', 'null'] };
+/** An approval request's id: `requestId` in every body. */
+const requestId: Schema = { type: 'string', description: "The approval request's id (apr_…)." };
 const anyJson: Schema = {};
 const obj = (properties: Record<string, Schema>, required: string[] = Object.keys(properties), extra = false): Schema => ({
   type: 'object',
@@ -31,6 +40,8 @@ const schemas: Record<string, Schema> = {
         actionId: str,
         actionHash: hash,
         effectKey: nullableStr,
+        requestId: { ...requestId, description: 'The approval request the refusal is about (an ApprovalMismatch: the one presented).' },
+        approvalId: { ...requestId, deprecated: true, description: 'The same id as requestId, under its old name: deprecated, kept for a release.' },
         outcome: { const: 'ambiguous' },
         limit: int,
         pending: int,
@@ -52,7 +63,7 @@ const schemas: Record<string, Schema> = {
     ['name'],
   ),
   Committed: obj({ status: { const: 'committed' }, actionId: str, actionHash: hash, effectKey: nullableStr, receiptId: str, seq: int, result: anyJson }),
-  ApprovalRequired: obj({ status: { const: 'approval_required' }, requestId: str, actionId: str, actionHash: hash, expiresAt: str, message: str }),
+  ApprovalRequired: obj({ status: { const: 'approval_required' }, requestId, actionId: str, actionHash: hash, expiresAt: time, message: str }),
   Action: obj({
     actionId: str,
     name: str,
@@ -64,16 +75,16 @@ const schemas: Record<string, Schema> = {
     canonical: { type: 'string', description: 'The exact text that was hashed.' },
   }),
   Approval: obj({
-    requestId: str,
+    requestId,
     status: { enum: ['pending', 'granted', 'denied', 'expired', 'consumed'] },
     actionHash: hash,
     action: ref('Action'),
-    createdAt: str,
-    expiresAt: str,
+    createdAt: time,
+    expiresAt: time,
     policyHash: hash,
     approver: nullableStr,
-    grantedAt: nullableStr,
-    consumedAt: nullableStr,
+    grantedAt: nullableTime,
+    consumedAt: nullableTime,
   }),
   ApprovalPage: obj({ approvals: { type: 'array', items: ref('Approval') }, next: nullableStr }),
   Grant: {
@@ -82,8 +93,18 @@ const schemas: Record<string, Schema> = {
     properties: {
       approval: {
         type: 'object',
-        required: ['approvalId', 'status', 'actionHash', 'approver', 'grantedAt', 'expiresAt'],
-        properties: { approvalId: str, status: { const: 'granted' }, actionHash: hash, approver: str, grantedAt: str, expiresAt: str, editedFrom: str },
+        required: ['requestId', 'approvalId', 'status', 'actionHash', 'approver', 'grantedAt', 'expiresAt'],
+        properties: {
+          requestId: { ...requestId, description: 'The granted request: the one answered, or with an edit the new request of the edited arguments.' },
+          approvalId: { ...requestId, deprecated: true, description: 'The same id as requestId, under its old name: deprecated, kept for a release.' },
+          status: { const: 'granted' },
+          actionHash: hash,
+          approver: str,
+          grantedAt: time,
+          expiresAt: time,
+          editedFrom: requestId,
+        },
+        additionalProperties: false,
       },
       edit: {
         description: 'Present when the grant approved edited arguments: the proposed request (now denied) and the approved one.',
@@ -107,11 +128,11 @@ const schemas: Record<string, Schema> = {
       state: { enum: ['pending', 'committed', 'failed', 'ambiguous'] },
       actionId: str,
       attempt: int,
-      leaseExpiresAt: nullableStr,
+      leaseExpiresAt: nullableTime,
       result: anyJson,
       error: nullableStr,
-      createdAt: str,
-      updatedAt: str,
+      createdAt: nullableTime,
+      updatedAt: nullableTime,
       resolvedBy: nullableStr,
     }),
   }),

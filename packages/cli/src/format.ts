@@ -3,7 +3,7 @@
  *
  * @module
  */
-import { parseTime } from '@ctrlrun/kernel/store';
+import { viewTime } from '@ctrlrun/kernel';
 
 /**
  * What a terminal could act on instead of showing: C0 and C1 controls (CR, LF, ESC, DEL, …),
@@ -38,17 +38,13 @@ export function hasUnsafe(text: string): boolean {
   return UNSAFE.test(text);
 }
 
-/** A stored timestamp in the CLI's format (ISO-8601 UTC, milliseconds, `Z`), or `-`. */
+/** A stored timestamp in the format of every view (ISO-8601 UTC, milliseconds, `Z`: the kernel's `viewTime`), or `-`. */
 export function stamp(stored: string | null | undefined): string {
   if (stored === null || stored === undefined || stored === '') return '-';
-  try {
-    return parseTime(stored).toISOString();
-  } catch {
-    return stored;
-  }
+  return viewTime(stored);
 }
 
-/** A nullable stored timestamp in the CLI's format, or null. */
+/** A nullable stored timestamp in the format of every view, or null. */
 export function stampOrNull(stored: string | null | undefined): string | null {
   return stored === null || stored === undefined ? null : stamp(stored);
 }

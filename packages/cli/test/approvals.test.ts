@@ -89,8 +89,11 @@ describe('ctrlrun approvals', () => {
     expect(r.code).toBe(0);
     const doc = JSON.parse(r.stdout) as { schema: string; status: string; next_after: string | null; approvals: Record<string, unknown>[] };
     expect([doc.schema, doc.status, doc.next_after]).toEqual(['ctrlrun.approvals/v1', 'pending', null]);
-    expect(doc.approvals.map((a) => a['approval_id']).sort()).toEqual([...s.pending].sort());
-    expect(doc.approvals.find((a) => a['approval_id'] === s.pending[0])).toMatchObject({
+    expect(doc.approvals.map((a) => a['request_id']).sort()).toEqual([...s.pending].sort());
+    // The deprecated approval_id is the same id, kept for a release.
+    for (const a of doc.approvals) expect(a['approval_id']).toBe(a['request_id']);
+    for (const a of doc.approvals) for (const k of ['created_at', 'expires_at']) expect(a[k]).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
+    expect(doc.approvals.find((a) => a['request_id'] === s.pending[0])).toMatchObject({
       status: 'pending',
       expired: false,
       hash_matches: true,
@@ -317,10 +320,19 @@ describe('approve and deny show the exact action and ask on a terminal', () => {
     expect(r.stderr).toContain('  action      stripe.refund');
     const doc = JSON.parse(r.stdout) as Record<string, unknown>;
     expect(doc).toMatchObject({
+      request_id: s.pending[0],
       approval_id: s.pending[0],
       status: 'granted',
       approver: 'dana',
       request: { status: 'pending', action: { arguments: { amount: 200000, payment_id: 'txn_2' } }, rule: 'rule[1]' },
+    });
+    const denied = await run(['deny', s.pending[1], '--as', 'dana', '--json'], { cwd: s.dir });
+    expect(denied.code).toBe(0);
+    expect(JSON.parse(denied.stdout)).toMatchObject({
+      request_id: s.pending[1],
+      approval_id: s.pending[1],
+      status: 'denied',
+      request: { request_id: s.pending[1] },
     });
   });
 });
@@ -365,7 +377,7 @@ describe('through the real binary', () => {
     // Not a terminal (stdin is not a TTY): answered without asking, as scripts expect.
     const granted = await spawnCli(['approve', s.pending[0], '--as', 'dana', '--json'], { cwd: s.dir });
     expect(granted.stderr).toBe('');
-    expect(JSON.parse(granted.stdout)).toMatchObject({ approval_id: s.pending[0], status: 'granted', approver: 'dana' });
+    expect(JSON.parse(granted.stdout)).toMatchObject({ request_id: s.pending[0], approval_id: s.pending[0], status: 'granted', approver: 'dana' });
     const human = await spawnCli(['approvals', '--status', 'granted'], { cwd: s.dir });
     expect(human.stdout).toContain(`${s.pending[0]}  granted  stripe.refund`);
     expect(human.stdout).toContain('answered by dana');

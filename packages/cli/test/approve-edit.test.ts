@@ -97,7 +97,9 @@ describe('ctrlrun approve --edit', () => {
     expect(doc['status']).toBe('granted');
     expect(doc['proposed_arguments']).toEqual({ amount: 300000, payment_id: 'txn_3' });
     expect(JSON.stringify(doc['approved_arguments'])).toBe('{"__proto__":"x","amount":250000,"payment_id":"txn_3"}');
-    expect((await record(s.storePath, doc['approval_id'] as string))?.status).toBe('granted');
+    expect(doc['request_id']).not.toBe(id);
+    expect(doc['approval_id']).toBe(doc['request_id']);
+    expect((await record(s.storePath, doc['request_id'] as string))?.status).toBe('granted');
     expect((await record(s.storePath, id))?.status).toBe('denied');
   });
 

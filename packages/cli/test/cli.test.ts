@@ -407,8 +407,21 @@ describe('inspect', () => {
     const json = JSON.parse((await run(['inspect', s.actions.suspended, '--json'], { cwd: s.dir })).stdout) as Record<string, unknown>;
     expect(json['receipt']).toBeNull();
     const approvals = json['approvals'] as Record<string, unknown>[];
-    expect(approvals.map((a) => [a['approval_id'], a['status']])).toEqual([[s.pending[0], 'pending']]);
-    expect(Object.keys(approvals[0]!)).toEqual(['approval_id', 'action_hash', 'status', 'approver', 'created_at', 'expires_at', 'granted_at', 'consumed_at']);
+    expect(approvals.map((a) => [a['request_id'], a['status']])).toEqual([[s.pending[0], 'pending']]);
+    // request_id is the name in every view; approval_id, the same id, stays for the inspection/v2 readers.
+    expect(Object.keys(approvals[0]!)).toEqual([
+      'request_id',
+      'approval_id',
+      'action_hash',
+      'status',
+      'approver',
+      'created_at',
+      'expires_at',
+      'granted_at',
+      'consumed_at',
+    ]);
+    expect(approvals[0]!['approval_id']).toBe(approvals[0]!['request_id']);
+    for (const k of ['created_at', 'expires_at']) expect(approvals[0]![k]).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
     const human = await run(['inspect', s.actions.suspended], { cwd: s.dir });
     const lines = human.stdout.split('\n');
     expect(lines[0]).toBe(`${s.actions.suspended}  stripe.refund`);

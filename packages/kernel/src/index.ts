@@ -12,7 +12,7 @@ export { canonicalBytes, canonicalJson, parseJson, orderedJson, type JsonValue, 
 export { argumentsForDisplay, showInvisible, type ShownArguments } from './visible.js';
 export { maskUrl } from './mask-url.js';
 export { DEFAULT_MAX_PENDING_APPROVALS, PendingApprovalLimit, type PendingRefusal, type PendingSlot } from './pending-limit.js';
-export { type Clock, systemClock, MINUTE } from './time.js';
+export { type Clock, systemClock, MINUTE, viewTime } from './time.js';
 export { type IdPrefix, type IdSource, randomIds, sequentialIds } from './ids.js';
 export { type Action, type ActionInput, type Principal, createAction, createPrincipal, actionHash, actionToJson, actionFromJson } from './action.js';
 export * from './model.js';

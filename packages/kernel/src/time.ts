@@ -91,6 +91,24 @@ export function parseTime(s: string, what = 'timestamp'): Date {
   return new Date(t);
 }
 
+/**
+ * A stored or evidence timestamp as every JSON view a person or client reads shows it (the CLI's
+ * `--json`, the worker's API, the MCP gateway and operator, the LangGraph interrupt): the evidence
+ * form, UTC with milliseconds and `Z` (`2026-09-07T11:44:30.625Z`), whatever form the column holds
+ * (`…30.625000+00:00`). Text that is not a timestamp (a damaged row) is shown unchanged, never
+ * hidden; `null` stays `null`. Stored documents and columns are never rewritten: this is for views.
+ */
+export function viewTime(stored: string): string;
+export function viewTime(stored: string | null): string | null;
+export function viewTime(stored: string | null): string | null {
+  if (stored === null) return null;
+  try {
+    return evidenceTime(parseTime(stored));
+  } catch {
+    return stored;
+  }
+}
+
 /** Checks a duration in milliseconds: a positive safe integer. */
 export function checkDuration(ms: unknown, what: string): number {
   if (typeof ms !== 'number' || !Number.isSafeInteger(ms) || ms <= 0) {

@@ -14,7 +14,7 @@ import type { StoredReceipt } from './model.js';
 import { loadPolicy } from './policy/index.js';
 import { protect } from './protect.js';
 import type { StateStore } from './store/state-store.js';
-import type { Clock } from './time.js';
+import { viewTime, type Clock } from './time.js';
 
 /** The policy the playground loads; the page shows this exact text. */
 export const TRY_IT_POLICY_YAML = `schema: ctrlrun.policy/v2
@@ -97,9 +97,13 @@ export interface RefundResult {
 /** What an approve step returns. */
 export interface ApproveResult {
   outcome: 'approved';
+  /** The request granted: the id every view names `request_id`. */
+  request_id: string;
+  /** The same id, under the spec's name for this result (spec 04 §4). */
   approval_id: string;
   action_hash: string;
   approver: string;
+  /** When the grant lapses: UTC, milliseconds, `Z` (the form of every view). */
   expires_at: string;
 }
 
@@ -276,10 +280,11 @@ export function createTryIt(options: TryItOptions): TryIt {
       const approval = await control.grantApproval(id, { approver: TRY_IT_APPROVER });
       return {
         outcome: 'approved',
+        request_id: approval.approvalId,
         approval_id: approval.approvalId,
         action_hash: approval.actionHash,
         approver: approval.approver,
-        expires_at: approval.expiresAt,
+        expires_at: viewTime(approval.expiresAt),
       };
     }
     if (request.op === 'resolve') {

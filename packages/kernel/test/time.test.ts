@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { evidenceTime, storedTime } from '../src/time.js';
+import { evidenceTime, storedTime, viewTime } from '../src/time.js';
 
 /** The stored form written out longhand, as the kernel wrote it before stamps were kept. */
 function storedReference(d: Date): string {
@@ -51,5 +51,30 @@ describe('timestamps (kept renderings)', () => {
     expect(() => storedTime(new Date(Number.NaN))).toThrow(RangeError);
     expect(evidenceTime(ok)).toBe('2026-01-01T00:00:00.000Z');
     expect(storedTime(ok)).toBe('2026-01-01T00:00:00+00:00');
+  });
+});
+
+describe('viewTime: one time format in every JSON view', () => {
+  it('a stored column value (+00:00, six digits or none) and an evidence stamp all read as UTC, milliseconds, Z', () => {
+    expect(viewTime('2026-09-07T11:44:30.172000+00:00')).toBe('2026-09-07T11:44:30.172Z');
+    expect(viewTime('2026-09-07T11:44:30+00:00')).toBe('2026-09-07T11:44:30.000Z');
+    expect(viewTime('2026-09-07T11:44:30.172Z')).toBe('2026-09-07T11:44:30.172Z');
+    expect(viewTime('2026-09-07T13:44:30.172+02:00')).toBe('2026-09-07T11:44:30.172Z');
+  });
+
+  it('property: any stored stamp reads back as the evidence stamp of the same instant', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: 253402300799999 }), (t) => {
+        const d = new Date(t);
+        expect(viewTime(storedTime(d))).toBe(evidenceTime(d));
+      }),
+    );
+  });
+
+  it('null stays null, and text that is no timestamp (a damaged row) is shown as it is, never hidden or thrown on', () => {
+    expect(viewTime(null)).toBeNull();
+    expect(viewTime('yesterday')).toBe('yesterday');
+    expect(viewTime('')).toBe('');
+    expect(viewTime('2026-09-07 11:44:30')).toBe('2026-09-07 11:44:30');
   });
 });

@@ -30,8 +30,11 @@ describe('try-it', () => {
     expect([r('1').outcome, r('1').receipt?.['decision'], r('1').receipt?.['result'], r('1').remote_calls]).toEqual(['executed', 'allow', 'committed', 1]);
     expect([r('2a').outcome, r('2a').remote_calls, r('2a').receipt]).toEqual(['approval_required', 0, undefined]);
     expect(requestId).toMatch(/^apr_[0-9a-f]{32}$/);
-    const granted = out['2b'] as { approval_id: string; action_hash: string };
+    const granted = out['2b'] as { request_id: string; approval_id: string; action_hash: string; expires_at: string };
+    expect(granted.request_id).toBe(requestId);
     expect(granted.approval_id).toBe(requestId);
+    // The form of every view (UTC, milliseconds, Z), not the stored column's `+00:00`.
+    expect(granted.expires_at).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
     expect(granted.action_hash).toMatch(/^sha256:[0-9a-f]{64}$/);
     expect([r('2c').outcome, r('2c').reason, r('2c').receipt?.['result'], r('2c').remote_calls]).toEqual(['approval_mismatch', 'mismatch', 'blocked', 0]);
     expect([r('2d').outcome, r('2d').receipt?.['decision'], r('2d').receipt?.['approval_id'], r('2d').remote_calls]).toEqual([

@@ -12,6 +12,7 @@ import {
   isEditedToolResult,
   loadPolicy,
   sequentialIds,
+  viewTime,
   type EditedToolResult,
   type StateStore,
   type StoredReceipt,
@@ -89,6 +90,9 @@ describe('protectInGraph: approval through interrupt()', () => {
     expect(asked).toMatchObject({ type: 'ctrlrun.approval', action: { name: 'stripe.refund', arguments: { amount: 500000, payment_id: 'p1' } } });
     expect(runs.refunds).toEqual([]);
     expect((await store.listApprovals()).map((r) => [r.request.requestId, r.status])).toEqual([[asked.request_id, 'pending']]);
+    // expires_at in the form of every view (UTC, milliseconds, Z), not the stored column's `+00:00`.
+    expect(asked.expires_at).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
+    expect(asked.expires_at).toBe(viewTime((await store.getApproval(asked.request_id))!.request.expiresAt));
 
     const done = await graph.invoke(new Command({ resume: { decision: 'approve', approver: 'human:ana', request_id: asked.request_id } }), thread('t1'));
     expect(done.refund).toEqual({ id: 're_p1' });

@@ -42,6 +42,7 @@ import {
   NotExecuted,
   resolveResourceTemplate,
   unusedEditFor,
+  viewTime,
   type Action,
   type ApprovalProvider,
   callbackSink,
@@ -542,7 +543,8 @@ export class Gateway {
     if (err instanceof McpError) return err;
     if (err instanceof ApprovalRequired) {
       const record = await this.control.store.getApproval(err.requestId);
-      const expiresAt = record?.request.expiresAt ?? null;
+      // In the form of every view (UTC, milliseconds, Z), not the column's `+00:00`.
+      const expiresAt = viewTime(record?.request.expiresAt ?? null);
       return gatewayError(
         'approvalRequired',
         `${action?.name ?? 'this call'} needs a human's approval: request ${err.requestId}; ${this.#howToAnswer(err.requestId)}`,

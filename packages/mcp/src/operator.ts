@@ -9,8 +9,8 @@
  */
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js';
-import { CTRLRunError, parseSince, receiptView, showInvisible, stats, type Control, type JsonObject } from '@ctrlrun/kernel';
-import { evidenceTime, parseTime } from '@ctrlrun/kernel/store';
+import { CTRLRunError, parseSince, receiptView, showInvisible, stats, viewTime, type Control, type JsonObject } from '@ctrlrun/kernel';
+import { parseTime } from '@ctrlrun/kernel/store';
 import { gatewayError, rpcError } from './errors.js';
 
 /** Who is asking, as the identity source sees them: `null` when no credential named anyone. */
@@ -219,8 +219,8 @@ export function createOperatorServer(options: OperatorOptions): Server {
                 environment: a.request.action.environment,
               },
               hashed: a.request.action.canonical,
-              created_at: evidenceTime(parseTime(a.request.createdAt)),
-              expires_at: evidenceTime(parseTime(a.request.expiresAt)),
+              created_at: viewTime(a.request.createdAt),
+              expires_at: viewTime(a.request.expiresAt),
             })),
           });
         }
@@ -256,7 +256,15 @@ export function createOperatorServer(options: OperatorOptions): Server {
         }
         case 'effects': {
           const records = await store.listEffects(args['state'] as Parameters<typeof store.listEffects>[0]);
-          return answer({ effects: records });
+          // Times in the form of every view (UTC, milliseconds, Z), not the columns' `+00:00`.
+          return answer({
+            effects: records.map((r) => ({
+              ...r,
+              leaseExpiresAt: viewTime(r.leaseExpiresAt),
+              createdAt: viewTime(r.createdAt),
+              updatedAt: viewTime(r.updatedAt),
+            })),
+          });
         }
         case 'stats': {
           let since: Date | null = null;
@@ -276,7 +284,7 @@ export function createOperatorServer(options: OperatorOptions): Server {
             request_id: approval.approvalId,
             action_hash: approval.actionHash,
             approver: actor,
-            expires_at: evidenceTime(parseTime(approval.expiresAt)),
+            expires_at: viewTime(approval.expiresAt),
           });
         }
         case 'deny': {

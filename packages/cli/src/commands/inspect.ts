@@ -29,8 +29,15 @@ function effectJson(r: EffectRecord): JsonObject {
   };
 }
 
+/**
+ * One approval request in a JSON view. `request_id` is its id's name in every view (the MCP
+ * gateway's and operator's, the webhook's, the worker's `requestId`); `approval_id` carries the
+ * same value for readers of the original's `ctrlrun.inspection/v2` and of earlier releases, and
+ * is deprecated in the other documents.
+ */
 export function approvalJson(a: ApprovalRecord): JsonObject {
   return {
+    request_id: a.request.requestId,
     approval_id: a.request.requestId,
     action_hash: a.request.actionHash,
     status: a.status,
