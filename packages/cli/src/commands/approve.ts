@@ -23,7 +23,7 @@
  */
 import { resolve as resolvePath } from 'node:path';
 import { evidenceTime, parseTime } from '@ctrlrun/kernel/store';
-import { canonicalJson, orderedJson, parseJson, resolveEffectTemplate, type Control, type JsonObject, type Policy, type StateStore } from '@ctrlrun/kernel';
+import { canonicalJson, orderedJson, parseJson, type Control, type JsonObject, type Policy, type StateStore } from '@ctrlrun/kernel';
 import { readRequest, requestJson, requestLines, type RequestView } from '../approval-view.js';
 import { AS_APPROVER, STORE_URL, type Command, type Invocation } from '../command.js';
 import { answeringControl } from '../control.js';
@@ -111,50 +111,6 @@ async function confirmOnTerminal(
   }
 }
 
-/**
- * The effect key the request's action reserves when it runs: the one its `APPROVAL_REQUESTED`
- * recorded (a caller's key included), else the policy's template for its arguments; null when
- * it has none.
- */
-async function effectKeyOf(reader: StateStore, view: RequestView, policy: Policy): Promise<string | null> {
-  const { request } = view.record;
-  const asked = reader.lastApprovalEvent
-    ? await reader.lastApprovalEvent(request.requestId, 'APPROVAL_REQUESTED')
-    : ((await reader.events()).filter((e) => e.approvalId === request.requestId && e.type === 'APPROVAL_REQUESTED').at(-1) ?? null);
-  if (asked !== null) return asked.effectKey;
-  const template = policy.action(request.action.name)?.effect ?? null;
-  if (template === null) return null;
-  try {
-    return resolveEffectTemplate(template, request.action.canonicalArguments, request.action.resource);
-  } catch {
-    return null;
-  }
-}
-
-/**
- * What the human must know before granting: the effect already happened (committed since the
- * request was filed) or nobody knows whether it did (ambiguous). Either way a grant can only be
- * refused when the agent presents it. The lines name the effect, the action that holds it and its
- * receipt; none when the effect is free.
- */
-async function effectWarning(reader: StateStore, view: RequestView, policy: Policy): Promise<string[]> {
-  const key = await effectKeyOf(reader, view, policy);
-  const effect = key === null ? null : await reader.getEffect(key);
-  if (effect === null || (effect.state !== 'committed' && effect.state !== 'ambiguous')) return [];
-  const receipt = (await reader.receipts()).filter((r) => r.action_id === effect.actionId).at(-1)?.receipt_id ?? null;
-  const by = `action ${effect.actionId}${typeof receipt === 'string' ? `, receipt ${receipt}` : ''}`;
-  if (effect.state === 'committed') {
-    return [
-      `this effect already happened: ${effect.effectKey} was committed by ${by}`,
-      `  a grant cannot run it again (the call is refused as DuplicateEffect); deny the request instead (see: ctrlrun inspect ${effect.actionId})`,
-    ];
-  }
-  return [
-    `nobody knows whether this effect happened: ${effect.effectKey} is ambiguous (left by ${by})`,
-    `  a grant cannot run it until a human says what happened: ctrlrun resolve ${effect.effectKey} --committed (or --failed)`,
-  ];
-}
-
 /** A command that answers one pending request as `--as NAME` through the operator's Control. */
 function answerCommand(
   name: 'approve' | 'deny',
@@ -191,11 +147,7 @@ function answerCommand(
         inv,
         async (reader) => void (view = await pendingRequest(reader, id)),
         (control, approver) => answer(control, view!, approver, inv, edit),
-        async (reader, policy, who) => {
-          // Said before any question, on standard error (standard output stays what scripts read).
-          if (name === 'approve' && edit === null) for (const line of await effectWarning(reader, view!, policy)) inv.err(line);
-          await confirmOnTerminal(inv, name === 'approve' ? 'grant' : 'deny', view!, policy, who, edit);
-        },
+        (_reader, policy, who) => confirmOnTerminal(inv, name === 'approve' ? 'grant' : 'deny', view!, policy, who, edit),
       );
     },
   };
