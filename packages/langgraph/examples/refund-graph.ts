@@ -1,5 +1,8 @@
 // A LangGraph refund graph protected by ctrlrun: the graph pauses for a human's approval and
-// resumes with their answer. No model; MemorySaver as the checkpointer.
+// resumes with their answer. No model; MemorySaver as the checkpointer. The ctrlrun store is in
+// this process's memory, so only this process answers (the resume below): `npx ctrlrun approve`
+// in another terminal needs a store it can open, openStore('.ctrlrun/state.db') from
+// @ctrlrun/store-node or a database.
 import { Annotation, Command, END, MemorySaver, START, StateGraph } from '@langchain/langgraph';
 import { ActionDenied, Control, loadPolicy } from '@ctrlrun/kernel';
 import { createSqlJsStore } from '@ctrlrun/store-sqljs';

@@ -8,11 +8,12 @@
  *
  * @module
  */
-import { INTERRUPT, interrupt, isInterrupted } from '@langchain/langgraph';
+import { INTERRUPT, interrupt, isGraphInterrupt, isInterrupted } from '@langchain/langgraph';
 import {
   ActionDenied,
   ApprovalMismatch,
   InvalidArgument,
+  answerCommands,
   editedToolResult,
   unusedEditFor,
   LocalApprovalProvider,
@@ -32,6 +33,7 @@ import {
   type JsonObject,
   type ProtectOptions,
   type Protected,
+  type WaitingFor,
 } from '@ctrlrun/kernel';
 
 /** The value a graph pauses with (`result.__interrupt__[i].value`): what the human is asked. */
@@ -168,6 +170,25 @@ export function approvalsAsked(result: unknown): ApprovalInterrupt[] {
 }
 
 /**
+ * What the Control's log says when a graph pauses for a human, and only then (not when a node
+ * re-runs with the answer at hand). The interrupt is how the human is reached, so it says to
+ * resume the thread with the answer; `ctrlrun approve` answers too, but only from a process that
+ * can open the same store (a file or a database, never a store held in this process's memory, as
+ * the example's is), so it is named with that condition, never as the way.
+ */
+function announcePause(control: Control, request: ApprovalRequest): void {
+  const id = request.requestId;
+  control.logger.warn(
+    `[ctrlrun] ${request.action.name} paused the graph for a human: approval request ${id}; resume the thread with ` +
+      `new Command({ resume: { decision: 'approve' | 'deny', approver, request_id: '${id}' } }) ` +
+      `(if the store is a file or database another process can open, ${answerCommands(id).approve} answers it too)`,
+  );
+}
+
+/** protect's own line before a wait names only the CLI, and would be logged on every re-run: the provider says it instead ({@link announcePause}). */
+const SAYS_ITSELF = { onWaiting: (_: WaitingFor) => undefined };
+
+/**
  * An {@link ApprovalProvider} whose human is reached through LangGraph's `interrupt()`. `wait`
  * must run inside a graph node with a checkpointer: the first time it pauses the graph with an
  * {@link ApprovalInterrupt}; when the node re-runs on `Command({ resume })`, `interrupt()` returns
@@ -217,7 +238,13 @@ export class InterruptApprovalProvider implements ApprovalProvider {
     // and a refusal thrown on the first would be thrown again on every later resume.
     let refused: Refusal | undefined;
     for (;;) {
-      const value: unknown = interrupt(approvalInterrupt(record.request, refused));
+      let value: unknown;
+      try {
+        value = interrupt(approvalInterrupt(record.request, refused));
+      } catch (err) {
+        if (isGraphInterrupt(err)) announcePause(this.control, record.request);
+        throw err;
+      }
       let answer: ApprovalAnswer;
       try {
         answer = readAnswer(value, record);
@@ -259,7 +286,7 @@ export function protectInGraph<A extends object = JsonObject, R = unknown>(
   if (!options || typeof options !== 'object' || !options.control) throw new InvalidArgument('protectInGraph needs { control, name }');
   if ('wait' in options) throw new InvalidArgument('protectInGraph waits through interrupt(); do not pass wait');
   const { control } = options;
-  const shared = protect<A, R>(fn, { ...options, wait: { provider: new InterruptApprovalProvider(control) } });
+  const shared = protect<A, R>(fn, { ...options, wait: { provider: new InterruptApprovalProvider(control), ...SAYS_ITSELF } });
   const call = async (args: A, callOptions: CallOptions = {}): Promise<R | EditedToolResult<R>> => {
     // A human may have answered this action's request with an edit through another surface
     // (ctrlrun approve --edit, the worker) while the graph waited: run that edit, once.
@@ -270,7 +297,7 @@ export function protectInGraph<A extends object = JsonObject, R = unknown>(
     if (earlier !== null) return editedToolResult(earlier, await shared(args, { ...callOptions, approvalId: earlier.proposed }));
     // One provider per call: it says which request this call waited on.
     const provider = new InterruptApprovalProvider(control);
-    const result = await protect<A, R>(fn, { ...options, wait: { provider } })(args, callOptions);
+    const result = await protect<A, R>(fn, { ...options, wait: { provider, ...SAYS_ITSELF } })(args, callOptions);
     // A request answered with an edit ran the edited arguments: the result says so, and gives them.
     const edit = provider.waitedOn === null ? null : await control.approvalEdit(provider.waitedOn);
     return edit !== null && edit.proposed === provider.waitedOn ? editedToolResult(edit, result) : result;
