@@ -13,6 +13,10 @@
  * script, a pipe, CI) it answers without asking and prints what it always printed, so scripts
  * keep working; `--json` shows the whole request there too.
  *
+ * Before `approve` asks (or answers), an effect the request's action would reserve that already
+ * happened since it was filed (or is ambiguous) is named on standard error with the action and
+ * receipt that hold it: a grant could only be refused as `DuplicateEffect` / `AmbiguousEffect`.
+ *
  * `approve --edit FILE` (`-`: standard input) approves the arguments in FILE, a JSON object,
  * instead of the proposed ones (edit-then-approve): read as a regular file of bounded size and
  * parsed strictly before any store is opened, then decided again by the policy (a deny refuses
@@ -23,7 +27,7 @@
  */
 import { resolve as resolvePath } from 'node:path';
 import { evidenceTime, parseTime } from '@ctrlrun/kernel/store';
-import { canonicalJson, orderedJson, parseJson, type Control, type JsonObject, type Policy, type StateStore } from '@ctrlrun/kernel';
+import { canonicalJson, orderedJson, parseJson, resolveEffectTemplate, type Control, type JsonObject, type Policy, type StateStore } from '@ctrlrun/kernel';
 import { readRequest, requestJson, requestLines, type RequestView } from '../approval-view.js';
 import { AS_APPROVER, STORE_URL, type Command, type Invocation } from '../command.js';
 import { answeringControl } from '../control.js';
@@ -111,6 +115,50 @@ async function confirmOnTerminal(
   }
 }
 
+/**
+ * The effect key the request's action reserves when it runs: the one its `APPROVAL_REQUESTED`
+ * recorded (a caller's key included), else the policy's template for its arguments; null when
+ * it has none.
+ */
+async function effectKeyOf(reader: StateStore, view: RequestView, policy: Policy): Promise<string | null> {
+  const { request } = view.record;
+  const asked = reader.lastApprovalEvent
+    ? await reader.lastApprovalEvent(request.requestId, 'APPROVAL_REQUESTED')
+    : ((await reader.events()).filter((e) => e.approvalId === request.requestId && e.type === 'APPROVAL_REQUESTED').at(-1) ?? null);
+  if (asked !== null) return asked.effectKey;
+  const template = policy.action(request.action.name)?.effect ?? null;
+  if (template === null) return null;
+  try {
+    return resolveEffectTemplate(template, request.action.canonicalArguments, request.action.resource);
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * What the human must know before granting: the effect already happened (committed since the
+ * request was filed) or nobody knows whether it did (ambiguous). Either way a grant can only be
+ * refused when the agent presents it. The lines name the effect, the action that holds it and its
+ * receipt; none when the effect is free.
+ */
+async function effectWarning(reader: StateStore, view: RequestView, policy: Policy): Promise<string[]> {
+  const key = await effectKeyOf(reader, view, policy);
+  const effect = key === null ? null : await reader.getEffect(key);
+  if (effect === null || (effect.state !== 'committed' && effect.state !== 'ambiguous')) return [];
+  const receipt = (await reader.receipts()).filter((r) => r.action_id === effect.actionId).at(-1)?.receipt_id ?? null;
+  const by = `action ${effect.actionId}${typeof receipt === 'string' ? `, receipt ${receipt}` : ''}`;
+  if (effect.state === 'committed') {
+    return [
+      `this effect already happened: ${effect.effectKey} was committed by ${by}`,
+      `  a grant cannot run it again (the call is refused as DuplicateEffect); deny the request instead (see: ctrlrun inspect ${effect.actionId})`,
+    ];
+  }
+  return [
+    `nobody knows whether this effect happened: ${effect.effectKey} is ambiguous (left by ${by})`,
+    `  a grant cannot run it until a human says what happened: ctrlrun resolve ${effect.effectKey} --committed (or --failed)`,
+  ];
+}
+
 /** A command that answers one pending request as `--as NAME` through the operator's Control. */
 function answerCommand(
   name: 'approve' | 'deny',
@@ -147,7 +195,11 @@ function answerCommand(
         inv,
         async (reader) => void (view = await pendingRequest(reader, id)),
         (control, approver) => answer(control, view!, approver, inv, edit),
-        (_reader, policy, who) => confirmOnTerminal(inv, name === 'approve' ? 'grant' : 'deny', view!, policy, who, edit),
+        async (reader, policy, who) => {
+          // Said before any question, on standard error (standard output stays what scripts read).
+          if (name === 'approve' && edit === null) for (const line of await effectWarning(reader, view!, policy)) inv.err(line);
+          await confirmOnTerminal(inv, name === 'approve' ? 'grant' : 'deny', view!, policy, who, edit);
+        },
       );
     },
   };
@@ -172,7 +224,6 @@ export const approve: Command = answerCommand(
       if (values['json'] === true) {
         json(
           answered(view, {
-            request_id: approval.approvalId,
             approval_id: approval.approvalId,
             edited_from: id,
             status: 'granted',
@@ -194,7 +245,7 @@ export const approve: Command = answerCommand(
       return;
     }
     if (values['json'] === true) {
-      json(answered(view, { request_id: id, approval_id: id, status: 'granted', approver, action_hash: approval.actionHash, expires_at: expires }));
+      json(answered(view, { approval_id: id, status: 'granted', approver, action_hash: approval.actionHash, expires_at: expires }));
       return;
     }
     out(`granted ${id} for ${approval.actionHash} by ${approver}`);
@@ -206,7 +257,7 @@ export const deny: Command = answerCommand('deny', 'deny a pending approval requ
   const id = view.record.request.requestId;
   await control.denyApproval(id, { approver });
   if (values['json'] === true) {
-    json(answered(view, { request_id: id, approval_id: id, status: 'denied', approver, action_hash: view.record.request.actionHash }));
+    json(answered(view, { approval_id: id, status: 'denied', approver, action_hash: view.record.request.actionHash }));
     return;
   }
   out(`denied ${id} by ${approver}`);
