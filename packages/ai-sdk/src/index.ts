@@ -99,8 +99,27 @@ export function isToolRefusal(output: unknown): output is ToolRefusal {
   );
 }
 
-/** The SDK's approval request for `toolCallId` in `messages`, and the response to it, if any. */
-function approvalFor(toolCallId: string, messages: readonly ModelMessage[]): { approvalId: string; approved: boolean | null; reason: string | null } | null {
+/** The answer to a tool call's approval request in a history, as the SDK reads it. */
+interface ApprovalAnswer {
+  readonly approvalId: string;
+  /** The response the SDK acts on: `null` when there is none. */
+  readonly approved: boolean | null;
+  readonly reason: string | null;
+  /**
+   * The call already has a result before the last message (executed, refused, or denied by the
+   * SDK): a response to it now is a late one, from a stale screen or a second tab.
+   */
+  readonly answered: boolean;
+}
+
+/**
+ * The SDK's approval request for `toolCallId` in `messages`, and the response to it, if any. The
+ * response that counts is the one the SDK acts on: the first one in the last message (a `tool`
+ * message), as `generateText`/`streamText` collect them; an earlier response, one the SDK already
+ * handled (a denial it answered itself) or one a failed call left behind, is never read in its
+ * place. With none there (`execute` called outside the SDK), the newest response in the history.
+ */
+function approvalFor(toolCallId: string, messages: readonly ModelMessage[]): ApprovalAnswer | null {
   let approvalId: string | null = null;
   for (const m of messages) {
     if (m.role !== 'assistant' || typeof m.content === 'string') continue;
@@ -108,15 +127,19 @@ function approvalFor(toolCallId: string, messages: readonly ModelMessage[]): { a
   }
   if (approvalId === null) return null;
   let answer: { approved: boolean; reason: string | null } | null = null;
-  for (const m of messages) {
+  let answered = false;
+  const lastIndex = messages.length - 1;
+  for (const [i, m] of messages.entries()) {
     if (m.role !== 'tool') continue;
+    let first: { approved: boolean; reason: string | null } | null = null;
     for (const part of m.content) {
-      // The first response counts, as the SDK itself collects it.
-      if (answer === null && part.type === 'tool-approval-response' && part.approvalId === approvalId)
-        answer = { approved: part.approved === true, reason: part.reason ?? null };
+      if (i < lastIndex && part.type === 'tool-result' && part.toolCallId === toolCallId) answered = true;
+      if (first === null && part.type === 'tool-approval-response' && part.approvalId === approvalId)
+        first = { approved: part.approved === true, reason: part.reason ?? null };
     }
+    if (first !== null) answer = first;
   }
-  return { approvalId, approved: answer?.approved ?? null, reason: answer?.reason ?? null };
+  return { approvalId, approved: answer?.approved ?? null, reason: answer?.reason ?? null, answered };
 }
 
 /** The policy and action a refusal is explained by, when these arguments make an action. */
@@ -208,6 +231,14 @@ export function protectTool<INPUT, OUTPUT>(
     const run = runner((canonical) => execute(canonical as INPUT, o));
     try {
       const answer = approvalFor(o.toolCallId, o.messages);
+      if (answer !== null && answer.answered && answer.approved !== null) {
+        // The SDK runs a call again when a response to it comes back after its result: a stale
+        // screen answering a call already executed, refused or denied. Nothing is recorded, so the
+        // request stays open for the call the human is shown now (the model's retry asks again).
+        throw new ApprovalMismatch('answered', {
+          message: `${name}: tool call ${JSON.stringify(o.toolCallId)} was already answered (its result is in the history), so this later answer to it is refused and nothing is recorded; answer the call the model asks now`,
+        });
+      }
       if (answer === null || answer.approved === null) return (await run(args, call)) as OUTPUT;
       const action = await run.action(args, call);
       const approver = approverOf(ctx);
