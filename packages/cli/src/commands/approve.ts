@@ -224,6 +224,7 @@ export const approve: Command = answerCommand(
       if (values['json'] === true) {
         json(
           answered(view, {
+            request_id: approval.approvalId,
             approval_id: approval.approvalId,
             edited_from: id,
             status: 'granted',
@@ -245,7 +246,7 @@ export const approve: Command = answerCommand(
       return;
     }
     if (values['json'] === true) {
-      json(answered(view, { approval_id: id, status: 'granted', approver, action_hash: approval.actionHash, expires_at: expires }));
+      json(answered(view, { request_id: id, approval_id: id, status: 'granted', approver, action_hash: approval.actionHash, expires_at: expires }));
       return;
     }
     out(`granted ${id} for ${approval.actionHash} by ${approver}`);
@@ -257,7 +258,7 @@ export const deny: Command = answerCommand('deny', 'deny a pending approval requ
   const id = view.record.request.requestId;
   await control.denyApproval(id, { approver });
   if (values['json'] === true) {
-    json(answered(view, { approval_id: id, status: 'denied', approver, action_hash: view.record.request.actionHash }));
+    json(answered(view, { request_id: id, approval_id: id, status: 'denied', approver, action_hash: view.record.request.actionHash }));
     return;
   }
   out(`denied ${id} by ${approver}`);
