@@ -151,12 +151,6 @@ describe('the OpenAPI document', () => {
       await call(method, path, null, method === 'POST' ? {} : undefined);
       await call(method, path, AGENT, method === 'POST' ? {} : undefined);
     }
-    const off = await harness();
-    seen.push({
-      method: 'POST',
-      path: '/v1/try-it/step',
-      ...(await off.call('POST', '/v1/try-it/step', AGENT, { op: 'refund', payment_id: 't', amount: 1 }).then((r) => ({ status: r.status, json: r.json }))),
-    });
     // The pending-approvals limit.
     const limited = await harness({ maxPendingApprovals: 1 });
     for (const n of [1, 2]) {
@@ -174,6 +168,25 @@ describe('the OpenAPI document', () => {
     );
     expect(listed.filter((l) => !covered.has(l))).toEqual([]);
   }, 120_000);
+
+  it('lists only the routes that answer: the playground route and its schemas only in demo mode', async () => {
+    const off = await harness();
+    const doc = (await off.call('GET', '/v1/openapi.json', null)).json as unknown as Doc & { components: { schemas: Record<string, unknown> } };
+    expect(Object.keys(doc.paths)).not.toContain('/v1/try-it/step');
+    expect(Object.keys(doc.components.schemas).filter((n) => n.startsWith('TryIt'))).toEqual([]);
+    // The route it leaves out does not answer.
+    expect((await off.call('POST', '/v1/try-it/step', AGENT, { op: 'refund', payment_id: 't', amount: 1 })).status).toBe(404);
+    // No $ref in what is left points at a schema that is not there.
+    const refs = [...JSON.stringify(doc).matchAll(/"#\/components\/schemas\/([^"]+)"/g)].map((m) => m[1]!);
+    expect(refs.filter((r) => !(r in doc.components.schemas))).toEqual([]);
+
+    const on = await harness({ tryIt: createTryIt({ store: await createSqlJsStore() }) });
+    const onDoc = (await on.call('GET', '/v1/openapi.json', null)).json as unknown as Doc & { components: { schemas: Record<string, unknown> } };
+    expect(Object.keys(onDoc.paths)).toContain('/v1/try-it/step');
+    expect(Object.keys(onDoc.paths['/v1/try-it/step']!['post']!.responses)).toEqual(['200', '400', '401', '403']);
+    expect(Object.keys(onDoc.components.schemas)).toEqual(expect.arrayContaining(['TryItStep', 'TryItResult']));
+    expect(Object.keys(onDoc.paths).filter((p) => p !== '/v1/try-it/step')).toEqual(Object.keys(doc.paths));
+  });
 
   it('a response the document does not describe is caught (the check can fail)', async () => {
     const h = await harness();

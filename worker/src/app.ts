@@ -268,7 +268,7 @@ function recorded(value: unknown): JsonValue {
  * - `POST /v1/try-it/step` (demo mode; `approve` and `resolve` need an operator).
  * - `GET /v1/policy` (agent or operator): the policy served, its hash as receipts record it, and
  *   which of its actions have an executor.
- * - `GET /v1/openapi.json`: the OpenAPI 3.1 document of all this (no credential needed).
+ * - `GET /v1/openapi.json`: the OpenAPI 3.1 document of all this, the playground route only in demo mode (no credential needed).
  * - `GET /healthz`.
  *
  * No credential is 401; the wrong role is 403; a body over the limit is 413; a body that is
@@ -340,7 +340,7 @@ export function createApp(options: AppOptions): App {
   const operator = (what: string) => as(['operator'], what);
 
   app.get('/healthz', (c) => c.json({ ok: true }));
-  app.get('/v1/openapi.json', () => jsonResponse(200, openApiDocument()));
+  app.get('/v1/openapi.json', () => jsonResponse(200, openApiDocument({ playground: tryIt !== null })));
 
   const policyText = options.policyText ?? null;
   const policySource = options.policySource ?? control.policy.source;
@@ -585,8 +585,8 @@ export function createApp(options: AppOptions): App {
   const verifyShared = (): Promise<ChainReport> =>
     (verifying ??= (async () => {
       try {
-        const [rows, head] = await Promise.all([store.receipts(), store.chainHead()]);
-        return verifyChain(rows, head);
+        const [rows, head, checkpoint] = await Promise.all([store.receipts(), store.chainHead(), store.pruneCheckpoint?.() ?? null]);
+        return verifyChain(rows, head, { checkpoint });
       } finally {
         verifying = null;
       }

@@ -167,6 +167,11 @@ const schemas: Record<string, Schema> = {
     head_seq: { type: ['integer', 'null'] },
     head_hash: nullableStr,
     breaks: { type: 'array', items: ref('ChainBreak') },
+    column_findings: {
+      type: 'array',
+      items: ref('ChainBreak'),
+      description: "Columns that disagree with their row's hashed document (column_mismatch): shown beside the verdict, never part of ok.",
+    },
   }),
   Policy: obj({
     policyHash: hash,
@@ -178,6 +183,10 @@ const schemas: Record<string, Schema> = {
     actions: { type: 'array', items: obj({ name: str, executor: { type: 'boolean' } }) },
     yaml: nullableStr,
   }),
+};
+
+/** The playground's schemas: in the document only while its route is on. */
+const playgroundSchemas: Record<string, Schema> = {
   TryItStep: {
     type: 'object',
     description: 'A playground step: `{ op: "refund", payment_id, amount, lose_reply?, approval_id? }` or `{ op: "approve", request_id }`.',
@@ -194,8 +203,27 @@ const pathParam = (name: string, description: string): Schema => ({ name, in: 'p
 const query = (name: string, schema: Schema, description: string): Schema => ({ name, in: 'query', required: false, schema, description });
 const body = (schema: Schema, required = true): Schema => ({ required, content: { 'application/json': { schema } } });
 
-/** The OpenAPI 3.1 document of the worker's API (a fresh copy each call). */
-export function openApiDocument(): Record<string, unknown> {
+/** Which optional routes a worker serves: the document lists only the routes that answer. */
+export interface OpenApiRoutes {
+  /** `POST /v1/try-it/step`, on in demo mode (`CTRLRUN_DEMO`, the app's `tryIt`). */
+  readonly playground: boolean;
+}
+
+/** The OpenAPI 3.1 document of the worker's API as `routes` configure it (a fresh copy each call). */
+export function openApiDocument(routes: OpenApiRoutes): Record<string, unknown> {
+  const playground: Record<string, Schema> = routes.playground
+    ? {
+        '/v1/try-it/step': {
+          post: {
+            operationId: 'tryItStep',
+            summary: 'A playground step (demo mode)',
+            security: bearer,
+            requestBody: body(ref('TryItStep')),
+            responses: { '200': json(ref('TryItResult'), 'The step result.'), '400': error('Bad step.'), ...common },
+          },
+        },
+      }
+    : {};
   return {
     openapi: '3.1.0',
     info: {
@@ -207,7 +235,7 @@ export function openApiDocument(): Record<string, unknown> {
     jsonSchemaDialect: 'https://json-schema.org/draft/2020-12/schema',
     components: {
       securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'An agent or operator token (static, or a JWT for agents).' } },
-      schemas,
+      schemas: { ...schemas, ...(routes.playground ? playgroundSchemas : {}) },
     },
     paths: {
       '/healthz': { get: { operationId: 'health', summary: 'Liveness', responses: { '200': json(obj({ ok: { const: true } }), 'Up.') } } },
@@ -365,15 +393,7 @@ export function openApiDocument(): Record<string, unknown> {
           responses: { '200': json(ref('Receipt'), 'The receipt.'), ...operatorOnly, '404': error('No such receipt.') },
         },
       },
-      '/v1/try-it/step': {
-        post: {
-          operationId: 'tryItStep',
-          summary: 'A playground step (demo mode)',
-          security: bearer,
-          requestBody: body(ref('TryItStep')),
-          responses: { '200': json(ref('TryItResult'), 'The step result.'), '400': error('Bad step.'), ...common, '404': error('Demo mode is off.') },
-        },
-      },
+      ...playground,
     },
   };
 }
