@@ -27,6 +27,7 @@ export default defineConfig(
       'packages/cli/test/fixtures/**', // deliberately odd code the scanner reads
       'test-artifacts/**',
       '**/.ctrlrun/**',
+      '**/.wrangler/**', // wrangler dev's bundles and local state
       'test/.readme-example.generated.ts',
     ],
   },
