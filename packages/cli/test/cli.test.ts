@@ -460,11 +460,25 @@ describe('inspect', () => {
 describe('stores the CLI is pointed at', () => {
   it('readers never create a store, and name what is missing', async () => {
     const dir = tempDir();
-    for (const argv of [['receipts'], ['effects'], ['inspect', 'act_x'], ['approve', 'apr_x'], ['deny', 'apr_x'], ['resolve', 'k', '--failed']]) {
+    // The answers refuse a missing store; the listings read it as empty and say where they looked (issue 35; no-store.test.ts).
+    for (const argv of [
+      ['approve', 'apr_x'],
+      ['deny', 'apr_x'],
+      ['resolve', 'k', '--failed'],
+    ]) {
       const r = await run(argv, { cwd: dir });
       expect(r.code, argv[0]).toBe(1);
       expect(r.stderr).toMatch(ONE_LINE);
       expect(r.stderr).toContain(join(dir, '.ctrlrun', 'state.db'));
+    }
+    for (const [argv, code] of [
+      [['receipts'], 0],
+      [['effects'], 0],
+      [['inspect', 'act_x'], 1],
+    ] as const) {
+      const r = await run([...argv], { cwd: dir });
+      expect(r.code, argv[0]).toBe(code);
+      expect(r.stderr).toContain(`no store at ${join(dir, '.ctrlrun', 'state.db')} yet`);
     }
     expect(existsSync(join(dir, '.ctrlrun'))).toBe(false);
   });
