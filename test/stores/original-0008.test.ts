@@ -9,6 +9,7 @@
  * row with an impossible threshold is unreadable, and a move to `failed` releases the original's
  * budget charges in its own transaction (and nothing else does).
  */
+import { execFileSync } from 'node:child_process';
 import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -28,6 +29,7 @@ import {
 } from '@ctrlrun/kernel';
 import { MIGRATION_IDS } from '@ctrlrun/kernel/store';
 import { openStore } from '@ctrlrun/store-node';
+import { CLI, NODE_TS, ROOT } from '../mcp/support.js';
 
 const FIXTURES = join(import.meta.dirname, '..', 'fixtures', 'original');
 const EMPTY = 'orig-migrate-empty-0008.db';
@@ -317,5 +319,47 @@ describe('the original’s invariants, kept by every write of ours on a shared s
     } finally {
       await store.close();
     }
+  });
+});
+
+describe('a store the original pruned: the chain is verified from its checkpoint, by the library and the CLI', () => {
+  it('test_T540_a_prune_leaves_the_chain_verifiable_across_the_gap (receipts 1–3 deleted as the original prunes them)', async () => {
+    const path = copyOf(TS_THEN_ORIGINAL);
+    const db = sqlite(path);
+    const third = db.prepare('SELECT hash FROM receipts WHERE seq = 3').get() as { hash: string };
+    db.prepare('INSERT INTO prune_checkpoint(id, seq, hash, schema, at) VALUES (1, 3, ?, ?, ?)').run(
+      third.hash,
+      'ctrlrun.receipt/v7',
+      '2026-12-04T20:00:00+00:00',
+    );
+    db.exec('DELETE FROM receipts WHERE seq IS NOT NULL AND seq <= 3');
+    db.close();
+    const store = await openStore(path);
+    try {
+      const checkpoint = await store.pruneCheckpoint();
+      expect(checkpoint).toEqual({ seq: 3, hash: third.hash });
+      expect(verifyChain(await store.receipts(), await store.chainHead(), { checkpoint })).toMatchObject({ ok: true, verified: 5, breaks: [] });
+      // And an action written after the prune extends it.
+      await control(store).execute(refund('after_prune', 100), () => 'ok');
+      expect(verifyChain(await store.receipts(), await store.chainHead(), { checkpoint })).toMatchObject({ ok: true, verified: 6 });
+      // Without the checkpoint the start looks missing: what every store the original pruned reported before.
+      expect(verifyChain(await store.receipts(), await store.chainHead()).breaks.map((b) => b.name)).toContain('missing');
+    } finally {
+      await store.close();
+    }
+    const out = execFileSync(process.execPath, [...NODE_TS, CLI, 'receipts', '--verify-chain', '--store-url', `sqlite://${path}`], { cwd: ROOT, encoding: 'utf8' });
+    expect(out).toContain('chain: 6 of 6 receipts verified');
+    expect(out).toContain('receipts up to seq 3 were pruned; the chain is verified from its checkpoint');
+    expect(out).toContain('the chain is intact');
+  });
+
+  it('an edited column is shown beside the verdict, as a finding, and the CLI exits 0 (the original calls the chain intact)', async () => {
+    const path = copyOf(TS_THEN_ORIGINAL);
+    sqlite(path).exec("UPDATE receipts SET result = 'failed' WHERE seq = 2");
+    const out = execFileSync(process.execPath, [...NODE_TS, CLI, 'receipts', '--verify-chain', '--store-url', `sqlite://${path}`, '--json'], { cwd: ROOT, encoding: 'utf8' });
+    const report = JSON.parse(out) as { ok: boolean; breaks: unknown[]; column_findings: { name: string; seq: number }[] };
+    expect(report.ok).toBe(true);
+    expect(report.breaks).toEqual([]);
+    expect(report.column_findings.map((f) => [f.name, f.seq])).toEqual([['column_mismatch', 2]]);
   });
 });

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { parseJson, verifyChain, type ChainBreak, type JsonObject, type JsonValue, type ReceiptRow } from '@ctrlrun/kernel';
+import { parseJson, verifyChain, type ChainBreak, type ColumnFinding, type JsonObject, type JsonValue, type ReceiptRow } from '@ctrlrun/kernel';
 
 /** Break names that judge a row's place in the chain, not the row: only the whole chain can say. */
 const CHAIN_POSITION = new Set(['missing', 'link_broken', 'head_mismatch']);
@@ -25,9 +25,12 @@ function asText(v: unknown): string | null {
  * columns that locate it under `unverifiedColumns`.
  */
 export function receiptView(row: ReceiptRow): Record<string, unknown> {
-  const breaks: { name: ChainBreak['name']; seq: number | null; detail: string }[] = verifyChain([row], null)
-    .breaks.filter((b) => !CHAIN_POSITION.has(b.name))
-    .map((b) => ({ name: b.name, seq: b.seq, detail: b.detail }));
+  const checked = verifyChain([row], null);
+  // The row's own breaks, and its columns that disagree with its document (beside the chain's verdict, but this row's view is not intact).
+  const breaks: { name: ChainBreak['name'] | ColumnFinding['name']; seq: number | null; detail: string }[] = [
+    ...checked.breaks.filter((b) => !CHAIN_POSITION.has(b.name)),
+    ...checked.column_findings,
+  ].map((b) => ({ name: b.name, seq: b.seq, detail: b.detail }));
   let document: JsonObject | null = null;
   try {
     const parsed = typeof row.json === 'string' ? parseJson(row.json, { floats: 'allow', what: 'receipt json' }) : null;

@@ -11,7 +11,7 @@
  *
  * Only the `json` column is hashed; the columns beside it that repeat one of its fields (the
  * {@link DUPLICATED_COLUMNS}) are compared with that field, so an edited `result` or `effect_key`
- * column is a `column_mismatch`, and {@link receiptView} gives views those fields as the hashed
+ * column is a `column_mismatch` finding (beside the verdict), and {@link receiptView} gives views those fields as the hashed
  * document holds them.
  *
  * @module
@@ -20,14 +20,12 @@ import { isPlainObject, jsonEquals, parseJson, type JsonObject, type JsonValue }
 import { hashJsonText } from './canonical-text.js';
 import { GENESIS_HASH, hashDocument } from './hash.js';
 import type { ChainHead, ReceiptRow } from './model.js';
+import { PREDICATE_FIELDS, unreadableReceipt } from './receipt-readable.js';
 import { parseTime } from './time.js';
 import { quotedForMessage } from './visible.js';
 
-/**
- * The names a chain break can have: the spec's six, and `column_mismatch` (a column that repeats
- * a field of the hashed document holds something else than that field).
- */
-export type ChainBreakName = 'content_altered' | 'hash_missing' | 'link_broken' | 'missing' | 'head_mismatch' | 'unchained' | 'column_mismatch';
+/** The names a chain break can have: the original's six (spec 03 §5.3), no more. */
+export type ChainBreakName = 'content_altered' | 'hash_missing' | 'link_broken' | 'missing' | 'head_mismatch' | 'unchained';
 
 /**
  * The `receipts` columns that repeat a field of the stored document, and that field: the
@@ -56,9 +54,23 @@ export interface ChainBreak {
   readonly detail: string;
 }
 
+/**
+ * A finding beside the chain's verdict: a column that repeats a field of the hashed document
+ * (see {@link DUPLICATED_COLUMNS}) holds something else. Only `json` is hashed, so such a column
+ * is never trusted and views show the document's field; the original does not compare these
+ * columns, so they are reported apart and never change `ok` (two verifiers of one shared store
+ * give one verdict).
+ */
+export interface ColumnFinding {
+  readonly name: 'column_mismatch';
+  /** The row's chain position. */
+  readonly seq: number;
+  readonly detail: string;
+}
+
 /** What {@link verifyChain} found. */
 export interface ChainReport {
-  /** `true` only when no break was found. */
+  /** `true` only when no break was found (the {@link ChainReport.column_findings} do not count). */
   readonly ok: boolean;
   /** Chained rows whose `seq` no break names. */
   readonly verified: number;
@@ -72,6 +84,8 @@ export interface ChainReport {
   readonly head_hash: string | null;
   /** Every break, in walk order. */
   readonly breaks: readonly ChainBreak[];
+  /** Columns that disagree with their row's hashed document, in walk order: shown, not part of the verdict. */
+  readonly column_findings: readonly ColumnFinding[];
 }
 
 /** A row as the walk needs it; `seq` is `undefined` when the column held something unusable. */
@@ -146,8 +160,12 @@ function sameAsField(column: DuplicatedColumn, value: unknown, field: JsonValue)
 }
 
 /** The document fields the duplicated columns repeat (`prev_hash` among them), in {@link DUPLICATED}'s order. */
-const READ_FIELDS: readonly string[] = DUPLICATED.map((c) => DUPLICATED_COLUMNS[c]);
+const COLUMN_FIELDS: readonly string[] = DUPLICATED.map((c) => DUPLICATED_COLUMNS[c]);
+/** What the walk reads of a document: {@link COLUMN_FIELDS}, then the fields of the original's read predicate. */
+const READ_FIELDS: readonly string[] = Object.freeze([...COLUMN_FIELDS, ...PREDICATE_FIELDS]);
 const PREV_HASH = DUPLICATED.indexOf('prev_hash');
+/** The predicate's fields within {@link READ_FIELDS}. */
+const predicateValues = (fields: Fields): Fields => (fields === null ? null : fields.slice(COLUMN_FIELDS.length));
 
 /**
  * A document's {@link READ_FIELDS}, in that order (`undefined` for a field it does not have), or
@@ -222,22 +240,31 @@ let setListError: (v: ChainVerifier, detail: string) => void;
  * from the `seq` column, nulls first, ties kept in the given order) and `head` the
  * `receipt_chain(id = 1)` row, or `null` when there is none.
  *
- * The walk starts at `seq` 1 after {@link GENESIS_HASH} and carries forward each row's
- * **recomputed** hash: `missing` when a `seq` is skipped (then it resyncs), `content_altered` when
- * the recomputed hash differs from the stored one or the document cannot be parsed or
- * canonicalised, `hash_missing` when there is no stored hash, `link_broken` when the document's
- * own `prev_hash` is not the previous recomputed hash, `head_mismatch` when the head is not the
- * last row's (`seq`, recomputed hash), and `unchained` (listed first) for rows without `seq`,
- * which are never a pass. `column_mismatch` (after `content_altered`/`hash_missing`, before
- * `link_broken`) when a column that repeats a field of the parsed document (see
- * {@link DUPLICATED_COLUMNS}) holds something else: only `json` is hashed, so such a column is
- * never trusted. A row whose `seq` column is not an integer (a string, a fraction, a number beyond
- * 2^53) has no place in the chain: it is reported as `content_altered` with `seq` null.
+ * The walk starts at `seq` 1 after {@link GENESIS_HASH} (or, given `options.checkpoint`, the
+ * store's prune checkpoint, right after it) and carries forward each row's **recomputed** hash:
+ * `missing` when a `seq` is skipped (then it resyncs), `content_altered` when the recomputed hash
+ * differs from the stored one, the document cannot be parsed or canonicalised, or it is not a
+ * receipt the original can read (spec 05 §2.5: a required key missing, a decision or result
+ * outside its vocabulary, a time it cannot parse, an empty principal, `controls` not a list of
+ * strings) — then the next row's link cannot hold either; `hash_missing` when there is no stored
+ * hash, `link_broken` when the document's own `prev_hash` is not the previous recomputed hash,
+ * `head_mismatch` when the head is not the last row's (`seq`, recomputed hash), and `unchained`
+ * (listed first) for rows without `seq`, which are never a pass. These are the original's six
+ * names and verdicts. A column that repeats a field of the parsed document (see
+ * {@link DUPLICATED_COLUMNS}) and holds something else is a {@link ColumnFinding}, reported apart
+ * in `column_findings`: only `json` is hashed, so such a column is never trusted. A row whose `seq`
+ * column is not an integer (a string, a fraction, a number beyond 2^53) has no place in the chain:
+ * it is reported as `content_altered` with `seq` null.
  *
  * Pure and total: it never throws and never loops beyond the rows given.
  */
-export function verifyChain(rows: readonly ReceiptRow[], head: ChainHead | null): ChainReport {
-  const verifier = new ChainVerifier(head);
+export function verifyChain(
+  rows: readonly ReceiptRow[],
+  head: ChainHead | null,
+  options: { readonly checkpoint?: { readonly seq: number; readonly hash: string } | null } = {},
+): ChainReport {
+  const checkpoint = options?.checkpoint ?? null;
+  const verifier = new ChainVerifier(head, checkpoint === null ? {} : { after: checkpoint });
   let entries: Entry[] = [];
   try {
     if (!Array.isArray(rows)) setListError(verifier, `the receipt rows are ${describe(rows)}, not an array`);
@@ -267,6 +294,7 @@ export function verifyChain(rows: readonly ReceiptRow[], head: ChainHead | null)
 export class ChainVerifier {
   readonly #head: { seq: number; hash: string } | string;
   readonly #walkBreaks: ChainBreak[] = [];
+  readonly #columnFindings: ColumnFinding[] = [];
   readonly #misplaced: ChainBreak[] = [];
   #listError: string | null = null;
   #unchained = 0;
@@ -290,7 +318,9 @@ export class ChainVerifier {
    * hash is `after.hash`: the first row expected is `after.seq + 1` and must link to that hash,
    * and the report counts only the rows pushed (a caller that verified the start keeps its own
    * count; a head that names a row of the start is reported, but that row is the caller's to
-   * take back). Without it the chain starts at seq 1 from the genesis hash.
+   * take back). Without it the chain starts at seq 1 from the genesis hash. A store the original
+   * pruned is verified this way from its prune checkpoint (`StateStore.pruneCheckpoint`): the
+   * receipts up to it were deleted on purpose, and it holds the last one's seq and hash.
    */
   constructor(head: ChainHead | null, options: { after?: { seq: number; hash: string } } = {}) {
     this.#head = readHead(head);
@@ -357,9 +387,16 @@ export class ChainVerifier {
       this.#expectedSeq = seq;
     }
     const r = recompute(e.json);
+    const unreadable = 'error' in r ? null : unreadableReceipt(predicateValues(r.fields));
     if ('error' in r) {
       this.#break({ name: 'content_altered', seq, detail: `the stored document cannot be hashed: ${r.error}` });
       // Its link cannot be evaluated either; the next row is compared against an impossible value.
+      this.#expectedPrev = UNHASHABLE;
+    } else if (unreadable !== null) {
+      // A document the original cannot read as a receipt is a break there whatever its hash (spec 05 §2.5).
+      const altered =
+        typeof e.hash === 'string' && e.hash !== '' && e.hash !== r.hash ? `stored hash ${describe(e.hash)} but the document hashes to ${r.hash}, and ` : '';
+      this.#break({ name: 'content_altered', seq, detail: `${altered}the stored document is not a readable receipt: ${unreadable}` });
       this.#expectedPrev = UNHASHABLE;
     } else {
       if (e.hash === null || e.hash === undefined || e.hash === '') {
@@ -370,7 +407,7 @@ export class ChainVerifier {
       const wrong = columnMismatches(e.columns, r.fields);
       if (wrong.length > 0) {
         const fields = r.fields as readonly (JsonValue | undefined)[];
-        this.#break({
+        this.#columnFindings.push({
           name: 'column_mismatch',
           seq,
           detail: wrong
@@ -440,6 +477,7 @@ export class ChainVerifier {
       head_seq: typeof h === 'string' ? null : h.seq,
       head_hash: typeof h === 'string' ? null : h.hash,
       breaks,
+      column_findings: [...this.#columnFindings],
     };
   }
 }

@@ -100,11 +100,16 @@ function breaks(report: ChainReport): [string, number | null][] {
   return report.breaks.map((b) => [b.name, b.seq]);
 }
 
+/** The column findings, beside the verdict. */
+function findings(report: ChainReport): [string, number | null][] {
+  return report.column_findings.map((b) => [b.name, b.seq]);
+}
+
 describe('verifyChain: an untampered chain', () => {
   it('test_T165_an_untampered_chain_verifies', () => {
     const { rows, head } = chainOf(6);
     const r = verifyChain(rows, head);
-    expect(r).toEqual({ ok: true, verified: 6, chained: 6, unchained: 0, head_seq: 6, head_hash: head.hash, breaks: [] });
+    expect(r).toEqual({ ok: true, verified: 6, chained: 6, unchained: 0, head_seq: 6, head_hash: head.hash, breaks: [], column_findings: [] });
   });
 
   it('an empty chain at genesis verifies', () => {
@@ -116,6 +121,7 @@ describe('verifyChain: an untampered chain', () => {
       head_seq: 0,
       head_hash: GENESIS_HASH,
       breaks: [],
+      column_findings: [],
     });
   });
 
@@ -131,10 +137,20 @@ describe('verifyChain: an untampered chain', () => {
     const json = `{"a":1,"prev_hash":"${GENESIS_HASH}","schema":"ctrlrun.receipt/v3","seq":1,"z":"é"}`;
     const hash = `sha256:${createHash('sha256').update(Buffer.from(json, 'utf8')).digest('hex')}`;
     const row: ReceiptRow = { receipt_id: 'r1', action_id: null, effect_key: null, result: null, json, ts: null, seq: 1, prev_hash: GENESIS_HASH, hash };
-    expect(verifyChain([row], { seq: 1, hash }).ok).toBe(true);
+    // Not a receipt the original can read (no decision, no principal…), so a break (and nothing,
+    // the head included, links to it); its hash held, or the break would name the stored hash.
+    const known = (r: ChainReport) => {
+      expect(breaks(r)).toEqual([
+        ['content_altered', 1],
+        ['head_mismatch', 1],
+      ]);
+      expect(r.breaks[0]!.detail).toMatch(/^the stored document is not a readable receipt/);
+    };
+    known(verifyChain([row], { seq: 1, hash }));
+    expect(verifyChain([{ ...row, hash: `sha256:${'0'.repeat(64)}` }], { seq: 1, hash }).breaks[0]!.detail).toMatch(/^stored hash/);
     // The same document stored with other key order and whitespace hashes the same.
     const spaced = `{ "z": "\\u00e9", "seq": 1, "schema": "ctrlrun.receipt/v3", "prev_hash": "${GENESIS_HASH}", "a": 1 }`;
-    expect(verifyChain([{ ...row, json: spaced }], { seq: 1, hash }).ok).toBe(true);
+    known(verifyChain([{ ...row, json: spaced }], { seq: 1, hash }));
   });
 });
 
@@ -153,7 +169,11 @@ describe('verifyChain: the tamper table (T164, T166, T167)', () => {
       expect(r.ok).toBe(false);
       // The walk carries the recomputed hash, so the next row no longer links to it; the ts
       // column still holds the finished_at the document had.
-      expect(breaks(r)).toEqual([['content_altered', 3], ...(field === 'finished_at' ? [['column_mismatch', 3]] : []), ['link_broken', 4]]);
+      expect(breaks(r)).toEqual([
+        ['content_altered', 3],
+        ['link_broken', 4],
+      ]);
+      expect(findings(r)).toEqual(field === 'finished_at' ? [['column_mismatch', 3]] : []);
       expect(r.verified).toBe(3);
     });
   }
@@ -203,9 +223,13 @@ describe('verifyChain: the tamper table (T164, T166, T167)', () => {
     const r = verifyChain(rows, head);
     expect(r.ok).toBe(false);
     // The documents are intact, so nothing is content_altered; their seq no longer matches the column.
-    expect(new Set(r.breaks.map((x) => x.name))).toEqual(new Set(['link_broken', 'column_mismatch']));
+    expect(new Set(r.breaks.map((x) => x.name))).toEqual(new Set(['link_broken']));
     expect(r.breaks.filter((x) => x.name === 'link_broken').map((x) => x.seq)).toEqual(expect.arrayContaining([2, 4]));
-    expect(r.breaks.filter((x) => x.name === 'column_mismatch').map((x) => x.seq)).toEqual([2, 4]);
+    // Beside the verdict: the seq columns no longer say what their documents say.
+    expect(findings(r)).toEqual([
+      ['column_mismatch', 2],
+      ['column_mismatch', 4],
+    ]);
   });
 
   it('test_T166_swapping_two_rows_and_moving_their_document_seq_is_also_content_altered', () => {
@@ -258,14 +282,18 @@ describe('verifyChain: the tamper table (T164, T166, T167)', () => {
   it('the prev_hash column never decides the link (the document does); a different column is column_mismatch', () => {
     const { rows, head } = chainOf(3);
     rows[1] = { ...(rows[1] as ReceiptRow), prev_hash: GENESIS_HASH };
-    expect(breaks(verifyChain(rows, head))).toEqual([['column_mismatch', 2]]);
+    // The original does not read the column: the chain is intact, and the column is a finding beside it.
+    const column = verifyChain(rows, head);
+    expect(column.ok).toBe(true);
+    expect(findings(column)).toEqual([['column_mismatch', 2]]);
     rows[1] = edit({ ...(rows[1] as ReceiptRow), prev_hash: (rows[0] as ReceiptRow).hash }, (d) => (d['prev_hash'] = GENESIS_HASH));
-    expect(breaks(verifyChain(rows, head))).toEqual([
+    const document = verifyChain(rows, head);
+    expect(breaks(document)).toEqual([
       ['content_altered', 2],
-      ['column_mismatch', 2],
       ['link_broken', 2],
       ['link_broken', 3],
     ]);
+    expect(findings(document)).toEqual([['column_mismatch', 2]]);
   });
 
   it('a chain that does not start at seq 1 is missing at 1', () => {
@@ -354,8 +382,10 @@ describe('verifyChain: documents that cannot be hashed are content_altered, neve
   });
 
   it('no document can link to an unhashable row, whatever its prev_hash says', () => {
+    const receipt = JSON.parse(chainOf(2).rows[1]!.json as string) as Record<string, unknown>;
     for (const prev of ['"unhashable"', 'null', '""']) {
-      const docs = [`{"seq":1,"prev_hash":"${GENESIS_HASH}","x":1.5}`, `{"seq":2,"prev_hash":${prev}}`];
+      // The second row a readable receipt: only its link can be wrong.
+      const docs = [`{"seq":1,"prev_hash":"${GENESIS_HASH}","x":1.5}`, JSON.stringify({ ...receipt, seq: 2, prev_hash: JSON.parse(prev) })];
       const hash2 = hashDocument(parseJson(docs[1] as string), 'receipt');
       const rows: ReceiptRow[] = docs.map((json, i) => ({
         receipt_id: `r${i}`,
@@ -375,12 +405,12 @@ describe('verifyChain: documents that cannot be hashed are content_altered, neve
     }
   });
 
-  it('a document that is not an object has no prev_hash: link_broken', () => {
+  it('a document that is not an object is not a receipt: content_altered, and nothing links to it', () => {
     const { rows, head } = chainOf(2);
     const json = '["not","a","receipt"]';
     rows[0] = { ...(rows[0] as ReceiptRow), json, hash: hashDocument(['not', 'a', 'receipt'], 'receipt') };
     expect(breaks(verifyChain(rows, head))).toEqual([
-      ['link_broken', 1],
+      ['content_altered', 1],
       ['link_broken', 2],
     ]);
   });
@@ -568,7 +598,7 @@ describe('verifyChain: wrong types are breaks, never exceptions', () => {
       },
       { requiredKeys: [] },
     );
-    const names = new Set(['content_altered', 'hash_missing', 'link_broken', 'missing', 'head_mismatch', 'unchained', 'column_mismatch']);
+    const names = new Set(['content_altered', 'hash_missing', 'link_broken', 'missing', 'head_mismatch', 'unchained']);
     fc.assert(
       fc.property(fc.oneof(fc.array(fc.oneof(row, fc.anything()), { maxLength: 8 }), fc.anything()), fc.anything(), (rows, head) => {
         const r = verifyChain(rows as ReceiptRow[], head as ChainHead);
@@ -696,14 +726,16 @@ describe('verifyChain: columns that repeat a field of the hashed document (colum
     ['prev_hash', `sha256:${'f'.repeat(64)}`],
   ];
   for (const [column, value] of columnEdits) {
-    it(`editing the ${column} column (to ${JSON.stringify(value)}) is column_mismatch at its seq, nothing else`, () => {
+    it(`editing the ${column} column (to ${JSON.stringify(value)}) is a column_mismatch finding at its seq, beside an intact chain`, () => {
       const { rows, head } = chainOf(4);
       rows[1] = { ...(rows[1] as ReceiptRow), [column]: value };
       const r = verifyChain(rows, head);
-      expect(r.ok).toBe(false);
-      expect(breaks(r)).toEqual([['column_mismatch', 2]]);
-      expect(r.breaks[0]?.detail).toContain(`column ${column} is`);
-      expect(r.verified).toBe(3);
+      // The original's verdict (it hashes the document, never these columns): intact.
+      expect(r.ok).toBe(true);
+      expect(breaks(r)).toEqual([]);
+      expect(findings(r)).toEqual([['column_mismatch', 2]]);
+      expect(r.column_findings[0]?.detail).toContain(`column ${column} is`);
+      expect(r.verified).toBe(4);
     });
   }
 
@@ -716,7 +748,7 @@ describe('verifyChain: columns that repeat a field of the hashed document (colum
       expect(verifyChain(rows, head).ok, ts).toBe(true);
     }
     rows[1] = { ...(rows[1] as ReceiptRow), ts: iso.replace('.000Z', '.001+00:00') };
-    expect(breaks(verifyChain(rows, head))).toEqual([['column_mismatch', 2]]);
+    expect(findings(verifyChain(rows, head))).toEqual([['column_mismatch', 2]]);
   });
 
   it('a seq column as bigint (BIGINT) matches the document seq', () => {
@@ -744,8 +776,8 @@ describe('verifyChain: columns that repeat a field of the hashed document (colum
           fc.pre(row[column as keyof ReceiptRow] !== v);
           rows[k] = { ...row, [column]: v };
           const r = verifyChain(rows, head);
-          expect(r.ok).toBe(false);
-          expect(r.breaks).toContainEqual({ name: 'column_mismatch', seq: k + 1, detail: expect.stringContaining(`column ${column}`) });
+          expect(r.ok).toBe(true);
+          expect(r.column_findings).toContainEqual({ name: 'column_mismatch', seq: k + 1, detail: expect.stringContaining(`column ${column}`) });
         },
       ),
       { numRuns: 200 },
@@ -872,7 +904,13 @@ describe('verifyChain and receiptView on hostile column values', () => {
         const mangled = [rows[0], { ...rows[1], [column]: value }] as unknown as ReceiptRow[];
         let r: ChainReport | undefined;
         expect(() => (r = verifyChain(mangled, head)), column).not.toThrow();
-        expect(r?.ok, column).toBe(false);
+        // A hash or seq column is the chain's; a result or effect_key column is a finding beside it.
+        if (column === 'hash' || column === 'seq') expect(r?.ok, column).toBe(false);
+        else
+          expect(
+            r?.column_findings.map((f) => f.seq),
+            column,
+          ).toEqual([2]);
         expect(() => receiptView(mangled[1] as ReceiptRow), column).not.toThrow();
       }
     }

@@ -187,6 +187,8 @@ export interface DialectSql {
   readonly setChainHash: string;
   /** `{ seq, hash }` of the head row. */
   readonly selectChainHead: string;
+  /** `{ seq, hash }` of the original's prune checkpoint row (spec 05 §5.3), when it pruned the chain. */
+  readonly selectPruneCheckpoint: string;
   /** Every receipt row by `seq`, null `seq` first. */
   readonly listReceipts: string;
   /** Params: seq, limit. Rows with `seq` greater, by `seq` (unique: walked on its index), at most `limit`. */

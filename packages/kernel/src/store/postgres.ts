@@ -282,6 +282,7 @@ function build(schema: string): SqlDialect {
       selectReceipt: `SELECT ${RECEIPT_COLUMNS} FROM ${t('receipts')} WHERE receipt_id = $1`,
       setChainHash: `UPDATE ${t('receipt_chain')} SET hash = $1 WHERE id = 1`,
       selectChainHead: `SELECT seq, hash FROM ${t('receipt_chain')} WHERE id = 1`,
+      selectPruneCheckpoint: `SELECT seq, hash FROM ${t('prune_checkpoint')} WHERE id = 1`,
       listReceipts: `SELECT ${RECEIPT_COLUMNS} FROM ${t('receipts')} ORDER BY seq NULLS FIRST, ts, receipt_id`,
       receiptsAfter: `SELECT ${RECEIPT_COLUMNS} FROM ${t('receipts')} WHERE seq > $1 ORDER BY seq LIMIT $2`,
       receiptById: `SELECT ${RECEIPT_COLUMNS} FROM ${t('receipts')} WHERE receipt_id = $1`,

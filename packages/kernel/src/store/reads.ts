@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { InvalidArgument } from '../errors.js';
+import { InvalidArgument, StoreError } from '../errors.js';
 import type { Approval, ApprovalRecord, ApprovalStatus, ChainHead, EffectRecord, EffectState, EventRecord, EventType, ReceiptRow } from '../model.js';
 import { parseTime, storedTime } from '../time.js';
 import type { SqlExecutor, SqlValue } from './driver.js';
@@ -106,6 +106,22 @@ export async function chainHead(e: SqlEngine): Promise<ChainHead | null> {
   return e.read(async (ex) => {
     const row = (await e.query<{ seq: SqlValue; hash: string }>(ex, e.sql.sql.selectChainHead)).rows[0];
     return row ? { seq: chainPosition(row.seq), hash: String(row.hash) } : null;
+  });
+}
+
+/**
+ * The original's prune checkpoint (spec 05 §5.3): the seq and hash of the last receipt a prune
+ * deleted, where a verification of the rest starts; null when the chain was never pruned. A row
+ * whose seq is not an integer or whose hash is not text is a `StoreError` naming it.
+ */
+export async function pruneCheckpoint(e: SqlEngine): Promise<{ seq: number; hash: string } | null> {
+  return e.read(async (ex) => {
+    const row = (await e.query<{ seq: SqlValue; hash: SqlValue }>(ex, e.sql.sql.selectPruneCheckpoint)).rows[0];
+    if (row === undefined) return null;
+    const seq = chainPosition(row.seq);
+    if (!Number.isSafeInteger(seq) || seq < 0 || typeof row.hash !== 'string')
+      throw new StoreError('[kernel] the prune_checkpoint row is unreadable: its seq is not a non-negative integer or its hash is not text');
+    return { seq, hash: row.hash };
   });
 }
 

@@ -233,6 +233,10 @@ export class SqlStateStore implements StateStore {
     return writes.putReceipt(this.#e, draft, events);
   }
 
+  async pruneCheckpoint(): Promise<{ seq: number; hash: string } | null> {
+    return reads.pruneCheckpoint(this.#e);
+  }
+
   async chainHead(): Promise<ChainHead | null> {
     return reads.chainHead(this.#e);
   }

@@ -151,6 +151,7 @@ export const sqliteDialect: SqlDialect = Object.freeze({
     insertReceipt: `INSERT INTO receipts(${RECEIPT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     setChainHash: 'UPDATE receipt_chain SET hash = ? WHERE id = 1',
     selectChainHead: 'SELECT seq, hash FROM receipt_chain WHERE id = 1',
+    selectPruneCheckpoint: 'SELECT seq, hash FROM prune_checkpoint WHERE id = 1',
     // NULL seq (pre-chain rows) sorts first in SQLite.
     listReceipts: `SELECT ${RECEIPT_COLUMNS} FROM receipts ORDER BY seq, rowid`,
     receiptsAfter: `SELECT ${RECEIPT_COLUMNS} FROM receipts WHERE seq > ? ORDER BY seq LIMIT ?`,

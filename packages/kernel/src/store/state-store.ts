@@ -236,6 +236,13 @@ export interface StateStore {
   putReceipt(draft: ReceiptDraft, events?: TrailingEvents<StoredReceipt>): Promise<StoredReceipt>;
   /** The chain head `(seq, hash)`, or `null` if the head row is missing. */
   chainHead(): Promise<ChainHead | null>;
+  /**
+   * Where the chain starts when the original pruned it: the seq and hash of the last receipt its
+   * prune deleted (its `prune_checkpoint` row), or null when it never pruned. Pass it to
+   * `verifyChain` (`checkpoint`) or `ChainVerifier` (`after`); without it a pruned chain reports
+   * `missing` at 1. A store without the original's tables may leave it out.
+   */
+  pruneCheckpoint?(): Promise<{ seq: number; hash: string } | null>;
   /** Every event, oldest first. */
   events(): Promise<EventRecord[]>;
   /**
