@@ -347,7 +347,10 @@ describe('a store the original pruned: the chain is verified from its checkpoint
     } finally {
       await store.close();
     }
-    const out = execFileSync(process.execPath, [...NODE_TS, CLI, 'receipts', '--verify-chain', '--store-url', `sqlite://${path}`], { cwd: ROOT, encoding: 'utf8' });
+    const out = execFileSync(process.execPath, [...NODE_TS, CLI, 'receipts', '--verify-chain', '--store-url', `sqlite://${path}`], {
+      cwd: ROOT,
+      encoding: 'utf8',
+    });
     expect(out).toContain('chain: 6 of 6 receipts verified');
     expect(out).toContain('receipts up to seq 3 were pruned; the chain is verified from its checkpoint');
     expect(out).toContain('the chain is intact');
@@ -356,7 +359,10 @@ describe('a store the original pruned: the chain is verified from its checkpoint
   it('an edited column is shown beside the verdict, as a finding, and the CLI exits 0 (the original calls the chain intact)', async () => {
     const path = copyOf(TS_THEN_ORIGINAL);
     sqlite(path).exec("UPDATE receipts SET result = 'failed' WHERE seq = 2");
-    const out = execFileSync(process.execPath, [...NODE_TS, CLI, 'receipts', '--verify-chain', '--store-url', `sqlite://${path}`, '--json'], { cwd: ROOT, encoding: 'utf8' });
+    const out = execFileSync(process.execPath, [...NODE_TS, CLI, 'receipts', '--verify-chain', '--store-url', `sqlite://${path}`, '--json'], {
+      cwd: ROOT,
+      encoding: 'utf8',
+    });
     const report = JSON.parse(out) as { ok: boolean; breaks: unknown[]; column_findings: { name: string; seq: number }[] };
     expect(report.ok).toBe(true);
     expect(report.breaks).toEqual([]);

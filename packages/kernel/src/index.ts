@@ -18,7 +18,16 @@ export { type Action, type ActionInput, type Principal, createAction, createPrin
 export * from './model.js';
 export { checkActor, resultToJson } from './effects.js';
 export { parseReceipt, RECEIPT_KEYS, RECEIPT_EDIT_KEYS, type ReceiptEdit, type ReceiptDocument, type ReceiptPrincipal, type ReceiptResult } from './receipt.js';
-export { type ChainBreakName, type ChainBreak, type ChainReport, type ColumnFinding, type ReceiptView, receiptView, verifyChain, ChainVerifier } from './chain.js';
+export {
+  type ChainBreakName,
+  type ChainBreak,
+  type ChainReport,
+  type ColumnFinding,
+  type ReceiptView,
+  receiptView,
+  verifyChain,
+  ChainVerifier,
+} from './chain.js';
 export {
   type ActionEntry,
   type CanonicalAuthority,
