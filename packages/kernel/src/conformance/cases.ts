@@ -37,6 +37,7 @@ export const CASE_IDS = [
   'expiry',
   'atomic-with-reservation',
   'approval-checked-first',
+  'approval-threshold',
   'edit-answer-race',
   'only-ambiguous',
   'two-resolutions',
@@ -218,7 +219,13 @@ async function drive(store: StateStore, key: string, to: 'reserved' | 'executing
 }
 
 /** Stores a pending request for `action` made now, lasting `ttl`; returns its id. */
-async function request(store: StateStore, clock: Clock, action: Action, ttl = 15 * MINUTE): Promise<string> {
+async function request(
+  store: StateStore,
+  clock: Clock,
+  action: Action,
+  ttl = 15 * MINUTE,
+  pinned: { approvalsRequired?: number; preconditionFingerprint?: string | null } = {},
+): Promise<string> {
   const id = randomIds('apr');
   const now = clock();
   await store.putApprovalRequest({
@@ -228,6 +235,7 @@ async function request(store: StateStore, clock: Clock, action: Action, ttl = 15
     createdAt: storedTime(now),
     expiresAt: storedTime(new Date(now.getTime() + ttl)),
     policyHash: `sha256:${'ab'.repeat(32)}`,
+    ...pinned,
   });
   return id;
 }
@@ -1059,6 +1067,50 @@ export const storeCases: Record<CaseId, CaseDef> = {
           if (i === winner) expect(row).toMatchObject({ status: 'granted', approver: `editor-${i}` });
           else expect(row, `losing edit ${i} wrote nothing`).toBeNull();
         }
+      });
+    },
+  },
+
+  'approval-threshold': {
+    // What a request pins (spec 05 §4.5): several approvers needed, or a precondition fingerprint.
+    // This build verifies no approver and rechecks no precondition, so neither is ever used by it.
+    suite: 'approval',
+    async run(factory) {
+      const clock = manualClock();
+      await withStore(factory, clock, async (store) => {
+        const action = refundAction();
+        // The default, read back: one answer grants.
+        const one = await request(store, clock, action);
+        expect((await store.getApproval(one))?.request.approvalsRequired ?? 1, 'approvalsRequired by default').toBe(1);
+
+        // Two needed: one (unverified) yes never grants it; it stays pending; a no denies it.
+        const two = await request(store, clock, action, 15 * MINUTE, { approvalsRequired: 2 });
+        expect((await store.getApproval(two))?.request.approvalsRequired, 'approvalsRequired read back').toBe(2);
+        await refused(store.grantApproval(two, 'alice'), ApprovalMismatch, mismatch('pending'), 'one yes on two needed');
+        expect(await status(store, two)).toBe('pending');
+        await refused(store.consumeApproval(two, action.actionHash), ApprovalMismatch, mismatch('pending'), 'consuming it');
+        await store.denyApproval(two, 'bob');
+        expect(await status(store, two)).toBe('denied');
+
+        // A fingerprinted request: granted, but never consumed (with or without a reservation); left granted.
+        const fingerprint = `sha256:${'cd'.repeat(32)}`;
+        const pre = await request(store, clock, action, 15 * MINUTE, { preconditionFingerprint: fingerprint });
+        expect((await store.getApproval(pre))?.request.preconditionFingerprint, 'fingerprint read back').toBe(fingerprint);
+        await store.grantApproval(pre, 'alice');
+        await refused(store.consumeApproval(pre, action.actionHash), ApprovalMismatch, mismatch('precondition_missing'), 'consume');
+        const key = freshKey();
+        await refused(
+          store.consumeApprovalAndReserve(pre, action.actionHash, key, action.actionId, LEASE),
+          ApprovalMismatch,
+          mismatch('precondition_missing'),
+          'consume and reserve',
+        );
+        expect(await status(store, pre)).toBe('granted');
+        expect(await store.getEffect(key), 'nothing reserved').toBeNull();
+
+        // Malformed pins are refused, nothing written.
+        for (const bad of [{ approvalsRequired: 0 }, { approvalsRequired: 1.5 }, { preconditionFingerprint: 'sha256:short' }])
+          await refused(request(store, clock, action, 15 * MINUTE, bad), InvalidArgument, INVALID, `a malformed pin ${JSON.stringify(bad)}`);
       });
     },
   },

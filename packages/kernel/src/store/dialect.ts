@@ -95,7 +95,10 @@ export interface DialectSql {
   /** Params: state. As {@link listEffects}. */
   readonly listEffectsInState: string;
 
-  /** Params: approval_id, action_hash, action_json, created_at, expires_at, policy_hash_at_approval (status `pending`). */
+  /**
+   * Params: approval_id, action_hash, action_json, created_at, expires_at, policy_hash_at_approval,
+   * approvals_required (an integer ≥ 1), precondition_fingerprint (or null). Status `pending`.
+   */
   readonly insertApproval: string;
   /** Params: approval_id. Every approval column. */
   readonly selectApproval: string;

@@ -126,9 +126,9 @@ export const sqliteDialect: SqlDialect = Object.freeze({
     listEffects: `SELECT ${EFFECT_COLUMNS} FROM effects ORDER BY created_at, rowid`,
     listEffectsInState: `SELECT ${EFFECT_COLUMNS} FROM effects WHERE state = ? ORDER BY created_at, rowid`,
 
-    // approvals_required is always written (1: one answer grants), as the original writes it (spec 05 §4.5).
+    // approvals_required is always written (1 unless pinned higher), as the original writes it (spec 05 §4.5).
     insertApproval:
-      "INSERT INTO approvals(approval_id, action_hash, status, action_json, created_at, expires_at, policy_hash_at_approval, approvals_required) VALUES (?, ?, 'pending', ?, ?, ?, ?, 1)",
+      "INSERT INTO approvals(approval_id, action_hash, status, action_json, created_at, expires_at, policy_hash_at_approval, approvals_required, precondition_fingerprint) VALUES (?, ?, 'pending', ?, ?, ?, ?, ?, ?)",
     selectApproval: `SELECT ${APPROVAL_COLUMNS} FROM approvals WHERE approval_id = ?`,
     answerApproval: "UPDATE approvals SET status = ?, approver = ?, granted_at = ? WHERE approval_id = ? AND status = 'pending'",
     expireApproval: "UPDATE approvals SET status = 'expired' WHERE approval_id = ? AND status = ?",

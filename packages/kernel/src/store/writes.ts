@@ -290,11 +290,16 @@ export async function putApprovalRequest(e: SqlEngine, request: ApprovalRequest)
   const expires = parseTime(nonEmpty(request.expiresAt, 'request.expiresAt'), 'request.expiresAt');
   if (!(expires.getTime() > created.getTime())) throw new InvalidArgument('request.expiresAt must be after request.createdAt');
   const policyHash = nullableText(request.policyHash, 'request.policyHash');
+  const required = request.approvalsRequired ?? 1;
+  if (!Number.isSafeInteger(required) || required < 1) throw new InvalidArgument('request.approvalsRequired must be an integer of at least 1');
+  const fingerprint = request.preconditionFingerprint ?? null;
+  if (fingerprint !== null && (typeof fingerprint !== 'string' || !/^sha256:[0-9a-f]{64}$/.test(fingerprint)))
+    throw new InvalidArgument('request.preconditionFingerprint must be null or sha256: and 64 lowercase hex digits');
   const actionJson = actionToJson(action);
   const { sql } = e.sql;
   await e.write('putApprovalRequest', async (tx) => {
     try {
-      await e.query(tx, sql.insertApproval, [id, hash, actionJson, request.createdAt, request.expiresAt, policyHash]);
+      await e.query(tx, sql.insertApproval, [id, hash, actionJson, request.createdAt, request.expiresAt, policyHash, required, fingerprint]);
     } catch (err) {
       if (e.sql.isUniqueViolation(err)) throw new InvalidArgument(`approval request ${id} already exists`);
       throw err;
@@ -376,7 +381,7 @@ export async function editApproval(e: SqlEngine, edit: ApprovalEditWrite, events
     const expiresAt = plan.record.request.expiresAt;
     let inserted: number;
     try {
-      ({ rowsAffected: inserted } = await e.query(tx, sql.insertApproval, [n, action.actionHash, actionJson, at, expiresAt, policyHash]));
+      ({ rowsAffected: inserted } = await e.query(tx, sql.insertApproval, [n, action.actionHash, actionJson, at, expiresAt, policyHash, 1, null]));
     } catch (err) {
       if (!e.sql.isUniqueViolation(err)) throw err;
       inserted = 0;
