@@ -65,7 +65,7 @@ export function withInternalDependencies(names: readonly string[], all: readonly
 export function childEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
   for (const [k, v] of Object.entries(process.env)) {
-    if (/^(npm_package_|npm_lifecycle_|npm_config_(prefix|local_prefix|workspaces?|include_workspace_root)$|init_cwd$|node_options$)/i.test(k)) continue;
+    if (/^(npm_package_|npm_lifecycle_|npm_config_(prefix|local_prefix|workspaces?|include_workspace_root)$|init_cwd$|node_options$|vitest)/i.test(k)) continue;
     env[k] = v;
   }
   return { ...env, ...extra };
@@ -77,8 +77,12 @@ export interface Ran {
   stderr: string;
 }
 
-/** Runs a command to its end, its output collected (or shown, with `inherit`). */
-export function run(command: string, args: readonly string[], options: { cwd: string; inherit?: boolean; env?: Record<string, string> }): Promise<Ran> {
+/** Runs a command to its end, its output collected (or shown, with `inherit`); past `timeoutMs` it is killed and the promise rejects. */
+export function run(
+  command: string,
+  args: readonly string[],
+  options: { cwd: string; inherit?: boolean; env?: Record<string, string>; timeoutMs?: number },
+): Promise<Ran> {
   return new Promise((done, fail) => {
     const child = spawn(command, args, {
       cwd: options.cwd,
@@ -90,8 +94,23 @@ export function run(command: string, args: readonly string[], options: { cwd: st
     let stderr = '';
     child.stdout?.on('data', (d: Buffer) => void (stdout += d.toString()));
     child.stderr?.on('data', (d: Buffer) => void (stderr += d.toString()));
-    child.on('error', fail);
-    child.on('close', (code) => done({ code, stdout, stderr }));
+    const timer =
+      options.timeoutMs === undefined
+        ? undefined
+        : setTimeout(() => {
+            child.kill('SIGKILL');
+            fail(
+              new Error(`${command} ${args.join(' ')} did not finish within ${Math.round(options.timeoutMs! / 1000)} s\nstdout: ${stdout}\nstderr: ${stderr}`),
+            );
+          }, options.timeoutMs);
+    child.on('error', (e) => {
+      clearTimeout(timer);
+      fail(e);
+    });
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      done({ code, stdout, stderr });
+    });
   });
 }
 
