@@ -123,7 +123,7 @@ describe('httpForwarder', () => {
 
   it('neverConnected knows the connect-phase failures of Node, Deno and workerd, and nothing else', () => {
     const nodeRefused = Object.assign(new TypeError('fetch failed'), {
-      cause: Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:9'), { code: 'ECONNREFUSED' }),
+      cause: Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:9'), { code: 'ECONNREFUSED', syscall: 'connect' }),
     });
     expect(neverConnected(nodeRefused)).toBe(true);
     expect(neverConnected(Object.assign(new TypeError('fetch failed'), { cause: { code: 'ENOTFOUND' } }))).toBe(true);
@@ -148,6 +148,9 @@ describe('httpForwarder', () => {
       neverConnected(Object.assign(new TypeError('fetch failed'), { cause: Object.assign(new Error('other side closed'), { code: 'UND_ERR_SOCKET' }) })),
     ).toBe(false);
     expect(neverConnected(Object.assign(new TypeError('fetch failed'), { cause: { code: 'ECONNRESET' } }))).toBe(false);
+    // The socket code alone is no proof: from read, after the request may have arrived, it is unknown.
+    expect(neverConnected(Object.assign(new TypeError('fetch failed'), { cause: { code: 'EHOSTUNREACH', syscall: 'read' } }))).toBe(false);
+    expect(neverConnected(Object.assign(new TypeError('fetch failed'), { cause: { code: 'EHOSTUNREACH', syscall: 'connect' } }))).toBe(true);
     expect(neverConnected(new DOMException('aborted', 'AbortError'))).toBe(false);
     expect(neverConnected('ECONNREFUSED')).toBe(false);
   });

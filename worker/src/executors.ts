@@ -1,9 +1,9 @@
 /**
  * What runs an allowed action: functions registered by action name, and an HTTP forwarder that
  * sends the action to an upstream URL. The forwarder says `NotExecuted` only when it knows the
- * request never left (the connection was refused, the name did not resolve, the TLS handshake
- * failed); a timeout, a reset, an unreadable or unexpected reply is an unknown outcome, which
- * the control path records AMBIGUOUS.
+ * request never left (the kernel's `neverSent`: the connect failed, the name did not resolve, the
+ * TLS handshake failed); a timeout, a reset, an unreadable or unexpected reply is an unknown
+ * outcome, which the control path records AMBIGUOUS.
  *
  * @module
  */
@@ -12,6 +12,7 @@ import {
   InvalidArgument,
   maskUrl,
   NotExecuted,
+  neverSent,
   parseJson,
   type Action,
   type ExecutionContext,
@@ -70,39 +71,15 @@ export interface ForwardedResult {
   body: JsonValue;
 }
 
-const CONNECT_CODES = new Set([
-  'ECONNREFUSED',
-  'ENOTFOUND',
-  'EAI_AGAIN',
-  'EAI_NONAME',
-  'UND_ERR_CONNECT_TIMEOUT',
-  'DEPTH_ZERO_SELF_SIGNED_CERT',
-  'SELF_SIGNED_CERT_IN_CHAIN',
-  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
-  'CERT_HAS_EXPIRED',
-]);
-
-/** Deno's wording for failures that happen before a byte of the request is sent. */
-const CONNECT_MESSAGES =
-  /connection refused|tcp connect error|dns error|failed to lookup address|name or service not known|invalid peer certificate|certificate verify failed/i;
-
 /**
- * Whether `error` (a fetch rejection) proves the request never left: a refused connection,
- * an unresolvable name, a failed TLS handshake. Reads `code`, `cause` and messages of Node
- * (undici) and Deno; anything it does not recognise is "maybe sent". workerd reports a refused
+ * Whether `error` (a fetch rejection) proves the request never left: the kernel's
+ * {@link neverSent}, the one list every surface reads (a failed name lookup, a failed `connect`
+ * system call, a failed TLS handshake; Node's codes and Deno's words). Anything else is "maybe
+ * sent": a reset, or `EHOSTUNREACH` from `read` on a connected socket. workerd reports a refused
  * connection as "Network connection lost.", the same words as a reset after sending, so there
  * every failed call is AMBIGUOUS (checked with workerd 1.20260426).
  */
-export function neverConnected(error: unknown): boolean {
-  let e: unknown = error;
-  for (let depth = 0; depth < 6 && typeof e === 'object' && e !== null; depth++) {
-    const { code, message, cause } = e as { code?: unknown; message?: unknown; cause?: unknown };
-    if (typeof code === 'string' && (CONNECT_CODES.has(code) || code.startsWith('ERR_TLS_'))) return true;
-    if (typeof message === 'string' && CONNECT_MESSAGES.test(message)) return true;
-    e = cause;
-  }
-  return false;
-}
+export const neverConnected: (error: unknown) => boolean = neverSent;
 
 /** The upstream's reply could not be used: the outcome is unknown (recorded AMBIGUOUS). */
 export class UpstreamError extends Error {

@@ -8,6 +8,7 @@
  */
 import { StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
+import { NEVER_SENT_CODES as KERNEL_NEVER_SENT_CODES, neverSent } from '@ctrlrun/kernel';
 
 /** The kernel's three outcomes of an execution. */
 export type Outcome = 'committed' | 'failed' | 'ambiguous';
@@ -16,25 +17,12 @@ export type Outcome = 'committed' | 'failed' | 'ambiguous';
 export const NOT_EXECUTED_CODES: ReadonlySet<number> = new Set([-32700, -32600, -32601, -32602, -32020, -32021, -32022]);
 
 /**
- * Error codes (on the error or anywhere on its `cause` chain) that mean no connection was ever
- * made: the name did not resolve, the port refused, the connect timed out, or the TLS handshake
- * failed. A reset or a close after connecting is not here: the request may have been read.
+ * The kernel's `NEVER_SENT_CODES`: error codes that prove on their own that the
+ * upstream was never reached (a failed name lookup, undici's connect timeout, a failed TLS
+ * handshake). A socket error (`ECONNREFUSED`, `EHOSTUNREACH`, …) proves it only when the
+ * `connect` system call raised it: see {@link neverConnected}.
  */
-export const NEVER_CONNECTED_CODES: ReadonlySet<string> = new Set([
-  'ECONNREFUSED',
-  'ENOTFOUND',
-  'EAI_AGAIN',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-  'UND_ERR_CONNECT_TIMEOUT',
-  'ERR_TLS_CERT_ALTNAME_INVALID',
-  'CERT_HAS_EXPIRED',
-  'DEPTH_ZERO_SELF_SIGNED_CERT',
-  'SELF_SIGNED_CERT_IN_CHAIN',
-  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
-  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
-  'ERR_SSL_WRONG_VERSION_NUMBER',
-]);
+export const NEVER_CONNECTED_CODES: ReadonlySet<string> = KERNEL_NEVER_SENT_CODES;
 
 /**
  * Thrown by an upstream connector that could not start or reach the upstream before anything was
@@ -53,16 +41,18 @@ export function classifyResult(result: Record<string, unknown>, options: { notEx
   return 'committed';
 }
 
-/** Whether `err` (or a cause beneath it) says the connection was never made. */
+/**
+ * Whether `err` (or a cause beneath it) says the upstream was never reached: a connector's
+ * {@link UpstreamNotConnected}, or what the kernel's {@link neverSent} — the one list every
+ * surface reads — takes as proof that the request never left.
+ */
 export function neverConnected(err: unknown): boolean {
   let e: unknown = err;
   for (let depth = 0; depth < 8 && typeof e === 'object' && e !== null; depth++) {
     if (e instanceof UpstreamNotConnected) return true;
-    const code = (e as { code?: unknown }).code;
-    if (typeof code === 'string' && NEVER_CONNECTED_CODES.has(code)) return true;
     e = (e as { cause?: unknown }).cause;
   }
-  return false;
+  return neverSent(err);
 }
 
 /** What a thrown error from the upstream client means. */

@@ -5,7 +5,9 @@ import { StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamable
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import { classifyError, classifyResult, NOT_EXECUTED_CODES, UpstreamNotConnected } from '@ctrlrun/mcp';
 
-const fetchFailed = (code: string) => new TypeError('fetch failed', { cause: Object.assign(new Error(`connect ${code}`), { code }) });
+// As Node's fetch throws them: a socket error names its system call (`connect`, `read`, `write`).
+const fetchFailed = (code: string, syscall?: string) =>
+  new TypeError('fetch failed', { cause: Object.assign(new Error(`${syscall ?? 'connect'} ${code}`), { code, ...(syscall ? { syscall } : {}) }) });
 
 describe('classifyResult', () => {
   it('complete is COMMITTED; isError is AMBIGUOUS unless the operator asserted not_executed_on_error; another resultType is AMBIGUOUS', () => {
@@ -22,10 +24,13 @@ describe('classifyResult', () => {
 
 describe('classifyError', () => {
   it('never connected (refused, DNS, connect timeout, TLS, a failed spawn) is FAILED; a cause deep in the chain counts', () => {
-    for (const code of ['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'UND_ERR_CONNECT_TIMEOUT', 'CERT_HAS_EXPIRED', 'DEPTH_ZERO_SELF_SIGNED_CERT']) {
+    for (const code of ['ENOTFOUND', 'EAI_AGAIN', 'UND_ERR_CONNECT_TIMEOUT', 'CERT_HAS_EXPIRED', 'DEPTH_ZERO_SELF_SIGNED_CERT']) {
       expect(classifyError(fetchFailed(code)), code).toEqual({ kind: 'transport', outcome: 'failed' });
     }
-    expect(classifyError(new Error('outer', { cause: fetchFailed('ECONNREFUSED') })).outcome).toBe('failed');
+    for (const code of ['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH']) {
+      expect(classifyError(fetchFailed(code, 'connect')), code).toEqual({ kind: 'transport', outcome: 'failed' });
+    }
+    expect(classifyError(new Error('outer', { cause: fetchFailed('ECONNREFUSED', 'connect') })).outcome).toBe('failed');
     expect(classifyError(new UpstreamNotConnected('spawn ENOENT')).outcome).toBe('failed');
   });
 
@@ -33,6 +38,11 @@ describe('classifyError', () => {
     for (const err of [
       fetchFailed('ECONNRESET'),
       fetchFailed('EPIPE'),
+      // Unreachable on a connected socket (Linux reports the ICMP soft error when retransmission gives up).
+      fetchFailed('EHOSTUNREACH', 'read'),
+      fetchFailed('ENETUNREACH', 'write'),
+      // A socket code that names no system call proves nothing.
+      fetchFailed('EHOSTUNREACH'),
       fetchFailed('UND_ERR_SOCKET'),
       new McpError(-32000, 'Connection closed'),
       new McpError(-32001, 'Request timed out'),
