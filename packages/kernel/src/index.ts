@@ -48,6 +48,7 @@ export {
   Policy,
   loadPolicy,
   parseTemplate,
+  refuseDerivedArguments,
   resolveEffectTemplate,
   resolveResourceTemplate,
 } from './policy/index.js';

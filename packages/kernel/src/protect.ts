@@ -11,7 +11,7 @@ import type { Control, ExecuteOptions, ReconcileHook } from './control.js';
 import { LocalApprovalProvider, type ApprovalProvider } from './approval-providers.js';
 import { ActionDenied, ApprovalRequired, IdentityError, InvalidArgument, NotExecuted } from './errors.js';
 import { ambientCall } from './ambient.js';
-import { parseTemplate, resolveResourceTemplate } from './policy/index.js';
+import { parseTemplate, refuseDerivedArguments, resolveResourceTemplate } from './policy/index.js';
 import { checkDuration } from './time.js';
 
 /** Per-call extras: who is acting and which approval is presented (no ambient state needed). */
@@ -160,7 +160,7 @@ export function protect<A extends object = JsonObject, R = unknown>(fn: (args: A
   if (options.reconcileEagerly && options.reconcile === undefined) throw new InvalidArgument('reconcileEagerly needs a reconcile hook');
   const defaults = options.defaults ?? {};
   if (!isPlainObject(defaults)) throw new InvalidArgument('defaults must be a plain object');
-  if ('data_scope' in defaults) throw new InvalidArgument('an argument may not be named data_scope: it is derived by the policy');
+  refuseDerivedArguments(defaults);
 
   const wait = options.wait === undefined || options.wait === false ? null : options.wait === true ? {} : options.wait;
   if (wait !== null && (typeof wait !== 'object' || Array.isArray(wait))) throw new InvalidArgument('wait must be true, false or { timeoutMs?, provider? }');
@@ -184,7 +184,7 @@ export function protect<A extends object = JsonObject, R = unknown>(fn: (args: A
     if (!isPlainObject(args)) throw new InvalidArgument(`${name} takes one plain-object argument`);
     // An optional field left undefined is absent (the default, if any, applies), at any depth.
     const given = withoutUndefined(args as Record<string, unknown>);
-    if ('data_scope' in given) throw new InvalidArgument('an argument may not be named data_scope: it is derived by the policy');
+    refuseDerivedArguments(given);
     const bound = { ...defaults, ...given };
     const resource = resourceTemplate === null ? null : resolveResourceTemplate(resourceTemplate, bound);
     return createAction({ name, arguments: bound, principal, resource, environment: control.environment }, { ids: control.ids });

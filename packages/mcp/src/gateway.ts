@@ -40,6 +40,7 @@ import {
   LocalApprovalProvider,
   PendingApprovalLimit,
   NotExecuted,
+  refuseDerivedArguments,
   resolveResourceTemplate,
   unusedEditFor,
   viewTime,
@@ -427,6 +428,8 @@ export class Gateway {
     for (const [k, v] of Object.entries(rawHeaders ?? {})) if (v !== undefined) headers[k] = Array.isArray(v) ? v.join(', ') : v;
     try {
       const principal = await this.control.resolvePrincipal(name, { principal: this.#principal, headers });
+      // As protect and the worker refuse it: the policy derives data_scope, so an agent may not supply one.
+      refuseDerivedArguments(args);
       const entry = this.control.policy.action(name);
       const resource = entry?.resource ? resolveResourceTemplate(entry.resource, args) : null;
       return createAction({ name, arguments: args, principal, resource, environment: this.control.environment }, { ids: this.control.ids });

@@ -6,6 +6,7 @@
  * @module
  */
 import type { JsonValue } from '../canonical.js';
+import { InvalidArgument } from '../errors.js';
 
 /** The seven operators. */
 export type Operator = 'eq' | 'neq' | 'in' | 'lt' | 'lte' | 'gt' | 'gte';
@@ -36,6 +37,17 @@ export const RESERVED_ARGUMENTS: ReadonlySet<string> = new Set([
 
 /** Subjects resolved from something other than the arguments: the set of data labels supplied. */
 export const DERIVED_SUBJECTS: ReadonlySet<string> = new Set(['data_scope']);
+
+/**
+ * Refuses a call whose arguments name a derived subject (`data_scope`): the policy derives it
+ * from which `data:`-labelled arguments are present, so a caller may not supply one. Every
+ * surface refuses it in these words: `protect`, the worker, the MCP gateway.
+ */
+export function refuseDerivedArguments(args: object): void {
+  for (const subject of DERIVED_SUBJECTS) {
+    if (Object.prototype.hasOwnProperty.call(args, subject)) throw new InvalidArgument(`an argument may not be named ${subject}: it is derived by the policy`);
+  }
+}
 
 /** A parsed condition. `operand` is validated JSON data (integers beyond 2^53 − 1 as `bigint`). */
 export interface Condition {

@@ -22,7 +22,7 @@ export {
   type PolicyControl,
   type PolicySchema,
 } from './policy.js';
-export { DERIVED_SUBJECTS, RESERVED_ARGUMENTS, splitConditionKey, strictEquals, type Condition, type Operator } from './conditions.js';
+export { DERIVED_SUBJECTS, RESERVED_ARGUMENTS, refuseDerivedArguments, splitConditionKey, strictEquals, type Condition, type Operator } from './conditions.js';
 export { RESOURCE_PLACEHOLDER, parseTemplate, resolveEffectTemplate, resolveResourceTemplate, type Template, type TemplatePart } from './template.js';
 export { EXAMPLE_POLICY_YAML } from './example.js';
 export { checkPolicy, type Bypass, type CheckPolicyOptions, type PolicyFinding, type PolicyFindingCode } from './check.js';
