@@ -257,12 +257,16 @@ export function actionHash(action: Action): string {
   return action.actionHash;
 }
 
-/** The principal as stored and written on receipts: `{agent, user, claims, issuer, expires_at}`. */
+/**
+ * The principal as stored and written on receipts: `{agent, user, claims, issuer, expires_at}`.
+ * `claims` is always an object, `{}` when there are none, as the original writes it (spec 05
+ * §6.3); claims are never hashed, so this changes no action hash.
+ */
 export function principalJson(p: Principal): JsonObject {
   return {
     agent: p.agent,
     user: p.user,
-    claims: p.claims ? (deepCopy(p.claims) as JsonObject) : null,
+    claims: p.claims ? (deepCopy(p.claims) as JsonObject) : {},
     issuer: p.issuer ?? null,
     expires_at: p.expiresAt ?? null,
   };
@@ -295,7 +299,8 @@ export function actionFromJson(text: string): Action {
     principal: {
       agent: p['agent'] as string,
       user: (p['user'] ?? null) as string | null,
-      claims: (p['claims'] ?? null) as Record<string, string | number | boolean> | null,
+      // null, or any claims that are not an object (a shape the original drops), read as none.
+      claims: isPlainObject(p['claims']) ? (p['claims'] as Record<string, string | number | boolean>) : null,
       issuer: (p['issuer'] ?? null) as string | null,
       expiresAt: (p['expires_at'] ?? null) as string | null,
     },

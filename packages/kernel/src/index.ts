@@ -18,7 +18,18 @@ export { type IdPrefix, type IdSource, randomIds, sequentialIds } from './ids.js
 export { type Action, type ActionInput, type Principal, createAction, createPrincipal, actionHash, actionToJson, actionFromJson } from './action.js';
 export * from './model.js';
 export { checkActor, resultToJson } from './effects.js';
-export { parseReceipt, RECEIPT_KEYS, RECEIPT_EDIT_KEYS, type ReceiptEdit, type ReceiptDocument, type ReceiptPrincipal, type ReceiptResult } from './receipt.js';
+export {
+  parseReceipt,
+  receiptKeysOf,
+  RECEIPT_KEYS,
+  RECEIPT_EDIT_KEYS,
+  type ReceiptApprover,
+  type ReceiptBudgetCharge,
+  type ReceiptEdit,
+  type ReceiptDocument,
+  type ReceiptPrincipal,
+  type ReceiptResult,
+} from './receipt.js';
 export {
   type ChainBreakName,
   type ChainBreak,

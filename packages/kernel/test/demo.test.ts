@@ -39,7 +39,7 @@ describe('the demo', () => {
     for (const r of receipts) {
       const d = r.document;
       expect(Object.keys(d)).toEqual(SPEC_RECEIPT_KEYS);
-      expect(d['schema']).toBe('ctrlrun.receipt/v3');
+      expect(d['schema']).toBe('ctrlrun.receipt/v7');
       expect(d['receipt_id']).toMatch(/^ctr_[0-9a-f]{32}$/);
       expect(d['action_id']).toMatch(/^act_[0-9a-f]{32}$/);
       expect(d['action_hash']).toMatch(/^sha256:[0-9a-f]{64}$/);
@@ -51,6 +51,10 @@ describe('the demo', () => {
       expect(Array.isArray(d['controls'])).toBe(true);
       expect(d['seq']).toBe(r.seq);
       expect(d['prev_hash']).toBe(r.prevHash);
+      // v4–v7 (spec 05 §2.1): what this build does not do is null or [], never absent.
+      expect(d).toMatchObject({ precondition_at_request: null, precondition_at_recheck: null, approvers: [], authority_grant_id: null });
+      expect(d).toMatchObject({ task: null, scope_hash: null, budget_charges: [], hop: null });
+      expect((d['principal'] as { claims: unknown }).claims).toEqual({});
     }
     expect(verifyChain(await store.receipts(), await store.chainHead()).ok).toBe(true);
   });

@@ -217,7 +217,7 @@ describe('T63–T64: the core providers', () => {
     // Through protect: any header spelling reaches it.
     const { fn, lastReceipt } = await refunder(PLAIN, { identity: h });
     await fn({ amount: 5 }, { headers: { 'X-CTRLRUN-AGENT': 'bot' } });
-    expect(lastReceipt()['principal']).toEqual({ agent: 'bot', user: null, claims: null, issuer: 'edge-proxy', expires_at: null });
+    expect(lastReceipt()['principal']).toEqual({ agent: 'bot', user: null, claims: {}, issuer: 'edge-proxy', expires_at: null });
     expect(() => new HeaderIdentityProvider({ agentHeader: '' })).toThrow(InvalidArgument);
   });
 });

@@ -74,7 +74,7 @@ describe('T11 a typed receipt parse-back', () => {
     );
   });
 
-  it('a missing, extra or mistyped field is an InvalidArgument naming it; so is another schema', () => {
+  it('a missing, extra or mistyped field is an InvalidArgument naming it; so is a schema that is not a label', () => {
     const base = JSON.parse(sealed()) as Record<string, unknown>;
     const refused = (doc: unknown, message: RegExp) => {
       expect(() => parseReceipt(JSON.stringify(doc))).toThrow(InvalidArgument);
@@ -84,7 +84,9 @@ describe('T11 a typed receipt parse-back', () => {
       const { [k]: _gone, ...rest } = base;
       refused(rest, new RegExp(`missing: ${k}`));
     }
-    refused({ ...base, schema: 'ctrlrun.receipt/v2' }, /schema/);
+    refused({ ...base, schema: 2 }, /schema must be a string/);
+    // An older label holds fewer keys: v7's are unknown to it (spec 05 §2.1; receipt-v7.test.ts reads each label).
+    refused({ ...base, schema: 'ctrlrun.receipt/v3' }, /unknown fields for "ctrlrun\.receipt\/v3": "precondition_at_request"/);
     refused({ ...base, attempt: '1' }, /attempt/);
     refused({ ...base, attempt: 1.5 }, /strict JSON|attempt/);
     refused({ ...base, seq: 0 }, /seq/);
@@ -95,9 +97,9 @@ describe('T11 a typed receipt parse-back', () => {
     refused({ ...base, principal: { agent: 7, user: null, claims: null, issuer: null, expires_at: null } }, /principal\.agent/);
     refused({ ...base, would_have: { decision: 'deny' } }, /would_have/);
     refused({ ...base, arguments: [] }, /arguments/);
-    refused({ ...base, extra: 1 }, /unknown field: "extra"/);
+    refused({ ...base, extra: 1 }, /unknown field for "ctrlrun\.receipt\/v7": "extra"/);
     // A __proto__ key is data, and not a receipt field.
-    expect(() => parseReceipt(sealed().replace('{"schema"', '{"__proto__":{"x":1},"schema"'))).toThrow(/unknown field: "__proto__"/);
+    expect(() => parseReceipt(sealed().replace('{"schema"', '{"__proto__":{"x":1},"schema"'))).toThrow(/unknown field for "ctrlrun\.receipt\/v7": "__proto__"/);
     expect(() => parseReceipt('{"schema": ')).toThrow(InvalidArgument);
     expect(() => parseReceipt('[]')).toThrow(/must be an object/);
     expect(() => parseReceipt(42 as never)).toThrow(InvalidArgument);

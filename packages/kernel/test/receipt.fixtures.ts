@@ -3,9 +3,10 @@ import { buildReceipt, GENESIS_HASH, sealReceipt } from '@ctrlrun/kernel/store';
 import { createAction, sequentialIds, type ChainHead, type JsonObject, type ReceiptRow } from '@ctrlrun/kernel';
 
 /**
- * The keys of a `ctrlrun.receipt/v3` document in the order the spec lists them
- * (docs/spec/01-core.md, the receipt). Written out here on purpose, not imported from the kernel:
- * the tests compare the kernel's documents against the spec, not against the kernel's own list.
+ * The keys of a `ctrlrun.receipt/v7` document in the order the spec lists them: the v3 keys of
+ * docs/spec/01-core.md's receipt, then the keys v4–v7 appended (spec 05 §2.1). Written out here on
+ * purpose, not imported from the kernel: the tests compare the kernel's documents against the
+ * spec, not against the kernel's own list.
  */
 export const SPEC_RECEIPT_KEYS: readonly string[] = Object.freeze([
   'schema',
@@ -34,6 +35,14 @@ export const SPEC_RECEIPT_KEYS: readonly string[] = Object.freeze([
   'policy_hash',
   'policy_version',
   'controls',
+  'precondition_at_request',
+  'precondition_at_recheck',
+  'approvers',
+  'authority_grant_id',
+  'task',
+  'scope_hash',
+  'budget_charges',
+  'hop',
 ]);
 
 /**

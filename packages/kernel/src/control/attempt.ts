@@ -167,6 +167,8 @@ export async function decideAndRun<T>(
       await refuseAuthority(ctx, pass, result);
     }
     note(ctx, pass, 'AUTHORITY_RESOLVED', authorityEventData(result));
+    // From here on the action is through authority: its receipt names the grant that decided it.
+    pass.authorityGrantId = result.grantId;
   }
 
   const evaluation = ctx.policy.evaluate(action.name, pass.args);
@@ -297,6 +299,8 @@ export async function resumeAttempt<T>(
     const result = await ctx.authority.evaluate(action, { now: ctx.clock(), store: ctx.store });
     for (const w of result.warnings) ctx.logger.warn(`[ctrlrun] ${action.name}: ${w}`);
     await recordEvent(ctx, pass, result.passed ? 'AUTHORITY_RESOLVED' : 'AUTHORITY_DENIED', authorityEventData(result));
+    // The resumed leg's receipt names the grant that passes it now (none when it no longer does).
+    if (result.passed) pass.authorityGrantId = result.grantId;
   }
   await recordEvent(ctx, pass, 'EXECUTION_RESUMED', { round: rounds });
   try {

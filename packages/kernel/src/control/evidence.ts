@@ -138,6 +138,7 @@ export function receiptDraft(
     controls: ev?.controls ?? [],
     arguments: pass.args,
     edit: pass.edit ? receiptEdit(pass.edit) : null,
+    authorityGrantId: pass.authorityGrantId ?? null,
   });
 }
 

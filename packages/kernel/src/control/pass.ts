@@ -101,6 +101,11 @@ export interface Pass {
   /** The edit of the grant this pass presents (recorded on its receipt), or null/absent. */
   edit?: ApprovalEdit | null;
   /**
+   * The grant (or `dlg_…` delegation) that let the action through, once an authority section
+   * passed it (its receipt's `authority_grant_id`); null or absent before that, or with none.
+   */
+  authorityGrantId?: string | null;
+  /**
    * The caller presented the proposed request and runs the edit instead: the edited grant must be
    * consumed even where the policy would allow the edit without one, so it runs once.
    */
