@@ -43,6 +43,7 @@ export {
 export {
   type ActionEntry,
   type CanonicalAuthority,
+  type CanonicalEnvelope,
   type CanonicalGrant,
   type Condition,
   type Decision,
@@ -54,7 +55,10 @@ export {
   type PolicySchema,
   type Template,
   type TemplatePart,
+  type UpstreamPin,
   EXAMPLE_POLICY_YAML,
+  POLICY_CHANGE_ACTION,
+  POLICY_EFFECT_PREFIX,
   explainDecision,
   Policy,
   loadPolicy,
@@ -104,13 +108,14 @@ export {
   type AuthorityDenyReason,
   type AuthorityOptions,
   type AuthorityResult,
+  type BreakGlassEnvelope,
   type CreatedVia,
   type Delegation,
   type EscalationReason,
   type PlanDelegationOptions,
   type ResourceDerivation,
 } from './authority/index.js';
-export { Grant, grantFromJson, grantToJson, type GrantInput, type Instant, type SubjectPatterns } from './authority/index.js';
+export { Grant, grantFromJson, grantToJson, type Budget, type BudgetInput, type GrantInput, type Instant, type SubjectPatterns } from './authority/index.js';
 export {
   type IdentityContext,
   type IdentityProvider,

@@ -106,19 +106,24 @@ describe('T73: a malformed authority section fails at load, naming where', () =>
       ),
     );
     expect(p.authority!.maxDelegationDepth).toBe(1);
+    // The original 0.12.2's canonical authority (spec 05 §3.4): tasks and budgets null when
+    // absent, and break_glass {} when the section declares none.
     expect(p.authority!.canonical()).toEqual({
       max_delegation_depth: 1,
       grants: {
         g: {
           actions: ['stripe.*'],
+          budgets: null,
           constraints: { amount_lte: { argument: 'amount', op: 'lte', operand: 5 }, currency_in: { argument: 'currency', op: 'in', operand: ['EUR'] } },
           delegable: true,
           environments: null,
           expires_at: '2026-12-31T23:59:59+05:30',
           resources: null,
           subject: { agent: 'a', user: null },
+          tasks: null,
         },
       },
+      break_glass: {},
     });
     expect(p.policyHash).toBe(p.hashFor({ authority: p.authority }));
   });
@@ -212,7 +217,7 @@ describe('loadGrant (ctrlrun delegate --file) and grant_json', () => {
     });
     const text = grantToJson(g);
     expect(text).toBe(
-      '{"actions":["stripe.refund"],"constraints":{"amount_lte":200000,"region_in":["EU"]},"delegable":true,"environments":null,"expires_at":"2026-09-03T15:42:01+05:30","resources":null,"subject":{"agent":"support-agent","user":"alice"}}',
+      '{"actions":["stripe.refund"],"budgets":null,"constraints":{"amount_lte":200000,"region_in":["EU"]},"delegable":true,"environments":null,"expires_at":"2026-09-03T15:42:01+05:30","resources":null,"subject":{"agent":"support-agent","user":"alice"},"tasks":null}',
     );
     const back = grantFromJson(text, `dlg_${'a'.repeat(32)}`);
     expect(back.id).toBe(`dlg_${'a'.repeat(32)}`);

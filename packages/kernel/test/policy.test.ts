@@ -377,7 +377,7 @@ describe('controls registry and citations (v4)', () => {
     expect(cited.evaluate('customer.read', {}).controls).toEqual(['gdpr-32']);
     expect(cited.evaluate('customer.write', {}).controls).toEqual([]);
     expect([...cited.controls.keys()]).toEqual(['pci-3.4', 'sox-404', 'gdpr-32']);
-    expect(cited.controls.get('pci-3.4')).toEqual({ id: 'pci-3.4', title: 'Render PAN unreadable', source: 'PCI DSS 4.0 3.4' });
+    expect(cited.controls.get('pci-3.4')).toEqual({ id: 'pci-3.4', title: 'Render PAN unreadable', source: 'PCI DSS 4.0 3.4', approverRole: null });
     // But the registry is hashed: a citation is what an id means.
     expect(cited.policyHash).not.toBe(loadPolicy(withControls.replace('Render PAN', 'Mask PAN')).policyHash);
   });
@@ -390,7 +390,11 @@ describe('controls registry and citations (v4)', () => {
     expect(refusal(V4('  a: {decision: allow}\n', 'controls:\n  x: {source: s}\n')).message).toMatch(
       /controls\['x'\] \(line 3\): 'title' must be a non-empty string/,
     );
-    expect(refusal(V4('  a: {decision: allow}\n', 'controls:\n  x: {title: t, approver_role: r}\n')).message).toMatch(/unknown key\(s\) 'approver_role'/);
+    // approver_role is a v6 key: under v4 it is refused naming the key and the schema.
+    expect(refusal(V4('  a: {decision: allow}\n', 'controls:\n  x: {title: t, approver_role: r}\n')).message).toMatch(
+      /'approver_role' needs 'schema: ctrlrun.policy\/v6'; this document declares 'ctrlrun.policy\/v4'/,
+    );
+    expect(refusal(V4('  a: {decision: allow}\n', 'controls:\n  x: {title: t, approverrole: r}\n')).message).toMatch(/unknown key\(s\) 'approverrole'/);
     expect(refusal(V4('  a: {decision: allow}\n', `controls:\n  ${'x'.repeat(201)}: {title: t}\n`)).message).toMatch(/201 characters/);
     expect(() => loadPolicy(V4('  a: {decision: allow}\n', `controls:\n  ${'é'.repeat(200)}: {title: t}\n`))).not.toThrow();
     expect(refusal(V4('  a: {decision: allow}\n', 'controls:\n  "a\\nb": {title: t}\n')).message).toMatch(/control character/);
@@ -577,14 +581,17 @@ schema: "ctrlrun.policy/v4"
       grants: {
         g1: {
           actions: ['stripe.*'],
+          budgets: null,
           constraints: { amount_lte: { argument: 'amount', op: 'lte', operand: 500 } },
           delegable: false,
           environments: null,
           expires_at: null,
           resources: null,
           subject: { agent: 'refund-agent', user: null },
+          tasks: null,
         },
       },
+      break_glass: {},
     };
     const withAuthority = p.hashFor({ authority });
     expect(withAuthority).not.toBe(p.policyHash);
@@ -592,6 +599,8 @@ schema: "ctrlrun.policy/v4"
     expect(p.hashFor({ authority: { ...authority, max_delegation_depth: 2 } })).not.toBe(withAuthority);
     expect(p.authority).toBeNull();
     expect(() => p.hashFor({ authority: { grants: {} } })).toThrow(InvalidArgument);
+    // The 0.6 shape (no break_glass) is not a canonical authority any more: one authority, one hash.
+    expect(() => p.hashFor({ authority: { max_delegation_depth: 3, grants: {} } })).toThrow(InvalidArgument);
     expect(() => p.hashFor({ authority: 'grants' })).toThrow(InvalidArgument);
     expect(() => p.hashFor({ environment: ' ' })).toThrow(InvalidArgument);
   });
@@ -674,7 +683,7 @@ describe('loading (§3.1–§3.3)', () => {
       ['empty document', '', /policy must be a mapping/],
       ['schema absent', 'actions: {}\n', /unknown policy schema \(absent\)/],
       ['schema unknown', 'schema: ctrlrun.policy/v9\nactions: {}\n', /unknown policy schema 'ctrlrun.policy\/v9'/],
-      ['schema from a later release', 'schema: ctrlrun.policy/v5\nactions: {}\n', /unknown policy schema 'ctrlrun.policy\/v5'/],
+      ['schema from a later release', 'schema: ctrlrun.policy/v10\nactions: {}\n', /unknown policy schema 'ctrlrun.policy\/v10'/],
       ['schema not a string', 'schema: 1\nactions: {}\n', /unknown policy schema integer/],
       ['actions absent', 'schema: ctrlrun.policy/v1\n', /'actions' must be a mapping/],
       ['both decision and rules', V1('  a: {decision: allow, rules: [{decision: deny}]}\n'), /exactly one of 'decision' or 'rules'/],
@@ -739,6 +748,9 @@ actions:
       resource: 'tool:{name}',
       data: { ssn: 'pii' },
       notExecutedOnError: true,
+      maxAttempts: null,
+      approvalsRequired: 1,
+      upstream: null,
     });
     expect(Object.isFrozen(p.action('tool.call'))).toBe(true);
     expect(Object.isFrozen(p)).toBe(true);

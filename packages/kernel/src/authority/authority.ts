@@ -12,14 +12,14 @@ import type { Action, Principal } from '../action.js';
 import { compareCodePoints, type JsonObject } from '../canonical.js';
 import { AuthorityEscalation, IdentityError, InvalidArgument, PolicyError } from '../errors.js';
 import type { IdSource } from '../ids.js';
-import type { CanonicalAuthority, CanonicalGrant } from '../policy/types.js';
-import { POLICY_SCHEMAS } from '../policy/schemas.js';
+import type { CanonicalAuthority, CanonicalEnvelope, CanonicalGrant } from '../policy/types.js';
+import { POLICY_SCHEMAS, schemaAtLeast } from '../policy/schemas.js';
 import { quote, Refusal, rejectNestedMode, rejectUnknownKeys, toInt } from '../policy/tree.js';
 import { readYaml, refusalToPolicyError, typeName, YamlRefusal, YMap, YSeq, type YValue } from '../policy/yaml.js';
 import type { DelegationRecord, StateStore } from '../store/state-store.js';
 import { parseTime, storedTime } from '../time.js';
 import { containedDimension, type Dimension } from './containment.js';
-import { DELEGATION_ID_PREFIX, Grant, grantFromJson, grantToJson, parseGrantTree, type GrantInput } from './grant.js';
+import { DELEGATION_ID_PREFIX, Grant, grantFromJson, grantToJson, parseDuration, parseGrantTree, V7_GRANT_KEYS, type GrantInput } from './grant.js';
 import { ACTION_SEPARATOR, matchesPattern } from './patterns.js';
 
 /** A passing result's reason. */
@@ -47,7 +47,30 @@ const CREATED_VIA: readonly string[] = ['api', 'cli'];
 /** A delegation id: `dlg_` + 32 lowercase hex, checked on the way out of the store too. */
 export const DELEGATION_ID = /^dlg_[0-9a-f]{32}$/;
 
-const SECTION_KEYS = ['max_delegation_depth', 'grants'];
+const SECTION_KEYS = ['max_delegation_depth', 'grants', 'break_glass'];
+/** An envelope's own keys, beside the grant keys it takes. */
+const ENVELOPE_ONLY = ['max_ttl', 'controls'];
+/** The grant keys an envelope may not carry, and why. */
+const ENVELOPE_REFUSED: ReadonlyArray<[string, string]> = [
+  ['delegable', "an envelope exists only to be a parent, so 'delegable' is what it means rather than a key, and what bounds it in time is 'max_ttl'"],
+  ['expires_at', "an envelope exists only to be a parent, and what bounds it in time is 'max_ttl', which every grant beneath it obeys"],
+];
+
+/**
+ * A break-glass envelope (`authority.break_glass`): the widest authority an incident may reach,
+ * declared in advance. It never decides an action (it is not among {@link Authority.grants}); a
+ * grant opened beneath one (the original's `ctrlrun break-glass`) is not created by this build,
+ * which loads envelopes so that a document declaring them loads and hashes as the original's.
+ */
+export interface BreakGlassEnvelope {
+  readonly id: string;
+  /** The envelope as a grant (`delegable: false`, no expiry). */
+  readonly grant: Grant;
+  /** `max_ttl`, in seconds: the longest expiry a grant opened beneath it may carry. */
+  readonly maxTtl: number;
+  /** Control ids whose `approver_role` gates who may open one, as written. */
+  readonly controls: readonly string[];
+}
 const STANDALONE_KEYS = ['schema', 'authority'];
 const POLICY_OWNED = ['actions', 'mode', 'environment', 'version', 'controls'];
 
@@ -175,6 +198,8 @@ export interface AuthorityOptions {
   maxDelegationDepth?: number;
   /** Names the document in messages. */
   source?: string;
+  /** The `break_glass:` envelopes, by id (never consulted by {@link Authority.evaluate}). */
+  envelopes?: Iterable<BreakGlassEnvelope>;
 }
 
 /** Options of {@link Authority.planDelegation}. */
@@ -190,6 +215,8 @@ export interface PlanDelegationOptions {
 /** A loaded authority section: the document's grants and the delegation bound. Immutable. */
 export class Authority {
   readonly grants: ReadonlyMap<string, Grant>;
+  /** The break-glass envelopes, by id; empty when the section declares none. */
+  readonly envelopes: ReadonlyMap<string, BreakGlassEnvelope>;
   readonly maxDelegationDepth: number;
   readonly source: string;
 
@@ -206,16 +233,36 @@ export class Authority {
       if (map.has(g.id)) throw new InvalidArgument(`duplicate grant id ${JSON.stringify(g.id)}`);
       map.set(g.id, g);
     }
+    const envelopes = new Map<string, BreakGlassEnvelope>();
+    for (const e of options.envelopes ?? []) {
+      if (e === null || typeof e !== 'object' || !(e.grant instanceof Grant) || e.grant.id !== e.id)
+        throw new InvalidArgument('a break-glass envelope is { id, grant (a Grant under that id), maxTtl, controls }');
+      if (map.has(e.id) || envelopes.has(e.id))
+        throw new InvalidArgument(`${JSON.stringify(e.id)} is declared twice (in grants and break_glass, or twice in break_glass)`);
+      if (!Number.isSafeInteger(e.maxTtl) || e.maxTtl <= 0)
+        throw new InvalidArgument(`break-glass envelope ${JSON.stringify(e.id)}: maxTtl must be positive whole seconds`);
+      if (!Array.isArray(e.controls) || !e.controls.every((c) => typeof c === 'string' && c !== ''))
+        throw new InvalidArgument(`break-glass envelope ${JSON.stringify(e.id)}: controls must be a list of control ids`);
+      envelopes.set(e.id, Object.freeze({ id: e.id, grant: e.grant, maxTtl: e.maxTtl, controls: Object.freeze([...e.controls]) }));
+    }
     this.grants = map;
+    this.envelopes = envelopes;
     this.maxDelegationDepth = depth;
     this.source = options.source ?? '<authority>';
     Object.freeze(this);
   }
 
-  /** The shape the policy hash is taken over: `{max_delegation_depth, grants: {id: grant}}`. */
+  /**
+   * The shape the policy hash is taken over, the original 0.12.2's (spec 05 §3.4):
+   * `{max_delegation_depth, grants: {id: grant}, break_glass: {id: grant + {max_ttl, controls}}}`,
+   * `break_glass` `{}` when none is declared.
+   */
   canonical(): CanonicalAuthority {
     const grants: Record<string, CanonicalGrant> = Object.fromEntries([...this.grants].map(([id, g]) => [id, g.canonical() as unknown as CanonicalGrant]));
-    return { max_delegation_depth: this.maxDelegationDepth, grants };
+    const envelopes: Record<string, CanonicalEnvelope> = Object.fromEntries(
+      [...this.envelopes].map(([id, e]) => [id, { ...(e.grant.canonical() as unknown as CanonicalGrant), max_ttl: e.maxTtl, controls: [...e.controls] }]),
+    );
+    return { max_delegation_depth: this.maxDelegationDepth, grants, break_glass: envelopes };
   }
 
   /**
@@ -509,10 +556,84 @@ export function checkResourceScopes(authority: Authority, policy: ResourceDeriva
   }
 }
 
-/** Parses an `authority:` section from the loader's tree (policy document or standalone). */
-export function parseAuthoritySection(v: YValue, line: number, source: string): Authority {
+/**
+ * Refuses a `ctrlrun.policy/v7` grant key (`tasks`, `budgets`) on a grant or an envelope of a
+ * document declaring an older schema, naming the key and the schema.
+ */
+function gateV7(section: YMap, schema: string): void {
+  if (schemaAtLeast(schema, 'ctrlrun.policy/v7')) return;
+  const entries: YValue[] = [];
+  const grants = section.get('grants');
+  if (grants instanceof YSeq) entries.push(...grants.items);
+  const envelopes = section.get('break_glass');
+  if (envelopes instanceof YMap) entries.push(...envelopes.entries.map((e) => e.value));
+  for (const entry of entries) {
+    if (!(entry instanceof YMap)) continue;
+    for (const [key, consequence] of V7_GRANT_KEYS) {
+      const e = entry.entry(key);
+      if (e)
+        throw new Refusal('authority', `'${key}' on a grant needs 'schema: ctrlrun.policy/v7'; this document declares '${schema}', and ${consequence}`, e.line);
+    }
+  }
+}
+
+function parseEnvelopes(v: YValue, line: number, grants: ReadonlySet<string>): BreakGlassEnvelope[] {
+  if (v === null) return [];
+  if (!(v instanceof YMap)) throw new Refusal('authority', `'break_glass' must be a mapping of envelope id to envelope, got ${typeName(v)}`, line);
+  return v.entries.map((e): BreakGlassEnvelope => {
+    if (typeof e.key !== 'string' || e.key === '') throw new Refusal('authority.break_glass', 'an envelope id must be a non-empty string', e.line);
+    const id = e.key;
+    const at = `authority.break_glass[${quote(id)}]`;
+    if (grants.has(id)) {
+      throw new Refusal(
+        at,
+        `${JSON.stringify(id)} is declared in both 'grants' and 'break_glass': which mapping a parent came from decides whether the envelope's controls gate who may open it, so one id cannot be in both`,
+        e.line,
+      );
+    }
+    if (!(e.value instanceof YMap)) throw new Refusal(at, `an envelope must be a mapping, got ${typeName(e.value)}`, e.line);
+    const named = e.value.entry('id');
+    if (named) throw new Refusal(at, "an envelope carries no 'id': its id is its key under 'break_glass'", named.line);
+    const ttl = e.value.entry('max_ttl');
+    if (!ttl) {
+      throw new Refusal(
+        at,
+        "'max_ttl' is required: it bounds every grant opened beneath this envelope in time, and a break-glass grant that outlives the incident is what an envelope exists to prevent",
+        e.line,
+      );
+    }
+    const maxTtl = parseDuration(ttl.value);
+    if (typeof maxTtl === 'string') throw new Refusal(at, `'max_ttl': ${maxTtl}`, ttl.line);
+    const c = e.value.entry('controls');
+    let controls: string[] = [];
+    if (c) {
+      if (!(c.value instanceof YSeq) || !c.value.items.every((x) => typeof x === 'string' && x !== ''))
+        throw new Refusal(
+          at,
+          `'controls' must be a list of control ids, got ${c.value instanceof YSeq ? 'a list holding something else' : typeName(c.value)}`,
+          c.line,
+        );
+      controls = c.value.items as string[];
+    }
+    const asGrant = new YMap(
+      [{ key: 'id', value: id, line: e.line }, ...e.value.entries.filter((x) => !(typeof x.key === 'string' && ENVELOPE_ONLY.includes(x.key)))],
+      e.value.line,
+    );
+    // The grant keys minus the refused two (named) plus the envelope's own, which are taken above.
+    const grant = parseGrantTree(asGrant, at, e.line, { ids: 'document', lenient: false, expiresKey: 'expires_at', refused: ENVELOPE_REFUSED });
+    return { id, grant, maxTtl, controls };
+  });
+}
+
+/**
+ * Parses an `authority:` section from the loader's tree (policy document or standalone) of a
+ * document declaring `schema`. A standalone document may not declare `break_glass` (it has no
+ * control registry to gate it).
+ */
+export function parseAuthoritySection(v: YValue, line: number, source: string, schema: string, options: { standalone?: boolean } = {}): Authority {
   const where = 'authority';
   if (!(v instanceof YMap)) throw new Refusal(where, `must be a mapping with a 'grants' key, got ${typeName(v)}`, line);
+  gateV7(v, schema);
   rejectNestedMode(v, where);
   rejectUnknownKeys(v, SECTION_KEYS, where);
   const d = v.entry('max_delegation_depth');
@@ -547,7 +668,16 @@ export function parseAuthoritySection(v: YValue, line: number, source: string): 
     seen.add(grant.id);
     grants.push(grant);
   });
-  return new Authority(grants, { maxDelegationDepth: depth, source });
+  const b = v.entry('break_glass');
+  if (b && options.standalone === true) {
+    throw new Refusal(
+      where,
+      "a standalone authority document may not declare 'break_glass': an envelope names the controls whose approver_role gates who may open it, and this document has no control registry to resolve them against; move the section into the policy document",
+      b.line,
+    );
+  }
+  const envelopes = b ? parseEnvelopes(b.value, b.line, seen) : [];
+  return new Authority(grants, { maxDelegationDepth: depth, source, envelopes });
 }
 
 function placed(err: unknown, source: string): never {
@@ -594,7 +724,7 @@ export function loadAuthority(yamlText: string, options: { source?: string } = {
         a.line,
       );
     }
-    return parseAuthoritySection(a.value, a.line, source);
+    return parseAuthoritySection(a.value, a.line, source, schema, { standalone: true });
   } catch (err) {
     return placed(err, source);
   }

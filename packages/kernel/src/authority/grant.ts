@@ -13,12 +13,34 @@ import type { Action } from '../action.js';
 import { canonicalJson, isPlainObject, parseJson, type JsonObject, type JsonValue } from '../canonical.js';
 import { InvalidArgument } from '../errors.js';
 import { compileCondition, splitConditionKey, type Condition, type Matcher } from '../policy/conditions.js';
-import { fromJs, parseOperand, Refusal, rejectNestedMode, rejectUnknownKeys } from '../policy/tree.js';
+import { fromJs, isBlank, parseOperand, Refusal, rejectNestedMode, rejectUnknownKeys } from '../policy/tree.js';
 import { typeName, YMap, YSeq, YTimestamp, type YValue } from '../policy/yaml.js';
-import { ACTION_SEPARATOR, matchesPattern, patternError, RESOURCE_SEPARATOR, type Separator } from './patterns.js';
+import { ACTION_SEPARATOR, matchesPattern, patternError, RESOURCE_SEPARATOR, TASK_SEPARATOR, type Separator } from './patterns.js';
 
-/** The closed key set of a grant in a document: note there is no `decision`. */
-export const GRANT_KEYS: readonly string[] = Object.freeze(['id', 'subject', 'actions', 'resources', 'constraints', 'environments', 'expires_at', 'delegable']);
+/**
+ * The closed key set of a grant in a document: note there is no `decision`. `tasks` and `budgets`
+ * need `ctrlrun.policy/v7` (the policy and authority loaders gate them).
+ */
+export const GRANT_KEYS: readonly string[] = Object.freeze([
+  'id',
+  'subject',
+  'actions',
+  'resources',
+  'constraints',
+  'environments',
+  'expires_at',
+  'delegable',
+  'tasks',
+  'budgets',
+]);
+/** The grant keys `ctrlrun.policy/v7` adds, with what an older reader would do with each. */
+export const V7_GRANT_KEYS: ReadonlyArray<[string, string]> = Object.freeze([
+  ['tasks', 'an older reader would ignore the binding and authorise the grant on every task, which is the whole of what the key restricts'],
+  ['budgets', 'an older reader would ignore the limit and let the grant spend without bound, which is the whole of what the key restricts'],
+] as [string, string][]);
+const BUDGET_KEYS = ['metric', 'limit', 'window'];
+/** The widest budget window, in seconds: a hundred years of 365 days, as the original bounds it. */
+export const MAX_BUDGET_WINDOW = 100 * 365 * 24 * 60 * 60;
 const SUBJECT_KEYS = ['agent', 'user'];
 /** `id`: letters, digits, `.`, `_`, `-`, starting with a letter or digit. */
 export const GRANT_ID = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
@@ -33,6 +55,26 @@ export interface SubjectPatterns {
   readonly user: string | null;
 }
 
+/**
+ * One budget of a grant (v7): how much of `metric` the grant may spend, summed over a rolling
+ * `window`. The kernel knows no metric's meaning. Enforcing it is the authority walk's job.
+ */
+export interface Budget {
+  /** A non-empty name of where the number comes from. */
+  readonly metric: string;
+  /** What the sum may reach: a non-negative integer (money in minor units). */
+  readonly limit: number;
+  /** The window, in whole seconds (positive, at most {@link MAX_BUDGET_WINDOW}). */
+  readonly window: number;
+}
+
+/** What `new Grant(…)` takes for a budget: `window` in whole seconds or as an ISO-8601 duration (`P1D`, `PT4H`). */
+export interface BudgetInput {
+  metric: string;
+  limit: number | bigint;
+  window: number | string;
+}
+
 /** What `new Grant(…)` takes. `expiresAt` is ISO-8601 with an offset, or a `Date`. */
 export interface GrantInput {
   /** Omit (or leave empty) for a grant passed to `Control.delegate`: its id is minted. */
@@ -45,6 +87,10 @@ export interface GrantInput {
   environments?: readonly string[] | null;
   expiresAt?: string | Date | null;
   delegable?: boolean;
+  /** Task patterns (separator `:`), or null: any task, including none. */
+  tasks?: readonly string[] | null;
+  /** Budgets, in document order, or null: no budget. */
+  budgets?: readonly BudgetInput[] | null;
 }
 
 /** An expiry instant: the text as written (ISO, original offset) and epoch microseconds. */
@@ -109,6 +155,8 @@ interface GrantParts {
   environments: readonly string[] | null;
   expires: Instant | null;
   delegable: boolean;
+  tasks: readonly string[] | null;
+  budgets: readonly Budget[] | null;
 }
 
 /** How a grant source spells things (see {@link parseGrantTree}). */
@@ -126,6 +174,13 @@ export interface GrantSource {
   readonly assignedId?: string;
   /** What to say when an `assigned` grant carries an `id` key. */
   readonly idRefusal?: string;
+  /**
+   * How a budget's `window` is written: `duration` (an ISO-8601 duration, as a document writes
+   * it), `seconds` (whole seconds, as a stored `grant_json` holds it) or `either` (the constructor).
+   */
+  readonly windows?: 'duration' | 'seconds' | 'either';
+  /** Keys this source does not take at all (an envelope's `delegable` and `expires_at`), with the refusal's reason. */
+  readonly refused?: ReadonlyArray<[string, string]>;
 }
 
 const TRUSTED: unique symbol = Symbol('validated grant parts');
@@ -139,6 +194,70 @@ function patterns(v: YValue | undefined, key: string, separator: Separator, wher
     const err = patternError(item, separator);
     if (err !== null) throw new Refusal(where, `'${key}[${i}]': ${err}`, v.lines[i] ?? line);
     return item;
+  });
+}
+
+const DURATION = /^P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+)S)?)?$/;
+/** The longest duration the original can represent (Python's `timedelta`: under 10^9 days). */
+const MAX_DURATION = 999_999_999n * 86_400n + 86_399n;
+
+/**
+ * An ISO-8601 duration of the form the original reads (`P<n>D`, `PT<n>H`, `PT<n>M`, `PT<n>S`,
+ * or a combination, in that order; no months, no years, no fraction), as whole seconds; or the
+ * refusal's text. Positive. ASCII digits only (the original's reader also takes other Unicode
+ * digits; this one refuses them, the fail-closed side).
+ */
+export function parseDuration(text: unknown): number | string {
+  if (typeof text !== 'string' || text === '') return `must be an ISO-8601 duration string, got ${typeName(text as YValue)}`;
+  const m = DURATION.exec(text);
+  if (m === null)
+    return `${JSON.stringify(text)} is not a duration this reader accepts: write it as 'PT4H', 'PT30M', 'PT90S' or 'P2D' (months and years are not durations a clock can add)`;
+  const [d, h, mi, s] = [m[1], m[2], m[3], m[4]].map((x) => BigInt(x ?? '0')) as [bigint, bigint, bigint, bigint];
+  const total = d * 86_400n + h * 3_600n + mi * 60n + s;
+  if (total <= 0n) return `${JSON.stringify(text)} is not a positive duration`;
+  if (total > MAX_DURATION) return `${JSON.stringify(text)} is longer than any duration the original can hold (${MAX_DURATION} seconds)`;
+  return Number(total);
+}
+
+function budgets(v: YValue, where: string, line: number, windows: 'duration' | 'seconds' | 'either'): Budget[] {
+  if (!(v instanceof YSeq) || v.items.length === 0) {
+    throw new Refusal(
+      where,
+      `'budgets' must be a non-empty list of {metric, limit, window} mappings, or absent (an absent 'budgets' budgets nothing), got ${v instanceof YSeq ? 'an empty list' : typeName(v)}`,
+      line,
+    );
+  }
+  return v.items.map((item, i): Budget => {
+    const at = `${where}.budgets[${i}]`;
+    const itemLine = v.lines[i] ?? line;
+    if (!(item instanceof YMap)) throw new Refusal(at, `must be a mapping of metric, limit and window, got ${typeName(item)}`, itemLine);
+    rejectUnknownKeys(item, BUDGET_KEYS, at);
+    for (const key of BUDGET_KEYS) if (!item.has(key)) throw new Refusal(at, `'${key}' is required`, itemLine);
+    const metric = item.entry('metric')!;
+    if (typeof metric.value !== 'string' || isBlank(metric.value))
+      throw new Refusal(at, `'metric' must be a non-empty string, got ${typeName(metric.value)}`, metric.line);
+    const limit = item.entry('limit')!;
+    if (typeof limit.value !== 'bigint' || limit.value < 0n) {
+      throw new Refusal(
+        at,
+        `'limit' must be a non-negative integer, got ${typeName(limit.value)}: money is budgeted in integer minor units, never a float, a boolean or a decimal string`,
+        limit.line,
+      );
+    }
+    if (limit.value > BigInt(Number.MAX_SAFE_INTEGER)) throw new Refusal(at, `'limit' may be at most ${Number.MAX_SAFE_INTEGER}`, limit.line);
+    const w = item.entry('window')!;
+    let window: number | string;
+    if (typeof w.value === 'bigint' && windows !== 'duration') {
+      window =
+        w.value > 0n && w.value <= BigInt(MAX_BUDGET_WINDOW) ? Number(w.value) : `must be a positive whole number of seconds, at most ${MAX_BUDGET_WINDOW}`;
+    } else if (typeof w.value === 'string' && windows !== 'seconds') {
+      window = parseDuration(w.value);
+    } else {
+      window = windows === 'seconds' ? `must be whole seconds, got ${typeName(w.value)}` : `must be an ISO-8601 duration (P1D, PT4H), got ${typeName(w.value)}`;
+    }
+    if (typeof window === 'string') throw new Refusal(at, `'window': ${window}`, w.line);
+    if (window > MAX_BUDGET_WINDOW) throw new Refusal(at, `'window' may not exceed ${MAX_BUDGET_WINDOW} seconds (a hundred years)`, w.line);
+    return Object.freeze({ metric: metric.value, limit: Number(limit.value), window });
   });
 }
 
@@ -156,6 +275,10 @@ export function parseGrantTree(v: YValue, where: string, line: number, source: G
       "a grant carries no 'decision': a grant says who may propose an action, and how much autonomy the action has is the policy's alone, the same for every principal",
       decision.line,
     );
+  }
+  for (const [key, why] of source.refused ?? []) {
+    const e = v.entry(key);
+    if (e) throw new Refusal(where, `may not carry '${key}': ${why}`, e.line);
   }
   const keys = GRANT_KEYS.filter((k) => !(source.ids === 'assigned' && k === 'id')).map((k) => (k === 'expires_at' ? source.expiresKey : k));
   if (source.ids === 'assigned' && v.has('id'))
@@ -272,7 +395,15 @@ export function parseGrantTree(v: YValue, where: string, line: number, source: G
       d?.line ?? line,
     );
   }
-  return new Grant({ [TRUSTED]: { id, subject: Object.freeze(subject), actions, resources, constraints, environments, expires, delegable } });
+  const t = get('tasks');
+  if (t !== undefined && t.value instanceof YSeq && t.value.items.length === 0)
+    throw new Refusal(named, "'tasks' must be a non-empty list of patterns, or absent: an absent 'tasks' is what grants any task", t.line);
+  const tasks = t === undefined ? null : patterns(t.value, 'tasks', TASK_SEPARATOR, named, t.line);
+  const b = get('budgets');
+  const budgeted = b === undefined ? null : budgets(b.value, named, b.line, source.windows ?? 'duration');
+  return new Grant({
+    [TRUSTED]: { id, subject: Object.freeze(subject), actions, resources, constraints, environments, expires, delegable, tasks, budgets: budgeted },
+  });
 }
 
 /** One grant: a permission, never a decision. Immutable. */
@@ -291,6 +422,10 @@ export class Grant {
   /** ISO-8601 with the offset it was written with, or null: no expiry. */
   readonly expiresAt: string | null;
   readonly delegable: boolean;
+  /** Task patterns (separator `:`, v7), or null: any task, including none. */
+  readonly tasks: readonly string[] | null;
+  /** Budgets (v7), in document order, or null: no budget. */
+  readonly budgets: readonly Budget[] | null;
   readonly #expires: bigint | null;
   readonly #matchers: readonly Matcher[];
 
@@ -309,6 +444,8 @@ export class Grant {
     this.environments = parts.environments === null ? null : Object.freeze([...parts.environments]);
     this.expiresAt = parts.expires?.iso ?? null;
     this.delegable = parts.delegable;
+    this.tasks = parts.tasks === null ? null : Object.freeze([...parts.tasks]);
+    this.budgets = parts.budgets === null ? null : Object.freeze(parts.budgets.map((x) => Object.freeze({ ...x })));
     this.#expires = parts.expires?.micros ?? null;
     this.#matchers = Object.freeze(
       Object.values(parts.constraints).map((c) => compileCondition(c, `grant ${parts.id || '(unassigned)'}`, { failClosedNeq: true })),
@@ -335,6 +472,8 @@ export class Grant {
       environments: this.environments,
       expires: this.expiresAt === null ? null : { iso: this.expiresAt, micros: this.#expires! },
       delegable: this.delegable,
+      tasks: this.tasks,
+      budgets: this.budgets,
     };
   }
 
@@ -377,19 +516,24 @@ export class Grant {
     return true;
   }
 
-  /** The shape the policy hash is taken over (docs/spec/03-production.md §6). */
+  /**
+   * The shape the policy hash is taken over, as the original 0.12.2 takes it (spec 05 §3.4):
+   * every dimension, `tasks` and `budgets` null when absent, a budget's window in seconds.
+   */
   canonical(): JsonObject {
     const constraints: JsonObject = Object.fromEntries(
       Object.entries(this.constraints).map(([key, c]) => [key, { argument: c.subject, op: c.op, operand: c.operand }]),
     );
     return {
       actions: [...this.actions],
+      budgets: budgetsJson(this.budgets),
       constraints,
       delegable: this.delegable,
       environments: this.environments === null ? null : [...this.environments],
       expires_at: this.expiresAt,
       resources: this.resources === null ? null : [...this.resources],
       subject: { agent: this.subject.agent, user: this.subject.user },
+      tasks: this.tasks === null ? null : [...this.tasks],
     };
   }
 
@@ -405,15 +549,21 @@ export class Grant {
       environments: this.environments === null ? null : [...this.environments],
       expiresAt: this.expiresAt,
       delegable: this.delegable,
+      tasks: this.tasks === null ? null : [...this.tasks],
+      budgets: this.budgets === null ? null : this.budgets.map((x) => ({ ...x })),
     };
   }
+}
+
+function budgetsJson(list: readonly Budget[] | null): JsonValue {
+  return list === null ? null : list.map((x) => ({ metric: x.metric, limit: x.limit, window: x.window }));
 }
 
 function fromInput(input: GrantInput): Grant {
   if (!isPlainObject(input)) throw new InvalidArgument(`a grant must be an object { subject, actions, … }, got ${input === null ? 'null' : typeof input}`);
   try {
     const tree = fromJs(withoutUndefined(input), 'grant', new Set());
-    return parseGrantTree(tree, 'grant', 0, { ids: 'model', lenient: true, expiresKey: 'expiresAt' });
+    return parseGrantTree(tree, 'grant', 0, { ids: 'model', lenient: true, expiresKey: 'expiresAt', windows: 'either' });
   } catch (err) {
     if (err instanceof Refusal) throw new InvalidArgument(`${err.where}: ${err.message}`, { cause: err });
     throw err;
@@ -439,6 +589,10 @@ export function grantToJson(grant: Grant): string {
       expires_at: grant.expiresAt,
       resources: grant.resources === null ? null : [...grant.resources],
       subject: { agent: grant.subject.agent, user: grant.subject.user },
+      // Written as the original 0.12.2 writes them (null when absent), so that a stored child
+      // keeps the task binding and the budgets its containment is checked on.
+      tasks: grant.tasks === null ? null : [...grant.tasks],
+      budgets: budgetsJson(grant.budgets),
     },
     'grant_json',
   );
@@ -452,7 +606,13 @@ export function grantFromJson(text: string, id: string): Grant {
   const doc = parseJson(text, { what: 'grant_json' });
   if (!isPlainObject(doc)) throw new Error(`grant_json is ${Array.isArray(doc) ? 'a list' : typeof doc}, not an object`);
   try {
-    return parseGrantTree(fromJs(doc, 'grant_json', new Set()), 'grant_json', 0, { ids: 'assigned', assignedId: id, lenient: true, expiresKey: 'expires_at' });
+    return parseGrantTree(fromJs(doc, 'grant_json', new Set()), 'grant_json', 0, {
+      ids: 'assigned',
+      assignedId: id,
+      lenient: true,
+      expiresKey: 'expires_at',
+      windows: 'seconds',
+    });
   } catch (err) {
     if (err instanceof Refusal) throw new Error(`${err.where}: ${err.message}`, { cause: err });
     throw err;

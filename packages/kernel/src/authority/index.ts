@@ -19,6 +19,7 @@ export {
   loadAuthority,
   loadGrant,
   type AuthorityDenyReason,
+  type BreakGlassEnvelope,
   type AuthorityOptions,
   type AuthorityResult,
   type CreatedVia,
@@ -33,11 +34,24 @@ export {
   GRANT_ID,
   GRANT_KEYS,
   Grant,
+  MAX_BUDGET_WINDOW,
   grantFromJson,
   grantToJson,
+  parseDuration,
   parseInstant,
+  type Budget,
+  type BudgetInput,
   type GrantInput,
   type Instant,
   type SubjectPatterns,
 } from './grant.js';
-export { ACTION_SEPARATOR, DEEP_WILDCARD, RESOURCE_SEPARATOR, matchesPattern, patternContains, patternError, type Separator } from './patterns.js';
+export {
+  ACTION_SEPARATOR,
+  DEEP_WILDCARD,
+  RESOURCE_SEPARATOR,
+  TASK_SEPARATOR,
+  matchesPattern,
+  patternContains,
+  patternError,
+  type Separator,
+} from './patterns.js';

@@ -11,6 +11,8 @@
 export const ACTION_SEPARATOR = '.';
 /** A resource is `type:id`. */
 export const RESOURCE_SEPARATOR = ':';
+/** A task is segmented like a resource (v7 grant `tasks`). */
+export const TASK_SEPARATOR = ':';
 /** The one spelling of "one or more segments". */
 export const DEEP_WILDCARD = '**';
 

@@ -7,6 +7,8 @@ export {
   BARE_DECISION,
   DECISIONS,
   NO_MATCHING_RULE,
+  POLICY_CHANGE_ACTION,
+  POLICY_EFFECT_PREFIX,
   POLICY_SCHEMAS,
   Policy,
   UNKNOWN_ACTION,
@@ -14,6 +16,7 @@ export {
   loadPolicyDocument,
   type ActionEntry,
   type CanonicalAuthority,
+  type CanonicalEnvelope,
   type CanonicalGrant,
   type Decision,
   type Evaluation,
@@ -21,6 +24,7 @@ export {
   type LoadPolicyOptions,
   type PolicyControl,
   type PolicySchema,
+  type UpstreamPin,
 } from './policy.js';
 export { DERIVED_SUBJECTS, RESERVED_ARGUMENTS, refuseDerivedArguments, splitConditionKey, strictEquals, type Condition, type Operator } from './conditions.js';
 export { RESOURCE_PLACEHOLDER, parseTemplate, resolveEffectTemplate, resolveResourceTemplate, type Template, type TemplatePart } from './template.js';

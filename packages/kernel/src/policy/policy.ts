@@ -11,14 +11,14 @@ import { sha256TaggedText } from '../hash.js';
 import { compileCondition, DERIVED_SUBJECTS, splitConditionKey, type Condition, type Matcher } from './conditions.js';
 import { parseTemplate } from './template.js';
 import { checkPolicy } from './check.js';
-import type { ActionEntry, CanonicalAuthority, Decision, PolicyRule } from './types.js';
-import { POLICY_SCHEMAS, type PolicySchema } from './schemas.js';
+import type { ActionEntry, CanonicalAuthority, Decision, PolicyRule, UpstreamPin } from './types.js';
+import { POLICY_SCHEMAS, schemaAtLeast, type PolicySchema } from './schemas.js';
 import { checkResourceScopes, parseAuthoritySection, type Authority } from '../authority/authority.js';
-import { child, fromJs, isBlank, parseOperand, plain, quote, Refusal, rejectNestedMode, rejectUnknownKeys } from './tree.js';
+import { child, fromJs, isBlank, parseOperand, plain, quote, Refusal, rejectNestedMode, rejectUnknownKeys, toInt } from './tree.js';
 import { describeKey, readYaml, refusalToPolicyError, typeName, YamlRefusal, YMap, YSeq, type YValue } from './yaml.js';
 
 export { POLICY_SCHEMAS, type PolicySchema };
-export type { ActionEntry, CanonicalAuthority, CanonicalGrant, Decision, PolicyRule } from './types.js';
+export type { ActionEntry, CanonicalAuthority, CanonicalEnvelope, CanonicalGrant, Decision, PolicyRule, UpstreamPin } from './types.js';
 
 /** The three decisions, from least to most strict. */
 export const DECISIONS: readonly Decision[] = Object.freeze(['allow', 'approve', 'deny'] as const);
@@ -44,7 +44,22 @@ export interface PolicyControl {
   readonly id: string;
   readonly title: string;
   readonly source: string | null;
+  /**
+   * `approver_role` (v6): the role an approver must hold to answer an approval this control is
+   * cited on, or null: this control gates nobody. This build verifies no approver identity, so,
+   * like the original with none configured, no role is checked.
+   */
+  readonly approverRole: string | null;
 }
+
+/**
+ * The action name the original reserves for its policy-change flow (spec 05 §3.2). A document
+ * may declare it (from `ctrlrun.policy/v6`); no other entry's template may name it, and this
+ * build, which has no policy-change flow, refuses to execute it.
+ */
+export const POLICY_CHANGE_ACTION = 'ctrlrun.policy.change';
+/** The effect-key prefix the original records a policy approval under: never an ordinary action's key. */
+export const POLICY_EFFECT_PREFIX = 'policy:';
 
 /** Options of {@link loadPolicy}. */
 export interface LoadPolicyOptions {
@@ -72,10 +87,30 @@ export interface HashForOptions {
 type Mode = 'enforce' | 'observe';
 
 const TOP_KEYS = ['schema', 'actions', 'environment', 'authority', 'mode', 'version', 'controls'];
-const ENTRY_KEYS = ['decision', 'rules', 'effect', 'resource', 'mcp', 'data', 'controls'];
+const ENTRY_KEYS = ['decision', 'rules', 'effect', 'resource', 'mcp', 'data', 'controls', 'max_attempts', 'approvals_required', 'upstream'];
 const RULE_KEYS = ['when', 'decision', 'controls'];
 const MCP_KEYS = ['not_executed_on_error'];
-const CONTROL_KEYS = ['title', 'source'];
+const CONTROL_KEYS = ['title', 'source', 'approver_role'];
+const UPSTREAM_KEYS = ['tls_cert_sha256', 'tls_cert_file', 'tool_schema_sha256'];
+const SHA256 = /^sha256:[0-9a-f]{64}$/;
+/** Action-entry keys of the later schemas, the schema each needs, and what an older reader would do. */
+const LATER_ENTRY_KEYS: ReadonlyArray<[string, PolicySchema, string]> = [
+  [
+    'max_attempts',
+    'ctrlrun.policy/v5',
+    'an older reader would ignore the ceiling and renew over a failed attempt without bound, which is the behaviour this key exists to stop',
+  ],
+  [
+    'approvals_required',
+    'ctrlrun.policy/v6',
+    'an older reader would ignore the threshold and consume on the first grant, which is a deployment believing several humans answered when one did',
+  ],
+  [
+    'upstream',
+    'ctrlrun.policy/v8',
+    'an older reader would ignore the pin and authorise the action against any server at all, which is the whole of what the key restricts',
+  ],
+];
 const DATA_KEYS = ['label'];
 /** Top-level keys and the schema they need, with what an older reader would do. */
 const V3_TOP: ReadonlyArray<[string, string]> = [
@@ -153,6 +188,57 @@ function parseMcp(entry: YMap, where: string): boolean {
   return claimed.value;
 }
 
+/** An integer key of at least 1 (`max_attempts`, `approvals_required`), or null when absent. */
+function parsePositive(entry: YMap, key: string, where: string, meaning: string): number | bigint | null {
+  const e = entry.entry(key);
+  if (!e) return null;
+  if (typeof e.value !== 'bigint')
+    throw new Refusal(where, `'${key}' must be an integer of at least 1, got ${typeName(e.value)} ${describeKey(e.value)}. ${meaning}`, e.line);
+  if (e.value < 1n) throw new Refusal(where, `'${key}' must be an integer of at least 1, got ${e.value}. ${meaning}`, e.line);
+  return toInt(e.value);
+}
+
+/** A string or a list of strings (the original takes either), as a list. */
+function stringList(v: YValue, at: string, key: string, line: number, what: string): string[] {
+  const items = typeof v === 'string' ? [v] : v instanceof YSeq ? v.items : null;
+  if (items === null || !items.every((x) => typeof x === 'string')) throw new Refusal(at, `'${key}' must be ${what}, got ${typeName(v)}`, line);
+  return items as string[];
+}
+
+/** The `upstream:` pin (v8): null when the entry pins nothing. */
+function parseUpstream(entry: YMap, where: string): UpstreamPin | null {
+  const e = entry.entry('upstream');
+  if (!e || e.value === null) return null;
+  if (!(e.value instanceof YMap)) throw new Refusal(where, `'upstream' must be a mapping, got ${typeName(e.value)}`, e.line);
+  const at = `${where}.upstream`;
+  rejectNestedMode(e.value, at);
+  rejectUnknownKeys(e.value, UPSTREAM_KEYS, at);
+  const digests = e.value.entry('tls_cert_sha256');
+  const tlsCertSha256 = digests
+    ? stringList(
+        digests.value,
+        at,
+        'tls_cert_sha256',
+        digests.line,
+        "a list of 'sha256:…' strings (a list, so that the current and the next certificate can both be pinned across a rotation)",
+      )
+    : [];
+  for (const d of tlsCertSha256) {
+    if (!SHA256.test(d))
+      throw new Refusal(at, `'tls_cert_sha256' entry ${JSON.stringify(d)} is not 'sha256:' followed by 64 lowercase hex characters`, digests!.line);
+  }
+  const files = e.value.entry('tls_cert_file');
+  const tlsCertFile = files ? stringList(files.value, at, 'tls_cert_file', files.line, 'a path or a list of paths') : [];
+  // The original reads each file at load; an empty path names nothing it could read.
+  if (tlsCertFile.some((f) => f === '')) throw new Refusal(at, "'tls_cert_file' names an empty path", files!.line);
+  const schemaHash = e.value.entry('tool_schema_sha256');
+  if (schemaHash && schemaHash.value !== null && (typeof schemaHash.value !== 'string' || !SHA256.test(schemaHash.value)))
+    throw new Refusal(at, `'tool_schema_sha256' must be 'sha256:' followed by 64 lowercase hex characters, got ${typeName(schemaHash.value)}`, schemaHash.line);
+  const toolSchemaSha256 = schemaHash && typeof schemaHash.value === 'string' ? schemaHash.value : null;
+  if (tlsCertSha256.length === 0 && tlsCertFile.length === 0 && toolSchemaSha256 === null) return null;
+  return Object.freeze({ tlsCertSha256: Object.freeze(tlsCertSha256), tlsCertFile: Object.freeze(tlsCertFile), toolSchemaSha256 });
+}
+
 function parseData(entry: YMap, where: string): Map<string, string> {
   const labels = new Map<string, string>();
   const e = entry.entry('data');
@@ -196,7 +282,7 @@ function parseData(entry: YMap, where: string): Map<string, string> {
   return labels;
 }
 
-function parseControlsRegistry(v: YValue, line: number): Map<string, PolicyControl> {
+function parseControlsRegistry(v: YValue, line: number, schema: PolicySchema): Map<string, PolicyControl> {
   const registry = new Map<string, PolicyControl>();
   if (v === null) return registry;
   if (!(v instanceof YMap)) throw new Refusal('controls', `'controls' must be a mapping of id to entry, got ${typeName(v)}`, line);
@@ -232,9 +318,58 @@ function parseControlsRegistry(v: YValue, line: number): Map<string, PolicyContr
     if (source && (typeof source.value !== 'string' || isBlank(source.value))) {
       throw new Refusal(where, `'source' must be a non-empty string, got ${typeName(source.value)}`, source.line);
     }
-    registry.set(id, Object.freeze({ id, title: title.value, source: source ? (source.value as string) : null }));
+    const role = e.value.entry('approver_role');
+    if (role) {
+      if (!schemaAtLeast(schema, 'ctrlrun.policy/v6')) {
+        throw new Refusal(
+          where,
+          `'approver_role' needs 'schema: ctrlrun.policy/v6'; this document declares '${schema}', and an older reader would load it, gate nobody, and report a deployment as checking entitlement when it is not`,
+          role.line,
+        );
+      }
+      if (typeof role.value !== 'string' || isBlank(role.value))
+        throw new Refusal(where, `'approver_role' must be a non-empty string, got ${typeName(role.value)}`, role.line);
+      if (isBlank(role.value.slice(0, 1)) || isBlank(role.value.slice(-1))) {
+        throw new Refusal(
+          where,
+          `'approver_role' has leading or trailing whitespace (${JSON.stringify(role.value)}); roles are matched byte for byte against a claim, so this one would match nothing and refuse every approval this control gates`,
+          role.line,
+        );
+      }
+    }
+    registry.set(
+      id,
+      Object.freeze({ id, title: title.value, source: source ? (source.value as string) : null, approverRole: role ? (role.value as string) : null }),
+    );
   }
   return registry;
+}
+
+/**
+ * No ordinary entry may expand to the original's policy-approval marker: an `effect:` template
+ * beginning `policy:` (the key a policy approval is recorded under), or a template naming the
+ * reserved action (matched as a substring, since a placeholder could carry the rest in).
+ */
+function refuseReservedTemplates(entry: YMap, effect: string | null, resource: string | null, where: string): void {
+  for (const [field, template] of [
+    ['resource', resource],
+    ['effect', effect],
+  ] as const) {
+    if (template !== null && template.includes(POLICY_CHANGE_ACTION)) {
+      throw new Refusal(
+        where,
+        `names '${POLICY_CHANGE_ACTION}' in its '${field}' template: that name is reserved for the policy-change flow, and an action that could expand to it could mark a policy approved without proposing one`,
+        entry.entry(field)!.line,
+      );
+    }
+  }
+  if (effect !== null && effect.startsWith(POLICY_EFFECT_PREFIX)) {
+    throw new Refusal(
+      where,
+      `declares an 'effect:' template beginning '${POLICY_EFFECT_PREFIX}', the effect key a policy approval is recorded under; an action reserving that key could mark a policy approved`,
+      entry.entry('effect')!.line,
+    );
+  }
 }
 
 /** A rule ready to evaluate. */
@@ -317,6 +452,7 @@ function parseEntry(name: string, v: YValue, line: number, schema: PolicySchema,
   if (hasDecision === v.has('rules')) throw new Refusal(where, "entry must have exactly one of 'decision' or 'rules'", line);
   const effect = parseTemplateField(v, 'effect', where);
   const resource = parseTemplateField(v, 'resource', where);
+  if (name !== POLICY_CHANGE_ACTION) refuseReservedTemplates(v, effect, resource, where);
   const notExecutedOnError = parseMcp(v, where);
   const c = v.entry('controls');
   const cited = parseCited(c?.value, where, c?.line ?? line, registry);
@@ -328,13 +464,34 @@ function parseEntry(name: string, v: YValue, line: number, schema: PolicySchema,
       dataEntry.line,
     );
   }
+  for (const [key, need, consequence] of LATER_ENTRY_KEYS) {
+    const e = v.entry(key);
+    if (e && !schemaAtLeast(schema, need))
+      throw new Refusal(where, `'${key}' needs 'schema: ${need}'; this document declares '${schema}', and ${consequence}`, e.line);
+  }
   const data = parseData(v, where);
+  const upstream = parseUpstream(v, where);
+  const maxAttempts = parsePositive(
+    v,
+    'max_attempts',
+    where,
+    'It counts the attempts that may execute on one effect key, the first included; remove the key for no ceiling',
+  );
+  const approvalsRequired = parsePositive(
+    v,
+    'approvals_required',
+    where,
+    "It counts the distinct verified approvers that must answer: zero approvals is 'decision: allow', and remove the key for one",
+  );
   const info: ActionEntry = Object.freeze({
     name,
     effect,
     resource,
     data: Object.freeze(Object.assign(Object.create(null) as Record<string, string>, Object.fromEntries(data))),
     notExecutedOnError,
+    maxAttempts,
+    approvalsRequired: approvalsRequired ?? 1,
+    upstream,
   });
   const controls = inRegistryOrder(cited, registry);
   if (hasDecision) {
@@ -416,16 +573,23 @@ function build(doc: YValue, source: string): Policy {
   }
   const version = versionEntry ? (versionEntry.value as string) : null;
   const controlsEntry = doc.entry('controls');
-  const registry = controlsEntry ? parseControlsRegistry(controlsEntry.value, controlsEntry.line) : new Map<string, PolicyControl>();
+  const registry = controlsEntry ? parseControlsRegistry(controlsEntry.value, controlsEntry.line, schema) : new Map<string, PolicyControl>();
 
   const entries = new Map<string, CompiledEntry>();
   for (const e of actionsEntry.value.entries) {
     if (typeof e.key !== 'string' || e.key === '') throw new Refusal('actions', `action names must be non-empty strings, got ${describeKey(e.key)}`, e.line);
+    if (e.key === POLICY_CHANGE_ACTION && !schemaAtLeast(schema, 'ctrlrun.policy/v6')) {
+      throw new Refusal(
+        child('actions', e.key),
+        `declaring '${POLICY_CHANGE_ACTION}' needs 'schema: ctrlrun.policy/v6'; this document declares '${schema}', and an older reader would decide a policy change as an ordinary action`,
+        e.line,
+      );
+    }
     entries.set(e.key, parseEntry(e.key, e.value, e.line, schema, registry));
   }
 
   const authorityEntry = doc.entry('authority');
-  const authority = authorityEntry ? parseAuthoritySection(authorityEntry.value, authorityEntry.line, source) : null;
+  const authority = authorityEntry ? parseAuthoritySection(authorityEntry.value, authorityEntry.line, source, schema) : null;
 
   const actionsJson = canonicalJson(plain(actionsEntry.value, 'actions', actionsEntry.line), 'actions');
   const controlsJson = controlsEntry ? canonicalJson(plain(controlsEntry.value, 'controls', controlsEntry.line), 'controls') : 'null';
@@ -454,10 +618,12 @@ function canonicalAuthorityJson(authority: unknown): string {
   let value: unknown = authority;
   if (typeof (authority as { canonical?: unknown }).canonical === 'function') value = (authority as { canonical: () => unknown }).canonical();
   if (!isPlainObject(value))
-    throw new InvalidArgument('authority must be a canonical authority ({max_delegation_depth, grants}), an object with canonical(), or null');
+    throw new InvalidArgument('authority must be a canonical authority ({max_delegation_depth, grants, break_glass}), an object with canonical(), or null');
   const keys = Object.keys(value).sort();
-  if (keys.join(',') !== 'grants,max_delegation_depth' || !isPlainObject(value.grants)) {
-    throw new InvalidArgument('authority must have exactly the keys max_delegation_depth and grants (a mapping of grant id to grant)');
+  if (keys.join(',') !== 'break_glass,grants,max_delegation_depth' || !isPlainObject(value.grants) || !isPlainObject(value.break_glass)) {
+    throw new InvalidArgument(
+      'authority must have exactly the keys max_delegation_depth, grants (a mapping of grant id to grant) and break_glass (a mapping of envelope id to envelope, {} for none)',
+    );
   }
   return canonicalJson(value, 'authority');
 }
