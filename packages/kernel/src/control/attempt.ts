@@ -37,6 +37,7 @@ import {
   refuseBeforeAsking,
 } from './gates.js';
 import { runObserved } from './observe.js';
+import { checkCeiling, hasCeiling, refuseAfterPolicy, refuseReserved } from './entry-gates.js';
 import { runExecutor } from './outcome.js';
 import { note, recordEvent, flush, trailing, afterWrite, recordReceipt } from './evidence.js';
 import { openApproval } from './answers.js';
@@ -74,6 +75,7 @@ export async function attempt<T>(ctx: ControlContext, proposed: Action, executor
     effectKey = null;
     template = given;
   }
+  refuseReserved(action, effectKey, template);
 
   const pass: Pass = {
     action,
@@ -189,7 +191,9 @@ export async function decideAndRun<T>(
   // an approval the policy no longer needs keeps its own write, between reservation and start.
   // Run in place of a proposal a human edited: the edited grant is consumed, whatever the decision.
   const consumeGrant = evaluation.decision === 'approve' || pass.followsEdit === true;
-  const merged = pass.effectKey !== null && ctx.store.reserveForExecution !== undefined && !(!consumeGrant && approvalId !== null);
+  await refuseAfterPolicy(ctx, pass, consumeGrant);
+  // An attempt ceiling is checked between the reservation and the start, so they are two writes.
+  const merged = pass.effectKey !== null && ctx.store.reserveForExecution !== undefined && !(!consumeGrant && approvalId !== null) && !hasCeiling(ctx, pass);
   if (consumeGrant) {
     if (approvalId === null) {
       // One request per action: asking again while a request for this hash is open (pending,
@@ -236,6 +240,7 @@ export async function decideAndRun<T>(
     if (pass.effectKey !== null) await reserveStep(ctx, pass, lease, options.reconcile, merged);
     if (approvalId !== null) await consumeUnneeded(ctx, pass);
   }
+  await checkCeiling(ctx, pass);
 
   if (merged) {
     pass.held = true;

@@ -8,6 +8,7 @@ import { ActionDenied, AmbiguousEffect, ApprovalMismatch, DuplicateEffect } from
 import { evidenceTime, parseTime } from '../time.js';
 import { approverOf } from './gates.js';
 import { runExecutor } from './outcome.js';
+import { observeAfterPolicy, observeCeiling } from './entry-gates.js';
 import { recordEvent, flush } from './evidence.js';
 import { type ControlContext, type Pass, block, refusalData, blockedBy } from './pass.js';
 import type { Executor, ExecuteOptions, ExecuteResult } from './types.js';
@@ -33,6 +34,7 @@ export async function runObserved<T>(
   obs.reason = evaluation.reason;
   if (evaluation.decision === 'deny') block(pass, evaluation.reason);
   pass.approver = await approverOf(ctx, pass);
+  await observeAfterPolicy(ctx, pass);
   if (evaluation.decision === 'approve') {
     if (pass.approvalId === null) block(pass, 'approval_required');
     else await checkPresented(ctx, pass);
@@ -42,6 +44,7 @@ export async function runObserved<T>(
       const reservation = await ctx.store.reserveEffect(pass.effectKey, action.actionId, lease);
       pass.attempt = reservation.attempt;
       pass.held = true;
+      observeCeiling(ctx, pass);
       await recordEvent(ctx, pass, 'EFFECT_RESERVED', { attempt: reservation.attempt, lease_expires_at: evidenceTime(parseTime(reservation.leaseExpiresAt)) });
     } catch (err) {
       if (!(err instanceof DuplicateEffect || err instanceof AmbiguousEffect)) throw err;

@@ -1,0 +1,227 @@
+/**
+ * The gates the later policy keys add to the control path (spec 05 §3.2–§3.3), in the original
+ * 0.12.2's order after the policy's decision: the attempt ceiling's fast path (`max_attempts`,
+ * v5), the upstream pin (`upstream`, v8), the approval threshold (`approvals_required`, v6),
+ * and, after the reservation, the ceiling's guarantee on the attempt number the store assigned.
+ * Also the reserved names: the policy-change action and `policy:` effect keys, refused before
+ * anything is written.
+ *
+ * What this build cannot verify fails closed, as the original fails without the same means: a
+ * threshold above one with no approver identity (`approvals_unverifiable`), a pin with no
+ * gateway that observed the upstream (`upstream_unverified`).
+ *
+ * @module
+ */
+import type { Action } from '../action.js';
+import { delegationFromRecord } from '../authority/authority.js';
+import type { Grant } from '../authority/grant.js';
+import { ActionDenied, EffectKeyError, InvalidArgument } from '../errors.js';
+import { POLICY_CHANGE_ACTION, POLICY_EFFECT_PREFIX, resolveEffectTemplate } from '../policy/index.js';
+import { approverOf } from './gates.js';
+import { note, recordReceipt } from './evidence.js';
+import { type ControlContext, type Pass, block } from './pass.js';
+
+/** The refusal reasons these gates give (the original's strings). */
+export const ATTEMPT_CEILING = 'attempt_ceiling';
+export const UPSTREAM_UNVERIFIED = 'upstream_unverified';
+export const APPROVALS_UNVERIFIABLE = 'approvals_unverifiable';
+export const AUTHORITY_TASK = 'authority_task';
+export const BUDGET_UNMEASURABLE = 'budget_unmeasurable';
+
+/**
+ * Refuses, before anything is written, what no ordinary action may do: execute the action the
+ * original reserves for its policy-change flow (which this build does not have), or reserve an
+ * effect key beginning `policy:`, the key a policy approval is recorded under (a commit of one
+ * would mint the original's "policy approved" marker). `key` is the caller's explicit key, else
+ * the one `template` renders for `action` (a template that cannot render is refused later, as
+ * it always was).
+ */
+export function refuseReserved(action: Action, key: string | null, template: string | null): void {
+  if (action.name === POLICY_CHANGE_ACTION) {
+    throw new InvalidArgument(
+      `${POLICY_CHANGE_ACTION} is reserved for the original's policy-change flow, which this build does not implement: it is never executed here`,
+    );
+  }
+  let resolved = key;
+  if (resolved === null && template !== null) {
+    try {
+      resolved = resolveEffectTemplate(template, action.canonicalArguments, action.resource);
+    } catch (err) {
+      if (!(err instanceof EffectKeyError || err instanceof InvalidArgument)) throw err;
+    }
+  }
+  if (resolved !== null && resolved.startsWith(POLICY_EFFECT_PREFIX)) {
+    throw new InvalidArgument(
+      `${action.name}: effect key ${JSON.stringify(resolved.slice(0, 80))} begins '${POLICY_EFFECT_PREFIX}', which is reserved for the policy-change flow: an ordinary action may not reserve it`,
+    );
+  }
+}
+
+/** Actions whose ceiling counted nothing (no effect key), warned once per Control. */
+const warnedNoKey = new WeakMap<ControlContext, Set<string>>();
+
+/** The pass's attempt ceiling, or null: none declared, or no effect key to count on (warned once). */
+function ceilingOf(ctx: ControlContext, pass: Pass): number | bigint | null {
+  const n = ctx.policy.action(pass.action.name)?.maxAttempts ?? null;
+  if (n === null || pass.effectKey !== null) return n;
+  const warned = warnedNoKey.get(ctx) ?? new Set<string>();
+  warnedNoKey.set(ctx, warned);
+  if (!warned.has(pass.action.name)) {
+    warned.add(pass.action.name);
+    ctx.logger.warn(`[ctrlrun] ${pass.action.name}: max_attempts counts attempts on an effect key, and this call has none: the ceiling counts nothing`);
+  }
+  return null;
+}
+
+/** Whether the pass carries a ceiling its reservation must be checked against (the reservation and the start are then two writes). */
+export function hasCeiling(ctx: ControlContext, pass: Pass): boolean {
+  return pass.effectKey !== null && (ctx.policy.action(pass.action.name)?.maxAttempts ?? null) !== null;
+}
+
+/** The ceiling's fast path: the attempt a `failed` record would renew to, when it is over the ceiling; else null. */
+async function overCeilingAlready(ctx: ControlContext, pass: Pass): Promise<{ attempt: number; max: number | bigint } | null> {
+  const max = ceilingOf(ctx, pass);
+  if (max === null) return null;
+  // Only a failed record: any other state goes to the reservation, which refuses or reconciles it.
+  const record = await ctx.store.getEffect(pass.effectKey!);
+  if (record === null || record.state !== 'failed' || !(record.attempt + 1 > max)) return null;
+  return { attempt: record.attempt + 1, max };
+}
+
+function ceilingError(attempt: number, max: number | bigint): string {
+  // The original's text, so that both implementations' evidence in one store reads alike.
+  return `attempt ${attempt} refused: max_attempts is ${max} (SPEC-v0.7 §5)`;
+}
+
+async function refuseCeiling(ctx: ControlContext, pass: Pass, attempt: number, max: number | bigint): Promise<string> {
+  const error = ceilingError(attempt, max);
+  pass.attempt = attempt;
+  note(ctx, pass, 'EFFECT_RESERVATION_REFUSED', { reason: ATTEMPT_CEILING, attempt, max_attempts: max });
+  // The decision the policy reached stands; what stopped the attempt is the effect's history.
+  await recordReceipt(ctx, pass, { result: 'blocked', error });
+  return error;
+}
+
+function ceilingDenied(pass: Pass, max: number | bigint): ActionDenied {
+  return new ActionDenied(ATTEMPT_CEILING, {
+    actionId: pass.action.actionId,
+    message: `${pass.action.name}: ${pass.effectKey} has had its ${max} attempt${max === 1 || max === 1n ? '' : 's'} (max_attempts): attempt ${pass.attempt} is refused and nothing ran`,
+  });
+}
+
+async function refuseWith(ctx: ControlContext, pass: Pass, reason: string, message: string): Promise<never> {
+  const evaluation = pass.evaluation!;
+  pass.evaluation = { ...evaluation, decision: 'deny', reason };
+  pass.approver = await approverOf(ctx, pass);
+  note(ctx, pass, 'ACTION_DENIED', { reason });
+  await recordReceipt(ctx, pass, { result: 'denied', error: message });
+  throw new ActionDenied(reason, { actionId: pass.action.actionId, message });
+}
+
+/** The grant that let the pass through authority and every grant above it (a delegation's chain, read from the store). */
+async function decidingChain(ctx: ControlContext, pass: Pass): Promise<Grant[]> {
+  const authority = ctx.authority;
+  const chain: Grant[] = [];
+  let id = pass.authorityGrantId ?? null;
+  // The evaluation walked and checked this chain a moment ago; the bound only stops an edited store.
+  for (let hops = 0; authority !== null && id !== null && hops <= authority.maxDelegationDepth + 1; hops++) {
+    const root = authority.grants.get(id);
+    if (root !== undefined) {
+      chain.push(root);
+      break;
+    }
+    const record = await ctx.store.getDelegation(id);
+    if (record === null) break;
+    const node = delegationFromRecord(record);
+    chain.push(node.grant);
+    id = node.parentId;
+  }
+  return chain;
+}
+
+/**
+ * Grant `tasks` and `budgets` (v7) until the authority walk enforces them: this build names no
+ * task for a call, and a grant naming tasks refuses a call that names none (`authority_task`, the
+ * original's rule); it charges no budget, and a budgeted grant never lets an action through
+ * uncharged (`budget_unmeasurable`: nothing here can measure it). Checked on the deciding grant
+ * and every grant above it. Interim: the authority walk replaces this with the real checks.
+ */
+async function unenforcedGrantKey(ctx: ControlContext, pass: Pass): Promise<[string, string] | null> {
+  if (ctx.authority === null || (pass.authorityGrantId ?? null) === null) return null;
+  const chain = await decidingChain(ctx, pass);
+  const name = pass.action.name;
+  if (chain.some((g) => g.tasks !== null))
+    return [AUTHORITY_TASK, `${name}: the grant that allows it is bound to tasks (tasks:), and this call names no task, so the grant does not hold for it`];
+  if (chain.some((g) => g.budgets !== null))
+    return [
+      BUDGET_UNMEASURABLE,
+      `${name}: the grant that allows it carries a budget (budgets:), and this build does not measure or charge budgets, so it never lets the action through uncharged`,
+    ];
+  return null;
+}
+
+function unverifiedMessage(pass: Pass): string {
+  return `${pass.action.name} pins its upstream (upstream:), and nothing in this process observed the upstream it reaches: refused, as the original refuses a pinned action outside its gateway`;
+}
+
+function thresholdMessage(pass: Pass, n: number | bigint): string {
+  return `${pass.action.name} needs ${n} distinct approvers (approvals_required), and this build verifies no approver identity, so no count of answers could be trusted: denied before anyone is asked`;
+}
+
+/**
+ * After the policy allowed or asked for approval, in enforce mode, in the original's order:
+ * the ceiling's fast path (a `failed` record already at the ceiling: refused with nothing
+ * reserved, no request filed and a presented approval left unspent), the upstream pin, a grant's
+ * tasks or budgets this build does not enforce, and, where an approval is needed, a threshold
+ * above one. Each refusal writes its evidence and throws.
+ */
+export async function refuseAfterPolicy(ctx: ControlContext, pass: Pass, needsApproval: boolean): Promise<void> {
+  const over = await overCeilingAlready(ctx, pass);
+  if (over !== null) {
+    pass.approver = await approverOf(ctx, pass);
+    await refuseCeiling(ctx, pass, over.attempt, over.max);
+    throw ceilingDenied(pass, over.max);
+  }
+  const entry = ctx.policy.action(pass.action.name);
+  if (entry?.upstream) await refuseWith(ctx, pass, UPSTREAM_UNVERIFIED, unverifiedMessage(pass));
+  const ungated = await unenforcedGrantKey(ctx, pass);
+  if (ungated !== null) await refuseWith(ctx, pass, ...ungated);
+  if (needsApproval && entry !== null && entry.approvalsRequired > 1)
+    await refuseWith(ctx, pass, APPROVALS_UNVERIFIABLE, thresholdMessage(pass, entry.approvalsRequired));
+}
+
+/**
+ * The ceiling's guarantee, after the reservation and before the start: the attempt number the
+ * store assigned is over the ceiling. The refusal is recorded first (the event, then a `blocked`
+ * receipt), then the record is released as `failed` (started, without EXECUTION_STARTED, since
+ * nothing started, then failed with the ceiling's text); a release the store refuses raises the
+ * store's error instead of the denial, with the evidence already written.
+ */
+export async function checkCeiling(ctx: ControlContext, pass: Pass): Promise<void> {
+  const max = pass.effectKey === null ? null : ceilingOf(ctx, pass);
+  if (max === null || !(pass.attempt > max)) return;
+  const error = await refuseCeiling(ctx, pass, pass.attempt, max);
+  const key = pass.effectKey!;
+  await ctx.store.beginExecution(key, pass.action.actionId);
+  await ctx.store.failEffect(key, pass.action.actionId, error);
+  throw ceilingDenied(pass, max);
+}
+
+/**
+ * Observe mode, after the policy: notes each of these gates enforce mode would have met, in the
+ * same order, as `would_have.blocked_reason` (the first one stays); nothing is refused.
+ */
+export async function observeAfterPolicy(ctx: ControlContext, pass: Pass): Promise<void> {
+  if ((await overCeilingAlready(ctx, pass)) !== null) block(pass, ATTEMPT_CEILING);
+  const entry = ctx.policy.action(pass.action.name);
+  if (entry?.upstream) block(pass, UPSTREAM_UNVERIFIED);
+  const ungated = await unenforcedGrantKey(ctx, pass);
+  if (ungated !== null) block(pass, ungated[0]);
+  if (pass.evaluation?.decision === 'approve' && entry !== null && entry.approvalsRequired > 1) block(pass, APPROVALS_UNVERIFIABLE);
+}
+
+/** Observe mode, after the reservation: an assigned attempt over the ceiling is noted; the action still runs. */
+export function observeCeiling(ctx: ControlContext, pass: Pass): void {
+  const max = pass.effectKey === null ? null : ceilingOf(ctx, pass);
+  if (max !== null && pass.attempt > max) block(pass, ATTEMPT_CEILING);
+}
