@@ -10,6 +10,8 @@ import {
   IdentityError,
   InvalidArgument,
   PolicyError,
+  checkPolicy,
+  createAction,
   loadAuthority,
   loadPolicy,
   protect,
@@ -368,65 +370,55 @@ describe('T62/T65: principal resolution under authority', () => {
   });
 });
 
-describe('finding 3: a resource scope binds only a resource the policy derives', () => {
+describe('finding 3, as the original has it: a resource scope on an action the policy derives no resource for loads, is named, and binds what the caller gives', () => {
   const SCOPED =
     '\nauthority:\n  grants:\n    - id: eu-refunds\n      subject: { agent: "support-agent" }\n      actions: ["stripe.**"]\n      resources: ["payment:EU-*"]\n';
-  const policyError = (f: () => unknown): PolicyError => {
-    try {
-      f();
-    } catch (err) {
-      expect(err).toBeInstanceOf(PolicyError);
-      return err as PolicyError;
-    }
-    throw new Error('expected a PolicyError');
-  };
 
-  it('a grant scoped by resources on an action with no resource template is refused at load, naming the action', () => {
-    // Before: this loaded, and an agent claiming resource "payment:EU-1" passed the scope whatever it refunded.
-    const err = policyError(() => loadPolicy(doc(SCOPED, ACTIONS)));
-    expect(err.message).toMatch(/grant "eu-refunds" scopes action 'stripe\.refund' by 'resources:'/);
-    expect(err.message).toMatch(/no 'resource:' template/);
-    // Derived: loads.
+  it('the original 0.12.2 loads it, and so does this build: the gap is a finding (and a load warning), not a refusal', () => {
+    const warnings: string[] = [];
+    const p = loadPolicy(doc(SCOPED, ACTIONS), { logger: { warn: (m) => void warnings.push(m) } });
+    expect(p.authority!.grants.get('eu-refunds')!.resources).toEqual(['payment:EU-*']);
+    const found = checkPolicy(p).filter((f) => f.code === 'grant_resource_claimed');
+    expect(found.map((f) => [f.action, f.where])).toEqual([['stripe.refund', 'authority.grants["eu-refunds"].resources']]);
+    expect(found[0]!.message).toMatch(/grant "eu-refunds" scopes actions\['stripe\.refund'\] by 'resources:', but the entry has no 'resource:' template/);
+    expect(warnings.some((w) => w.includes('grant "eu-refunds" scopes'))).toBe(true);
+    // Every action the patterns reach is named; one the policy always denies cannot run, so is not.
     const derived = '\nactions:\n  stripe.refund:\n    resource: "payment:{payment_id}"\n    decision: allow\n';
-    expect(() => loadPolicy(doc(SCOPED, derived))).not.toThrow();
-    // Every action the patterns reach is checked, not only the first; one the policy always denies cannot run, so needs no template.
-    const payout = `${derived}  stripe.payout:\n    rules:\n      - when: { amount_lte: 10 }\n        decision: approve\n      - decision: deny\n`;
-    expect(policyError(() => loadPolicy(doc(SCOPED, payout))).message).toMatch(/scopes action 'stripe\.payout'/);
-    expect(() => loadPolicy(doc(SCOPED, `${derived}  stripe.delete:\n    rules:\n      - decision: deny\n`))).not.toThrow();
-    // A grant that does not reach the action, or declares no resources, is not concerned.
-    expect(() => loadPolicy(doc(SCOPED.replace('stripe.**', 'billing.*'), ACTIONS))).not.toThrow();
-    expect(() => loadPolicy(doc(SCOPED.replace('      resources: ["payment:EU-*"]\n', ''), ACTIONS))).not.toThrow();
+    expect(checkPolicy(loadPolicy(doc(SCOPED, derived))).filter((f) => f.code === 'grant_resource_claimed')).toEqual([]);
+    const payout = `${derived}  stripe.payout:\n    rules:\n      - when: { amount_lte: 10 }\n        decision: approve\n      - decision: deny\n  stripe.delete:\n    rules:\n      - decision: deny\n`;
+    expect(checkPolicy(loadPolicy(doc(SCOPED, payout))).flatMap((f) => (f.code === 'grant_resource_claimed' ? [f.action] : []))).toEqual(['stripe.payout']);
   });
 
-  it('a standalone authority document is checked when a Control pairs it with the policy', async () => {
+  it("in process the resource is the caller code's (protect's template, a hand-built action): the grant checks it; no resource, no match", async () => {
+    const r = await rig(doc(SCOPED, ACTIONS));
+    const eu = createAction({
+      name: 'stripe.refund',
+      arguments: { amount: 100 },
+      principal: { agent: 'support-agent' },
+      resource: 'payment:EU-1',
+      environment: 'production',
+    });
+    expect(await r.control.execute(eu, r.executor)).toBe('ok');
+    const us = createAction({
+      name: 'stripe.refund',
+      arguments: { amount: 100 },
+      principal: { agent: 'support-agent' },
+      resource: 'payment:US-1',
+      environment: 'production',
+    });
+    expect((await rejection(r.control.execute(us, r.executor)))['reason']).toBe('no_authority');
+    const none = createAction({ name: 'stripe.refund', arguments: { amount: 100 }, principal: { agent: 'support-agent' }, environment: 'production' });
+    expect((await rejection(r.control.execute(none, r.executor)))['reason']).toBe('no_authority');
+  });
+
+  it('a standalone authority document pairs with the policy, and a delegation may scope by resources', async () => {
     const authority = loadAuthority(`${V3}${SCOPED}`, { source: 'authority.yaml' });
     const { store } = await rig(doc());
-    const err = (() => {
-      try {
-        new Control({ policy: loadPolicy(doc(), { source: 'ctrlrun.yaml' }), store, authority });
-      } catch (e) {
-        return e as Error;
-      }
-      throw new Error('expected a refusal');
-    })();
-    expect(err).toBeInstanceOf(PolicyError);
-    expect(err.message).toMatch(/^authority\.yaml \(with the policy ctrlrun\.yaml\): grant "eu-refunds" scopes action 'stripe\.refund'/);
-    expect(() => new Control({ policy: loadPolicy(V3 + DERIVED_ACTIONS), store, authority })).not.toThrow();
-  });
-
-  it('a delegation scoped by resources on an action the policy does not derive is refused, nothing written', async () => {
+    expect(() => new Control({ policy: loadPolicy(doc(), { source: 'ctrlrun.yaml' }), store, authority })).not.toThrow();
     const ROOT = `\nauthority:\n  grants:\n    - id: root\n      subject: { agent: "support-agent" }\n      actions: ["stripe.refund"]\n      expires_at: 2026-12-31T00:00:00Z\n      delegable: true\n`;
     const r = await rig(doc(ROOT));
-    const by = { agent: 'support-agent' };
     const narrowed = { subject: { agent: 'helper' }, actions: ['stripe.refund'], resources: ['payment:EU-*'], expiresAt: '2026-12-30T00:00:00Z' };
-    const err = await rejection(r.control.delegate('root', narrowed, { by }));
-    expect(err).toBeInstanceOf(InvalidArgument);
-    expect(err.message).toMatch(/scopes action 'stripe\.refund' by 'resources:'/);
-    expect(await r.store.delegations({ includeRevoked: true })).toEqual([]);
-    expect(r.types()).not.toContain('DELEGATION_CREATED');
-    // The same child without the scope is a delegation.
-    const { resources: _dropped, ...unscoped } = narrowed;
-    await r.control.delegate('root', unscoped, { by });
+    await r.control.delegate('root', narrowed, { by: { agent: 'support-agent' } });
     expect(await r.store.delegations({ includeRevoked: true })).toHaveLength(1);
   });
 });

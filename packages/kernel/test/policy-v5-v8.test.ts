@@ -423,3 +423,63 @@ describe('properties: closed key sets and schema gating', () => {
     );
   });
 });
+
+describe("the original's example payments policy loads (issue 28)", () => {
+  // The shape of the original's examples/authority/payments.yaml: a reconciliation grant scoped to
+  // payment:* on two reads whose entries derive no resource. Refused at load before issue 28.
+  const actions = `actions:
+  stripe.refund:
+    effect: "refund:{payment_id}"
+    resource: "payment:{payment_id}"
+    rules:
+      - when: { amount_gte: 0, amount_lte: 100000 }
+        decision: allow
+      - when: { amount_gte: 0, amount_lte: 1000000 }
+        decision: approve
+      - decision: deny
+  stripe.charge.read:
+    decision: allow
+  stripe.refund.read:
+    decision: allow
+`;
+  const grants = `authority:
+  max_delegation_depth: 3
+  grants:
+    - id: head-of-support
+      subject: { agent: "head-of-support", user: "dana@example.com" }
+      actions: ["stripe.refund"]
+      resources: ["payment:*"]
+      constraints: { amount_gte: 0, amount_lte: 10000000 }
+      environments: ["production"]
+      delegable: true
+      expires_at: "2100-01-01T00:00:00Z"
+    - id: reconciliation
+      subject: { agent: "reconciliation-agent" }
+      actions: ["stripe.charge.read", "stripe.refund.read"]
+      resources: ["payment:*"]
+      environments: ["production", "staging"]
+`;
+
+  it('as v3', () => {
+    const p = loadPolicy(`schema: ctrlrun.policy/v3\n${grants}${actions}`);
+    expect([...p.authority!.grants.keys()]).toEqual(['head-of-support', 'reconciliation']);
+    expect(p.warnings.filter((w) => w.includes('grant "reconciliation" scopes'))).toHaveLength(2);
+  });
+
+  it('as v7, with tasks, a budget, an approver role and a two-approver threshold', () => {
+    const v7 = `schema: ctrlrun.policy/v7\n${grants.replace(
+      '      expires_at: "2100-01-01T00:00:00Z"\n',
+      '      expires_at: "2100-01-01T00:00:00Z"\n      tasks: ["refund-run:*"]\n      budgets:\n        - { metric: amount, limit: 50000000, window: PT24H }\n',
+    )}controls:\n  payments-approval:\n    title: A refund above the autonomous band is approved by a payments approver\n    approver_role: payments-approver\n${actions.replace(
+      '    resource: "payment:{payment_id}"\n    rules:',
+      '    resource: "payment:{payment_id}"\n    controls: [payments-approval]\n    approvals_required: 2\n    rules:',
+    )}`;
+    const p = loadPolicy(v7);
+    expect(p.action('stripe.refund')).toMatchObject({ approvalsRequired: 2, maxAttempts: null, upstream: null });
+    expect(p.controls.get('payments-approval')?.approverRole).toBe('payments-approver');
+    expect(p.authority!.grants.get('head-of-support')).toMatchObject({
+      tasks: ['refund-run:*'],
+      budgets: [{ metric: 'amount', limit: 50000000, window: 86400 }],
+    });
+  });
+});

@@ -9,7 +9,7 @@
  * @module
  */
 import { resolve as resolvePath } from 'node:path';
-import { checkPolicy, checkResourceScopes, loadAuthority, PolicyError, type PolicyFinding } from '@ctrlrun/kernel';
+import { checkPolicy, loadAuthority, PolicyError, type PolicyFinding } from '@ctrlrun/kernel';
 import type { Command } from '../command.js';
 import { loadPolicyFile, policyPath } from '../discovery.js';
 import { CliRefusal, UsageError } from '../errors.js';
@@ -114,8 +114,6 @@ export const policy: Command = {
         }
         if (loaded.authority !== null) throw new PolicyError(`authority is declared twice: in ${path} and in ${file}; keep one`);
         authority = loadAuthority(text, { source: file });
-        // What `new Control` would refuse, refused here before deployment.
-        checkResourceScopes(authority, loaded);
       }
       findings = checkPolicy(loaded, { authority });
       policyHash = loaded.hashFor({ authority });

@@ -515,21 +515,26 @@ export interface ResourceDerivation {
 }
 
 /**
- * The first policy action that `grant` scopes by `resources:` although the policy does not derive
- * its resource (the entry has no `resource:` template), or null. For such an action the resource a
- * grant is checked against would be whatever the caller claims, so the scope would bind nothing:
- * an agent that may refund `payment:EU-*` would simply say its payment is `payment:EU-1`. An
- * action the policy denies on every path is skipped: no claim can make it run.
+ * The policy actions that `grant` scopes by `resources:` although the policy does not derive their
+ * resource (the entry has no `resource:` template), in document order. For such an action the
+ * resource a grant is checked against is whatever the caller gives: a decorator's template or a
+ * hand-built action in process (the original's way, which is why such a document loads), and an
+ * agent's own claim over HTTP, which the worker refuses for exactly these actions. An action the
+ * policy denies on every path is skipped: no resource can make it run.
  */
+export function resourceScopeGaps(grant: Grant, policy: ResourceDerivation): string[] {
+  if (grant.resources === null) return [];
+  return policy.actionNames.filter(
+    (name) =>
+      grant.actions.some((p) => matchesPattern(p, name, ACTION_SEPARATOR)) &&
+      policy.action(name)?.resource == null &&
+      !(policy.rules(name) ?? []).every((r) => r.decision === 'deny'),
+  );
+}
+
+/** The first of {@link resourceScopeGaps}, or null. */
 export function resourceScopeGap(grant: Grant, policy: ResourceDerivation): string | null {
-  if (grant.resources === null) return null;
-  for (const name of policy.actionNames) {
-    if (!grant.actions.some((p) => matchesPattern(p, name, ACTION_SEPARATOR))) continue;
-    if (policy.action(name)?.resource != null) continue;
-    if ((policy.rules(name) ?? []).every((r) => r.decision === 'deny')) continue;
-    return name;
-  }
-  return null;
+  return resourceScopeGaps(grant, policy)[0] ?? null;
 }
 
 /** The refusal for {@link resourceScopeGap}'s finding, naming the grant and the action. */
@@ -544,8 +549,9 @@ export function resourceScopeMessage(grant: Grant, action: string): string {
 
 /**
  * Refuses an authority whose grants scope by resource an action the policy does not derive a
- * resource for ({@link resourceScopeGap}), with a `PolicyError` naming the grant and the action.
- * Run at load (inline section) and when a `Control` pairs a policy with an authority.
+ * resource for ({@link resourceScopeGap}), with a `PolicyError` naming the grant and the action: a
+ * stricter rule than the original's, for a deployment that wants it. Neither the loader nor a
+ * `Control` applies it (the original loads such a document); `checkPolicy` reports each gap.
  */
 export function checkResourceScopes(authority: Authority, policy: ResourceDerivation & { readonly source: string }): void {
   for (const grant of authority.grants.values()) {

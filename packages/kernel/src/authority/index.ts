@@ -13,6 +13,7 @@ export {
   authorityEventData,
   checkResourceScopes,
   resourceScopeGap,
+  resourceScopeGaps,
   resourceScopeMessage,
   delegationFromRecord,
   delegationToRecord,

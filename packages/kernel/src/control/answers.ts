@@ -4,7 +4,7 @@
  * @module
  */
 import { createPrincipal, type Action } from '../action.js';
-import { resourceScopeGap, resourceScopeMessage, type Authority, type Delegation } from '../authority/authority.js';
+import { type Authority, type Delegation } from '../authority/authority.js';
 import type { Grant, GrantInput } from '../authority/grant.js';
 import type { JsonObject } from '../canonical.js';
 import { AuthorityEscalation, IdentityError, InvalidArgument } from '../errors.js';
@@ -105,8 +105,6 @@ export async function delegate(ctx: ControlContext, parentId: string, grant: Gra
     }
     throw err;
   }
-  const unscoped = resourceScopeGap(planned.grant, ctx.policy);
-  if (unscoped !== null) throw new InvalidArgument(resourceScopeMessage(planned.grant, unscoped));
   await ctx.store.putDelegation(delegationRecord(planned));
   await eventRaw(ctx, 'DELEGATION_CREATED', null, null, null, {
     delegation_id: planned.delegationId,

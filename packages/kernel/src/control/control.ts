@@ -7,7 +7,7 @@
  * @module
  */
 import type { Action, Principal } from '../action.js';
-import { checkResourceScopes, type Authority, type Delegation } from '../authority/authority.js';
+import { type Authority, type Delegation } from '../authority/authority.js';
 import type { Grant, GrantInput } from '../authority/grant.js';
 import { InvalidArgument } from '../errors.js';
 import type { IdentityProvider } from '../identity.js';
@@ -66,8 +66,6 @@ export class Control {
     if (this.authority !== null && (typeof this.authority !== 'object' || typeof this.authority.evaluate !== 'function')) {
       throw new InvalidArgument('authority must be an Authority (loadAuthority(yamlText), or a policy document with an authority: section) or null');
     }
-    // A grant scoped by resource on an action whose resource the policy does not derive would check the caller's claim.
-    if (this.authority !== null) checkResourceScopes(this.authority, options.policy);
     if (options.identity !== undefined && options.identity !== null && typeof options.identity.resolve !== 'function') {
       throw new InvalidArgument('identity must be an IdentityProvider (an object with resolve(context))');
     }

@@ -12,7 +12,7 @@
  * @module
  */
 import type { JsonValue } from '../canonical.js';
-import type { Authority } from '../authority/authority.js';
+import { resourceScopeGaps, type Authority } from '../authority/authority.js';
 import { DERIVED_SUBJECTS, NUMERIC_OPERATORS, type Condition } from './conditions.js';
 import { parseTemplate, RESOURCE_PLACEHOLDER } from './template.js';
 import { child } from './tree.js';
@@ -35,7 +35,9 @@ export type PolicyFindingCode =
   /** A grant constraint excludes one value by `_neq`: a deny-list where an allow-list (`_in`) would hold. */
   | 'grant_neq'
   /** An `effect:` template reads `{resource}`, which the entry does not derive: the caller's claim shapes the key. */
-  | 'effect_resource_claimed';
+  | 'effect_resource_claimed'
+  /** A grant scopes by `resources:` an action whose resource the entry does not derive: the resource checked is the caller's. */
+  | 'grant_resource_claimed';
 
 /** How an argument gets a value past a rule that was meant to stop it. */
 export type Bypass = 'missing' | 'mistyped' | 'other_value';
@@ -182,6 +184,17 @@ export function checkPolicy(policy: CheckedPolicy, options: CheckPolicyOptions =
   }
   const authority = options.authority === undefined ? policy.authority : options.authority;
   for (const [id, grant] of authority?.grants ?? []) {
+    for (const name of resourceScopeGaps(grant, policy)) {
+      findings.push({
+        code: 'grant_resource_claimed',
+        action: name,
+        where: `authority.grants[${JSON.stringify(id)}].resources`,
+        argument: RESOURCE_PLACEHOLDER,
+        message:
+          `grant ${JSON.stringify(id)} scopes ${child('actions', name)} by 'resources:', but the entry has no 'resource:' template, so the resource checked is the one the caller gives ` +
+          `(a decorator's template or a hand-built action in process; the worker refuses an agent's own claim for it, and then the grant does not match). Add a 'resource:' template to derive it`,
+      });
+    }
     for (const c of Object.values(grant.constraints)) {
       if (c.op !== 'neq') continue;
       findings.push({

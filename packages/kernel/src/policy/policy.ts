@@ -13,7 +13,7 @@ import { parseTemplate } from './template.js';
 import { checkPolicy } from './check.js';
 import type { ActionEntry, CanonicalAuthority, Decision, PolicyRule, UpstreamPin } from './types.js';
 import { POLICY_SCHEMAS, schemaAtLeast, type PolicySchema } from './schemas.js';
-import { checkResourceScopes, parseAuthoritySection, type Authority } from '../authority/authority.js';
+import { parseAuthoritySection, type Authority } from '../authority/authority.js';
 import { child, fromJs, isBlank, parseOperand, plain, quote, Refusal, rejectNestedMode, rejectUnknownKeys, toInt } from './tree.js';
 import { describeKey, readYaml, refusalToPolicyError, typeName, YamlRefusal, YMap, YSeq, type YValue } from './yaml.js';
 
@@ -593,9 +593,10 @@ function build(doc: YValue, source: string): Policy {
 
   const actionsJson = canonicalJson(plain(actionsEntry.value, 'actions', actionsEntry.line), 'actions');
   const controlsJson = controlsEntry ? canonicalJson(plain(controlsEntry.value, 'controls', controlsEntry.line), 'controls') : 'null';
-  const policy = new Policy({ source, schema, version, mode, environment, registry, entries, actionsJson, controlsJson, authority });
-  if (authority !== null) checkResourceScopes(authority, policy);
-  return policy;
+  // A grant scoped by `resources:` on an action the policy derives no resource for loads, as the
+  // original loads it (its resource is the caller's: a decorator's template, a hand-built action);
+  // `checkPolicy` names it, and the worker refuses an agent's own resource claim for such an action.
+  return new Policy({ source, schema, version, mode, environment, registry, entries, actionsJson, controlsJson, authority });
 }
 
 /** What {@link Policy}'s constructor receives from the loader. */
