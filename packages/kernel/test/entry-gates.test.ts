@@ -168,11 +168,11 @@ actions:
     ).toBe('ok');
   });
 
-  it('a budgeted grant never lets an action through uncharged: budget_unmeasurable', async () => {
+  it('a budgeted grant never lets an action through uncharged: budget_unsupported (this build charges none)', async () => {
     const r = await rig(V7('      budgets: [{metric: amount, limit: 100000, window: P1D}]\n'));
     const err = await rejection(r.control.execute(refund(), r.executor));
-    expect(err['reason']).toBe('budget_unmeasurable');
-    expect(String(err.message)).toMatch(/does not measure or charge budgets/);
+    expect(err['reason']).toBe('budget_unsupported');
+    expect(String(err.message)).toMatch(/does not charge budgets/);
     expect(r.calls).toBe(0);
   });
 
@@ -180,11 +180,12 @@ actions:
     const r = await rig(
       V7('      budgets: [{metric: amount, limit: 100000, window: P1D}]\n', '      delegable: true\n      expires_at: "2027-01-01T00:00:00+00:00"\n'),
     );
-    // The child omits the budget (containment of budgets is the authority walk's): still refused.
+    // A child must keep the budget (containment), and with it is refused as its root is.
     const child = { subject: { agent: 'helper-agent' }, actions: ['stripe.refund'], expiresAt: '2026-12-01T00:00:00+00:00' };
-    await r.control.delegate('support', child, { by: { agent: 'support-agent' } });
+    expect(await rejection(r.control.delegate('support', child, { by: { agent: 'support-agent' } }))).toMatchObject({ dimension: 'budgets' });
+    await r.control.delegate('support', { ...child, budgets: [{ metric: 'amount', limit: 1000, window: 'P1D' }] }, { by: { agent: 'support-agent' } });
     const err = await rejection(r.control.execute(refund('helper-agent'), r.executor));
-    expect(err['reason']).toBe('budget_unmeasurable');
+    expect(err['reason']).toBe('budget_unsupported');
     expect(r.calls).toBe(0);
   });
 });

@@ -24,12 +24,17 @@ import { ACTION_SEPARATOR, matchesPattern } from './patterns.js';
 
 /** A passing result's reason. */
 export const AUTHORITY_GRANT = 'authority_grant';
-/** The deny reasons, in precedence order: the first present is reported. */
+/**
+ * The deny reasons, in precedence order: the first present is reported. `authority_task` (a grant
+ * bound to tasks, and a call naming none or another) sits between expiry and constraints, as in
+ * the original 0.12.2.
+ */
 export const AUTHORITY_REASONS = Object.freeze([
   'authority_unreadable',
   'authority_escalation',
   'authority_revoked',
   'authority_expired',
+  'authority_task',
   'authority_constraint',
   'no_authority',
 ] as const);
@@ -41,9 +46,15 @@ export type EscalationReason = 'unknown_parent' | 'parent_not_delegable' | 'pare
 
 /** The default bound on a delegation chain's length. */
 export const DEFAULT_MAX_DELEGATION_DEPTH = 3;
-/** How a delegation was created: `Control.delegate` (`api`) or `ctrlrun delegate` (`cli`). */
-export type CreatedVia = 'api' | 'cli';
-const CREATED_VIA: readonly string[] = ['api', 'cli'];
+/**
+ * How a delegation was created: `Control.delegate` (`api`) or `ctrlrun delegate` (`cli`), the two
+ * this build writes; or, in a store shared with the original 0.12.2, `break-glass` (opened beneath
+ * a break-glass envelope) and `hop` (created across an agent boundary), which this build reads.
+ */
+export type CreatedVia = 'api' | 'cli' | 'break-glass' | 'hop';
+/** The values this build writes. */
+export type DelegateVia = 'api' | 'cli';
+const CREATED_VIA: readonly string[] = ['api', 'cli', 'break-glass', 'hop'];
 /** A delegation id: `dlg_` + 32 lowercase hex, checked on the way out of the store too. */
 export const DELEGATION_ID = /^dlg_[0-9a-f]{32}$/;
 
@@ -60,7 +71,10 @@ const ENVELOPE_REFUSED: ReadonlyArray<[string, string]> = [
  * A break-glass envelope (`authority.break_glass`): the widest authority an incident may reach,
  * declared in advance. It never decides an action (it is not among {@link Authority.grants}); a
  * grant opened beneath one (the original's `ctrlrun break-glass`) is not created by this build,
- * which loads envelopes so that a document declaring them loads and hashes as the original's.
+ * which loads envelopes so that a document declaring them loads and hashes as the original's. A
+ * delegation the original opened beneath one (`created_via: break-glass`) is read and authorises
+ * nothing here (`authority_escalation` with `break_glass_parent_id`), and `delegate` refuses an
+ * envelope as a parent (`unknown_parent`), as the original does.
  */
 export interface BreakGlassEnvelope {
   readonly id: string;
@@ -88,6 +102,11 @@ export interface AuthorityResult {
   /** The dimension a chain step is no longer contained on. */
   readonly dimension?: Dimension;
   readonly missingParentId?: string;
+  /**
+   * The break-glass envelope a delegation's chain is rooted in: this build does not implement
+   * envelopes (their `max_ttl`, the opener's controls), so such a chain never authorises here.
+   */
+  readonly breakGlassParentId?: string;
   readonly expiredParentId?: string;
   readonly depthExceeded?: number;
   readonly cycleAt?: string;
@@ -179,6 +198,8 @@ interface Walk {
   readonly root: Grant | null;
   readonly rootId: string | null;
   readonly missingParentId?: string;
+  /** The chain reached a break-glass envelope (or a row opened beneath one) instead of a grant. */
+  readonly breakGlassParentId?: string;
   readonly cycleAt?: string;
   readonly depthExceeded?: number;
 }
@@ -209,7 +230,7 @@ export interface PlanDelegationOptions {
   store: StateStore;
   now: Date;
   ids: IdSource;
-  via?: CreatedVia;
+  via?: DelegateVia;
 }
 
 /** A loaded authority section: the document's grants and the delegation bound. Immutable. */
@@ -270,7 +291,8 @@ export class Authority {
    * delegation (revoked ones too). Every failure of every matching candidate is collected; any
    * clean candidate passes (naming the lowest id by code point), else the first reason present
    * in {@link AUTHORITY_REASONS} wins (ties: lowest id). One unreadable stored row denies every
-   * action. Reads the store, writes nothing.
+   * action. No call here names a task, so a grant bound to tasks never passes (`authority_task`);
+   * a chain rooted in a break-glass envelope never passes either. Reads the store, writes nothing.
    */
   async evaluate(action: Action, options: { now: Date; store: StateStore }): Promise<AuthorityResult> {
     const { now, store } = options;
@@ -300,6 +322,9 @@ export class Authority {
         if (chain.failure) outcomes.push(chain.failure);
       }
       if (grant.isExpired(now)) outcomes.push({ reason: 'authority_expired' });
+      // No caller of this build names a task, and a grant bound to tasks holds only for a call
+      // naming one it matches: such a grant never passes here (the original's rule for none).
+      if (grant.tasks !== null) outcomes.push({ reason: 'authority_task' });
       if (!grant.constraintsHold(args, warnings)) outcomes.push({ reason: 'authority_constraint' });
       const named = { grantId: id, delegationId: delegation === null ? null : id, depth };
       if (outcomes.length === 0) {
@@ -320,14 +345,21 @@ export class Authority {
     return deny('no_authority', { warnings });
   }
 
-  /** Walks `leaf` to a document grant, bounded at `maxDelegationDepth + 1` and refusing revisits. */
+  /**
+   * Walks `leaf` to a document grant, bounded at `maxDelegationDepth + 1` and refusing revisits.
+   * A node whose parent is a break-glass envelope (declared here, or named by a row the original
+   * opened with `created_via: break-glass`) ends the walk with no root: envelopes are loaded, not
+   * implemented, so nothing beneath one resolves to a grant here.
+   */
   async #walk(leaf: Delegation, lookup: Lookup): Promise<Walk> {
     const nodes: Delegation[] = [leaf];
     const seen = new Set([leaf.delegationId]);
     for (;;) {
-      const parentId = nodes[nodes.length - 1]!.parentId;
+      const node = nodes[nodes.length - 1]!;
+      const parentId = node.parentId;
       const root = this.grants.get(parentId);
       if (root !== undefined) return { nodes, root, rootId: parentId };
+      if (this.envelopes.has(parentId) || node.createdVia === 'break-glass') return { nodes, root: null, rootId: null, breakGlassParentId: parentId };
       if (seen.has(parentId)) return { nodes, root: null, rootId: null, cycleAt: parentId };
       const parent = await lookup(parentId);
       if (parent === null) return { nodes, root: null, rootId: null, missingParentId: parentId };
@@ -350,6 +382,7 @@ export class Authority {
     const fail = (f: Partial<AuthorityResult>) => ({ depth, failure: f });
     if (walk.missingParentId !== undefined) return fail({ reason: 'authority_escalation', missingParentId: walk.missingParentId });
     if (walk.nodes.some((n) => n.revokedAt !== null)) return fail({ reason: 'authority_revoked' });
+    if (walk.breakGlassParentId !== undefined) return fail({ reason: 'authority_escalation', breakGlassParentId: walk.breakGlassParentId });
     const above = ancestors(walk);
     for (const a of above) if (a.grant.isExpired(now)) return fail({ reason: 'authority_escalation', expiredParentId: a.id });
     const chain = [...above.map((a) => a.grant), leaf.grant];
@@ -367,7 +400,8 @@ export class Authority {
 
   /**
    * The delegation `Control.delegate` would write, or a refusal (docs/spec/02-authority-observe-verify.md §3.2), checked in order:
-   * 0 `by` unexpired (`IdentityError`); 1 the parent is a root grant or a live delegation; 2 it is
+   * 0 `by` unexpired (`IdentityError`); 1 the parent is a root grant or a live delegation (never a
+   * break-glass envelope, nor a delegation beneath one: this build does not implement them); 2 it is
    * delegable; 3 it and the chain above it are still valid; 4 `by` is its subject; 5 the depth
    * fits; 6 the child is contained on every dimension. Refusals are {@link AuthorityEscalation}s.
    * Mints the id; writes nothing.
@@ -382,6 +416,14 @@ export class Authority {
     const refuse = (reason: EscalationReason, message: string, dimension: Dimension | null = null): never => {
       throw new AuthorityEscalation(reason, { parentId, dimension, message: `${message} (${reason}${dimension ? `: ${dimension}` : ''})` });
     };
+    if (this.envelopes.has(parentId)) {
+      // The original opens authority beneath an envelope only through break-glass (an expiry
+      // inside max_ttl, the opener checked against its controls) and refuses this path by name.
+      refuse(
+        'unknown_parent',
+        `${quote(parentId)} is a break-glass envelope, not a grant: authority beneath an envelope is opened with the original's break-glass command, which this build does not implement`,
+      );
+    }
     let parent: Grant;
     let parentDepth: number;
     const root = this.grants.get(parentId);
@@ -411,6 +453,11 @@ export class Authority {
         return refuse('parent_not_valid', err instanceof Error ? err.message : String(err));
       }
       const above = ancestors(walk);
+      if (walk.breakGlassParentId !== undefined)
+        refuse(
+          'parent_not_valid',
+          `the chain above ${quote(parentId)} is rooted in the break-glass envelope ${quote(walk.breakGlassParentId)}, which this build does not implement`,
+        );
       const invalid =
         walk.missingParentId !== undefined ||
         walk.cycleAt !== undefined ||
@@ -501,6 +548,7 @@ export function authorityEventData(result: AuthorityResult): JsonObject {
   }
   if (result.dimension !== undefined) data['dimension'] = result.dimension;
   if (result.missingParentId !== undefined) data['missing_parent_id'] = result.missingParentId;
+  if (result.breakGlassParentId !== undefined) data['break_glass_parent_id'] = result.breakGlassParentId;
   if (result.expiredParentId !== undefined) data['expired_parent_id'] = result.expiredParentId;
   if (result.cycleAt !== undefined) data['cycle_at'] = result.cycleAt;
   if (result.depthExceeded !== undefined) data['depth_exceeded'] = result.depthExceeded;

@@ -8,11 +8,14 @@
  */
 import type { JsonValue } from '../canonical.js';
 import { strictEquals, type Condition } from '../policy/conditions.js';
-import type { Grant, SubjectPatterns } from './grant.js';
-import { ACTION_SEPARATOR, matchesPattern, patternContains, RESOURCE_SEPARATOR, type Separator } from './patterns.js';
+import type { Budget, Grant, SubjectPatterns } from './grant.js';
+import { ACTION_SEPARATOR, matchesPattern, patternContains, RESOURCE_SEPARATOR, TASK_SEPARATOR, type Separator } from './patterns.js';
 
-/** The dimensions, in the order they are checked; the first violated one is reported. */
-export const DIMENSIONS = Object.freeze(['subject', 'actions', 'resources', 'constraints', 'environments', 'expires_at'] as const);
+/**
+ * The dimensions, in the order they are checked; the first violated one is reported. `tasks` and
+ * `budgets` (v7) come last, as in the original 0.12.2.
+ */
+export const DIMENSIONS = Object.freeze(['subject', 'actions', 'resources', 'constraints', 'environments', 'expires_at', 'tasks', 'budgets'] as const);
 
 /** One of {@link DIMENSIONS}. */
 export type Dimension = (typeof DIMENSIONS)[number];
@@ -67,6 +70,17 @@ function constraintsContained(parent: Grant['constraints'], child: Grant['constr
   return true;
 }
 
+/**
+ * Every parent budget is discharged by some child budget on the same metric with a limit no
+ * higher and a window no shorter (over one limit, a shorter window is a higher rate). One child
+ * budget may discharge several; a child may add budgets of its own; a parent with none
+ * constrains nothing here.
+ */
+function budgetsContained(parent: readonly Budget[] | null, child: readonly Budget[] | null): boolean {
+  if (parent === null) return true;
+  return parent.every((outer) => (child ?? []).some((inner) => inner.metric === outer.metric && inner.limit <= outer.limit && inner.window >= outer.window));
+}
+
 /** The first dimension on which `child` is not inside `parent`, or `null` when it is inside on all. */
 export function containedDimension(parent: Grant, child: Grant): Dimension | null {
   if (!subjectContained(parent.subject, child.subject)) return 'subject';
@@ -78,5 +92,7 @@ export function containedDimension(parent: Grant, child: Grant): Dimension | nul
   const pe = parent.expiresMicros;
   const ce = child.expiresMicros;
   if (pe !== null && (ce === null || ce > pe)) return 'expires_at';
+  if (parent.tasks !== null && (child.tasks === null || !patternsContained(parent.tasks, child.tasks, TASK_SEPARATOR))) return 'tasks';
+  if (!budgetsContained(parent.budgets, child.budgets)) return 'budgets';
   return null;
 }

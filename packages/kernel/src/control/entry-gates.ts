@@ -25,8 +25,12 @@ import { type ControlContext, type Pass, block } from './pass.js';
 export const ATTEMPT_CEILING = 'attempt_ceiling';
 export const UPSTREAM_UNVERIFIED = 'upstream_unverified';
 export const APPROVALS_UNVERIFIABLE = 'approvals_unverifiable';
-export const AUTHORITY_TASK = 'authority_task';
-export const BUDGET_UNMEASURABLE = 'budget_unmeasurable';
+/**
+ * A budgeted grant chain, refused because this build charges no budget. This build's own reason:
+ * the original 0.12.2 charges every budget and defines none for an implementation that does not
+ * (its `budget_unmeasurable` means an action lacks the metric's argument, which is not this).
+ */
+export const BUDGET_UNSUPPORTED = 'budget_unsupported';
 
 /**
  * Refuses, before anything is written, what no ordinary action may do: execute the action the
@@ -140,22 +144,19 @@ async function decidingChain(ctx: ControlContext, pass: Pass): Promise<Grant[]> 
 }
 
 /**
- * Grant `tasks` and `budgets` (v7) until the authority walk enforces them: this build names no
- * task for a call, and a grant naming tasks refuses a call that names none (`authority_task`, the
- * original's rule); it charges no budget, and a budgeted grant never lets an action through
- * uncharged (`budget_unmeasurable`: nothing here can measure it). Checked on the deciding grant
- * and every grant above it. Interim: the authority walk replaces this with the real checks.
+ * Grant `budgets` (v7): this build charges no budget, so a grant chain carrying one never lets an
+ * action through uncharged (`budget_unsupported`). Checked on the deciding grant and every grant
+ * above it, as the original charges each of them (a delegation the original wrote included).
+ * Grant `tasks` need nothing here: the authority walk refuses a task-bound grant
+ * (`authority_task`, no call here names a task) and a child escaping its parent's tasks.
  */
 async function unenforcedGrantKey(ctx: ControlContext, pass: Pass): Promise<[string, string] | null> {
   if (ctx.authority === null || (pass.authorityGrantId ?? null) === null) return null;
   const chain = await decidingChain(ctx, pass);
-  const name = pass.action.name;
-  if (chain.some((g) => g.tasks !== null))
-    return [AUTHORITY_TASK, `${name}: the grant that allows it is bound to tasks (tasks:), and this call names no task, so the grant does not hold for it`];
   if (chain.some((g) => g.budgets !== null))
     return [
-      BUDGET_UNMEASURABLE,
-      `${name}: the grant that allows it carries a budget (budgets:), and this build does not measure or charge budgets, so it never lets the action through uncharged`,
+      BUDGET_UNSUPPORTED,
+      `${pass.action.name}: the grant that allows it, or one above it, carries a budget (budgets:), and this build does not charge budgets, so it never lets the action through uncharged`,
     ];
   return null;
 }
@@ -172,7 +173,7 @@ function thresholdMessage(pass: Pass, n: number | bigint): string {
  * After the policy allowed or asked for approval, in enforce mode, in the original's order:
  * the ceiling's fast path (a `failed` record already at the ceiling: refused with nothing
  * reserved, no request filed and a presented approval left unspent), the upstream pin, a grant's
- * tasks or budgets this build does not enforce, and, where an approval is needed, a threshold
+ * budgets this build does not charge, and, where an approval is needed, a threshold
  * above one. Each refusal writes its evidence and throws.
  */
 export async function refuseAfterPolicy(ctx: ControlContext, pass: Pass, needsApproval: boolean): Promise<void> {

@@ -116,6 +116,12 @@ export async function approverOf(ctx: ControlContext, { approvalId, action }: { 
   return record !== null && record.request.actionHash === action.actionHash ? record.approver : null;
 }
 
+/** What a denial adds when the deciding chain is rooted in a break-glass envelope (not implemented here). */
+function breakGlassNote(result: AuthorityResult): string {
+  if (result.breakGlassParentId === undefined) return '';
+  return `: the chain of ${result.grantId ?? 'the grant'} is rooted in the break-glass envelope ${JSON.stringify(result.breakGlassParentId)}, which this build does not implement`;
+}
+
 export async function refuseAuthority(ctx: ControlContext, pass: Pass, result: AuthorityResult): Promise<never> {
   const { action } = pass;
   pass.approver = await approverOf(ctx, pass);
@@ -125,7 +131,7 @@ export async function refuseAuthority(ctx: ControlContext, pass: Pass, result: A
     actionId: action.actionId,
     grantId: result.grantId,
     delegationId: result.delegationId,
-    message: `${action.name} denied by authority (${result.reason})`,
+    message: `${action.name} denied by authority (${result.reason})${breakGlassNote(result)}`,
   });
 }
 

@@ -4,7 +4,7 @@
  * @module
  */
 import { type Action, type Principal } from '../action.js';
-import { type Authority, type CreatedVia } from '../authority/authority.js';
+import { type Authority, type DelegateVia } from '../authority/authority.js';
 import type { JsonObject } from '../canonical.js';
 import type { IdentityProvider } from '../identity.js';
 import type { EventSink } from '../events.js';
@@ -96,7 +96,7 @@ export interface DelegateOptions {
   /** The principal creating the delegation; must be the parent grant's subject. */
   by: { agent: string; user?: string | null; expiresAt?: string | null } | Principal;
   /** `api` (default) or `cli` (an assertion made from a shell). */
-  via?: CreatedVia;
+  via?: DelegateVia;
 }
 
 /** What {@link Control.executeWithReceipt} resolves to. */
