@@ -105,7 +105,7 @@ describe('ctrlrun verify', () => {
     writeFileSync(join(dir, 'ctrlrun.yaml'), NO_TEMPLATES);
     const r = await run(['verify', '--store-url', 'postgresql://nobody@127.0.0.1:1/none'], { cwd: dir });
     expect(r.code).toBe(3);
-    expect(r.stderr).toMatch(/^Error: verify went wrong: the scratch database postgresql:\/\/nobody@127\.0\.0\.1:1\/none cannot be reached: [^\n]+\n$/);
+    expect(r.stderr).toMatch(/^Error: verify went wrong: the scratch database postgresql:\/\/\*\*\*@127\.0\.0\.1:1\/none cannot be reached: [^\n]+\n$/);
   });
 });
 

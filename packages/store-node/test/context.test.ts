@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import {
   ActionDenied,
   ApprovalRequired,
+  DuplicateEffect,
   Control,
   ambientCall,
   callbackSink,
@@ -106,9 +107,10 @@ describe('withContext / withApproval', () => {
     expect(t.runs).toEqual(['big']);
     const doc = t.receipts.at(-1)!.document;
     expect([doc['approval_id'], doc['approver'], doc['result']]).toEqual([asked.requestId, 'human:ana', 'committed']);
-    // approvalId: null presents none, even inside withApproval: a new request, nothing runs.
+    // approvalId: null presents none, even inside withApproval: no grant is used, and since the
+    // refund already happened no human is asked again (refused before asking); nothing runs.
     const again = await withApproval(asked.requestId, () => t.refund({ payment_id: 'big', amount: 5000 }, { approvalId: null })).catch((e: unknown) => e);
-    expect(again).toBeInstanceOf(ApprovalRequired);
+    expect(again).toBeInstanceOf(DuplicateEffect);
     expect(t.runs).toEqual(['big']);
   });
 

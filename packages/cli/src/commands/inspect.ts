@@ -162,7 +162,7 @@ function human({ document, approvals, unreadable }: Inspection, out: (line: stri
     out(`${label('principal')}${value(p['agent'])}${typeof p['user'] === 'string' ? ` (user: ${p['user']})` : ''}`);
     if (typeof p['issuer'] === 'string') out(`${label('issuer')}${p['issuer']}`);
     if (typeof p['expires_at'] === 'string') out(`${label('expires')}${p['expires_at']}`);
-    if (isObject(p['claims'])) out(`${label('claims')}${Object.keys(p['claims']).sort().join(', ')}`);
+    if (isObject(p['claims']) && Object.keys(p['claims']).length > 0) out(`${label('claims')}${Object.keys(p['claims']).sort().join(', ')}`);
   }
   out(`${label('resource')}${value(receipt?.['resource'] ?? requested?.resource)}`);
   out(`${label('environment')}${value(receipt?.['environment'] ?? requested?.environment)}`);
