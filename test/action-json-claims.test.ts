@@ -67,3 +67,28 @@ describe('claims in action_json', () => {
     expect(kept.principal.claims).toEqual({ role: 'support' });
   });
 });
+
+describe('a claim that is a list of strings (the original 0.8+ roles claim, spec 05 §6.3)', () => {
+  it('is read from action_json the original wrote, kept as a list, and changes no hash', () => {
+    const plain = createAction({ name: 'payments.refund', arguments: { amount: 5 }, principal: { agent: 'a', user: 'u' } });
+    const withRoles = createAction({
+      name: 'payments.refund',
+      arguments: { amount: 5 },
+      principal: { agent: 'a', user: 'u', claims: { roles: ['approver', 'ops'], tenant: 't1' } },
+    });
+    expect(withRoles.actionHash).toBe(plain.actionHash);
+    const stored = JSON.parse(actionToJson(withRoles)) as JsonObject;
+    expect((stored['principal'] as JsonObject)['claims']).toEqual({ roles: ['approver', 'ops'], tenant: 't1' });
+    const back = actionFromJson(JSON.stringify(stored));
+    expect(back.principal.claims).toEqual({ roles: ['approver', 'ops'], tenant: 't1' });
+    expect(Object.isFrozen(back.principal.claims!['roles'])).toBe(true);
+    expect(back.actionHash).toBe(plain.actionHash);
+  });
+
+  it('a list holding anything but non-empty strings is refused, naming the claim', () => {
+    for (const roles of [[''], [1], [['nested']], [null]])
+      expect(() => createAction({ name: 'x', arguments: {}, principal: { agent: 'a', claims: { roles: roles as never } } })).toThrow(
+        /principal\.claims\.roles must be a string, an integer, a boolean or a list of non-empty strings/,
+      );
+  });
+});

@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { checkActor, IdentityError, InvalidArgument, type IdentityProvider } from '@ctrlrun/kernel';
+import { checkActor, IdentityError, InvalidArgument, type ClaimValue, type IdentityProvider } from '@ctrlrun/kernel';
 import { sha256Tagged } from '@ctrlrun/kernel/store';
 
 /** An agent: may propose actions, never answer approvals or resolve effects. */
@@ -15,7 +15,7 @@ export interface AgentIdentity {
   readonly principal: {
     readonly agent: string;
     readonly user?: string | null;
-    readonly claims?: Record<string, string | number | boolean> | null;
+    readonly claims?: Readonly<Record<string, ClaimValue>> | null;
     readonly issuer?: string | null;
     readonly expiresAt?: string | null;
   };

@@ -30,8 +30,11 @@ export interface Principal {
   readonly agent: string;
   /** The human on whose behalf it acts, or `null`. */
   readonly user: string | null;
-  /** Verified claims (v0.3); never hashed. */
-  readonly claims?: Readonly<Record<string, string | number | boolean>> | null;
+  /**
+   * Verified claims (v0.3); never hashed. A value is a string, an integer, a boolean, or (as the
+   * original 0.8+ writes roles) a list of non-empty strings.
+   */
+  readonly claims?: Readonly<Record<string, ClaimValue>> | null;
   /** Who vouched for the identity (v0.3); never hashed. */
   readonly issuer?: string | null;
   /** When the identity stops being valid (v0.3), ISO-8601 with an offset; never hashed. */
@@ -45,7 +48,7 @@ export interface ActionInput {
   principal: {
     agent: string;
     user?: string | null;
-    claims?: Record<string, string | number | boolean> | null;
+    claims?: Record<string, ClaimValue> | null;
     issuer?: string | null;
     expiresAt?: string | null;
   };
@@ -87,6 +90,9 @@ function nullOrNonEmpty(v: unknown, what: string): string | null {
 }
 
 /** Validates and normalises a principal. */
+/** One claim's value: a string, an integer, a boolean, or a list of non-empty strings (roles). */
+export type ClaimValue = string | number | boolean | readonly string[];
+
 export function createPrincipal(input: ActionInput['principal']): Principal {
   if (!isPlainObject(input)) throw new InvalidArgument('principal must be an object with an agent');
   // Each field read once: what is checked is what is kept, whatever a getter would answer next.
@@ -97,10 +103,16 @@ export function createPrincipal(input: ActionInput['principal']): Principal {
   if (claimsIn !== undefined && claimsIn !== null) {
     if (!isPlainObject(claimsIn)) throw new InvalidArgument('principal.claims must be an object');
     // Copied first (each claim read once), then the copy is checked and kept.
-    const claims: Record<string, string | number | boolean> = { ...claimsIn };
+    const claims: Record<string, ClaimValue> = { ...claimsIn };
     for (const [k, v] of Object.entries(claims)) {
-      if (typeof v !== 'string' && typeof v !== 'boolean' && !(typeof v === 'number' && Number.isSafeInteger(v))) {
-        throw new InvalidArgument(`principal.claims.${k} must be a string, an integer or a boolean`);
+      if (Array.isArray(v)) {
+        // A list (the original's roles claim): non-empty strings only, copied and frozen.
+        const list: unknown[] = [...(v as unknown[])];
+        if (!list.every((x) => typeof x === 'string' && x !== ''))
+          throw new InvalidArgument(`principal.claims.${k} must be a string, an integer, a boolean or a list of non-empty strings`);
+        claims[k] = Object.freeze(list as string[]);
+      } else if (typeof v !== 'string' && typeof v !== 'boolean' && !(typeof v === 'number' && Number.isSafeInteger(v))) {
+        throw new InvalidArgument(`principal.claims.${k} must be a string, an integer, a boolean or a list of non-empty strings`);
       }
     }
     p.claims = Object.freeze(claims);
@@ -300,7 +312,7 @@ export function actionFromJson(text: string): Action {
       agent: p['agent'] as string,
       user: (p['user'] ?? null) as string | null,
       // null, or any claims that are not an object (a shape the original drops), read as none.
-      claims: isPlainObject(p['claims']) ? (p['claims'] as Record<string, string | number | boolean>) : null,
+      claims: isPlainObject(p['claims']) ? (p['claims'] as Record<string, ClaimValue>) : null,
       issuer: (p['issuer'] ?? null) as string | null,
       expiresAt: (p['expires_at'] ?? null) as string | null,
     },

@@ -6,7 +6,7 @@
  *
  * @module
  */
-import { createPrincipal, type Principal } from './action.js';
+import { createPrincipal, type ClaimValue, type Principal } from './action.js';
 import { isPlainObject } from './canonical.js';
 import { InvalidArgument } from './errors.js';
 import { parseTime } from './time.js';
@@ -39,7 +39,7 @@ export interface IdentityLogger {
 export interface StaticIdentityOptions {
   agent: string;
   user?: string | null;
-  claims?: Record<string, string | number | boolean> | null;
+  claims?: Record<string, ClaimValue> | null;
   issuer?: string | null;
   expiresAt?: string | null;
 }
