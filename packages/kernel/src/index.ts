@@ -15,7 +15,17 @@ export { NEVER_SENT_CODES, neverSent } from './never-sent.js';
 export { DEFAULT_MAX_PENDING_APPROVALS, PendingApprovalLimit, type PendingRefusal, type PendingSlot } from './pending-limit.js';
 export { type Clock, systemClock, MINUTE, viewTime } from './time.js';
 export { type IdPrefix, type IdSource, randomIds, sequentialIds } from './ids.js';
-export { type Action, type ActionInput, type ClaimValue, type Principal, createAction, createPrincipal, actionHash, actionToJson, actionFromJson } from './action.js';
+export {
+  type Action,
+  type ActionInput,
+  type ClaimValue,
+  type Principal,
+  createAction,
+  createPrincipal,
+  actionHash,
+  actionToJson,
+  actionFromJson,
+} from './action.js';
 export * from './model.js';
 export { checkActor, resultToJson } from './effects.js';
 export {
