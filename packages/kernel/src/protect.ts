@@ -9,7 +9,7 @@ import { createAction, type Action, type Principal } from './action.js';
 import { isPlainObject, type JsonObject } from './canonical.js';
 import type { Control, ExecuteOptions, ReconcileHook } from './control.js';
 import { LocalApprovalProvider, type ApprovalProvider } from './approval-providers.js';
-import { ActionDenied, ApprovalRequired, IdentityError, InvalidArgument, NotExecuted } from './errors.js';
+import { ActionDenied, AmbiguousEffect, ApprovalRequired, DuplicateEffect, IdentityError, InvalidArgument, NotExecuted } from './errors.js';
 import { ambientCall } from './ambient.js';
 import { parseTemplate, refuseDerivedArguments, resolveResourceTemplate } from './policy/index.js';
 import { checkDuration } from './time.js';
@@ -234,11 +234,17 @@ export function protect<A extends object = JsonObject, R = unknown>(fn: (args: A
     if ((await control.evaluate(action)).decision !== 'approve') return false;
     try {
       // The control path files the request (or names the open one) and never reaches the executor.
-      await control.execute(action, askOnly, { effectKey: null });
+      // With the call's effect key: an effect already committed (or ambiguous) is refused before a
+      // request is filed, so nobody is asked about what already happened.
+      const ask: ExecuteOptions = effect === null ? { effectKey: null } : { effectTemplate: effect };
+      if (options.lease !== undefined) ask.lease = options.lease;
+      if (options.reconcile !== undefined) ask.reconcile = options.reconcile;
+      await control.execute(action, askOnly, ask);
     } catch (err) {
       if (err instanceof ApprovalRequired) return true;
-      // The decision changed since the evaluation (allow: askOnly refused to run; deny): not asked.
-      if (err instanceof NotExecuted || err instanceof ActionDenied) return false;
+      // The decision changed since the evaluation (allow: askOnly refused to run; deny), or the
+      // effect already happened: not asked; the call itself then says why it is refused.
+      if (err instanceof NotExecuted || err instanceof ActionDenied || err instanceof DuplicateEffect || err instanceof AmbiguousEffect) return false;
       throw err;
     }
     return false;

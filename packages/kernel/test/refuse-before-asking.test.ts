@@ -163,4 +163,21 @@ actions:
     expect(await refusal(page({ who: 'oncall' }))).toBeInstanceOf(ApprovalRequired);
     expect(await ctx.store.listApprovals('pending')).toHaveLength(1);
   });
+
+  it("needsApproval (the adapters' question) files no request for a committed or ambiguous key: false, the call then refuses", async () => {
+    const ctx = await setup();
+    const { fn, calls } = refunder(ctx, { lose: () => calls.length === 2 });
+    await fn({ payment_id: 'p7', amount: 500 });
+    expect(await fn.needsApproval({ payment_id: 'p7', amount: 300000 })).toBe(false);
+    expect(await ctx.store.listApprovals()).toEqual([]);
+    expect(await refusal(fn({ payment_id: 'p7', amount: 300000 }))).toBeInstanceOf(DuplicateEffect);
+    await expect(fn({ payment_id: 'p8', amount: 500 })).rejects.toThrow('read timeout');
+    expect(await fn.needsApproval({ payment_id: 'p8', amount: 300000 })).toBe(false);
+    expect(await ctx.store.listApprovals()).toEqual([]);
+    // A key not yet used is asked about, once.
+    expect(await fn.needsApproval({ payment_id: 'p9', amount: 300000 })).toBe(true);
+    expect(await fn.needsApproval({ payment_id: 'p9', amount: 300000 })).toBe(true);
+    expect(await ctx.store.listApprovals('pending')).toHaveLength(1);
+    expect(calls).toEqual(['p7', 'p8']);
+  });
 });
