@@ -243,6 +243,28 @@ describe('protectTools with generateText', () => {
     expect(result.steps[1]!.toolResults[0]!.output).toMatchObject({ refused: true, error: 'DuplicateEffect', reason: 'committed' });
   });
 
+  it('refuse before asking: after an approved refund committed, the model proposing it again gets DuplicateEffect with no SDK approval request and no ctrlrun request filed; the refund ran once', async () => {
+    const ctx = await setup();
+    const { tools, refunds } = supportTools();
+    const call = { payment_id: 'p20', amount: 500000 }; // needs a human under the refund policy
+    const model = scriptedModel([callsTool('c1', 'refund', call), callsTool('c2', 'refund', call), says('done')]);
+    const protectedTools = protectTools(tools, { control: ctx.control, names: NAMES });
+    const messages: ModelMessage[] = [user('refund p20')];
+    const first = await generateText({ model, tools: protectedTools, messages, stopWhen: stepCountIs(5) });
+    const [request] = approvalRequests(first);
+    messages.push(...first.response.messages, answer(request!.approvalId, true));
+
+    const second = await generateText({ model, tools: protectedTools, messages, stopWhen: stepCountIs(5) });
+    expect(second.text).toBe('done');
+    expect(refunds).toEqual([call]);
+    // The repeat reached the model's second turn and was run through the tool, not put to anyone.
+    expect(approvalRequests(second)).toEqual([]);
+    expect((await ctx.approvals()).map((r) => r.status)).toEqual(['consumed']);
+    const repeat = second.steps.flatMap((s) => s.toolResults).find((r) => r.toolCallId === 'c2');
+    expect(repeat!.output).toMatchObject({ refused: true, error: 'DuplicateEffect', reason: 'committed' });
+    expect(lastPrompt(model)).toContain('DuplicateEffect');
+  });
+
   it('a denial in the SDK is never executed', async () => {
     const ctx = await setup();
     const { tools, refunds } = supportTools();

@@ -98,4 +98,27 @@ describe('an agent loop with ToolNode', () => {
     });
     expect((await store.listApprovals()).map((r) => r.status)).toEqual(['denied', 'consumed']);
   });
+
+  it('refuse before asking: after an approved refund committed, the model proposing it again gets DuplicateEffect with no interrupt and no request filed; the refund ran once', async () => {
+    const call = { payment_id: 'pay_43', amount: 500000 }; // needs a human under the refund policy
+    const { store, graph, model, refunds } = await agentGraph([
+      new AIMessage({ content: '', tool_calls: [{ id: 'call_1', name: 'refund', args: call }] }),
+      new AIMessage({ content: '', tool_calls: [{ id: 'call_2', name: 'refund', args: call }] }),
+      new AIMessage('Already refunded.'),
+    ]);
+    const thread = { configurable: { thread_id: 'loop-2' } };
+    const paused = await graph.invoke({ messages: [{ role: 'user', content: 'Refund pay_43 in full.' }] }, thread);
+    const [asked] = approvalsAsked(paused);
+    const done = await graph.invoke(new Command({ resume: { decision: 'approve', approver: 'human:ana', request_id: asked!.request_id } }), thread);
+    expect(approvalsAsked(done)).toEqual([]);
+    expect(done.messages.at(-1)!.content).toBe('Already refunded.');
+    expect(refunds).toEqual([call]);
+    expect((await store.listApprovals()).map((r) => r.status)).toEqual(['consumed']);
+    // What the model was shown on its third turn: the repeat's tool message is DuplicateEffect's
+    // refusal (ToolNode turns the tool's error into its message).
+    const told = model.shown[2]!.at(-1) as ToolMessage;
+    expect(told).toBeInstanceOf(ToolMessage);
+    expect(told.tool_call_id).toBe('call_2');
+    expect(String(told.content)).toContain('effect refund:pay_43 is already committed: it happened, and it will not happen twice');
+  });
 });

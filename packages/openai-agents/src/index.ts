@@ -27,6 +27,7 @@ import {
   checkActor,
   protect,
   editedToolResult,
+  resolveEffectTemplate,
   toolRefusal,
   unusedEditFor,
   type Action,
@@ -196,7 +197,13 @@ export function protectTool<
         // A human who approved with edited arguments answered the request: the edit runs, once,
         // and the model is told what ran.
         const edit = await unusedEditFor(control, action);
-        if (edit === null) throw new ApprovalMismatch('unknown', { message: noOpenRequest(name) });
+        if (edit === null) {
+          // Its effect already happened (or nobody knows whether it did): needsApproval asked
+          // nobody, and the control path refuses the call before asking (DuplicateEffect /
+          // AmbiguousEffect, with its receipt); the model is told that, not that no request is open.
+          if (await effectSettled(control, action)) return await run(parsed, { ...call, approvalId: null });
+          throw new ApprovalMismatch('unknown', { message: noOpenRequest(name) });
+        }
         // An edit approved through a surface that never ran the tool's parser (CLI, worker,
         // inbox) runs only if the parser admits it unchanged: execute never receives values its
         // parameters refuse or would have changed.
@@ -352,6 +359,24 @@ function checkWaitedOn(state: RunState<any, any>, item: RunToolApprovalItem, nam
 export async function approvalRequestFor(item: RunToolApprovalItem): Promise<ApprovalRecord | null> {
   const { guard, action } = await interrupted(item);
   return guard.control.openApproval(action);
+}
+
+/**
+ * Whether the effect key `action` would reserve (its policy entry's `effect:`) is already
+ * `committed` or `ambiguous`: a read only, as the control path's own check before asking is. No
+ * template, or one these arguments cannot fill: false (the call itself says why).
+ */
+async function effectSettled(control: Control, action: Action): Promise<boolean> {
+  const template = control.policy.action(action.name)?.effect ?? null;
+  if (template === null) return false;
+  let key: string;
+  try {
+    key = resolveEffectTemplate(template, action.canonicalArguments, action.resource);
+  } catch {
+    return false;
+  }
+  const state = (await control.store.getEffect(key))?.state;
+  return state === 'committed' || state === 'ambiguous';
 }
 
 /** The request open for `action`, which must be `requestId` when given; else `ApprovalMismatch`. */

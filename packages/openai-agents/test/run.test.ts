@@ -153,6 +153,22 @@ describe('protectTools with run()', () => {
       expect.objectContaining({ refused: true, error: 'DuplicateEffect', reason: 'committed' }),
     ]);
   });
+
+  it('refuse before asking: after an approved refund committed, the model proposing it again gets DuplicateEffect with no interruption and no ctrlrun request filed; the refund ran once', async () => {
+    const call = { payment_id: 'p20', amount: 500000 }; // needs a human under the refund policy
+    const ctx = await setup([callsTool('c1', 'refund', call), callsTool('c2', 'refund', call), says('done')]);
+    const first = await run(ctx.agent, 'refund p20');
+    await approveInterruption(first.state, first.interruptions[0]!, { approver: 'human:ana' });
+    const second = await run(ctx.agent, first.state);
+    expect(second.interruptions).toEqual([]);
+    expect(second.finalOutput).toBe('done');
+    expect(ctx.done.refunds).toEqual([call]);
+    expect((await ctx.store.listApprovals()).map((r) => r.status)).toEqual(['consumed']);
+    expect(ctx.model.toolOutputs()).toEqual([
+      { id: 're_p20', amount: 500000 },
+      expect.objectContaining({ refused: true, error: 'DuplicateEffect', reason: 'committed' }),
+    ]);
+  });
 });
 
 describe('a run state serialized and resumed in another process', () => {
