@@ -198,6 +198,29 @@ describe('the original’s invariants, kept by every write of ours on a shared s
     });
   });
 
+  it('the approvers column is written in the original’s text, byte for byte (spec 05 §4.1), and read back', async () => {
+    const { path, store, id } = await pendingRequest('p_text');
+    sqlite(path).prepare('UPDATE approvals SET approvals_required = 2 WHERE approval_id = ?').run(id);
+    try {
+      // A name outside ASCII, a role id, no issuer: Python's json.dumps(list, sort_keys=True) text.
+      await store.grantApproval(id, 'zoë', { agent: 'inbox', user: 'zoë 😀', issuer: null, entitled: ['refund-limit'] }).catch((e: unknown) => e);
+      const text = sqlite(path).prepare('SELECT approvers FROM approvals WHERE approval_id = ?').get(id) as { approvers: string };
+      const at = (await store.getApproval(id))!.approvers![0]!.grantedAt;
+      expect(at, 'Python isoformat: +00:00, six fraction digits when non-zero').toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{6})?\+00:00$/);
+      expect(text.approvers).toBe(
+        `[{"agent": "inbox", "entitled": ["refund-limit"], "granted_at": "${at}", "issuer": null, "user": "zo\\u00eb \\ud83d\\ude00"}]`,
+      );
+      // A row written that way by the original counts toward the next verified yes here.
+      await store.grantApproval(id, 'ana', { agent: 'inbox', user: 'ana', issuer: 'https://idp.example', entitled: [] });
+      expect((await store.getApproval(id))?.approvers?.map((a) => a.user)).toEqual(['zoë 😀', 'ana']);
+      // A corrupt value makes the approval unusable, as in the original.
+      sqlite(path).prepare('UPDATE approvals SET approvers = \'{"agent": 1}\' WHERE approval_id = ?').run(id);
+      await expect(store.getApproval(id)).rejects.toThrow(/approvers is not a JSON array/);
+    } finally {
+      await store.close();
+    }
+  });
+
   it('test_T310_a_request_needing_two_verified_approvers_is_not_granted_by_one_answer_here: it stays pending, and the call does not run', async () => {
     const { path, store, c, action, id } = await pendingRequest('p_m_of_n');
     // As the original pins it on a request it files with approvals_required: 2.

@@ -5,8 +5,9 @@
  * @module
  */
 import { ActionDenied, ApprovalMismatch } from './errors.js';
-import type { ApprovalRecord } from './model.js';
+import type { ApprovalRecord, VerifiedAnswer, VerifiedApprover } from './model.js';
 import { parseTime } from './time.js';
+import { showInvisible } from './visible.js';
 
 /** What a store must do after checking an approval. */
 export type ApprovalPlan =
@@ -26,9 +27,14 @@ function mismatch(reason: ApprovalMismatch['reason'], id: string, detail: string
 /**
  * May approval `id` be consumed for an action with `actionHash`? In this order: unknown,
  * hash mismatch (before status, so a mutated action leaves the approval granted), denied,
- * not granted, expired (checked at consumption), else consume.
+ * not granted, expired (checked at consumption), the precondition, else consume.
+ *
+ * `precondition` is the fingerprint the presenting pass computed (null: it named no provider);
+ * `undefined` means no recheck ran. A request pinned to a fingerprint is consumed only when the
+ * recheck answered the same one: `precondition_missing` when either side has none (never a skip),
+ * `precondition_changed` when they differ (spec 05 §4.4).
  */
-export function checkConsumable(record: ApprovalRecord | null, id: string, actionHash: string, now: Date): ApprovalPlan {
+export function checkConsumable(record: ApprovalRecord | null, id: string, actionHash: string, now: Date, precondition?: string | null): ApprovalPlan {
   if (record === null) throw mismatch('unknown', id, 'no such approval request');
   if (record.request.actionHash !== actionHash) {
     throw mismatch('mismatch', id, 'it was granted for a different action (the action hash differs)');
@@ -41,37 +47,93 @@ export function checkConsumable(record: ApprovalRecord | null, id: string, actio
     throw mismatch(record.status, id, detail);
   }
   if (expired(record, now)) return { kind: 'expire', error: mismatch('expired', id, `it expired at ${record.request.expiresAt}`) };
-  const fingerprint = record.request.preconditionFingerprint;
-  if (fingerprint !== undefined && fingerprint !== null) {
-    // Filed (by the original) against the state of the world it fingerprinted: using it without
-    // rechecking that state would skip what the human was promised. This build has no
-    // precondition provider, so the recheck cannot run — never a skip (spec 05 §4.4).
-    throw mismatch(
-      'precondition_missing',
-      id,
-      'it was requested against a precondition fingerprint, and this build cannot recheck preconditions; use it from a ctrlrun that can, or file a new request',
-    );
-  }
+  checkPrecondition(record, id, precondition);
   return { kind: 'ok', record };
 }
 
+function checkPrecondition(record: ApprovalRecord, id: string, precondition: string | null | undefined): void {
+  const pinned = record.request.preconditionFingerprint ?? null;
+  const now = precondition ?? null;
+  if (pinned === now) return;
+  if (pinned === null)
+    throw mismatch(
+      'precondition_missing',
+      id,
+      `it was requested with no precondition fingerprint, and the presenting pass computed ${now}: one side only is never a match`,
+    );
+  if (now === null)
+    throw mismatch(
+      'precondition_missing',
+      id,
+      `it was requested against the precondition fingerprint ${pinned}, and ${precondition === undefined ? 'no recheck ran' : 'the presenting pass named no precondition provider'}: never used without the recheck`,
+    );
+  throw mismatch('precondition_changed', id, `the world changed since it was requested: precondition fingerprint ${pinned} then, ${now} now`);
+}
+
+/** Who a verified approver is, for people: the user, else the agent. */
+function approverName(a: VerifiedAnswer): string {
+  return showInvisible(a.user ?? a.agent);
+}
+
+/** "1 of 2 approvals: ana", for a request that needs more than one; null for one that needs one. */
+export function approvalProgress(record: ApprovalRecord): string | null {
+  const n = record.request.approvalsRequired ?? 1;
+  if (n <= 1) return null;
+  const approvers = record.approvers ?? [];
+  const names = approvers.map(approverName).join(', ');
+  return `${approvers.length} of ${n} approvals${names === '' ? '' : `: ${names}`}`;
+}
+
+/** What one answer does to a request's count (the original's `count_grant`, spec 05 §4.3). */
+export interface GrantCount {
+  /** The verified approvers after this answer. */
+  readonly approvers: readonly VerifiedApprover[];
+  /** Whether this answer grants the request. */
+  readonly reached: boolean;
+}
+
 /**
- * May request `id` be granted now by one answer? {@link checkAnswerable}'s checks, and the
- * request must need only one approver: one that needs several verified approvers (the original's
- * `approvals_required`) is left pending — this build records no verified approver, so its yes
- * would turn M-of-N into 1-of-N (spec 05 §4.5).
+ * Counts one yes on a pending request needing N (`approvalsRequired`): with no verified approver
+ * the request is reached only when N is 1 (and then the approvers stay as they were); a verified
+ * one is appended with `grantedAt` and the request is reached when N distinct verified approvers
+ * said yes. A second yes by the same `(agent, user)` is refused, saying so, as is an unverified
+ * yes on N > 1 (it could not count). The requester's own yes is counted here and refused at
+ * consumption, as in the original.
  */
-export function checkGrantable(record: ApprovalRecord | null, id: string, now: Date): ApprovalPlan {
-  const plan = checkAnswerable(record, id, now);
-  if (plan.kind === 'expire') return plan;
-  const n = plan.record.request.approvalsRequired ?? 1;
-  if (n > 1)
+export function countGrant(record: ApprovalRecord, id: string, verified: VerifiedAnswer | null, grantedAt: string): GrantCount {
+  const n = record.request.approvalsRequired ?? 1;
+  const approvers = record.approvers ?? [];
+  if (verified === null) {
+    if (n > 1)
+      throw mismatch(
+        'pending',
+        id,
+        `it needs ${n} verified approvers (distinct people), and this answer carries no verified identity, so it cannot count; it stays pending (${approvalProgress(record)})`,
+      );
+    return { approvers, reached: true };
+  }
+  if (approvers.some((a) => a.agent === verified.agent && a.user === verified.user))
     throw mismatch(
       'pending',
       id,
-      `it needs ${n} verified approvers, and this build records no verified approver, so its answer cannot count; it stays pending (answer it where approvers are verified, or deny it)`,
+      `${approverName(verified)} already approved it, and a second yes by the same person counts once; it stays pending (${approvalProgress(record)})`,
     );
-  return plan;
+  const next = [...approvers, { agent: verified.agent, user: verified.user, issuer: verified.issuer, entitled: [...verified.entitled], grantedAt }];
+  return { approvers: next, reached: next.length >= n };
+}
+
+/** What a store must do after checking a grant: count it (see {@link GrantCount}), or expire the request. */
+export type GrantPlan =
+  { readonly kind: 'count'; readonly record: ApprovalRecord; readonly count: GrantCount } | { readonly kind: 'expire'; readonly error: ApprovalMismatch };
+
+/**
+ * May request `id` be granted now by one answer? {@link checkAnswerable}'s checks, then
+ * {@link countGrant}: the plan says whether this answer reaches the request's threshold.
+ */
+export function checkGrantable(record: ApprovalRecord | null, id: string, now: Date, verified: VerifiedAnswer | null = null, grantedAt = ''): GrantPlan {
+  const plan = checkAnswerable(record, id, now);
+  if (plan.kind === 'expire') return plan;
+  return { kind: 'count', record: plan.record, count: countGrant(plan.record, id, verified, grantedAt) };
 }
 
 /**

@@ -138,8 +138,18 @@ export type ApprovalMismatchReason =
   | 'granted'
   | 'denied'
   | 'answered'
-  /** The request was filed against a precondition fingerprint (by the original), and no recheck ran. */
-  | 'precondition_missing';
+  /** A precondition fingerprint on one side only (the request's or the presenting pass's): never a skip. */
+  | 'precondition_missing'
+  /** The presenting pass's precondition fingerprint differs from the one the request pinned. */
+  | 'precondition_changed'
+  /** The precondition provider failed or answered something that cannot be fingerprinted. */
+  | 'precondition_unavailable'
+  /** Approvers are verified here, and the grant carries no verified approver. */
+  | 'approver_unverified'
+  /** A verified approver does not hold a pinned control's approver role. */
+  | 'approver_unentitled'
+  /** A verified approver is the principal that requested the action. */
+  | 'approver_is_requester';
 
 /** A presented approval was refused: `mismatch`, `consumed`, `expired`, `pending`, `unknown`, … */
 export class ApprovalMismatch extends CTRLRunError {

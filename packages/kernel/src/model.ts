@@ -48,17 +48,47 @@ export interface ApprovalRequest {
   /** The policy hash in force when the request was made. */
   readonly policyHash: string | null;
   /**
-   * How many verified approvers must say yes (the original's M-of-N, pinned at request time). This
-   * build files every request with 1; a request the original filed may carry more, and then one
-   * answer through this build never grants it. Absent on a request this build built (read as 1).
+   * How many distinct verified approvers must say yes (the original's M-of-N, pinned at request
+   * time from the action entry's `approvals_required`). Read as 1 when absent.
    */
   readonly approvalsRequired?: number;
   /**
-   * The fingerprint of the world the request was filed against (`sha256:…`), when the original
-   * filed it with a precondition provider; such an approval is never used without that recheck,
-   * which this build does not perform. Absent or null when none was recorded.
+   * The fingerprint (`sha256:…`) of what a precondition provider answered on the request pass;
+   * the approval is consumed only by a presenting pass whose provider answers the same
+   * fingerprint (spec 05 §4.4). Absent or null when the request named no provider.
    */
   readonly preconditionFingerprint?: string | null;
+  /**
+   * The approver roles pinned at request time (the original's `required_roles`): one
+   * `{control, role}` per cited control that declares `approver_role`, in registry order. Every
+   * verified approver must be entitled to each control. Absent or empty when none.
+   */
+  readonly requiredRoles?: readonly RequiredRole[];
+}
+
+/** A control's approver role pinned on a request (spec 05 §4.1). */
+export interface RequiredRole {
+  readonly control: string;
+  readonly role: string;
+}
+
+/**
+ * A principal a resolving surface verified (operator credentials, a JWT, an inbox session, a
+ * configured CLI identity), as it answers a request: who, and the controls whose approver role
+ * it holds. Distinctness is on `(agent, user)`.
+ */
+export interface VerifiedAnswer {
+  readonly agent: string;
+  readonly user: string | null;
+  readonly issuer: string | null;
+  /** Control ids whose `approver_role` this principal holds (byte-for-byte). */
+  readonly entitled: readonly string[];
+}
+
+/** One verified approver recorded on a request (the original's `approvers` entry, spec 05 §4.1). */
+export interface VerifiedApprover extends VerifiedAnswer {
+  /** The store-clock instant of the answer, `…+00:00` (six fraction digits when non-zero). */
+  readonly grantedAt: string;
 }
 
 /** An approval request and what became of it. */
@@ -68,6 +98,8 @@ export interface ApprovalRecord {
   readonly approver: string | null;
   readonly grantedAt: string | null;
   readonly consumedAt: string | null;
+  /** The verified approvers who answered so far (absent when none: the column is NULL). */
+  readonly approvers?: readonly VerifiedApprover[];
 }
 
 /** A granted approval (`approvalId` is the request id). */
@@ -77,6 +109,10 @@ export interface Approval {
   readonly approver: string;
   readonly grantedAt: string;
   readonly expiresAt: string;
+  /** The verified approvers who granted it (absent when none). */
+  readonly approvers?: readonly VerifiedApprover[];
+  /** The precondition fingerprint the request pinned (absent or null when none). */
+  readonly preconditionFingerprint?: string | null;
 }
 
 /** The closed set of event types. */

@@ -13,7 +13,7 @@ import { parseJson, type JsonObject } from '../canonical.js';
 import { ActionDenied, AmbiguousEffect, ApprovalMismatch, DuplicateEffect, InvalidArgument, NotExecuted } from '../errors.js';
 import { GENESIS_HASH, hashDocument } from '../hash.js';
 import { randomIds } from '../ids.js';
-import type { EffectRecord, EventDraft } from '../model.js';
+import type { EffectRecord, EventDraft, RequiredRole } from '../model.js';
 import { buildReceipt } from '../receipt.js';
 import type { Dialect } from '../store/driver.js';
 import type { DelegationRecord, StateStore } from '../store/state-store.js';
@@ -38,6 +38,15 @@ export const CASE_IDS = [
   'atomic-with-reservation',
   'approval-checked-first',
   'approval-threshold',
+  'm-of-n-nth',
+  'm-of-n-same-principal',
+  'm-of-n-granted-refuses',
+  'm-of-n-window',
+  'm-of-n-unverifiable',
+  'm-of-n-one-denial',
+  'm-of-n-expiry',
+  'm-of-n-one-required',
+  'precondition-fingerprint',
   'edit-answer-race',
   'only-ambiguous',
   'two-resolutions',
@@ -178,6 +187,10 @@ const DUP_COMMITTED = { code: 'ERR_DUPLICATE_EFFECT', state: 'committed' };
 const AMBIGUOUS = { code: 'ERR_AMBIGUOUS_EFFECT' };
 const INVALID = { code: 'ERR_INVALID_ARGUMENT' };
 const mismatch = (reason: string): Record<string, unknown> => ({ code: 'ERR_APPROVAL_MISMATCH', reason });
+/** Verified approvers, as a resolving surface hands them to a store. */
+const ANA = { agent: 'ops-console', user: 'ana', issuer: 'https://idp.example', entitled: [] as string[] };
+const BO = { agent: 'ops-console', user: 'bo', issuer: 'https://idp.example', entitled: ['refund-limit'] };
+const CY = { agent: 'ops-console', user: 'cy', issuer: null, entitled: [] as string[] };
 const LEASE_EXPIRED_TEXT = 'lease expired: the worker holding this effect never finished';
 
 let keyCounter = 0;
@@ -224,7 +237,7 @@ async function request(
   clock: Clock,
   action: Action,
   ttl = 15 * MINUTE,
-  pinned: { approvalsRequired?: number; preconditionFingerprint?: string | null } = {},
+  pinned: { approvalsRequired?: number; preconditionFingerprint?: string | null; requiredRoles?: readonly RequiredRole[] } = {},
 ): Promise<string> {
   const id = randomIds('apr');
   const now = clock();
@@ -1111,6 +1124,263 @@ export const storeCases: Record<CaseId, CaseDef> = {
         // Malformed pins are refused, nothing written.
         for (const bad of [{ approvalsRequired: 0 }, { approvalsRequired: 1.5 }, { preconditionFingerprint: 'sha256:short' }])
           await refused(request(store, clock, action, 15 * MINUTE, bad), InvalidArgument, INVALID, `a malformed pin ${JSON.stringify(bad)}`);
+      });
+    },
+  },
+
+  // Quorum approvals (spec 05 §4.3, the original's count_grant): N distinct verified approvers.
+  'm-of-n-nth': {
+    suite: 'approval',
+    test: 'test_T310_the_approval_is_consumable_only_after_the_nth',
+    async run(factory) {
+      const clock = manualClock();
+      await withStore(factory, clock, async (store) => {
+        const action = refundAction();
+        const id = await request(store, clock, action, 15 * MINUTE, { approvalsRequired: 3 });
+        const said = await refused(store.grantApproval(id, 'ana', ANA), ApprovalMismatch, mismatch('pending'), 'the first of three');
+        expect(said.message, 'the refusal says the count').toContain('1 of 3 approvals: ana');
+        await refused(store.consumeApproval(id, action.actionHash), ApprovalMismatch, mismatch('pending'), 'consuming after one');
+        clock.advance(1000);
+        const second = await refused(store.grantApproval(id, 'bo', BO), ApprovalMismatch, mismatch('pending'), 'the second of three');
+        expect(second.message).toContain('2 of 3 approvals: ana, bo');
+        const partial = await store.getApproval(id);
+        expect(partial, 'pending, the two recorded in order').toMatchObject({ status: 'pending', approver: null, grantedAt: null });
+        expect(partial!.approvers, 'two verified approvers').toEqual([
+          { ...ANA, grantedAt: '2026-01-01T12:00:00+00:00' },
+          { ...BO, grantedAt: '2026-01-01T12:00:01+00:00' },
+        ]);
+        clock.advance(1234);
+        const approval = await store.grantApproval(id, 'cy', CY);
+        expect(approval, 'the third grants it').toMatchObject({ approvalId: id, approver: 'cy', grantedAt: '2026-01-01T12:00:02.234000+00:00' });
+        expect(approval.approvers?.map((a) => a.user)).toEqual(['ana', 'bo', 'cy']);
+        const consumed = await store.consumeApproval(id, action.actionHash);
+        expect(
+          consumed.approvers?.map((a) => a.user),
+          'consumption names the approvers',
+        ).toEqual(['ana', 'bo', 'cy']);
+        expect(await store.getApproval(id)).toMatchObject({ status: 'consumed', approvers: approval.approvers });
+      });
+    },
+  },
+
+  'm-of-n-same-principal': {
+    suite: 'approval',
+    test: 'test_T311_a_second_grant_from_the_same_principal_counts_once',
+    async run(factory) {
+      const clock = manualClock();
+      await withStore(factory, clock, async (store) => {
+        const action = refundAction();
+        const id = await request(store, clock, action, 15 * MINUTE, { approvalsRequired: 2 });
+        await refused(store.grantApproval(id, 'ana', ANA), ApprovalMismatch, mismatch('pending'), 'the first yes');
+        clock.advance(1000);
+        // The same (agent, user), even through another issuer or with other roles: refused, saying so.
+        const again = await refused(
+          store.grantApproval(id, 'ana again', { ...ANA, issuer: 'https://other.example', entitled: ['refunds'] }),
+          ApprovalMismatch,
+          mismatch('pending'),
+          'the same person again',
+        );
+        expect(again.message).toContain('ana already approved it');
+        expect(again.message).toContain('1 of 2 approvals: ana');
+        const row = await store.getApproval(id);
+        expect(row, 'still pending').toMatchObject({ status: 'pending' });
+        expect(row!.approvers, 'counted once, as first recorded').toEqual([{ ...ANA, grantedAt: '2026-01-01T12:00:00+00:00' }]);
+        // The same user under another agent is another principal.
+        await store.grantApproval(id, 'ana elsewhere', { ...ANA, agent: 'inbox' });
+        expect(await status(store, id)).toBe('granted');
+      });
+    },
+  },
+
+  'm-of-n-granted-refuses': {
+    suite: 'approval',
+    test: 'test_T312_a_grant_after_the_record_is_granted_is_refused',
+    async run(factory) {
+      const clock = manualClock();
+      await withStore(factory, clock, async (store) => {
+        const action = refundAction();
+        const id = await request(store, clock, action, 15 * MINUTE, { approvalsRequired: 2 });
+        await refused(store.grantApproval(id, 'ana', ANA), ApprovalMismatch, mismatch('pending'), 'the first yes');
+        await store.grantApproval(id, 'bo', BO);
+        await refused(store.grantApproval(id, 'cy', CY), ApprovalMismatch, mismatch('granted'), 'a third yes');
+        await refused(store.denyApproval(id, 'cy', CY), ApprovalMismatch, mismatch('granted'), 'a no after');
+        expect(
+          (await store.getApproval(id))!.approvers?.map((a) => a.user),
+          'the third is not recorded',
+        ).toEqual(['ana', 'bo']);
+      });
+    },
+  },
+
+  'm-of-n-window': {
+    suite: 'approval',
+    test: 'test_T313_two_processes_granting_in_the_window_produce_two_approvers',
+    async run(factory) {
+      const clock = manualClock();
+      await withStore(factory, clock, async (store) => {
+        const action = refundAction();
+        const id = await request(store, clock, action, 15 * MINUTE, { approvalsRequired: 2 });
+        // Both read the request pending with no approver; each write is a compare-and-set on what it read.
+        const outcomes = await Promise.allSettled([store.grantApproval(id, 'ana', ANA), store.grantApproval(id, 'bo', BO)]);
+        const granted = outcomes.filter((o) => o.status === 'fulfilled');
+        expect(granted.length, 'exactly one of the two reaches two').toBe(1);
+        const pending = outcomes.find((o) => o.status === 'rejected') as PromiseRejectedResult;
+        expect(pending.reason, 'the other was counted first').toMatchObject(mismatch('pending'));
+        const row = await store.getApproval(id);
+        expect(row).toMatchObject({ status: 'granted' });
+        expect(row!.approvers?.map((a) => a.user).sort(), 'two approvers, neither lost').toEqual(['ana', 'bo']);
+      });
+    },
+  },
+
+  'm-of-n-unverifiable': {
+    suite: 'approval',
+    test: 'test_T316_an_unverifiable_yes_does_not_count',
+    async run(factory) {
+      const clock = manualClock();
+      await withStore(factory, clock, async (store) => {
+        const action = refundAction();
+        const id = await request(store, clock, action, 15 * MINUTE, { approvalsRequired: 2 });
+        await refused(store.grantApproval(id, 'ana', ANA), ApprovalMismatch, mismatch('pending'), 'one verified yes');
+        const unverified = await refused(store.grantApproval(id, 'cli:local'), ApprovalMismatch, mismatch('pending'), 'an unverified yes');
+        expect(unverified.message).toContain('no verified identity');
+        expect(unverified.message).toContain('1 of 2 approvals: ana');
+        const row = await store.getApproval(id);
+        expect(row).toMatchObject({ status: 'pending', approver: null });
+        expect(row!.approvers?.length, 'the unverified yes left no trace').toBe(1);
+      });
+    },
+  },
+
+  'm-of-n-one-denial': {
+    suite: 'approval',
+    test: 'test_T317_one_denial_denies_a_request_holding_n_minus_one',
+    async run(factory) {
+      const clock = manualClock();
+      await withStore(factory, clock, async (store) => {
+        const action = refundAction();
+        const id = await request(store, clock, action, 15 * MINUTE, { approvalsRequired: 3 });
+        await refused(store.grantApproval(id, 'ana', ANA), ApprovalMismatch, mismatch('pending'), 'one');
+        await refused(store.grantApproval(id, 'bo', BO), ApprovalMismatch, mismatch('pending'), 'two');
+        const denied = await store.denyApproval(id, 'cy', CY);
+        expect(denied).toMatchObject({ status: 'denied', approver: 'cy' });
+        const row = await store.getApproval(id);
+        expect(row).toMatchObject({ status: 'denied', approver: 'cy', grantedAt: null });
+        expect(
+          row!.approvers?.map((a) => a.user),
+          'the denier is appended',
+        ).toEqual(['ana', 'bo', 'cy']);
+        await refused(store.consumeApproval(id, action.actionHash), ActionDenied, { reason: 'approval_denied' }, 'consuming it');
+        // An unverified no denies as well.
+        const other = await request(store, clock, action, 15 * MINUTE, { approvalsRequired: 2 });
+        await refused(store.grantApproval(other, 'ana', ANA), ApprovalMismatch, mismatch('pending'), 'one of two');
+        await store.denyApproval(other, 'cli:local');
+        expect(await store.getApproval(other)).toMatchObject({ status: 'denied', approver: 'cli:local' });
+      });
+    },
+  },
+
+  'm-of-n-expiry': {
+    suite: 'approval',
+    test: 'test_T318_grants_do_not_extend_the_requests_expiry',
+    async run(factory) {
+      const clock = manualClock();
+      await withStore(factory, clock, async (store) => {
+        const action = refundAction();
+        const id = await request(store, clock, action, 15 * MINUTE, { approvalsRequired: 2 });
+        const expiresAt = (await store.getApproval(id))!.request.expiresAt;
+        clock.advance(10 * MINUTE);
+        await refused(store.grantApproval(id, 'ana', ANA), ApprovalMismatch, mismatch('pending'), 'one of two');
+        expect((await store.getApproval(id))!.request.expiresAt, 'unchanged by a partial grant').toBe(expiresAt);
+        clock.advance(5 * MINUTE + 1);
+        await refused(store.grantApproval(id, 'bo', BO), ApprovalMismatch, mismatch('expired'), 'the second after expiry');
+        expect(await status(store, id)).toBe('expired');
+      });
+    },
+  },
+
+  'm-of-n-one-required': {
+    suite: 'approval',
+    test: 'test_T319_one_required_is_unchanged',
+    async run(factory) {
+      const clock = manualClock();
+      await withStore(factory, clock, async (store) => {
+        const action = refundAction();
+        // Unverified: granted by one answer, no approvers recorded (the 0.7 path).
+        const plain = await request(store, clock, action);
+        const approval = await store.grantApproval(plain, 'cli:local');
+        expect(approval).toEqual({
+          approvalId: plain,
+          actionHash: action.actionHash,
+          approver: 'cli:local',
+          grantedAt: storedTime(clock()),
+          expiresAt: approval.expiresAt,
+        });
+        expect((await store.getApproval(plain))!.approvers, 'none recorded').toBe(undefined);
+        // Verified: granted by one answer, the approver recorded.
+        const verified = await request(store, clock, action);
+        expect((await store.grantApproval(verified, 'ana', ANA)).approvers).toEqual([{ ...ANA, grantedAt: storedTime(clock()) }]);
+        // Required roles are pinned and read back in order.
+        const roles = [
+          { control: 'refund-limit', role: 'finance' },
+          { control: 'pii', role: 'privacy officer' },
+        ];
+        const pinned = await request(store, clock, action, 15 * MINUTE, { requiredRoles: roles });
+        expect((await store.getApproval(pinned))!.request.requiredRoles).toEqual(roles);
+        for (const bad of [{ requiredRoles: [{ control: '', role: 'x' }] }, { requiredRoles: 'finance' as unknown as [] }])
+          await refused(request(store, clock, action, 15 * MINUTE, bad), InvalidArgument, INVALID, `malformed roles ${JSON.stringify(bad)}`);
+        for (const bad of [{ agent: '' }, { entitled: 'x' }, { user: 7 }])
+          await refused(
+            store.grantApproval(pinned, 'ana', { ...ANA, ...bad } as unknown as typeof ANA),
+            InvalidArgument,
+            INVALID,
+            `a malformed verified approver ${JSON.stringify(bad)}`,
+          );
+        expect(await status(store, pinned), 'nothing written by a malformed answer').toBe('pending');
+      });
+    },
+  },
+
+  'precondition-fingerprint': {
+    suite: 'approval',
+    test: 'test_T253_a_moved_fingerprint_refuses_by_its_own_reason',
+    async run(factory) {
+      const clock = manualClock();
+      await withStore(factory, clock, async (store) => {
+        const action = refundAction();
+        const then = `sha256:${'cd'.repeat(32)}`;
+        const now = `sha256:${'ef'.repeat(32)}`;
+        const id = await request(store, clock, action, 15 * MINUTE, { preconditionFingerprint: then });
+        await store.grantApproval(id, 'alice');
+        // Changed, missing on the pass's side, a recheck that never ran: refused, left granted.
+        await refused(store.consumeApproval(id, action.actionHash, now), ApprovalMismatch, mismatch('precondition_changed'), 'a moved fingerprint');
+        await refused(store.consumeApproval(id, action.actionHash, null), ApprovalMismatch, mismatch('precondition_missing'), 'no provider on the pass');
+        await refused(store.consumeApproval(id, action.actionHash), ApprovalMismatch, mismatch('precondition_missing'), 'no recheck ran');
+        const key = freshKey();
+        await refused(
+          store.consumeApprovalAndReserve(id, action.actionHash, key, action.actionId, LEASE, undefined, now),
+          ApprovalMismatch,
+          mismatch('precondition_changed'),
+          'a moved fingerprint with a key',
+        );
+        if (store.reserveForExecution)
+          await refused(
+            store.reserveForExecution({ key, actionId: action.actionId, leaseMs: LEASE, approval: { id, actionHash: action.actionHash, precondition: now } }),
+            ApprovalMismatch,
+            mismatch('precondition_changed'),
+            'a moved fingerprint in one step',
+          );
+        expect(await status(store, id), 'left granted').toBe('granted');
+        expect(await store.getEffect(key), 'nothing reserved').toBeNull();
+        // The same world: consumed, with the reservation.
+        const [approval] = await store.consumeApprovalAndReserve(id, action.actionHash, key, action.actionId, LEASE, undefined, then);
+        expect(approval).toMatchObject({ approvalId: id, preconditionFingerprint: then });
+        expect(await status(store, id)).toBe('consumed');
+        // A fingerprint on the pass's side only is one side only.
+        const bare = await granted(store, clock, action);
+        await refused(store.consumeApproval(bare, action.actionHash, now), ApprovalMismatch, mismatch('precondition_missing'), 'no fingerprint pinned');
+        expect(await store.consumeApproval(bare, action.actionHash, null), 'none on either side').toMatchObject({ approvalId: bare });
+        await refused(store.consumeApproval(id, action.actionHash, 'sha256:short'), InvalidArgument, INVALID, 'a malformed recheck');
       });
     },
   },

@@ -9,7 +9,7 @@
 export const EFFECT_COLUMNS = 'effect_key, state, action_id, attempt, lease_expires_at, result_json, error, created_at, updated_at, resolved_by';
 /** `approvals`. */
 export const APPROVAL_COLUMNS =
-  'approval_id, action_hash, status, action_json, approver, created_at, granted_at, expires_at, consumed_at, policy_hash_at_approval, precondition_fingerprint, approvals_required';
+  'approval_id, action_hash, status, action_json, approver, created_at, granted_at, expires_at, consumed_at, policy_hash_at_approval, precondition_fingerprint, approvals_required, approvers, required_roles';
 /** `receipts`. */
 export const RECEIPT_COLUMNS = 'receipt_id, action_id, effect_key, result, json, ts, seq, prev_hash, hash';
 /** `delegations`. */

@@ -97,13 +97,20 @@ export interface DialectSql {
 
   /**
    * Params: approval_id, action_hash, action_json, created_at, expires_at, policy_hash_at_approval,
-   * approvals_required (an integer ≥ 1), precondition_fingerprint (or null). Status `pending`.
+   * approvals_required (an integer ≥ 1), precondition_fingerprint (or null), required_roles (its
+   * JSON text, or null). Status `pending`.
    */
   readonly insertApproval: string;
   /** Params: approval_id. Every approval column. */
   readonly selectApproval: string;
   /** Params: status, approver, granted_at, approval_id (only if still `pending`). */
   readonly answerApproval: string;
+  /**
+   * One counted answer (the original's `count_grant` write). Params: status, approver, granted_at,
+   * approvers (its §4.1 text, or null), approval_id, the approvers text read (or null). Only if
+   * still `pending` with the approvers read (a compare-and-set on both).
+   */
+  readonly countApproval: string;
   /** Params: approval_id, the status read (only if still that status). */
   readonly expireApproval: string;
   /** Params: consumed_at, approval_id (only if still `granted`). */

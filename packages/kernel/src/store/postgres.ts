@@ -201,9 +201,10 @@ function build(schema: string): SqlDialect {
       listEffects: `SELECT ${EFFECT_COLUMNS} FROM ${t('effects')} ORDER BY created_at, effect_key`,
       listEffectsInState: `SELECT ${EFFECT_COLUMNS} FROM ${t('effects')} WHERE state = $1 ORDER BY created_at, effect_key`,
 
-      insertApproval: `INSERT INTO ${t('approvals')}(approval_id, action_hash, status, action_json, created_at, expires_at, policy_hash_at_approval, approvals_required, precondition_fingerprint) VALUES ($1, $2, 'pending', $3, $4, $5, $6, $7, $8)`,
+      insertApproval: `INSERT INTO ${t('approvals')}(approval_id, action_hash, status, action_json, created_at, expires_at, policy_hash_at_approval, approvals_required, precondition_fingerprint, required_roles) VALUES ($1, $2, 'pending', $3, $4, $5, $6, $7, $8, $9)`,
       selectApproval: `SELECT ${APPROVAL_COLUMNS} FROM ${t('approvals')} WHERE approval_id = $1`,
       answerApproval: `UPDATE ${t('approvals')} SET status = $1, approver = $2, granted_at = $3 WHERE approval_id = $4 AND status = 'pending'`,
+      countApproval: `UPDATE ${t('approvals')} SET status = $1, approver = $2, granted_at = $3, approvers = $4 WHERE approval_id = $5 AND status = 'pending' AND approvers IS NOT DISTINCT FROM $6::text`,
       expireApproval: `UPDATE ${t('approvals')} SET status = 'expired' WHERE approval_id = $1 AND status = $2`,
       consumeApproval: `UPDATE ${t('approvals')} SET status = 'consumed', consumed_at = $1 WHERE approval_id = $2 AND status = 'granted'`,
       approvalsFor: `SELECT ${APPROVAL_COLUMNS} FROM ${t('approvals')} WHERE action_hash = $1 ORDER BY created_at, approval_id`,

@@ -20,6 +20,7 @@ import type {
   ReceiptRow,
 } from '../model.js';
 import { parseTime } from '../time.js';
+import { approversFromText, requiredRolesFromText } from './approvers-text.js';
 import type { SqlValue } from './driver.js';
 import type { DelegationRecord } from './state-store.js';
 
@@ -108,6 +109,10 @@ export interface ApprovalRow {
   /** Null on a store read before migration 0005 (never on one this build opens). */
   precondition_fingerprint?: string | null;
   approvals_required?: SqlValue;
+  /** The verified approvers (spec 05 §4.1 text), or null. */
+  approvers?: string | null;
+  /** The pinned `{control, role}` list (spec 05 §4.1 text), or null. */
+  required_roles?: string | null;
 }
 
 export interface EventRow {
@@ -269,6 +274,8 @@ function approvalsRequired(r: ApprovalRow): number {
 }
 
 export function approvalFromRow(r: ApprovalRow): ApprovalRecord {
+  const approvers = approversFromText(r.approval_id, r.approvers);
+  const roles = requiredRolesFromText(r.approval_id, r.required_roles);
   return {
     request: {
       requestId: r.approval_id,
@@ -279,11 +286,13 @@ export function approvalFromRow(r: ApprovalRow): ApprovalRecord {
       policyHash: r.policy_hash_at_approval ?? null,
       approvalsRequired: approvalsRequired(r),
       preconditionFingerprint: r.precondition_fingerprint ?? null,
+      ...(roles.length === 0 ? {} : { requiredRoles: roles }),
     },
     status: r.status as ApprovalStatus,
     approver: r.approver ?? null,
     grantedAt: r.granted_at ?? null,
     consumedAt: r.consumed_at ?? null,
+    ...(approvers.length === 0 ? {} : { approvers }),
   };
 }
 
@@ -294,6 +303,8 @@ export function grantedApproval(record: ApprovalRecord): Approval {
     approver: record.approver ?? '',
     grantedAt: record.grantedAt ?? '',
     expiresAt: record.request.expiresAt,
+    ...(record.approvers === undefined || record.approvers.length === 0 ? {} : { approvers: record.approvers }),
+    ...((record.request.preconditionFingerprint ?? null) === null ? {} : { preconditionFingerprint: record.request.preconditionFingerprint }),
   };
 }
 

@@ -26,6 +26,7 @@ import type {
   ReceiptRow,
   Reservation,
   StoredReceipt,
+  VerifiedAnswer,
 } from '../model.js';
 import { systemClock, type Clock } from '../time.js';
 import type { Dialect, SqlDriver, SqlValue } from './driver.js';
@@ -122,20 +123,20 @@ export class SqlStateStore implements StateStore {
     return reads.getApproval(this.#e, id);
   }
 
-  async grantApproval(id: string, approver: string): Promise<Approval> {
-    return writes.grantApproval(this.#e, id, approver);
+  async grantApproval(id: string, approver: string, verified?: VerifiedAnswer | null): Promise<Approval> {
+    return writes.grantApproval(this.#e, id, approver, verified);
   }
 
-  async denyApproval(id: string, approver: string): Promise<ApprovalRecord> {
-    return writes.denyApproval(this.#e, id, approver);
+  async denyApproval(id: string, approver: string, verified?: VerifiedAnswer | null): Promise<ApprovalRecord> {
+    return writes.denyApproval(this.#e, id, approver, verified);
   }
 
   async editApproval(edit: ApprovalEditWrite, events?: TrailingEvents<ApprovalEditResult>): Promise<ApprovalEditResult> {
     return writes.editApproval(this.#e, edit, events);
   }
 
-  async consumeApproval(id: string, actionHash: string): Promise<Approval> {
-    return writes.consumeApproval(this.#e, id, actionHash);
+  async consumeApproval(id: string, actionHash: string, precondition?: string | null): Promise<Approval> {
+    return writes.consumeApproval(this.#e, id, actionHash, precondition);
   }
 
   async approvalsFor(actionHash: string): Promise<ApprovalRecord[]> {
@@ -168,8 +169,9 @@ export class SqlStateStore implements StateStore {
     actionId: string,
     leaseMs: number,
     events?: TrailingEvents<[Approval, Reservation]>,
+    precondition?: string | null,
   ): Promise<[Approval, Reservation]> {
-    return writes.consumeApprovalAndReserve(this.#e, id, actionHash, key, actionId, leaseMs, events);
+    return writes.consumeApprovalAndReserve(this.#e, id, actionHash, key, actionId, leaseMs, events, precondition);
   }
 
   reserveForExecution(step: ReservationStep, events?: TrailingEvents<[Approval | null, Reservation]>): Promise<[Approval | null, Reservation]> {

@@ -128,9 +128,11 @@ export const sqliteDialect: SqlDialect = Object.freeze({
 
     // approvals_required is always written (1 unless pinned higher), as the original writes it (spec 05 §4.5).
     insertApproval:
-      "INSERT INTO approvals(approval_id, action_hash, status, action_json, created_at, expires_at, policy_hash_at_approval, approvals_required, precondition_fingerprint) VALUES (?, ?, 'pending', ?, ?, ?, ?, ?, ?)",
+      "INSERT INTO approvals(approval_id, action_hash, status, action_json, created_at, expires_at, policy_hash_at_approval, approvals_required, precondition_fingerprint, required_roles) VALUES (?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?)",
     selectApproval: `SELECT ${APPROVAL_COLUMNS} FROM approvals WHERE approval_id = ?`,
     answerApproval: "UPDATE approvals SET status = ?, approver = ?, granted_at = ? WHERE approval_id = ? AND status = 'pending'",
+    countApproval:
+      "UPDATE approvals SET status = ?, approver = ?, granted_at = ?, approvers = ? WHERE approval_id = ? AND status = 'pending' AND approvers IS ?",
     expireApproval: "UPDATE approvals SET status = 'expired' WHERE approval_id = ? AND status = ?",
     consumeApproval: "UPDATE approvals SET status = 'consumed', consumed_at = ? WHERE approval_id = ? AND status = 'granted'",
     approvalsFor: `SELECT ${APPROVAL_COLUMNS} FROM approvals WHERE action_hash = ? ORDER BY created_at, rowid`,

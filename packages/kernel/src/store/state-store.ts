@@ -18,6 +18,7 @@ import type {
   EventDraft,
   EventRecord,
   EventType,
+  VerifiedAnswer,
   ReceiptDraft,
   ReceiptRow,
   Reservation,
@@ -83,7 +84,12 @@ export interface ReservationStep {
   readonly actionId: string;
   readonly leaseMs: number;
   /** An approval to consume in the same transaction (checked first; its refusal wins), or null. */
-  readonly approval: { readonly id: string; readonly actionHash: string } | null;
+  readonly approval: {
+    readonly id: string;
+    readonly actionHash: string;
+    /** The fingerprint the presenting pass's precondition recheck computed (null: no provider); see `checkConsumable`. */
+    readonly precondition?: string | null;
+  } | null;
 }
 
 /**
@@ -126,10 +132,15 @@ export interface StateStore {
   putApprovalRequest(request: ApprovalRequest): Promise<void>;
   /** The request and its status, or `null`. */
   getApproval(id: string): Promise<ApprovalRecord | null>;
-  /** Grants a pending request (see `checkAnswerable`); an expired one is written `expired`. */
-  grantApproval(id: string, approver: string): Promise<Approval>;
-  /** Denies a pending request (see `checkAnswerable`). */
-  denyApproval(id: string, approver: string): Promise<ApprovalRecord>;
+  /**
+   * Counts one yes on a pending request (see `countGrant`): `verified` is the approver a resolving
+   * surface verified, or null. Granted when the request's `approvalsRequired` is reached; otherwise
+   * the approvers are recorded and it raises `ApprovalMismatch('pending')` saying how many said yes
+   * so far. An expired request is written `expired`.
+   */
+  grantApproval(id: string, approver: string, verified?: VerifiedAnswer | null): Promise<Approval>;
+  /** Denies a pending request (see `checkAnswerable`); a verified approver is appended to its approvers. */
+  denyApproval(id: string, approver: string, verified?: VerifiedAnswer | null): Promise<ApprovalRecord>;
   /**
    * Optional: an edit-then-approve in one transaction (see {@link ApprovalEditWrite}): the
    * original checked as a grant checks it (`checkAnswerable`; an expired one is written
@@ -138,8 +149,11 @@ export interface StateStore {
    * same transaction (see {@link TrailingEvents}). A store without it cannot take edits.
    */
   editApproval?(edit: ApprovalEditWrite, events?: TrailingEvents<ApprovalEditResult>): Promise<ApprovalEditResult>;
-  /** Consumes a granted approval for `actionHash` (see `checkConsumable`); single use. */
-  consumeApproval(id: string, actionHash: string): Promise<Approval>;
+  /**
+   * Consumes a granted approval for `actionHash` (see `checkConsumable`); single use. `precondition`:
+   * the fingerprint the presenting pass's recheck computed (null: no provider), undefined when none ran.
+   */
+  consumeApproval(id: string, actionHash: string, precondition?: string | null): Promise<Approval>;
   /** Every request bound to `actionHash`, oldest first. */
   approvalsFor(actionHash: string): Promise<ApprovalRecord[]>;
   /** The newest granted, unexpired approval for `actionHash`, or `null`. */
@@ -165,6 +179,7 @@ export interface StateStore {
     actionId: string,
     leaseMs: number,
     events?: TrailingEvents<[Approval, Reservation]>,
+    precondition?: string | null,
   ): Promise<[Approval, Reservation]>;
   /**
    * Optional: the whole reservation step in one transaction — the approval consumed as

@@ -6,7 +6,7 @@
  * @module
  */
 import { actionFromJson, actionToJson, type Action } from '../action.js';
-import { checkAnswerable, checkConsumable, checkGrantable } from '../approvals.js';
+import { approvalProgress, checkAnswerable, checkConsumable, checkGrantable } from '../approvals.js';
 import { isPlainObject, parseJson, type JsonObject } from '../canonical.js';
 import {
   checkActor,
@@ -33,10 +33,14 @@ import type {
   EventDraft,
   EventRecord,
   ReceiptDraft,
+  RequiredRole,
   Reservation,
   StoredReceipt,
+  VerifiedAnswer,
+  VerifiedApprover,
 } from '../model.js';
 import { parseTime, storedTime } from '../time.js';
+import { approversText, requiredRolesText } from './approvers-text.js';
 import type { SqlExecutor, SqlValue } from './driver.js';
 import type { ApprovalEditResult, ApprovalEditWrite, DelegationRecord, ReservationStep, TakenContinuation, TrailingEvents } from './state-store.js';
 import { RaiseAfterCommit, type WriteRun, checkTrailing, ReceiptAlreadyStored, ReceiptPartFailed, SqlEngine } from './engine.js';
@@ -295,11 +299,22 @@ export async function putApprovalRequest(e: SqlEngine, request: ApprovalRequest)
   const fingerprint = request.preconditionFingerprint ?? null;
   if (fingerprint !== null && (typeof fingerprint !== 'string' || !/^sha256:[0-9a-f]{64}$/.test(fingerprint)))
     throw new InvalidArgument('request.preconditionFingerprint must be null or sha256: and 64 lowercase hex digits');
+  const roles = checkRequiredRoles(request.requiredRoles);
   const actionJson = actionToJson(action);
   const { sql } = e.sql;
   await e.write('putApprovalRequest', async (tx) => {
     try {
-      await e.query(tx, sql.insertApproval, [id, hash, actionJson, request.createdAt, request.expiresAt, policyHash, required, fingerprint]);
+      await e.query(tx, sql.insertApproval, [
+        id,
+        hash,
+        actionJson,
+        request.createdAt,
+        request.expiresAt,
+        policyHash,
+        required,
+        fingerprint,
+        requiredRolesText(roles),
+      ]);
     } catch (err) {
       if (e.sql.isUniqueViolation(err)) throw new InvalidArgument(`approval request ${id} already exists`);
       throw err;
@@ -307,25 +322,48 @@ export async function putApprovalRequest(e: SqlEngine, request: ApprovalRequest)
   });
 }
 
-export async function grantApproval(e: SqlEngine, id: string, approver: string): Promise<Approval> {
+/** A compare-and-set that missed because another answer moved the row first: read again and recount. */
+const RECOUNT = Symbol('recount');
+/** The original retries its grant's compare-and-set this many times before `answered` (spec 05 §4.3). */
+const COUNT_TRIES = 8;
+
+/**
+ * One yes (the original's `count_grant`, spec 05 §4.3): reached, the request is `granted` with
+ * the verified approver appended; not reached, only the approvers are written and the call
+ * raises `ApprovalMismatch('pending')` saying how many said yes so far ("1 of 2 approvals: ana").
+ * The write is a compare-and-set on status and the approvers text read, retried on a miss.
+ */
+export async function grantApproval(e: SqlEngine, id: string, approver: string, verified: VerifiedAnswer | null = null): Promise<Approval> {
   const i = nonEmpty(id, 'approval_id');
   const who = checkActor(approver, 'approver');
-  return e.write('grantApproval', async (tx, now) => {
-    const record = await e.approval(tx, i);
-    const plan = checkGrantable(record, i, now);
-    if (plan.kind === 'expire') {
-      await expire(e, tx, record!);
-      return new RaiseAfterCommit(plan.error);
-    }
-    const grantedAt = storedTime(now);
-    await answer(e, tx, i, 'granted', who, grantedAt);
-    return grantedApproval({ ...plan.record, status: 'granted', approver: who, grantedAt });
-  });
+  const answer = checkVerified(verified);
+  for (let tries = 1; ; tries++) {
+    const out = await e.write('grantApproval', async (tx, now) => {
+      const record = await e.approval(tx, i);
+      const grantedAt = storedTime(now);
+      const plan = checkGrantable(record, i, now, answer, grantedAt);
+      if (plan.kind === 'expire') {
+        await expire(e, tx, record!);
+        return new RaiseAfterCommit(plan.error);
+      }
+      const { count } = plan;
+      const status = count.reached ? 'granted' : 'pending';
+      if (!(await counted(e, tx, plan.record, status, count.reached ? who : null, count.reached ? grantedAt : null, count.approvers))) return RECOUNT;
+      const after: ApprovalRecord = { ...plan.record, approvers: count.approvers };
+      if (count.reached) return grantedApproval({ ...after, status: 'granted', approver: who, grantedAt });
+      return new RaiseAfterCommit(
+        new ApprovalMismatch('pending', { approvalId: i, message: `approval ${i} is still pending: the yes is recorded, ${approvalProgress(after)}` }),
+      );
+    });
+    if (out !== RECOUNT) return out;
+    if (tries >= COUNT_TRIES) throw answeredFirst(i);
+  }
 }
 
-export async function denyApproval(e: SqlEngine, id: string, approver: string): Promise<ApprovalRecord> {
+export async function denyApproval(e: SqlEngine, id: string, approver: string, verified: VerifiedAnswer | null = null): Promise<ApprovalRecord> {
   const i = nonEmpty(id, 'approval_id');
   const who = checkActor(approver, 'approver');
+  const answer = checkVerified(verified);
   return e.write('denyApproval', async (tx, now) => {
     const record = await e.approval(tx, i);
     const plan = checkAnswerable(record, i, now);
@@ -333,8 +371,56 @@ export async function denyApproval(e: SqlEngine, id: string, approver: string): 
       await expire(e, tx, record!);
       return new RaiseAfterCommit(plan.error);
     }
-    await answer(e, tx, i, 'denied', who, null);
-    return { ...plan.record, status: 'denied', approver: who } satisfies ApprovalRecord;
+    if (answer === null) {
+      await answerRequest(e, tx, i, 'denied', who, null);
+      return { ...plan.record, status: 'denied', approver: who } satisfies ApprovalRecord;
+    }
+    // A verified denial is recorded with the approvers (the original appends it).
+    const approvers = [...(plan.record.approvers ?? []), { ...answer, entitled: [...answer.entitled], grantedAt: storedTime(now) }];
+    if (!(await counted(e, tx, plan.record, 'denied', who, null, approvers))) throw answeredFirst(i);
+    return { ...plan.record, status: 'denied', approver: who, approvers } satisfies ApprovalRecord;
+  });
+}
+
+function answeredFirst(id: string): ApprovalMismatch {
+  return new ApprovalMismatch('answered', { approvalId: id, message: `approval ${id} refused (answered): it was answered by another caller first` });
+}
+
+/** The counted answer's write: false when the row moved since it was read (status or approvers). */
+async function counted(
+  e: SqlEngine,
+  tx: SqlExecutor,
+  read: ApprovalRecord,
+  status: 'granted' | 'denied' | 'pending',
+  approver: string | null,
+  grantedAt: string | null,
+  approvers: readonly VerifiedApprover[],
+): Promise<boolean> {
+  const id = read.request.requestId;
+  const params = [status, approver === null ? null : storedText(approver), grantedAt, approversText(approvers), id, approversText(read.approvers ?? [])];
+  const { rowsAffected } = await e.query(tx, e.sql.sql.countApproval, params);
+  return rowsAffected === 1;
+}
+
+/** A verified answer as a store takes it: `{agent, user, issuer, entitled}`, checked; null for none. */
+function checkVerified(v: VerifiedAnswer | null | undefined): VerifiedAnswer | null {
+  if (v === null || v === undefined) return null;
+  if (!isPlainObject(v)) throw new InvalidArgument('verified approver must be an object {agent, user, issuer, entitled}');
+  const agent = nonEmpty(v.agent, 'verified.agent');
+  const user = v.user === null || v.user === undefined ? null : nonEmpty(v.user, 'verified.user');
+  const issuer = v.issuer === null || v.issuer === undefined ? null : nonEmpty(v.issuer, 'verified.issuer');
+  if (!Array.isArray(v.entitled) || !v.entitled.every((c) => typeof c === 'string' && c !== ''))
+    throw new InvalidArgument('verified.entitled must be a list of control ids');
+  return { agent, user, issuer, entitled: [...v.entitled] };
+}
+
+function checkRequiredRoles(roles: unknown): RequiredRole[] {
+  if (roles === undefined || roles === null) return [];
+  if (!Array.isArray(roles)) throw new InvalidArgument('request.requiredRoles must be a list of {control, role}');
+  return roles.map((r, i) => {
+    if (!isPlainObject(r) || typeof r['control'] !== 'string' || r['control'] === '' || typeof r['role'] !== 'string' || r['role'] === '')
+      throw new InvalidArgument(`request.requiredRoles[${i}] must be {control, role} with non-empty strings`);
+    return { control: r['control'], role: r['role'] };
   });
 }
 
@@ -376,18 +462,18 @@ export async function editApproval(e: SqlEngine, edit: ApprovalEditWrite, events
           () => new ApprovalMismatch('answered', { approvalId: i, message: `approval ${i} refused (answered): it was answered by another caller first` }),
         ),
     };
-    await answer(e, tx, i, 'denied', who, null);
+    await answerRequest(e, tx, i, 'denied', who, null);
     const at = storedTime(now);
     const expiresAt = plan.record.request.expiresAt;
     let inserted: number;
     try {
-      ({ rowsAffected: inserted } = await e.query(tx, sql.insertApproval, [n, action.actionHash, actionJson, at, expiresAt, policyHash, 1, null]));
+      ({ rowsAffected: inserted } = await e.query(tx, sql.insertApproval, [n, action.actionHash, actionJson, at, expiresAt, policyHash, 1, null, null]));
     } catch (err) {
       if (!e.sql.isUniqueViolation(err)) throw err;
       inserted = 0;
     }
     if (inserted !== 1) throw new InvalidArgument(`approval request ${n} already exists`);
-    await answer(e, tx, n, 'granted', who, at);
+    await answerRequest(e, tx, n, 'granted', who, at);
     const granted: ApprovalRecord = {
       request: { requestId: n, actionHash: action.actionHash, action, createdAt: at, expiresAt, policyHash },
       status: 'granted',
@@ -399,18 +485,33 @@ export async function editApproval(e: SqlEngine, edit: ApprovalEditWrite, events
   });
 }
 
-async function answer(e: SqlEngine, tx: SqlExecutor, id: string, status: 'granted' | 'denied', approver: string, grantedAt: string | null): Promise<void> {
+async function answerRequest(
+  e: SqlEngine,
+  tx: SqlExecutor,
+  id: string,
+  status: 'granted' | 'denied',
+  approver: string,
+  grantedAt: string | null,
+): Promise<void> {
   const { rowsAffected } = await e.query(tx, e.sql.sql.answerApproval, [status, storedText(approver), grantedAt, id]);
-  if (rowsAffected !== 1)
-    throw new ApprovalMismatch('answered', { approvalId: id, message: `approval ${id} refused (answered): it was answered by another caller first` });
+  if (rowsAffected !== 1) throw answeredFirst(id);
 }
 
-export async function consumeApproval(e: SqlEngine, id: string, actionHash: string): Promise<Approval> {
+/** `precondition`: the fingerprint the presenting pass computed (null: no provider), or undefined when none ran (see `checkConsumable`). */
+function checkRecheck(precondition: unknown): string | null | undefined {
+  if (precondition === undefined || precondition === null) return precondition;
+  if (typeof precondition !== 'string' || !/^sha256:[0-9a-f]{64}$/.test(precondition))
+    throw new InvalidArgument('precondition must be null or sha256: and 64 lowercase hex digits');
+  return precondition;
+}
+
+export async function consumeApproval(e: SqlEngine, id: string, actionHash: string, precondition?: string | null): Promise<Approval> {
   const i = nonEmpty(id, 'approval_id');
   const hash = nonEmpty(actionHash, 'action_hash');
+  const recheck = checkRecheck(precondition);
   return e.write('consumeApproval', async (tx, now) => {
     const record = await e.approval(tx, i);
-    const plan = checkConsumable(record, i, hash, now);
+    const plan = checkConsumable(record, i, hash, now, recheck);
     if (plan.kind === 'expire') {
       await expire(e, tx, record!);
       return new RaiseAfterCommit(plan.error);
@@ -433,14 +534,16 @@ export async function consumeApprovalAndReserve(
   actionId: string,
   leaseMs: number,
   events?: TrailingEvents<[Approval, Reservation]>,
+  precondition?: string | null,
 ): Promise<[Approval, Reservation]> {
   const i = nonEmpty(id, 'approval_id');
   const hash = nonEmpty(actionHash, 'action_hash');
   const k = nonEmpty(key, 'effect_key');
+  const recheck = checkRecheck(precondition);
   return e.writeTrailed('consumeApprovalAndReserve', events, async (tx, now, run) => {
     // The approval first: its refusal wins, and nothing of the reservation is written.
     const record = await e.approval(tx, i);
-    const plan = checkConsumable(record, i, hash, now);
+    const plan = checkConsumable(record, i, hash, now, recheck);
     if (plan.kind === 'expire') {
       await expire(e, tx, record!);
       return new RaiseAfterCommit(plan.error);
@@ -464,7 +567,11 @@ export async function reserveForExecution(
   const approval =
     step.approval === null || step.approval === undefined
       ? null
-      : { id: nonEmpty(step.approval.id, 'approval_id'), hash: nonEmpty(step.approval.actionHash, 'action_hash') };
+      : {
+          id: nonEmpty(step.approval.id, 'approval_id'),
+          hash: nonEmpty(step.approval.actionHash, 'action_hash'),
+          recheck: checkRecheck(step.approval.precondition),
+        };
   return e.writeTrailed(
     'reserveForExecution',
     events,
@@ -473,7 +580,7 @@ export async function reserveForExecution(
       if (approval !== null) {
         // The approval first: its refusal wins, and nothing of the reservation is written.
         const record = await e.approval(tx, approval.id);
-        const plan = checkConsumable(record, approval.id, approval.hash, now);
+        const plan = checkConsumable(record, approval.id, approval.hash, now, approval.recheck);
         if (plan.kind === 'expire') {
           await expire(e, tx, record!);
           return new RaiseAfterCommit(plan.error);
