@@ -11,16 +11,15 @@ import { cors } from 'hono/cors';
 import {
   ApprovalMismatch,
   ApprovalRequired,
-  createAction,
   createPrincipal,
   describeError,
   IdentityError,
+  intake,
+  IntakeRefusal,
   InvalidArgument,
   NotExecuted,
   parseJson,
   PendingApprovalLimit,
-  resolveEffectTemplate,
-  resolveResourceTemplate,
   resultToJson,
   verifyChain,
   viewTime,
@@ -38,7 +37,6 @@ import {
 import { Mutex } from '@ctrlrun/kernel/store';
 import type { TryIt } from '@ctrlrun/kernel/try-it';
 import type { AgentIdentity, Authenticator, Identity, OperatorIdentity } from './auth.js';
-import { scopedCallerKey, templateCollision } from './caller-keys.js';
 import { checkExecutors, executorFor, type Executors } from './executors.js';
 import { DEFAULT_BODY_LIMIT, errorResponse, HttpError, jsonResponse, readJsonBody, responseForError } from './http.js';
 import { mountInbox } from './inbox.js';
@@ -131,9 +129,6 @@ function parseActionRequest(body: JsonValue): ActionRequest {
   if (typeof name !== 'string' || name === '') throw badRequest('name must be a non-empty string (the action name the policy matches)', '$.name');
   const args = body['arguments'] ?? {};
   if (!isObject(args)) throw badRequest('arguments must be a JSON object', '$.arguments');
-  // As protect refuses it: the policy derives data_scope, so an agent may not supply one.
-  if (Object.prototype.hasOwnProperty.call(args, 'data_scope'))
-    throw badRequest('an argument may not be named data_scope: it is derived by the policy', '$.arguments.data_scope');
   const effectKey = optionalString(body, 'effectKey');
   return {
     name,
@@ -360,64 +355,14 @@ export function createApp(options: AppOptions): App {
   app.post('/v1/actions', agent, async (c) => {
     const request = parseActionRequest(await readJsonBody(c.req.raw, limit));
     const identity = c.get('identity') as AgentIdentity;
-    const entry = control.policy.action(request.name);
-    let resource: string | null = null;
-    if (!entry?.resource && request.resource !== undefined && request.resource !== null) {
-      // Nothing in the policy derives this action's resource, so a claimed one would be the
-      // agent's word where a grant's `resources:` is checked: refused, never trusted.
-      throw badRequest(`${request.name} has no resource: template in the policy, so the caller may not claim a resource for it (send none)`, '$.resource');
-    }
-    if (entry?.resource) {
-      let resolved: string;
-      try {
-        resolved = resolveResourceTemplate(entry.resource, request.arguments);
-      } catch (err) {
-        if (err instanceof InvalidArgument) throw badRequest(`the policy's resource template ${entry.resource}: ${err.message}`, '$.arguments');
-        throw err;
-      }
-      if (request.resource !== undefined && request.resource !== resolved) {
-        throw badRequest(`resource ${JSON.stringify(request.resource)} is not the policy's ${JSON.stringify(resolved)} for these arguments`, '$.resource');
-      }
-      resource = resolved;
-    }
     let action: Action;
+    let exec: ExecuteOptions;
     try {
-      action = createAction(
-        { name: request.name, arguments: request.arguments, principal: identity.principal, resource, environment: control.environment },
-        { ids: control.ids },
-      );
+      ({ action, options: exec } = await intake(control, { ...request, principal: identity.principal, authenticated: true }));
     } catch (err) {
-      if (err instanceof InvalidArgument) throw badRequest(err.message, '$.arguments');
-      throw err;
-    }
-
-    const exec: ExecuteOptions = { approvalId: request.approvalId };
-    if (entry?.effect) {
-      // The policy names the effect: an agent may not choose another key and run twice.
-      if (request.effectKey !== undefined) {
-        let resolved: string | null = null;
-        try {
-          resolved = resolveEffectTemplate(entry.effect, action.canonicalArguments, action.resource);
-        } catch {
-          // Unresolvable: the control path refuses and records it (EffectKeyError).
-        }
-        if (resolved !== null && resolved !== request.effectKey) {
-          throw badRequest(`effectKey ${JSON.stringify(request.effectKey)} is not the policy's ${JSON.stringify(resolved)} for these arguments`, '$.effectKey');
-        }
-      }
-    } else if (request.effectKey !== undefined) {
-      // The caller's key deduplicates within this action only (see caller-keys.ts).
-      const stored = scopedCallerKey(action.name, request.effectKey);
-      const taken = templateCollision(control.policy, stored);
-      if (taken !== null) {
-        throw badRequest(
-          `effectKey ${JSON.stringify(request.effectKey)} would be stored as ${JSON.stringify(stored)}, which the effect template ${JSON.stringify(taken.template)} of ${taken.action} can also produce: choose another key`,
-          '$.effectKey',
-        );
-      }
-      exec.effectKey = stored;
-    } else {
-      exec.effectKey = null;
+      if (!(err instanceof IntakeRefusal)) throw err;
+      const template = err.reason === 'resource_template' ? control.policy.action(request.name)?.resource : undefined;
+      throw badRequest(template ? `the policy's resource template ${template}: ${err.message}` : err.message, `$.${err.field}`);
     }
 
     const slot = await pendingLimit.acquire(action, request.approvalId);

@@ -99,6 +99,8 @@ export {
 } from './control.js';
 export { protect, type ProtectOptions, type CallOptions, type Protected } from './protect.js';
 export { answerCommands, type WaitingFor } from './protect.js';
+export { intake, IntakeRefusal, type Intake, type IntakeReason, type SurfaceCall } from './intake.js';
+export { CALLER_KEY_PREFIX, scopedCallerKey, templateCollision } from './caller-keys.js';
 export { type AmbientCall, type AmbientCallProvider, ambientCall, setAmbientCallContext } from './ambient.js';
 export { toolRefusal, type ToolRefusal } from './tool-refusal.js';
 export { editedToolResult, isEditedToolResult, unusedEditFor, type EditedToolResult } from './tool-edit.js';

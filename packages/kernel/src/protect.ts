@@ -5,13 +5,14 @@
  *
  * @module
  */
-import { createAction, type Action, type Principal } from './action.js';
+import type { Action, Principal } from './action.js';
 import { isPlainObject, type JsonObject } from './canonical.js';
-import type { Control, ExecuteOptions, ReconcileHook } from './control.js';
+import type { Control, ReconcileHook } from './control.js';
 import { LocalApprovalProvider, type ApprovalProvider } from './approval-providers.js';
 import { ActionDenied, AmbiguousEffect, ApprovalRequired, DuplicateEffect, IdentityError, InvalidArgument, NotExecuted } from './errors.js';
 import { ambientCall } from './ambient.js';
-import { parseTemplate, refuseDerivedArguments, resolveResourceTemplate } from './policy/index.js';
+import { intake, type Intake } from './intake.js';
+import { parseTemplate, refuseDerivedArguments } from './policy/index.js';
 import { checkDuration } from './time.js';
 
 /** Per-call extras: who is acting and which approval is presented (no ambient state needed). */
@@ -107,19 +108,6 @@ export type Protected<A extends object, R> = ((args: A, call?: CallOptions) => P
   readonly needsApproval: (args: A, call?: CallOptions) => Promise<boolean>;
 };
 
-/**
- * A copy of plain object `value` without its `undefined` members, at any depth through plain
- * objects (own keys kept as own keys, `__proto__` included). Arrays are left as they are: an
- * `undefined` element is refused by the canonical form, naming its path.
- */
-function withoutUndefined(value: Record<string, unknown>): Record<string, unknown> {
-  return Object.fromEntries(
-    Object.entries(value)
-      .filter(([, v]) => v !== undefined)
-      .map(([k, v]) => [k, isPlainObject(v) ? withoutUndefined(v as Record<string, unknown>) : v]),
-  );
-}
-
 /** Tells `onWaiting`, else the Control's logger, what a call is about to wait for. */
 function announceWait(control: Control, onWaiting: ((waiting: WaitingFor) => void) | undefined, waiting: WaitingFor): void {
   if (onWaiting === undefined) {
@@ -169,39 +157,33 @@ export function protect<A extends object = JsonObject, R = unknown>(fn: (args: A
   if (wait?.onWaiting !== undefined && typeof wait.onWaiting !== 'function') throw new InvalidArgument('wait.onWaiting must be a function');
 
   const entry = control.policy.action(name);
-  const effect = options.effect ?? entry?.effect ?? null;
-  const resourceTemplate = options.resource ?? entry?.resource ?? null;
   let warned = false;
 
-  const build = async (args: A, call: CallOptions): Promise<Action> => {
-    // Who is acting comes first: no principal is refused before anything else, with no evidence.
-    // What the call leaves out, the ambient context (withContext / withApproval on Node) may supply.
+  // The one intake builds the action and its options; what the call leaves out, the ambient
+  // context (withContext / withApproval on Node) may supply.
+  const build = (args: A, call: CallOptions): Promise<Intake> => {
     const ambient = call.principal === undefined || call.approvalId === undefined ? ambientCall() : undefined;
-    const principal = await control.resolvePrincipal(name, {
+    return intake(control, {
+      name,
+      arguments: args,
       principal: call.principal ?? ambient?.principal ?? null,
       ...(call.headers ? { headers: call.headers } : {}),
+      defaults,
+      ...(options.resource !== undefined ? { resourceTemplate: options.resource } : {}),
+      ...(options.effect !== undefined ? { effectTemplate: options.effect } : {}),
+      approvalId: call.approvalId !== undefined ? call.approvalId : (ambient?.approvalId ?? null),
     });
-    if (!isPlainObject(args)) throw new InvalidArgument(`${name} takes one plain-object argument`);
-    // An optional field left undefined is absent (the default, if any, applies), at any depth.
-    const given = withoutUndefined(args as Record<string, unknown>);
-    refuseDerivedArguments(given);
-    const bound = { ...defaults, ...given };
-    const resource = resourceTemplate === null ? null : resolveResourceTemplate(resourceTemplate, bound);
-    return createAction({ name, arguments: bound, principal, resource, environment: control.environment }, { ids: control.ids });
   };
 
   const protectedFn = async (args: A, call: CallOptions = {}): Promise<R> => {
-    const action = await build(args, call);
+    const { action, options: exec } = await build(args, call);
     if (!warned && options.effect !== undefined && entry?.effect && entry.effect !== options.effect) {
       warned = true;
       control.logger.warn(`[ctrlrun] ${name}: protect's effect template ${options.effect} overrides the policy's ${entry.effect}`);
     }
-    // What the call leaves out, the ambient context (withApproval on Node) may supply.
-    const exec: ExecuteOptions = { effectTemplate: effect, approvalId: call.approvalId !== undefined ? call.approvalId : (ambientCall()?.approvalId ?? null) };
     if (options.lease !== undefined) exec.lease = options.lease;
     if (options.reconcile !== undefined) exec.reconcile = options.reconcile;
     if (options.reconcileEagerly !== undefined) exec.reconcileEagerly = options.reconcileEagerly;
-    if (effect === null) exec.effectKey = null;
     // fn gets the canonical arguments: the shape it declared, as the action was hashed.
     const run = (canonicalArgs: JsonObject) => fn(canonicalArgs as unknown as A);
     if (call.signal !== undefined && (typeof call.signal !== 'object' || call.signal === null || typeof call.signal.throwIfAborted !== 'function')) {
@@ -224,19 +206,19 @@ export function protect<A extends object = JsonObject, R = unknown>(fn: (args: A
   };
   const needsApproval = async (args: A, call: CallOptions = {}): Promise<boolean> => {
     if (control.observing) return false; // observe mode never interrupts
-    let action: Action;
+    let built: Intake;
     try {
-      action = await build(args, call);
+      built = await build(args, { ...call, approvalId: null });
     } catch (err) {
       if (err instanceof InvalidArgument || err instanceof ActionDenied || err instanceof IdentityError) return false;
       throw err;
     }
+    const { action, options: ask } = built;
     if ((await control.evaluate(action)).decision !== 'approve') return false;
     try {
       // The control path files the request (or names the open one) and never reaches the executor.
       // With the call's effect key: an effect already committed (or ambiguous) is refused before a
       // request is filed, so nobody is asked about what already happened.
-      const ask: ExecuteOptions = effect === null ? { effectKey: null } : { effectTemplate: effect };
       if (options.lease !== undefined) ask.lease = options.lease;
       if (options.reconcile !== undefined) ask.reconcile = options.reconcile;
       await control.execute(action, askOnly, ask);
@@ -249,5 +231,5 @@ export function protect<A extends object = JsonObject, R = unknown>(fn: (args: A
     }
     return false;
   };
-  return Object.assign(protectedFn, { action: (args: A, call: CallOptions = {}) => build(args, call), needsApproval });
+  return Object.assign(protectedFn, { action: async (args: A, call: CallOptions = {}) => (await build(args, call)).action, needsApproval });
 }

@@ -30,18 +30,16 @@ import {
   ApprovalTimeout,
   AuthorityDenied,
   canonicalJson,
-  createAction,
   editedToolResult,
   DuplicateEffect,
   EffectKeyError,
   IdentityError,
+  intake,
   InvalidArgument,
   DEFAULT_MAX_PENDING_APPROVALS,
   LocalApprovalProvider,
   PendingApprovalLimit,
   NotExecuted,
-  refuseDerivedArguments,
-  resolveResourceTemplate,
   unusedEditFor,
   viewTime,
   type Action,
@@ -50,6 +48,7 @@ import {
   type Control,
   type EventSink,
   type ExecuteOptions,
+  type Intake,
   type JsonObject,
 } from '@ctrlrun/kernel';
 import { classifyError, classifyResult, UpstreamNotConnected, type Outcome } from './classify.js';
@@ -352,7 +351,7 @@ export class Gateway {
       );
     }
     const name = this.actionName(tool);
-    const action = await this.#action(name, args, extra.requestInfo?.headers);
+    const { action, options } = await this.#intake(name, args, extra.requestInfo?.headers);
     const approvalId = await this.#presentable(action);
     const slot = await this.#pendingLimit.acquire(action, approvalId);
     if ('refused' in slot) {
@@ -370,7 +369,7 @@ export class Gateway {
     }
     const release = () => slot.release();
     try {
-      return await this.#decide(action, approvalId, extra, release);
+      return await this.#decide(action, options, approvalId, extra, release);
     } finally {
       release();
       this.#receiptIds?.take(action.actionId);
@@ -379,12 +378,13 @@ export class Gateway {
 
   async #decide(
     action: Action,
+    options: ExecuteOptions,
     approvalId: string | null,
     extra: Pick<Extra, 'signal' | '_meta' | 'sendNotification'>,
     release: () => void = () => {},
   ): Promise<Result> {
     try {
-      return await this.#execute(action, approvalId, extra);
+      return await this.#execute(action, { ...options, approvalId }, extra);
     } catch (err) {
       // The request is written (or the call refused): the store counts it from here on.
       release();
@@ -416,23 +416,19 @@ export class Gateway {
         if (timer !== null) clearInterval(timer);
       }
       try {
-        return await this.#execute(action, err.requestId, extra);
+        return await this.#execute(action, { ...options, approvalId: err.requestId }, extra);
       } catch (again) {
         throw await this.#refusal(again, action, err.requestId);
       }
     }
   }
 
-  async #action(name: string, args: Record<string, unknown>, rawHeaders: Readonly<Record<string, string | string[] | undefined>> | undefined): Promise<Action> {
+  /** The kernel's one intake: the principal (from the request's headers), the action and its options, or the refusal. */
+  async #intake(name: string, args: Record<string, unknown>, rawHeaders: Readonly<Record<string, string | string[] | undefined>> | undefined): Promise<Intake> {
     const headers = Object.create(null) as Record<string, string>; // a header may be named __proto__
     for (const [k, v] of Object.entries(rawHeaders ?? {})) if (v !== undefined) headers[k] = Array.isArray(v) ? v.join(', ') : v;
     try {
-      const principal = await this.control.resolvePrincipal(name, { principal: this.#principal, headers });
-      // As protect and the worker refuse it: the policy derives data_scope, so an agent may not supply one.
-      refuseDerivedArguments(args);
-      const entry = this.control.policy.action(name);
-      const resource = entry?.resource ? resolveResourceTemplate(entry.resource, args) : null;
-      return createAction({ name, arguments: args, principal, resource, environment: this.control.environment }, { ids: this.control.ids });
+      return await intake(this.control, { name, arguments: args, principal: this.#principal, headers });
     } catch (err) {
       throw await this.#refusal(err, null, null);
     }
@@ -466,7 +462,7 @@ export class Gateway {
   }
 
   /** Runs the action once through Control; relays the upstream's answer with the receipt in `_meta`. */
-  async #execute(action: Action, approvalId: string | null, extra: Pick<Extra, 'signal' | '_meta' | 'sendNotification'>): Promise<Result> {
+  async #execute(action: Action, options: ExecuteOptions, extra: Pick<Extra, 'signal' | '_meta' | 'sendNotification'>): Promise<Result> {
     const tool = action.name.slice(`mcp.${this.alias}.`.length);
     const notExecutedOnError = this.control.policy.action(action.name)?.notExecutedOnError ?? false;
     let observed: Observed | null = null;
@@ -501,7 +497,6 @@ export class Gateway {
       if (outcome === 'ambiguous') throw marker;
       return result;
     };
-    const options: ExecuteOptions = { approvalId };
     try {
       const { value, receipt } = await this.control.executeWithReceipt(action, executor, options);
       // Run under a grant a human gave with edited arguments: the agent is told what ran.

@@ -5,7 +5,8 @@
  *
  * @module
  */
-import { createAction, type Action } from '../action.js';
+import type { Action } from '../action.js';
+import { intakeAction } from '../intake.js';
 import type { Authority } from '../authority/authority.js';
 import { orderedJson, parseJson, type JsonObject, type JsonValue } from '../canonical.js';
 import { Control, describeError } from '../control.js';
@@ -14,7 +15,7 @@ import { callbackSink, eventLine } from '../events.js';
 import { sequentialIds } from '../ids.js';
 import type { EffectRecord, EventRecord, StoredReceipt } from '../model.js';
 import type { Policy } from '../policy/policy.js';
-import { resourceFor } from './synthesize.js';
+import { needsCallerResource, VERIFY_RESOURCE } from './synthesize.js';
 import type { StateStore } from '../store/state-store.js';
 import type { Clock } from '../time.js';
 
@@ -89,9 +90,15 @@ export class Rig {
 
   /** Builds the action an application would build for `name` with `args`. */
   action(name: string, args: JsonObject, principal: VerifyPrincipal): Action {
+    // Through the one intake; where the effect key names {resource} and the policy derives none,
+    // the application's own resource, as an application's code would give one.
     const entry = this.#policy.action(name);
-    const resource = entry === null || entry === undefined ? null : resourceFor(entry, args);
-    return createAction({ name, arguments: args, principal, resource, environment: this.#environment }, { ids: this.control.ids });
+    const claimed = entry !== null && entry !== undefined && needsCallerResource(entry) ? VERIFY_RESOURCE : null;
+    return intakeAction(
+      { policy: this.#policy, environment: this.#environment, ids: this.control.ids },
+      { name, arguments: args, resource: claimed, claimedBy: 'application' },
+      principal,
+    );
   }
 
   /** The fake executor: counts the run first (the remote acted), then behaves as told. */

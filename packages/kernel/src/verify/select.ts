@@ -6,13 +6,13 @@
  *
  * @module
  */
-import { createAction, type Action } from '../action.js';
+import type { Action } from '../action.js';
+import { intakeAction } from '../intake.js';
 import { compareCodePoints, type JsonObject } from '../canonical.js';
 import type { Authority } from '../authority/authority.js';
 import type { Grant } from '../authority/grant.js';
 import { ACTION_SEPARATOR, matchesPattern } from '../authority/patterns.js';
 import type { Decision, Policy } from '../policy/policy.js';
-import { resolveResourceTemplate } from '../policy/template.js';
 import type { Clock } from '../time.js';
 import type { ProcessLauncher, ScratchStoreFactory } from './contracts.js';
 import { VERIFY_AGENT, type VerifyPrincipal } from './rig.js';
@@ -179,9 +179,7 @@ export function select(ctx: Context, decisions: readonly Decision[], filter: (v:
 
 /** The action an application would build (resource from the policy's template), for pure checks; never executed. */
 export function probeAction(policy: Policy, name: string, args: JsonObject, principal: VerifyPrincipal, environment: string): Action {
-  const template = policy.action(name)?.resource ?? null;
-  const resource = template === null ? null : resolveResourceTemplate(template, args);
-  return createAction({ name, arguments: args, principal, resource, environment }, { ids: () => 'act_00000000000000000000000000000000' });
+  return intakeAction({ policy, environment, ids: () => 'act_00000000000000000000000000000000' }, { name, arguments: args }, principal);
 }
 
 /** Whether `s` is a selection (not a miss, not null). */
