@@ -1,6 +1,7 @@
 // The data-scope refusal on every surface: the policy derives `data_scope` from which labelled
 // arguments are present, so a call that supplies one is refused before anything is written — by
-// `protect`, by the worker (400) and by the MCP gateway (JSON-RPC -32602), in the same words.
+// `protect`, by the worker (400) and by the MCP gateway (JSON-RPC -32602), in the same words:
+// each surface's call goes through the kernel's one intake.
 // The gateway is driven by a real SDK client over Streamable HTTP, its upstream the counting MCP
 // server in its own process.
 import { join } from 'node:path';
@@ -69,13 +70,21 @@ describe('an argument named data_scope is refused on every surface, in the same 
       expect({ events: (await store.events()).length, receipts: (await store.receipts()).length }).toEqual(before);
       expect(upstreamCalls(log).map((c) => c.arguments)).toEqual([{ id: 'x' }]);
 
-      // The same words from protect and from the worker.
-      const refund = protect(() => 'ran', { control, name: 'mcp.pay.lookup' });
-      await expect(refund({ data_scope: 'public' }, { principal: { agent: 'agent-1' } })).rejects.toThrow(new InvalidArgument(WORDS));
+      // The same words from protect and from the worker, each through the kernel's one intake,
+      // before anything is written or run.
+      let ran = 0;
+      const lookup = protect(() => ++ran, { control, name: 'mcp.pay.lookup' });
+      await expect(lookup({ data_scope: 'public' }, { principal: { agent: 'agent-1' } })).rejects.toThrow(new InvalidArgument(WORDS));
+      await expect(lookup.needsApproval({ card_number: '4242', data_scope: null }, { principal: { agent: 'agent-1' } })).resolves.toBe(false);
+      expect(ran).toBe(0);
+      expect({ events: (await store.events()).length, receipts: (await store.receipts()).length }).toEqual(before);
       const h = await harness();
-      const worker = await h.call('POST', '/v1/actions', AGENT, { name: 'stripe.refund', arguments: { payment_id: 'p', amount: 1, data_scope: 'public' } });
-      expect(worker.status).toBe(400);
-      expect((worker.json['error'] as Record<string, unknown>)['message']).toBe(WORDS);
+      for (const args of [{ payment_id: 'p', amount: 1, data_scope: 'public' }, { data_scope: [] }]) {
+        const worker = await h.call('POST', '/v1/actions', AGENT, { name: 'stripe.refund', arguments: args });
+        expect(worker.status).toBe(400);
+        expect(worker.json['error']).toMatchObject({ code: 'ERR_INVALID_ARGUMENT', message: WORDS, path: '$.arguments.data_scope' });
+      }
+      expect({ events: await h.store.events(), receipts: await h.store.receipts() }).toEqual({ events: [], receipts: [] });
     },
     TIMEOUT,
   );

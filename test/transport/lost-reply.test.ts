@@ -1,5 +1,6 @@
 // The same lost reply is the same recorded outcome on every surface that sends an action: the
-// worker's HTTP forwarder and the MCP gateway's upstream both ask the kernel's `neverSent`.
+// worker's HTTP forwarder, the MCP gateway's upstream and a `protect`ed function that sends one
+// request (`oneRequest: true`) all ask the kernel's `neverSent`.
 // Each row loses the reply one way, over real sockets on 127.0.0.1 through Node's own fetch:
 // a closed port (ECONNREFUSED from connect), a name under .invalid (ENOTFOUND), an upstream that
 // reads the request and closes the connection (UND_ERR_SOCKET), and EHOSTUNREACH / ENETUNREACH
@@ -13,7 +14,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { Control, loadPolicy, type StateStore } from '@ctrlrun/kernel';
+import { Control, loadPolicy, NEVER_SENT_CODES, protect, type StateStore } from '@ctrlrun/kernel';
 import { Gateway, ReceiptIds } from '@ctrlrun/mcp';
 import { createSqlJsStore } from '@ctrlrun/store-sqljs';
 import { serveHttp, type HttpServing } from '../../packages/cli/src/mcp-http.js';
@@ -114,6 +115,14 @@ const rows: Row[] = [
     url: () => `http://127.0.0.1:${readerPort}/up`,
     connector: breakingAfterRead(systemError('ENETUNREACH', 'read')),
   },
+  // Every code of the kernel's one list, as the connect step reports it: nothing was sent.
+  ...[...NEVER_SENT_CODES].map((code): Row => ({
+    name: `${code} while connecting (one of NEVER_SENT_CODES)`,
+    expected: 'failed',
+    sent: false,
+    url: () => `http://127.0.0.1:${readerPort}/up`,
+    connector: failingConnect(Object.assign(new Error(`${code} (as the connect step reports it)`), { code })),
+  })),
 ];
 
 const Agent = await undiciAgent();
@@ -221,13 +230,32 @@ async function throughGateway(row: Row, id: string): Promise<{ token: unknown; e
   }
 }
 
+/** What protect records when the one request its function sends loses the reply the row's way. */
+async function throughProtect(row: Row, id: string): Promise<{ thrown: string; effect: string | undefined; receipt: string | null | undefined }> {
+  const store = await createSqlJsStore();
+  try {
+    const control = new Control({ policy: loadPolicy(POLICY), store, principal: { agent: 'agent-1' }, logger: { warn: () => {} } });
+    const refund = protect(
+      async (args: { payment_id: string; amount: number }) => (await rowFetch(row, row.url(), { method: 'POST', body: JSON.stringify(args) })).status,
+      { control, name: 'mcp.pay.refund', oneRequest: true },
+    );
+    const thrown = await refund({ payment_id: id, amount: 5 }).then(
+      () => 'nothing',
+      (err: unknown) => (err as Error).name,
+    );
+    return { thrown, effect: (await store.getEffect(`refund:${id}`))?.state, receipt: (await store.receipts()).at(-1)?.result };
+  } finally {
+    await store.close();
+  }
+}
+
 /** Why a row cannot run here (it needs the undici Agent), or null. */
 const skipped = (row: Row) => (row.connector !== undefined && noAgent !== null && process.env['CI'] === undefined ? noAgent : null);
 
-describe('the same lost reply, the same recorded outcome: worker forwarder and MCP gateway', () => {
+describe('the same lost reply, the same recorded outcome: worker forwarder, MCP gateway and protect', () => {
   rows.forEach((row, i) => {
     it.skipIf(skipped(row) !== null)(
-      `${row.name}: ${row.expected.toUpperCase()} on both${skipped(row) === null ? '' : ` — skipped: ${skipped(row)}`}`,
+      `${row.name}: ${row.expected.toUpperCase()} on all three${skipped(row) === null ? '' : ` — skipped: ${skipped(row)}`}`,
       async () => {
         if (row.connector !== undefined && noAgent !== null) throw new Error(`CI: ${noAgent}`);
         const readBefore = readCount + closerCount;
@@ -235,13 +263,17 @@ describe('the same lost reply, the same recorded outcome: worker forwarder and M
         const readByWorker = readCount + closerCount - readBefore;
         const gw = await throughGateway(row, `g${i}`);
         const readByGateway = readCount + closerCount - readBefore - readByWorker;
+        const viaProtect = await throughProtect(row, `p${i}`);
+        const readByProtect = readCount + closerCount - readBefore - readByWorker - readByGateway;
 
         expect({ effect: worker.effect, receipt: worker.receipt }).toEqual({ effect: row.expected, receipt: row.expected });
         expect({ effect: gw.effect, receipt: gw.receipt }).toEqual({ effect: row.expected, receipt: row.expected });
+        expect({ effect: viaProtect.effect, receipt: viaProtect.receipt }).toEqual({ effect: row.expected, receipt: row.expected });
+        expect(viaProtect.thrown).toBe(row.expected === 'failed' ? 'NotExecuted' : 'TypeError');
         expect(worker.status).toBe(row.expected === 'failed' ? 422 : 502);
         expect(gw.token).toBe(row.expected === 'failed' ? 'ctrlrun.upstream_not_executed' : 'ctrlrun.upstream_ambiguous');
         // The row is what it claims: the upstream read the request exactly when the outcome is unknown.
-        expect([readByWorker, readByGateway]).toEqual(row.sent ? [1, 1] : [0, 0]);
+        expect([readByWorker, readByGateway, readByProtect]).toEqual(row.sent ? [1, 1, 1] : [0, 0, 0]);
         expect(upstreamCalls(gateway!.log).filter((c) => c.tool === 'refund')).toEqual([]);
       },
       TIMEOUT,

@@ -7,11 +7,12 @@
  */
 import type { Action, Principal } from './action.js';
 import { isPlainObject, type JsonObject } from './canonical.js';
-import type { Control, ReconcileHook } from './control.js';
+import { describeError, type Control, type ReconcileHook } from './control.js';
 import { LocalApprovalProvider, type ApprovalProvider } from './approval-providers.js';
 import { ActionDenied, AmbiguousEffect, ApprovalRequired, DuplicateEffect, IdentityError, InvalidArgument, NotExecuted } from './errors.js';
 import { ambientCall } from './ambient.js';
 import { intake, type Intake } from './intake.js';
+import { neverSent } from './never-sent.js';
 import { parseTemplate, refuseDerivedArguments } from './policy/index.js';
 import { checkDuration } from './time.js';
 
@@ -75,6 +76,14 @@ export interface ProtectOptions {
   lease?: number;
   reconcile?: ReconcileHook;
   reconcileEagerly?: boolean;
+  /**
+   * `fn` sends one request and nothing else has an effect (a single `fetch`, one API call): an
+   * error it throws that the kernel's {@link neverSent} proves never left (a failed name lookup,
+   * a failed `connect`, a failed TLS handshake) is recorded FAILED, as the worker's HTTP forwarder
+   * and the MCP gateway record the same lost reply, and a retry may run. Default `false`: every
+   * error but `NotExecuted` is AMBIGUOUS (spec 01 §6), since `fn` may have acted before it threw.
+   */
+  oneRequest?: boolean;
   /**
    * On `ApprovalRequired`, wait for the human's answer (a {@link LocalApprovalProvider} polling
    * the Control's store, unless `provider` is given) and run the same action again presenting
@@ -146,6 +155,7 @@ export function protect<A extends object = JsonObject, R = unknown>(fn: (args: A
   if (options.lease !== undefined) checkDuration(options.lease, 'lease');
   if (options.reconcile !== undefined && typeof options.reconcile !== 'function') throw new InvalidArgument('reconcile must be a function');
   if (options.reconcileEagerly && options.reconcile === undefined) throw new InvalidArgument('reconcileEagerly needs a reconcile hook');
+  if (options.oneRequest !== undefined && typeof options.oneRequest !== 'boolean') throw new InvalidArgument('oneRequest must be a boolean');
   const defaults = options.defaults ?? {};
   if (!isPlainObject(defaults)) throw new InvalidArgument('defaults must be a plain object');
   refuseDerivedArguments(defaults);
@@ -185,7 +195,17 @@ export function protect<A extends object = JsonObject, R = unknown>(fn: (args: A
     if (options.reconcile !== undefined) exec.reconcile = options.reconcile;
     if (options.reconcileEagerly !== undefined) exec.reconcileEagerly = options.reconcileEagerly;
     // fn gets the canonical arguments: the shape it declared, as the action was hashed.
-    const run = (canonicalArgs: JsonObject) => fn(canonicalArgs as unknown as A);
+    const run = options.oneRequest
+      ? async (canonicalArgs: JsonObject) => {
+          try {
+            return await fn(canonicalArgs as unknown as A);
+          } catch (err) {
+            if (err instanceof NotExecuted || !neverSent(err)) throw err;
+            const code = (err as { cause?: { code?: unknown } }).cause?.code;
+            throw new NotExecuted(`${name}: the request was never sent (${describeError(err)}${typeof code === 'string' ? `, ${code}` : ''})`, { cause: err });
+          }
+        }
+      : (canonicalArgs: JsonObject) => fn(canonicalArgs as unknown as A);
     if (call.signal !== undefined && (typeof call.signal !== 'object' || call.signal === null || typeof call.signal.throwIfAborted !== 'function')) {
       throw new InvalidArgument('signal must be an AbortSignal');
     }
