@@ -19,3 +19,4 @@ export type {
 } from './control/types.js';
 export type { ApprovalEdit, GrantOptions } from './control/edit.js';
 export type { WaitForAnswerOptions } from './control/wait.js';
+export { preconditionFingerprint, type ApproverIdentity, type PreconditionProvider, type VerifiedPrincipal } from './control/presented.js';

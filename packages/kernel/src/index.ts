@@ -95,8 +95,13 @@ export {
   type ReconcileHook,
   type ResolveOptions,
   type WaitForAnswerOptions,
+  type ApproverIdentity,
+  type PreconditionProvider,
+  type VerifiedPrincipal,
+  preconditionFingerprint,
   describeError,
 } from './control.js';
+export { approvalProgress } from './approvals.js';
 export { protect, type ProtectOptions, type CallOptions, type Protected } from './protect.js';
 export { answerCommands, type WaitingFor } from './protect.js';
 export { intake, IntakeRefusal, type Intake, type IntakeReason, type SurfaceCall } from './intake.js';

@@ -7,7 +7,7 @@ import { type Action, principalJson } from './action.js';
 import { canonicalJson, compareCodePoints, isPlainObject, orderedJson, parseJson, type JsonObject, type JsonValue } from './canonical.js';
 import { InvalidArgument } from './errors.js';
 import { sha256TaggedText } from './hash.js';
-import type { ReceiptDraft } from './model.js';
+import type { ReceiptDraft, VerifiedApprover } from './model.js';
 import { ALWAYS_PRESENT } from './receipt-readable.js';
 
 /** The schema this build writes (all 34 keys of {@link RECEIPT_KEYS}). */
@@ -45,6 +45,12 @@ export interface ReceiptFields {
    * decided it; null or absent when there is none, or the action was refused before authority passed.
    */
   authorityGrantId?: string | null;
+  /** The presented approval's verified approvers (`approvers`); absent or empty when none. */
+  approvers?: readonly VerifiedApprover[];
+  /** The presented approval's pinned precondition fingerprint, when the pass compared one. */
+  preconditionAtRequest?: string | null;
+  /** The fingerprint the presenting pass computed, when it compared one. */
+  preconditionAtRecheck?: string | null;
 }
 
 /** Builds the receipt document in `to_json` key order, `seq`/`prev_hash` still null. */
@@ -76,12 +82,11 @@ export function buildReceipt(action: Action, f: ReceiptFields): ReceiptDraft {
     policy_hash: f.policyHash,
     policy_version: f.policyVersion,
     controls: [...f.controls],
-    // v4–v7 (spec 05 §2.1): every key present, null or [] for what this build does not do. It
-    // refuses an approval that pins a precondition (nothing is compared), records no verified
-    // approver, binds no task, runs no scope provider, charges no budget and runs under no hop.
-    precondition_at_request: null,
-    precondition_at_recheck: null,
-    approvers: [],
+    // v4–v7 (spec 05 §2.1): every key present, null or [] for what did not happen (this build
+    // binds no task, runs no scope provider, charges no budget and runs under no hop).
+    precondition_at_request: f.preconditionAtRequest ?? null,
+    precondition_at_recheck: f.preconditionAtRecheck ?? null,
+    approvers: (f.approvers ?? []).map((a) => ({ agent: a.agent, user: a.user, issuer: a.issuer, entitled: [...a.entitled], granted_at: a.grantedAt })),
     authority_grant_id: f.authorityGrantId ?? null,
     task: null,
     scope_hash: null,

@@ -8,7 +8,8 @@ import { type Authority, type Delegation } from '../authority/authority.js';
 import type { Grant, GrantInput } from '../authority/grant.js';
 import type { JsonObject } from '../canonical.js';
 import { AuthorityEscalation, IdentityError, InvalidArgument } from '../errors.js';
-import type { Approval, ApprovalRecord } from '../model.js';
+import type { Approval, ApprovalRecord, VerifiedAnswer } from '../model.js';
+import { verifiedAnswer, type VerifiedPrincipal } from './presented.js';
 import { parseTime, storedTime } from '../time.js';
 import { checkActor } from '../effects.js';
 import { checkEnvironment } from './gates.js';
@@ -33,24 +34,47 @@ export async function openApproval(ctx: ControlContext, action: Action): Promise
   return null;
 }
 
+/** The answer's verified approver for the store, or null when the surface verified nobody. */
+function verifiedOf(ctx: ControlContext, verified: VerifiedPrincipal | null | undefined): VerifiedAnswer | null {
+  return verified === undefined || verified === null ? null : verifiedAnswer(ctx.policy, ctx.approverIdentity, verified);
+}
+
+/** `{ verified: {agent, user, issuer} }` for an answer's event, `{}` for an unverified one. */
+function verifiedData(answer: VerifiedAnswer | null): JsonObject {
+  return answer === null ? {} : { verified: { agent: answer.agent, user: answer.user, issuer: answer.issuer } };
+}
+
 /**
- * Grants approval request `requestId` as `approver`; records `APPROVAL_GRANTED` (with `via`, the
- * surface the answer came through, when given).
+ * Counts `approver`'s yes on request `requestId` (with `verified`, the principal a resolving
+ * surface verified, see {@link GrantOptions.verified}); records `APPROVAL_GRANTED` (with `via`,
+ * the surface the answer came through, when given) once the request is granted. A request that
+ * needs more approvers records this one and raises `ApprovalMismatch('pending')` saying how many
+ * said yes ("1 of 2 approvals: ana").
  */
-export async function grantApproval(ctx: ControlContext, requestId: string, options: { approver: string; via?: string }): Promise<Approval> {
+export async function grantApproval(
+  ctx: ControlContext,
+  requestId: string,
+  options: { approver: string; via?: string; verified?: VerifiedPrincipal | null },
+): Promise<Approval> {
   const approver = checkActor(options?.approver, 'approver');
   const via = optionalText(options?.via, 'via');
-  const approval = await ctx.store.grantApproval(requestId, approver);
-  await eventRaw(ctx, 'APPROVAL_GRANTED', null, null, requestId, { approver, action_hash: approval.actionHash, ...via });
+  const answer = verifiedOf(ctx, options?.verified);
+  const approval = await ctx.store.grantApproval(requestId, approver, answer);
+  await eventRaw(ctx, 'APPROVAL_GRANTED', null, null, requestId, { approver, action_hash: approval.actionHash, ...via, ...verifiedData(answer) });
   return approval;
 }
 
 /** Denies approval request `requestId` as `approver`; records `APPROVAL_DENIED` (with `via` when given). */
-export async function denyApproval(ctx: ControlContext, requestId: string, options: { approver: string; via?: string }): Promise<ApprovalRecord> {
+export async function denyApproval(
+  ctx: ControlContext,
+  requestId: string,
+  options: { approver: string; via?: string; verified?: VerifiedPrincipal | null },
+): Promise<ApprovalRecord> {
   const approver = checkActor(options?.approver, 'approver');
   const via = optionalText(options?.via, 'via');
-  const record = await ctx.store.denyApproval(requestId, approver);
-  await eventRaw(ctx, 'APPROVAL_DENIED', null, null, requestId, { approver, ...via });
+  const answer = verifiedOf(ctx, options?.verified);
+  const record = await ctx.store.denyApproval(requestId, approver, answer);
+  await eventRaw(ctx, 'APPROVAL_DENIED', null, null, requestId, { approver, ...via, ...verifiedData(answer) });
   return record;
 }
 

@@ -41,6 +41,7 @@ import { checkCeiling, hasCeiling, refuseAfterPolicy, refuseReserved } from './e
 import { runExecutor } from './outcome.js';
 import { note, recordEvent, flush, trailing, afterWrite, recordReceipt } from './evidence.js';
 import { openApproval } from './answers.js';
+import { checkProvider, requestPins } from './presented.js';
 import { editOfGrant, followEdit, unusedEditOf } from './edit.js';
 import { type ControlContext, type Pass, type Decided, expiryOf, deny, decidedFromJson, describeError } from './pass.js';
 import type { Executor, ExecuteOptions, ExecuteResult } from './types.js';
@@ -94,6 +95,7 @@ export async function attempt<T>(ctx: ControlContext, proposed: Action, executor
     policyVersion: ctx.policy.version,
     edit: followed?.edit ?? null,
     followsEdit: approvalId !== presented,
+    preconditions: checkProvider(options.preconditions),
   };
   note(ctx, pass, 'ACTION_PROPOSED', { action_hash: action.actionHash });
   try {
@@ -220,6 +222,8 @@ export async function decideAndRun<T>(
       }
       // Nobody is asked about an effect that already happened, or that nobody can know happened.
       await refuseBeforeAsking(ctx, pass, lease, options.reconcile);
+      // What the request pins (spec 05 §4.2): the world's fingerprint, the approver roles, the threshold.
+      const pins = await requestPins(ctx, pass);
       const now = ctx.clock();
       const requestId = ctx.ids('apr');
       const expiresAt = storedTime(new Date(now.getTime() + ctx.approvalTtl));
@@ -230,6 +234,7 @@ export async function decideAndRun<T>(
         createdAt: storedTime(now),
         expiresAt,
         policyHash: ctx.policyHash,
+        ...pins,
       });
       pass.approvalId = requestId;
       await recordEvent(ctx, pass, 'APPROVAL_REQUESTED', { action_hash: action.actionHash, expires_at: evidenceTime(parseTime(expiresAt)) });

@@ -11,6 +11,7 @@ import { type Authority, type Delegation } from '../authority/authority.js';
 import type { Grant, GrantInput } from '../authority/grant.js';
 import { InvalidArgument } from '../errors.js';
 import type { IdentityProvider } from '../identity.js';
+import { checkApproverIdentity, type ApproverIdentity, type VerifiedPrincipal } from './presented.js';
 import { randomIds, type IdSource } from '../ids.js';
 import type { Approval, ApprovalRecord } from '../model.js';
 import type { Evaluation, Policy } from '../policy/index.js';
@@ -42,6 +43,8 @@ export class Control {
   readonly authority: Authority | null;
   /** Where principals come from, or null. */
   readonly identity: IdentityProvider | null;
+  /** How approvers are verified here, or null (see {@link ControlOptions.approvers}). */
+  readonly approverIdentity: ApproverIdentity | null;
   /** `mode: observe`: everything is evaluated and recorded, nothing is enforced. */
   readonly observing: boolean;
   readonly #ctx: ControlContext;
@@ -70,6 +73,7 @@ export class Control {
       throw new InvalidArgument('identity must be an IdentityProvider (an object with resolve(context))');
     }
     this.identity = options.identity ?? null;
+    this.approverIdentity = checkApproverIdentity(options.approvers);
     this.observing = options.policy.mode === 'observe';
     this.policyHash = options.policy.hashFor({ environment: this.environment, authority: this.authority });
     this.defaultPrincipal = options.principal ?? null;
@@ -93,6 +97,7 @@ export class Control {
       logger: this.logger,
       authority: this.authority,
       identity: this.identity,
+      approverIdentity: this.approverIdentity,
       observing: this.observing,
       sinks: [...(options.sinks ?? [])],
       warned: { principal: false },
@@ -171,6 +176,13 @@ export class Control {
   /**
    * Grants approval request `requestId` as `approver`; records `APPROVAL_GRANTED`.
    *
+   * With `verified` (the principal a resolving surface authenticated) the answer is recorded on the
+   * request as a verified approver, entitled to the controls whose `approver_role` its roles claim
+   * holds (the Control's `approvers.rolesClaim`). A request that needs N approvers
+   * (`approvals_required`) is granted by the N-th distinct verified one; before that the call
+   * records the yes and raises `ApprovalMismatch('pending')` saying "1 of 2 approvals: ana". A
+   * second yes by the same person, or an unverified yes on N > 1, is refused and counts nothing.
+   *
    * With `edit: { arguments }` the human approves edited arguments instead (edit-then-approve).
    * The request must be pending and unexpired (the same refusals as a grant). The edited action
    * has the same name, principal and environment, the new arguments (checked and canonicalised as
@@ -236,7 +248,7 @@ export class Control {
   }
 
   /** Denies approval request `requestId` as `approver`; records `APPROVAL_DENIED`. */
-  async denyApproval(requestId: string, options: { approver: string; via?: string }): Promise<ApprovalRecord> {
+  async denyApproval(requestId: string, options: { approver: string; via?: string; verified?: VerifiedPrincipal | null }): Promise<ApprovalRecord> {
     return denyApproval(this.#ctx, requestId, options);
   }
 

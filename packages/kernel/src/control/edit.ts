@@ -18,6 +18,7 @@ import { evidenceTime, parseTime } from '../time.js';
 import { checkAnswerable } from '../approvals.js';
 import { toSinks } from './evidence.js';
 import { evaluate } from './gates.js';
+import type { VerifiedPrincipal } from './presented.js';
 import type { ControlContext } from './pass.js';
 import { grantApproval, optionalText } from './answers.js';
 
@@ -47,6 +48,13 @@ export interface GrantOptions {
   via?: string;
   /** Approve edited arguments instead of the proposed ones (see `Control.grantApproval`). */
   edit?: { arguments: JsonObject };
+  /**
+   * The principal a resolving surface verified as the one answering (operator credentials, a JWT,
+   * an inbox session, a configured CLI identity): recorded on the request as a verified approver,
+   * with the controls whose `approver_role` it holds. Only a verified answer counts toward
+   * `approvals_required` above one. Pass only a principal the surface authenticated.
+   */
+  verified?: VerifiedPrincipal | null;
 }
 
 /** The edited action for request `action`'s proposal: same name, principal and environment, new arguments, a fresh id. */

@@ -166,7 +166,7 @@ function unverifiedMessage(pass: Pass): string {
 }
 
 function thresholdMessage(pass: Pass, n: number | bigint): string {
-  return `${pass.action.name} needs ${n} distinct approvers (approvals_required), and this build verifies no approver identity, so no count of answers could be trusted: denied before anyone is asked`;
+  return `${pass.action.name} needs ${n} distinct approvers (approvals_required), and this Control has no approver identity (the approvers option), so no count of answers could be trusted: denied before anyone is asked`;
 }
 
 /**
@@ -187,7 +187,7 @@ export async function refuseAfterPolicy(ctx: ControlContext, pass: Pass, needsAp
   if (entry?.upstream) await refuseWith(ctx, pass, UPSTREAM_UNVERIFIED, unverifiedMessage(pass));
   const ungated = await unenforcedGrantKey(ctx, pass);
   if (ungated !== null) await refuseWith(ctx, pass, ...ungated);
-  if (needsApproval && entry !== null && entry.approvalsRequired > 1)
+  if (needsApproval && entry !== null && entry.approvalsRequired > 1 && ctx.approverIdentity === null)
     await refuseWith(ctx, pass, APPROVALS_UNVERIFIABLE, thresholdMessage(pass, entry.approvalsRequired));
 }
 
@@ -218,7 +218,8 @@ export async function observeAfterPolicy(ctx: ControlContext, pass: Pass): Promi
   if (entry?.upstream) block(pass, UPSTREAM_UNVERIFIED);
   const ungated = await unenforcedGrantKey(ctx, pass);
   if (ungated !== null) block(pass, ungated[0]);
-  if (pass.evaluation?.decision === 'approve' && entry !== null && entry.approvalsRequired > 1) block(pass, APPROVALS_UNVERIFIABLE);
+  if (pass.evaluation?.decision === 'approve' && entry !== null && entry.approvalsRequired > 1 && ctx.approverIdentity === null)
+    block(pass, APPROVALS_UNVERIFIABLE);
 }
 
 /** Observe mode, after the reservation: an assigned attempt over the ceiling is noted; the action still runs. */

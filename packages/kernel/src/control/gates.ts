@@ -16,6 +16,7 @@ import { blockingReconcile } from './reconcile.js';
 import { note, recordEvent, trailing, afterWrite, recordReceipt } from './evidence.js';
 import { type ControlContext, type Pass, STARTED, expiryOf, deny, named, block, reservedData, refusalData, describeError } from './pass.js';
 import type { ReconcileHook, ResolveOptions } from './types.js';
+import { recheckPresented } from './presented.js';
 
 /**
  * The combined decision for `action` — the stricter of authority and policy — with no writes
@@ -138,21 +139,23 @@ export async function refuseAuthority(ctx: ControlContext, pass: Pass, result: A
 export async function consumeAndReserve(ctx: ControlContext, pass: Pass, lease: number, hook: ReconcileHook | undefined, merged: boolean): Promise<void> {
   const { action } = pass;
   const id = pass.approvalId as string;
+  // The approver gate and the precondition recheck, immediately before the store consumes (spec 05 §4.4).
+  const { precondition, consumed: compared } = await recheckPresented(ctx, pass);
   // With a key, APPROVAL_CONSUMED and EFFECT_RESERVED (and, merged, EXECUTION_STARTED) are written in the write's own transaction.
   const consumed = trailing<[Approval | null, Reservation]>(ctx, pass, ([approval, reservation]) => [
-    ['APPROVAL_CONSUMED', { approver: approval!.approver }],
+    ['APPROVAL_CONSUMED', { approver: approval!.approver, ...compared }],
     ['EFFECT_RESERVED', reservedData(reservation)],
     ...(merged ? [STARTED] : []),
   ]);
   const attemptOnce = async (): Promise<[Approval | null, Reservation | null]> =>
     pass.effectKey === null
-      ? [await ctx.store.consumeApproval(id, action.actionHash), null]
+      ? [await ctx.store.consumeApproval(id, action.actionHash, precondition), null]
       : merged
         ? await ctx.store.reserveForExecution!(
-            { key: pass.effectKey, actionId: action.actionId, leaseMs: lease, approval: { id, actionHash: action.actionHash } },
+            { key: pass.effectKey, actionId: action.actionId, leaseMs: lease, approval: { id, actionHash: action.actionHash, precondition } },
             consumed,
           )
-        : await ctx.store.consumeApprovalAndReserve(id, action.actionHash, pass.effectKey, action.actionId, lease, consumed);
+        : await ctx.store.consumeApprovalAndReserve(id, action.actionHash, pass.effectKey, action.actionId, lease, consumed, precondition);
   let pair: [Approval | null, Reservation | null];
   try {
     try {
@@ -184,11 +187,12 @@ export async function consumeAndReserve(ctx: ControlContext, pass: Pass, lease: 
   }
   const [approval, reservation] = pair;
   pass.approver = approval!.approver;
+  pass.approvers = approval!.approvers ?? [];
   if (reservation) {
     pass.attempt = reservation.attempt;
     await afterWrite(ctx, pass, [approval, reservation], consumed);
   } else {
-    await recordEvent(ctx, pass, 'APPROVAL_CONSUMED', { approver: approval!.approver });
+    await recordEvent(ctx, pass, 'APPROVAL_CONSUMED', { approver: approval!.approver, ...compared });
   }
 }
 

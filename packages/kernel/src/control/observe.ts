@@ -8,6 +8,7 @@ import { ActionDenied, AmbiguousEffect, ApprovalMismatch, DuplicateEffect } from
 import { evidenceTime, parseTime } from '../time.js';
 import { approverOf } from './gates.js';
 import { runExecutor } from './outcome.js';
+import { recheckPresented } from './presented.js';
 import { observeAfterPolicy, observeCeiling } from './entry-gates.js';
 import { recordEvent, flush } from './evidence.js';
 import { type ControlContext, type Pass, block, refusalData, blockedBy } from './pass.js';
@@ -71,7 +72,8 @@ export async function checkPresented(ctx: ControlContext, pass: Pass): Promise<v
   const id = pass.approvalId as string;
   const record = await ctx.store.getApproval(id);
   try {
-    const plan = checkConsumable(record, id, pass.action.actionHash, ctx.clock());
+    // The verdict only: the precondition is compared by the recheck below, with its own reasons.
+    const plan = checkConsumable(record, id, pass.action.actionHash, ctx.clock(), record?.request.preconditionFingerprint ?? null);
     if (plan.kind === 'expire') throw plan.error;
   } catch (err) {
     if (err instanceof ApprovalMismatch) {
@@ -86,4 +88,6 @@ export async function checkPresented(ctx: ControlContext, pass: Pass): Promise<v
     }
     throw err;
   }
+  // The approver gate and the precondition recheck, noted with the same reasons; nothing consumed.
+  await recheckPresented(ctx, pass);
 }

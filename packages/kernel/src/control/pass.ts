@@ -20,6 +20,8 @@ import { delegationToRecord } from '../authority/authority.js';
 import type { Logger } from './types.js';
 import { quotedForMessage } from '../visible.js';
 import type { ApprovalEdit } from './edit.js';
+import type { ApproverIdentity, PreconditionProvider } from './presented.js';
+import type { VerifiedApprover } from '../model.js';
 
 /**
  * What every step of the control path reads: the Control's settings, its sinks and its one bit of
@@ -39,6 +41,8 @@ export interface ControlContext {
   readonly logger: Logger;
   readonly authority: Authority | null;
   readonly identity: IdentityProvider | null;
+  /** How approvers are verified here (see {@link ApproverIdentity}), or null: no approver gate. */
+  readonly approverIdentity: ApproverIdentity | null;
   readonly observing: boolean;
   readonly sinks: readonly EventSink[];
   /** Whether the provider-versus-call principal mismatch was already logged (once per Control). */
@@ -105,6 +109,13 @@ export interface Pass {
    * passed it (its receipt's `authority_grant_id`); null or absent before that, or with none.
    */
   authorityGrantId?: string | null;
+  /** The presented approval's verified approvers (its receipt's `approvers`), once read. */
+  approvers?: readonly VerifiedApprover[];
+  /** The presented approval's pinned fingerprint and the recheck's, once compared (the receipt's `precondition_*`). */
+  preconditionAtRequest?: string | null;
+  preconditionAtRecheck?: string | null;
+  /** The call's precondition provider, or null/absent. */
+  preconditions?: PreconditionProvider | null;
   /**
    * The caller presented the proposed request and runs the edit instead: the edited grant must be
    * consumed even where the policy would allow the edit without one, so it runs once.

@@ -7,6 +7,7 @@ import { type Action, type Principal } from '../action.js';
 import { type Authority, type DelegateVia } from '../authority/authority.js';
 import type { JsonObject } from '../canonical.js';
 import type { IdentityProvider } from '../identity.js';
+import type { ApproverIdentity, PreconditionProvider } from './presented.js';
 import type { EventSink } from '../events.js';
 import type { IdSource } from '../ids.js';
 import type { StoredReceipt } from '../model.js';
@@ -44,6 +45,11 @@ export interface ExecuteOptions {
   reconcile?: ReconcileHook;
   /** Also ask the hook right after this attempt is recorded ambiguous. */
   reconcileEagerly?: boolean;
+  /**
+   * A precondition provider (spec 05 §4.2): its answer is fingerprinted and pinned on the approval
+   * request, and asked again when the approval is presented; the action runs only if both match.
+   */
+  preconditions?: PreconditionProvider | null;
 }
 
 /** Where warnings go. */
@@ -80,6 +86,11 @@ export interface ControlOptions {
   authority?: Authority | null;
   /** Where principals come from (spec 02 §1.3); else the per-call or default principal. */
   identity?: IdentityProvider | null;
+  /**
+   * How approvers are verified (see {@link ApproverIdentity}): with it, `approvals_required` above
+   * one is filed and counted, and a presented approval passes the approver gate. Absent: none.
+   */
+  approvers?: ApproverIdentity | null;
   logger?: Logger;
 }
 

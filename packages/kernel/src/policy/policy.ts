@@ -46,8 +46,8 @@ export interface PolicyControl {
   readonly source: string | null;
   /**
    * `approver_role` (v6): the role an approver must hold to answer an approval this control is
-   * cited on, or null: this control gates nobody. This build verifies no approver identity, so,
-   * like the original with none configured, no role is checked.
+   * cited on, or null: this control gates nobody. Pinned on the request; checked when the approval
+   * is presented by a Control with an approver identity (`approvers`), as the original does.
    */
   readonly approverRole: string | null;
 }
