@@ -7,7 +7,7 @@
  */
 import type { Action, Principal } from './action.js';
 import { isPlainObject, type JsonObject } from './canonical.js';
-import { describeError, type Control, type ReconcileHook } from './control.js';
+import { describeError, type Control, type PreconditionProvider, type ReconcileHook } from './control.js';
 import { LocalApprovalProvider, type ApprovalProvider } from './approval-providers.js';
 import { ActionDenied, AmbiguousEffect, ApprovalRequired, DuplicateEffect, IdentityError, InvalidArgument, NotExecuted } from './errors.js';
 import { ambientCall } from './ambient.js';
@@ -76,6 +76,11 @@ export interface ProtectOptions {
   lease?: number;
   reconcile?: ReconcileHook;
   reconcileEagerly?: boolean;
+  /**
+   * A precondition provider (see `ExecuteOptions.preconditions`): the world's state the approval
+   * is requested against, asked again when the approval is presented; a change refuses the call.
+   */
+  preconditions?: PreconditionProvider;
   /**
    * `fn` sends one request and nothing else has an effect (a single `fetch`, one API call): an
    * error it throws that the kernel's {@link neverSent} proves never left (a failed name lookup,
@@ -156,6 +161,7 @@ export function protect<A extends object = JsonObject, R = unknown>(fn: (args: A
   if (options.reconcile !== undefined && typeof options.reconcile !== 'function') throw new InvalidArgument('reconcile must be a function');
   if (options.reconcileEagerly && options.reconcile === undefined) throw new InvalidArgument('reconcileEagerly needs a reconcile hook');
   if (options.oneRequest !== undefined && typeof options.oneRequest !== 'boolean') throw new InvalidArgument('oneRequest must be a boolean');
+  if (options.preconditions !== undefined && typeof options.preconditions !== 'function') throw new InvalidArgument('preconditions must be a function');
   const defaults = options.defaults ?? {};
   if (!isPlainObject(defaults)) throw new InvalidArgument('defaults must be a plain object');
   refuseDerivedArguments(defaults);
@@ -194,6 +200,7 @@ export function protect<A extends object = JsonObject, R = unknown>(fn: (args: A
     if (options.lease !== undefined) exec.lease = options.lease;
     if (options.reconcile !== undefined) exec.reconcile = options.reconcile;
     if (options.reconcileEagerly !== undefined) exec.reconcileEagerly = options.reconcileEagerly;
+    if (options.preconditions !== undefined) exec.preconditions = options.preconditions;
     // fn gets the canonical arguments: the shape it declared, as the action was hashed.
     const run = options.oneRequest
       ? async (canonicalArgs: JsonObject) => {
@@ -241,6 +248,7 @@ export function protect<A extends object = JsonObject, R = unknown>(fn: (args: A
       // request is filed, so nobody is asked about what already happened.
       if (options.lease !== undefined) ask.lease = options.lease;
       if (options.reconcile !== undefined) ask.reconcile = options.reconcile;
+      if (options.preconditions !== undefined) ask.preconditions = options.preconditions;
       await control.execute(action, askOnly, ask);
     } catch (err) {
       if (err instanceof ApprovalRequired) return true;

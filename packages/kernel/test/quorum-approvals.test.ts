@@ -10,6 +10,7 @@ import {
   approvalProgress,
   createAction,
   preconditionFingerprint,
+  protect,
   randomIds,
   type ControlOptions,
   type JsonObject,
@@ -331,6 +332,25 @@ describe('preconditions (tests/test_preconditions.py)', () => {
     await r2.control.grantApproval(bare, { approver: 'ana' });
     expect(await r2.exec(bare, provider)).toMatchObject({ reason: 'precondition_missing' });
     expect(r.runs.n + r2.runs.n).toBe(0);
+  });
+
+  it('protect passes its precondition provider through, on the call and on needsApproval', async () => {
+    const ctx = await setup(POLICY());
+    const state = { status: 'paid' };
+    let runs = 0;
+    const refund = protect<{ payment_id: string; amount: number }, number>(() => ++runs, {
+      control: ctx.control,
+      name: 'stripe.refund',
+      preconditions: () => ({ ...state }),
+    });
+    expect(await refund.needsApproval(ARGS)).toBe(true);
+    const id = (await ctx.store.listApprovals('pending'))[0]!.request;
+    expect(id.preconditionFingerprint).toBe(preconditionFingerprint({ status: 'paid' }));
+    await ctx.control.grantApproval(id.requestId, { approver: 'ana' });
+    state.status = 'refunded';
+    expect(await refund(ARGS, { approvalId: id.requestId }).catch((e: unknown) => e)).toMatchObject({ reason: 'precondition_changed' });
+    state.status = 'paid';
+    expect(await refund(ARGS, { approvalId: id.requestId })).toBe(1);
   });
 
   it('observe mode records the same reasons, consumes nothing and runs', async () => {
