@@ -12,6 +12,7 @@
  * @module
  */
 export type { Dialect, SqlValue, QueryResult, SqlExecutor, SqlDriver, DriverCapabilities } from './store/driver.js';
+export { transactionExecutor, type TransactionStatements } from './store/transaction-executor.js';
 export type { StateStore, TrailingEvents, TakenContinuation, DelegationRecord, ApprovalEditWrite, ApprovalEditResult } from './store/state-store.js';
 export type * from './model.js';
 export { Mutex } from './store/mutex.js';

@@ -13,7 +13,16 @@
  * @module
  */
 import { InvalidArgument, StoreError, type Clock } from '@ctrlrun/kernel';
-import { SqlStateStore, sqliteDialect, type SqlDialect, type QueryResult, type SqlDriver, type SqlExecutor, type SqlValue } from '@ctrlrun/kernel/store';
+import {
+  SqlStateStore,
+  sqliteDialect,
+  type SqlDialect,
+  type QueryResult,
+  type SqlDriver,
+  type SqlExecutor,
+  type SqlValue,
+  transactionExecutor,
+} from '@ctrlrun/kernel/store';
 
 /** What `ctx.storage.sql.exec` returns, as far as the driver uses it. */
 export interface DurableObjectSqlCursor {
@@ -95,19 +104,10 @@ export class DurableObjectSqlDriver implements SqlDriver {
     this.#check();
     if (this.#tx !== 0) throw new StoreError('[durable-object] a transaction is already open: calls must be queued (the kernel store does this)');
     const id = ++this.#txCount;
-    const live = (): void => {
-      if (this.#tx !== id) throw new StoreError('[durable-object] this transaction has already ended');
-    };
-    const tx: SqlExecutor = {
-      query: async <Row = Record<string, unknown>>(sql: string, params: readonly SqlValue[] = []) => {
-        live();
-        return this.#run<Row>(sql, params);
-      },
-      exec: async (sql: string) => {
-        live();
-        this.#run(sql, []);
-      },
-    };
+    const tx = transactionExecutor('durable-object', () => this.#tx === id, {
+      query: <Row>(sql: string, params: readonly SqlValue[]) => this.#run<Row>(sql, params),
+      exec: (sql: string) => void this.#run(sql, []),
+    });
     this.#tx = id;
     try {
       return await this.#storage.transaction(() => fn(tx));

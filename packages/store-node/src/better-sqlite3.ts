@@ -13,7 +13,7 @@
 import { closeSync, openSync, readSync, rmSync, statSync, accessSync, constants as fsConstants } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { InvalidArgument, MissingDependency, StoreError, type Clock } from '@ctrlrun/kernel';
-import { SqlStateStore, type QueryResult, type SqlDriver, type SqlExecutor, type SqlValue } from '@ctrlrun/kernel/store';
+import { SqlStateStore, type QueryResult, type SqlDriver, type SqlExecutor, type SqlValue, transactionExecutor } from '@ctrlrun/kernel/store';
 import { importOnce } from './optional-import.js';
 import { installNodeSha256 } from './node-digest.js';
 
@@ -324,19 +324,10 @@ export class BetterSqlite3Driver implements SqlDriver {
   }
 
   #executor(id: number): SqlExecutor {
-    const live = (): void => {
-      if (this.#tx !== id) throw new StoreError('[better-sqlite3] this transaction has already ended');
-    };
-    return {
-      query: async <Row = Record<string, unknown>>(sql: string, params: readonly SqlValue[] = []) => {
-        live();
-        return this.#run<Row>(sql, params);
-      },
-      exec: async (sql: string) => {
-        live();
-        this.db.exec(sql);
-      },
-    };
+    return transactionExecutor('better-sqlite3', () => this.#tx === id, {
+      query: <Row>(sql: string, params: readonly SqlValue[]) => this.#run<Row>(sql, params),
+      exec: (sql: string) => void this.db.exec(sql),
+    });
   }
 
   async transaction<T>(fn: (tx: SqlExecutor) => Promise<T>): Promise<T> {

@@ -25,6 +25,7 @@ import {
   type SqlDriver,
   type SqlExecutor,
   type SqlValue,
+  transactionExecutor,
 } from '@ctrlrun/kernel/store';
 import { importOnce } from './optional-import.js';
 import { SchemaStore, checkSchema, checkStoreOptions, message, openSchemaStore, type PostgresStoreOptions } from './postgres-common.js';
@@ -311,20 +312,11 @@ export class PgDriver implements SqlDriver {
     try {
       for (let attempt = 1; ; attempt++) {
         let live = true;
-        const guard = (): void => {
-          if (!live) throw new StoreError('[pg] this transaction has already ended');
-        };
         const aborted = { lostStatement: false };
-        const tx: SqlExecutor = {
-          query: async <Row = Record<string, unknown>>(sql: string, params: readonly SqlValue[] = []) => (
-            guard(),
-            this.#run<Row>(client, sql, params, aborted)
-          ),
-          exec: async (sql: string) => {
-            guard();
-            await client.query(sql);
-          },
-        };
+        const tx = transactionExecutor('pg', () => live, {
+          query: <Row>(sql: string, params: readonly SqlValue[]) => this.#run<Row>(client, sql, params, aborted),
+          exec: async (sql: string) => void (await client.query(sql)),
+        });
         let result: T;
         try {
           await client.query(begin);

@@ -11,7 +11,7 @@
  * @module
  */
 import { InvalidArgument, StoreError } from '@ctrlrun/kernel';
-import { quoteIdentifier, type QueryResult, type SqlDriver, type SqlExecutor, type SqlValue } from '@ctrlrun/kernel/store';
+import { quoteIdentifier, type QueryResult, type SqlDriver, type SqlExecutor, type SqlValue, transactionExecutor } from '@ctrlrun/kernel/store';
 import { importOnce } from './optional-import.js';
 import { SchemaStore, checkSchema, checkStoreOptions, message, openSchemaStore, type PostgresStoreOptions } from './postgres-common.js';
 import { installNodeSha256 } from './node-digest.js';
@@ -123,19 +123,15 @@ export class PgliteDriver implements SqlDriver {
     const db = await this.#instance();
     const setPath = this.#setPath ?? (await this.resolveSchema(), this.#setPath!);
     let live = true;
-    const guard = (): void => {
-      if (!live) throw new StoreError('[pglite] this transaction has already ended');
-    };
     return db.transaction(async (t) => {
       await t.exec(setPath);
       try {
-        return await fn({
-          query: async <Row = Record<string, unknown>>(sql: string, params: readonly SqlValue[] = []) => (guard(), PgliteDriver.#run<Row>(t, sql, params)),
-          exec: async (sql: string) => {
-            guard();
-            await t.exec(sql);
-          },
-        });
+        return await fn(
+          transactionExecutor('pglite', () => live, {
+            query: <Row>(sql: string, params: readonly SqlValue[]) => PgliteDriver.#run<Row>(t, sql, params),
+            exec: async (sql: string) => void (await t.exec(sql)),
+          }),
+        );
       } finally {
         live = false;
       }

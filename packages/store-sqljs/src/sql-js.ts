@@ -6,7 +6,7 @@
  * @module
  */
 import { InvalidArgument, StoreError, type Clock } from '@ctrlrun/kernel';
-import { SqlStateStore, type QueryResult, type SqlDriver, type SqlExecutor, type SqlValue } from '@ctrlrun/kernel/store';
+import { SqlStateStore, type QueryResult, type SqlDriver, type SqlExecutor, type SqlValue, transactionExecutor } from '@ctrlrun/kernel/store';
 
 /** The part of a sql.js `Statement` the driver uses (sql.js ≥ 1.17). */
 export interface SqlJsStatement {
@@ -188,20 +188,13 @@ export class SqlJsDriver implements SqlDriver {
   }
 
   #executor(id: number): SqlExecutor {
-    const live = (): void => {
-      if (this.#tx !== id) throw new StoreError('[sql.js] this transaction has already ended');
-    };
-    return {
-      query: async <Row = Record<string, unknown>>(sql: string, params: readonly SqlValue[] = []) => {
-        live();
-        return this.#run<Row>(sql, params);
-      },
-      exec: async (sql: string) => {
-        live();
+    return transactionExecutor('sql.js', () => this.#tx === id, {
+      query: <Row>(sql: string, params: readonly SqlValue[]) => this.#run<Row>(sql, params),
+      exec: (sql: string) => {
         this.#db.exec(sql);
         this.#dirty = true;
       },
-    };
+    });
   }
 
   async transaction<T>(fn: (tx: SqlExecutor) => Promise<T>): Promise<T> {
