@@ -1,0 +1,231 @@
+// Concurrent callers of one Control, per store, measured in one run: 1, 8 and 32 callers on
+// distinct keys, allowed actions/s and each call's latency (p50, p99), beside the shared-row
+// commit floor measured on the same store in the same run — one row updated in its own
+// transaction, which is what every receipt's chain head costs at the least: the outcome commits
+// of one chain queue on that row, so no number of callers commits receipts faster than it.
+//
+// Stores: a better-sqlite3 file (WAL, synchronous=NORMAL), a real PostgreSQL server (PG_URL, or a
+// throwaway cluster started here with fsync on; skipped with the reason when neither exists), and
+// PGlite in memory. Every figure is the mean over interleaved short slices (each subject takes a
+// turn, round after round), so a change in the machine's load weighs on all of them alike. The
+// machine may be shared: read the ratios, which survive load far better than the rates.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { loadavg, cpus, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { PGlite } from '@electric-sql/pglite';
+import pg from 'pg';
+import { Control, createAction, type StateStore } from '@ctrlrun/kernel';
+import { createBetterSqlite3Store } from '@ctrlrun/store-node/better-sqlite3';
+import { createPgStore } from '@ctrlrun/store-node/pg';
+import { createPgliteStore } from '@ctrlrun/store-node/pglite';
+import { findServerBinaries, freshDatabase, startCluster, type PgCluster } from '../../test/support/pg-cluster.js';
+import { ALLOW_REFUND_POLICY as policy, BENCH_PRINCIPAL as principal } from './_allowed-refund.js';
+
+const CALLERS = [1, 8, 32] as const;
+const ROUNDS = Number(process.env['BENCH_CONC_ROUNDS'] ?? 6);
+const SLICE_MS = Number(process.env['BENCH_CONC_SLICE_MS'] ?? 400);
+
+/** One measured thing: `run(ms, callers)` resolves to the latencies (ms) of the calls that finished, and the wall time taken. */
+interface Subject {
+  readonly store: string;
+  readonly label: string;
+  readonly floor: boolean;
+  run(ms: number, callers: number): Promise<{ latencies: number[]; secs: number }>;
+}
+
+/** `callers` loops calling `one(i)` until `ms` has passed; every call's latency. */
+async function loops(ms: number, callers: number, one: (i: number) => Promise<unknown>): Promise<{ latencies: number[]; secs: number }> {
+  const latencies: number[] = [];
+  let n = 0;
+  const start = performance.now();
+  await Promise.all(
+    Array.from({ length: callers }, async () => {
+      while (performance.now() - start < ms) {
+        const t0 = performance.now();
+        await one(n++);
+        latencies.push(performance.now() - t0);
+      }
+    }),
+  );
+  return { latencies, secs: (performance.now() - start) / 1000 };
+}
+
+let tags = 0;
+/** Allowed actions through one Control on `store`, every call on a key of its own. */
+function controlSubject(storeName: string, label: string, store: StateStore): Subject {
+  const control = new Control({ policy, store, logger: { warn() {} } });
+  return {
+    store: storeName,
+    label,
+    floor: false,
+    run: (ms, callers) => {
+      const tag = `t${tags++}`;
+      return loops(ms, callers, (i) =>
+        control.execute(createAction({ name: 'stripe.refund', arguments: { payment_id: `${tag}_${i}`, amount: 500 }, principal }), () => ({ ok: true })),
+      );
+    },
+  };
+}
+
+const dir = mkdtempSync(join(tmpdir(), 'ctrlrun-bench-conc-'));
+/** Run at the end, in order: the stores and connections first, then the database, the cluster, the folder. */
+const cleanups: (() => Promise<void> | void)[] = [];
+const finals: (() => Promise<void> | void)[] = [() => rmSync(dir, { recursive: true, force: true })];
+const subjects: Subject[] = [];
+const notes: string[] = [];
+
+// 1. better-sqlite3, a file.
+{
+  const store = await createBetterSqlite3Store(join(dir, 'control.db'));
+  cleanups.unshift(() => store.close());
+  subjects.push(controlSubject('better-sqlite3 file', 'Control', store));
+  // The floor: one shared row, BEGIN IMMEDIATE; UPDATE; COMMIT, on a file with the store's pragmas.
+  // One connection, in-call: callers cannot overlap, so every caller count runs the same loop.
+  const db = new Database(join(dir, 'floor.db'), { timeout: 5000 });
+  db.pragma('journal_mode = WAL');
+  db.pragma('synchronous = NORMAL');
+  db.exec('CREATE TABLE head(id INTEGER PRIMARY KEY, n INTEGER NOT NULL, v TEXT); INSERT INTO head VALUES (1, 0, NULL)');
+  const [begin, update, commit] = [db.prepare('BEGIN IMMEDIATE'), db.prepare('UPDATE head SET n = n + 1, v = ? WHERE id = 1'), db.prepare('COMMIT')];
+  cleanups.unshift(() => void db.close());
+  subjects.push({
+    store: 'better-sqlite3 file',
+    label: 'shared-row commit floor',
+    floor: true,
+    run: (ms, callers) =>
+      loops(ms, callers, async (i) => {
+        begin.run();
+        update.run(String(i));
+        commit.run();
+      }),
+  });
+}
+
+// 2. A real PostgreSQL server, durable.
+let cluster: PgCluster | null = null;
+let url = process.env['PG_URL'] ?? null;
+let where = 'PG_URL';
+if (url === null && findServerBinaries() !== null) {
+  cluster = await startCluster({ durable: true });
+  finals.unshift(() => cluster!.stop());
+  url = cluster.url;
+  where = `${cluster.version}, throwaway cluster, fsync on`;
+}
+if (url === null) {
+  notes.push('PostgreSQL: skipped — no PG_URL and no server binaries (/usr/lib/postgresql/<n>/bin)');
+} else {
+  const db = await freshDatabase(url, 'bench_conc');
+  finals.unshift(() => db.drop());
+  await db.createSchema('bench');
+  await db.createSchema('floor');
+  await db.sql('CREATE TABLE floor.head(id INTEGER PRIMARY KEY, n BIGINT NOT NULL, v TEXT)');
+  await db.sql('INSERT INTO floor.head VALUES (1, 0, NULL)');
+  const pool = new pg.Pool({ connectionString: db.url, max: 40 });
+  pool.on('error', () => undefined);
+  const store = await createPgStore(pool, { schema: 'bench', logger: { warn() {} } });
+  cleanups.unshift(async () => (await store.close(), await pool.end()));
+  subjects.push(controlSubject('PostgreSQL, durable', 'Control', store));
+  const floorPool = new pg.Pool({ connectionString: db.url, max: 40 });
+  floorPool.on('error', () => undefined);
+  cleanups.unshift(() => floorPool.end());
+  subjects.push({
+    store: 'PostgreSQL, durable',
+    label: 'shared-row commit floor',
+    floor: true,
+    run: async (ms, callers) => {
+      // One connection per caller, held for the slice: each UPDATE its own (implicit) transaction.
+      const clients = await Promise.all(Array.from({ length: callers }, () => floorPool.connect()));
+      let c = 0;
+      try {
+        const latencies: number[] = [];
+        const start = performance.now();
+        await Promise.all(
+          clients.map(async (client) => {
+            while (performance.now() - start < ms) {
+              const t0 = performance.now();
+              await client.query({ text: 'UPDATE floor.head SET n = n + 1, v = $1 WHERE id = 1', values: [String(c++)] });
+              latencies.push(performance.now() - t0);
+            }
+          }),
+        );
+        return { latencies, secs: (performance.now() - start) / 1000 };
+      } finally {
+        for (const client of clients) client.release();
+      }
+    },
+  });
+  notes.push(`PostgreSQL server: ${where}; the store on a pg Pool of 40, the floor on one connection per caller`);
+}
+
+// 3. PGlite in memory: one session, so callers queue.
+{
+  const lite = new PGlite();
+  await lite.waitReady;
+  const store = await createPgliteStore(lite);
+  cleanups.unshift(async () => (await store.close(), await lite.close()));
+  subjects.push(controlSubject('PGlite in memory', 'Control', store));
+  const floorLite = new PGlite();
+  await floorLite.waitReady;
+  await floorLite.exec('CREATE TABLE head(id INTEGER PRIMARY KEY, n BIGINT NOT NULL, v TEXT); INSERT INTO head VALUES (1, 0, NULL)');
+  cleanups.unshift(() => floorLite.close());
+  subjects.push({
+    store: 'PGlite in memory',
+    label: 'shared-row commit floor',
+    floor: true,
+    run: (ms, callers) => loops(ms, callers, (i) => floorLite.query('UPDATE head SET n = n + 1, v = $1 WHERE id = 1', [String(i)])),
+  });
+}
+
+try {
+  // Warm-up: every subject, every caller count, once.
+  for (const s of subjects) for (const callers of CALLERS) await s.run(300, callers);
+  const results = new Map<string, { n: number; secs: number; latencies: number[] }>();
+  const keyOf = (s: Subject, callers: number) => `${s.store}|${s.label}|${callers}`;
+  for (let r = 0; r < ROUNDS; r++) {
+    for (const s of subjects) {
+      for (const callers of CALLERS) {
+        const { latencies, secs } = await s.run(SLICE_MS, callers);
+        const acc = results.get(keyOf(s, callers)) ?? { n: 0, secs: 0, latencies: [] };
+        acc.n += latencies.length;
+        acc.secs += secs;
+        for (const l of latencies) acc.latencies.push(l);
+        results.set(keyOf(s, callers), acc);
+      }
+    }
+  }
+  const fmt = (x: number) => Math.round(x).toLocaleString('en-US').padStart(7);
+  const ms = (x: number) => (x < 10 ? x.toFixed(2) : x.toFixed(1)).padStart(6);
+  const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
+  const rateOf = (k: string) => {
+    const acc = results.get(k)!;
+    return acc.n / acc.secs;
+  };
+  for (const storeName of [...new Set(subjects.map((s) => s.store))]) {
+    console.log(`${storeName}`);
+    for (const s of subjects.filter((x) => x.store === storeName)) {
+      for (const callers of CALLERS) {
+        const acc = results.get(keyOf(s, callers))!;
+        const sorted = acc.latencies.sort((a, b) => a - b);
+        const unit = s.floor ? 'commits/s' : 'actions/s';
+        console.log(
+          `  ${s.label.padEnd(24)} ${String(callers).padStart(2)} caller${callers === 1 ? ' ' : 's'} ${fmt(acc.n / acc.secs)} ${unit.padEnd(9)}  p50 ${ms(pct(sorted, 50))} ms  p99 ${ms(pct(sorted, 99))} ms`,
+        );
+      }
+    }
+    const control = subjects.find((x) => x.store === storeName && !x.floor)!;
+    const floor = subjects.find((x) => x.store === storeName && x.floor)!;
+    const c = CALLERS.map((n) => rateOf(keyOf(control, n)));
+    const f = CALLERS.map((n) => rateOf(keyOf(floor, n)));
+    console.log(
+      `  Control / shared-row floor: ${CALLERS.map((n, i) => `${n}: ${((100 * c[i]!) / f[i]!).toFixed(0)}%`).join(', ')};  8 callers / 1: ${(c[1]! / c[0]!).toFixed(2)}x, 32 / 8: ${(c[2]! / c[1]!).toFixed(2)}x`,
+    );
+  }
+  for (const n of notes) console.log(n);
+  console.log(
+    `(each figure: ${ROUNDS} interleaved ${SLICE_MS} ms slices; load average at the end ${loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' ')} on ${cpus().length} CPUs)`,
+  );
+} finally {
+  for (const c of [...cleanups, ...finals]) await c();
+}
