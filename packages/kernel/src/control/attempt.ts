@@ -76,11 +76,13 @@ export async function attempt<T>(ctx: ControlContext, proposed: Action, executor
     effectKey = null;
     template = given;
   }
-  refuseReserved(action, effectKey, template);
+  // Parsed once, for the reserved-name check, the decision, the effect key and the receipt.
+  const args = action.canonicalArguments;
+  refuseReserved(action, effectKey, template, args);
 
   const pass: Pass = {
     action,
-    args: action.canonicalArguments,
+    args,
     startedAt: evidenceTime(ctx.clock()),
     effectKey,
     approvalId,

@@ -13,6 +13,7 @@
  * @module
  */
 import type { Action } from '../action.js';
+import type { JsonObject } from '../canonical.js';
 import { delegationFromRecord } from '../authority/authority.js';
 import type { Grant } from '../authority/grant.js';
 import { ActionDenied, EffectKeyError, InvalidArgument } from '../errors.js';
@@ -38,9 +39,10 @@ export const BUDGET_UNSUPPORTED = 'budget_unsupported';
  * effect key beginning `policy:`, the key a policy approval is recorded under (a commit of one
  * would mint the original's "policy approved" marker). `key` is the caller's explicit key, else
  * the one `template` renders for `action` (a template that cannot render is refused later, as
- * it always was).
+ * it always was). `args`: the action's canonical arguments when the caller already holds a copy
+ * (each read of `action.canonicalArguments` parses the canonical text again).
  */
-export function refuseReserved(action: Action, key: string | null, template: string | null): void {
+export function refuseReserved(action: Action, key: string | null, template: string | null, args: JsonObject = action.canonicalArguments): void {
   if (action.name === POLICY_CHANGE_ACTION) {
     throw new InvalidArgument(
       `${POLICY_CHANGE_ACTION} is reserved for the original's policy-change flow, which this build does not implement: it is never executed here`,
@@ -49,7 +51,7 @@ export function refuseReserved(action: Action, key: string | null, template: str
   let resolved = key;
   if (resolved === null && template !== null) {
     try {
-      resolved = resolveEffectTemplate(template, action.canonicalArguments, action.resource);
+      resolved = resolveEffectTemplate(template, args, action.resource);
     } catch (err) {
       if (!(err instanceof EffectKeyError || err instanceof InvalidArgument)) throw err;
     }
