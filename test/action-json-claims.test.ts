@@ -3,7 +3,8 @@
 // as none. Claims are never hashed: every hash of the original's vectors comes out the same.
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { actionFromJson, actionToJson, createAction, type JsonObject } from '@ctrlrun/kernel';
+import { actionToJson, createAction, type JsonObject } from '@ctrlrun/kernel';
+import { actionFromJson } from '@ctrlrun/kernel/store';
 import { decodeTyped, type Typed } from './support/typed.js';
 
 const vectors = JSON.parse(readFileSync(new URL('./vectors/action_hash.sample.json', import.meta.url), 'utf8')) as {

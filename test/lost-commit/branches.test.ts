@@ -23,7 +23,8 @@ import {
   type SqlDriver,
   type SqlExecutor,
 } from '@ctrlrun/kernel/store';
-import { AmbiguousEffect, AmbiguousWrite, DuplicateEffect, MINUTE, StoreError, type EffectRecord } from '@ctrlrun/kernel';
+import { AmbiguousEffect, AmbiguousWrite, DuplicateEffect, StoreError, type EffectRecord } from '@ctrlrun/kernel';
+import { MINUTE } from '../../packages/kernel/src/time.js';
 import { SqlJsDriver, type SqlJsModule } from '@ctrlrun/store-sqljs';
 import fc from 'fast-check';
 import initSqlJs from 'sql.js';

@@ -13,26 +13,14 @@ export { argumentsForDisplay, showInvisible, type ShownArguments } from './visib
 export { maskUrl } from './mask-url.js';
 export { NEVER_SENT_CODES, neverSent } from './never-sent.js';
 export { DEFAULT_MAX_PENDING_APPROVALS, PendingApprovalLimit, type PendingRefusal, type PendingSlot } from './pending-limit.js';
-export { type Clock, systemClock, MINUTE, viewTime } from './time.js';
+export { type Clock, systemClock, viewTime } from './time.js';
 export { type IdPrefix, type IdSource, randomIds, sequentialIds } from './ids.js';
-export {
-  type Action,
-  type ActionInput,
-  type ClaimValue,
-  type Principal,
-  createAction,
-  createPrincipal,
-  actionHash,
-  actionToJson,
-  actionFromJson,
-} from './action.js';
+export { type Action, type ActionInput, type ClaimValue, type Principal, createAction, createPrincipal, actionHash, actionToJson } from './action.js';
 export * from './model.js';
 export { checkActor, resultToJson } from './effects.js';
 export {
   parseReceipt,
   receiptKeysOf,
-  RECEIPT_KEYS,
-  RECEIPT_EDIT_KEYS,
   type ReceiptApprover,
   type ReceiptBudgetCharge,
   type ReceiptEdit,
@@ -73,9 +61,7 @@ export {
   Policy,
   loadPolicy,
   parseTemplate,
-  refuseDerivedArguments,
   resolveEffectTemplate,
-  resolveResourceTemplate,
 } from './policy/index.js';
 export { type Bypass, type CheckPolicyOptions, type PolicyFinding, type PolicyFindingCode, checkPolicy } from './policy/index.js';
 export { type EventSink, type SinkLogger, type JsonlFile, type JsonlWriter, callbackSink, eventLine, jsonlSink } from './events.js';
@@ -132,7 +118,7 @@ export {
   type PlanDelegationOptions,
   type ResourceDerivation,
 } from './authority/index.js';
-export { Grant, grantFromJson, grantToJson, type Budget, type BudgetInput, type GrantInput, type Instant, type SubjectPatterns } from './authority/index.js';
+export { Grant, type Budget, type BudgetInput, type GrantInput, type Instant, type SubjectPatterns } from './authority/index.js';
 export {
   type IdentityContext,
   type IdentityProvider,
@@ -141,6 +127,5 @@ export {
   type HeaderIdentityOptions,
   StaticIdentityProvider,
   HeaderIdentityProvider,
-  normalizeHeaders,
 } from './identity.js';
 export { STATS_SCHEMA, type StatsDocument, type StatsOptions, parseSince, stats } from './stats.js';

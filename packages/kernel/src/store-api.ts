@@ -13,6 +13,10 @@
  */
 export type { Dialect, SqlValue, QueryResult, SqlExecutor, SqlDriver, DriverCapabilities } from './store/driver.js';
 export { transactionExecutor, type TransactionStatements } from './store/transaction-executor.js';
+// Rows as stored: an action's action_json, a delegation's grant_json, the receipt document's keys.
+export { actionFromJson } from './action.js';
+export { grantFromJson, grantToJson } from './authority/index.js';
+export { RECEIPT_KEYS, RECEIPT_EDIT_KEYS } from './receipt.js';
 export type { StateStore, TrailingEvents, TakenContinuation, DelegationRecord, ApprovalEditWrite, ApprovalEditResult } from './store/state-store.js';
 export type * from './model.js';
 export { Mutex } from './store/mutex.js';

@@ -2,7 +2,8 @@
 // (a fresh copy on each read), and a copy of it that is not an action refused by name.
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { actionFromJson, actionToJson, createAction, InvalidArgument, type Action, type Control } from '@ctrlrun/kernel';
+import { actionToJson, createAction, InvalidArgument, type Action, type Control } from '@ctrlrun/kernel';
+import { actionFromJson } from '@ctrlrun/kernel/store';
 import { describe, expect, it } from 'vitest';
 import { setup } from './harness.js';
 

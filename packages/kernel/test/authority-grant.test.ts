@@ -3,7 +3,8 @@
 // `grant_json`, and the pattern grammar, matching and containment (with properties).
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { Authority, Grant, InvalidArgument, PolicyError, grantFromJson, grantToJson, loadAuthority, loadGrant, loadPolicy } from '@ctrlrun/kernel';
+import { Authority, Grant, InvalidArgument, PolicyError, loadAuthority, loadGrant, loadPolicy } from '@ctrlrun/kernel';
+import { grantFromJson, grantToJson } from '@ctrlrun/kernel/store';
 import { matchesPattern, patternContains, patternError } from '../src/authority/patterns.js';
 import { parseInstant } from '../src/authority/grant.js';
 import { ACTIONS, GRANT, V3, doc } from './authority.fixtures.js';

@@ -11,7 +11,6 @@ import {
   AmbiguousWrite,
   Control,
   DuplicateEffect,
-  MINUTE,
   callbackSink,
   createAction,
   loadPolicy,
@@ -21,6 +20,7 @@ import {
   type Reservation,
   type StateStore,
 } from '@ctrlrun/kernel';
+import { MINUTE } from '../src/time.js';
 import { SqlStateStore, type SqlDriver, type SqlExecutor, type TrailingEvents } from '@ctrlrun/kernel/store';
 import { SqlJsDriver, type SqlJsModule } from '@ctrlrun/store-sqljs';
 import initSqlJs from 'sql.js';

@@ -6,7 +6,8 @@
 // envelope. It never creates a delegation beneath an envelope, and its own delegations keep the
 // original's containment on tasks and budgets.
 import { describe, expect, it } from 'vitest';
-import { ActionDenied, AuthorityDenied, AuthorityEscalation, createAction, grantFromJson, type DelegationRecord } from '@ctrlrun/kernel';
+import { ActionDenied, AuthorityDenied, AuthorityEscalation, createAction, type DelegationRecord } from '@ctrlrun/kernel';
+import { grantFromJson } from '@ctrlrun/kernel/store';
 import { rejection, rig } from './authority.fixtures.js';
 
 const CFO = { agent: 'cfo-agent' };

@@ -15,13 +15,13 @@ import {
   InvalidArgument,
   callbackSink,
   createAction,
-  grantToJson,
   loadPolicy,
   sequentialIds,
   type DelegationRecord,
   type EventRecord,
   type GrantInput,
 } from '@ctrlrun/kernel';
+import { grantToJson } from '@ctrlrun/kernel/store';
 import { createSqlJsStore } from '@ctrlrun/store-sqljs';
 import { T0, V3, action, rejection, rig } from './authority.fixtures.js';
 

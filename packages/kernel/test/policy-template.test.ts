@@ -1,16 +1,8 @@
 // Effect and resource templates (spec 01 §3.7).
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import {
-  createAction,
-  EffectKeyError,
-  InvalidArgument,
-  loadPolicy,
-  parseTemplate,
-  PolicyError,
-  resolveEffectTemplate,
-  resolveResourceTemplate,
-} from '@ctrlrun/kernel';
+import { createAction, EffectKeyError, InvalidArgument, loadPolicy, parseTemplate, PolicyError, resolveEffectTemplate } from '@ctrlrun/kernel';
+import { resolveResourceTemplate } from '../src/policy/index.js';
 import { jsonEquals } from '../src/canonical.js';
 import { setup } from './harness.js';
 

@@ -3,7 +3,8 @@
 // schema, malformed values refused at load naming the line. T-ids from the original's suites.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { Authority, Grant, grantFromJson, grantToJson, loadAuthority, loadPolicy, POLICY_CHANGE_ACTION, PolicyError } from '@ctrlrun/kernel';
+import { Authority, Grant, loadAuthority, loadPolicy, POLICY_CHANGE_ACTION, PolicyError } from '@ctrlrun/kernel';
+import { grantFromJson, grantToJson } from '@ctrlrun/kernel/store';
 import { refusal } from './policy.fixtures.js';
 
 const SCHEMAS = ['v1', 'v2', 'v3', 'v4', 'v5', 'v6', 'v7', 'v8'].map((v) => `ctrlrun.policy/${v}`);

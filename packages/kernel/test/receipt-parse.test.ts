@@ -2,7 +2,8 @@
 // its type — and anything else is an InvalidArgument naming the field.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { callbackSink, createAction, InvalidArgument, parseReceipt, RECEIPT_KEYS, type ReceiptDocument, type StoredReceipt } from '@ctrlrun/kernel';
+import { callbackSink, createAction, InvalidArgument, parseReceipt, type ReceiptDocument, type StoredReceipt } from '@ctrlrun/kernel';
+import { RECEIPT_KEYS } from '@ctrlrun/kernel/store';
 import { runDemo } from '@ctrlrun/kernel/demo';
 import { buildReceipt, sealReceipt, GENESIS_HASH } from '@ctrlrun/kernel/store';
 import { createSqlJsStore } from '@ctrlrun/store-sqljs';

@@ -8,13 +8,13 @@ import {
   InvalidArgument,
   loadPolicy,
   parseReceipt,
-  RECEIPT_KEYS,
   receiptKeysOf,
   sequentialIds,
   verifyChain,
   type JsonObject,
   type ReceiptRow,
 } from '@ctrlrun/kernel';
+import { RECEIPT_KEYS } from '@ctrlrun/kernel/store';
 import { buildReceipt, GENESIS_HASH, sealReceipt } from '@ctrlrun/kernel/store';
 import { createSqlJsStore } from '@ctrlrun/store-sqljs';
 import { action, doc, GRANT, rig, rejection, V3 } from './authority.fixtures.js';

@@ -7,17 +7,8 @@ import { join } from 'node:path';
 import { build } from 'esbuild';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import {
-  ApprovalRequired,
-  Control,
-  InvalidArgument,
-  actionFromJson,
-  actionHash,
-  actionToJson,
-  createAction,
-  loadPolicy,
-  type EffectRecord,
-} from '@ctrlrun/kernel';
+import { ApprovalRequired, Control, InvalidArgument, actionHash, actionToJson, createAction, loadPolicy, type EffectRecord } from '@ctrlrun/kernel';
+import { actionFromJson } from '@ctrlrun/kernel/store';
 import { checkConsumable, planReservation, storedTime } from '@ctrlrun/kernel/store';
 import { REFUND_POLICY, setup, T0 } from './harness.js';
 
