@@ -14,7 +14,7 @@
  *
  * @module
  */
-import { createAction, type Action, type Principal } from './action.js';
+import { createAction, createPrincipal, type Action, type Principal } from './action.js';
 import { scopedCallerKey, templateCollision } from './caller-keys.js';
 import { isPlainObject } from './canonical.js';
 import type { Control, ExecuteOptions } from './control.js';
@@ -226,7 +226,7 @@ export async function intake(control: Control, call: SurfaceCall): Promise<Intak
   if (!isPlainObject(call) || typeof call.name !== 'string' || call.name === '') throw new InvalidArgument('intake needs a call { name, arguments }');
   const principal =
     call.authenticated === true && call.principal
-      ? call.principal
+      ? createPrincipal(call.principal)
       : await control.resolvePrincipal(call.name, { principal: call.principal ?? null, ...(call.headers ? { headers: call.headers } : {}) });
   const action = intakeAction(control, call, principal);
   return { action, options: executeOptions(control.policy, action, call) };
