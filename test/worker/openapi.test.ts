@@ -8,7 +8,11 @@ import Ajv2020 from 'ajv/dist/2020.js';
 import { describe, expect, it } from 'vitest';
 import { createTryIt } from '@ctrlrun/kernel/try-it';
 import { createSqlJsStore } from '@ctrlrun/store-sqljs';
-import { AGENT, harness, OPERATOR, type Harness } from './harness.js';
+import { Control, loadPolicy } from '@ctrlrun/kernel';
+import { createApp, staticTokens } from '../../worker/src/index.js';
+import { AGENT, harness, OPERATOR, testExecutors, type Harness } from './harness.js';
+
+const QUORUM_POLICY = 'schema: ctrlrun.policy/v6\nactions:\n  stripe.refund:\n    approvals_required: 2\n    decision: approve\n';
 
 type Doc = { openapi: string; paths: Record<string, Record<string, { responses: Record<string, { content?: { 'application/json': { schema: unknown } } }> }>> };
 interface Seen {
@@ -157,6 +161,35 @@ describe('the OpenAPI document', () => {
       const r = await limited.call('POST', '/v1/actions', AGENT, { name: 'stripe.refund', arguments: { payment_id: `l${n}`, amount: 200000 } });
       seen.push({ method: 'POST', path: '/v1/actions', status: r.status, json: r.json });
     }
+    // A request needing two verified approvers: the first operator's yes is counted (202).
+    const quorum = createApp({
+      control: new Control({
+        policy: loadPolicy(QUORUM_POLICY),
+        store: await createSqlJsStore(),
+        approvers: { rolesClaim: 'roles' },
+        logger: { warn: () => undefined },
+      }),
+      executors: testExecutors([]),
+      auth: staticTokens([
+        { role: 'agent', token: AGENT, agent: 'billing-agent' },
+        { role: 'operator', token: OPERATOR, operator: 'human:ops' },
+      ]),
+    });
+    const quorumCall = async (method: string, path: string, token: string, body?: unknown) => {
+      const r = await quorum.request(path, {
+        method,
+        headers: { authorization: `Bearer ${token}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+        ...(body ? { body: JSON.stringify(body) } : {}),
+      });
+      const s = { method, path, status: r.status, json: (await r.json()) as unknown };
+      seen.push(s);
+      return s;
+    };
+    const two = (await quorumCall('POST', '/v1/actions', AGENT, { name: 'stripe.refund', arguments: { payment_id: 'q1', amount: 5 } })).json as {
+      requestId: string;
+    };
+    expect((await quorumCall('POST', `/v1/approvals/${two.requestId}/grant`, OPERATOR)).status).toBe(202);
+    await quorumCall('GET', '/v1/approvals?status=pending', OPERATOR);
 
     expect(seen.filter((s) => s.path === '/v1/actions').map((s) => s.status)).toContain(200);
     const pendingView = seen.find((s) => s.path.startsWith('/v1/approvals?status=pending'))!.json as { approvals: { action: { arguments: object } }[] };

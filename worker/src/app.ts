@@ -11,6 +11,7 @@ import { cors } from 'hono/cors';
 import {
   ApprovalMismatch,
   ApprovalRequired,
+  approvalProgress,
   createPrincipal,
   describeError,
   IdentityError,
@@ -171,6 +172,15 @@ function approvalJson(record: ApprovalRecord): Record<string, unknown> {
     approver: record.approver,
     grantedAt: viewTime(record.grantedAt),
     consumedAt: viewTime(record.consumedAt),
+    approvalsRequired: request.approvalsRequired ?? 1,
+    approvers: (record.approvers ?? []).map((a) => ({
+      agent: a.agent,
+      user: a.user,
+      issuer: a.issuer,
+      entitled: [...a.entitled],
+      grantedAt: viewTime(a.grantedAt),
+    })),
+    progress: approvalProgress(record),
   };
 }
 
@@ -472,10 +482,19 @@ export function createApp(options: AppOptions): App {
     app.post(`/v1/approvals/:id/${verb}`, operator(`${verb} approvals`), async (c) => {
       const edit = verb === 'grant' ? await readGrantBody(c.req.raw, limit) : (await readEmptyBody(c.req.raw, limit), null);
       const id = c.req.param('id');
-      const approver = (c.get('identity') as OperatorIdentity).operator;
+      const { operator: approver, verified } = c.get('identity') as OperatorIdentity;
+      const as = verified === undefined ? {} : { verified };
       try {
         if (verb === 'grant') {
-          const a = await control.grantApproval(id, edit === null ? { approver } : { approver, via: 'worker', edit: { arguments: edit } });
+          let a;
+          try {
+            a = await control.grantApproval(id, edit === null ? { approver, ...as } : { approver, via: 'worker', edit: { arguments: edit } });
+          } catch (err) {
+            // Counted, not yet granted: 202 with the request as it stands ("1 of 2 approvals: ana").
+            const record = err instanceof ApprovalMismatch && err.counted ? await control.store.getApproval(id) : null;
+            if (record === null) throw err;
+            return jsonResponse(202, { approval: approvalJson(record), message: (err as Error).message });
+          }
           const approval = {
             requestId: a.approvalId,
             // Deprecated: the same id under its old name, kept for a release (README, "HTTP worker").
@@ -490,7 +509,7 @@ export function createApp(options: AppOptions): App {
           // An edit: the grant is a new request, bound to the edited hash; the proposed one is denied.
           return jsonResponse(200, { approval: { ...approval, editedFrom: id }, edit: await control.approvalEdit(a.approvalId) });
         }
-        return jsonResponse(200, { approval: approvalJson(await control.denyApproval(id, { approver })) });
+        return jsonResponse(200, { approval: approvalJson(await control.denyApproval(id, { approver, ...as })) });
       } catch (err) {
         if (err instanceof ApprovalMismatch && err.reason === 'unknown') throw notFound(`no approval request ${id}`);
         throw err;

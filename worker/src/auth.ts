@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { checkActor, IdentityError, InvalidArgument, type ClaimValue, type IdentityProvider } from '@ctrlrun/kernel';
+import { checkActor, IdentityError, InvalidArgument, type ClaimValue, type IdentityProvider, type VerifiedPrincipal } from '@ctrlrun/kernel';
 import { sha256Tagged } from '@ctrlrun/kernel/store';
 
 /** An agent: may propose actions, never answer approvals or resolve effects. */
@@ -26,7 +26,18 @@ export interface OperatorIdentity {
   readonly role: 'operator';
   /** Recorded as the approver or resolver. */
   readonly operator: string;
+  /**
+   * The principal the credential verified (spec 05 §4.1): its answers are recorded as a verified
+   * approver's, which is what counts toward `approvals_required` above one. Roles, when the
+   * credential carries them, are a claim (`roles` for a static token).
+   */
+  readonly verified?: VerifiedPrincipal;
 }
+
+/** The agent name a static operator token's verified principal carries (its `user` is the operator). */
+export const STATIC_OPERATOR_AGENT = 'operator';
+/** The issuer a static operator token's verified principal names. */
+export const STATIC_OPERATOR_ISSUER = 'ctrlrun-worker:token';
 
 /** The caller, as an authenticator vouches for it. */
 export type Identity = AgentIdentity | OperatorIdentity;
@@ -49,7 +60,7 @@ export function bearerToken(request: Request): string | null {
 /** One static credential. */
 export type StaticToken =
   | { readonly token: string; readonly role: 'agent'; readonly agent: string; readonly user?: string | null }
-  | { readonly token: string; readonly role: 'operator'; readonly operator: string };
+  | { readonly token: string; readonly role: 'operator'; readonly operator: string; readonly roles?: readonly string[] };
 
 /** Tokens shorter than this are refused at configuration. */
 export const MIN_TOKEN_LENGTH = 16;
@@ -74,7 +85,9 @@ export function constantTimeEqual(a: string, b: string): boolean {
 }
 
 function identityOf(t: StaticToken): Identity {
-  return t.role === 'agent' ? { role: 'agent', principal: { agent: t.agent, user: t.user ?? null } } : { role: 'operator', operator: t.operator };
+  if (t.role === 'agent') return { role: 'agent', principal: { agent: t.agent, user: t.user ?? null } };
+  const claims = t.roles === undefined ? null : { roles: [...t.roles] };
+  return { role: 'operator', operator: t.operator, verified: { agent: STATIC_OPERATOR_AGENT, user: t.operator, issuer: STATIC_OPERATOR_ISSUER, claims } };
 }
 
 /**
@@ -98,6 +111,8 @@ export function staticTokens(tokens: readonly StaticToken[]): Authenticator {
         throw new InvalidArgument(`${at}.user must be null or a non-empty string`);
     } else if (t.role === 'operator') {
       checkActor(t.operator, `${at}.operator`);
+      if (t.roles !== undefined && (!Array.isArray(t.roles) || !(t.roles as unknown[]).every((r) => typeof r === 'string' && r !== '' && r.trim() === r)))
+        throw new InvalidArgument(`${at}.roles must be a list of non-empty role names with no surrounding whitespace`);
     } else {
       throw new InvalidArgument(`${at}.role must be "agent" or "operator"`);
     }
@@ -140,6 +155,26 @@ export function identityProviderAuth(provider: IdentityProvider, options: { envi
     // The action is not known until the body is read; a credential is judged on its own.
     const principal = await provider.resolve({ action: '', environment: options.environment, headers, agent: null, user: null });
     return principal ? { role: 'agent', principal } : null;
+  };
+}
+
+/**
+ * Operators vouched for by a kernel identity provider (e.g. `createJwtIdentityProvider` configured
+ * for the operators' issuer and audience, with the roles claim among its claims): the principal it
+ * resolves is the verified approver, recorded by its user (else its agent). Give operators their
+ * own provider: every credential it accepts may answer approvals.
+ */
+export function identityProviderOperators(provider: IdentityProvider, options: { environment: string }): Authenticator {
+  const agents = identityProviderAuth(provider, options);
+  return async (request) => {
+    const identity = await agents(request);
+    if (identity === null || identity.role !== 'agent') return null;
+    const p = identity.principal;
+    return {
+      role: 'operator',
+      operator: p.user ?? p.agent,
+      verified: { agent: p.agent, user: p.user ?? null, issuer: p.issuer ?? null, claims: p.claims ?? null },
+    };
   };
 }
 

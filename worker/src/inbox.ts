@@ -30,6 +30,8 @@ import type { Context, Hono } from 'hono';
 import {
   ActionDenied,
   ApprovalMismatch,
+  approvalProgress,
+  type VerifiedPrincipal,
   canonicalJson,
   explainDecision,
   IdentityError,
@@ -65,6 +67,11 @@ interface Session {
   csrf: string;
   /** The credential signed in with, AES-GCM encrypted (iv + ciphertext, base64url). */
   cred: string;
+  /**
+   * The principal the credential verifies, as checked on this request (never read from the
+   * cookie): the session's answers are recorded as this verified approver's.
+   */
+  verified?: VerifiedPrincipal;
 }
 
 /** What the inbox needs from the app. */
@@ -303,7 +310,7 @@ export function mountInbox(app: Hono<any>, options: InboxOptions): void {
   };
 
   /** The operator a credential names right now, or `null` (unknown, removed, expired, or an agent's). */
-  const operatorOf = async (token: string): Promise<{ operator: string } | { refused: 'invalid' | 'agent' }> => {
+  const operatorOf = async (token: string): Promise<{ operator: string; verified?: VerifiedPrincipal } | { refused: 'invalid' | 'agent' }> => {
     let identity;
     try {
       identity = await auth(new Request('http://inbox.invalid/', { headers: { authorization: `Bearer ${token}` } }));
@@ -313,7 +320,7 @@ export function mountInbox(app: Hono<any>, options: InboxOptions): void {
     }
     if (identity === null) return { refused: 'invalid' };
     if (identity.role !== 'operator') return { refused: 'agent' };
-    return { operator: identity.operator };
+    return identity.verified === undefined ? { operator: identity.operator } : { operator: identity.operator, verified: identity.verified };
   };
 
   /**
@@ -365,7 +372,8 @@ export function mountInbox(app: Hono<any>, options: InboxOptions): void {
       if (token === null) return null;
       const now = await operatorOf(token);
       if (!('operator' in now) || now.operator !== s.operator) return null;
-      return s;
+      delete s.verified;
+      return now.verified === undefined ? s : { ...s, verified: now.verified };
     } catch {
       return null;
     }
@@ -434,7 +442,9 @@ export function mountInbox(app: Hono<any>, options: InboxOptions): void {
 <dt>Asked at</dt><dd>${timeHtml(request.createdAt)} (expires ${timeHtml(request.expiresAt)})</dd>
 <dt>Rule</dt><dd>${esc(ruleFor(record))}</dd>
 <dt>Resource</dt><dd>${esc(action.resource ?? 'none')}</dd>
-<dt>Action hash</dt><dd><code>${esc(request.actionHash)}</code></dd>
+<dt>Action hash</dt><dd><code>${esc(request.actionHash)}</code></dd>${
+      approvalProgress(record) === null ? '' : `\n<dt>Approvals</dt><dd data-progress>${esc(approvalProgress(record)!)}</dd>`
+    }
 </dl>
 <p><strong>Arguments, exactly as hashed</strong></p>
 <pre data-arguments>${esc(canonicalJson(action.canonicalArguments))}</pre>
@@ -635,11 +645,19 @@ ${flash ? `<p class="flash" role="status">${esc(flash)}</p>` : ''}
       const checked = await checkedPost(c);
       if (checked instanceof Response) return checked;
       const id = c.req.param('id');
+      const as = checked.session.verified === undefined ? {} : { verified: checked.session.verified };
       try {
-        if (verb === 'grant') await control.grantApproval(id, { approver: checked.session.operator });
-        else await control.denyApproval(id, { approver: checked.session.operator });
+        if (verb === 'grant') await control.grantApproval(id, { approver: checked.session.operator, ...as });
+        else await control.denyApproval(id, { approver: checked.session.operator, ...as });
       } catch (err) {
         if (!(err instanceof ApprovalMismatch)) throw err;
+        if (err.counted) {
+          const record = await store.getApproval(id);
+          return inbox(
+            checked.session,
+            `Your approval is recorded: ${record === null ? 'the request' : (approvalProgress(record) ?? 'it')} so far; it runs once enough people approve.`,
+          );
+        }
         return inbox(checked.session, `Not ${verb === 'grant' ? 'approved' : 'denied'}: ${err.message}`);
       }
       return new Response(null, { status: 303, headers: { location: `/inbox?done=${verb === 'grant' ? 'granted' : 'denied'}` } });

@@ -10,6 +10,7 @@ export { createApp, type App, type AppOptions, type CorsOptions } from './app.js
 export {
   anyOf,
   identityProviderAuth,
+  identityProviderOperators,
   bearerToken,
   constantTimeEqual,
   generateToken,

@@ -85,7 +85,15 @@ const schemas: Record<string, Schema> = {
     approver: nullableStr,
     grantedAt: nullableTime,
     consumedAt: nullableTime,
+    approvalsRequired: { type: 'integer', minimum: 1, description: 'How many distinct verified approvers must say yes (approvals_required).' },
+    approvers: {
+      type: 'array',
+      description: 'The verified approvers who answered so far, in order.',
+      items: obj({ agent: str, user: nullableStr, issuer: nullableStr, entitled: { type: 'array', items: str }, grantedAt: time }),
+    },
+    progress: { type: ['string', 'null'], description: 'For a request needing several approvers: "1 of 2 approvals: ana"; else null.' },
   }),
+  Counted: obj({ approval: ref('Approval'), message: str }),
   ApprovalPage: obj({ approvals: { type: 'array', items: ref('Approval') }, next: nullableStr }),
   Grant: {
     type: 'object',
@@ -315,11 +323,14 @@ export function openApiDocument(routes: OpenApiRoutes): Record<string, unknown> 
           ),
           responses: {
             '200': json(ref('Grant'), 'Granted: the agent may now run it, once (with an edit, the edited arguments under a new request id).'),
+            '202': json(ref('Counted'), 'Counted, still pending: the request needs more verified approvers ("1 of 2 approvals: ana").'),
             '400': error('A body with other fields, or edited arguments that make no action.'),
             ...operatorOnly,
             '403': error('The credential has the wrong role, or the edited arguments are denied (by policy or authority; the request stays pending).'),
             '404': error('No such request.'),
-            '409': error('Not pending (answered, expired, consumed).'),
+            '409': error(
+              'Not pending (answered, expired, consumed), or a yes that cannot count (the same person again, or no verified identity on a request needing several).',
+            ),
           },
         },
       },

@@ -157,10 +157,16 @@ export class ApprovalMismatch extends CTRLRunError {
   override readonly code = 'ERR_APPROVAL_MISMATCH' as const;
   readonly reason: ApprovalMismatchReason;
   readonly approvalId: string | null;
-  constructor(reason: ApprovalMismatchReason, options: { approvalId?: string | null; message?: string } = {}) {
+  /**
+   * `pending` only: this answer was recorded and counted toward the request's
+   * `approvals_required` ("1 of 2 approvals: ana"), which it did not reach. False for a refusal.
+   */
+  readonly counted: boolean;
+  constructor(reason: ApprovalMismatchReason, options: { approvalId?: string | null; message?: string; counted?: boolean } = {}) {
     super(options.message ?? reason);
     this.reason = reason;
     this.approvalId = options.approvalId ?? null;
+    this.counted = options.counted === true;
   }
 }
 

@@ -11,7 +11,7 @@
  *
  * @module
  */
-import { createPrincipal, type Principal } from './action.js';
+import { createPrincipal, type ClaimValue, type Principal } from './action.js';
 import { isPlainObject } from './canonical.js';
 import { IdentityError, InvalidArgument, MissingDependency } from './errors.js';
 import type { IdentityContext, IdentityLogger, IdentityProvider } from './identity.js';
@@ -374,14 +374,16 @@ export class JwtIdentityProvider implements IdentityProvider {
         user = u;
       }
     }
-    let named: Record<string, string | number | boolean> | null = null;
+    let named: Record<string, ClaimValue> | null = null;
     if (this.claimNames.length > 0) {
-      const kept: [string, string | number | boolean][] = [];
+      const kept: [string, ClaimValue][] = [];
       for (const name of this.claimNames) {
         if (!Object.prototype.hasOwnProperty.call(claims, name)) continue;
         const v = claims[name];
         if (typeof v === 'string' || typeof v === 'boolean' || (typeof v === 'number' && Number.isSafeInteger(v))) kept.push([name, v]);
-        else this.#logger.warn(`[ctrlrun] JwtIdentityProvider: claim ${name} is not a string, integer or boolean; left off the principal`);
+        // A list of non-empty strings (a roles claim, as the original reads approver roles).
+        else if (Array.isArray(v) && v.every((r) => typeof r === 'string' && r !== '')) kept.push([name, Object.freeze([...(v as string[])])]);
+        else this.#logger.warn(`[ctrlrun] JwtIdentityProvider: claim ${name} is not a string, integer, boolean or list of strings; left off the principal`);
       }
       // Entries, not `named[name] = v`: a claim named `__proto__` stays a claim.
       named = Object.fromEntries(kept);

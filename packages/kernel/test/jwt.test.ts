@@ -123,7 +123,9 @@ describe('T88: a valid token resolves to a principal', () => {
     expect((await none.resolve(ctx(`Bearer ${await token({ role: 'support' })}`)))!.claims ?? null).toBeNull();
     // A named claim whose value a principal cannot hold is left off, not coerced.
     const odd = provider({ claimNames: ['role', 'level'] }).p;
-    expect((await odd.resolve(ctx(`Bearer ${await token({ role: ['a'], level: 1.5 })}`)))!.claims).toEqual({});
+    expect((await odd.resolve(ctx(`Bearer ${await token({ role: ['a', 1], level: 1.5 })}`)))!.claims).toEqual({});
+    // A list of non-empty strings is one (a roles claim, spec 05 §6.3): kept as the list.
+    expect((await odd.resolve(ctx(`Bearer ${await token({ role: ['finance', 'ops'], level: 2 })}`)))!.claims).toEqual({ role: ['finance', 'ops'], level: 2 });
   });
 
   it('a pinned PEM key and a shared secret work too', async () => {

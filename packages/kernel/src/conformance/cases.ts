@@ -1139,6 +1139,7 @@ export const storeCases: Record<CaseId, CaseDef> = {
         const id = await request(store, clock, action, 15 * MINUTE, { approvalsRequired: 3 });
         const said = await refused(store.grantApproval(id, 'ana', ANA), ApprovalMismatch, mismatch('pending'), 'the first of three');
         expect(said.message, 'the refusal says the count').toContain('1 of 3 approvals: ana');
+        expect(said.counted, 'the yes was counted').toBe(true);
         await refused(store.consumeApproval(id, action.actionHash), ApprovalMismatch, mismatch('pending'), 'consuming after one');
         clock.advance(1000);
         const second = await refused(store.grantApproval(id, 'bo', BO), ApprovalMismatch, mismatch('pending'), 'the second of three');
@@ -1181,6 +1182,7 @@ export const storeCases: Record<CaseId, CaseDef> = {
           'the same person again',
         );
         expect(again.message).toContain('ana already approved it');
+        expect(again.counted, 'the second yes was not counted').toBe(false);
         expect(again.message).toContain('1 of 2 approvals: ana');
         const row = await store.getApproval(id);
         expect(row, 'still pending').toMatchObject({ status: 'pending' });

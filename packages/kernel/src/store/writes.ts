@@ -352,7 +352,11 @@ export async function grantApproval(e: SqlEngine, id: string, approver: string, 
       const after: ApprovalRecord = { ...plan.record, approvers: count.approvers };
       if (count.reached) return grantedApproval({ ...after, status: 'granted', approver: who, grantedAt });
       return new RaiseAfterCommit(
-        new ApprovalMismatch('pending', { approvalId: i, message: `approval ${i} is still pending: the yes is recorded, ${approvalProgress(after)}` }),
+        new ApprovalMismatch('pending', {
+          approvalId: i,
+          counted: true,
+          message: `approval ${i} is still pending: the yes is recorded, ${approvalProgress(after)}`,
+        }),
       );
     });
     if (out !== RECOUNT) return out;
