@@ -8,11 +8,12 @@
  * @module
  */
 import { createAction, type Action } from '../action.js';
+import { intakeAction, IntakeRefusal } from '../intake.js';
 import { isPlainObject, type JsonObject } from '../canonical.js';
 import { checkActor } from '../effects.js';
 import { ActionDenied, EffectKeyError, InvalidArgument } from '../errors.js';
 import type { Approval, EventDraft, EventRecord } from '../model.js';
-import { explainDecision, resolveEffectTemplate, resolveResourceTemplate } from '../policy/index.js';
+import { explainDecision, resolveEffectTemplate } from '../policy/index.js';
 import type { ApprovalEditResult } from '../store/state-store.js';
 import { evidenceTime, parseTime } from '../time.js';
 import { checkAnswerable } from '../approvals.js';
@@ -59,23 +60,26 @@ export interface GrantOptions {
 
 /** The edited action for request `action`'s proposal: same name, principal and environment, new arguments, a fresh id. */
 function editedAction(ctx: ControlContext, original: Action, args: unknown): Action {
-  if (!isPlainObject(args)) throw new InvalidArgument('edit.arguments must be a plain JSON object of the edited arguments');
-  if (Object.prototype.hasOwnProperty.call(args, 'data_scope'))
-    throw new InvalidArgument('edit.arguments may not name data_scope: it is derived by the policy');
   const template = ctx.policy.action(original.name)?.resource ?? null;
+  let edited: Action;
+  try {
+    // Through the one intake, as the proposal came in. Where no template derives it, the
+    // proposal's resource was its caller's, kept here only for the proposed arguments (below).
+    edited = intakeAction(
+      { policy: ctx.policy, environment: original.environment, ids: ctx.ids },
+      { name: original.name, arguments: args, resource: template === null ? original.resource : null, claimedBy: 'application' },
+      original.principal,
+    );
+  } catch (err) {
+    if (err instanceof IntakeRefusal && err.reason === 'not_an_object')
+      throw new InvalidArgument('edit.arguments must be a plain JSON object of the edited arguments');
+    if (err instanceof IntakeRefusal && err.reason === 'derived_argument')
+      throw new InvalidArgument('edit.arguments may not name data_scope: it is derived by the policy');
+    throw err;
+  }
   if (template === null && original.resource !== null) {
     // The proposed arguments again: a plain grant (the caller's {@link editApproval} compares hashes).
-    const same = createAction(
-      {
-        name: original.name,
-        arguments: args as Record<string, unknown>,
-        principal: original.principal,
-        resource: original.resource,
-        environment: original.environment,
-      },
-      { ids: ctx.ids },
-    );
-    if (same.actionHash === original.actionHash) return same;
+    if (edited.actionHash === original.actionHash) return edited;
     // The caller derived it (protect's own `resource`, a hand-built action) from the proposed
     // arguments: kept for other arguments it would name another resource in the evidence, and an
     // effect key rendered from `{resource}` would reserve the proposal's key for the edit.
@@ -84,11 +88,6 @@ function editedAction(ctx: ControlContext, original: Action, args: unknown): Act
         `grant or deny the request as proposed, or add a 'resource:' template to the policy's entry for ${original.name}`,
     );
   }
-  const resource = template === null ? null : resolveResourceTemplate(template, args as Record<string, unknown>);
-  const edited = createAction(
-    { name: original.name, arguments: args as Record<string, unknown>, principal: original.principal, resource, environment: original.environment },
-    { ids: ctx.ids },
-  );
   // Arguments the policy's effect template cannot render could never run (the run is refused
   // with effect_key_error): refused now, before the proposal is answered.
   const effect = ctx.policy.action(original.name)?.effect ?? null;
