@@ -167,6 +167,8 @@ describe('the config document', () => {
     expect(await s.auth(new Request('http://x.invalid/', { headers: { authorization: `Bearer ${OPERATOR}` } }))).toEqual({
       role: 'operator',
       operator: 'human:operator',
+      // The credential verifies the operator: its answers are a verified approver's (spec 05 §4.1).
+      verified: { agent: 'operator', user: 'human:operator', issuer: 'ctrlrun-worker:token', claims: null },
     });
     expect(s.agents).toContain('JWT from https://idp.example');
     await expect(loadWorkerSettings({ ...ENV, CTRLRUN_POLICY: policy, CTRLRUN_CONFIG: config }, { generate: false })).rejects.toThrow(

@@ -22,7 +22,11 @@ describe('credentials', () => {
     // An authenticator may answer or throw synchronously or asynchronously; the app awaits either.
     const authAsync = async (header: string) => auth(req(header));
     expect(await auth(req(`Bearer ${'a'.repeat(16)}`))).toEqual({ role: 'agent', principal: { agent: 'bot', user: null } });
-    expect(await auth(req(`bearer ${'o'.repeat(16)}`))).toEqual({ role: 'operator', operator: 'human:o' });
+    expect(await auth(req(`bearer ${'o'.repeat(16)}`))).toEqual({
+      role: 'operator',
+      operator: 'human:o',
+      verified: { agent: 'operator', user: 'human:o', issuer: 'ctrlrun-worker:token', claims: null },
+    });
     expect(await auth(req())).toBeNull();
     await expect(authAsync(`Bearer ${'a'.repeat(15)}`)).rejects.toMatchObject({ code: 'ERR_IDENTITY' });
     await expect(authAsync(`Bearer ${'a'.repeat(17)}`)).rejects.toMatchObject({ code: 'ERR_IDENTITY' });

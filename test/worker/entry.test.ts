@@ -20,7 +20,11 @@ describe('configuration from the environment', () => {
     const token = config.generated[0]!.token;
     expect(token).toMatch(/^[A-Za-z0-9_-]{43}$/);
     const identity = await config.auth(new Request('http://x.invalid/', { headers: { authorization: `Bearer ${token}` } }));
-    expect(identity).toEqual({ role: 'operator', operator: 'human:operator' });
+    expect(identity).toEqual({
+      role: 'operator',
+      operator: 'human:operator',
+      verified: { agent: 'operator', user: 'human:operator', issuer: 'ctrlrun-worker:token', claims: null },
+    });
     expect(() => configFromEnv({ CTRLRUN_AGENT_TOKEN: AGENT }, { generate: false })).toThrow(/CTRLRUN_OPERATOR_TOKEN is not set/);
   });
 

@@ -7,7 +7,8 @@ import { describe, expect, it } from 'vitest';
 import { Control, loadPolicy, sequentialIds } from '@ctrlrun/kernel';
 import { createJwtIdentityProvider } from '@ctrlrun/kernel/jwt';
 import { createSqlJsStore } from '@ctrlrun/store-sqljs';
-import { anyOf, createApp, identityProviderAuth, identityProviderOperators, staticTokens } from '../../worker/src/index.js';
+import { anyOf, createApp, identityProviderAuth, identityProviderOperators, loadWorkerSettings, staticTokens } from '../../worker/src/index.js';
+import { createConfiguredApp } from '../../worker/src/configured.js';
 
 const POLICY = `schema: ctrlrun.policy/v6
 controls:
@@ -174,5 +175,54 @@ describe('two-person approvals through the inbox', () => {
     expect((await w.store.getApproval(id))?.status).toBe('granted');
     expect((await w.propose('p4', id)).status).toBe(200);
     expect(w.calls).toEqual(['p4']);
+  });
+});
+
+describe('the worker config declares it', () => {
+  it('approvers: { rolesClaim } and operator roles: the configured app counts two operators and runs once', async () => {
+    const config = `approvers: { rolesClaim: roles }
+executors:
+  stripe.refund: { http: { url: "http://127.0.0.1:1/" } }
+tokens:
+  agents: [{ token: { env: T_AGENT }, agent: billing-agent }]
+  operators:
+    - { token: { env: T_ANA }, operator: ana, roles: [finance] }
+    - { token: { env: T_BO }, operator: bo, roles: [finance] }
+`;
+    const env = { T_AGENT: AGENT, T_ANA: ANA, T_BO: BO, CTRLRUN_POLICY: POLICY, CTRLRUN_CONFIG: config };
+    const settings = await loadWorkerSettings(env, { generate: false });
+    expect(settings.approvers).toEqual({ rolesClaim: 'roles' });
+    const { app: a } = createConfiguredApp(settings, { store: await createSqlJsStore() });
+    const call = async (path: string, token: string, body?: unknown) =>
+      a.request(path, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      });
+    const asked = (await (await call('/v1/actions', AGENT, { name: 'stripe.refund', arguments: { payment_id: 'c1', amount: 1 } })).json()) as {
+      requestId: string;
+    };
+    const first = await call(`/v1/approvals/${asked.requestId}/grant`, ANA);
+    expect(first.status).toBe(202);
+    expect(((await first.json()) as { approval: { progress: string; approvers: { entitled: string[] }[] } }).approval).toMatchObject({
+      progress: '1 of 2 approvals: ana',
+      approvers: [{ entitled: ['refund-limit'] }],
+    });
+    expect((await call(`/v1/approvals/${asked.requestId}/grant`, BO)).status).toBe(200);
+    // Without approvers: the threshold is denied before anyone is asked, as before.
+    const plain = await loadWorkerSettings({ ...env, CTRLRUN_CONFIG: config.replace('approvers: { rolesClaim: roles }\n', '') }, { generate: false });
+    const { app: b } = createConfiguredApp(plain, { store: await createSqlJsStore() });
+    const denied = await b.request('/v1/actions', {
+      method: 'POST',
+      headers: { authorization: `Bearer ${AGENT}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'stripe.refund', arguments: { payment_id: 'c2', amount: 1 } }),
+    });
+    expect(JSON.stringify(await denied.json())).toContain('approvals_unverifiable');
+    await expect(
+      loadWorkerSettings(
+        { ...env, CTRLRUN_CONFIG: `${config}\napprovers: { roles: x }\n`.replace('approvers: { rolesClaim: roles }\n', '') },
+        { generate: false },
+      ),
+    ).rejects.toThrow(/approvers/);
   });
 });

@@ -20,6 +20,7 @@ export function createConfiguredApp(
     policy: settings.policy,
     store: options.store,
     ...(settings.environment !== null ? { environment: settings.environment } : {}),
+    ...(settings.approvers ? { approvers: settings.approvers } : {}),
     ...extra,
   });
   const tryIt = settings.demo && options.tryItStore ? createTryIt({ store: options.tryItStore, ...extra }) : null;

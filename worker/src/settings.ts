@@ -22,7 +22,9 @@
  *     export: writeNote               # default: default
  * tokens:                             # default: CTRLRUN_AGENT_TOKEN / CTRLRUN_OPERATOR_TOKEN
  *   agents: [{ token: { env: AGENT_TOKEN }, agent: refund-agent, user: alice }]
- *   operators: [{ token: { env: OPS_TOKEN }, operator: "human:ops" }]
+ *   operators: [{ token: { env: OPS_TOKEN }, operator: "human:ops", roles: [finance] }]
+ * approvers:                          # operators are verified approvers (approvals_required > 1,
+ *   rolesClaim: roles                 # approver_role); a static operator's roles are its `roles`
  * jwt:                                # agents may also present JWTs
  *   issuer: https://idp.example
  *   audience: ctrlrun-worker
@@ -89,14 +91,19 @@ export interface WorkerFileConfig {
   source: string;
   policy: { file: string } | { yaml: string } | null;
   executors: Map<string, ExecutorDeclaration>;
-  tokens: { agents: { token: SecretRef; agent: string; user: string | null }[]; operators: { token: SecretRef; operator: string }[] } | null;
+  tokens: {
+    agents: { token: SecretRef; agent: string; user: string | null }[];
+    operators: { token: SecretRef; operator: string; roles: string[] | null }[];
+  } | null;
   jwt: JwtDeclaration | null;
+  /** `approvers:` — how approvers are verified (the Control's `approvers` option), or null. */
+  approvers: { rolesClaim: string | null } | null;
   environment: string | null;
   demo: boolean | null;
   cors: string[] | null;
 }
 
-const TOP_KEYS = ['policy', 'executors', 'tokens', 'jwt', 'environment', 'demo', 'cors'];
+const TOP_KEYS = ['policy', 'executors', 'tokens', 'jwt', 'environment', 'demo', 'cors', 'approvers'];
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
 const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 /** Header names that carry credentials: their values must come from a variable. */
@@ -297,8 +304,12 @@ export function parseWorkerConfig(text: string, source = 'config'): WorkerFileCo
       }),
       operators: list(t['operators'], 'tokens.operators').map((a, i) => {
         const at = `tokens.operators[${i}]`;
-        const o = r.object(a, at, ['token', 'operator']);
-        return { token: r.secret(o['token'], `${at}.token`), operator: r.string(o['operator'], `${at}.operator`) };
+        const o = r.object(a, at, ['token', 'operator', 'roles']);
+        return {
+          token: r.secret(o['token'], `${at}.token`),
+          operator: r.string(o['operator'], `${at}.operator`),
+          roles: o['roles'] === undefined ? null : r.stringList(o['roles'], `${at}.roles`),
+        };
       }),
     };
     if (tokens.operators.length === 0) r.fail('tokens.operators', 'must list at least one operator (someone has to answer approvals)');
@@ -314,6 +325,10 @@ export function parseWorkerConfig(text: string, source = 'config'): WorkerFileCo
     environment: r.optionalString(top['environment'], 'environment') ?? null,
     demo: demo === undefined ? null : demo === true || demo === 'on',
     cors: top['cors'] === undefined ? null : r.stringList(top['cors'], 'cors'),
+    approvers:
+      top['approvers'] === undefined
+        ? null
+        : { rolesClaim: r.optionalString(r.object(top['approvers'], 'approvers', ['rolesClaim'])['rolesClaim'], 'approvers.rolesClaim') ?? null },
   };
 }
 
@@ -358,6 +373,8 @@ export interface WorkerSettings {
   configSource: string | null;
   /** `CTRLRUN_SESSION_SECRET`: signs the inbox's session cookies (default random per instance). */
   sessionSecret: string | null;
+  /** The config's `approvers:` (the Control's approver identity), or null: none. */
+  approvers: { rolesClaim: string | null } | null;
 }
 
 function resolvePath(base: string | null, path: string): string {
@@ -493,6 +510,7 @@ export async function loadWorkerSettings(
         role: 'operator',
         token: envToken(env, o.token.env, 'operator', { generate: options.generate, generated, where: `${source}: tokens.operators[${i}].token: ` }),
         operator: o.operator,
+        ...(o.roles === null ? {} : { roles: o.roles }),
       }),
     );
   } else {
@@ -541,6 +559,7 @@ export async function loadWorkerSettings(
     databaseUrl: envText(env, 'DATABASE_URL')?.trim() ?? null,
     configSource: file?.source ?? null,
     sessionSecret: envText(env, 'CTRLRUN_SESSION_SECRET') ?? null,
+    approvers: file?.approvers ?? null,
   };
 }
 
