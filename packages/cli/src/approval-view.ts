@@ -6,7 +6,16 @@
  *
  * @module
  */
-import { answerCommands, canonicalJson, explainDecision, type ApprovalRecord, type JsonObject, type Policy, type StateStore } from '@ctrlrun/kernel';
+import {
+  answerCommands,
+  approvalProgress,
+  canonicalJson,
+  explainDecision,
+  type ApprovalRecord,
+  type JsonObject,
+  type Policy,
+  type StateStore,
+} from '@ctrlrun/kernel';
 import { parseTime } from '@ctrlrun/kernel/store';
 import { approvalJson } from './commands/inspect.js';
 import { CliRefusal } from './errors.js';
@@ -114,6 +123,9 @@ export function requestJson(view: RequestView): JsonObject {
     },
     rule,
     policy_hash: record.request.policyHash,
+    approvals_required: record.request.approvalsRequired ?? 1,
+    approvers: (record.approvers ?? []).map((x) => ({ agent: x.agent, user: x.user, issuer: x.issuer, entitled: [...x.entitled], granted_at: x.grantedAt })),
+    progress: approvalProgress(record),
   };
 }
 

@@ -6,7 +6,7 @@
  *
  * @module
  */
-import { argumentsForDisplay, orderedJson, type ApprovalRecord, type ApprovalStatus, type StateStore } from '@ctrlrun/kernel';
+import { approvalProgress, argumentsForDisplay, orderedJson, type ApprovalRecord, type ApprovalStatus, type StateStore } from '@ctrlrun/kernel';
 import { answerHint, hashMatches, lapsed, requestJson, ruleOf } from '../approval-view.js';
 import { STORE_URL, type Command } from '../command.js';
 import { storeTarget } from '../discovery.js';
@@ -53,6 +53,9 @@ function line(r: ApprovalRecord): string {
   let text = `${r.request.requestId}  ${r.status}  ${a.name}  ${args}  by ${who}  requested ${stamp(r.request.createdAt)}  expires ${stamp(r.request.expiresAt)}`;
   if (lapsed(r)) text += '  (expired: can no longer be granted)';
   if (r.approver !== null) text += `  answered by ${r.approver}`;
+  // A request needing several verified approvers says how far it got ("1 of 2 approvals: ana").
+  const progress = approvalProgress(r);
+  if (progress !== null && r.status === 'pending') text += `  ${progress}`;
   if (!hashMatches(r)) text += '  (ALTERED: the stored action does not match its hash)';
   return text;
 }
