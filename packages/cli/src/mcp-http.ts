@@ -116,6 +116,11 @@ export interface HttpServeOptions {
   refuseFloatArguments?: boolean;
   /** With sessions: how many are kept (1000); past that, the oldest is closed (its client initializes again). */
   maxSessions?: number;
+  /**
+   * Requests under `/ctrlrun/approvals/` (a human's signed answer, docs/spec/04-surfaces.md §6) go
+   * to this web-standard handler, its body bounded by `maxBodyBytes`; without it they are a 404.
+   */
+  answers?: (request: Request) => Promise<Response>;
 }
 
 /** A running listener. */
@@ -168,12 +173,26 @@ function cancelIfAbandoned(res: ServerResponse, transport: StreamableHTTPServerT
   });
 }
 
+/** Hands one Node request to a web-standard handler and writes its answer back. */
+async function answer(req: IncomingMessage, res: ServerResponse, handler: (request: Request) => Promise<Response>, max: number): Promise<void> {
+  if (req.method !== 'POST') return void res.writeHead(405, { allow: 'POST' }).end();
+  const body = await readBody(req, max);
+  if (body === null) return plain(res, 413);
+  const headers = new Headers();
+  for (let i = 0; i < req.rawHeaders.length; i += 2) headers.append(req.rawHeaders[i]!, req.rawHeaders[i + 1]!);
+  const response = await handler(new Request(new URL(req.url ?? '/', 'http://localhost'), { method: 'POST', headers, body: new Uint8Array(body) }));
+  const out: Record<string, string> = {};
+  response.headers.forEach((v, k) => (out[k] = v));
+  res.writeHead(response.status, out).end(Buffer.from(await response.arrayBuffer()));
+}
+
 /** Serves MCP over Streamable HTTP at `path`; resolves once listening. */
 export async function serveHttp(options: HttpServeOptions): Promise<HttpServing> {
   const sessions = new Map<string, StreamableHTTPServerTransport>();
   const identity = new Set((options.identityHeaders ?? []).map((h) => h.toLowerCase()));
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const path = new URL(req.url ?? '/', 'http://localhost').pathname;
+    if (options.answers !== undefined && path.startsWith('/ctrlrun/approvals/')) return answer(req, res, options.answers, options.maxBodyBytes);
     if (path !== options.path) return plain(res, 404);
     const origin = req.headers.origin;
     if (origin !== undefined && !options.allowOrigins.includes(origin)) return plain(res, 403);
@@ -328,12 +347,13 @@ export function commandControl(
   setup: { policy: Policy; environment: string | undefined; target: StoreTarget },
   store: StateStore,
   err: (line: string) => void,
-  extra: Pick<ControlOptions, 'identity' | 'sinks'> = {},
+  extra: Pick<ControlOptions, 'identity' | 'sinks' | 'authority'> = {},
 ): Control {
   return new Control({
     policy: setup.policy,
     store,
     identity: extra.identity ?? null,
+    ...(extra.authority !== undefined ? { authority: extra.authority } : {}),
     // The JSONL files beside a SQLite store, as fromFile writes them (none for PostgreSQL).
     sinks: [...(setup.target.kind === 'sqlite' ? [jsonlFileSink(dirname(setup.target.path))] : []), ...(extra.sinks ?? [])],
     logger: { warn: (message: string) => err(`warning: ${message}`) },

@@ -6,12 +6,16 @@
  *
  * @module
  */
-import { HeaderIdentityProvider, maskUrl } from '@ctrlrun/kernel';
+import { resolve as resolvePath } from 'node:path';
+import { HeaderIdentityProvider, loadAuthority, maskUrl, type Authority, type EventSink } from '@ctrlrun/kernel';
+import { webhookSecret } from '@ctrlrun/kernel/webhook';
 import { STORE_URL, type Command } from '../command.js';
 import { describeTarget } from '../discovery.js';
 import { visible } from '../format.js';
 import { CliRefusal, UsageError } from '../errors.js';
+import { readRegularFile } from '../files.js';
 import type { UpstreamTarget } from '../mcp-http.js';
+import { JWT_OPTIONS, jwtIdentityLine, jwtOptionsFrom, jwtProvider } from '../jwt-options.js';
 import { MCP_OPTIONS } from '../mcp-options.js';
 import { openWriter } from '../stores.js';
 
@@ -44,6 +48,114 @@ function upstreamTarget(
   return { kind: 'command', argv: splitCommand(command!), env: childEnv };
 }
 
+/** `--authority FILE`: a standalone authority document, loaded (a malformed one is refused naming the line). */
+function authorityFlag(values: Record<string, unknown>, cwd: string): { authority: Authority; path: string } | null {
+  const flag = values['authority'] as string | undefined;
+  if (flag === undefined) return null;
+  const path = resolvePath(cwd, flag);
+  let text: string;
+  try {
+    text = readRegularFile(path);
+  } catch (e) {
+    throw new UsageError(`--authority ${path} cannot be read: ${(e as Error).message}`);
+  }
+  return { authority: loadAuthority(text, { source: path }), path };
+}
+
+interface WebhookFlags {
+  readonly url?: string;
+  readonly secret: Uint8Array;
+  readonly publicUrl?: string;
+  readonly allowInsecure: boolean;
+}
+
+/** The webhook flags (docs/spec/04-surfaces.md §6): the secret from a file or the environment, never a flag value. */
+function webhookFlags(values: Record<string, unknown>, io: { cwd: string; env: Readonly<Record<string, string | undefined>> }): WebhookFlags | null {
+  const url = values['webhook-url'] as string | undefined;
+  const file = values['webhook-secret-file'] as string | undefined;
+  const publicUrl = values['public-url'] as string | undefined;
+  const envSecret = io.env['CTRLRUN_WEBHOOK_SECRET'];
+  if (url === undefined && file === undefined && envSecret === undefined) {
+    if (publicUrl !== undefined) throw new UsageError('--public-url is where webhook answers arrive: it needs --webhook-url and a secret');
+    if (values['allow-insecure-webhook'] === true) throw new UsageError('--allow-insecure-webhook needs --webhook-url');
+    return null;
+  }
+  let secretText: string;
+  if (file !== undefined) {
+    const path = resolvePath(io.cwd, file);
+    try {
+      secretText = readRegularFile(path).replace(/\r?\n$/, '');
+    } catch (e) {
+      throw new UsageError(`--webhook-secret-file ${path} cannot be read: ${(e as Error).message}`);
+    }
+  } else if (envSecret !== undefined) {
+    secretText = envSecret;
+  } else {
+    throw new UsageError('--webhook-url needs a secret: --webhook-secret-file FILE or $CTRLRUN_WEBHOOK_SECRET (never a flag value)');
+  }
+  let secret: Uint8Array;
+  try {
+    secret = webhookSecret(secretText);
+  } catch (e) {
+    throw new UsageError(`${file !== undefined ? '--webhook-secret-file' : '$CTRLRUN_WEBHOOK_SECRET'}: ${(e as Error).message}`);
+  }
+  if (publicUrl !== undefined) {
+    let parsed: URL;
+    try {
+      parsed = new URL(publicUrl);
+    } catch {
+      throw new UsageError(`--public-url must be an http(s):// URL, got ${JSON.stringify(maskUrl(publicUrl))}`);
+    }
+    if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:')
+      throw new UsageError(`--public-url must be an http(s):// URL, got ${JSON.stringify(maskUrl(publicUrl))}`);
+  }
+  const allowInsecure = values['allow-insecure-webhook'] === true;
+  if (url !== undefined) {
+    // The provider's own check, here, so a bad URL is a usage error before anything starts.
+    try {
+      const u = new URL(url);
+      const loopback = u.hostname === 'localhost' || u.hostname === '[::1]' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(u.hostname);
+      if (u.protocol !== 'https:' && !(u.protocol === 'http:' && allowInsecure && loopback)) throw new Error('scheme');
+    } catch {
+      throw new UsageError(
+        `--webhook-url must be https:// (http:// only to a loopback host, with --allow-insecure-webhook), got ${JSON.stringify(maskUrl(url))}`,
+      );
+    }
+  }
+  return {
+    ...(url !== undefined ? { url } : {}),
+    secret,
+    ...(publicUrl !== undefined ? { publicUrl: publicUrl.replace(/\/+$/, '') } : {}),
+    allowInsecure,
+  };
+}
+
+/**
+ * `--otel`: the kernel's span sink on the OpenTelemetry API's global tracer provider — whatever SDK
+ * the user registered in this process (`node --import ./tracing.mjs …`). Without one the spans go
+ * nowhere, which the startup block says.
+ */
+async function otelFlag(argumentNames: readonly string[]): Promise<{ sink: EventSink; line: string }> {
+  let api: typeof import('@opentelemetry/api');
+  let otel: typeof import('@ctrlrun/kernel/otel');
+  try {
+    api = await import('@opentelemetry/api');
+    otel = await import('@ctrlrun/kernel/otel');
+  } catch (e) {
+    throw new UsageError(
+      `--otel needs @opentelemetry/api installed beside ctrlrun (npm install @opentelemetry/api), and your SDK registered: ${(e as Error).message}`,
+    );
+  }
+  const registered = !(api.trace.getTracer(otel.OTEL_TRACER_NAME) instanceof api.ProxyTracer);
+  const names = argumentNames.length === 0 ? 'no argument values' : `argument values of ${argumentNames.join(', ')}`;
+  return {
+    sink: otel.otelSink({ arguments: argumentNames }),
+    line: registered
+      ? `otel spans to the registered tracer provider (tracer ${otel.OTEL_TRACER_NAME}; ${names})`
+      : `warning: --otel but no OpenTelemetry SDK is registered in this process, so spans go nowhere: start ctrlrun with node --import <your tracing setup> node_modules/.bin/ctrlrun gateway …`,
+  };
+}
+
 export const gateway: Command = {
   name: 'gateway',
   summary: 'put ctrlrun in front of an MCP server: every tools/call goes through the policy',
@@ -55,6 +167,7 @@ export const gateway: Command = {
     principal: { type: 'string', value: 'NAME', help: 'the agent every call is made as (AGENT or AGENT/USER); or:' },
     'principal-header': { type: 'string', value: 'H', help: 'the request header naming the agent, per request (set by a proxy you trust)' },
     'user-header': { type: 'string', value: 'H', help: 'with --principal-header: the request header naming the human' },
+    ...JWT_OPTIONS,
     listen: { type: 'string', value: 'HOST:PORT', help: 'where agents connect (default 127.0.0.1:8900; port 0 picks one)' },
     'allow-remote': { type: 'boolean', help: 'allow --listen on an address other than loopback' },
     stdio: { type: 'boolean', help: 'serve the agent over stdin/stdout instead of HTTP (for clients that launch a command)' },
@@ -68,6 +181,26 @@ export const gateway: Command = {
       type: 'string',
       value: 'N',
       help: 'approval requests one principal may have waiting before another is refused (tool error -41001; default 100)',
+    },
+    authority: {
+      type: 'string',
+      value: 'FILE',
+      help: 'a standalone authority document (grants per principal); refused if the policy has an authority: section too',
+    },
+    'webhook-url': { type: 'string', value: 'URL', help: 'POST each approval request here, signed (https; http to loopback with --allow-insecure-webhook)' },
+    'webhook-secret-file': {
+      type: 'string',
+      value: 'FILE',
+      help: 'the shared secret (≥ 32 bytes) signing requests and checking answers; or $CTRLRUN_WEBHOOK_SECRET. Turns on POST /ctrlrun/approvals/<id>',
+    },
+    'public-url': { type: 'string', value: 'URL', help: "this gateway's address as the webhook receiver reaches it: requests then carry respond_to" },
+    'allow-insecure-webhook': { type: 'boolean', help: 'allow an http:// --webhook-url to a loopback host (a local relay, tests)' },
+    otel: { type: 'boolean', help: 'one OpenTelemetry span per action (tracer ctrlrun), through the SDK you register (node --import ./tracing.mjs …)' },
+    'otel-arguments': {
+      type: 'string',
+      multiple: true,
+      value: 'NAME',
+      help: 'with --otel: an argument whose value becomes ctrlrun.argument.<NAME> (repeatable; none by default)',
     },
     ...MCP_OPTIONS,
     'store-url': STORE_URL,
@@ -97,8 +230,9 @@ export const gateway: Command = {
     const principalFlag = values['principal'] as string | undefined;
     const agentHeader = values['principal-header'] as string | undefined;
     const userHeader = values['user-header'] as string | undefined;
-    if ((principalFlag === undefined) === (agentHeader === undefined))
-      throw new UsageError('give exactly one identity source: --principal NAME, or --principal-header H [--user-header H]');
+    const jwt = jwtOptionsFrom(values, io.cwd);
+    if ([principalFlag, agentHeader, jwt ?? undefined].filter((v) => v !== undefined).length !== 1)
+      throw new UsageError('give exactly one identity source: --principal NAME, --principal-header H [--user-header H], or --identity-jwt …');
     if (userHeader !== undefined && agentHeader === undefined) throw new UsageError('--user-header needs --principal-header');
     let principal: { agent: string; user: string | null } | null = null;
     if (principalFlag !== undefined) {
@@ -108,7 +242,7 @@ export const gateway: Command = {
     }
     const upstream = upstreamTarget(values, io.env, splitCommand);
     const stdio = values['stdio'] === true;
-    if (stdio && agentHeader !== undefined) throw new UsageError('--stdio has no request headers: use --principal NAME');
+    if (stdio && principalFlag === undefined) throw new UsageError('--stdio has no request headers: use --principal NAME');
     const listen = parseListen((values['listen'] as string | undefined) ?? '127.0.0.1:8900');
     if (!stdio && !LOOPBACK_HOSTS.has(listen.host) && values['allow-remote'] !== true) {
       throw new UsageError(`--listen ${listen.host} is not a loopback address; add --allow-remote to accept agents from the network`);
@@ -118,6 +252,10 @@ export const gateway: Command = {
     const maxBodyBytes = positiveInt(values['max-body-bytes'] as string | undefined, '--max-body-bytes', 1_048_576);
     const waitTimeout = values['wait-timeout'] === undefined ? undefined : positiveInt(values['wait-timeout'] as string, '--wait-timeout', 0) * 1000;
     if (waitTimeout !== undefined && values['wait'] !== true) throw new UsageError('--wait-timeout needs --wait');
+    const webhook = webhookFlags(values, io);
+    if (stdio && webhook?.publicUrl !== undefined) throw new UsageError('--public-url needs the HTTP listener: with --stdio, answer with ctrlrun approve/deny');
+    if (values['otel-arguments'] !== undefined && values['otel'] !== true) throw new UsageError('--otel-arguments needs --otel');
+    const authority = authorityFlag(values, io.cwd);
     const maxPendingApprovals = positiveInt(values['max-pending-approvals'] as string | undefined, '--max-pending-approvals', DEFAULT_MAX_PENDING_APPROVALS);
 
     // With --stdio, stdout is the protocol: everything for the human goes to stderr.
@@ -129,9 +267,28 @@ export const gateway: Command = {
     let stopping = false;
     try {
       const identity =
-        agentHeader === undefined ? null : new HeaderIdentityProvider({ agentHeader, userHeader: userHeader ?? null }, { logger: { warn: () => {} } });
+        jwt !== null
+          ? await jwtProvider(jwt, (m) => err(`warning: ${m}`))
+          : agentHeader === undefined
+            ? null
+            : new HeaderIdentityProvider({ agentHeader, userHeader: userHeader ?? null }, { logger: { warn: () => {} } });
       const receiptIds = new ReceiptIds();
-      const control = commandControl(setup, store, err, { identity, sinks: [receiptIds.sink] });
+      const sinks = [receiptIds.sink];
+      const { WebhookApprovalProvider, approvalWebhookHandler } = await import('@ctrlrun/kernel/webhook');
+      const notifier =
+        webhook?.url === undefined
+          ? null
+          : new WebhookApprovalProvider(store, {
+              url: webhook.url,
+              secret: webhook.secret,
+              allowInsecure: webhook.allowInsecure,
+              ...(webhook.publicUrl !== undefined ? { publicUrl: webhook.publicUrl } : {}),
+              logger: { warn: (m: string) => err(`warning: ${m}`) },
+            });
+      if (notifier !== null) sinks.push(notifier.sink);
+      const otel = values['otel'] === true ? await otelFlag((values['otel-arguments'] as string[] | undefined) ?? []) : null;
+      if (otel !== null) sinks.push(otel.sink);
+      const control = commandControl(setup, store, err, { identity, sinks, ...(authority !== null ? { authority: authority.authority } : {}) });
       try {
         client = await connectUpstream(upstream, (text) => io.stderr(text));
       } catch (e) {
@@ -150,19 +307,29 @@ export const gateway: Command = {
         receiptIds,
         upstreamTimeoutMs: upstreamTimeout,
         maxPendingApprovals,
-        ...(values['wait'] === true ? { wait: waitTimeout === undefined ? true : { timeoutMs: waitTimeout } } : {}),
+        ...(values['wait'] === true
+          ? { wait: { ...(waitTimeout !== undefined ? { timeoutMs: waitTimeout } : {}), ...(notifier !== null ? { provider: notifier } : {}) } }
+          : {}),
       });
 
       const prefix = `mcp.${alias}.`;
       const noEffect = policy.actionNames.filter((n) => n.startsWith(prefix) && policy.action(n)?.effect === null);
       const startup = [
         `environment ${control.environment}`,
-        identity === null
-          ? `identity static (every call is ${principalFlag})`
-          : `identity header ${identity.agentHeader}${identity.userHeader ? ` + ${identity.userHeader}` : ''} — a header is worth what the proxy setting it is worth: it must overwrite it on every request`,
-        control.authority === null ? 'no authority: section — every principal is unrestricted' : `authority from ${policy.source}`,
+        jwt !== null
+          ? jwtIdentityLine(jwt)
+          : !(identity instanceof HeaderIdentityProvider)
+            ? `identity static (every call is ${principalFlag})`
+            : `identity header ${identity.agentHeader}${identity.userHeader ? ` + ${identity.userHeader}` : ''} — a header is worth what the proxy setting it is worth: it must overwrite it on every request`,
+        control.authority === null
+          ? 'no authority: section — every principal is unrestricted'
+          : `authority ${control.authority.grants.size} grant(s) from ${authority !== null ? authority.path : policy.source}`,
         `store ${describeTarget(target)}`,
         `policy ${control.policyHash}`,
+        webhook === null
+          ? 'webhook off (answer with ctrlrun approve/deny)'
+          : `webhook ${webhook.url === undefined ? 'answers only' : maskUrl(webhook.url)}${webhook.publicUrl !== undefined ? `, answers at ${webhook.publicUrl}/ctrlrun/approvals/<id>` : stdio ? '' : ', answers at /ctrlrun/approvals/<id>'}`,
+        ...(otel === null ? [] : [otel.line]),
         `upstream ${upstream.kind === 'http' ? maskUrl(upstream.url.href) : upstream.argv.join(' ')} as mcp.${alias}.<tool>`,
       ];
       // The upstream's tools the policy names none of: every call to them would be denied.
@@ -195,10 +362,25 @@ export const gateway: Command = {
         await serveStdio(core.createServer());
         return 0;
       }
-      const identityHeaders = identity === null ? [] : [identity.agentHeader, ...(identity.userHeader ? [identity.userHeader] : [])];
+      const identityHeaders =
+        identity instanceof HeaderIdentityProvider
+          ? [identity.agentHeader, ...(identity.userHeader ? [identity.userHeader] : [])]
+          : identity === null
+            ? []
+            : [identity.header];
       const allowOrigins = (values['allow-origin'] as string[] | undefined) ?? [];
       await serveHttpUntilSignalled(
-        { ...listen, path, maxBodyBytes, allowOrigins, createServer: () => core.createServer(), sessions: true, refuseFloatArguments: true, identityHeaders },
+        {
+          ...listen,
+          path,
+          maxBodyBytes,
+          allowOrigins,
+          createServer: () => core.createServer(),
+          sessions: true,
+          refuseFloatArguments: true,
+          identityHeaders,
+          ...(webhook !== null ? { answers: approvalWebhookHandler({ control, secret: webhook.secret }) } : {}),
+        },
         say,
       );
       return 0;
