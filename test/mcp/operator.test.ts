@@ -155,8 +155,17 @@ describe('ctrlrun mcp-operator', () => {
       try {
         const answers = (await store.events()).filter((e) => ['APPROVAL_GRANTED', 'APPROVAL_DENIED', 'EFFECT_RESOLVED'].includes(e.type));
         expect(answers.map((e) => [e.type, e.data])).toEqual([
-          ['APPROVAL_GRANTED', { approver: 'mcp-operator:alice', action_hash: expect.stringMatching(/^sha256:/), via: 'mcp-operator' }],
-          ['APPROVAL_DENIED', { approver: 'mcp-operator:alice', via: 'mcp-operator' }],
+          // The server is a resolving surface: the human it identified is the verified approver (spec 05 §4.1).
+          [
+            'APPROVAL_GRANTED',
+            {
+              approver: 'mcp-operator:alice',
+              action_hash: expect.stringMatching(/^sha256:/),
+              via: 'mcp-operator',
+              verified: { agent: 'laptop', user: 'alice', issuer: null },
+            },
+          ],
+          ['APPROVAL_DENIED', { approver: 'mcp-operator:alice', via: 'mcp-operator', verified: { agent: 'laptop', user: 'alice', issuer: null } }],
           [
             'EFFECT_RESOLVED',
             { state: 'committed', resolver: 'mcp-operator:alice', resolved_by: 'human', via: 'mcp-operator', reason: 'the upstream log shows it ran' },

@@ -9,12 +9,34 @@
  */
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js';
-import { CTRLRunError, parseSince, receiptView, showInvisible, stats, viewTime, type Control, type JsonObject } from '@ctrlrun/kernel';
+import {
+  ApprovalMismatch,
+  approvalProgress,
+  CTRLRunError,
+  parseSince,
+  receiptView,
+  showInvisible,
+  stats,
+  viewTime,
+  type Control,
+  type JsonObject,
+  type VerifiedPrincipal,
+} from '@ctrlrun/kernel';
 import { parseTime } from '@ctrlrun/kernel/store';
 import { gatewayError, rpcError } from './errors.js';
 
-/** Who is asking, as the identity source sees them: `null` when no credential named anyone. */
-export type OperatorIdentity = { readonly agent: string; readonly user: string | null } | null;
+/**
+ * Who is asking, as the identity source sees them: `null` when no credential named anyone. The
+ * server is a resolving surface: the principal is recorded on the request as a verified approver
+ * (its roles from the Control's `approvers.rolesClaim` among `claims`), which is what counts
+ * toward `approvals_required` above one.
+ */
+export type OperatorIdentity = {
+  readonly agent: string;
+  readonly user: string | null;
+  readonly issuer?: string | null;
+  readonly claims?: Readonly<Record<string, unknown>> | null;
+} | null;
 
 /** Options of {@link createOperatorServer}. */
 export interface OperatorOptions {
@@ -178,6 +200,7 @@ export function createOperatorServer(options: OperatorOptions): Server {
     if (tool === undefined) throw badArg(`no tool ${JSON.stringify(request.params.name)}; the tools are ${OPERATOR_TOOLS.map((t) => t.name).join(', ')}`);
     const args = argsOf(tool, request.params.arguments);
     let actor: string | null = null;
+    let verified: VerifiedPrincipal | null = null;
     if (WRITES.has(tool.name)) {
       const headers = headersOf(extra.requestInfo?.headers);
       let who: OperatorIdentity = null;
@@ -191,6 +214,7 @@ export function createOperatorServer(options: OperatorOptions): Server {
       if (who === null) throw gatewayError('noPrincipal', 'no principal');
       if (who.user === null) throw gatewayError('notAHuman', `${tool.name} needs a credential naming a human (a user); ${who.agent} names none`);
       actor = `${OPERATOR_ACTOR_PREFIX}${who.user}`;
+      verified = { agent: who.agent, user: who.user, issuer: who.issuer ?? null, claims: who.claims ?? null };
     }
     try {
       switch (tool.name) {
@@ -278,7 +302,22 @@ export function createOperatorServer(options: OperatorOptions): Server {
           return answer(await stats(store, { since, mode: control.policy.mode, clock: control.clock }));
         }
         case 'approve': {
-          const approval = await control.grantApproval(args['request_id'] as string, { approver: actor!, via: 'mcp-operator' });
+          const id = args['request_id'] as string;
+          let approval;
+          try {
+            approval = await control.grantApproval(id, { approver: actor!, via: 'mcp-operator', verified });
+          } catch (err) {
+            // Counted, not yet granted: the request needs more verified approvers ("1 of 2 approvals: ana").
+            const record = err instanceof ApprovalMismatch && err.counted ? await store.getApproval(id) : null;
+            if (record === null) throw err;
+            return answer({
+              status: 'pending',
+              request_id: id,
+              approver: actor,
+              progress: approvalProgress(record),
+              message: err instanceof Error ? err.message : '',
+            });
+          }
           return answer({
             status: 'granted',
             request_id: approval.approvalId,
@@ -288,7 +327,7 @@ export function createOperatorServer(options: OperatorOptions): Server {
           });
         }
         case 'deny': {
-          const record = await control.denyApproval(args['request_id'] as string, { approver: actor!, via: 'mcp-operator' });
+          const record = await control.denyApproval(args['request_id'] as string, { approver: actor!, via: 'mcp-operator', verified });
           return answer({ status: 'denied', request_id: record.request.requestId, approver: actor });
         }
         case 'resolve': {
