@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { main } from '@ctrlrun/cli';
 import { call, ROOT, start } from './support.js';
 
 const TIMEOUT = 240_000;
@@ -64,6 +65,18 @@ describe('the README MCP section', () => {
     },
     TIMEOUT,
   );
+
+  it('the team command names only flags ctrlrun gateway takes, and every flag the section describes is one', async () => {
+    const team = blocks(mcp, 'sh').find((b) => b.includes('--identity-jwt'))!;
+    expect(team, 'the section has the team command').toBeDefined();
+    let help = '';
+    expect(await main(['gateway', '--help'], { stdout: (t) => void (help += t), stderr: () => {}, cwd: ROOT, env: {} })).toBe(0);
+    const offered = new Set([...help.matchAll(/--([a-z][a-z0-9-]*)/g)].map((m) => m[1]!));
+    const used = [...team.matchAll(/\s--([a-z][a-z0-9-]*)/g)].map((m) => m[1]!);
+    const described = [...mcp.matchAll(/`--([a-z][a-z0-9-]*)/g)].map((m) => m[1]!);
+    expect(used.length).toBeGreaterThan(10);
+    for (const flag of [...used, ...described.filter((f) => !['stdio', 'help'].includes(f) || offered.has(f))]) expect(offered, `--${flag}`).toContain(flag);
+  });
 
   it(
     'the pasted configuration runs: the agent is refused as quoted, the human approves through mcp-operator, the same call runs once',

@@ -326,9 +326,11 @@ export const gateway: Command = {
           : `authority ${control.authority.grants.size} grant(s) from ${authority !== null ? authority.path : policy.source}`,
         `store ${describeTarget(target)}`,
         `policy ${control.policyHash}`,
-        webhook === null
-          ? 'webhook off (answer with ctrlrun approve/deny)'
-          : `webhook ${webhook.url === undefined ? 'answers only' : maskUrl(webhook.url)}${webhook.publicUrl !== undefined ? `, answers at ${webhook.publicUrl}/ctrlrun/approvals/<id>` : stdio ? '' : ', answers at /ctrlrun/approvals/<id>'}`,
+        ...(webhook === null
+          ? []
+          : [
+              `webhook ${webhook.url === undefined ? 'answers only' : maskUrl(webhook.url)}${webhook.publicUrl !== undefined ? `, answers at ${webhook.publicUrl}/ctrlrun/approvals/<id>` : stdio ? '' : ', answers at /ctrlrun/approvals/<id>'}`,
+            ]),
         ...(otel === null ? [] : [otel.line]),
         `upstream ${upstream.kind === 'http' ? maskUrl(upstream.url.href) : upstream.argv.join(' ')} as mcp.${alias}.<tool>`,
       ];
