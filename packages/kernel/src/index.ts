@@ -129,3 +129,35 @@ export {
   HeaderIdentityProvider,
 } from './identity.js';
 export { STATS_SCHEMA, type StatsDocument, type StatsOptions, parseSince, stats } from './stats.js';
+export {
+  type Anchor,
+  type AnchorBreak,
+  type AnchorBreakName,
+  type AnchorKind,
+  type AnchorProvider,
+  type AnchorReport,
+  type AnchoredStore,
+  AnchorUnavailable,
+  verifyAnchorsWith,
+} from './anchor.js';
+export {
+  PRUNE_ACTION,
+  type PlaceHoldOptions,
+  type PruneChainOptions,
+  anchorChain,
+  listHolds,
+  placeHold,
+  pruneChain,
+  releaseHold,
+  verifyAnchors,
+} from './retention.js';
+export {
+  type Checkpoint,
+  type Hold,
+  type HoldDraft,
+  type PruneOptions,
+  type PruneRefusal,
+  type PruneResult,
+  PruneRefused,
+  type RetentionStore,
+} from './store/retention.js';

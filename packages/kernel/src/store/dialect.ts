@@ -6,6 +6,7 @@
  * @module
  */
 import type { Dialect } from './driver.js';
+import type { RetentionSql } from './retention-sql.js';
 
 /**
  * Every migration this build knows, in order: the Python original's eight, as its 0.12.2 release
@@ -275,6 +276,9 @@ export interface DialectSql {
    * Only unreleased rows: a release is never repeated, and no row is otherwise changed.
    */
   readonly releaseCharges: string;
+
+  /** The prune, its checkpoint, holds and the anchors cache (spec 05 §5.2–§5.4; `retention-sql.ts`). */
+  readonly retention: RetentionSql;
 
   /**
    * Operator sessions ended before their expiry (the inbox's sign-out), in a table of this

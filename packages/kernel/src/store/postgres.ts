@@ -16,6 +16,7 @@
 import { GENESIS_HASH } from '../hash.js';
 import { APPROVAL_COLUMNS, CONTINUATION_COLUMNS, DELEGATION_COLUMNS, EFFECT_COLUMNS, RECEIPT_COLUMNS } from './columns.js';
 import type { SqlDialect } from './dialect.js';
+import { postgresRetention } from './retention-sql.js';
 
 /**
  * The migration lock key: 0x43545252554E, "CTRRUN". Transaction-scoped
@@ -315,6 +316,7 @@ function build(schema: string): SqlDialect {
 
       // released_at is TIMESTAMPTZ here (spec 05 §1.3): the stored text is bound as a timestamp.
       releaseCharges: `UPDATE ${t('budget_ledger')} SET released_at = $1::timestamptz WHERE effect_key = $2 AND released_at IS NULL`,
+      retention: postgresRetention(t),
 
       sessionsEnded: Object.freeze({
         // Qualified by name as text: a read runs outside the transaction that sets search_path.

@@ -40,6 +40,7 @@ import { SqlEngine } from './engine.js';
 import * as reads from './reads.js';
 import * as writes from './writes.js';
 import * as sessions from './sessions.js';
+import { sqlRetention, type RetentionStore } from './retention.js';
 export type { DialectSql, SqlDialect } from './dialect.js';
 
 /** The dialects this build carries, by family (Postgres: the `public` schema). */
@@ -317,6 +318,12 @@ export class SqlStateStore implements StateStore {
 
   async sessionEnded(sessionId: string): Promise<boolean> {
     return sessions.sessionEnded(this.#e, sessionId);
+  }
+
+  /** The prune, holds and the anchors cache of this store (spec 05 §5.2–§5.4). */
+  retention(): RetentionStore {
+    this.#e.checkOpen();
+    return sqlRetention(this.#e);
   }
 
   /** The rows of `schema_version`, by id (for operators and the CLI's status). */

@@ -11,6 +11,7 @@
 import { GENESIS_HASH } from '../hash.js';
 import { APPROVAL_COLUMNS, CONTINUATION_COLUMNS, DELEGATION_COLUMNS, EFFECT_COLUMNS, RECEIPT_COLUMNS } from './columns.js';
 import type { SqlDialect } from './dialect.js';
+import { sqliteRetention } from './retention-sql.js';
 
 /** Walks an error and its `cause` chain. */
 function* causes(err: unknown): Generator<unknown> {
@@ -188,6 +189,7 @@ export const sqliteDialect: SqlDialect = Object.freeze({
 
     // The +00:00 text form, as the original writes: its window compares consumed_at as text.
     releaseCharges: 'UPDATE budget_ledger SET released_at = ? WHERE effect_key = ? AND released_at IS NULL',
+    retention: sqliteRetention,
 
     sessionsEnded: Object.freeze({
       exists: "SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'inbox_sessions_ended'",

@@ -25,6 +25,7 @@ import type {
   StoredReceipt,
 } from '../model.js';
 import type { Dialect } from './driver.js';
+import type { RetentionStore } from './retention.js';
 
 /**
  * One row of `delegations`, raw: the store keeps it and never interprets it. The authority
@@ -258,6 +259,8 @@ export interface StateStore {
    * `missing` at 1. A store without the original's tables may leave it out.
    */
   pruneCheckpoint?(): Promise<{ seq: number; hash: string } | null>;
+  /** Optional: the prune, holds and the anchors cache (spec 05 §5.2–§5.4). A store without it can be neither pruned nor anchored. */
+  retention?(): RetentionStore;
   /** Every event, oldest first. */
   events(): Promise<EventRecord[]>;
   /**
