@@ -355,4 +355,79 @@ trace.setGlobalTracerProvider(new BasicTracerProvider({ spanProcessors: [new Sim
     },
     TIMEOUT,
   );
+
+  it(
+    'mcp-operator with --identity-jwt: an answer is recorded as the human the token names; a token naming no human, or none, answers nothing',
+    async () => {
+      const dir = workDir(POLICY);
+      const secret = 'an-hs256-secret-for-the-operator-tokens';
+      writeFileSync(join(dir, 'jwt.secret'), `${secret}\n`);
+      const env = { CTRLRUN_CONFIG: join(dir, 'ctrlrun.yaml'), UPSTREAM_LOG: join(dir, 'upstream.log') };
+      const gw = start(
+        [...NODE_TS, CLI, 'gateway', '--upstream-command', UPSTREAM_COMMAND, '--alias', 'pay', '--principal', 'agent-1', '--listen', '127.0.0.1:0'],
+        env,
+      );
+      let op: ReturnType<typeof start> | undefined;
+      try {
+        const agent = await httpAgent((await gw.waitFor(/listening on (\S+)/, 120_000))[1]!);
+        op = start(
+          [
+            ...NODE_TS,
+            CLI,
+            'mcp-operator',
+            '--listen',
+            '127.0.0.1:0',
+            '--identity-jwt',
+            '--identity-jwt-algorithms',
+            'HS256',
+            '--identity-jwt-issuer',
+            ISSUER,
+            '--identity-jwt-audience',
+            'ctrlrun-operator',
+            '--identity-jwt-token-type',
+            '',
+            '--identity-jwt-secret-file',
+            join(dir, 'jwt.secret'),
+            '--identity-jwt-user-claim',
+            'email',
+          ],
+          { CTRLRUN_CONFIG: env.CTRLRUN_CONFIG },
+        );
+        const opUrl = (await op.waitFor(/listening on (\S+)/, 120_000))[1]!;
+        expect(op.stdout()).toContain(`identity jwt (issuer ${ISSUER}, audience ctrlrun-operator, HS256, a shared secret file, header authorization)`);
+        const key = new TextEncoder().encode(secret);
+        const operatorToken = (claims: Record<string, unknown>) =>
+          new SignJWT(claims)
+            .setProtectedHeader({ alg: 'HS256' })
+            .setIssuer(ISSUER)
+            .setAudience('ctrlrun-operator')
+            .setSubject('laptop-7')
+            .setExpirationTime('10m')
+            .sign(key);
+
+        const asked = await call(agent, 'refund', { payment_id: 'p1', amount: 700 });
+        const requestId = (asked.refused!.data as { request_id: string }).request_id;
+        const noHuman = await httpAgent(opUrl, { authorization: `Bearer ${await operatorToken({})}` });
+        expect((await call(noHuman, 'approve', { request_id: requestId })).error?.code).toBe(-41013);
+        const wrongKey = await httpAgent(opUrl, {
+          authorization: `Bearer ${await new SignJWT({ email: 'mallory@example.com' }).setProtectedHeader({ alg: 'HS256' }).setIssuer(ISSUER).setAudience('ctrlrun-operator').setSubject('x').sign(new Uint8Array(40))}`,
+        });
+        expect((await call(wrongKey, 'approve', { request_id: requestId })).error?.code).toBe(-41007);
+        const ana = await httpAgent(opUrl, { authorization: `Bearer ${await operatorToken({ email: 'ana@example.com' })}` });
+        const granted = await call(ana, 'approve', { request_id: requestId });
+        expect(failure(granted)).toBeUndefined();
+        expect((granted.result as { structuredContent?: Record<string, unknown> }).structuredContent).toMatchObject({
+          status: 'granted',
+          approver: 'mcp-operator:ana@example.com',
+        });
+        expect(failure(await call(agent, 'refund', { payment_id: 'p1', amount: 700 }))).toBeUndefined();
+        expect(upstreamCalls(env.UPSTREAM_LOG)).toHaveLength(1);
+        for (const c of [noHuman, wrongKey, ana, agent]) await c.close();
+      } finally {
+        await op?.stop();
+        await gw.stop();
+      }
+    },
+    TIMEOUT,
+  );
 });

@@ -13,6 +13,7 @@ import type { OperatorOptions } from '@ctrlrun/mcp';
 import { STORE_URL, type Command } from '../command.js';
 import { describeTarget } from '../discovery.js';
 import { UsageError } from '../errors.js';
+import { JWT_OPTIONS, jwtIdentityLine, jwtOptionsFrom, jwtProvider } from '../jwt-options.js';
 import { MCP_OPTIONS } from '../mcp-options.js';
 import { openAnswerer } from '../stores.js';
 import { inspection } from './inspect.js';
@@ -26,6 +27,7 @@ export const mcpOperator: Command = {
     'principal-header': { type: 'string', value: 'NAME', help: 'the request header naming who answers (set by a proxy you trust)' },
     'user-header': { type: 'string', value: 'NAME', help: 'the request header naming the human; writes without one are refused' },
     stdio: { type: 'boolean', help: 'serve over stdin/stdout; the approver is the OS account running this process' },
+    ...JWT_OPTIONS,
     ...MCP_OPTIONS,
     'store-url': STORE_URL,
   },
@@ -44,8 +46,13 @@ export const mcpOperator: Command = {
     const maxBodyBytes = positiveInt(values['max-body-bytes'] as string | undefined, '--max-body-bytes', 1_048_576);
     const agentHeader = values['principal-header'] as string | undefined;
     const userHeader = values['user-header'] as string | undefined;
-    if (!stdio && (agentHeader === undefined || userHeader === undefined)) {
-      throw new UsageError('give --principal-header and --user-header (who answers, and the human), or --stdio (the OS account answers)');
+    const jwt = jwtOptionsFrom(values, io.cwd);
+    if (jwt !== null && (stdio || agentHeader !== undefined || userHeader !== undefined))
+      throw new UsageError('--identity-jwt is the one identity source: give it without --stdio, --principal-header or --user-header');
+    if (jwt !== null && jwt.userClaim === undefined)
+      throw new UsageError('--identity-jwt on mcp-operator needs --identity-jwt-user-claim: an answer is recorded as the human the token names');
+    if (jwt === null && !stdio && (agentHeader === undefined || userHeader === undefined)) {
+      throw new UsageError('give --principal-header and --user-header (who answers, and the human), --identity-jwt …, or --stdio (the OS account answers)');
     }
     if (stdio && (agentHeader !== undefined || userHeader !== undefined))
       throw new UsageError('--stdio answers as the OS account; it takes no identity headers');
@@ -62,6 +69,10 @@ export const mcpOperator: Command = {
         const account = userInfo().username;
         identify = async () => ({ agent: 'os', user: account });
         identityLine = `identity os account (${account})`;
+      } else if (jwt !== null) {
+        const provider = await jwtProvider(jwt, (m) => err(`warning: ${m}`));
+        identify = async ({ tool, headers }) => provider.resolve({ action: tool, environment: control.environment, headers, agent: null, user: null });
+        identityLine = jwtIdentityLine(jwt);
       } else {
         const provider = new HeaderIdentityProvider({ agentHeader: agentHeader!, userHeader: userHeader! }, { logger: { warn: () => {} } });
         identify = async ({ tool, headers }) => provider.resolve({ action: tool, environment: control.environment, headers, agent: null, user: null });
@@ -98,7 +109,7 @@ export const mcpOperator: Command = {
           allowOrigins,
           createServer: () => createOperatorServer(options),
           sessions: false,
-          identityHeaders: [agentHeader!, userHeader!],
+          identityHeaders: jwt !== null ? [jwt.header ?? 'authorization'] : [agentHeader!, userHeader!],
         },
         say,
       );
