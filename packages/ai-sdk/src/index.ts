@@ -16,6 +16,7 @@ import {
   protect,
   toolRefusal,
   type CallOptions,
+  type PreconditionProvider,
   type Control,
   type Action,
   type EditedToolResult,
@@ -48,6 +49,11 @@ export interface ProtectToolsOptions<TOOLS extends ToolSet> {
    * in-process map unless given. Give every process that answers approvals the same one.
    */
   bindings?: ApprovalBindings;
+  /**
+   * A precondition provider (see `protect`'s `preconditions`): the world's state a request is filed
+   * against, asked again when the approval is presented; the call is refused if it changed.
+   */
+  preconditions?: PreconditionProvider;
 }
 
 /**
@@ -189,7 +195,12 @@ export function protectTool<INPUT, OUTPUT>(
   if (typeof options.approver === 'string') checkActor(options.approver, 'approver');
   // protect hands its function only the canonical arguments; the SDK's execution options of the
   // call in progress reach the tool through a runner made for that call.
-  const runner = (run: (args: Record<string, unknown>) => unknown) => protect<Record<string, unknown>, unknown>((args) => run(args), { control, name });
+  const runner = (run: (args: Record<string, unknown>) => unknown) =>
+    protect<Record<string, unknown>, unknown>((args) => run(args), {
+      control,
+      name,
+      ...(options.preconditions === undefined ? {} : { preconditions: options.preconditions }),
+    });
   const asker = runner(() => undefined);
   const callOf = (ctx: unknown): CallOptions => pick(options.call, ctx, {});
   const approverOf = (ctx: unknown): string => {
@@ -454,6 +465,7 @@ export function protectTools<TOOLS extends ToolSet>(tools: TOOLS, options: Prote
     const one: ProtectToolOptions = { control: options.control, name, bindings };
     if (options.approver !== undefined) one.approver = options.approver;
     if (options.call !== undefined) one.call = options.call;
+    if (options.preconditions !== undefined) one.preconditions = options.preconditions;
     Object.defineProperty(out, key, { value: protectTool(tool as Tool, one), enumerable: true, writable: true, configurable: true });
   }
   return { ...out } as ProtectedTools<TOOLS>;

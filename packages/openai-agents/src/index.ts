@@ -33,6 +33,7 @@ import {
   type Action,
   type ApprovalRecord,
   type CallOptions,
+  type PreconditionProvider,
   type Control,
   type Protected,
   type EditedToolResult,
@@ -52,6 +53,11 @@ export interface ProtectToolOptions {
   name?: string;
   /** The principal or headers of every call (else the Control's default principal or identity provider). */
   call?: CallOptions;
+  /**
+   * A precondition provider (see `protect`'s `preconditions`): the world's state a request is filed
+   * against, asked again when the approval is presented; the call is refused if it changed.
+   */
+  preconditions?: PreconditionProvider;
 }
 
 /** Options of {@link protectTools}. */
@@ -60,6 +66,11 @@ export interface ProtectToolsOptions {
   /** The action name the policy matches, per tool name; else the tool name itself. */
   names?: Readonly<Record<string, string>>;
   call?: CallOptions;
+  /**
+   * A precondition provider (see `protect`'s `preconditions`): the world's state a request is filed
+   * against, asked again when the approval is presented; the call is refused if it changed.
+   */
+  preconditions?: PreconditionProvider;
 }
 
 /** Options of {@link approveInterruption} and {@link rejectInterruption}. */
@@ -174,7 +185,8 @@ export function protectTool<
   if (typeof call !== 'object' || call === null) throw new InvalidArgument(`${name}: call must be call options`);
   const userExecute = opts.execute as Execute;
   const userError = opts.errorFunction as ErrorFunction | null | undefined;
-  const probe = protect<Record<string, unknown>, unknown>(() => undefined, { control, name });
+  const pinned = protection.preconditions === undefined ? {} : { preconditions: protection.preconditions };
+  const probe = protect<Record<string, unknown>, unknown>(() => undefined, { control, name, ...pinned });
 
   const execute = async (parsed: unknown, runContext?: unknown, details?: unknown): Promise<unknown> => {
     const box = (details as { [PROBE]?: { args?: unknown } } | undefined)?.[PROBE];
@@ -185,7 +197,7 @@ export function protectTool<
     }
     // The values the SDK parsed are what the policy decides on, what the hash binds and what
     // the function receives (as the canonical arguments, like every protected function).
-    const run = protect<Record<string, unknown>, unknown>((canonical) => userExecute(canonical, runContext, details), { control, name });
+    const run = protect<Record<string, unknown>, unknown>((canonical) => userExecute(canonical, runContext, details), { control, name, ...pinned });
     try {
       if (!isArgs(parsed)) throw new InvalidArgument(`${name}: the tool's parameters gave no object of arguments`);
       const action = await run.action(parsed, call);
@@ -295,6 +307,7 @@ export function protectTools(tools: readonly ToolListEntry[], options: ProtectTo
       control: options.control,
       ...(name === undefined ? {} : { name }),
       ...(options.call ? { call: options.call } : {}),
+      ...(options.preconditions ? { preconditions: options.preconditions } : {}),
     });
   });
 }
