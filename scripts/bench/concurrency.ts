@@ -1,5 +1,6 @@
 // Concurrent callers of one Control, per store, measured in one run: 1, 8 and 32 callers on
-// distinct keys, allowed actions/s and each call's latency (p50, p99), beside the shared-row
+// distinct keys, allowed actions/s and each call's latency (p50, p99) — with group commit (the
+// default) and with `groupCommit: false` (one commit per outcome, the path before it) — beside the shared-row
 // commit floor measured on the same store in the same run — one row updated in its own
 // transaction, which is what every receipt's chain head costs at the least: the outcome commits
 // of one chain queue on that row, so no number of callers commits receipts faster than it.
@@ -23,6 +24,8 @@ import { findServerBinaries, freshDatabase, startCluster, type PgCluster } from 
 import { ALLOW_REFUND_POLICY as policy, BENCH_PRINCIPAL as principal } from './_allowed-refund.js';
 
 const CALLERS = [1, 8, 32] as const;
+/** The same Control on a store opened with `groupCommit: false`: one transaction, one commit, per outcome (the path before group commit). */
+const OPT_OUT = 'Control, groupCommit: false';
 const ROUNDS = Number(process.env['BENCH_CONC_ROUNDS'] ?? 6);
 const SLICE_MS = Number(process.env['BENCH_CONC_SLICE_MS'] ?? 400);
 
@@ -80,6 +83,9 @@ const notes: string[] = [];
   const store = await createBetterSqlite3Store(join(dir, 'control.db'));
   cleanups.unshift(() => store.close());
   subjects.push(controlSubject('better-sqlite3 file', 'Control', store));
+  const each = await createBetterSqlite3Store(join(dir, 'each.db'), { groupCommit: false });
+  cleanups.unshift(() => each.close());
+  subjects.push(controlSubject('better-sqlite3 file', OPT_OUT, each));
   // The floor: one shared row, BEGIN IMMEDIATE; UPDATE; COMMIT, on a file with the store's pragmas.
   // One connection, in-call: callers cannot overlap, so every caller count runs the same loop.
   const db = new Database(join(dir, 'floor.db'), { timeout: 5000 });
@@ -125,6 +131,12 @@ if (url === null) {
   const store = await createPgStore(pool, { schema: 'bench', logger: { warn() {} } });
   cleanups.unshift(async () => (await store.close(), await pool.end()));
   subjects.push(controlSubject('PostgreSQL, durable', 'Control', store));
+  await db.createSchema('each');
+  const eachPool = new pg.Pool({ connectionString: db.url, max: 40 });
+  eachPool.on('error', () => undefined);
+  const each = await createPgStore(eachPool, { schema: 'each', logger: { warn() {} }, groupCommit: false });
+  cleanups.unshift(async () => (await each.close(), await eachPool.end()));
+  subjects.push(controlSubject('PostgreSQL, durable', OPT_OUT, each));
   const floorPool = new pg.Pool({ connectionString: db.url, max: 40 });
   floorPool.on('error', () => undefined);
   cleanups.unshift(() => floorPool.end());
@@ -164,6 +176,11 @@ if (url === null) {
   const store = await createPgliteStore(lite);
   cleanups.unshift(async () => (await store.close(), await lite.close()));
   subjects.push(controlSubject('PGlite in memory', 'Control', store));
+  const eachLite = new PGlite();
+  await eachLite.waitReady;
+  const each = await createPgliteStore(eachLite, { groupCommit: false });
+  cleanups.unshift(async () => (await each.close(), await eachLite.close()));
+  subjects.push(controlSubject('PGlite in memory', OPT_OUT, each));
   const floorLite = new PGlite();
   await floorLite.waitReady;
   await floorLite.exec('CREATE TABLE head(id INTEGER PRIMARY KEY, n BIGINT NOT NULL, v TEXT); INSERT INTO head VALUES (1, 0, NULL)');
@@ -212,13 +229,27 @@ try {
         );
       }
     }
-    const control = subjects.find((x) => x.store === storeName && !x.floor)!;
     const floor = subjects.find((x) => x.store === storeName && x.floor)!;
-    const c = CALLERS.map((n) => rateOf(keyOf(control, n)));
     const f = CALLERS.map((n) => rateOf(keyOf(floor, n)));
-    console.log(
-      `  Control / shared-row floor: ${CALLERS.map((n, i) => `${n}: ${((100 * c[i]!) / f[i]!).toFixed(0)}%`).join(', ')};  8 callers / 1: ${(c[1]! / c[0]!).toFixed(2)}x, 32 / 8: ${(c[2]! / c[1]!).toFixed(2)}x`,
-    );
+    const ratesOf = (label: string) =>
+      CALLERS.map((n) =>
+        rateOf(
+          keyOf(
+            subjects.find((x) => x.store === storeName && x.label === label)!,
+            n,
+          ),
+        ),
+      );
+    const [c, o] = [ratesOf('Control'), ratesOf(OPT_OUT)];
+    for (const [label, r] of [
+      ['Control', c],
+      [OPT_OUT, o],
+    ] as const) {
+      console.log(
+        `  ${label}: / shared-row floor ${CALLERS.map((n, i) => `${n}: ${((100 * r[i]!) / f[i]!).toFixed(0)}%`).join(', ')};  8 callers / 1: ${(r[1]! / r[0]!).toFixed(2)}x, 32 / 8: ${(r[2]! / r[1]!).toFixed(2)}x`,
+      );
+    }
+    console.log(`  group commit / groupCommit: false: ${CALLERS.map((n, i) => `${n}: ${(c[i]! / o[i]!).toFixed(2)}x`).join(', ')}`);
   }
   for (const n of notes) console.log(n);
   console.log(

@@ -60,6 +60,13 @@ export interface BetterSqlite3StoreOptions {
    * `FULL`: every commit is synced to disk before it returns (about eight times slower here).
    */
   synchronous?: 'NORMAL' | 'FULL';
+  /**
+   * Group commit (default `true`): the outcomes (effect row, event, chained receipt) of callers of
+   * this store that arrive while another outcome is being written are written together in one
+   * transaction, each under its own savepoint, every caller answered after the shared COMMIT.
+   * `false`: one transaction, and one commit, per outcome.
+   */
+  groupCommit?: boolean;
 }
 
 /** Milliseconds a connection waits for another process's write lock before `SQLITE_BUSY`. */
@@ -252,7 +259,7 @@ interface Prepared {
 export class BetterSqlite3Driver implements SqlDriver {
   readonly name: string = 'better-sqlite3';
   readonly dialect = 'sqlite' as const;
-  readonly capabilities = Object.freeze({ concurrentConnections: false });
+  readonly capabilities = Object.freeze({ concurrentConnections: false, groupCommit: 'savepoints' });
   /** The connection (for tools and tests that need raw SQL; the store never shares it). */
   readonly db: BetterSqlite3Database;
   readonly #cache = new Map<string, Prepared>();
@@ -401,7 +408,7 @@ export class BetterSqlite3Store extends SqlStateStore {
   /** The database file, as an absolute path. */
   readonly path: string;
 
-  constructor(driver: BetterSqlite3Driver, path: string, options: { clock?: Clock; readOnly?: boolean } = {}) {
+  constructor(driver: BetterSqlite3Driver, path: string, options: { clock?: Clock; readOnly?: boolean; groupCommit?: boolean } = {}) {
     super(driver, options);
     this.driver = driver;
     this.path = path;
@@ -508,7 +515,7 @@ export async function createBetterSqlite3Store(pathOrDb: string | BetterSqlite3D
     throw new StoreError(`[better-sqlite3] could not open ${path}: ${(err as Error)?.message ?? String(err)}`, { cause: err });
   }
   const driver = new BetterSqlite3Driver(db);
-  const store = new BetterSqlite3Store(driver, path, { clock: options.clock, readOnly });
+  const store = new BetterSqlite3Store(driver, path, { clock: options.clock, readOnly, groupCommit: options.groupCommit });
   try {
     // A file this call created holds nobody's data: WAL first, so the migrations commit cheaply.
     // Any other file is switched only once it is known to be a ctrlrun store.

@@ -199,7 +199,7 @@ export class PgDriver implements SqlDriver {
     if (options.prepare !== undefined && typeof options.prepare !== 'boolean') throw new InvalidArgument('prepare must be a boolean');
     this.#source = pool;
     this.#options = options;
-    this.capabilities = Object.freeze({ concurrentConnections: true, oneStatementSteps: options.prepare !== false });
+    this.capabilities = Object.freeze({ concurrentConnections: true, oneStatementSteps: options.prepare !== false, groupCommit: 'back-to-back' });
     this.#named = options.prepare !== false;
     this.#schema = options.schema ?? null;
   }

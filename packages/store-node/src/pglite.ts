@@ -56,7 +56,7 @@ export class PgliteDriver implements SqlDriver {
   readonly name: string = 'pglite';
   readonly dialect = 'postgres' as const;
   // In-process: no round trips to save, but one statement per step keeps the WebAssembly crossings few.
-  readonly capabilities = Object.freeze({ concurrentConnections: false, oneStatementSteps: true });
+  readonly capabilities = Object.freeze({ concurrentConnections: false, oneStatementSteps: true, groupCommit: 'savepoints' });
   readonly #source: PgliteLike | (() => PgliteLike | Promise<PgliteLike>);
   readonly #owns: boolean;
   #db: Promise<PgliteLike> | null = null;

@@ -34,6 +34,14 @@ export interface PostgresStoreOptions {
   schema?: string;
   /** Where the store's warnings go; default `console`. */
   logger?: Logger;
+  /**
+   * Group commit: the outcomes (effect row, event, chained receipt) of callers of this store that
+   * arrive while another outcome is being written are written together in one transaction, in
+   * arrival order, every caller answered after the shared COMMIT. PGlite (default `true`) writes
+   * each under its own savepoint; pg (default `false`: ask for it with `true`) writes them back to
+   * back, and a failure writes every caller of the group again alone. `false`: one commit per outcome.
+   */
+  groupCommit?: boolean;
 }
 
 /** Refuses options that are not an object, or a `clock`, `readOnly` or `schema` of the wrong kind; `what` names the caller. */
@@ -58,7 +66,13 @@ export class SchemaStore<D extends SchemaDriver> extends SqlStateStore {
   readonly driver: D;
 
   constructor(driver: D, options: Omit<PostgresStoreOptions, 'schema'> = {}) {
-    super(driver, { clock: options.clock, readOnly: options.readOnly, logger: options.logger, dialect: postgresDialect(driver.schema) });
+    super(driver, {
+      clock: options.clock,
+      readOnly: options.readOnly,
+      logger: options.logger,
+      groupCommit: options.groupCommit,
+      dialect: postgresDialect(driver.schema),
+    });
     this.driver = driver;
   }
 

@@ -44,6 +44,15 @@ export interface DriverCapabilities {
    * server next door. Default `false`: statement by statement.
    */
   readonly oneStatementSteps?: boolean;
+  /**
+   * Group commit: the kernel may write the outcomes of concurrent callers in one transaction.
+   * `'savepoints'`: each under its own savepoint (`SAVEPOINT`, `RELEASE SAVEPOINT`, `ROLLBACK TO
+   * SAVEPOINT` through the handle's `exec`), so one caller's failure is rolled back alone — for
+   * engines in the process, where a statement costs no round trip. `'back-to-back'`: no savepoint
+   * (two round trips fewer per caller on a server); a failure rolls the group back and every
+   * caller is then written alone. Absent: one transaction per outcome.
+   */
+  readonly groupCommit?: 'savepoints' | 'back-to-back';
 }
 
 /** A database client, as the kernel needs it. */

@@ -110,6 +110,22 @@ const EVENTS_SQL_KEPT = 16;
  */
 const HINTS_KEPT = 512;
 
+/** The savepoint each caller's outcome is written under in a group (see {@link SqlEngine.grouped}); SQLite and PostgreSQL spell it alike. */
+const SAVEPOINT = 'SAVEPOINT ctrlrun_outcome';
+const RELEASE_SAVEPOINT = 'RELEASE SAVEPOINT ctrlrun_outcome';
+const ROLLBACK_TO_SAVEPOINT = 'ROLLBACK TO SAVEPOINT ctrlrun_outcome';
+
+/** One caller's outcome waiting for a group (see {@link SqlEngine.grouped}). */
+export interface GroupMember<T> {
+  readonly what: string;
+  /** The outcome written alone, as without group commit. */
+  readonly solo: () => Promise<T>;
+  /** The outcome's transaction body, with or without its receipt. */
+  readonly step: (withReceipt: boolean) => (tx: SqlExecutor, now: Date, run: WriteRun) => Promise<T | RaiseAfterCommit>;
+  readonly resolve: (value: T) => void;
+  readonly reject: (err: unknown) => void;
+}
+
 /** One mutex per driver, so two stores on one single-connection driver still never interleave. */
 const MUTEXES = new WeakMap<SqlDriver, Mutex>();
 
@@ -163,6 +179,13 @@ export class SqlEngine {
   tipRead: Promise<void> | null = null;
   /** Outcomes left to chain in the transaction before one stands alone again (see `ALONE_REST` in combined.ts). */
   aloneRest = 0;
+  /**
+   * Group commit (see {@link grouped}): outcomes with a chained receipt that arrive while another
+   * is being written are written together, in one transaction. `false`: one transaction each.
+   */
+  groupCommit = true;
+  /** Outcomes waiting for the next group, in arrival order; `null` when no group is being written. */
+  #queued: GroupMember<unknown>[] | null = null;
 
   constructor(driver: SqlDriver, dialect: SqlDialect, options: { clock: Clock; logger: Logger; readOnly: boolean }) {
     this.name = driver.name;
@@ -438,25 +461,23 @@ export class SqlEngine {
         throw new ReceiptPartFailed(err);
       }
     };
-    const run = (withReceipt: boolean, reissue: { now: Date } | null) =>
-      this.write<Trailed<R>>(
-        what,
-        async (tx, now, run) => {
-          const r = withReceipt ? receipt : null;
-          const one = combined === undefined ? null : await combined(tx, now, run, fieldsOf, r);
-          if (one !== null) {
-            if (r === null || one.receipt === null) return { value: one.value, events: one.events, receipt: null };
-            if (one.receipt === 'already-stored') throw new ReceiptPartFailed(new ReceiptAlreadyStored(r.receiptId));
-            return { value: one.value, events: one.events, receipt: one.receipt === 'unchained' ? await chain(tx, r) : one.receipt };
-          }
-          const value = await fn(tx, now, run);
-          if (value instanceof RaiseAfterCommit) return value;
-          const stored = await this.insertEvents(tx, fieldsOf(value));
-          if (r === null) return { value, events: stored, receipt: null };
-          return { value, events: stored, receipt: await chain(tx, r) };
-        },
-        reissue,
-      );
+    const step =
+      (withReceipt: boolean) =>
+      async (tx: SqlExecutor, now: Date, run: WriteRun): Promise<Trailed<R> | RaiseAfterCommit> => {
+        const r = withReceipt ? receipt : null;
+        const one = combined === undefined ? null : await combined(tx, now, run, fieldsOf, r);
+        if (one !== null) {
+          if (r === null || one.receipt === null) return { value: one.value, events: one.events, receipt: null };
+          if (one.receipt === 'already-stored') throw new ReceiptPartFailed(new ReceiptAlreadyStored(r.receiptId));
+          return { value: one.value, events: one.events, receipt: one.receipt === 'unchained' ? await chain(tx, r) : one.receipt };
+        }
+        const value = await fn(tx, now, run);
+        if (value instanceof RaiseAfterCommit) return value;
+        const stored = await this.insertEvents(tx, fieldsOf(value));
+        if (r === null) return { value, events: stored, receipt: null };
+        return { value, events: stored, receipt: await chain(tx, r) };
+      };
+    const run = (withReceipt: boolean, reissue: { now: Date } | null) => this.write<Trailed<R>>(what, step(withReceipt), reissue);
     const inTransaction = async (reissue: { now: Date } | null): Promise<Trailed<R>> => {
       try {
         return await run(true, reissue);
@@ -467,14 +488,143 @@ export class SqlEngine {
     };
     // A step that can stand alone is tried first; it answers `null` when nothing was written and
     // the transaction should decide, or a re-issue after a lost reply that did not land.
-    const first = alone === undefined || receipt === null ? null : await this.writing(what, () => alone(this.now(), fieldsOf, receipt));
-    const out = first === null ? await inTransaction(null) : 'reissueAt' in first ? await inTransaction({ now: first.reissueAt }) : first;
+    const solo = async (): Promise<Trailed<R>> => {
+      const first = alone === undefined || receipt === null ? null : await this.writing(what, () => alone(this.now(), fieldsOf, receipt));
+      return first === null ? await inTransaction(null) : 'reissueAt' in first ? await inTransaction({ now: first.reissueAt }) : first;
+    };
+    // An outcome with a chained receipt joins the outcomes that arrive with it (see {@link grouped}).
+    const out = receipt !== null && this.groupCommit ? await this.grouped<Trailed<R>>(what, solo, step) : await solo();
     trailing.stored = out.events;
     if (out.receipt !== null) {
       trailing.storedReceipt = out.receipt;
       this.noteChained(out.receipt);
     }
     return out.value;
+  }
+
+  /**
+   * Group commit for the outcome steps (outcome, events, chained receipt) of concurrent callers.
+   * The first outcome to arrive while none is being written is written at once, as it always was
+   * (`solo`). Those that arrive meanwhile wait, and are then written together: one transaction,
+   * each in arrival order under its own savepoint, so that one caller's failure (a refusal, a
+   * receipt part that fails and is written again without it) is rolled back to its savepoint and
+   * touches no other's. Every caller is answered only after the shared COMMIT. A lost COMMIT is
+   * settled caller by caller, each by its own re-read and branch (spec 03 §3.4), a re-issue alone.
+   * A group that fails whole (nothing committed, known) is written again caller by caller, each
+   * `solo`. A group of one is `solo`. One group is written at a time per engine.
+   */
+  async grouped<T>(what: string, solo: () => Promise<T>, step: GroupMember<T>['step']): Promise<T> {
+    if (this.#queued !== null) {
+      const queued = this.#queued;
+      return new Promise<T>((resolve, reject) => queued.push({ what, solo, step, resolve, reject } as GroupMember<unknown>));
+    }
+    // None in flight: written at once, alone; those that arrive meanwhile are written after it.
+    this.#queued = [];
+    try {
+      return await solo();
+    } finally {
+      void this.#drain();
+    }
+  }
+
+  /** Writes the queued outcomes, group after group, until none is left; then the next outcome is written at once again. */
+  async #drain(): Promise<void> {
+    while (this.#queued !== null && this.#queued.length > 0) {
+      const members = this.#queued;
+      this.#queued = [];
+      if (members.length === 1) {
+        const m = members[0]!;
+        await m.solo().then(m.resolve, m.reject);
+        continue;
+      }
+      await this.#writeGroup(members);
+    }
+    this.#queued = null;
+  }
+
+  /** One group: its transaction, then each caller answered (see {@link grouped}). */
+  async #writeGroup(members: GroupMember<unknown>[]): Promise<void> {
+    type Done = { fn: ReturnType<GroupMember<unknown>['step']>; run: WriteRun; at: Date; value?: unknown; error?: unknown };
+    const done: (Done | null)[] = members.map(() => null);
+    const savepoints = this.driver.capabilities.groupCommit !== 'back-to-back';
+    let settled: { value?: unknown; error?: unknown }[] | null = null;
+    try {
+      settled = await this.writing('group commit', async () => {
+        try {
+          await this.driver.transaction(async (tx) => {
+            // A driver may run this again from the start on a transaction it rolled back.
+            done.fill(null);
+            for (let i = 0; i < members.length; i++) {
+              const m = members[i]!;
+              const at = this.now();
+              if (!savepoints) {
+                // Back to back, no savepoint: a failure rolls the whole group back, and every
+                // caller is then written alone (below), so none is answered by another's failure.
+                const fn = m.step(true);
+                const run: WriteRun = { intent: null, edit: null };
+                done[i] = { fn, run, at, value: await fn(tx, at, run) };
+                continue;
+              }
+              for (const withReceipt of [true, false]) {
+                const fn = m.step(withReceipt);
+                const run: WriteRun = { intent: null, edit: null };
+                await tx.exec(SAVEPOINT);
+                try {
+                  const value = await fn(tx, at, run);
+                  await tx.exec(RELEASE_SAVEPOINT);
+                  done[i] = { fn, run, at, value };
+                  break;
+                } catch (err) {
+                  // Its own writes undone, the others' kept; a receipt part that failed is written again without it.
+                  await tx.exec(ROLLBACK_TO_SAVEPOINT);
+                  await tx.exec(RELEASE_SAVEPOINT);
+                  if (withReceipt && err instanceof ReceiptPartFailed) continue;
+                  done[i] = { fn, run, at, error: err };
+                  break;
+                }
+              }
+            }
+          });
+          return done.map((d) => (d === null ? { error: new StoreError(`[kernel] [${this.name}] group commit: a step did not run`) } : d));
+        } catch (err) {
+          if (!(err instanceof AmbiguousWrite) || done.some((d) => d === null)) throw err;
+          // The COMMIT was lost: each caller's write is settled by its own re-read, as alone.
+          const out: { value?: unknown; error?: unknown }[] = [];
+          for (let i = 0; i < members.length; i++) {
+            const d = done[i]!;
+            if ('error' in d) {
+              out.push({ error: d.error });
+              continue;
+            }
+            try {
+              const produced = d.value as unknown;
+              const what = members[i]!.what;
+              if (d.run.intent !== null) out.push({ value: await this.settleLostCommit(what, d.fn, d.at, d.run.intent, produced, true, err) });
+              else if (d.run.edit) out.push({ value: await this.settleLostEdit(what, d.fn, d.at, d.run.edit, produced, true, err) });
+              else out.push({ error: err });
+            } catch (failure) {
+              out.push({ error: failure });
+            }
+          }
+          return out;
+        }
+      });
+    } catch {
+      settled = null;
+    }
+    if (settled === null) {
+      // Nothing of the group was committed (a known failure, `whole`): each caller is written
+      // alone, as without group commit, and answered by its own outcome.
+      for (const m of members) await m.solo().then(m.resolve, m.reject);
+      return;
+    }
+    for (let i = 0; i < members.length; i++) {
+      const m = members[i]!;
+      const r = settled[i]!;
+      if ('error' in r) m.reject(this.wrap(r.error, null));
+      else if (r.value instanceof RaiseAfterCommit) m.reject(r.value.error);
+      else m.resolve(r.value);
+    }
   }
 
   /** What every write shares, in a transaction or standing alone (see {@link AloneStep}): the store open and writable, queued on a single connection, errors wrapped. */

@@ -61,6 +61,16 @@ export interface SqlStateStoreOptions {
   logger?: Logger;
 }
 
+  /**
+   * Group commit, where the driver can (see `DriverCapabilities.groupCommit`): the outcomes
+   * (effect row, event, chained receipt) of callers of this store that arrive while another
+   * outcome is being written are then written together in one transaction, in arrival order,
+   * every caller answered after the shared COMMIT. Default: on for a driver that writes each under
+   * its own savepoint in the process (better-sqlite3, PGlite), off for one on a server (pg), where
+   * it pays only when a WAL flush costs more than the round trips it adds. `false`: one
+   * transaction, and one commit, per outcome.
+   */
+  groupCommit?: boolean;
 /**
  * The state store over SQL. Build one with {@link openSqlStateStore} (or a driver package's
  * factory), which runs the migrations; a constructed but unopened store refuses every call.
@@ -89,6 +99,10 @@ export class SqlStateStore implements StateStore {
     this.#e = new SqlEngine(driver, dialect, { clock: options.clock ?? systemClock, logger: options.logger ?? console, readOnly: this.readOnly });
   }
 
+    if (options.groupCommit !== undefined && typeof options.groupCommit !== 'boolean') throw new InvalidArgument('groupCommit must be a boolean');
+    // In the process (savepoints) it is on unless refused; on a server (back to back), where it pays only when a WAL flush costs more than the round trips it adds, it is asked for.
+    const can = driver.capabilities.groupCommit;
+    this.#e.groupCommit = can === 'savepoints' ? options.groupCommit !== false : can !== undefined && options.groupCommit === true;
   /**
    * Checks the engine, classifies the schema and applies missing migrations (a reader only
    * checks). Called once; resolves to this store.
