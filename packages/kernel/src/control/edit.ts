@@ -285,15 +285,3 @@ export async function editOfGrant(ctx: ControlContext, approvalId: string | null
   if (approvalId === null) return null;
   return grantEdit(await approvalEdit(ctx, approvalId), approvalId, action.actionHash);
 }
-
-/** The receipt's `edit` object for an action run under an edited grant. */
-export function receiptEdit(edit: ApprovalEdit): JsonObject {
-  return {
-    proposed_request_id: edit.proposed,
-    proposed_hash: edit.proposedHash,
-    approved_hash: edit.approvedHash,
-    editor: edit.editor,
-    proposed_arguments: edit.proposedArguments,
-    approved_arguments: edit.approvedArguments,
-  };
-}

@@ -11,7 +11,7 @@ import type { TrailingEvents } from '../store/state-store.js';
 import type { ReceiptDraft } from '../model.js';
 import { evidenceTime } from '../time.js';
 import { type ControlContext, type Pass, isExecution } from './pass.js';
-import { receiptEdit } from './edit.js';
+import type { ApprovalEdit } from './edit.js';
 
 // ---- evidence ----
 /** Drafts an event of this pass, to be stored with the pass's next write (see {@link Pass.pending}). */
@@ -173,4 +173,16 @@ export async function receiptOf<R>(ctx: ControlContext, pass: Pass, written: Tra
   if (stored === undefined) return chainReceipt(ctx, pass, written.receipt!);
   if (ctx.sinks.length !== 0) await dispatchToSinks(ctx.sinks, 'receipt', stored, ctx.logger);
   return stored;
+}
+
+/** The receipt's `edit` object for an action run under an edited grant. */
+export function receiptEdit(edit: ApprovalEdit): JsonObject {
+  return {
+    proposed_request_id: edit.proposed,
+    proposed_hash: edit.proposedHash,
+    approved_hash: edit.approvedHash,
+    editor: edit.editor,
+    proposed_arguments: edit.proposedArguments,
+    approved_arguments: edit.approvedArguments,
+  };
 }
