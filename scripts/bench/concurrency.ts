@@ -1,6 +1,6 @@
 // Concurrent callers of one Control, per store, measured in one run: 1, 8 and 32 callers on
-// distinct keys, allowed actions/s and each call's latency (p50, p99) — with group commit (the
-// default) and with `groupCommit: false` (one commit per outcome, the path before it) — beside the shared-row
+// distinct keys, allowed actions/s and each call's latency (p50, p99) — with group commit and
+// with one commit per outcome (`groupCommit: false`, the path before it) — beside the shared-row
 // commit floor measured on the same store in the same run — one row updated in its own
 // transaction, which is what every receipt's chain head costs at the least: the outcome commits
 // of one chain queue on that row, so no number of callers commits receipts faster than it.
@@ -24,8 +24,10 @@ import { findServerBinaries, freshDatabase, startCluster, type PgCluster } from 
 import { ALLOW_REFUND_POLICY as policy, BENCH_PRINCIPAL as principal } from './_allowed-refund.js';
 
 const CALLERS = [1, 8, 32] as const;
-/** The same Control on a store opened with `groupCommit: false`: one transaction, one commit, per outcome (the path before group commit). */
-const OPT_OUT = 'Control, groupCommit: false';
+/** Control on a store with group commit (better-sqlite3 and PGlite by default; pg with `groupCommit: true`). */
+const GROUP = 'Control, group commit';
+/** The same on a store with one transaction, one commit, per outcome (`groupCommit: false`; pg's default): the path before group commit. */
+const OPT_OUT = 'Control, one commit each';
 const ROUNDS = Number(process.env['BENCH_CONC_ROUNDS'] ?? 6);
 const SLICE_MS = Number(process.env['BENCH_CONC_SLICE_MS'] ?? 400);
 
@@ -82,7 +84,7 @@ const notes: string[] = [];
 {
   const store = await createBetterSqlite3Store(join(dir, 'control.db'));
   cleanups.unshift(() => store.close());
-  subjects.push(controlSubject('better-sqlite3 file', 'Control', store));
+  subjects.push(controlSubject('better-sqlite3 file', GROUP, store));
   const each = await createBetterSqlite3Store(join(dir, 'each.db'), { groupCommit: false });
   cleanups.unshift(() => each.close());
   subjects.push(controlSubject('better-sqlite3 file', OPT_OUT, each));
@@ -128,13 +130,13 @@ if (url === null) {
   await db.sql('INSERT INTO floor.head VALUES (1, 0, NULL)');
   const pool = new pg.Pool({ connectionString: db.url, max: 40 });
   pool.on('error', () => undefined);
-  const store = await createPgStore(pool, { schema: 'bench', logger: { warn() {} } });
+  const store = await createPgStore(pool, { schema: 'bench', logger: { warn() {} }, groupCommit: true });
   cleanups.unshift(async () => (await store.close(), await pool.end()));
-  subjects.push(controlSubject('PostgreSQL, durable', 'Control', store));
+  subjects.push(controlSubject('PostgreSQL, durable', GROUP, store));
   await db.createSchema('each');
   const eachPool = new pg.Pool({ connectionString: db.url, max: 40 });
   eachPool.on('error', () => undefined);
-  const each = await createPgStore(eachPool, { schema: 'each', logger: { warn() {} }, groupCommit: false });
+  const each = await createPgStore(eachPool, { schema: 'each', logger: { warn() {} } }); // the default: one commit each
   cleanups.unshift(async () => (await each.close(), await eachPool.end()));
   subjects.push(controlSubject('PostgreSQL, durable', OPT_OUT, each));
   const floorPool = new pg.Pool({ connectionString: db.url, max: 40 });
@@ -175,7 +177,7 @@ if (url === null) {
   await lite.waitReady;
   const store = await createPgliteStore(lite);
   cleanups.unshift(async () => (await store.close(), await lite.close()));
-  subjects.push(controlSubject('PGlite in memory', 'Control', store));
+  subjects.push(controlSubject('PGlite in memory', GROUP, store));
   const eachLite = new PGlite();
   await eachLite.waitReady;
   const each = await createPgliteStore(eachLite, { groupCommit: false });
@@ -225,7 +227,7 @@ try {
         const sorted = acc.latencies.sort((a, b) => a - b);
         const unit = s.floor ? 'commits/s' : 'actions/s';
         console.log(
-          `  ${s.label.padEnd(24)} ${String(callers).padStart(2)} caller${callers === 1 ? ' ' : 's'} ${fmt(acc.n / acc.secs)} ${unit.padEnd(9)}  p50 ${ms(pct(sorted, 50))} ms  p99 ${ms(pct(sorted, 99))} ms`,
+          `  ${s.label.padEnd(25)} ${String(callers).padStart(2)} caller${callers === 1 ? ' ' : 's'} ${fmt(acc.n / acc.secs)} ${unit.padEnd(9)}  p50 ${ms(pct(sorted, 50))} ms  p99 ${ms(pct(sorted, 99))} ms`,
         );
       }
     }
@@ -240,16 +242,16 @@ try {
           ),
         ),
       );
-    const [c, o] = [ratesOf('Control'), ratesOf(OPT_OUT)];
+    const [c, o] = [ratesOf(GROUP), ratesOf(OPT_OUT)];
     for (const [label, r] of [
-      ['Control', c],
+      [GROUP, c],
       [OPT_OUT, o],
     ] as const) {
       console.log(
         `  ${label}: / shared-row floor ${CALLERS.map((n, i) => `${n}: ${((100 * r[i]!) / f[i]!).toFixed(0)}%`).join(', ')};  8 callers / 1: ${(r[1]! / r[0]!).toFixed(2)}x, 32 / 8: ${(r[2]! / r[1]!).toFixed(2)}x`,
       );
     }
-    console.log(`  group commit / groupCommit: false: ${CALLERS.map((n, i) => `${n}: ${(c[i]! / o[i]!).toFixed(2)}x`).join(', ')}`);
+    console.log(`  group commit / one commit each: ${CALLERS.map((n, i) => `${n}: ${(c[i]! / o[i]!).toFixed(2)}x`).join(', ')}`);
   }
   for (const n of notes) console.log(n);
   console.log(
