@@ -138,8 +138,10 @@ export {
   type AnchorReport,
   type AnchoredStore,
   AnchorUnavailable,
+  checkAnchor,
   verifyAnchorsWith,
 } from './anchor.js';
+export { ANCHOR_SIGNATURE_HEADER, type AnchorEndpointOptions, type HttpAnchorProviderOptions, anchorEndpoint, httpAnchorProvider } from './anchor-http.js';
 export {
   PRUNE_ACTION,
   type PlaceHoldOptions,

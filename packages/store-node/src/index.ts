@@ -65,3 +65,4 @@ export {
   type ReadRegularFileOptions,
   type UnreadableReason,
 } from './regular-file.js';
+export { jsonlAnchorProvider, type JsonlAnchorOptions } from './anchor-file.js';

@@ -16,12 +16,14 @@ import { policy } from './policy.js';
 import { mcpOperator } from './mcp-operator.js';
 import { receipts } from './receipts.js';
 import { resolve } from './resolve.js';
+import { anchor, hold, prune, release } from './retention.js';
 import { scan } from './scan.js';
 import { stats } from './stats.js';
 import { verify } from './verify.js';
 
 /** The commands this build has, sorted by name. */
 export const COMMANDS: readonly Command[] = [
+  anchor,
   approvals,
   approve,
   delegate,
@@ -29,11 +31,14 @@ export const COMMANDS: readonly Command[] = [
   deny,
   effects,
   gateway,
+  hold,
   init,
   inspect,
   mcpOperator,
   policy,
+  prune,
   receipts,
+  release,
   resolve,
   revoke,
   scan,
