@@ -334,6 +334,38 @@ describe('preconditions (tests/test_preconditions.py)', () => {
     expect(r.runs.n + r2.runs.n).toBe(0);
   });
 
+  it('a store that does not keep a pin: the request is withdrawn and the action denied (spec 05 §4.2)', async () => {
+    const inner = await setup(POLICY());
+    // A store that drops what a request pins (as a store written before 0005/0006 would).
+    const forgetful = new Proxy(inner.store, {
+      get(target, prop, receiver) {
+        if (prop === 'putApprovalRequest')
+          return (r: Parameters<typeof target.putApprovalRequest>[0]) =>
+            target.putApprovalRequest({ ...r, preconditionFingerprint: null, approvalsRequired: 1, requiredRoles: [] });
+        const v = Reflect.get(target, prop, receiver) as unknown;
+        return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+      },
+    });
+    const ctx = await setup(POLICY('    approvals_required: 2\n'), { store: forgetful, ...IDENTITY });
+    const action = createAction({ name: 'stripe.refund', arguments: ARGS, principal: REQUESTER });
+    const err = await ctx.control.execute(action, () => 1, { preconditions: () => ({ status: 'paid' }) }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ActionDenied);
+    expect((err as ActionDenied).reason).toBe('precondition_missing');
+    const [row] = await inner.store.approvalsFor(action.actionHash);
+    expect([row!.status, row!.approver]).toEqual(['denied', 'ctrlrun:precondition-not-recorded']);
+    expect(ctx.events.find((e) => e.type === 'APPROVAL_INVALIDATED')!.data).toEqual({
+      reason: 'precondition_missing',
+      missing: ['precondition_fingerprint', 'approvals_required'],
+      action_hash: action.actionHash,
+      withdrawn: true,
+      precondition_at_request: null,
+      precondition_at_recheck: preconditionFingerprint({ status: 'paid' }),
+    });
+    // With no fingerprint computed, the threshold alone: approval_unrecorded.
+    const other = createAction({ name: 'stripe.refund', arguments: { ...ARGS, payment_id: 'txn_2' }, principal: REQUESTER });
+    expect(await ctx.control.execute(other, () => 1).catch((e: unknown) => e)).toMatchObject({ reason: 'approval_unrecorded' });
+  });
+
   it('protect passes its precondition provider through, on the call and on needsApproval', async () => {
     const ctx = await setup(POLICY());
     const state = { status: 'paid' };

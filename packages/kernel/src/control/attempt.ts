@@ -41,7 +41,7 @@ import { checkCeiling, hasCeiling, refuseAfterPolicy, refuseReserved } from './e
 import { runExecutor } from './outcome.js';
 import { note, recordEvent, flush, trailing, afterWrite, recordReceipt } from './evidence.js';
 import { openApproval } from './answers.js';
-import { checkProvider, requestPins } from './presented.js';
+import { checkProvider, refuseUnrecorded, requestPins } from './presented.js';
 import { editOfGrant, followEdit, unusedEditOf } from './edit.js';
 import { type ControlContext, type Pass, type Decided, expiryOf, deny, decidedFromJson, describeError } from './pass.js';
 import type { Executor, ExecuteOptions, ExecuteResult } from './types.js';
@@ -239,6 +239,7 @@ export async function decideAndRun<T>(
         ...pins,
       });
       pass.approvalId = requestId;
+      await refuseUnrecorded(ctx, pass, pins);
       await recordEvent(ctx, pass, 'APPROVAL_REQUESTED', { action_hash: action.actionHash, expires_at: evidenceTime(parseTime(expiresAt)) });
       throw new ApprovalRequired(requestId, { actionId: action.actionId, message: `${action.name} needs a human's approval: request ${requestId}` });
     }
@@ -314,6 +315,18 @@ export async function resumeAttempt<T>(
     // The resumed leg's receipt names the grant that passes it now (none when it no longer does).
     if (result.passed) pass.authorityGrantId = result.grantId;
   }
+  // The resumed leg's receipt carries what this attempt charged, read back from the ledger.
+  const ledger = ctx.store.budgets?.();
+  if (ledger !== undefined)
+    pass.budgetCharges = (await ledger.consumptions({ effectKey }))
+      .filter((c) => c.attempt === record.attempt)
+      .map((c) => ({
+        grantId: c.grantId,
+        metric: c.metric,
+        amount: c.amount <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(c.amount) : c.amount,
+        limit: 0,
+        window: 1,
+      }));
   await recordEvent(ctx, pass, 'EXECUTION_RESUMED', { round: rounds });
   try {
     return await runExecutor(ctx, pass, executor, options);

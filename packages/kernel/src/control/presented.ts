@@ -77,6 +77,56 @@ export async function requestPins(
   };
 }
 
+/** The withdrawing approver of a request whose pins the store did not keep (the original's). */
+export const NOT_RECORDED_APPROVER = 'ctrlrun:precondition-not-recorded';
+
+/**
+ * The request pass reads its request back (spec 05 §4.2): a store that did not keep a pin (the
+ * fingerprint, the approver roles or the threshold) would let the approval be used without what
+ * it promised. The request is withdrawn (denied by {@link NOT_RECORDED_APPROVER}, or consumed if
+ * someone granted it already), `APPROVAL_INVALIDATED {reason, missing, action_hash, withdrawn,
+ * precondition_at_request, precondition_at_recheck}` and a denied receipt are recorded, and the
+ * action is denied `precondition_missing` when this pass computed a fingerprint, else
+ * `approval_unrecorded`.
+ */
+export async function refuseUnrecorded(
+  ctx: ControlContext,
+  pass: Pass,
+  pins: Pick<ApprovalRequest, 'approvalsRequired' | 'preconditionFingerprint' | 'requiredRoles'>,
+): Promise<void> {
+  const id = pass.approvalId as string;
+  const row = await ctx.store.getApproval(id);
+  const kept = row?.request;
+  const missing: string[] = [];
+  if ((kept?.preconditionFingerprint ?? null) !== (pins.preconditionFingerprint ?? null)) missing.push('precondition_fingerprint');
+  if (JSON.stringify(kept?.requiredRoles ?? []) !== JSON.stringify(pins.requiredRoles ?? [])) missing.push('required_roles');
+  if ((kept?.approvalsRequired ?? 1) !== (pins.approvalsRequired ?? 1)) missing.push('approvals_required');
+  if (missing.length === 0) return;
+  let withdrawn = false;
+  try {
+    if (row?.status === 'granted') await ctx.store.consumeApproval(id, pass.action.actionHash, kept?.preconditionFingerprint ?? null);
+    else await ctx.store.denyApproval(id, NOT_RECORDED_APPROVER);
+    withdrawn = true;
+  } catch (err) {
+    ctx.logger.warn(`[ctrlrun] ${pass.action.name}: approval request ${id} could not be withdrawn: ${err instanceof Error ? err.message : String(err)}`);
+  }
+  const computed = pins.preconditionFingerprint ?? null;
+  const reason = computed !== null ? 'precondition_missing' : 'approval_unrecorded';
+  note(ctx, pass, 'APPROVAL_INVALIDATED', {
+    reason,
+    missing,
+    action_hash: pass.action.actionHash,
+    withdrawn,
+    precondition_at_request: kept?.preconditionFingerprint ?? null,
+    precondition_at_recheck: computed,
+  });
+  const message = `${pass.action.name}: the store did not record what approval request ${id} pins (${missing.join(', ')}), so it was ${withdrawn ? 'withdrawn' : 'not usable'}: an approval is never used without what it promised`;
+  pass.evaluation = { ...pass.evaluation!, decision: 'deny', reason };
+  note(ctx, pass, 'ACTION_DENIED', { reason });
+  await recordReceipt(ctx, pass, { result: 'denied', error: message });
+  throw new ActionDenied(reason, { actionId: pass.action.actionId, message });
+}
+
 /** `"sha256:" + hex(SHA-256(canonical({schema: "ctrlrun.precondition/v1", state})))` (spec 05 §2.2). */
 export function preconditionFingerprint(state: JsonObject): string {
   if (!isPlainObject(state)) throw new InvalidArgument('a precondition provider must answer a JSON object');
