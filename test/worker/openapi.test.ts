@@ -11,6 +11,7 @@ import { createSqlJsStore } from '@ctrlrun/store-sqljs';
 import { Control, loadPolicy } from '@ctrlrun/kernel';
 import { createApp, staticTokens } from '../../worker/src/index.js';
 import { AGENT, harness, OPERATOR, testExecutors, type Harness } from './harness.js';
+import { retentionExchanges } from './retention-exchanges.js';
 
 const QUORUM_POLICY = 'schema: ctrlrun.policy/v6\nactions:\n  stripe.refund:\n    approvals_required: 2\n    decision: approve\n';
 
@@ -194,6 +195,8 @@ describe('the OpenAPI document', () => {
     expect(seen.filter((s) => s.path === '/v1/actions').map((s) => s.status)).toContain(200);
     const pendingView = seen.find((s) => s.path.startsWith('/v1/approvals?status=pending'))!.json as { approvals: { action: { arguments: object } }[] };
     expect(Object.keys(pendingView.approvals[0]!.action.arguments)).toContain('__proto__');
+    // Retention and anchors: every status they document.
+    seen.push(...(await retentionExchanges()));
     const covered = validateAll(doc, seen);
     // Every operation and every status the document lists was provoked (401/403 where a route has them).
     const listed = Object.entries(doc.paths).flatMap(([t, item]) =>

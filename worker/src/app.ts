@@ -25,6 +25,7 @@ import {
   verifyChain,
   viewTime,
   type Action,
+  type AnchorProvider,
   type ApprovalRecord,
   type ApprovalStatus,
   type Control,
@@ -42,6 +43,7 @@ import { checkExecutors, executorFor, type Executors } from './executors.js';
 import { DEFAULT_BODY_LIMIT, errorResponse, HttpError, jsonResponse, readJsonBody, responseForError } from './http.js';
 import { mountInbox } from './inbox.js';
 import { openApiDocument } from './openapi.js';
+import { mountRetention } from './retention.js';
 import { decodeApprovalCursor, encodeApprovalCursor, receiptView } from './views.js';
 
 /** Cross-origin access; off unless given. */
@@ -79,6 +81,8 @@ export interface AppOptions {
    * every instance serving one inbox the same one (default: random per app).
    */
   inbox?: boolean | { sessionSecret?: string | null };
+  /** Where the chain head and prune checkpoints are anchored outside the store (`POST /v1/anchors`; default none). */
+  anchor?: AnchorProvider | null;
 }
 
 type Env = { Variables: { identity: Identity } };
@@ -557,6 +561,7 @@ export function createApp(options: AppOptions): App {
     })());
 
   app.get('/v1/receipts/verify', operator('verify receipts'), async () => jsonResponse(200, (await verifyShared()) as unknown as Record<string, unknown>));
+  mountRetention(app, { store, operator, bodyLimit: limit, anchor: options.anchor ?? null });
 
   if (options.inbox !== false) {
     const inboxOptions = typeof options.inbox === 'object' && options.inbox !== null ? options.inbox : {};

@@ -181,6 +181,43 @@ const schemas: Record<string, Schema> = {
       description: "Columns that disagree with their row's hashed document (column_mismatch): shown beside the verdict, never part of ok.",
     },
   }),
+  Checkpoint: obj({ seq: int, hash, schema: str, at: time }),
+  Anchor: obj({ seq: int, hash, token: str, kind: { enum: ['interval', 'checkpoint'] }, at: time }),
+  AnchorReport: obj(
+    {
+      status: { enum: ['ok', 'broken', 'unavailable'], description: 'unavailable: the provider could not be asked; never ok.' },
+      provider: str,
+      anchors: int,
+      breaks: {
+        type: 'array',
+        items: obj({ name: { enum: ['anchor_broken', 'anchor_missing', 'anchor_repudiated'] }, seq: { type: ['integer', 'null'] }, detail: str }),
+      },
+      unavailable: str,
+    },
+    ['status', 'provider', 'anchors', 'breaks'],
+  ),
+  PruneRequest: obj({ through: { type: 'integer', minimum: 1 }, olderThanSeconds: { type: 'integer', minimum: 0 } }),
+  PruneResult: obj({
+    checkpoint: ref('Checkpoint'),
+    receiptsDeleted: int,
+    ledgerRowsDeleted: int,
+    anchor: { oneOf: [ref('Anchor'), { type: 'null' }] },
+    receiptSeq: int,
+  }),
+  HoldRequest: obj(
+    { fromSeq: { type: 'integer', minimum: 1 }, toSeq: { type: ['integer', 'null'], minimum: 1 }, reason: { type: 'string', minLength: 1 }, holdId: str },
+    ['fromSeq', 'reason'],
+  ),
+  Hold: obj({
+    holdId: str,
+    fromSeq: int,
+    toSeq: { type: ['integer', 'null'] },
+    reason: str,
+    placedBy: str,
+    placedAt: time,
+    releasedAt: nullableTime,
+    releasedBy: nullableStr,
+  }),
   Policy: obj({
     policyHash: hash,
     source: str,
@@ -393,6 +430,67 @@ export function openApiDocument(routes: OpenApiRoutes): Record<string, unknown> 
           summary: 'Verify the whole chain (operator)',
           security: bearer,
           responses: { '200': json(ref('ChainReport'), 'The report.'), ...operatorOnly },
+        },
+      },
+      '/v1/retention/prune': {
+        post: {
+          operationId: 'prune',
+          summary: 'Prune the chain through a seq under a checkpoint (operator)',
+          security: bearer,
+          requestBody: body(ref('PruneRequest')),
+          responses: {
+            '200': json(ref('PruneResult'), 'Pruned.'),
+            '400': error('Bad body.'),
+            ...operatorOnly,
+            '409': error('Refused (reason: through_head, not_forward, held, unsettled, charged, new_break, no_chain), naming the hold or effect.'),
+            '503': error('The anchor provider failed: nothing was anchored or deleted.'),
+          },
+        },
+      },
+      '/v1/retention/holds': {
+        get: {
+          operationId: 'listHolds',
+          summary: 'Every legal hold (operator)',
+          security: bearer,
+          responses: { '200': json(obj({ holds: { type: 'array', items: ref('Hold') } }), 'The holds.'), ...operatorOnly },
+        },
+        post: {
+          operationId: 'placeHold',
+          summary: 'Place a legal hold on a receipt range (operator)',
+          security: bearer,
+          requestBody: body(ref('HoldRequest')),
+          responses: { '201': json(obj({ hold: ref('Hold') }), 'Placed.'), '400': error('Bad body.'), ...operatorOnly, '409': error('The hold id exists.') },
+        },
+      },
+      '/v1/retention/holds/{id}/release': {
+        post: {
+          operationId: 'releaseHold',
+          summary: 'Release a legal hold (operator)',
+          security: bearer,
+          parameters: [pathParam('id', 'The hold id.')],
+          responses: { '200': json(obj({ hold: ref('Hold') }), 'Released.'), ...operatorOnly, '409': error('No live hold with this id.') },
+        },
+      },
+      '/v1/anchors': {
+        post: {
+          operationId: 'anchor',
+          summary: "Anchor the chain head with the deployment's provider (operator)",
+          security: bearer,
+          responses: {
+            '201': json(obj({ anchor: ref('Anchor') }), 'Anchored.'),
+            ...operatorOnly,
+            '409': error('Refused: not above the last anchor of its kind, or the provider time ran backwards.'),
+            '501': error('No anchor provider is configured.'),
+            '503': error('The provider failed: nothing was anchored.'),
+          },
+        },
+      },
+      '/v1/anchors/verify': {
+        get: {
+          operationId: 'verifyAnchors',
+          summary: 'Verify the store against its anchors, apart from the chain report (operator)',
+          security: bearer,
+          responses: { '200': json(ref('AnchorReport'), 'The report.'), ...operatorOnly, '501': error('No anchor provider is configured.') },
         },
       },
       '/v1/receipts/{id}': {
