@@ -19,6 +19,7 @@ import type { Dialect } from '../store/driver.js';
 import type { DelegationRecord, StateStore } from '../store/state-store.js';
 import { MINUTE, storedTime, type Clock } from '../time.js';
 import { expect } from './expect.js';
+import { RETENTION_CASE_IDS, retentionCases } from './retention-cases.js';
 /** 2026-01-01T12:00Z: every case starts here. */
 export const T0 = new Date('2026-01-01T12:00:00Z');
 /** The default lease, 5 minutes. */
@@ -66,6 +67,7 @@ export const CASE_IDS = [
   'one-resumption',
   'extend-lease-refusals',
   'taken-once-cross-process',
+  ...RETENTION_CASE_IDS,
 ] as const;
 
 /** One case id. */
@@ -145,7 +147,7 @@ export interface StoreFactory {
 }
 
 export interface CaseDef {
-  readonly suite: 'reservation' | 'approval' | 'resolution' | 'outcome' | 'durability' | 'evidence' | 'delegation' | 'continuation';
+  readonly suite: 'reservation' | 'approval' | 'resolution' | 'outcome' | 'durability' | 'evidence' | 'delegation' | 'continuation' | 'retention';
   /** Needs `reopen`. */
   readonly durable?: boolean;
   /** Needs `url` (and `processes`). */
@@ -2073,6 +2075,7 @@ export const storeCases: Record<CaseId, CaseDef> = {
       });
     },
   },
+  ...retentionCases,
 };
 
 /** A delegation row under a root grant, as `Control.delegate` would write it. */
