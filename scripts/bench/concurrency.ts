@@ -201,7 +201,8 @@ try {
   const results = new Map<string, { n: number; secs: number; latencies: number[] }>();
   const keyOf = (s: Subject, callers: number) => `${s.store}|${s.label}|${callers}`;
   for (let r = 0; r < ROUNDS; r++) {
-    for (const s of subjects) {
+    // Every other round in the reverse order: no subject always runs first (or right after another).
+    for (const s of r % 2 === 0 ? subjects : [...subjects].reverse()) {
       for (const callers of CALLERS) {
         const { latencies, secs } = await s.run(SLICE_MS, callers);
         const acc = results.get(keyOf(s, callers)) ?? { n: 0, secs: 0, latencies: [] };
