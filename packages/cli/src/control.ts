@@ -9,7 +9,7 @@
  */
 import { userInfo } from 'node:os';
 import { dirname } from 'node:path';
-import type { Control, Policy, StateStore } from '@ctrlrun/kernel';
+import type { ApproverIdentity, Control, Policy, StateStore } from '@ctrlrun/kernel';
 import { fromFile, type FileControl } from '@ctrlrun/store-node';
 import { OBSERVE_BANNER, type Invocation } from './command.js';
 import { loadPolicyFile, policyPath, storeTarget, type StoreTarget } from './discovery.js';
@@ -72,8 +72,16 @@ export function operatorName(io: CliIo, flag: string | undefined, option: string
  * authority; `$CTRLRUN_ENVIRONMENT`). Close it when done (the JSONL files); the store stays the
  * caller's.
  */
-export function operatorControl(io: CliIo, policy: Policy, store: StateStore, target: StoreTarget, warn: (line: string) => void): Promise<FileControl> {
+export function operatorControl(
+  io: CliIo,
+  policy: Policy,
+  store: StateStore,
+  target: StoreTarget,
+  warn: (line: string) => void,
+  approvers: ApproverIdentity | null = null,
+): Promise<FileControl> {
   return fromFile({
+    ...(approvers === null ? {} : { approvers }),
     env: io.env,
     cwd: io.cwd,
     path: policyPath(io),
@@ -97,9 +105,11 @@ export async function answeringControl(
   precheck: (reader: StateStore) => Promise<void>,
   answer: (control: Control, who: string) => Promise<void>,
   confirm?: (reader: StateStore, policy: Policy, who: string) => Promise<void>,
+  verified: { who: string; approvers: ApproverIdentity | null } | null = null,
 ): Promise<number> {
   const { io, values, err } = inv;
-  const who = operatorName(io, values['as'] as string | undefined, '--as');
+  // A configured identity (a verified token) names who answers; else --as, $CTRLRUN_APPROVER, the login.
+  const who = verified?.who ?? operatorName(io, values['as'] as string | undefined, '--as');
   const target = storeTarget(io, values['store-url'] as string | undefined);
   const loaded: { policy?: Policy } = {};
   // The store and the request are checked first (a missing store is named before a missing
@@ -110,7 +120,7 @@ export async function answeringControl(
     if (confirm !== undefined) await confirm(reader, loaded.policy, who);
   });
   try {
-    const control = await operatorControl(io, loaded.policy!, store, target, err);
+    const control = await operatorControl(io, loaded.policy!, store, target, err, verified?.approvers ?? null);
     try {
       await answer(control, who);
     } finally {

@@ -27,11 +27,25 @@
  */
 import { resolve as resolvePath } from 'node:path';
 import { evidenceTime, parseTime } from '@ctrlrun/kernel/store';
-import { canonicalJson, orderedJson, parseJson, resolveEffectTemplate, type Control, type JsonObject, type Policy, type StateStore } from '@ctrlrun/kernel';
+import {
+  ApprovalMismatch,
+  approvalProgress,
+  canonicalJson,
+  orderedJson,
+  parseJson,
+  resolveEffectTemplate,
+  type ApproverIdentity,
+  type Control,
+  type JsonObject,
+  type Policy,
+  type StateStore,
+  type VerifiedPrincipal,
+} from '@ctrlrun/kernel';
 import { readRequest, requestJson, requestLines, type RequestView } from '../approval-view.js';
 import { AS_APPROVER, STORE_URL, type Command, type Invocation } from '../command.js';
 import { answeringControl } from '../control.js';
-import { CliRefusal } from '../errors.js';
+import { CliRefusal, UsageError } from '../errors.js';
+import { JWT_OPTIONS, jwtOptionsFrom, jwtProvider } from '../jwt-options.js';
 import { MAX_INPUT_BYTES, readRegularFile } from '../files.js';
 import { isObject } from '../format.js';
 
@@ -159,11 +173,59 @@ async function effectWarning(reader: StateStore, view: RequestView, policy: Poli
   ];
 }
 
+/**
+ * The configured identity (`--identity-jwt …` with `--approver-token-file`): the approver's own
+ * token, verified as the gateway and mcp-operator verify theirs, names who answers and is
+ * recorded as a verified approver (its roles from `--approver-roles-claim`). Null without it.
+ */
+async function configuredIdentity(inv: Invocation): Promise<{ who: string; principal: VerifiedPrincipal; approvers: ApproverIdentity } | null> {
+  const { values, io, err } = inv;
+  const jwt = jwtOptionsFrom(values, io.cwd);
+  const tokenFile = values['approver-token-file'] as string | undefined;
+  const rolesClaim = values['approver-roles-claim'] as string | undefined;
+  if (jwt === null) {
+    if (tokenFile !== undefined || rolesClaim !== undefined)
+      throw new UsageError(`--${tokenFile !== undefined ? 'approver-token-file' : 'approver-roles-claim'} needs --identity-jwt and its companion flags`);
+    return null;
+  }
+  if (tokenFile === undefined) throw new UsageError('--identity-jwt on approve and deny needs --approver-token-file: the token naming who answers');
+  if (jwt.userClaim === undefined)
+    throw new UsageError('--identity-jwt on approve and deny needs --identity-jwt-user-claim: an answer is recorded as the human the token names');
+  if (values['as'] !== undefined) throw new UsageError('give --as or --identity-jwt, not both: the verified token names who answers');
+  let token: string;
+  try {
+    token = readRegularFile(resolvePath(io.cwd, tokenFile)).trim();
+  } catch (e) {
+    throw new CliRefusal(`--approver-token-file ${JSON.stringify(tokenFile)} cannot be read: ${(e as Error).message}`);
+  }
+  const provider = await jwtProvider(jwt, (m) => err(`warning: ${m}`));
+  const header = jwt.header ?? 'authorization';
+  let principal;
+  try {
+    principal = await provider.resolve({ action: 'ctrlrun.approve', environment: '', headers: { [header]: `Bearer ${token}` }, agent: null, user: null });
+  } catch (e) {
+    throw new CliRefusal(`the approver token in ${tokenFile} was refused: ${e instanceof Error ? e.message : String(e)}`);
+  }
+  if (principal === null || principal.user === null) throw new CliRefusal(`the approver token in ${tokenFile} names no human (${jwt.userClaim})`);
+  return {
+    who: principal.user,
+    principal: { agent: principal.agent, user: principal.user, issuer: principal.issuer ?? null, claims: principal.claims ?? null },
+    approvers: { rolesClaim: rolesClaim ?? null },
+  };
+}
+
 /** A command that answers one pending request as `--as NAME` through the operator's Control. */
 function answerCommand(
   name: 'approve' | 'deny',
   summary: string,
-  answer: (control: Control, view: RequestView, approver: string, inv: Invocation, edit: JsonObject | null) => Promise<void>,
+  answer: (
+    control: Control,
+    view: RequestView,
+    approver: string,
+    inv: Invocation,
+    edit: JsonObject | null,
+    verified: VerifiedPrincipal | null,
+  ) => Promise<void>,
 ): Command {
   return {
     name,
@@ -180,6 +242,17 @@ function answerCommand(
           }
         : {}),
       as: AS_APPROVER,
+      ...JWT_OPTIONS,
+      'approver-token-file': {
+        type: 'string',
+        value: 'FILE',
+        help: 'with --identity-jwt …: a file holding your token; verified, it names who answers and records you as a verified approver (what counts toward approvals_required)',
+      },
+      'approver-roles-claim': {
+        type: 'string',
+        value: 'CLAIM',
+        help: "with --identity-jwt …: the token's claim listing your roles (copy it with --identity-jwt-claim)",
+      },
       yes: { type: 'boolean', short: 'y', help: 'answer without showing the request and asking (the default when standard input is not a terminal)' },
       json: { type: 'boolean', help: 'the answer and the whole request it answered, as JSON' },
       'store-url': STORE_URL,
@@ -190,16 +263,18 @@ function answerCommand(
     async run(inv) {
       const id = inv.positionals[0]!;
       const edit = await readEdit(inv);
+      const identity = await configuredIdentity(inv);
       let view: RequestView | undefined;
       return answeringControl(
         inv,
         async (reader) => void (view = await pendingRequest(reader, id)),
-        (control, approver) => answer(control, view!, approver, inv, edit),
+        (control, approver) => answer(control, view!, approver, inv, edit, identity?.principal ?? null),
         async (reader, policy, who) => {
           // Said before any question, on standard error (standard output stays what scripts read).
           if (name === 'approve' && edit === null) for (const line of await effectWarning(reader, view!, policy)) inv.err(line);
           await confirmOnTerminal(inv, name === 'approve' ? 'grant' : 'deny', view!, policy, who, edit);
         },
+        identity === null ? null : { who: identity.who, approvers: identity.approvers },
       );
     },
   };
@@ -213,9 +288,26 @@ function answered(view: RequestView, fields: JsonObject): string {
 export const approve: Command = answerCommand(
   'approve',
   'grant a pending approval request (bound to its action hash, used once), or with --edit approve edited arguments',
-  async (control, view, approver, { out, json, values }, edit) => {
+  async (control, view, approver, { out, json, values }, edit, verified) => {
     const id = view.record.request.requestId;
-    const approval = await control.grantApproval(id, edit === null ? { approver } : { approver, via: 'cli', edit: { arguments: edit } });
+    let approval;
+    try {
+      approval = await control.grantApproval(
+        id,
+        edit === null ? { approver, ...(verified ? { verified } : {}) } : { approver, via: 'cli', edit: { arguments: edit } },
+      );
+    } catch (err) {
+      // Counted, not yet granted: said, exit 0 (the yes is recorded).
+      if (!(err instanceof ApprovalMismatch) || !err.counted) throw err;
+      const record = await control.store.getApproval(id);
+      const progress = record === null ? null : approvalProgress(record);
+      if (values['json'] === true) {
+        json(answered(view, { request_id: id, approval_id: id, status: 'pending', approver, action_hash: view.record.request.actionHash, progress }));
+        return;
+      }
+      out(`recorded ${approver}'s approval of ${id}: ${progress ?? 'counted'}; it stays pending until enough verified approvers say yes`);
+      return;
+    }
     const expires = evidenceTime(parseTime(approval.expiresAt));
     if (approval.approvalId !== id) {
       const edited = await control.approvalEdit(approval.approvalId);
@@ -254,12 +346,16 @@ export const approve: Command = answerCommand(
   },
 );
 
-export const deny: Command = answerCommand('deny', 'deny a pending approval request', async (control, view, approver, { out, json, values }) => {
-  const id = view.record.request.requestId;
-  await control.denyApproval(id, { approver });
-  if (values['json'] === true) {
-    json(answered(view, { request_id: id, approval_id: id, status: 'denied', approver, action_hash: view.record.request.actionHash }));
-    return;
-  }
-  out(`denied ${id} by ${approver}`);
-});
+export const deny: Command = answerCommand(
+  'deny',
+  'deny a pending approval request',
+  async (control, view, approver, { out, json, values }, _edit, verified) => {
+    const id = view.record.request.requestId;
+    await control.denyApproval(id, { approver, ...(verified ? { verified } : {}) });
+    if (values['json'] === true) {
+      json(answered(view, { request_id: id, approval_id: id, status: 'denied', approver, action_hash: view.record.request.actionHash }));
+      return;
+    }
+    out(`denied ${id} by ${approver}`);
+  },
+);
