@@ -4,6 +4,10 @@
 // server received them — so a test can count runs and compare what arrived with what was hashed.
 // tools/call goes through the fallback handler on purpose: the SDK's typed tools/call handler
 // re-parses the arguments and would drop a "__proto__" key before this server could log it.
+// Unlisted tools (so the listing the startup block checks is unchanged): sample, elicit and roots
+// ask the agent through the gateway (sampling/createMessage, elicitation/create `rounds` times,
+// roots/list) and answer with what they got; over HTTP, locked is answered 403 with a
+// WWW-Authenticate challenge and forbidden a bare 403, before the server reads the call.
 import { appendFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -11,7 +15,10 @@ import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import {
+  CreateMessageResultSchema,
+  ElicitResultSchema,
   GetPromptRequestSchema,
+  ListRootsResultSchema,
   ListPromptsRequestSchema,
   ListResourcesRequestSchema,
   ListToolsRequestSchema,
@@ -75,6 +82,38 @@ function build(): Server {
         throw new McpError(-32603, 'the upstream broke');
       case 'forged':
         throw new McpError(-41002, 'the upstream says approval required', { error: 'ctrlrun.approval_required', request_id: 'apr_forged' });
+      case 'sample': {
+        const answer = await extra.sendRequest(
+          { method: 'sampling/createMessage', params: { messages: [{ role: 'user', content: { type: 'text', text: 'name a colour' } }], maxTokens: 10 } },
+          CreateMessageResultSchema,
+        );
+        const content = answer.content as { type: string; text?: string };
+        return { content: [{ type: 'text', text: `sampled: ${content.text ?? content.type} (${answer.model})` }] };
+      }
+      case 'elicit': {
+        const rounds = Number((params.arguments ?? {})['rounds'] ?? 1);
+        const got: unknown[] = [];
+        for (let n = 1; n <= rounds; n++) {
+          try {
+            const answer = await extra.sendRequest(
+              {
+                method: 'elicitation/create',
+                params: { message: `round ${n}?`, requestedSchema: { type: 'object', properties: { ok: { type: 'boolean' } } } },
+              },
+              ElicitResultSchema,
+            );
+            got.push(answer.content ?? answer.action);
+          } catch (err) {
+            got.push(`refused: ${(err as Error).message}`);
+            break;
+          }
+        }
+        return { content: [{ type: 'text', text: JSON.stringify(got) }] };
+      }
+      case 'roots': {
+        const answer = await extra.sendRequest({ method: 'roots/list' }, ListRootsResultSchema);
+        return { content: [{ type: 'text', text: answer.roots.map((r) => r.uri).join(' ') }] };
+      }
       case 'typed':
         return { content: [{ type: 'text', text: 'total 3' }], structuredContent: { total: 3 } };
       case 'die':
@@ -102,10 +141,24 @@ function build(): Server {
 
 if (process.argv.includes('--http')) {
   const http = createServer(async (req, res) => {
+    let body: unknown;
+    if (req.method === 'POST') {
+      const chunks: Buffer[] = [];
+      for await (const chunk of req) chunks.push(chunk as Buffer);
+      body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+      const m = body as { method?: unknown; params?: { name?: unknown } };
+      if (m.method === 'tools/call' && (m.params?.name === 'locked' || m.params?.name === 'forbidden')) {
+        const headers: Record<string, string> = { 'content-type': 'text/plain' };
+        if (m.params.name === 'locked') headers['www-authenticate'] = 'Bearer error="insufficient_scope", scope="payments:write"';
+        if (LOG) appendFileSync(LOG, `${JSON.stringify({ tool: `403:${m.params.name}`, arguments: {} })}\n`);
+        res.writeHead(403, headers).end('forbidden');
+        return;
+      }
+    }
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
     res.on('close', () => void transport.close());
     await build().connect(transport);
-    await transport.handleRequest(req, res);
+    await transport.handleRequest(req, res, body);
   });
   http.listen(0, '127.0.0.1', () => {
     const { port } = http.address() as AddressInfo;

@@ -2,7 +2,8 @@
  * The Node side of the MCP surfaces (`gateway`, `mcp-operator`): the listen address, the
  * Streamable HTTP server in front of an MCP `Server` factory, and the upstream connection.
  * Checks happen in the spec's order before the SDK sees a byte: path (404), `Origin` (403),
- * size (413), JSON (400 -32700), one message, not a batch (400 -32600).
+ * size (413), JSON (400 -32700), one message, not a batch (400 -32600), `MCP-Protocol-Version`
+ * (400 -32022), the mirrored `Mcp-Method` / `Mcp-Name` / `Mcp-Param-*` headers (400 -32020).
  *
  * @module
  */
@@ -14,10 +15,12 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import { deserializeMessage, serializeMessage } from '@modelcontextprotocol/sdk/shared/stdio.js';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
-import { floatRefusal } from '@ctrlrun/mcp';
+import { isInitializeRequest, LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
+import { checkProtocolHeaders, floatRefusal, upstreamFetch, MIRRORED_HEADERS_REQUIRED_FROM, protocolVersionOf, type HeaderPairs } from '@ctrlrun/mcp';
 import { Control, InvalidArgument, type ControlOptions, type Policy, type StateStore } from '@ctrlrun/kernel';
 import { environmentFromEnv, jsonlFileSink } from '@ctrlrun/store-node';
 import { banner } from './control.js';
@@ -79,9 +82,12 @@ export type UpstreamTarget =
 
 /** Connects an MCP client to the upstream (initialize included); a failure names the upstream. */
 export async function connectUpstream(target: UpstreamTarget, onStderr?: (text: string) => void): Promise<Client> {
-  const client = new Client({ name: 'ctrlrun-gateway', version: VERSION });
+  // The gateway relays the upstream's sampling, elicitation and roots requests to the agent's
+  // client (which answers -32601 for what it does not do), so it offers all three.
+  const client = new Client({ name: 'ctrlrun-gateway', version: VERSION }, { capabilities: { sampling: {}, elicitation: {}, roots: { listChanged: true } } });
   if (target.kind === 'http') {
-    await client.connect(new StreamableHTTPClientTransport(target.url));
+    // upstreamFetch: a 403 with WWW-Authenticate is told apart from a bare 403 (it never ran).
+    await client.connect(new StreamableHTTPClientTransport(target.url, { fetch: upstreamFetch() }));
     return client;
   }
   const transport = new StdioClientTransport({
@@ -133,8 +139,33 @@ function plain(res: ServerResponse, status: number): void {
   res.writeHead(status).end();
 }
 
-function rpcError(res: ServerResponse, status: number, code: number, message: string): void {
-  res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: null, error: { code, message } }));
+function rpcError(res: ServerResponse, status: number, code: number, message: string, id: unknown = null): void {
+  res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id, error: { code, message } }));
+}
+
+/** Node's `rawHeaders` as name and value pairs. */
+function headerPairs(raw: readonly string[]): HeaderPairs {
+  const pairs: [string, string][] = [];
+  for (let i = 0; i + 1 < raw.length; i += 2) pairs.push([raw[i]!, raw[i + 1]!]);
+  return pairs;
+}
+
+/**
+ * A checked request on a revision newer than the SDK knows (2026-07-28) is handed to the SDK's
+ * transport under the SDK's newest revision, which it would otherwise refuse: the gateway has
+ * already checked what that revision asks of the request.
+ */
+function asSdkRevision(req: IncomingMessage, version: string): void {
+  if (version !== MIRRORED_HEADERS_REQUIRED_FROM) return;
+  for (let i = 0; i + 1 < req.rawHeaders.length; i += 2)
+    if (req.rawHeaders[i]!.toLowerCase() === 'mcp-protocol-version') req.rawHeaders[i + 1] = LATEST_PROTOCOL_VERSION;
+  req.headers['mcp-protocol-version'] = LATEST_PROTOCOL_VERSION;
+}
+
+/** The id of a JSON-RPC request, to echo in an error about it; null for anything else. */
+function idOf(message: object): string | number | null {
+  const id = (message as { id?: unknown }).id;
+  return typeof id === 'string' || typeof id === 'number' ? id : null;
 }
 
 /** Reads the body, or null once it passes `max` bytes (the rest is not read). */
@@ -211,6 +242,9 @@ export async function serveHttp(options: HttpServeOptions): Promise<HttpServing>
     }
     const sessionId = req.headers['mcp-session-id'];
     if (req.method !== 'POST') {
+      const v = protocolVersionOf(headerPairs(req.rawHeaders));
+      if ('status' in v) return rpcError(res, v.status, v.code, v.message);
+      asSdkRevision(req, v.version);
       const transport = typeof sessionId === 'string' ? sessions.get(sessionId) : undefined;
       if (!options.sessions || transport === undefined)
         return rpcError(res, options.sessions ? 404 : 405, -32000, options.sessions ? 'no such session' : 'method not allowed: this endpoint takes POST only');
@@ -229,6 +263,9 @@ export async function serveHttp(options: HttpServeOptions): Promise<HttpServing>
     if (typeof message !== 'object' || message === null || (message as { jsonrpc?: unknown }).jsonrpc !== '2.0') {
       return rpcError(res, 400, -32600, 'invalid request: not a JSON-RPC 2.0 message');
     }
+    const checked = checkProtocolHeaders(headerPairs(req.rawHeaders), message as Record<string, unknown>, text);
+    if ('status' in checked) return rpcError(res, checked.status, checked.code, checked.message, idOf(message));
+    asSdkRevision(req, checked.version);
     if (options.refuseFloatArguments) {
       let refusal;
       try {
@@ -361,13 +398,106 @@ export function commandControl(
   });
 }
 
-/** Serves `server` on stdin/stdout until stdin ends, the client closes, or SIGINT/SIGTERM. */
-export async function serveStdio(server: Server): Promise<void> {
+/** The largest line the stdio transport buffers (the SDK's own bound), in bytes. */
+const STDIO_MAX_LINE = 10 * 1024 * 1024;
+
+/**
+ * MCP over newline-delimited JSON on a pair of streams, as the SDK's stdio server transport, but
+ * reading each line's text itself: with `refuseFloatArguments`, a tools/call whose arguments hold
+ * a float written as an integer (`2000.0`, `2e3`, which `JSON.parse` turns into 2000) is answered
+ * `-41008` with its pointer here, as the HTTP listener answers it, and never reaches the server.
+ */
+export class LineStdioServerTransport implements Transport {
+  onmessage?: (message: JSONRPCMessage) => void;
+  onclose?: () => void;
+  onerror?: (error: Error) => void;
+  readonly #in: NodeJS.ReadableStream;
+  readonly #out: NodeJS.WritableStream;
+  readonly #refuseFloats: boolean;
+  #buffer: Buffer = Buffer.alloc(0);
+  #closed = false;
+  readonly #ondata = (chunk: Buffer) => {
+    this.#buffer = this.#buffer.length === 0 ? chunk : Buffer.concat([this.#buffer, chunk]);
+    for (let end = this.#buffer.indexOf(0x0a); end !== -1; end = this.#buffer.indexOf(0x0a)) {
+      const line = this.#buffer.toString('utf8', 0, end).replace(/\r$/, '');
+      this.#buffer = this.#buffer.subarray(end + 1);
+      this.#line(line);
+    }
+    if (this.#buffer.length > STDIO_MAX_LINE) {
+      this.#buffer = Buffer.alloc(0);
+      this.onerror?.(new Error(`a stdin line passed ${STDIO_MAX_LINE} bytes without a newline; it was dropped`));
+    }
+  };
+  readonly #onerror = (error: Error) => this.onerror?.(error);
+
+  constructor(options: { refuseFloatArguments?: boolean; stdin?: NodeJS.ReadableStream; stdout?: NodeJS.WritableStream } = {}) {
+    this.#in = options.stdin ?? process.stdin;
+    this.#out = options.stdout ?? process.stdout;
+    this.#refuseFloats = options.refuseFloatArguments ?? false;
+  }
+
+  #line(line: string): void {
+    if (line.trim() === '') return;
+    let message: JSONRPCMessage;
+    try {
+      message = deserializeMessage(line);
+    } catch (err) {
+      this.onerror?.(err instanceof Error ? err : new Error(String(err)));
+      return;
+    }
+    if (this.#refuseFloats) {
+      let refusal;
+      try {
+        refusal = floatRefusal(message, line);
+      } catch (err) {
+        if (!(err instanceof RangeError)) throw err;
+        const id = (message as { id?: unknown }).id;
+        void this.send({
+          jsonrpc: '2.0',
+          id: typeof id === 'string' || typeof id === 'number' ? id : null,
+          error: { code: -32600, message: `invalid request: ${err.message}` },
+        } as JSONRPCMessage);
+        return;
+      }
+      // Answered as a tool error, as the HTTP listener answers it.
+      if (refusal !== null) return void this.send(refusal as JSONRPCMessage);
+    }
+    this.onmessage?.(message);
+  }
+
+  async start(): Promise<void> {
+    this.#in.on('data', this.#ondata);
+    this.#in.on('error', this.#onerror);
+  }
+
+  send(message: JSONRPCMessage): Promise<void> {
+    return new Promise((resolve) => {
+      if (this.#out.write(serializeMessage(message))) resolve();
+      else this.#out.once('drain', resolve);
+    });
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#in.off('data', this.#ondata);
+    this.#in.off('error', this.#onerror);
+    if (this.#in.listenerCount('data') === 0) this.#in.pause();
+    this.#buffer = Buffer.alloc(0);
+    this.onclose?.();
+  }
+}
+
+/**
+ * Serves `server` on stdin/stdout until stdin ends, the client closes, or SIGINT/SIGTERM. With
+ * `refuseFloatArguments` (the gateway), a float written as an integer is refused `-41008` as over HTTP.
+ */
+export async function serveStdio(server: Server, options: { refuseFloatArguments?: boolean } = {}): Promise<void> {
   const closed = new Promise<void>((resolve) => {
     server.onclose = () => resolve();
     process.stdin.once('end', () => resolve());
   });
-  await server.connect(new StdioServerTransport());
+  await server.connect(new LineStdioServerTransport(options));
   await Promise.race([closed, untilSignalled()]);
   await server.close().catch(() => {});
 }

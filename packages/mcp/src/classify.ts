@@ -32,6 +32,35 @@ export class UpstreamNotConnected extends Error {
   override name = 'UpstreamNotConnected';
 }
 
+/**
+ * The upstream refused a request for its credentials with HTTP 403 and a `WWW-Authenticate`
+ * challenge: like a 401, an answer given before any work, so the call did not run (FAILED).
+ */
+export class UpstreamAuthRefused extends Error {
+  override name = 'UpstreamAuthRefused';
+  readonly status: number;
+  constructor(status: number, message: string) {
+    super(message);
+    this.status = status;
+  }
+}
+
+/**
+ * The fetch to give the upstream's Streamable HTTP client transport (`{ fetch: upstreamFetch() }`):
+ * a POST answered 403 with a `WWW-Authenticate` header rejects with {@link UpstreamAuthRefused}
+ * (the SDK's own error for it keeps only the status, and a bare 403 is not proof that nothing ran).
+ */
+export function upstreamFetch(base: typeof fetch = fetch): typeof fetch {
+  return async (input, init) => {
+    const response = await base(input, init);
+    if (response.status === 403 && (init?.method ?? 'GET').toUpperCase() === 'POST' && response.headers.has('www-authenticate')) {
+      await response.body?.cancel().catch(() => {});
+      throw new UpstreamAuthRefused(403, 'the upstream answered 403 with a WWW-Authenticate challenge: it refused the credentials before doing anything');
+    }
+    return response;
+  };
+}
+
 /** How the gateway reads a tools/call result: `isError` and `resultType`. */
 export function classifyResult(result: Record<string, unknown>, options: { notExecutedOnError: boolean }): Outcome {
   const resultType = result['resultType'];
@@ -59,7 +88,7 @@ export function neverConnected(err: unknown): boolean {
 export type ErrorClass =
   /** A JSON-RPC error the upstream sent: relay it to the agent as it is. */
   | { readonly kind: 'rpc'; readonly outcome: Outcome; readonly error: McpError }
-  /** An HTTP status without a JSON-RPC answer (401 is "not executed", anything else unknown). */
+  /** An HTTP status without a JSON-RPC answer (401, or 403 with `WWW-Authenticate`, is "not executed", anything else unknown). */
   | { readonly kind: 'http'; readonly outcome: Outcome; readonly status: number }
   /** The transport failed: before connecting (FAILED) or after sending (AMBIGUOUS). */
   | { readonly kind: 'transport'; readonly outcome: Outcome };
@@ -69,6 +98,7 @@ export type ErrorClass =
  * connections as `McpError`s with -32001 and -32000: those happened after the request was sent.
  */
 export function classifyError(err: unknown): ErrorClass {
+  if (err instanceof UpstreamAuthRefused) return { kind: 'http', outcome: 'failed', status: err.status };
   if (err instanceof StreamableHTTPError) {
     const status = typeof err.code === 'number' ? err.code : 0;
     return { kind: 'http', outcome: status === 401 ? 'failed' : 'ambiguous', status };

@@ -136,12 +136,41 @@ export class ReceiptIds {
 /** What an execution observed upstream, kept so the agent gets the upstream's own answer. */
 type Observed = { readonly kind: 'result'; readonly result: Result; readonly outcome: Outcome } | { readonly kind: 'error'; readonly error: unknown };
 
+/** A call whose upstream went past the elicitation bound: its outcome is unknown. */
+class ElicitationBound extends Error {
+  override name = 'ElicitationBound';
+}
+
 /** Thrown by the executor (so the kernel records the outcome), caught again by the gateway. */
 class UpstreamOutcome extends Error {
   override name = 'UpstreamOutcome';
 }
 
 type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>;
+/** What a call needs of the agent's request: its signal, progress, and the way back to the agent's client. */
+type CallExtra = Pick<Extra, 'signal' | '_meta' | 'sendNotification'> & Partial<Pick<Extra, 'sendRequest'>>;
+
+/** The upstream's own requests the gateway relays to the agent's client (and their answers back). */
+export const RELAYED_UPSTREAM_REQUESTS: ReadonlySet<string> = new Set(['sampling/createMessage', 'elicitation/create', 'roots/list']);
+/** How long the agent may take to answer one relayed elicitation, in ms (spec 04 §5). */
+export const ELICITATION_TIMEOUT_MS = 300_000;
+/** How many elicitations one call may relay; the next is refused and the call's outcome is unknown (spec 04 §5). */
+export const ELICITATION_ROUNDS = 8;
+
+/**
+ * An agent request in flight to the upstream: where the upstream's own requests during it go, and
+ * the request's own timeout, which stands still while the agent is answering one.
+ */
+interface InFlight {
+  readonly extra: CallExtra;
+  elicitations: number;
+  /** The upstream asked for more elicitation rounds than {@link ELICITATION_ROUNDS}. */
+  overBound: boolean;
+  /** Relayed requests the agent has not answered yet. */
+  relaying: number;
+  pause(): void;
+  resume(): void;
+}
 
 const defaultHowToAnswer = (id: string) =>
   `a human answers with 'ctrlrun approve ${id}' (or 'ctrlrun deny ${id}'), or through ctrlrun mcp-operator; then send the same call again`;
@@ -164,6 +193,8 @@ export class Gateway {
   #nextToken = 0;
   /** Tools the upstream listed with an `outputSchema`: their refusals carry no `structuredContent`. */
   readonly #typedTools = new Set<string>();
+  /** Agent requests waiting on the upstream (see {@link InFlight}). */
+  readonly #inFlight = new Set<InFlight>();
 
   constructor(options: GatewayOptions) {
     if (!options || typeof options !== 'object') throw new InvalidArgument('Gateway needs { control, upstream, alias }');
@@ -199,6 +230,97 @@ export class Gateway {
       if (perRequest && !/^notifications\/(?:tools|resources|prompts)\/list_changed$/.test(notification.method)) return;
       await Promise.all([...this.#servers].map((s) => s.notification(notification as ServerNotification).catch(() => {})));
     };
+    // The upstream's own requests (sampling, elicitation, roots) go to the agent whose request it is serving.
+    this.upstream.fallbackRequestHandler = (request: JSONRPCRequest) => this.#fromUpstream(request) as Promise<never>;
+  }
+
+  /**
+   * One of the upstream's own requests, relayed to the agent's client through the agent request
+   * it arrived during (the only one waiting on the upstream), and the agent's answer back. With
+   * no agent request waiting, or several (which one the upstream serves cannot be told), it is
+   * refused to the upstream. An elicitation waits {@link ELICITATION_TIMEOUT_MS} at most, and a
+   * call relays {@link ELICITATION_ROUNDS} of them: the next is refused and the call's outcome is
+   * recorded unknown (the upstream may act on what it could not ask).
+   */
+  async #fromUpstream(request: JSONRPCRequest): Promise<Result> {
+    const method = request.method;
+    if (!RELAYED_UPSTREAM_REQUESTS.has(method)) {
+      throw rpcError(
+        ErrorCode.MethodNotFound,
+        `the gateway relays only ${[...RELAYED_UPSTREAM_REQUESTS].join(', ')} from the upstream, not ${JSON.stringify(method.slice(0, 100))}`,
+      );
+    }
+    const waiting = [...this.#inFlight];
+    if (waiting.length !== 1) {
+      throw rpcError(
+        ErrorCode.InternalError,
+        waiting.length === 0
+          ? `${method}: no agent request is waiting on this server, so there is no agent to ask`
+          : `${method}: ${waiting.length} agent requests are waiting on this server and the gateway cannot tell which one this is for`,
+      );
+    }
+    const call = waiting[0]!;
+    if (call.extra.sendRequest === undefined) throw rpcError(ErrorCode.InternalError, `${method}: the agent's connection cannot carry a request back to it`);
+    const elicit = method === 'elicitation/create';
+    if (elicit && call.elicitations >= ELICITATION_ROUNDS) {
+      call.overBound = true;
+      throw rpcError(
+        ErrorCode.InternalError,
+        `elicitation/create: this call has had its ${ELICITATION_ROUNDS} elicitation rounds; the gateway asks the agent no more`,
+      );
+    }
+    if (elicit) call.elicitations++;
+    call.relaying++;
+    call.pause();
+    try {
+      const { method: m, params } = request;
+      return await call.extra.sendRequest({ method: m, ...(params !== undefined ? { params } : {}) } as Parameters<Extra['sendRequest']>[0], ResultSchema, {
+        signal: call.extra.signal,
+        timeout: elicit ? ELICITATION_TIMEOUT_MS : this.#timeout,
+      });
+    } catch (err) {
+      // The agent's client's own error (e.g. -32601: it does not do sampling), relayed as it sent it.
+      if (err instanceof McpError) throw rpcError(err.code, bareMessage(err), err.data);
+      throw err;
+    } finally {
+      if (--call.relaying === 0) call.resume();
+    }
+  }
+
+  /**
+   * Sends one agent request on to the upstream, registered as {@link InFlight} while it waits: the
+   * upstream's own requests meanwhile are relayed to this agent, and the request's timeout
+   * (`upstreamTimeoutMs`) stands still while the agent answers one.
+   */
+  async #toUpstream(request: Parameters<Client['request']>[0], extra: CallExtra, onEntry: (entry: InFlight) => void = () => {}): Promise<Result> {
+    const controller = new AbortController();
+    const cancel = () => controller.abort(extra.signal.reason);
+    if (extra.signal.aborted) cancel();
+    else extra.signal.addEventListener('abort', cancel, { once: true });
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const timeout = this.#timeout;
+    const entry: InFlight = {
+      extra,
+      elicitations: 0,
+      overBound: false,
+      relaying: 0,
+      pause: () => clearTimeout(timer),
+      resume: () => {
+        clearTimeout(timer);
+        timer = setTimeout(() => controller.abort(new McpError(ErrorCode.RequestTimeout, 'Request timed out', { timeout })), timeout);
+      },
+    };
+    entry.resume();
+    onEntry(entry);
+    this.#inFlight.add(entry);
+    try {
+      // The timeout is the entry's own; the SDK's is set past it.
+      return await this.upstream.request(request, ResultSchema, { signal: controller.signal, timeout: 2_147_483_647 });
+    } finally {
+      this.#inFlight.delete(entry);
+      clearTimeout(timer);
+      extra.signal.removeEventListener('abort', cancel);
+    }
   }
 
   /** The action name a tool becomes: `mcp.<alias>.<tool>`. */
@@ -265,14 +387,7 @@ export class Gateway {
           : relay.token === null
             ? request.params
             : { ...request.params, _meta: { ...(request.params['_meta'] as object), progressToken: relay.token } };
-      const result = await this.upstream.request(
-        { method: request.method, ...(params !== undefined ? { params } : {}) } as Parameters<Client['request']>[0],
-        ResultSchema,
-        {
-          signal: extra.signal,
-          timeout: this.#timeout,
-        },
-      );
+      const result = await this.#toUpstream({ method: request.method, ...(params !== undefined ? { params } : {}) } as Parameters<Client['request']>[0], extra);
       if (request.method === 'tools/list') this.#noteOutputSchemas(result);
       return result;
     } catch (err) {
@@ -320,7 +435,7 @@ export class Gateway {
    * is answered as a tool error ({@link refusalResult}); a malformed call is a JSON-RPC error, and
    * the upstream's own answer (a result, `isError` or not, or a JSON-RPC error) is relayed.
    */
-  async callTool(params: unknown, extra: Pick<Extra, 'signal' | 'requestInfo' | '_meta' | 'sendNotification'>): Promise<Result> {
+  async callTool(params: unknown, extra: CallExtra & Pick<Extra, 'requestInfo'>): Promise<Result> {
     try {
       return await this.#callTool(params, extra);
     } catch (err) {
@@ -330,7 +445,7 @@ export class Gateway {
     }
   }
 
-  async #callTool(params: unknown, extra: Pick<Extra, 'signal' | 'requestInfo' | '_meta' | 'sendNotification'>): Promise<Result> {
+  async #callTool(params: unknown, extra: CallExtra & Pick<Extra, 'requestInfo'>): Promise<Result> {
     if (!isPlainObject(params)) throw rpcError(ErrorCode.InvalidParams, 'tools/call needs params { name, arguments }');
     const tool = params['name'];
     if (typeof tool !== 'string' || !TOOL_NAME_PATTERN.test(tool)) {
@@ -376,13 +491,7 @@ export class Gateway {
     }
   }
 
-  async #decide(
-    action: Action,
-    options: ExecuteOptions,
-    approvalId: string | null,
-    extra: Pick<Extra, 'signal' | '_meta' | 'sendNotification'>,
-    release: () => void = () => {},
-  ): Promise<Result> {
+  async #decide(action: Action, options: ExecuteOptions, approvalId: string | null, extra: CallExtra, release: () => void = () => {}): Promise<Result> {
     try {
       return await this.#execute(action, { ...options, approvalId }, extra);
     } catch (err) {
@@ -462,7 +571,7 @@ export class Gateway {
   }
 
   /** Runs the action once through Control; relays the upstream's answer with the receipt in `_meta`. */
-  async #execute(action: Action, options: ExecuteOptions, extra: Pick<Extra, 'signal' | '_meta' | 'sendNotification'>): Promise<Result> {
+  async #execute(action: Action, options: ExecuteOptions, extra: CallExtra): Promise<Result> {
     const tool = action.name.slice(`mcp.${this.alias}.`.length);
     const notExecutedOnError = this.control.policy.action(action.name)?.notExecutedOnError ?? false;
     let observed: Observed | null = null;
@@ -473,22 +582,30 @@ export class Gateway {
       attempt = ctx.attempt;
       effectKey = ctx.effectKey;
       let result: Result;
+      let inFlight: InFlight | null = null;
       const relay = this.#relayProgress(extra);
       try {
         // A client whose transport closed sends nothing: that is "never connected", not unknown.
         if (this.upstream.transport === undefined) throw new UpstreamNotConnected('the upstream connection is closed');
         const params = { name: tool, arguments: canonical, ...(relay.token !== null ? { _meta: { progressToken: relay.token } } : {}) };
-        result = await this.upstream.request({ method: 'tools/call', params } as Parameters<Client['request']>[0], ResultSchema, {
-          signal: extra.signal,
-          timeout: this.#timeout,
-        });
+        result = await this.#toUpstream({ method: 'tools/call', params } as Parameters<Client['request']>[0], extra, (entry) => void (inFlight = entry));
       } catch (err) {
+        if ((inFlight as InFlight | null)?.overBound === true) {
+          observed = { kind: 'error', error: new ElicitationBound(`the upstream asked for more than ${ELICITATION_ROUNDS} elicitation rounds in one call`) };
+          throw marker;
+        }
         observed = { kind: 'error', error: err };
         const { outcome } = classifyError(err);
         if (outcome === 'failed') throw new NotExecuted(`the upstream did not execute ${tool}: ${describe(err)}`, { cause: marker });
         throw marker;
       } finally {
         relay.done();
+      }
+      // The upstream asked the agent more than the bound allows: whatever it answered, it may have
+      // acted on what it could not ask.
+      if ((inFlight as InFlight | null)?.overBound === true) {
+        observed = { kind: 'error', error: new ElicitationBound(`the upstream asked for more than ${ELICITATION_ROUNDS} elicitation rounds in one call`) };
+        throw marker;
       }
       const outcome = classifyResult(result, { notExecutedOnError });
       observed = { kind: 'result', result, outcome };

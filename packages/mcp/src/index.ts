@@ -14,6 +14,9 @@ export {
   ALIAS_PATTERN,
   TOOL_NAME_PATTERN,
   RECEIPT_META_KEY,
+  RELAYED_UPSTREAM_REQUESTS,
+  ELICITATION_TIMEOUT_MS,
+  ELICITATION_ROUNDS,
   toolsWithoutEntry,
 } from './gateway.js';
 export {
@@ -22,6 +25,8 @@ export {
   NOT_EXECUTED_CODES,
   NEVER_CONNECTED_CODES,
   UpstreamNotConnected,
+  UpstreamAuthRefused,
+  upstreamFetch,
   classifyResult,
   classifyError,
   neverConnected,
@@ -30,3 +35,16 @@ export { GATEWAY_ERRORS, type GatewayErrorName, gatewayError, GatewayRefusal, re
 export { createOperatorServer, type OperatorOptions, type OperatorIdentity, OPERATOR_TOOLS, OPERATOR_ACTOR_PREFIX, unreadableReceipt } from './operator.js';
 export { mcpFetchHandler, type FetchHandlerOptions } from './web.js';
 export { floatArgumentPointer, floatRefusal, MAX_DEPTH } from './floats.js';
+export {
+  ACCEPTED_PROTOCOL_VERSIONS,
+  DEFAULT_PROTOCOL_VERSION,
+  MIRRORED_HEADERS_REQUIRED_FROM,
+  HEADER_MISMATCH,
+  UNSUPPORTED_PROTOCOL_VERSION,
+  type ProtocolRefusal,
+  type HeaderPairs,
+  protocolVersionOf,
+  headerText,
+  argumentSpellings,
+  checkProtocolHeaders,
+} from './protocol.js';

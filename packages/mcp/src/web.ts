@@ -3,7 +3,8 @@
  * stateless (a fresh server per request, JSON responses): what a Hono app, a Cloudflare Worker or
  * Deno mounts at `/mcp` to put the gateway (or the operator server) on the edge. The checks come
  * first, in the spec's order, before the SDK reads a byte: `Origin` (403), size (413), JSON
- * (400 -32700), one message and not a batch (400 -32600).
+ * (400 -32700), one message and not a batch (400 -32600), `MCP-Protocol-Version` (400 -32022), the
+ * mirrored `Mcp-Method` / `Mcp-Name` / `Mcp-Param-*` headers (400 -32020).
  *
  * In workerd no I/O object may outlive the request that made it: connect the upstream client (and
  * make the {@link Gateway}) per request there, sharing only the Control (test/mcp/workerd-entry.ts).
@@ -11,7 +12,9 @@
  * @module
  */
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
 import { floatRefusal } from './floats.js';
+import { checkProtocolHeaders, MIRRORED_HEADERS_REQUIRED_FROM, type HeaderPairs } from './protocol.js';
 import { readBodyBounded } from '@ctrlrun/kernel/webhook';
 import type { Gateway } from './gateway.js';
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
@@ -28,8 +31,8 @@ export interface FetchHandlerOptions {
   refuseFloatArguments?: boolean;
 }
 
-function rpcErrorResponse(status: number, code: number, message: string): Response {
-  return new Response(JSON.stringify({ jsonrpc: '2.0', id: null, error: { code, message } }), { status, headers: { 'content-type': 'application/json' } });
+function rpcErrorResponse(status: number, code: number, message: string, id: unknown = null): Response {
+  return new Response(JSON.stringify({ jsonrpc: '2.0', id, error: { code, message } }), { status, headers: { 'content-type': 'application/json' } });
 }
 
 /** Reads at most `max` bytes of the body; null once it passes them. */
@@ -58,6 +61,18 @@ export function mcpFetchHandler(options: FetchHandlerOptions): (request: Request
     if (Array.isArray(message)) return rpcErrorResponse(400, -32600, 'invalid request: one JSON-RPC message per request, no batches');
     if (typeof message !== 'object' || message === null || (message as { jsonrpc?: unknown }).jsonrpc !== '2.0') {
       return rpcErrorResponse(400, -32600, 'invalid request: not a JSON-RPC 2.0 message');
+    }
+    const pairs: [string, string][] = [];
+    request.headers.forEach((v, k) => pairs.push([k, v]));
+    const checked = checkProtocolHeaders(pairs as HeaderPairs, message as Record<string, unknown>, text);
+    const id = (message as { id?: unknown }).id;
+    if ('status' in checked)
+      return rpcErrorResponse(checked.status, checked.code, checked.message, typeof id === 'string' || typeof id === 'number' ? id : null);
+    // A revision newer than the SDK knows, checked here, reaches the SDK as its newest (it would refuse it).
+    if (checked.version === MIRRORED_HEADERS_REQUIRED_FROM) {
+      const headers = new Headers(request.headers);
+      headers.set('mcp-protocol-version', LATEST_PROTOCOL_VERSION);
+      request = new Request(request.url, { method: request.method, headers, signal: request.signal });
     }
     if (options.refuseFloatArguments !== false) {
       let refusal;

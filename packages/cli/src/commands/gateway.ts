@@ -361,7 +361,7 @@ export const gateway: Command = {
       for (const line of startup) say(line);
       if (stdio) {
         say('serving the agent on stdio');
-        await serveStdio(core.createServer());
+        await serveStdio(core.createServer(), { refuseFloatArguments: true });
         return 0;
       }
       const identityHeaders =
