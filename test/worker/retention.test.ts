@@ -8,7 +8,9 @@
  * status the OpenAPI document lists for these routes (openapi.test.ts validates them).
  */
 import { describe, expect, it } from 'vitest';
-import type { SqlJsStore } from '@ctrlrun/store-sqljs';
+import { createSqlJsStore, type SqlJsStore } from '@ctrlrun/store-sqljs';
+import { createConfiguredApp } from '../../worker/src/configured.js';
+import { loadWorkerSettings } from '../../worker/src/settings.js';
 import { AGENT, harness, OPERATOR } from './harness.js';
 import { memoryProvider, refund, retentionExchanges } from './retention-exchanges.js';
 
@@ -68,5 +70,18 @@ describe('the worker retention routes', () => {
     expect(statuses('/v1/retention/prune', 'POST')).toEqual([200, 400, 401, 403, 409, 503]);
     expect(statuses('/v1/anchors', 'POST')).toEqual([201, 401, 403, 409, 501, 503]);
     expect(statuses('/v1/anchors/verify', 'GET')).toEqual([200, 401, 403, 501]);
+  });
+
+  it('a deployment names its anchor endpoint in CTRLRUN_ANCHOR_URL, its secret in CTRLRUN_ANCHOR_SECRET', async () => {
+    const env = { CTRLRUN_AGENT_TOKEN: AGENT, CTRLRUN_OPERATOR_TOKEN: OPERATOR, CTRLRUN_ANCHOR_URL: 'http://127.0.0.1:1/anchors' };
+    await expect(loadWorkerSettings(env, { generate: false })).rejects.toThrow(/CTRLRUN_ANCHOR_SECRET/);
+    const settings = await loadWorkerSettings({ ...env, CTRLRUN_ANCHOR_SECRET: 'sixteen characters at least' }, { generate: false });
+    expect(settings.anchor?.name).toBe('http://127.0.0.1:1/anchors');
+    const { app } = createConfiguredApp(settings, { store: await createSqlJsStore() });
+    // Wired: the provider is asked (and cannot be reached), so the report is unavailable rather than 501.
+    const r = await app.request('/v1/anchors/verify', { headers: { authorization: `Bearer ${OPERATOR}` } });
+    expect(r.status).toBe(200);
+    expect(await r.json()).toMatchObject({ status: 'unavailable', provider: 'http://127.0.0.1:1/anchors' });
+    expect((await loadWorkerSettings({ CTRLRUN_AGENT_TOKEN: AGENT, CTRLRUN_OPERATOR_TOKEN: OPERATOR }, { generate: false })).anchor).toBeNull();
   });
 });

@@ -32,6 +32,7 @@ export function createConfiguredApp(
     policyText: settings.policyText,
     policySource: settings.policySource,
     inbox: { sessionSecret: settings.sessionSecret },
+    anchor: settings.anchor,
     ...(settings.cors ? { cors: settings.cors } : {}),
   });
   return { app, control };

@@ -44,7 +44,7 @@
  * @module
  */
 import { parseDocument } from 'yaml';
-import { InvalidArgument, loadPolicy, maskUrl, type Policy } from '@ctrlrun/kernel';
+import { httpAnchorProvider, InvalidArgument, loadPolicy, maskUrl, type AnchorProvider, type Policy } from '@ctrlrun/kernel';
 import { TRY_IT_POLICY_YAML } from '@ctrlrun/kernel/try-it';
 import { anyOf, identityProviderAuth, staticTokens, type Authenticator, type StaticToken } from './auth.js';
 import type { CorsOptions } from './app.js';
@@ -375,6 +375,18 @@ export interface WorkerSettings {
   sessionSecret: string | null;
   /** The config's `approvers:` (the Control's approver identity), or null: none. */
   approvers: { rolesClaim: string | null } | null;
+  /** `CTRLRUN_ANCHOR_URL` with `CTRLRUN_ANCHOR_SECRET`: the HTTP endpoint anchors are recorded at, or null: none. */
+  anchor: AnchorProvider | null;
+}
+
+/** The anchor provider `CTRLRUN_ANCHOR_URL` names (its HMAC secret only in `CTRLRUN_ANCHOR_SECRET`), or null. */
+function envAnchor(env: WorkerEnv): AnchorProvider | null {
+  const url = envText(env, 'CTRLRUN_ANCHOR_URL')?.trim();
+  if (url === undefined || url === '') return null;
+  const secret = envText(env, 'CTRLRUN_ANCHOR_SECRET');
+  if (secret === undefined || secret.length < 16)
+    throw new InvalidArgument('CTRLRUN_ANCHOR_URL needs its shared secret in CTRLRUN_ANCHOR_SECRET (at least 16 characters; bind it as a secret)');
+  return httpAnchorProvider({ url, secret });
 }
 
 function resolvePath(base: string | null, path: string): string {
@@ -560,6 +572,7 @@ export async function loadWorkerSettings(
     configSource: file?.source ?? null,
     sessionSecret: envText(env, 'CTRLRUN_SESSION_SECRET') ?? null,
     approvers: file?.approvers ?? null,
+    anchor: envAnchor(env),
   };
 }
 
@@ -575,6 +588,7 @@ export function settingsBanner(s: WorkerSettings, where: { url: string; store: s
   for (const { action, executor } of s.summary) lines.push(`  action:   ${action} → ${executor ?? 'no executor'}`);
   if (s.missing.length > 0) lines.push(`  WARNING:  no executor for ${s.missing.join(', ')}: an allowed or approved call is refused (422, recorded FAILED)`);
   lines.push(`  agents:   ${s.agents.join(', ')}    operators: ${s.operators.join(', ')}`);
+  if (s.anchor) lines.push(`  anchors:  ${s.anchor.name}`);
   lines.push(`  try-it:   ${s.demo ? 'POST /v1/try-it/step' : 'off'}    CORS: ${s.cors ? s.cors.origins.join(', ') : 'off'}`);
   for (const g of s.generated) lines.push(`  ${g.variable}=${g.token}   (generated; set it to keep it)`);
   return lines.join('\n');
