@@ -4,7 +4,7 @@
  * 0.12.2 writes them: `created_via` break-glass and hop, `grant_json` compact with sorted keys and
  * always "tasks" and "budgets" (window in seconds), times in Python's isoformat; its
  * DELEGATION_CREATED events likewise. Through a Control with an `authority:` section: a plain row
- * authorises as before, a budgeted one is denied budget_unsupported with a denied receipt, a
+ * authorises as before, a budgeted one is charged in the original's ledger, a
  * task-bound one authority_task, one beneath a break-glass envelope authority_escalation naming
  * it; one malformed row still makes every action authority_unreadable. The chain verifies.
  */
@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
-import { ActionDenied, AuthorityDenied, Control, createAction, eventLine, loadPolicy, verifyChain, type StateStore } from '@ctrlrun/kernel';
+import { AuthorityDenied, Control, createAction, eventLine, loadPolicy, verifyChain, type StateStore } from '@ctrlrun/kernel';
 import { openStore } from '@ctrlrun/store-node';
 
 const FIXTURE = join(import.meta.dirname, '..', 'fixtures', 'original', 'orig-migrate-empty-0008.db');
@@ -103,7 +103,7 @@ async function lastReceipt(store: StateStore): Promise<Record<string, unknown>> 
 }
 
 describe('delegations the original 0.12.2 wrote, on a better-sqlite3 store at 0008', () => {
-  it('are read: plain authorises, budgeted is budget_unsupported, task-bound authority_task, beneath an envelope authority_escalation', async () => {
+  it('are read: plain authorises, budgeted is charged, task-bound authority_task, beneath an envelope authority_escalation', async () => {
     const path = storeWithOriginalRows();
     const store = await openStore(path);
     try {
@@ -113,16 +113,16 @@ describe('delegations the original 0.12.2 wrote, on a better-sqlite3 store at 00
       expect(await outcome(control, 'hop-agent', 'p1', runs)).toBe('refunded');
       expect(await lastReceipt(store)).toMatchObject({ result: 'committed', authority_grant_id: ID(1) });
 
-      const budget = await outcome(control, 'budget-agent', 'p2', runs);
-      expect(budget).toBeInstanceOf(ActionDenied);
-      expect(budget).toMatchObject({ reason: 'budget_unsupported' });
+      // Budgeted: charged in the reservation, the row in the original's ledger.
+      expect(await outcome(control, 'budget-agent', 'p2', runs)).toBe('refunded');
       expect(await lastReceipt(store)).toMatchObject({
-        result: 'denied',
-        decision_reason: 'budget_unsupported',
+        result: 'committed',
         authority_grant_id: ID(2),
-        budget_charges: [],
+        budget_charges: [{ grant_id: ID(2), metric: 'count', amount: 1 }],
       });
-      expect(await store.getEffect('refund:p2')).toBeNull();
+      expect((await store.budgets!().consumptions({ effectKey: 'refund:p2' })).map((c) => [c.grantId, c.metric, c.amount, c.attempt])).toEqual([
+        [ID(2), 'count', 1n, 1],
+      ]);
 
       const task = await outcome(control, 'task-agent', 'p3', runs);
       expect(task).toBeInstanceOf(AuthorityDenied);
@@ -134,7 +134,7 @@ describe('delegations the original 0.12.2 wrote, on a better-sqlite3 store at 00
       const denied = (await store.events()).filter((e) => e.type === 'AUTHORITY_DENIED').at(-1)!;
       expect(denied.data).toMatchObject({ reason: 'authority_escalation', delegation_id: ID(4), break_glass_parent_id: 'incident' });
 
-      expect(runs.n).toBe(1);
+      expect(runs.n).toBe(2);
       const report = verifyChain(await store.receipts(), await store.chainHead());
       expect([report.ok, report.verified, report.breaks]).toEqual([true, 4, []]);
 

@@ -51,6 +51,8 @@ export interface ReceiptFields {
   preconditionAtRequest?: string | null;
   /** The fingerprint the presenting pass computed, when it compared one. */
   preconditionAtRecheck?: string | null;
+  /** The budget charges the store accepted for this action (`budget_charges`); absent or empty when none. */
+  budgetCharges?: readonly { readonly grantId: string; readonly metric: string; readonly amount: number | bigint }[];
 }
 
 /** Builds the receipt document in `to_json` key order, `seq`/`prev_hash` still null. */
@@ -83,14 +85,14 @@ export function buildReceipt(action: Action, f: ReceiptFields): ReceiptDraft {
     policy_version: f.policyVersion,
     controls: [...f.controls],
     // v4–v7 (spec 05 §2.1): every key present, null or [] for what did not happen (this build
-    // binds no task, runs no scope provider, charges no budget and runs under no hop).
+    // binds no task, runs no scope provider and runs under no hop).
     precondition_at_request: f.preconditionAtRequest ?? null,
     precondition_at_recheck: f.preconditionAtRecheck ?? null,
     approvers: (f.approvers ?? []).map((a) => ({ agent: a.agent, user: a.user, issuer: a.issuer, entitled: [...a.entitled], granted_at: a.grantedAt })),
     authority_grant_id: f.authorityGrantId ?? null,
     task: null,
     scope_hash: null,
-    budget_charges: [],
+    budget_charges: (f.budgetCharges ?? []).map((c) => ({ grant_id: c.grantId, metric: c.metric, amount: c.amount })),
     hop: null,
   };
   // Only an edited grant adds the key: every other receipt keeps its bytes.
@@ -169,7 +171,7 @@ export interface ReceiptApprover {
 export interface ReceiptBudgetCharge {
   readonly grant_id: string;
   readonly metric: string;
-  readonly amount: number;
+  readonly amount: number | bigint;
 }
 
 /**
@@ -378,7 +380,8 @@ export function parseReceipt(json: string): ReceiptDocument {
       if (!sameKeys(o, CHARGE_KEYS)) throw new InvalidArgument(`receipt field ${at} must have exactly ${CHARGE_KEYS.join(', ')}; got ${listed(o)}`);
       for (const k of ['grant_id', 'metric']) if (typeof o[k] !== 'string') bad(`${at}.${k}`, 'a string', o[k]);
       const amount = o['amount'];
-      if (typeof amount !== 'number' || !Number.isSafeInteger(amount) || amount < 0) bad(`${at}.amount`, 'a non-negative integer', amount);
+      if (!((typeof amount === 'number' && Number.isSafeInteger(amount) && amount >= 0) || (typeof amount === 'bigint' && amount >= 0n)))
+        bad(`${at}.amount`, 'a non-negative integer', amount);
       return undefined;
     });
   }

@@ -1,8 +1,8 @@
 // Delegations the original 0.12.2 writes into a shared store (spec 05 §6.2, §3.2, §5.1): rows
 // created via break-glass and hop, and grant_json carrying "tasks" and "budgets" always. This
-// build reads them; what it does not implement never lets an action through: a task-bound grant
-// (no call here names a task) is authority_task, a budgeted chain (nothing here is charged) is
-// budget_unsupported, a chain rooted in a break-glass envelope is authority_escalation naming the
+// build reads them and enforces them: a task-bound grant (no call here names a task) is
+// authority_task, a budgeted chain is charged in the reservation (budget_exhausted past its
+// limit); what it does not implement never lets an action through: a chain rooted in a break-glass envelope is authority_escalation naming the
 // envelope. It never creates a delegation beneath an envelope, and its own delegations keep the
 // original's containment on tasks and budgets.
 import { describe, expect, it } from 'vitest';
@@ -154,37 +154,48 @@ describe('rows the original 0.12.2 writes are read', () => {
   });
 });
 
-describe('what this build does not implement fails closed', () => {
-  it('a budgeted delegation (as 0.12.2 writes it) is denied budget_unsupported, with ACTION_DENIED and a denied receipt', async () => {
+describe('budgets on delegations the original wrote are charged', () => {
+  it('a budgeted delegation (as 0.12.2 writes it) is charged, and refused budget_exhausted past its limit', async () => {
     const r = await rig(document());
-    await r.store.putDelegation(originalRow(ID(1), 'head-of-finance', 'api', originalGrant({ budgets: [{ limit: 5, metric: 'count', window: 86400 }] })));
-    const err = await rejection(r.control.execute(refund(), r.executor));
-    expect(err).toBeInstanceOf(ActionDenied);
-    expect(err['reason']).toBe('budget_unsupported');
-    expect(err.message).toMatch(/does not charge budgets/);
-    expect(r.calls).toBe(0);
-    expect(r.data('ACTION_DENIED').at(-1)).toEqual({ reason: 'budget_unsupported' });
-    expect(r.lastReceipt()).toMatchObject({ result: 'denied', decision: 'deny', decision_reason: 'budget_unsupported', authority_grant_id: ID(1) });
-    expect(await r.store.getEffect('refund:p1')).toBeNull();
-  });
-
-  it('a budget anywhere above the deciding grant denies too: a plain hop row under a budgeted root', async () => {
-    const r = await rig(document('      budgets: [{metric: count, limit: 5, window: P1D}]\n'));
-    // Contained on budgets, as 0.12.2 requires of a child; the leaf's own budget is the same.
-    await r.store.putDelegation(originalRow(ID(1), 'head-of-finance', 'hop', originalGrant({ budgets: [{ limit: 5, metric: 'count', window: 86400 }] })));
-    expect(await rejection(r.control.execute(refund(), r.executor))).toMatchObject({ reason: 'budget_unsupported' });
-    // The root itself, deciding for its own subject, is budgeted.
-    expect(await rejection(r.control.execute(refund(CFO), r.executor))).toMatchObject({ reason: 'budget_unsupported' });
-    expect(r.calls).toBe(0);
-  });
-
-  it('observe mode records budget_unsupported as what enforce mode would have refused, and runs', async () => {
-    const r = await rig(`mode: observe\n${document()}`);
-    await r.store.putDelegation(originalRow(ID(1), 'head-of-finance', 'api', originalGrant({ budgets: [{ limit: 5, metric: 'count', window: 86400 }] })));
+    await r.store.putDelegation(originalRow(ID(1), 'head-of-finance', 'api', originalGrant({ budgets: [{ limit: 1, metric: 'count', window: 86400 }] })));
     expect(await r.control.execute(refund(), r.executor)).toBe('ok');
-    expect(r.lastReceipt()['would_have']).toMatchObject({ blocked_reason: 'budget_unsupported' });
+    expect(r.lastReceipt()).toMatchObject({
+      result: 'committed',
+      authority_grant_id: ID(1),
+      budget_charges: [{ grant_id: ID(1), metric: 'count', amount: 1 }],
+    });
+    const again = createAction({ name: 'stripe.refund', arguments: { payment_id: 'p2', amount: 700 }, principal: HELPER, environment: 'production' });
+    const err = await rejection(r.control.execute(again, r.executor));
+    expect(err).toBeInstanceOf(ActionDenied);
+    expect(err['reason']).toBe('budget_exhausted');
+    expect(r.calls).toBe(1);
+    expect(r.data('ACTION_DENIED').at(-1)).toEqual({ reason: 'budget_exhausted', grant_id: ID(1), metric: 'count', window: 86400 });
+    expect(r.lastReceipt()).toMatchObject({ result: 'denied', decision: 'deny', decision_reason: 'budget_exhausted', effect_key: null, budget_charges: [] });
+    expect(await r.store.getEffect('refund:p2')).toBeNull();
   });
 
+  it('a budget anywhere above the deciding grant is charged too: a plain hop row under a budgeted root', async () => {
+    const r = await rig(document('      budgets: [{metric: count, limit: 1, window: P1D}]\n'));
+    // Contained on budgets, as 0.12.2 requires of a child.
+    await r.store.putDelegation(originalRow(ID(1), 'head-of-finance', 'hop', originalGrant({ budgets: [{ limit: 1, metric: 'count', window: 86400 }] })));
+    expect(await r.control.execute(refund(), r.executor)).toBe('ok');
+    // The root's budget is spent: the root, deciding for its own subject, is refused.
+    const mine = createAction({ name: 'stripe.refund', arguments: { payment_id: 'p3', amount: 700 }, principal: CFO, environment: 'production' });
+    expect(await rejection(r.control.execute(mine, r.executor))).toMatchObject({ reason: 'budget_exhausted', grantId: 'head-of-finance' });
+    expect(r.calls).toBe(1);
+  });
+
+  it('observe mode records budget_exhausted as what enforce mode would have refused, charges nothing, and runs', async () => {
+    const r = await rig(`mode: observe\n${document()}`);
+    await r.store.putDelegation(originalRow(ID(1), 'head-of-finance', 'api', originalGrant({ budgets: [{ limit: 0, metric: 'count', window: 86400 }] })));
+    expect(await r.control.execute(refund(), r.executor)).toBe('ok');
+    expect(r.lastReceipt()['would_have']).toMatchObject({ blocked_reason: 'budget_exhausted' });
+    expect(r.lastReceipt()['budget_charges']).toEqual([{ grant_id: ID(1), metric: 'count', amount: 1 }]);
+    expect(await r.store.budgets!().consumptions()).toEqual([]);
+  });
+});
+
+describe('what this build does not implement fails closed', () => {
   it('a task-bound delegation is refused by the authority walk: authority_task, before the policy is consulted', async () => {
     const r = await rig(document());
     await r.store.putDelegation(originalRow(ID(1), 'head-of-finance', 'hop', originalGrant({ tasks: ['ticket:*'] })));
@@ -306,7 +317,8 @@ describe('what this build creates', () => {
       { by: CFO },
     );
     expect(within.grant.budgets).toHaveLength(2);
-    expect(await rejection(budgeted.control.execute(refund(), budgeted.executor))).toMatchObject({ reason: 'budget_unsupported' });
+    expect(await budgeted.control.execute(refund(), budgeted.executor)).toBe('ok');
+    expect(budgeted.lastReceipt()['budget_charges']).toHaveLength(3);
 
     // A plain child: the row is as this build wrote it before, which 0.12.2 reads as null dimensions.
     const plain = await rig(document());

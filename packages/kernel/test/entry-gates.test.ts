@@ -168,11 +168,10 @@ actions:
     ).toBe('ok');
   });
 
-  it('a budgeted grant never lets an action through uncharged: budget_unsupported (this build charges none)', async () => {
+  it('a budgeted grant never lets an action through uncharged: with no effect key to charge under, budget_unkeyed', async () => {
     const r = await rig(V7('      budgets: [{metric: amount, limit: 100000, window: P1D}]\n'));
     const err = await rejection(r.control.execute(refund(), r.executor));
-    expect(err['reason']).toBe('budget_unsupported');
-    expect(String(err.message)).toMatch(/does not charge budgets/);
+    expect(err['reason']).toBe('budget_unkeyed');
     expect(r.calls).toBe(0);
   });
 
@@ -185,7 +184,7 @@ actions:
     expect(await rejection(r.control.delegate('support', child, { by: { agent: 'support-agent' } }))).toMatchObject({ dimension: 'budgets' });
     await r.control.delegate('support', { ...child, budgets: [{ metric: 'amount', limit: 1000, window: 'P1D' }] }, { by: { agent: 'support-agent' } });
     const err = await rejection(r.control.execute(refund('helper-agent'), r.executor));
-    expect(err['reason']).toBe('budget_unsupported');
+    expect(err['reason']).toBe('budget_unkeyed');
     expect(r.calls).toBe(0);
   });
 });

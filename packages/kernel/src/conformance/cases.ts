@@ -20,6 +20,7 @@ import type { DelegationRecord, StateStore } from '../store/state-store.js';
 import { MINUTE, storedTime, type Clock } from '../time.js';
 import { expect } from './expect.js';
 import { RETENTION_CASE_IDS, retentionCases } from './retention-cases.js';
+import { BUDGET_CASE_IDS, budgetCases } from './budget-cases.js';
 /** 2026-01-01T12:00Z: every case starts here. */
 export const T0 = new Date('2026-01-01T12:00:00Z');
 /** The default lease, 5 minutes. */
@@ -68,6 +69,7 @@ export const CASE_IDS = [
   'extend-lease-refusals',
   'taken-once-cross-process',
   ...RETENTION_CASE_IDS,
+  ...BUDGET_CASE_IDS,
 ] as const;
 
 /** One case id. */
@@ -147,7 +149,7 @@ export interface StoreFactory {
 }
 
 export interface CaseDef {
-  readonly suite: 'reservation' | 'approval' | 'resolution' | 'outcome' | 'durability' | 'evidence' | 'delegation' | 'continuation' | 'retention';
+  readonly suite: 'reservation' | 'approval' | 'resolution' | 'outcome' | 'durability' | 'evidence' | 'delegation' | 'continuation' | 'retention' | 'ledger';
   /** Needs `reopen`. */
   readonly durable?: boolean;
   /** Needs `url` (and `processes`). */
@@ -2075,6 +2077,7 @@ export const storeCases: Record<CaseId, CaseDef> = {
       });
     },
   },
+  ...budgetCases,
   ...retentionCases,
 };
 

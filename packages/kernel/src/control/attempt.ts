@@ -315,6 +315,18 @@ export async function resumeAttempt<T>(
     // The resumed leg's receipt names the grant that passes it now (none when it no longer does).
     if (result.passed) pass.authorityGrantId = result.grantId;
   }
+  // The resumed leg's receipt carries what this attempt charged, read back from the ledger.
+  const ledger = ctx.store.budgets?.();
+  if (ledger !== undefined)
+    pass.budgetCharges = (await ledger.consumptions({ effectKey }))
+      .filter((c) => c.attempt === record.attempt)
+      .map((c) => ({
+        grantId: c.grantId,
+        metric: c.metric,
+        amount: c.amount <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(c.amount) : c.amount,
+        limit: 0,
+        window: 1,
+      }));
   await recordEvent(ctx, pass, 'EXECUTION_RESUMED', { round: rounds });
   try {
     return await runExecutor(ctx, pass, executor, options);

@@ -17,21 +17,19 @@ import type { JsonObject } from '../canonical.js';
 import { delegationFromRecord } from '../authority/authority.js';
 import type { Grant } from '../authority/grant.js';
 import { ActionDenied, EffectKeyError, InvalidArgument } from '../errors.js';
+import { BUDGET_UNKEYED, BUDGET_UNMEASURABLE, checkCharges, type BudgetCharge } from '../budget.js';
 import { POLICY_CHANGE_ACTION, POLICY_EFFECT_PREFIX, resolveEffectTemplate } from '../policy/index.js';
 import { approverOf } from './gates.js';
 import { note, recordReceipt } from './evidence.js';
 import { type ControlContext, type Pass, block } from './pass.js';
 
+/** A budgeted chain on a store with no budget ledger: this build's own reason (the original always has its ledger). */
+export const BUDGET_UNSUPPORTED = 'budget_unsupported';
+
 /** The refusal reasons these gates give (the original's strings). */
 export const ATTEMPT_CEILING = 'attempt_ceiling';
 export const UPSTREAM_UNVERIFIED = 'upstream_unverified';
 export const APPROVALS_UNVERIFIABLE = 'approvals_unverifiable';
-/**
- * A budgeted grant chain, refused because this build charges no budget. This build's own reason:
- * the original 0.12.2 charges every budget and defines none for an implementation that does not
- * (its `budget_unmeasurable` means an action lacks the metric's argument, which is not this).
- */
-export const BUDGET_UNSUPPORTED = 'budget_unsupported';
 
 /**
  * Refuses, before anything is written, what no ordinary action may do: execute the action the
@@ -115,11 +113,11 @@ function ceilingDenied(pass: Pass, max: number | bigint): ActionDenied {
   });
 }
 
-async function refuseWith(ctx: ControlContext, pass: Pass, reason: string, message: string): Promise<never> {
+async function refuseWith(ctx: ControlContext, pass: Pass, reason: string, message: string, data: JsonObject = {}): Promise<never> {
   const evaluation = pass.evaluation!;
   pass.evaluation = { ...evaluation, decision: 'deny', reason };
   pass.approver = await approverOf(ctx, pass);
-  note(ctx, pass, 'ACTION_DENIED', { reason });
+  note(ctx, pass, 'ACTION_DENIED', { reason, ...data });
   await recordReceipt(ctx, pass, { result: 'denied', error: message });
   throw new ActionDenied(reason, { actionId: pass.action.actionId, message });
 }
@@ -146,21 +144,50 @@ async function decidingChain(ctx: ControlContext, pass: Pass): Promise<Grant[]> 
 }
 
 /**
- * Grant `budgets` (v7): this build charges no budget, so a grant chain carrying one never lets an
- * action through uncharged (`budget_unsupported`). Checked on the deciding grant and every grant
- * above it, as the original charges each of them (a delegation the original wrote included).
- * Grant `tasks` need nothing here: the authority walk refuses a task-bound grant
- * (`authority_task`, no call here names a task) and a child escaping its parent's tasks.
+ * Grant `budgets` (v7, spec 05 §5.1): the charges the pass makes, one per budget on the deciding
+ * grant and every grant above it (a delegation the original wrote included), set on the pass for
+ * the reservation to check and write; or the refusal when they cannot be measured: a metric
+ * other than `count` whose argument is absent, not an integer, negative or a boolean
+ * (`budget_unmeasurable`), or a budgeted chain with no effect key to charge under
+ * (`budget_unkeyed`). Grant `tasks` need nothing here: the authority walk refuses a task-bound
+ * grant (`authority_task`) and a child escaping its parent's tasks.
  */
-async function unenforcedGrantKey(ctx: ControlContext, pass: Pass): Promise<[string, string] | null> {
+async function measureBudgets(ctx: ControlContext, pass: Pass): Promise<[string, string, JsonObject] | null> {
   if (ctx.authority === null || (pass.authorityGrantId ?? null) === null) return null;
-  const chain = await decidingChain(ctx, pass);
-  if (chain.some((g) => g.budgets !== null))
-    return [
-      BUDGET_UNSUPPORTED,
-      `${pass.action.name}: the grant that allows it, or one above it, carries a budget (budgets:), and this build does not charge budgets, so it never lets the action through uncharged`,
-    ];
+  const chain = (await decidingChain(ctx, pass)).filter((g) => g.budgets !== null);
+  if (chain.length === 0) return null;
+  const charges: BudgetCharge[] = [];
+  for (const grant of chain) {
+    for (const b of grant.budgets!) {
+      const amount = b.metric === 'count' ? 1 : metricValue(pass.args, b.metric);
+      if (typeof amount === 'string') {
+        const error = `${pass.action.name}: grant ${JSON.stringify(grant.id)} budgets ${JSON.stringify(b.metric)}, and the action's argument ${JSON.stringify(b.metric)} ${amount}`;
+        return [BUDGET_UNMEASURABLE, error, { error }];
+      }
+      charges.push({ grantId: grant.id, metric: b.metric, amount, limit: b.limit, window: b.window });
+    }
+  }
+  if (ctx.store.budgets === undefined) {
+    // A store that cannot check and write charges in its reservation never lets a budgeted action through uncharged.
+    const error = `${pass.action.name}: grant ${JSON.stringify(chain[0]!.id)} carries a budget (budgets:), and the store ${ctx.store.name} keeps no budget ledger, so it never lets the action through uncharged`;
+    return [BUDGET_UNSUPPORTED, error, {}];
+  }
+  if (pass.effectKey === null) {
+    const error = `${pass.action.name}: grant ${JSON.stringify(chain[0]!.id)} carries a budget (budgets:), and a charge is recorded under an effect key: this call has none (set effect: on the action or pass an effectKey)`;
+    return [BUDGET_UNKEYED, error, {}];
+  }
+  pass.charges = checkCharges(charges);
   return null;
+}
+
+/** The action's value for budget metric `metric`: a non-negative integer, or why it is not one. */
+function metricValue(args: JsonObject, metric: string): number | bigint | string {
+  if (!Object.prototype.hasOwnProperty.call(args, metric)) return 'is absent';
+  const v = args[metric];
+  if (typeof v === 'boolean') return 'is a boolean, not an amount';
+  if (typeof v === 'bigint') return v >= 0n ? v : 'is negative';
+  if (typeof v !== 'number' || !Number.isInteger(v)) return 'is not an integer';
+  return v >= 0 ? v : 'is negative';
 }
 
 function unverifiedMessage(pass: Pass): string {
@@ -174,9 +201,9 @@ function thresholdMessage(pass: Pass, n: number | bigint): string {
 /**
  * After the policy allowed or asked for approval, in enforce mode, in the original's order:
  * the ceiling's fast path (a `failed` record already at the ceiling: refused with nothing
- * reserved, no request filed and a presented approval left unspent), the upstream pin, a grant's
- * budgets this build does not charge, and, where an approval is needed, a threshold
- * above one. Each refusal writes its evidence and throws.
+ * reserved, no request filed and a presented approval left unspent), the upstream pin, the
+ * measurability of a grant's budgets (the charges are set on the pass for the reservation), and,
+ * where an approval is needed, a threshold above one. Each refusal writes its evidence and throws.
  */
 export async function refuseAfterPolicy(ctx: ControlContext, pass: Pass, needsApproval: boolean): Promise<void> {
   const over = await overCeilingAlready(ctx, pass);
@@ -187,8 +214,8 @@ export async function refuseAfterPolicy(ctx: ControlContext, pass: Pass, needsAp
   }
   const entry = ctx.policy.action(pass.action.name);
   if (entry?.upstream) await refuseWith(ctx, pass, UPSTREAM_UNVERIFIED, unverifiedMessage(pass));
-  const ungated = await unenforcedGrantKey(ctx, pass);
-  if (ungated !== null) await refuseWith(ctx, pass, ...ungated);
+  const unmeasured = await measureBudgets(ctx, pass);
+  if (unmeasured !== null) await refuseWith(ctx, pass, ...unmeasured);
   if (needsApproval && entry !== null && entry.approvalsRequired > 1 && ctx.approverIdentity === null)
     await refuseWith(ctx, pass, APPROVALS_UNVERIFIABLE, thresholdMessage(pass, entry.approvalsRequired));
 }
@@ -218,8 +245,8 @@ export async function observeAfterPolicy(ctx: ControlContext, pass: Pass): Promi
   if ((await overCeilingAlready(ctx, pass)) !== null) block(pass, ATTEMPT_CEILING);
   const entry = ctx.policy.action(pass.action.name);
   if (entry?.upstream) block(pass, UPSTREAM_UNVERIFIED);
-  const ungated = await unenforcedGrantKey(ctx, pass);
-  if (ungated !== null) block(pass, ungated[0]);
+  const unmeasured = await measureBudgets(ctx, pass);
+  if (unmeasured !== null) block(pass, unmeasured[0]);
   if (pass.evaluation?.decision === 'approve' && entry !== null && entry.approvalsRequired > 1 && ctx.approverIdentity === null)
     block(pass, APPROVALS_UNVERIFIABLE);
 }

@@ -142,6 +142,8 @@ export function receiptDraft(
     approvers: pass.approvers ?? [],
     preconditionAtRequest: pass.preconditionAtRequest ?? null,
     preconditionAtRecheck: pass.preconditionAtRecheck ?? null,
+    // Only what the store accepted (or observe mode's counterfactual); a refusal charged nothing.
+    budgetCharges: r.result === 'denied' || r.result === 'blocked' ? [] : (pass.budgetCharges ?? []),
   });
 }
 

@@ -17,6 +17,7 @@ import { note, recordEvent, trailing, afterWrite, recordReceipt } from './eviden
 import { type ControlContext, type Pass, STARTED, expiryOf, deny, named, block, reservedData, refusalData, describeError } from './pass.js';
 import type { ReconcileHook, ResolveOptions } from './types.js';
 import { recheckPresented } from './presented.js';
+import { BUDGET_EXHAUSTED, BudgetExhausted, type BudgetCharge } from '../budget.js';
 
 /**
  * The combined decision for `action` — the stricter of authority and policy — with no writes
@@ -152,10 +153,16 @@ export async function consumeAndReserve(ctx: ControlContext, pass: Pass, lease: 
       ? [await ctx.store.consumeApproval(id, action.actionHash, precondition), null]
       : merged
         ? await ctx.store.reserveForExecution!(
-            { key: pass.effectKey, actionId: action.actionId, leaseMs: lease, approval: { id, actionHash: action.actionHash, precondition } },
+            {
+              key: pass.effectKey,
+              actionId: action.actionId,
+              leaseMs: lease,
+              approval: { id, actionHash: action.actionHash, precondition },
+              ...chargesOf(pass),
+            },
             consumed,
           )
-        : await ctx.store.consumeApprovalAndReserve(id, action.actionHash, pass.effectKey, action.actionId, lease, consumed, precondition);
+        : await ctx.store.consumeApprovalAndReserve(id, action.actionHash, pass.effectKey, action.actionId, lease, consumed, precondition, ...chargeArg(pass));
   let pair: [Approval | null, Reservation | null];
   try {
     try {
@@ -183,8 +190,10 @@ export async function consumeAndReserve(ctx: ControlContext, pass: Pass, lease: 
       pass.approver = await approverOf(ctx, pass);
       await refused(ctx, pass, err);
     }
+    if (err instanceof BudgetExhausted) await refuseBudget(ctx, pass, err);
     throw err;
   }
+  pass.budgetCharges = pass.charges ?? [];
   const [approval, reservation] = pair;
   pass.approver = approval!.approver;
   pass.approvers = approval!.approvers ?? [];
@@ -202,9 +211,9 @@ export async function reserveStep(ctx: ControlContext, pass: Pass, lease: number
   // EFFECT_RESERVED (and, merged, EXECUTION_STARTED) is written in the reservation's own transaction; a refusal writes none.
   const reserved = trailing<Reservation>(ctx, pass, (r) => [['EFFECT_RESERVED', reservedData(r)], ...(merged ? [STARTED] : [])]);
   const attemptOnce = async (): Promise<Reservation> => {
-    if (!merged) return ctx.store.reserveEffect(key, actionId, lease, reserved);
+    if (!merged) return ctx.store.reserveEffect(key, actionId, lease, reserved, ...chargeArg(pass));
     const both = trailing<[Approval | null, Reservation]>(ctx, pass, ([, r]) => [['EFFECT_RESERVED', reservedData(r)], STARTED]);
-    const [, r] = await ctx.store.reserveForExecution!({ key, actionId, leaseMs: lease, approval: null }, both);
+    const [, r] = await ctx.store.reserveForExecution!({ key, actionId, leaseMs: lease, approval: null, ...chargesOf(pass) }, both);
     if (both.stored !== undefined) reserved.stored = both.stored;
     return r;
   };
@@ -218,10 +227,41 @@ export async function reserveStep(ctx: ControlContext, pass: Pass, lease: number
     }
   } catch (err) {
     if (err instanceof DuplicateEffect || err instanceof AmbiguousEffect) await refused(ctx, pass, err);
+    if (err instanceof BudgetExhausted) {
+      pass.approver = await approverOf(ctx, pass);
+      await refuseBudget(ctx, pass, err);
+    }
     throw err;
   }
+  pass.budgetCharges = pass.charges ?? [];
   pass.attempt = reservation.attempt;
   await afterWrite(ctx, pass, reservation, reserved);
+}
+
+/** The pass's charges as a reservation step's member (none: absent, so a store without budgets is asked nothing new). */
+function chargesOf(pass: Pass): { charges?: readonly BudgetCharge[] } {
+  return pass.charges ? { charges: pass.charges } : {};
+}
+
+/** The pass's charges as the trailing argument of a reservation method, or nothing. */
+function chargeArg(pass: Pass): [] | [readonly BudgetCharge[]] {
+  return pass.charges ? [pass.charges] : [];
+}
+
+/**
+ * A reservation the budget predicate refused (spec 05 §5.1): nothing was written. ACTION_DENIED
+ * names the grant, the metric and the window, never the balance, and it and the `denied` receipt
+ * carry no effect key (nothing was reserved under it); the approval, if one was presented, stays
+ * granted and no approval event is written.
+ */
+async function refuseBudget(ctx: ControlContext, pass: Pass, err: BudgetExhausted): Promise<never> {
+  const { action } = pass;
+  pass.effectKey = null;
+  pass.evaluation = { ...(pass.evaluation ?? deny(BUDGET_EXHAUSTED)), decision: 'deny', reason: BUDGET_EXHAUSTED };
+  const refusal = new BudgetExhausted(err, { actionId: action.actionId, actionName: action.name });
+  note(ctx, pass, 'ACTION_DENIED', { reason: BUDGET_EXHAUSTED, grant_id: err.grantId, metric: err.metric, window: err.window });
+  await recordReceipt(ctx, pass, { result: 'denied', error: refusal.message });
+  throw refusal;
 }
 
 /** The ALLOW row: an approval the policy no longer needs is consumed in its own write. */

@@ -12,6 +12,7 @@ import { recheckPresented } from './presented.js';
 import { observeAfterPolicy, observeCeiling } from './entry-gates.js';
 import { recordEvent, flush } from './evidence.js';
 import { type ControlContext, type Pass, block, refusalData, blockedBy } from './pass.js';
+import { BUDGET_EXHAUSTED } from '../budget.js';
 import type { Executor, ExecuteOptions, ExecuteResult } from './types.js';
 
 /**
@@ -39,6 +40,11 @@ export async function runObserved<T>(
   if (evaluation.decision === 'approve') {
     if (pass.approvalId === null) block(pass, 'approval_required');
     else await checkPresented(ctx, pass);
+  }
+  if (pass.charges) {
+    // The predicate as a read: what the reservation would have refused; the receipt carries the counterfactual charges.
+    if ((await ctx.store.budgets?.().overspent(pass.charges)) != null) block(pass, BUDGET_EXHAUSTED);
+    pass.budgetCharges = pass.charges;
   }
   if (pass.effectKey !== null) {
     try {

@@ -22,6 +22,7 @@ import { quotedForMessage } from '../visible.js';
 import type { ApprovalEdit } from './edit.js';
 import type { ApproverIdentity, PreconditionProvider } from './presented.js';
 import type { VerifiedApprover } from '../model.js';
+import type { BudgetCharge } from '../budget.js';
 
 /**
  * What every step of the control path reads: the Control's settings, its sinks and its one bit of
@@ -114,6 +115,10 @@ export interface Pass {
   /** The presented approval's pinned fingerprint and the recheck's, once compared (the receipt's `precondition_*`). */
   preconditionAtRequest?: string | null;
   preconditionAtRecheck?: string | null;
+  /** The budget charges the reservation is to check and write (spec 05 §5.1), or null/absent: no budget. */
+  charges?: readonly BudgetCharge[] | null;
+  /** The charges the store accepted (the receipt's `budget_charges`); observe mode's counterfactual. */
+  budgetCharges?: readonly BudgetCharge[];
   /** The call's precondition provider, or null/absent. */
   preconditions?: PreconditionProvider | null;
   /**

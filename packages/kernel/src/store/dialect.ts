@@ -5,6 +5,7 @@
  *
  * @module
  */
+import type { BudgetSql } from './budget-sql.js';
 import type { Dialect } from './driver.js';
 import type { RetentionSql } from './retention-sql.js';
 
@@ -276,6 +277,8 @@ export interface DialectSql {
    * Only unreleased rows: a release is never repeated, and no row is otherwise changed.
    */
   readonly releaseCharges: string;
+  /** The budget ledger's predicate, charge rows and reads (spec 05 §5.1; `budget-sql.ts`). */
+  readonly budget: BudgetSql;
 
   /** The prune, its checkpoint, holds and the anchors cache (spec 05 §5.2–§5.4; `retention-sql.ts`). */
   readonly retention: RetentionSql;

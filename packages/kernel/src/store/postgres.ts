@@ -15,6 +15,7 @@
  */
 import { GENESIS_HASH } from '../hash.js';
 import { APPROVAL_COLUMNS, CONTINUATION_COLUMNS, DELEGATION_COLUMNS, EFFECT_COLUMNS, RECEIPT_COLUMNS } from './columns.js';
+import { postgresBudget } from './budget-sql.js';
 import type { SqlDialect } from './dialect.js';
 import { postgresRetention } from './retention-sql.js';
 
@@ -316,6 +317,7 @@ function build(schema: string): SqlDialect {
 
       // released_at is TIMESTAMPTZ here (spec 05 §1.3): the stored text is bound as a timestamp.
       releaseCharges: `UPDATE ${t('budget_ledger')} SET released_at = $1::timestamptz WHERE effect_key = $2 AND released_at IS NULL`,
+      budget: postgresBudget(t),
       retention: postgresRetention(t),
 
       sessionsEnded: Object.freeze({

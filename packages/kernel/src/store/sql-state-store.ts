@@ -39,6 +39,8 @@ import type { ApprovalEditResult, ApprovalEditWrite, DelegationRecord, Reservati
 import { SqlEngine } from './engine.js';
 import * as reads from './reads.js';
 import * as writes from './writes.js';
+import * as ledger from './ledger.js';
+import { checkCharges, type BudgetCharge } from '../budget.js';
 import * as sessions from './sessions.js';
 import { sqlRetention, type RetentionStore } from './retention.js';
 export type { DialectSql, SqlDialect } from './dialect.js';
@@ -59,8 +61,6 @@ export interface SqlStateStoreOptions {
    * logged once, with attributes `{ logger: 'ctrlrun.postgres', level: 'WARNING', branch }`.
    */
   logger?: Logger;
-}
-
   /**
    * Group commit, where the driver can (see `DriverCapabilities.groupCommit`): the outcomes
    * (effect row, event, chained receipt) of callers of this store that arrive while another
@@ -71,6 +71,8 @@ export interface SqlStateStoreOptions {
    * transaction, and one commit, per outcome.
    */
   groupCommit?: boolean;
+}
+
 /**
  * The state store over SQL. Build one with {@link openSqlStateStore} (or a driver package's
  * factory), which runs the migrations; a constructed but unopened store refuses every call.
@@ -97,12 +99,12 @@ export class SqlStateStore implements StateStore {
     this.dialect = driver.dialect;
     this.readOnly = options.readOnly === true;
     this.#e = new SqlEngine(driver, dialect, { clock: options.clock ?? systemClock, logger: options.logger ?? console, readOnly: this.readOnly });
-  }
-
     if (options.groupCommit !== undefined && typeof options.groupCommit !== 'boolean') throw new InvalidArgument('groupCommit must be a boolean');
     // In the process (savepoints) it is on unless refused; on a server (back to back), where it pays only when a WAL flush costs more than the round trips it adds, it is asked for.
     const can = driver.capabilities.groupCommit;
     this.#e.groupCommit = can === 'savepoints' ? options.groupCommit !== false : can !== undefined && options.groupCommit === true;
+  }
+
   /**
    * Checks the engine, classifies the schema and applies missing migrations (a reader only
    * checks). Called once; resolves to this store.
@@ -173,8 +175,8 @@ export class SqlStateStore implements StateStore {
   // ---------------------------------------------------------------- effects
   // The methods one action calls hand back the write's own promise (writes.* are async, so a
   // refusal is still a rejection): no extra async frame per call.
-  reserveEffect(key: string, actionId: string, leaseMs: number, events?: TrailingEvents<Reservation>): Promise<Reservation> {
-    return writes.reserveEffect(this.#e, key, actionId, leaseMs, events);
+  reserveEffect(key: string, actionId: string, leaseMs: number, events?: TrailingEvents<Reservation>, charges?: readonly BudgetCharge[]): Promise<Reservation> {
+    return writes.reserveEffect(this.#e, key, actionId, leaseMs, events, charges);
   }
 
   async consumeApprovalAndReserve(
@@ -185,8 +187,18 @@ export class SqlStateStore implements StateStore {
     leaseMs: number,
     events?: TrailingEvents<[Approval, Reservation]>,
     precondition?: string | null,
+    charges?: readonly BudgetCharge[],
   ): Promise<[Approval, Reservation]> {
-    return writes.consumeApprovalAndReserve(this.#e, id, actionHash, key, actionId, leaseMs, events, precondition);
+    return writes.consumeApprovalAndReserve(this.#e, id, actionHash, key, actionId, leaseMs, events, precondition, charges);
+  }
+
+  budgets(): ReturnType<NonNullable<StateStore['budgets']>> {
+    const e = this.#e;
+    return {
+      consumptions: (filter) => ledger.consumptions(e, filter),
+      spent: (grantId, metric, window) => ledger.spentInWindow(e, grantId, metric, window),
+      overspent: async (charges) => ledger.wouldOverspend(e, checkCharges(charges)),
+    };
   }
 
   reserveForExecution(step: ReservationStep, events?: TrailingEvents<[Approval | null, Reservation]>): Promise<[Approval | null, Reservation]> {

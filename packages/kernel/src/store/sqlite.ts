@@ -10,6 +10,7 @@
  */
 import { GENESIS_HASH } from '../hash.js';
 import { APPROVAL_COLUMNS, CONTINUATION_COLUMNS, DELEGATION_COLUMNS, EFFECT_COLUMNS, RECEIPT_COLUMNS } from './columns.js';
+import { sqliteBudget } from './budget-sql.js';
 import type { SqlDialect } from './dialect.js';
 import { sqliteRetention } from './retention-sql.js';
 
@@ -189,6 +190,7 @@ export const sqliteDialect: SqlDialect = Object.freeze({
 
     // The +00:00 text form, as the original writes: its window compares consumed_at as text.
     releaseCharges: 'UPDATE budget_ledger SET released_at = ? WHERE effect_key = ? AND released_at IS NULL',
+    budget: sqliteBudget,
     retention: sqliteRetention,
 
     sessionsEnded: Object.freeze({

@@ -24,6 +24,7 @@ import type {
   Reservation,
   StoredReceipt,
 } from '../model.js';
+import type { BudgetCharge, LedgerEntry } from '../budget.js';
 import type { Dialect } from './driver.js';
 import type { RetentionStore } from './retention.js';
 
@@ -91,6 +92,11 @@ export interface ReservationStep {
     /** The fingerprint the presenting pass's precondition recheck computed (null: no provider); see `checkConsumable`. */
     readonly precondition?: string | null;
   } | null;
+  /**
+   * Budget charges (spec 05 §5.1): checked before any write (an overspent one refuses with
+   * `BudgetExhausted` and nothing is written), one ledger row each after the reservation.
+   */
+  readonly charges?: readonly BudgetCharge[];
 }
 
 /**
@@ -166,8 +172,11 @@ export interface StateStore {
 
   // Effects
 
-  /** Reserves `key` for `actionId` under a lease (see `planReservation`). `events`: see {@link TrailingEvents}. */
-  reserveEffect(key: string, actionId: string, leaseMs: number, events?: TrailingEvents<Reservation>): Promise<Reservation>;
+  /**
+   * Reserves `key` for `actionId` under a lease (see `planReservation`). `events`: see
+   * {@link TrailingEvents}. `charges`: budget charges, as {@link ReservationStep.charges}.
+   */
+  reserveEffect(key: string, actionId: string, leaseMs: number, events?: TrailingEvents<Reservation>, charges?: readonly BudgetCharge[]): Promise<Reservation>;
   /**
    * Consumes approval `id` and reserves `key` in one transaction: the approval is checked first
    * (its refusal wins), the reservation is decided before any write, and a refused reservation
@@ -181,6 +190,7 @@ export interface StateStore {
     leaseMs: number,
     events?: TrailingEvents<[Approval, Reservation]>,
     precondition?: string | null,
+    charges?: readonly BudgetCharge[],
   ): Promise<[Approval, Reservation]>;
   /**
    * Optional: the whole reservation step in one transaction — the approval consumed as
@@ -261,6 +271,23 @@ export interface StateStore {
   pruneCheckpoint?(): Promise<{ seq: number; hash: string } | null>;
   /** Optional: the prune, holds and the anchors cache (spec 05 §5.2–§5.4). A store without it can be neither pruned nor anchored. */
   retention?(): RetentionStore;
+  /**
+   * Optional: the budget ledger's reads (spec 05 §5.1). `consumptions`: rows in insertion order,
+   * each filter optional (`since` a stored time, closed); `spent`: what `grantId` spent of
+   * `metric` in the window of `window` seconds ending now; `overspent`: the predicate as a read,
+   * the first charge that would not fit now, or null. A store without it cannot charge budgets.
+   */
+  budgets?(): {
+    consumptions(filter?: {
+      grantId?: string | null;
+      metric?: string | null;
+      since?: string | null;
+      effectKey?: string | null;
+      limit?: number;
+    }): Promise<LedgerEntry[]>;
+    spent(grantId: string, metric: string, window: number): Promise<bigint>;
+    overspent(charges: readonly BudgetCharge[]): Promise<BudgetCharge | null>;
+  };
   /** Every event, oldest first. */
   events(): Promise<EventRecord[]>;
   /**

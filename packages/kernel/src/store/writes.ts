@@ -46,6 +46,8 @@ import type { ApprovalEditResult, ApprovalEditWrite, DelegationRecord, Reservati
 import { RaiseAfterCommit, type WriteRun, checkTrailing, ReceiptAlreadyStored, ReceiptPartFailed, SqlEngine } from './engine.js';
 import { heldByValue, heldFor } from './reads.js';
 import { appendOutcome, insertEffectWithEvents, updateEffectWithTrail } from './combined.js';
+import { checkCharges, type BudgetCharge } from '../budget.js';
+import { checkBudgets, writeCharges } from './ledger.js';
 import {
   receiptFields,
   eventFields,
@@ -525,9 +527,40 @@ export async function consumeApproval(e: SqlEngine, id: string, actionHash: stri
 }
 
 // ---------------------------------------------------------------- effects
-export async function reserveEffect(e: SqlEngine, key: string, actionId: string, leaseMs: number, events?: TrailingEvents<Reservation>): Promise<Reservation> {
+export async function reserveEffect(
+  e: SqlEngine,
+  key: string,
+  actionId: string,
+  leaseMs: number,
+  events?: TrailingEvents<Reservation>,
+  charges?: readonly BudgetCharge[],
+): Promise<Reservation> {
   const k = nonEmpty(key, 'effect_key');
-  return e.writeTrailed('reserveEffect', events, (tx, now, run) => reserve(e, tx, k, actionId, leaseMs, now, run));
+  const budget = checkCharges(charges);
+  if (budget.length === 0) return e.writeTrailed('reserveEffect', events, (tx, now, run) => reserve(e, tx, k, actionId, leaseMs, now, run));
+  return e.writeTrailed('reserveEffect', events, (tx, now, run) =>
+    charged(e, tx, budget, k, actionId, now, () => reserve(e, tx, k, actionId, leaseMs, now, run)),
+  );
+}
+
+/**
+ * A reservation under budget charges (spec 05 §5.1), in its transaction: the predicate before
+ * any write (a refusal writes nothing), the reservation, then one ledger row per charge under the
+ * attempt it was given. A kept refusal (an ambiguation) charges nothing.
+ */
+async function charged<T extends Reservation | RaiseAfterCommit>(
+  e: SqlEngine,
+  tx: SqlExecutor,
+  charges: readonly BudgetCharge[],
+  key: string,
+  actionId: string,
+  now: Date,
+  reserveIt: () => Promise<T>,
+): Promise<T> {
+  await checkBudgets(e, tx, charges, now, actionId);
+  const reservation = await reserveIt();
+  if (!(reservation instanceof RaiseAfterCommit)) await writeCharges(e, tx, charges, key, reservation.attempt, now);
+  return reservation;
 }
 
 export async function consumeApprovalAndReserve(
@@ -539,11 +572,13 @@ export async function consumeApprovalAndReserve(
   leaseMs: number,
   events?: TrailingEvents<[Approval, Reservation]>,
   precondition?: string | null,
+  charges?: readonly BudgetCharge[],
 ): Promise<[Approval, Reservation]> {
   const i = nonEmpty(id, 'approval_id');
   const hash = nonEmpty(actionHash, 'action_hash');
   const k = nonEmpty(key, 'effect_key');
   const recheck = checkRecheck(precondition);
+  const budget = checkCharges(charges);
   return e.writeTrailed('consumeApprovalAndReserve', events, async (tx, now, run) => {
     // The approval first: its refusal wins, and nothing of the reservation is written.
     const record = await e.approval(tx, i);
@@ -552,7 +587,8 @@ export async function consumeApprovalAndReserve(
       await expire(e, tx, record!);
       return new RaiseAfterCommit(plan.error);
     }
-    const reservation = await reserve(e, tx, k, actionId, leaseMs, now, run);
+    // An overspent budget refuses here, after the approval's check: nothing is written, the approval stays granted.
+    const reservation = await charged(e, tx, budget, k, actionId, now, () => reserve(e, tx, k, actionId, leaseMs, now, run));
     // A refused reservation (even a kept ambiguation) leaves the approval granted.
     if (reservation instanceof RaiseAfterCommit) return reservation;
     const approval = await consume(e, tx, plan.record, now);
@@ -576,6 +612,7 @@ export async function reserveForExecution(
           hash: nonEmpty(step.approval.actionHash, 'action_hash'),
           recheck: checkRecheck(step.approval.precondition),
         };
+  const budget = checkCharges(step.charges);
   return e.writeTrailed(
     'reserveForExecution',
     events,
@@ -591,13 +628,13 @@ export async function reserveForExecution(
         }
         granted = plan.record;
       }
-      const reservation = await reserve(e, tx, k, actionId, leaseMs, now, run, 'executing');
+      const reservation = await charged(e, tx, budget, k, actionId, now, () => reserve(e, tx, k, actionId, leaseMs, now, run, 'executing'));
       // A refused reservation (even a kept ambiguation) leaves the approval granted.
       if (reservation instanceof RaiseAfterCommit) return reservation;
       const consumed = granted === null ? null : await consume(e, tx, granted, now);
       return [consumed, reservation] satisfies [Approval | null, Reservation];
     },
-    approval !== null || e.sql.sql.insertEffectWithEvents === undefined || e.driver.capabilities.oneStatementSteps !== true
+    approval !== null || budget.length !== 0 || e.sql.sql.insertEffectWithEvents === undefined || e.driver.capabilities.oneStatementSteps !== true
       ? undefined
       : async (tx, now, run, fieldsOf, receipt) => {
           // No approval to consume: try the insert of a fresh row with its events as one statement;
@@ -657,8 +694,8 @@ export async function failEffect(e: SqlEngine, key: string, actionId: string, er
 
 /**
  * What every move to `failed` also writes, in its own transaction: the release of the effect's
- * budget charges (spec 05 §5.1: a failed attempt spends nothing). This build charges nothing; the
- * rows are the original's, on a store both write, and its window must see them released.
+ * budget charges (spec 05 §5.1: a failed attempt spends nothing), this build's and the original's
+ * alike, on a store both write.
  */
 function releaseCharges(e: SqlEngine): (tx: SqlExecutor, target: EffectRecord, now: Date) => Promise<void> {
   return async (tx, target, now) => {
