@@ -148,6 +148,25 @@ function retentionSuite(open: () => Promise<StateStore>) {
     await store.close();
   });
 
+  it('T546: a committed effect of the prefix charged inside the --older-than window refuses the prune, naming it; outside it, its ledger rows go with it', async () => {
+    const store = await open();
+    await refunds(store, 4);
+    // A charge the original's ledger holds for the committed refund at seq 2 (this build charges none itself yet).
+    const now = new Date().toISOString().replace('Z', '+00:00');
+    await rawExec(
+      store,
+      `INSERT INTO budget_ledger(grant_id, metric, amount, effect_key, attempt, consumed_at) VALUES ('support', 'amount', 100, 'refund:pay_1', 1, '${now}')`,
+    );
+    const refused = await refusal(pruneChain(store, { through: 3, olderThanMs: 30 * 86_400_000, by: 'ana' }));
+    expect(refused.reason).toBe('charged');
+    expect(refused.detail.effectKey).toBe('refund:pay_1');
+    expect(refused.message).toMatch(/inside the --older-than window/);
+    const pruned = await pruneChain(store, { through: 3, olderThanMs: 0, by: 'ana' });
+    expect(pruned.ledgerRowsDeleted).toBe(1);
+    expect((await verifiedFromCheckpoint(store)).report.ok).toBe(true);
+    await store.close();
+  });
+
   it('T544: a prune that would add a break is refused with the seq named; a break already there does not refuse it (T543)', async () => {
     const store = await open();
     await refunds(store, 6);
