@@ -384,13 +384,14 @@ export function commandControl(
   setup: { policy: Policy; environment: string | undefined; target: StoreTarget },
   store: StateStore,
   err: (line: string) => void,
-  extra: Pick<ControlOptions, 'identity' | 'sinks' | 'authority'> = {},
+  extra: Pick<ControlOptions, 'identity' | 'sinks' | 'authority' | 'approvers'> = {},
 ): Control {
   return new Control({
     policy: setup.policy,
     store,
     identity: extra.identity ?? null,
     ...(extra.authority !== undefined ? { authority: extra.authority } : {}),
+    ...(extra.approvers ? { approvers: extra.approvers } : {}),
     // The JSONL files beside a SQLite store, as fromFile writes them (none for PostgreSQL).
     sinks: [...(setup.target.kind === 'sqlite' ? [jsonlFileSink(dirname(setup.target.path))] : []), ...(extra.sinks ?? [])],
     logger: { warn: (message: string) => err(`warning: ${message}`) },

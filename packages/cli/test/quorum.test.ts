@@ -148,3 +148,48 @@ describe('ctrlrun approve with a configured identity (--identity-jwt … --appro
     }
   });
 });
+
+describe('ctrlrun mcp-operator --approver-roles-claim', () => {
+  it('needs --identity-jwt and the claim copied onto the principal; refused by name before anything is served', async () => {
+    const dir = tempDir();
+    writeFileSync(join(dir, 'ctrlrun.yaml'), POLICY);
+    const alone = await run(['mcp-operator', '--stdio', '--approver-roles-claim', 'roles'], { cwd: dir });
+    expect(alone.code).not.toBe(0);
+    expect(alone.stderr).toContain('--approver-roles-claim needs --identity-jwt');
+    writeFileSync(join(dir, 'secret'), 'a-shared-secret-of-forty-characters-long!');
+    const jwt = [
+      '--identity-jwt',
+      '--identity-jwt-algorithms',
+      'HS256',
+      '--identity-jwt-issuer',
+      'https://idp.example',
+      '--identity-jwt-audience',
+      'ops',
+      '--identity-jwt-token-type',
+      'JWT',
+      '--identity-jwt-secret-file',
+      join(dir, 'secret'),
+      '--identity-jwt-user-claim',
+      'email',
+    ];
+    const uncopied = await run(['mcp-operator', ...jwt, '--approver-roles-claim', 'roles'], { cwd: dir });
+    expect(uncopied.stderr).toContain('--approver-roles-claim roles needs --identity-jwt-claim roles');
+  });
+
+  it('the Control it builds computes entitlement from that claim', async () => {
+    const { commandControl } = await import('../src/mcp-http.js');
+    const store = await (await import('@ctrlrun/store-sqljs')).createSqlJsStore();
+    const policy = loadPolicy(
+      'schema: ctrlrun.policy/v6\ncontrols:\n  refund-limit: {title: Limit, approver_role: finance}\nactions:\n  stripe.refund:\n    controls: [refund-limit]\n    decision: approve\n',
+    );
+    const control = commandControl({ policy, environment: undefined, target: { kind: 'memory' } as never }, store, () => {}, {
+      approvers: { rolesClaim: 'roles' },
+    });
+    expect(control.approverIdentity).toEqual({ rolesClaim: 'roles' });
+    const err = await protect(() => 1, { control, name: 'stripe.refund' })({ id: 'x' }, { principal: { agent: 'refund-agent' } }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ApprovalRequired);
+    const id = (err as ApprovalRequired).requestId;
+    await control.grantApproval(id, { approver: 'mcp-operator:ana', verified: { agent: 'mcp', user: 'ana', claims: { roles: ['finance'] } } });
+    expect((await store.getApproval(id))?.approvers?.[0]?.entitled).toEqual(['refund-limit']);
+  });
+});

@@ -28,6 +28,11 @@ export const mcpOperator: Command = {
     'user-header': { type: 'string', value: 'NAME', help: 'the request header naming the human; writes without one are refused' },
     stdio: { type: 'boolean', help: 'serve over stdin/stdout; the approver is the OS account running this process' },
     ...JWT_OPTIONS,
+    'approver-roles-claim': {
+      type: 'string',
+      value: 'CLAIM',
+      help: "with --identity-jwt …: the token's claim listing the approver's roles (copy it with --identity-jwt-claim), matched against approver_role",
+    },
     ...MCP_OPTIONS,
     'store-url': STORE_URL,
   },
@@ -56,13 +61,19 @@ export const mcpOperator: Command = {
     }
     if (stdio && (agentHeader !== undefined || userHeader !== undefined))
       throw new UsageError('--stdio answers as the OS account; it takes no identity headers');
+    const rolesClaim = values['approver-roles-claim'] as string | undefined;
+    if (rolesClaim !== undefined && jwt === null) throw new UsageError('--approver-roles-claim needs --identity-jwt: only a verified token carries roles');
+    if (rolesClaim !== undefined && !(jwt?.claimNames ?? []).includes(rolesClaim))
+      throw new UsageError(
+        `--approver-roles-claim ${rolesClaim} needs --identity-jwt-claim ${rolesClaim}: a claim not copied onto the principal entitles nobody`,
+      );
 
     const say = stdio ? err : out;
     const setup = loadSetup(io, values, err);
     const { target } = setup;
     const store = await openAnswerer(target, async () => {});
     try {
-      const control = commandControl(setup, store, err);
+      const control = commandControl(setup, store, err, rolesClaim === undefined ? {} : { approvers: { rolesClaim } });
       let identify: OperatorOptions['identify'];
       let identityLine: string;
       if (stdio) {
