@@ -8,12 +8,12 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { CreateMessageRequestSchema, ElicitRequestSchema, ListRootsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { CreateMessageRequestSchema, ElicitRequestSchema, ListRootsRequestSchema, ResultSchema, type Result } from '@modelcontextprotocol/sdk/types.js';
 import { Control, loadPolicy, type StateStore } from '@ctrlrun/kernel';
 import { argumentSpellings, ELICITATION_ROUNDS, Gateway, headerText, RECEIPT_META_KEY, ReceiptIds } from '@ctrlrun/mcp';
 import { createSqlJsStore } from '@ctrlrun/store-sqljs';
 import { connectUpstream, serveHttp, type HttpServing } from '../../packages/cli/src/mcp-http.js';
-import { call, CLI, failure, NODE_TS, receiptDocs, start, startHttpUpstream, UPSTREAM, upstreamCalls, workDir } from './support.js';
+import { call, CLI, failure, NODE_TS, receiptDocs, refusedOf, start, startHttpUpstream, UPSTREAM, upstreamCalls, workDir } from './support.js';
 
 const TIMEOUT = 120_000;
 
@@ -26,6 +26,7 @@ actions:
   mcp.pay.roots: {effect: "roots:{id}", decision: allow}
   mcp.pay.locked: {effect: "locked:{id}", decision: allow}
   mcp.pay.forbidden: {effect: "forbidden:{id}", decision: allow}
+  mcp.pay.continued: {effect: "continued:{id}", decision: allow}
 `;
 
 interface Rig {
@@ -332,6 +333,95 @@ describe("gateway: the upstream's own requests reach the agent's client", () => 
         // Within the bound, the same tool commits.
         expect(failure(await call(agent, 'elicit', { id: 'e8', rounds: ELICITATION_ROUNDS }))).toBeUndefined();
         expect((await r.store.getEffect('elicit:e8'))?.state).toBe('committed');
+      } finally {
+        await close();
+      }
+    },
+    TIMEOUT,
+  );
+});
+
+describe('gateway: continuations (input_required / requestState)', () => {
+  const leg = (agent: Client, params: Record<string, unknown>): Promise<Result> =>
+    agent.request({ method: 'tools/call', params: { name: 'continued', ...params } }, ResultSchema, { timeout: 120_000 });
+
+  it(
+    "input_required is relayed under the gateway's requestState with the reservation held; each continuation leg resumes the held call with the agent's inputResponses; it commits once; a token is good once and for its own call (-41009)",
+    async () => {
+      const r = await rig();
+      const { agent, close } = await capableAgent(r.url);
+      try {
+        const args = { id: 'c1', rounds: 2 };
+        const first = await leg(agent, { arguments: args });
+        expect(first).toMatchObject({ resultType: 'input_required', inputRequests: { confirm: { method: 'elicitation/create' } } });
+        const token1 = first['requestState'] as string;
+        expect(token1).toMatch(/^ctrlrun_cont_[0-9a-f]{32}$/);
+        expect(first._meta?.[RECEIPT_META_KEY]).toMatchObject({ result: 'suspended', effect_key: 'continued:c1', receipt_id: null, attempt: 1 });
+        expect((await r.store.getEffect('continued:c1'))?.state).toBe('executing');
+        // The same call sent afresh meanwhile does not run: the reservation is held.
+        expect(refusedOf(await leg(agent, { arguments: args }))).toBeDefined();
+        // A token the gateway never gave, or given for other arguments: -41009, nothing runs.
+        expect(refusedOf(await leg(agent, { arguments: args, requestState: 'round-1' }))).toMatchObject({
+          code: -41009,
+          data: { error: 'ctrlrun.unknown_continuation' },
+        });
+        expect(refusedOf(await leg(agent, { arguments: { id: 'c1', rounds: 3 }, requestState: token1 }))?.code).toBe(-41009);
+        expect(upstreamCalls(r.log)).toHaveLength(1);
+
+        const second = await leg(agent, { arguments: args, requestState: token1, inputResponses: { confirm: { action: 'accept', content: {} } } });
+        expect(second).toMatchObject({ resultType: 'input_required' });
+        const token2 = second['requestState'] as string;
+        expect(token2).not.toBe(token1);
+        // Taken once: the first token is spent.
+        expect(refusedOf(await leg(agent, { arguments: args, requestState: token1 }))?.code).toBe(-41009);
+        const last = await leg(agent, { arguments: args, requestState: token2, inputResponses: { confirm: { action: 'accept', content: { ok: true } } } });
+        expect(last.content).toEqual([{ type: 'text', text: 'continued after 2 round(s): {"confirm":{"action":"accept","content":{"ok":true}}}' }]);
+        expect(last._meta?.[RECEIPT_META_KEY]).toMatchObject({ result: 'committed', effect_key: 'continued:c1' });
+        expect((await r.store.getEffect('continued:c1'))?.state).toBe('committed');
+        // Every leg reached the upstream with the held call's canonical arguments.
+        expect(upstreamCalls(r.log)).toEqual([
+          { tool: 'continued', arguments: { id: 'c1', rounds: 2 } },
+          { tool: 'continued', arguments: { id: 'c1', rounds: 2 } },
+          { tool: 'continued', arguments: { id: 'c1', rounds: 2 } },
+        ]);
+        expect((await receiptDocs(r.store)).filter((d) => d['action'] === 'mcp.pay.continued').map((d) => d['result'])).toEqual(['blocked', 'committed']);
+        expect(refusedOf(await leg(agent, { arguments: args, requestState: token2 }))?.code).toBe(-41009);
+      } finally {
+        await close();
+      }
+    },
+    TIMEOUT,
+  );
+
+  it(
+    `input_required without a requestState, or more than ${ELICITATION_ROUNDS} times in one call: AMBIGUOUS, -41010; a continuation leg answered "not executed" is AMBIGUOUS too`,
+    async () => {
+      const r = await rig();
+      const { agent, close } = await capableAgent(r.url);
+      try {
+        const stateless = refusedOf(await leg(agent, { arguments: { id: 's1', stateless: true } }));
+        expect(stateless?.code).toBe(-41010);
+        expect(stateless?.text).toContain('without a requestState');
+        expect((await r.store.getEffect('continued:s1'))?.state).toBe('ambiguous');
+        const args = { id: 'b1', rounds: ELICITATION_ROUNDS + 1 };
+        let result = await leg(agent, { arguments: args });
+        for (let n = 1; n < ELICITATION_ROUNDS; n++) {
+          expect(result['resultType'], `leg ${n}`).toBe('input_required');
+          result = await leg(agent, { arguments: args, requestState: result['requestState'], inputResponses: {} });
+        }
+        expect(result['resultType']).toBe('input_required');
+        const over = refusedOf(await leg(agent, { arguments: args, requestState: result['requestState'], inputResponses: {} }));
+        expect(over?.code).toBe(-41010);
+        expect(over?.text).toContain(`more than ${ELICITATION_ROUNDS} times`);
+        expect((await r.store.getEffect('continued:b1'))?.state).toBe('ambiguous');
+        // A "not executed" answer on a continuation leg speaks for that leg only: the call is AMBIGUOUS.
+        const held = await leg(agent, { arguments: { id: 'n1', refuseLeg: true } });
+        const refusedLeg = await leg(agent, { arguments: { id: 'n1', refuseLeg: true }, requestState: held['requestState'] }).then(
+          () => null,
+          (e: unknown) => e as { code?: number },
+        );
+        expect(refusedLeg?.code).toBe(-32602);
+        expect((await r.store.getEffect('continued:n1'))?.state).toBe('ambiguous');
       } finally {
         await close();
       }

@@ -6,7 +6,10 @@
 // re-parses the arguments and would drop a "__proto__" key before this server could log it.
 // Unlisted tools (so the listing the startup block checks is unchanged): sample, elicit and roots
 // ask the agent through the gateway (sampling/createMessage, elicitation/create `rounds` times,
-// roots/list) and answer with what they got; over HTTP, locked is answered 403 with a
+// roots/list) and answer with what they got; continued answers input_required (requestState
+// "round-1", …) until `rounds` legs are done, then what the last leg's inputResponses said
+// (`stateless: true`: input_required without a requestState; `refuseLeg: true`: a continuation
+// leg answered -32602); over HTTP, locked is answered 403 with a
 // WWW-Authenticate challenge and forbidden a bare 403, before the server reads the call.
 import { appendFileSync } from 'node:fs';
 import { createServer } from 'node:http';
@@ -109,6 +112,20 @@ function build(): Server {
           }
         }
         return { content: [{ type: 'text', text: JSON.stringify(got) }] };
+      }
+      case 'continued': {
+        const p = req.params as { arguments?: { rounds?: number; stateless?: boolean; refuseLeg?: boolean }; requestState?: string; inputResponses?: unknown };
+        if (p.requestState !== undefined && p.arguments?.refuseLeg) throw new McpError(-32602, 'the upstream refused the continuation leg');
+        const done = p.requestState === undefined ? 0 : Number(/^round-(\d+)$/.exec(p.requestState)?.[1] ?? NaN);
+        if (Number.isNaN(done)) throw new McpError(-32602, `unknown requestState ${JSON.stringify(p.requestState)}`);
+        if (done < (p.arguments?.rounds ?? 1)) {
+          return {
+            resultType: 'input_required',
+            inputRequests: { confirm: { method: 'elicitation/create', params: { message: `confirm leg ${done + 1}?`, requestedSchema: { type: 'object' } } } },
+            ...(p.arguments?.stateless ? {} : { requestState: `round-${done + 1}` }),
+          };
+        }
+        return { resultType: 'complete', content: [{ type: 'text', text: `continued after ${done} round(s): ${JSON.stringify(p.inputResponses ?? null)}` }] };
       }
       case 'roots': {
         const answer = await extra.sendRequest({ method: 'roots/list' }, ListRootsResultSchema);

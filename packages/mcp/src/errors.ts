@@ -20,6 +20,7 @@ export const GATEWAY_ERRORS = {
   blocked: { code: -41006, token: 'ctrlrun.blocked' },
   noPrincipal: { code: -41007, token: 'ctrlrun.no_principal' },
   unrepresentableArgument: { code: -41008, token: 'ctrlrun.unrepresentable_argument' },
+  unknownContinuation: { code: -41009, token: 'ctrlrun.unknown_continuation' },
   upstreamAmbiguous: { code: -41010, token: 'ctrlrun.upstream_ambiguous' },
   upstreamNotExecuted: { code: -41011, token: 'ctrlrun.upstream_not_executed' },
   unauthorized: { code: -41012, token: 'ctrlrun.unauthorized' },

@@ -40,6 +40,7 @@ import {
   LocalApprovalProvider,
   PendingApprovalLimit,
   NotExecuted,
+  Suspended,
   unusedEditFor,
   viewTime,
   type Action,
@@ -136,6 +137,24 @@ export class ReceiptIds {
 /** What an execution observed upstream, kept so the agent gets the upstream's own answer. */
 type Observed = { readonly kind: 'result'; readonly result: Result; readonly outcome: Outcome } | { readonly kind: 'error'; readonly error: unknown };
 
+/**
+ * A call the upstream answered `input_required` (spec 04 §5): held in the store under the
+ * gateway's continuation token, which replaces the upstream's `requestState` in what the agent
+ * gets. Kept in memory: a restarted gateway knows none (-41009), and the held reservation lapses
+ * into AMBIGUOUS as any unresumed one does.
+ */
+interface Continuation {
+  /** The upstream's own `requestState`, sent back to it on the next leg. */
+  readonly upstreamState: string;
+  /** The held action's hash: the continuation leg must be the same call. */
+  readonly actionHash: string;
+  /** Legs answered `input_required` so far. */
+  readonly rounds: number;
+}
+
+/** How many continuations the gateway remembers at once; past that, the oldest is forgotten (its reservation lapses). */
+const MAX_CONTINUATIONS = 10_000;
+
 /** A call whose upstream went past the elicitation bound: its outcome is unknown. */
 class ElicitationBound extends Error {
   override name = 'ElicitationBound';
@@ -195,6 +214,8 @@ export class Gateway {
   readonly #typedTools = new Set<string>();
   /** Agent requests waiting on the upstream (see {@link InFlight}). */
   readonly #inFlight = new Set<InFlight>();
+  /** Calls held at `input_required`, by the continuation token the agent was given. */
+  readonly #continuations = new Map<string, Continuation>();
 
   constructor(options: GatewayOptions) {
     if (!options || typeof options !== 'object') throw new InvalidArgument('Gateway needs { control, upstream, alias }');
@@ -467,6 +488,7 @@ export class Gateway {
     }
     const name = this.actionName(tool);
     const { action, options } = await this.#intake(name, args, extra.requestInfo?.headers);
+    if (params['requestState'] !== undefined) return this.#continue(action, params, extra);
     const approvalId = await this.#presentable(action);
     const slot = await this.#pendingLimit.acquire(action, approvalId);
     if ('refused' in slot) {
@@ -532,6 +554,27 @@ export class Gateway {
     }
   }
 
+  /**
+   * A continuation leg (`params.requestState`): the held call resumed through the kernel, the
+   * agent's `inputResponses` (and any other field it adds) sent on with the held call's canonical
+   * arguments and the upstream's own `requestState`. A token the gateway did not give, gave for
+   * another call, or already took is `-41009` and nothing runs.
+   */
+  async #continue(action: Action, params: Record<string, unknown>, extra: CallExtra): Promise<Result> {
+    const token = params['requestState'];
+    const held = typeof token === 'string' ? this.#continuations.get(token) : undefined;
+    if (typeof token !== 'string' || held === undefined || held.actionHash !== action.actionHash) {
+      throw gatewayError(
+        'unknownContinuation',
+        `${action.name}: params.requestState is not a continuation this gateway holds for this call (it gives one with each input_required answer, for the same tool and arguments, once)`,
+        {},
+      );
+    }
+    this.#continuations.delete(token);
+    const { name: _name, arguments: _arguments, requestState: _state, _meta, ...rest } = params;
+    return this.#execute(action, {}, extra, { token, held, fields: rest });
+  }
+
   /** The kernel's one intake: the principal (from the request's headers), the action and its options, or the refusal. */
   async #intake(name: string, args: Record<string, unknown>, rawHeaders: Readonly<Record<string, string | string[] | undefined>> | undefined): Promise<Intake> {
     const headers = Object.create(null) as Record<string, string>; // a header may be named __proto__
@@ -571,8 +614,15 @@ export class Gateway {
   }
 
   /** Runs the action once through Control; relays the upstream's answer with the receipt in `_meta`. */
-  async #execute(action: Action, options: ExecuteOptions, extra: CallExtra): Promise<Result> {
+  async #execute(
+    action: Action,
+    options: ExecuteOptions,
+    extra: CallExtra,
+    leg: { token: string; held: Continuation; fields: Record<string, unknown> } | null = null,
+  ): Promise<Result> {
     const tool = action.name.slice(`mcp.${this.alias}.`.length);
+    // Set when the upstream answers input_required and the call is held: what the agent gets.
+    let suspended: { token: string; result: Result } | null = null;
     const notExecutedOnError = this.control.policy.action(action.name)?.notExecutedOnError ?? false;
     let observed: Observed | null = null;
     let attempt = 1;
@@ -587,7 +637,12 @@ export class Gateway {
       try {
         // A client whose transport closed sends nothing: that is "never connected", not unknown.
         if (this.upstream.transport === undefined) throw new UpstreamNotConnected('the upstream connection is closed');
-        const params = { name: tool, arguments: canonical, ...(relay.token !== null ? { _meta: { progressToken: relay.token } } : {}) };
+        const params = {
+          ...(leg === null ? {} : { ...leg.fields, requestState: leg.held.upstreamState }),
+          name: tool,
+          arguments: canonical,
+          ...(relay.token !== null ? { _meta: { progressToken: relay.token } } : {}),
+        };
         result = await this.#toUpstream({ method: 'tools/call', params } as Parameters<Client['request']>[0], extra, (entry) => void (inFlight = entry));
       } catch (err) {
         if ((inFlight as InFlight | null)?.overBound === true) {
@@ -596,7 +651,8 @@ export class Gateway {
         }
         observed = { kind: 'error', error: err };
         const { outcome } = classifyError(err);
-        if (outcome === 'failed') throw new NotExecuted(`the upstream did not execute ${tool}: ${describe(err)}`, { cause: marker });
+        // On a continuation leg, "not executed" speaks for this leg only: an earlier one may have acted.
+        if (outcome === 'failed' && leg === null) throw new NotExecuted(`the upstream did not execute ${tool}: ${describe(err)}`, { cause: marker });
         throw marker;
       } finally {
         relay.done();
@@ -607,15 +663,37 @@ export class Gateway {
         observed = { kind: 'error', error: new ElicitationBound(`the upstream asked for more than ${ELICITATION_ROUNDS} elicitation rounds in one call`) };
         throw marker;
       }
+      if (result['resultType'] === 'input_required') {
+        const rounds = (leg?.held.rounds ?? 0) + 1;
+        const upstreamState = result['requestState'];
+        if (typeof upstreamState !== 'string' || upstreamState === '' || rounds > ELICITATION_ROUNDS) {
+          observed = {
+            kind: 'error',
+            error: new ElicitationBound(
+              typeof upstreamState !== 'string' || upstreamState === ''
+                ? 'the upstream answered input_required without a requestState, so the call cannot be continued'
+                : `the upstream answered input_required more than ${ELICITATION_ROUNDS} times in one call`,
+            ),
+          };
+          throw marker;
+        }
+        const token = `ctrlrun_cont_${randomToken()}`;
+        if (this.#continuations.size >= MAX_CONTINUATIONS) this.#continuations.delete(this.#continuations.keys().next().value!);
+        this.#continuations.set(token, { upstreamState, actionHash: action.actionHash, rounds });
+        suspended = { token, result };
+        throw new Suspended(token, { message: `${tool} answered input_required (round ${rounds})` });
+      }
       const outcome = classifyResult(result, { notExecutedOnError });
       observed = { kind: 'result', result, outcome };
+      if (outcome === 'failed' && leg !== null) throw marker;
       if (outcome === 'failed')
         throw new NotExecuted(`the upstream answered ${tool} with isError (the policy says that means not executed)`, { cause: marker });
       if (outcome === 'ambiguous') throw marker;
       return result;
     };
     try {
-      const { value, receipt } = await this.control.executeWithReceipt(action, executor, options);
+      const { value, receipt } =
+        leg === null ? await this.control.executeWithReceipt(action, executor, options) : await this.control.resumeWithReceipt(leg.token, executor);
       // Run under a grant a human gave with edited arguments: the agent is told what ran.
       const edit = isPlainObject(receipt.document['edit']) ? (receipt.document['edit'] as JsonObject) : null;
       const meta = {
@@ -628,6 +706,27 @@ export class Gateway {
       };
       return withReceipt(edit === null ? value : withEditNote(value, edit, receipt.document['approval_id']), meta);
     } catch (err) {
+      if (suspended !== null) {
+        const { token, result } = suspended as { token: string; result: Result };
+        const meta = { action_id: action.actionId, receipt_id: null, effect_key: effectKey, result: 'suspended', attempt };
+        // Held: the agent answers the input requests and sends the call again with our requestState.
+        if (err instanceof Suspended) return withReceipt({ ...result, requestState: token }, meta);
+        // The kernel could not hold it (no effect key, or the store refused): recorded AMBIGUOUS.
+        this.#continuations.delete(token);
+        throw gatewayError(
+          'upstreamAmbiguous',
+          `${action.name}: the upstream answered input_required, but the call could not be held for its continuation (${err instanceof Error ? err.message : String(err)}); nobody knows whether it acted`,
+          {
+            effect_key: effectKey,
+            action_id: action.actionId,
+            _meta: { [RECEIPT_META_KEY]: { ...meta, result: 'ambiguous', receipt_id: this.#receiptIds?.take(action.actionId) ?? null } },
+          },
+        );
+      }
+      // A continuation the store no longer holds (taken, or never held): unknown.
+      if (leg !== null && err instanceof InvalidArgument) {
+        throw gatewayError('unknownContinuation', `${action.name}: the continuation is no longer held (${err.message})`, {});
+      }
       const fromUpstream = err === marker || (err instanceof NotExecuted && err.cause === marker);
       if (!fromUpstream || observed === null) throw err;
       const seen = observed as Observed;
@@ -684,6 +783,13 @@ export class Gateway {
     if (err instanceof InvalidArgument) return rpcError(ErrorCode.InvalidParams, err.message);
     return err;
   }
+}
+
+/** 128 random bits, hex: a continuation token nobody can guess. */
+function randomToken(): string {
+  const bytes = new Uint8Array(16);
+  crypto.getRandomValues(bytes);
+  return Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('');
 }
 
 /** How a human settles an ambiguous effect, for the agent to pass on. */
