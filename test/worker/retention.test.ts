@@ -11,6 +11,7 @@ import { describe, expect, it } from 'vitest';
 import { createSqlJsStore, type SqlJsStore } from '@ctrlrun/store-sqljs';
 import { createConfiguredApp } from '../../worker/src/configured.js';
 import { loadWorkerSettings } from '../../worker/src/settings.js';
+import { createApp, staticTokens } from '../../worker/src/index.js';
 import { AGENT, harness, OPERATOR } from './harness.js';
 import { memoryProvider, refund, retentionExchanges } from './retention-exchanges.js';
 
@@ -83,5 +84,26 @@ describe('the worker retention routes', () => {
     expect(r.status).toBe(200);
     expect(await r.json()).toMatchObject({ status: 'unavailable', provider: 'http://127.0.0.1:1/anchors' });
     expect((await loadWorkerSettings({ CTRLRUN_AGENT_TOKEN: AGENT, CTRLRUN_OPERATOR_TOKEN: OPERATOR }, { generate: false })).anchor).toBeNull();
+  });
+
+  it("the inbox footer shows the anchor report beside the chain's: ok, then the finding after a rewrite; none without a provider", async () => {
+    const provider = memoryProvider();
+    const h = await harness({ anchor: provider });
+    await refund(h, 'i1');
+    await h.call('POST', '/v1/anchors', OPERATOR);
+    const page = async (app: typeof h.app): Promise<string> => {
+      const login = await app.request('http://inbox.test/inbox/login', { method: 'POST', body: new URLSearchParams({ token: OPERATOR }) });
+      const cookie = login.headers.get('set-cookie')!.split(';')[0]!;
+      return (await app.request('http://inbox.test/inbox', { headers: { cookie } })).text();
+    };
+    const ok = await page(h.app);
+    expect(ok).toContain('data-chain="ok"');
+    expect(ok).toMatch(/data-anchors="ok">Anchored: 1 anchor\(s\) at memory confirm the chain/);
+    await (h.store as SqlJsStore).driver.exec(`UPDATE receipts SET hash = 'sha256:${'4'.repeat(64)}' WHERE seq = 1`);
+    // A fresh app over the same store (the footer's report is kept for 30 s per app).
+    const fresh = createApp({ control: h.control, auth: staticTokens([{ role: 'operator', token: OPERATOR, operator: 'human:ops' }]), anchor: provider });
+    expect(await page(fresh)).toMatch(/data-anchors="broken">Anchor findings: anchor_broken at seq 1/);
+    const none = await harness();
+    expect(await page(none.app)).not.toContain('data-anchors');
   });
 });

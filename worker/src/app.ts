@@ -22,6 +22,7 @@ import {
   parseJson,
   PendingApprovalLimit,
   resultToJson,
+  verifyAnchors,
   verifyChain,
   viewTime,
   type Action,
@@ -565,7 +566,13 @@ export function createApp(options: AppOptions): App {
 
   if (options.inbox !== false) {
     const inboxOptions = typeof options.inbox === 'object' && options.inbox !== null ? options.inbox : {};
-    mountInbox(app, { control, auth, verify: verifyShared, ...(inboxOptions.sessionSecret ? { sessionSecret: inboxOptions.sessionSecret } : {}) });
+    mountInbox(app, {
+      control,
+      auth,
+      verify: verifyShared,
+      anchors: options.anchor && store.retention ? () => verifyAnchors(store, options.anchor!) : null,
+      ...(inboxOptions.sessionSecret ? { sessionSecret: inboxOptions.sessionSecret } : {}),
+    });
   }
 
   app.get('/v1/receipts', operator('read receipts'), async (c) => {

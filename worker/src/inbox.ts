@@ -40,6 +40,7 @@ import {
   showInvisible,
   viewTime,
   type ApprovalRecord,
+  type AnchorReport,
   type ChainReport,
   type Control,
   type EffectRecord,
@@ -80,11 +81,26 @@ export interface InboxOptions {
   auth: Authenticator;
   /** The chain's verification (shared with `GET /v1/receipts/verify`). */
   verify(): Promise<ChainReport>;
+  /** The anchor report (`GET /v1/anchors/verify`), shown apart from the chain's; absent: no anchor provider. */
+  anchors?: (() => Promise<AnchorReport>) | null;
   /**
    * The key sessions are signed with. Default: random per app, so sessions end when the process
    * (or isolate) does; give the same secret to every instance that serves one inbox.
    */
   sessionSecret?: string | null;
+}
+
+/** The anchor report as the inbox's footer shows it, beside (never inside) the chain's verdict. */
+function anchorsHtml(r: AnchorReport): string {
+  if (r.status === 'ok') return `<p class="ok" data-anchors="ok">Anchored: ${esc(r.anchors)} anchor(s) at ${esc(r.provider)} confirm the chain.</p>`;
+  if (r.status === 'unavailable')
+    return `<p class="bad" data-anchors="unavailable">Anchors unavailable: ${esc(r.provider)} could not be asked, so the anchors are not verified.</p>`;
+  return `<p class="bad" data-anchors="broken">Anchor findings: ${esc(
+    r.breaks
+      .slice(0, 5)
+      .map((b) => `${b.name}${b.seq === null ? '' : ` at seq ${b.seq}`}`)
+      .join('; '),
+  )}</p>`;
 }
 
 /** Agent-controlled text as HTML text (or attribute value): markup escaped, invisible characters made visible. */
@@ -420,6 +436,20 @@ export function mountInbox(app: Hono<any>, options: InboxOptions): void {
     return chain.report;
   };
 
+  let anchored: { at: number; report: Promise<AnchorReport> } | null = null;
+  const anchorState = (): Promise<AnchorReport> | null => {
+    const verifyAnchors = options.anchors;
+    if (!verifyAnchors) return null;
+    if (anchored === null || Date.now() - anchored.at > 30_000) {
+      const report = verifyAnchors().catch((err: unknown) => {
+        anchored = null;
+        throw err;
+      });
+      anchored = { at: Date.now(), report };
+    }
+    return anchored.report;
+  };
+
   const ruleFor = (record: ApprovalRecord): string => {
     const { action } = record.request;
     const evaluation = control.policy.evaluate(action.name, action.canonicalArguments);
@@ -528,10 +558,11 @@ ${diffHtml(action.canonicalArguments, edited)}
   };
 
   const liveHtml = async (s: Session): Promise<string> => {
-    const [pending, ambiguous, report] = await Promise.all([
+    const [pending, ambiguous, report, anchors] = await Promise.all([
       store.approvalsPage({ status: 'pending', after: null, limit: SHOWN + 1 }),
       store.listEffects('ambiguous'),
       chainState(),
+      anchorState(),
     ]);
     const now = new Date().toISOString();
     const open = pending.filter((r) => r.request.expiresAt > now);
@@ -569,6 +600,7 @@ ${
           .join('; '),
       )}</p>`
 }
+${anchors === null ? '' : anchorsHtml(anchors)}
 </section>`;
   };
 
