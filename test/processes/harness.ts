@@ -73,7 +73,21 @@ export interface HangPayload extends BasePayload {
   lease_ms: number;
 }
 
-export type Payload = ReservePayload | TakePayload | ExecuteManyPayload | HangPayload;
+/**
+ * Race refunds against one budget through `Control.execute` (`policy`: a v7 document whose grant
+ * budgets action `budget.refund`); a refund with `fail` has its executor raise `NotExecuted`.
+ */
+export interface RefundBudgetPayload extends BasePayload {
+  kind: 'refund-budget';
+  policy: string;
+  refunds: { payment_id: string; amount: number; fail: boolean }[];
+  rendezvous_dir: string;
+  contenders: number;
+  rendezvous_timeout: number;
+  progress_every: number;
+}
+
+export type Payload = ReservePayload | TakePayload | ExecuteManyPayload | HangPayload | RefundBudgetPayload;
 
 /** A finished worker: exit, its parsed stdout lines, and its stderr for diagnostics. */
 export interface Finished {

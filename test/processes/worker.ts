@@ -13,8 +13,8 @@
  */
 import { openSync, closeSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { Control, createAction, loadPolicy, randomIds, type StateStore } from '@ctrlrun/kernel';
-import type { ExecuteManyPayload, HangPayload, Payload, ReservePayload, TakePayload } from './harness.js';
+import { Control, NotExecuted, createAction, loadPolicy, randomIds, type StateStore } from '@ctrlrun/kernel';
+import type { ExecuteManyPayload, HangPayload, Payload, RefundBudgetPayload, ReservePayload, TakePayload } from './harness.js';
 import { PROCESS_POLICY_YAML, PROCESS_PRINCIPAL } from './policy.js';
 
 const LEASE_MS = 5 * 60_000;
@@ -135,6 +135,32 @@ async function hang(p: HangPayload): Promise<void> {
   });
 }
 
+/** Every refund through `Control.execute` against the policy's budget; prints each outcome (`committed`, `failed`, or the refusal's reason). */
+async function refundBudget(p: RefundBudgetPayload): Promise<void> {
+  const store = await open(p);
+  const control = new Control({ policy: loadPolicy(p.policy), store, principal: PROCESS_PRINCIPAL, logger: { warn() {} } });
+  const outcomes: { payment_id: string; amount: number; outcome: string }[] = [];
+  print({ progress: 0, stage: 'opened' });
+  await barrier(p.rendezvous_dir, p.contenders, p.rendezvous_timeout);
+  let done = 0;
+  for (const r of p.refunds) {
+    if (++done % p.progress_every === 0) print({ progress: done });
+    const action = createAction({ name: 'budget.refund', arguments: { payment_id: r.payment_id, amount: r.amount }, principal: PROCESS_PRINCIPAL });
+    try {
+      await control.execute(action, () => {
+        if (r.fail) throw new NotExecuted('card declined');
+        return { refunded: r.amount };
+      });
+      outcomes.push({ ...r, outcome: 'committed' });
+    } catch (err) {
+      const e = err as { name?: string; reason?: string };
+      outcomes.push({ ...r, outcome: e.name === 'NotExecuted' ? 'failed' : `${e.name ?? 'Error'}:${e.reason ?? ''}` });
+    }
+  }
+  await store.close();
+  print({ outcomes });
+}
+
 const payload = await readPayload();
 switch (payload.kind) {
   case 'reserve':
@@ -148,5 +174,8 @@ switch (payload.kind) {
     break;
   case 'hang':
     await hang(payload);
+    break;
+  case 'refund-budget':
+    await refundBudget(payload);
     break;
 }
