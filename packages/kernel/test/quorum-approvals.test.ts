@@ -251,6 +251,20 @@ describe('the approver gate (tests/test_approver.py, tests/test_entitlement.py)'
     expect(await r.exec(id)).toMatchObject({ reason: 'approver_unentitled' });
   });
 
+  it('an edit-then-approve by a verified person: the edited grant records that approver and runs; an unverified edit is refused at presentation', async () => {
+    const r = await rig(POLICY(), IDENTITY);
+    const id = await r.ask();
+    const granted = await r.control.grantApproval(id, { approver: 'ana', verified: ana, edit: { arguments: { payment_id: 'txn_1', amount: 150 } } });
+    expect(granted.approvers?.map((a) => a.user)).toEqual(['ana']);
+    expect((await r.store.getApproval(granted.approvalId))?.approvers?.map((a) => a.user)).toEqual(['ana']);
+    expect(await r.exec(id)).toBe(1);
+    expect((r.lastReceipt()['approvers'] as { user: string }[]).map((a) => a.user)).toEqual(['ana']);
+    const r2 = await rig(POLICY(), IDENTITY);
+    const other = await r2.ask();
+    await r2.control.grantApproval(other, { approver: 'ana', edit: { arguments: { payment_id: 'txn_1', amount: 150 } } });
+    expect(await r2.exec(other)).toMatchObject({ reason: 'approver_unverified' });
+  });
+
   it('a threshold above one is filed, not denied, once approvers are verified (T321 is its converse)', async () => {
     const r = await rig(POLICY('    approvals_required: 3\n'), IDENTITY);
     const id = await r.ask();

@@ -19,7 +19,7 @@ import { evidenceTime, parseTime } from '../time.js';
 import { checkAnswerable } from '../approvals.js';
 import { toSinks } from './evidence.js';
 import { evaluate } from './gates.js';
-import type { VerifiedPrincipal } from './presented.js';
+import { verifiedAnswer, type VerifiedPrincipal } from './presented.js';
 import type { ControlContext } from './pass.js';
 import { grantApproval, optionalText } from './answers.js';
 
@@ -173,7 +173,8 @@ export async function editApproval(ctx: ControlContext, requestId: string, optio
     }),
   ];
   const events: { drafts: typeof drafts; stored?: EventRecord[] } = { drafts };
-  const result = await write.call(ctx.store, { requestId, editedRequestId, action: edited, approver, policyHash: ctx.policyHash }, events);
+  const verified = options.verified === undefined || options.verified === null ? null : verifiedAnswer(ctx.policy, ctx.approverIdentity, options.verified);
+  const result = await write.call(ctx.store, { requestId, editedRequestId, action: edited, approver, policyHash: ctx.policyHash, verified }, events);
   if (events.stored === undefined) {
     for (const d of drafts(result)) await toSinks(ctx, await ctx.store.appendEvent(d));
   } else {

@@ -116,6 +116,8 @@ export interface ApprovalEditWrite {
   readonly approver: string;
   /** The policy hash in force when the edit was decided. */
   readonly policyHash: string | null;
+  /** The editor as a resolving surface verified it: recorded as the edited grant's verified approver. */
+  readonly verified?: VerifiedAnswer | null;
 }
 
 /** What {@link StateStore.editApproval} wrote: the original (now `denied`) and the new grant. */

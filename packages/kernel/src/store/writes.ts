@@ -442,6 +442,7 @@ export async function editApproval(e: SqlEngine, edit: ApprovalEditWrite, events
   const n = nonEmpty(edit.editedRequestId, 'edited approval_id');
   if (n === i) throw new InvalidArgument(`the edited request needs a new id, not ${i}`);
   const who = checkActor(edit.approver, 'approver');
+  const answer = checkVerified(edit.verified);
   const action = edit.action;
   if (typeof action !== 'object' || action === null || typeof action.actionHash !== 'string')
     throw new InvalidArgument('approval edit needs the edited Action');
@@ -479,13 +480,17 @@ export async function editApproval(e: SqlEngine, edit: ApprovalEditWrite, events
       inserted = 0;
     }
     if (inserted !== 1) throw new InvalidArgument(`approval request ${n} already exists`);
-    await answerRequest(e, tx, n, 'granted', who, at);
+    // A verified editor is the edited grant's verified approver (it needs one: the edit is a grant of one).
+    const approvers = answer === null ? [] : [{ ...answer, entitled: [...answer.entitled], grantedAt: at }];
+    const { rowsAffected: answered } = await e.query(tx, sql.countApproval, ['granted', storedText(who), at, approversText(approvers), n, null]);
+    if (answered !== 1) throw answeredFirst(n);
     const granted: ApprovalRecord = {
       request: { requestId: n, actionHash: action.actionHash, action, createdAt: at, expiresAt, policyHash },
       status: 'granted',
       approver: who,
       grantedAt: at,
       consumedAt: null,
+      ...(approvers.length === 0 ? {} : { approvers }),
     };
     return { proposed: { ...plan.record, status: 'denied', approver: who }, approved: grantedApproval(granted) } satisfies ApprovalEditResult;
   });
