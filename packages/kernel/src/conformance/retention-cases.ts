@@ -16,7 +16,14 @@ import { placeHold, pruneChain, releaseHold } from '../retention.js';
 import { PruneRefused } from '../store/retention.js';
 import type { StateStore } from '../store/state-store.js';
 import { expect } from './expect.js';
-import { manualClock, type CaseDef, type StoreFactory } from './cases.js';
+import type { CaseDef, StoreFactory } from './cases.js';
+import type { Clock } from '../time.js';
+
+/** A clock from 2026-01-01T12:00Z that moves 1 ms per reading (cases.ts imports this file, so nothing of its is imported here but types). */
+function steppingClock(): Clock {
+  let t = Date.parse('2026-01-01T12:00:00Z');
+  return () => new Date((t += 1));
+}
 
 /** The retention cases, by id. */
 export const RETENTION_CASE_IDS = ['prune-checkpoint', 'prune-hold', 'prune-unsettled', 'anchor-cache'] as const;
@@ -51,7 +58,7 @@ function run(id: RetentionCaseId, test: string, body: (store: StateStore, contro
       suite: 'retention',
       test,
       async run(factory: StoreFactory) {
-        const clock = manualClock();
+        const clock = steppingClock();
         const store = await factory.open(clock);
         try {
           expect(typeof store.retention, `${store.name} has retention()`).toBe('function');
