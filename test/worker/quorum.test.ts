@@ -226,3 +226,39 @@ tokens:
     ).rejects.toThrow(/approvers/);
   });
 });
+
+describe('edit-then-approve through the worker records the verified editor', () => {
+  it('an operator edit on a one-approver request with approvers configured runs the edit (the editor is its verified approver)', async () => {
+    const store = await createSqlJsStore();
+    const policy = 'schema: ctrlrun.policy/v6\nactions:\n  stripe.refund:\n    effect: "refund:{payment_id}"\n    decision: approve\n';
+    const control = new Control({
+      policy: loadPolicy(policy),
+      store,
+      ids: sequentialIds(),
+      logger: { warn: () => undefined },
+      approvers: { rolesClaim: 'roles' },
+    });
+    const calls: unknown[] = [];
+    const a = createApp({
+      control,
+      auth: staticTokens([
+        { role: 'agent', token: AGENT, agent: 'billing-agent' },
+        { role: 'operator', token: ANA, operator: 'ana' },
+      ]),
+      executors: { 'stripe.refund': (args) => (calls.push(args['amount']), { ok: true }) },
+    });
+    const post = async (path: string, token: string, body?: unknown) =>
+      a.request(path, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      });
+    const asked = (await (await post('/v1/actions', AGENT, { name: 'stripe.refund', arguments: { payment_id: 'e1', amount: 900 } })).json()) as {
+      requestId: string;
+    };
+    expect((await post(`/v1/approvals/${asked.requestId}/grant`, ANA, { edit: { arguments: { payment_id: 'e1', amount: 500 } } })).status).toBe(200);
+    const ran = await post('/v1/actions', AGENT, { name: 'stripe.refund', arguments: { payment_id: 'e1', amount: 900 }, approvalId: asked.requestId });
+    expect(ran.status).toBe(200);
+    expect(calls).toEqual([500]);
+  });
+});

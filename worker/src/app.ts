@@ -493,7 +493,7 @@ export function createApp(options: AppOptions): App {
         if (verb === 'grant') {
           let a;
           try {
-            a = await control.grantApproval(id, edit === null ? { approver, ...as } : { approver, via: 'worker', edit: { arguments: edit } });
+            a = await control.grantApproval(id, edit === null ? { approver, ...as } : { approver, via: 'worker', edit: { arguments: edit }, ...as });
           } catch (err) {
             // Counted, not yet granted: 202 with the request as it stands ("1 of 2 approvals: ana").
             const record = err instanceof ApprovalMismatch && err.counted ? await control.store.getApproval(id) : null;

@@ -718,7 +718,8 @@ ${flash ? `<p class="flash" role="status">${esc(flash)}</p>` : ''}
     if ('error' in edited) return inbox(checked.session, `Not approved: ${edited.error}`);
     let granted: string;
     try {
-      granted = (await control.grantApproval(id, { approver: checked.session.operator, via: 'inbox', edit: { arguments: edited.args } })).approvalId;
+      const as = checked.session.verified === undefined ? {} : { verified: checked.session.verified };
+      granted = (await control.grantApproval(id, { approver: checked.session.operator, via: 'inbox', edit: { arguments: edited.args }, ...as })).approvalId;
     } catch (err) {
       if (!(err instanceof ApprovalMismatch || err instanceof ActionDenied || err instanceof InvalidArgument)) throw err;
       return inbox(checked.session, `Not approved: ${err.message}`);
