@@ -41,7 +41,7 @@ afterEach(async () => {
   for (const r of open.splice(0)) await r.close();
 });
 
-async function rig(upstreamKind: 'stdio' | 'http' = 'stdio'): Promise<Rig> {
+async function rig(upstreamKind: 'stdio' | 'http' = 'stdio', upstreamTimeoutMs?: number): Promise<Rig> {
   const dir = workDir(POLICY);
   const log = join(dir, 'upstream.log');
   const store = await createSqlJsStore();
@@ -59,7 +59,14 @@ async function rig(upstreamKind: 'stdio' | 'http' = 'stdio'): Promise<Rig> {
       () => {},
     );
   }
-  const gateway = new Gateway({ control, upstream, alias: 'pay', receiptIds, principal: { agent: 'agent-1' } });
+  const gateway = new Gateway({
+    control,
+    upstream,
+    alias: 'pay',
+    receiptIds,
+    principal: { agent: 'agent-1' },
+    ...(upstreamTimeoutMs !== undefined ? { upstreamTimeoutMs } : {}),
+  });
   const serving: HttpServing = await serveHttp({
     host: '127.0.0.1',
     port: 0,
@@ -86,7 +93,7 @@ async function rig(upstreamKind: 'stdio' | 'http' = 'stdio'): Promise<Rig> {
 }
 
 /** An SDK agent that can answer sampling, elicitation and roots; `seen` lists what it was asked. */
-async function capableAgent(url: string): Promise<{ agent: Client; seen: string[]; close(): Promise<void> }> {
+async function capableAgent(url: string, elicitationDelayMs = 0): Promise<{ agent: Client; seen: string[]; close(): Promise<void> }> {
   const agent = new Client({ name: 'capable-agent', version: '1.0.0' }, { capabilities: { sampling: {}, elicitation: {}, roots: {} } });
   const seen: string[] = [];
   agent.setRequestHandler(CreateMessageRequestSchema, async (req) => {
@@ -95,6 +102,7 @@ async function capableAgent(url: string): Promise<{ agent: Client; seen: string[
   });
   agent.setRequestHandler(ElicitRequestSchema, async (req) => {
     seen.push(`elicitation: ${req.params.message}`);
+    if (elicitationDelayMs > 0) await new Promise((res) => setTimeout(res, elicitationDelayMs));
     return { action: 'accept', content: { ok: true } };
   });
   agent.setRequestHandler(ListRootsRequestSchema, async () => {
@@ -312,6 +320,24 @@ describe("gateway: the upstream's own requests reach the agent's client", () => 
           'mcp.pay.elicit committed',
           'mcp.pay.roots committed',
         ]);
+      } finally {
+        await close();
+      }
+    },
+    TIMEOUT,
+  );
+
+  it(
+    'the upstream timeout stands still while the agent answers: an elicitation answered after longer than upstreamTimeoutMs, and the call commits',
+    async () => {
+      const r = await rig('stdio', 4000);
+      const { agent, seen, close } = await capableAgent(r.url, 6000);
+      try {
+        const slow = await call(agent, 'elicit', { id: 'slow1', rounds: 1 });
+        expect(failure(slow)).toBeUndefined();
+        expect(slow.result?.content).toEqual([{ type: 'text', text: JSON.stringify([{ ok: true }]) }]);
+        expect(seen).toEqual(['elicitation: round 1?']);
+        expect((await r.store.getEffect('elicit:slow1'))?.state).toBe('committed');
       } finally {
         await close();
       }

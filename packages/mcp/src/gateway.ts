@@ -319,6 +319,7 @@ export class Gateway {
     if (extra.signal.aborted) cancel();
     else extra.signal.addEventListener('abort', cancel, { once: true });
     let timer: ReturnType<typeof setTimeout> | undefined;
+    let done = false;
     const timeout = this.#timeout;
     const entry: InFlight = {
       extra,
@@ -328,6 +329,8 @@ export class Gateway {
       pause: () => clearTimeout(timer),
       resume: () => {
         clearTimeout(timer);
+        // A relayed request answered after the upstream's own answer arms nothing.
+        if (done) return;
         timer = setTimeout(() => controller.abort(new McpError(ErrorCode.RequestTimeout, 'Request timed out', { timeout })), timeout);
       },
     };
@@ -338,6 +341,7 @@ export class Gateway {
       // The timeout is the entry's own; the SDK's is set past it.
       return await this.upstream.request(request, ResultSchema, { signal: controller.signal, timeout: 2_147_483_647 });
     } finally {
+      done = true;
       this.#inFlight.delete(entry);
       clearTimeout(timer);
       extra.signal.removeEventListener('abort', cancel);
