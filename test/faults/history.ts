@@ -85,7 +85,15 @@ export interface Answer {
   readonly error: string | null;
 }
 
-export type HistoryEntry = Invoke | Start | Complete | Answer;
+/** A fault the nemesis injected (written before it strikes; the checker ignores these, the figures count them). */
+export interface Fault {
+  readonly t: 'fault';
+  readonly worker: string;
+  /** `kill:<point>`, `kill:external`, `clock-jump:forward|back`. */
+  readonly fault: string;
+}
+
+export type HistoryEntry = Invoke | Start | Complete | Answer | Fault;
 
 /** One row of the upstream's ledger: the remote really ran this effect. */
 export interface UpstreamRow {

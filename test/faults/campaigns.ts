@@ -1,0 +1,35 @@
+/**
+ * The fault campaigns per store, sized by a scale (the CI slice is 1; `npm run soak` passes
+ * FAULTS_OPS / FAULTS_SCALE), shared by the test file and the soak script.
+ */
+import type { CampaignOptions } from './harness.js';
+
+export type StoreKind = 'sqlite-processes' | 'pglite' | 'postgres';
+
+/** CI-slice operations per store at scale 1 (a loaded 2-core machine runs all three in about 3 minutes). */
+export const SLICE_OPS: Record<StoreKind, number> = { 'sqlite-processes': 1200, pglite: 160, postgres: 800 };
+
+/** The campaign for `kind` on `url`, with about `operations` operations in total. */
+export function campaign(kind: StoreKind, url: string, dir: string, operations: number, seed: number, stallMs: number): CampaignOptions {
+  const clients = kind === 'pglite' ? 1 : 4;
+  return {
+    name: kind,
+    url,
+    dir,
+    operator: kind === 'pglite' ? 'embedded' : 'separate',
+    clients,
+    concurrency: kind === 'pglite' ? 4 : 1,
+    opsPerClient: Math.max(1, Math.ceil(operations / clients)),
+    // Keys collide: about three operations per ref.
+    refs: Math.max(10, Math.ceil(operations / 3)),
+    // PGlite restarts take seconds (WASM start-up): fewer kills there.
+    killRate: kind === 'pglite' ? 0.015 : 0.02,
+    externalKillEveryMs: kind === 'pglite' ? 0 : 4000,
+    jumpRate: 0.02,
+    maxJumpMs: 90_000,
+    leaseMs: 60_000,
+    answerWaitMs: 3000,
+    stallMs,
+    seed,
+  };
+}

@@ -1,0 +1,63 @@
+/**
+ * The CI slice of the fault harness (issue 33): per store, clients in OS processes run a random
+ * mix (allowed, approval-band with an operator granting and denying, duplicates, lost replies,
+ * wrong and reused approvals) while the nemesis SIGKILLs them at random points and clocks jump;
+ * the history checker must find nothing. `npm run soak` runs the same at length.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { scaled } from '../support/load.js';
+import { describePg, freshDatabase } from '../support/pg-cluster.js';
+import { SLICE_OPS, campaign, type StoreKind } from './campaigns.js';
+import { runCampaign } from './harness.js';
+
+const SCALE = Number(process.env['FAULTS_SCALE'] ?? 1);
+const SEED = Number(process.env['FAULTS_SEED'] ?? 33);
+/** Milliseconds a free core needs per operation here, generously (processes start, PGlite compiles). */
+const MS_PER_OP: Record<StoreKind, number> = { 'sqlite-processes': 60, pglite: 400, postgres: 80 };
+
+async function slice(kind: StoreKind, url: (dir: string) => string | Promise<string>): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), `ctrlrun-faults-${kind}-`));
+  try {
+    const ops = Math.ceil(SLICE_OPS[kind] * SCALE);
+    const result = await runCampaign(campaign(kind, await url(dir), dir, ops, SEED, scaled(120_000)));
+    console.log(
+      `[faults] ${kind}: ${JSON.stringify({ operations: result.operations, faults: result.faults, outcomes: result.outcomes, anomalies: result.anomalies.length })}`,
+    );
+    expect(result.anomalies, JSON.stringify(result.anomalies.slice(0, 20), null, 2)).toEqual([]);
+    // The run did what it says: operations of every outcome, and faults of both families.
+    expect(result.operations).toBeGreaterThanOrEqual(ops * 0.9);
+    expect(result.outcomes['committed'] ?? 0).toBeGreaterThan(0);
+    expect(result.outcomes['duplicate'] ?? 0).toBeGreaterThan(0);
+    expect(result.outcomes['ambiguous'] ?? 0).toBeGreaterThan(0);
+    expect(result.outcomes['approval-required'] ?? 0).toBeGreaterThan(0);
+    expect(Object.keys(result.faults).some((f) => f.startsWith('clock-jump'))).toBe(true);
+    if (kind !== 'pglite') expect(Object.entries(result.faults).some(([f, n]) => f.startsWith('kill') && n > 0)).toBe(true);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+const timeout = (kind: StoreKind) => scaled(30_000 + SLICE_OPS[kind] * SCALE * MS_PER_OP[kind]);
+
+describe('fault harness, CI slice', () => {
+  it('SQLite file, client processes', () => slice('sqlite-processes', (dir) => `sqlite:${join(dir, 'store.db')}`), timeout('sqlite-processes'));
+  it('PGlite directory, one process killed and restarted', () => slice('pglite', (dir) => `pglite:${join(dir, 'pgdata')}`), timeout('pglite'));
+});
+
+describePg('fault harness, CI slice, PostgreSQL', (server) => {
+  it(
+    'PostgreSQL server, client processes',
+    async () => {
+      const db = await freshDatabase(server.url, 'faults');
+      try {
+        await slice('postgres', () => db.url);
+      } finally {
+        await db.drop();
+      }
+    },
+    timeout('postgres'),
+  );
+});

@@ -1,0 +1,256 @@
+/**
+ * The fault harness: many clients (OS processes) and an
+ * operator run against one store while a nemesis kills them — each client kills itself at random
+ * points (inside the executor, after the reservation, during the outcome's COMMIT) and the parent
+ * SIGKILLs a random client now and then — and clocks jump. A killed client is
+ * replaced by a new incarnation with the operations it had left. Then a recovery pass takes every
+ * key a dead client left held (with a clock past its lease) and an operator resolves every
+ * ambiguous key against the upstream's ledger (truthfully), and the checker reads the whole history.
+ */
+import { spawn } from 'node:child_process';
+import { appendFileSync, existsSync, readFileSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import type { StateStore } from '@ctrlrun/kernel';
+import { openStore } from '@ctrlrun/store-node';
+import Database from 'better-sqlite3';
+import { stallTimer } from '../support/load.js';
+import { checkHistory, tally, type Anomaly } from './checker.js';
+import { parseLines, type HistoryEntry, type UpstreamRow } from './history.js';
+import { snapshot } from './model.js';
+import type { WorkerPayload } from './worker.js';
+import { faultControl, runOp } from './workload.js';
+
+const WORKER = join(import.meta.dirname, 'worker.ts');
+const NODE_FLAGS = ['--conditions=@ctrlrun/source', '--import', 'tsx'];
+
+export interface CampaignOptions {
+  /** A label for the figures (`sqlite-processes`, `postgres`, …). */
+  readonly name: string;
+  readonly url: string;
+  /** A working directory (history files, the upstream's ledger). */
+  readonly dir: string;
+  /**
+   * `separate`: the operator is a process of its own; `embedded`: it runs inside each client
+   * (PGlite: one process owns the directory at a time).
+   */
+  readonly operator: 'separate' | 'embedded';
+  readonly clients: number;
+  /** Async loops per client (PGlite: one process, several loops). */
+  readonly concurrency: number;
+  /** Operations per client, in total over its incarnations. */
+  readonly opsPerClient: number;
+  readonly refs: number;
+  readonly killRate: number;
+  /** Mean milliseconds between the parent's external kills (0: none). */
+  readonly externalKillEveryMs: number;
+  readonly jumpRate: number;
+  readonly maxJumpMs: number;
+  readonly leaseMs: number;
+  readonly answerWaitMs: number;
+  /** A client that prints nothing and writes no history for this long is stalled: the run fails. */
+  readonly stallMs: number;
+  readonly seed: number;
+  /** Progress, for long runs. */
+  readonly log?: (line: string) => void;
+}
+
+export interface CampaignResult {
+  readonly name: string;
+  readonly operations: number;
+  readonly outcomes: Record<string, number>;
+  readonly faults: Record<string, number>;
+  readonly incarnations: number;
+  readonly anomalies: Anomaly[];
+  readonly upstreamRuns: number;
+  readonly elapsedMs: number;
+}
+
+interface Live {
+  readonly payload: WorkerPayload;
+  kill(): void;
+  readonly ended: Promise<'done' | 'killed'>;
+}
+
+function launch(payload: WorkerPayload): Live {
+  const child = spawn(process.execPath, [...NODE_FLAGS, WORKER], { stdio: ['pipe', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  child.stdout.setEncoding('utf8').on('data', (c: string) => void (out += c));
+  child.stderr.setEncoding('utf8').on('data', (c: string) => void (err += c));
+  const ended = new Promise<'done' | 'killed'>((resolve, reject) => {
+    child.on('error', reject);
+    child.on('close', (code, signal) => {
+      if (code === 0 && out.includes('"done"')) resolve('done');
+      else if (signal === 'SIGKILL' || signal === 'SIGTERM') resolve('killed');
+      else reject(new Error(`client ${payload.worker} exited ${code ?? signal}; stderr:\n${err.slice(-4000)}`));
+    });
+  });
+  child.stdin.end(JSON.stringify(payload));
+  return { payload, kill: () => void child.kill('SIGKILL'), ended };
+}
+
+function readHistory(dir: string): HistoryEntry[] {
+  return readdirSync(dir)
+    .filter((f) => f.endsWith('.jsonl'))
+    .flatMap((f) => parseLines<HistoryEntry>(readFileSync(join(dir, f), 'utf8')));
+}
+
+function readLedger(file: string): UpstreamRow[] {
+  const db = new Database(file, { readonly: true });
+  try {
+    return db.prepare('SELECT effect_key AS effectKey, action_id AS actionId, op FROM ledger ORDER BY id').all() as UpstreamRow[];
+  } finally {
+    db.close();
+  }
+}
+
+/** Runs one campaign and checks its history. */
+export async function runCampaign(o: CampaignOptions): Promise<CampaignResult> {
+  const started = Date.now();
+  const ledgerFile = join(o.dir, 'upstream-ledger.db');
+  const ledger = new Database(ledgerFile);
+  ledger.pragma('journal_mode = WAL');
+  ledger.exec('CREATE TABLE IF NOT EXISTS ledger (id INTEGER PRIMARY KEY AUTOINCREMENT, effect_key TEXT NOT NULL, action_id TEXT NOT NULL, op TEXT NOT NULL)');
+  ledger.close();
+  // Migrate once before the clients race to open it.
+  await (await openStore(o.url)).close();
+
+  const base = (worker: string, role: WorkerPayload['role'], ops: number, seed: number): WorkerPayload => ({
+    role,
+    url: o.url,
+    worker,
+    seed,
+    ops,
+    concurrency: role === 'operator' ? 1 : o.concurrency,
+    embeddedOperator: o.operator === 'embedded',
+    historyFile: join(o.dir, `${worker}.jsonl`),
+    ledgerFile,
+    refs: o.refs,
+    killRate: o.killRate,
+    jumpRate: o.jumpRate,
+    maxJumpMs: o.maxJumpMs,
+    leaseMs: o.leaseMs,
+    answerWaitMs: o.answerWaitMs,
+  });
+  const invokedBy = (file: string) => (existsSync(file) ? parseLines<HistoryEntry>(readFileSync(file, 'utf8')).filter((e) => e.t === 'invoke').length : 0);
+
+  // The operator runs as a process of its own for the whole run (unless each client embeds one).
+  const operator = o.operator === 'separate' ? spawn(process.execPath, [...NODE_FLAGS, WORKER], { stdio: ['pipe', 'ignore', 'inherit'] }) : null;
+  operator?.stdin!.end(JSON.stringify(base('operator', 'operator', 0, o.seed)));
+  const operatorEnded = new Promise<void>((resolve) => (operator ? operator.on('exit', () => resolve()) : resolve()));
+
+  const live = new Set<Live>();
+  let incarnations = 0;
+  let externalKills = 0;
+  let seed = o.seed;
+  let stalled = false;
+  const watchdog = stallTimer(o.stallMs, () => {
+    stalled = true;
+    for (const l of live) l.kill();
+  });
+  let lastSize = -1;
+  const progress = setInterval(() => {
+    const size = readdirSync(o.dir)
+      .filter((f) => f.endsWith('.jsonl'))
+      .reduce((n, f) => n + readFileSync(join(o.dir, f)).length, 0);
+    if (size !== lastSize) watchdog.touch();
+    lastSize = size;
+  }, 1000);
+  const nemesis =
+    o.externalKillEveryMs > 0
+      ? setInterval(
+          () => {
+            const list = [...live];
+            const victim = list[Math.floor(Math.random() * list.length)];
+            if (!victim) return;
+            externalKills++;
+            victim.kill();
+          },
+          Math.max(50, o.externalKillEveryMs),
+        )
+      : null;
+
+  const runClient = async (name: string, ops: number): Promise<void> => {
+    let gen = 0;
+    let left = ops;
+    while (left > 0) {
+      const worker = `${name}.${gen++}`;
+      const payload = base(worker, 'client', left, ++seed);
+      const l = launch(payload);
+      incarnations++;
+      live.add(l);
+      let end: 'done' | 'killed';
+      try {
+        end = await l.ended;
+      } finally {
+        live.delete(l);
+      }
+      if (end === 'done') return;
+      if (stalled) throw new Error(`[${o.name}] no client wrote any history for ${Math.round(o.stallMs / 1000)} s: stalled (${worker} was running)`);
+      left -= invokedBy(payload.historyFile);
+      // An incarnation killed before its first operation still counts one, so the run ends.
+      if (invokedBy(payload.historyFile) === 0) left--;
+      o.log?.(`[${o.name}] ${worker} killed, ${left} operations left for ${name}`);
+    }
+  };
+  try {
+    await Promise.all(Array.from({ length: o.clients }, (_, i) => runClient(`c${i}`, o.opsPerClient)));
+  } finally {
+    if (nemesis) clearInterval(nemesis);
+    clearInterval(progress);
+    watchdog.stop();
+    operator?.kill('SIGTERM');
+    await operatorEnded;
+  }
+
+  // Recovery: a key a dead client left reserved or executing is taken with a clock past its
+  // lease; every ambiguous key is resolved by an operator against the upstream's own ledger.
+  const later = () => new Date(Date.now() + 10 * o.leaseMs + 60 * 60_000);
+  const store: StateStore = await openStore(o.url, { clock: later });
+  const recoveryFile = join(o.dir, 'recovery.jsonl');
+  const upstreamDb = new Database(ledgerFile);
+  const insert = upstreamDb.prepare('INSERT INTO ledger (effect_key, action_id, op) VALUES (?, ?, ?)');
+  const ctx = {
+    control: faultControl(store, { clock: later, lease: o.leaseMs }),
+    upstream: { run: (row: UpstreamRow) => void insert.run(row.effectKey, row.actionId, row.op) },
+    record: (e: HistoryEntry) => appendFileSync(recoveryFile, `${JSON.stringify(e)}\n`),
+  };
+  let n = 0;
+  for (const effect of [...(await store.listEffects('reserved')), ...(await store.listEffects('executing'))]) {
+    await runOp(ctx, {
+      op: `recovery/${n++}`,
+      worker: 'recovery',
+      kind: 'allow',
+      ref: effect.effectKey.replace(/^pay:/, ''),
+      approvalId: null,
+      behaviour: 'ok',
+    });
+  }
+  const ran = new Set(readLedger(ledgerFile).map((r) => r.effectKey));
+  for (const effect of await store.listEffects('ambiguous')) {
+    await ctx.control.resolveEffect(effect.effectKey, ran.has(effect.effectKey) ? 'committed' : 'failed', {
+      by: 'fault-operator',
+      reason: 'checked against the upstream ledger',
+    });
+  }
+  upstreamDb.close();
+  const snap = await snapshot(store);
+  await store.close();
+
+  const history = readHistory(o.dir);
+  const upstream = readLedger(ledgerFile);
+  const anomalies = checkHistory(history, upstream, snap);
+  const faults: Record<string, number> = { 'kill:external': externalKills };
+  for (const e of history) if (e.t === 'fault') faults[e.fault] = (faults[e.fault] ?? 0) + 1;
+  const outcomes = tally(history.filter((e) => !('op' in e) || !e.op.startsWith('recovery/')));
+  return {
+    name: o.name,
+    operations: outcomes['invoked'] ?? 0,
+    outcomes,
+    faults,
+    incarnations,
+    anomalies,
+    upstreamRuns: upstream.length,
+    elapsedMs: Date.now() - started,
+  };
+}

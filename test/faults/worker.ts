@@ -1,0 +1,197 @@
+/**
+ * One client (or the operator) of a fault run, an OS process (its payload on stdin). A client runs `ops` operations of a random mix on `concurrency`
+ * async loops against one store, appending its history to a JSON-lines file and telling the fake
+ * remote (a shared SQLite ledger) what ran. The nemesis inside it kills it at a random point: in
+ * the executor before or after the remote ran, just after the reservation, or while the outcome's
+ * COMMIT is in flight; its clock jumps. The operator grants or denies every pending request.
+ */
+import { appendFileSync } from 'node:fs';
+import type { Clock, StateStore } from '@ctrlrun/kernel';
+import Database from 'better-sqlite3';
+import type { Behaviour, HistoryEntry, OpKind } from './history.js';
+import { answer, faultControl, runOp, type ExecutorPoint, type OpContext } from './workload.js';
+
+export interface WorkerPayload {
+  readonly role: 'client' | 'operator';
+  readonly url: string;
+  /** The worker's name (unique per incarnation: ops are `<worker>/<n>`). */
+  readonly worker: string;
+  readonly seed: number;
+  /** Operations to invoke (a client); the operator runs until told to stop (stdin/`stop` message). */
+  readonly ops: number;
+  readonly concurrency: number;
+  /** The client answers pending requests itself, on one more loop (PGlite: one process owns the store). */
+  readonly embeddedOperator: boolean;
+  readonly historyFile: string;
+  readonly ledgerFile: string;
+  /** Refs are drawn from `ref-0 … ref-<refs-1>`, shared by every client, so keys collide. */
+  readonly refs: number;
+  /** Chance per operation that this client kills itself at a random point of it. */
+  readonly killRate: number;
+  /** Chance per operation that this client's clock jumps (up to ±`maxJumpMs`). */
+  readonly jumpRate: number;
+  readonly maxJumpMs: number;
+  /** The lease this client's Control takes (short, so jumped clocks see others' leases expire). */
+  readonly leaseMs: number;
+  /** How long an approval-band call waits for the operator's answer before giving up. */
+  readonly answerWaitMs: number;
+}
+
+/** Kill points the nemesis picks from (each a place the spec must survive). */
+export const KILL_POINTS = ['before-remote', 'after-remote', 'after-reserve', 'in-commit'] as const;
+export type KillPoint = (typeof KILL_POINTS)[number];
+
+/** A small seeded PRNG (mulberry32): the run is replayable from its seeds. */
+export function prng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+function die(point: KillPoint, record: (e: HistoryEntry) => void, worker: string): never {
+  // Written before the kill (appendFileSync survives it): the run's figures count faults by kind.
+  record({ t: 'fault', worker, fault: `kill:${point}` });
+  process.kill(process.pid, 'SIGKILL');
+  throw new Error('unreachable: SIGKILL');
+}
+
+/** The store, wrapped so the nemesis can strike right after a reservation and during the outcome's COMMIT. */
+function withKillPoints(store: StateStore, armed: () => KillPoint | null, kill: (p: KillPoint) => never): StateStore {
+  const afterReserve = new Set(['reserveEffect', 'consumeApprovalAndReserve', 'reserveForExecution']);
+  const outcome = new Set(['commitEffect', 'failEffect', 'markAmbiguous']);
+  return new Proxy(store, {
+    get(target, prop, receiver) {
+      const v = Reflect.get(target, prop, receiver) as unknown;
+      if (typeof v !== 'function') return v;
+      const fn = (v as (...a: unknown[]) => Promise<unknown>).bind(target);
+      if (typeof prop !== 'string') return fn;
+      if (afterReserve.has(prop)) {
+        return async (...args: unknown[]) => {
+          const r = await fn(...args);
+          if (armed() === 'after-reserve') kill('after-reserve');
+          return r;
+        };
+      }
+      if (outcome.has(prop)) {
+        return (...args: unknown[]) => {
+          // The write starts; the kill lands while its transaction (and COMMIT) is in flight.
+          if (armed() === 'in-commit') setTimeout(() => kill('in-commit'), Math.floor(Math.random() * 3));
+          return fn(...args);
+        };
+      }
+      return fn;
+    },
+  });
+}
+
+async function client(p: WorkerPayload): Promise<void> {
+  const rand = prng(p.seed);
+  let offset = 0;
+  const clock: Clock = () => new Date(Date.now() + offset);
+  const { openStore } = await import('@ctrlrun/store-node');
+  let armed: KillPoint | null = null;
+  const record = (e: HistoryEntry) => appendFileSync(p.historyFile, `${JSON.stringify(e)}\n`);
+  const kill = (point: KillPoint): never => die(point, record, p.worker);
+  const store = withKillPoints(await openStore(p.url, { clock }), () => armed, kill);
+  const ledger = new Database(p.ledgerFile, { timeout: 60_000 });
+  ledger.pragma('journal_mode = WAL');
+  const insert = ledger.prepare('INSERT INTO ledger (effect_key, action_id, op) VALUES (?, ?, ?)');
+  const ctx: OpContext = {
+    control: faultControl(store, { clock, lease: p.leaseMs }),
+    upstream: { run: (row) => void insert.run(row.effectKey, row.actionId, row.op) },
+    record,
+    atExecutor: (point: ExecutorPoint) => {
+      if (armed === point) kill(point);
+    },
+  };
+  let n = 0;
+  const pickBehaviour = (): Behaviour => {
+    const r = rand();
+    return r < 0.8 ? 'ok' : r < 0.9 ? 'not-sent' : 'lost-reply';
+  };
+  const pickRef = () => `ref-${Math.floor(rand() * p.refs)}`;
+  const nextOp = () => `${p.worker}/${n++}`;
+  const loop = async () => {
+    while (n < p.ops) {
+      if (rand() < p.jumpRate) {
+        const jump = Math.round((rand() * 2 - 1) * p.maxJumpMs);
+        offset += jump;
+        record({ t: 'fault', worker: p.worker, fault: jump >= 0 ? 'clock-jump:forward' : 'clock-jump:back' });
+      }
+      armed = rand() < p.killRate ? KILL_POINTS[Math.floor(rand() * KILL_POINTS.length)]! : null;
+      const r = rand();
+      const kind: OpKind = r < 0.6 ? 'allow' : r < 0.93 ? 'approve' : 'deny';
+      const ref = pickRef();
+      const first = await runOp(ctx, { op: nextOp(), worker: p.worker, kind, ref, approvalId: null, behaviour: pickBehaviour() });
+      if (first.outcome === 'ambiguous' && rand() < 0.5) {
+        // The client retries after a lost reply: the key's outcome is unknown, so it is refused.
+        await runOp(ctx, { op: nextOp(), worker: p.worker, kind, ref, approvalId: null, behaviour: 'ok' });
+      }
+      if (first.outcome !== 'approval-required' || first.requestId === null) continue;
+      const deadline = Date.now() + p.answerWaitMs;
+      let status = 'pending';
+      while (status === 'pending' && Date.now() < deadline) {
+        await new Promise((res) => setTimeout(res, 10 + rand() * 30));
+        status = (await store.getApproval(first.requestId))?.status ?? 'missing';
+      }
+      if (status === 'pending') continue;
+      // Present it (granted: runs once; denied: refused), sometimes twice, sometimes by another action.
+      const wrong = rand() < 0.1;
+      await runOp(ctx, {
+        op: nextOp(),
+        worker: p.worker,
+        kind: 'approve',
+        ref: wrong ? pickRef() : ref,
+        approvalId: first.requestId,
+        behaviour: pickBehaviour(),
+      });
+      if (rand() < 0.2) await runOp(ctx, { op: nextOp(), worker: p.worker, kind: 'approve', ref, approvalId: first.requestId, behaviour: 'ok' });
+    }
+  };
+  let clientsDone = false;
+  const embedded = p.embeddedOperator ? operate(store, { ...p, worker: `${p.worker}-operator` }, () => clientsDone) : Promise.resolve();
+  await Promise.all(Array.from({ length: p.concurrency }, loop));
+  clientsDone = true;
+  await embedded;
+  ledger.close();
+  await store.close();
+}
+
+async function operator(p: WorkerPayload, stopped: () => boolean): Promise<void> {
+  const { openStore } = await import('@ctrlrun/store-node');
+  const store = await openStore(p.url);
+  await operate(store, p, stopped);
+  await store.close();
+}
+
+/** Grants (three in four) or denies every pending request until `stopped`. */
+async function operate(store: StateStore, p: WorkerPayload, stopped: () => boolean): Promise<void> {
+  const rand = prng(p.seed + 1);
+  const record = (e: HistoryEntry) => appendFileSync(p.historyFile, `${JSON.stringify(e)}\n`);
+  const control = faultControl(store);
+  let n = 0;
+  while (!stopped()) {
+    for (const pending of await store.listApprovals('pending')) {
+      await answer({ control, record }, `${p.worker}/${n++}`, pending.request.requestId, rand() < 0.75);
+    }
+    await new Promise((res) => setTimeout(res, 15));
+  }
+}
+
+async function main(): Promise<void> {
+  let text = '';
+  for await (const chunk of process.stdin) text += String(chunk);
+  const payload = JSON.parse(text) as WorkerPayload;
+  let stop = false;
+  process.on('SIGTERM', () => void (stop = true));
+  if (payload.role === 'operator') await operator(payload, () => stop);
+  else await client(payload);
+  process.stdout.write(`${JSON.stringify({ done: payload.worker })}\n`);
+}
+
+await main();
