@@ -163,3 +163,5 @@ export {
   PruneRefused,
   type RetentionStore,
 } from './store/retention.js';
+export { BUDGET_EXHAUSTED, BUDGET_UNKEYED, BUDGET_UNMEASURABLE, BudgetExhausted, type BudgetCharge, type LedgerEntry } from './budget.js';
+export { type BudgetSpend, budgetSpend, windowText } from './budget-report.js';

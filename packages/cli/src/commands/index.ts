@@ -6,6 +6,7 @@
 import type { Command } from '../command.js';
 import { approvals } from './approvals.js';
 import { approve, deny } from './approve.js';
+import { budgets } from './budgets.js';
 import { delegate, revoke } from './delegate.js';
 import { demo } from './demo.js';
 import { effects } from './effects.js';
@@ -26,6 +27,7 @@ export const COMMANDS: readonly Command[] = [
   anchor,
   approvals,
   approve,
+  budgets,
   delegate,
   demo,
   deny,
