@@ -17,8 +17,9 @@
  * run there unchanged, child processes included.
  *
  * `node --import tsx scripts/other-node.ts 22 24 -- <vitest arguments…>` installs each major,
- * builds the overlay for it and runs `vitest run <arguments>` there under that Node (exit 1 when a
- * run fails); the installs and overlays are removed at the end.
+ * builds the overlay for it and runs `vitest run <arguments>` there under that Node, the majors'
+ * runs at the same time, each one's output printed when it ends (exit 1 when a run fails); the
+ * installs and overlays are removed at the end.
  *
  * @module
  */
@@ -139,16 +140,22 @@ async function main(argv: readonly string[]): Promise<number> {
         return { node, tree };
       }),
     );
-    let failed = 0;
-    for (const { node, tree } of prepared) {
-      console.log(`\n[other-node] Node ${node.version}: vitest run ${vitestArgs.join(' ')}`);
-      const started = Date.now();
-      // `node`, `npm` and `npx` in the tests' child processes are this Node too.
-      const env = { PATH: `${dirname(node.bin)}${delimiter}${process.env['PATH'] ?? ''}` };
-      const r = await run(node.bin, [join(tree, 'node_modules', 'vitest', 'vitest.mjs'), 'run', ...vitestArgs], { cwd: tree, inherit: true, env });
-      console.log(`[other-node] Node ${node.version}: exit ${r.code} after ${Math.round((Date.now() - started) / 1000)} s`);
-      if (r.code !== 0) failed++;
-    }
+    // The majors' runs side by side: vitest gives each run availableParallelism() - 1 workers (one
+    // on a 2-core machine), so one run alone leaves a core idle while its files wait on child
+    // processes. Each run's output is collected and printed whole when it ends, not interleaved.
+    const runs = await Promise.all(
+      prepared.map(async ({ node, tree }) => {
+        const started = Date.now();
+        // `node`, `npm` and `npx` in the tests' child processes are this Node too.
+        const env = { PATH: `${dirname(node.bin)}${delimiter}${process.env['PATH'] ?? ''}` };
+        const r = await run(node.bin, [join(tree, 'node_modules', 'vitest', 'vitest.mjs'), 'run', ...vitestArgs], { cwd: tree, env });
+        const seconds = Math.round((Date.now() - started) / 1000);
+        console.log(`\n[other-node] Node ${node.version}: vitest run ${vitestArgs.join(' ')}\n${r.stdout}${r.stderr}`);
+        console.log(`[other-node] Node ${node.version}: exit ${r.code} after ${seconds} s`);
+        return r.code;
+      }),
+    );
+    const failed = runs.filter((code) => code !== 0).length;
     return failed === 0 ? 0 : 1;
   } finally {
     rmSync(work, { recursive: true, force: true });
