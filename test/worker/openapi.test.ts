@@ -12,6 +12,7 @@ import { Control, loadPolicy } from '@ctrlrun/kernel';
 import { createApp, staticTokens } from '../../worker/src/index.js';
 import { AGENT, harness, OPERATOR, testExecutors, type Harness } from './harness.js';
 import { retentionExchanges } from './retention-exchanges.js';
+import { budgetExchanges } from './budgets-exchanges.js';
 
 const QUORUM_POLICY = 'schema: ctrlrun.policy/v6\nactions:\n  stripe.refund:\n    approvals_required: 2\n    decision: approve\n';
 
@@ -197,6 +198,7 @@ describe('the OpenAPI document', () => {
     expect(Object.keys(pendingView.approvals[0]!.action.arguments)).toContain('__proto__');
     // Retention and anchors: every status they document.
     seen.push(...(await retentionExchanges()));
+    seen.push(...(await budgetExchanges()));
     const covered = validateAll(doc, seen);
     // Every operation and every status the document lists was provoked (401/403 where a route has them).
     const listed = Object.entries(doc.paths).flatMap(([t, item]) =>

@@ -45,6 +45,7 @@ import { DEFAULT_BODY_LIMIT, errorResponse, HttpError, jsonResponse, readJsonBod
 import { mountInbox } from './inbox.js';
 import { openApiDocument } from './openapi.js';
 import { mountRetention } from './retention.js';
+import { mountBudgets } from './budgets.js';
 import { decodeApprovalCursor, encodeApprovalCursor, receiptView } from './views.js';
 
 /** Cross-origin access; off unless given. */
@@ -563,6 +564,7 @@ export function createApp(options: AppOptions): App {
 
   app.get('/v1/receipts/verify', operator('verify receipts'), async () => jsonResponse(200, (await verifyShared()) as unknown as Record<string, unknown>));
   mountRetention(app, { store, operator, bodyLimit: limit, anchor: options.anchor ?? null });
+  mountBudgets(app, { control, operator });
 
   if (options.inbox !== false) {
     const inboxOptions = typeof options.inbox === 'object' && options.inbox !== null ? options.inbox : {};

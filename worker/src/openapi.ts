@@ -208,6 +208,14 @@ const schemas: Record<string, Schema> = {
     { fromSeq: { type: 'integer', minimum: 1 }, toSeq: { type: ['integer', 'null'], minimum: 1 }, reason: { type: 'string', minLength: 1 }, holdId: str },
     ['fromSeq', 'reason'],
   ),
+  BudgetSpend: obj({
+    grantId: str,
+    delegated: { type: 'boolean' },
+    metric: str,
+    windowSeconds: int,
+    limit: { type: 'string', pattern: '^[0-9]+$' },
+    spent: { type: 'string', pattern: '^[0-9]+$' },
+  }),
   Hold: obj({
     holdId: str,
     fromSeq: int,
@@ -444,6 +452,19 @@ export function openApiDocument(routes: OpenApiRoutes): Record<string, unknown> 
             ...operatorOnly,
             '409': error('Refused (reason: through_head, not_forward, held, unsettled, charged, new_break, no_chain), naming the hold or effect.'),
             '503': error('The anchor provider failed: nothing was anchored or deleted.'),
+          },
+        },
+      },
+      '/v1/budgets': {
+        get: {
+          operationId: 'listBudgets',
+          summary: 'What each budgeted grant spent per metric in its window, beside the limit (operator)',
+          security: bearer,
+          parameters: [query('grant', str, 'Only this grant or dlg_… delegation.')],
+          responses: {
+            '200': json(obj({ budgets: { type: 'array', items: ref('BudgetSpend') } }), 'The budgets in force.'),
+            '400': error('A malformed grant id.'),
+            ...operatorOnly,
           },
         },
       },
