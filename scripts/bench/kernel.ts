@@ -94,6 +94,36 @@ const WARM = 3000;
 for (let i = 0; i < WARM; i++) await one(i);
 let next = 2_000_000;
 
+// 2b. A budgeted allowed action beside the same action under the same grant without budgets:
+// what the predicate (the window's sums) and the ledger rows add to the reservation transaction.
+const grantPolicy = (budgets: string) =>
+  loadPolicy(`schema: ctrlrun.policy/v7
+authority:
+  grants:
+    - id: refund-desk
+      subject: { agent: "bench-agent" }
+      actions: ["stripe.refund"]
+${budgets}actions:
+  stripe.refund:
+    effect: "refund:{payment_id}"
+    decision: allow
+`);
+function grantedOn(store: Awaited<ReturnType<typeof openSqlStateStore>>, budgets: string): (i: number) => Promise<void> {
+  const control = new Control({ policy: grantPolicy(budgets), store, logger: { warn() {} } });
+  return async (i: number) => {
+    await control.execute(createAction({ name: 'stripe.refund', arguments: { payment_id: `txn_${i}`, amount: 50000 }, principal }), () => ({ ok: true }));
+  };
+}
+const BUDGETS = '      budgets: [{metric: amount, limit: 1000000000000000, window: P1D}, {metric: count, limit: 1000000000000, window: PT1H}]\n';
+const unbudgeted = grantedOn(await openSqlStateStore(await SqlJsDriver.open(SQL)), '');
+const budgeted = grantedOn(await openSqlStateStore(await SqlJsDriver.open(SQL)), BUDGETS);
+for (let i = 0; i < WARM; i++) {
+  await unbudgeted(i);
+  await budgeted(i);
+}
+let nu = WARM;
+let nb = WARM;
+
 // 3. The floor: replay the recorded statements bare, with fresh ids each time.
 const schemaDriver = await SqlJsDriver.open(SQL);
 await openSqlStateStore(schemaDriver); // a migrated, empty database to replay into
@@ -172,9 +202,9 @@ for (let i = 0; i < WARM; i++) {
 }
 let m = WARM;
 // Interleaved slices (10 × 300 ms each), so that a change in the machine's load hits all four alike.
-const totals = { actions: [0, 0], floor: [0, 0], minimal: [0, 0], minimalDefault: [0, 0] };
+const totals = { actions: [0, 0], floor: [0, 0], minimal: [0, 0], minimalDefault: [0, 0], unbudgeted: [0, 0], budgeted: [0, 0] };
 // This process's CPU time (user + system) per side, which other processes' load barely moves.
-const cpuMs = { actions: 0, floor: 0, minimal: 0, minimalDefault: 0 };
+const cpuMs = { actions: 0, floor: 0, minimal: 0, minimalDefault: 0, unbudgeted: 0, budgeted: 0 };
 let md = WARM;
 for (let k = 0; k < 10; k++) {
   for (const [side, run] of [
@@ -182,6 +212,8 @@ for (let k = 0; k < 10; k++) {
     ['floor', async () => timeFor(300, () => replay(b++))],
     ['minimal', async () => timeFor(300, () => minimal(m++))],
     ['minimalDefault', async () => timeFor(300, () => minimalDefault(md++))],
+    ['unbudgeted', () => timeForAsync(300, () => unbudgeted(nu++))],
+    ['budgeted', () => timeForAsync(300, () => budgeted(nb++))],
   ] as const) {
     const t0 = performance.now();
     const cpu = process.cpuUsage();
@@ -216,6 +248,10 @@ console.log(
 const perCpu = (k: keyof typeof cpuMs) => (totals[k][0]! / cpuMs[k]) * 1000;
 console.log(
   `per CPU-second: Control ${Math.round(perCpu('actions')).toLocaleString('en-US')}, floor ${Math.round(perCpu('floor')).toLocaleString('en-US')} (${((perCpu('actions') / perCpu('floor')) * 100).toFixed(0)}%), minimal ${Math.round(perCpu('minimal')).toLocaleString('en-US')} (${((perCpu('actions') / perCpu('minimal')) * 100).toFixed(0)}%)   (this process's user + system time)`,
+);
+const [withBudget, withoutBudget] = [totals.budgeted[0]! / totals.budgeted[1]!, totals.unbudgeted[0]! / totals.unbudgeted[1]!];
+console.log(
+  `budgeted allowed actions/s      ${Math.round(withBudget).toLocaleString('en-US')}   beside ${Math.round(withoutBudget).toLocaleString('en-US')} unbudgeted under the same grant (${((withBudget / withoutBudget) * 100).toFixed(0)}%; ${(1000 / withBudget - 1000 / withoutBudget).toFixed(3)} ms more each): two budgets, their window sums and ledger rows in the reservation, ${nb.toLocaleString('en-US')} rows in the window by the end`,
 );
 console.log(
   `minimal floor, sql.js defaults  ${Math.round(minimalDefaultFloor).toLocaleString('en-US')}   the same on sql.js's defaults; kernel / it ${((actions / minimalDefaultFloor) * 100).toFixed(0)}%`,
