@@ -498,7 +498,7 @@ describe('readers', () => {
       }
     }
     const native = join(repo, 'node_modules', 'better-sqlite3', 'build', 'Release', 'better_sqlite3.node');
-    return [native, join(repo, 'packages', 'store-node', 'src', 'better-sqlite3.ts')].every((f) => existsSync(f) && (statSync(f).mode & 0o004) !== 0);
+    return [native, join(repo, 'packages', 'store-node', 'src', 'sqlite', 'better-sqlite3.ts')].every((f) => existsSync(f) && (statSync(f).mode & 0o004) !== 0);
   })();
   const skipReason = asRoot && !othersCanRead ? ' — skipped: running as root (chmod does not stop root) and the checkout is not readable by nobody' : '';
 

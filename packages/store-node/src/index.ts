@@ -15,7 +15,7 @@ export {
   type BetterSqlite3Database,
   type BetterSqlite3Statement,
   type BetterSqlite3StoreOptions,
-} from './better-sqlite3.js';
+} from './sqlite/better-sqlite3.js';
 export {
   PgDriver,
   PgStore,
@@ -28,7 +28,7 @@ export {
   type PgResultLike,
   type PgStandaloneClientLike,
   type PgStoreOptions,
-} from './pg.js';
+} from './postgres/pg.js';
 export {
   PgliteDriver,
   PgliteStore,
@@ -39,8 +39,8 @@ export {
   type PgliteResultLike,
   type PgliteStoreOptions,
   type PgliteTransactionLike,
-} from './pglite.js';
-export { jsonlFileSink, jsonlFileWriter, type JsonlFileOptions, type JsonlFileWriter } from './jsonl-file.js';
+} from './pglite/pglite.js';
+export { jsonlFileSink, jsonlFileWriter, type JsonlFileOptions, type JsonlFileWriter } from './files/jsonl-file.js';
 export { currentContext, withApproval, withContext } from './context.js';
 export {
   environmentFromEnv,
@@ -55,7 +55,7 @@ export {
   stateFilePath,
   type DiscoveryOptions,
   type FromFileOptions,
-} from './from-file.js';
+} from './files/from-file.js';
 export {
   appendRegularFile,
   MAX_INPUT_BYTES,
@@ -64,5 +64,5 @@ export {
   UnreadableFile,
   type ReadRegularFileOptions,
   type UnreadableReason,
-} from './regular-file.js';
-export { jsonlAnchorProvider, type JsonlAnchorOptions } from './anchor-file.js';
+} from './files/regular-file.js';
+export { jsonlAnchorProvider, type JsonlAnchorOptions } from './files/anchor-file.js';

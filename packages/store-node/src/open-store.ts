@@ -95,12 +95,12 @@ export async function openStore(url: string, options: OpenStoreOptions = {}): Pr
   const { clock, readOnly } = options;
   switch (address.kind) {
     case 'sqlite': {
-      const { createBetterSqlite3Store } = await import('./better-sqlite3.js');
+      const { createBetterSqlite3Store } = await import('./sqlite/better-sqlite3.js');
       return createBetterSqlite3Store(address.path, { clock, readOnly });
     }
     case 'postgres':
-      return (await import('./pg.js')).openPgStore(address.url, { clock, readOnly });
+      return (await import('./postgres/pg.js')).openPgStore(address.url, { clock, readOnly });
     case 'pglite':
-      return (await import('./pglite.js')).openPgliteStore(address.dir, { clock, readOnly });
+      return (await import('./pglite/pglite.js')).openPgliteStore(address.dir, { clock, readOnly });
   }
 }

@@ -27,9 +27,9 @@ import {
   type SqlValue,
   transactionExecutor,
 } from '@ctrlrun/kernel/store';
-import { importOnce } from './optional-import.js';
+import { importOnce } from '../optional-import.js';
 import { SchemaStore, checkSchema, checkStoreOptions, message, openSchemaStore, type PostgresStoreOptions } from './postgres-common.js';
-import { installNodeSha256 } from './node-digest.js';
+import { installNodeSha256 } from '../node-digest.js';
 import { createHash } from 'node:crypto';
 
 /** What `pg` returns for one statement, as far as the driver reads it. */

@@ -12,9 +12,9 @@
  */
 import { InvalidArgument, StoreError } from '@ctrlrun/kernel';
 import { quoteIdentifier, type QueryResult, type SqlDriver, type SqlExecutor, type SqlValue, transactionExecutor } from '@ctrlrun/kernel/store';
-import { importOnce } from './optional-import.js';
-import { SchemaStore, checkSchema, checkStoreOptions, message, openSchemaStore, type PostgresStoreOptions } from './postgres-common.js';
-import { installNodeSha256 } from './node-digest.js';
+import { importOnce } from '../optional-import.js';
+import { SchemaStore, checkSchema, checkStoreOptions, message, openSchemaStore, type PostgresStoreOptions } from '../postgres/postgres-common.js';
+import { installNodeSha256 } from '../node-digest.js';
 
 /** What PGlite returns for one statement, as far as the driver reads it. */
 export interface PgliteResultLike {

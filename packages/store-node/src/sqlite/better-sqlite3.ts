@@ -14,8 +14,8 @@ import { closeSync, openSync, readSync, rmSync, statSync, accessSync, constants 
 import { dirname, resolve } from 'node:path';
 import { InvalidArgument, MissingDependency, StoreError, type Clock } from '@ctrlrun/kernel';
 import { SqlStateStore, type QueryResult, type SqlDriver, type SqlExecutor, type SqlValue, transactionExecutor } from '@ctrlrun/kernel/store';
-import { importOnce } from './optional-import.js';
-import { installNodeSha256 } from './node-digest.js';
+import { importOnce } from '../optional-import.js';
+import { installNodeSha256 } from '../node-digest.js';
 
 /** The part of a better-sqlite3 `Statement` the driver uses. */
 export interface BetterSqlite3Statement {

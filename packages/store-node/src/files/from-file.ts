@@ -21,7 +21,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { Control, InvalidArgument, loadPolicy, PolicyError, type ControlOptions, type EventSink, type Policy, type StateStore } from '@ctrlrun/kernel';
 import { jsonlFileSink, type JsonlFileOptions } from './jsonl-file.js';
-import { openStore, parseStoreUrl } from './open-store.js';
+import { openStore, parseStoreUrl } from '../open-store.js';
 import { readRegularFile, UnreadableFile } from './regular-file.js';
 
 /** The policy file name looked for in the working directory. */
