@@ -20,3 +20,5 @@ export type {
 export type { ApprovalEdit, GrantOptions } from './control/edit.js';
 export type { WaitForAnswerOptions } from './control/wait.js';
 export { preconditionFingerprint, type ApproverIdentity, type PreconditionProvider, type VerifiedPrincipal } from './control/presented.js';
+export { toolSchemaDigest } from './control/upstream.js';
+export type { UpstreamObservation } from './control/types.js';

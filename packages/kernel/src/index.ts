@@ -85,6 +85,8 @@ export {
   type PreconditionProvider,
   type VerifiedPrincipal,
   preconditionFingerprint,
+  toolSchemaDigest,
+  type UpstreamObservation,
   describeError,
 } from './control.js';
 export { approvalProgress } from './approvals.js';

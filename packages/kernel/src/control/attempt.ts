@@ -42,6 +42,7 @@ import { runExecutor } from './outcome.js';
 import { note, recordEvent, flush, trailing, afterWrite, recordReceipt } from './evidence.js';
 import { openApproval } from './answers.js';
 import { checkProvider, refuseUnrecorded, requestPins } from './presented.js';
+import { checkObservation } from './upstream.js';
 import { editOfGrant, followEdit, unusedEditOf } from './edit.js';
 import { type ControlContext, type Pass, type Decided, expiryOf, deny, decidedFromJson, describeError } from './pass.js';
 import type { Executor, ExecuteOptions, ExecuteResult } from './types.js';
@@ -98,6 +99,7 @@ export async function attempt<T>(ctx: ControlContext, proposed: Action, executor
     edit: followed?.edit ?? null,
     followsEdit: approvalId !== presented,
     preconditions: checkProvider(options.preconditions),
+    upstream: checkObservation(options.upstream),
   };
   note(ctx, pass, 'ACTION_PROPOSED', { action_hash: action.actionHash });
   try {

@@ -22,13 +22,13 @@ import { POLICY_CHANGE_ACTION, POLICY_EFFECT_PREFIX, resolveEffectTemplate } fro
 import { approverOf } from './gates.js';
 import { note, recordReceipt } from './evidence.js';
 import { type ControlContext, type Pass, block } from './pass.js';
+import { upstreamRefusal } from './upstream.js';
 
 /** A budgeted chain on a store with no budget ledger: this build's own reason (the original always has its ledger). */
 export const BUDGET_UNSUPPORTED = 'budget_unsupported';
 
 /** The refusal reasons these gates give (the original's strings). */
 export const ATTEMPT_CEILING = 'attempt_ceiling';
-export const UPSTREAM_UNVERIFIED = 'upstream_unverified';
 export const APPROVALS_UNVERIFIABLE = 'approvals_unverifiable';
 
 /**
@@ -190,10 +190,6 @@ function metricValue(args: JsonObject, metric: string): number | bigint | string
   return v >= 0 ? v : 'is negative';
 }
 
-function unverifiedMessage(pass: Pass): string {
-  return `${pass.action.name} pins its upstream (upstream:), and nothing in this process observed the upstream it reaches: refused, as the original refuses a pinned action outside its gateway`;
-}
-
 function thresholdMessage(pass: Pass, n: number | bigint): string {
   return `${pass.action.name} needs ${n} distinct approvers (approvals_required), and this Control has no approver identity (the approvers option), so no count of answers could be trusted: denied before anyone is asked`;
 }
@@ -213,7 +209,8 @@ export async function refuseAfterPolicy(ctx: ControlContext, pass: Pass, needsAp
     throw ceilingDenied(pass, over.max);
   }
   const entry = ctx.policy.action(pass.action.name);
-  if (entry?.upstream) await refuseWith(ctx, pass, UPSTREAM_UNVERIFIED, unverifiedMessage(pass));
+  const pinned = entry?.upstream ? upstreamRefusal(pass.action.name, entry.upstream, pass.upstream ?? null) : null;
+  if (pinned !== null) await refuseWith(ctx, pass, pinned.reason, pinned.message);
   const unmeasured = await measureBudgets(ctx, pass);
   if (unmeasured !== null) await refuseWith(ctx, pass, ...unmeasured);
   if (needsApproval && entry !== null && entry.approvalsRequired > 1 && ctx.approverIdentity === null)
@@ -244,7 +241,8 @@ export async function checkCeiling(ctx: ControlContext, pass: Pass): Promise<voi
 export async function observeAfterPolicy(ctx: ControlContext, pass: Pass): Promise<void> {
   if ((await overCeilingAlready(ctx, pass)) !== null) block(pass, ATTEMPT_CEILING);
   const entry = ctx.policy.action(pass.action.name);
-  if (entry?.upstream) block(pass, UPSTREAM_UNVERIFIED);
+  const pinned = entry?.upstream ? upstreamRefusal(pass.action.name, entry.upstream, pass.upstream ?? null) : null;
+  if (pinned !== null) block(pass, pinned.reason);
   const unmeasured = await measureBudgets(ctx, pass);
   if (unmeasured !== null) block(pass, unmeasured[0]);
   if (pass.evaluation?.decision === 'approve' && entry !== null && entry.approvalsRequired > 1 && ctx.approverIdentity === null)

@@ -21,6 +21,7 @@ import type { Logger } from './types.js';
 import { quotedForMessage } from '../visible.js';
 import type { ApprovalEdit } from './edit.js';
 import type { ApproverIdentity, PreconditionProvider } from './presented.js';
+import type { UpstreamObservation } from './types.js';
 import type { VerifiedApprover } from '../model.js';
 import type { BudgetCharge } from '../budget.js';
 
@@ -121,6 +122,8 @@ export interface Pass {
   budgetCharges?: readonly BudgetCharge[];
   /** The call's precondition provider, or null/absent. */
   preconditions?: PreconditionProvider | null;
+  /** What a gateway observed of the upstream (the `upstream` pin's evidence), or null/absent. */
+  upstream?: UpstreamObservation | null;
   /**
    * The caller presented the proposed request and runs the edit instead: the edited grant must be
    * consumed even where the policy would allow the edit without one, so it runs once.

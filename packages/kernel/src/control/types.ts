@@ -50,6 +50,25 @@ export interface ExecuteOptions {
    * request, and asked again when the approval is presented; the action runs only if both match.
    */
   preconditions?: PreconditionProvider | null;
+  /**
+   * What a gateway observed of the upstream this call is about to reach (spec 05 §3.2 `upstream`):
+   * an action whose policy entry pins its upstream runs only with an observation that matches
+   * the pin (`upstream_mismatch` otherwise); without one it is refused `upstream_unverified`.
+   */
+  upstream?: UpstreamObservation | null;
+}
+
+/** What a gateway saw of an upstream immediately before forwarding a call to it. */
+export interface UpstreamObservation {
+  /** `sha256:<hex>` of the TLS certificate the upstream presented (its DER bytes), or null: no TLS. */
+  readonly tlsCertSha256: string | null;
+  /** {@link toolSchemaDigest} of the tool as the upstream lists it now, or null: not listed. */
+  readonly toolSchemaSha256: string | null;
+  /**
+   * The pin's `tls_cert_file` entries read by the observer (the kernel reads no files): each path,
+   * as written in the policy, to `sha256:<hex>` of the certificate in it, or null when unreadable.
+   */
+  readonly certificateFiles?: Readonly<Record<string, string | null>>;
 }
 
 /** Where warnings go. */
