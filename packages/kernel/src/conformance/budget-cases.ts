@@ -18,7 +18,8 @@ import { loadPolicy } from '../policy/index.js';
 import type { StateStore } from '../store/state-store.js';
 import { storedTime, type Clock } from '../time.js';
 import { expect } from './expect.js';
-import { LEASE, T0, manualClock, type CaseDef, type ManualClock, type StoreFactory } from './cases.js';
+import type { CaseDef, StoreFactory } from './cases.js';
+import { LEASE, T0, manualClock, type ManualClock } from './clock.js';
 
 /** The ledger cases, by id. */
 export const BUDGET_CASE_IDS = [

@@ -21,10 +21,9 @@ import { MINUTE, storedTime, type Clock } from '../time.js';
 import { expect } from './expect.js';
 import { RETENTION_CASE_IDS, retentionCases } from './retention-cases.js';
 import { BUDGET_CASE_IDS, budgetCases } from './budget-cases.js';
-/** 2026-01-01T12:00Z: every case starts here. */
-export const T0 = new Date('2026-01-01T12:00:00Z');
-/** The default lease, 5 minutes. */
-export const LEASE = 5 * MINUTE;
+import { LEASE, T0, manualClock, type ManualClock } from './clock.js';
+
+export { LEASE, T0, manualClock, type ManualClock } from './clock.js';
 const CONTENDERS = 8;
 const ROUNDS = 12;
 
@@ -74,25 +73,6 @@ export const CASE_IDS = [
 
 /** One case id. */
 export type CaseId = (typeof CASE_IDS)[number];
-
-/** A clock tests move by hand (the only seam; nothing sleeps). */
-export interface ManualClock extends Clock {
-  advance(ms: number): void;
-  set(d: Date): void;
-}
-
-/** A clock at `start` that moves only when told. */
-export function manualClock(start: Date = T0): ManualClock {
-  let t = start.getTime();
-  const clock = (() => new Date(t)) as ManualClock;
-  clock.advance = (ms) => {
-    t += ms;
-  };
-  clock.set = (d) => {
-    t = d.getTime();
-  };
-  return clock;
-}
 
 /** One worker's line on stdout (docs/spec/03-production.md §7.2): `error` is the class name of its refusal, or null. */
 export interface WorkerReport {
