@@ -51,6 +51,8 @@ import {
   type ExecuteOptions,
   type Intake,
   type JsonObject,
+  toolSchemaDigest,
+  type UpstreamObservation,
 } from '@ctrlrun/kernel';
 import { classifyError, classifyResult, UpstreamNotConnected, type Outcome } from './classify.js';
 import { bareMessage, gatewayError, GatewayRefusal, refusalResult, rpcError } from './errors.js';
@@ -105,6 +107,14 @@ export interface GatewayOptions {
    * has an open request is never refused by it.
    */
   maxPendingApprovals?: number | null;
+  /**
+   * For actions whose policy entry pins the upstream (policy v8 `upstream`): what the transport
+   * sees of the server, immediately before a pinned call is forwarded — the TLS certificate's
+   * digest (null without TLS) and the pinned certificate files' digests. The gateway adds the
+   * tool's schema digest from the upstream's own `tools/list`. Absent: only a schema pin can be
+   * observed, and a certificate pin is refused `upstream_unverified`.
+   */
+  observeTransport?: () => Promise<Pick<UpstreamObservation, 'tlsCertSha256' | 'certificateFiles'>>;
 }
 
 /** The default of {@link GatewayOptions.maxPendingApprovals}: the kernel's, the worker's too. */
@@ -216,6 +226,7 @@ export class Gateway {
   readonly #inFlight = new Set<InFlight>();
   /** Calls held at `input_required`, by the continuation token the agent was given. */
   readonly #continuations = new Map<string, Continuation>();
+  readonly #observeTransport: NonNullable<GatewayOptions['observeTransport']> | null;
 
   constructor(options: GatewayOptions) {
     if (!options || typeof options !== 'object') throw new InvalidArgument('Gateway needs { control, upstream, alias }');
@@ -234,6 +245,7 @@ export class Gateway {
     if (!Number.isSafeInteger(this.#timeout) || this.#timeout <= 0) throw new InvalidArgument('upstreamTimeoutMs must be a positive integer of milliseconds');
     this.#howToAnswer = options.howToAnswer ?? defaultHowToAnswer;
     this.#receiptIds = options.receiptIds ?? null;
+    this.#observeTransport = options.observeTransport ?? null;
     this.#pendingLimit = new PendingApprovalLimit(this.control, options.maxPendingApprovals);
     // The upstream's progress goes to the request that asked for it, under the agent's own token.
     // (Not the SDK's per-request onprogress: it drops a progress notification that arrives in the
@@ -351,6 +363,37 @@ export class Gateway {
   /** The action name a tool becomes: `mcp.<alias>.<tool>`. */
   actionName(tool: string): string {
     return `mcp.${this.alias}.${tool}`;
+  }
+
+  /**
+   * What the gateway sees of the upstream for a pinned call: the transport's certificate (when an
+   * observer is configured) and the digest of `tool`'s input schema as the upstream lists it now
+   * (null when it does not list the tool). An upstream that cannot be asked observes nothing:
+   * the pin then refuses the call (`upstream_unverified`).
+   */
+  async #observe(tool: string): Promise<UpstreamObservation> {
+    let transport: Pick<UpstreamObservation, 'tlsCertSha256' | 'certificateFiles'> = { tlsCertSha256: null };
+    if (this.#observeTransport !== null) {
+      try {
+        transport = await this.#observeTransport();
+      } catch {
+        transport = { tlsCertSha256: null };
+      }
+    }
+    let toolSchemaSha256: string | null = null;
+    try {
+      let cursor: string | undefined;
+      for (let page = 0; page < 100 && toolSchemaSha256 === null; page++) {
+        const listed = await this.upstream.listTools(cursor === undefined ? {} : { cursor }, { timeout: this.#timeout });
+        const found = listed.tools.find((t) => t.name === tool);
+        if (found !== undefined) toolSchemaSha256 = toolSchemaDigest(found.inputSchema);
+        cursor = listed.nextCursor;
+        if (cursor === undefined) break;
+      }
+    } catch {
+      toolSchemaSha256 = null;
+    }
+    return { ...transport, toolSchemaSha256 };
   }
 
   /**
@@ -491,7 +534,10 @@ export class Gateway {
       );
     }
     const name = this.actionName(tool);
-    const { action, options } = await this.#intake(name, args, extra.requestInfo?.headers);
+    const taken = await this.#intake(name, args, extra.requestInfo?.headers);
+    const { action } = taken;
+    // A pinned upstream is looked at now, before anything is decided or forwarded.
+    const options = this.control.policy.action(name)?.upstream ? { ...taken.options, upstream: await this.#observe(tool) } : taken.options;
     if (params['requestState'] !== undefined) return this.#continue(action, params, extra);
     const approvalId = await this.#presentable(action);
     const slot = await this.#pendingLimit.acquire(action, approvalId);

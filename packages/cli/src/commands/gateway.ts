@@ -6,8 +6,12 @@
  *
  * @module
  */
-import { resolve as resolvePath } from 'node:path';
-import { HeaderIdentityProvider, loadAuthority, maskUrl, type Authority, type EventSink } from '@ctrlrun/kernel';
+import { createHash, X509Certificate } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { isIP } from 'node:net';
+import { dirname, resolve as resolvePath } from 'node:path';
+import { connect as tlsConnect } from 'node:tls';
+import { HeaderIdentityProvider, loadAuthority, maskUrl, type Authority, type EventSink, type Policy, type UpstreamObservation } from '@ctrlrun/kernel';
 import { webhookSecret } from '@ctrlrun/kernel/webhook';
 import { STORE_URL, type Command } from '../command.js';
 import { describeTarget } from '../discovery.js';
@@ -154,6 +158,61 @@ async function otelFlag(argumentNames: readonly string[]): Promise<{ sink: Event
       ? `otel spans to the registered tracer provider (tracer ${otel.OTEL_TRACER_NAME}; ${names})`
       : `warning: --otel but no OpenTelemetry SDK is registered in this process, so spans go nowhere: start ctrlrun with node --import <your tracing setup> node_modules/.bin/ctrlrun gateway …`,
   };
+}
+
+const digestOf = (der: Uint8Array) => `sha256:${createHash('sha256').update(der).digest('hex')}`;
+
+/** The certificate an https upstream presents now (a connection of its own, closed at once), as a digest; null without TLS. */
+function presentedCertificate(url: URL, timeoutMs: number): Promise<string | null> {
+  if (url.protocol !== 'https:') return Promise.resolve(null);
+  const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
+  return new Promise((resolve) => {
+    // Observed, not trusted: the pin decides; the call's own connection still checks the chain.
+    const socket = tlsConnect({ host, port: Number(url.port || 443), ...(isIP(host) === 0 ? { servername: host } : {}), rejectUnauthorized: false });
+    const done = (v: string | null) => {
+      clearTimeout(timer);
+      socket.destroy();
+      resolve(v);
+    };
+    const timer = setTimeout(() => done(null), timeoutMs);
+    socket.once('secureConnect', () => {
+      const raw = socket.getPeerCertificate(false)?.raw;
+      done(raw === undefined ? null : digestOf(new Uint8Array(raw)));
+    });
+    socket.once('error', () => done(null));
+  });
+}
+
+/**
+ * The pinned certificate files of the policy's `mcp.<alias>.*` entries (`tls_cert_file`, relative
+ * to the policy file), each path as written to its certificate's digest, or null when it cannot be
+ * read as a PEM certificate.
+ */
+function pinnedCertificateFiles(policy: Policy, prefix: string): Record<string, string | null> {
+  const out: Record<string, string | null> = Object.create(null) as Record<string, string | null>;
+  for (const name of policy.actionNames) {
+    if (!name.startsWith(prefix)) continue;
+    for (const path of policy.action(name)?.upstream?.tlsCertFile ?? []) {
+      if (path in out) continue;
+      try {
+        out[path] = digestOf(new Uint8Array(new X509Certificate(readFileSync(resolvePath(dirname(policy.source), path))).raw));
+      } catch {
+        out[path] = null;
+      }
+    }
+  }
+  return out;
+}
+
+/** What the gateway sees of the upstream's transport before a pinned call (see the Gateway's observeTransport). */
+function transportObserver(
+  upstream: UpstreamTarget,
+  policy: Policy,
+  prefix: string,
+  timeoutMs: number,
+): () => Promise<Pick<UpstreamObservation, 'tlsCertSha256' | 'certificateFiles'>> {
+  const certificateFiles = pinnedCertificateFiles(policy, prefix);
+  return async () => ({ tlsCertSha256: upstream.kind === 'http' ? await presentedCertificate(upstream.url, timeoutMs) : null, certificateFiles });
 }
 
 export const gateway: Command = {
@@ -307,6 +366,7 @@ export const gateway: Command = {
         receiptIds,
         upstreamTimeoutMs: upstreamTimeout,
         maxPendingApprovals,
+        observeTransport: transportObserver(upstream, policy, `mcp.${alias}.`, upstreamTimeout),
         ...(values['wait'] === true
           ? { wait: { ...(waitTimeout !== undefined ? { timeoutMs: waitTimeout } : {}), ...(notifier !== null ? { provider: notifier } : {}) } }
           : {}),
@@ -347,6 +407,20 @@ export const gateway: Command = {
       } catch (e) {
         startup.push(
           `warning: the upstream's tools could not be listed (${visible(e instanceof Error ? e.message : String(e))}); the policy was not checked against them`,
+        );
+      }
+      const pinned = policy.actionNames.filter((n) => n.startsWith(prefix) && policy.action(n)?.upstream);
+      if (pinned.length > 0) {
+        startup.push(
+          `${pinned.length} action(s) pin the upstream (checked before each call: upstream_mismatch, upstream_unverified):`,
+          ...pinned.map((n) => {
+            const pin = policy.action(n)!.upstream!;
+            const what = [
+              ...(pin.tlsCertSha256.length + pin.tlsCertFile.length > 0 ? [`certificate (${pin.tlsCertSha256.length + pin.tlsCertFile.length} accepted)`] : []),
+              ...(pin.toolSchemaSha256 !== null ? ['tool schema'] : []),
+            ];
+            return `  ${n}: ${what.join(', ')}`;
+          }),
         );
       }
       if (noEffect.length > 0) {
