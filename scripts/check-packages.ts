@@ -12,6 +12,9 @@
  *    with the ESM-only profile (node10 and require-from-CJS resolutions are out of scope: the
  *    packages are ESM only). Offline: nothing is fetched.
  *
+ * 4. Every value an entry point exports is used somewhere outside the package's own source
+ *    (scripts/unused-exports.ts): documentation, a test, another package, the examples.
+ *
  * Prints one line per package with its packed and unpacked size; exits 1 on any problem.
  *
  * @module
@@ -26,6 +29,7 @@ import { checkPackage, createPackageFromTarballData } from '@arethetypeswrong/co
 import { publint } from 'publint';
 import { formatMessage } from 'publint/utils';
 import { allManifestProblems, publishablePackages, ROOT, tarballProblems } from './packages.js';
+import { unusedExports } from './unused-exports.js';
 
 const require = createRequire(import.meta.url);
 const IGNORED_RESOLUTIONS = new Set(['node10', 'node16-cjs']);
@@ -43,6 +47,8 @@ const kib = (n: number) => `${(n / 1024).toFixed(1)} KiB`;
 async function main(): Promise<number> {
   const problems = allManifestProblems();
   const packages = publishablePackages();
+  // An export nobody documents or tests is exported for no one: keep it internal, or document it.
+  for (const u of unusedExports()) problems.push(`exported but used by no documentation, test or other package: ${u}`);
   if (packages.length === 0) problems.push('no publishable package under packages/');
 
   execFileSync(process.execPath, [require.resolve('typescript/bin/tsc'), '-b', ...packages.map((p) => p.path)], { cwd: ROOT, stdio: 'inherit' });

@@ -4,10 +4,10 @@
  * @module
  */
 export { main } from './main.js';
-export { processIo, type CliIo } from './io.js';
+export { type CliIo } from './io.js';
 export { COMMANDS } from './commands/index.js';
 export { VERSION } from './version.js';
-export { CliRefusal, UsageError } from './errors.js';
+export { UsageError } from './errors.js';
 export type { Command, Invocation, OptionSpec } from './command.js';
 export { renderActionSummary } from './action-summary.js';
 export { verifyBadge } from '@ctrlrun/kernel/verify';

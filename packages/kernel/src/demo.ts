@@ -30,7 +30,7 @@ const APPROVE_UP_TO = 500000;
  * The policy of scenario 5: the same policy under `ctrlrun.policy/v3`, plus an authority section
  * with one delegable grant for a human (€100,000), expiring at `expiresAt`.
  */
-export function demoAuthorityPolicyYaml(expiresAt: string): string {
+function demoAuthorityPolicyYaml(expiresAt: string): string {
   return `${DEMO_POLICY_YAML.replace('schema: ctrlrun.policy/v2', 'schema: ctrlrun.policy/v3')}authority:
   max_delegation_depth: 3
   grants:
@@ -44,10 +44,10 @@ export function demoAuthorityPolicyYaml(expiresAt: string): string {
 }
 
 /** The human whose authority scenario 5 delegates. */
-export const DEMO_HUMAN = 'dana@example.com';
+const DEMO_HUMAN = 'dana@example.com';
 
 /** The scripted human of the demo; it grants exactly two requests. */
-export const DEMO_APPROVER = 'human:demo';
+const DEMO_APPROVER = 'human:demo';
 
 /** Options of {@link runDemo}. */
 export interface DemoOptions {

@@ -13,7 +13,7 @@ export { argumentsForDisplay, showInvisible, type ShownArguments } from './visib
 export { maskUrl } from './mask-url.js';
 export { NEVER_SENT_CODES, neverSent } from './never-sent.js';
 export { DEFAULT_MAX_PENDING_APPROVALS, PendingApprovalLimit, type PendingRefusal, type PendingSlot } from './pending-limit.js';
-export { type Clock, systemClock, viewTime } from './time.js';
+export { type Clock, viewTime } from './time.js';
 export { type IdPrefix, type IdSource, randomIds, sequentialIds } from './ids.js';
 export { type Action, type ActionInput, type ClaimValue, type Principal, createAction, createPrincipal, actionHash, actionToJson } from './action.js';
 export * from './model.js';
@@ -56,7 +56,6 @@ export {
   type UpstreamPin,
   EXAMPLE_POLICY_YAML,
   POLICY_CHANGE_ACTION,
-  POLICY_EFFECT_PREFIX,
   explainDecision,
   Policy,
   loadPolicy,
@@ -109,7 +108,6 @@ export {
   Authority,
   loadAuthority,
   loadGrant,
-  checkResourceScopes,
   type AuthorityDenyReason,
   type AuthorityOptions,
   type AuthorityResult,
@@ -141,20 +139,9 @@ export {
   type AnchoredStore,
   AnchorUnavailable,
   checkAnchor,
-  verifyAnchorsWith,
 } from './anchor.js';
-export { ANCHOR_SIGNATURE_HEADER, type AnchorEndpointOptions, type HttpAnchorProviderOptions, anchorEndpoint, httpAnchorProvider } from './anchor-http.js';
-export {
-  PRUNE_ACTION,
-  type PlaceHoldOptions,
-  type PruneChainOptions,
-  anchorChain,
-  listHolds,
-  placeHold,
-  pruneChain,
-  releaseHold,
-  verifyAnchors,
-} from './retention.js';
+export { type AnchorEndpointOptions, type HttpAnchorProviderOptions, anchorEndpoint, httpAnchorProvider } from './anchor-http.js';
+export { type PlaceHoldOptions, type PruneChainOptions, anchorChain, listHolds, placeHold, pruneChain, releaseHold, verifyAnchors } from './retention.js';
 export {
   type Checkpoint,
   type Hold,
@@ -165,5 +152,5 @@ export {
   PruneRefused,
   type RetentionStore,
 } from './store/retention.js';
-export { BUDGET_EXHAUSTED, BUDGET_UNKEYED, BUDGET_UNMEASURABLE, BudgetExhausted, type BudgetCharge, type LedgerEntry } from './budget.js';
+export { BudgetExhausted, type BudgetCharge, type LedgerEntry } from './budget.js';
 export { type BudgetSpend, budgetSpend, windowText } from './budget-report.js';

@@ -19,7 +19,7 @@ import type { EventRecord, StoredReceipt } from './model.js';
 /** The tracer name. */
 export const OTEL_TRACER_NAME = 'ctrlrun';
 /** The name a span carries until its receipt renames it to the action's name. */
-export const ACTION_SPAN_NAME = 'ctrlrun.action';
+const ACTION_SPAN_NAME = 'ctrlrun.action';
 
 /** Options of {@link otelSink}. */
 export interface OtelSinkOptions {

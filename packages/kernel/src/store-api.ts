@@ -22,15 +22,7 @@ export type * from './model.js';
 export { Mutex } from './store/mutex.js';
 export { SqlStateStore, openSqlStateStore, type SqlStateStoreOptions, type SqlDialect, type DialectSql } from './store/sql-state-store.js';
 export { sqliteDialect } from './store/sqlite.js';
-export {
-  postgresDialect,
-  quoteIdentifier,
-  sqlState,
-  commitErrorOutcome,
-  standaloneErrorOutcome,
-  FAILED_WRITE_SQLSTATES,
-  MIGRATION_LOCK_KEY,
-} from './store/postgres.js';
+export { postgresDialect, quoteIdentifier, commitErrorOutcome, standaloneErrorOutcome, FAILED_WRITE_SQLSTATES, MIGRATION_LOCK_KEY } from './store/postgres.js';
 export {
   INSERT_LANDED,
   INSERT_LOST_REISSUE,
@@ -48,12 +40,8 @@ export {
   lostInsertBranch,
   lostUpdateBranch,
   lostCommitBranch,
-  EDIT_LANDED,
-  EDIT_LOST_REISSUE,
-  EDIT_FOUND_OTHER,
   type EditBranch,
   type EditWriteIntent,
-  lostEditBranch,
 } from './store/lost-commit.js';
 export {
   MIGRATION_IDS,
@@ -65,25 +53,10 @@ export {
   classifyUnversioned,
   checkMigrationList,
   migrate,
-  readApplied,
 } from './store/migrations.js';
-export {
-  LEASE_EXPIRED,
-  type ReservationPlan,
-  planReservation,
-  checked,
-  checkResolvable,
-  planLeaseExtension,
-  planContinuationHold,
-  checkTakeable,
-  checkContinuation,
-  sameSecret,
-  UNKNOWN_CONTINUATION,
-  leaseLive,
-  resolutionError,
-} from './effects.js';
-export { type ApprovalPlan, checkConsumable, checkAnswerable, checkGrantable } from './approvals.js';
-export { RECEIPT_SCHEMA, type ReceiptResult, type ReceiptFields, buildReceipt, sealReceipt } from './receipt.js';
+export { LEASE_EXPIRED, type ReservationPlan, planReservation, checked, planLeaseExtension } from './effects.js';
+export { type ApprovalPlan, checkConsumable, checkAnswerable } from './approvals.js';
+export { type ReceiptResult, type ReceiptFields, buildReceipt, sealReceipt } from './receipt.js';
 export { GENESIS_HASH, hashDocument, sha256Tagged, useSha256Digest, type Sha256Digest, type Sha256TextDigest } from './hash.js';
 export { evidenceTime, storedTime, parseTime } from './time.js';
 export { dispatchToSinks } from './events.js';

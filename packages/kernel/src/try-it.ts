@@ -30,7 +30,7 @@ actions:
 `;
 
 /** Who approves from the page. */
-export const TRY_IT_APPROVER = 'human:playground';
+const TRY_IT_APPROVER = 'human:playground';
 /** Who resolves an AMBIGUOUS effect from the page: the operator, a human. */
 export const TRY_IT_OPERATOR = 'human:operator';
 /** Who acts in the playground. */

@@ -31,13 +31,13 @@ export const APPROVAL_REQUEST_SCHEMA = 'ctrlrun.approval_request/v1';
 /** The header carrying `t=<unix seconds>,v1=<hex>`. */
 export const SIGNATURE_HEADER = 'CTRLRun-Signature';
 /** The header naming the approval request a delivery is about (the same on every retry). */
-export const REQUEST_ID_HEADER = 'CTRLRun-Request-Id';
+const REQUEST_ID_HEADER = 'CTRLRun-Request-Id';
 /** How far a signature's timestamp may be from the receiver's clock, in seconds. */
-export const SIGNATURE_TOLERANCE_SECONDS = 300;
+const SIGNATURE_TOLERANCE_SECONDS = 300;
 /** The shortest secret accepted, in bytes. */
-export const MIN_SECRET_BYTES = 32;
+const MIN_SECRET_BYTES = 32;
 /** The path an answer is posted to, under the gateway's public URL. */
-export const APPROVAL_ANSWER_PATH = '/ctrlrun/approvals/';
+const APPROVAL_ANSWER_PATH = '/ctrlrun/approvals/';
 
 const encoder = new TextEncoder();
 
@@ -212,7 +212,7 @@ function argumentSections(args: JsonObject, requestId: string): string[] {
  * the canonical arguments (escaped, in code blocks, every key shown and long values cut with the
  * count of what was cut — the hash names the whole action), when it expires, and how to answer.
  */
-export function approvalRequestSlackJson(request: ApprovalRequest, options: Pick<PayloadOptions, 'publicUrl'> = {}): string {
+function approvalRequestSlackJson(request: ApprovalRequest, options: Pick<PayloadOptions, 'publicUrl'> = {}): string {
   const a = request.action;
   const who = a.principal.user ? `${a.principal.agent} for ${a.principal.user}` : a.principal.agent;
   const text = `ctrlrun: ${slackText(who)} asks to run ${slackText(a.name)} (approval ${slackText(request.requestId)})`;

@@ -144,7 +144,7 @@ export interface Refusal {
  * The interrupt value for a request, with why the human's last answer or edit was refused, if it
  * was (a string is the edit's refusal, as before).
  */
-export function approvalInterrupt(request: ApprovalRequest, refused?: string | Refusal): ApprovalInterrupt {
+function approvalInterrupt(request: ApprovalRequest, refused?: string | Refusal): ApprovalInterrupt {
   const why: Refusal = typeof refused === 'string' ? { edit_refused: refused } : (refused ?? {});
   return {
     type: 'ctrlrun.approval',

@@ -12,10 +12,7 @@ export {
   type GatewayOptions,
   DEFAULT_MAX_PENDING_APPROVALS,
   ALIAS_PATTERN,
-  TOOL_NAME_PATTERN,
   RECEIPT_META_KEY,
-  RELAYED_UPSTREAM_REQUESTS,
-  ELICITATION_TIMEOUT_MS,
   ELICITATION_ROUNDS,
   toolsWithoutEntry,
 } from './gateway.js';
@@ -23,24 +20,18 @@ export {
   type Outcome,
   type ErrorClass,
   NOT_EXECUTED_CODES,
-  NEVER_CONNECTED_CODES,
   UpstreamNotConnected,
-  UpstreamAuthRefused,
   upstreamFetch,
   classifyResult,
   classifyError,
   neverConnected,
 } from './classify.js';
 export { GATEWAY_ERRORS, type GatewayErrorName, gatewayError, GatewayRefusal, refusalResult, REFUSAL_META_KEY } from './errors.js';
-export { createOperatorServer, type OperatorOptions, type OperatorIdentity, OPERATOR_TOOLS, OPERATOR_ACTOR_PREFIX, unreadableReceipt } from './operator.js';
+export { createOperatorServer, type OperatorOptions, type OperatorIdentity, unreadableReceipt } from './operator.js';
 export { mcpFetchHandler, type FetchHandlerOptions } from './web.js';
 export { floatArgumentPointer, floatRefusal, MAX_DEPTH } from './floats.js';
 export {
-  ACCEPTED_PROTOCOL_VERSIONS,
-  DEFAULT_PROTOCOL_VERSION,
   MIRRORED_HEADERS_REQUIRED_FROM,
-  HEADER_MISMATCH,
-  UNSUPPORTED_PROTOCOL_VERSION,
   type ProtocolRefusal,
   type HeaderPairs,
   protocolVersionOf,

@@ -150,4 +150,4 @@ export async function openDurableObjectStore(storage: DurableObjectSqlStorage, o
     ...(options.readOnly ? { readOnly: true } : {}),
   }).open();
 }
-export { AnchorLedger, durableObjectAnchors } from './anchors.js';
+export { AnchorLedger } from './anchors.js';

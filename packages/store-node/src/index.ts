@@ -59,7 +59,6 @@ export {
 export {
   appendRegularFile,
   MAX_INPUT_BYTES,
-  openForAppend,
   readRegularFile,
   UnreadableFile,
   type ReadRegularFileOptions,

@@ -6,12 +6,10 @@
  *
  * @module
  */
-export { CATALOGUE, GUARANTEES, GUARANTEE_IDS, NOT_APPLICABLE, guarantee, isGuaranteeId, type Guarantee, type GuaranteeId } from './catalogue.js';
+export { CATALOGUE, GUARANTEE_IDS, NOT_APPLICABLE, guarantee, type Guarantee, type GuaranteeId } from './catalogue.js';
 export { VerifyInternalError, VerifyRefusal } from './errors.js';
-export { G4_PROCESSES, absentActionName } from './guarantees.js';
-export { DEFAULT_T0, scenarioInstant } from './select.js';
+
 export {
-  loadVerifyPolicy,
   parseOnly,
   runVerify,
   type ProcessLauncher,
@@ -24,12 +22,10 @@ export {
   type VerifyOptions,
 } from './engine.js';
 export {
-  VERIFY_SCHEMA,
   badgeText,
   renderVerifyJson,
   renderVerifyJunit,
   renderVerifyText,
-  summarize,
   summaryLine,
   verifyBadge,
   verifyExitCode,
@@ -39,5 +35,5 @@ export {
   type VerifyBadge,
   type VerifyReport,
 } from './report.js';
-export { VERIFY_AGENT, describeOutcome } from './rig.js';
-export { MAX_CANDIDATES, vectorFor, vectorForRule, type ActionView, type RuleView, type Vector } from './synthesize.js';
+export { describeOutcome } from './rig.js';
+export { vectorFor, type ActionView, type RuleView, type Vector } from './synthesize.js';
