@@ -37,6 +37,11 @@ export interface CallOptions {
    * runs by itself. Once the function has been called, the signal changes nothing.
    */
   signal?: AbortSignal;
+  /**
+   * The task this call works on (a grant bound to `tasks` covers only calls naming one it
+   * matches); recorded as the receipt's `task`, never hashed.
+   */
+  task?: string | null;
 }
 
 /** What {@link ProtectOptions.wait}'s `onWaiting` is told when a call starts waiting for a human. */
@@ -201,6 +206,7 @@ export function protect<A extends object = JsonObject, R = unknown>(fn: (args: A
     if (options.reconcile !== undefined) exec.reconcile = options.reconcile;
     if (options.reconcileEagerly !== undefined) exec.reconcileEagerly = options.reconcileEagerly;
     if (options.preconditions !== undefined) exec.preconditions = options.preconditions;
+    if (call.task !== undefined) exec.task = call.task;
     // fn gets the canonical arguments: the shape it declared, as the action was hashed.
     const run = options.oneRequest
       ? async (canonicalArgs: JsonObject) => {
@@ -241,7 +247,7 @@ export function protect<A extends object = JsonObject, R = unknown>(fn: (args: A
       throw err;
     }
     const { action, options: ask } = built;
-    if ((await control.evaluate(action)).decision !== 'approve') return false;
+    if ((await control.evaluate(action, { task: call.task ?? null })).decision !== 'approve') return false;
     try {
       // The control path files the request (or names the open one) and never reaches the executor.
       // With the call's effect key: an effect already committed (or ambiguous) is refused before a
@@ -249,6 +255,7 @@ export function protect<A extends object = JsonObject, R = unknown>(fn: (args: A
       if (options.lease !== undefined) ask.lease = options.lease;
       if (options.reconcile !== undefined) ask.reconcile = options.reconcile;
       if (options.preconditions !== undefined) ask.preconditions = options.preconditions;
+      if (call.task !== undefined) ask.task = call.task;
       await control.execute(action, askOnly, ask);
     } catch (err) {
       if (err instanceof ApprovalRequired) return true;

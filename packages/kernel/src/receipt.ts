@@ -45,6 +45,8 @@ export interface ReceiptFields {
    * decided it; null or absent when there is none, or the action was refused before authority passed.
    */
   authorityGrantId?: string | null;
+  /** The task the caller named (`execute(…, { task })`), or null. Never part of the action hash. */
+  task?: string | null;
   /** The presented approval's verified approvers (`approvers`); absent or empty when none. */
   approvers?: readonly VerifiedApprover[];
   /** The presented approval's pinned precondition fingerprint, when the pass compared one. */
@@ -85,12 +87,12 @@ export function buildReceipt(action: Action, f: ReceiptFields): ReceiptDraft {
     policy_version: f.policyVersion,
     controls: [...f.controls],
     // v4–v7 (spec 05 §2.1): every key present, null or [] for what did not happen (this build
-    // binds no task, runs no scope provider and runs under no hop).
+    // runs no scope provider and runs under no hop).
     precondition_at_request: f.preconditionAtRequest ?? null,
     precondition_at_recheck: f.preconditionAtRecheck ?? null,
     approvers: (f.approvers ?? []).map((a) => ({ agent: a.agent, user: a.user, issuer: a.issuer, entitled: [...a.entitled], granted_at: a.grantedAt })),
     authority_grant_id: f.authorityGrantId ?? null,
-    task: null,
+    task: f.task ?? null,
     scope_hash: null,
     budget_charges: (f.budgetCharges ?? []).map((c) => ({ grant_id: c.grantId, metric: c.metric, amount: c.amount })),
     hop: null,

@@ -155,7 +155,7 @@ actions:
   const refund = (agent = 'support-agent') =>
     createAction({ name: 'stripe.refund', arguments: { amount: 1000 }, principal: { agent }, environment: 'production' });
 
-  it('a task-bound grant refuses a call that names no task (this build names none): authority_task', async () => {
+  it('test_T381_a_task_bound_grant_refuses_an_action_carrying_no_task: authority_task', async () => {
     const r = await rig(V7('      tasks: ["ticket:*"]\n'));
     const err = await rejection(r.control.execute(refund(), r.executor));
     expect(err).toBeInstanceOf(ActionDenied);
@@ -166,6 +166,40 @@ actions:
     expect(
       await r.control.execute(createAction({ name: 'customer.read', arguments: {}, principal: { agent: 'x' }, environment: 'production' }), r.executor),
     ).toBe('ok');
+  });
+
+  it("test_T380_a_task_bound_grant_refuses_a_task_it_does_not_name; a task it names passes and is the receipt's task, never hashed", async () => {
+    const r = await rig(V7('      tasks: ["ticket:*"]\n'));
+    const other = await rejection(r.control.execute(refund(), r.executor, { task: 'incident:7' }));
+    expect(other['reason']).toBe('authority_task');
+    expect(r.calls).toBe(0);
+    const action = refund();
+    expect(await r.control.execute(action, r.executor, { task: 'ticket:4711' })).toBe('ok');
+    expect(r.calls).toBe(1);
+    const receipt = r.lastReceipt();
+    expect([receipt['task'], receipt['authority_grant_id'], receipt['action_hash']]).toEqual(['ticket:4711', expect.any(String), action.actionHash]);
+    // The same question without executing: evaluate with the task.
+    expect((await r.control.evaluate(refund(), { task: 'ticket:1' })).decision).toBe('allow');
+    expect((await r.control.evaluate(refund())).reason).toBe('authority_task');
+    // protect passes the call's task through, to the question and to the run.
+    const fn = protect(() => 'via protect', { control: r.control, name: 'stripe.refund' });
+    const as = { principal: { agent: 'support-agent' } };
+    expect(await fn.needsApproval({ amount: 1000 }, { ...as, task: 'ticket:9' })).toBe(false);
+    expect(await fn({ amount: 1000 }, { ...as, task: 'ticket:9' })).toBe('via protect');
+    expect(r.lastReceipt()['task']).toBe('ticket:9');
+    expect((await rejection(fn({ amount: 1000 }, as)))['reason']).toBe('authority_task');
+    // A malformed task is refused naming it, before anything is written.
+    for (const bad of ['', 'a\u0000b', 'x'.repeat(257), 7]) {
+      expect(await rejection(r.control.execute(refund(), r.executor, { task: bad as string }))).toBeInstanceOf(InvalidArgument);
+    }
+  });
+
+  it('test_T382_a_grant_naming_no_task_permits_any_task', async () => {
+    const r = await rig(V7(''));
+    expect(await r.control.execute(refund(), r.executor, { task: 'anything:at-all' })).toBe('ok');
+    expect(r.lastReceipt()['task']).toBe('anything:at-all');
+    expect(await r.control.execute(refund(), r.executor)).toBe('ok');
+    expect(r.lastReceipt()['task']).toBeNull();
   });
 
   it('a budgeted grant never lets an action through uncharged: with no effect key to charge under, budget_unkeyed', async () => {

@@ -20,7 +20,7 @@ import type { DelegationRecord, StateStore } from '../store/state-store.js';
 import { parseTime, storedTime } from '../time.js';
 import { containedDimension, type Dimension } from './containment.js';
 import { DELEGATION_ID_PREFIX, Grant, grantFromJson, grantToJson, parseDuration, parseGrantTree, V7_GRANT_KEYS, type GrantInput } from './grant.js';
-import { ACTION_SEPARATOR, matchesPattern } from './patterns.js';
+import { ACTION_SEPARATOR, matchesPattern, TASK_SEPARATOR } from './patterns.js';
 
 /** A passing result's reason. */
 export const AUTHORITY_GRANT = 'authority_grant';
@@ -291,11 +291,12 @@ export class Authority {
    * delegation (revoked ones too). Every failure of every matching candidate is collected; any
    * clean candidate passes (naming the lowest id by code point), else the first reason present
    * in {@link AUTHORITY_REASONS} wins (ties: lowest id). One unreadable stored row denies every
-   * action. No call here names a task, so a grant bound to tasks never passes (`authority_task`);
-   * a chain rooted in a break-glass envelope never passes either. Reads the store, writes nothing.
+   * action. A grant bound to tasks passes only a call whose `task` one of its patterns matches
+   * (`authority_task`); a chain rooted in a break-glass envelope never passes. Reads the store, writes nothing.
    */
-  async evaluate(action: Action, options: { now: Date; store: StateStore }): Promise<AuthorityResult> {
+  async evaluate(action: Action, options: { now: Date; store: StateStore; task?: string | null }): Promise<AuthorityResult> {
     const { now, store } = options;
+    const task = options.task ?? null;
     const byId = new Map<string, Delegation>();
     try {
       for (const row of await store.delegations({ includeRevoked: true })) {
@@ -322,9 +323,9 @@ export class Authority {
         if (chain.failure) outcomes.push(chain.failure);
       }
       if (grant.isExpired(now)) outcomes.push({ reason: 'authority_expired' });
-      // No caller of this build names a task, and a grant bound to tasks holds only for a call
-      // naming one it matches: such a grant never passes here (the original's rule for none).
-      if (grant.tasks !== null) outcomes.push({ reason: 'authority_task' });
+      // A grant bound to tasks holds only for a call naming one it matches (none: refused).
+      if (grant.tasks !== null && (task === null || !grant.tasks.some((p) => matchesPattern(p, task, TASK_SEPARATOR))))
+        outcomes.push({ reason: 'authority_task' });
       if (!grant.constraintsHold(args, warnings)) outcomes.push({ reason: 'authority_constraint' });
       const named = { grantId: id, delegationId: delegation === null ? null : id, depth };
       if (outcomes.length === 0) {

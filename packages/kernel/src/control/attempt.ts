@@ -43,6 +43,7 @@ import { note, recordEvent, flush, trailing, afterWrite, recordReceipt } from '.
 import { openApproval } from './answers.js';
 import { checkProvider, refuseUnrecorded, requestPins } from './presented.js';
 import { checkObservation } from './upstream.js';
+import { checkTask } from './gates.js';
 import { editOfGrant, followEdit, unusedEditOf } from './edit.js';
 import { type ControlContext, type Pass, type Decided, expiryOf, deny, decidedFromJson, describeError } from './pass.js';
 import type { Executor, ExecuteOptions, ExecuteResult } from './types.js';
@@ -100,6 +101,7 @@ export async function attempt<T>(ctx: ControlContext, proposed: Action, executor
     followsEdit: approvalId !== presented,
     preconditions: checkProvider(options.preconditions),
     upstream: checkObservation(options.upstream),
+    task: checkTask(options.task),
   };
   note(ctx, pass, 'ACTION_PROPOSED', { action_hash: action.actionHash });
   try {
@@ -165,7 +167,7 @@ export async function decideAndRun<T>(
   }
 
   if (ctx.authority !== null) {
-    const result = await ctx.authority.evaluate(action, { now: ctx.clock(), store: ctx.store });
+    const result = await ctx.authority.evaluate(action, { now: ctx.clock(), store: ctx.store, task: pass.task ?? null });
     for (const w of result.warnings) ctx.logger.warn(`[ctrlrun] ${action.name}: ${w}`);
     if (!result.passed) {
       // Authority denies before policy is consulted: no POLICY_EVALUATED, no approval request.

@@ -111,8 +111,8 @@ export class Control {
    * authority denial → `deny` with its reason, policy never consulted). Reads the store to
    * resolve delegations, hence async.
    */
-  async evaluate(action: Action): Promise<Evaluation> {
-    return evaluate(this.#ctx, action);
+  async evaluate(action: Action, options: { task?: string | null } = {}): Promise<Evaluation> {
+    return evaluate(this.#ctx, action, options.task ?? null);
   }
 
   /**

@@ -139,6 +139,7 @@ export function receiptDraft(
     arguments: pass.args,
     edit: pass.edit ? receiptEdit(pass.edit) : null,
     authorityGrantId: pass.authorityGrantId ?? null,
+    task: pass.task ?? null,
     approvers: pass.approvers ?? [],
     preconditionAtRequest: pass.preconditionAtRequest ?? null,
     preconditionAtRecheck: pass.preconditionAtRecheck ?? null,

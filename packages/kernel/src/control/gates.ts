@@ -12,6 +12,7 @@ import { normalizeHeaders } from '../identity.js';
 import type { Approval, Reservation } from '../model.js';
 import type { Evaluation } from '../policy/index.js';
 import { planReservation } from '../effects.js';
+import { isWellFormedString } from '../canonical.js';
 import { blockingReconcile } from './reconcile.js';
 import { note, recordEvent, trailing, afterWrite, recordReceipt } from './evidence.js';
 import { type ControlContext, type Pass, STARTED, expiryOf, deny, named, block, reservedData, refusalData, describeError } from './pass.js';
@@ -26,11 +27,11 @@ import { BUDGET_EXHAUSTED, BudgetExhausted, type BudgetCharge } from '../budget.
  * authority denial → `deny` with its reason, policy never consulted). Reads the store to
  * resolve delegations, hence async.
  */
-export async function evaluate(ctx: ControlContext, action: Action): Promise<Evaluation> {
+export async function evaluate(ctx: ControlContext, action: Action, task: string | null = null): Promise<Evaluation> {
   checkEnvironment(ctx, action);
   if (principalExpired(ctx, action)) return deny('principal_expired');
   if (ctx.authority !== null) {
-    const result = await ctx.authority.evaluate(action, { now: ctx.clock(), store: ctx.store });
+    const result = await ctx.authority.evaluate(action, { now: ctx.clock(), store: ctx.store, task: checkTask(task) });
     if (!result.passed) return { ...deny(result.reason), warnings: [...result.warnings] };
   }
   return ctx.policy.evaluate(action.name, action.canonicalArguments);
@@ -326,7 +327,7 @@ export async function extensionRefusal(ctx: ControlContext, pass: Pass): Promise
     );
   }
   if (ctx.authority === null) return null;
-  const result = await ctx.authority.evaluate(action, { now: ctx.clock(), store: ctx.store });
+  const result = await ctx.authority.evaluate(action, { now: ctx.clock(), store: ctx.store, task: pass.task ?? null });
   for (const w of result.warnings) ctx.logger.warn(`[ctrlrun] ${action.name}: ${w}`);
   if (result.passed) return null;
   await recordEvent(ctx, pass, 'AUTHORITY_DENIED', authorityEventData(result));
@@ -340,4 +341,16 @@ export async function extensionRefusal(ctx: ControlContext, pass: Pass): Promise
     delegationId: result.delegationId,
     message: `${action.name}: the lease is not extended: denied by authority (${result.reason})`,
   });
+}
+
+/** The longest task id a call may name. */
+const MAX_TASK_LENGTH = 256;
+
+/** A call's task, checked: null, or a non-empty string of at most 256 visible characters. */
+export function checkTask(task: unknown): string | null {
+  if (task === null || task === undefined) return null;
+  if (typeof task !== 'string' || task === '' || task.length > MAX_TASK_LENGTH || /[\u0000-\u001f\u007f-\u009f]/.test(task) || !isWellFormedString(task)) {
+    throw new InvalidArgument(`task must be a non-empty string of at most ${MAX_TASK_LENGTH} characters without control characters, or null`);
+  }
+  return task;
 }

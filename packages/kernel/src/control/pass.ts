@@ -122,6 +122,8 @@ export interface Pass {
   budgetCharges?: readonly BudgetCharge[];
   /** The call's precondition provider, or null/absent. */
   preconditions?: PreconditionProvider | null;
+  /** The task the caller named (grants bound to tasks; the receipt's `task`), or null/absent. */
+  task?: string | null;
   /** What a gateway observed of the upstream (the `upstream` pin's evidence), or null/absent. */
   upstream?: UpstreamObservation | null;
   /**

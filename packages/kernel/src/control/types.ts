@@ -56,6 +56,12 @@ export interface ExecuteOptions {
    * the pin (`upstream_mismatch` otherwise); without one it is refused `upstream_unverified`.
    */
   upstream?: UpstreamObservation | null;
+  /**
+   * The task this call works on (policy v7 grant `tasks`): a grant bound to tasks covers the call
+   * only if one of its patterns (separator `:`) matches it; recorded as the receipt's `task`, never
+   * hashed. A suspended call's resumed legs do not carry it.
+   */
+  task?: string | null;
 }
 
 /** What a gateway saw of an upstream immediately before forwarding a call to it. */
