@@ -66,9 +66,12 @@ describe('T143 the two E1 cases are not redundant', () => {
     processes: nodeProcesses({ opener: pathToFileURL(join(import.meta.dirname, '..', 'processes', 'deferred-opener.ts')).href }),
   };
 
-  it('test_T143_deferred_transactions_pass_e1_in_process_and_fail_e1_cross_process', { timeout: 120_000 }, async () => {
+  it('test_T143_deferred_transactions_pass_e1_in_process_and_fail_e1_cross_process', { timeout: 600_000 }, async () => {
     expect(await failure('e1-in-process', deferred)).toBeNull();
-    const err = await failure('e1-cross-process', deferred);
+    // The cross-process case catches the deferred store by a race between OS processes; on a
+    // loaded machine one round may see the processes never overlap. It must be caught within five.
+    let err: Error | null = null;
+    for (let round = 0; round < 5 && err === null; round++) err = await failure('e1-cross-process', deferred);
     expect(err, 'e1-cross-process must fail').not.toBeNull();
     expect(err!.name).toBe('AssertionError');
   });
