@@ -2,8 +2,6 @@
 // upstream (a local TLS server with a generated certificate in front of the counting upstream)
 // runs a call whose pin names its certificate and the tool's schema as it lists it; a call whose
 // pin names another certificate is refused `upstream_mismatch` before the upstream hears of it.
-import { execFileSync } from 'node:child_process';
-import { createHash, X509Certificate } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { request as httpRequest, type Server } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
@@ -11,48 +9,13 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { toolSchemaDigest } from '@ctrlrun/kernel';
-import { call, failure, CLI, httpAgent, NODE_TS, start, startHttpUpstream, upstreamCalls, workDir } from './support.js';
+import { call, failure, CLI, httpAgent, NODE_TS, start, startHttpUpstream, upstreamCalls, workDir, selfSignedCertificate } from './support.js';
 
 const TIMEOUT = 240_000;
 const servers: Server[] = [];
 afterAll(async () => {
   for (const s of servers) await new Promise<void>((r) => s.close(() => r()));
 });
-
-function certificate(dir: string, name: string): { key: string; cert: string; digest: string } {
-  const key = join(dir, `${name}.key`);
-  const cert = join(dir, `${name}.pem`);
-  execFileSync(
-    'openssl',
-    [
-      'req',
-      '-x509',
-      '-newkey',
-      'rsa:2048',
-      '-nodes',
-      '-keyout',
-      key,
-      '-out',
-      cert,
-      '-days',
-      '2',
-      '-subj',
-      `/CN=${name}`,
-      '-addext',
-      'subjectAltName=IP:127.0.0.1',
-    ],
-    {
-      stdio: 'ignore',
-    },
-  );
-  return {
-    key,
-    cert,
-    digest: `sha256:${createHash('sha256')
-      .update(new X509Certificate(readFileSync(cert)).raw)
-      .digest('hex')}`,
-  };
-}
 
 /** A TLS server on 127.0.0.1 relaying every request to `target` (plain HTTP). */
 async function tlsFront(tls: { key: string; cert: string }, target: URL): Promise<number> {
@@ -74,8 +37,8 @@ describe('ctrlrun gateway with pinned upstreams (a real process)', () => {
     'the pinned certificate and tool schema run the call; another pinned certificate is upstream_mismatch, refused before the call',
     async () => {
       const dir = workDir('schema: ctrlrun.policy/v2\nactions: {}\n');
-      const served = certificate(dir, 'served');
-      const other = certificate(dir, 'other');
+      const served = selfSignedCertificate(dir, 'served');
+      const other = selfSignedCertificate(dir, 'other');
       const log = join(dir, 'upstream.log');
       const upstream = await startHttpUpstream(log);
       try {

@@ -4,7 +4,6 @@
 // local webhook receiver, which answers with a signed POST to the gateway's answer route while the
 // agent's own SDK client waits (`--wait`); `--otel` spans reach the SDK registered with
 // `node --import`.
-import { execFileSync } from 'node:child_process';
 import { createServer as createHttpServer, type Server as HttpServer } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
@@ -17,7 +16,7 @@ import { exportJWK, generateKeyPair, SignJWT } from 'jose';
 import { signWebhook, SIGNATURE_HEADER, verifyWebhookSignature } from '@ctrlrun/kernel/webhook';
 import { openStore } from '@ctrlrun/store-node';
 import { main } from '@ctrlrun/cli';
-import { call, failure, receiptDocs, CLI, httpAgent, NODE_TS, start, token, UPSTREAM, upstreamCalls, workDir } from './support.js';
+import { call, failure, receiptDocs, CLI, httpAgent, NODE_TS, start, token, UPSTREAM, upstreamCalls, workDir, selfSignedCertificate } from './support.js';
 
 const TIMEOUT = 240_000;
 const need = createRequire(import.meta.url);
@@ -35,36 +34,6 @@ async function listen(server: HttpServer): Promise<number> {
   servers.push(server);
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
   return (server.address() as AddressInfo).port;
-}
-
-/** A self-signed certificate for 127.0.0.1 (openssl), its files in `dir`. */
-function certificate(dir: string): { key: string; cert: string } {
-  const key = join(dir, 'tls.key');
-  const cert = join(dir, 'tls.crt');
-  execFileSync(
-    'openssl',
-    [
-      'req',
-      '-x509',
-      '-newkey',
-      'rsa:2048',
-      '-nodes',
-      '-keyout',
-      key,
-      '-out',
-      cert,
-      '-days',
-      '2',
-      '-subj',
-      '/CN=127.0.0.1',
-      '-addext',
-      'subjectAltName=IP:127.0.0.1',
-    ],
-    {
-      stdio: 'ignore',
-    },
-  );
-  return { key, cert };
 }
 
 const POLICY = `schema: ctrlrun.policy/v2
@@ -98,7 +67,7 @@ describe('ctrlrun gateway for a team (a real process)', () => {
       const dir = workDir(POLICY);
       writeFileSync(join(dir, 'authority.yaml'), AUTHORITY);
       writeFileSync(join(dir, 'webhook.secret'), `${SECRET}\n`);
-      const tls = certificate(dir);
+      const tls = selfSignedCertificate(dir);
 
       // The issuer's key set, served over TLS.
       const { publicKey, privateKey } = await generateKeyPair('RS256');
@@ -338,7 +307,22 @@ trace.setGlobalTracerProvider(new BasicTracerProvider({ spanProcessors: [new Sim
         [
           dir,
           [...base, '--principal', 'a', '--webhook-url', 'http://hooks.test/x', '--webhook-secret-file', join(dir, 'good.secret')],
-          /--webhook-url must be https:\/\//,
+          /--webhook-url "http:\/\/hooks\.test\/x": the webhook url must be https \(http is allowed only to a loopback host/,
+        ],
+        [
+          dir,
+          [
+            ...base,
+            '--principal',
+            'a',
+            '--webhook-url',
+            'https://hooks.test/x',
+            '--webhook-secret-file',
+            join(dir, 'good.secret'),
+            '--public-url',
+            'http://gw.example',
+          ],
+          /--public-url "http:\/\/gw\.example": the webhook url must be https/,
         ],
         [dir, [...base, '--principal', 'a', '--public-url', 'https://gw.test'], /--public-url is where webhook answers arrive/],
         [dir, [...base, '--principal', 'a', '--otel-arguments', 'amount'], /--otel-arguments needs --otel/],

@@ -1,6 +1,7 @@
 // Shared pieces of the MCP tests: the counting upstream as a real process, the real `ctrlrun`
 // command as a real process, an SDK client, and the upstream's log.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { X509Certificate } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -9,6 +10,7 @@ import { afterAll } from 'vitest';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { McpError, ResultSchema, type Result } from '@modelcontextprotocol/sdk/types.js';
+import { sha256Tagged } from '@ctrlrun/kernel/store';
 
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 export const UPSTREAM = fileURLToPath(new URL('./upstream.ts', import.meta.url));
@@ -170,4 +172,37 @@ export async function receiptDocs(store: { receipts(): Promise<{ json: string | 
 /** What went wrong with a call: its JSON-RPC error or its ctrlrun refusal (undefined when the tool ran). */
 export function failure(r: { error?: McpError; refused?: Refused }): McpError | Refused | undefined {
   return r.error ?? r.refused;
+}
+
+/**
+ * A self-signed certificate for 127.0.0.1 made by openssl in `dir` (`<name>.key`, `<name>.pem`),
+ * with the digest a `tls_cert_sha256` pin names for it.
+ */
+export function selfSignedCertificate(dir: string, name = 'tls'): { key: string; cert: string; digest: string } {
+  const key = join(dir, `${name}.key`);
+  const cert = join(dir, `${name}.pem`);
+  execFileSync(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'rsa:2048',
+      '-nodes',
+      '-keyout',
+      key,
+      '-out',
+      cert,
+      '-days',
+      '2',
+      '-subj',
+      `/CN=${name}`,
+      '-addext',
+      'subjectAltName=IP:127.0.0.1',
+    ],
+    {
+      stdio: 'ignore',
+    },
+  );
+  return { key, cert, digest: sha256Tagged(new Uint8Array(new X509Certificate(readFileSync(cert)).raw)) };
 }

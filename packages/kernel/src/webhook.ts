@@ -275,7 +275,11 @@ function isLoopback(hostname: string): boolean {
   return hostname === 'localhost' || hostname === '[::1]' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(hostname);
 }
 
-function checkUrl(raw: unknown, allowInsecure: boolean): URL {
+/**
+ * A webhook URL as the provider takes it (`url`, and `publicUrl` with `allowInsecure`): `https`,
+ * or `http` to a loopback host only when `allowInsecure`; else an `InvalidArgument` saying why.
+ */
+export function checkWebhookUrl(raw: unknown, allowInsecure: boolean): URL {
   if (typeof raw !== 'string' || raw === '') throw new InvalidArgument('the webhook url must be a non-empty string');
   let url: URL;
   try {
@@ -329,12 +333,12 @@ export class WebhookApprovalProvider implements ApprovalProvider {
     if (!options || typeof options !== 'object') throw new InvalidArgument('the webhook provider needs { url, secret }');
     this.#local = new LocalApprovalProvider(store, options);
     this.store = store;
-    this.#url = checkUrl(options.url, options.allowInsecure === true);
+    this.#url = checkWebhookUrl(options.url, options.allowInsecure === true);
     this.#secret = webhookSecret(options.secret);
     const format = options.format ?? 'json';
     if (format !== 'json' && format !== 'slack') throw new InvalidArgument(`format must be 'json' or 'slack', got ${JSON.stringify(format)}`);
     this.#format = format;
-    if (options.publicUrl !== undefined && options.publicUrl !== null) checkUrl(options.publicUrl, true);
+    if (options.publicUrl !== undefined && options.publicUrl !== null) checkWebhookUrl(options.publicUrl, true);
     this.#publicUrl = options.publicUrl ?? null;
     this.#timeoutMs = checkDuration(options.timeoutMs ?? 10_000, 'timeoutMs');
     const retries = options.retries ?? 2;

@@ -6,13 +6,14 @@
  *
  * @module
  */
-import { createHash, X509Certificate } from 'node:crypto';
+import { X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { dirname, resolve as resolvePath } from 'node:path';
 import { connect as tlsConnect } from 'node:tls';
 import { HeaderIdentityProvider, loadAuthority, maskUrl, type Authority, type EventSink, type Policy, type UpstreamObservation } from '@ctrlrun/kernel';
-import { webhookSecret } from '@ctrlrun/kernel/webhook';
+import { sha256Tagged } from '@ctrlrun/kernel/store';
+import { checkWebhookUrl, webhookSecret } from '@ctrlrun/kernel/webhook';
 import { STORE_URL, type Command } from '../command.js';
 import { describeTarget } from '../discovery.js';
 import { visible } from '../format.js';
@@ -103,29 +104,17 @@ function webhookFlags(values: Record<string, unknown>, io: { cwd: string; env: R
   } catch (e) {
     throw new UsageError(`${file !== undefined ? '--webhook-secret-file' : '$CTRLRUN_WEBHOOK_SECRET'}: ${(e as Error).message}`);
   }
-  if (publicUrl !== undefined) {
-    let parsed: URL;
-    try {
-      parsed = new URL(publicUrl);
-    } catch {
-      throw new UsageError(`--public-url must be an http(s):// URL, got ${JSON.stringify(maskUrl(publicUrl))}`);
-    }
-    if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:')
-      throw new UsageError(`--public-url must be an http(s):// URL, got ${JSON.stringify(maskUrl(publicUrl))}`);
-  }
   const allowInsecure = values['allow-insecure-webhook'] === true;
-  if (url !== undefined) {
-    // The provider's own check, here, so a bad URL is a usage error before anything starts.
+  // The provider's own checks, here, so a bad URL is a usage error naming its flag before anything starts.
+  const checked = (flag: string, value: string, insecure: boolean) => {
     try {
-      const u = new URL(url);
-      const loopback = u.hostname === 'localhost' || u.hostname === '[::1]' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(u.hostname);
-      if (u.protocol !== 'https:' && !(u.protocol === 'http:' && allowInsecure && loopback)) throw new Error('scheme');
-    } catch {
-      throw new UsageError(
-        `--webhook-url must be https:// (http:// only to a loopback host, with --allow-insecure-webhook), got ${JSON.stringify(maskUrl(url))}`,
-      );
+      checkWebhookUrl(value, insecure);
+    } catch (e) {
+      throw new UsageError(`${flag} ${JSON.stringify(maskUrl(value))}: ${(e as Error).message}`);
     }
-  }
+  };
+  if (url !== undefined) checked('--webhook-url', url, allowInsecure);
+  if (publicUrl !== undefined) checked('--public-url', publicUrl, true);
   return {
     ...(url !== undefined ? { url } : {}),
     secret,
@@ -160,8 +149,6 @@ async function otelFlag(argumentNames: readonly string[]): Promise<{ sink: Event
   };
 }
 
-const digestOf = (der: Uint8Array) => `sha256:${createHash('sha256').update(der).digest('hex')}`;
-
 /** The certificate an https upstream presents now (a connection of its own, closed at once), as a digest; null without TLS. */
 function presentedCertificate(url: URL, timeoutMs: number): Promise<string | null> {
   if (url.protocol !== 'https:') return Promise.resolve(null);
@@ -177,7 +164,7 @@ function presentedCertificate(url: URL, timeoutMs: number): Promise<string | nul
     const timer = setTimeout(() => done(null), timeoutMs);
     socket.once('secureConnect', () => {
       const raw = socket.getPeerCertificate(false)?.raw;
-      done(raw === undefined ? null : digestOf(new Uint8Array(raw)));
+      done(raw === undefined ? null : sha256Tagged(new Uint8Array(raw)));
     });
     socket.once('error', () => done(null));
   });
@@ -195,7 +182,7 @@ function pinnedCertificateFiles(policy: Policy, prefix: string): Record<string, 
     for (const path of policy.action(name)?.upstream?.tlsCertFile ?? []) {
       if (path in out) continue;
       try {
-        out[path] = digestOf(new Uint8Array(new X509Certificate(readFileSync(resolvePath(dirname(policy.source), path))).raw));
+        out[path] = sha256Tagged(new Uint8Array(new X509Certificate(readFileSync(resolvePath(dirname(policy.source), path))).raw));
       } catch {
         out[path] = null;
       }
