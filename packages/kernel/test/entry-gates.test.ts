@@ -189,7 +189,7 @@ actions:
     expect(r.lastReceipt()['task']).toBe('ticket:9');
     expect((await rejection(fn({ amount: 1000 }, as)))['reason']).toBe('authority_task');
     // A malformed task is refused naming it, before anything is written.
-    for (const bad of ['', 'a\u0000b', 'x'.repeat(257), 7]) {
+    for (const bad of ['', 'a\u0000b', 'ticket:\u202e1', 'ticket:\u200b1', 'a\u2028b', 'a\ud800', 'x'.repeat(257), 7]) {
       expect(await rejection(r.control.execute(refund(), r.executor, { task: bad as string }))).toBeInstanceOf(InvalidArgument);
     }
   });

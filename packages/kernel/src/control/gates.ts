@@ -346,11 +346,17 @@ export async function extensionRefusal(ctx: ControlContext, pass: Pass): Promise
 /** The longest task id a call may name. */
 const MAX_TASK_LENGTH = 256;
 
-/** A call's task, checked: null, or a non-empty string of at most 256 visible characters. */
+/**
+ * A call's task, checked: null, or a non-empty string of at most 256 characters with none a view
+ * would act on instead of showing (controls, format characters such as a bidi override or a
+ * zero-width space, line separators, lone surrogates): a receipt shows it as the caller named it.
+ */
 export function checkTask(task: unknown): string | null {
   if (task === null || task === undefined) return null;
-  if (typeof task !== 'string' || task === '' || task.length > MAX_TASK_LENGTH || /[\u0000-\u001f\u007f-\u009f]/.test(task) || !isWellFormedString(task)) {
-    throw new InvalidArgument(`task must be a non-empty string of at most ${MAX_TASK_LENGTH} characters without control characters, or null`);
+  if (typeof task !== 'string' || task === '' || task.length > MAX_TASK_LENGTH || /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/u.test(task) || !isWellFormedString(task)) {
+    throw new InvalidArgument(
+      `task must be a non-empty string of at most ${MAX_TASK_LENGTH} characters without control, format or separator characters, or null`,
+    );
   }
   return task;
 }
