@@ -18,17 +18,20 @@ type Where = 'top' | 'params' | 'elsewhere' | { readonly pointer: string };
 
 /** How deep the scan goes; deeper text is refused (a RangeError), as a message no tool needs. */
 export const MAX_DEPTH = 512;
-const NUMBER = /-?\d+(\.\d+)?([eE][+-]?\d+)?/y;
+const NUMBER = /-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?/y;
 
 /**
- * The JSON pointer, relative to `params.arguments`, of the first number written with a fraction
- * or an exponent in the arguments of the JSON-RPC message `text` (every `params.arguments` when a
- * key is repeated), or `null`. `text` must be JSON that `JSON.parse` accepted; nesting deeper than
- * {@link MAX_DEPTH} is a `RangeError`.
+ * Walks the JSON-RPC message `text` and hands `visit` every value inside `params.arguments` — its
+ * JSON pointer relative to the arguments and its spelling in the text (`2000.0`, `true`, `"a"`,
+ * `{"k":1}`) — in text order (a container after what is inside it), every `params.arguments` when a key is repeated (`onArguments` is called as each
+ * one begins). `visit` returning true stops the walk. `text` must be JSON that `JSON.parse`
+ * accepted; nesting deeper than {@link MAX_DEPTH} is a `RangeError`. The one reader of the text
+ * behind what `JSON.parse` erases: floats written as integers here, a value's spelling for the
+ * mirrored `Mcp-Param-*` headers (protocol.ts).
  */
-export function floatArgumentPointer(text: string): string | null {
+export function scanArguments(text: string, visit: (pointer: string, spelling: string) => boolean | void, onArguments: () => void = () => {}): void {
   let i = 0;
-  let found: string | null = null;
+  let stopped = false;
   const ws = () => {
     while (i < text.length && (text[i] === ' ' || text[i] === '\t' || text[i] === '\n' || text[i] === '\r')) i++;
   };
@@ -43,12 +46,18 @@ export function floatArgumentPointer(text: string): string | null {
     if (depth > MAX_DEPTH) throw new RangeError(`the message nests deeper than ${MAX_DEPTH} levels`);
     ws();
     const c = text[i];
+    const start = i;
+    // A container's own spelling, handed on once it is read (after what is inside it).
+    const close = (): void => {
+      if (typeof where === 'object' && visit(where.pointer, text.slice(start, i)) === true) stopped = true;
+    };
     if (c === '{') {
+      if (typeof where === 'object' && where.pointer === '') onArguments();
       i++;
       ws();
       if (text[i] === '}') {
         i++;
-        return;
+        return close();
       }
       for (;;) {
         ws();
@@ -64,9 +73,9 @@ export function floatArgumentPointer(text: string): string | null {
                 ? { pointer: '' }
                 : 'elsewhere';
         value(inner, depth + 1);
-        if (found !== null) return;
+        if (stopped) return;
         ws();
-        if (text[i++] === '}') return;
+        if (text[i++] === '}') return close();
       }
     }
     if (c === '[') {
@@ -74,30 +83,42 @@ export function floatArgumentPointer(text: string): string | null {
       ws();
       if (text[i] === ']') {
         i++;
-        return;
+        return close();
       }
       for (let n = 0; ; n++) {
         value(typeof where === 'object' ? { pointer: `${where.pointer}/${n}` } : 'elsewhere', depth + 1);
-        if (found !== null) return;
+        if (stopped) return;
         ws();
-        if (text[i++] === ']') return;
+        if (text[i++] === ']') return close();
       }
     }
     if (c === '"') {
       string();
-      return;
+    } else {
+      NUMBER.lastIndex = i;
+      const m = NUMBER.exec(text);
+      // A number, else true, false or null.
+      i += m ? m[0].length : text.startsWith('false', i) ? 5 : 4;
     }
-    NUMBER.lastIndex = i;
-    const m = NUMBER.exec(text);
-    if (m) {
-      i += m[0].length;
-      if (typeof where === 'object' && (m[1] !== undefined || m[2] !== undefined)) found = where.pointer;
-      return;
-    }
-    // true, false, null
-    i += text.startsWith('false', i) ? 5 : 4;
+    close();
   };
   value('top', 0);
+}
+
+/**
+ * The JSON pointer, relative to `params.arguments`, of the first number written with a fraction
+ * or an exponent in the arguments of the JSON-RPC message `text` (every `params.arguments` when a
+ * key is repeated), or `null`. `text` must be JSON that `JSON.parse` accepted; nesting deeper than
+ * {@link MAX_DEPTH} is a `RangeError`.
+ */
+export function floatArgumentPointer(text: string): string | null {
+  let found: string | null = null;
+  scanArguments(text, (pointer, spelling) => {
+    // A number (not a string, literal or container) with a fraction or an exponent.
+    if (!/^-?\d/.test(spelling) || !/[.eE]/.test(spelling)) return false;
+    found = pointer;
+    return true;
+  });
   return found;
 }
 

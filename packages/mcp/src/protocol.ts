@@ -11,6 +11,7 @@
  * @module
  */
 import { showInvisible } from '@ctrlrun/kernel';
+import { scanArguments } from './floats.js';
 
 /** The revisions the gateway accepts in `MCP-Protocol-Version`, newest first (the 2024-11-05 transport is not one). */
 export const ACCEPTED_PROTOCOL_VERSIONS: readonly string[] = ['2026-07-28', '2025-11-25', '2025-06-18', '2025-03-26'];
@@ -80,81 +81,24 @@ export function headerText(value: string): string | null {
 }
 
 /**
- * The JSON text of each member of `params.arguments` in the JSON-RPC message `text`, as the body
- * spells it (`2000`, `true`, `"a"`), for the members `JSON.parse` keeps (the last of a repeated
- * key). `text` must be JSON that `JSON.parse` accepted.
+ * The JSON text of each member of `params.arguments` in the JSON-RPC message `text`, as
+ * the body spells it (`2000`, `true`, `"a"`), for the members `JSON.parse` keeps (the last of a
+ * repeated key). `text` must be JSON that `JSON.parse` accepted; nesting deeper than the float
+ * scan's `MAX_DEPTH` is a `RangeError`.
  */
 export function argumentSpellings(text: string): Map<string, string> {
-  let i = 0;
   let spellings = new Map<string, string>();
-  const ws = () => {
-    while (i < text.length && (text[i] === ' ' || text[i] === '\t' || text[i] === '\n' || text[i] === '\r')) i++;
-  };
-  const string = (): string => {
-    const start = i;
-    i++;
-    while (i < text.length && text[i] !== '"') i += text[i] === '\\' ? 2 : 1;
-    i++;
-    return JSON.parse(text.slice(start, i)) as string;
-  };
-  // Iterative skip of one value (any depth).
-  const skip = (): void => {
-    ws();
-    let depth = 0;
-    do {
-      ws();
-      const c = text[i];
-      if (c === '"') string();
-      else if (c === '{' || c === '[') {
-        depth++;
-        i++;
-        continue;
-      } else if (c === '}' || c === ']') {
-        depth--;
-        i++;
-      } else if (c === ',' || c === ':') {
-        i++;
-        continue;
-      } else {
-        while (i < text.length && !/[\s,}\]]/.test(text[i]!)) i++;
-      }
-    } while (depth > 0);
-  };
-  // One object's members: `member(key)` reads the value (or returns false to have it skipped).
-  const object = (member: (key: string) => boolean): void => {
-    ws();
-    if (text[i] !== '{') return skip();
-    i++;
-    ws();
-    if (text[i] === '}') return void i++;
-    for (;;) {
-      ws();
-      const key = string();
-      ws();
-      i++; // ':'
-      ws();
-      if (!member(key)) skip();
-      ws();
-      if (text[i++] === '}') return;
-    }
-  };
-  object((key) => {
-    if (key !== 'params') return false;
-    spellings = new Map();
-    object((inner) => {
-      if (inner !== 'arguments') return false;
+  scanArguments(
+    text,
+    (pointer, spelling) => {
+      // A member of the arguments only (`/name`, its segment unescaped); a later repeat of a key wins.
+      const m = /^\/([^/]*)$/.exec(pointer);
+      if (m !== null) spellings.set(m[1]!.replace(/~1/g, '/').replace(/~0/g, '~'), spelling);
+    },
+    () => {
       spellings = new Map();
-      object((name) => {
-        ws();
-        const start = i;
-        skip();
-        spellings.set(name, text.slice(start, i));
-        return true;
-      });
-      return true;
-    });
-    return true;
-  });
+    },
+  );
   return spellings;
 }
 
@@ -230,7 +174,14 @@ export function checkProtocolHeaders(headers: HeaderPairs, message: Record<strin
     method === 'tools/call' && params !== null && typeof params['arguments'] === 'object' && params['arguments'] !== null && !Array.isArray(params['arguments'])
       ? (params['arguments'] as Record<string, unknown>)
       : null;
-  const spellings = args === null ? new Map<string, string>() : argumentSpellings(text);
+  let spellings = new Map<string, string>();
+  try {
+    if (args !== null) spellings = argumentSpellings(text);
+  } catch (err) {
+    // Nesting past the scan's bound: the same answer the float scan gives such a message.
+    if (err instanceof RangeError) return { status: 400, code: -32600, message: `invalid request: ${err.message}` };
+    throw err;
+  }
   for (const header of paramHeaders) {
     const arg = header.slice('mcp-param-'.length);
     const shown = `Mcp-Param-${arg}`;
