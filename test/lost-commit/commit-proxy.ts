@@ -15,6 +15,10 @@
  *
  * An `interlude` runs after the server side is settled and before the client is cut (another
  * writer's turn, deterministically). `refuseConnections(n)` refuses the next n connections (T156).
+ *
+ * `hold(when)` holds the first statement matching `when` (and everything the client sends after
+ * it on that connection) unforwarded until released: another writer acts in the window between
+ * what the held connection read and what it writes (T313).
  */
 import { connect, createServer, type Server, type Socket } from 'node:net';
 
@@ -36,6 +40,11 @@ export interface CommitProxy {
   route(url: string): string;
   /** Arms the next matching COMMIT; resolves with the transaction's statements once it fired. */
   arm(plan: CommitPlan): Promise<string[]>;
+  /**
+   * Holds the next statement matching `when`: resolves once one reached the proxy (it and all that
+   * follows on its connection wait there); `release()` forwards them.
+   */
+  hold(when: RegExp): Promise<{ statement: string; release: () => void }>;
   /** Refuses the next `n` connections (accepted, then closed at once). */
   refuseConnections(n: number): void;
   /** Connections accepted so far (refused ones included). */
@@ -60,6 +69,7 @@ export async function startCommitProxy(target: { host: string; port: number }): 
   let accepted = 0;
   let fired = 0;
   let armed: { plan: CommitPlan; resolve: (statements: string[]) => void } | null = null;
+  let holding: { when: RegExp; resolve: (held: { statement: string; release: () => void }) => void } | null = null;
   const sockets = new Set<Socket>();
 
   const server: Server = createServer((client) => {
@@ -83,6 +93,8 @@ export async function startCommitProxy(target: { host: string; port: number }): 
     /** Prepared statements by name (a named statement's text is sent once, then Bound by name). */
     const named = new Map<string, string>();
     let withhold: (() => void) | null = null;
+    /** A statement held here: nothing more is forwarded until it is released. */
+    let held = false;
     /** Set once a plan has taken this connection over: from then on the plan alone cuts the client. */
     let dead = false;
     client.on('close', () => upstream.destroy());
@@ -136,9 +148,10 @@ export async function startCommitProxy(target: { host: string; port: number }): 
       pending = Buffer.alloc(0);
     };
 
-    client.on('data', (chunk) => {
+    const onData = (chunk: Buffer): void => {
       if (dead) return;
       pending = Buffer.concat([pending, chunk]);
+      if (held) return;
       const forward = 0;
       let offset = 0;
       for (;;) {
@@ -174,6 +187,21 @@ export async function startCommitProxy(target: { host: string; port: number }): 
           if (matches()) return lose(offset, len);
           statements = [];
         }
+        if (text !== null && holding !== null && holding.when.test(text)) {
+          const { resolve } = holding;
+          holding = null;
+          held = true;
+          if (offset > forward) upstream.write(pending.subarray(forward, offset));
+          pending = pending.subarray(offset);
+          resolve({
+            statement: text,
+            release: () => {
+              held = false;
+              onData(Buffer.alloc(0));
+            },
+          });
+          return;
+        }
         if (text !== null) {
           const parts = text
             .split(';')
@@ -193,7 +221,8 @@ export async function startCommitProxy(target: { host: string; port: number }): 
       }
       if (offset > forward) upstream.write(pending.subarray(forward, offset));
       pending = pending.subarray(offset);
-    });
+    };
+    client.on('data', onData);
   });
 
   await new Promise<void>((resolve, reject) => {
@@ -215,6 +244,12 @@ export async function startCommitProxy(target: { host: string; port: number }): 
       if (armed) throw new Error('the proxy is already armed');
       return new Promise((resolve) => {
         armed = { plan, resolve };
+      });
+    },
+    hold(when) {
+      if (holding) throw new Error('the proxy already holds for a statement');
+      return new Promise((resolve) => {
+        holding = { when, resolve };
       });
     },
     refuseConnections(n) {

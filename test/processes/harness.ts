@@ -87,7 +87,15 @@ export interface RefundBudgetPayload extends BasePayload {
   progress_every: number;
 }
 
-export type Payload = ReservePayload | TakePayload | ExecuteManyPayload | HangPayload | RefundBudgetPayload;
+/** One verified yes on an approval request (`grantApproval`); prints `{granted, reason, error, message}`. */
+export interface GrantPayload extends BasePayload {
+  kind: 'grant';
+  approval_id: string;
+  approver: string;
+  verified: { agent: string; user: string | null; issuer: string | null; entitled: string[] };
+}
+
+export type Payload = ReservePayload | TakePayload | ExecuteManyPayload | HangPayload | RefundBudgetPayload | GrantPayload;
 
 /** A finished worker: exit, its parsed stdout lines, and its stderr for diagnostics. */
 export interface Finished {

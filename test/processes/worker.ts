@@ -8,13 +8,14 @@
  *   (`action_id`: the held action's, for the process that took it).
  * - `execute-many`: barrier, then every key through `Control.execute`; the executor
  *   exclusive-creates `marker/<key>`, so a second execution of a key is an `EEXIST` (counted).
+ * - `grant`: one verified yes on an approval request. Prints `{granted, reason, error, message}`.
  * - `hang`: one execution through `Control.execute` whose executor prints `{executing: …}` and
  *   never returns; the parent kills this process with SIGKILL.
  */
 import { openSync, closeSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { Control, NotExecuted, createAction, loadPolicy, randomIds, type StateStore } from '@ctrlrun/kernel';
-import type { ExecuteManyPayload, HangPayload, Payload, RefundBudgetPayload, ReservePayload, TakePayload } from './harness.js';
+import type { ExecuteManyPayload, GrantPayload, HangPayload, Payload, RefundBudgetPayload, ReservePayload, TakePayload } from './harness.js';
 import { PROCESS_POLICY_YAML, PROCESS_PRINCIPAL } from './policy.js';
 
 const LEASE_MS = 5 * 60_000;
@@ -161,8 +162,24 @@ async function refundBudget(p: RefundBudgetPayload): Promise<void> {
   print({ outcomes });
 }
 
+async function grant(p: GrantPayload): Promise<void> {
+  const store = await open(p);
+  print({ stage: 'opened' });
+  try {
+    const approval = await store.grantApproval(p.approval_id, p.approver, p.verified);
+    print({ granted: true, reason: null, approver: approval.approver, error: null, message: null });
+  } catch (err) {
+    print({ granted: false, reason: (err as { reason?: string }).reason ?? null, ...describe(err) });
+  } finally {
+    await store.close();
+  }
+}
+
 const payload = await readPayload();
 switch (payload.kind) {
+  case 'grant':
+    await grant(payload);
+    break;
   case 'reserve':
     await reserve(payload);
     break;
