@@ -164,6 +164,43 @@ for (const prepare of [false, true])
       expect(await s.row()).toMatchObject({ state: 'committed', attempt: 1 });
     });
 
+    // T411a (spec 05 §5.1): the re-issue after a lost COMMIT carries the reservation's budget
+    // charges, so the reservation and its charge land together or not at all — never a reserved
+    // effect the ledger never saw (reserved=1, charged=0) and never a charge twice.
+    for (const renewal of [false, true])
+      for (const mode of ['drop', 'land'] as const)
+        it(`test_T411a_an_ambiguous_commit_resolves_the_charge_with_the_reservation (${renewal ? 'renewal after FAILED' : 'first reservation'}, COMMIT ${mode === 'drop' ? 'never received' : 'landed'})`, async () => {
+          const s = await scene();
+          const charge = { grantId: 'support', metric: 'amount', amount: 700, limit: 10_000, window: 86_400 };
+          const ledger = async () =>
+            (await s.store.budgets!().consumptions({ effectKey: s.key })).map((r) => ({
+              amount: r.amount,
+              attempt: r.attempt,
+              released: r.releasedAt !== null,
+            }));
+          if (renewal) {
+            await s.store.reserveEffect(s.key, 'act_first', 5 * 60_000, undefined, [charge]);
+            await s.store.beginExecution(s.key, 'act_first');
+            await s.store.failEffect(s.key, 'act_first', 'declined by the bank');
+          }
+          const fired = proxy.arm({ mode, when: renewal ? UPDATE_EFFECT : INSERT_EFFECT });
+          const reservation = await s.store.reserveEffect(s.key, 'act_lost', 5 * 60_000, undefined, [charge]);
+          const statements = await fired;
+          expect(
+            statements.some((x) => /budget_ledger/.test(x)),
+            'the lost transaction carried the charge',
+          ).toBe(true);
+          expect(reservation).toMatchObject({ attempt: renewal ? 2 : 1 });
+          expect(s.branches()).toEqual([
+            renewal ? (mode === 'drop' ? UPDATE_LOST_REISSUE : UPDATE_LANDED) : mode === 'drop' ? INSERT_LOST_REISSUE : INSERT_LANDED,
+          ]);
+          expect(await s.row()).toMatchObject({ state: 'reserved', action_id: 'act_lost', attempt: renewal ? 2 : 1 });
+          expect(await ledger(), 'one live charge for the reservation that stands, none doubled').toEqual([
+            ...(renewal ? [{ amount: 700n, attempt: 1, released: true }] : []),
+            { amount: 700n, attempt: renewal ? 2 : 1, released: false },
+          ]);
+        });
+
     it('test_T155e_a_never_received_commit_of_a_transition_is_reissued (a2.row2.reissue)', async () => {
       const s = await scene();
       let fired: Promise<string[]> | null = null;
