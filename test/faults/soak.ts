@@ -4,10 +4,12 @@
  *
  *   FAULTS_OPS=100000 npm run soak                          # every store, 100,000 operations each
  *   FAULTS_OPS=5000 FAULTS_STORES=sqlite-processes npm run soak
+ *   FAULTS_OPS=100000 FAULTS_MINUTES=40 npm run soak        # stop starting rounds after 40 minutes per store
  *
  * PostgreSQL: PG_URL (a superuser URL) or a throwaway cluster started from the installed server
  * binaries (test/support/pg-cluster.ts). The figures are printed as JSON lines and as a
- * Markdown table, and written to test-artifacts/faults/soak-<time>.json.
+ * Markdown table, and written to test-artifacts/faults/soak-<time>.json after every round (a run
+ * cut short keeps the figures of the rounds it finished).
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -21,6 +23,14 @@ const SEED = Number(process.env['FAULTS_SEED'] ?? Date.now() % 1_000_000);
 const STORES = (process.env['FAULTS_STORES'] ?? 'sqlite-processes,postgres,pglite').split(',') as StoreKind[];
 /** Each campaign runs in rounds of this many operations (a fresh store each), so histories stay a size the checker reads quickly. */
 const ROUND = Number(process.env['FAULTS_ROUND'] ?? 5000);
+/** Per store, no new round starts after this many minutes (0: no limit): the figures say how far it got. */
+const MINUTES = Number(process.env['FAULTS_MINUTES'] ?? 0);
+
+const out = join(import.meta.dirname, '..', '..', 'test-artifacts', 'faults');
+mkdirSync(out, { recursive: true });
+const artifact = join(out, `soak-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
+const command = `FAULTS_OPS=${OPS} FAULTS_SEED=${SEED} FAULTS_STORES=${STORES.join(',')} FAULTS_ROUND=${ROUND}${MINUTES ? ` FAULTS_MINUTES=${MINUTES}` : ''} npm run soak`;
+const save = (results: readonly CampaignResult[]) => writeFileSync(artifact, `${JSON.stringify({ seed: SEED, ops: OPS, command, results }, null, 2)}\n`);
 
 const results: CampaignResult[] = [];
 let cluster: PgCluster | null = null;
@@ -40,7 +50,12 @@ try {
       upstreamRuns: 0,
       elapsedMs: 0,
     };
+    const storeStarted = Date.now();
     for (let done = 0, round = 0; done < OPS; round++) {
+      if (MINUTES > 0 && Date.now() - storeStarted > MINUTES * 60_000) {
+        console.log(JSON.stringify({ store: kind, stopped: `time limit of ${MINUTES} minutes`, total: total.operations }));
+        break;
+      }
       const ops = Math.min(ROUND, OPS - done);
       const dir = mkdtempSync(join(tmpdir(), `ctrlrun-soak-${kind}-`));
       const db = adminUrl ? await freshDatabase(adminUrl, 'soak') : null;
@@ -66,6 +81,7 @@ try {
             seconds: Math.round(r.elapsedMs / 1000),
           }),
         );
+        save([...results, total]);
       } finally {
         await db?.drop();
         rmSync(dir, { recursive: true, force: true });
@@ -77,9 +93,8 @@ try {
   await cluster?.stop();
 }
 
-const out = join(import.meta.dirname, '..', '..', 'test-artifacts', 'faults');
-mkdirSync(out, { recursive: true });
-writeFileSync(join(out, `soak-${new Date().toISOString().replace(/[:.]/g, '-')}.json`), `${JSON.stringify({ seed: SEED, ops: OPS, results }, null, 2)}\n`);
+save(results);
+console.log(`\n${command}`);
 console.log('\n| store | operations | faults injected | anomalies | minutes |\n|---|---|---|---|---|');
 for (const r of results) {
   const faults = Object.entries(r.faults)
