@@ -3,7 +3,7 @@
 // upstream pin with no gateway that observed the upstream; and the names reserved for the
 // original's policy-change flow are never executed or reserved here.
 import { describe, expect, it } from 'vitest';
-import { ActionDenied, ApprovalRequired, createAction, InvalidArgument, POLICY_CHANGE_ACTION, protect } from '@ctrlrun/kernel';
+import { ActionDenied, ApprovalRequired, createAction, InvalidArgument, POLICY_CHANGE_ACTION, protect, Suspended } from '@ctrlrun/kernel';
 import { setup } from './harness.js';
 import { rejection, rig } from './authority.fixtures.js';
 
@@ -200,6 +200,32 @@ actions:
     expect(r.lastReceipt()['task']).toBe('anything:at-all');
     expect(await r.control.execute(refund(), r.executor)).toBe('ok');
     expect(r.lastReceipt()['task']).toBeNull();
+  });
+
+  it("a suspended call's task is carried to its resumed leg: EXECUTION_STARTED records {task, hop}, the resume is evaluated for that task and its receipt names it", async () => {
+    const r = await rig(V7('      tasks: ["ticket:*"]\n'));
+    const action = refund();
+    const suspended = await rejection(
+      r.control.execute(
+        action,
+        () => {
+          throw new Suspended('cont-task-1');
+        },
+        { task: 'ticket:4711', effectKey: 'refund:task-1' },
+      ),
+    );
+    expect(suspended).toBeInstanceOf(Suspended);
+    expect(r.data('EXECUTION_STARTED')).toEqual([{ task: 'ticket:4711', hop: null }]);
+    expect(await r.control.resume('cont-task-1', () => 'resumed')).toBe('resumed');
+    // The resumed leg passes the task-bound grant for the task the call named (not "no task").
+    expect(r.types(action.actionId).filter((t) => t.startsWith('AUTHORITY_'))).toEqual(['AUTHORITY_RESOLVED', 'AUTHORITY_RESOLVED']);
+    const receipt = r.lastReceipt();
+    expect([receipt['result'], receipt['task'], receipt['authority_grant_id']]).toEqual(['committed', 'ticket:4711', 'support']);
+    // A call naming no task records null, not an empty object.
+    expect(
+      await r.control.execute(createAction({ name: 'customer.read', arguments: {}, principal: { agent: 'x' }, environment: 'production' }), r.executor),
+    ).toBe('ok');
+    expect(r.data('EXECUTION_STARTED').at(-1)).toEqual({ task: null, hop: null });
   });
 
   it('a budgeted grant never lets an action through uncharged: with no effect key to charge under, budget_unkeyed', async () => {

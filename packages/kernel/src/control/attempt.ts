@@ -45,7 +45,7 @@ import { checkProvider, refuseUnrecorded, requestPins } from './presented.js';
 import { checkObservation } from './upstream.js';
 import { checkTask } from './gates.js';
 import { editOfGrant, followEdit, unusedEditOf } from './edit.js';
-import { type ControlContext, type Pass, type Decided, expiryOf, deny, decidedFromJson, describeError } from './pass.js';
+import { type ControlContext, type Pass, type Decided, expiryOf, deny, decidedFromJson, describeError, started } from './pass.js';
 import type { Executor, ExecuteOptions, ExecuteResult } from './types.js';
 
 /** `Control.executeWithReceipt`: runs `action` through the control path; resolves to the executor's value and the receipt. */
@@ -258,10 +258,10 @@ export async function decideAndRun<T>(
     pass.held = true;
   } else if (pass.effectKey !== null) {
     // EXECUTION_STARTED is written in the transition's own transaction, and only if it happened.
-    const started = trailing(ctx, pass, () => [['EXECUTION_STARTED', {}]]);
+    const begun = trailing(ctx, pass, () => [started(pass)]);
     let record: EffectRecord;
     try {
-      record = await ctx.store.beginExecution(pass.effectKey, action.actionId, started);
+      record = await ctx.store.beginExecution(pass.effectKey, action.actionId, begun);
     } catch (err) {
       if (err instanceof DuplicateEffect || err instanceof AmbiguousEffect) {
         await refused(ctx, pass, err);
@@ -269,9 +269,9 @@ export async function decideAndRun<T>(
       throw err;
     }
     pass.held = true;
-    await afterWrite(ctx, pass, record, started);
+    await afterWrite(ctx, pass, record, begun);
   } else {
-    await recordEvent(ctx, pass, 'EXECUTION_STARTED', {});
+    await recordEvent(ctx, pass, ...started(pass));
   }
   return runExecutor(ctx, pass, executor, options);
 }
@@ -293,6 +293,7 @@ export async function resumeAttempt<T>(
   checkEnvironment(ctx, action);
   // The decision that let the action run stands, as the first attempt recorded it.
   const decided = await decidedBefore(ctx, action, effectKey, rounds);
+  const task = await startedTask(ctx, action, effectKey);
   const pass: Pass = {
     action,
     args: action.canonicalArguments,
@@ -310,10 +311,11 @@ export async function resumeAttempt<T>(
     policyVersion: decided.policyVersion,
     // Run under an edited grant: the resumed receipt records the edit as the first attempt's would.
     edit: await editOfGrant(ctx, decided.approvalId, action),
+    task,
   };
   if (ctx.authority !== null) {
     // Recorded, not decided: this round runs either way; the next extension is what a denial refuses.
-    const result = await ctx.authority.evaluate(action, { now: ctx.clock(), store: ctx.store });
+    const result = await ctx.authority.evaluate(action, { now: ctx.clock(), store: ctx.store, task });
     for (const w of result.warnings) ctx.logger.warn(`[ctrlrun] ${action.name}: ${w}`);
     await recordEvent(ctx, pass, result.passed ? 'AUTHORITY_RESOLVED' : 'AUTHORITY_DENIED', authorityEventData(result));
     // The resumed leg's receipt names the grant that passes it now (none when it no longer does).
@@ -338,6 +340,20 @@ export async function resumeAttempt<T>(
     await flushAfterThrow(ctx, pass);
     throw err;
   }
+}
+
+/**
+ * The task the suspended attempt ran for, read back from its `EXECUTION_STARTED` (`{task, hop}`),
+ * so a resumed leg is evaluated and receipted for the same task. Null when none was named, and
+ * for a start written before tasks existed (`{}`) or not found.
+ */
+async function startedTask(ctx: ControlContext, action: Action, effectKey: string): Promise<string | null> {
+  const event = ctx.store.lastEvent
+    ? await ctx.store.lastEvent(action.actionId, 'EXECUTION_STARTED')
+    : ((await ctx.store.events()).filter((e) => e.actionId === action.actionId && e.type === 'EXECUTION_STARTED').at(-1) ?? null);
+  if (event === null || event.effectKey !== effectKey) return null;
+  const task = event.data['task'];
+  return typeof task === 'string' ? task : null;
 }
 
 /**

@@ -15,7 +15,7 @@ import { planReservation } from '../effects.js';
 import { isWellFormedString } from '../canonical.js';
 import { blockingReconcile } from './reconcile.js';
 import { note, recordEvent, trailing, afterWrite, recordReceipt } from './evidence.js';
-import { type ControlContext, type Pass, STARTED, expiryOf, deny, named, block, reservedData, refusalData, describeError } from './pass.js';
+import { type ControlContext, type Pass, started, expiryOf, deny, named, block, reservedData, refusalData, describeError } from './pass.js';
 import type { ReconcileHook, ResolveOptions } from './types.js';
 import { recheckPresented } from './presented.js';
 import { BUDGET_EXHAUSTED, BudgetExhausted, type BudgetCharge } from '../budget.js';
@@ -147,7 +147,7 @@ export async function consumeAndReserve(ctx: ControlContext, pass: Pass, lease: 
   const consumed = trailing<[Approval | null, Reservation]>(ctx, pass, ([approval, reservation]) => [
     ['APPROVAL_CONSUMED', { approver: approval!.approver, ...compared }],
     ['EFFECT_RESERVED', reservedData(reservation)],
-    ...(merged ? [STARTED] : []),
+    ...(merged ? [started(pass)] : []),
   ]);
   const attemptOnce = async (): Promise<[Approval | null, Reservation | null]> =>
     pass.effectKey === null
@@ -210,10 +210,10 @@ export async function reserveStep(ctx: ControlContext, pass: Pass, lease: number
   const key = pass.effectKey as string;
   const { actionId } = pass.action;
   // EFFECT_RESERVED (and, merged, EXECUTION_STARTED) is written in the reservation's own transaction; a refusal writes none.
-  const reserved = trailing<Reservation>(ctx, pass, (r) => [['EFFECT_RESERVED', reservedData(r)], ...(merged ? [STARTED] : [])]);
+  const reserved = trailing<Reservation>(ctx, pass, (r) => [['EFFECT_RESERVED', reservedData(r)], ...(merged ? [started(pass)] : [])]);
   const attemptOnce = async (): Promise<Reservation> => {
     if (!merged) return ctx.store.reserveEffect(key, actionId, lease, reserved, ...chargeArg(pass));
-    const both = trailing<[Approval | null, Reservation]>(ctx, pass, ([, r]) => [['EFFECT_RESERVED', reservedData(r)], STARTED]);
+    const both = trailing<[Approval | null, Reservation]>(ctx, pass, ([, r]) => [['EFFECT_RESERVED', reservedData(r)], started(pass)]);
     const [, r] = await ctx.store.reserveForExecution!({ key, actionId, leaseMs: lease, approval: null, ...chargesOf(pass) }, both);
     if (both.stored !== undefined) reserved.stored = both.stored;
     return r;

@@ -11,7 +11,7 @@ import { runExecutor } from './outcome.js';
 import { recheckPresented } from './presented.js';
 import { observeAfterPolicy, observeCeiling } from './entry-gates.js';
 import { recordEvent, flush } from './evidence.js';
-import { type ControlContext, type Pass, block, refusalData, blockedBy } from './pass.js';
+import { type ControlContext, type Pass, block, refusalData, blockedBy, started } from './pass.js';
 import { BUDGET_EXHAUSTED } from '../budget.js';
 import type { Executor, ExecuteOptions, ExecuteResult } from './types.js';
 
@@ -69,7 +69,7 @@ export async function runObserved<T>(
       }
     }
   }
-  await recordEvent(ctx, pass, 'EXECUTION_STARTED', {});
+  await recordEvent(ctx, pass, ...started(pass));
   return runExecutor(ctx, pass, executor, options);
 }
 

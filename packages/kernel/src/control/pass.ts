@@ -72,8 +72,14 @@ export interface Decided {
 
 export const RECONCILED: Record<string, 'committed' | 'failed'> = { committed: 'committed', not_executed: 'failed' };
 
-/** EXECUTION_STARTED, as a reservation step that also starts the execution drafts it. */
-export const STARTED: [EventType, JsonObject] = ['EXECUTION_STARTED', {}];
+/**
+ * EXECUTION_STARTED, as a reservation step that also starts the execution drafts it: always both
+ * keys, `{task, hop}` (spec 05 §6.1; an empty object means "written before tasks existed", which
+ * a resumption reads as "the task dimension is unknown"). This build opens no hops: `hop` is null.
+ */
+export function started(pass: Pick<Pass, 'task'>): [EventType, JsonObject] {
+  return ['EXECUTION_STARTED', { task: pass.task ?? null, hop: null }];
+}
 
 /** One attempt of one action: what it was decided with, holds, and has yet to record. */
 export interface Pass {
