@@ -10,7 +10,7 @@ import { Control, createAction, loadPolicy, type JsonObject } from '@ctrlrun/ker
 import { TRY_IT_POLICY_YAML } from '@ctrlrun/kernel/try-it';
 import { createSqlJsStore } from '@ctrlrun/store-sqljs';
 import { createDemoApp, staticTokens } from '../../worker/src/index.js';
-import { startNodeWorker } from '../../worker/src/node.js';
+import { startNodeWorker } from '../../worker/src/runtime/node.js';
 import { bundleWorkerd, COMPATIBILITY_DATE, out } from '../../test/worker/bundle.js';
 
 const AGENT = 'bench-agent-token-000000001';

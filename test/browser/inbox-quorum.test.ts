@@ -12,7 +12,7 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 // @ts-expect-error a plain .mjs example without types
 import { startFakeUpstream } from '../../examples/worker/fake-upstream.mjs';
-import { startNodeWorker, type NodeWorker } from '../../worker/src/node.js';
+import { startNodeWorker, type NodeWorker } from '../../worker/src/runtime/node.js';
 import { BROWSER_TEST_TIMEOUT, describeInChromium, launchChromium, ROOT } from './support.js';
 
 interface Upstream {

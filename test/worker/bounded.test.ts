@@ -7,7 +7,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { Control, loadPolicy, type StateStore } from '@ctrlrun/kernel';
 import { createApp, staticTokens } from '../../worker/src/index.js';
-import { decodeApprovalCursor, encodeApprovalCursor } from '../../worker/src/views.js';
+import { decodeApprovalCursor, encodeApprovalCursor } from '../../worker/src/routes/views.js';
 import { AGENT, harness, OPERATOR, POLICY } from './harness.js';
 
 const refund = (payment_id: string, amount: number) => ({ name: 'stripe.refund', arguments: { payment_id, amount } });

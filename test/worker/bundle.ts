@@ -49,7 +49,7 @@ export interface WorkerdBundle {
 }
 
 /** Bundles a workerd entry (the worker's own unless `entry` names another, e.g. a test's). */
-export async function bundleWorkerd(name = 'workerd', entry = join(root, 'worker', 'src', 'workerd.ts')): Promise<WorkerdBundle> {
+export async function bundleWorkerd(name = 'workerd', entry = join(root, 'worker', 'src', 'runtime', 'workerd.ts')): Promise<WorkerdBundle> {
   await mkdir(out, { recursive: true });
   const wasmPaths: string[] = [];
   // The `.wasm` import becomes a sibling module of the script, resolved from where sql.js is.
@@ -114,7 +114,7 @@ export async function bundleDeno(name = 'deno', entry = 'deno.ts'): Promise<stri
   // store-node goes in (one kernel in the process); its database drivers resolve from node_modules.
   await build({
     ...shared,
-    entryPoints: [join(root, 'worker', 'src', entry)],
+    entryPoints: [join(root, 'worker', 'src', 'runtime', entry)],
     outfile,
     platform: 'neutral',
     mainFields: ['module', 'main'],

@@ -12,7 +12,7 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { InvalidArgument } from '@ctrlrun/kernel';
 import { loadWorkerSettings, parseWorkerConfig } from '../../worker/src/index.js';
-import { NODE_RUNTIME, startNodeWorker, type NodeWorker } from '../../worker/src/node.js';
+import { NODE_RUNTIME, startNodeWorker, type NodeWorker } from '../../worker/src/runtime/node.js';
 // @ts-expect-error a plain .mjs example without types
 import { startFakeUpstream } from '../../examples/worker/fake-upstream.mjs';
 import { root } from './bundle.js';

@@ -1,7 +1,7 @@
 /**
  * The Durable Object store, in workerd (miniflare, SQLite-backed Durable Objects, Node
  * compatibility off): the kernel's store conformance suite run inside an object; refused
- * transactions leaving nothing; and the Cloudflare entry (`worker/src/cloudflare.ts`) shared by
+ * transactions leaving nothing; and the Cloudflare entry (`worker/src/runtime/cloudflare.ts`) shared by
  * two Worker scripts (two isolates) through one object, racing one refund to a real counting
  * upstream: it runs once, and a restart on the same persisted state still refuses a second run.
  */

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { configFromEnv } from '../../worker/src/index.js';
-import { startNodeWorker } from '../../worker/src/node.js';
+import { startNodeWorker } from '../../worker/src/runtime/node.js';
 
 const AGENT = 'agent-token-for-entry-tests';
 const OPERATOR = 'operator-token-for-entry-t';

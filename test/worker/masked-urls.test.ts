@@ -9,7 +9,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAction, InvalidArgument, NotExecuted, type ExecutionContext } from '@ctrlrun/kernel';
 import { httpForwarder, parseWorkerConfig } from '../../worker/src/index.js';
-import { startNodeWorker } from '../../worker/src/node.js';
+import { startNodeWorker } from '../../worker/src/runtime/node.js';
 import { describePg, freshDatabase, type FreshDatabase } from '../support/pg-cluster.js';
 
 const PASSWORD = 's3cr3t@ssw0rd';

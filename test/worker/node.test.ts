@@ -3,7 +3,7 @@ import { spawn } from 'node:child_process';
 import { createServer, type AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { startNodeWorker } from '../../worker/src/node.js';
+import { startNodeWorker } from '../../worker/src/runtime/node.js';
 import { describeWorkerHttp, TEST_ENV } from './http.case.js';
 
 describeWorkerHttp('Node (@hono/node-server)', async () => {
@@ -28,7 +28,7 @@ describe('the Node entry on a port already taken', () => {
 
 describe('the Node entry stopped as its banner is printed', () => {
   it.runIf(process.platform !== 'win32')('a SIGINT sent the moment the banner says where to connect closes the worker and exits 0', async () => {
-    const entry = fileURLToPath(new URL('../../worker/src/node.ts', import.meta.url));
+    const entry = fileURLToPath(new URL('../../worker/src/runtime/node.ts', import.meta.url));
     // Sends SIGINT from inside the process right after the banner's line: whoever reads it may.
     const atBanner = `data:text/javascript,const log=console.log;console.log=(...a)=>{log(...a);if(String(a[0]).includes('http://127.0.0.1:'))process.kill(process.pid,'SIGINT')}`;
     const child = spawn(process.execPath, ['--conditions=@ctrlrun/source', '--import', import.meta.resolve('tsx'), '--import', atBanner, entry], {
@@ -52,7 +52,7 @@ describe('the Node entry stopped while it starts', () => {
       const connected = new Promise<void>((resolve) => blackHole.once('connection', () => resolve()));
       await new Promise<void>((resolve) => blackHole.listen(0, '127.0.0.1', resolve));
       const { port } = blackHole.address() as AddressInfo;
-      const entry = fileURLToPath(new URL('../../worker/src/node.ts', import.meta.url));
+      const entry = fileURLToPath(new URL('../../worker/src/runtime/node.ts', import.meta.url));
       const child = spawn(process.execPath, ['--conditions=@ctrlrun/source', '--import', import.meta.resolve('tsx'), entry], {
         env: { PATH: process.env['PATH'] ?? '', ...TEST_ENV, PORT: '0', DATABASE_URL: `postgres://u:p@127.0.0.1:${port}/db` },
         stdio: ['ignore', 'pipe', 'pipe'],

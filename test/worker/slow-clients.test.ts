@@ -5,7 +5,7 @@
  */
 import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { nodeTimeouts, startNodeWorker, type NodeWorker } from '../../worker/src/node.js';
+import { nodeTimeouts, startNodeWorker, type NodeWorker } from '../../worker/src/runtime/node.js';
 import { AGENT_TOKEN, TEST_ENV } from './http.case.js';
 
 /** What the server sent before it closed the socket, and whether the client still had bytes to send. */

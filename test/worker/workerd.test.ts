@@ -36,6 +36,8 @@ it('the workerd bundle carries the kernel, sql.js and hono, and nothing of store
   expect(inputs.some((i) => i.includes('node_modules/sql.js/dist/sql-wasm-browser.js'))).toBe(true);
   expect(inputs.some((i) => i.includes('node_modules/hono/'))).toBe(true);
   expect(
-    inputs.filter((i) => i.startsWith('packages/store-node/') || i.startsWith('node:') || i.includes('@hono/node-server') || i.endsWith('worker/src/node.ts')),
+    inputs.filter(
+      (i) => i.startsWith('packages/store-node/') || i.startsWith('node:') || i.includes('@hono/node-server') || i.endsWith('worker/src/runtime/node.ts'),
+    ),
   ).toEqual([]);
 });

@@ -1,52 +1,31 @@
 /**
- * The HTTP API over the kernel's one control path. Every action goes through
- * `Control.executeWithReceipt`; approvals are answered through `Control.grantApproval` /
- * `denyApproval`, effects resolved through `Control.resolveEffect`. The app decides nothing
- * itself: it authenticates, parses strictly, and maps the kernel's refusals to statuses.
+ * The HTTP API over the kernel's one control path, composed from its route groups (`routes/`):
+ * every action goes through `Control.executeWithReceipt` (`routes/actions.ts`); approvals are
+ * answered through `Control.grantApproval` / `denyApproval` (`routes/approvals.ts`), effects
+ * resolved through `Control.resolveEffect` (`routes/effects.ts`). The app decides nothing itself:
+ * it authenticates (`routes/context.ts`), parses strictly, and maps the kernel's refusals to
+ * statuses (`http.ts`). This file only checks the options and mounts the groups.
  *
  * @module
  */
-import { Hono, type Context, type MiddlewareHandler } from 'hono';
+import { Hono } from 'hono';
 import { cors } from 'hono/cors';
-import {
-  ApprovalMismatch,
-  ApprovalRequired,
-  approvalProgress,
-  createPrincipal,
-  describeError,
-  IdentityError,
-  intake,
-  IntakeRefusal,
-  InvalidArgument,
-  NotExecuted,
-  parseJson,
-  PendingApprovalLimit,
-  resultToJson,
-  verifyAnchors,
-  verifyChain,
-  viewTime,
-  type Action,
-  type AnchorProvider,
-  type ApprovalRecord,
-  type ApprovalStatus,
-  type Control,
-  type EffectRecord,
-  type ExecuteOptions,
-  type Executor,
-  type JsonObject,
-  type ChainReport,
-  type JsonValue,
-} from '@ctrlrun/kernel';
-import { Mutex } from '@ctrlrun/kernel/store';
+import { InvalidArgument, verifyAnchors, type AnchorProvider, type Control } from '@ctrlrun/kernel';
 import type { TryIt } from '@ctrlrun/kernel/try-it';
-import type { AgentIdentity, Authenticator, Identity, OperatorIdentity } from './auth.js';
-import { checkExecutors, executorFor, type Executors } from './executors.js';
-import { DEFAULT_BODY_LIMIT, errorResponse, HttpError, jsonResponse, readJsonBody, responseForError } from './http.js';
-import { mountInbox } from './inbox.js';
-import { openApiDocument } from './openapi.js';
-import { mountRetention } from './retention.js';
-import { mountBudgets } from './budgets.js';
-import { decodeApprovalCursor, encodeApprovalCursor, receiptView } from './views.js';
+import type { Authenticator } from './auth.js';
+import { checkExecutors, type Executors } from './executors.js';
+import { DEFAULT_BODY_LIMIT, errorResponse, responseForError } from './http.js';
+import { mountActions } from './routes/actions.js';
+import { mountApprovals } from './routes/approvals.js';
+import { mountBudgets } from './routes/budgets.js';
+import { roleGates, type AppEnv, type RouteContext } from './routes/context.js';
+import { mountEffects } from './routes/effects.js';
+import { mountInbox } from './routes/inbox.js';
+import { mountOpenApi } from './routes/openapi.js';
+import { mountPolicy } from './routes/policy.js';
+import { mountReceipts, sharedChainVerification } from './routes/receipts.js';
+import { mountRetention } from './routes/retention.js';
+import { mountTryIt } from './routes/try-it.js';
 
 /** Cross-origin access; off unless given. */
 export interface CorsOptions {
@@ -87,179 +66,19 @@ export interface AppOptions {
   anchor?: AnchorProvider | null;
 }
 
-type Env = { Variables: { identity: Identity } };
-
 /** The app {@link createApp} builds: call `app.fetch(request)`, or `app.request(path, init)` in tests. */
-export type App = Hono<Env>;
+export type App = Hono<AppEnv>;
 
-const APPROVAL_STATUSES: readonly ApprovalStatus[] = ['pending', 'granted', 'denied', 'expired', 'consumed'];
-const ACTION_KEYS = new Set(['name', 'arguments', 'resource', 'effectKey', 'approvalId']);
-const DEFAULT_PAGE = 100;
-const MAX_PAGE = 1000;
-
-function badRequest(message: string, path: string): HttpError {
-  return new HttpError(400, 'ERR_INVALID_ARGUMENT', message, { path });
-}
-
-function notFound(message: string): HttpError {
-  return new HttpError(404, 'ERR_NOT_FOUND', message);
-}
-
-/** The body of `POST /v1/actions`, checked field by field (400 naming the field). */
-interface ActionRequest {
-  name: string;
-  arguments: JsonObject;
-  resource: string | null | undefined;
-  effectKey: string | undefined;
-  approvalId: string | null;
-}
-
-function isObject(v: unknown): v is JsonObject {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-
-function optionalString(body: JsonObject, key: string): string | null | undefined {
-  const v = body[key];
-  if (v === undefined || v === null) return v;
-  if (typeof v !== 'string' || v === '') throw badRequest(`${key} must be a non-empty string`, `$.${key}`);
-  return v;
-}
-
-function parseActionRequest(body: JsonValue): ActionRequest {
-  if (!isObject(body)) throw badRequest('the request body must be a JSON object { name, arguments, resource?, effectKey?, approvalId? }', '$');
-  for (const key of Object.keys(body)) {
-    if (key === 'principal') throw badRequest('the principal comes from the credential, never from the body', '$.principal');
-    if (!ACTION_KEYS.has(key))
-      throw badRequest(`unknown field ${JSON.stringify(key)}: send { name, arguments, resource?, effectKey?, approvalId? }`, `$[${JSON.stringify(key)}]`);
-  }
-  const name = body['name'];
-  if (typeof name !== 'string' || name === '') throw badRequest('name must be a non-empty string (the action name the policy matches)', '$.name');
-  const args = body['arguments'] ?? {};
-  if (!isObject(args)) throw badRequest('arguments must be a JSON object', '$.arguments');
-  const effectKey = optionalString(body, 'effectKey');
-  return {
-    name,
-    arguments: args,
-    resource: optionalString(body, 'resource'),
-    effectKey: effectKey ?? undefined,
-    approvalId: optionalString(body, 'approvalId') ?? null,
-  };
-}
-
-/** The action as a human must see it before answering: every hashed field, and the hashed text. */
-function actionJson(action: Action): Record<string, unknown> {
-  return {
-    actionId: action.actionId,
-    name: action.name,
-    arguments: action.canonicalArguments,
-    principal: { agent: action.principal.agent, user: action.principal.user },
-    resource: action.resource,
-    environment: action.environment,
-    actionHash: action.actionHash,
-    canonical: action.canonical,
-  };
-}
-
-/**
- * An approval request as the API shows it. Its id is `requestId` in every body (`approvalId`, the
- * same id, survives only where it was documented, deprecated: the grant's answer); every time is
- * in the form of every view (`viewTime`: UTC, milliseconds, `Z`), never the column's `+00:00`.
- */
-function approvalJson(record: ApprovalRecord): Record<string, unknown> {
-  const { request } = record;
-  return {
-    requestId: request.requestId,
-    status: record.status,
-    actionHash: request.actionHash,
-    action: actionJson(request.action),
-    createdAt: viewTime(request.createdAt),
-    expiresAt: viewTime(request.expiresAt),
-    policyHash: request.policyHash,
-    approver: record.approver,
-    grantedAt: viewTime(record.grantedAt),
-    consumedAt: viewTime(record.consumedAt),
-    approvalsRequired: request.approvalsRequired ?? 1,
-    approvers: (record.approvers ?? []).map((a) => ({
-      agent: a.agent,
-      user: a.user,
-      issuer: a.issuer,
-      entitled: [...a.entitled],
-      grantedAt: viewTime(a.grantedAt),
-    })),
-    progress: approvalProgress(record),
-  };
-}
-
-/** Stored JSON text back as a value (floats allowed: results are whatever the executor returned). */
-function storedValue(text: string | null): JsonValue {
-  if (text === null) return null;
-  try {
-    return parseJson(text, { floats: 'allow', what: 'stored JSON' });
-  } catch {
-    return text;
-  }
-}
-
-function effectJson(record: EffectRecord): Record<string, unknown> {
-  return {
-    effectKey: record.effectKey,
-    state: record.state,
-    actionId: record.actionId,
-    attempt: record.attempt,
-    leaseExpiresAt: viewTime(record.leaseExpiresAt),
-    result: storedValue(record.resultJson),
-    error: record.error,
-    createdAt: viewTime(record.createdAt),
-    updatedAt: viewTime(record.updatedAt),
-    resolvedBy: record.resolvedBy,
-  };
-}
-
-function queryInteger(c: Context, name: string, fallback: number, min: number, max: number): number {
-  const raw = c.req.query(name);
-  if (raw === undefined || raw === '') return fallback;
-  if (!/^\d{1,15}$/.test(raw) || Number(raw) < min || Number(raw) > max) {
-    throw badRequest(`${name} must be an integer from ${min} to ${max}`, `query.${name}`);
-  }
-  return Number(raw);
-}
-
-/** Grant and deny take no fields: an empty body, or `{}`. */
-async function readEmptyBody(request: Request, limit: number): Promise<void> {
-  const length = request.headers.get('content-length');
-  const chunked = request.headers.has('transfer-encoding');
-  if (!request.headers.has('content-type') && !chunked && (length === null || length.trim() === '0')) return;
-  const body = await readJsonBody(request, limit);
-  if (!isObject(body)) throw badRequest('the request body must be empty or {}', '$');
-  const extra = Object.keys(body)[0];
-  if (extra !== undefined) throw badRequest(`unknown field ${JSON.stringify(extra)}: this request takes no fields`, `$[${JSON.stringify(extra)}]`);
-}
-
-/**
- * The body of a grant: empty, `{}`, or `{ "edit": { "arguments": { … } } }` (edit-then-approve);
- * any other field, or an edit whose `arguments` is not an object, is a 400 naming its path.
- */
-async function readGrantBody(request: Request, limit: number): Promise<JsonObject | null> {
-  const length = request.headers.get('content-length');
-  const chunked = request.headers.has('transfer-encoding');
-  if (!request.headers.has('content-type') && !chunked && (length === null || length.trim() === '0')) return null;
-  const body = await readJsonBody(request, limit);
-  if (!isObject(body)) throw badRequest('the request body must be empty, {} or {"edit": {"arguments": {…}}}', '$');
-  const extra = Object.keys(body).find((k) => k !== 'edit');
-  if (extra !== undefined) throw badRequest(`unknown field ${JSON.stringify(extra)}: a grant takes only "edit"`, `$[${JSON.stringify(extra)}]`);
-  if (!Object.prototype.hasOwnProperty.call(body, 'edit')) return null;
-  const edit = body['edit'];
-  if (!isObject(edit)) throw badRequest('edit must be an object {"arguments": {…}}', '$.edit');
-  const stray = Object.keys(edit).find((k) => k !== 'arguments');
-  if (stray !== undefined) throw badRequest(`unknown field ${JSON.stringify(stray)}: an edit takes only "arguments"`, `$.edit[${JSON.stringify(stray)}]`);
-  const args = Object.prototype.hasOwnProperty.call(edit, 'arguments') ? edit['arguments'] : undefined;
-  if (!isObject(args)) throw badRequest('edit.arguments must be a JSON object of the edited arguments', '$.edit.arguments');
-  return args as JsonObject;
-}
-
-/** A result as stored, so the reply shows exactly what the record holds. */
-function recorded(value: unknown): JsonValue {
-  return storedValue(resultToJson(value));
+/** The options checked, each a clear error naming what is missing. */
+function checkedOptions(options: AppOptions): { control: Control; auth: Authenticator; executors: Executors; bodyLimit: number } {
+  if (!options || typeof options !== 'object') throw new InvalidArgument('createApp needs { control, auth }');
+  const { control, auth } = options;
+  if (!control || typeof control.executeWithReceipt !== 'function') throw new InvalidArgument('createApp needs a control (new Control({ policy, store }))');
+  if (typeof auth !== 'function') throw new InvalidArgument('createApp needs auth (e.g. staticTokens([...]))');
+  const executors = checkExecutors(options.executors);
+  const bodyLimit = options.bodyLimit ?? DEFAULT_BODY_LIMIT;
+  if (!Number.isSafeInteger(bodyLimit) || bodyLimit <= 0) throw new InvalidArgument('bodyLimit must be a positive integer (bytes)');
+  return { control, auth, executors, bodyLimit };
 }
 
 /**
@@ -287,23 +106,11 @@ function recorded(value: unknown): JsonValue {
  * with the JSON path. Receipt views read each row's hashed document, never its columns.
  */
 export function createApp(options: AppOptions): App {
-  if (!options || typeof options !== 'object') throw new InvalidArgument('createApp needs { control, auth }');
-  const { control, auth } = options;
-  if (!control || typeof control.executeWithReceipt !== 'function') throw new InvalidArgument('createApp needs a control (new Control({ policy, store }))');
-  if (typeof auth !== 'function') throw new InvalidArgument('createApp needs auth (e.g. staticTokens([...]))');
-  const executors = checkExecutors(options.executors);
-  const limit = options.bodyLimit ?? DEFAULT_BODY_LIMIT;
-  if (!Number.isSafeInteger(limit) || limit <= 0) throw new InvalidArgument('bodyLimit must be a positive integer (bytes)');
-  // The same per-principal limit on waiting approval requests as every agent-facing surface.
-  const pendingLimit = new PendingApprovalLimit(control, options.maxPendingApprovals);
+  const { control, auth, executors, bodyLimit } = checkedOptions(options);
   const tryIt = options.tryIt ?? null;
-  const store = control.store;
-  // The playground module keeps per-step state (the last receipt, whether to lose the reply).
-  const tryItSteps = new Mutex();
-  // One chain verification at a time: it reads every row; concurrent callers share its answer.
-  let verifying: Promise<ChainReport> | null = null;
-
-  const app = new Hono<Env>();
+  const anchor = options.anchor ?? null;
+  const app = new Hono<AppEnv>();
+  const ctx: RouteContext = { app, control, gates: roleGates(auth), bodyLimit };
 
   app.use('*', async (c, next) => {
     await next();
@@ -315,320 +122,29 @@ export function createApp(options: AppOptions): App {
     app.use('/v1/*', cors({ origin: origins, allowHeaders: ['authorization', 'content-type'], allowMethods: ['GET', 'POST'], maxAge: 600 }));
   }
 
-  const as =
-    (roles: readonly Identity['role'][], what: string): MiddlewareHandler<Env> =>
-    async (c, next) => {
-      let identity: Identity | null;
-      try {
-        identity = await auth(c.req.raw);
-      } catch (err) {
-        if (err instanceof IdentityError) return errorResponse(401, err.code, err.message, {}, { 'www-authenticate': 'Bearer error="invalid_token"' });
-        throw err;
-      }
-      if (identity === null)
-        return errorResponse(401, 'ERR_IDENTITY', 'a bearer credential is required (Authorization: Bearer <token>)', {}, { 'www-authenticate': 'Bearer' });
-      if (!roles.includes(identity.role)) return errorResponse(403, 'ERR_FORBIDDEN', `an ${identity.role} credential cannot ${what}`);
-      if (identity.role === 'agent') {
-        // A principal the kernel would refuse is the credential's fault, not the body's.
-        try {
-          createPrincipal(identity.principal);
-        } catch (err) {
-          if (!(err instanceof InvalidArgument)) throw err;
-          return errorResponse(
-            401,
-            'ERR_IDENTITY',
-            `the credential's principal is not valid: ${err.message}`,
-            {},
-            { 'www-authenticate': 'Bearer error="invalid_token"' },
-          );
-        }
-      }
-      c.set('identity', identity);
-      await next();
-      return undefined;
-    };
-  const agent = as(['agent'], 'propose actions');
-  const operator = (what: string) => as(['operator'], what);
-
   app.get('/healthz', (c) => c.json({ ok: true }));
-  app.get('/v1/openapi.json', () => jsonResponse(200, openApiDocument({ playground: tryIt !== null })));
-
-  const policyText = options.policyText ?? null;
-  const policySource = options.policySource ?? control.policy.source;
-  app.get('/v1/policy', as(['agent', 'operator'], 'read the policy'), () =>
-    jsonResponse(200, {
-      policyHash: control.policyHash,
-      source: policySource,
-      schema: control.policy.schema,
-      version: control.policy.version,
-      mode: control.policy.mode,
-      environment: control.environment,
-      actions: control.policy.actionNames.map((name) => ({ name, executor: executorFor(executors, name) !== undefined })),
-      yaml: policyText,
-    }),
-  );
-
-  app.post('/v1/actions', agent, async (c) => {
-    const request = parseActionRequest(await readJsonBody(c.req.raw, limit));
-    const identity = c.get('identity') as AgentIdentity;
-    let action: Action;
-    let exec: ExecuteOptions;
-    try {
-      ({ action, options: exec } = await intake(control, { ...request, principal: identity.principal, authenticated: true }));
-    } catch (err) {
-      if (!(err instanceof IntakeRefusal)) throw err;
-      const template = err.reason === 'resource_template' ? control.policy.action(request.name)?.resource : undefined;
-      throw badRequest(template ? `the policy's resource template ${template}: ${err.message}` : err.message, `$.${err.field}`);
-    }
-
-    const slot = await pendingLimit.acquire(action, request.approvalId);
-    if ('refused' in slot) {
-      const who = `${action.principal.agent}${action.principal.user === null ? '' : ` (user ${action.principal.user})`}`;
-      return errorResponse(
-        429,
-        'ERR_TOO_MANY_PENDING_APPROVALS',
-        `${who} already has ${slot.refused} approval request${slot.refused === 1 ? '' : 's'} waiting or under way, the most this server takes (maxPendingApprovals ${slot.limit}): wait until an operator answers them or they expire`,
-        {
-          limit: slot.limit,
-          pending: slot.refused,
-        },
-      );
-    }
-    try {
-      return await propose(action, exec);
-    } finally {
-      slot.release();
-    }
-  });
-
-  /** Runs `action` through the control path and answers with its outcome. */
-  const propose = async (action: Action, exec: ExecuteOptions): Promise<Response> => {
-    const fn = executorFor(executors, action.name);
-    // Which side of the executor call an error came from decides 422 / 502 / the kernel's status.
-    const call: { phase: 'not_called' | 'threw' | 'returned'; thrown: unknown; effectKey: string | null } = {
-      phase: 'not_called',
-      thrown: undefined,
-      effectKey: null,
-    };
-    const run: Executor<unknown> = async (args, context) => {
-      call.effectKey = context.effectKey;
-      try {
-        if (fn === undefined) throw new NotExecuted(`no executor is registered for ${action.name}`);
-        const value = await fn(args, context);
-        call.phase = 'returned';
-        return value;
-      } catch (err) {
-        call.phase = 'threw';
-        call.thrown = err;
-        throw err;
-      }
-    };
-    const ids = { actionId: action.actionId, actionHash: action.actionHash };
-    try {
-      const { value, receipt } = await control.executeWithReceipt(action, run, exec);
-      return jsonResponse(200, {
-        status: 'committed',
-        ...ids,
-        effectKey: receipt.document['effect_key'],
-        receiptId: receipt.document['receipt_id'],
-        seq: receipt.seq,
-        result: recorded(value),
-      });
-    } catch (err) {
-      if (err instanceof ApprovalRequired) {
-        const record = await store.getApproval(err.requestId);
-        return jsonResponse(202, {
-          status: 'approval_required',
-          requestId: err.requestId,
-          ...ids,
-          expiresAt: record === null ? undefined : viewTime(record.request.expiresAt),
-          message: err.message,
-        });
-      }
-      const { phase, effectKey } = call;
-      const outcomeUnknown =
-        (phase === 'threw' && err === call.thrown && !(err instanceof NotExecuted)) ||
-        (phase === 'returned' &&
-          typeof (err as { code?: unknown }).code === 'string' &&
-          ['ERR_DUPLICATE_EFFECT', 'ERR_AMBIGUOUS_EFFECT'].includes((err as { code: string }).code));
-      if (outcomeUnknown) {
-        return errorResponse(
-          502,
-          'ERR_AMBIGUOUS_EFFECT',
-          `the outcome of ${action.name} is unknown (${describeError(err)}); it is recorded AMBIGUOUS${effectKey === null ? '' : ' and a retry is refused until an operator resolves it'}`,
-          {
-            ...ids,
-            effectKey,
-            outcome: 'ambiguous',
-          },
-        );
-      }
-      return responseForError(err, phase === 'threw' ? { ...ids, effectKey } : ids);
-    }
-  };
-
-  app.get('/v1/approvals', operator('list approvals'), async (c) => {
-    const status = c.req.query('status');
-    if (status !== undefined && !APPROVAL_STATUSES.includes(status as ApprovalStatus)) {
-      throw badRequest(`status must be one of ${APPROVAL_STATUSES.join(', ')}`, 'query.status');
-    }
-    const pageSize = queryInteger(c, 'limit', DEFAULT_PAGE, 1, MAX_PAGE);
-    const cursor = c.req.query('after');
-    const after = cursor === undefined || cursor === '' ? null : decodeApprovalCursor(cursor);
-    if (after === null && cursor !== undefined && cursor !== '') throw badRequest('after must be the next cursor of a previous page', 'query.after');
-    const records = await store.approvalsPage({ status: status as ApprovalStatus | undefined, after, limit: pageSize + 1 });
-    const page = records.slice(0, pageSize);
-    const last = page.at(-1);
-    const next =
-      records.length > pageSize && last !== undefined ? encodeApprovalCursor({ createdAt: last.request.createdAt, requestId: last.request.requestId }) : null;
-    return jsonResponse(200, { approvals: page.map(approvalJson), next });
-  });
-
-  const answer = (verb: 'grant' | 'deny') =>
-    app.post(`/v1/approvals/:id/${verb}`, operator(`${verb} approvals`), async (c) => {
-      const edit = verb === 'grant' ? await readGrantBody(c.req.raw, limit) : (await readEmptyBody(c.req.raw, limit), null);
-      const id = c.req.param('id');
-      const { operator: approver, verified } = c.get('identity') as OperatorIdentity;
-      const as = verified === undefined ? {} : { verified };
-      try {
-        if (verb === 'grant') {
-          let a;
-          try {
-            a = await control.grantApproval(id, edit === null ? { approver, ...as } : { approver, via: 'worker', edit: { arguments: edit }, ...as });
-          } catch (err) {
-            // Counted, not yet granted: 202 with the request as it stands ("1 of 2 approvals: ana").
-            const record = err instanceof ApprovalMismatch && err.counted ? await control.store.getApproval(id) : null;
-            if (record === null) throw err;
-            return jsonResponse(202, { approval: approvalJson(record), message: (err as Error).message });
-          }
-          const approval = {
-            requestId: a.approvalId,
-            // Deprecated: the same id under its old name, kept for a release (README, "HTTP worker").
-            approvalId: a.approvalId,
-            status: 'granted',
-            actionHash: a.actionHash,
-            approver: a.approver,
-            grantedAt: viewTime(a.grantedAt),
-            expiresAt: viewTime(a.expiresAt),
-          };
-          if (a.approvalId === id) return jsonResponse(200, { approval });
-          // An edit: the grant is a new request, bound to the edited hash; the proposed one is denied.
-          return jsonResponse(200, { approval: { ...approval, editedFrom: id }, edit: await control.approvalEdit(a.approvalId) });
-        }
-        return jsonResponse(200, { approval: approvalJson(await control.denyApproval(id, { approver, ...as })) });
-      } catch (err) {
-        if (err instanceof ApprovalMismatch && err.reason === 'unknown') throw notFound(`no approval request ${id}`);
-        throw err;
-      }
-    });
-  answer('grant');
-  answer('deny');
-
-  app.get('/v1/effects/:key', operator('read effects'), async (c) => {
-    const key = c.req.param('key');
-    const record = await store.getEffect(key);
-    if (record === null) throw notFound(`no effect record for ${key}`);
-    return jsonResponse(200, { effect: effectJson(record) });
-  });
-
-  app.post('/v1/effects/:key/resolve', operator('resolve effects'), async (c) => {
-    const key = c.req.param('key');
-    const body = await readJsonBody(c.req.raw, limit);
-    if (!isObject(body)) throw badRequest('the request body must be { "state": "committed" | "failed" }', '$');
-    const extra = Object.keys(body).find((k) => k !== 'state');
-    if (extra !== undefined)
-      throw badRequest(`unknown field ${JSON.stringify(extra)}: send { "state": "committed" | "failed" }`, `$[${JSON.stringify(extra)}]`);
-    const state = body['state'];
-    if (state !== 'committed' && state !== 'failed') throw badRequest('state must be "committed" or "failed"', '$.state');
-    const before = await store.getEffect(key);
-    if (before === null) throw notFound(`no effect record for ${key}`);
-    if (before.state !== 'ambiguous') {
-      throw new HttpError(409, 'ERR_INVALID_ARGUMENT', `effect ${key} is ${before.state}, not ambiguous: only an ambiguous effect can be resolved`, {
-        effectKey: key,
-        state: before.state,
-      });
-    }
-    const by = (c.get('identity') as OperatorIdentity).operator;
-    return jsonResponse(200, { effect: effectJson(await control.resolveEffect(key, state, { by })) });
-  });
-
-  const verifyShared = (): Promise<ChainReport> =>
-    (verifying ??= (async () => {
-      try {
-        const [rows, head, checkpoint] = await Promise.all([store.receipts(), store.chainHead(), store.pruneCheckpoint?.() ?? null]);
-        return verifyChain(rows, head, { checkpoint });
-      } finally {
-        verifying = null;
-      }
-    })());
-
-  app.get('/v1/receipts/verify', operator('verify receipts'), async () => jsonResponse(200, (await verifyShared()) as unknown as Record<string, unknown>));
-  mountRetention(app, { store, operator, bodyLimit: limit, anchor: options.anchor ?? null });
-  mountBudgets(app, { control, operator });
-
+  mountOpenApi(ctx, { playground: tryIt !== null });
+  mountPolicy(ctx, { executors, yaml: options.policyText ?? null, source: options.policySource ?? control.policy.source });
+  mountActions(ctx, { executors, maxPendingApprovals: options.maxPendingApprovals });
+  mountApprovals(ctx);
+  mountEffects(ctx);
+  // One chain walk at a time, shared by `GET /v1/receipts/verify` and the inbox.
+  const verify = sharedChainVerification(control.store);
+  mountReceipts(ctx, verify);
+  mountRetention(ctx, anchor);
+  mountBudgets(ctx);
   if (options.inbox !== false) {
     const inboxOptions = typeof options.inbox === 'object' && options.inbox !== null ? options.inbox : {};
-    mountInbox(app, {
-      control,
+    mountInbox(ctx, {
       auth,
-      verify: verifyShared,
-      anchors: options.anchor && store.retention ? () => verifyAnchors(store, options.anchor!) : null,
+      verify,
+      anchors: anchor && control.store.retention ? () => verifyAnchors(control.store, anchor) : null,
       ...(inboxOptions.sessionSecret ? { sessionSecret: inboxOptions.sessionSecret } : {}),
     });
   }
-
-  app.get('/v1/receipts', operator('read receipts'), async (c) => {
-    const after = queryInteger(c, 'after', 0, 0, Number.MAX_SAFE_INTEGER);
-    const pageSize = queryInteger(c, 'limit', DEFAULT_PAGE, 1, MAX_PAGE);
-    const rows = await store.receiptsAfter(after, pageSize + 1);
-    const page = rows.slice(0, pageSize);
-    const body: Record<string, unknown> = { receipts: page.map(receiptView), next: null };
-    if (rows.length > pageSize) {
-      // The cursor is a seq column; a damaged row's seq (not an integer) cannot be one.
-      const seqs = page.map((r) => r.seq as unknown).filter((s): s is number => typeof s === 'number' && Number.isSafeInteger(s) && s > after);
-      if (seqs.length > 0) body['next'] = Math.max(...seqs);
-      else
-        body['breaks'] = [
-          {
-            name: 'content_altered',
-            seq: null,
-            detail: `the listing cannot go past seq ${after}: the rows after it have no integer seq (GET /v1/receipts/verify names them all)`,
-          },
-        ];
-    }
-    return jsonResponse(200, body);
-  });
-
-  app.get('/v1/receipts/:id', operator('read receipts'), async (c) => {
-    const id = c.req.param('id');
-    const row = await store.getReceipt(id);
-    if (row === null) throw notFound(`no receipt ${id}`);
-    return jsonResponse(200, receiptView(row));
-  });
-
-  app.post('/v1/try-it/step', as(['agent', 'operator'], 'use the playground'), async (c) => {
-    if (tryIt === null) throw notFound('the playground is off: the worker is not in demo mode');
-    const body = await readJsonBody(c.req.raw, limit);
-    if (!isObject(body))
-      throw badRequest(
-        'a step is { op: "refund", payment_id, amount, lose_reply?, approval_id? }, { op: "approve", request_id } or { op: "resolve", effect_key, state }',
-        '$',
-      );
-    // An agent may only refund: approving and resolving an AMBIGUOUS effect are the operator's (an
-    // agent that could resolve its own lost reply as failed could run the refund twice).
-    if (body['op'] !== 'refund' && c.get('identity').role !== 'operator') {
-      return errorResponse(
-        403,
-        'ERR_FORBIDDEN',
-        `an agent credential can only refund: ${body['op'] === 'resolve' ? 'resolving an effect' : 'approving'} is the operator's`,
-      );
-    }
-    const result = await tryItSteps.run(() => tryIt.step(body as never));
-    return jsonResponse(200, result as unknown as Record<string, unknown>);
-  });
+  mountTryIt(ctx, tryIt);
 
   app.notFound((c) => errorResponse(404, 'ERR_NOT_FOUND', `no route ${c.req.method} ${new URL(c.req.url).pathname}`));
   app.onError((err) => responseForError(err));
-
   return app;
 }

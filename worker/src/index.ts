@@ -1,8 +1,9 @@
 /**
  * `@ctrlrun/worker`: the kernel's control path over HTTP, as a Hono app that runs unchanged on
  * workerd, Deno and Node. `createApp` takes a `Control`, executors and an authenticator; the
- * entry points (`workerd.ts`, `deno.ts`, `node.ts`) read the environment and serve the
- * embedded default (`createDemoApp`).
+ * entry points (`runtime/`: `workerd.ts`, `cloudflare.ts`, `deno.ts`, `deno-serve.ts`, `node.ts`) read
+ * the environment and serve the embedded default (`createDemoApp`); `app.ts` composes the route
+ * groups of `routes/`.
  *
  * @module
  */

@@ -1,12 +1,12 @@
 /**
- * The Cloudflare entry (`worker/src/cloudflare.ts`) with one addition for the test: before the
+ * The Cloudflare entry (`worker/src/runtime/cloudflare.ts`) with one addition for the test: before the
  * store ever opens, `POST /__probe/setup` uses the object's own storage the way other code in the
  * same object might — the KV API (`ctx.storage.put`, which creates the hidden `_cf_KV` table), an
  * alarm (`_cf_METADATA`) and, when asked (`?foreign=TABLE`), a table of someone else's schema.
  * `GET /__probe/state` lists every table of the object's SQLite database and reads the KV value
  * back. Every other request goes to the entry as it ships.
  */
-import entry, { CtrlrunStore } from '../../../worker/src/cloudflare.js';
+import entry, { CtrlrunStore } from '../../../worker/src/runtime/cloudflare.js';
 import type { DurableObjectSqlStorage } from '@ctrlrun/store-do';
 import type { WorkerEnv } from '../../../worker/src/config.js';
 

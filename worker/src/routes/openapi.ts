@@ -5,6 +5,8 @@
  *
  * @module
  */
+import { jsonResponse } from '../http.js';
+import type { RouteContext } from './context.js';
 
 type Schema = Record<string, unknown>;
 
@@ -526,4 +528,9 @@ export function openApiDocument(routes: OpenApiRoutes): Record<string, unknown> 
       ...playground,
     },
   };
+}
+
+/** Mounts `GET /v1/openapi.json` (no credential needed). */
+export function mountOpenApi(ctx: RouteContext, routes: OpenApiRoutes): void {
+  ctx.app.get('/v1/openapi.json', () => jsonResponse(200, openApiDocument(routes)));
 }

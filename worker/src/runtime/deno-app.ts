@@ -12,11 +12,11 @@
  */
 import { maskUrl, type StateStore } from '@ctrlrun/kernel';
 import { createSqlJsStore } from '@ctrlrun/store-sqljs';
-import type { App } from './app.js';
-import { createConfiguredApp } from './configured.js';
-import { createFakeRemote } from './demo.js';
+import type { App } from '../app.js';
+import { createConfiguredApp } from '../configured.js';
+import { createFakeRemote } from '../demo.js';
 import { openServerStore } from './server-store.js';
-import { loadWorkerSettings, settingsBanner } from './settings.js';
+import { loadWorkerSettings, settingsBanner } from '../settings.js';
 
 declare const Deno: {
   version: { deno: string };

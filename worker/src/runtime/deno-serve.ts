@@ -1,5 +1,5 @@
 /**
- * `deno serve` entry: `deno serve -A --node-modules-dir=manual --port 8787 worker/dist/deno-serve.js`
+ * `deno serve` entry: `deno serve -A --node-modules-dir=manual --port 8787 worker/dist/runtime/deno-serve.js`
  * (after `npx tsc -b`), with the configuration of `deno-app.ts` (`CTRLRUN_CONFIG_FILE` names a
  * config document; `DATABASE_URL=postgres://…` a PostgreSQL server, `pglite:DIR` a local file store).
  * `deno serve` picks the port and host (`--port`, `--host`); the banner prints once it listens.

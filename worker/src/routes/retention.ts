@@ -8,7 +8,6 @@
  *
  * @module
  */
-import type { Hono, MiddlewareHandler } from 'hono';
 import {
   anchorChain,
   AnchorUnavailable,
@@ -27,24 +26,10 @@ import {
   type JsonValue,
   type StateStore,
 } from '@ctrlrun/kernel';
-import type { Identity, OperatorIdentity } from './auth.js';
-import { HttpError, jsonResponse, readJsonBody } from './http.js';
-
-type Env = { Variables: { identity: Identity } };
-
-/** What {@link mountRetention} needs from the app. */
-export interface RetentionRoutes {
-  readonly store: StateStore;
-  /** The operator gate for `what` (403 for an agent credential). */
-  readonly operator: (what: string) => MiddlewareHandler<Env>;
-  readonly bodyLimit: number;
-  /** The deployment's anchor provider, or null (then the anchor routes are 501). */
-  readonly anchor: AnchorProvider | null;
-}
-
-function badRequest(message: string, path: string): HttpError {
-  return new HttpError(400, 'ERR_INVALID_ARGUMENT', message, { path });
-}
+import type { Identity, OperatorIdentity } from '../auth.js';
+import { HttpError, jsonResponse, readJsonBody } from '../http.js';
+import type { RouteContext } from './context.js';
+import { badRequest } from './request.js';
 
 function objectBody(body: JsonValue, shape: string, keys: readonly string[]): JsonObject {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) throw badRequest(`the request body must be ${shape}`, '$');
@@ -81,13 +66,15 @@ function noRetention(store: StateStore): void {
   if (typeof store.retention !== 'function') throw new HttpError(501, 'ERR_NOT_CONFIGURED', `the store ${store.name} cannot be pruned, held or anchored`);
 }
 
-/** Mounts the retention and anchor routes on `app`. */
-export function mountRetention(app: Hono<Env>, r: RetentionRoutes): void {
-  const { store, operator, bodyLimit } = r;
+/** Mounts the retention and anchor routes; `anchor` is the deployment's provider, or null (then the anchor routes are 501). */
+export function mountRetention(ctx: RouteContext, anchor: AnchorProvider | null): void {
+  const { app, bodyLimit } = ctx;
+  const { store } = ctx.control;
+  const { operator } = ctx.gates;
   const by = (identity: Identity): string => (identity as OperatorIdentity).operator;
   const provider = (): AnchorProvider => {
-    if (r.anchor === null) throw new HttpError(501, 'ERR_NOT_CONFIGURED', 'no anchor provider is configured for this deployment');
-    return r.anchor;
+    if (anchor === null) throw new HttpError(501, 'ERR_NOT_CONFIGURED', 'no anchor provider is configured for this deployment');
+    return anchor;
   };
 
   app.post('/v1/retention/prune', operator('prune the chain'), async (c) => {
@@ -97,7 +84,7 @@ export function mountRetention(app: Hono<Env>, r: RetentionRoutes): void {
     const olderThanSeconds = integer(body, 'olderThanSeconds', 0)!;
     if (olderThanSeconds > Number.MAX_SAFE_INTEGER / 1000) throw badRequest('olderThanSeconds is too large', '$.olderThanSeconds');
     try {
-      const result = await pruneChain(store, { through, olderThanMs: olderThanSeconds * 1000, by: by(c.get('identity')), anchor: r.anchor });
+      const result = await pruneChain(store, { through, olderThanMs: olderThanSeconds * 1000, by: by(c.get('identity')), anchor });
       return jsonResponse(200, {
         checkpoint: { ...result.checkpoint, at: viewTime(result.checkpoint.at) },
         receiptsDeleted: result.receiptsDeleted,

@@ -6,20 +6,17 @@
  *
  * @module
  */
-import type { Hono, MiddlewareHandler } from 'hono';
-import { budgetSpend, type Control } from '@ctrlrun/kernel';
-import type { Identity } from './auth.js';
-import { HttpError, jsonResponse } from './http.js';
+import { budgetSpend } from '@ctrlrun/kernel';
+import { HttpError, jsonResponse } from '../http.js';
+import type { RouteContext } from './context.js';
 
-type Env = { Variables: { identity: Identity } };
-
-/** Mounts the budgets route on `app`; `operator` is the app's operator gate (403 for an agent). */
-export function mountBudgets(app: Hono<Env>, r: { control: Control; operator: (what: string) => MiddlewareHandler<Env> }): void {
-  app.get('/v1/budgets', r.operator('read budgets'), async (c) => {
+/** Mounts `GET /v1/budgets` (operator only: 403 for an agent). */
+export function mountBudgets(ctx: RouteContext): void {
+  ctx.app.get('/v1/budgets', ctx.gates.operator('read budgets'), async (c) => {
     const grant = c.req.query('grant');
     if (grant !== undefined && !/^[A-Za-z0-9_.:-]{1,128}$/.test(grant))
       throw new HttpError(400, 'ERR_INVALID_ARGUMENT', 'grant must be a grant id or dlg_… delegation id (1-128 of A-Z a-z 0-9 _ . : -)', { path: 'grant' });
-    const { store, authority } = r.control;
+    const { store, authority } = ctx.control;
     if (typeof store.budgets !== 'function') throw new HttpError(501, 'ERR_NOT_CONFIGURED', `the store ${store.name} keeps no budget ledger`);
     const rows = await budgetSpend(store, authority, { grantId: grant ?? null });
     return jsonResponse(200, {

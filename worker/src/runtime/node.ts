@@ -20,10 +20,10 @@ import type { AddressInfo } from 'node:net';
 import { serve } from '@hono/node-server';
 import { InvalidArgument, maskUrl, type StateStore } from '@ctrlrun/kernel';
 import { createSqlJsStore } from '@ctrlrun/store-sqljs';
-import type { WorkerEnv } from './config.js';
-import { createConfiguredApp } from './configured.js';
-import { createFakeRemote } from './demo.js';
-import { loadWorkerSettings, settingsBanner, type RuntimeAccess, type WorkerSettings } from './settings.js';
+import type { WorkerEnv } from '../config.js';
+import { createConfiguredApp } from '../configured.js';
+import { createFakeRemote } from '../demo.js';
+import { loadWorkerSettings, settingsBanner, type RuntimeAccess, type WorkerSettings } from '../settings.js';
 import { openServerStore } from './server-store.js';
 
 /** A running Node server. */

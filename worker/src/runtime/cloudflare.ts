@@ -14,11 +14,11 @@
  */
 import { InvalidArgument } from '@ctrlrun/kernel';
 import { openDurableObjectStore, type DurableObjectSqlStorage } from '@ctrlrun/store-do';
-import type { WorkerEnv } from './config.js';
-import { createConfiguredApp } from './configured.js';
-import { createFakeRemote } from './demo.js';
-import { errorResponse } from './http.js';
-import { loadWorkerSettings } from './settings.js';
+import type { WorkerEnv } from '../config.js';
+import { createConfiguredApp } from '../configured.js';
+import { createFakeRemote } from '../demo.js';
+import { errorResponse } from '../http.js';
+import { loadWorkerSettings } from '../settings.js';
 
 type Handler = { fetch(request: Request): Response | Promise<Response> };
 

@@ -13,11 +13,11 @@
 import initSqlJs from 'sql.js';
 import sqlWasm from 'sql.js/dist/sql-wasm-browser.wasm';
 import { createSqlJsStore, type SqlJsModule } from '@ctrlrun/store-sqljs';
-import type { WorkerEnv } from './config.js';
-import { createConfiguredApp } from './configured.js';
-import { createFakeRemote } from './demo.js';
-import { loadWorkerSettings } from './settings.js';
-import { errorResponse } from './http.js';
+import type { WorkerEnv } from '../config.js';
+import { createConfiguredApp } from '../configured.js';
+import { createFakeRemote } from '../demo.js';
+import { loadWorkerSettings } from '../settings.js';
+import { errorResponse } from '../http.js';
 
 // sql.js's browser build reads `self.location.href` while it initialises; workerd has none.
 const scope = globalThis as { location?: unknown };

@@ -1,6 +1,7 @@
 /**
  * What the operator's list routes show: receipt rows read from their hashed documents (never
- * from the columns beside them), and the opaque cursor of the approvals listing.
+ * from the columns beside them), the opaque cursor of the approvals listing, and stored JSON
+ * text (a result) back as a value.
  *
  * @module
  */
@@ -87,5 +88,15 @@ export function decodeApprovalCursor(text: string): ApprovalCursor | null {
     return { createdAt: value[0], requestId: value[1] };
   } catch {
     return null;
+  }
+}
+
+/** Stored JSON text back as a value (floats allowed: results are whatever the executor returned). */
+export function storedValue(text: string | null): JsonValue {
+  if (text === null) return null;
+  try {
+    return parseJson(text, { floats: 'allow', what: 'stored JSON' });
+  } catch {
+    return text;
   }
 }
