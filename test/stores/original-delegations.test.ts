@@ -5,8 +5,10 @@
  * always "tasks" and "budgets" (window in seconds), times in Python's isoformat; its
  * DELEGATION_CREATED events likewise. Through a Control with an `authority:` section: a plain row
  * authorises as before, a budgeted one is charged in the original's ledger, a
- * task-bound one authority_task, one beneath a break-glass envelope authority_escalation naming
- * it; one malformed row still makes every action authority_unreadable. The chain verifies.
+ * task-bound one authority_task; one opened beneath a break-glass envelope authorises while its
+ * expiry is within the envelope's max_ttl of its creation, and one that outlives it is
+ * authority_escalation naming max_ttl; one malformed row still makes every action
+ * authority_unreadable. The chain verifies.
  */
 import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -43,8 +45,8 @@ actions:
 `);
 
 /** A child's grant_json exactly as 0.12.2 writes it (json.dumps, sort_keys, compact): every key present. */
-const grantJson = (agent: string, tasks: string, budgets: string) =>
-  `{"actions":["stripe.refund"],"budgets":${budgets},"constraints":{},"delegable":false,"environments":null,"expires_at":"2026-12-01T00:00:00+00:00","resources":null,"subject":{"agent":"${agent}","user":null},"tasks":${tasks}}`;
+const grantJson = (agent: string, tasks: string, budgets: string, expires = '2026-12-01T00:00:00+00:00') =>
+  `{"actions":["stripe.refund"],"budgets":${budgets},"constraints":{},"delegable":false,"environments":null,"expires_at":"${expires}","resources":null,"subject":{"agent":"${agent}","user":null},"tasks":${tasks}}`;
 
 const ROWS: [string, string, string, string, string | null][] = [
   // [delegation_id, parent_id, created_via, grant_json, created_by_user]
@@ -52,6 +54,8 @@ const ROWS: [string, string, string, string, string | null][] = [
   [ID(2), 'head-of-finance', 'hop', grantJson('budget-agent', 'null', '[{"limit":5,"metric":"count","window":86400}]'), null],
   [ID(3), 'head-of-finance', 'api', grantJson('task-agent', '["ticket:*"]', 'null'), null],
   [ID(4), 'incident', 'break-glass', grantJson('bg-agent', 'null', '[{"limit":5,"metric":"count","window":86400}]'), 'oncall@example.com'],
+  // Opened at 10:00:00.123456 for two hours: inside the envelope's max_ttl (PT4H).
+  [ID(5), 'incident', 'break-glass', grantJson('bg-live-agent', 'null', 'null', '2026-09-03T12:00:00+00:00'), 'oncall@example.com'],
 ];
 
 /** A copy of the original's 0008 store with its delegation rows and DELEGATION_CREATED events, as 0.12.2 writes them. */
@@ -103,7 +107,7 @@ async function lastReceipt(store: StateStore): Promise<Record<string, unknown>> 
 }
 
 describe('delegations the original 0.12.2 wrote, on a better-sqlite3 store at 0008', () => {
-  it('are read: plain authorises, budgeted is charged, task-bound authority_task, beneath an envelope authority_escalation', async () => {
+  it('are read: plain authorises, budgeted is charged, task-bound authority_task, beneath an envelope within max_ttl authorises and beyond it authority_escalation', async () => {
     const path = storeWithOriginalRows();
     const store = await openStore(path);
     try {
@@ -129,14 +133,19 @@ describe('delegations the original 0.12.2 wrote, on a better-sqlite3 store at 00
       expect(task).toMatchObject({ reason: 'authority_task', grantId: ID(3) });
       expect(await lastReceipt(store)).toMatchObject({ result: 'denied', decision_reason: 'authority_task' });
 
+      // Expiring months after it was opened: beyond the envelope's max_ttl, refused at evaluation.
       const glass = await outcome(control, 'bg-agent', 'p4', runs);
       expect(glass).toMatchObject({ reason: 'authority_escalation', grantId: ID(4) });
       const denied = (await store.events()).filter((e) => e.type === 'AUTHORITY_DENIED').at(-1)!;
-      expect(denied.data).toMatchObject({ reason: 'authority_escalation', delegation_id: ID(4), break_glass_parent_id: 'incident' });
+      expect(denied.data).toMatchObject({ reason: 'authority_escalation', delegation_id: ID(4), dimension: 'max_ttl' });
 
-      expect(runs.n).toBe(2);
+      // Within it: the action runs, and the receipt names the break-glass grant.
+      expect(await outcome(control, 'bg-live-agent', 'p5', runs)).toBe('refunded');
+      expect(await lastReceipt(store)).toMatchObject({ result: 'committed', authority_grant_id: ID(5) });
+
+      expect(runs.n).toBe(3);
       const report = verifyChain(await store.receipts(), await store.chainHead());
-      expect([report.ok, report.verified, report.breaks]).toEqual([true, 4, []]);
+      expect([report.ok, report.verified, report.breaks]).toEqual([true, 5, []]);
 
       // The original's DELEGATION_CREATED events (break-glass with its reason, hop with its action) read as any other.
       const created = (await store.events()).filter((e) => e.type === 'DELEGATION_CREATED');
@@ -144,6 +153,7 @@ describe('delegations the original 0.12.2 wrote, on a better-sqlite3 store at 00
         ['hop', 'act_0123456789abcdef0123456789abcdef'],
         ['hop', 'act_0123456789abcdef0123456789abcdef'],
         ['api', null],
+        ['break-glass', null],
         ['break-glass', null],
       ]);
       expect(created[3]!.data['reason']).toBe('INC-7: payments outage');

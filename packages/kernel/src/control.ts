@@ -19,6 +19,7 @@ export type {
 } from './control/types.js';
 export type { ApprovalEdit, GrantOptions } from './control/edit.js';
 export type { WaitForAnswerOptions } from './control/wait.js';
+export type { BreakGlassOptions } from './control/break-glass.js';
 export { preconditionFingerprint, type ApproverIdentity, type PreconditionProvider, type VerifiedPrincipal } from './control/presented.js';
 export { toolSchemaDigest } from './control/upstream.js';
 export type { UpstreamObservation } from './control/types.js';

@@ -71,6 +71,7 @@ export {
   type ApprovalEdit,
   type GrantOptions,
   type ControlOptions,
+  type BreakGlassOptions,
   type DelegateOptions,
   type ExecuteOptions,
   type ExecuteResult,
@@ -115,6 +116,7 @@ export {
   type CreatedVia,
   type Delegation,
   type EscalationReason,
+  type PlanBreakGlassOptions,
   type PlanDelegationOptions,
   type ResourceDerivation,
 } from './authority/index.js';

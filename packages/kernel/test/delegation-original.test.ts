@@ -2,9 +2,9 @@
 // created via break-glass and hop, and grant_json carrying "tasks" and "budgets" always. This
 // build reads them and enforces them: a task-bound grant (no call here names a task) is
 // authority_task, a budgeted chain is charged in the reservation (budget_exhausted past its
-// limit); what it does not implement never lets an action through: a chain rooted in a break-glass envelope is authority_escalation naming the
-// envelope. It never creates a delegation beneath an envelope, and its own delegations keep the
-// original's containment on tasks and budgets.
+// limit); a chain rooted in a break-glass envelope authorises while its opened grant keeps within
+// the envelope's max_ttl. It never creates an ordinary delegation beneath an envelope, and its own
+// delegations keep the original's containment on tasks and budgets.
 import { describe, expect, it } from 'vitest';
 import { ActionDenied, AuthorityDenied, AuthorityEscalation, createAction, type DelegationRecord } from '@ctrlrun/kernel';
 import { grantFromJson } from '@ctrlrun/kernel/store';
@@ -38,8 +38,8 @@ actions:
   customer.read: {decision: allow}
 `;
 
-function refund(principal: { agent: string; user?: string | null } = HELPER) {
-  return createAction({ name: 'stripe.refund', arguments: { payment_id: 'p1', amount: 700 }, principal, environment: 'production' });
+function refund(principal: { agent: string; user?: string | null } = HELPER, payment = 'p1') {
+  return createAction({ name: 'stripe.refund', arguments: { payment_id: payment, amount: 700 }, principal, environment: 'production' });
 }
 
 /** Python's json.dumps(sort_keys=True, separators=(",", ":")): what 0.12.2 stores. */
@@ -242,34 +242,44 @@ describe('what this build does not implement fails closed', () => {
     }
   });
 
-  it('a delegation opened beneath a break-glass envelope never authorises here: authority_escalation naming the envelope', async () => {
+  it('a delegation the original opened beneath a break-glass envelope authorises within max_ttl; beyond it, or under an undeclared envelope, it does not', async () => {
     const r = await rig(document());
-    await r.store.putDelegation(originalRow(ID(1), 'incident', 'break-glass', originalGrant({ actions: ['stripe.refund'] })));
-    const err = await rejection(r.control.execute(refund(), r.executor));
-    expect(err).toMatchObject({ reason: 'authority_escalation', grantId: ID(1) });
-    expect(err.message).toContain('break-glass envelope "incident"');
+    // Opened 10:00:00.123456 (Python isoformat), expiring two hours later: inside max_ttl PT4H.
+    await r.store.putDelegation(originalRow(ID(1), 'incident', 'break-glass', originalGrant({ delegable: true, expires_at: '2026-09-03T12:00:00+00:00' })));
+    expect(await r.control.execute(refund(), r.executor)).toBe('ok');
+    expect(r.lastReceipt()['authority_grant_id']).toBe(ID(1));
+    expect(r.data('AUTHORITY_RESOLVED').at(-1)).toEqual({ reason: 'authority_grant', grant_id: ID(1), delegation_id: ID(1), depth: 1 });
+    // A hop beneath it attenuates and authorises through the envelope root (delegable there by what it is).
+    await r.store.putDelegation(
+      originalRow(ID(2), ID(1), 'hop', originalGrant({ subject: { agent: 'sub-agent', user: null }, expires_at: '2026-09-03T11:00:00+00:00' }), 2),
+    );
+    expect(await r.control.execute(refund({ agent: 'sub-agent' }, 'p2'), r.executor)).toBe('ok');
+    expect(r.lastReceipt()['authority_grant_id']).toBe(ID(2));
+    // Expiring later than max_ttl after it was opened: refused at evaluation, naming max_ttl.
+    await r.store.putDelegation(originalRow(ID(3), 'incident', 'break-glass', originalGrant({ subject: { agent: 'late-agent', user: null } })));
+    const late = await rejection(r.control.execute(refund({ agent: 'late-agent' }), r.executor));
+    expect(late).toMatchObject({ reason: 'authority_escalation', grantId: ID(3) });
+    expect(late.message).toContain('max_ttl');
     expect(r.data('AUTHORITY_DENIED').at(-1)).toEqual({
       reason: 'authority_escalation',
-      grant_id: ID(1),
-      delegation_id: ID(1),
+      grant_id: ID(3),
+      delegation_id: ID(3),
       depth: 1,
-      break_glass_parent_id: 'incident',
+      dimension: 'max_ttl',
     });
-    // A hop beneath it, and a break-glass row naming an envelope this document does not declare.
-    await r.store.putDelegation(originalRow(ID(2), ID(1), 'hop', originalGrant({ subject: { agent: 'sub-agent', user: null } }), 2));
-    expect(await rejection(r.control.execute(refund({ agent: 'sub-agent' }), r.executor))).toMatchObject({ reason: 'authority_escalation' });
-    expect(r.data('AUTHORITY_DENIED').at(-1)).toMatchObject({ grant_id: ID(2), break_glass_parent_id: 'incident' });
-    await r.store.putDelegation(originalRow(ID(3), 'elsewhere', 'break-glass', originalGrant({ subject: { agent: 'third-agent', user: null } })));
+    // Beneath an envelope this document does not declare: a missing parent, as in the original.
+    await r.store.putDelegation(originalRow(ID(4), 'elsewhere', 'break-glass', originalGrant({ subject: { agent: 'third-agent', user: null } })));
     expect(await rejection(r.control.execute(refund({ agent: 'third-agent' }), r.executor))).toMatchObject({ reason: 'authority_escalation' });
-    expect(r.data('AUTHORITY_DENIED').at(-1)).toMatchObject({ grant_id: ID(3), break_glass_parent_id: 'elsewhere' });
-    expect(r.calls).toBe(0);
-    // The rest of the deployment is untouched by such rows.
-    expect(await r.control.execute(refund(CFO), r.executor)).toBe('ok');
+    expect(r.data('AUTHORITY_DENIED').at(-1)).toMatchObject({ grant_id: ID(4), missing_parent_id: 'elsewhere' });
+    expect(r.calls).toBe(2);
+    // After its expiry the break-glass row and the hop beneath it are refused.
+    r.advance(2 * 3600_000);
+    expect(await rejection(r.control.execute(refund(HELPER, 'p5'), r.executor))).toMatchObject({ reason: 'authority_expired' });
   });
 });
 
 describe('what this build creates', () => {
-  it('never a delegation beneath an envelope (unknown_parent), nor beneath a grant opened under one (parent_not_valid)', async () => {
+  it('never a delegation beneath an envelope (unknown_parent); beneath a grant the original opened under one, as beneath any delegation', async () => {
     const r = await rig(document());
     const child = { subject: HELPER, actions: ['stripe.refund'], expiresAt: '2026-09-03T12:00:00+00:00' };
     const err = await rejection(r.control.delegate('incident', child, { by: { agent: 'oncall' } }));
@@ -278,12 +288,16 @@ describe('what this build creates', () => {
     expect(err.message).toContain('break-glass envelope');
     expect(r.data('DELEGATION_REJECTED').at(-1)).toEqual({ reason: 'unknown_parent', parent_id: 'incident' });
     await r.store.putDelegation(
-      originalRow(ID(1), 'incident', 'break-glass', originalGrant({ subject: { agent: 'oncall', user: null }, delegable: true, actions: ['stripe.refund'] })),
+      originalRow(
+        ID(0xa1),
+        'incident',
+        'break-glass',
+        originalGrant({ subject: { agent: 'oncall', user: null }, delegable: true, actions: ['stripe.refund'], expires_at: '2026-09-03T13:00:00+00:00' }),
+      ),
     );
-    const beneath = await rejection(r.control.delegate(ID(1), child, { by: { agent: 'oncall' } }));
-    expect(beneath).toMatchObject({ reason: 'parent_not_valid' });
-    expect(beneath.message).toContain("break-glass envelope 'incident'");
-    expect((await r.store.delegations()).map((d) => d.delegationId)).toEqual([ID(1)]);
+    const beneath = await r.control.delegate(ID(0xa1), child, { by: { agent: 'oncall' } });
+    expect([beneath.parentId, beneath.depth, beneath.createdVia]).toEqual([ID(0xa1), 2, 'api']);
+    expect((await r.store.delegations()).map((d) => d.delegationId)).toEqual([ID(0xa1), beneath.delegationId]);
   });
 
   it('children keep the parent tasks and budgets (containment), and write tasks and budgets null when they have none, as the original does', async () => {

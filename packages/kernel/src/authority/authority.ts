@@ -19,7 +19,17 @@ import { readYaml, refusalToPolicyError, typeName, YamlRefusal, YMap, YSeq, type
 import type { DelegationRecord, StateStore } from '../store/state-store.js';
 import { parseTime, storedTime } from '../time.js';
 import { containedDimension, type Dimension } from './containment.js';
-import { DELEGATION_ID_PREFIX, Grant, grantFromJson, grantToJson, parseDuration, parseGrantTree, V7_GRANT_KEYS, type GrantInput } from './grant.js';
+import {
+  DELEGATION_ID_PREFIX,
+  Grant,
+  grantFromJson,
+  grantToJson,
+  parseDuration,
+  parseGrantTree,
+  parseInstant,
+  V7_GRANT_KEYS,
+  type GrantInput,
+} from './grant.js';
 import { ACTION_SEPARATOR, matchesPattern, TASK_SEPARATOR } from './patterns.js';
 
 /** A passing result's reason. */
@@ -41,15 +51,20 @@ export const AUTHORITY_REASONS = Object.freeze([
 /** One of {@link AUTHORITY_REASONS}. */
 export type AuthorityDenyReason = (typeof AUTHORITY_REASONS)[number];
 
-/** Why a delegation was not created (disjoint from the evaluation reasons). */
-export type EscalationReason = 'unknown_parent' | 'parent_not_delegable' | 'parent_not_valid' | 'not_the_subject' | 'max_depth' | 'containment';
+/**
+ * Why a delegation was not created (disjoint from the evaluation reasons); `approver_unentitled`
+ * only on break-glass: the opener does not hold a role the envelope's controls require.
+ */
+export type EscalationReason =
+  'unknown_parent' | 'parent_not_delegable' | 'parent_not_valid' | 'not_the_subject' | 'max_depth' | 'containment' | 'approver_unentitled';
 
 /** The default bound on a delegation chain's length. */
 export const DEFAULT_MAX_DELEGATION_DEPTH = 3;
 /**
- * How a delegation was created: `Control.delegate` (`api`) or `ctrlrun delegate` (`cli`), the two
- * this build writes; or, in a store shared with the original 0.12.2, `break-glass` (opened beneath
- * a break-glass envelope) and `hop` (created across an agent boundary), which this build reads.
+ * How a delegation was created: `Control.delegate` (`api`), `ctrlrun delegate` (`cli`),
+ * `Control.breakGlass` (`break-glass`: opened beneath a break-glass envelope), the three this
+ * build writes; or, in a store shared with the original 0.12.2, `hop` (created across an agent
+ * boundary), which this build reads.
  */
 export type CreatedVia = 'api' | 'cli' | 'break-glass' | 'hop';
 /** The values this build writes. */
@@ -69,12 +84,13 @@ const ENVELOPE_REFUSED: ReadonlyArray<[string, string]> = [
 
 /**
  * A break-glass envelope (`authority.break_glass`): the widest authority an incident may reach,
- * declared in advance. It never decides an action (it is not among {@link Authority.grants}); a
- * grant opened beneath one (the original's `ctrlrun break-glass`) is not created by this build,
- * which loads envelopes so that a document declaring them loads and hashes as the original's. A
- * delegation the original opened beneath one (`created_via: break-glass`) is read and authorises
- * nothing here (`authority_escalation` with `break_glass_parent_id`), and `delegate` refuses an
- * envelope as a parent (`unknown_parent`), as the original does.
+ * declared in advance. It never decides an action (it is not among {@link Authority.grants}); it
+ * is only ever a parent. A grant is opened beneath one only by {@link Authority.planBreakGlass}
+ * (`Control.breakGlass`, `ctrlrun break-glass open`): an expiry within `max_ttl`, the opener
+ * checked against the roles of its `controls`, recorded with `created_via: break-glass`. Such a
+ * grant authorises while it is contained in the envelope and its expiry stays within `max_ttl` of
+ * its creation (both re-checked on every evaluation, so narrowing the envelope cuts a grant
+ * already open). `delegate` refuses an envelope as a parent (`unknown_parent`), as the original does.
  */
 export interface BreakGlassEnvelope {
   readonly id: string;
@@ -99,14 +115,12 @@ export interface AuthorityResult {
   readonly delegationId: string | null;
   /** The walked depth of the deciding grant (0 for a root grant). */
   readonly depth: number;
-  /** The dimension a chain step is no longer contained on. */
-  readonly dimension?: Dimension;
-  readonly missingParentId?: string;
   /**
-   * The break-glass envelope a delegation's chain is rooted in: this build does not implement
-   * envelopes (their `max_ttl`, the opener's controls), so such a chain never authorises here.
+   * The dimension a chain step is no longer contained on; `max_ttl` when a grant opened beneath a
+   * break-glass envelope expires later than the envelope's `max_ttl` after its creation.
    */
-  readonly breakGlassParentId?: string;
+  readonly dimension?: Dimension | 'max_ttl';
+  readonly missingParentId?: string;
   readonly expiredParentId?: string;
   readonly depthExceeded?: number;
   readonly cycleAt?: string;
@@ -198,10 +212,10 @@ interface Walk {
   readonly root: Grant | null;
   readonly rootId: string | null;
   readonly missingParentId?: string;
-  /** The chain reached a break-glass envelope (or a row opened beneath one) instead of a grant. */
-  readonly breakGlassParentId?: string;
   readonly cycleAt?: string;
   readonly depthExceeded?: number;
+  /** The root is a break-glass envelope (`rootId`), not a grant. */
+  readonly rootIsEnvelope?: boolean;
 }
 
 /** Every grant above the leaf, root first, with their ids. */
@@ -209,6 +223,33 @@ function ancestors(walk: Walk): { id: string; grant: Grant }[] {
   const above: { id: string; grant: Grant }[] = walk.root === null ? [] : [{ id: walk.rootId!, grant: walk.root }];
   for (const node of walk.nodes.slice(1).reverse()) above.push({ id: node.delegationId, grant: node.grant });
   return above;
+}
+
+/**
+ * Is an ancestor one that may not be delegated beneath? An envelope root counts as delegable (it
+ * exists only to be a parent, and `max_ttl` bounds what it reaches); it is never written onto the
+ * envelope's grant, which hashes `delegable: false` as the document wrote it.
+ */
+function undelegableAncestor(walk: Walk, above: readonly { grant: Grant }[]): boolean {
+  return (walk.rootIsEnvelope === true ? above.slice(1) : above).some((a) => !a.grant.delegable);
+}
+
+/** Epoch microseconds of `now`. */
+function micros(now: Date): bigint {
+  return BigInt(now.getTime()) * 1000n;
+}
+
+/**
+ * Does the grant opened beneath envelope `envelope` (the chain's top node) still fit its
+ * `max_ttl`: an expiry, no later than its creation plus `max_ttl`? Re-checked on every
+ * evaluation, so an envelope narrowed while an incident runs cuts the grants already open; a
+ * widened one gives them no more time (their own expiry still ends them).
+ */
+function withinMaxTtl(opened: Delegation, envelope: BreakGlassEnvelope): boolean {
+  const expires = opened.grant.expiresMicros;
+  const created = parseInstant(opened.createdAt);
+  if (expires === null || typeof created === 'string') return false;
+  return expires <= created.micros + BigInt(envelope.maxTtl) * 1_000_000n;
 }
 
 type Lookup = (id: string) => Promise<Delegation | null> | Delegation | null;
@@ -231,6 +272,19 @@ export interface PlanDelegationOptions {
   now: Date;
   ids: IdSource;
   via?: DelegateVia;
+}
+
+/** Options of {@link Authority.planBreakGlass}. */
+export interface PlanBreakGlassOptions {
+  /** The verified principal opening it (checked against the envelope's controls by `Control`, not here). */
+  opener: { readonly agent: string; readonly user?: string | null; readonly expiresAt?: string | null };
+  now: Date;
+  ids: IdSource;
+  /**
+   * Seconds from `now` the grant lives (its `expires_at` becomes now + ttl); only for a grant
+   * that carries no `expires_at` of its own.
+   */
+  ttl?: number;
 }
 
 /** A loaded authority section: the document's grants and the delegation bound. Immutable. */
@@ -292,7 +346,8 @@ export class Authority {
    * clean candidate passes (naming the lowest id by code point), else the first reason present
    * in {@link AUTHORITY_REASONS} wins (ties: lowest id). One unreadable stored row denies every
    * action. A grant bound to tasks passes only a call whose `task` one of its patterns matches
-   * (`authority_task`); a chain rooted in a break-glass envelope never passes. Reads the store, writes nothing.
+   * (`authority_task`); a grant opened beneath a break-glass envelope passes only while its expiry
+   * stays within the envelope's `max_ttl` of its creation. Reads the store, writes nothing.
    */
   async evaluate(action: Action, options: { now: Date; store: StateStore; task?: string | null }): Promise<AuthorityResult> {
     const { now, store } = options;
@@ -347,20 +402,19 @@ export class Authority {
   }
 
   /**
-   * Walks `leaf` to a document grant, bounded at `maxDelegationDepth + 1` and refusing revisits.
-   * A node whose parent is a break-glass envelope (declared here, or named by a row the original
-   * opened with `created_via: break-glass`) ends the walk with no root: envelopes are loaded, not
-   * implemented, so nothing beneath one resolves to a grant here.
+   * Walks `leaf` to its root — a document grant, or a break-glass envelope declared here —
+   * bounded at `maxDelegationDepth + 1` and refusing revisits. A parent that is neither, nor a
+   * stored delegation (an envelope this document does not declare, say), is a missing parent.
    */
   async #walk(leaf: Delegation, lookup: Lookup): Promise<Walk> {
     const nodes: Delegation[] = [leaf];
     const seen = new Set([leaf.delegationId]);
     for (;;) {
-      const node = nodes[nodes.length - 1]!;
-      const parentId = node.parentId;
+      const parentId = nodes[nodes.length - 1]!.parentId;
       const root = this.grants.get(parentId);
       if (root !== undefined) return { nodes, root, rootId: parentId };
-      if (this.envelopes.has(parentId) || node.createdVia === 'break-glass') return { nodes, root: null, rootId: null, breakGlassParentId: parentId };
+      const envelope = this.envelopes.get(parentId);
+      if (envelope !== undefined) return { nodes, root: envelope.grant, rootId: parentId, rootIsEnvelope: true };
       if (seen.has(parentId)) return { nodes, root: null, rootId: null, cycleAt: parentId };
       const parent = await lookup(parentId);
       if (parent === null) return { nodes, root: null, rootId: null, missingParentId: parentId };
@@ -374,8 +428,9 @@ export class Authority {
   /**
    * Checks a delegation chain from the leaf up and names the first failure, with the walked depth:
    * a missing parent, a revoked link, an expired ancestor, a child not contained in its parent, a
-   * cycle, a chain deeper than `max_delegation_depth`, a non-delegable ancestor (the chain rules of
-   * docs/spec/02-authority-observe-verify.md §3.4).
+   * grant opened beneath an envelope that outlives its `max_ttl` (dimension `max_ttl`), a cycle, a
+   * chain deeper than `max_delegation_depth`, a non-delegable ancestor (an envelope root counts as
+   * delegable) (the chain rules of docs/spec/02-authority-observe-verify.md §3.4; the original 0.12.2's order).
    */
   async #checkChain(leaf: Delegation, now: Date, lookup: Lookup): Promise<{ depth: number; failure: Partial<AuthorityResult> | null }> {
     const walk = await this.#walk(leaf, lookup);
@@ -383,7 +438,6 @@ export class Authority {
     const fail = (f: Partial<AuthorityResult>) => ({ depth, failure: f });
     if (walk.missingParentId !== undefined) return fail({ reason: 'authority_escalation', missingParentId: walk.missingParentId });
     if (walk.nodes.some((n) => n.revokedAt !== null)) return fail({ reason: 'authority_revoked' });
-    if (walk.breakGlassParentId !== undefined) return fail({ reason: 'authority_escalation', breakGlassParentId: walk.breakGlassParentId });
     const above = ancestors(walk);
     for (const a of above) if (a.grant.isExpired(now)) return fail({ reason: 'authority_escalation', expiredParentId: a.id });
     const chain = [...above.map((a) => a.grant), leaf.grant];
@@ -391,18 +445,21 @@ export class Authority {
       const dimension = containedDimension(chain[i - 1]!, chain[i]!);
       if (dimension !== null) return fail({ reason: 'authority_escalation', dimension });
     }
+    const envelope = walk.rootIsEnvelope === true ? this.envelopes.get(walk.rootId!) : undefined;
+    if (envelope !== undefined && !withinMaxTtl(walk.nodes[walk.nodes.length - 1]!, envelope))
+      return fail({ reason: 'authority_escalation', dimension: 'max_ttl' });
     if (walk.cycleAt !== undefined) return fail({ reason: 'authority_unreadable', cycleAt: walk.cycleAt });
     // Compared here, not inferred from the walk's bound: a chain that reaches its root in one
     // step is never measured by the walk, and `max_delegation_depth: 0` must still deny it.
     if (depth > this.maxDelegationDepth) return fail({ reason: 'authority_escalation', depthExceeded: depth });
-    if (above.some((a) => !a.grant.delegable)) return fail({ reason: 'authority_escalation' });
+    if (undelegableAncestor(walk, above)) return fail({ reason: 'authority_escalation' });
     return { depth, failure: null };
   }
 
   /**
    * The delegation `Control.delegate` would write, or a refusal (docs/spec/02-authority-observe-verify.md §3.2), checked in order:
    * 0 `by` unexpired (`IdentityError`); 1 the parent is a root grant or a live delegation (never a
-   * break-glass envelope, nor a delegation beneath one: this build does not implement them); 2 it is
+   * break-glass envelope: authority beneath one is opened only by {@link planBreakGlass}); 2 it is
    * delegable; 3 it and the chain above it are still valid; 4 `by` is its subject; 5 the depth
    * fits; 6 the child is contained on every dimension. Refusals are {@link AuthorityEscalation}s.
    * Mints the id; writes nothing.
@@ -418,11 +475,11 @@ export class Authority {
       throw new AuthorityEscalation(reason, { parentId, dimension, message: `${message} (${reason}${dimension ? `: ${dimension}` : ''})` });
     };
     if (this.envelopes.has(parentId)) {
-      // The original opens authority beneath an envelope only through break-glass (an expiry
-      // inside max_ttl, the opener checked against its controls) and refuses this path by name.
+      // Authority beneath an envelope is opened only by break-glass (an expiry inside max_ttl, the
+      // opener checked against its controls); delegating beneath one would skip both.
       refuse(
         'unknown_parent',
-        `${quote(parentId)} is a break-glass envelope, not a grant: authority beneath an envelope is opened with the original's break-glass command, which this build does not implement`,
+        `${quote(parentId)} is a break-glass envelope, not a grant: authority beneath an envelope is opened with 'ctrlrun break-glass open' (Control.breakGlass), which requires an expiry inside its max_ttl and checks the opener against the controls that gate it`,
       );
     }
     let parent: Grant;
@@ -454,16 +511,14 @@ export class Authority {
         return refuse('parent_not_valid', err instanceof Error ? err.message : String(err));
       }
       const above = ancestors(walk);
-      if (walk.breakGlassParentId !== undefined)
-        refuse(
-          'parent_not_valid',
-          `the chain above ${quote(parentId)} is rooted in the break-glass envelope ${quote(walk.breakGlassParentId)}, which this build does not implement`,
-        );
+      // An envelope root counts as delegable here too, or nothing could be delegated beneath a
+      // break-glass grant (its attenuation would not hold).
       const invalid =
         walk.missingParentId !== undefined ||
         walk.cycleAt !== undefined ||
         walk.nodes.slice(1).some((n) => n.revokedAt !== null) ||
-        above.some((a) => a.grant.isExpired(now) || !a.grant.delegable);
+        above.some((a) => a.grant.isExpired(now)) ||
+        undelegableAncestor(walk, above);
       if (invalid) refuse('parent_not_valid', `the chain above ${quote(parentId)} is no longer valid`);
       parent = node.grant;
       parentDepth = walk.depthExceeded ?? walk.nodes.length;
@@ -492,6 +547,87 @@ export class Authority {
       grant: child.withId(delegationId),
       createdBy: Object.freeze({ agent: by.agent, user: by.user ?? null }),
       createdVia: options.via ?? 'api',
+      createdAt: storedTime(now),
+      revokedAt: null,
+      revokedBy: null,
+    });
+  }
+
+  /**
+   * The grant `Control.breakGlass` would open beneath envelope `envelopeId`, or a refusal, checked
+   * in the original 0.12.2's order: the id names an envelope of this document (an ordinary grant
+   * id is refused by name: a grant is not an envelope) (`unknown_parent`); the opener's credential
+   * is unexpired (`IdentityError`); the grant carries an `expires_at` (or `ttl` gives it one)
+   * (`containment`/`expires_at`) no later than now + `max_ttl` (`containment`/`expires_at`); depth
+   * 1 fits `max_delegation_depth` (`max_depth`); the grant is contained in the envelope on every
+   * dimension (`containment` + the dimension). The opener is not the envelope's subject (that
+   * names whom the grant may be for): who may open is gated by the envelope's controls, which
+   * `Control` checks. Refusals are {@link AuthorityEscalation}s. Mints the id; writes nothing.
+   */
+  planBreakGlass(envelopeId: string, grant: Grant | GrantInput, options: PlanBreakGlassOptions): Delegation {
+    const { opener, now } = options;
+    if (typeof envelopeId !== 'string' || envelopeId === '') throw new InvalidArgument('envelopeId must be a non-empty break-glass envelope id');
+    const refuse = (reason: EscalationReason, message: string, dimension: Dimension | null = null): never => {
+      throw new AuthorityEscalation(reason, { parentId: envelopeId, dimension, message: `${message} (${reason}${dimension ? `: ${dimension}` : ''})` });
+    };
+    const envelope = this.envelopes.get(envelopeId);
+    if (envelope === undefined) {
+      const why = this.grants.has(envelopeId)
+        ? "it names a grant, and a grant is not an envelope: opening one beneath it would skip the subject check 'ctrlrun delegate' applies there, and a grant has no 'controls:' to gate the opener instead"
+        : 'no envelope of that name is declared';
+      return refuse(
+        'unknown_parent',
+        `no break-glass envelope ${quote(envelopeId)}; ${why}. An envelope is declared under 'authority: break_glass:' and names the controls that gate who may open it`,
+      );
+    }
+    if (opener.expiresAt !== undefined && opener.expiresAt !== null && now.getTime() > parseTime(opener.expiresAt, 'opener.expiresAt').getTime()) {
+      throw new IdentityError(`the opening principal's credential expired at ${opener.expiresAt}; an expired credential may not create authority`);
+    }
+    let input = grant;
+    if (options.ttl !== undefined) {
+      const ttl = options.ttl;
+      if (typeof ttl !== 'number' || !Number.isSafeInteger(ttl) || ttl <= 0)
+        throw new InvalidArgument(`ttl must be a positive whole number of seconds, got ${String(ttl)}`);
+      const given = grant instanceof Grant ? grant.expiresAt : grant !== null && typeof grant === 'object' ? (grant.expiresAt ?? null) : null;
+      if (given !== null)
+        throw new InvalidArgument(`give the grant's expires_at or a ttl, not both (the grant expires at ${String(given)}, and a ttl of ${ttl} s was given)`);
+      // Set before the grant is built: a delegable grant needs its expiry to be valid at all.
+      const expiresAt = storedTime(new Date(now.getTime() + ttl * 1000));
+      input = grant instanceof Grant ? new Grant({ ...grant.toInput(), expiresAt }) : { ...grant, expiresAt };
+    }
+    const child = asChildGrant(input, 'breakGlass');
+    const expires = child.expiresMicros;
+    if (expires === null)
+      refuse(
+        'containment',
+        `a grant opened beneath ${quote(envelopeId)} must carry 'expires_at' (or a ttl): break-glass authority that outlives the incident is what an envelope exists to prevent`,
+        'expires_at',
+      );
+    const limit = micros(now) + BigInt(envelope.maxTtl) * 1_000_000n;
+    if (expires! > limit)
+      refuse(
+        'containment',
+        `a grant opened beneath ${quote(envelopeId)} expires at ${child.expiresAt}, beyond its max_ttl of ${envelope.maxTtl} s from now (${storedTime(new Date(Number(limit / 1000n)))})`,
+        'expires_at',
+      );
+    if (1 > this.maxDelegationDepth)
+      refuse('max_depth', `a grant beneath ${quote(envelopeId)} would be at depth 1, beyond max_delegation_depth ${this.maxDelegationDepth}`);
+    const dimension = containedDimension(envelope.grant, child);
+    if (dimension !== null)
+      refuse(
+        'containment',
+        `the break-glass grant is not inside the envelope ${quote(envelopeId)} on ${dimension}; omitting a dimension the envelope constrains is not unlimited`,
+        dimension,
+      );
+    const delegationId = options.ids('dlg');
+    if (!DELEGATION_ID.test(delegationId)) throw new InvalidArgument(`the id source minted ${JSON.stringify(delegationId)}, not dlg_ + 32 hex`);
+    return Object.freeze({
+      delegationId,
+      parentId: envelopeId,
+      depth: 1,
+      grant: child.withId(delegationId),
+      createdBy: Object.freeze({ agent: opener.agent, user: opener.user ?? null }),
+      createdVia: 'break-glass',
       createdAt: storedTime(now),
       revokedAt: null,
       revokedBy: null,
@@ -527,14 +663,14 @@ function deny(reason: AuthorityDenyReason, extra: { delegationId?: string; warni
   return { passed: false, reason, grantId: null, delegationId: extra.delegationId ?? null, depth: 0, warnings: extra.warnings ?? [] };
 }
 
-function asChildGrant(grant: Grant | GrantInput): Grant {
+function asChildGrant(grant: Grant | GrantInput, what = 'delegate'): Grant {
   if (grant instanceof Grant) {
     if (grant.id !== '')
-      throw new InvalidArgument(`the grant passed to delegate() carries id ${JSON.stringify(grant.id)}; a delegation's id is assigned, not chosen`);
+      throw new InvalidArgument(`the grant passed to ${what}() carries id ${JSON.stringify(grant.id)}; a delegation's id is assigned, not chosen`);
     return grant;
   }
   if (grant !== null && typeof grant === 'object' && grant.id !== undefined && grant.id !== null && grant.id !== '') {
-    throw new InvalidArgument(`the grant passed to delegate() carries id ${JSON.stringify(grant.id)}; a delegation's id is assigned, not chosen`);
+    throw new InvalidArgument(`the grant passed to ${what}() carries id ${JSON.stringify(grant.id)}; a delegation's id is assigned, not chosen`);
   }
   return new Grant(grant);
 }
@@ -549,7 +685,6 @@ export function authorityEventData(result: AuthorityResult): JsonObject {
   }
   if (result.dimension !== undefined) data['dimension'] = result.dimension;
   if (result.missingParentId !== undefined) data['missing_parent_id'] = result.missingParentId;
-  if (result.breakGlassParentId !== undefined) data['break_glass_parent_id'] = result.breakGlassParentId;
   if (result.expiredParentId !== undefined) data['expired_parent_id'] = result.expiredParentId;
   if (result.cycleAt !== undefined) data['cycle_at'] = result.cycleAt;
   if (result.depthExceeded !== undefined) data['depth_exceeded'] = result.depthExceeded;

@@ -26,6 +26,7 @@ export {
   type CreatedVia,
   type Delegation,
   type EscalationReason,
+  type PlanBreakGlassOptions,
   type PlanDelegationOptions,
   type ResourceDerivation,
 } from './authority.js';

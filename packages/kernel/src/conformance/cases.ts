@@ -21,6 +21,7 @@ import { MINUTE, storedTime, type Clock } from '../time.js';
 import { expect } from './expect.js';
 import { RETENTION_CASE_IDS, retentionCases } from './retention-cases.js';
 import { BUDGET_CASE_IDS, budgetCases } from './budget-cases.js';
+import { BREAK_GLASS_CASE_IDS, breakGlassCases } from './break-glass-cases.js';
 import { LEASE, T0, manualClock, type ManualClock } from './clock.js';
 
 export { LEASE, T0, manualClock, type ManualClock } from './clock.js';
@@ -69,6 +70,7 @@ export const CASE_IDS = [
   'taken-once-cross-process',
   ...RETENTION_CASE_IDS,
   ...BUDGET_CASE_IDS,
+  ...BREAK_GLASS_CASE_IDS,
 ] as const;
 
 /** One case id. */
@@ -2059,6 +2061,7 @@ export const storeCases: Record<CaseId, CaseDef> = {
   },
   ...budgetCases,
   ...retentionCases,
+  ...breakGlassCases,
 };
 
 /** A delegation row under a root grant, as `Control.delegate` would write it. */

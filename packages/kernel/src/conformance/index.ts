@@ -31,6 +31,7 @@ export {
   type WorkerReport,
 } from './cases.js';
 export { AssertionError } from './expect.js';
+export { BREAK_GLASS_WIDENINGS } from './break-glass-cases.js';
 
 /** What happened to one case: `pass`, `fail` (with the error), or `not_applicable` (with the reason). */
 export type CaseStatus = 'pass' | 'fail' | 'not_applicable';

@@ -18,6 +18,7 @@ import type { Evaluation, Policy } from '../policy/index.js';
 import type { StateStore } from '../store/state-store.js';
 import { checkDuration, MINUTE, systemClock, type Clock } from '../time.js';
 import { denyApproval, delegate, grantApproval, openApproval, resolveEffect, revoke } from './answers.js';
+import { breakGlass, type BreakGlassOptions } from './break-glass.js';
 import { attempt, resumeAttempt } from './attempt.js';
 import { approvalEdit, editApproval, unusedEditOf, type ApprovalEdit, type GrantOptions } from './edit.js';
 import { evaluate, resolvePrincipal } from './gates.js';
@@ -267,6 +268,19 @@ export class Control {
    */
   async delegate(parentId: string, grant: Grant | GrantInput, options: DelegateOptions): Promise<Delegation> {
     return delegate(this.#ctx, parentId, grant, options);
+  }
+
+  /**
+   * Opens a grant beneath the break-glass envelope `envelopeId` as the verified human
+   * `options.verified` (needs `approvers` on this Control: the opener's roles must include the
+   * `approver_role` of every control the envelope cites, else `approver_unentitled`), for
+   * `options.reason`, expiring at the grant's `expiresAt` or after `options.ttl` seconds, within
+   * the envelope's `max_ttl`; refusals as {@link Authority.planBreakGlass}, each with
+   * `DELEGATION_REJECTED`. Writes one delegation (`created_via: break-glass`) and
+   * `DELEGATION_CREATED` with `created_via` and `reason`. Revoke it as any delegation.
+   */
+  async breakGlass(envelopeId: string, grant: Grant | GrantInput, options: BreakGlassOptions): Promise<Delegation> {
+    return breakGlass(this.#ctx, envelopeId, grant, options);
   }
 
   /**

@@ -119,10 +119,10 @@ export async function approverOf(ctx: ControlContext, { approvalId, action }: { 
   return record !== null && record.request.actionHash === action.actionHash ? record.approver : null;
 }
 
-/** What a denial adds when the deciding chain is rooted in a break-glass envelope (not implemented here). */
-function breakGlassNote(result: AuthorityResult): string {
-  if (result.breakGlassParentId === undefined) return '';
-  return `: the chain of ${result.grantId ?? 'the grant'} is rooted in the break-glass envelope ${JSON.stringify(result.breakGlassParentId)}, which this build does not implement`;
+/** What a denial adds when a break-glass grant outlives its envelope's `max_ttl`. */
+function maxTtlNote(result: AuthorityResult): string {
+  if (result.dimension !== 'max_ttl') return '';
+  return `: the break-glass grant ${result.grantId ?? ''} expires later than its envelope's max_ttl after it was opened`;
 }
 
 export async function refuseAuthority(ctx: ControlContext, pass: Pass, result: AuthorityResult): Promise<never> {
@@ -134,7 +134,7 @@ export async function refuseAuthority(ctx: ControlContext, pass: Pass, result: A
     actionId: action.actionId,
     grantId: result.grantId,
     delegationId: result.delegationId,
-    message: `${action.name} denied by authority (${result.reason})${breakGlassNote(result)}`,
+    message: `${action.name} denied by authority (${result.reason})${maxTtlNote(result)}`,
   });
 }
 

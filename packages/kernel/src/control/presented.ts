@@ -134,7 +134,7 @@ export function preconditionFingerprint(state: JsonObject): string {
 }
 
 /** The roles a verified principal holds under `claim` (a string or a list of strings); none without a claim. */
-function rolesOf(p: VerifiedPrincipal, claim: string | null): string[] {
+export function rolesOf(p: VerifiedPrincipal, claim: string | null): string[] {
   if (claim === null) return [];
   const v = p.claims?.[claim];
   if (typeof v === 'string') return [v];
