@@ -4,10 +4,10 @@
  */
 import type { CampaignOptions } from './harness.js';
 
-export type StoreKind = 'sqlite-processes' | 'pglite' | 'postgres';
+export type StoreKind = 'sqlite-processes' | 'sqlite-threads' | 'pglite' | 'postgres';
 
 /** CI-slice operations per store at scale 1 (a loaded 2-core machine runs all three in about 3 minutes). */
-export const SLICE_OPS: Record<StoreKind, number> = { 'sqlite-processes': 1200, pglite: 160, postgres: 800 };
+export const SLICE_OPS: Record<StoreKind, number> = { 'sqlite-processes': 1200, 'sqlite-threads': 600, pglite: 160, postgres: 800 };
 
 /** The campaign for `kind` on `url`, with about `operations` operations in total. */
 export function campaign(kind: StoreKind, url: string, dir: string, operations: number, seed: number, stallMs: number): CampaignOptions {
@@ -18,6 +18,8 @@ export function campaign(kind: StoreKind, url: string, dir: string, operations: 
     dir,
     operator: kind === 'pglite' ? 'embedded' : 'separate',
     clients,
+    // sqlite-threads: three clients are worker threads of the harness's process, one a process.
+    threads: kind === 'sqlite-threads' ? 3 : 0,
     concurrency: kind === 'pglite' ? 4 : 1,
     opsPerClient: Math.max(1, Math.ceil(operations / clients)),
     // Keys collide: about three operations per ref.
@@ -27,6 +29,10 @@ export function campaign(kind: StoreKind, url: string, dir: string, operations: 
     externalKillEveryMs: kind === 'pglite' ? 0 : 4000,
     jumpRate: 0.02,
     maxJumpMs: 90_000,
+    // PostgreSQL: a COMMIT lost about every half second (dropped, or landed with its reply
+    // withheld), and every connection cut about every 6 s.
+    lostCommitEveryMs: kind === 'postgres' ? 500 : 0,
+    cutEveryMs: kind === 'postgres' ? 6000 : 0,
     leaseMs: 60_000,
     answerWaitMs: 3000,
     stallMs,

@@ -141,7 +141,11 @@ export function checkHistory(history: readonly HistoryEntry[], upstream: readonl
   }
 
   // 2. Nothing ran without the approval its decision needed; 3. every approval used at most once.
-  const granted = new Set(store.events.filter((e) => e.type === 'APPROVAL_GRANTED').map((e) => e.approvalId));
+  // A grant is the approval record's answer (its approver and granted_at); its APPROVAL_GRANTED
+  // event is appended after it, in a write of its own (spec 01 §5: "the granting surface appends"),
+  // so a connection lost between the two leaves the grant with no event (see answersWithoutEvent).
+  const granted = new Set<string | null>(store.events.filter((e) => e.type === 'APPROVAL_GRANTED').map((e) => e.approvalId));
+  for (const a of store.approvals) if (a.approver !== null && a.grantedAt !== null) granted.add(a.request.requestId);
   const consumed = store.events.filter((e) => e.type === 'APPROVAL_CONSUMED');
   for (const [approval, uses] of group(consumed, (e) => e.approvalId)) {
     if (uses.length > 1) add('approval-used-twice', `approval ${approval} consumed ${uses.length} times (actions ${uses.map((u) => u.actionId).join(', ')})`);
@@ -255,6 +259,17 @@ export function checkHistory(history: readonly HistoryEntry[], upstream: readonl
     }
   }
   return anomalies;
+}
+
+/**
+ * Approvals answered (granted, denied, or granted and consumed since) whose APPROVAL_GRANTED /
+ * APPROVAL_DENIED event was never written: the answer landed and the surface lost its store before
+ * appending the event (spec 01 §5 writes them apart). Not an anomaly of the promise; counted in the figures.
+ */
+export function answersWithoutEvent(store: StoreSnapshot): number {
+  const answered = new Set(store.events.filter((e) => e.type === 'APPROVAL_GRANTED' || e.type === 'APPROVAL_DENIED').map((e) => e.approvalId));
+  return store.approvals.filter((a) => a.approver !== null && ['granted', 'consumed', 'denied'].includes(a.status) && !answered.has(a.request.requestId))
+    .length;
 }
 
 /** Counts of a history's operations by outcome (`indeterminate`: no completion, the client was killed). */

@@ -1,7 +1,8 @@
 /**
  * The CI slice of the fault harness (issue 33): per store, clients in OS processes run a random
  * mix (allowed, approval-band with an operator granting and denying, duplicates, lost replies,
- * wrong and reused approvals) while the nemesis SIGKILLs them at random points and clocks jump;
+ * wrong and reused approvals) while the nemesis SIGKILLs them at random points and clocks jump
+ * (and, on PostgreSQL, a TCP proxy loses COMMITs both ways and cuts connections);
  * the history checker must find nothing. `npm run soak` runs the same at length.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -16,7 +17,7 @@ import { runCampaign } from './harness.js';
 const SCALE = Number(process.env['FAULTS_SCALE'] ?? 1);
 const SEED = Number(process.env['FAULTS_SEED'] ?? 33);
 /** Milliseconds a free core needs per operation here, generously (processes start, PGlite compiles). */
-const MS_PER_OP: Record<StoreKind, number> = { 'sqlite-processes': 60, pglite: 400, postgres: 80 };
+const MS_PER_OP: Record<StoreKind, number> = { 'sqlite-processes': 60, 'sqlite-threads': 60, pglite: 400, postgres: 80 };
 
 async function slice(kind: StoreKind, url: (dir: string) => string | Promise<string>): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), `ctrlrun-faults-${kind}-`));
@@ -24,7 +25,7 @@ async function slice(kind: StoreKind, url: (dir: string) => string | Promise<str
     const ops = Math.ceil(SLICE_OPS[kind] * SCALE);
     const result = await runCampaign(campaign(kind, await url(dir), dir, ops, SEED, scaled(120_000)));
     console.log(
-      `[faults] ${kind}: ${JSON.stringify({ operations: result.operations, faults: result.faults, outcomes: result.outcomes, anomalies: result.anomalies.length })}`,
+      `[faults] ${kind}: ${JSON.stringify({ operations: result.operations, faults: result.faults, outcomes: result.outcomes, answersWithoutEvent: result.answersWithoutEvent, anomalies: result.anomalies.length })}`,
     );
     expect(result.anomalies, JSON.stringify(result.anomalies.slice(0, 20), null, 2)).toEqual([]);
     // The run did what it says: operations of every outcome, and faults of both families.
@@ -35,6 +36,12 @@ async function slice(kind: StoreKind, url: (dir: string) => string | Promise<str
     expect(result.outcomes['approval-required'] ?? 0).toBeGreaterThan(0);
     expect(Object.keys(result.faults).some((f) => f.startsWith('clock-jump'))).toBe(true);
     if (kind !== 'pglite') expect(Object.entries(result.faults).some(([f, n]) => f.startsWith('kill') && n > 0)).toBe(true);
+    if (kind === 'sqlite-threads') expect(Object.entries(result.faults).some(([f, n]) => f.startsWith('terminate') && n > 0)).toBe(true);
+    // PostgreSQL: COMMITs were lost both ways through the proxy, and connections cut.
+    if (kind === 'postgres') {
+      expect(result.faults['lost-commit:never-received'] ?? 0).toBeGreaterThan(0);
+      expect(result.faults['lost-commit:landed'] ?? 0).toBeGreaterThan(0);
+    }
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -44,6 +51,7 @@ const timeout = (kind: StoreKind) => scaled(30_000 + SLICE_OPS[kind] * SCALE * M
 
 describe('fault harness, CI slice', () => {
   it('SQLite file, client processes', () => slice('sqlite-processes', (dir) => `sqlite:${join(dir, 'store.db')}`), timeout('sqlite-processes'));
+  it('SQLite file, client threads and a client process', () => slice('sqlite-threads', (dir) => `sqlite:${join(dir, 'store.db')}`), timeout('sqlite-threads'));
   it('PGlite directory, one process killed and restarted', () => slice('pglite', (dir) => `pglite:${join(dir, 'pgdata')}`), timeout('pglite'));
 });
 

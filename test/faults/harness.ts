@@ -10,17 +10,21 @@
 import { spawn } from 'node:child_process';
 import { appendFileSync, existsSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { Worker } from 'node:worker_threads';
 import type { StateStore } from '@ctrlrun/kernel';
 import { openStore } from '@ctrlrun/store-node';
 import Database from 'better-sqlite3';
+import { startCommitProxy, type CommitProxy } from '../lost-commit/commit-proxy.js';
 import { stallTimer } from '../support/load.js';
-import { checkHistory, tally, type Anomaly } from './checker.js';
+import { answersWithoutEvent, checkHistory, tally, type Anomaly } from './checker.js';
 import { parseLines, type HistoryEntry, type UpstreamRow } from './history.js';
 import { snapshot } from './model.js';
 import type { WorkerPayload } from './worker.js';
 import { faultControl, runOp } from './workload.js';
 
 const WORKER = join(import.meta.dirname, 'worker.ts');
+const THREAD_BOOT = join(import.meta.dirname, 'thread-boot.mjs');
 const NODE_FLAGS = ['--conditions=@ctrlrun/source', '--import', 'tsx'];
 
 export interface CampaignOptions {
@@ -35,6 +39,11 @@ export interface CampaignOptions {
    */
   readonly operator: 'separate' | 'embedded';
   readonly clients: number;
+  /**
+   * How many of the clients run as worker threads of this process (the rest as OS processes):
+   * a thread's kill is `terminate()`, at a random point or where it asks for it.
+   */
+  readonly threads?: number;
   /** Async loops per client (PGlite: one process, several loops). */
   readonly concurrency: number;
   /** Operations per client, in total over its incarnations. */
@@ -45,6 +54,15 @@ export interface CampaignOptions {
   readonly externalKillEveryMs: number;
   readonly jumpRate: number;
   readonly maxJumpMs: number;
+  /**
+   * PostgreSQL only: the clients and the operator reach the server through a TCP proxy
+   * (test/lost-commit/commit-proxy.ts) that loses a COMMIT about this often (mean milliseconds
+   * between two; 0: no proxy) — dropped unforwarded, or forwarded with its reply withheld — each
+   * time cutting that client, and sometimes refusing the re-read's connection too.
+   */
+  readonly lostCommitEveryMs?: number;
+  /** With the proxy: every open connection is cut about this often (mean milliseconds; 0: never). */
+  readonly cutEveryMs?: number;
   readonly leaseMs: number;
   readonly answerWaitMs: number;
   /** A client that prints nothing and writes no history for this long is stalled: the run fails. */
@@ -59,6 +77,8 @@ export interface CampaignResult {
   readonly operations: number;
   readonly outcomes: Record<string, number>;
   readonly faults: Record<string, number>;
+  /** Approvals answered whose answer event was never written (see {@link answersWithoutEvent}). */
+  readonly answersWithoutEvent: number;
   readonly incarnations: number;
   readonly anomalies: Anomaly[];
   readonly upstreamRuns: number;
@@ -67,8 +87,42 @@ export interface CampaignResult {
 
 interface Live {
   readonly payload: WorkerPayload;
+  readonly thread: boolean;
   kill(): void;
   readonly ended: Promise<'done' | 'killed'>;
+}
+
+/** A client in a worker thread: killed by `terminate()` (by the nemesis, or at its own request at a kill point). */
+function launchThread(payload: WorkerPayload): Live {
+  const worker = new Worker(THREAD_BOOT, {
+    workerData: { entry: pathToFileURL(WORKER).href, payload },
+    execArgv: ['--conditions=@ctrlrun/source'],
+    stdout: true,
+    stderr: true,
+  });
+  let err = '';
+  worker.stdout.resume();
+  worker.stderr.setEncoding('utf8').on('data', (c: string) => void (err += c));
+  let killed = false;
+  let done = false;
+  const kill = () => {
+    killed = true;
+    void worker.terminate();
+  };
+  const ended = new Promise<'done' | 'killed'>((resolve, reject) => {
+    let failure: unknown = null;
+    worker.on('message', (m: { kill?: string; done?: string }) => {
+      if (m.kill) kill();
+      if (m.done) done = true;
+    });
+    worker.on('error', (e) => void (failure = e));
+    worker.on('exit', (code) => {
+      if (killed) resolve('killed');
+      else if (done && code === 0) resolve('done');
+      else reject(new Error(`client thread ${payload.worker} exited ${code}: ${String(failure)}; stderr:\n${err.slice(-4000)}`));
+    });
+  });
+  return { payload, thread: true, kill, ended };
 }
 
 function launch(payload: WorkerPayload): Live {
@@ -86,7 +140,7 @@ function launch(payload: WorkerPayload): Live {
     });
   });
   child.stdin.end(JSON.stringify(payload));
-  return { payload, kill: () => void child.kill('SIGKILL'), ended };
+  return { payload, thread: false, kill: () => void child.kill('SIGKILL'), ended };
 }
 
 function readHistory(dir: string): HistoryEntry[] {
@@ -115,9 +169,58 @@ export async function runCampaign(o: CampaignOptions): Promise<CampaignResult> {
   // Migrate once before the clients race to open it.
   await (await openStore(o.url)).close();
 
+  // The network nemesis (PostgreSQL): clients and operator go through the proxy; the migration,
+  // the recovery pass and the snapshot talk to the server directly.
+  const faultCounts: Record<string, number> = {};
+  const count = (fault: string) => void (faultCounts[fault] = (faultCounts[fault] ?? 0) + 1);
+  let proxy: CommitProxy | null = null;
+  const timers = new Set<ReturnType<typeof setTimeout>>();
+  let networkOn = false;
+  if ((o.lostCommitEveryMs ?? 0) > 0 || (o.cutEveryMs ?? 0) > 0) {
+    const target = new URL(o.url);
+    proxy = await startCommitProxy({ host: target.hostname, port: Number(target.port || 5432) });
+    networkOn = true;
+  }
+  const clientUrl = proxy ? proxy.route(o.url) : o.url;
+  /** Runs `fn` about every `meanMs` (uniformly 0–2× the mean apart) while the network nemesis is on. */
+  const every = (meanMs: number, fn: () => Promise<void> | void): void => {
+    const next = () => {
+      if (!networkOn) return;
+      const timer = setTimeout(
+        () => {
+          timers.delete(timer);
+          void Promise.resolve(fn()).then(next, (err: unknown) => {
+            o.log?.(`[${o.name}] network nemesis: ${String(err)}`);
+            next();
+          });
+        },
+        Math.random() * 2 * meanMs,
+      );
+      timers.add(timer);
+    };
+    next();
+  };
+  if (proxy && (o.lostCommitEveryMs ?? 0) > 0) {
+    const p = proxy;
+    every(o.lostCommitEveryMs!, async () => {
+      const mode = Math.random() < 0.5 ? 'drop' : 'land';
+      const refuseAfter = Math.random() < 0.2 ? 1 : 0;
+      // Resolves once a COMMIT was lost this way (the next transaction any client commits).
+      await p.arm({ mode, refuseAfter });
+      count(`lost-commit:${mode === 'drop' ? 'never-received' : 'landed'}`);
+      if (refuseAfter) count('refused-reconnect');
+    });
+  }
+  if (proxy && (o.cutEveryMs ?? 0) > 0) {
+    const p = proxy;
+    every(o.cutEveryMs!, () => {
+      if (p.cutAll() > 0) count('cut-connections');
+    });
+  }
+
   const base = (worker: string, role: WorkerPayload['role'], ops: number, seed: number): WorkerPayload => ({
     role,
-    url: o.url,
+    url: clientUrl,
     worker,
     seed,
     ops,
@@ -163,20 +266,21 @@ export async function runCampaign(o: CampaignOptions): Promise<CampaignResult> {
             const list = [...live];
             const victim = list[Math.floor(Math.random() * list.length)];
             if (!victim) return;
-            externalKills++;
+            if (victim.thread) count('terminate:external');
+            else externalKills++;
             victim.kill();
           },
           Math.max(50, o.externalKillEveryMs),
         )
       : null;
 
-  const runClient = async (name: string, ops: number): Promise<void> => {
+  const runClient = async (name: string, ops: number, thread: boolean): Promise<void> => {
     let gen = 0;
     let left = ops;
     while (left > 0) {
       const worker = `${name}.${gen++}`;
       const payload = base(worker, 'client', left, ++seed);
-      const l = launch(payload);
+      const l = thread ? launchThread(payload) : launch(payload);
       incarnations++;
       live.add(l);
       let end: 'done' | 'killed';
@@ -190,17 +294,27 @@ export async function runCampaign(o: CampaignOptions): Promise<CampaignResult> {
       left -= invokedBy(payload.historyFile);
       // An incarnation killed before its first operation still counts one, so the run ends.
       if (invokedBy(payload.historyFile) === 0) left--;
-      o.log?.(`[${o.name}] ${worker} killed, ${left} operations left for ${name}`);
+      o.log?.(`[${o.name}] ${thread ? 'thread' : 'process'} ${worker} killed, ${left} operations left for ${name}`);
     }
   };
   try {
-    await Promise.all(Array.from({ length: o.clients }, (_, i) => runClient(`c${i}`, o.opsPerClient)));
+    // The last `threads` clients are threads (t<i>), the rest processes (c<i>).
+    const threads = o.threads ?? 0;
+    await Promise.all(
+      Array.from({ length: o.clients }, (_, i) => {
+        const thread = i >= o.clients - threads;
+        return runClient(`${thread ? 't' : 'c'}${i}`, o.opsPerClient, thread);
+      }),
+    );
   } finally {
     if (nemesis) clearInterval(nemesis);
     clearInterval(progress);
     watchdog.stop();
     operator?.kill('SIGTERM');
     await operatorEnded;
+    networkOn = false;
+    for (const t of timers) clearTimeout(t);
+    await proxy?.close();
   }
 
   // Recovery: a key a dead client left reserved or executing is taken with a clock past its
@@ -240,7 +354,7 @@ export async function runCampaign(o: CampaignOptions): Promise<CampaignResult> {
   const history = readHistory(o.dir);
   const upstream = readLedger(ledgerFile);
   const anomalies = checkHistory(history, upstream, snap);
-  const faults: Record<string, number> = { 'kill:external': externalKills };
+  const faults: Record<string, number> = { 'kill:external': externalKills, ...faultCounts };
   for (const e of history) if (e.t === 'fault') faults[e.fault] = (faults[e.fault] ?? 0) + 1;
   const outcomes = tally(history.filter((e) => !('op' in e) || !e.op.startsWith('recovery/')));
   return {
@@ -248,6 +362,7 @@ export async function runCampaign(o: CampaignOptions): Promise<CampaignResult> {
     operations: outcomes['invoked'] ?? 0,
     outcomes,
     faults,
+    answersWithoutEvent: answersWithoutEvent(snap),
     incarnations,
     anomalies,
     upstreamRuns: upstream.length,

@@ -45,6 +45,7 @@ try {
       operations: 0,
       outcomes: {},
       faults: {},
+      answersWithoutEvent: 0,
       incarnations: 0,
       anomalies: [],
       upstreamRuns: 0,
@@ -59,12 +60,18 @@ try {
       const ops = Math.min(ROUND, OPS - done);
       const dir = mkdtempSync(join(tmpdir(), `ctrlrun-soak-${kind}-`));
       const db = adminUrl ? await freshDatabase(adminUrl, 'soak') : null;
-      const url = kind === 'sqlite-processes' ? `sqlite:${join(dir, 'store.db')}` : kind === 'pglite' ? `pglite:${join(dir, 'pgdata')}` : db!.url;
+      const url =
+        kind === 'sqlite-processes' || kind === 'sqlite-threads'
+          ? `sqlite:${join(dir, 'store.db')}`
+          : kind === 'pglite'
+            ? `pglite:${join(dir, 'pgdata')}`
+            : db!.url;
       try {
         const r = await runCampaign({ ...campaign(kind, url, dir, ops, SEED + round, 10 * 60_000), log: () => undefined });
         total.operations += r.operations;
         total.incarnations += r.incarnations;
         total.upstreamRuns += r.upstreamRuns;
+        total.answersWithoutEvent += r.answersWithoutEvent;
         total.elapsedMs += r.elapsedMs;
         total.anomalies.push(...r.anomalies);
         for (const [k, v] of Object.entries(r.outcomes)) total.outcomes[k] = (total.outcomes[k] ?? 0) + v;
@@ -78,6 +85,7 @@ try {
             total: total.operations,
             anomalies: r.anomalies,
             faults: r.faults,
+            answersWithoutEvent: r.answersWithoutEvent,
             seconds: Math.round(r.elapsedMs / 1000),
           }),
         );

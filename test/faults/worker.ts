@@ -1,11 +1,13 @@
 /**
- * One client (or the operator) of a fault run, an OS process (its payload on stdin). A client runs `ops` operations of a random mix on `concurrency`
+ * One client (or the operator) of a fault run, an OS process (its payload on stdin) or a worker
+ * thread (its payload in workerData, started through thread-boot.mjs). A client runs `ops` operations of a random mix on `concurrency`
  * async loops against one store, appending its history to a JSON-lines file and telling the fake
  * remote (a shared SQLite ledger) what ran. The nemesis inside it kills it at a random point: in
  * the executor before or after the remote ran, just after the reservation, or while the outcome's
  * COMMIT is in flight; its clock jumps. The operator grants or denies every pending request.
  */
 import { appendFileSync } from 'node:fs';
+import { isMainThread, parentPort, workerData } from 'node:worker_threads';
 import type { Clock, StateStore } from '@ctrlrun/kernel';
 import Database from 'better-sqlite3';
 import type { Behaviour, HistoryEntry, OpKind } from './history.js';
@@ -55,9 +57,29 @@ export function prng(seed: number): () => number {
 
 function die(point: KillPoint, record: (e: HistoryEntry) => void, worker: string): never {
   // Written before the kill (appendFileSync survives it): the run's figures count faults by kind.
-  record({ t: 'fault', worker, fault: `kill:${point}` });
-  process.kill(process.pid, 'SIGKILL');
+  record({ t: 'fault', worker, fault: `${isMainThread ? 'kill' : 'terminate'}:${point}` });
+  if (isMainThread) process.kill(process.pid, 'SIGKILL');
+  else {
+    // A thread can't SIGKILL itself alone: it asks the harness to terminate it and blocks here,
+    // running nothing more, until it is (terminate() interrupts Atomics.wait).
+    parentPort!.postMessage({ kill: point });
+    for (;;) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0);
+  }
   throw new Error('unreachable: SIGKILL');
+}
+
+/** Store calls in flight (method names), for the report of a client whose work stopped with nothing left to wait on. */
+const inFlight = new Map<number, string>();
+let callIds = 0;
+
+/** `fn(...args)`, listed in {@link inFlight} until it settles. */
+function tracked(name: string, fn: (...a: unknown[]) => Promise<unknown>, args: unknown[]): Promise<unknown> {
+  const id = callIds++;
+  inFlight.set(id, name);
+  const settle = () => void inFlight.delete(id);
+  const p = fn(...args);
+  void p.then(settle, settle);
+  return p;
 }
 
 /** The store, wrapped so the nemesis can strike right after a reservation and during the outcome's COMMIT. */
@@ -68,8 +90,12 @@ function withKillPoints(store: StateStore, armed: () => KillPoint | null, kill: 
     get(target, prop, receiver) {
       const v = Reflect.get(target, prop, receiver) as unknown;
       if (typeof v !== 'function') return v;
-      const fn = (v as (...a: unknown[]) => Promise<unknown>).bind(target);
-      if (typeof prop !== 'string') return fn;
+      const bound = (v as (...a: unknown[]) => Promise<unknown>).bind(target);
+      if (typeof prop !== 'string') return bound;
+      const fn = (...args: unknown[]) => {
+        const r = bound(...args) as unknown;
+        return r instanceof Promise ? tracked(prop, () => r, []) : r;
+      };
       if (afterReserve.has(prop)) {
         return async (...args: unknown[]) => {
           const r = await fn(...args);
@@ -89,15 +115,39 @@ function withKillPoints(store: StateStore, armed: () => KillPoint | null, kill: 
   });
 }
 
+/**
+ * Opens the store, again after a transport failure (the network nemesis may lose the open's own
+ * COMMIT or cut its connection): a restarted client would.
+ */
+async function open(url: string, clock?: Clock): Promise<StateStore> {
+  const { openStore } = await import('@ctrlrun/store-node');
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await openStore(url, clock ? { clock } : {});
+    } catch (err) {
+      if (attempt >= 20) throw err;
+      await new Promise((res) => setTimeout(res, 50 * attempt));
+    }
+  }
+}
+
+/** `fn`, or `fallback` when a transport failure (a cut connection) refuses it: the caller tries again later. */
+async function tolerant<T>(fn: () => Promise<T>, fallback: T): Promise<T> {
+  try {
+    return await fn();
+  } catch {
+    return fallback;
+  }
+}
+
 async function client(p: WorkerPayload): Promise<void> {
   const rand = prng(p.seed);
   let offset = 0;
   const clock: Clock = () => new Date(Date.now() + offset);
-  const { openStore } = await import('@ctrlrun/store-node');
   let armed: KillPoint | null = null;
   const record = (e: HistoryEntry) => appendFileSync(p.historyFile, `${JSON.stringify(e)}\n`);
   const kill = (point: KillPoint): never => die(point, record, p.worker);
-  const store = withKillPoints(await openStore(p.url, { clock }), () => armed, kill);
+  const store = withKillPoints(await open(p.url, clock), () => armed, kill);
   const ledger = new Database(p.ledgerFile, { timeout: 60_000 });
   ledger.pragma('journal_mode = WAL');
   const insert = ledger.prepare('INSERT INTO ledger (effect_key, action_id, op) VALUES (?, ?, ?)');
@@ -137,7 +187,8 @@ async function client(p: WorkerPayload): Promise<void> {
       let status = 'pending';
       while (status === 'pending' && Date.now() < deadline) {
         await new Promise((res) => setTimeout(res, 10 + rand() * 30));
-        status = (await store.getApproval(first.requestId))?.status ?? 'missing';
+        const requestId = first.requestId;
+        status = await tolerant(async () => (await store.getApproval(requestId))?.status ?? 'missing', 'pending');
       }
       if (status === 'pending') continue;
       // Present it (granted: runs once; denied: refused), sometimes twice, sometimes by another action.
@@ -163,8 +214,7 @@ async function client(p: WorkerPayload): Promise<void> {
 }
 
 async function operator(p: WorkerPayload, stopped: () => boolean): Promise<void> {
-  const { openStore } = await import('@ctrlrun/store-node');
-  const store = await openStore(p.url);
+  const store = await open(p.url);
   await operate(store, p, stopped);
   await store.close();
 }
@@ -176,7 +226,7 @@ async function operate(store: StateStore, p: WorkerPayload, stopped: () => boole
   const control = faultControl(store);
   let n = 0;
   while (!stopped()) {
-    for (const pending of await store.listApprovals('pending')) {
+    for (const pending of await tolerant(() => store.listApprovals('pending'), [])) {
       await answer({ control, record }, `${p.worker}/${n++}`, pending.request.requestId, rand() < 0.75);
     }
     await new Promise((res) => setTimeout(res, 15));
@@ -184,14 +234,32 @@ async function operate(store: StateStore, p: WorkerPayload, stopped: () => boole
 }
 
 async function main(): Promise<void> {
-  let text = '';
-  for await (const chunk of process.stdin) text += String(chunk);
-  const payload = JSON.parse(text) as WorkerPayload;
   let stop = false;
-  process.on('SIGTERM', () => void (stop = true));
+  let payload: WorkerPayload;
+  if (isMainThread) {
+    let text = '';
+    for await (const chunk of process.stdin) text += String(chunk);
+    payload = JSON.parse(text) as WorkerPayload;
+    process.on('SIGTERM', () => void (stop = true));
+  } else {
+    // A worker thread (thread-boot.mjs): no stdin, no signals; the payload is its workerData.
+    payload = (workerData as { payload: WorkerPayload }).payload;
+    parentPort!.on('message', (m) => void (m === 'stop' && (stop = true)));
+    parentPort!.unref();
+  }
+  let finished = false;
+  // Nothing left to wait on, and not done: a promise that will never settle (its connection's
+  // handles are gone). Say which store calls were in flight, and fail.
+  process.on('beforeExit', () => {
+    if (finished || !isMainThread) return;
+    process.stderr.write(`${payload.worker}: the event loop emptied before the work ended; store calls in flight: ${JSON.stringify([...inFlight.values()])}\n`);
+    process.exit(3);
+  });
   if (payload.role === 'operator') await operator(payload, () => stop);
   else await client(payload);
-  process.stdout.write(`${JSON.stringify({ done: payload.worker })}\n`);
+  finished = true;
+  if (isMainThread) process.stdout.write(`${JSON.stringify({ done: payload.worker })}\n`);
+  else parentPort!.postMessage({ done: payload.worker });
 }
 
 await main();

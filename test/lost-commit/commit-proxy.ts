@@ -47,6 +47,8 @@ export interface CommitProxy {
   hold(when: RegExp): Promise<{ statement: string; release: () => void }>;
   /** Refuses the next `n` connections (accepted, then closed at once). */
   refuseConnections(n: number): void;
+  /** Cuts every open connection, both sides, mid-whatever (a network partition's blunt end); returns how many client connections it cut. */
+  cutAll(): number;
   /** Connections accepted so far (refused ones included). */
   readonly accepted: number;
   /** COMMITs lost so far. */
@@ -71,11 +73,17 @@ export async function startCommitProxy(target: { host: string; port: number }): 
   let armed: { plan: CommitPlan; resolve: (statements: string[]) => void } | null = null;
   let holding: { when: RegExp; resolve: (held: { statement: string; release: () => void }) => void } | null = null;
   const sockets = new Set<Socket>();
+  /** The client side of each open connection (a subset of `sockets`). */
+  const clients = new Set<Socket>();
 
   const server: Server = createServer((client) => {
     accepted++;
     sockets.add(client);
-    client.on('close', () => sockets.delete(client));
+    clients.add(client);
+    client.on('close', () => {
+      sockets.delete(client);
+      clients.delete(client);
+    });
     client.on('error', () => undefined);
     if (refuse > 0) {
       refuse--;
@@ -254,6 +262,11 @@ export async function startCommitProxy(target: { host: string; port: number }): 
     },
     refuseConnections(n) {
       refuse += n;
+    },
+    cutAll() {
+      const n = clients.size;
+      for (const s of sockets) s.destroy();
+      return n;
     },
     get accepted() {
       return accepted;
