@@ -131,7 +131,10 @@ describe('opening: what this build adds to the original', () => {
     const both = await rejection(r.control.breakGlass('incident-payments', grant(), { verified: COMMANDER, reason: 'INC-1', ttl: 60 }));
     expect(both).toBeInstanceOf(InvalidArgument);
     expect(both.message).toContain('not both');
-    for (const ttl of [0, -5, 1.5, Number.NaN]) {
+    // As max_ttl is written: an ISO-8601 duration.
+    const iso = await r.control.breakGlass('incident-payments', grant(null), { verified: COMMANDER, reason: 'INC-3', ttl: 'PT30M' });
+    expect(iso.grant.expiresAt).toBe('2026-09-03T11:42:02+00:00');
+    for (const ttl of [0, -5, 1.5, Number.NaN, 'P1M', 'PT0S', '1h']) {
       expect(await rejection(r.control.breakGlass('incident-payments', grant(null), { verified: COMMANDER, reason: 'INC-1', ttl }))).toBeInstanceOf(
         InvalidArgument,
       );

@@ -281,10 +281,11 @@ export interface PlanBreakGlassOptions {
   now: Date;
   ids: IdSource;
   /**
-   * Seconds from `now` the grant lives (its `expires_at` becomes now + ttl); only for a grant
-   * that carries no `expires_at` of its own.
+   * How long from `now` the grant lives (its `expires_at` becomes now + ttl): whole seconds, or an
+   * ISO-8601 duration as `max_ttl` is written (`PT1H`); only for a grant that carries no
+   * `expires_at` of its own.
    */
-  ttl?: number;
+  ttl?: number | string;
 }
 
 /** A loaded authority section: the document's grants and the delegation bound. Immutable. */
@@ -585,9 +586,11 @@ export class Authority {
     }
     let input = grant;
     if (options.ttl !== undefined) {
-      const ttl = options.ttl;
+      const parsed = typeof options.ttl === 'string' ? parseDuration(options.ttl) : options.ttl;
+      if (typeof parsed === 'string') throw new InvalidArgument(`ttl: ${parsed}`);
+      const ttl = parsed;
       if (typeof ttl !== 'number' || !Number.isSafeInteger(ttl) || ttl <= 0)
-        throw new InvalidArgument(`ttl must be a positive whole number of seconds, got ${String(ttl)}`);
+        throw new InvalidArgument(`ttl must be a positive whole number of seconds or an ISO-8601 duration (PT1H), got ${String(ttl)}`);
       const given = grant instanceof Grant ? grant.expiresAt : grant !== null && typeof grant === 'object' ? (grant.expiresAt ?? null) : null;
       if (given !== null)
         throw new InvalidArgument(`give the grant's expires_at or a ttl, not both (the grant expires at ${String(given)}, and a ttl of ${ttl} s was given)`);

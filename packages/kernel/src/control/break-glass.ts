@@ -32,10 +32,10 @@ export interface BreakGlassOptions {
   /** Why it is opened (an incident id, say): free text, recorded on `DELEGATION_CREATED`, never interpreted. */
   reason: string;
   /**
-   * Seconds the grant lives from now, for a grant that carries no `expiresAt`; either way the
-   * expiry must be within the envelope's `max_ttl`.
+   * How long the grant lives from now (whole seconds, or an ISO-8601 duration such as `PT1H`), for
+   * a grant that carries no `expiresAt`; either way the expiry must be within the envelope's `max_ttl`.
    */
-  ttl?: number;
+  ttl?: number | string;
 }
 
 /** The `{control, role}` pairs an envelope's opener must hold, or an `InvalidArgument` when a cited control gates nobody. */
