@@ -118,7 +118,9 @@ export async function bundleDeno(name = 'deno', entry = 'deno.ts'): Promise<stri
     outfile,
     platform: 'neutral',
     mainFields: ['module', 'main'],
-    external: ['sql.js', 'better-sqlite3', 'pg', '@electric-sql/pglite', 'node:*'],
+    // pkce-challenge (the MCP SDK client's) has only browser and node builds, which a neutral
+    // bundle cannot pick between: Deno resolves it from node_modules itself, as it does sql.js.
+    external: ['sql.js', 'better-sqlite3', 'pg', '@electric-sql/pglite', 'pkce-challenge', 'node:*'],
   });
   return relative(root, outfile);
 }

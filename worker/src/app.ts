@@ -21,6 +21,7 @@ import { mountBudgets } from './routes/budgets.js';
 import { roleGates, type AppEnv, type RouteContext } from './routes/context.js';
 import { mountEffects } from './routes/effects.js';
 import { mountInbox } from './routes/inbox.js';
+import { mountMcp, type McpOptions } from './routes/mcp.js';
 import { mountOpenApi } from './routes/openapi.js';
 import { mountPolicy } from './routes/policy.js';
 import { mountReceipts, sharedChainVerification } from './routes/receipts.js';
@@ -64,7 +65,15 @@ export interface AppOptions {
   inbox?: boolean | { sessionSecret?: string | null };
   /** Where the chain head and prune checkpoints are anchored outside the store (`POST /v1/anchors`; default none). */
   anchor?: AnchorProvider | null;
+  /**
+   * The MCP gateway (default off): each upstream's tools at `/mcp/<name>` (and `/mcp` when there
+   * is one), for an agent credential, every `tools/call` through the control path as
+   * `mcp.<name>.<tool>`.
+   */
+  mcp?: McpOptions | null;
 }
+
+export type { McpOptions, McpUpstream } from './routes/mcp.js';
 
 /** The app {@link createApp} builds: call `app.fetch(request)`, or `app.request(path, init)` in tests. */
 export type App = Hono<AppEnv>;
@@ -143,6 +152,7 @@ export function createApp(options: AppOptions): App {
     });
   }
   mountTryIt(ctx, tryIt);
+  if (options.mcp) mountMcp(ctx, options.mcp, { allowOrigins: options.cors?.origins ?? [], maxPendingApprovals: options.maxPendingApprovals });
 
   app.notFound((c) => errorResponse(404, 'ERR_NOT_FOUND', `no route ${c.req.method} ${new URL(c.req.url).pathname}`));
   app.onError((err) => responseForError(err));

@@ -33,6 +33,7 @@ export function createConfiguredApp(
     policySource: settings.policySource,
     inbox: { sessionSecret: settings.sessionSecret },
     anchor: settings.anchor,
+    mcp: settings.mcp,
     ...(settings.cors ? { cors: settings.cors } : {}),
   });
   return { app, control };

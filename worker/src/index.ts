@@ -7,7 +7,7 @@
  *
  * @module
  */
-export { createApp, type App, type AppOptions, type CorsOptions } from './app.js';
+export { createApp, type App, type AppOptions, type CorsOptions, type McpOptions, type McpUpstream } from './app.js';
 export {
   anyOf,
   identityProviderAuth,
@@ -44,6 +44,7 @@ export {
   type ExecutorDeclaration,
   type ExecutorSummary,
   type JwtDeclaration,
+  type McpUpstreamDeclaration,
   type RuntimeAccess,
   type SecretRef,
   type WorkerFileConfig,

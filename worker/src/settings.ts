@@ -35,6 +35,13 @@
  * environment: production
  * demo: off
  * cors: [https://app.example]
+ * mcp:                                # the MCP gateway at /mcp/<name> (and /mcp for a sole upstream)
+ *   upstreams:
+ *     - name: pay                     # tools become the actions mcp.pay.<tool>
+ *       url: https://mcp.billing.internal/mcp
+ *       headers:
+ *         authorization: { env: PAY_MCP_TOKEN, prefix: "Bearer " }
+ *       timeoutMs: 30000              # one upstream request; past it the outcome is unknown
  * ```
  *
  * Every refusal is an `InvalidArgument` naming the document and the key path
@@ -45,9 +52,10 @@
  */
 import { parseDocument } from 'yaml';
 import { httpAnchorProvider, InvalidArgument, loadPolicy, maskUrl, type AnchorProvider, type Policy } from '@ctrlrun/kernel';
+import { ALIAS_PATTERN } from '@ctrlrun/mcp';
 import { TRY_IT_POLICY_YAML } from '@ctrlrun/kernel/try-it';
 import { anyOf, identityProviderAuth, staticTokens, type Authenticator, type StaticToken } from './auth.js';
-import type { CorsOptions } from './app.js';
+import type { CorsOptions, McpOptions } from './app.js';
 import { httpForwarder, type ActionExecutor, type HttpForwarderOptions } from './executors.js';
 import { envCorsOrigins, envDemo, envText, envToken, envTokens, type WorkerEnv } from './config.js';
 
@@ -85,6 +93,15 @@ export interface JwtDeclaration {
   header?: string;
 }
 
+/** One upstream MCP server, as the document declares it (secrets still as references). */
+export interface McpUpstreamDeclaration {
+  /** The alias: its tools become the actions `mcp.<name>.<tool>`, served at `/mcp/<name>`. */
+  name: string;
+  url: string;
+  headers: Record<string, string | SecretRef>;
+  timeoutMs: number;
+}
+
 /** A checked config document. */
 export interface WorkerFileConfig {
   /** Where it came from (for messages and relative paths). */
@@ -101,13 +118,27 @@ export interface WorkerFileConfig {
   environment: string | null;
   demo: boolean | null;
   cors: string[] | null;
+  /** `mcp:` — the upstream MCP servers the gateway at `/mcp` fronts, or null: no gateway. */
+  mcp: { upstreams: McpUpstreamDeclaration[] } | null;
 }
 
-const TOP_KEYS = ['policy', 'executors', 'tokens', 'jwt', 'environment', 'demo', 'cors', 'approvers'];
+const TOP_KEYS = ['policy', 'executors', 'tokens', 'jwt', 'environment', 'demo', 'cors', 'approvers', 'mcp'];
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
 const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 /** Header names that carry credentials: their values must come from a variable. */
 const SECRET_HEADER = /auth|token|secret|key|cookie|signature|password|session/i;
+/** Headers the MCP client sets itself (the transport, the session, the protocol revision). */
+const MCP_RESERVED_HEADERS = new Set([
+  'content-type',
+  'content-length',
+  'host',
+  'accept',
+  'mcp-session-id',
+  'mcp-protocol-version',
+  'last-event-id',
+  'transfer-encoding',
+  'connection',
+]);
 /** Headers the forwarder sets itself: a config may not replace them. */
 const RESERVED_HEADERS = new Set([
   'content-type',
@@ -190,6 +221,32 @@ function readDocument(text: string, source: string): unknown {
   }
 }
 
+/** An absolute http(s) URL without credentials in it (`fix` says where they go instead). */
+function httpUrl(r: Reader, v: unknown, path: string, fix: string): string {
+  const url = r.string(v, path);
+  if (!URL.canParse(url) || !['http:', 'https:'].includes(new URL(url).protocol))
+    r.fail(path, `${JSON.stringify(maskUrl(url))} is not an absolute http(s) URL`);
+  else if (new URL(url).username !== '' || new URL(url).password !== '')
+    r.fail(path, `${JSON.stringify(maskUrl(url))} holds credentials (user:password@ before the host), which fetch refuses to send: ${fix}`);
+  return url;
+}
+
+/** Extra request headers: a credential's value names its variable; `reserved` are the sender's own (`who` sets them). */
+function parseHeaders(r: Reader, v: unknown, path: string, reserved: ReadonlySet<string>, who: string): Record<string, string | SecretRef> {
+  const headers = Object.create(null) as Record<string, string | SecretRef>;
+  if (v === undefined) return headers;
+  const given = r.object(v, path, null);
+  for (const [name, value] of Object.entries(given)) {
+    const at = key(path, name);
+    if (!HEADER_NAME.test(name)) r.fail(at, 'is not a valid header name');
+    if (reserved.has(name.toLowerCase())) r.fail(at, `is set by ${who} itself`);
+    if (Object.keys(headers).some((n) => n.toLowerCase() === name.toLowerCase())) r.fail(at, 'is given twice (header names ignore case)');
+    // A header that carries a credential must name its variable: a literal would sit in the file.
+    headers[name] = typeof value === 'string' && !SECRET_HEADER.test(name) ? r.string(value, at) : r.secret(value, at);
+  }
+  return headers;
+}
+
 function parseExecutor(r: Reader, v: unknown, path: string): ExecutorDeclaration {
   const o = r.object(v, path, ['http', 'module', 'export']);
   if ('http' in o === 'module' in o) r.fail(path, 'declare exactly one of http: { url, … } or module: PATH');
@@ -199,28 +256,10 @@ function parseExecutor(r: Reader, v: unknown, path: string): ExecutorDeclaration
   }
   if ('export' in o) r.fail(`${path}.export`, 'belongs with module:, not http:');
   const h = r.object(o['http'], `${path}.http`, ['url', 'method', 'headers', 'timeoutMs', 'notExecutedStatuses']);
-  const url = r.string(h['url'], `${path}.http.url`);
-  if (!URL.canParse(url) || !['http:', 'https:'].includes(new URL(url).protocol))
-    r.fail(`${path}.http.url`, `${JSON.stringify(maskUrl(url))} is not an absolute http(s) URL`);
-  else if (new URL(url).username !== '' || new URL(url).password !== '')
-    r.fail(
-      `${path}.http.url`,
-      `${JSON.stringify(maskUrl(url))} holds credentials (user:password@ before the host), which fetch refuses to send: put them in headers (Authorization)`,
-    );
+  const url = httpUrl(r, h['url'], `${path}.http.url`, 'put them in headers (Authorization)');
   const method = h['method'] === undefined ? 'POST' : r.string(h['method'], `${path}.http.method`);
   if (!['POST', 'PUT', 'PATCH', 'DELETE'].includes(method)) r.fail(`${path}.http.method`, `must be POST, PUT, PATCH or DELETE, got ${JSON.stringify(method)}`);
-  const headers = Object.create(null) as Record<string, string | SecretRef>;
-  if (h['headers'] !== undefined) {
-    const given = r.object(h['headers'], `${path}.http.headers`, null);
-    for (const [name, value] of Object.entries(given)) {
-      const at = key(`${path}.http.headers`, name);
-      if (!HEADER_NAME.test(name)) r.fail(at, 'is not a valid header name');
-      if (RESERVED_HEADERS.has(name.toLowerCase())) r.fail(at, 'is set by the forwarder itself');
-      if (Object.keys(headers).some((n) => n.toLowerCase() === name.toLowerCase())) r.fail(at, 'is given twice (header names ignore case)');
-      // A header that carries a credential must name its variable: a literal would sit in the file.
-      headers[name] = typeof value === 'string' && !SECRET_HEADER.test(name) ? r.string(value, at) : r.secret(value, at);
-    }
-  }
+  const headers = parseHeaders(r, h['headers'], `${path}.http.headers`, RESERVED_HEADERS, 'the forwarder');
   const timeoutMs = h['timeoutMs'] === undefined ? 10_000 : r.integer(h['timeoutMs'], `${path}.http.timeoutMs`, 1, 600_000);
   const statuses = h['notExecutedStatuses'] === undefined ? [] : h['notExecutedStatuses'];
   if (!Array.isArray(statuses)) r.fail(`${path}.http.notExecutedStatuses`, `must be a list of HTTP statuses, got ${describe(statuses)}`);
@@ -261,6 +300,30 @@ function parseJwt(r: Reader, v: unknown): JwtDeclaration {
   if (o['claimNames'] !== undefined) out.claimNames = r.stringList(o['claimNames'], `${path}.claimNames`);
   if (o['header'] !== undefined) out.header = r.string(o['header'], `${path}.header`);
   return out;
+}
+
+/** `mcp: { upstreams: [{ name, url, headers?, timeoutMs? }] }`: at least one upstream, each name once. */
+function parseMcp(r: Reader, v: unknown): { upstreams: McpUpstreamDeclaration[] } {
+  const o = r.object(v, 'mcp', ['upstreams']);
+  const list = o['upstreams'];
+  if (!Array.isArray(list) || list.length === 0) r.fail('mcp.upstreams', `must list at least one upstream MCP server ({ name, url }), got ${describe(list)}`);
+  const seen = new Set<string>();
+  const upstreams = list.map((u, i) => {
+    const at = `mcp.upstreams[${i}]`;
+    const d = r.object(u, at, ['name', 'url', 'headers', 'timeoutMs']);
+    const name = r.string(d['name'], `${at}.name`);
+    if (!ALIAS_PATTERN.test(name))
+      r.fail(`${at}.name`, `${JSON.stringify(name)} must match ${ALIAS_PATTERN.source} (it becomes the middle of mcp.<name>.<tool> and the path /mcp/<name>)`);
+    if (seen.has(name)) r.fail(`${at}.name`, `${JSON.stringify(name)} is given twice: each upstream needs its own name`);
+    seen.add(name);
+    return {
+      name,
+      url: httpUrl(r, d['url'], `${at}.url`, 'put them in headers (Authorization)'),
+      headers: parseHeaders(r, d['headers'], `${at}.headers`, MCP_RESERVED_HEADERS, 'the MCP client'),
+      timeoutMs: d['timeoutMs'] === undefined ? 30_000 : r.integer(d['timeoutMs'], `${at}.timeoutMs`, 1, 600_000),
+    };
+  });
+  return { upstreams };
 }
 
 /** Parses and checks a config document (YAML or JSON text). Pure: reads no file, no variable. */
@@ -325,6 +388,7 @@ export function parseWorkerConfig(text: string, source = 'config'): WorkerFileCo
     environment: r.optionalString(top['environment'], 'environment') ?? null,
     demo: demo === undefined ? null : demo === true || demo === 'on',
     cors: top['cors'] === undefined ? null : r.stringList(top['cors'], 'cors'),
+    mcp: top['mcp'] === undefined ? null : parseMcp(r, top['mcp']),
     approvers:
       top['approvers'] === undefined
         ? null
@@ -377,6 +441,8 @@ export interface WorkerSettings {
   approvers: { rolesClaim: string | null } | null;
   /** `CTRLRUN_ANCHOR_URL` with `CTRLRUN_ANCHOR_SECRET`: the HTTP endpoint anchors are recorded at, or null: none. */
   anchor: AnchorProvider | null;
+  /** The config's `mcp:` with its header secrets read, or null: no gateway at `/mcp`. */
+  mcp: McpOptions | null;
 }
 
 /** The anchor provider `CTRLRUN_ANCHOR_URL` names (its HMAC secret only in `CTRLRUN_ANCHOR_SECRET`), or null. */
@@ -400,6 +466,22 @@ function secretValue(env: WorkerEnv, ref: SecretRef, path: string): string {
   const value = envText(env, ref.env);
   if (value === undefined) throw new InvalidArgument(`${path}: the variable ${ref.env} is not set (bind it as a secret)`);
   return `${ref.prefix ?? ''}${value}`;
+}
+
+/** Header values with their secrets read, each checked now: a value no request can carry would fail every call. */
+function headerValues(env: WorkerEnv, declared: Record<string, string | SecretRef>, at: string): Record<string, string> {
+  const headers = Object.create(null) as Record<string, string>;
+  for (const [h, v] of Object.entries(declared)) {
+    const value = typeof v === 'string' ? v : secretValue(env, v, `${at}.${h}`);
+    // eslint-disable-next-line no-control-regex
+    if (/[\u0000-\u0008\u000a-\u001f\u007f]|[^\u0000-\u00ff]/.test(value)) {
+      throw new InvalidArgument(
+        `${at}.${h}: ${typeof v === 'string' ? 'the value' : `the variable ${v.env}`} holds a character a header cannot carry (a line break, a control character or one beyond Latin-1)`,
+      );
+    }
+    headers[h] = value;
+  }
+  return headers;
 }
 
 /**
@@ -464,18 +546,7 @@ export async function loadWorkerSettings(
     if (policy.action(name) === null)
       throw new InvalidArgument(`${at}: the policy (${policySource}) has no action ${JSON.stringify(name)}, so this executor could never run`);
     if (decl.kind === 'http') {
-      const headers = Object.create(null) as Record<string, string>;
-      for (const [h, v] of Object.entries(decl.headers)) {
-        const value = typeof v === 'string' ? v : secretValue(env, v, `${at}.http.headers.${h}`);
-        // Checked now, not at the first call: a value no request can carry would fail every action.
-        // eslint-disable-next-line no-control-regex
-        if (/[\u0000-\u0008\u000a-\u001f\u007f]|[^\u0000-\u00ff]/.test(value)) {
-          throw new InvalidArgument(
-            `${at}.http.headers.${h}: ${typeof v === 'string' ? 'the value' : `the variable ${v.env}`} holds a character a header cannot carry (a line break, a control character or one beyond Latin-1)`,
-          );
-        }
-        headers[h] = value;
-      }
+      const headers = headerValues(env, decl.headers, `${at}.http.headers`);
       executors[name] = httpForwarder({
         url: decl.url,
         method: decl.method,
@@ -501,7 +572,24 @@ export async function loadWorkerSettings(
       described.set(name, `module ${decl.module}#${decl.export}`);
     }
   }
-  const summary = policy.actionNames.map((action) => ({ action, executor: described.get(action) ?? null }));
+  // The MCP gateway's upstreams: each must have actions in the policy, or every call is denied.
+  let mcp: McpOptions | null = null;
+  if (file?.mcp) {
+    const source = file.source;
+    if (builtIn) throw new InvalidArgument(`${source}: mcp upstreams are declared but no policy is given (policy:, CTRLRUN_POLICY or CTRLRUN_POLICY_FILE)`);
+    mcp = {
+      upstreams: file.mcp.upstreams.map((u, i) => {
+        const at = `${source}: mcp.upstreams[${i}]`;
+        if (!policy.actionNames.some((n) => n.startsWith(`mcp.${u.name}.`)))
+          throw new InvalidArgument(
+            `${at}.name: the policy (${policySource}) has no action mcp.${u.name}.<tool>, so every call through this upstream would be denied`,
+          );
+        return { name: u.name, url: u.url, headers: headerValues(env, u.headers, `${at}.headers`), timeoutMs: u.timeoutMs };
+      }),
+    };
+  }
+
+  const summary = policy.actionNames.map((action) => ({ action, executor: described.get(action) ?? (mcp === null ? null : mcpUpstreamOf(mcp, action)) }));
   const missing = summary.filter((s) => s.executor === null && policy.rules(s.action)?.some((r) => r.decision !== 'deny')).map((s) => s.action);
 
   // Who may call.
@@ -573,7 +661,14 @@ export async function loadWorkerSettings(
     sessionSecret: envText(env, 'CTRLRUN_SESSION_SECRET') ?? null,
     approvers: file?.approvers ?? null,
     anchor: envAnchor(env),
+    mcp,
   };
+}
+
+/** `mcp <name> → <origin><path>` for an action an MCP upstream runs, or null. */
+function mcpUpstreamOf(mcp: McpOptions, action: string): string | null {
+  const u = mcp.upstreams.find((x) => action.startsWith(`mcp.${x.name}.`));
+  return u === undefined ? null : `mcp ${u.name} → ${new URL(u.url).origin}${new URL(u.url).pathname}`;
 }
 
 /** The lines an entry point prints before it listens: the policy and its hash, who runs what, and what runs nothing. */
@@ -589,6 +684,10 @@ export function settingsBanner(s: WorkerSettings, where: { url: string; store: s
   if (s.missing.length > 0) lines.push(`  WARNING:  no executor for ${s.missing.join(', ')}: an allowed or approved call is refused (422, recorded FAILED)`);
   lines.push(`  agents:   ${s.agents.join(', ')}    operators: ${s.operators.join(', ')}`);
   if (s.anchor) lines.push(`  anchors:  ${s.anchor.name}`);
+  for (const u of s.mcp?.upstreams ?? [])
+    lines.push(
+      `  mcp:      ${where.url}/mcp/${u.name}${s.mcp!.upstreams.length === 1 ? ` (and /mcp)` : ''} → ${new URL(u.url).origin}${new URL(u.url).pathname}`,
+    );
   lines.push(`  try-it:   ${s.demo ? 'POST /v1/try-it/step' : 'off'}    CORS: ${s.cors ? s.cors.origins.join(', ') : 'off'}`);
   for (const g of s.generated) lines.push(`  ${g.variable}=${g.token}   (generated; set it to keep it)`);
   return lines.join('\n');
