@@ -4,13 +4,17 @@
  */
 import type { CampaignOptions } from './harness.js';
 
-export type StoreKind = 'sqlite-processes' | 'sqlite-threads' | 'pglite' | 'postgres';
+export type StoreKind = 'sqlite-processes' | 'sqlite-threads' | 'sqlite-full-disk' | 'pglite' | 'postgres';
 
 /** CI-slice operations per store at scale 1 (a loaded 2-core machine runs all three in about 3 minutes). */
-export const SLICE_OPS: Record<StoreKind, number> = { 'sqlite-processes': 1200, 'sqlite-threads': 600, pglite: 160, postgres: 800 };
+export const SLICE_OPS: Record<StoreKind, number> = { 'sqlite-processes': 1200, 'sqlite-threads': 600, 'sqlite-full-disk': 600, pglite: 160, postgres: 800 };
 
-/** The campaign for `kind` on `url`, with about `operations` operations in total. */
-export function campaign(kind: StoreKind, url: string, dir: string, operations: number, seed: number, stallMs: number): CampaignOptions {
+/**
+ * The campaign for `kind` on `url`, with about `operations` operations in total (`sqlite-full-disk`:
+ * `smallDisk` is the small file system `url`'s file is on, see disk.ts).
+ */
+export function campaign(kind: StoreKind, url: string, dir: string, operations: number, seed: number, stallMs: number, smallDisk?: string): CampaignOptions {
+  if (kind === 'sqlite-full-disk' && !smallDisk) throw new Error('sqlite-full-disk needs the small disk its store is on');
   const clients = kind === 'pglite' ? 1 : 4;
   return {
     name: kind,
@@ -33,6 +37,8 @@ export function campaign(kind: StoreKind, url: string, dir: string, operations: 
     // withheld), and every connection cut about every 6 s.
     lostCommitEveryMs: kind === 'postgres' ? 500 : 0,
     cutEveryMs: kind === 'postgres' ? 6000 : 0,
+    // The store's disk filled to ENOSPC about 1.5 s after it was last freed, for 1 s each time.
+    ...(kind === 'sqlite-full-disk' ? { fullDisk: { dir: smallDisk!, everyMs: 1500, forMs: 1000 } } : {}),
     leaseMs: 60_000,
     answerWaitMs: 3000,
     stallMs,

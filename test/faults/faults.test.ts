@@ -12,18 +12,19 @@ import { describe, expect, it } from 'vitest';
 import { scaled } from '../support/load.js';
 import { describePg, freshDatabase } from '../support/pg-cluster.js';
 import { SLICE_OPS, campaign, type StoreKind } from './campaigns.js';
-import { runCampaign } from './harness.js';
+import { mountSmallDisk } from './disk.js';
+import { runCampaign, type CampaignResult } from './harness.js';
 
 const SCALE = Number(process.env['FAULTS_SCALE'] ?? 1);
 const SEED = Number(process.env['FAULTS_SEED'] ?? 33);
 /** Milliseconds a free core needs per operation here, generously (processes start, PGlite compiles). */
-const MS_PER_OP: Record<StoreKind, number> = { 'sqlite-processes': 60, 'sqlite-threads': 60, pglite: 400, postgres: 80 };
+const MS_PER_OP: Record<StoreKind, number> = { 'sqlite-processes': 60, 'sqlite-threads': 60, 'sqlite-full-disk': 60, pglite: 400, postgres: 80 };
 
-async function slice(kind: StoreKind, url: (dir: string) => string | Promise<string>): Promise<void> {
+async function slice(kind: StoreKind, url: (dir: string) => string | Promise<string>, smallDisk?: string): Promise<CampaignResult> {
   const dir = mkdtempSync(join(tmpdir(), `ctrlrun-faults-${kind}-`));
   try {
     const ops = Math.ceil(SLICE_OPS[kind] * SCALE);
-    const result = await runCampaign(campaign(kind, await url(dir), dir, ops, SEED, scaled(120_000)));
+    const result = await runCampaign(campaign(kind, await url(dir), dir, ops, SEED, scaled(120_000), smallDisk));
     console.log(
       `[faults] ${kind}: ${JSON.stringify({ operations: result.operations, faults: result.faults, outcomes: result.outcomes, answersWithoutEvent: result.answersWithoutEvent, anomalies: result.anomalies.length })}`,
     );
@@ -42,6 +43,7 @@ async function slice(kind: StoreKind, url: (dir: string) => string | Promise<str
       expect(result.faults['lost-commit:never-received'] ?? 0).toBeGreaterThan(0);
       expect(result.faults['lost-commit:landed'] ?? 0).toBeGreaterThan(0);
     }
+    return result;
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -52,6 +54,26 @@ const timeout = (kind: StoreKind) => scaled(30_000 + SLICE_OPS[kind] * SCALE * M
 describe('fault harness, CI slice', () => {
   it('SQLite file, client processes', () => slice('sqlite-processes', (dir) => `sqlite:${join(dir, 'store.db')}`), timeout('sqlite-processes'));
   it('SQLite file, client threads and a client process', () => slice('sqlite-threads', (dir) => `sqlite:${join(dir, 'store.db')}`), timeout('sqlite-threads'));
+  it(
+    'SQLite file on a small disk the nemesis fills: refusals, never a lost receipt',
+    async (ctx) => {
+      const disk = mountSmallDisk(64);
+      if ('skip' in disk) {
+        if (process.env['CI'] === 'true') throw new Error(`full disk: ${disk.skip}`);
+        ctx.skip(`full disk: ${disk.skip}`);
+        return;
+      }
+      try {
+        const result = await slice('sqlite-full-disk', () => `sqlite:${join(disk.dir, 'store.db')}`, disk.dir);
+        expect(result.faults['disk-full'] ?? 0).toBeGreaterThan(0);
+        // Refused while the disk was full (a store error, nothing recorded as run), and no anomaly.
+        expect(result.outcomes['error'] ?? 0).toBeGreaterThan(0);
+      } finally {
+        disk.unmount();
+      }
+    },
+    timeout('sqlite-full-disk'),
+  );
   it('PGlite directory, one process killed and restarted', () => slice('pglite', (dir) => `pglite:${join(dir, 'pgdata')}`), timeout('pglite'));
 });
 

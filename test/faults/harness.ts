@@ -8,7 +8,7 @@
  * ambiguous key against the upstream's ledger (truthfully), and the checker reads the whole history.
  */
 import { spawn } from 'node:child_process';
-import { appendFileSync, existsSync, readFileSync, readdirSync } from 'node:fs';
+import { appendFileSync, existsSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
@@ -16,6 +16,7 @@ import type { StateStore } from '@ctrlrun/kernel';
 import { openStore } from '@ctrlrun/store-node';
 import Database from 'better-sqlite3';
 import { startCommitProxy, type CommitProxy } from '../lost-commit/commit-proxy.js';
+import { fillDisk } from './disk.js';
 import { stallTimer } from '../support/load.js';
 import { answersWithoutEvent, checkHistory, tally, type Anomaly } from './checker.js';
 import { parseLines, type HistoryEntry, type UpstreamRow } from './history.js';
@@ -63,6 +64,11 @@ export interface CampaignOptions {
   readonly lostCommitEveryMs?: number;
   /** With the proxy: every open connection is cut about this often (mean milliseconds; 0: never). */
   readonly cutEveryMs?: number;
+  /**
+   * SQLite: the store's file is on a small file system of its own (`dir`, see disk.ts) that the
+   * nemesis fills to ENOSPC about every `everyMs` (mean), holds full for `forMs`, then frees.
+   */
+  readonly fullDisk?: { readonly dir: string; readonly everyMs: number; readonly forMs: number };
   readonly leaseMs: number;
   readonly answerWaitMs: number;
   /** A client that prints nothing and writes no history for this long is stalled: the run fails. */
@@ -175,17 +181,19 @@ export async function runCampaign(o: CampaignOptions): Promise<CampaignResult> {
   const count = (fault: string) => void (faultCounts[fault] = (faultCounts[fault] ?? 0) + 1);
   let proxy: CommitProxy | null = null;
   const timers = new Set<ReturnType<typeof setTimeout>>();
-  let networkOn = false;
+  let nemesisOn = false;
   if ((o.lostCommitEveryMs ?? 0) > 0 || (o.cutEveryMs ?? 0) > 0) {
     const target = new URL(o.url);
     proxy = await startCommitProxy({ host: target.hostname, port: Number(target.port || 5432) });
-    networkOn = true;
+    nemesisOn = true;
   }
   const clientUrl = proxy ? proxy.route(o.url) : o.url;
-  /** Runs `fn` about every `meanMs` (uniformly 0–2× the mean apart) while the network nemesis is on. */
+  const filler = o.fullDisk ? join(o.fullDisk.dir, 'filler') : null;
+  if (o.fullDisk) nemesisOn = true;
+  /** Runs `fn` about every `meanMs` (uniformly 0–2× the mean apart) while the timed nemeses are on. */
   const every = (meanMs: number, fn: () => Promise<void> | void): void => {
     const next = () => {
-      if (!networkOn) return;
+      if (!nemesisOn) return;
       const timer = setTimeout(
         () => {
           timers.delete(timer);
@@ -215,6 +223,16 @@ export async function runCampaign(o: CampaignOptions): Promise<CampaignResult> {
     const p = proxy;
     every(o.cutEveryMs!, () => {
       if (p.cutAll() > 0) count('cut-connections');
+    });
+  }
+
+  if (o.fullDisk && filler) {
+    const { everyMs, forMs } = o.fullDisk;
+    every(everyMs, async () => {
+      fillDisk(filler);
+      count('disk-full');
+      await new Promise((res) => setTimeout(res, forMs));
+      rmSync(filler, { force: true });
     });
   }
 
@@ -312,9 +330,11 @@ export async function runCampaign(o: CampaignOptions): Promise<CampaignResult> {
     watchdog.stop();
     operator?.kill('SIGTERM');
     await operatorEnded;
-    networkOn = false;
+    nemesisOn = false;
     for (const t of timers) clearTimeout(t);
     await proxy?.close();
+    // The disk is freed before the recovery pass (an operator made room).
+    if (filler) rmSync(filler, { force: true });
   }
 
   // Recovery: a key a dead client left reserved or executing is taken with a clock past its

@@ -16,6 +16,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freshDatabase, startCluster, type PgCluster } from '../support/pg-cluster.js';
 import { campaign, type StoreKind } from './campaigns.js';
+import { mountSmallDisk } from './disk.js';
 import { runCampaign, type CampaignResult } from './harness.js';
 
 const OPS = Number(process.env['FAULTS_OPS'] ?? 100_000);
@@ -60,14 +61,13 @@ try {
       const ops = Math.min(ROUND, OPS - done);
       const dir = mkdtempSync(join(tmpdir(), `ctrlrun-soak-${kind}-`));
       const db = adminUrl ? await freshDatabase(adminUrl, 'soak') : null;
-      const url =
-        kind === 'sqlite-processes' || kind === 'sqlite-threads'
-          ? `sqlite:${join(dir, 'store.db')}`
-          : kind === 'pglite'
-            ? `pglite:${join(dir, 'pgdata')}`
-            : db!.url;
+      // sqlite-full-disk: the store on a small tmpfs of its own (root only; else the soak stops saying why).
+      const disk = kind === 'sqlite-full-disk' ? mountSmallDisk(64) : null;
+      if (disk && 'skip' in disk) throw new Error(`sqlite-full-disk: ${disk.skip}`);
+      const storeDir = disk ? disk.dir : dir;
+      const url = kind.startsWith('sqlite-') ? `sqlite:${join(storeDir, 'store.db')}` : kind === 'pglite' ? `pglite:${join(dir, 'pgdata')}` : db!.url;
       try {
-        const r = await runCampaign({ ...campaign(kind, url, dir, ops, SEED + round, 10 * 60_000), log: () => undefined });
+        const r = await runCampaign({ ...campaign(kind, url, dir, ops, SEED + round, 10 * 60_000, disk?.dir), log: () => undefined });
         total.operations += r.operations;
         total.incarnations += r.incarnations;
         total.upstreamRuns += r.upstreamRuns;
@@ -92,6 +92,7 @@ try {
         save([...results, total]);
       } finally {
         await db?.drop();
+        disk?.unmount();
         rmSync(dir, { recursive: true, force: true });
       }
     }
