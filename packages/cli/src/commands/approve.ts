@@ -34,7 +34,6 @@ import {
   orderedJson,
   parseJson,
   resolveEffectTemplate,
-  type ApproverIdentity,
   type Control,
   type JsonObject,
   type Policy,
@@ -44,8 +43,9 @@ import {
 import { readRequest, requestJson, requestLines, type RequestView } from '../approval-view.js';
 import { AS_APPROVER, STORE_URL, type Command, type Invocation } from '../command.js';
 import { answeringControl } from '../control.js';
-import { CliRefusal, UsageError } from '../errors.js';
-import { JWT_OPTIONS, jwtOptionsFrom, jwtProvider } from '../jwt-options.js';
+import { CliRefusal } from '../errors.js';
+import { JWT_OPTIONS } from '../jwt-options.js';
+import { verifiedIdentity } from '../verified-identity.js';
 import { MAX_INPUT_BYTES, readRegularFile } from '../files.js';
 import { isObject } from '../format.js';
 
@@ -173,47 +173,6 @@ async function effectWarning(reader: StateStore, view: RequestView, policy: Poli
   ];
 }
 
-/**
- * The configured identity (`--identity-jwt …` with `--approver-token-file`): the approver's own
- * token, verified as the gateway and mcp-operator verify theirs, names who answers and is
- * recorded as a verified approver (its roles from `--approver-roles-claim`). Null without it.
- */
-async function configuredIdentity(inv: Invocation): Promise<{ who: string; principal: VerifiedPrincipal; approvers: ApproverIdentity } | null> {
-  const { values, io, err } = inv;
-  const jwt = jwtOptionsFrom(values, io.cwd);
-  const tokenFile = values['approver-token-file'] as string | undefined;
-  const rolesClaim = values['approver-roles-claim'] as string | undefined;
-  if (jwt === null) {
-    if (tokenFile !== undefined || rolesClaim !== undefined)
-      throw new UsageError(`--${tokenFile !== undefined ? 'approver-token-file' : 'approver-roles-claim'} needs --identity-jwt and its companion flags`);
-    return null;
-  }
-  if (tokenFile === undefined) throw new UsageError('--identity-jwt on approve and deny needs --approver-token-file: the token naming who answers');
-  if (jwt.userClaim === undefined)
-    throw new UsageError('--identity-jwt on approve and deny needs --identity-jwt-user-claim: an answer is recorded as the human the token names');
-  if (values['as'] !== undefined) throw new UsageError('give --as or --identity-jwt, not both: the verified token names who answers');
-  let token: string;
-  try {
-    token = readRegularFile(resolvePath(io.cwd, tokenFile)).trim();
-  } catch (e) {
-    throw new CliRefusal(`--approver-token-file ${JSON.stringify(tokenFile)} cannot be read: ${(e as Error).message}`);
-  }
-  const provider = await jwtProvider(jwt, (m) => err(`warning: ${m}`));
-  const header = jwt.header ?? 'authorization';
-  let principal;
-  try {
-    principal = await provider.resolve({ action: 'ctrlrun.approve', environment: '', headers: { [header]: `Bearer ${token}` }, agent: null, user: null });
-  } catch (e) {
-    throw new CliRefusal(`the approver token in ${tokenFile} was refused: ${e instanceof Error ? e.message : String(e)}`);
-  }
-  if (principal === null || principal.user === null) throw new CliRefusal(`the approver token in ${tokenFile} names no human (${jwt.userClaim})`);
-  return {
-    who: principal.user,
-    principal: { agent: principal.agent, user: principal.user, issuer: principal.issuer ?? null, claims: principal.claims ?? null },
-    approvers: { rolesClaim: rolesClaim ?? null },
-  };
-}
-
 /** A command that answers one pending request as `--as NAME` through the operator's Control. */
 function answerCommand(
   name: 'approve' | 'deny',
@@ -263,7 +222,7 @@ function answerCommand(
     async run(inv) {
       const id = inv.positionals[0]!;
       const edit = await readEdit(inv);
-      const identity = await configuredIdentity(inv);
+      const identity = await verifiedIdentity(inv, { commands: 'approve and deny', who: 'who answers', action: 'ctrlrun.approve' });
       let view: RequestView | undefined;
       return answeringControl(
         inv,

@@ -6,6 +6,7 @@
 import type { Command } from '../command.js';
 import { approvals } from './approvals.js';
 import { approve, deny } from './approve.js';
+import { breakGlass } from './break-glass.js';
 import { budgets } from './budgets.js';
 import { delegate, revoke } from './delegate.js';
 import { demo } from './demo.js';
@@ -27,6 +28,7 @@ export const COMMANDS: readonly Command[] = [
   anchor,
   approvals,
   approve,
+  breakGlass,
   budgets,
   delegate,
   demo,
