@@ -4,16 +4,19 @@
  * its own process), called by the real `@modelcontextprotocol/sdk` client with the worker's agent
  * credential: an allowed call runs once and its receipt is in the worker's store, the duplicate
  * is refused before the upstream, a tool the policy does not name is denied, and the config key
- * is checked with errors naming its path.
+ * is checked with errors naming its path. The same in workerd (miniflare, Node compatibility off):
+ * the workerd entry, its config and policy as text bindings, reaches the same kind of upstream.
  */
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Miniflare } from 'miniflare';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { InvalidArgument } from '@ctrlrun/kernel';
 import { loadWorkerSettings, parseWorkerConfig } from '../../worker/src/index.js';
 import { startNodeWorker, type NodeWorker } from '../../worker/src/runtime/node.js';
 import { call, failure, httpAgent, POLICY, receiptDocs, startHttpUpstream, upstreamCalls, type Running } from '../mcp/support.js';
+import { bundleWorkerd, COMPATIBILITY_DATE, out } from './bundle.js';
 
 const AGENT = 'agent-token-for-the-mcp-route';
 const OPERATOR = 'operator-token-for-the-mcp-rt';
@@ -169,7 +172,55 @@ describe('the worker mounts the MCP gateway at /mcp', () => {
       expect((await ping({})).status).toBe(401);
       expect((await ping({ authorization: `Bearer ${OPERATOR}` })).status).toBe(403);
       expect((await ping({ authorization: `Bearer ${AGENT}` })).status).toBe(200);
+      // Stateless: no stream to open, answered without reaching the upstream.
+      expect((await fetch(`${worker!.url}/mcp`, { headers: { authorization: `Bearer ${AGENT}`, accept: 'text/event-stream' } })).status).toBe(405);
       expect((await fetch(`${worker!.url}/mcp/billing`, { method: 'POST', headers: { authorization: `Bearer ${AGENT}` } })).status).toBe(404);
+    },
+    TIMEOUT,
+  );
+});
+
+describe('the same gateway in workerd (miniflare, Node compatibility off)', () => {
+  const closers: (() => Promise<unknown>)[] = [];
+  afterAll(async () => {
+    for (const c of closers.reverse()) await c().catch(() => {});
+  });
+
+  it(
+    "one run, the duplicate refused, an unknown tool denied, receipts through the worker's own route",
+    async () => {
+      const dir = await mkdtemp(join(tmpdir(), 'ctrlrun-workerd-mcp-'));
+      closers.push(() => rm(dir, { recursive: true, force: true }));
+      const log = join(dir, 'upstream.log');
+      const upstream = await startHttpUpstream(log);
+      closers.push(() => upstream.process.stop());
+      const bundle = await bundleWorkerd('worker-mcp-workerd');
+      expect(bundle.inputs.filter((i) => i.startsWith('node:') || i.startsWith('packages/store-node/'))).toEqual([]);
+      const mf = new Miniflare({
+        compatibilityDate: COMPATIBILITY_DATE,
+        compatibilityFlags: [], // no nodejs_compat
+        modulesRoot: out,
+        modules: [
+          { type: 'ESModule', path: bundle.scriptPath, contents: bundle.script },
+          { type: 'CompiledWasm', path: join(out, bundle.wasmName), contents: bundle.wasm },
+        ],
+        bindings: { ...ENV, CTRLRUN_POLICY: POLICY, CTRLRUN_CONFIG: `mcp:\n  upstreams:\n    - name: pay\n      url: ${upstream.url}\n` },
+      });
+      closers.push(() => mf.dispose());
+      const base = await mf.ready;
+      const agent = await httpAgent(new URL('/mcp/pay', base).href, { authorization: `Bearer ${AGENT}` });
+      closers.push(() => agent.close());
+      expect(failure(await call(agent, 'refund', { payment_id: 'w1', amount: 3 }))).toBeUndefined();
+      expect((await call(agent, 'refund', { payment_id: 'w1', amount: 3 })).refused?.code).toBe(-41004);
+      expect((await call(agent, 'wipe_everything', {})).refused?.code).toBe(-41001);
+      expect(upstreamCalls(log).map((c) => c.arguments)).toEqual([{ amount: 3, payment_id: 'w1' }]);
+      const listed = await fetch(new URL('/v1/receipts', base), { headers: { authorization: `Bearer ${OPERATOR}` } });
+      const { receipts } = (await listed.json()) as { receipts: { receipt: { action: string; result: string } }[] };
+      expect(receipts.map((r) => [r.receipt.action, r.receipt.result])).toEqual([
+        ['mcp.pay.refund', 'committed'],
+        ['mcp.pay.refund', 'blocked'],
+        ['mcp.pay.wipe_everything', 'denied'],
+      ]);
     },
     TIMEOUT,
   );

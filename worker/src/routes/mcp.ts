@@ -39,8 +39,8 @@ export interface McpOptions {
 }
 
 /** A JSON-RPC error as the HTTP answer (no message id: the request was not read). */
-function rpcError(status: number, message: string): Response {
-  return new Response(JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -32603, message } }), {
+function rpcError(status: number, message: string, code = -32603): Response {
+  return new Response(JSON.stringify({ jsonrpc: '2.0', id: null, error: { code, message } }), {
     status,
     headers: { 'content-type': 'application/json' },
   });
@@ -58,6 +58,8 @@ export function mountMcp(ctx: RouteContext, mcp: McpOptions, r: { allowOrigins: 
   for (const upstream of mcp.upstreams) {
     const where = maskUrl(upstream.url);
     const serve = async (request: Request, identity: AgentIdentity): Promise<Response> => {
+      // Stateless: no stream to open (GET) and no session to end (DELETE), so no upstream to reach for them.
+      if (request.method !== 'POST') return rpcError(405, 'method not allowed: this endpoint takes POST only', -32000);
       const client = new Client(
         { name: 'ctrlrun-worker', version: '0.1.0' },
         // The gateway relays the upstream's sampling, elicitation and roots requests to the agent.
