@@ -92,7 +92,13 @@ describe('ctrlrun gateway (a real process)', () => {
       const store = await openStore(join(dir, '.ctrlrun', 'state.db'), { readOnly: true });
       try {
         const results = (await receiptDocs(store)).map((d) => `${String(d['action'])} ${String(d['result'])}`);
-        expect(results).toEqual(['mcp.pay.refund committed', 'mcp.pay.refund blocked', 'mcp.pay.refund committed', 'mcp.pay.lookup committed']);
+        expect(results).toEqual([
+          'mcp.pay.refund committed',
+          'mcp.pay.refund blocked',
+          'mcp.pay.refund committed',
+          'mcp.pay.refund denied',
+          'mcp.pay.lookup committed',
+        ]);
         const approval = (await store.listApprovals())[0]!;
         expect(approval.status).toBe('consumed');
         expect(approval.approver).toBe('dana@example.com');

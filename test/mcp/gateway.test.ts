@@ -67,7 +67,7 @@ async function rig(
     allowOrigins: [],
     createServer: () => gateway.createServer(),
     sessions: true,
-    refuseFloatArguments: true,
+    refuseFloatArguments: gateway.refuseFloats,
     identityHeaders: options.headerIdentity ? ['X-Agent', 'X-User'] : [],
   });
   const agent = await httpAgent(serving.url);
@@ -453,7 +453,7 @@ describe('gateway: tools/call through the control path', () => {
   );
 
   it(
-    'a tool name that would break mcp.<alias>.<tool>, a float, a non-object: clear JSON-RPC errors, nothing written, the gateway keeps serving',
+    'a tool name that would break mcp.<alias>.<tool>, a non-object: clear JSON-RPC errors, nothing written; a float: -41008 and a denied receipt; the gateway keeps serving',
     async () => {
       const r = await rig();
       for (const name of ['refund\u0000', 'a b', '', 'x'.repeat(129), 'refund\n', 'ré']) {
@@ -467,7 +467,13 @@ describe('gateway: tools/call through the control path', () => {
       expect(big.refused?.data).toMatchObject({ pointer: '/amount/1' });
       const notObject = await call(r.agent, 'refund', [1, 2]);
       expect(notObject.error?.code).toBe(-32602);
-      expect(await r.store.events()).toHaveLength(0);
+      // The two floats are recorded (a denied receipt each, its action holding the number as text); the malformed calls are not.
+      expect((await r.store.events()).map((e) => e.type)).toEqual(['ACTION_PROPOSED', 'ACTION_DENIED', 'ACTION_PROPOSED', 'ACTION_DENIED']);
+      const denied = await receiptDocs(r.store);
+      expect(denied.map((d) => [d['decision_reason'], d['result'], d['arguments']])).toEqual([
+        ['unrepresentable_argument', 'denied', { payment_id: 'p5', amount: '10.5', nested: [1] }],
+        ['unrepresentable_argument', 'denied', { payment_id: 'p5', amount: [1, '1152921504606847000'] }],
+      ]);
       expect(upstreamCalls(r.log)).toHaveLength(0);
       expect(failure(await call(r.agent, 'lookup', { q: 1 }))).toBeUndefined();
     },

@@ -20,7 +20,15 @@ import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { isInitializeRequest, LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
-import { checkProtocolHeaders, floatRefusal, upstreamFetch, MIRRORED_HEADERS_REQUIRED_FROM, protocolVersionOf, type HeaderPairs } from '@ctrlrun/mcp';
+import {
+  checkProtocolHeaders,
+  floatRefusal,
+  upstreamFetch,
+  MIRRORED_HEADERS_REQUIRED_FROM,
+  protocolVersionOf,
+  type FloatArgumentHandler,
+  type HeaderPairs,
+} from '@ctrlrun/mcp';
 import { Control, InvalidArgument, type ControlOptions, type Policy, type StateStore } from '@ctrlrun/kernel';
 import { environmentFromEnv, jsonlFileSink } from '@ctrlrun/store-node';
 import { banner } from './control.js';
@@ -118,8 +126,11 @@ export interface HttpServeOptions {
    * reads it (Node would join the two values, and which one names the principal is a guess).
    */
   identityHeaders?: readonly string[];
-  /** Refuse a tools/call whose arguments hold `2.0`-style floats (`-41008`): the gateway's rule. */
-  refuseFloatArguments?: boolean;
+  /**
+   * Refuse a tools/call whose arguments hold `2.0`-style floats (`-41008`): the gateway's rule.
+   * The gateway passes its `refuseFloats`, which records each refusal's denied receipt.
+   */
+  refuseFloatArguments?: boolean | FloatArgumentHandler;
   /** With sessions: how many are kept (1000); past that, the oldest is closed (its client initializes again). */
   maxSessions?: number;
   /**
@@ -266,10 +277,11 @@ export async function serveHttp(options: HttpServeOptions): Promise<HttpServing>
     const checked = checkProtocolHeaders(headerPairs(req.rawHeaders), message as Record<string, unknown>, text);
     if ('status' in checked) return rpcError(res, checked.status, checked.code, checked.message, idOf(message));
     asSdkRevision(req, checked.version);
-    if (options.refuseFloatArguments) {
+    const floats = options.refuseFloatArguments ?? false;
+    if (floats !== false) {
       let refusal;
       try {
-        refusal = floatRefusal(message, text);
+        refusal = floats === true ? floatRefusal(message, text) : await floats(message, text, req.headers);
       } catch (err) {
         if (err instanceof RangeError) return rpcError(res, 400, -32600, `invalid request: ${err.message}`);
         throw err;
@@ -414,9 +426,11 @@ export class LineStdioServerTransport implements Transport {
   onerror?: (error: Error) => void;
   readonly #in: NodeJS.ReadableStream;
   readonly #out: NodeJS.WritableStream;
-  readonly #refuseFloats: boolean;
+  readonly #refuseFloats: boolean | FloatArgumentHandler;
   #buffer: Buffer = Buffer.alloc(0);
   #closed = false;
+  /** Messages in the order they came: one waits while the one before it is checked. */
+  #queue: Promise<void> = Promise.resolve();
   readonly #ondata = (chunk: Buffer) => {
     this.#buffer = this.#buffer.length === 0 ? chunk : Buffer.concat([this.#buffer, chunk]);
     for (let end = this.#buffer.indexOf(0x0a); end !== -1; end = this.#buffer.indexOf(0x0a)) {
@@ -431,7 +445,7 @@ export class LineStdioServerTransport implements Transport {
   };
   readonly #onerror = (error: Error) => this.onerror?.(error);
 
-  constructor(options: { refuseFloatArguments?: boolean; stdin?: NodeJS.ReadableStream; stdout?: NodeJS.WritableStream } = {}) {
+  constructor(options: { refuseFloatArguments?: boolean | FloatArgumentHandler; stdin?: NodeJS.ReadableStream; stdout?: NodeJS.WritableStream } = {}) {
     this.#in = options.stdin ?? process.stdin;
     this.#out = options.stdout ?? process.stdout;
     this.#refuseFloats = options.refuseFloatArguments ?? false;
@@ -446,23 +460,27 @@ export class LineStdioServerTransport implements Transport {
       this.onerror?.(err instanceof Error ? err : new Error(String(err)));
       return;
     }
-    if (this.#refuseFloats) {
-      let refusal;
-      try {
-        refusal = floatRefusal(message, line);
-      } catch (err) {
-        if (!(err instanceof RangeError)) throw err;
-        const id = (message as { id?: unknown }).id;
-        void this.send({
-          jsonrpc: '2.0',
-          id: typeof id === 'string' || typeof id === 'number' ? id : null,
-          error: { code: -32600, message: `invalid request: ${err.message}` },
-        } as JSONRPCMessage);
-        return;
-      }
-      // Answered as a tool error, as the HTTP listener answers it.
-      if (refusal !== null) return void this.send(refusal as JSONRPCMessage);
+    const floats = this.#refuseFloats;
+    if (floats === false) return this.onmessage?.(message);
+    // The gateway's handler records a receipt (asynchronously): the lines after this one wait for it, in order.
+    this.#queue = this.#queue.then(() => this.#refuseOrPass(message, line, floats));
+  }
+
+  async #refuseOrPass(message: JSONRPCMessage, line: string, floats: true | FloatArgumentHandler): Promise<void> {
+    let refusal;
+    try {
+      refusal = floats === true ? floatRefusal(message, line) : await floats(message, line);
+    } catch (err) {
+      // Too deep to read (a RangeError), or the refusal could not be recorded (the store failed).
+      const id = (message as { id?: unknown }).id;
+      const error =
+        err instanceof RangeError
+          ? { code: -32600, message: `invalid request: ${err.message}` }
+          : { code: -32603, message: `internal error: ${err instanceof Error ? err.message : String(err)}` };
+      return void this.send({ jsonrpc: '2.0', id: typeof id === 'string' || typeof id === 'number' ? id : null, error } as JSONRPCMessage);
     }
+    // Answered as a tool error, as the HTTP listener answers it.
+    if (refusal !== null) return void this.send(refusal as JSONRPCMessage);
     this.onmessage?.(message);
   }
 
@@ -493,7 +511,7 @@ export class LineStdioServerTransport implements Transport {
  * Serves `server` on stdin/stdout until stdin ends, the client closes, or SIGINT/SIGTERM. With
  * `refuseFloatArguments` (the gateway), a float written as an integer is refused `-41008` as over HTTP.
  */
-export async function serveStdio(server: Server, options: { refuseFloatArguments?: boolean } = {}): Promise<void> {
+export async function serveStdio(server: Server, options: { refuseFloatArguments?: boolean | FloatArgumentHandler } = {}): Promise<void> {
   const closed = new Promise<void>((resolve) => {
     server.onclose = () => resolve();
     process.stdin.once('end', () => resolve());

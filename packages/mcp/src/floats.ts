@@ -114,13 +114,91 @@ export function scanArguments(text: string, visit: (pointer: string, spelling: s
 export function floatArgumentPointer(text: string): string | null {
   let found: string | null = null;
   scanArguments(text, (pointer, spelling) => {
-    // A number (not a string, literal or container) with a fraction or an exponent.
-    if (!/^-?\d/.test(spelling) || !/[.eE]/.test(spelling)) return false;
+    if (!unrepresentableSpelling(spelling)) return false;
     found = pointer;
     return true;
   });
   return found;
 }
+
+/**
+ * Whether `spelling` (a value as written in JSON text) is a number no action can carry: one with a
+ * fraction or an exponent (`2000.0`, `2e3`), an integer beyond ±(2^53−1) (which `JSON.parse`
+ * rounds), or `-0`. Strings, literals and containers are not.
+ */
+export function unrepresentableSpelling(spelling: string): boolean {
+  if (!/^-?\d/.test(spelling)) return false;
+  return /[.eE]/.test(spelling) || spelling === '-0' || !Number.isSafeInteger(Number(spelling));
+}
+
+/** Whether the parsed `value` is a number no action can carry (a float, an unsafe integer, -0, a bigint). */
+function unrepresentableValue(value: unknown): value is number | bigint {
+  return typeof value === 'bigint' || (typeof value === 'number' && (!Number.isSafeInteger(value) || Object.is(value, -0)));
+}
+
+/**
+ * The JSON pointer of the first number in `args` (a parsed arguments object) that no action can
+ * carry, or `null`; for the calls no message text came with (a float such as 1.5 survives
+ * `JSON.parse`, `2000.0` does not: the transports look at the text for that).
+ */
+export function unrepresentablePointer(value: unknown, pointer = ''): string | null {
+  if (unrepresentableValue(value)) return pointer;
+  if (typeof value !== 'object' || value === null) return null;
+  for (const [k, v] of Array.isArray(value) ? value.entries() : Object.entries(value)) {
+    const p = unrepresentablePointer(v, `${pointer}/${typeof k === 'number' ? k : segment(k)}`);
+    if (p !== null) return p;
+  }
+  return null;
+}
+
+/**
+ * The stand-in recorded for arguments no action can carry (the receipt of a `-41008` refusal):
+ * `args` with every number no action can carry replaced by a string holding its spelling — as
+ * the agent wrote it in `text` (the JSON-RPC message `args` was parsed from) where that is known,
+ * else as JavaScript writes the parsed number. Everything else is kept, so the recorded action's
+ * hash can be computed again from the message: `{"amount":2000.0,"id":"t"}` is recorded as
+ * `{"amount":"2000.0","id":"t"}`.
+ */
+export function spelledArguments(args: Record<string, unknown>, text: string | null = null): Record<string, unknown> {
+  // The spelling of each unrepresentable number by pointer (the last arguments object and the
+  // last of a repeated key win, as in JSON.parse).
+  const spellings = new Map<string, string>();
+  if (text !== null) {
+    scanArguments(
+      text,
+      (pointer, spelling) => {
+        if (unrepresentableSpelling(spelling)) spellings.set(pointer, spelling);
+        else spellings.delete(pointer);
+      },
+      () => spellings.clear(),
+    );
+  }
+  const copy = (value: unknown, pointer: string): unknown => {
+    if (typeof value === 'number' || typeof value === 'bigint') {
+      const spelling = spellings.get(pointer);
+      if (spelling !== undefined) return spelling;
+      return unrepresentableValue(value) ? (Object.is(value, -0) ? '-0' : String(value)) : value;
+    }
+    if (Array.isArray(value)) return value.map((v, i) => copy(v, `${pointer}/${i}`));
+    if (typeof value !== 'object' || value === null) return value;
+    // fromEntries: a key named __proto__ stays an own key.
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, copy(v, `${pointer}/${segment(k)}`)]));
+  };
+  return copy(args, '') as Record<string, unknown>;
+}
+
+/**
+ * How a transport hands the gateway a `tools/call` whose arguments hold a number no action can
+ * carry, written as JSON.parse erases it (`2000.0`): `message` is `JSON.parse(text)`, `headers`
+ * the request's (none over stdio). Resolves to the JSON-RPC response to send, or `null` when
+ * `message` is no such call (it goes on to the server). The gateway's `Gateway.refuseFloats`
+ * records the refusal's denied receipt.
+ */
+export type FloatArgumentHandler = (
+  message: unknown,
+  text: string,
+  headers?: Readonly<Record<string, string | string[] | undefined>>,
+) => Promise<Record<string, unknown> | null>;
 
 /**
  * The JSON-RPC response for a `tools/call` request whose arguments hold a float written as an

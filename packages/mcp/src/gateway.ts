@@ -50,13 +50,15 @@ import {
   type EventSink,
   type ExecuteOptions,
   type Intake,
+  type SurfaceCall,
+  showInvisible,
   type JsonObject,
   toolSchemaDigest,
   type UpstreamObservation,
 } from '@ctrlrun/kernel';
 import { classifyError, classifyResult, UpstreamNotConnected, type Outcome } from './classify.js';
 import { bareMessage, gatewayError, GatewayRefusal, refusalResult, rpcError } from './errors.js';
-import { MAX_DEPTH } from './floats.js';
+import { floatArgumentPointer, MAX_DEPTH, spelledArguments, unrepresentablePointer, type FloatArgumentHandler } from './floats.js';
 
 /** An alias: the middle segment of `mcp.<alias>.<tool>`. */
 export const ALIAS_PATTERN = /^[a-z0-9][a-z0-9_-]*$/;
@@ -513,7 +515,8 @@ export class Gateway {
     }
   }
 
-  async #callTool(params: unknown, extra: CallExtra & Pick<Extra, 'requestInfo'>): Promise<Result> {
+  /** A tools/call's tool and arguments, or the JSON-RPC error (-32602) saying what is malformed. */
+  #parseCall(params: unknown): { params: Record<string, unknown>; tool: string; args: Record<string, unknown> } {
     if (!isPlainObject(params)) throw rpcError(ErrorCode.InvalidParams, 'tools/call needs params { name, arguments }');
     const tool = params['name'];
     if (typeof tool !== 'string' || !TOOL_NAME_PATTERN.test(tool)) {
@@ -525,14 +528,70 @@ export class Gateway {
     const args = params['arguments'] ?? {};
     if (!isPlainObject(args)) throw rpcError(ErrorCode.InvalidParams, 'tools/call: arguments must be an object');
     if (tooDeep(args, MAX_DEPTH)) throw rpcError(ErrorCode.InvalidParams, `tools/call ${tool}: the arguments nest deeper than ${MAX_DEPTH} levels`);
-    const pointer = unrepresentable(args, '');
-    if (pointer !== null) {
-      throw gatewayError(
-        'unrepresentableArgument',
-        `tools/call ${tool}: the argument at ${pointer || '/'} is not a safe integer, string, boolean, null, array or object (use integer minor units or a decimal string)`,
-        { pointer },
-      );
+    return { params, tool, args };
+  }
+
+  /**
+   * A tools/call whose arguments hold a number no action can carry (a float, an integer beyond
+   * ±(2^53−1)), at `pointer`: refused `-41008` and, once the principal is known (none: `-41007`,
+   * nothing recorded), recorded by the kernel as the original records it — `ACTION_PROPOSED`,
+   * `ACTION_DENIED`, a `denied` receipt (`unrepresentable_argument`) whose action holds each such
+   * number as a string of its spelling ({@link spelledArguments}; `text`: the message as sent),
+   * no resource, no effect key. Never reaches the policy or the upstream.
+   */
+  async #refuseUnrepresentable(
+    tool: string,
+    args: Record<string, unknown>,
+    pointer: string,
+    text: string | null,
+    headers: Readonly<Record<string, string | string[] | undefined>> | undefined,
+  ): Promise<never> {
+    const spelled = spelledArguments(args, text);
+    const { action } = await this.#intake(this.actionName(tool), spelled, headers, { resourceTemplate: null, effectTemplate: null });
+    const message = `${action.name}: the argument at ${showInvisible(pointer.slice(0, 200))} is a number no action can carry (written with a fraction or an exponent, or an integer beyond 2^53-1); use an integer (minor units) or a decimal string`;
+    const { receipt } = await this.control.refuseUnrepresentable(action, pointer, message);
+    throw gatewayError('unrepresentableArgument', message, {
+      pointer,
+      action_id: action.actionId,
+      _meta: {
+        [RECEIPT_META_KEY]: { action_id: action.actionId, receipt_id: receipt.document['receipt_id'] ?? null, effect_key: null, result: 'denied', attempt: 1 },
+      },
+    });
+  }
+
+  /**
+   * A transport's answer to a `tools/call` whose arguments hold a number no action can carry as
+   * the agent wrote it — `2000.0` and `2e3`, which `JSON.parse` makes the integer 2000, found in
+   * the message's text ({@link FloatArgumentHandler}): the refusal, recorded (see
+   * {@link Gateway.callTool}), as the JSON-RPC response to send; `null` for any other message. A
+   * call the gateway refuses anyway (a malformed tool name or arguments) gets that refusal.
+   */
+  readonly refuseFloats: FloatArgumentHandler = async (message, text, headers) => {
+    if (!isPlainObject(message) || message['method'] !== 'tools/call') return null;
+    const id = message['id'];
+    if (typeof id !== 'string' && typeof id !== 'number') return null;
+    const pointer = floatArgumentPointer(text);
+    if (pointer === null) return null;
+    try {
+      const { tool, args } = this.#parseCall(message['params']);
+      await this.#refuseUnrepresentable(tool, args, pointer, text, headers);
+    } catch (err) {
+      if (err instanceof GatewayRefusal) {
+        const params = message['params'];
+        const tool = isPlainObject(params) && typeof params['name'] === 'string' ? params['name'] : '';
+        return { jsonrpc: '2.0', id, result: refusalResult(err, { structured: !this.#typedTools.has(tool) }) };
+      }
+      if (err instanceof McpError)
+        return { jsonrpc: '2.0', id, error: { code: err.code, message: bareMessage(err), ...(err.data === undefined ? {} : { data: err.data }) } };
+      throw err;
     }
+    return null;
+  };
+
+  async #callTool(raw: unknown, extra: CallExtra & Pick<Extra, 'requestInfo'>): Promise<Result> {
+    const { params, tool, args } = this.#parseCall(raw);
+    const pointer = unrepresentablePointer(args);
+    if (pointer !== null) return this.#refuseUnrepresentable(tool, args, pointer, null, extra.requestInfo?.headers);
     const name = this.actionName(tool);
     const taken = await this.#intake(name, args, extra.requestInfo?.headers);
     const { action } = taken;
@@ -626,11 +685,16 @@ export class Gateway {
   }
 
   /** The kernel's one intake: the principal (from the request's headers), the action and its options, or the refusal. */
-  async #intake(name: string, args: Record<string, unknown>, rawHeaders: Readonly<Record<string, string | string[] | undefined>> | undefined): Promise<Intake> {
+  async #intake(
+    name: string,
+    args: Record<string, unknown>,
+    rawHeaders: Readonly<Record<string, string | string[] | undefined>> | undefined,
+    templates: Pick<SurfaceCall, 'resourceTemplate' | 'effectTemplate'> = {},
+  ): Promise<Intake> {
     const headers = Object.create(null) as Record<string, string>; // a header may be named __proto__
     for (const [k, v] of Object.entries(rawHeaders ?? {})) if (v !== undefined) headers[k] = Array.isArray(v) ? v.join(', ') : v;
     try {
-      return await intake(this.control, { name, arguments: args, principal: this.#principal, headers });
+      return await intake(this.control, { name, arguments: args, principal: this.#principal, headers, ...templates });
     } catch (err) {
       throw await this.#refusal(err, null, null);
     }
@@ -872,26 +936,6 @@ function tooDeep(value: unknown, max: number): boolean {
     for (const child of Array.isArray(v) ? v : Object.values(v)) stack.push([child, depth + 1]);
   }
   return false;
-}
-
-/** A JSON pointer to the first number that is not a safe integer, or null. */
-function unrepresentable(value: unknown, pointer: string): string | null {
-  if (typeof value === 'number') return Number.isSafeInteger(value) && !Object.is(value, -0) ? null : pointer;
-  if (typeof value === 'bigint') return pointer;
-  if (Array.isArray(value)) {
-    for (let i = 0; i < value.length; i++) {
-      const p = unrepresentable(value[i], `${pointer}/${i}`);
-      if (p !== null) return p;
-    }
-    return null;
-  }
-  if (typeof value === 'object' && value !== null) {
-    for (const [k, v] of Object.entries(value)) {
-      const p = unrepresentable(v, `${pointer}/${k.replace(/~/g, '~0').replace(/\//g, '~1')}`);
-      if (p !== null) return p;
-    }
-  }
-  return null;
 }
 
 /** The result with `_meta["com.ctrlrun/receipt"]` added (a copy; the upstream's `_meta` kept). */

@@ -13,7 +13,7 @@
  */
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
-import { floatRefusal } from './floats.js';
+import { floatRefusal, type FloatArgumentHandler } from './floats.js';
 import { checkProtocolHeaders, MIRRORED_HEADERS_REQUIRED_FROM, type HeaderPairs } from './protocol.js';
 import { readBodyBounded } from '@ctrlrun/kernel/webhook';
 import type { Gateway } from './gateway.js';
@@ -27,8 +27,12 @@ export interface FetchHandlerOptions {
   maxBodyBytes?: number;
   /** Origins accepted in an `Origin` header; none (default): a request with any `Origin` is refused. */
   allowOrigins?: readonly string[];
-  /** Refuse a tools/call whose arguments hold `2.0`-style floats (`-41008`; default true: the gateway's rule). */
-  refuseFloatArguments?: boolean;
+  /**
+   * Refuse a tools/call whose arguments hold `2.0`-style floats (`-41008`; default true: the
+   * gateway's rule). Pass the gateway's `refuseFloats` (a {@link FloatArgumentHandler}) to record
+   * each refusal's denied receipt; `true` refuses without a record (no Control at hand).
+   */
+  refuseFloatArguments?: boolean | FloatArgumentHandler;
 }
 
 function rpcErrorResponse(status: number, code: number, message: string, id: unknown = null): Response {
@@ -74,10 +78,14 @@ export function mcpFetchHandler(options: FetchHandlerOptions): (request: Request
       headers.set('mcp-protocol-version', LATEST_PROTOCOL_VERSION);
       request = new Request(request.url, { method: request.method, headers, signal: request.signal });
     }
-    if (options.refuseFloatArguments !== false) {
+    const floats = options.refuseFloatArguments ?? true;
+    if (floats !== false) {
       let refusal;
       try {
-        refusal = floatRefusal(message, text);
+        refusal =
+          floats === true
+            ? floatRefusal(message, text)
+            : await floats(message, text, Object.fromEntries(request.headers as unknown as Iterable<[string, string]>));
       } catch (err) {
         if (err instanceof RangeError) return rpcErrorResponse(400, -32600, `invalid request: ${err.message}`);
         throw err;

@@ -422,7 +422,7 @@ export const gateway: Command = {
       for (const line of startup) say(line);
       if (stdio) {
         say('serving the agent on stdio');
-        await serveStdio(core.createServer(), { refuseFloatArguments: true });
+        await serveStdio(core.createServer(), { refuseFloatArguments: core.refuseFloats });
         return 0;
       }
       const identityHeaders =
@@ -440,7 +440,7 @@ export const gateway: Command = {
           allowOrigins,
           createServer: () => core.createServer(),
           sessions: true,
-          refuseFloatArguments: true,
+          refuseFloatArguments: core.refuseFloats,
           identityHeaders,
           ...(webhook !== null ? { answers: approvalWebhookHandler({ control, secret: webhook.secret }) } : {}),
         },

@@ -9,11 +9,11 @@
 import type { Action, Principal } from '../action.js';
 import { type Authority, type Delegation } from '../authority/authority.js';
 import type { Grant, GrantInput } from '../authority/grant.js';
-import { InvalidArgument } from '../errors.js';
+import { InvalidArgument, type ActionDenied } from '../errors.js';
 import type { IdentityProvider } from '../identity.js';
 import { checkApproverIdentity, type ApproverIdentity, type VerifiedPrincipal } from './presented.js';
 import { randomIds, type IdSource } from '../ids.js';
-import type { Approval, ApprovalRecord } from '../model.js';
+import type { Approval, ApprovalRecord, StoredReceipt } from '../model.js';
 import type { Evaluation, Policy } from '../policy/index.js';
 import type { StateStore } from '../store/state-store.js';
 import { checkDuration, MINUTE, systemClock, type Clock } from '../time.js';
@@ -24,6 +24,7 @@ import { approvalEdit, editApproval, unusedEditOf, type ApprovalEdit, type Grant
 import { evaluate, resolvePrincipal } from './gates.js';
 import type { ControlContext } from './pass.js';
 import { waitForAnswer, type WaitForAnswerOptions } from './wait.js';
+import { refuseUnrepresentable } from './unrepresentable.js';
 import type { ControlOptions, DelegateOptions, Executor, ExecuteOptions, ExecuteResult, Logger, ResolveOptions } from './types.js';
 
 /** The control path over one policy and one store. */
@@ -125,6 +126,18 @@ export class Control {
    */
   async resolvePrincipal(actionName: string, options: ResolveOptions = {}): Promise<Principal> {
     return resolvePrincipal(this.#ctx, actionName, options);
+  }
+
+  /**
+   * Records the refusal of a call one of whose arguments no action can carry (spec 04 §5: a float
+   * in an MCP `tools/call`): `action` is the surface's stand-in for the call, `pointer` the JSON
+   * pointer of the argument, `message` the receipt's `error`. Writes `ACTION_PROPOSED`,
+   * `ACTION_DENIED {reason: unrepresentable_argument, pointer}` and a `denied` receipt (no policy,
+   * no reservation; observe mode refuses it too); resolves to the receipt and the `ActionDenied`
+   * to raise.
+   */
+  async refuseUnrepresentable(action: Action, pointer: string, message: string): Promise<{ receipt: StoredReceipt; error: ActionDenied }> {
+    return refuseUnrepresentable(this.#ctx, action, pointer, message);
   }
 
   /** Runs `action` through the control path; resolves to the executor's value. */
