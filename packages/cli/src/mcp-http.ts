@@ -7,7 +7,7 @@
  *
  * @module
  */
-import { dirname } from 'node:path';
+import { dirname, resolve as resolvePath } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -29,11 +29,12 @@ import {
   type FloatArgumentHandler,
   type HeaderPairs,
 } from '@ctrlrun/mcp';
-import { Control, InvalidArgument, type ControlOptions, type Policy, type StateStore } from '@ctrlrun/kernel';
+import { Control, InvalidArgument, loadAuthority, type Authority, type ControlOptions, type Policy, type StateStore } from '@ctrlrun/kernel';
 import { environmentFromEnv, jsonlFileSink } from '@ctrlrun/store-node';
 import { banner } from './control.js';
 import { loadPolicyFile, policyPath, storeTarget, type StoreTarget } from './discovery.js';
 import { UsageError } from './errors.js';
+import { readRegularFile } from './files.js';
 import type { CliIo } from './io.js';
 import { VERSION } from './version.js';
 
@@ -389,6 +390,31 @@ export function loadSetup(
   const flag = values['environment'] as string | undefined;
   if (flag !== undefined && flag.trim() === '') throw new InvalidArgument('--environment is blank; name the deployment');
   return { policy, environment: flag ?? environmentFromEnv(io.env), target: storeTarget(io, values['store-url'] as string | undefined) };
+}
+
+/**
+ * `--authority FILE` of both MCP commands: a standalone authority document, loaded (a malformed
+ * one is refused naming the line; one beside a policy with an `authority:` section is refused
+ * by the Control), or null without the flag.
+ */
+export function loadAuthorityFlag(values: Readonly<Record<string, unknown>>, cwd: string): { authority: Authority; path: string } | null {
+  const flag = values['authority'] as string | undefined;
+  if (flag === undefined) return null;
+  const path = resolvePath(cwd, flag);
+  let text: string;
+  try {
+    text = readRegularFile(path);
+  } catch (e) {
+    throw new UsageError(`--authority ${path} cannot be read: ${(e as Error).message}`);
+  }
+  return { authority: loadAuthority(text, { source: path }), path };
+}
+
+/** The startup block's authority line: where the grants in force come from, or that there are none. */
+export function authorityLine(control: Control, flag: { path: string } | null): string {
+  return control.authority === null
+    ? 'no authority: section — every principal is unrestricted'
+    : `authority ${control.authority.grants.size} grant(s) from ${flag !== null ? flag.path : control.policy.source}`;
 }
 
 /** The Control an MCP command answers through: the state directory's JSONL sinks (and `extra`), warnings on stderr. */

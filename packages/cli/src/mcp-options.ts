@@ -12,4 +12,9 @@ export const MCP_OPTIONS: Readonly<Record<string, OptionSpec>> = {
   environment: { type: 'string', value: 'ENV', help: 'the deployment environment (beats $CTRLRUN_ENVIRONMENT and the policy)' },
   'max-body-bytes': { type: 'string', value: 'N', help: 'largest request body accepted (default 1048576)' },
   'allow-origin': { type: 'string', multiple: true, value: 'ORIGIN', help: 'an Origin header to accept (repeatable; none: any Origin is refused)' },
+  authority: {
+    type: 'string',
+    value: 'FILE',
+    help: 'a standalone authority document (grants per principal); refused if the policy has an authority: section too',
+  },
 };

@@ -11,7 +11,7 @@ import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { dirname, resolve as resolvePath } from 'node:path';
 import { connect as tlsConnect } from 'node:tls';
-import { HeaderIdentityProvider, loadAuthority, maskUrl, type Authority, type EventSink, type Policy, type UpstreamObservation } from '@ctrlrun/kernel';
+import { HeaderIdentityProvider, maskUrl, type EventSink, type Policy, type UpstreamObservation } from '@ctrlrun/kernel';
 import { sha256Tagged } from '@ctrlrun/kernel/store';
 import { checkWebhookUrl, webhookSecret } from '@ctrlrun/kernel/webhook';
 import { STORE_URL, type Command } from '../command.js';
@@ -51,20 +51,6 @@ function upstreamTarget(
   const childEnv: Record<string, string> = {};
   for (const [k, v] of Object.entries(env)) if (v !== undefined) childEnv[k] = v;
   return { kind: 'command', argv: splitCommand(command!), env: childEnv };
-}
-
-/** `--authority FILE`: a standalone authority document, loaded (a malformed one is refused naming the line). */
-function authorityFlag(values: Record<string, unknown>, cwd: string): { authority: Authority; path: string } | null {
-  const flag = values['authority'] as string | undefined;
-  if (flag === undefined) return null;
-  const path = resolvePath(cwd, flag);
-  let text: string;
-  try {
-    text = readRegularFile(path);
-  } catch (e) {
-    throw new UsageError(`--authority ${path} cannot be read: ${(e as Error).message}`);
-  }
-  return { authority: loadAuthority(text, { source: path }), path };
 }
 
 interface WebhookFlags {
@@ -228,11 +214,6 @@ export const gateway: Command = {
       value: 'N',
       help: 'approval requests one principal may have waiting before another is refused (tool error -41001; default 100)',
     },
-    authority: {
-      type: 'string',
-      value: 'FILE',
-      help: 'a standalone authority document (grants per principal); refused if the policy has an authority: section too',
-    },
     'webhook-url': { type: 'string', value: 'URL', help: 'POST each approval request here, signed (https; http to loopback with --allow-insecure-webhook)' },
     'webhook-secret-file': {
       type: 'string',
@@ -259,9 +240,11 @@ export const gateway: Command = {
     // The MCP SDK loads only when the command runs (importing the CLI pulls in no extra).
     const { ALIAS_PATTERN, DEFAULT_MAX_PENDING_APPROVALS, Gateway, ReceiptIds } = await import('@ctrlrun/mcp');
     const {
+      authorityLine,
       checkPath,
       commandControl,
       connectUpstream,
+      loadAuthorityFlag,
       loadSetup,
       LOOPBACK_HOSTS,
       parseListen,
@@ -301,7 +284,7 @@ export const gateway: Command = {
     const webhook = webhookFlags(values, io);
     if (stdio && webhook?.publicUrl !== undefined) throw new UsageError('--public-url needs the HTTP listener: with --stdio, answer with ctrlrun approve/deny');
     if (values['otel-arguments'] !== undefined && values['otel'] !== true) throw new UsageError('--otel-arguments needs --otel');
-    const authority = authorityFlag(values, io.cwd);
+    const authority = loadAuthorityFlag(values, io.cwd);
     const maxPendingApprovals = positiveInt(values['max-pending-approvals'] as string | undefined, '--max-pending-approvals', DEFAULT_MAX_PENDING_APPROVALS);
 
     // With --stdio, stdout is the protocol: everything for the human goes to stderr.
@@ -368,9 +351,7 @@ export const gateway: Command = {
           : !(identity instanceof HeaderIdentityProvider)
             ? `identity static (every call is ${principalFlag})`
             : `identity header ${identity.agentHeader}${identity.userHeader ? ` + ${identity.userHeader}` : ''} — a header is worth what the proxy setting it is worth: it must overwrite it on every request`,
-        control.authority === null
-          ? 'no authority: section — every principal is unrestricted'
-          : `authority ${control.authority.grants.size} grant(s) from ${authority !== null ? authority.path : policy.source}`,
+        authorityLine(control, authority),
         `store ${describeTarget(target)}`,
         `policy ${control.policyHash}`,
         ...(webhook === null

@@ -41,8 +41,18 @@ export const mcpOperator: Command = {
   async run({ io, values, out, err }) {
     // The MCP SDK loads only when the command runs (importing the CLI pulls in no extra).
     const { createOperatorServer, unreadableReceipt } = await import('@ctrlrun/mcp');
-    const { checkPath, commandControl, loadSetup, LOOPBACK_HOSTS, parseListen, positiveInt, serveHttpUntilSignalled, serveStdio } =
-      await import('../mcp-http.js');
+    const {
+      authorityLine,
+      checkPath,
+      commandControl,
+      loadAuthorityFlag,
+      loadSetup,
+      LOOPBACK_HOSTS,
+      parseListen,
+      positiveInt,
+      serveHttpUntilSignalled,
+      serveStdio,
+    } = await import('../mcp-http.js');
     const stdio = values['stdio'] === true;
     const listen = parseListen((values['listen'] as string | undefined) ?? '127.0.0.1:8901');
     if (!LOOPBACK_HOSTS.has(listen.host))
@@ -68,12 +78,18 @@ export const mcpOperator: Command = {
         `--approver-roles-claim ${rolesClaim} needs --identity-jwt-claim ${rolesClaim}: a claim not copied onto the principal entitles nobody`,
       );
 
+    const authority = loadAuthorityFlag(values, io.cwd);
     const say = stdio ? err : out;
     const setup = loadSetup(io, values, err);
     const { target } = setup;
     const store = await openAnswerer(target, async () => {});
     try {
-      const control = commandControl(setup, store, err, rolesClaim === undefined ? {} : { approvers: { rolesClaim } });
+      // The grants in force, as the gateway's --authority names them: the Control's policy hash covers them,
+      // and a policy that has an authority: section too is refused.
+      const control = commandControl(setup, store, err, {
+        ...(rolesClaim === undefined ? {} : { approvers: { rolesClaim } }),
+        ...(authority !== null ? { authority: authority.authority } : {}),
+      });
       let identify: OperatorOptions['identify'];
       let identityLine: string;
       if (stdio) {
@@ -104,6 +120,7 @@ export const mcpOperator: Command = {
         `environment ${control.environment}`,
         `store ${describeTarget(target)}`,
         identityLine,
+        authorityLine(control, authority),
         'reads need no credential; approve, deny and resolve need a credential naming a human',
       ];
       for (const line of startup) say(line);
