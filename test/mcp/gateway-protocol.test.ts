@@ -506,3 +506,54 @@ describe('ctrlrun gateway --stdio (a real process): a float written as an intege
     TIMEOUT,
   );
 });
+
+describe('a JSON-RPC response POSTed by the agent (spec 04 §5: legacy only)', () => {
+  it(
+    'is relayed to the session on a 2025 revision, refused -32600 on 2026-07-28; a message that is neither request nor response, or whose method is not a string, is refused on any',
+    async () => {
+      const r = await rig();
+      const transport = new StreamableHTTPClientTransport(new URL(r.url));
+      const agent = new Client({ name: 'legacy-agent', version: '1.0.0' });
+      await agent.connect(transport);
+      try {
+        const session = transport.sessionId!;
+        const post = (body: string, version: string) =>
+          fetch(r.url, {
+            method: 'POST',
+            body,
+            headers: {
+              'content-type': 'application/json',
+              accept: 'application/json, text/event-stream',
+              'mcp-session-id': session,
+              'mcp-protocol-version': version,
+            },
+          });
+        const response = '{"jsonrpc":"2.0","id":"srv-1","result":{}}';
+        const current = await post(response, '2026-07-28');
+        expect(current.status).toBe(400);
+        const refused = (await current.json()) as { error: { code: number; message: string } };
+        expect(refused.error.code).toBe(-32600);
+        expect(refused.error.message).toMatch(/response in a POST is a mechanic of the 2025 revisions, not of 2026-07-28/);
+        // On 2025-11-25 the client answers the server's own requests this way: the session's transport takes it.
+        expect((await post(response, '2025-11-25')).status).toBe(202);
+        expect((await post('{"jsonrpc":"2.0","id":"srv-2","error":{"code":-32601,"message":"no"}}', '2025-06-18')).status).toBe(202);
+        for (const [body, pattern] of [
+          ['{"jsonrpc":"2.0","id":5}', /needs 'method', 'result' or 'error'/],
+          ['{"jsonrpc":"2.0","id":5,"method":7}', /'method' must be a non-empty string/],
+          ['{"jsonrpc":"2.0","id":5,"method":""}', /'method' must be a non-empty string/],
+        ] as const) {
+          const got = await post(body, '2025-11-25');
+          expect(got.status, body).toBe(400);
+          const error = ((await got.json()) as { id: unknown; error: { code: number; message: string } }).error;
+          expect([error.code, pattern.test(error.message)], body).toEqual([-32600, true]);
+        }
+        // Nothing of this is an action: no event, no receipt; the session still serves.
+        expect(await r.store.events()).toHaveLength(0);
+        expect(failure(await call(agent, 'lookup', {}))).toBeUndefined();
+      } finally {
+        await agent.close();
+      }
+    },
+    TIMEOUT,
+  );
+});

@@ -24,6 +24,8 @@ export const MIRRORED_HEADERS_REQUIRED_FROM = '2026-07-28';
 export const HEADER_MISMATCH = -32020;
 /** JSON-RPC code of an unsupported `MCP-Protocol-Version`. */
 export const UNSUPPORTED_PROTOCOL_VERSION = -32022;
+/** JSON-RPC's Invalid Request: a message of a shape the revision does not take. */
+const INVALID_REQUEST = -32600;
 
 /** A refused request: HTTP 400 with this JSON-RPC error. */
 export interface ProtocolRefusal {
@@ -118,6 +120,29 @@ function namedBy(method: string, params: Record<string, unknown> | null): { fiel
 }
 
 /**
+ * What a POSTed message may be on `version` (spec 04 §5): a request or a notification (a
+ * non-empty string `method`), or — on the 2025 revisions only, where the client answers the
+ * server's own requests by POST — a response (`result` or `error`, no `method`). A response on
+ * 2026-07-28 (which answers a server through the tool call's continuation instead), or a message
+ * that is neither, is 400 -32600; null when the shape is one the revision takes.
+ */
+function checkShape(message: Record<string, unknown>, version: string): ProtocolRefusal | null {
+  if (message['method'] !== undefined) {
+    if (typeof message['method'] === 'string' && message['method'] !== '') return null;
+    return refuse(INVALID_REQUEST, "invalid request: 'method' must be a non-empty string");
+  }
+  if (!('result' in message) && !('error' in message))
+    return refuse(INVALID_REQUEST, "invalid request: a JSON-RPC message needs 'method', 'result' or 'error'");
+  if (version === MIRRORED_HEADERS_REQUIRED_FROM) {
+    return refuse(
+      INVALID_REQUEST,
+      `invalid request: a JSON-RPC response in a POST is a mechanic of the 2025 revisions, not of ${MIRRORED_HEADERS_REQUIRED_FROM} (answer the server through the call's continuation)`,
+    );
+  }
+  return null;
+}
+
+/**
  * Checks one POSTed JSON-RPC message (`message` = `JSON.parse(text)`, one object) against its
  * headers: the protocol version first, then the mirrored headers. Returns the revision the
  * request speaks, or the refusal.
@@ -125,6 +150,8 @@ function namedBy(method: string, params: Record<string, unknown> | null): { fiel
 export function checkProtocolHeaders(headers: HeaderPairs, message: Record<string, unknown>, text: string): { version: string } | ProtocolRefusal {
   const v = protocolVersionOf(headers);
   if ('status' in v) return v;
+  const shape = checkShape(message, v.version);
+  if (shape !== null) return shape;
   const mirrored = new Map<string, string[]>();
   for (const [k, value] of headers) {
     const name = k.toLowerCase();
