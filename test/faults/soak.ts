@@ -11,9 +11,10 @@
  * Markdown table, and written to test-artifacts/faults/soak-<time>.json after every round (a run
  * cut short keeps the figures of the rounds it finished).
  */
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import pg from 'pg';
 import { freshDatabase, startCluster, type PgCluster } from '../support/pg-cluster.js';
 import { campaign, type StoreKind } from './campaigns.js';
 import { mountSmallDisk } from './disk.js';
@@ -32,6 +33,20 @@ mkdirSync(out, { recursive: true });
 const artifact = join(out, `soak-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
 const command = `FAULTS_OPS=${OPS} FAULTS_SEED=${SEED} FAULTS_STORES=${STORES.join(',')} FAULTS_ROUND=${ROUND}${MINUTES ? ` FAULTS_MINUTES=${MINUTES}` : ''} npm run soak`;
 const save = (results: readonly CampaignResult[]) => writeFileSync(artifact, `${JSON.stringify({ seed: SEED, ops: OPS, command, results }, null, 2)}\n`);
+
+/** A PostgreSQL round's store tables as JSON files in `dir` (the database is dropped after the round). */
+async function dumpTables(url: string, dir: string): Promise<void> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    for (const table of ['events', 'effects', 'approvals', 'receipts']) {
+      const { rows } = await client.query(`SELECT * FROM ${table}`);
+      writeFileSync(join(dir, `${table}.json`), `${JSON.stringify(rows, null, 1)}\n`);
+    }
+  } finally {
+    await client.end();
+  }
+}
 
 const results: CampaignResult[] = [];
 let cluster: PgCluster | null = null;
@@ -68,6 +83,15 @@ try {
       const url = kind.startsWith('sqlite-') ? `sqlite:${join(storeDir, 'store.db')}` : kind === 'pglite' ? `pglite:${join(dir, 'pgdata')}` : db!.url;
       try {
         const r = await runCampaign({ ...campaign(kind, url, dir, ops, SEED + round, 10 * 60_000, disk?.dir), log: () => undefined });
+        if (r.anomalies.length > 0) {
+          // Keep what the checker read: the history, the upstream's ledger and the store.
+          const kept = join(out, `round-${kind}-${SEED + round}`);
+          writeFileSync(join(dir, 'anomalies.json'), `${JSON.stringify(r.anomalies, null, 2)}\n`);
+          if (db) await dumpTables(db.url, dir);
+          if (disk) cpSync(disk.dir, join(dir, 'store'), { recursive: true });
+          cpSync(dir, kept, { recursive: true });
+          console.log(JSON.stringify({ store: kind, round, kept }));
+        }
         total.operations += r.operations;
         total.incarnations += r.incarnations;
         total.upstreamRuns += r.upstreamRuns;
