@@ -102,17 +102,43 @@ describe('group commit on a better-sqlite3 file', () => {
 
   it('writes the outcomes that arrive together in fewer transactions, every caller answered, the chain intact', async () => {
     const { store, counts } = await open();
-    const reservations = CALLERS; // one transaction each, never grouped
     const results = await together(store, 'g');
     expect(results.map((r) => r.status)).toEqual(Array(CALLERS).fill('fulfilled'));
     expect(results.map((r) => (r as PromiseFulfilledResult<unknown>).value)).toEqual(Array.from({ length: CALLERS }, (_, i) => ({ refund: i })));
     expect(await states(store, 'g')).toEqual(Array(CALLERS).fill('committed'));
-    // The first outcome alone, the other seven in one group: each under its own savepoint.
-    expect(counts.transactions - reservations).toBeLessThan(CALLERS);
+    // The first reservation alone, the other seven in one group; the same for the outcomes: each under its own savepoint.
+    // Without group commit: 2 × CALLERS (the next test); with the reservations alone, CALLERS + 2.
+    expect(counts.transactions).toBeLessThanOrEqual(CALLERS);
     expect(counts.savepoints).toBeGreaterThanOrEqual(2);
     const receipts = await store.receipts();
     expect(receipts).toHaveLength(CALLERS);
     expect(verifyChain(receipts, await store.chainHead())).toMatchObject({ ok: true, verified: CALLERS });
+    await store.close();
+  });
+
+  it("the reservations that arrive together share a transaction too; one refused (its key taken) touches no other's", async () => {
+    const { store, counts } = await open();
+    const control = new Control({ policy: POLICY, store, logger: { warn: () => undefined } });
+    let ran = 0;
+    // Callers 0 and 1 propose the same payment: one key, reserved at most once.
+    const results = await Promise.allSettled(
+      Array.from({ length: CALLERS }, (_, i) =>
+        control.execute(createAction({ name: 'stripe.refund', arguments: { payment_id: `r_${Math.max(i, 1)}`, amount: 500 }, principal }), () => ({
+          refund: ++ran,
+        })),
+      ),
+    );
+    const refused = results.filter((r) => r.status === 'rejected');
+    expect(refused).toHaveLength(1);
+    expect((refused[0] as PromiseRejectedResult).reason).toMatchObject({ code: expect.stringMatching(/DUPLICATE/i) });
+    expect(ran).toBe(CALLERS - 1);
+    expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(CALLERS - 1);
+    // Seven reservations in one group: a savepoint each, far fewer transactions than one per reservation.
+    expect(counts.savepoints).toBeGreaterThanOrEqual(CALLERS - 1);
+    expect(counts.transactions).toBeLessThan(CALLERS);
+    const receipts = await store.receipts();
+    expect(receipts.filter((r) => r.result === 'committed')).toHaveLength(CALLERS - 1);
+    expect(verifyChain(receipts, await store.chainHead())).toMatchObject({ ok: true });
     await store.close();
   });
 

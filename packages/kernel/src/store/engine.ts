@@ -444,6 +444,13 @@ export class SqlEngine {
     fn: (tx: SqlExecutor, now: Date, run: WriteRun) => Promise<R | RaiseAfterCommit>,
     combined?: CombinedStep<R>,
     alone?: AloneStep<R>,
+    /**
+     * Joins a group (see {@link grouped}) even without a chained receipt, on a single connection
+     * only: there every write queues anyway, and a shared COMMIT only saves. Where connections are
+     * many (pg), such steps run side by side on the pool and the server flushes their COMMITs
+     * together itself; in the group they would queue (measured: 8 callers on pg, slower).
+     */
+    joinsGroup = false,
   ): Promise<R> {
     const trailing = checkTrailing(events);
     if (trailing === undefined) return this.write(what, fn);
@@ -492,8 +499,8 @@ export class SqlEngine {
       const first = alone === undefined || receipt === null ? null : await this.writing(what, () => alone(this.now(), fieldsOf, receipt));
       return first === null ? await inTransaction(null) : 'reissueAt' in first ? await inTransaction({ now: first.reissueAt }) : first;
     };
-    // An outcome with a chained receipt joins the outcomes that arrive with it (see {@link grouped}).
-    const out = receipt !== null && this.groupCommit ? await this.grouped<Trailed<R>>(what, solo, step) : await solo();
+    // An outcome with a chained receipt (or a step that asks to) joins the writes that arrive with it (see {@link grouped}).
+    const out = (receipt !== null || (joinsGroup && this.mutex !== null)) && this.groupCommit ? await this.grouped<Trailed<R>>(what, solo, step) : await solo();
     trailing.stored = out.events;
     if (out.receipt !== null) {
       trailing.storedReceipt = out.receipt;

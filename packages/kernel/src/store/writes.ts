@@ -657,6 +657,9 @@ export async function reserveForExecution(
           e.hint(record);
           return { value, events: stored, receipt: null };
         },
+    undefined,
+    // With several callers, one COMMIT per reservation was four in five of all COMMITs (an outcome's is shared): it joins the group too.
+    true,
   );
 }
 
