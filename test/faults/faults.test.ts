@@ -13,18 +13,31 @@ import { scaled } from '../support/load.js';
 import { describePg, freshDatabase } from '../support/pg-cluster.js';
 import { SLICE_OPS, campaign, type StoreKind } from './campaigns.js';
 import { mountSmallDisk } from './disk.js';
-import { runCampaign, type CampaignResult } from './harness.js';
+import { runCampaign, type CampaignResult, type ClientHost } from './harness.js';
+import { makeHosts, netnsUnavailable } from '../support/netns.js';
 
 const SCALE = Number(process.env['FAULTS_SCALE'] ?? 1);
 const SEED = Number(process.env['FAULTS_SEED'] ?? 33);
 /** Milliseconds a free core needs per operation here, generously (processes start, PGlite compiles). */
-const MS_PER_OP: Record<StoreKind, number> = { 'sqlite-processes': 60, 'sqlite-threads': 60, 'sqlite-full-disk': 60, pglite: 400, postgres: 80 };
+const MS_PER_OP: Record<StoreKind, number> = {
+  'sqlite-processes': 60,
+  'sqlite-threads': 60,
+  'sqlite-full-disk': 60,
+  pglite: 400,
+  postgres: 80,
+  'postgres-two-hosts': 100,
+};
 
-async function slice(kind: StoreKind, url: (dir: string) => string | Promise<string>, smallDisk?: string): Promise<CampaignResult> {
+async function slice(
+  kind: StoreKind,
+  url: (dir: string) => string | Promise<string>,
+  smallDisk?: string,
+  hosts?: readonly ClientHost[],
+): Promise<CampaignResult> {
   const dir = mkdtempSync(join(tmpdir(), `ctrlrun-faults-${kind}-`));
   try {
     const ops = Math.ceil(SLICE_OPS[kind] * SCALE);
-    const result = await runCampaign(campaign(kind, await url(dir), dir, ops, SEED, scaled(120_000), smallDisk));
+    const result = await runCampaign(campaign(kind, await url(dir), dir, ops, SEED, scaled(120_000), smallDisk, hosts));
     console.log(
       `[faults] ${kind}: ${JSON.stringify({ operations: result.operations, faults: result.faults, outcomes: result.outcomes, answersWithoutEvent: result.answersWithoutEvent, anomalies: result.anomalies.length })}`,
     );
@@ -90,5 +103,29 @@ describePg('fault harness, CI slice, PostgreSQL', (server) => {
       }
     },
     timeout('postgres'),
+  );
+  it(
+    'PostgreSQL server, clients on two hosts (network namespaces), one host partitioned mid-flight at a time',
+    async (ctx) => {
+      const why = netnsUnavailable();
+      if (why !== null) {
+        if (process.env['CI'] === 'true') throw new Error(`two hosts: ${why}`);
+        ctx.skip(`two hosts: ${why} (the single-host PostgreSQL slice above still runs)`);
+        return;
+      }
+      const db = await freshDatabase(server.url, 'faults_hosts');
+      const target = new URL(db.url);
+      const made = await makeHosts(2, { host: target.hostname, port: Number(target.port) });
+      try {
+        const hosts: ClientHost[] = made.hosts.map((h) => ({ name: h.name, prefix: made.prefix(h), url: h.route(db.url), cut: (ms) => made.cut(h, ms) }));
+        const result = await slice('postgres-two-hosts', () => db.url, undefined, hosts);
+        // Both hosts were cut off at some point, and both ran operations.
+        for (const h of hosts) expect(result.faults[`partition:${h.name}`] ?? 0, h.name).toBeGreaterThan(0);
+      } finally {
+        await made.close();
+        await db.drop();
+      }
+    },
+    timeout('postgres-two-hosts'),
   );
 });

@@ -69,6 +69,13 @@ export interface CampaignOptions {
    * nemesis fills to ENOSPC about every `everyMs` (mean), holds full for `forMs`, then frees.
    */
   readonly fullDisk?: { readonly dir: string; readonly everyMs: number; readonly forMs: number };
+  /**
+   * PostgreSQL on several "hosts" (test/support/netns.ts): client i runs on host i mod n — started
+   * with that host's command prefix (its network namespace), reaching the server by that host's
+   * URL — while the operator stays beside the server. The nemesis partitions one host, chosen at
+   * random, about every `everyMs` (mean) for `forMs`; the others run on.
+   */
+  readonly hosts?: { readonly list: readonly ClientHost[]; readonly everyMs: number; readonly forMs: number };
   readonly leaseMs: number;
   readonly answerWaitMs: number;
   /** A client that prints nothing and writes no history for this long is stalled: the run fails. */
@@ -76,6 +83,14 @@ export interface CampaignOptions {
   readonly seed: number;
   /** Progress, for long runs. */
   readonly log?: (line: string) => void;
+}
+
+/** Where a client runs: a command prefix that enters its host, the URL it uses there, and its partition. */
+export interface ClientHost {
+  readonly name: string;
+  readonly prefix: readonly string[];
+  readonly url: string;
+  cut(ms: number): Promise<void>;
 }
 
 export interface CampaignResult {
@@ -131,8 +146,9 @@ function launchThread(payload: WorkerPayload): Live {
   return { payload, thread: true, kill, ended };
 }
 
-function launch(payload: WorkerPayload): Live {
-  const child = spawn(process.execPath, [...NODE_FLAGS, WORKER], { stdio: ['pipe', 'pipe', 'pipe'] });
+function launch(payload: WorkerPayload, prefix: readonly string[] = []): Live {
+  const command = [...prefix, process.execPath, ...NODE_FLAGS, WORKER];
+  const child = spawn(command[0]!, command.slice(1), { stdio: ['pipe', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
   child.stdout.setEncoding('utf8').on('data', (c: string) => void (out += c));
@@ -189,7 +205,7 @@ export async function runCampaign(o: CampaignOptions): Promise<CampaignResult> {
   }
   const clientUrl = proxy ? proxy.route(o.url) : o.url;
   const filler = o.fullDisk ? join(o.fullDisk.dir, 'filler') : null;
-  if (o.fullDisk) nemesisOn = true;
+  if (o.fullDisk || o.hosts) nemesisOn = true;
   /** Runs `fn` about every `meanMs` (uniformly 0–2× the mean apart) while the timed nemeses are on. */
   const every = (meanMs: number, fn: () => Promise<void> | void): void => {
     const next = () => {
@@ -236,9 +252,18 @@ export async function runCampaign(o: CampaignOptions): Promise<CampaignResult> {
     });
   }
 
-  const base = (worker: string, role: WorkerPayload['role'], ops: number, seed: number): WorkerPayload => ({
+  if (o.hosts) {
+    const { list, everyMs, forMs } = o.hosts;
+    every(everyMs, async () => {
+      const host = list[Math.floor(Math.random() * list.length)]!;
+      await host.cut(forMs);
+      count(`partition:${host.name}`);
+    });
+  }
+
+  const base = (worker: string, role: WorkerPayload['role'], ops: number, seed: number, url = clientUrl): WorkerPayload => ({
     role,
-    url: clientUrl,
+    url,
     worker,
     seed,
     ops,
@@ -292,13 +317,13 @@ export async function runCampaign(o: CampaignOptions): Promise<CampaignResult> {
         )
       : null;
 
-  const runClient = async (name: string, ops: number, thread: boolean): Promise<void> => {
+  const runClient = async (name: string, ops: number, thread: boolean, host: ClientHost | null): Promise<void> => {
     let gen = 0;
     let left = ops;
     while (left > 0) {
       const worker = `${name}.${gen++}`;
-      const payload = base(worker, 'client', left, ++seed);
-      const l = thread ? launchThread(payload) : launch(payload);
+      const payload = base(worker, 'client', left, ++seed, host?.url);
+      const l = thread ? launchThread(payload) : launch(payload, host?.prefix);
       incarnations++;
       live.add(l);
       let end: 'done' | 'killed';
@@ -321,7 +346,8 @@ export async function runCampaign(o: CampaignOptions): Promise<CampaignResult> {
     await Promise.all(
       Array.from({ length: o.clients }, (_, i) => {
         const thread = i >= o.clients - threads;
-        return runClient(`${thread ? 't' : 'c'}${i}`, o.opsPerClient, thread);
+        const host = o.hosts && !thread ? o.hosts.list[i % o.hosts.list.length]! : null;
+        return runClient(`${thread ? 't' : 'c'}${i}${host ? `@${host.name}` : ''}`, o.opsPerClient, thread, host);
       }),
     );
   } finally {
