@@ -3,7 +3,10 @@
  * Node worker with a real counting upstream (spec 05 §4): `approvals_required: 2`, two operators
  * holding the control's role. The first operator's yes is recorded ("1 of 2 approvals: ana") and
  * the agent's retry does not run; the same operator's second yes is refused and says so; the
- * second operator's yes grants; the agent's retry runs once, and a repeat is refused.
+ * second operator's yes grants; the agent's retry runs once, and a repeat is refused. And the
+ * requester's own yes: riley proposes under the principal her operator credential is verified as
+ * (`operator` / `riley`); her yes and ana's reach two, and the run is refused at consumption
+ * (`approver_is_requester`) — nothing runs.
  */
 import { copyFile, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -24,6 +27,8 @@ interface Upstream {
 const AGENT = 'agent-token-for-two-person-rule';
 const ANA = 'operator-token-of-ana-two-person';
 const BO = 'operator-token-of-bo-two-person-';
+const RILEY_AGENT = 'agent-token-of-riley-herself-two-p';
+const RILEY = 'operator-token-of-riley-two-person';
 
 const POLICY = `schema: ctrlrun.policy/v6
 controls:
@@ -36,10 +41,10 @@ actions:
     decision: approve
 `;
 
-async function agentCall(url: string, body: unknown): Promise<{ status: number; json: Record<string, unknown> }> {
+async function agentCall(url: string, body: unknown, token = AGENT): Promise<{ status: number; json: Record<string, unknown> }> {
   const r = await fetch(`${url}/v1/actions`, {
     method: 'POST',
-    headers: { authorization: `Bearer ${AGENT}`, 'content-type': 'application/json' },
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
     body: JSON.stringify(body),
   });
   return { status: r.status, json: (await r.json()) as Record<string, unknown> };
@@ -70,16 +75,18 @@ executors:
 tokens:
   agents:
     - { token: { env: AGENT_TOKEN }, agent: billing-agent, user: riley }
+    - { token: { env: RILEY_AGENT_TOKEN }, agent: operator, user: riley }
   operators:
     - { token: { env: ANA_TOKEN }, operator: ana, roles: [finance] }
     - { token: { env: BO_TOKEN }, operator: bo, roles: [finance] }
+    - { token: { env: RILEY_TOKEN }, operator: riley, roles: [finance] }
 approvers:
   rolesClaim: roles
 demo: off
 `,
     );
     worker = await startNodeWorker({
-      env: { AGENT_TOKEN: AGENT, ANA_TOKEN: ANA, BO_TOKEN: BO, UPSTREAM_TOKEN: 'u' },
+      env: { AGENT_TOKEN: AGENT, ANA_TOKEN: ANA, BO_TOKEN: BO, RILEY_AGENT_TOKEN: RILEY_AGENT, RILEY_TOKEN: RILEY, UPSTREAM_TOKEN: 'u' },
       configPath: join(dir, 'worker.yaml'),
       port: 0,
       print: () => undefined,
@@ -158,6 +165,40 @@ demo: off
       expect([...ana.errors, ...bo.errors]).toEqual([]);
       await ana.context.close();
       await bo.context.close();
+    },
+    BROWSER_TEST_TIMEOUT,
+  );
+
+  it(
+    "the requester's own yes is refused: riley's yes and ana's reach two, and the run is refused approver_is_requester, nothing runs",
+    async () => {
+      const before = upstream.calls();
+      const refund = { name: 'billing.refund', arguments: { payment_id: 'pay_self', amount: 70000 } };
+      const asked = await agentCall(worker.url, refund, RILEY_AGENT);
+      expect(asked.status, JSON.stringify(asked.json)).toBe(202);
+      const requestId = String(asked.json['requestId']);
+
+      const riley = await signIn(RILEY);
+      await riley.page
+        .locator('article', { hasText: requestId })
+        .getByRole('button', { name: /^Approve/ })
+        .click();
+      await expect.poll(() => riley.page.getByRole('status').first().textContent()).toContain('1 of 2 approvals: riley');
+      const ana = await signIn(ANA);
+      await ana.page
+        .locator('article', { hasText: requestId })
+        .getByRole('button', { name: /^Approve/ })
+        .click();
+      await expect.poll(() => ana.page.getByRole('status').first().textContent()).toContain('Approved');
+
+      const run = await agentCall(worker.url, { ...refund, approvalId: requestId }, RILEY_AGENT);
+      expect(run.status, JSON.stringify(run.json)).toBe(409);
+      expect(JSON.stringify(run.json)).toMatch(/approver_is_requester/);
+      expect(JSON.stringify(run.json)).toMatch(/nobody approves their own action/);
+      expect(upstream.calls(), 'nothing ran').toBe(before);
+      expect([...riley.errors, ...ana.errors]).toEqual([]);
+      await riley.context.close();
+      await ana.context.close();
     },
     BROWSER_TEST_TIMEOUT,
   );
