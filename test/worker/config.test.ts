@@ -176,6 +176,44 @@ describe('the config document', () => {
     );
   });
 
+  it('operatorJwt: operators present JWTs of their own audience; their roles claim reaches the verified approver; an agent JWT never answers and an operator JWT never proposes', async () => {
+    const { SignJWT, exportSPKI, generateKeyPair } = await import('jose');
+    const keys = await generateKeyPair('ES256', { extractable: true });
+    const policy = 'schema: ctrlrun.policy/v2\nactions:\n  a.run:\n    decision: allow\n';
+    const idp = (audience: string, claims = '') =>
+      `  issuer: https://idp.example\n  audience: ${audience}\n  algorithms: [ES256]\n  publicKey: { env: JWT_KEY }\n  userClaim: sub\n${claims}`;
+    const config = `jwt:\n${idp('ctrlrun')}operatorJwt:\n${idp('ctrlrun-operators', '  claimNames: [roles]\n')}approvers:\n  rolesClaim: roles\n`;
+    const env = { ...ENV, JWT_KEY: await exportSPKI(keys.publicKey), CTRLRUN_POLICY: policy, CTRLRUN_CONFIG: config };
+    const s = await loadWorkerSettings(env, { generate: false });
+    const sign = (audience: string, subject: string, claims: Record<string, unknown> = {}) =>
+      new SignJWT(claims)
+        .setProtectedHeader({ alg: 'ES256', typ: 'JWT' })
+        .setIssuer('https://idp.example')
+        .setAudience(audience)
+        .setSubject(subject)
+        .setExpirationTime('5m')
+        .sign(keys.privateKey);
+    const as = async (token: string) => s.auth(new Request('http://x.invalid/', { headers: { authorization: `Bearer ${token}` } }));
+    expect(await as(await sign('ctrlrun-operators', 'ana', { roles: ['finance'] }))).toEqual({
+      role: 'operator',
+      operator: 'ana',
+      verified: { agent: 'ana', user: 'ana', issuer: 'https://idp.example', claims: { roles: ['finance'] } },
+    });
+    expect(await as(await sign('ctrlrun', 'refund-agent'))).toMatchObject({ role: 'agent', principal: { agent: 'refund-agent' } });
+    expect(s.operators).toContain('JWT from https://idp.example');
+    // The same issuer and audience for both would make one token both: refused.
+    await expect(loadWorkerSettings({ ...env, CTRLRUN_CONFIG: `jwt:\n${idp('ctrlrun')}operatorJwt:\n${idp('ctrlrun')}` }, { generate: false })).rejects.toThrow(
+      /operatorJwt: must differ from jwt: in audience or issuer/,
+    );
+    // Roles that could never arrive: refused at start, naming the claim.
+    await expect(
+      loadWorkerSettings({ ...env, CTRLRUN_CONFIG: `operatorJwt:\n${idp('ctrlrun-operators')}approvers:\n  rolesClaim: roles\n` }, { generate: false }),
+    ).rejects.toThrow(/operatorJwt\.claimNames: must include the roles claim "roles"/);
+    await expect(
+      loadWorkerSettings({ ...env, CTRLRUN_CONFIG: `operatorJwt:\n${idp('ctrlrun-operators').replace(/  publicKey.*\n/, '')}` }, { generate: false }),
+    ).rejects.toThrow(/operatorJwt: give exactly one of jwksUrl/);
+  });
+
   it('CTRLRUN_POLICY_FILE is read; actions that can run but have no executor are listed (never-run deny actions are not)', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'ctrlrun-policy-'));
     try {

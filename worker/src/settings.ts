@@ -32,6 +32,12 @@
  *   publicKey: { env: JWT_PUBLIC_KEY }  # or jwksUrl: https://…, or secret: { env: … }
  *   tokenType: jwt
  *   claimNames: [team]
+ * operatorJwt:                        # operators may present JWTs too: the same keys, another
+ *   issuer: https://idp.example       # audience (or issuer) than jwt:, so that no agent's token
+ *   audience: ctrlrun-operators       # is an operator's; the roles claim among its claimNames
+ *   algorithms: [ES256]
+ *   jwksUrl: https://idp.example/.well-known/jwks.json
+ *   claimNames: [roles]
  * environment: production
  * demo: off
  * cors: [https://app.example]
@@ -51,10 +57,10 @@
  * @module
  */
 import { parseDocument } from 'yaml';
-import { httpAnchorProvider, InvalidArgument, loadPolicy, maskUrl, type AnchorProvider, type Policy } from '@ctrlrun/kernel';
+import { httpAnchorProvider, InvalidArgument, loadPolicy, maskUrl, type AnchorProvider, type IdentityProvider, type Policy } from '@ctrlrun/kernel';
 import { ALIAS_PATTERN } from '@ctrlrun/mcp';
 import { TRY_IT_POLICY_YAML } from '@ctrlrun/kernel/try-it';
-import { anyOf, identityProviderAuth, staticTokens, type Authenticator, type StaticToken } from './auth.js';
+import { anyOf, identityProviderAuth, identityProviderOperators, staticTokens, type Authenticator, type StaticToken } from './auth.js';
 import type { CorsOptions, McpOptions } from './app.js';
 import { httpForwarder, type ActionExecutor, type HttpForwarderOptions } from './executors.js';
 import { envCorsOrigins, envDemo, envText, envToken, envTokens, type WorkerEnv } from './config.js';
@@ -113,6 +119,8 @@ export interface WorkerFileConfig {
     operators: { token: SecretRef; operator: string; roles: string[] | null }[];
   } | null;
   jwt: JwtDeclaration | null;
+  /** `operatorJwt:` — operators vouched for by JWTs (another audience or issuer than `jwt:`), or null. */
+  operatorJwt: JwtDeclaration | null;
   /** `approvers:` — how approvers are verified (the Control's `approvers` option), or null. */
   approvers: { rolesClaim: string | null } | null;
   environment: string | null;
@@ -122,7 +130,7 @@ export interface WorkerFileConfig {
   mcp: { upstreams: McpUpstreamDeclaration[] } | null;
 }
 
-const TOP_KEYS = ['policy', 'executors', 'tokens', 'jwt', 'environment', 'demo', 'cors', 'approvers', 'mcp'];
+const TOP_KEYS = ['policy', 'executors', 'tokens', 'jwt', 'operatorJwt', 'environment', 'demo', 'cors', 'approvers', 'mcp'];
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
 const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 /** Header names that carry credentials: their values must come from a variable. */
@@ -267,8 +275,7 @@ function parseExecutor(r: Reader, v: unknown, path: string): ExecutorDeclaration
   return { kind: 'http', url, method: method as 'POST' | 'PUT' | 'PATCH' | 'DELETE', headers, timeoutMs, notExecutedStatuses };
 }
 
-function parseJwt(r: Reader, v: unknown): JwtDeclaration {
-  const path = 'jwt';
+function parseJwt(r: Reader, v: unknown, path: 'jwt' | 'operatorJwt'): JwtDeclaration {
   const o = r.object(v, path, [
     'issuer',
     'audience',
@@ -379,12 +386,21 @@ export function parseWorkerConfig(text: string, source = 'config'): WorkerFileCo
   }
   const demo = top['demo'];
   if (demo !== undefined && typeof demo !== 'boolean' && demo !== 'on' && demo !== 'off') r.fail('demo', `must be on or off, got ${describe(demo)}`);
+  const jwt = top['jwt'] === undefined ? null : parseJwt(r, top['jwt'], 'jwt');
+  const operatorJwt = top['operatorJwt'] === undefined ? null : parseJwt(r, top['operatorJwt'], 'operatorJwt');
+  // One token must never be both: an agent's JWT answering approvals, or an operator's proposing.
+  if (jwt && operatorJwt && jwt.issuer === operatorJwt.issuer && jwt.audience === operatorJwt.audience)
+    r.fail(
+      'operatorJwt',
+      `must differ from jwt: in audience or issuer (both are ${JSON.stringify(jwt.issuer)} for ${JSON.stringify(jwt.audience)}), or an agent's token would be an operator's`,
+    );
   return {
     source,
     policy,
     executors,
     tokens,
-    jwt: top['jwt'] === undefined ? null : parseJwt(r, top['jwt']),
+    jwt,
+    operatorJwt,
     environment: r.optionalString(top['environment'], 'environment') ?? null,
     demo: demo === undefined ? null : demo === true || demo === 'on',
     cors: top['cors'] === undefined ? null : r.stringList(top['cors'], 'cors'),
@@ -618,23 +634,15 @@ export async function loadWorkerSettings(
   }
   let auth = staticTokens(tokens);
   const environment = file?.environment ?? null;
-  if (file?.jwt) {
-    const j = file.jwt;
-    const { createJwtIdentityProvider } = await import('@ctrlrun/kernel/jwt');
-    const provider = await createJwtIdentityProvider({
-      issuer: j.issuer,
-      audience: j.audience,
-      algorithms: j.algorithms,
-      tokenType: j.tokenType,
-      ...(j.jwksUrl !== undefined ? { jwksUrl: j.jwksUrl } : {}),
-      ...(j.publicKey !== undefined ? { publicKey: secretValue(env, j.publicKey, `${file.source}: jwt.publicKey`) } : {}),
-      ...(j.secret !== undefined ? { secret: secretValue(env, j.secret, `${file.source}: jwt.secret`) } : {}),
-      ...(j.agentClaim !== undefined ? { agentClaim: j.agentClaim } : {}),
-      ...(j.userClaim !== undefined ? { userClaim: j.userClaim } : {}),
-      ...(j.claimNames !== undefined ? { claimNames: j.claimNames } : {}),
-      ...(j.header !== undefined ? { header: j.header } : {}),
-    });
-    auth = anyOf(auth, identityProviderAuth(provider, { environment: environment ?? policy.environment ?? 'production' }));
+  const jwtEnvironment = { environment: environment ?? policy.environment ?? 'production' };
+  if (file?.jwt) auth = anyOf(auth, identityProviderAuth(await jwtProvider(env, file.jwt, `${file.source}: jwt`), jwtEnvironment));
+  if (file?.operatorJwt) {
+    const rolesClaim = file.approvers?.rolesClaim ?? null;
+    if (rolesClaim !== null && !(file.operatorJwt.claimNames ?? []).includes(rolesClaim))
+      throw new InvalidArgument(
+        `${file.source}: operatorJwt.claimNames: must include the roles claim ${JSON.stringify(rolesClaim)} (approvers.rolesClaim), or no operator would hold a role`,
+      );
+    auth = anyOf(auth, identityProviderOperators(await jwtProvider(env, file.operatorJwt, `${file.source}: operatorJwt`), jwtEnvironment));
   }
 
   const demo = envDemo(env) ?? file?.demo ?? builtIn;
@@ -651,7 +659,7 @@ export async function loadWorkerSettings(
     agents: tokens
       .flatMap((t) => (t.role === 'agent' ? [t.user ? `${t.agent} (user ${t.user})` : t.agent] : []))
       .concat(file?.jwt ? [`JWT from ${file.jwt.issuer}`] : []),
-    operators: tokens.flatMap((t) => (t.role === 'operator' ? [t.operator] : [])),
+    operators: tokens.flatMap((t) => (t.role === 'operator' ? [t.operator] : [])).concat(file?.operatorJwt ? [`JWT from ${file.operatorJwt.issuer}`] : []),
     generated,
     environment,
     demo,
@@ -691,4 +699,22 @@ export function settingsBanner(s: WorkerSettings, where: { url: string; store: s
   lines.push(`  try-it:   ${s.demo ? 'POST /v1/try-it/step' : 'off'}    CORS: ${s.cors ? s.cors.origins.join(', ') : 'off'}`);
   for (const g of s.generated) lines.push(`  ${g.variable}=${g.token}   (generated; set it to keep it)`);
   return lines.join('\n');
+}
+
+/** A kernel JWT identity provider for a `jwt:` or `operatorJwt:` declaration (`where` names it in messages). */
+async function jwtProvider(env: WorkerEnv, j: JwtDeclaration, where: string): Promise<IdentityProvider> {
+  const { createJwtIdentityProvider } = await import('@ctrlrun/kernel/jwt');
+  return createJwtIdentityProvider({
+    issuer: j.issuer,
+    audience: j.audience,
+    algorithms: j.algorithms,
+    tokenType: j.tokenType,
+    ...(j.jwksUrl !== undefined ? { jwksUrl: j.jwksUrl } : {}),
+    ...(j.publicKey !== undefined ? { publicKey: secretValue(env, j.publicKey, `${where}.publicKey`) } : {}),
+    ...(j.secret !== undefined ? { secret: secretValue(env, j.secret, `${where}.secret`) } : {}),
+    ...(j.agentClaim !== undefined ? { agentClaim: j.agentClaim } : {}),
+    ...(j.userClaim !== undefined ? { userClaim: j.userClaim } : {}),
+    ...(j.claimNames !== undefined ? { claimNames: j.claimNames } : {}),
+    ...(j.header !== undefined ? { header: j.header } : {}),
+  });
 }
