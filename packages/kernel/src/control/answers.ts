@@ -120,15 +120,26 @@ export async function delegate(ctx: ControlContext, parentId: string, grant: Gra
   try {
     planned = await authority.planDelegation(parentId, grant, { by, store: ctx.store, now: ctx.clock(), ids: ctx.ids, via });
   } catch (err) {
-    if (err instanceof IdentityError) {
-      await eventRaw(ctx, 'DELEGATION_REJECTED', null, null, null, { reason: 'principal_expired', parent_id: parentId });
-    } else if (err instanceof AuthorityEscalation) {
-      const data: JsonObject = { reason: err.reason, parent_id: parentId };
-      if (err.dimension !== null) data['dimension'] = err.dimension;
-      await eventRaw(ctx, 'DELEGATION_REJECTED', null, null, null, data);
-    }
+    await rejectedDelegation(ctx, parentId, err);
     throw err;
   }
+  await storeDelegation(ctx, planned);
+  return planned;
+}
+
+/**
+ * Records why a planned delegation beneath `parentId` was refused (`DELEGATION_REJECTED`), when
+ * `err` is a refusal of the plan: an expired creator, or an {@link AuthorityEscalation}.
+ */
+export async function rejectedDelegation(ctx: ControlContext, parentId: string, err: unknown): Promise<void> {
+  let data: JsonObject | null = null;
+  if (err instanceof IdentityError) data = { reason: 'principal_expired' };
+  else if (err instanceof AuthorityEscalation) data = { reason: err.reason, ...(err.dimension === null ? {} : { dimension: err.dimension }) };
+  if (data !== null) await eventRaw(ctx, 'DELEGATION_REJECTED', null, null, null, { ...data, parent_id: parentId });
+}
+
+/** Writes a planned delegation's row, then `DELEGATION_CREATED` (with `extra`, e.g. a break-glass reason). */
+export async function storeDelegation(ctx: ControlContext, planned: Delegation, extra: JsonObject = {}): Promise<void> {
   await ctx.store.putDelegation(delegationRecord(planned));
   await eventRaw(ctx, 'DELEGATION_CREATED', null, null, null, {
     delegation_id: planned.delegationId,
@@ -137,8 +148,8 @@ export async function delegate(ctx: ControlContext, parentId: string, grant: Gra
     created_by_agent: planned.createdBy.agent,
     created_by_user: planned.createdBy.user,
     created_via: planned.createdVia,
+    ...extra,
   });
-  return planned;
 }
 
 /**

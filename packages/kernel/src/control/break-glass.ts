@@ -11,9 +11,9 @@ import type { Delegation } from '../authority/authority.js';
 import type { Grant, GrantInput } from '../authority/grant.js';
 import { isPlainObject, type JsonObject } from '../canonical.js';
 import { AuthorityEscalation, IdentityError, InvalidArgument } from '../errors.js';
-import { requireAuthority } from './answers.js';
+import { rejectedDelegation, requireAuthority, storeDelegation } from './answers.js';
 import { eventRaw } from './evidence.js';
-import { type ControlContext, delegationRecord } from './pass.js';
+import type { ControlContext } from './pass.js';
 import { rolesOf, type VerifiedPrincipal } from './presented.js';
 import { quotedForMessage } from '../visible.js';
 
@@ -112,20 +112,10 @@ export async function breakGlass(ctx: ControlContext, envelopeId: string, grant:
       ...(options.ttl === undefined ? {} : { ttl: options.ttl }),
     });
   } catch (err) {
-    if (err instanceof IdentityError) await rejected({ reason: 'principal_expired' });
-    else if (err instanceof AuthorityEscalation) await rejected({ reason: err.reason, ...(err.dimension === null ? {} : { dimension: err.dimension }) });
+    await rejectedDelegation(ctx, envelopeId, err);
     throw err;
   }
-  await ctx.store.putDelegation(delegationRecord(planned));
-  await eventRaw(ctx, 'DELEGATION_CREATED', null, null, null, {
-    delegation_id: planned.delegationId,
-    parent_id: planned.parentId,
-    depth: planned.depth,
-    created_by_agent: planned.createdBy.agent,
-    created_by_user: planned.createdBy.user,
-    created_via: planned.createdVia,
-    reason,
-  });
+  await storeDelegation(ctx, planned, { reason });
   ctx.logger.warn(
     `[ctrlrun] break-glass ${planned.delegationId} opened beneath ${JSON.stringify(envelopeId)} by ${quotedForMessage(planned.createdBy.user ?? planned.createdBy.agent, 200)} until ${planned.grant.expiresAt}: ${quotedForMessage(reason, MAX_REASON)}`,
   );
