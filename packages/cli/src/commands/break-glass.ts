@@ -9,13 +9,12 @@
  * @module
  */
 import { resolve as resolvePath } from 'node:path';
-import { AuthorityEscalation, loadGrant } from '@ctrlrun/kernel';
 import type { FileControl } from '@ctrlrun/store-node';
 import { STORE_URL, type Command } from '../command.js';
 import { banner, operatorControl } from '../control.js';
 import { loadPolicyFile, policyPath, storeTarget } from '../discovery.js';
-import { CliRefusal, UsageError } from '../errors.js';
-import { readRegularFile } from '../files.js';
+import { UsageError } from '../errors.js';
+import { readGrantFile, refusingEscalation } from '../grant-file.js';
 import { stamp, stampOrNull } from '../format.js';
 import { JWT_OPTIONS } from '../jwt-options.js';
 import { openWriter } from '../stores.js';
@@ -77,25 +76,15 @@ export const breakGlass: Command = {
     const identity = (await verifiedIdentity(inv, { commands: 'break-glass open', who: 'who opens', action: 'ctrlrun.break-glass' }))!;
     const { policy } = loadPolicyFile(policyPath(io));
     banner(policy, err);
-    let grantText: string;
-    try {
-      grantText = readRegularFile(file);
-    } catch (e) {
-      throw new CliRefusal(`the grant file ${file} cannot be read: ${(e as Error).message}`);
-    }
-    const grant = loadGrant(grantText, { source: file });
+    const grant = readGrantFile(file);
     const target = storeTarget(io, values['store-url'] as string | undefined);
     const store = await openWriter(target);
     let control: FileControl | undefined;
     try {
       control = await operatorControl(io, policy, store, target, err, identity.approvers);
-      let d;
-      try {
-        d = await control.breakGlass(envelope, grant, { verified: identity.principal, reason, ...(ttl === undefined ? {} : { ttl }) });
-      } catch (e) {
-        if (e instanceof AuthorityEscalation) throw new CliRefusal(`${e.reason}${e.dimension ? ` (${e.dimension})` : ''}: ${e.message}`);
-        throw e;
-      }
+      const d = await refusingEscalation(() =>
+        control!.breakGlass(envelope, grant, { verified: identity.principal, reason, ...(ttl === undefined ? {} : { ttl }) }),
+      );
       if (values['json'] === true) {
         json(
           JSON.stringify({

@@ -6,14 +6,13 @@
  * @module
  */
 import { resolve as resolvePath } from 'node:path';
-import { AuthorityEscalation, loadGrant } from '@ctrlrun/kernel';
 import { evidenceTime, parseTime } from '@ctrlrun/kernel/store';
 import { STORE_URL, type Command } from '../command.js';
 import type { FileControl } from '@ctrlrun/store-node';
 import { banner, operatorControl, operatorName } from '../control.js';
 import { loadPolicyFile, policyPath, storeTarget } from '../discovery.js';
-import { CliRefusal, UsageError } from '../errors.js';
-import { readRegularFile } from '../files.js';
+import { UsageError } from '../errors.js';
+import { readGrantFile, refusingEscalation } from '../grant-file.js';
 import { hasUnsafe, stamp } from '../format.js';
 import { openWriter } from '../stores.js';
 
@@ -50,27 +49,13 @@ export const delegate: Command = {
     const by = parseAs(required(values, 'as'));
     const { policy } = loadPolicyFile(policyPath(io));
     banner(policy, err);
-    let grantText: string;
-    try {
-      grantText = readRegularFile(file);
-    } catch (e) {
-      throw new CliRefusal(`the grant file ${file} cannot be read: ${(e as Error).message}`);
-    }
-    const grant = loadGrant(grantText, { source: file });
+    const grant = readGrantFile(file);
     const target = storeTarget(io, values['store-url'] as string | undefined);
     const store = await openWriter(target);
     let control: FileControl | undefined;
     try {
       control = await operatorControl(io, policy, store, target, err);
-      let d;
-      try {
-        d = await control.delegate(parent, grant, { by, via: 'cli' });
-      } catch (e) {
-        if (e instanceof AuthorityEscalation) {
-          throw new CliRefusal(`${e.reason}${e.dimension ? ` (${e.dimension})` : ''}: ${e.message}`);
-        }
-        throw e;
-      }
+      const d = await refusingEscalation(() => control!.delegate(parent, grant, { by, via: 'cli' }));
       if (values['json'] === true) {
         json(
           JSON.stringify({
