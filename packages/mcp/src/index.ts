@@ -34,8 +34,6 @@ export {
   floatRefusal,
   MAX_DEPTH,
   spelledArguments,
-  unrepresentablePointer,
-  unrepresentableSpelling,
   type FloatArgumentHandler,
 } from './floats.js';
 export {
