@@ -29,13 +29,7 @@ export {
 export { GATEWAY_ERRORS, type GatewayErrorName, gatewayError, GatewayRefusal, refusalResult, REFUSAL_META_KEY } from './errors.js';
 export { createOperatorServer, type OperatorOptions, type OperatorIdentity, unreadableReceipt } from './operator.js';
 export { mcpFetchHandler, type FetchHandlerOptions } from './web.js';
-export {
-  floatArgumentPointer,
-  floatRefusal,
-  MAX_DEPTH,
-  spelledArguments,
-  type FloatArgumentHandler,
-} from './floats.js';
+export { floatArgumentPointer, floatRefusal, MAX_DEPTH, spelledArguments, type FloatArgumentHandler } from './floats.js';
 export {
   MIRRORED_HEADERS_REQUIRED_FROM,
   type ProtocolRefusal,
