@@ -10,9 +10,9 @@ import { createSqlJsStore } from '@ctrlrun/store-sqljs';
 import { describe, expect, it } from 'vitest';
 import { scaled } from '../support/load.js';
 import { BROKEN, brokenStore } from './broken.js';
-import { checkHistory, type AnomalyKind } from './checker.js';
+import { checkHistory, snapshot, type AnomalyKind } from './checker.js';
 import type { HistoryEntry, UpstreamRow } from './history.js';
-import { shrinkToArtifact, snapshot } from './model.js';
+import { shrinkToArtifact } from './model.js';
 import { faultControl, runOp } from './workload.js';
 
 const ARTIFACTS = join(import.meta.dirname, '..', '..', 'test-artifacts', 'faults');

@@ -9,7 +9,7 @@
  * empty list is a history consistent with the spec. Indeterminate operations (a client killed,
  * a transport error) are held only to what the store and the upstream recorded.
  */
-import { verifyChain, type ApprovalRecord, type ChainHead, type EffectRecord, type EventRecord, type ReceiptRow } from '@ctrlrun/kernel';
+import { verifyChain, type ApprovalRecord, type ChainHead, type EffectRecord, type EventRecord, type ReceiptRow, type StateStore } from '@ctrlrun/kernel';
 import type { Answer, Complete, HistoryEntry, Invoke, Outcome, Start, UpstreamRow } from './history.js';
 
 /** What the store holds after the run (read through the public `StateStore` API). */
@@ -19,6 +19,17 @@ export interface StoreSnapshot {
   readonly head: ChainHead | null;
   readonly effects: readonly EffectRecord[];
   readonly approvals: readonly ApprovalRecord[];
+}
+
+/** Reads everything the checker needs through the public store API. */
+export async function snapshot(store: StateStore): Promise<StoreSnapshot> {
+  return {
+    events: await store.events(),
+    receipts: await store.receipts(),
+    head: await store.chainHead(),
+    effects: await store.listEffects(),
+    approvals: await store.listApprovals(),
+  };
 }
 
 export type AnomalyKind =

@@ -2,7 +2,8 @@
  * The CI slice of the fault harness (issue 33): per store, clients in OS processes run a random
  * mix (allowed, approval-band with an operator granting and denying, duplicates, lost replies,
  * wrong and reused approvals) while the nemesis SIGKILLs them at random points and clocks jump
- * (and, on PostgreSQL, a TCP proxy loses COMMITs both ways and cuts connections);
+ * (and, on PostgreSQL, a TCP proxy loses COMMITs both ways and cuts connections; on the Durable
+ * Object store in workerd, the object and workerd itself are restarted mid-operation);
  * the history checker must find nothing. `npm run soak` runs the same at length.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -13,11 +14,14 @@ import { scaled } from '../support/load.js';
 import { describePg, freshDatabase } from '../support/pg-cluster.js';
 import { SLICE_OPS, campaign, type StoreKind } from './campaigns.js';
 import { mountSmallDisk } from './disk.js';
+import { durableObjectCampaign, runDurableObjectCampaign } from './durable-object.js';
 import { runCampaign, type CampaignResult, type ClientHost } from './harness.js';
 import { makeHosts, netnsUnavailable } from '../support/netns.js';
 
 const SCALE = Number(process.env['FAULTS_SCALE'] ?? 1);
 const SEED = Number(process.env['FAULTS_SEED'] ?? 33);
+/** CI-slice operations on the Durable Object store at scale 1. */
+const DURABLE_OBJECT_OPS = 600;
 /** Milliseconds a free core needs per operation here, generously (processes start, PGlite compiles). */
 const MS_PER_OP: Record<StoreKind, number> = {
   'sqlite-processes': 60,
@@ -89,6 +93,27 @@ describe('fault harness, CI slice', () => {
     timeout('sqlite-full-disk'),
   );
   it('PGlite directory, one process killed and restarted', () => slice('pglite', (dir) => `pglite:${join(dir, 'pgdata')}`), timeout('pglite'));
+  it(
+    'Durable Object store in workerd, the object and workerd restarted mid-operation',
+    async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'ctrlrun-faults-durable-object-'));
+      try {
+        const r = await runDurableObjectCampaign(durableObjectCampaign(dir, Math.ceil(DURABLE_OBJECT_OPS * SCALE), SEED));
+        console.log(
+          `[faults] durable-object: ${JSON.stringify({ operations: r.operations, faults: r.faults, outcomes: r.outcomes, answersWithoutEvent: r.answersWithoutEvent, anomalies: r.anomalies.length })}`,
+        );
+        expect(r.anomalies, JSON.stringify(r.anomalies.slice(0, 20), null, 2)).toEqual([]);
+        expect(r.operations).toBeGreaterThanOrEqual(DURABLE_OBJECT_OPS * SCALE * 0.9);
+        for (const outcome of ['committed', 'duplicate', 'ambiguous', 'approval-required']) expect(r.outcomes[outcome] ?? 0, outcome).toBeGreaterThan(0);
+        // The object was restarted (on the nemesis's order or at an operation's point) and cut operations in flight.
+        expect(Object.entries(r.faults).some(([f, n]) => f.startsWith('restart:') && n > 0)).toBe(true);
+        expect(r.outcomes['indeterminate'] ?? 0).toBeGreaterThan(0);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    },
+    scaled(30_000 + DURABLE_OBJECT_OPS * SCALE * 100),
+  );
 });
 
 describePg('fault harness, CI slice, PostgreSQL', (server) => {

@@ -18,9 +18,8 @@ import Database from 'better-sqlite3';
 import { startCommitProxy, type CommitProxy } from '../lost-commit/commit-proxy.js';
 import { fillDisk } from './disk.js';
 import { stallTimer } from '../support/load.js';
-import { answersWithoutEvent, checkHistory, tally, type Anomaly } from './checker.js';
+import { answersWithoutEvent, checkHistory, snapshot, tally, type Anomaly } from './checker.js';
 import { parseLines, type HistoryEntry, type UpstreamRow } from './history.js';
-import { snapshot } from './model.js';
 import type { WorkerPayload } from './worker.js';
 import { faultControl, runOp } from './workload.js';
 

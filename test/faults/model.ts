@@ -9,7 +9,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { StateStore } from '@ctrlrun/kernel';
 import fc from 'fast-check';
-import { checkHistory, type Anomaly, type StoreSnapshot } from './checker.js';
+import { checkHistory, snapshot, type Anomaly } from './checker.js';
 import type { Behaviour, HistoryEntry, OpKind, UpstreamRow } from './history.js';
 import { answer, faultControl, runOp, type OpContext } from './workload.js';
 
@@ -29,17 +29,6 @@ interface Real {
 /** fast-check's model: the requests seen (commands only need their count to pick one). */
 interface Model {
   requests: number;
-}
-
-/** Reads everything the checker needs through the public store API. */
-export async function snapshot(store: StateStore): Promise<StoreSnapshot> {
-  return {
-    events: await store.events(),
-    receipts: await store.receipts(),
-    head: await store.chainHead(),
-    effects: await store.listEffects(),
-    approvals: await store.listApprovals(),
-  };
 }
 
 /** Thrown after a command when the history so far is not consistent: names every anomaly. */

@@ -18,11 +18,12 @@ import pg from 'pg';
 import { freshDatabase, startCluster, type PgCluster } from '../support/pg-cluster.js';
 import { campaign, type StoreKind } from './campaigns.js';
 import { mountSmallDisk } from './disk.js';
+import { durableObjectCampaign, runDurableObjectCampaign } from './durable-object.js';
 import { runCampaign, type CampaignResult } from './harness.js';
 
 const OPS = Number(process.env['FAULTS_OPS'] ?? 100_000);
 const SEED = Number(process.env['FAULTS_SEED'] ?? Date.now() % 1_000_000);
-const STORES = (process.env['FAULTS_STORES'] ?? 'sqlite-processes,postgres,pglite').split(',') as StoreKind[];
+const STORES = (process.env['FAULTS_STORES'] ?? 'sqlite-processes,postgres,pglite,durable-object').split(',') as (StoreKind | 'durable-object')[];
 /** Each campaign runs in rounds of this many operations (a fresh store each), so histories stay a size the checker reads quickly. */
 const ROUND = Number(process.env['FAULTS_ROUND'] ?? 5000);
 /** Per store, no new round starts after this many minutes (0: no limit): the figures say how far it got. */
@@ -80,9 +81,18 @@ try {
       const disk = kind === 'sqlite-full-disk' ? mountSmallDisk(64) : null;
       if (disk && 'skip' in disk) throw new Error(`sqlite-full-disk: ${disk.skip}`);
       const storeDir = disk ? disk.dir : dir;
-      const url = kind.startsWith('sqlite-') ? `sqlite:${join(storeDir, 'store.db')}` : kind === 'pglite' ? `pglite:${join(dir, 'pgdata')}` : db!.url;
+      const url = kind.startsWith('sqlite-')
+        ? `sqlite:${join(storeDir, 'store.db')}`
+        : kind === 'pglite'
+          ? `pglite:${join(dir, 'pgdata')}`
+          : kind === 'durable-object'
+            ? ''
+            : db!.url;
       try {
-        const r = await runCampaign({ ...campaign(kind, url, dir, ops, SEED + round, 10 * 60_000, disk?.dir), log: () => undefined });
+        const r =
+          kind === 'durable-object'
+            ? await runDurableObjectCampaign(durableObjectCampaign(dir, ops, SEED + round))
+            : await runCampaign({ ...campaign(kind, url, dir, ops, SEED + round, 10 * 60_000, disk?.dir), log: () => undefined });
         if (r.anomalies.length > 0) {
           // Keep what the checker read: the history, the upstream's ledger and the store.
           const kept = join(out, `round-${kind}-${SEED + round}`);

@@ -10,8 +10,8 @@ import { appendFileSync } from 'node:fs';
 import { isMainThread, parentPort, workerData } from 'node:worker_threads';
 import type { Clock, StateStore } from '@ctrlrun/kernel';
 import Database from 'better-sqlite3';
-import type { Behaviour, HistoryEntry, OpKind } from './history.js';
-import { answer, faultControl, runOp, type ExecutorPoint, type OpContext } from './workload.js';
+import type { HistoryEntry } from './history.js';
+import { answer, faultControl, prng, runClient, runOp, type ExecutorPoint, type KillPoint, type OpContext } from './workload.js';
 
 export interface WorkerPayload {
   readonly role: 'client' | 'operator';
@@ -37,22 +37,6 @@ export interface WorkerPayload {
   readonly leaseMs: number;
   /** How long an approval-band call waits for the operator's answer before giving up. */
   readonly answerWaitMs: number;
-}
-
-/** Kill points the nemesis picks from (each a place the spec must survive). */
-export const KILL_POINTS = ['before-remote', 'after-remote', 'after-reserve', 'in-commit'] as const;
-export type KillPoint = (typeof KILL_POINTS)[number];
-
-/** A small seeded PRNG (mulberry32): the run is replayable from its seeds. */
-export function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 function die(point: KillPoint, record: (e: HistoryEntry) => void, worker: string): never {
@@ -151,62 +135,34 @@ async function client(p: WorkerPayload): Promise<void> {
   const ledger = new Database(p.ledgerFile, { timeout: 60_000 });
   ledger.pragma('journal_mode = WAL');
   const insert = ledger.prepare('INSERT INTO ledger (effect_key, action_id, op) VALUES (?, ?, ?)');
+  const control = faultControl(store, { clock, lease: p.leaseMs });
   const ctx: OpContext = {
-    control: faultControl(store, { clock, lease: p.leaseMs }),
+    control,
     upstream: { run: (row) => void insert.run(row.effectKey, row.actionId, row.op) },
     record,
     atExecutor: (point: ExecutorPoint) => {
       if (armed === point) kill(point);
     },
   };
-  let n = 0;
-  const pickBehaviour = (): Behaviour => {
-    const r = rand();
-    return r < 0.8 ? 'ok' : r < 0.9 ? 'not-sent' : 'lost-reply';
-  };
-  const pickRef = () => `ref-${Math.floor(rand() * p.refs)}`;
-  const nextOp = () => `${p.worker}/${n++}`;
-  const loop = async () => {
-    while (n < p.ops) {
-      if (rand() < p.jumpRate) {
-        const jump = Math.round((rand() * 2 - 1) * p.maxJumpMs);
-        offset += jump;
-        record({ t: 'fault', worker: p.worker, fault: jump >= 0 ? 'clock-jump:forward' : 'clock-jump:back' });
-      }
-      armed = rand() < p.killRate ? KILL_POINTS[Math.floor(rand() * KILL_POINTS.length)]! : null;
-      const r = rand();
-      const kind: OpKind = r < 0.6 ? 'allow' : r < 0.93 ? 'approve' : 'deny';
-      const ref = pickRef();
-      const first = await runOp(ctx, { op: nextOp(), worker: p.worker, kind, ref, approvalId: null, behaviour: pickBehaviour() });
-      if (first.outcome === 'ambiguous' && rand() < 0.5) {
-        // The client retries after a lost reply: the key's outcome is unknown, so it is refused.
-        await runOp(ctx, { op: nextOp(), worker: p.worker, kind, ref, approvalId: null, behaviour: 'ok' });
-      }
-      if (first.outcome !== 'approval-required' || first.requestId === null) continue;
-      const deadline = Date.now() + p.answerWaitMs;
-      let status = 'pending';
-      while (status === 'pending' && Date.now() < deadline) {
-        await new Promise((res) => setTimeout(res, 10 + rand() * 30));
-        const requestId = first.requestId;
-        status = await tolerant(async () => (await store.getApproval(requestId))?.status ?? 'missing', 'pending');
-      }
-      if (status === 'pending') continue;
-      // Present it (granted: runs once; denied: refused), sometimes twice, sometimes by another action.
-      const wrong = rand() < 0.1;
-      await runOp(ctx, {
-        op: nextOp(),
-        worker: p.worker,
-        kind: 'approve',
-        ref: wrong ? pickRef() : ref,
-        approvalId: first.requestId,
-        behaviour: pickBehaviour(),
-      });
-      if (rand() < 0.2) await runOp(ctx, { op: nextOp(), worker: p.worker, kind: 'approve', ref, approvalId: first.requestId, behaviour: 'ok' });
-    }
-  };
+  const clients = runClient({
+    worker: p.worker,
+    rand,
+    ops: p.ops,
+    concurrency: p.concurrency,
+    refs: p.refs,
+    killRate: p.killRate,
+    jumpRate: p.jumpRate,
+    maxJumpMs: p.maxJumpMs,
+    answerWaitMs: p.answerWaitMs,
+    record,
+    jump: (ms) => void (offset += ms),
+    arm: (point) => void (armed = point),
+    run: (spec) => runOp(ctx, spec),
+    status: (requestId) => tolerant(async () => (await store.getApproval(requestId))?.status ?? 'missing', 'pending'),
+  });
   let clientsDone = false;
   const embedded = p.embeddedOperator ? operate(store, { ...p, worker: `${p.worker}-operator` }, () => clientsDone) : Promise.resolve();
-  await Promise.all(Array.from({ length: p.concurrency }, loop));
+  await clients;
   clientsDone = true;
   await embedded;
   ledger.close();

@@ -57,6 +57,11 @@ export interface OpContext {
   readonly record: (entry: HistoryEntry) => void;
   /** Called at each executor point; a fault run kills the process there. */
   readonly atExecutor?: (point: ExecutorPoint) => void | Promise<void>;
+  /**
+   * Awaited right after the invocation is recorded, before the kernel is called: a client whose
+   * `record` is not durable at once (the Durable Object's, sent to the harness) makes it so here.
+   */
+  readonly flush?: () => Promise<void>;
 }
 
 /** How it ended, and the request id `ApprovalRequired` named. */
@@ -109,6 +114,7 @@ export async function runOp(ctx: OpContext, spec: OpSpec): Promise<OpResult> {
     approvalId: spec.approvalId,
     behaviour: spec.behaviour,
   });
+  await ctx.flush?.();
   let started = false;
   try {
     await ctx.control.execute(
@@ -144,4 +150,92 @@ export async function answer(ctx: Pick<OpContext, 'control' | 'record'>, op: str
     const e = err as { name?: unknown; reason?: unknown };
     ctx.record({ t: 'answer', op, requestId, answer: 'refused', error: `${String(e.name)}:${String(e.reason ?? '')}` });
   }
+}
+
+/** Kill points the nemesis picks from (each a place the spec must survive). */
+export const KILL_POINTS = ['before-remote', 'after-remote', 'after-reserve', 'in-commit'] as const;
+export type KillPoint = (typeof KILL_POINTS)[number];
+
+/** A small seeded PRNG (mulberry32): the run is replayable from its seeds. */
+export function prng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** One client's mix, wherever its operations run (a process, a thread, a Durable Object). */
+export interface ClientMix {
+  readonly worker: string;
+  readonly rand: () => number;
+  /** Operations to invoke, over `concurrency` loops. */
+  readonly ops: number;
+  readonly concurrency: number;
+  /** Refs are drawn from `ref-0 … ref-<refs-1>`, shared by every client, so keys collide. */
+  readonly refs: number;
+  readonly killRate: number;
+  readonly jumpRate: number;
+  readonly maxJumpMs: number;
+  /** How long an approval-band call waits for the operator's answer before giving up. */
+  readonly answerWaitMs: number;
+  readonly record: (entry: HistoryEntry) => void;
+  /** Moves the client's clock by `ms`. */
+  jump(ms: number): void | Promise<void>;
+  /** Arms the nemesis for the next operation (null: none). */
+  arm(point: KillPoint | null): void;
+  /** Runs one operation (see {@link runOp}). */
+  run(spec: OpSpec): Promise<OpResult>;
+  /** A request's status (`pending` while unanswered or unreadable). */
+  status(requestId: string): Promise<string>;
+}
+
+/**
+ * The client's loop: allowed, approval-band and denied calls on colliding refs, with every
+ * behaviour of the remote; a retry after a lost reply; an answered request presented (sometimes
+ * twice, sometimes by another action).
+ */
+export async function runClient(m: ClientMix): Promise<void> {
+  const { rand } = m;
+  let n = 0;
+  const pickBehaviour = (): Behaviour => {
+    const r = rand();
+    return r < 0.8 ? 'ok' : r < 0.9 ? 'not-sent' : 'lost-reply';
+  };
+  const pickRef = () => `ref-${Math.floor(rand() * m.refs)}`;
+  const nextOp = () => `${m.worker}/${n++}`;
+  const loop = async () => {
+    while (n < m.ops) {
+      if (rand() < m.jumpRate) {
+        const jump = Math.round((rand() * 2 - 1) * m.maxJumpMs);
+        await m.jump(jump);
+        m.record({ t: 'fault', worker: m.worker, fault: jump >= 0 ? 'clock-jump:forward' : 'clock-jump:back' });
+      }
+      m.arm(rand() < m.killRate ? KILL_POINTS[Math.floor(rand() * KILL_POINTS.length)]! : null);
+      const r = rand();
+      const kind: OpKind = r < 0.6 ? 'allow' : r < 0.93 ? 'approve' : 'deny';
+      const ref = pickRef();
+      const first = await m.run({ op: nextOp(), worker: m.worker, kind, ref, approvalId: null, behaviour: pickBehaviour() });
+      if (first.outcome === 'ambiguous' && rand() < 0.5) {
+        // The client retries after a lost reply: the key's outcome is unknown, so it is refused.
+        await m.run({ op: nextOp(), worker: m.worker, kind, ref, approvalId: null, behaviour: 'ok' });
+      }
+      if (first.outcome !== 'approval-required' || first.requestId === null) continue;
+      const deadline = Date.now() + m.answerWaitMs;
+      let status = 'pending';
+      while (status === 'pending' && Date.now() < deadline) {
+        await new Promise((res) => setTimeout(res, 10 + rand() * 30));
+        status = await m.status(first.requestId);
+      }
+      if (status === 'pending') continue;
+      // Present it (granted: runs once; denied: refused), sometimes twice, sometimes by another action.
+      const wrong = rand() < 0.1;
+      await m.run({ op: nextOp(), worker: m.worker, kind: 'approve', ref: wrong ? pickRef() : ref, approvalId: first.requestId, behaviour: pickBehaviour() });
+      if (rand() < 0.2) await m.run({ op: nextOp(), worker: m.worker, kind: 'approve', ref, approvalId: first.requestId, behaviour: 'ok' });
+    }
+  };
+  await Promise.all(Array.from({ length: m.concurrency }, loop));
 }
