@@ -48,15 +48,21 @@ async function startCollector(): Promise<{ url: string; history: HistoryEntry[];
     return text;
   };
   const server = createServer((req, res) => {
-    void read(req).then((text) => {
-      if (req.url === '/history') for (const line of text.split('\n')) history.push(JSON.parse(line) as HistoryEntry);
-      else if (req.url === '/ledger') ledger.push(JSON.parse(text) as UpstreamRow);
-      else {
-        res.writeHead(404).end();
-        return;
-      }
-      res.writeHead(204).end();
-    });
+    read(req).then(
+      (text) => {
+        // Parsed whole before any of it is kept: a request is taken entirely or not at all.
+        if (req.url === '/history') history.push(...text.split('\n').map((line) => JSON.parse(line) as HistoryEntry));
+        else if (req.url === '/ledger') ledger.push(JSON.parse(text) as UpstreamRow);
+        else {
+          res.writeHead(404).end();
+          return;
+        }
+        res.writeHead(204).end();
+      },
+      // A restart cut the request off while it was being sent: nothing of it is kept, and the
+      // object, which awaits the answer before going on, went no further.
+      () => res.destroy(),
+    );
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, history, ledger, server };
