@@ -177,11 +177,14 @@ beforeAll(async () => {
 
 interface Loss {
   /** `land`: COMMIT happens, the reply is lost. `drop`: COMMIT never arrives (rolled back). */
-  mode: 'land' | 'drop';
+  /** `late`: not applied at COMMIT; applied right after the re-read has looked (a COMMIT still on its way). */
+  mode: 'land' | 'drop' | 'late';
   /** Only transactions whose statements match. */
   when: RegExp;
   /** How many matching transactions lose their COMMIT (default 1). */
   times?: number;
+  /** `late`: what lands after the re-read instead of our own write (another writer's). */
+  lateWrite?: (raw: SqlExecutor) => Promise<void>;
   /** Runs after the loss and before the caller hears of it: another writer's turn. */
   interlude?: (raw: SqlExecutor) => Promise<void>;
 }
@@ -198,6 +201,8 @@ class LossyDriver implements SqlDriver {
   transactions = 0;
   rereads = 0;
   rereadFails = false;
+  /** A `late` loss's write, applied after the next re-read. */
+  late: (() => Promise<unknown>) | null = null;
   constructor(readonly inner: SqlJsDriver) {}
   query: SqlDriver['query'] = (sql, params) => this.inner.query(sql, params);
   exec: SqlDriver['exec'] = (sql) => this.inner.exec(sql);
@@ -214,7 +219,8 @@ class LossyDriver implements SqlDriver {
       result = await this.inner.transaction(async (tx) => {
         result = await fn(watch(tx));
         hit = loss !== null && seen.some((s) => loss.when.test(s));
-        if (hit && loss!.mode === 'drop') throw ROLL_BACK;
+        if (hit && loss!.mode === 'late') this.late = () => (loss!.lateWrite ? loss!.lateWrite(this.inner) : this.inner.transaction(fn));
+        if (hit && loss!.mode !== 'land') throw ROLL_BACK;
         return result;
       });
     } catch (err) {
@@ -230,7 +236,11 @@ class LossyDriver implements SqlDriver {
   async reread<T>(fn: (ex: SqlExecutor) => Promise<T>): Promise<T> {
     this.rereads++;
     if (this.rereadFails) throw new Error('connect ECONNREFUSED (the fresh connection was refused)');
-    return fn(this.inner);
+    const found = await fn(this.inner);
+    const late = this.late;
+    this.late = null;
+    await late?.();
+    return found;
   }
 }
 
@@ -288,6 +298,29 @@ describe('SqlStateStore settles a lost COMMIT by a re-read (scripted driver)', (
       leaseExpiresAt: r.leaseExpiresAt,
       createdAt: '2026-01-01T12:00:00+00:00',
     });
+  });
+
+  it('a1.row2.reinsert, then a1.row1.ours: the INSERT landed after the re-read looked — the re-issue meets our own row, and the reservation stands', async () => {
+    const { driver, store, branches } = await lossyStore();
+    driver.loss = { mode: 'late', when: INSERT_EFFECT };
+    const r = await store.reserveEffect('refund:late', 'act_a', LEASE);
+    expect(r).toMatchObject({ effectKey: 'refund:late', actionId: 'act_a', attempt: 1 });
+    expect(branches()).toEqual([INSERT_LOST_REISSUE, INSERT_LANDED]);
+    expect(await store.getEffect('refund:late')).toMatchObject({ state: 'reserved', actionId: 'act_a', leaseExpiresAt: r.leaseExpiresAt });
+  });
+
+  it("a re-issue refused by another worker's row is refused still: the second re-read finds it not ours", async () => {
+    const { driver, store, branches } = await lossyStore();
+    // Ours never lands; another worker's row appears right after the re-read looked.
+    driver.loss = {
+      mode: 'late',
+      when: INSERT_EFFECT,
+      lateWrite: (raw) => theirRow(raw, 'refund:theirs', { actionId: 'act_b', state: 'executing', leaseExpiresAt: '2099-01-01T00:00:00+00:00' }),
+    };
+    const err = await store.reserveEffect('refund:theirs', 'act_a', LEASE).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(DuplicateEffect);
+    expect(branches()).toEqual([INSERT_LOST_REISSUE]);
+    expect(await store.getEffect('refund:theirs')).toMatchObject({ actionId: 'act_b' });
   });
 
   it('a1.row2.reinsert re-issues the whole operation: approval consumption included', async () => {
@@ -464,6 +497,20 @@ describe('an edit-then-approve whose COMMIT was lost (scripted driver)', () => {
     await store.editApproval(write, events);
     expect(branches()).toEqual(['edit.reissue']);
     expect(driver.transactions).toBe(2);
+    expect((await store.getApproval('apr_e'))!.status).toBe('granted');
+    expect((await store.events()).filter((e) => e.approvalId === 'apr_e')).toHaveLength(1);
+  });
+
+  it('edit.reissue, then edit.landed: the edit landed after the re-read looked — the re-issue is refused, and the late edit stands, its events once', async () => {
+    const { driver, store, branches } = await lossyStore();
+    const { edited, write } = await pendingRequest(store);
+    driver.loss = { mode: 'late', when: INSERT_APPROVAL };
+    const events = {
+      drafts: () => [{ ts: T0.toISOString(), type: 'APPROVAL_GRANTED' as const, actionId: null, effectKey: null, approvalId: 'apr_e', data: {} }],
+    };
+    const r = await store.editApproval(write, events);
+    expect(r.approved).toMatchObject({ approvalId: 'apr_e', actionHash: edited.actionHash, approver: 'alice' });
+    expect(branches()).toEqual(['edit.reissue', 'edit.landed']);
     expect((await store.getApproval('apr_e'))!.status).toBe('granted');
     expect((await store.events()).filter((e) => e.approvalId === 'apr_e')).toHaveLength(1);
   });

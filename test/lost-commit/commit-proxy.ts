@@ -12,6 +12,8 @@
  *   is closed (the backend rolls back), then the client is cut.
  * - `land` ("landed", T155/T155b): the COMMIT is forwarded; when the server answers, the answer is
  *   withheld and the client is cut before it sees `CommandComplete`.
+ * - `late` (landed after the re-read): the client is cut at once and the COMMIT held, its
+ *   transaction open on the server, until the plan says to forward it.
  *
  * An `interlude` runs after the server side is settled and before the client is cut (another
  * writer's turn, deterministically). `refuseConnections(n)` refuses the next n connections (T156).
@@ -24,7 +26,14 @@ import { connect, createServer, type Server, type Socket } from 'node:net';
 
 /** What to do with the next matching COMMIT. */
 export interface CommitPlan {
-  mode: 'drop' | 'land';
+  /**
+   * `late`: the client is cut at once, the COMMIT held; it reaches the server only when `landAfter`
+   * resolves (its transaction open meanwhile, its locks held): a COMMIT that was on its way when
+   * the client's re-read looked, and landed after it.
+   */
+  mode: 'drop' | 'land' | 'late';
+  /** `late` only: when the held COMMIT is forwarded (its answer then swallowed, the server side closed). */
+  landAfter?: Promise<void>;
   /** Only a transaction with a statement matching this (default: any transaction). */
   when?: RegExp;
   /** Runs after the server side is settled, before the client is cut. */
@@ -105,7 +114,11 @@ export async function startCommitProxy(target: { host: string; port: number }): 
     let held = false;
     /** Set once a plan has taken this connection over: from then on the plan alone cuts the client. */
     let dead = false;
-    client.on('close', () => upstream.destroy());
+    /** `late`: the server side outlives the client's, until the held COMMIT has gone through. */
+    let outlive = false;
+    client.on('close', () => {
+      if (!outlive) upstream.destroy();
+    });
     upstream.on('error', () => undefined);
     upstream.on('close', () => {
       if (!dead) client.destroy();
@@ -146,6 +159,13 @@ export async function startCommitProxy(target: { host: string; port: number }): 
       if (plan.mode === 'drop') {
         upstream.destroy();
         void cut(plan, fire);
+      } else if (plan.mode === 'late') {
+        outlive = true;
+        const commit = Buffer.from(pending.subarray(offset, offset + 1 + len));
+        withhold = () => upstream.destroy();
+        void cut(plan, fire)
+          .then(() => plan.landAfter)
+          .then(() => upstream.write(commit));
       } else {
         withhold = () => {
           upstream.destroy();

@@ -201,6 +201,49 @@ for (const prepare of [false, true])
           ]);
         });
 
+    /** A COMMIT held until the re-read has looked (its branch logged), then let through: it lands while the re-issue waits on its row. */
+    function lateCommit(s: { branches(): unknown[] }, after: string, when: RegExp): Promise<string[]> {
+      let land!: () => void;
+      const landAfter = new Promise<void>((resolve) => (land = resolve));
+      void (async () => {
+        while (!s.branches().includes(after)) await new Promise((r) => setTimeout(r, 5));
+        land();
+      })();
+      return proxy.arm({ mode: 'late', when, landAfter });
+    }
+
+    it('a reservation whose COMMIT lands after the re-read looked (a1.row2.reinsert, then a1.row1.ours): the re-issue meets our own row, and the action runs once, never refused', async () => {
+      const s = await scene();
+      const fired = lateCommit(s, INSERT_LOST_REISSUE, INSERT_EFFECT);
+      const value = await s.control.execute(s.action, () => (s.calls.n++, { refund_id: 're_late' }));
+      await fired;
+      expect(value).toEqual({ refund_id: 're_late' });
+      expect(s.calls.n).toBe(1);
+      expect(s.branches()).toEqual([INSERT_LOST_REISSUE, INSERT_LANDED]);
+      expect(await s.row()).toMatchObject({ state: 'committed', action_id: s.action.actionId, attempt: 1 });
+      const started = await db.sql<{ n: string }>(`SELECT count(*)::text AS n FROM "${s.schema}".events WHERE action_id = $1 AND type = 'EXECUTION_STARTED'`, [
+        s.action.actionId,
+      ]);
+      expect(started[0]!.n, "one start, the late COMMIT's").toBe('1');
+    });
+
+    it('an outcome whose COMMIT lands after the re-read looked (a2.row2.reissue, then a2.row1.landed): the caller gets its value, the receipt is the landed one', async () => {
+      const s = await scene();
+      let fired: Promise<string[]> | null = null;
+      const value = await s.control.execute(s.action, () => {
+        s.calls.n++;
+        fired = lateCommit(s, UPDATE_LOST_REISSUE, UPDATE_EFFECT);
+        return { refund_id: 're_late_2' };
+      });
+      await fired!;
+      expect(value).toEqual({ refund_id: 're_late_2' });
+      expect(s.calls.n).toBe(1);
+      expect(s.branches()).toEqual([UPDATE_LOST_REISSUE, UPDATE_LANDED]);
+      expect(await s.row()).toMatchObject({ state: 'committed', result_json: '{"refund_id":"re_late_2"}' });
+      const receipts = await db.sql<{ status: string }>(`SELECT result AS status FROM "${s.schema}".receipts WHERE action_id = $1`, [s.action.actionId]);
+      expect(receipts.map((r) => r.status)).toEqual(['committed']);
+    });
+
     it('test_T155e_a_never_received_commit_of_a_transition_is_reissued (a2.row2.reissue)', async () => {
       const s = await scene();
       let fired: Promise<string[]> | null = null;

@@ -20,7 +20,7 @@ import { sha256TaggedText } from '../hash.js';
 import { AmbiguousWrite, StoreError } from '../errors.js';
 import type { SqlExecutor, SqlValue } from './driver.js';
 import type { SqlEngine, Trailed } from './engine.js';
-import { UPDATE_FOUND_OTHER, UPDATE_LANDED, UPDATE_LOST_REISSUE, lostCommitBranch, type EffectWriteIntent } from './lost-commit.js';
+import { LANDED_LATE, UPDATE_FOUND_OTHER, UPDATE_LANDED, UPDATE_LOST_REISSUE, lostCommitBranch, type EffectWriteIntent } from './lost-commit.js';
 import { effectParams, int, type EventRow, type eventFields, type receiptFields } from './rows.js';
 
 type EventFields = ReturnType<typeof eventFields>;
@@ -324,49 +324,64 @@ async function settleLostAppend(
   stored: StoredReceipt,
   now: Date,
   lost: AmbiguousWrite,
-): Promise<Trailed<EffectRecord> | { reissueAt: Date }> {
+): Promise<Trailed<EffectRecord> | { reissueAt: Date; late: () => Promise<Trailed<EffectRecord> | null> }> {
   const key = intent.prior.effectKey;
   const { sql } = e.sql;
-  let found: EffectRecord | null;
-  let receiptRow: { hash: string | null } | undefined;
-  let newest: EventRow[];
-  try {
+  /** The row, and what landed with it when it is the one the statement wrote. */
+  const reread = async (): Promise<{ found: EffectRecord | null; landed: Trailed<EffectRecord> | null }> => {
     if (e.driver.reread === undefined || sql.newestEventsOf === undefined || sql.selectReceipt === undefined) {
       throw new StoreError(`the ${e.name} driver cannot re-read on a fresh connection`);
     }
-    ({ found, receiptRow, newest } = await e.driver.reread(async (ex) => ({
+    const { found, receiptRow, newest } = await e.driver.reread(async (ex) => ({
       found: await e.effect(ex, key),
       receiptRow: (await e.query<{ hash: string | null }>(ex, sql.selectReceipt!, [receiptId])).rows[0],
       newest:
         events.length === 0 ? [] : (await e.query<EventRow>(ex, sql.newestEventsOf!, [events.at(-1)!.params[2] ?? intent.target.actionId, events.length])).rows,
-    })));
+    }));
+    if (lostCommitBranch(intent, found) !== UPDATE_LANDED) return { found, landed: null };
+    // One statement: the row landed, so did its receipt and its events — found by what they hold.
+    if (receiptRow?.hash !== stored.hash) {
+      throw new StoreError(`[kernel] [${e.name}] ${what} on ${key}: the outcome landed but its receipt ${receiptId} is not the one sealed for it`, {
+        cause: lost,
+      });
+    }
+    const rows = [...newest].reverse();
+    const same = rows.length === events.length && rows.every((row, i) => EVENT_COLUMNS.every((c, j) => (row[c] ?? null) === (events[i]!.params[j] ?? null)));
+    if (!same) throw new StoreError(`[kernel] [${e.name}] ${what} on ${key}: the outcome landed but its events are not the action's newest`, { cause: lost });
+    e.hint(intent.target);
+    return {
+      found,
+      landed: { value: intent.target, events: events.map((f, i) => ({ eventId: int(rows[i]!.event_id, 'events.event_id'), ...f.record })), receipt: stored },
+    };
+  };
+  let first: Awaited<ReturnType<typeof reread>>;
+  try {
+    first = await reread();
   } catch (err) {
+    if (err instanceof StoreError && err.cause === lost) throw err;
     throw new AmbiguousWrite(
       `[kernel] [${e.name}] ${what} on ${key}: the reply was lost (${lost.message}) and the re-read on a fresh connection failed (${(err as Error)?.message ?? String(err)}); whether the write landed is unknown, and nothing more was written`,
       { cause: err },
     );
   }
-  const branch = lostCommitBranch(intent, found);
+  const branch = lostCommitBranch(intent, first.found);
   e.logBranch(what, key, 'the reply to a write that commits on its own was lost', branch);
   switch (branch) {
-    case UPDATE_LANDED: {
-      // One statement: the row landed, so did its receipt and its events — found by what they hold.
-      if (receiptRow?.hash !== stored.hash) {
-        throw new StoreError(`[kernel] [${e.name}] ${what} on ${key}: the outcome landed but its receipt ${receiptId} is not the one sealed for it`, {
-          cause: lost,
-        });
-      }
-      const rows = [...newest].reverse();
-      const same = rows.length === events.length && rows.every((row, i) => EVENT_COLUMNS.every((c, j) => (row[c] ?? null) === (events[i]!.params[j] ?? null)));
-      if (!same) throw new StoreError(`[kernel] [${e.name}] ${what} on ${key}: the outcome landed but its events are not the action's newest`, { cause: lost });
-      e.hint(intent.target);
-      return { value: intent.target, events: events.map((f, i) => ({ eventId: int(rows[i]!.event_id, 'events.event_id'), ...f.record })), receipt: stored };
-    }
+    case UPDATE_LANDED:
+      return first.landed!;
     case UPDATE_LOST_REISSUE:
-      return { reissueAt: now };
+      // The statement may still land after this re-read (see SqlEngine.reissue): `late` looks again.
+      return {
+        reissueAt: now,
+        late: async () => {
+          const again = await reread();
+          if (again.landed !== null) e.logBranch(what, key, LANDED_LATE, UPDATE_LANDED);
+          return again.landed;
+        },
+      };
     case UPDATE_FOUND_OTHER:
     default:
-      throw intent.refuse(found);
+      throw intent.refuse(first.found);
   }
 }
 

@@ -23,6 +23,7 @@ import {
   UPDATE_FOUND_OTHER,
   UPDATE_LANDED,
   UPDATE_LOST_REISSUE,
+  LANDED_LATE,
   lostCommitBranch,
   lostEditBranch,
   type EditWriteIntent,
@@ -69,6 +70,21 @@ export type CombinedStep<R> = (
 ) => Promise<{ value: R; events: EventRecord[]; receipt: StoredReceipt | 'unchained' | 'already-stored' | null } | null>;
 
 /**
+ * After a re-issue was refused (`refusal`): one more re-read, `landed`, tells whether the first
+ * write landed late. A re-read that fails leaves it unknown: reported as such, never as the refusal.
+ */
+export async function lateLanding(name: string, what: string, refusal: unknown, landed: () => Promise<boolean>): Promise<boolean> {
+  try {
+    return await landed();
+  } catch (err) {
+    throw new AmbiguousWrite(
+      `[kernel] [${name}] ${what}: the re-issue after a lost COMMIT was refused (${(refusal as Error)?.message ?? String(refusal)}) and the second re-read on a fresh connection failed (${(err as Error)?.message ?? String(err)}); whether the first write landed is unknown, and nothing more was written`,
+      { cause: err },
+    );
+  }
+}
+
+/**
  * A write step as one statement that stands alone, outside any transaction (see
  * `appendOutcome` in combined.ts): what it wrote; `null` when it wrote nothing and the step
  * runs in a transaction as usual; `{ reissueAt }` when its reply was lost, a re-read showed it did
@@ -78,7 +94,7 @@ export type AloneStep<R> = (
   now: Date,
   fieldsOf: (value: R) => ReturnType<typeof eventFields>[],
   receipt: ReturnType<typeof receiptFields>,
-) => Promise<Trailed<R> | { reissueAt: Date } | null>;
+) => Promise<Trailed<R> | { reissueAt: Date; late?: () => Promise<Trailed<R> | null> } | null>;
 
 /** Refuses a malformed `events` argument before any transaction starts. */
 export function checkTrailing<R>(events: TrailingEvents<R> | undefined): TrailingEvents<R> | undefined {
@@ -355,13 +371,15 @@ export class SqlEngine {
       );
     }
     const branch = lostEditBranch(intent, found.original, found.edited);
-    this.logger.warn(`[kernel] [${this.name}] ${what} of ${intent.requestId}: COMMIT lost; the re-read on a fresh connection took branch ${branch}`, {
-      logger: 'ctrlrun.postgres',
-      level: 'WARNING',
-      branch,
-      approvalId: intent.requestId,
-      operation: what,
-    });
+    const log = (branch: string, lost: string) =>
+      this.logger.warn(`[kernel] [${this.name}] ${what} of ${intent.requestId}: ${lost}; the re-read on a fresh connection took branch ${branch}`, {
+        logger: 'ctrlrun.postgres',
+        level: 'WARNING',
+        branch,
+        approvalId: intent.requestId,
+        operation: what,
+      });
+    log(branch, 'COMMIT lost');
     switch (branch) {
       case EDIT_LANDED:
         return produced;
@@ -372,9 +390,41 @@ export class SqlEngine {
             { cause: lost },
           );
         }
-        return this.attempt(what, fn, now, false);
+        return this.reissue(what, fn, now, produced, async () => {
+          const again = await driver.reread!(async (ex) => ({
+            original: await this.approval(ex, intent.requestId),
+            edited: await this.approval(ex, intent.editedRequestId),
+          }));
+          const late = lostEditBranch(intent, again.original, again.edited) === EDIT_LANDED;
+          if (late) log(EDIT_LANDED, LANDED_LATE);
+          return late;
+        });
       case EDIT_FOUND_OTHER:
         throw intent.refuse(found.original);
+    }
+  }
+
+  /**
+   * The one re-issue of a write whose COMMIT was lost and which the re-read showed had not landed.
+   * That COMMIT may still have been on its way (sent, not yet applied when the re-read looked); it
+   * then lands while the re-issue waits on the row it locked, and the re-issue meets our own write
+   * and refuses. So a re-issue refused is followed by one more re-read (`landed`): when it shows the
+   * first write after all, that write stands, and its caller is answered as if its reply had come.
+   */
+  async reissue<T>(
+    what: string,
+    fn: (tx: SqlExecutor, now: Date, run: WriteRun) => Promise<T | RaiseAfterCommit>,
+    now: Date,
+    produced: T | RaiseAfterCommit,
+    landed: () => Promise<boolean>,
+  ): Promise<T | RaiseAfterCommit> {
+    try {
+      return await this.attempt(what, fn, now, false);
+    } catch (err) {
+      // Only a refusal can be our own write met again; a store failure is reported as it is.
+      if (err instanceof AmbiguousWrite || err instanceof StoreError) throw err;
+      if (await lateLanding(this.name, what, err, landed)) return produced;
+      throw err;
     }
   }
 
@@ -426,7 +476,12 @@ export class SqlEngine {
             { cause: lost },
           );
         }
-        return this.attempt(what, fn, now, false);
+        return this.reissue(what, fn, now, produced, async () => {
+          const late = lostCommitBranch(intent, await driver.reread!<EffectRecord | null>((ex) => this.effect(ex, key)));
+          if (late !== INSERT_LANDED && late !== UPDATE_LANDED) return false;
+          this.logBranch(what, key, LANDED_LATE, late);
+          return true;
+        });
       case INSERT_FOUND_OTHER:
       case UPDATE_FOUND_OTHER:
         throw intent.refuse(found);
@@ -497,7 +552,24 @@ export class SqlEngine {
     // the transaction should decide, or a re-issue after a lost reply that did not land.
     const solo = async (): Promise<Trailed<R>> => {
       const first = alone === undefined || receipt === null ? null : await this.writing(what, () => alone(this.now(), fieldsOf, receipt));
-      return first === null ? await inTransaction(null) : 'reissueAt' in first ? await inTransaction({ now: first.reissueAt }) : first;
+      if (first === null) return inTransaction(null);
+      if (!('reissueAt' in first)) return first;
+      try {
+        return await inTransaction({ now: first.reissueAt });
+      } catch (err) {
+        // Refused: the lost statement may have landed after the re-read (see {@link SqlEngine.reissue}).
+        if (first.late === undefined || err instanceof AmbiguousWrite || err instanceof StoreError) throw err;
+        const late = first.late;
+        const landed = { value: null as Trailed<R> | null };
+        if (
+          await lateLanding(this.name, what, err, async () => {
+            landed.value = await late();
+            return landed.value !== null;
+          })
+        )
+          return landed.value!;
+        throw err;
+      }
     };
     // An outcome with a chained receipt (or a step that asks to) joins the writes that arrive with it (see {@link grouped}).
     const out = (receipt !== null || (joinsGroup && this.mutex !== null)) && this.groupCommit ? await this.grouped<Trailed<R>>(what, solo, step) : await solo();

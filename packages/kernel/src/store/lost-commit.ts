@@ -25,6 +25,9 @@ export const UPDATE_LOST_REISSUE = 'a2.row2.reissue' as const;
 /** After an UPDATE: anything else — run the transition's predicate on it and raise. */
 export const UPDATE_FOUND_OTHER = 'a2.row3.refuse' as const;
 
+/** How a write that landed after the re-read had looked is logged (its branch is the landed one). */
+export const LANDED_LATE = 'the re-issue was refused: the lost COMMIT landed after the re-read';
+
 /** The branch taken after an INSERT's lost COMMIT. */
 export type InsertBranch = typeof INSERT_LANDED | typeof INSERT_LOST_REISSUE | typeof INSERT_FOUND_OTHER;
 /** The branch taken after an UPDATE's lost COMMIT. */
