@@ -185,9 +185,21 @@ export async function runDurableObjectCampaign(o: DurableObjectCampaign): Promis
     await Promise.all(timers);
   }
 
-  await call('/recover', {});
-  await call('/resolve', { ran: [...new Set(collector.ledger.map((r) => r.effectKey))] });
-  const snap = (await call('/snapshot')) as StoreSnapshot;
+  // The nemesis's last restart may still be tearing the object down: each step is tried again
+  // (each is safe to repeat: it acts only on the keys still left to it).
+  const settled = async (path: string, body?: unknown): Promise<unknown> => {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await call(path, body);
+      } catch (err) {
+        if (attempt >= 10) throw err;
+        await new Promise((res) => setTimeout(res, 200));
+      }
+    }
+  };
+  await settled('/recover', {});
+  await settled('/resolve', { ran: [...new Set(collector.ledger.map((r) => r.effectKey))] });
+  const snap = (await settled('/snapshot')) as StoreSnapshot;
   await mf.dispose();
   await new Promise<void>((resolve) => collector.server.close(() => resolve()));
 

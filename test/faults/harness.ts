@@ -57,7 +57,8 @@ export interface CampaignOptions {
   /**
    * PostgreSQL only: the clients and the operator reach the server through a TCP proxy
    * (test/lost-commit/commit-proxy.ts) that loses a COMMIT about this often (mean milliseconds
-   * between two; 0: no proxy) — dropped unforwarded, or forwarded with its reply withheld — each
+   * between two; 0: no proxy) — dropped unforwarded, forwarded with its reply withheld, or held and
+   * forwarded 50–200 ms after the client was cut (landing after its re-read) — each
    * time cutting that client, and sometimes refusing the re-read's connection too.
    */
   readonly lostCommitEveryMs?: number;
@@ -226,11 +227,14 @@ export async function runCampaign(o: CampaignOptions): Promise<CampaignResult> {
   if (proxy && (o.lostCommitEveryMs ?? 0) > 0) {
     const p = proxy;
     every(o.lostCommitEveryMs!, async () => {
-      const mode = Math.random() < 0.5 ? 'drop' : 'land';
+      const r = Math.random();
+      const mode = r < 0.4 ? 'drop' : r < 0.8 ? 'land' : 'late';
       const refuseAfter = Math.random() < 0.2 ? 1 : 0;
+      // `late`: the COMMIT reaches the server 50–200 ms after the client was cut, mostly after its re-read.
+      const landAfter = new Promise<void>((res) => setTimeout(res, 50 + Math.random() * 150));
       // Resolves once a COMMIT was lost this way (the next transaction any client commits).
-      await p.arm({ mode, refuseAfter });
-      count(`lost-commit:${mode === 'drop' ? 'never-received' : 'landed'}`);
+      await p.arm({ mode, refuseAfter, ...(mode === 'late' ? { landAfter } : {}) });
+      count(`lost-commit:${mode === 'drop' ? 'never-received' : mode === 'land' ? 'landed' : 'landed-late'}`);
       if (refuseAfter) count('refused-reconnect');
     });
   }
