@@ -150,10 +150,12 @@ export class FaultStore {
         this.#armed = null;
         this.#offset = 10 * this.#lease + 60 * 60_000;
         const ctx = this.#context(control);
+        // Op names unique across tries (the harness tries again when a restart cut this one).
+        const pass = crypto.randomUUID().slice(0, 8);
         let n = 0;
         for (const effect of [...(await store.listEffects('reserved')), ...(await store.listEffects('executing'))]) {
           const ref = effect.effectKey.replace(/^pay:/, '');
-          await runOp(ctx, { op: `recovery/${n++}`, worker: 'recovery', kind: 'allow', ref, approvalId: null, behaviour: 'ok' });
+          await runOp(ctx, { op: `recovery/${pass}.${n++}`, worker: 'recovery', kind: 'allow', ref, approvalId: null, behaviour: 'ok' });
         }
         await this.#flush();
         return json({ recovered: n });
