@@ -206,7 +206,9 @@ for (const prepare of [false, true])
       let land!: () => void;
       const landAfter = new Promise<void>((resolve) => (land = resolve));
       void (async () => {
-        while (!s.branches().includes(after)) await new Promise((r) => setTimeout(r, 5));
+        // Bounded: a case that fails before the re-read leaves no loop behind.
+        const deadline = Date.now() + 60_000;
+        while (!s.branches().includes(after) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
         land();
       })();
       return proxy.arm({ mode: 'late', when, landAfter });
