@@ -41,7 +41,11 @@ async function slice(
   const dir = mkdtempSync(join(tmpdir(), `ctrlrun-faults-${kind}-`));
   try {
     const ops = Math.ceil(SLICE_OPS[kind] * SCALE);
-    const result = await runCampaign(campaign(kind, await url(dir), dir, ops, SEED, scaled(120_000), smallDisk, hosts));
+    const result = await runCampaign({
+      ...campaign(kind, await url(dir), dir, ops, SEED, scaled(120_000), smallDisk, hosts),
+      // Late-landing COMMITs: `npm run soak` has them; here on request (docs/reliability.md).
+      lateCommits: process.env['FAULTS_LATE_COMMITS'] === '1',
+    });
     console.log(
       `[faults] ${kind}: ${JSON.stringify({ operations: result.operations, faults: result.faults, outcomes: result.outcomes, answersWithoutEvent: result.answersWithoutEvent, anomalies: result.anomalies.length })}`,
     );

@@ -92,7 +92,7 @@ try {
         const r =
           kind === 'durable-object'
             ? await runDurableObjectCampaign(durableObjectCampaign(dir, ops, SEED + round))
-            : await runCampaign({ ...campaign(kind, url, dir, ops, SEED + round, 10 * 60_000, disk?.dir), log: () => undefined });
+            : await runCampaign({ ...campaign(kind, url, dir, ops, SEED + round, 10 * 60_000, disk?.dir), lateCommits: true, log: () => undefined });
         if (r.anomalies.length > 0) {
           // Keep what the checker read: the history, the upstream's ledger and the store.
           const kept = join(out, `round-${kind}-${SEED + round}`);
