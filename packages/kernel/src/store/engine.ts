@@ -71,9 +71,10 @@ export type CombinedStep<R> = (
 
 /**
  * After a re-issue was refused (`refusal`): one more re-read, `landed`, tells whether the first
- * write landed late. A re-read that fails leaves it unknown: reported as such, never as the refusal.
+ * write landed late (what it wrote, or `null`). A re-read that fails leaves it unknown: reported as
+ * such, never as the refusal.
  */
-export async function lateLanding(name: string, what: string, refusal: unknown, landed: () => Promise<boolean>): Promise<boolean> {
+async function lateLanding<T>(name: string, what: string, refusal: unknown, landed: () => Promise<T | null>): Promise<T | null> {
   try {
     return await landed();
   } catch (err) {
@@ -82,6 +83,11 @@ export async function lateLanding(name: string, what: string, refusal: unknown, 
       { cause: err },
     );
   }
+}
+
+/** Whether a re-issue's failure is a refusal, which may be our own late write met again (a store failure is reported as it is). */
+function mayBeOurOwn(err: unknown): boolean {
+  return !(err instanceof AmbiguousWrite || err instanceof StoreError);
 }
 
 /**
@@ -421,10 +427,8 @@ export class SqlEngine {
     try {
       return await this.attempt(what, fn, now, false);
     } catch (err) {
-      // Only a refusal can be our own write met again; a store failure is reported as it is.
-      if (err instanceof AmbiguousWrite || err instanceof StoreError) throw err;
-      if (await lateLanding(this.name, what, err, landed)) return produced;
-      throw err;
+      if (!mayBeOurOwn(err) || (await lateLanding(this.name, what, err, async () => ((await landed()) ? { produced } : null))) === null) throw err;
+      return produced;
     }
   }
 
@@ -558,17 +562,9 @@ export class SqlEngine {
         return await inTransaction({ now: first.reissueAt });
       } catch (err) {
         // Refused: the lost statement may have landed after the re-read (see {@link SqlEngine.reissue}).
-        if (first.late === undefined || err instanceof AmbiguousWrite || err instanceof StoreError) throw err;
-        const late = first.late;
-        const landed = { value: null as Trailed<R> | null };
-        if (
-          await lateLanding(this.name, what, err, async () => {
-            landed.value = await late();
-            return landed.value !== null;
-          })
-        )
-          return landed.value!;
-        throw err;
+        const landed = first.late === undefined || !mayBeOurOwn(err) ? null : await lateLanding(this.name, what, err, first.late);
+        if (landed === null) throw err;
+        return landed;
       }
     };
     // An outcome with a chained receipt (or a step that asks to) joins the writes that arrive with it (see {@link grouped}).
