@@ -212,8 +212,11 @@ export async function runCampaign(o: CampaignOptions): Promise<CampaignResult> {
   const clientUrl = proxy ? proxy.route(o.url) : o.url;
   const filler = o.fullDisk ? join(o.fullDisk.dir, 'filler') : null;
   if (o.fullDisk || o.hosts) nemesisOn = true;
-  /** Runs `fn` about every `meanMs` (uniformly 0–2× the mean apart) while the timed nemeses are on. */
-  const every = (meanMs: number, fn: () => Promise<void> | void): void => {
+  /**
+   * Runs `fn` about every `meanMs` while the timed nemeses are on: uniformly (1 − spread)× to
+   * (1 + spread)× the mean apart (spread 1: anywhere from 0 to twice the mean).
+   */
+  const every = (meanMs: number, fn: () => Promise<void> | void, spread = 1): void => {
     const next = () => {
       if (!nemesisOn) return;
       const timer = setTimeout(
@@ -224,7 +227,7 @@ export async function runCampaign(o: CampaignOptions): Promise<CampaignResult> {
             next();
           });
         },
-        Math.random() * 2 * meanMs,
+        meanMs * (1 - spread + Math.random() * 2 * spread),
       );
       timers.add(timer);
     };
@@ -263,11 +266,18 @@ export async function runCampaign(o: CampaignOptions): Promise<CampaignResult> {
 
   if (o.hosts) {
     const { list, everyMs, forMs } = o.hosts;
-    every(everyMs, async () => {
-      const host = list[Math.floor(Math.random() * list.length)]!;
-      await host.cut(forMs);
-      count(`partition:${host.name}`);
-    });
+    // In turn, from a random first one: every host is cut off once the run has seen as many
+    // partitions as there are hosts (a random pick each time left one host uncut in a short run).
+    let turn = Math.floor(Math.random() * list.length);
+    every(
+      everyMs,
+      async () => {
+        const host = list[turn++ % list.length]!;
+        await host.cut(forMs);
+        count(`partition:${host.name}`);
+      },
+      0.5,
+    );
   }
 
   const base = (worker: string, role: WorkerPayload['role'], ops: number, seed: number, url = clientUrl): WorkerPayload => ({
