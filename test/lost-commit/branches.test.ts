@@ -545,3 +545,104 @@ describe('an edit-then-approve whose COMMIT was lost (scripted driver)', () => {
     expect(await store.getApproval('apr_e')).toBeNull();
   });
 });
+
+describe('a receipt written on its own whose COMMIT was lost (scripted driver)', () => {
+  const INSERT_RECEIPT = /^INSERT INTO receipts/;
+
+  async function aReceipt() {
+    const { createAction } = await import('@ctrlrun/kernel');
+    const { buildReceipt } = await import('../../packages/kernel/src/receipt.js');
+    const action = createAction({ name: 'stripe.refund', arguments: { amount: 500 }, principal: { agent: 'a' } });
+    const draft = buildReceipt(action, {
+      receiptId: `ctr_${Math.random().toString(16).slice(2)}`,
+      decision: 'allow',
+      decisionReason: 'rule[0]',
+      approvalId: null,
+      approver: null,
+      effectKey: 'refund:r',
+      attempt: 1,
+      result: 'committed',
+      execution: 'committed',
+      error: null,
+      startedAt: '2026-01-01T12:00:00.000Z',
+      finishedAt: '2026-01-01T12:00:01.000Z',
+      policyHash: null,
+      policyVersion: null,
+      controls: [],
+    });
+    // Two pending events of the pass, written in the receipt's transaction.
+    const trail = {
+      drafts: () =>
+        ['EXECUTION_COMMITTED', 'EFFECT_COMMITTED'].map((type) => ({
+          ts: T0.toISOString(),
+          type: type as 'EFFECT_RESERVED',
+          actionId: action.actionId,
+          effectKey: 'refund:r',
+          approvalId: null,
+          data: { pass: type },
+        })),
+    } as { drafts: () => never[]; stored?: { eventId: number }[] };
+    return { action, draft, trail };
+  }
+
+  async function evidence(store: SqlStateStore, actionId: string) {
+    const { verifyChain } = await import('@ctrlrun/kernel');
+    const receipts = await store.receipts();
+    const events = (await store.events()).filter((e) => e.actionId === actionId);
+    return { receipts: receipts.length, events: events.map((e) => e.eventId), chain: verifyChain(receipts, await store.chainHead()).ok };
+  }
+
+  it('receipt.landed: the COMMIT landed — the stored receipt and the events that landed with it, nothing written twice', async () => {
+    const { driver, store, branches } = await lossyStore();
+    const { action, draft, trail } = await aReceipt();
+    driver.loss = { mode: 'land', when: INSERT_RECEIPT };
+    const stored = await store.putReceipt(draft, trail);
+    expect(branches()).toEqual(['receipt.landed']);
+    expect(driver.transactions).toBe(1);
+    const after = await evidence(store, action.actionId);
+    expect(after).toEqual({ receipts: 1, events: trail.stored!.map((e) => e.eventId), chain: true });
+    expect(after.events).toHaveLength(2);
+    expect((await store.receipts())[0]!.hash).toBe(stored.hash);
+  });
+
+  it('receipt.reissue: the COMMIT never arrived — written once more, the chain whole', async () => {
+    const { driver, store, branches } = await lossyStore();
+    const { action, draft, trail } = await aReceipt();
+    driver.loss = { mode: 'drop', when: INSERT_RECEIPT };
+    const stored = await store.putReceipt(draft, trail);
+    expect(branches()).toEqual(['receipt.reissue']);
+    expect(driver.transactions).toBe(2);
+    expect(await evidence(store, action.actionId)).toEqual({ receipts: 1, events: trail.stored!.map((e) => e.eventId), chain: true });
+    expect(trail.stored).toHaveLength(2);
+    expect(stored.document['receipt_id']).toBe(draft.receiptId);
+  });
+
+  it('the COMMIT landed after the re-read: the re-issue is refused as stored, one more look returns what landed', async () => {
+    const { driver, store, branches } = await lossyStore();
+    const { action, draft, trail } = await aReceipt();
+    driver.loss = { mode: 'late', when: INSERT_RECEIPT };
+    const stored = await store.putReceipt(draft, trail);
+    expect(branches()).toEqual(['receipt.reissue', 'receipt.landed']);
+    const after = await evidence(store, action.actionId);
+    expect(after).toEqual({ receipts: 1, events: trail.stored!.map((e) => e.eventId), chain: true });
+    expect(after.events).toHaveLength(2);
+    expect((await store.receipts())[0]!.hash).toBe(stored.hash);
+  });
+
+  it('lost twice and not landed: a StoreError that says so; a failed re-read: AmbiguousWrite', async () => {
+    const { driver, store } = await lossyStore();
+    const { draft, trail } = await aReceipt();
+    driver.loss = { mode: 'drop', when: INSERT_RECEIPT, times: 2 };
+    const err = await store.putReceipt(draft, trail).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(StoreError);
+    expect(err).not.toBeInstanceOf(AmbiguousWrite);
+    expect((err as Error).message).toMatch(/lost again after one re-issue/);
+    expect(await store.receipts()).toHaveLength(0);
+    const second = await aReceipt();
+    driver.loss = { mode: 'drop', when: INSERT_RECEIPT };
+    driver.rereadFails = true;
+    const unknown = await store.putReceipt(second.draft, second.trail).catch((e: unknown) => e);
+    expect(unknown).toBeInstanceOf(AmbiguousWrite);
+    expect((unknown as Error).message).toMatch(/putReceipt of ctr_.*re-read on a fresh connection failed/);
+  });
+});

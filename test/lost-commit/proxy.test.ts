@@ -334,4 +334,32 @@ for (const prepare of [false, true])
         state: 'in_progress',
       });
     });
+
+    // Statement by statement only: with prepare the outcome and its receipt are one statement,
+    // and a cut there is the outcome's own lost reply (settled above).
+    if (!prepare)
+      it("an outcome whose receipt part was cut mid-transaction, then its lone receipt's COMMIT lost (receipt.reissue): the outcome and its receipt stand, each once", async () => {
+        const s = await scene();
+        const held = proxy.hold(/UPDATE "[^"]+"\.receipt_chain/);
+        const fired = proxy.arm({ mode: 'drop', when: /INSERT INTO "[^"]+"\.receipts/ });
+        const running = s.control.execute(s.action, () => (s.calls.n++, { refund_id: 're_cut' }));
+        const h = await held;
+        // The receipt part's connection cut (T170: the outcome is written again without it, then the receipt alone).
+        proxy.cutAll();
+        h.release();
+        const value = await running;
+        await fired;
+        expect(value).toEqual({ refund_id: 're_cut' });
+        expect(s.calls.n).toBe(1);
+        expect(s.branches()).toEqual(['receipt.reissue']);
+        expect(await s.row()).toMatchObject({ state: 'committed', result_json: '{"refund_id":"re_cut"}' });
+        const receipts = await db.sql<{ result: string }>(`SELECT result FROM "${s.schema}".receipts WHERE action_id = $1`, [s.action.actionId]);
+        expect(receipts.map((r) => r.result)).toEqual(['committed']);
+        const types = (await db.sql<{ type: string }>(`SELECT type FROM "${s.schema}".events WHERE action_id = $1 ORDER BY event_id`, [s.action.actionId])).map(
+          (e) => e.type,
+        );
+        expect(new Set(types).size, `no event twice: ${types.join(', ')}`).toBe(types.length);
+        const { verifyChain } = await import('@ctrlrun/kernel');
+        expect(verifyChain(await s.store.receipts(), await s.store.chainHead()).ok).toBe(true);
+      });
   });

@@ -21,7 +21,7 @@ import { AmbiguousWrite, StoreError } from '../errors.js';
 import type { SqlExecutor, SqlValue } from './driver.js';
 import type { SqlEngine, Trailed } from './engine.js';
 import { LANDED_LATE, UPDATE_FOUND_OTHER, UPDATE_LANDED, UPDATE_LOST_REISSUE, lostCommitBranch, type EffectWriteIntent } from './lost-commit.js';
-import { effectParams, int, type EventRow, type eventFields, type receiptFields } from './rows.js';
+import { effectParams, int, sameEvents, type EventRow, type eventFields, type receiptFields } from './rows.js';
 
 type EventFields = ReturnType<typeof eventFields>;
 type ReceiptFields = ReturnType<typeof receiptFields>;
@@ -346,8 +346,8 @@ async function settleLostAppend(
       });
     }
     const rows = [...newest].reverse();
-    const same = rows.length === events.length && rows.every((row, i) => EVENT_COLUMNS.every((c, j) => (row[c] ?? null) === (events[i]!.params[j] ?? null)));
-    if (!same) throw new StoreError(`[kernel] [${e.name}] ${what} on ${key}: the outcome landed but its events are not the action's newest`, { cause: lost });
+    if (!sameEvents(rows, events))
+      throw new StoreError(`[kernel] [${e.name}] ${what} on ${key}: the outcome landed but its events are not the action's newest`, { cause: lost });
     e.hint(intent.target);
     return {
       found,
@@ -384,6 +384,3 @@ async function settleLostAppend(
       throw intent.refuse(first.found);
   }
 }
-
-/** The columns of an event row in the order of an event's six parameters. */
-const EVENT_COLUMNS = ['ts', 'type', 'action_id', 'effect_key', 'approval_id', 'data_json'] as const;

@@ -173,7 +173,11 @@ export interface DialectSql {
   appendOutcome?(n: number): string;
   /** Every event by `event_id`. */
   readonly listEvents: string;
-  /** Optional, with {@link appendOutcome}: params action_id, limit. The newest such events (as {@link listEvents}), newest first. */
+  /**
+   * Optional: params action_id, limit. The newest such events (as {@link listEvents}), newest first:
+   * how a lost COMMIT's re-read finds the events it landed (with {@link appendOutcome}, and a
+   * receipt written on its own).
+   */
   readonly newestEventsOf?: string;
   /** Params: action_id, type. The newest such event's columns (as {@link listEvents}), or no row. */
   readonly lastEvent: string;

@@ -125,6 +125,14 @@ export interface EventRow {
   data_json: string | null;
 }
 
+/** The columns of an event row in the order of an event's six parameters. */
+const EVENT_COLUMNS = ['ts', 'type', 'action_id', 'effect_key', 'approval_id', 'data_json'] as const;
+
+/** Whether `rows` (oldest first) hold exactly these events, column by column: how a re-read finds the events a lost COMMIT landed. */
+export function sameEvents(rows: readonly EventRow[], events: readonly ReturnType<typeof eventFields>[]): boolean {
+  return rows.length === events.length && rows.every((row, i) => EVENT_COLUMNS.every((c, j) => (row[c] ?? null) === (events[i]!.params[j] ?? null)));
+}
+
 export interface ReceiptSqlRow extends Omit<ReceiptRow, 'seq'> {
   seq: SqlValue;
 }

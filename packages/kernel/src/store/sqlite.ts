@@ -148,6 +148,7 @@ export const sqliteDialect: SqlDialect = Object.freeze({
     listEvents: 'SELECT event_id, ts, type, action_id, effect_key, approval_id, data_json FROM events ORDER BY event_id',
     lastEvent:
       'SELECT event_id, ts, type, action_id, effect_key, approval_id, data_json FROM events WHERE action_id = ? AND type = ? ORDER BY event_id DESC LIMIT 1',
+    newestEventsOf: 'SELECT event_id, ts, type, action_id, effect_key, approval_id, data_json FROM events WHERE action_id = ? ORDER BY event_id DESC LIMIT ?',
     lastApprovalEvent:
       'SELECT event_id, ts, type, action_id, effect_key, approval_id, data_json FROM events WHERE approval_id = ? AND type = ? ORDER BY event_id DESC LIMIT 1',
 

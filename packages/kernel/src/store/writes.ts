@@ -23,7 +23,7 @@ import {
   sameSecret,
   UNKNOWN_CONTINUATION,
 } from '../effects.js';
-import { ApprovalMismatch, DuplicateEffect, InvalidArgument } from '../errors.js';
+import { AmbiguousWrite, ApprovalMismatch, DuplicateEffect, InvalidArgument, StoreError } from '../errors.js';
 import type {
   Approval,
   ApprovalRecord,
@@ -59,6 +59,8 @@ import {
   nullableText,
   storedText,
   int,
+  sameEvents,
+  type EventRow,
   grantedApproval,
 } from './rows.js';
 
@@ -844,22 +846,123 @@ export async function putReceipt(e: SqlEngine, draft: ReceiptDraft, events?: Tra
   const trailing = checkTrailing(events);
   // Its own `receipt` member is the caller's business on an outcome; here the receipt is the change.
   const only: TrailingEvents<StoredReceipt> | undefined = trailing === undefined ? undefined : { drafts: (r) => trailing.drafts(r) };
-  const { sql } = e.sql;
+  const write = () => e.writeTrailed('putReceipt', only, (tx) => e.chainReceipt(tx, fields));
+  let stored: StoredReceipt;
   try {
-    const stored = await e.writeTrailed('putReceipt', only, (tx) => e.chainReceipt(tx, fields));
-    if (trailing !== undefined && only !== undefined) trailing.stored = only.stored!;
-    e.noteChained(stored);
-    return stored;
+    stored = await write();
   } catch (err) {
-    const select = sql.selectReceipt;
-    if (!(err instanceof ReceiptAlreadyStored) || select === undefined) throw err;
-    const row = await e.read(async (ex) => (await e.query<ReceiptSqlRow>(ex, select, [receiptId])).rows[0]);
-    if (!row || row.json === null || row.hash === null || row.prev_hash === null) throw err;
-    const document = parseJson(row.json, { what: `receipts.json of ${receiptId}`, floats: 'allow' });
-    if (!isPlainObject(document)) throw err;
-    return { seq: int(row.seq, 'receipts.seq'), prevHash: row.prev_hash, hash: row.hash, json: row.json, document: document as JsonObject };
+    if (err instanceof AmbiguousWrite && e.driver.reread !== undefined) {
+      stored = await settleLostReceipt(e, receiptId, only, err, write);
+    } else {
+      const select = e.sql.sql.selectReceipt;
+      if (!(err instanceof ReceiptAlreadyStored) || select === undefined) throw err;
+      // Stored before (the same draft put twice): that row, its events left to the caller.
+      const row = await e.read(async (ex) => (await e.query<ReceiptSqlRow>(ex, select, [receiptId])).rows[0]);
+      const found = row === undefined ? null : storedReceiptOf(row, receiptId);
+      if (found === null) throw err;
+      return found;
+    }
+  }
+  if (trailing !== undefined && only !== undefined) trailing.stored = only.stored!;
+  e.noteChained(stored);
+  return stored;
+}
+
+/** A receipt row as the chain stored it, or `null` when it is not a whole chained row. */
+function storedReceiptOf(row: ReceiptSqlRow, receiptId: string): StoredReceipt | null {
+  if (row.json === null || row.hash === null || row.prev_hash === null) return null;
+  const document = parseJson(row.json, { what: `receipts.json of ${receiptId}`, floats: 'allow' });
+  if (!isPlainObject(document)) return null;
+  return { seq: int(row.seq, 'receipts.seq'), prevHash: row.prev_hash, hash: row.hash, json: row.json, document: document as JsonObject };
+}
+
+/**
+ * A receipt written on its own (after its outcome, T170) whose COMMIT reply was lost: the receipt
+ * is re-read by its id on a fresh connection, with the action's newest events. There (the COMMIT
+ * landed): it, with the events that landed with it. Not there: written once more; a re-issue
+ * refused because the id is stored now (the lost COMMIT landed after the re-read) looks once more.
+ * Without this the outcome stood with no receipt behind it.
+ */
+async function settleLostReceipt(
+  e: SqlEngine,
+  receiptId: string,
+  only: TrailingEvents<StoredReceipt> | undefined,
+  lost: AmbiguousWrite,
+  write: () => Promise<StoredReceipt>,
+): Promise<StoredReceipt> {
+  const { sql } = e.sql;
+  const reread = async (): Promise<StoredReceipt | null> => {
+    const newestOf = sql.newestEventsOf;
+    const found = await e.driver.reread!(async (ex) => {
+      const row = (await e.query<ReceiptSqlRow>(ex, sql.receiptById, [receiptId])).rows[0];
+      if (row === undefined) return null;
+      const receipt = storedReceiptOf(row, receiptId);
+      if (receipt === null) throw new StoreError(`[kernel] [${e.name}] putReceipt: receipt ${receiptId} landed without its chain columns`, { cause: lost });
+      const drafts = only === undefined ? [] : only.drafts(receipt).map((d, i) => eventFields(d, 'events.drafts(…)', i));
+      if (drafts.length === 0) return { receipt, events: [] as EventRecord[] };
+      const actionId = drafts.at(-1)!.params[2];
+      if (newestOf === undefined || typeof actionId !== 'string') {
+        throw new StoreError(`[kernel] [${e.name}] putReceipt: receipt ${receiptId} landed, and the events written with it cannot be told apart here`, {
+          cause: lost,
+        });
+      }
+      // Written in the receipt's transaction, after it: the action's newest events, found by what they hold.
+      const rows = (await e.query<EventRow>(ex, newestOf, [actionId, drafts.length])).rows.reverse();
+      if (!sameEvents(rows, drafts))
+        throw new StoreError(`[kernel] [${e.name}] putReceipt: receipt ${receiptId} landed but its events are not the action's newest`, { cause: lost });
+      return { receipt, events: drafts.map((f, i) => ({ eventId: int(rows[i]!.event_id, 'events.event_id'), ...f.record })) };
+    });
+    if (found === null) return null;
+    if (only !== undefined) only.stored = found.events;
+    return found.receipt;
+  };
+  const look = async (branch: string, refusal: unknown): Promise<StoredReceipt | null> => {
+    let found: StoredReceipt | null;
+    try {
+      found = await reread();
+    } catch (err) {
+      if (err instanceof StoreError && err.cause === lost) throw err;
+      throw new AmbiguousWrite(
+        `[kernel] [${e.name}] putReceipt of ${receiptId}: ${(refusal as Error)?.message ?? String(refusal)}, and the re-read on a fresh connection failed (${(err as Error)?.message ?? String(err)}); whether the receipt landed is unknown, and nothing more was written`,
+        { cause: err },
+      );
+    }
+    e.logger.warn(
+      `[kernel] [${e.name}] putReceipt of ${receiptId}: ${branch}; the re-read on a fresh connection found it ${found === null ? 'absent' : 'stored'}`,
+      {
+        logger: 'ctrlrun.postgres',
+        level: 'WARNING',
+        branch: found === null ? RECEIPT_LOST_REISSUE : RECEIPT_LANDED,
+        receiptId,
+        operation: 'putReceipt',
+      },
+    );
+    return found;
+  };
+  const landed = await look('the reply was lost', lost);
+  if (landed !== null) return landed;
+  try {
+    return await write();
+  } catch (err) {
+    // Refused as stored (the first COMMIT landed late) or lost again: one more look decides.
+    if (!(err instanceof ReceiptAlreadyStored || err instanceof AmbiguousWrite)) throw err;
+    const again = await look(
+      err instanceof AmbiguousWrite ? "the re-issue's reply was lost too" : 'the re-issue was refused: the lost COMMIT landed after the re-read',
+      err,
+    );
+    if (again !== null) return again;
+    throw err instanceof AmbiguousWrite
+      ? new StoreError(
+          `[kernel] [${e.name}] putReceipt of ${receiptId}: the COMMIT was lost again after one re-issue, and the re-read shows it did not land; nothing was written`,
+          { cause: err },
+        )
+      : err;
   }
 }
+
+/** The branches a lone receipt's lost COMMIT takes (logged as the effect branches are). */
+export const RECEIPT_LANDED = 'receipt.landed';
+export const RECEIPT_LOST_REISSUE = 'receipt.reissue';
 
 // ---------------------------------------------------------------- delegations
 export async function putDelegation(e: SqlEngine, record: DelegationRecord): Promise<void> {
