@@ -23,7 +23,7 @@ import {
   type SqlDriver,
   type SqlExecutor,
 } from '@ctrlrun/kernel/store';
-import { AmbiguousEffect, AmbiguousWrite, DuplicateEffect, StoreError, type EffectRecord } from '@ctrlrun/kernel';
+import { AmbiguousEffect, AmbiguousWrite, DuplicateEffect, StoreError, type EffectRecord, type EventRecord } from '@ctrlrun/kernel';
 import { MINUTE } from '../../packages/kernel/src/time.js';
 import { SqlJsDriver, type SqlJsModule } from '@ctrlrun/store-sqljs';
 import fc from 'fast-check';
@@ -581,7 +581,7 @@ describe('a receipt written on its own whose COMMIT was lost (scripted driver)',
           approvalId: null,
           data: { pass: type },
         })),
-    } as { drafts: () => never[]; stored?: { eventId: number }[] };
+    } as { drafts: () => never[]; stored?: EventRecord[] };
     return { action, draft, trail };
   }
 

@@ -240,3 +240,64 @@ describePg('group commit on PostgreSQL (groupCommit: true, back to back)', (serv
     });
   }
 });
+
+describePg('group commit on PostgreSQL by default (prepare: the connection that writes alone)', (server) => {
+  let db: FreshDatabase;
+  const pools: pg.Pool[] = [];
+  afterAll(async () => {
+    await Promise.all(pools.map((p) => p.end()));
+    await db?.drop();
+  });
+  /** A store on the default path; the connection that writes alone counts its transactions and the writes in them. */
+  async function open(schema: string) {
+    db ??= await freshDatabase(server.url, 'group_alone');
+    await db.createSchema(schema);
+    const pool = new pg.Pool({ connectionString: db.url, max: 12 });
+    pool.on('error', () => undefined);
+    pools.push(pool);
+    // transactions: a write outside BEGIN … COMMIT is one, a BEGIN … COMMIT is one.
+    const seen = { begins: 0, commits: 0, alone: 0, transactions: 0 };
+    let open = false;
+    const freshClient = () => {
+      const client = new pg.Client({ connectionString: db.url, pipeline: true } as pg.ClientConfig);
+      const query = client.query.bind(client) as (config: unknown) => Promise<unknown>;
+      (client as unknown as { query: (config: unknown) => Promise<unknown> }).query = (config: unknown) => {
+        const text = typeof config === 'string' ? config : (config as { text: string }).text;
+        if (text === 'BEGIN') (seen.begins++, seen.transactions++, (open = true));
+        else if (text === 'COMMIT') (seen.commits++, (open = false));
+        else if (/^WITH /.test(text)) (seen.alone++, open || seen.transactions++);
+        return query(config);
+      };
+      return client;
+    };
+    const store = await createPgStore(pool, { schema, freshClient, logger: { warn: () => undefined } });
+    return { store, seen };
+  }
+
+  it('the outcomes that arrive together commit in one transaction (BEGIN … COMMIT, sent back to back), every caller answered, the chain intact', async () => {
+    const { store, seen } = await open('ga_ok');
+    const results = await together(store, 'a');
+    expect(results.map((r) => r.status)).toEqual(Array(CALLERS).fill('fulfilled'));
+    expect(await states(store, 'a')).toEqual(Array(CALLERS).fill('committed'));
+    expect(seen.alone, 'every outcome one statement').toBe(CALLERS);
+    expect(seen.commits, 'at least one batch').toBeGreaterThan(0);
+    expect(seen.commits).toBe(seen.begins);
+    // The first outcome goes at once; those that arrive while it is out go together.
+    expect(seen.transactions, 'fewer transactions than outcomes').toBeLessThan(CALLERS);
+    expect(verifyChain(await store.receipts(), await store.chainHead())).toMatchObject({ ok: true, verified: CALLERS });
+    await store.close();
+  });
+
+  it("one caller's row moved on in a batch: it writes nothing, the statements sealed behind it write nothing either and are written again on their own; the others commit", async () => {
+    const { store } = await open('ga_moved');
+    const bad = 3;
+    const results = await together(store, 'm', async (i, key) => {
+      if (i === bad) await db.sql(`UPDATE "ga_moved".effects SET action_id = 'act_someone_else' WHERE effect_key = $1`, [key]);
+    });
+    for (let i = 0; i < CALLERS; i++) expect(results[i]!.status, `caller ${i}`).toBe(i === bad ? 'rejected' : 'fulfilled');
+    const s = await states(store, 'm');
+    expect(s.filter((x) => x === 'committed')).toHaveLength(CALLERS - 1);
+    expect(verifyChain(await store.receipts(), await store.chainHead())).toMatchObject({ ok: true });
+    await store.close();
+  });
+});

@@ -241,7 +241,7 @@ describe('the connection that writes alone', () => {
     expect(ok()).toBe(true);
   };
 
-  it('a successor connection is held open while its statement is out, though the failed one still finishes one', async () => {
+  function scene() {
     const clients: ReturnType<typeof fakeClient>[] = [];
     const pool = {
       connect: async () => Promise.reject(new Error('no pool client here')),
@@ -256,26 +256,86 @@ describe('the connection that writes alone', () => {
         return c;
       },
     });
+    return { clients, driver };
+  }
+  const serverError = (code: string) => Object.assign(new Error(`server said ${code}`), { code, severity: 'ERROR' });
+
+  it('writes that arrive while one is out wait, then commit together (BEGIN, each in call order, COMMIT), answered after the COMMIT; held open only while out', async () => {
+    const { clients, driver } = scene();
     const a = driver.writeAlone('SELECT 1', [1]);
+    await until(() => clients[0]?.pending.length === 1);
     const b = driver.writeAlone('SELECT 2', [2]);
-    await until(() => clients[0]?.pending.length === 2);
-    expect(clients[0]!.held).toBe(true);
-    // The first statement's connection breaks (no SQLSTATE: ambiguous); the second, pipelined behind it, is still out.
-    clients[0]!.pending[0]!.reject(new Error('socket reset'));
-    await expect(a).rejects.toBeInstanceOf(AmbiguousWrite);
     const c = driver.writeAlone('SELECT 3', [3]);
+    await new Promise((r) => setTimeout(r, 5));
+    expect(clients[0]!.pending, 'b and c wait for a').toHaveLength(1);
+    expect(clients[0]!.held).toBe(true);
+    clients[0]!.pending[0]!.resolve({ rows: [{ v: 1 }], rowCount: 1 });
+    expect((await a).rows).toEqual([{ v: 1 }]);
+    await until(() => clients[0]!.pending.length === 5);
+    const answered = { b: false, c: false };
+    void b.then(() => (answered.b = true));
+    void c.then(() => (answered.c = true));
+    clients[0]!.pending[1]!.resolve({ rows: [], rowCount: 0, command: 'BEGIN' } as never);
+    clients[0]!.pending[2]!.resolve({ rows: [{ v: 2 }], rowCount: 1 });
+    clients[0]!.pending[3]!.resolve({ rows: [{ v: 3 }], rowCount: 1 });
+    await new Promise((r) => setTimeout(r, 5));
+    expect(answered, 'nobody answered before the COMMIT').toEqual({ b: false, c: false });
+    clients[0]!.pending[4]!.resolve({ rows: [], rowCount: 0, command: 'COMMIT' } as never);
+    expect((await b).rows).toEqual([{ v: 2 }]);
+    expect((await c).rows).toEqual([{ v: 3 }]);
+    expect(clients[0]!.held, 'idle: not held open').toBe(false);
+    expect(clients).toHaveLength(1);
+    await driver.close();
+    expect(clients[0]!.ended).toBe(true);
+  });
+
+  it('a write refused by the server in a batch gets its error; the others are told nothing was written (never ambiguous)', async () => {
+    const { clients, driver } = scene();
+    const a = driver.writeAlone('SELECT 1', [1]);
+    await until(() => clients[0]?.pending.length === 1);
+    const [b, c, d] = [2, 3, 4].map((v) => driver.writeAlone(`SELECT ${v}`, [v]).catch((e: unknown) => e));
+    clients[0]!.pending[0]!.resolve({ rows: [], rowCount: 1 });
+    await a;
+    await until(() => clients[0]!.pending.length === 6);
+    clients[0]!.pending[1]!.resolve({ rows: [], rowCount: 0 });
+    clients[0]!.pending[2]!.resolve({ rows: [], rowCount: 1 });
+    clients[0]!.pending[3]!.reject(serverError('23505'));
+    clients[0]!.pending[4]!.reject(serverError('25P02'));
+    clients[0]!.pending[5]!.resolve({ rows: [], rowCount: 0, command: 'ROLLBACK' } as never);
+    const [eb, ec, ed] = await Promise.all([b, c, d]);
+    expect((ec as { code?: string }).code).toBe('23505');
+    for (const e of [eb, ed]) {
+      expect(e).toBeInstanceOf(StoreError);
+      expect(e).not.toBeInstanceOf(AmbiguousWrite);
+      expect((e as Error).message).toMatch(/nothing was written.*server said 23505/);
+    }
+    expect(clients[0]!.ended, 'the connection stays').toBe(false);
+    await driver.close();
+  });
+
+  it('a connection that breaks under a batch: every write in it is AmbiguousWrite, and the next goes on a new connection', async () => {
+    const { clients, driver } = scene();
+    const a = driver.writeAlone('SELECT 1', [1]);
+    await until(() => clients[0]?.pending.length === 1);
+    const [b, c] = [2, 3].map((v) => driver.writeAlone(`SELECT ${v}`, [v]).catch((e: unknown) => e));
+    clients[0]!.pending[0]!.resolve({ rows: [], rowCount: 1 });
+    await a;
+    await until(() => clients[0]!.pending.length === 5);
+    clients[0]!.pending[1]!.resolve({ rows: [], rowCount: 0 });
+    clients[0]!.pending[2]!.resolve({ rows: [], rowCount: 1 });
+    clients[0]!.pending[3]!.resolve({ rows: [], rowCount: 1 });
+    clients[0]!.pending[4]!.reject(new Error('socket reset')); // the COMMIT's answer never came
+    for (const e of await Promise.all([b, c])) {
+      expect(e).toBeInstanceOf(AmbiguousWrite);
+      expect((e as Error).message).toMatch(/transaction of 2 writes that commit together.*socket reset/);
+    }
+    expect(clients[0]!.ended).toBe(true);
+    const next = driver.writeAlone('SELECT 4', [4]);
     await until(() => clients[1]?.pending.length === 1);
-    // The new connection's statement is out: it must keep the process alive until it answers.
-    expect(clients[1]!.held).toBe(true);
-    clients[0]!.pending[1]!.resolve({ rows: [], rowCount: 1 });
-    await b;
     expect(clients[1]!.held).toBe(true);
     clients[1]!.pending[0]!.resolve({ rows: [], rowCount: 1 });
-    await c;
-    // Idle again: neither connection keeps the process alive.
-    expect(clients[0]!.held).toBe(false);
+    await next;
     expect(clients[1]!.held).toBe(false);
     await driver.close();
-    expect(clients[1]!.ended).toBe(true);
   });
 });

@@ -172,6 +172,22 @@ function arm(client: PgClientLike): void {
   client.on('error', () => undefined);
 }
 
+/** A write waiting to go on the connection that writes alone (see {@link PgDriver.writeAlone}). */
+interface AloneWrite {
+  readonly sql: string;
+  readonly params: readonly SqlValue[];
+  resolve(result: QueryResult<unknown>): void;
+  reject(err: unknown): void;
+}
+
+/** At most this many writes commit together in one transaction of the connection that writes alone. */
+const ALONE_BATCH = 64;
+
+/** The server refused a statement because an earlier one aborted the transaction (25P02): not its own failure. */
+function inFailedTransaction(err: unknown): boolean {
+  return typeof err === 'object' && err !== null && (err as { code?: unknown }).code === '25P02';
+}
+
 /** A {@link SqlDriver} over a `pg.Pool` (or a lazy function returning one). */
 export class PgDriver implements SqlDriver {
   readonly name: string = 'pg';
@@ -182,8 +198,8 @@ export class PgDriver implements SqlDriver {
   readonly #options: PgDriverOptions;
   #pool: Promise<PgPoolLike> | null = null;
   #alone: Promise<PgStandaloneClientLike & { ref?(): void; unref?(): void }> | null = null;
-  /** Statements out on each connection that writes alone: a connection is held open while its own count is above 0. */
-  readonly #aloneBusy = new WeakMap<object, number>();
+  /** Writes waiting for the batch out on the connection that writes alone; `null`: none is out. */
+  #waiting: AloneWrite[] | null = null;
   #schema: string | null;
   #begin: string | null = null;
   #closed = false;
@@ -364,46 +380,115 @@ export class PgDriver implements SqlDriver {
   }
 
   /**
-   * One write statement alone on the store's own connection, in its own implicit transaction
-   * (with `prepare` only). An error the server reports that rolls it back is thrown as is; any
-   * other (see {@link standaloneErrorOutcome}) destroys the client and rejects with
-   * {@link AmbiguousWrite}: the statement may have committed.
+   * One write statement on the store's own connection, committed on its own (with `prepare`
+   * only). Statements written while another is out wait, and then go together: `BEGIN`, each in
+   * call order, `COMMIT`, sent back to back on the pipelined connection — one round trip and one
+   * WAL flush for them all (group commit), each answered only after that COMMIT. An error the
+   * server reports rolls back what it went with: that statement gets its error, the others a
+   * {@link StoreError} saying nothing was written (so each is written again on its own); any other
+   * failure (see {@link standaloneErrorOutcome}) destroys the connection and rejects each with
+   * {@link AmbiguousWrite}: they may have committed.
    */
   writeAlone<Row = Record<string, unknown>>(sql: string, params: readonly SqlValue[]): Promise<QueryResult<Row>> {
-    // In call order: each `then` on the one connection's promise runs in the order it was added,
-    // so the statements reach the server in the order the kernel sealed them.
+    return new Promise<QueryResult<Row>>((resolve, reject) => {
+      const write: AloneWrite = { sql, params, resolve: resolve as AloneWrite['resolve'], reject };
+      if (this.#waiting !== null) {
+        this.#waiting.push(write);
+        return;
+      }
+      // None out: sent at once; those written meanwhile wait for it.
+      this.#waiting = [];
+      void this.#sendAlone([write]);
+    });
+  }
+
+  /** Sends `batch`, then whatever waited meanwhile (at most {@link ALONE_BATCH} a transaction), until none is left. */
+  async #sendAlone(batch: AloneWrite[]): Promise<void> {
+    for (;;) {
+      await this.#writeBatch(batch);
+      const waiting = this.#waiting ?? [];
+      if (waiting.length === 0) {
+        this.#waiting = null;
+        return;
+      }
+      batch = waiting.splice(0, ALONE_BATCH);
+    }
+  }
+
+  /** One batch on the connection that writes alone; every write in it is answered, nothing thrown. */
+  async #writeBatch(batch: AloneWrite[]): Promise<void> {
     const connection = (this.#alone ??= this.#openAlone());
-    return connection.then(
-      async (client) => {
-        // Held open only while a statement is out: an idle connection never keeps the process alive.
-        // Counted per connection: one that failed may still finish statements while its successor
-        // starts its own, and each must be held open (and let go) by its own count.
-        const busy = this.#aloneBusy.get(client) ?? 0;
-        this.#aloneBusy.set(client, busy + 1);
-        if (busy === 0) client.ref?.();
+    let client: Awaited<typeof connection>;
+    try {
+      client = await connection;
+    } catch (err) {
+      if (this.#alone === connection) this.#alone = null;
+      for (const w of batch) w.reject(err);
+      return;
+    }
+    // Held open only while a batch is out: an idle connection never keeps the process alive.
+    client.ref?.();
+    const lost = (err: unknown, what: string) => {
+      if (this.#alone === connection) this.#alone = null;
+      void client.end().catch(() => undefined);
+      return new AmbiguousWrite(`[pg] the connection failed during ${what} (${message(err)}): the write may or may not have landed`, { cause: err });
+    };
+    try {
+      if (batch.length === 1) {
+        const w = batch[0]!;
         try {
-          return await this.#run<Row>(client, sql, params);
+          w.resolve(await this.#run(client, w.sql, w.params));
         } catch (err) {
-          if (standaloneErrorOutcome(err) === 'failed') throw err;
-          if (this.#alone === connection) this.#alone = null;
-          void client.end().catch(() => undefined);
-          throw new AmbiguousWrite(
-            `[pg] the connection failed during a write that commits on its own (${message(err)}): the write may or may not have landed`,
-            {
-              cause: err,
-            },
-          );
-        } finally {
-          const left = (this.#aloneBusy.get(client) ?? 1) - 1;
-          this.#aloneBusy.set(client, left);
-          if (left === 0) client.unref?.();
+          w.reject(standaloneErrorOutcome(err) === 'failed' ? err : lost(err, 'a write that commits on its own'));
         }
-      },
-      (err: unknown) => {
-        if (this.#alone === connection) this.#alone = null;
-        throw err;
-      },
-    );
+        return;
+      }
+      const aborted = { lostStatement: false };
+      // Sent back to back, in this order, before any answer is awaited.
+      const sent: Promise<unknown>[] = [
+        corked(client, () => client.query('BEGIN')),
+        ...batch.map((w) => this.#run(client, w.sql, w.params, aborted)),
+        corked(client, () => client.query('COMMIT')),
+      ];
+      const settled = await Promise.allSettled(sent);
+      const answers = settled.slice(1, -1);
+      const commit = settled.at(-1)!;
+      const broken = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected' && standaloneErrorOutcome(r.reason) === 'ambiguous');
+      if (broken !== undefined) {
+        const err = lost(broken.reason, `a transaction of ${batch.length} writes that commit together`);
+        for (const w of batch) w.reject(err);
+        return;
+      }
+      if (commit.status === 'fulfilled' && single(commit.value as PgResultLike | PgResultLike[]).command === 'COMMIT') {
+        batch.forEach((w, i) => {
+          const a = answers[i]!;
+          if (a.status === 'fulfilled') w.resolve(a.value as QueryResult<unknown>);
+          else
+            w.reject(
+              new StoreError(`[pg] a write that committed with ${batch.length - 1} others failed in the client (${message(a.reason)})`, { cause: a.reason }),
+            );
+        });
+        return;
+      }
+      // Rolled back whole: the write that failed gets its own error, the others say nothing was written.
+      const failure = answers.find((a): a is PromiseRejectedResult => a.status === 'rejected' && !inFailedTransaction(a.reason));
+      const why = failure === undefined ? (commit.status === 'rejected' ? message(commit.reason) : 'COMMIT rolled it back') : message(failure.reason);
+      batch.forEach((w, i) => {
+        const a = answers[i]!;
+        if (a === failure) w.reject(a.reason);
+        else
+          w.reject(
+            new StoreError(
+              `[pg] nothing was written: this write went in one transaction with ${batch.length - 1} others, and one failed (${why}); it rolled back whole`,
+              {
+                cause: failure?.reason,
+              },
+            ),
+          );
+      });
+    } finally {
+      client.unref?.();
+    }
   }
 
   /**
