@@ -124,8 +124,31 @@ export async function startCommitProxy(target: { host: string; port: number }): 
       if (!dead) client.destroy();
     });
 
+    /**
+     * ReadyForQuery messages from the server (one after the startup, then one per Sync or simple
+     * Query), and the count at which the withheld answer is complete: with statements pipelined,
+     * the first answer after a lost COMMIT may be an earlier statement's, not the COMMIT's.
+     */
+    let ready = 0;
+    let readyAt = Infinity;
+    /** Sync and simple Query messages forwarded so far. */
+    let syncs = 0;
+    let fromServer = Buffer.alloc(0);
+    const countReady = (chunk: Buffer): void => {
+      fromServer = fromServer.length === 0 ? chunk : Buffer.concat([fromServer, chunk]);
+      let at = 0;
+      while (fromServer.length - at >= 5) {
+        const len = fromServer.readInt32BE(at + 1);
+        if (fromServer.length - at < 1 + len) break;
+        if (fromServer[at] === 0x5a) ready++; // 'Z'
+        at += 1 + len;
+      }
+      fromServer = fromServer.subarray(at);
+    };
     upstream.on('data', (chunk) => {
+      countReady(chunk);
       if (withhold) {
+        if (ready < readyAt) return;
         const act = withhold;
         withhold = null;
         act();
@@ -153,6 +176,8 @@ export async function startCommitProxy(target: { host: string; port: number }): 
       armed = null;
       fired++;
       const seen = statements;
+      // The lost message's own ReadyForQuery: the startup's, one per Sync or Query before it, its own.
+      readyAt = 1 + syncs + 1;
       if (offset > 0) upstream.write(pending.subarray(0, offset));
       const fire = () => resolve(seen);
       dead = true;
@@ -245,6 +270,7 @@ export async function startCommitProxy(target: { host: string; port: number }): 
             inTransaction = false;
           } else statements.push(text);
         }
+        if (type === 'S' || type === 'Q') syncs++;
         offset += 1 + len;
       }
       if (offset > forward) upstream.write(pending.subarray(forward, offset));

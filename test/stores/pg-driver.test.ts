@@ -241,7 +241,7 @@ describe('the connection that writes alone', () => {
     expect(ok()).toBe(true);
   };
 
-  function scene() {
+  function scene(groupCommit?: boolean) {
     const clients: ReturnType<typeof fakeClient>[] = [];
     const pool = {
       connect: async () => Promise.reject(new Error('no pool client here')),
@@ -250,6 +250,7 @@ describe('the connection that writes alone', () => {
     };
     const driver = new PgDriver(pool, {
       prepare: true,
+      ...(groupCommit === undefined ? {} : { groupCommit }),
       freshClient: () => {
         const c = fakeClient();
         clients.push(c);
@@ -336,6 +337,20 @@ describe('the connection that writes alone', () => {
     clients[1]!.pending[0]!.resolve({ rows: [], rowCount: 1 });
     await next;
     expect(clients[1]!.held).toBe(false);
+    await driver.close();
+  });
+
+  it('groupCommit: false sends each write at once, pipelined, its own commit; held open until the last answers', async () => {
+    const { clients, driver } = scene(false);
+    const a = driver.writeAlone('SELECT 1', [1]);
+    const b = driver.writeAlone('SELECT 2', [2]);
+    await until(() => clients[0]?.pending.length === 2);
+    clients[0]!.pending[0]!.resolve({ rows: [], rowCount: 1 });
+    await a;
+    expect(clients[0]!.held, 'b is still out').toBe(true);
+    clients[0]!.pending[1]!.resolve({ rows: [], rowCount: 1 });
+    await b;
+    expect(clients[0]!.held).toBe(false);
     await driver.close();
   });
 });

@@ -95,6 +95,11 @@ export interface PgDriverOptions {
   prepare?: boolean;
   /** Where the warning goes when a pooler loses a prepared statement (`ctrlrun.postgres`); default `console`. */
   logger?: Logger;
+  /**
+   * With `prepare`: writes that commit on their own and arrive while one is out go together in
+   * one transaction (see {@link PgDriver.writeAlone}); default `true`. `false`: each its own commit.
+   */
+  groupCommit?: boolean;
 }
 
 const INT8_OID = 20;
@@ -200,6 +205,8 @@ export class PgDriver implements SqlDriver {
   #alone: Promise<PgStandaloneClientLike & { ref?(): void; unref?(): void }> | null = null;
   /** Writes waiting for the batch out on the connection that writes alone; `null`: none is out. */
   #waiting: AloneWrite[] | null = null;
+  /** Batches out on each connection that writes alone (several with `groupCommit: false`): held open while above 0. */
+  readonly #aloneBusy = new WeakMap<object, number>();
   #schema: string | null;
   #begin: string | null = null;
   #closed = false;
@@ -213,6 +220,7 @@ export class PgDriver implements SqlDriver {
     }
     if (options.schema !== undefined) checkSchema(options.schema);
     if (options.prepare !== undefined && typeof options.prepare !== 'boolean') throw new InvalidArgument('prepare must be a boolean');
+    if (options.groupCommit !== undefined && typeof options.groupCommit !== 'boolean') throw new InvalidArgument('groupCommit must be a boolean');
     this.#source = pool;
     this.#options = options;
     this.capabilities = Object.freeze({ concurrentConnections: true, oneStatementSteps: options.prepare !== false, groupCommit: 'back-to-back' });
@@ -392,6 +400,11 @@ export class PgDriver implements SqlDriver {
   writeAlone<Row = Record<string, unknown>>(sql: string, params: readonly SqlValue[]): Promise<QueryResult<Row>> {
     return new Promise<QueryResult<Row>>((resolve, reject) => {
       const write: AloneWrite = { sql, params, resolve: resolve as AloneWrite['resolve'], reject };
+      if (this.#options.groupCommit === false) {
+        // One commit each: sent at once, pipelined behind any still out.
+        void this.#writeBatch([write]);
+        return;
+      }
       if (this.#waiting !== null) {
         this.#waiting.push(write);
         return;
@@ -427,7 +440,9 @@ export class PgDriver implements SqlDriver {
       return;
     }
     // Held open only while a batch is out: an idle connection never keeps the process alive.
-    client.ref?.();
+    const busy = this.#aloneBusy.get(client) ?? 0;
+    this.#aloneBusy.set(client, busy + 1);
+    if (busy === 0) client.ref?.();
     const lost = (err: unknown, what: string) => {
       if (this.#alone === connection) this.#alone = null;
       void client.end().catch(() => undefined);
@@ -487,7 +502,9 @@ export class PgDriver implements SqlDriver {
           );
       });
     } finally {
-      client.unref?.();
+      const left = (this.#aloneBusy.get(client) ?? 1) - 1;
+      this.#aloneBusy.set(client, left);
+      if (left === 0) client.unref?.();
     }
   }
 
@@ -567,8 +584,10 @@ export interface PgStoreOptions extends PostgresStoreOptions {
 
 /** A state store on PostgreSQL through `pg`. */
 export class PgStore extends SchemaStore<PgDriver> {
-  constructor(driver: PgDriver, options: Omit<PgStoreOptions, 'schema' | 'freshClient' | 'prepare'> = {}) {
-    super(driver, options);
+  constructor(driver: PgDriver, options: Omit<PgStoreOptions, 'schema' | 'freshClient'> = {}) {
+    // With `prepare` the driver groups the outcomes (they commit on its own connection); statement
+    // by statement, the kernel groups them in a transaction of the pool, when asked (`true`).
+    super(driver, { ...options, groupCommit: driver.capabilities.oneStatementSteps === true ? false : options.groupCommit === true });
   }
 }
 
@@ -587,7 +606,16 @@ function openOn(driver: PgDriver, options: PgStoreOptions): Promise<PgStore> {
  */
 export async function createPgStore(pool: PgPoolLike | (() => PgPoolLike | Promise<PgPoolLike>), options: PgStoreOptions = {}): Promise<PgStore> {
   checkStoreOptions(options, 'createPgStore');
-  return openOn(new PgDriver(pool, { schema: options.schema, freshClient: options.freshClient, prepare: options.prepare, logger: options.logger }), options);
+  return openOn(
+    new PgDriver(pool, {
+      schema: options.schema,
+      freshClient: options.freshClient,
+      prepare: options.prepare,
+      logger: options.logger,
+      groupCommit: options.groupCommit,
+    }),
+    options,
+  );
 }
 
 /** Imports `pg` once; a missing package is a {@link MissingDependency} naming the install. */
@@ -652,7 +680,14 @@ export async function openPgStore(url: string, options: PgStoreOptions = {}): Pr
   (pool as unknown as { on?: (e: string, l: () => void) => void }).on?.('error', () => undefined);
   try {
     return await openOn(
-      new PgDriver(pool, { schema: options.schema, freshClient: options.freshClient, prepare: options.prepare, logger: options.logger, ownsPool: true }),
+      new PgDriver(pool, {
+        schema: options.schema,
+        freshClient: options.freshClient,
+        prepare: options.prepare,
+        logger: options.logger,
+        groupCommit: options.groupCommit,
+        ownsPool: true,
+      }),
       options,
     );
   } catch (err) {

@@ -38,8 +38,10 @@ export interface PostgresStoreOptions {
    * Group commit: the outcomes (effect row, event, chained receipt) of callers of this store that
    * arrive while another outcome is being written are written together in one transaction, in
    * arrival order, every caller answered after the shared COMMIT. PGlite (default `true`) writes
-   * each under its own savepoint; pg (default `false`: ask for it with `true`) writes them back to
-   * back, and a failure writes every caller of the group again alone. `false`: one commit per outcome.
+   * each under its own savepoint. pg (default `true`) with `prepare` (its default) sends them back
+   * to back on its own connection between one `BEGIN` and `COMMIT`; with `prepare: false` only
+   * when asked (`true`), back to back in a transaction of the pool. A failure there writes every
+   * caller of the group again on its own. `false`: one commit per outcome.
    */
   groupCommit?: boolean;
 }
