@@ -65,7 +65,9 @@ if (WRAP)
     }
     return c;
   };
-const store = await createPgStore(pool, { schema: 's', logger: { warn() {} }, groupCommit: group });
+// The connection that writes alone, counted as 'alone' (its BEGIN … COMMIT batches included).
+const freshClient = () => wrapClient(new pg.Client({ connectionString: db.url, pipeline: true } as pg.ClientConfig), 'alone');
+const store = await createPgStore(pool, { schema: 's', logger: { warn() {} }, groupCommit: group, freshClient });
 const control = new Control({ policy, store, logger: { warn() {} } });
 let n = 0;
 const run = async (dur: number) => {

@@ -24,9 +24,9 @@ import { findServerBinaries, freshDatabase, startCluster, type PgCluster } from 
 import { ALLOW_REFUND_POLICY as policy, BENCH_PRINCIPAL as principal } from './_allowed-refund.js';
 
 const CALLERS = [1, 8, 32] as const;
-/** Control on a store with group commit (better-sqlite3 and PGlite by default; pg with `groupCommit: true`). */
+/** Control on a store with group commit, each store's default (pg: on the connection that writes alone). */
 const GROUP = 'Control, group commit';
-/** The same on a store with one transaction, one commit, per outcome (`groupCommit: false`; pg's default): the path before group commit. */
+/** The same on a store with one transaction, one commit, per outcome (`groupCommit: false`): the path before group commit. */
 const OPT_OUT = 'Control, one commit each';
 const ROUNDS = Number(process.env['BENCH_CONC_ROUNDS'] ?? 6);
 const SLICE_MS = Number(process.env['BENCH_CONC_SLICE_MS'] ?? 400);
@@ -130,13 +130,13 @@ if (url === null) {
   await db.sql('INSERT INTO floor.head VALUES (1, 0, NULL)');
   const pool = new pg.Pool({ connectionString: db.url, max: 40 });
   pool.on('error', () => undefined);
-  const store = await createPgStore(pool, { schema: 'bench', logger: { warn() {} }, groupCommit: true });
+  const store = await createPgStore(pool, { schema: 'bench', logger: { warn() {} } }); // the default: group commit
   cleanups.unshift(async () => (await store.close(), await pool.end()));
   subjects.push(controlSubject('PostgreSQL, durable', GROUP, store));
   await db.createSchema('each');
   const eachPool = new pg.Pool({ connectionString: db.url, max: 40 });
   eachPool.on('error', () => undefined);
-  const each = await createPgStore(eachPool, { schema: 'each', logger: { warn() {} } }); // the default: one commit each
+  const each = await createPgStore(eachPool, { schema: 'each', logger: { warn() {} }, groupCommit: false });
   cleanups.unshift(async () => (await each.close(), await eachPool.end()));
   subjects.push(controlSubject('PostgreSQL, durable', OPT_OUT, each));
   const floorPool = new pg.Pool({ connectionString: db.url, max: 40 });
