@@ -133,7 +133,7 @@ export async function startCommitProxy(target: { host: string; port: number }): 
     let readyAt = Infinity;
     /** Sync and simple Query messages forwarded so far. */
     let syncs = 0;
-    let fromServer = Buffer.alloc(0);
+    let fromServer: Buffer = Buffer.alloc(0);
     const countReady = (chunk: Buffer): void => {
       fromServer = fromServer.length === 0 ? chunk : Buffer.concat([fromServer, chunk]);
       let at = 0;
