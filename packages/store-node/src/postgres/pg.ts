@@ -606,16 +606,13 @@ function openOn(driver: PgDriver, options: PgStoreOptions): Promise<PgStore> {
  */
 export async function createPgStore(pool: PgPoolLike | (() => PgPoolLike | Promise<PgPoolLike>), options: PgStoreOptions = {}): Promise<PgStore> {
   checkStoreOptions(options, 'createPgStore');
-  return openOn(
-    new PgDriver(pool, {
-      schema: options.schema,
-      freshClient: options.freshClient,
-      prepare: options.prepare,
-      logger: options.logger,
-      groupCommit: options.groupCommit,
-    }),
-    options,
-  );
+  return openOn(new PgDriver(pool, driverOptions(options)), options);
+}
+
+/** What of the store's options the driver takes. */
+function driverOptions(options: PgStoreOptions): PgDriverOptions {
+  const { schema, freshClient, prepare, logger, groupCommit } = options;
+  return { schema, freshClient, prepare, logger, groupCommit };
 }
 
 /** Imports `pg` once; a missing package is a {@link MissingDependency} naming the install. */
@@ -679,17 +676,7 @@ export async function openPgStore(url: string, options: PgStoreOptions = {}): Pr
   // An idle pooled client whose server goes away emits 'error' on the pool; it is dropped, not fatal.
   (pool as unknown as { on?: (e: string, l: () => void) => void }).on?.('error', () => undefined);
   try {
-    return await openOn(
-      new PgDriver(pool, {
-        schema: options.schema,
-        freshClient: options.freshClient,
-        prepare: options.prepare,
-        logger: options.logger,
-        groupCommit: options.groupCommit,
-        ownsPool: true,
-      }),
-      options,
-    );
+    return await openOn(new PgDriver(pool, { ...driverOptions(options), ownsPool: true }), options);
   } catch (err) {
     // Name the address (without its password) in connection failures.
     if (err instanceof StoreError) {
