@@ -629,10 +629,21 @@ describe('a receipt written on its own whose COMMIT was lost (scripted driver)',
     expect((await store.receipts())[0]!.hash).toBe(stored.hash);
   });
 
-  it('lost twice and not landed: a StoreError that says so; a failed re-read: AmbiguousWrite', async () => {
+  it('lost twice and not landed: tried once more from the start (nothing was written), and written once', async () => {
+    const { driver, store, branches } = await lossyStore();
+    const { action, draft, trail } = await aReceipt();
+    driver.loss = { mode: 'drop', when: INSERT_RECEIPT, times: 2 };
+    await store.putReceipt(draft, trail);
+    // Lost, absent, re-issued; lost again, absent: a StoreError — then the write from the start, which lands.
+    expect(branches()).toEqual(['receipt.reissue', 'receipt.reissue']);
+    expect(driver.transactions).toBe(3);
+    expect(await evidence(store, action.actionId)).toEqual({ receipts: 1, events: trail.stored!.map((e) => e.eventId), chain: true });
+  });
+
+  it('lost on every try and never landed: a StoreError that says so (never AmbiguousWrite); a failed re-read: AmbiguousWrite', async () => {
     const { driver, store } = await lossyStore();
     const { draft, trail } = await aReceipt();
-    driver.loss = { mode: 'drop', when: INSERT_RECEIPT, times: 2 };
+    driver.loss = { mode: 'drop', when: INSERT_RECEIPT, times: 4 };
     const err = await store.putReceipt(draft, trail).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(StoreError);
     expect(err).not.toBeInstanceOf(AmbiguousWrite);

@@ -362,4 +362,33 @@ for (const prepare of [false, true])
         const { verifyChain } = await import('@ctrlrun/kernel');
         expect(verifyChain(await s.store.receipts(), await s.store.chainHead()).ok).toBe(true);
       });
+
+    if (!prepare)
+      it("an outcome whose receipt part was cut, then its lone receipt's connection cut before COMMIT: the receipt is written on the second try, once", async () => {
+        const s = await scene();
+        const RECEIPT_PART = /UPDATE "[^"]+"\.receipt_chain/;
+        const first = proxy.hold(RECEIPT_PART);
+        const running = s.control.execute(s.action, () => (s.calls.n++, { refund_id: 're_cut_twice' }));
+        const outcome = await first;
+        proxy.cutAll();
+        outcome.release();
+        // Armed once the first is let go (its statement, met again on the dead connection, is not the next one).
+        const second = proxy.hold(RECEIPT_PART);
+        // The lone receipt's transaction, cut too (nothing of it committed).
+        const lone = await second;
+        proxy.cutAll();
+        lone.release();
+        const value = await running;
+        expect(value).toEqual({ refund_id: 're_cut_twice' });
+        expect(s.calls.n).toBe(1);
+        expect(await s.row()).toMatchObject({ state: 'committed' });
+        const receipts = await db.sql<{ result: string }>(`SELECT result FROM "${s.schema}".receipts WHERE action_id = $1`, [s.action.actionId]);
+        expect(receipts.map((r) => r.result)).toEqual(['committed']);
+        const types = (await db.sql<{ type: string }>(`SELECT type FROM "${s.schema}".events WHERE action_id = $1 ORDER BY event_id`, [s.action.actionId])).map(
+          (e) => e.type,
+        );
+        expect(new Set(types).size, `no event twice: ${types.join(', ')}`).toBe(types.length);
+        const { verifyChain } = await import('@ctrlrun/kernel');
+        expect(verifyChain(await s.store.receipts(), await s.store.chainHead()).ok).toBe(true);
+      });
   });

@@ -23,7 +23,7 @@ import {
   sameSecret,
   UNKNOWN_CONTINUATION,
 } from '../effects.js';
-import { AmbiguousWrite, ApprovalMismatch, DuplicateEffect, InvalidArgument, StoreError } from '../errors.js';
+import { AmbiguousWrite, ApprovalMismatch, DuplicateEffect, InvalidArgument, StoreClosedError, StoreError } from '../errors.js';
 import type {
   Approval,
   ApprovalRecord,
@@ -847,21 +847,34 @@ export async function putReceipt(e: SqlEngine, draft: ReceiptDraft, events?: Tra
   // Its own `receipt` member is the caller's business on an outcome; here the receipt is the change.
   const only: TrailingEvents<StoredReceipt> | undefined = trailing === undefined ? undefined : { drafts: (r) => trailing.drafts(r) };
   const write = () => e.writeTrailed('putReceipt', only, (tx) => e.chainReceipt(tx, fields));
+  /** One write; its lost COMMIT settled by a re-read. */
+  const settled = async (): Promise<StoredReceipt> => {
+    try {
+      return await write();
+    } catch (err) {
+      if (err instanceof AmbiguousWrite && e.driver.reread !== undefined) return settleLostReceipt(e, receiptId, only, err, write);
+      throw err;
+    }
+  };
   let stored: StoredReceipt;
   try {
-    stored = await write();
-  } catch (err) {
-    if (err instanceof AmbiguousWrite && e.driver.reread !== undefined) {
-      stored = await settleLostReceipt(e, receiptId, only, err, write);
-    } else {
-      const select = e.sql.sql.selectReceipt;
-      if (!(err instanceof ReceiptAlreadyStored) || select === undefined) throw err;
-      // Stored before (the same draft put twice): that row, its events left to the caller.
-      const row = await e.read(async (ex) => (await e.query<ReceiptSqlRow>(ex, select, [receiptId])).rows[0]);
-      const found = row === undefined ? null : storedReceiptOf(row, receiptId);
-      if (found === null) throw err;
-      return found;
+    try {
+      stored = await settled();
+    } catch (err) {
+      // A store failure that rolled the write back (a connection cut before its COMMIT, say) is
+      // met once more: a receipt id is stored at most once, so a second try can never chain it
+      // twice, and a receipt left unwritten leaves its outcome with none (T170).
+      if (!(err instanceof StoreError) || err instanceof StoreClosedError || err instanceof AmbiguousWrite) throw err;
+      stored = await settled();
     }
+  } catch (err) {
+    const select = e.sql.sql.selectReceipt;
+    if (!(err instanceof ReceiptAlreadyStored) || select === undefined) throw err;
+    // Stored before (the same draft put twice): that row, its events left to the caller.
+    const row = await e.read(async (ex) => (await e.query<ReceiptSqlRow>(ex, select, [receiptId])).rows[0]);
+    const found = row === undefined ? null : storedReceiptOf(row, receiptId);
+    if (found === null) throw err;
+    return found;
   }
   if (trailing !== undefined && only !== undefined) trailing.stored = only.stored!;
   e.noteChained(stored);
