@@ -8,7 +8,7 @@
  * ambiguous key against the upstream's ledger (truthfully), and the checker reads the whole history.
  */
 import { spawn } from 'node:child_process';
-import { appendFileSync, existsSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { appendFileSync, existsSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
@@ -256,12 +256,32 @@ export async function runCampaign(o: CampaignOptions): Promise<CampaignResult> {
 
   if (o.fullDisk && filler) {
     const { everyMs, forMs } = o.fullDisk;
-    every(everyMs, async () => {
+    const full = async (ms: number) => {
       fillDisk(filler);
       count('disk-full');
-      await new Promise((res) => setTimeout(res, forMs));
+      await new Promise((res) => setTimeout(res, ms));
       rmSync(filler, { force: true });
-    });
+    };
+    // The first fill comes as soon as the clients begin, and holds until a write was refused (3 s at
+    // most): the store's WAL is new then (the migration's connection closed it), so every commit
+    // needs new space. Later the WAL reuses its pages, and a full disk may refuse nothing (one
+    // loaded CI run filled it four times and no write failed).
+    void (async () => {
+      const histories = () => readdirSync(o.dir).filter((f) => f.endsWith('.jsonl') && f !== 'recovery.jsonl');
+      const began = () => histories().some((f) => statSync(join(o.dir, f)).size > 0);
+      const refused = () => histories().some((f) => readFileSync(join(o.dir, f), 'utf8').includes('"outcome":"error"'));
+      const wait = async (until: () => boolean, ms: number) => {
+        const deadline = Date.now() + ms;
+        while (nemesisOn && !until() && Date.now() < deadline) await new Promise((res) => setTimeout(res, 25));
+      };
+      await wait(began, 120_000);
+      if (!nemesisOn) return;
+      fillDisk(filler);
+      count('disk-full');
+      await wait(refused, Math.max(forMs, 3000));
+      rmSync(filler, { force: true });
+      every(everyMs, () => full(forMs));
+    })();
   }
 
   if (o.hosts) {
