@@ -657,3 +657,49 @@ describe('a receipt written on its own whose COMMIT was lost (scripted driver)',
     expect((unknown as Error).message).toMatch(/putReceipt of ctr_.*re-read on a fresh connection failed/);
   });
 });
+
+describe('an outcome whose receipt part failed once (its connection lost, say)', () => {
+  it('is written again with its receipt in one transaction: no receipt written alone after it (a crash between the two would leave none)', async () => {
+    const { Control, createAction, loadPolicy, verifyChain } = await import('@ctrlrun/kernel');
+    const inner = await SqlJsDriver.open(SQL);
+    let failures = 1;
+    const driver: SqlDriver = {
+      name: 'flaky',
+      dialect: inner.dialect,
+      capabilities: inner.capabilities,
+      query: (sql, params) => inner.query(sql, params),
+      exec: (sql) => inner.exec(sql),
+      close: () => inner.close(),
+      transaction: (fn) =>
+        inner.transaction((tx) =>
+          fn({
+            query: (sql, params) => {
+              if (failures > 0 && /receipt_chain/.test(sql) && /^UPDATE/.test(sql)) {
+                failures--;
+                return Promise.reject(new Error('Connection terminated unexpectedly'));
+              }
+              return tx.query(sql, params);
+            },
+            exec: (sql) => tx.exec(sql),
+          }),
+        ),
+    };
+    const store = await new SqlStateStore(driver, { clock: () => T0, logger: { warn: () => undefined } }).open();
+    let alone = 0;
+    const put = store.putReceipt.bind(store);
+    store.putReceipt = (...args) => (alone++, put(...args));
+    const control = new Control({
+      policy: loadPolicy('schema: ctrlrun.policy/v2\nactions:\n  stripe.refund:\n    effect: "refund:{payment_id}"\n    decision: allow\n'),
+      store,
+      clock: () => T0,
+      logger: { warn: () => undefined },
+    });
+    const action = createAction({ name: 'stripe.refund', arguments: { payment_id: 'p1', amount: 5 }, principal: { agent: 'a' } });
+    expect(await control.execute(action, () => ({ ok: true }))).toEqual({ ok: true });
+    expect(failures, 'the receipt part failed once').toBe(0);
+    expect(alone, 'no receipt written on its own').toBe(0);
+    const receipts = await store.receipts();
+    expect(receipts.map((r) => r.result)).toEqual(['committed']);
+    expect(verifyChain(receipts, await store.chainHead()).ok).toBe(true);
+  });
+});

@@ -335,18 +335,44 @@ for (const prepare of [false, true])
       });
     });
 
+    /**
+     * Cuts every connection each time one of the next `n` receipt parts (the chain head's UPDATE)
+     * reaches the proxy. Each hold is armed once the one before is let go: its statement, met
+     * again on the dead connection, is not the next one.
+     */
+    async function cutReceiptParts(n: number): Promise<void> {
+      for (let i = 0; i < n; i++) {
+        const held = await proxy.hold(/UPDATE "[^"]+"\.receipt_chain/);
+        proxy.cutAll();
+        held.release();
+      }
+    }
+
+    if (!prepare)
+      it('an outcome whose receipt part was cut mid-transaction once: written again with its receipt, each once, nothing settled', async () => {
+        const s = await scene();
+        const cuts = cutReceiptParts(1);
+        const value = await s.control.execute(s.action, () => (s.calls.n++, { refund_id: 're_cut_once' }));
+        await cuts;
+        expect(value).toEqual({ refund_id: 're_cut_once' });
+        expect(s.calls.n).toBe(1);
+        expect(s.branches()).toEqual([]);
+        const receipts = await db.sql<{ result: string }>(`SELECT result FROM "${s.schema}".receipts WHERE action_id = $1`, [s.action.actionId]);
+        expect(receipts.map((r) => r.result)).toEqual(['committed']);
+        const { verifyChain } = await import('@ctrlrun/kernel');
+        expect(verifyChain(await s.store.receipts(), await s.store.chainHead()).ok).toBe(true);
+      });
+
     // Statement by statement only: with prepare the outcome and its receipt are one statement,
     // and a cut there is the outcome's own lost reply (settled above).
     if (!prepare)
-      it("an outcome whose receipt part was cut mid-transaction, then its lone receipt's COMMIT lost (receipt.reissue): the outcome and its receipt stand, each once", async () => {
+      it("an outcome whose receipt part was cut mid-transaction twice, then its lone receipt's COMMIT lost (receipt.reissue): the outcome and its receipt stand, each once", async () => {
         const s = await scene();
-        const held = proxy.hold(/UPDATE "[^"]+"\.receipt_chain/);
+        // The receipt part's connection cut, and again on the second try (T170: the outcome is then written without it, and the receipt alone).
+        const cuts = cutReceiptParts(2);
         const fired = proxy.arm({ mode: 'drop', when: /INSERT INTO "[^"]+"\.receipts/ });
         const running = s.control.execute(s.action, () => (s.calls.n++, { refund_id: 're_cut' }));
-        const h = await held;
-        // The receipt part's connection cut (T170: the outcome is written again without it, then the receipt alone).
-        proxy.cutAll();
-        h.release();
+        await cuts;
         const value = await running;
         await fired;
         expect(value).toEqual({ refund_id: 're_cut' });
@@ -364,20 +390,12 @@ for (const prepare of [false, true])
       });
 
     if (!prepare)
-      it("an outcome whose receipt part was cut, then its lone receipt's connection cut before COMMIT: the receipt is written on the second try, once", async () => {
+      it("an outcome whose receipt part was cut twice, then its lone receipt's connection cut before COMMIT: the receipt is written on the second try, once", async () => {
         const s = await scene();
-        const RECEIPT_PART = /UPDATE "[^"]+"\.receipt_chain/;
-        const first = proxy.hold(RECEIPT_PART);
+        // Twice the outcome's receipt part, then the lone receipt's transaction (nothing of it committed).
+        const cuts = cutReceiptParts(3);
         const running = s.control.execute(s.action, () => (s.calls.n++, { refund_id: 're_cut_twice' }));
-        const outcome = await first;
-        proxy.cutAll();
-        outcome.release();
-        // Armed once the first is let go (its statement, met again on the dead connection, is not the next one).
-        const second = proxy.hold(RECEIPT_PART);
-        // The lone receipt's transaction, cut too (nothing of it committed).
-        const lone = await second;
-        proxy.cutAll();
-        lone.release();
+        await cuts;
         const value = await running;
         expect(value).toEqual({ refund_id: 're_cut_twice' });
         expect(s.calls.n).toBe(1);

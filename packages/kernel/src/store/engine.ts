@@ -545,11 +545,17 @@ export class SqlEngine {
       };
     const run = (withReceipt: boolean, reissue: { now: Date } | null) => this.write<Trailed<R>>(what, step(withReceipt), reissue);
     const inTransaction = async (reissue: { now: Date } | null): Promise<Trailed<R>> => {
-      try {
-        return await run(true, reissue);
-      } catch (err) {
-        if (!(err instanceof ReceiptPartFailed)) throw err;
-        return run(false, reissue);
+      // Twice with the receipt: a receipt part that failed because its connection did (rolled back,
+      // nothing written) passes on a fresh one. A second failure is the receipt's own, and the
+      // outcome is written without it (T170) — a crash before the receipt written alone after it
+      // would leave the outcome with none, so that path is kept for a failure that stays.
+      for (let tries = 2; ; tries--) {
+        try {
+          return await run(true, reissue);
+        } catch (err) {
+          if (!(err instanceof ReceiptPartFailed)) throw err;
+          if (tries === 1) return run(false, reissue);
+        }
       }
     };
     // A step that can stand alone is tried first; it answers `null` when nothing was written and
