@@ -6,7 +6,7 @@
  * record read straight from the server, and that no effect is ever recorded `failed`.
  */
 import { INSERT_LANDED, INSERT_FOUND_OTHER, INSERT_LOST_REISSUE, UPDATE_FOUND_OTHER, UPDATE_LANDED, UPDATE_LOST_REISSUE } from '@ctrlrun/kernel/store';
-import { AmbiguousEffect, AmbiguousWrite, Control, DuplicateEffect, createAction, loadPolicy, type Clock } from '@ctrlrun/kernel';
+import { AmbiguousEffect, AmbiguousWrite, Control, DuplicateEffect, createAction, loadPolicy, verifyChain, type Clock } from '@ctrlrun/kernel';
 import { createPgStore, type PgStore } from '@ctrlrun/store-node/pg';
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
@@ -335,6 +335,17 @@ for (const prepare of [false, true])
       });
     });
 
+    /** The action has exactly one receipt, committed; no event of it twice; the chain verifies. */
+    async function oneCommittedReceipt(s: Awaited<ReturnType<typeof scene>>): Promise<void> {
+      const receipts = await db.sql<{ result: string }>(`SELECT result FROM "${s.schema}".receipts WHERE action_id = $1`, [s.action.actionId]);
+      expect(receipts.map((r) => r.result)).toEqual(['committed']);
+      const types = (await db.sql<{ type: string }>(`SELECT type FROM "${s.schema}".events WHERE action_id = $1 ORDER BY event_id`, [s.action.actionId])).map(
+        (e) => e.type,
+      );
+      expect(new Set(types).size, `no event twice: ${types.join(', ')}`).toBe(types.length);
+      expect(verifyChain(await s.store.receipts(), await s.store.chainHead()).ok).toBe(true);
+    }
+
     /**
      * Cuts every connection each time one of the next `n` receipt parts (the chain head's UPDATE)
      * reaches the proxy. Each hold is armed once the one before is let go: its statement, met
@@ -357,10 +368,7 @@ for (const prepare of [false, true])
         expect(value).toEqual({ refund_id: 're_cut_once' });
         expect(s.calls.n).toBe(1);
         expect(s.branches()).toEqual([]);
-        const receipts = await db.sql<{ result: string }>(`SELECT result FROM "${s.schema}".receipts WHERE action_id = $1`, [s.action.actionId]);
-        expect(receipts.map((r) => r.result)).toEqual(['committed']);
-        const { verifyChain } = await import('@ctrlrun/kernel');
-        expect(verifyChain(await s.store.receipts(), await s.store.chainHead()).ok).toBe(true);
+        await oneCommittedReceipt(s);
       });
 
     // Statement by statement only: with prepare the outcome and its receipt are one statement,
@@ -379,14 +387,7 @@ for (const prepare of [false, true])
         expect(s.calls.n).toBe(1);
         expect(s.branches()).toEqual(['receipt.reissue']);
         expect(await s.row()).toMatchObject({ state: 'committed', result_json: '{"refund_id":"re_cut"}' });
-        const receipts = await db.sql<{ result: string }>(`SELECT result FROM "${s.schema}".receipts WHERE action_id = $1`, [s.action.actionId]);
-        expect(receipts.map((r) => r.result)).toEqual(['committed']);
-        const types = (await db.sql<{ type: string }>(`SELECT type FROM "${s.schema}".events WHERE action_id = $1 ORDER BY event_id`, [s.action.actionId])).map(
-          (e) => e.type,
-        );
-        expect(new Set(types).size, `no event twice: ${types.join(', ')}`).toBe(types.length);
-        const { verifyChain } = await import('@ctrlrun/kernel');
-        expect(verifyChain(await s.store.receipts(), await s.store.chainHead()).ok).toBe(true);
+        await oneCommittedReceipt(s);
       });
 
     if (!prepare)
@@ -400,13 +401,6 @@ for (const prepare of [false, true])
         expect(value).toEqual({ refund_id: 're_cut_twice' });
         expect(s.calls.n).toBe(1);
         expect(await s.row()).toMatchObject({ state: 'committed' });
-        const receipts = await db.sql<{ result: string }>(`SELECT result FROM "${s.schema}".receipts WHERE action_id = $1`, [s.action.actionId]);
-        expect(receipts.map((r) => r.result)).toEqual(['committed']);
-        const types = (await db.sql<{ type: string }>(`SELECT type FROM "${s.schema}".events WHERE action_id = $1 ORDER BY event_id`, [s.action.actionId])).map(
-          (e) => e.type,
-        );
-        expect(new Set(types).size, `no event twice: ${types.join(', ')}`).toBe(types.length);
-        const { verifyChain } = await import('@ctrlrun/kernel');
-        expect(verifyChain(await s.store.receipts(), await s.store.chainHead()).ok).toBe(true);
+        await oneCommittedReceipt(s);
       });
   });

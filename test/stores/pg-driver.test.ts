@@ -318,6 +318,22 @@ describe('the connection that writes alone', () => {
     await driver.close();
   });
 
+  it('a write refused under a COMMIT that says it committed is never told "nothing was written": every write in the batch is AmbiguousWrite', async () => {
+    const { clients, driver } = scene();
+    const a = driver.writeAlone('SELECT 1', [1]);
+    await until(() => clients[0]?.pending.length === 1);
+    const [b, c] = [2, 3].map((v) => driver.writeAlone(`SELECT ${v}`, [v]).catch((e: unknown) => e));
+    clients[0]!.pending[0]!.resolve({ rows: [], rowCount: 1 });
+    await a;
+    await until(() => clients[0]!.pending.length === 5);
+    clients[0]!.pending[1]!.resolve({ rows: [], rowCount: 0 });
+    clients[0]!.pending[2]!.resolve({ rows: [], rowCount: 1 });
+    clients[0]!.pending[3]!.reject(serverError('23505'));
+    clients[0]!.pending[4]!.resolve({ rows: [], rowCount: 0, command: 'COMMIT' } as never);
+    for (const e of await Promise.all([b, c])) expect(e).toBeInstanceOf(AmbiguousWrite);
+    await driver.close();
+  });
+
   it('a connection that breaks under a batch: every write in it is AmbiguousWrite, and the next goes on a new connection', async () => {
     const { clients, driver } = scene();
     const a = driver.writeAlone('SELECT 1', [1]);

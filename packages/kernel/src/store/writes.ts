@@ -974,8 +974,8 @@ async function settleLostReceipt(
 }
 
 /** The branches a lone receipt's lost COMMIT takes (logged as the effect branches are). */
-export const RECEIPT_LANDED = 'receipt.landed';
-export const RECEIPT_LOST_REISSUE = 'receipt.reissue';
+const RECEIPT_LANDED = 'receipt.landed';
+const RECEIPT_LOST_REISSUE = 'receipt.reissue';
 
 // ---------------------------------------------------------------- delegations
 export async function putDelegation(e: SqlEngine, record: DelegationRecord): Promise<void> {

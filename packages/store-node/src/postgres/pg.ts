@@ -468,21 +468,18 @@ export class PgDriver implements SqlDriver {
       const settled = await Promise.allSettled(sent);
       const answers = settled.slice(1, -1);
       const commit = settled.at(-1)!;
+      const committed = commit.status === 'fulfilled' && single(commit.value as PgResultLike | PgResultLike[]).command === 'COMMIT';
       const broken = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected' && standaloneErrorOutcome(r.reason) === 'ambiguous');
-      if (broken !== undefined) {
-        const err = lost(broken.reason, `a transaction of ${batch.length} writes that commit together`);
+      // A server error aborts the transaction (its COMMIT answers ROLLBACK): a write refused under a
+      // COMMIT that committed cannot be told apart, and is settled by its re-read as a lost one.
+      const unexplained = committed ? answers.find((a): a is PromiseRejectedResult => a.status === 'rejected') : undefined;
+      if (broken !== undefined || unexplained !== undefined) {
+        const err = lost((broken ?? unexplained)!.reason, `a transaction of ${batch.length} writes that commit together`);
         for (const w of batch) w.reject(err);
         return;
       }
-      if (commit.status === 'fulfilled' && single(commit.value as PgResultLike | PgResultLike[]).command === 'COMMIT') {
-        batch.forEach((w, i) => {
-          const a = answers[i]!;
-          if (a.status === 'fulfilled') w.resolve(a.value as QueryResult<unknown>);
-          else
-            w.reject(
-              new StoreError(`[pg] a write that committed with ${batch.length - 1} others failed in the client (${message(a.reason)})`, { cause: a.reason }),
-            );
-        });
+      if (committed) {
+        batch.forEach((w, i) => w.resolve((answers[i] as PromiseFulfilledResult<QueryResult<unknown>>).value));
         return;
       }
       // Rolled back whole: the write that failed gets its own error, the others say nothing was written.
