@@ -105,11 +105,27 @@ for (const prepare of [false, true])
       ).toEqual([]);
     }
 
+    /**
+     * With prepare, the lost write was a fresh key's reservation and its events as one statement
+     * that commits on its own (`reserveAlone`): no transaction around it.
+     */
+    function reservedAlone(statements: string[]): void {
+      if (!prepare) return;
+      expect(statements.filter((x) => INSERT_EFFECT.test(x))).toEqual([
+        expect.stringMatching(/^WITH r AS \(INSERT INTO "[^"]+"\.effects[\s\S]*INSERT INTO "[^"]+"\.events/),
+      ]);
+      expect(
+        statements.filter((x) => /^\s*BEGIN/i.test(x)),
+        'no transaction around it',
+      ).toEqual([]);
+    }
+
     it('test_T155_a_connection_killed_during_commit_is_resolved_by_the_re_read (landed reservation → a1.row1.ours)', async () => {
       const s = await scene();
       const fired = proxy.arm({ mode: 'land', when: INSERT_EFFECT });
       const value = await s.control.execute(s.action, () => (s.calls.n++, { refund_id: 're_1' }));
       expect(await fired).toEqual(expect.arrayContaining([expect.stringMatching(INSERT_EFFECT)]));
+      reservedAlone(await fired);
       expect(value).toEqual({ refund_id: 're_1' });
       expect(s.calls.n).toBe(1);
       expect(s.branches()).toEqual([INSERT_LANDED]);
@@ -157,7 +173,7 @@ for (const prepare of [false, true])
       const s = await scene();
       const fired = proxy.arm({ mode: 'drop', when: INSERT_EFFECT });
       const value = await s.control.execute(s.action, () => (s.calls.n++, { refund_id: 're_4' }));
-      await fired;
+      reservedAlone(await fired);
       expect(value).toEqual({ refund_id: 're_4' });
       expect(s.calls.n).toBe(1);
       expect(s.branches()).toEqual([INSERT_LOST_REISSUE]);

@@ -292,12 +292,14 @@ describePg('combined statements on a real server', (server) => {
     const pools = [0, 1].map(() => quiet(new pg.Pool({ connectionString: db.url, max: 2 })));
     try {
       await db.createSchema('turns');
+      // Outcomes sent alone, and reservations (each action's fresh row, always alone), per store.
       const alone = [0, 0];
+      const reservations = [0, 0];
       const stores = await Promise.all(
         pools.map(async (pool, i) => {
           const driver = new PgDriver(pool, { schema: 'turns' });
           const send = driver.writeAlone.bind(driver);
-          driver.writeAlone = (sql, params) => (alone[i]!++, send(sql, params));
+          driver.writeAlone = (sql, params) => (/^WITH r AS \(INSERT /.test(sql) ? reservations[i]!++ : alone[i]!++, send(sql, params));
           await driver.resolveSchema();
           return new SqlStateStore(driver, { dialect: postgresDialect('turns'), logger: { warn() {} } }).open();
         }),
@@ -313,6 +315,7 @@ describePg('combined statements on a real server', (server) => {
       // other had moved: one miss, then the transaction for every turn after (sealing again on the
       // head the answer gave would have sent two statements alone per turn: 19).
       expect(alone).toEqual([2, 2]);
+      expect(reservations).toEqual([10, 10]);
       // Alone again: after its rest, the store's outcomes stand alone once more.
       for (let t = 0; t < 200; t++) await refund(0, `solo_${t}`);
       expect(alone[0]).toBeGreaterThan(2 + 100);

@@ -7,7 +7,7 @@
  * action still runs its executor once and ends committed with its receipt chained; the driver
  * warns once and stops naming; the transaction that met the loss ran again from the start.
  */
-import { Control, SchemaMismatch, StoreError, createAction, loadPolicy, verifyChain, type StateStore } from '@ctrlrun/kernel';
+import { Control, NotExecuted, SchemaMismatch, StoreError, createAction, loadPolicy, verifyChain, type StateStore } from '@ctrlrun/kernel';
 import { quoteIdentifier } from '@ctrlrun/kernel/store';
 import { createPgStore, type PgPoolLike, type PgStore } from '@ctrlrun/store-node/pg';
 import pg from 'pg';
@@ -26,24 +26,36 @@ function quiet(pool: pg.Pool): pg.Pool {
   return pool;
 }
 
-/** A store on `pool` with its warnings kept, and a refund that counts its executor's calls. */
+/**
+ * A store on `pool` with its warnings kept, and a refund that counts its executor's calls.
+ * `renewed(id)`: the refund's first attempt reports it never ran (failed), the second runs — a
+ * renewal, which is written in a transaction on the pool (a fresh key's reservation and every
+ * outcome go alone, on the store's own connection).
+ */
 function scene(store: PgStore, warnings: string[], before?: () => Promise<void>) {
   const control = new Control({ policy: POLICY, store, logger: { warn() {} } });
   const ran = new Map<string, number>();
-  const refund = (id: string) =>
+  const refund = (id: string, fail = false) =>
     control.execute(createAction({ name: 'stripe.refund', arguments: { payment_id: id, amount: 500 }, principal: { agent: 'a' } }), async () => {
       ran.set(id, (ran.get(id) ?? 0) + 1);
+      if (fail) throw new NotExecuted('the provider refused it before it ran');
       await before?.();
       return { refund_id: `re_${id}` };
     });
-  return { refund, ran, warnings };
+  const renewed = async (id: string) => {
+    await expect(refund(id, true)).rejects.toBeInstanceOf(NotExecuted);
+    return refund(id);
+  };
+  return { refund, renewed, ran, warnings };
 }
 
-async function committedAndChained(store: StateStore, ids: readonly string[]): Promise<void> {
+/** Each id committed; the receipts (a renewed id's failed one first) chained in the order written. */
+async function committedAndChained(store: StateStore, ids: readonly string[], renewed: readonly string[] = []): Promise<void> {
   for (const id of ids) expect((await store.getEffect(`refund:${id}`))?.state).toBe('committed');
   const rows = await store.receipts();
-  expect(rows.map((r) => r.effect_key)).toEqual(ids.map((id) => `refund:${id}`));
-  expect(verifyChain(rows, await store.chainHead())).toMatchObject({ ok: true, verified: ids.length });
+  const expected = ids.flatMap((id) => (renewed.includes(id) ? [`refund:${id}`, `refund:${id}`] : [`refund:${id}`]));
+  expect(rows.map((r) => r.effect_key)).toEqual(expected);
+  expect(verifyChain(rows, await store.chainHead())).toMatchObject({ ok: true, verified: expected.length });
 }
 
 /**
@@ -109,16 +121,17 @@ describePg('PostgreSQL prepared statements behind a connection that loses them',
       },
     });
     try {
-      const { refund, ran } = scene(store, []);
-      await refund('a');
+      const { renewed, ran } = scene(store, []);
+      // A renewal prepares its transaction's statements on the pool's one connection; then it forgets them.
+      await renewed('a');
       await s.pool.query('DEALLOCATE ALL');
-      await refund('b');
+      await renewed('b');
       expect([...ran]).toEqual([
-        ['a', 1],
-        ['b', 1],
+        ['a', 2],
+        ['b', 2],
       ]);
       expect(warned).toBe(1);
-      await committedAndChained(store, ['a', 'b']);
+      await committedAndChained(store, ['a', 'b'], ['a', 'b']);
     } finally {
       await done(s, store);
     }
@@ -130,7 +143,8 @@ describePg('PostgreSQL prepared statements behind a connection that loses them',
     let learned: { name: string; statement: string }[] = [];
     const store1 = await createPgStore(first.pool, { schema: 's', logger: logger(warnings) });
     try {
-      await scene(store1, warnings).refund('a');
+      // A renewal: its transaction's statements are prepared on the pool's one connection.
+      await scene(store1, warnings).renewed('a');
       learned = (await first.pool.query("SELECT name, statement FROM pg_prepared_statements WHERE name LIKE 'ctrlrun\\_%'")).rows;
       expect(learned.length).toBeGreaterThan(0);
     } finally {
@@ -141,16 +155,16 @@ describePg('PostgreSQL prepared statements behind a connection that loses them',
     try {
       for (const { name, statement } of learned) await pool2.query(`PREPARE ${quoteIdentifier(name)} AS ${statement}`);
       const store2 = await createPgStore(pool2, { schema: 's', logger: logger(warnings) });
-      const { refund, ran } = scene(store2, warnings);
-      await refund('b');
+      const { refund, renewed, ran } = scene(store2, warnings);
+      await renewed('b');
       await refund('c');
       expect([...ran]).toEqual([
-        ['b', 1],
+        ['b', 2],
         ['c', 1],
       ]);
       expect(warnings).toHaveLength(1);
       expect(warnings[0]).toMatch(/prepared statement "ctrlrun_[0-9a-f]{32}" already exists/);
-      await committedAndChained(store2, ['a', 'b', 'c']);
+      await committedAndChained(store2, ['a', 'b', 'c'], ['a', 'b']);
       await store2.close();
     } finally {
       await pool2.end();
@@ -182,27 +196,30 @@ describePg('PostgreSQL prepared statements behind a connection that loses them',
         });
         try {
           let forget = false;
-          const { refund, ran } = scene(store, warnings, async () => {
+          const { refund, renewed, ran } = scene(store, warnings, async () => {
             if (forget && where !== 'a transaction') for (const c of own) await c.query('DEALLOCATE ALL');
           });
-          await refund('a');
+          // In a transaction: a renewal's (a fresh key's reservation and every outcome go alone).
+          const act = where === 'a transaction' ? renewed : refund;
+          await act('a');
           expect(own).toHaveLength(1); // the outcome went out alone, on the store's own connection
           // The pool's one connection (or the store's own, inside the next executor) forgets every
           // statement it prepared; pg still thinks they are there.
           if (where === 'a transaction') await s.pool.query('DEALLOCATE ALL');
           forget = true;
-          await refund('b');
+          await act('b');
           await refund('c');
+          const tries = where === 'a transaction' ? 2 : 1;
           expect([...ran]).toEqual([
-            ['a', 1],
-            ['b', 1],
+            ['a', tries],
+            ['b', tries],
             ['c', 1],
           ]);
           expect(warnings).toHaveLength(1);
           expect(warnings[0]).toMatch(LOST[language]);
           expect(store.driver.prepared).toBe(false);
           expect(own).toHaveLength(1); // not a lost reply: no re-read, no new connection
-          await committedAndChained(store, ['a', 'b', 'c']);
+          await committedAndChained(store, ['a', 'b', 'c'], where === 'a transaction' ? ['a', 'b'] : []);
           // Nothing named since: the pool's connection holds no statement of ours.
           if (where === 'a transaction')
             expect((await s.pool.query("SELECT count(*)::int AS n FROM pg_prepared_statements WHERE name LIKE 'ctrlrun\\_%'")).rows[0].n).toBe(0);

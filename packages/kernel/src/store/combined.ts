@@ -20,7 +20,17 @@ import { sha256TaggedText } from '../hash.js';
 import { AmbiguousWrite, StoreError } from '../errors.js';
 import type { SqlExecutor, SqlValue } from './driver.js';
 import type { SqlEngine, Trailed } from './engine.js';
-import { LANDED_LATE, UPDATE_FOUND_OTHER, UPDATE_LANDED, UPDATE_LOST_REISSUE, lostCommitBranch, type EffectWriteIntent } from './lost-commit.js';
+import {
+  INSERT_FOUND_OTHER,
+  INSERT_LANDED,
+  INSERT_LOST_REISSUE,
+  LANDED_LATE,
+  UPDATE_FOUND_OTHER,
+  UPDATE_LANDED,
+  UPDATE_LOST_REISSUE,
+  lostCommitBranch,
+  type EffectWriteIntent,
+} from './lost-commit.js';
 import { effectParams, int, sameEvents, type EventRow, type eventFields, type receiptFields } from './rows.js';
 
 type EventFields = ReturnType<typeof eventFields>;
@@ -380,6 +390,104 @@ async function settleLostAppend(
         },
       };
     case UPDATE_FOUND_OTHER:
+    default:
+      throw intent.refuse(first.found);
+  }
+}
+
+/**
+ * A fresh reservation (no approval to consume, no budget to charge) and its events as ONE
+ * statement that commits on its own, on the connection that writes alone (where the driver
+ * commits what arrives together as one group: reservations and outcomes share its COMMITs). No
+ * `BEGIN`, no `COMMIT`: one round trip where the transaction takes three. `null` (nothing
+ * written; the step runs in a transaction as always): the key has a row already (the transaction
+ * reads and plans on it), or the server reports an error. A lost reply is settled as a lost
+ * COMMIT is (spec 03 §3.4, Table A1): the row and the action's newest events re-read on a fresh
+ * connection, one named branch, logged; ours → landed; no row → `{ reissueAt }`, the one
+ * re-issue (whose `late` looks once more if it is refused); another row → its refusal.
+ */
+export async function reserveAlone<R>(
+  e: SqlEngine,
+  what: string,
+  intent: Extract<EffectWriteIntent, { kind: 'insert' }>,
+  value: R,
+  events: readonly EventFields[],
+  now: Date,
+): Promise<Trailed<R> | { reissueAt: Date; late: () => Promise<Trailed<R> | null> } | null> {
+  const { record } = intent;
+  const params: SqlValue[] = [
+    record.effectKey,
+    record.state,
+    record.actionId,
+    record.attempt,
+    record.leaseExpiresAt,
+    record.createdAt,
+    record.updatedAt,
+    ...events.flatMap((f) => f.params),
+  ];
+  let rows: CombinedRow[];
+  try {
+    rows = (await e.driver.writeAlone!<CombinedRow>(e.sql.sql.insertEffectWithEvents!(events.length), params)).rows;
+  } catch (err) {
+    if (err instanceof AmbiguousWrite) return settleLostReservation(e, what, intent, value, events, now, err);
+    return null; // the server says nothing was written: the transaction decides (and meets the error again, if it stays)
+  }
+  if (!rows.some((r) => r.k === 'effect')) return null;
+  e.hint(record);
+  return { value, events: eventsFrom(rows, events, e.name), receipt: null };
+}
+
+/** {@link reserveAlone}'s lost reply: the row (and, if it is ours, the events that landed with it) re-read on a fresh connection. */
+async function settleLostReservation<R>(
+  e: SqlEngine,
+  what: string,
+  intent: Extract<EffectWriteIntent, { kind: 'insert' }>,
+  value: R,
+  events: readonly EventFields[],
+  now: Date,
+  lost: AmbiguousWrite,
+): Promise<Trailed<R> | { reissueAt: Date; late: () => Promise<Trailed<R> | null> }> {
+  const key = intent.record.effectKey;
+  const { sql } = e.sql;
+  const reread = async (): Promise<{ found: EffectRecord | null; landed: Trailed<R> | null }> => {
+    if (e.driver.reread === undefined || sql.newestEventsOf === undefined) throw new StoreError(`the ${e.name} driver cannot re-read on a fresh connection`);
+    const { found, newest } = await e.driver.reread(async (ex) => ({
+      found: await e.effect(ex, key),
+      newest: events.length === 0 ? [] : (await e.query<EventRow>(ex, sql.newestEventsOf!, [intent.record.actionId, events.length])).rows,
+    }));
+    if (lostCommitBranch(intent, found) !== INSERT_LANDED) return { found, landed: null };
+    // One statement: the row landed, so did its events — found by what they hold.
+    const rows = [...newest].reverse();
+    if (!sameEvents(rows, events))
+      throw new StoreError(`[kernel] [${e.name}] ${what} on ${key}: the reservation landed but its events are not the action's newest`, { cause: lost });
+    e.hint(intent.record);
+    return { found, landed: { value, events: events.map((f, i) => ({ eventId: int(rows[i]!.event_id, 'events.event_id'), ...f.record })), receipt: null } };
+  };
+  let first: Awaited<ReturnType<typeof reread>>;
+  try {
+    first = await reread();
+  } catch (err) {
+    if (err instanceof StoreError && err.cause === lost) throw err;
+    throw new AmbiguousWrite(
+      `[kernel] [${e.name}] ${what} on ${key}: the reply was lost (${lost.message}) and the re-read on a fresh connection failed (${(err as Error)?.message ?? String(err)}); whether the reservation landed is unknown, and nothing more was written`,
+      { cause: err },
+    );
+  }
+  const branch = lostCommitBranch(intent, first.found);
+  e.logBranch(what, key, 'the reply to a write that commits on its own was lost', branch);
+  switch (branch) {
+    case INSERT_LANDED:
+      return first.landed!;
+    case INSERT_LOST_REISSUE:
+      return {
+        reissueAt: now,
+        late: async () => {
+          const again = await reread();
+          if (again.landed !== null) e.logBranch(what, key, LANDED_LATE, INSERT_LANDED);
+          return again.landed;
+        },
+      };
+    case INSERT_FOUND_OTHER:
     default:
       throw intent.refuse(first.found);
   }

@@ -99,7 +99,7 @@ function mayBeOurOwn(err: unknown): boolean {
 export type AloneStep<R> = (
   now: Date,
   fieldsOf: (value: R) => ReturnType<typeof eventFields>[],
-  receipt: ReturnType<typeof receiptFields>,
+  receipt: ReturnType<typeof receiptFields> | null,
 ) => Promise<Trailed<R> | { reissueAt: Date; late?: () => Promise<Trailed<R> | null> } | null>;
 
 /** Refuses a malformed `events` argument before any transaction starts. */
@@ -561,7 +561,7 @@ export class SqlEngine {
     // A step that can stand alone is tried first; it answers `null` when nothing was written and
     // the transaction should decide, or a re-issue after a lost reply that did not land.
     const solo = async (): Promise<Trailed<R>> => {
-      const first = alone === undefined || receipt === null ? null : await this.writing(what, () => alone(this.now(), fieldsOf, receipt));
+      const first = alone === undefined ? null : await this.writing(what, () => alone(this.now(), fieldsOf, receipt));
       if (first === null) return inTransaction(null);
       if (!('reissueAt' in first)) return first;
       try {

@@ -45,7 +45,7 @@ import type { SqlExecutor, SqlValue } from './driver.js';
 import type { ApprovalEditResult, ApprovalEditWrite, DelegationRecord, ReservationStep, TakenContinuation, TrailingEvents } from './state-store.js';
 import { RaiseAfterCommit, type WriteRun, checkTrailing, ReceiptAlreadyStored, ReceiptPartFailed, SqlEngine } from './engine.js';
 import { heldByValue, heldFor } from './reads.js';
-import { appendOutcome, insertEffectWithEvents, updateEffectWithTrail } from './combined.js';
+import { appendOutcome, insertEffectWithEvents, reserveAlone, updateEffectWithTrail } from './combined.js';
 import { checkCharges, type BudgetCharge } from '../budget.js';
 import { checkBudgets, writeCharges } from './ledger.js';
 import {
@@ -277,6 +277,7 @@ async function transition(
       : async (now, fieldsOf, receipt) => {
           // No transaction at all where the row is the one remembered: the outcome, its events and
           // its receipt (sealed here, on the head expected) as one statement that commits on its own.
+          if (receipt === null) return null;
           const prior = rememberedRow(e, k, a, from, now);
           if (prior === null) return null;
           const target = next(prior, storedTime(now));
@@ -659,7 +660,20 @@ export async function reserveForExecution(
           e.hint(record);
           return { value, events: stored, receipt: null };
         },
-    undefined,
+    approval !== null || budget.length !== 0 || !standsAlone(e)
+      ? undefined
+      : async (now, fieldsOf, receipt) => {
+          // No transaction at all for a key this engine knows no row of: the fresh row and its
+          // events as one statement that commits on its own (a row there already: nothing is
+          // written, and the transaction above reads it and plans).
+          if (receipt !== null || e.hinted(k) !== undefined) return null;
+          const plan = planReservation(null, k, actionId, leaseMs, now);
+          if (plan.kind !== 'insert') return null;
+          const record: EffectRecord = { ...plan.record, state: 'executing' };
+          const value: [Approval | null, Reservation] = [null, plan.reservation];
+          const intent = { kind: 'insert', record, refuse: (found: EffectRecord | null) => reservationRefusal(found, k, actionId, leaseMs, now) } as const;
+          return reserveAlone(e, 'reserveForExecution', intent, value, fieldsOf(value), now);
+        },
     // With several callers, one COMMIT per reservation was four in five of all COMMITs (an outcome's is shared): it joins the group too.
     true,
   );

@@ -560,7 +560,15 @@ export class PgDriver implements SqlDriver {
     this.#closed = true;
     const alone = this.#alone;
     this.#alone = null;
-    if (alone) await alone.then((client) => client.end()).catch(() => undefined);
+    // Held open while it ends: unreferenced when idle, its socket would let the process exit
+    // before `end()` settles, and nothing after `await close()` would run.
+    if (alone)
+      await alone
+        .then((client) => {
+          client.ref?.();
+          return client.end();
+        })
+        .catch(() => undefined);
     const pool = this.#pool;
     this.#pool = null;
     if (this.#options.ownsPool && pool) await (await pool).end();
