@@ -117,6 +117,20 @@ function eventsFrom(rows: readonly CombinedRow[], all: readonly EventFields[], n
   return all.map((fields, i) => ({ eventId: ids[i]!, ...fields.record }));
 }
 
+/** The parameters of the dialect's `insertEffectWithEvents`: the row's seven written columns, then each event's. */
+function insertParams(record: EffectRecord, events: readonly EventFields[]): SqlValue[] {
+  return [
+    record.effectKey,
+    record.state,
+    record.actionId,
+    record.attempt,
+    record.leaseExpiresAt,
+    record.createdAt,
+    record.updatedAt,
+    ...events.flatMap((f) => f.params),
+  ];
+}
+
 /**
  * Inserts `record` (a fresh reservation) and, only if it landed, its events — one statement.
  * `null` when the key already has a row: nothing was written, and the caller plans on that row.
@@ -128,17 +142,7 @@ export async function insertEffectWithEvents(
   events: readonly EventFields[],
 ): Promise<EventRecord[] | null> {
   const statement = e.sql.sql.insertEffectWithEvents!(events.length);
-  const params: SqlValue[] = [
-    record.effectKey,
-    record.state,
-    record.actionId,
-    record.attempt,
-    record.leaseExpiresAt,
-    record.createdAt,
-    record.updatedAt,
-    ...events.flatMap((f) => f.params),
-  ];
-  const rows = (await e.query<CombinedRow>(tx, statement, params)).rows;
+  const rows = (await e.query<CombinedRow>(tx, statement, insertParams(record, events))).rows;
   if (!rows.some((r) => r.k === 'effect')) return null;
   return eventsFrom(rows, events, e.name);
 }
@@ -364,6 +368,26 @@ async function settleLostAppend(
       landed: { value: intent.target, events: events.map((f, i) => ({ eventId: int(rows[i]!.event_id, 'events.event_id'), ...f.record })), receipt: stored },
     };
   };
+  return settleAlone(e, what, key, intent, now, lost, reread);
+}
+
+/**
+ * What a write that commits on its own does after its reply was lost, given `reread` (the row
+ * re-read on a fresh connection, and what landed with it if it is the one written): one named
+ * branch (spec 03 §3.4), logged, then acted on — landed → what landed; not there → `{ reissueAt }`,
+ * the one re-issue (its `late` looks again if the re-issue is refused: the statement may land
+ * after this re-read, see SqlEngine.reissue); another row → its refusal. A re-read that fails
+ * raises {@link AmbiguousWrite}, and nothing more is written.
+ */
+async function settleAlone<T>(
+  e: SqlEngine,
+  what: string,
+  key: string,
+  intent: EffectWriteIntent,
+  now: Date,
+  lost: AmbiguousWrite,
+  reread: () => Promise<{ found: EffectRecord | null; landed: T | null }>,
+): Promise<T | { reissueAt: Date; late: () => Promise<T | null> }> {
   let first: Awaited<ReturnType<typeof reread>>;
   try {
     first = await reread();
@@ -378,18 +402,20 @@ async function settleLostAppend(
   e.logBranch(what, key, 'the reply to a write that commits on its own was lost', branch);
   switch (branch) {
     case UPDATE_LANDED:
+    case INSERT_LANDED:
       return first.landed!;
     case UPDATE_LOST_REISSUE:
-      // The statement may still land after this re-read (see SqlEngine.reissue): `late` looks again.
+    case INSERT_LOST_REISSUE:
       return {
         reissueAt: now,
         late: async () => {
           const again = await reread();
-          if (again.landed !== null) e.logBranch(what, key, LANDED_LATE, UPDATE_LANDED);
+          if (again.landed !== null) e.logBranch(what, key, LANDED_LATE, branch === UPDATE_LOST_REISSUE ? UPDATE_LANDED : INSERT_LANDED);
           return again.landed;
         },
       };
     case UPDATE_FOUND_OTHER:
+    case INSERT_FOUND_OTHER:
     default:
       throw intent.refuse(first.found);
   }
@@ -415,80 +441,36 @@ export async function reserveAlone<R>(
   now: Date,
 ): Promise<Trailed<R> | { reissueAt: Date; late: () => Promise<Trailed<R> | null> } | null> {
   const { record } = intent;
-  const params: SqlValue[] = [
-    record.effectKey,
-    record.state,
-    record.actionId,
-    record.attempt,
-    record.leaseExpiresAt,
-    record.createdAt,
-    record.updatedAt,
-    ...events.flatMap((f) => f.params),
-  ];
-  let rows: CombinedRow[];
+  let rows: CombinedRow[] = [];
+  let lost: AmbiguousWrite | null = null;
   try {
-    rows = (await e.driver.writeAlone!<CombinedRow>(e.sql.sql.insertEffectWithEvents!(events.length), params)).rows;
+    rows = (await e.driver.writeAlone!<CombinedRow>(e.sql.sql.insertEffectWithEvents!(events.length), insertParams(record, events))).rows;
   } catch (err) {
-    if (err instanceof AmbiguousWrite) return settleLostReservation(e, what, intent, value, events, now, err);
-    return null; // the server says nothing was written: the transaction decides (and meets the error again, if it stays)
+    // The server says nothing was written: the transaction decides (and meets the error again, if it stays).
+    if (!(err instanceof AmbiguousWrite)) return null;
+    lost = err;
+  }
+  if (lost !== null) {
+    // The lost reply: the row (and, if it is ours, the events that landed with it) re-read on a fresh connection.
+    const key = intent.record.effectKey;
+    const { sql } = e.sql;
+    const reread = async (): Promise<{ found: EffectRecord | null; landed: Trailed<R> | null }> => {
+      if (e.driver.reread === undefined || sql.newestEventsOf === undefined) throw new StoreError(`the ${e.name} driver cannot re-read on a fresh connection`);
+      const { found, newest } = await e.driver.reread(async (ex) => ({
+        found: await e.effect(ex, key),
+        newest: events.length === 0 ? [] : (await e.query<EventRow>(ex, sql.newestEventsOf!, [intent.record.actionId, events.length])).rows,
+      }));
+      if (lostCommitBranch(intent, found) !== INSERT_LANDED) return { found, landed: null };
+      // One statement: the row landed, so did its events — found by what they hold.
+      const rows = [...newest].reverse();
+      if (!sameEvents(rows, events))
+        throw new StoreError(`[kernel] [${e.name}] ${what} on ${key}: the reservation landed but its events are not the action's newest`, { cause: lost });
+      e.hint(intent.record);
+      return { found, landed: { value, events: events.map((f, i) => ({ eventId: int(rows[i]!.event_id, 'events.event_id'), ...f.record })), receipt: null } };
+    };
+    return settleAlone(e, what, key, intent, now, lost, reread);
   }
   if (!rows.some((r) => r.k === 'effect')) return null;
   e.hint(record);
   return { value, events: eventsFrom(rows, events, e.name), receipt: null };
-}
-
-/** {@link reserveAlone}'s lost reply: the row (and, if it is ours, the events that landed with it) re-read on a fresh connection. */
-async function settleLostReservation<R>(
-  e: SqlEngine,
-  what: string,
-  intent: Extract<EffectWriteIntent, { kind: 'insert' }>,
-  value: R,
-  events: readonly EventFields[],
-  now: Date,
-  lost: AmbiguousWrite,
-): Promise<Trailed<R> | { reissueAt: Date; late: () => Promise<Trailed<R> | null> }> {
-  const key = intent.record.effectKey;
-  const { sql } = e.sql;
-  const reread = async (): Promise<{ found: EffectRecord | null; landed: Trailed<R> | null }> => {
-    if (e.driver.reread === undefined || sql.newestEventsOf === undefined) throw new StoreError(`the ${e.name} driver cannot re-read on a fresh connection`);
-    const { found, newest } = await e.driver.reread(async (ex) => ({
-      found: await e.effect(ex, key),
-      newest: events.length === 0 ? [] : (await e.query<EventRow>(ex, sql.newestEventsOf!, [intent.record.actionId, events.length])).rows,
-    }));
-    if (lostCommitBranch(intent, found) !== INSERT_LANDED) return { found, landed: null };
-    // One statement: the row landed, so did its events — found by what they hold.
-    const rows = [...newest].reverse();
-    if (!sameEvents(rows, events))
-      throw new StoreError(`[kernel] [${e.name}] ${what} on ${key}: the reservation landed but its events are not the action's newest`, { cause: lost });
-    e.hint(intent.record);
-    return { found, landed: { value, events: events.map((f, i) => ({ eventId: int(rows[i]!.event_id, 'events.event_id'), ...f.record })), receipt: null } };
-  };
-  let first: Awaited<ReturnType<typeof reread>>;
-  try {
-    first = await reread();
-  } catch (err) {
-    if (err instanceof StoreError && err.cause === lost) throw err;
-    throw new AmbiguousWrite(
-      `[kernel] [${e.name}] ${what} on ${key}: the reply was lost (${lost.message}) and the re-read on a fresh connection failed (${(err as Error)?.message ?? String(err)}); whether the reservation landed is unknown, and nothing more was written`,
-      { cause: err },
-    );
-  }
-  const branch = lostCommitBranch(intent, first.found);
-  e.logBranch(what, key, 'the reply to a write that commits on its own was lost', branch);
-  switch (branch) {
-    case INSERT_LANDED:
-      return first.landed!;
-    case INSERT_LOST_REISSUE:
-      return {
-        reissueAt: now,
-        late: async () => {
-          const again = await reread();
-          if (again.landed !== null) e.logBranch(what, key, LANDED_LATE, INSERT_LANDED);
-          return again.landed;
-        },
-      };
-    case INSERT_FOUND_OTHER:
-    default:
-      throw intent.refuse(first.found);
-  }
 }
