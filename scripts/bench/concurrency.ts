@@ -28,6 +28,14 @@ const CALLERS = [1, 8, 32] as const;
 const GROUP = 'Control, group commit';
 /** The same on a store with one transaction, one commit, per outcome (`groupCommit: false`): the path before group commit. */
 const OPT_OUT = 'Control, one commit each';
+/**
+ * PostgreSQL only: the default path before group commit and before the reservation stood alone —
+ * each reservation a transaction of the pool (BEGIN, the statement, COMMIT), each outcome one
+ * statement alone, one commit each. The issue's baseline ("today's default path"), kept measurable
+ * by refusing the reservation's statement alone before it is sent (the store then writes it in a
+ * transaction, as it does for a key with a row).
+ */
+const BEFORE = 'Control, the path before';
 const ROUNDS = Number(process.env['BENCH_CONC_ROUNDS'] ?? 6);
 const SLICE_MS = Number(process.env['BENCH_CONC_SLICE_MS'] ?? 400);
 
@@ -139,6 +147,18 @@ if (url === null) {
   const each = await createPgStore(eachPool, { schema: 'each', logger: { warn() {} }, groupCommit: false });
   cleanups.unshift(async () => (await each.close(), await eachPool.end()));
   subjects.push(controlSubject('PostgreSQL, durable', OPT_OUT, each));
+  await db.createSchema('before');
+  const beforePool = new pg.Pool({ connectionString: db.url, max: 40 });
+  beforePool.on('error', () => undefined);
+  const before = await createPgStore(beforePool, { schema: 'before', logger: { warn() {} }, groupCommit: false });
+  const send = before.driver.writeAlone.bind(before.driver);
+  before.driver.writeAlone = (sql, params) =>
+    /^WITH r AS \(INSERT /.test(sql) ? Promise.reject(new Error('the reservation goes in a transaction (the path before)')) : send(sql, params);
+  cleanups.unshift(async () => (await before.close(), await beforePool.end()));
+  subjects.push(controlSubject('PostgreSQL, durable', BEFORE, before));
+  notes.push(
+    'PostgreSQL "the path before": each reservation a transaction of the pool, each outcome one statement alone, one commit each (the default before group commit)',
+  );
   const floorPool = new pg.Pool({ connectionString: db.url, max: 40 });
   floorPool.on('error', () => undefined);
   cleanups.unshift(() => floorPool.end());
@@ -253,6 +273,10 @@ try {
       );
     }
     console.log(`  group commit / one commit each: ${CALLERS.map((n, i) => `${n}: ${(c[i]! / o[i]!).toFixed(2)}x`).join(', ')}`);
+    if (subjects.some((x) => x.store === storeName && x.label === BEFORE)) {
+      const b = ratesOf(BEFORE);
+      console.log(`  group commit / ${BEFORE}: ${CALLERS.map((n, i) => `${n}: ${(c[i]! / b[i]!).toFixed(2)}x`).join(', ')}`);
+    }
   }
   for (const n of notes) console.log(n);
   console.log(
