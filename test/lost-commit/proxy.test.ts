@@ -133,6 +133,31 @@ for (const prepare of [false, true])
       expect(await s.row()).toMatchObject({ state: 'committed', action_id: s.action.actionId, attempt: 1 });
     });
 
+    it('a landed reservation whose re-read finds events of the same action after its own (another delivery refused on its row): landed, its own events found by what they hold', async () => {
+      const s = await scene();
+      // The same action delivered again, straight to the server, while the first one's reply is withheld: refused on the first one's row.
+      const other = await createPgStore(pool(db.url), { schema: s.schema, clock: () => T0, prepare });
+      const otherControl = new Control({ policy: POLICY, store: other, clock: () => T0, logger: { warn: () => undefined } });
+      const refused: unknown[] = [];
+      const fired = proxy.arm({
+        mode: 'land',
+        when: INSERT_EFFECT,
+        interlude: async () => void refused.push(await otherControl.execute(s.action, () => (s.calls.n++, { refund_id: 're_other' })).catch((e: unknown) => e)),
+      });
+      const value = await s.control.execute(s.action, () => (s.calls.n++, { refund_id: 're_5' }));
+      reservedAlone(await fired);
+      expect(refused).toEqual([expect.any(DuplicateEffect)]);
+      expect(value).toEqual({ refund_id: 're_5' });
+      expect(s.calls.n).toBe(1);
+      expect(s.branches()).toEqual([INSERT_LANDED]);
+      const types = (await db.sql<{ type: string }>(`SELECT type FROM "${s.schema}".events WHERE action_id = $1 ORDER BY event_id`, [s.action.actionId])).map(
+        (e) => e.type,
+      );
+      expect(types, 'the refusal came after the reservation, before the outcome').toContain('EFFECT_RESERVATION_REFUSED');
+      expect(types.indexOf('EFFECT_RESERVATION_REFUSED')).toBeLessThan(types.indexOf('EXECUTION_COMMITTED'));
+      expect(await s.row()).toMatchObject({ state: 'committed', action_id: s.action.actionId, attempt: 1 });
+    });
+
     it('test_T155b_a_landed_commit_on_a_transition_is_found_by_the_re_read (a2.row1.landed)', async () => {
       const s = await scene();
       let fired: Promise<string[]> | null = null;

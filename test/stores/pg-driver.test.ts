@@ -5,6 +5,7 @@
  * COMMIT is a failed write (rolled back, raised, not ambiguous) and the pool recovers.
  */
 import { spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { resolve } from 'node:path';
 import { AmbiguousWrite, InvalidArgument, StoreError, createAction } from '@ctrlrun/kernel';
 import { buildReceipt, openSqlStateStore } from '@ctrlrun/kernel/store';
@@ -316,6 +317,51 @@ describe('the connection that writes alone', () => {
     }
     expect(clients[0]!.ended, 'the connection stays').toBe(false);
     await driver.close();
+  });
+
+  it('a statement whose name the server does not know, after an earlier one in its batch failed, is not taken for a lost statement: the store goes on naming, nothing warned', async () => {
+    const warnings: string[] = [];
+    const clients: ReturnType<typeof fakeClient>[] = [];
+    const driver = new PgDriver(
+      { connect: async () => Promise.reject(new Error('no pool client here')), query: async () => ({ rows: [], rowCount: 0 }), end: async () => undefined },
+      { prepare: true, logger: { warn: (m: string) => void warnings.push(m) }, freshClient: () => (clients.push(fakeClient()), clients.at(-1)!) },
+    );
+    const a = driver.writeAlone('SELECT 1', [1]);
+    await until(() => clients[0]?.pending.length === 1);
+    const [b, c, d] = ['SELECT 2', 'SELECT 3', 'SELECT 3'].map((sql, i) => driver.writeAlone(sql, [i]).catch((e: unknown) => e));
+    clients[0]!.pending[0]!.resolve({ rows: [], rowCount: 1 });
+    await a;
+    await until(() => clients[0]!.pending.length === 6);
+    const name = `ctrlrun_${createHash('sha256').update('SELECT 3', 'utf8').digest('hex').slice(0, 32)}`;
+    clients[0]!.pending[1]!.resolve({ rows: [], rowCount: 0 });
+    clients[0]!.pending[2]!.reject(serverError('23505'));
+    // The next one's Parse refused in the aborted transaction (pg forgets the name), and the one
+    // after it, sent by name, meets that: 26000 before 25P02.
+    clients[0]!.pending[3]!.reject(serverError('25P02'));
+    clients[0]!.pending[4]!.reject(Object.assign(new Error(`prepared statement "${name}" does not exist`), { code: '26000', severity: 'ERROR' }));
+    clients[0]!.pending[5]!.resolve({ rows: [], rowCount: 0, command: 'ROLLBACK' } as never);
+    const [eb, ec, ed] = await Promise.all([b, c, d]);
+    expect((eb as { code?: string }).code).toBe('23505');
+    for (const e of [ec, ed]) expect((e as Error).message).toMatch(/nothing was written.*server said 23505/);
+    expect(driver.prepared, 'still naming').toBe(true);
+    expect(warnings).toEqual([]);
+    await driver.close();
+  });
+
+  it('close() while a batch is out: the connection stays held open until it has ended', async () => {
+    const { clients, driver } = scene();
+    const a = driver.writeAlone('SELECT 1', [1]).catch((e: unknown) => e);
+    await until(() => clients[0]?.pending.length === 1);
+    let ended: () => void = () => undefined;
+    clients[0]!.end = () => new Promise<void>((resolve) => (ended = resolve));
+    const closing = driver.close();
+    await new Promise((r) => setTimeout(r, 5));
+    clients[0]!.pending[0]!.resolve({ rows: [], rowCount: 1 });
+    await a;
+    await new Promise((r) => setTimeout(r, 5));
+    expect(clients[0]!.held, 'held while it ends').toBe(true);
+    ended();
+    await closing;
   });
 
   it('a write refused under a COMMIT that says it committed is never told "nothing was written": every write in the batch is AmbiguousWrite', async () => {

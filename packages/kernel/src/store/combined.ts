@@ -31,7 +31,7 @@ import {
   lostCommitBranch,
   type EffectWriteIntent,
 } from './lost-commit.js';
-import { effectParams, int, sameEvents, type EventRow, type eventFields, type receiptFields } from './rows.js';
+import { EVENTS_LOOKBACK, effectParams, findEvents, int, type EventRow, type eventFields, type receiptFields } from './rows.js';
 
 type EventFields = ReturnType<typeof eventFields>;
 type ReceiptFields = ReturnType<typeof receiptFields>;
@@ -349,8 +349,7 @@ async function settleLostAppend(
     const { found, receiptRow, newest } = await e.driver.reread(async (ex) => ({
       found: await e.effect(ex, key),
       receiptRow: (await e.query<{ hash: string | null }>(ex, sql.selectReceipt!, [receiptId])).rows[0],
-      newest:
-        events.length === 0 ? [] : (await e.query<EventRow>(ex, sql.newestEventsOf!, [events.at(-1)!.params[2] ?? intent.target.actionId, events.length])).rows,
+      newest: await newestEvents(e, ex, events, intent.target.actionId),
     }));
     if (lostCommitBranch(intent, found) !== UPDATE_LANDED) return { found, landed: null };
     // One statement: the row landed, so did its receipt and its events — found by what they hold.
@@ -359,16 +358,24 @@ async function settleLostAppend(
         cause: lost,
       });
     }
-    const rows = [...newest].reverse();
-    if (!sameEvents(rows, events))
-      throw new StoreError(`[kernel] [${e.name}] ${what} on ${key}: the outcome landed but its events are not the action's newest`, { cause: lost });
+    const landed = findEvents(newest, events);
+    if (landed === null)
+      throw new StoreError(`[kernel] [${e.name}] ${what} on ${key}: the outcome landed but its events are not among the action's newest`, { cause: lost });
     e.hint(intent.target);
-    return {
-      found,
-      landed: { value: intent.target, events: events.map((f, i) => ({ eventId: int(rows[i]!.event_id, 'events.event_id'), ...f.record })), receipt: stored },
-    };
+    return { found, landed: { value: intent.target, events: landed, receipt: stored } };
   };
   return settleAlone(e, what, key, intent, now, lost, reread);
+}
+
+/**
+ * The newest events of the action `events` were written for (newest first): as many as were
+ * written, and {@link EVENTS_LOOKBACK} more, since other events of the action may have landed
+ * after them. Read on the re-read's fresh connection.
+ */
+export async function newestEvents(e: SqlEngine, ex: SqlExecutor, events: readonly EventFields[], actionId: string): Promise<EventRow[]> {
+  if (events.length === 0) return [];
+  const id = events.at(-1)!.params[2];
+  return (await e.query<EventRow>(ex, e.sql.sql.newestEventsOf!, [typeof id === 'string' ? id : actionId, events.length + EVENTS_LOOKBACK])).rows;
 }
 
 /**
@@ -458,15 +465,17 @@ export async function reserveAlone<R>(
       if (e.driver.reread === undefined || sql.newestEventsOf === undefined) throw new StoreError(`the ${e.name} driver cannot re-read on a fresh connection`);
       const { found, newest } = await e.driver.reread(async (ex) => ({
         found: await e.effect(ex, key),
-        newest: events.length === 0 ? [] : (await e.query<EventRow>(ex, sql.newestEventsOf!, [intent.record.actionId, events.length])).rows,
+        newest: await newestEvents(e, ex, events, intent.record.actionId),
       }));
       if (lostCommitBranch(intent, found) !== INSERT_LANDED) return { found, landed: null };
       // One statement: the row landed, so did its events — found by what they hold.
-      const rows = [...newest].reverse();
-      if (!sameEvents(rows, events))
-        throw new StoreError(`[kernel] [${e.name}] ${what} on ${key}: the reservation landed but its events are not the action's newest`, { cause: lost });
+      const landed = findEvents(newest, events);
+      if (landed === null)
+        throw new StoreError(`[kernel] [${e.name}] ${what} on ${key}: the reservation landed but its events are not among the action's newest`, {
+          cause: lost,
+        });
       e.hint(intent.record);
-      return { found, landed: { value, events: events.map((f, i) => ({ eventId: int(rows[i]!.event_id, 'events.event_id'), ...f.record })), receipt: null } };
+      return { found, landed: { value, events: landed, receipt: null } };
     };
     return settleAlone(e, what, key, intent, now, lost, reread);
   }

@@ -128,9 +128,30 @@ export interface EventRow {
 /** The columns of an event row in the order of an event's six parameters. */
 const EVENT_COLUMNS = ['ts', 'type', 'action_id', 'effect_key', 'approval_id', 'data_json'] as const;
 
-/** Whether `rows` (oldest first) hold exactly these events, column by column: how a re-read finds the events a lost COMMIT landed. */
-export function sameEvents(rows: readonly EventRow[], events: readonly ReturnType<typeof eventFields>[]): boolean {
-  return rows.length === events.length && rows.every((row, i) => EVENT_COLUMNS.every((c, j) => (row[c] ?? null) === (events[i]!.params[j] ?? null)));
+/**
+ * How many of an action's newest events a re-read looks through beyond the ones it seeks: others
+ * of the same action may have landed after ours (another delivery of the action refused on our
+ * row writes its own events under the same action id).
+ */
+export const EVENTS_LOOKBACK = 64;
+
+/**
+ * The stored events `events` landed as, found among `rows` (an action's newest events, newest
+ * first) by what they hold, column by column, in order — the newest match for each — with their
+ * ids; `null` when they are not all there. How a re-read finds the events a lost COMMIT landed:
+ * not by position, since other events of the action may have come after them.
+ */
+export function findEvents(rows: readonly EventRow[], events: readonly ReturnType<typeof eventFields>[]): EventRecord[] | null {
+  const found = new Array<EventRecord>(events.length);
+  let r = 0;
+  for (let i = events.length - 1; i >= 0; i--) {
+    const f = events[i]!;
+    while (r < rows.length && !EVENT_COLUMNS.every((c, j) => (rows[r]![c] ?? null) === (f.params[j] ?? null))) r++;
+    if (r === rows.length) return null;
+    found[i] = { eventId: int(rows[r]!.event_id, 'events.event_id'), ...f.record };
+    r++;
+  }
+  return found;
 }
 
 export interface ReceiptSqlRow extends Omit<ReceiptRow, 'seq'> {

@@ -45,7 +45,7 @@ import type { SqlExecutor, SqlValue } from './driver.js';
 import type { ApprovalEditResult, ApprovalEditWrite, DelegationRecord, ReservationStep, TakenContinuation, TrailingEvents } from './state-store.js';
 import { RaiseAfterCommit, type WriteRun, checkTrailing, ReceiptAlreadyStored, ReceiptPartFailed, SqlEngine } from './engine.js';
 import { heldByValue, heldFor } from './reads.js';
-import { appendOutcome, insertEffectWithEvents, reserveAlone, updateEffectWithTrail } from './combined.js';
+import { appendOutcome, insertEffectWithEvents, newestEvents, reserveAlone, updateEffectWithTrail } from './combined.js';
 import { checkCharges, type BudgetCharge } from '../budget.js';
 import { checkBudgets, writeCharges } from './ledger.js';
 import {
@@ -59,8 +59,7 @@ import {
   nullableText,
   storedText,
   int,
-  sameEvents,
-  type EventRow,
+  findEvents,
   grantedApproval,
 } from './rows.js';
 
@@ -933,11 +932,11 @@ async function settleLostReceipt(
           cause: lost,
         });
       }
-      // Written in the receipt's transaction, after it: the action's newest events, found by what they hold.
-      const rows = (await e.query<EventRow>(ex, newestOf, [actionId, drafts.length])).rows.reverse();
-      if (!sameEvents(rows, drafts))
-        throw new StoreError(`[kernel] [${e.name}] putReceipt: receipt ${receiptId} landed but its events are not the action's newest`, { cause: lost });
-      return { receipt, events: drafts.map((f, i) => ({ eventId: int(rows[i]!.event_id, 'events.event_id'), ...f.record })) };
+      // Written in the receipt's transaction, after it: among the action's newest events, found by what they hold.
+      const events = findEvents(await newestEvents(e, ex, drafts, actionId), drafts);
+      if (events === null)
+        throw new StoreError(`[kernel] [${e.name}] putReceipt: receipt ${receiptId} landed but its events are not among the action's newest`, { cause: lost });
+      return { receipt, events };
     });
     if (found === null) return null;
     if (only !== undefined) only.stored = found.events;

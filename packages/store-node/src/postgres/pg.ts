@@ -286,7 +286,7 @@ export class PgDriver implements SqlDriver {
    * nothing: naming stops, and outside a transaction the statement is sent again, unnamed; inside
    * one (`tx`) the transaction is aborted, so it is marked to be run again from the start.
    */
-  async #run<Row>(client: PgClientLike, sql: string, params: readonly SqlValue[], tx?: { lostStatement: boolean }): Promise<QueryResult<Row>> {
+  async #run<Row>(client: PgClientLike, sql: string, params: readonly SqlValue[], tx?: { lostStatement: boolean; failed?: boolean }): Promise<QueryResult<Row>> {
     const values = params.map((p) => (typeof p === 'bigint' ? p.toString() : p));
     const name = this.#named && values.length > 0 ? preparedName(sql) : undefined;
     const config = values.length === 0 ? { text: sql } : name === undefined ? { text: sql, values } : { text: sql, values, name };
@@ -294,7 +294,11 @@ export class PgDriver implements SqlDriver {
     try {
       raw = await corked(client, () => client.query(config));
     } catch (err) {
-      if (name === undefined || !lostPrepared(err, name)) throw err;
+      // After an earlier statement of the same transaction failed, the server may report a name
+      // `pg` forgot on that failure (26000) before the aborted transaction: not a lost statement.
+      const after = tx?.failed === true;
+      if (tx !== undefined) tx.failed = true;
+      if (name === undefined || after || !lostPrepared(err, name)) throw err;
       this.#unname(err);
       if (tx === undefined) return this.#run<Row>(client, sql, params);
       tx.lostStatement = true;
@@ -501,7 +505,8 @@ export class PgDriver implements SqlDriver {
     } finally {
       const left = (this.#aloneBusy.get(client) ?? 1) - 1;
       this.#aloneBusy.set(client, left);
-      if (left === 0) client.unref?.();
+      // Once the store is closing, `close()` holds the connection open until it has ended.
+      if (left === 0 && !this.#closed) client.unref?.();
     }
   }
 
