@@ -139,7 +139,7 @@ if (url === null) {
   const pool = new pg.Pool({ connectionString: db.url, max: 40 });
   pool.on('error', () => undefined);
   const store = await createPgStore(pool, { schema: 'bench', logger: { warn() {} } }); // the default: group commit
-  cleanups.unshift(async () => (console.log('g close'), await store.close(), console.log('g closed'), await pool.end(), console.log('g pool ended')));
+  cleanups.unshift(async () => (await store.close(), await pool.end()));
   subjects.push(controlSubject('PostgreSQL, durable', GROUP, store));
   await db.createSchema('each');
   const eachPool = new pg.Pool({ connectionString: db.url, max: 40 });
