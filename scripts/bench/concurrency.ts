@@ -221,9 +221,12 @@ try {
   const results = new Map<string, { n: number; secs: number; latencies: number[] }>();
   const keyOf = (s: Subject, callers: number) => `${s.store}|${s.label}|${callers}`;
   for (let r = 0; r < ROUNDS; r++) {
-    // Every other round in the reverse order: no subject always runs first (or right after another).
-    for (const s of r % 2 === 0 ? subjects : [...subjects].reverse()) {
-      for (const callers of CALLERS) {
+    // Each round starts one subject further on, and every other round takes the caller counts
+    // from 32 down: no slice always runs first, or right after the same one (a slice after a busy
+    // one meets the server still flushing what that one wrote).
+    const order = [...subjects.slice(r % subjects.length), ...subjects.slice(0, r % subjects.length)];
+    for (const s of order) {
+      for (const callers of r % 2 === 0 ? CALLERS : [...CALLERS].reverse()) {
         const { latencies, secs } = await s.run(SLICE_MS, callers);
         const acc = results.get(keyOf(s, callers)) ?? { n: 0, secs: 0, latencies: [] };
         acc.n += latencies.length;
