@@ -286,7 +286,12 @@ export class PgDriver implements SqlDriver {
    * nothing: naming stops, and outside a transaction the statement is sent again, unnamed; inside
    * one (`tx`) the transaction is aborted, so it is marked to be run again from the start.
    */
-  async #run<Row>(client: PgClientLike, sql: string, params: readonly SqlValue[], tx?: { lostStatement: boolean; failed?: boolean }): Promise<QueryResult<Row>> {
+  async #run<Row>(
+    client: PgClientLike,
+    sql: string,
+    params: readonly SqlValue[],
+    tx?: { lostStatement: boolean; failed?: boolean },
+  ): Promise<QueryResult<Row>> {
     const values = params.map((p) => (typeof p === 'bigint' ? p.toString() : p));
     const name = this.#named && values.length > 0 ? preparedName(sql) : undefined;
     const config = values.length === 0 ? { text: sql } : name === undefined ? { text: sql, values } : { text: sql, values, name };
