@@ -246,7 +246,7 @@ describe('the connection that writes alone', () => {
     expect(ok()).toBe(true);
   };
 
-  function scene(groupCommit?: boolean) {
+  function scene(groupCommit?: boolean, logger?: { warn(message: string): void }) {
     const clients: ReturnType<typeof fakeClient>[] = [];
     const pool = {
       connect: async () => Promise.reject(new Error('no pool client here')),
@@ -256,6 +256,7 @@ describe('the connection that writes alone', () => {
     const driver = new PgDriver(pool, {
       prepare: true,
       ...(groupCommit === undefined ? {} : { groupCommit }),
+      ...(logger === undefined ? {} : { logger }),
       freshClient: () => {
         const c = fakeClient();
         clients.push(c);
@@ -265,6 +266,20 @@ describe('the connection that writes alone', () => {
     return { clients, driver };
   }
   const serverError = (code: string) => Object.assign(new Error(`server said ${code}`), { code, severity: 'ERROR' });
+
+  /**
+   * One write out and answered while `sqls` arrive: they go as one batch (BEGIN, each, COMMIT),
+   * its `sqls.length + 2` answers left pending; each write's outcome (its value or its error).
+   */
+  async function batchOf(clients: ReturnType<typeof fakeClient>[], driver: PgDriver, sqls: readonly string[]): Promise<Promise<unknown>[]> {
+    const first = driver.writeAlone('SELECT 1', [1]);
+    await until(() => clients[0]?.pending.length === 1);
+    const writes = sqls.map((sql, i) => driver.writeAlone(sql, [i]).catch((e: unknown) => e));
+    clients[0]!.pending[0]!.resolve({ rows: [], rowCount: 1 });
+    await first;
+    await until(() => clients[0]!.pending.length === sqls.length + 3);
+    return writes;
+  }
 
   it('writes that arrive while one is out wait, then commit together (BEGIN, each in call order, COMMIT), answered after the COMMIT; held open only while out', async () => {
     const { clients, driver } = scene();
@@ -297,12 +312,7 @@ describe('the connection that writes alone', () => {
 
   it('a write refused by the server in a batch gets its error; the others are told nothing was written (never ambiguous)', async () => {
     const { clients, driver } = scene();
-    const a = driver.writeAlone('SELECT 1', [1]);
-    await until(() => clients[0]?.pending.length === 1);
-    const [b, c, d] = [2, 3, 4].map((v) => driver.writeAlone(`SELECT ${v}`, [v]).catch((e: unknown) => e));
-    clients[0]!.pending[0]!.resolve({ rows: [], rowCount: 1 });
-    await a;
-    await until(() => clients[0]!.pending.length === 6);
+    const [b, c, d] = await batchOf(clients, driver, ['SELECT 2', 'SELECT 3', 'SELECT 4']);
     clients[0]!.pending[1]!.resolve({ rows: [], rowCount: 0 });
     clients[0]!.pending[2]!.resolve({ rows: [], rowCount: 1 });
     clients[0]!.pending[3]!.reject(serverError('23505'));
@@ -321,17 +331,8 @@ describe('the connection that writes alone', () => {
 
   it('a statement whose name the server does not know, after an earlier one in its batch failed, is not taken for a lost statement: the store goes on naming, nothing warned', async () => {
     const warnings: string[] = [];
-    const clients: ReturnType<typeof fakeClient>[] = [];
-    const driver = new PgDriver(
-      { connect: async () => Promise.reject(new Error('no pool client here')), query: async () => ({ rows: [], rowCount: 0 }), end: async () => undefined },
-      { prepare: true, logger: { warn: (m: string) => void warnings.push(m) }, freshClient: () => (clients.push(fakeClient()), clients.at(-1)!) },
-    );
-    const a = driver.writeAlone('SELECT 1', [1]);
-    await until(() => clients[0]?.pending.length === 1);
-    const [b, c, d] = ['SELECT 2', 'SELECT 3', 'SELECT 3'].map((sql, i) => driver.writeAlone(sql, [i]).catch((e: unknown) => e));
-    clients[0]!.pending[0]!.resolve({ rows: [], rowCount: 1 });
-    await a;
-    await until(() => clients[0]!.pending.length === 6);
+    const { clients, driver } = scene(undefined, { warn: (m: string) => void warnings.push(m) });
+    const [b, c, d] = await batchOf(clients, driver, ['SELECT 2', 'SELECT 3', 'SELECT 3']);
     const name = `ctrlrun_${createHash('sha256').update('SELECT 3', 'utf8').digest('hex').slice(0, 32)}`;
     clients[0]!.pending[1]!.resolve({ rows: [], rowCount: 0 });
     clients[0]!.pending[2]!.reject(serverError('23505'));
@@ -366,12 +367,7 @@ describe('the connection that writes alone', () => {
 
   it('a write refused under a COMMIT that says it committed is never told "nothing was written": every write in the batch is AmbiguousWrite', async () => {
     const { clients, driver } = scene();
-    const a = driver.writeAlone('SELECT 1', [1]);
-    await until(() => clients[0]?.pending.length === 1);
-    const [b, c] = [2, 3].map((v) => driver.writeAlone(`SELECT ${v}`, [v]).catch((e: unknown) => e));
-    clients[0]!.pending[0]!.resolve({ rows: [], rowCount: 1 });
-    await a;
-    await until(() => clients[0]!.pending.length === 5);
+    const [b, c] = await batchOf(clients, driver, ['SELECT 2', 'SELECT 3']);
     clients[0]!.pending[1]!.resolve({ rows: [], rowCount: 0 });
     clients[0]!.pending[2]!.resolve({ rows: [], rowCount: 1 });
     clients[0]!.pending[3]!.reject(serverError('23505'));
@@ -382,12 +378,7 @@ describe('the connection that writes alone', () => {
 
   it('a connection that breaks under a batch: every write in it is AmbiguousWrite, and the next goes on a new connection', async () => {
     const { clients, driver } = scene();
-    const a = driver.writeAlone('SELECT 1', [1]);
-    await until(() => clients[0]?.pending.length === 1);
-    const [b, c] = [2, 3].map((v) => driver.writeAlone(`SELECT ${v}`, [v]).catch((e: unknown) => e));
-    clients[0]!.pending[0]!.resolve({ rows: [], rowCount: 1 });
-    await a;
-    await until(() => clients[0]!.pending.length === 5);
+    const [b, c] = await batchOf(clients, driver, ['SELECT 2', 'SELECT 3']);
     clients[0]!.pending[1]!.resolve({ rows: [], rowCount: 0 });
     clients[0]!.pending[2]!.resolve({ rows: [], rowCount: 1 });
     clients[0]!.pending[3]!.resolve({ rows: [], rowCount: 1 });
