@@ -157,6 +157,8 @@ export class FaultStore {
           const ref = effect.effectKey.replace(/^pay:/, '');
           await runOp(ctx, { op: `recovery/${pass}.${n++}`, worker: 'recovery', kind: 'allow', ref, approvalId: null, behaviour: 'ok' });
         }
+        // A receipt left pending by an operation cut between its outcome and the receipt written alone.
+        await store.chainPendingReceipts?.();
         await this.#flush();
         return json({ recovered: n });
       }

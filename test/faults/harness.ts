@@ -432,6 +432,8 @@ export async function runCampaign(o: CampaignOptions): Promise<CampaignResult> {
       reason: 'checked against the upstream ledger',
     });
   }
+  // A receipt left pending by a client killed between its outcome and the receipt written alone.
+  await store.chainPendingReceipts?.();
   upstreamDb.close();
   const snap = await snapshot(store);
   await store.close();

@@ -417,9 +417,10 @@ for (const prepare of [false, true])
     if (!prepare)
       it("an outcome whose receipt part was cut mid-transaction twice, then its lone receipt's COMMIT lost (receipt.reissue): the outcome and its receipt stand, each once", async () => {
         const s = await scene();
-        // The receipt part's connection cut, and again on the second try (T170: the outcome is then written without it, and the receipt alone).
+        // The receipt part's connection cut, and again on the second try (T170: the outcome is then
+        // written with its receipt pending, and the receipt chained alone: that COMMIT is lost).
         const cuts = cutReceiptParts(2);
-        const fired = proxy.arm({ mode: 'drop', when: /INSERT INTO "[^"]+"\.receipts/ });
+        const fired = proxy.arm({ mode: 'drop', when: /UPDATE "[^"]+"\.receipts SET json/ });
         const running = s.control.execute(s.action, () => (s.calls.n++, { refund_id: 're_cut' }));
         await cuts;
         const value = await running;
@@ -429,6 +430,22 @@ for (const prepare of [false, true])
         expect(s.branches()).toEqual(['receipt.reissue']);
         expect(await s.row()).toMatchObject({ state: 'committed', result_json: '{"refund_id":"re_cut"}' });
         await oneCommittedReceipt(s);
+      });
+
+    if (!prepare)
+      it("an outcome whose receipt part was cut mid-transaction twice, then its lone receipt's COMMIT landed with the reply lost (receipt.landed): the pending receipt is chained once", async () => {
+        const s = await scene();
+        const cuts = cutReceiptParts(2);
+        const fired = proxy.arm({ mode: 'land', when: /UPDATE "[^"]+"\.receipts SET json/ });
+        const running = s.control.execute(s.action, () => (s.calls.n++, { refund_id: 're_cut_landed' }));
+        await cuts;
+        const value = await running;
+        await fired;
+        expect(value).toEqual({ refund_id: 're_cut_landed' });
+        expect(s.calls.n).toBe(1);
+        expect(s.branches()).toEqual(['receipt.landed']);
+        await oneCommittedReceipt(s);
+        expect((await s.store.receipts()).every((r) => r.seq !== null)).toBe(true);
       });
 
     if (!prepare)

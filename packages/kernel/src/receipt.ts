@@ -112,6 +112,52 @@ export function sealReceipt(document: JsonObject, seq: number, prevHash: string)
   return { document: sealed, json, hash: sha256TaggedText(canonical) };
 }
 
+/**
+ * A pending receipt as stored: its document with `seq` and `prev_hash` null, as `json` in the
+ * document's own key order, and the hash of that document in `hash` (so that a pending row
+ * altered since is told apart). An outcome whose receipt could not be chained with it is written
+ * with its receipt as such a row (no `seq` or `prev_hash`: off the chain, so a verify reports it
+ * `unchained`, never a pass), so that the receipt is never lost to a crash: the receipt written
+ * alone after the outcome chains that row, and after a crash `chainPendingReceipts` does, each with
+ * the seal it would have had ({@link sealReceipt} on the document as stored).
+ */
+export function pendingReceipt(document: JsonObject): { json: string; hash: string } {
+  const pending = { ...document, seq: null, prev_hash: null };
+  return { json: orderedJson(pending), hash: sha256TaggedText(canonicalJson(pending, 'receipt')) };
+}
+
+/**
+ * The document of a pending receipt row (see {@link pendingReceipt}), or `null` when the row is
+ * not one: it has a `seq` or `prev_hash`, or its text and hash are not exactly what this build
+ * writes for a pending receipt of its own schema and id (an older unchained row, or a pending row
+ * altered since, is left as it is).
+ */
+export function pendingReceiptDocument(row: {
+  readonly receipt_id: string;
+  readonly seq: unknown;
+  readonly prev_hash: unknown;
+  readonly hash: unknown;
+  readonly json: string | null;
+}): JsonObject | null {
+  if (row.seq !== null || row.prev_hash !== null || typeof row.hash !== 'string' || row.json === null) return null;
+  let document: JsonValue;
+  try {
+    document = parseJson(row.json, { what: `receipts.json of ${row.receipt_id}`, floats: 'allow' });
+  } catch {
+    return null;
+  }
+  if (!isPlainObject(document)) return null;
+  const doc = document as JsonObject;
+  if (doc['schema'] !== RECEIPT_SCHEMA || doc['receipt_id'] !== row.receipt_id || doc['seq'] !== null || doc['prev_hash'] !== null) return null;
+  let pending: { json: string; hash: string };
+  try {
+    pending = pendingReceipt(doc);
+  } catch {
+    return null;
+  }
+  return pending.json === row.json && pending.hash === row.hash ? doc : null;
+}
+
 /** The document with `seq` and `prev_hash` set, keys in place (what {@link sealReceipt} renders and hashes). */
 export function sealedDocument(document: JsonObject, seq: number, prevHash: string): JsonObject {
   // A spread defines every own key as data, `__proto__` included, in the document's order; the

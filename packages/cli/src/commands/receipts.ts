@@ -7,11 +7,12 @@
  * @module
  */
 import { ChainVerifier, parseJson, verifyChain, type JsonObject, type ReceiptRow, type StateStore } from '@ctrlrun/kernel';
+import { pendingReceiptDocument } from '@ctrlrun/kernel/store';
 import { isObject } from '../format.js';
 import { STORE_URL, type Command } from '../command.js';
 import { storeTarget } from '../discovery.js';
-import { UsageError } from '../errors.js';
-import { openListing } from '../stores.js';
+import { CliRefusal, UsageError } from '../errors.js';
+import { openAnswerer, openListing } from '../stores.js';
 
 function readDocument(json: string | null): JsonObject | null {
   if (json === null) return null;
@@ -75,6 +76,31 @@ async function* flat<T>(pages: AsyncIterable<T[]>): AsyncGenerator<T> {
   for await (const page of pages) yield* page;
 }
 
+/** The off-chain rows that are pending receipts (see `pendingReceiptDocument`). */
+async function countPending(store: StateStore): Promise<number> {
+  let n = 0;
+  const pages = store.receiptsOffChain ? offChainPages(store) : [(await store.receipts()).filter((r) => r.seq === null)];
+  for await (const page of pages) for (const row of page) if (pendingReceiptDocument(row) !== null) n += 1;
+  return n;
+}
+
+/** `--chain-pending`: chains them, oldest first, and lists what it chained. */
+async function chainPending(store: StateStore, out: (line: string) => void, json: (line: string) => void, asJson: boolean): Promise<number> {
+  try {
+    if (!store.chainPendingReceipts) throw new CliRefusal('this store cannot chain pending receipts');
+    const chained = await store.chainPendingReceipts();
+    for (const r of chained) {
+      if (asJson) json(r.json);
+      else
+        out(`seq ${r.seq}  ${text(r.document['receipt_id'])}  ${text(r.document['action'])}  ${text(r.document['result'])}  ${text(r.document['effect_key'])}`);
+    }
+    if (!asJson) out(chained.length === 0 ? 'no pending receipts' : `chained ${chained.length} pending receipt${chained.length === 1 ? '' : 's'}`);
+    return 0;
+  } finally {
+    await store.close();
+  }
+}
+
 export const receipts: Command = {
   name: 'receipts',
   summary: 'list the chained receipts, or verify the chain',
@@ -85,6 +111,10 @@ export const receipts: Command = {
     json: { type: 'boolean', help: 'one receipt document per line (with --verify-chain: the chain report)' },
     'verify-chain': { type: 'boolean', help: 'verify the hash chain; every break named by its seq and name (overrides --last and --control)' },
     control: { type: 'string', value: 'ID', help: 'only receipts whose controls cite ID' },
+    'chain-pending': {
+      type: 'boolean',
+      help: 'chain the receipts left pending: an outcome kept with its receipt off the chain, whose writer stopped before chaining it (--verify-chain counts them)',
+    },
     'store-url': STORE_URL,
   },
   async run({ io, values, out, err, json }) {
@@ -95,7 +125,9 @@ export const receipts: Command = {
         throw new UsageError(`--last must be a whole number ≥ 1, got ${JSON.stringify(raw)}`);
       last = Number(raw);
     }
-    const store = await openListing(storeTarget(io, values['store-url'] as string | undefined), err);
+    const target = storeTarget(io, values['store-url'] as string | undefined);
+    if (values['chain-pending'] === true) return chainPending(await openAnswerer(target, async () => undefined), out, json, values['json'] === true);
+    const store = await openListing(target, err);
     try {
       if (values['verify-chain'] === true) {
         let report;
@@ -108,6 +140,7 @@ export const receipts: Command = {
         } else {
           report = verifyChain(await store.receipts(), await store.chainHead(), { checkpoint });
         }
+        const pending = report.unchained === 0 ? 0 : await countPending(store);
         if (values['json'] === true) {
           json(
             JSON.stringify({
@@ -115,6 +148,7 @@ export const receipts: Command = {
               verified: report.verified,
               chained: report.chained,
               unchained: report.unchained,
+              pending,
               head_seq: report.head_seq,
               head_hash: report.head_hash,
               breaks: report.breaks.map((b) => ({ name: b.name, seq: b.seq, detail: b.detail })),
@@ -125,7 +159,11 @@ export const receipts: Command = {
         } else {
           out(`chain: ${report.verified} of ${report.chained + report.unchained} receipts verified`);
           if (checkpoint !== null) out(`       receipts up to seq ${checkpoint.seq} were pruned; the chain is verified from its checkpoint`);
-          if (report.unchained > 0) out(`       ${report.unchained} written before the chain existed (unchained)`);
+          if (report.unchained > pending) out(`       ${report.unchained - pending} written before the chain existed (unchained)`);
+          if (pending > 0) {
+            out(`       ${pending} pending: an outcome kept with its receipt off the chain, whose writer stopped before chaining it`);
+            out('       (ctrlrun receipts --chain-pending chains them)');
+          }
           for (const b of report.breaks) out(`  ${b.name}${b.seq === null ? '' : ` at seq ${b.seq}`}: ${b.detail}`);
           if (report.ok) out('the chain is intact');
           if (report.column_findings.length > 0) {

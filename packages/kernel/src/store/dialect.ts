@@ -199,6 +199,13 @@ export interface DialectSql {
    * Absent: a collision is an `InvalidArgument`.
    */
   readonly selectReceipt?: string;
+  /**
+   * Params: json, seq, prev_hash, hash, receipt_id, json, hash. Chains a pending receipt (see
+   * `pendingReceipt`): sets `json` and the three chain columns of the row with that id that has
+   * no `seq` or `prev_hash`, whose `json` and `hash` are the pending ones given; affects 0 rows
+   * when there is no such row.
+   */
+  readonly chainPendingReceipt: string;
   /** Params: hash. */
   readonly setChainHash: string;
   /** `{ seq, hash }` of the head row. */

@@ -8,7 +8,7 @@
  */
 import { AmbiguousWrite, CTRLRunError, InvalidArgument, StoreClosedError, StoreError } from '../errors.js';
 import type { ApprovalRecord, EffectRecord, EventRecord, StoredReceipt } from '../model.js';
-import { sealReceipt } from '../receipt.js';
+import { pendingReceipt, sealReceipt } from '../receipt.js';
 import type { Clock } from '../time.js';
 import type { SqlDriver, SqlExecutor, SqlValue } from './driver.js';
 import type { SqlDialect } from './dialect.js';
@@ -137,13 +137,24 @@ const SAVEPOINT = 'SAVEPOINT ctrlrun_outcome';
 const RELEASE_SAVEPOINT = 'RELEASE SAVEPOINT ctrlrun_outcome';
 const ROLLBACK_TO_SAVEPOINT = 'ROLLBACK TO SAVEPOINT ctrlrun_outcome';
 
+/**
+ * How an outcome's receipt is written with it: `chained` (the chain head locked and advanced,
+ * the row sealed), `pending` (the row with no chain columns, chained later: see
+ * `pendingReceipt`), or `none` (not written; the receipt is then written alone, T170).
+ */
+export type ReceiptMode = 'chained' | 'pending' | 'none';
+/** Alone, a failed receipt part is tried chained twice (the first failure may be its connection's, and a fresh one passes). */
+const RECEIPT_MODES: readonly ReceiptMode[] = ['chained', 'chained', 'pending', 'none'];
+/** In a group, each under its savepoint on the group's one connection: a failure there is the receipt's own. */
+const GROUP_RECEIPT_MODES: readonly ReceiptMode[] = ['chained', 'pending', 'none'];
+
 /** One caller's outcome waiting for a group (see {@link SqlEngine.grouped}). */
 export interface GroupMember<T> {
   readonly what: string;
   /** The outcome written alone, as without group commit. */
   readonly solo: () => Promise<T>;
-  /** The outcome's transaction body, with or without its receipt. */
-  readonly step: (withReceipt: boolean) => (tx: SqlExecutor, now: Date, run: WriteRun) => Promise<T | RaiseAfterCommit>;
+  /** The outcome's transaction body, its receipt written as `mode` says. */
+  readonly step: (mode: ReceiptMode) => (tx: SqlExecutor, now: Date, run: WriteRun) => Promise<T | RaiseAfterCommit>;
   readonly resolve: (value: T) => void;
   readonly reject: (err: unknown) => void;
 }
@@ -527,36 +538,50 @@ export class SqlEngine {
         throw new ReceiptPartFailed(err);
       }
     };
+    const pend = async (tx: SqlExecutor, r: NonNullable<typeof receipt>): Promise<void> => {
+      try {
+        await this.pendReceipt(tx, r);
+      } catch (err) {
+        throw new ReceiptPartFailed(err);
+      }
+    };
     const step =
-      (withReceipt: boolean) =>
+      (mode: ReceiptMode) =>
       async (tx: SqlExecutor, now: Date, run: WriteRun): Promise<Trailed<R> | RaiseAfterCommit> => {
-        const r = withReceipt ? receipt : null;
+        const r = mode === 'chained' ? receipt : null;
         const one = combined === undefined ? null : await combined(tx, now, run, fieldsOf, r);
+        let out: Trailed<R>;
         if (one !== null) {
-          if (r === null || one.receipt === null) return { value: one.value, events: one.events, receipt: null };
-          if (one.receipt === 'already-stored') throw new ReceiptPartFailed(new ReceiptAlreadyStored(r.receiptId));
-          return { value: one.value, events: one.events, receipt: one.receipt === 'unchained' ? await chain(tx, r) : one.receipt };
+          if (r !== null && one.receipt !== null) {
+            if (one.receipt === 'already-stored') throw new ReceiptPartFailed(new ReceiptAlreadyStored(r.receiptId));
+            return { value: one.value, events: one.events, receipt: one.receipt === 'unchained' ? await chain(tx, r) : one.receipt };
+          }
+          out = { value: one.value, events: one.events, receipt: null };
+        } else {
+          const value = await fn(tx, now, run);
+          if (value instanceof RaiseAfterCommit) return value;
+          const stored = await this.insertEvents(tx, fieldsOf(value));
+          if (r !== null) return { value, events: stored, receipt: await chain(tx, r) };
+          out = { value, events: stored, receipt: null };
         }
-        const value = await fn(tx, now, run);
-        if (value instanceof RaiseAfterCommit) return value;
-        const stored = await this.insertEvents(tx, fieldsOf(value));
-        if (r === null) return { value, events: stored, receipt: null };
-        return { value, events: stored, receipt: await chain(tx, r) };
+        if (mode === 'pending' && receipt !== null) await pend(tx, receipt);
+        return out;
       };
-    const run = (withReceipt: boolean, reissue: { now: Date } | null) => this.write<Trailed<R>>(what, step(withReceipt), reissue);
+    const run = (mode: ReceiptMode, reissue: { now: Date } | null) => this.write<Trailed<R>>(what, step(mode), reissue);
     const inTransaction = async (reissue: { now: Date } | null): Promise<Trailed<R>> => {
-      // Twice with the receipt: a receipt part that failed because its connection did (rolled back,
-      // nothing written) passes on a fresh one. A second failure is the receipt's own, and the
-      // outcome is written without it (T170) — a crash before the receipt written alone after it
-      // would leave the outcome with none, so that path is kept for a failure that stays.
-      for (let tries = 2; ; tries--) {
+      // Twice with the receipt chained: a receipt part that failed because its connection did
+      // (rolled back, nothing written) passes on a fresh one. A second failure is the receipt's
+      // own (T170): the outcome is written with the receipt pending (off the chain, chained by the
+      // receipt written alone after it, or after a crash by `chainPendingReceipts`), and only
+      // when even that fails, without it.
+      for (const mode of RECEIPT_MODES) {
         try {
-          return await run(true, reissue);
+          return await run(mode, reissue);
         } catch (err) {
-          if (!(err instanceof ReceiptPartFailed)) throw err;
-          if (tries === 1) return run(false, reissue);
+          if (!(err instanceof ReceiptPartFailed) || mode === 'none') throw err;
         }
       }
+      throw new StoreError(`[kernel] [${this.name}] ${what}: no receipt mode was left`);
     };
     // A step that can stand alone is tried first; it answers `null` when nothing was written and
     // the transaction should decide, or a re-issue after a lost reply that did not land.
@@ -641,13 +666,13 @@ export class SqlEngine {
               if (!savepoints) {
                 // Back to back, no savepoint: a failure rolls the whole group back, and every
                 // caller is then written alone (below), so none is answered by another's failure.
-                const fn = m.step(true);
+                const fn = m.step('chained');
                 const run: WriteRun = { intent: null, edit: null };
                 done[i] = { fn, run, at, value: await fn(tx, at, run) };
                 continue;
               }
-              for (const withReceipt of [true, false]) {
-                const fn = m.step(withReceipt);
+              for (const mode of GROUP_RECEIPT_MODES) {
+                const fn = m.step(mode);
                 const run: WriteRun = { intent: null, edit: null };
                 await tx.exec(SAVEPOINT);
                 try {
@@ -659,7 +684,7 @@ export class SqlEngine {
                   // Its own writes undone, the others' kept; a receipt part that failed is written again without it.
                   await tx.exec(ROLLBACK_TO_SAVEPOINT);
                   await tx.exec(RELEASE_SAVEPOINT);
-                  if (withReceipt && err instanceof ReceiptPartFailed) continue;
+                  if (mode !== 'none' && err instanceof ReceiptPartFailed) continue;
                   done[i] = { fn, run, at, error: err };
                   break;
                 }
@@ -790,9 +815,31 @@ export class SqlEngine {
       if (!this.sql.isUniqueViolation(err)) throw err;
       inserted = 0;
     }
-    if (inserted !== 1) throw new ReceiptAlreadyStored(r.receiptId);
+    if (inserted !== 1) {
+      // The id is stored: chained here when it is this receipt, pending (see {@link pendReceipt}).
+      const pending = pendingReceipt(r.document);
+      const params = [sealed.json, seq, prevHash, sealed.hash, r.receiptId, pending.json, pending.hash];
+      if ((await this.query(tx, sql.chainPendingReceipt, params)).rowsAffected !== 1) throw new ReceiptAlreadyStored(r.receiptId);
+    }
     await this.query(tx, sql.setChainHash, [sealed.hash]);
     return { seq, prevHash, hash: sealed.hash, json: sealed.json, document: sealed.document };
+  }
+
+  /**
+   * Writes a receipt pending: its row with no chain columns, the document as
+   * {@link pendingReceipt} renders it. Throws {@link ReceiptAlreadyStored} on an id already stored.
+   */
+  async pendReceipt(tx: SqlExecutor, r: ReturnType<typeof receiptFields>): Promise<void> {
+    const pending = pendingReceipt(r.document);
+    const params = [r.receiptId, r.actionId, r.effectKey, r.result, pending.json, r.finishedAt, null, null, pending.hash];
+    let inserted: number;
+    try {
+      ({ rowsAffected: inserted } = await this.query(tx, this.sql.sql.insertReceipt, params));
+    } catch (err) {
+      if (!this.sql.isUniqueViolation(err)) throw err;
+      inserted = 0;
+    }
+    if (inserted !== 1) throw new ReceiptAlreadyStored(r.receiptId);
   }
 
   async effect(ex: SqlExecutor, key: string): Promise<EffectRecord | null> {

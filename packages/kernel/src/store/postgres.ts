@@ -283,6 +283,7 @@ function build(schema: string): SqlDialect {
       lockChainHead: `UPDATE ${t('receipt_chain')} SET seq = seq + 1 WHERE id = 1 RETURNING seq, hash`,
       insertReceipt: `INSERT INTO ${t('receipts')}(${RECEIPT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (receipt_id) DO NOTHING`,
       selectReceipt: `SELECT ${RECEIPT_COLUMNS} FROM ${t('receipts')} WHERE receipt_id = $1`,
+      chainPendingReceipt: `UPDATE ${t('receipts')} SET json = $1, seq = $2, prev_hash = $3, hash = $4 WHERE receipt_id = $5 AND seq IS NULL AND prev_hash IS NULL AND json = $6 AND hash = $7`,
       setChainHash: `UPDATE ${t('receipt_chain')} SET hash = $1 WHERE id = 1`,
       selectChainHead: `SELECT seq, hash FROM ${t('receipt_chain')} WHERE id = 1`,
       selectPruneCheckpoint: `SELECT seq, hash FROM ${t('prune_checkpoint')} WHERE id = 1`,

@@ -262,6 +262,10 @@ export class SqlStateStore implements StateStore {
     return writes.putReceipt(this.#e, draft, events);
   }
 
+  chainPendingReceipts(): Promise<StoredReceipt[]> {
+    return writes.chainPendingReceipts(this.#e);
+  }
+
   async pruneCheckpoint(): Promise<{ seq: number; hash: string } | null> {
     return reads.pruneCheckpoint(this.#e);
   }

@@ -154,6 +154,8 @@ export const sqliteDialect: SqlDialect = Object.freeze({
 
     lockChainHead: 'UPDATE receipt_chain SET seq = seq + 1 WHERE id = 1 RETURNING seq, hash',
     insertReceipt: `INSERT INTO receipts(${RECEIPT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    chainPendingReceipt:
+      'UPDATE receipts SET json = ?, seq = ?, prev_hash = ?, hash = ? WHERE receipt_id = ? AND seq IS NULL AND prev_hash IS NULL AND json = ? AND hash = ?',
     setChainHash: 'UPDATE receipt_chain SET hash = ? WHERE id = 1',
     selectChainHead: 'SELECT seq, hash FROM receipt_chain WHERE id = 1',
     selectPruneCheckpoint: 'SELECT seq, hash FROM prune_checkpoint WHERE id = 1',

@@ -71,9 +71,10 @@ export interface TrailingEvents<R> {
   /**
    * Optional: a receipt to chain in the same transaction, after the events (an outcome and its
    * receipt in one commit). A store that honours it sets {@link storedReceipt}. If the receipt
-   * part fails, the store writes the change and its events without it and leaves
-   * `storedReceipt` unset: the caller then writes the receipt itself ({@link StateStore.putReceipt}),
-   * and a failure there raises with the outcome already kept (T170).
+   * part fails, the store writes the change and its events without it chained — with the receipt
+   * pending, off the chain, where it can — and leaves `storedReceipt` unset: the caller then writes
+   * the receipt itself ({@link StateStore.putReceipt}, which chains a pending row of the same
+   * receipt), and a failure there raises with the outcome already kept (T170).
    */
   readonly receipt?: ReceiptDraft;
   /** Set by the store when it chained {@link receipt} with the change. */
@@ -262,6 +263,13 @@ export interface StateStore {
    * in the same transaction (see {@link TrailingEvents}; its `receipt` member is not used here).
    */
   putReceipt(draft: ReceiptDraft, events?: TrailingEvents<StoredReceipt>): Promise<StoredReceipt>;
+  /**
+   * Optional: chains the receipts left pending by a writer that stopped (a crash) after an outcome
+   * whose receipt could not be chained with it was written with the receipt off the chain, and
+   * before the receipt written alone chained it. Oldest first, each sealed on the head it finds;
+   * other off-chain rows are left as they are. Returns the receipts it chained (none: `[]`).
+   */
+  chainPendingReceipts?(): Promise<StoredReceipt[]>;
   /** The chain head `(seq, hash)`, or `null` if the head row is missing. */
   chainHead(): Promise<ChainHead | null>;
   /**

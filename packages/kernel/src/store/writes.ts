@@ -7,7 +7,8 @@
  */
 import { actionFromJson, actionToJson, type Action } from '../action.js';
 import { approvalProgress, checkAnswerable, checkConsumable, checkGrantable } from '../approvals.js';
-import { isPlainObject, parseJson, type JsonObject } from '../canonical.js';
+import { compareCodePoints, isPlainObject, parseJson, type JsonObject } from '../canonical.js';
+import { pendingReceiptDocument, sealReceipt } from '../receipt.js';
 import {
   checkActor,
   checkContinuation,
@@ -894,6 +895,58 @@ export async function putReceipt(e: SqlEngine, draft: ReceiptDraft, events?: Tra
   return stored;
 }
 
+/** Thrown inside a transaction to roll it back: the pending receipt was chained meanwhile (by the write that pended it, or another pass). */
+class ChainedMeanwhile extends Error {}
+
+/** Off-chain rows read per page while looking for pending receipts. */
+const PENDING_PAGE = 500;
+
+/**
+ * Chains every pending receipt (see `pendingReceipt`): an outcome's receipt written off the
+ * chain because chaining it with the outcome failed, whose writer then stopped before the receipt
+ * written alone chained it (a crash). Oldest first (by finished time, then id), each in its own
+ * transaction, sealed as the writer would have sealed it (on the head it finds). Other off-chain rows
+ * (an older store's unchained receipts) are left as they are. Returns the receipts it chained;
+ * a receipt chained meanwhile by another writer is skipped.
+ */
+export async function chainPendingReceipts(e: SqlEngine): Promise<StoredReceipt[]> {
+  const { sql } = e.sql;
+  const pending: { receiptId: string; json: string; hash: string; document: JsonObject; ts: string }[] = [];
+  for (let after = ''; ;) {
+    const rows = await e.read(async (ex) => (await e.query<ReceiptSqlRow>(ex, sql.receiptsOffChain, [after, PENDING_PAGE])).rows);
+    for (const row of rows) {
+      const document = pendingReceiptDocument(row);
+      if (document !== null) pending.push({ receiptId: row.receipt_id, json: row.json!, hash: row.hash!, document, ts: row.ts ?? '' });
+    }
+    if (rows.length < PENDING_PAGE) break;
+    after = rows[rows.length - 1]!.receipt_id;
+  }
+  pending.sort((a, b) => compareCodePoints(a.ts, b.ts) || compareCodePoints(a.receiptId, b.receiptId));
+  const chained: StoredReceipt[] = [];
+  for (const p of pending) {
+    let stored: StoredReceipt;
+    try {
+      stored = await e.write('chainPendingReceipts', async (tx) => {
+        const head = (await e.query<{ seq: SqlValue; hash: string }>(tx, sql.lockChainHead)).rows[0];
+        if (!head) throw new InvalidArgument('the receipt chain has no head row (receipt_chain id = 1)');
+        const seq = int(head.seq, 'receipt_chain.seq');
+        const prevHash = String(head.hash);
+        const sealed = sealReceipt(p.document, seq, prevHash);
+        const { rowsAffected } = await e.query(tx, sql.chainPendingReceipt, [sealed.json, seq, prevHash, sealed.hash, p.receiptId, p.json, p.hash]);
+        if (rowsAffected !== 1) throw new ChainedMeanwhile();
+        await e.query(tx, sql.setChainHash, [sealed.hash]);
+        return { seq, prevHash, hash: sealed.hash, json: sealed.json, document: sealed.document };
+      });
+    } catch (err) {
+      if (err instanceof ChainedMeanwhile || (err instanceof StoreError && err.cause instanceof ChainedMeanwhile)) continue;
+      throw err;
+    }
+    e.noteChained(stored);
+    chained.push(stored);
+  }
+  return chained;
+}
+
 /** A receipt row as the chain stored it, or `null` when it is not a whole chained row. */
 function storedReceiptOf(row: ReceiptSqlRow, receiptId: string): StoredReceipt | null {
   if (row.json === null || row.hash === null || row.prev_hash === null) return null;
@@ -923,7 +976,11 @@ async function settleLostReceipt(
       const row = (await e.query<ReceiptSqlRow>(ex, sql.receiptById, [receiptId])).rows[0];
       if (row === undefined) return null;
       const receipt = storedReceiptOf(row, receiptId);
-      if (receipt === null) throw new StoreError(`[kernel] [${e.name}] putReceipt: receipt ${receiptId} landed without its chain columns`, { cause: lost });
+      if (receipt === null) {
+        // The receipt pending since its outcome (see `pendingReceipt`): this write, which chains it, did not land.
+        if (pendingReceiptDocument(row) !== null) return null;
+        throw new StoreError(`[kernel] [${e.name}] putReceipt: receipt ${receiptId} landed without its chain columns`, { cause: lost });
+      }
       const drafts = only === undefined ? [] : only.drafts(receipt).map((d, i) => eventFields(d, 'events.drafts(…)', i));
       if (drafts.length === 0) return { receipt, events: [] as EventRecord[] };
       const actionId = drafts.at(-1)!.params[2];
