@@ -109,9 +109,13 @@ describe('fault harness, CI slice', () => {
         expect(r.anomalies, JSON.stringify(r.anomalies.slice(0, 20), null, 2)).toEqual([]);
         expect(r.operations).toBeGreaterThanOrEqual(DURABLE_OBJECT_OPS * SCALE * 0.9);
         for (const outcome of ['committed', 'duplicate', 'ambiguous', 'approval-required']) expect(r.outcomes[outcome] ?? 0, outcome).toBeGreaterThan(0);
-        // The object was restarted (on the nemesis's order or at an operation's point) and cut operations in flight.
+        // The object was restarted (on the nemesis's order or at an operation's point). A restart
+        // inside an operation (before or after the remote, after the reservation) cuts it: it is
+        // left indeterminate. One "in-commit" or external restart may land between operations
+        // (seen once: 4 restarts, none cutting), so only those that must cut are held to it.
         expect(Object.entries(r.faults).some(([f, n]) => f.startsWith('restart:') && n > 0)).toBe(true);
-        expect(r.outcomes['indeterminate'] ?? 0).toBeGreaterThan(0);
+        const cutting = ['restart:before-remote', 'restart:after-remote', 'restart:after-reserve'].reduce((n, f) => n + (r.faults[f] ?? 0), 0);
+        if (cutting > 0) expect(r.outcomes['indeterminate'] ?? 0).toBeGreaterThan(0);
       } finally {
         rmSync(dir, { recursive: true, force: true });
       }

@@ -338,7 +338,18 @@ describe('receipts', () => {
     const json = await run(['receipts', '--verify-chain', '--json', '--last', '1'], { cwd: s.dir });
     expect(json.code).toBe(1);
     const report = JSON.parse(json.stdout) as Record<string, unknown>;
-    expect(Object.keys(report)).toEqual(['ok', 'verified', 'chained', 'unchained', 'head_seq', 'head_hash', 'breaks', 'column_findings', 'pruned_through']);
+    expect(Object.keys(report)).toEqual([
+      'ok',
+      'verified',
+      'chained',
+      'unchained',
+      'head_seq',
+      'head_hash',
+      'breaks',
+      'column_findings',
+      'pruned_through',
+      'pending',
+    ]);
     expect(report['ok']).toBe(false);
     expect(report['breaks']).toEqual([
       { name: 'content_altered', seq: 2, detail: expect.any(String) },

@@ -148,12 +148,12 @@ export const receipts: Command = {
               verified: report.verified,
               chained: report.chained,
               unchained: report.unchained,
-              pending,
               head_seq: report.head_seq,
               head_hash: report.head_hash,
               breaks: report.breaks.map((b) => ({ name: b.name, seq: b.seq, detail: b.detail })),
               column_findings: report.column_findings.map((b) => ({ name: b.name, seq: b.seq, detail: b.detail })),
               pruned_through: checkpoint?.seq ?? null,
+              pending,
             }),
           );
         } else {
