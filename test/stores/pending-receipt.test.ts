@@ -177,6 +177,43 @@ async function scenarios(open: () => Promise<Scene>) {
     }
   });
 
+  it('chainPendingReceipts run while the writer is still on its way: the receipt written alone finds its row chained, and the caller gets that row', async () => {
+    const s = await open();
+    try {
+      await new Control({ policy: POLICY, store: s.store, logger: quiet }).execute(action('p1'), () => ({ id: 'p1' }));
+      // Another process's recovery pass chains the pending receipt between the outcome and the receipt written alone.
+      const store = s.store;
+      const racing = new Proxy(store, {
+        get(target, key) {
+          if (key === 'putReceipt')
+            return async (...args: Parameters<StateStore['putReceipt']>) => {
+              expect((await target.chainPendingReceipts!()).map((r) => r.document['effect_key'])).toEqual(['refund:p2']);
+              return target.putReceipt(...args);
+            };
+          const value = Reflect.get(target, key, target) as unknown;
+          return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+        },
+      });
+      let receiptId: unknown = null;
+      const sinks = [{ onEvent() {}, onReceipt: (r: { document: Record<string, unknown> }) => void (receiptId = r.document['receipt_id']) }];
+      const control = new Control({ policy: POLICY, store: racing, logger: quiet, sinks });
+      s.failChain(2);
+      expect(await control.execute(action('p2'), () => ({ id: 'p2' }))).toEqual({ id: 'p2' });
+      const { rows, pending, report } = await chainOf(s.store);
+      expect(report.ok).toBe(true);
+      expect(pending).toEqual([]);
+      expect(rows.map((r) => [r.seq, r.effect_key])).toEqual([
+        [1, 'refund:p1'],
+        [2, 'refund:p2'],
+      ]);
+      expect(rows[1]!.receipt_id).toBe(receiptId);
+      const types = (await s.store.events()).filter((e) => e.effectKey === 'refund:p2').map((e) => e.type);
+      expect(types).toContain('EXECUTION_COMMITTED');
+    } finally {
+      await s.close();
+    }
+  });
+
   it('in a group: eight outcomes whose receipts cannot be chained are each kept with their receipt pending, and chained oldest first', async () => {
     const s = await open();
     try {
@@ -217,6 +254,11 @@ async function scenarios(open: () => Promise<Scene>) {
       expect(pendingReceiptDocument({ ...row!, json: row!.json!.replace('"p1"', '"p9"') })).toBeNull();
       expect(pendingReceiptDocument({ ...row!, hash: 'sha256:00' })).toBeNull();
       expect(pendingReceiptDocument({ ...row!, hash: null })).toBeNull();
+      // Nor one whose columns are not its document's (the chain would vouch for a row that lies).
+      expect(pendingReceiptDocument({ ...row!, effect_key: 'refund:p9' })).toBeNull();
+      expect(pendingReceiptDocument({ ...row!, action_id: 'act_other' })).toBeNull();
+      expect(pendingReceiptDocument({ ...row!, result: 'failed' })).toBeNull();
+      expect(pendingReceiptDocument({ ...row!, ts: '2000-01-01T00:00:00.000000Z' })).toBeNull();
     } finally {
       await s.close();
     }
@@ -277,6 +319,11 @@ describe('pending receipts: a process killed between its outcome and the receipt
     });
     expect(JSON.parse(after)).toMatchObject({ ok: true, verified: 2, unchained: 0, pending: 0 });
     expect(cli('--chain-pending').stdout).toContain('no pending receipts');
+    const mixed = cli('--chain-pending', '--verify-chain');
+    expect({ status: mixed.status, stderr: mixed.stderr.trim() }).toEqual({
+      status: 2,
+      stderr: expect.stringContaining('--chain-pending writes and takes no listing option; drop --verify-chain'),
+    });
     const store = await createBetterSqlite3Store(path);
     try {
       expect((await store.getEffect('refund:p2'))?.state).toBe('committed');

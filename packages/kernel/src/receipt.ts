@@ -128,12 +128,18 @@ export function pendingReceipt(document: JsonObject): { json: string; hash: stri
 
 /**
  * The document of a pending receipt row (see {@link pendingReceipt}), or `null` when the row is
- * not one: it has a `seq` or `prev_hash`, or its text and hash are not exactly what this build
- * writes for a pending receipt of its own schema and id (an older unchained row, or a pending row
- * altered since, is left as it is).
+ * not one: it has a `seq` or `prev_hash`, its text and hash are not exactly what this build writes
+ * for a pending receipt of its own schema and id, or its action, effect key, result and time
+ * columns are not the document's. An older unchained row, or a pending row changed by accident
+ * since, is left as it is. The hash is not keyed: like the chain itself, this tells a row that
+ * was written pending from one that was not, not from one forged by whoever can write the store.
  */
 export function pendingReceiptDocument(row: {
   readonly receipt_id: string;
+  readonly action_id: string | null;
+  readonly effect_key: string | null;
+  readonly result: string | null;
+  readonly ts: string | null;
   readonly seq: unknown;
   readonly prev_hash: unknown;
   readonly hash: unknown;
@@ -149,6 +155,7 @@ export function pendingReceiptDocument(row: {
   if (!isPlainObject(document)) return null;
   const doc = document as JsonObject;
   if (doc['schema'] !== RECEIPT_SCHEMA || doc['receipt_id'] !== row.receipt_id || doc['seq'] !== null || doc['prev_hash'] !== null) return null;
+  if (doc['action_id'] !== row.action_id || doc['effect_key'] !== row.effect_key || doc['result'] !== row.result || doc['finished_at'] !== row.ts) return null;
   let pending: { json: string; hash: string };
   try {
     pending = pendingReceipt(doc);

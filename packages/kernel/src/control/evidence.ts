@@ -10,7 +10,7 @@ import { buildReceipt, type ReceiptFields } from '../receipt.js';
 import type { TrailingEvents } from '../store/state-store.js';
 import type { ReceiptDraft } from '../model.js';
 import { evidenceTime } from '../time.js';
-import { type ControlContext, type Pass, isExecution } from './pass.js';
+import { type ControlContext, type Pass, describeError, isExecution } from './pass.js';
 import type { ApprovalEdit } from './edit.js';
 
 // ---- evidence ----
@@ -173,7 +173,17 @@ export async function chainReceipt(ctx: ControlContext, pass: Pass, draft: Recei
  */
 export async function receiptOf<R>(ctx: ControlContext, pass: Pass, written: TrailingEvents<R>): Promise<StoredReceipt> {
   const stored = written.storedReceipt;
-  if (stored === undefined) return chainReceipt(ctx, pass, written.receipt!);
+  if (stored === undefined) {
+    try {
+      return await chainReceipt(ctx, pass, written.receipt!);
+    } catch (err) {
+      // The outcome stands (T170): say where its receipt is, beside the store's own error.
+      ctx.logger.warn(
+        `[ctrlrun] ${pass.action.name}: the outcome of ${pass.effectKey ?? pass.action.actionId} is stored, its receipt ${written.receipt!.receiptId} is not chained (${describeError(err)}); if it was kept pending, \`ctrlrun receipts --chain-pending\` (or store.chainPendingReceipts()) chains it`,
+      );
+      throw err;
+    }
+  }
   if (ctx.sinks.length !== 0) await dispatchToSinks(ctx.sinks, 'receipt', stored, ctx.logger);
   return stored;
 }

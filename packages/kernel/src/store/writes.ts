@@ -8,7 +8,7 @@
 import { actionFromJson, actionToJson, type Action } from '../action.js';
 import { approvalProgress, checkAnswerable, checkConsumable, checkGrantable } from '../approvals.js';
 import { compareCodePoints, isPlainObject, parseJson, type JsonObject } from '../canonical.js';
-import { pendingReceiptDocument, sealReceipt } from '../receipt.js';
+import { pendingReceipt, pendingReceiptDocument, sealReceipt } from '../receipt.js';
 import {
   checkActor,
   checkContinuation,
@@ -882,12 +882,16 @@ export async function putReceipt(e: SqlEngine, draft: ReceiptDraft, events?: Tra
       stored = await settled();
     }
   } catch (err) {
-    const select = e.sql.sql.selectReceipt;
-    if (!(err instanceof ReceiptAlreadyStored) || select === undefined) throw err;
-    // Stored before (the same draft put twice): that row, its events left to the caller.
+    if (!(err instanceof ReceiptAlreadyStored)) throw err;
+    // Stored before (the same draft put twice): that row, its events left to the caller. Without
+    // `selectReceipt` (SQLite) an id stored is a collision, unless the row is this very receipt,
+    // chained meanwhile from pending (`chainPendingReceipts` ran while its writer was still on its way).
+    const select = e.sql.sql.selectReceipt ?? e.sql.sql.receiptById;
     const row = await e.read(async (ex) => (await e.query<ReceiptSqlRow>(ex, select, [receiptId])).rows[0]);
     const found = row === undefined ? null : storedReceiptOf(row, receiptId);
     if (found === null) throw err;
+    if (e.sql.sql.selectReceipt === undefined && pendingReceipt(found.document).json !== pendingReceipt(fields.document).json) throw err;
+    e.noteChained(found);
     return found;
   }
   if (trailing !== undefined && only !== undefined) trailing.stored = only.stored!;
@@ -939,7 +943,12 @@ export async function chainPendingReceipts(e: SqlEngine): Promise<StoredReceipt[
       });
     } catch (err) {
       if (err instanceof ChainedMeanwhile || (err instanceof StoreError && err.cause instanceof ChainedMeanwhile)) continue;
-      throw err;
+      if (chained.length === 0) throw err;
+      // Those chained stay chained: say so, and that the rest are pending still.
+      throw new StoreError(
+        `[kernel] [${e.name}] chainPendingReceipts: chained ${chained.length} of ${pending.length} (the last at seq ${chained.at(-1)!.seq}), then ${p.receiptId} failed: ${(err as Error)?.message ?? String(err)}; the rest stay pending`,
+        { cause: err },
+      );
     }
     e.noteChained(stored);
     chained.push(stored);
