@@ -119,10 +119,15 @@ async function scenarios(open: () => Promise<Scene>) {
   it('a receipt that cannot be chained with its outcome, nor alone: the outcome is kept, the receipt pending (verify: unchained), then chained by chainPendingReceipts', async () => {
     const s = await open();
     try {
-      const control = new Control({ policy: POLICY, store: s.store, logger: quiet });
+      const warnings: string[] = [];
+      const control = new Control({ policy: POLICY, store: s.store, logger: { warn: (m: string) => void warnings.push(m) } });
       await control.execute(action('p1'), () => ({ id: 'p1' }));
       s.failChain(Infinity);
       await expect(control.execute(action('p2'), () => ({ id: 'p2' }))).rejects.toThrow('disk full');
+      // The caller is told where the receipt is, beside the store's error.
+      expect(warnings.filter((w) => w.includes('ctrlrun receipts --chain-pending'))).toEqual([
+        expect.stringMatching(/^\[ctrlrun\] stripe\.refund: the outcome of refund:p2 is stored, its receipt ctr_\S+ is not chained \(.*disk full/),
+      ]);
       expect((await s.store.getEffect('refund:p2'))?.state).toBe('committed');
       const before = await chainOf(s.store);
       expect(before.rows.map((r) => [r.seq, r.effect_key, r.result])).toEqual([
@@ -154,24 +159,33 @@ async function scenarios(open: () => Promise<Scene>) {
     }
   });
 
+  /**
+   * p1 chained, then p2 whose receipt part fails twice with its outcome (so it is kept pending) on
+   * `store` (the scene's, or one wrapping it): the caller gets its result and the one row its sink saw.
+   */
+  async function pendedThenChained(s: Scene, store: StateStore): Promise<void> {
+    await new Control({ policy: POLICY, store: s.store, logger: quiet }).execute(action('p1'), () => ({ id: 'p1' }));
+    let receiptId: unknown = null;
+    const sinks = [{ onEvent() {}, onReceipt: (r: { document: Record<string, unknown> }) => void (receiptId = r.document['receipt_id']) }];
+    const control = new Control({ policy: POLICY, store, logger: quiet, sinks });
+    s.failChain(2);
+    expect(await control.execute(action('p2'), () => ({ id: 'p2' }))).toEqual({ id: 'p2' });
+    const { rows, pending, report } = await chainOf(s.store);
+    expect(report.ok).toBe(true);
+    expect(pending).toEqual([]);
+    expect(rows.map((r) => [r.seq, r.effect_key])).toEqual([
+      [1, 'refund:p1'],
+      [2, 'refund:p2'],
+    ]);
+    expect(rows[1]!.receipt_id).toBe(receiptId);
+    const types = (await s.store.events()).filter((e) => e.effectKey === 'refund:p2').map((e) => e.type);
+    expect(types).toContain('EXECUTION_COMMITTED');
+  }
+
   it('a receipt part that fails twice with the outcome: the outcome is written with it pending, and the receipt written alone chains that row (one row, the caller gets it)', async () => {
     const s = await open();
     try {
-      const control = new Control({ policy: POLICY, store: s.store, logger: quiet });
-      await control.execute(action('p1'), () => ({ id: 'p1' }));
-      s.failChain(2);
-      let receiptId: unknown = null;
-      const sinks = [{ onEvent() {}, onReceipt: (r: { document: Record<string, unknown> }) => void (receiptId = r.document['receipt_id']) }];
-      const withSink = new Control({ policy: POLICY, store: s.store, logger: quiet, sinks });
-      expect(await withSink.execute(action('p2'), () => ({ id: 'p2' }))).toEqual({ id: 'p2' });
-      const { rows, pending, report } = await chainOf(s.store);
-      expect(report.ok).toBe(true);
-      expect(pending).toEqual([]);
-      expect(rows.map((r) => [r.seq, r.effect_key])).toEqual([
-        [1, 'refund:p1'],
-        [2, 'refund:p2'],
-      ]);
-      expect(rows[1]!.receipt_id).toBe(receiptId);
+      await pendedThenChained(s, s.store);
     } finally {
       await s.close();
     }
@@ -180,10 +194,8 @@ async function scenarios(open: () => Promise<Scene>) {
   it('chainPendingReceipts run while the writer is still on its way: the receipt written alone finds its row chained, and the caller gets that row', async () => {
     const s = await open();
     try {
-      await new Control({ policy: POLICY, store: s.store, logger: quiet }).execute(action('p1'), () => ({ id: 'p1' }));
       // Another process's recovery pass chains the pending receipt between the outcome and the receipt written alone.
-      const store = s.store;
-      const racing = new Proxy(store, {
+      const racing = new Proxy(s.store, {
         get(target, key) {
           if (key === 'putReceipt')
             return async (...args: Parameters<StateStore['putReceipt']>) => {
@@ -194,21 +206,7 @@ async function scenarios(open: () => Promise<Scene>) {
           return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
         },
       });
-      let receiptId: unknown = null;
-      const sinks = [{ onEvent() {}, onReceipt: (r: { document: Record<string, unknown> }) => void (receiptId = r.document['receipt_id']) }];
-      const control = new Control({ policy: POLICY, store: racing, logger: quiet, sinks });
-      s.failChain(2);
-      expect(await control.execute(action('p2'), () => ({ id: 'p2' }))).toEqual({ id: 'p2' });
-      const { rows, pending, report } = await chainOf(s.store);
-      expect(report.ok).toBe(true);
-      expect(pending).toEqual([]);
-      expect(rows.map((r) => [r.seq, r.effect_key])).toEqual([
-        [1, 'refund:p1'],
-        [2, 'refund:p2'],
-      ]);
-      expect(rows[1]!.receipt_id).toBe(receiptId);
-      const types = (await s.store.events()).filter((e) => e.effectKey === 'refund:p2').map((e) => e.type);
-      expect(types).toContain('EXECUTION_COMMITTED');
+      await pendedThenChained(s, racing);
     } finally {
       await s.close();
     }
