@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { PGlite } from '@electric-sql/pglite';
 import pg from 'pg';
-import { Control, createAction, loadPolicy, verifyChain, type ReceiptRow, type StateStore } from '@ctrlrun/kernel';
+import { Control, createAction, loadPolicy, StoreError, verifyChain, type ReceiptRow, type StateStore } from '@ctrlrun/kernel';
 import { openSqlStateStore, pendingReceiptDocument, postgresDialect, sealReceipt, sqliteDialect, SqlStateStore, type SqlDriver } from '@ctrlrun/kernel/store';
 import { BetterSqlite3Driver, createBetterSqlite3Store, type BetterSqlite3Database } from '@ctrlrun/store-node/better-sqlite3';
 import { PgliteDriver } from '@ctrlrun/store-node/pglite';
@@ -45,16 +45,16 @@ const CHAIN_HEAD = /receipt_chain/;
 
 interface Scene {
   store: StateStore;
-  /** Fails the next `n` statements that touch the chain head (Infinity: until set again). */
-  failChain(n: number): void;
+  /** Fails the next `n` statements that touch the chain head (Infinity: until set again), once `after` more have passed. */
+  failChain(n: number, after?: number): void;
   close(): Promise<void>;
 }
 
-function failing(driver: SqlDriver): { wrapped: SqlDriver; failChain(n: number): void } {
+function failing(driver: SqlDriver): { wrapped: SqlDriver; failChain(n: number, after?: number): void } {
   const rec = recording(driver);
-  let left = 0;
-  rec.state.fail = { test: (sql: string) => CHAIN_HEAD.test(sql) && left-- > 0 } as unknown as RegExp;
-  return { wrapped: rec.wrapped, failChain: (n) => void (left = n) };
+  let [passing, left] = [0, 0];
+  rec.state.fail = { test: (sql: string) => CHAIN_HEAD.test(sql) && passing-- <= 0 && left-- > 0 } as unknown as RegExp;
+  return { wrapped: rec.wrapped, failChain: (n, after = 0) => void ([passing, left] = [after, n]) };
 }
 
 let SQL: SqlJsModule | null = null;
@@ -227,6 +227,39 @@ async function scenarios(open: () => Promise<Scene>) {
       expect(chained.map((r) => r.seq)).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
       const finished = chained.map((r) => r.document['finished_at'] as string);
       expect([...finished].sort()).toEqual(finished);
+      expect((await chainOf(s.store)).report.ok).toBe(true);
+    } finally {
+      await s.close();
+    }
+  });
+
+  it('a chaining pass that fails part-way names how many it chained and which failed; those stay chained, the rest pending, and a second pass chains them', async () => {
+    const s = await open();
+    try {
+      const control = new Control({ policy: POLICY, store: s.store, logger: quiet });
+      s.failChain(Infinity);
+      for (const id of ['w1', 'w2', 'w3']) await expect(control.execute(action(id), () => ({ id }))).rejects.toThrow();
+      const pending = (await chainOf(s.store)).pending.sort((a, b) => (a.ts! < b.ts! ? -1 : a.ts! > b.ts! ? 1 : a.receipt_id < b.receipt_id ? -1 : 1));
+      expect(pending).toHaveLength(3);
+      // The first receipt's two chain-head statements pass (lock, then seal), the second's lock fails.
+      s.failChain(1, 2);
+      const err = await s.store.chainPendingReceipts!().then(
+        () => null,
+        (e: unknown) => e,
+      );
+      expect(err).toBeInstanceOf(StoreError);
+      expect((err as Error).message).toContain(`chainPendingReceipts: chained 1 of 3 (the last at seq 1), then ${pending[1]!.receipt_id} failed: `);
+      expect((err as Error).message).toContain('disk full');
+      expect((err as Error).message).toMatch(/the rest stay pending$/);
+      const between = await chainOf(s.store);
+      expect(between.rows.filter((r) => r.seq !== null).map((r) => r.receipt_id)).toEqual([pending[0]!.receipt_id]);
+      expect(between.pending.map((r) => r.receipt_id).sort()).toEqual([pending[1]!.receipt_id, pending[2]!.receipt_id].sort());
+      s.failChain(0);
+      const rest = await s.store.chainPendingReceipts!();
+      expect(rest.map((r) => [r.seq, r.document['receipt_id']])).toEqual([
+        [2, pending[1]!.receipt_id],
+        [3, pending[2]!.receipt_id],
+      ]);
       expect((await chainOf(s.store)).report.ok).toBe(true);
     } finally {
       await s.close();
