@@ -5,7 +5,7 @@
 // transaction, which is what every receipt's chain head costs at the least: the outcome commits
 // of one chain queue on that row, so no number of callers commits receipts faster than it.
 //
-// Stores: a better-sqlite3 file (WAL, synchronous=NORMAL), a real PostgreSQL server (PG_URL, or a
+// Stores: a better-sqlite3 file (WAL, synchronous=NORMAL and FULL), a real PostgreSQL server (PG_URL, or a
 // throwaway cluster started here with fsync on; skipped with the reason when neither exists), and
 // PGlite in memory. Every figure is the mean over interleaved short slices (each subject takes a
 // turn, round after round), so a change in the machine's load weighs on all of them alike. The
@@ -88,24 +88,63 @@ const finals: (() => Promise<void> | void)[] = [() => rmSync(dir, { recursive: t
 const subjects: Subject[] = [];
 const notes: string[] = [];
 
-// 1. better-sqlite3, a file.
-{
-  const store = await createBetterSqlite3Store(join(dir, 'control.db'));
+// 1. better-sqlite3, a file: synchronous=NORMAL (the store's default: a WAL commit is not synced,
+// so a COMMIT costs a write of the pages and no flush) and FULL (every commit synced, as a
+// durable server's). Group commit saves BEGIN and COMMIT per caller and nothing else: every
+// statement still runs, and the kernel's own work is the same per action. So beside each store
+// the bench measures that share of one caller's time, and the most any number of callers could
+// then reach (1 / (1 − share); less the savepoint each caller in a group costs).
+/** Seconds spent in BEGIN and COMMIT on the connections whose statements are timed, and whether they are timed now. */
+const txEnds = { secs: 0, on: false };
+/** `prepare` with every BEGIN … and COMMIT it prepares timed into {@link txEnds} (only while `txEnds.on`). */
+function timingTransactionEnds(prepare: Database.Database['prepare']): Database.Database['prepare'] {
+  return function (this: Database.Database, sql: string) {
+    const statement = prepare.call(this, sql);
+    if (/^(BEGIN|COMMIT)\b/.test(sql.trim())) {
+      const run = statement.run.bind(statement) as () => Database.RunResult;
+      statement.run = (() => {
+        if (!txEnds.on) return run();
+        const t0 = performance.now();
+        try {
+          return run();
+        } finally {
+          txEnds.secs += (performance.now() - t0) / 1000;
+        }
+      }) as typeof statement.run;
+    }
+    return statement;
+  } as Database.Database['prepare'];
+}
+/** Stores whose share of BEGIN and COMMIT is measured after the rounds: one caller of `subject`. */
+const shares: { store: string; subject: Subject }[] = [];
+for (const synchronous of ['NORMAL', 'FULL'] as const) {
+  const storeName = `better-sqlite3 file, ${synchronous}`;
+  // The store's driver prepares its BEGIN and COMMIT when it is built: those are timed.
+  const prototypePrepare = Database.prototype.prepare;
+  Database.prototype.prepare = timingTransactionEnds(prototypePrepare);
+  let store: StateStore;
+  try {
+    store = await createBetterSqlite3Store(join(dir, `control-${synchronous}.db`), { synchronous });
+  } finally {
+    Database.prototype.prepare = prototypePrepare;
+  }
   cleanups.unshift(() => store.close());
-  subjects.push(controlSubject('better-sqlite3 file', GROUP, store));
-  const each = await createBetterSqlite3Store(join(dir, 'each.db'), { groupCommit: false });
+  const group = controlSubject(storeName, GROUP, store);
+  subjects.push(group);
+  shares.push({ store: storeName, subject: group });
+  const each = await createBetterSqlite3Store(join(dir, `each-${synchronous}.db`), { groupCommit: false, synchronous });
   cleanups.unshift(() => each.close());
-  subjects.push(controlSubject('better-sqlite3 file', OPT_OUT, each));
+  subjects.push(controlSubject(storeName, OPT_OUT, each));
   // The floor: one shared row, BEGIN IMMEDIATE; UPDATE; COMMIT, on a file with the store's pragmas.
   // One connection, in-call: callers cannot overlap, so every caller count runs the same loop.
-  const db = new Database(join(dir, 'floor.db'), { timeout: 5000 });
+  const db = new Database(join(dir, `floor-${synchronous}.db`), { timeout: 5000 });
   db.pragma('journal_mode = WAL');
-  db.pragma('synchronous = NORMAL');
+  db.pragma(`synchronous = ${synchronous}`);
   db.exec('CREATE TABLE head(id INTEGER PRIMARY KEY, n INTEGER NOT NULL, v TEXT); INSERT INTO head VALUES (1, 0, NULL)');
   const [begin, update, commit] = [db.prepare('BEGIN IMMEDIATE'), db.prepare('UPDATE head SET n = n + 1, v = ? WHERE id = 1'), db.prepare('COMMIT')];
   cleanups.unshift(() => void db.close());
   subjects.push({
-    store: 'better-sqlite3 file',
+    store: storeName,
     label: 'shared-row commit floor',
     floor: true,
     run: (ms, callers) =>
@@ -236,6 +275,17 @@ try {
       }
     }
   }
+  // One caller of each better-sqlite3 store, its BEGIN and COMMIT timed: their share of the time.
+  const shareOf = new Map<string, number>();
+  for (let r = 0; r < ROUNDS; r++) {
+    for (const { store: storeName, subject } of shares) {
+      txEnds.secs = 0;
+      txEnds.on = true;
+      const { secs } = await subject.run(SLICE_MS, 1);
+      txEnds.on = false;
+      shareOf.set(storeName, (shareOf.get(storeName) ?? 0) + txEnds.secs / secs / ROUNDS);
+    }
+  }
   const fmt = (x: number) => Math.round(x).toLocaleString('en-US').padStart(7);
   const ms = (x: number) => (x < 10 ? x.toFixed(2) : x.toFixed(1)).padStart(6);
   const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
@@ -276,6 +326,12 @@ try {
       );
     }
     console.log(`  group commit / one commit each: ${CALLERS.map((n, i) => `${n}: ${(c[i]! / o[i]!).toFixed(2)}x`).join(', ')}`);
+    const share = shareOf.get(storeName);
+    if (share !== undefined) {
+      console.log(
+        `  one caller spends ${(100 * share).toFixed(0)}% of its time in BEGIN and COMMIT, all group commit saves: at most ${(1 / (1 - share)).toFixed(2)}x one caller, with any number of callers`,
+      );
+    }
     if (subjects.some((x) => x.store === storeName && x.label === BEFORE)) {
       const b = ratesOf(BEFORE);
       console.log(`  group commit / ${BEFORE}: ${CALLERS.map((n, i) => `${n}: ${(c[i]! / b[i]!).toFixed(2)}x`).join(', ')}`);
