@@ -7,7 +7,7 @@
 import { ActionDenied, ApprovalMismatch } from './errors.js';
 import type { ApprovalRecord, VerifiedAnswer, VerifiedApprover } from './model.js';
 import { parseTime } from './time.js';
-import { showInvisible } from './visible.js';
+import { showInvisible, shownId } from './visible.js';
 
 /** What a store must do after checking an approval. */
 export type ApprovalPlan =
@@ -21,7 +21,7 @@ function expired(record: ApprovalRecord, now: Date): boolean {
 }
 
 function mismatch(reason: ApprovalMismatch['reason'], id: string, detail: string): ApprovalMismatch {
-  return new ApprovalMismatch(reason, { approvalId: id, message: `approval ${id} refused (${reason}): ${detail}` });
+  return new ApprovalMismatch(reason, { approvalId: id, message: `approval ${shownId(id)} refused (${reason}): ${detail}` });
 }
 
 /**
@@ -40,7 +40,7 @@ export function checkConsumable(record: ApprovalRecord | null, id: string, actio
     throw mismatch('mismatch', id, 'it was granted for a different action (the action hash differs)');
   }
   if (record.status === 'denied') {
-    throw new ActionDenied('approval_denied', { actionId: null, message: `approval ${id} was denied by ${record.approver ?? 'a human'}` });
+    throw new ActionDenied('approval_denied', { actionId: null, message: `approval ${shownId(id)} was denied by ${record.approver ?? 'a human'}` });
   }
   if (record.status !== 'granted') {
     const detail = record.status === 'consumed' ? 'an approval is single-use and was already consumed' : `it is ${record.status}, not granted`;

@@ -36,6 +36,19 @@ export function quotedForMessage(text: string, max: number): string {
   return showInvisible(JSON.stringify(text.length > max ? `${text.slice(0, max)}…` : text));
 }
 
+/**
+ * An effect key, an action id or an approval id as a message names it. The caller may have chosen
+ * it (a key is rendered from the agent's arguments): one of printable ASCII with no space, up to
+ * 200 characters (every id this kernel mints, every ordinary key), is shown as it is; any other is
+ * quoted, escaped and cut as {@link quotedForMessage} does, so that a line break in it cannot
+ * start a line of its own and a bidi override cannot turn what follows around.
+ */
+export function shownId(id: string): string {
+  return id.length <= ID_SHOWN && PLAIN_ID.test(id) ? id : quotedForMessage(id, ID_SHOWN);
+}
+const ID_SHOWN = 200;
+const PLAIN_ID = /^[\x21-\x7e]+$/;
+
 /** Keys are cut only past this length (a longer one still shows, with the count cut). */
 const KEY_SHOWN = 200;
 

@@ -419,6 +419,42 @@ describe('reconcile hooks (T13, T14, T15)', () => {
   });
 });
 
+describe('warnings name an effect key as it is', () => {
+  it('a key the agent chose (a line break, a bidi override, 10,000 characters) is quoted, escaped and cut: one line, nothing acted on', async () => {
+    const warnings: string[] = [];
+    const ctx = await setup(undefined, { logger: { warn: (m: string) => void warnings.push(m) } });
+    const paymentId = `txn\n[ctrlrun] forged line\u202e${'x'.repeat(10_000)}`;
+    let lose = true;
+    const fn = protect<{ payment_id: string; amount: number }, string>(
+      () => {
+        if (lose) throw new Error('socket hang up');
+        return 'ok';
+      },
+      { control: ctx.control, name: 'stripe.refund', reconcile: async () => 'maybe' as 'committed' },
+    );
+    await fn({ payment_id: paymentId, amount: 500 }).catch(() => {});
+    lose = false;
+    await expect(fn({ payment_id: paymentId, amount: 500 })).rejects.toBeInstanceOf(AmbiguousEffect);
+    const warning = warnings.find((w) => w.includes('reconcile hook for'))!;
+    expect(warning).toContain('reconcile hook for "refund:txn\\n[ctrlrun] forged line\\u202e');
+    expect(warning).not.toMatch(/[\n\u202e]/);
+    expect(warning).toContain('x…" returned maybe; treated as unknown');
+    expect(warning.length).toBeLessThan(400);
+    // The stored key is the whole key: only the message is cut.
+    expect((await ctx.store.getEffect(`refund:${paymentId}`))?.state).toBe('ambiguous');
+  });
+
+  it('an approval id the caller presented is shown the same way when it cannot be consumed', async () => {
+    const warnings: string[] = [];
+    const ctx = await setup(undefined, { logger: { warn: (m: string) => void warnings.push(m) } });
+    const fn = protect<{ payment_id: string; amount: number }, string>(() => 'ok', { control: ctx.control, name: 'stripe.refund' });
+    await fn({ payment_id: 'txn_p', amount: 500 }, { approvalId: 'apr_x\n[ctrlrun] forged\u0007' }).catch(() => {});
+    const warning = warnings.find((w) => w.includes('presented approval'));
+    expect(warning).toContain('the presented approval "apr_x\\n[ctrlrun] forged\\u0007" was not needed');
+    expect(warning).not.toMatch(/[\n\u0007]/);
+  });
+});
+
 describe('decisions and refusals', () => {
   it('test_T6_unknown_action_raises_ActionDenied_with_reason_unknown_action', async () => {
     const ctx = await setup();

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { showInvisible } from '../src/visible.js';
+import { showInvisible, shownId } from '../src/visible.js';
 
 const INVISIBLE = /[\p{Cc}\p{Cf}\p{Cs}\p{Zl}\p{Zp}]/u;
 /** Strings rich in what an agent would hide things with. */
@@ -42,5 +42,25 @@ describe('showInvisible', () => {
     expect(showInvisible('a\nb')).toBe('a\\u000ab');
     expect(showInvisible('a\nb', { keepNewlines: true })).toBe('a\nb');
     expect(showInvisible('tag\u{e0041}')).toBe('tag\\udb40\\udc41');
+  });
+});
+
+describe('shownId', () => {
+  it('shows an id this kernel mints, or an ordinary key, as it is', () => {
+    for (const id of ['apr_0123456789abcdef0123456789abcdef', 'refund:txn_1', 'ns/prod:delete']) expect(shownId(id)).toBe(id);
+  });
+
+  it('property: whatever the id, the text has no invisible character or line break, reads back to it when not cut, and stays short', () => {
+    fc.assert(
+      fc.property(fc.string({ unit: 'binary', maxLength: 400 }), (id) => {
+        const shown = shownId(id);
+        expect(shown).not.toMatch(/[\p{Cc}\p{Cf}\p{Cs}\p{Zl}\p{Zp}]/u);
+        expect(shown.length).toBeLessThanOrEqual(6 * 201 + 2);
+        if (shown !== id) {
+          const back = JSON.parse(shown) as string;
+          expect(id.length > 200 ? id.startsWith(back.slice(0, -1)) && back.endsWith('…') : back === id).toBe(true);
+        }
+      }),
+    );
   });
 });

@@ -20,6 +20,7 @@
  * @module
  */
 import type { Action } from '../action.js';
+import { shownId } from '../visible.js';
 import { authorityEventData } from '../authority/authority.js';
 import { ActionDenied, AmbiguousEffect, ApprovalRequired, DuplicateEffect, EffectKeyError, IdentityError, InvalidArgument } from '../errors.js';
 import type { EffectRecord } from '../model.js';
@@ -369,7 +370,9 @@ export async function decidedBefore(ctx: ControlContext, action: Action, effectK
   const held = event !== null && event.effectKey === effectKey && event.data['round'] === rounds ? event : null;
   const snapshot = held === null ? null : decidedFromJson(held.data['decided']);
   if (snapshot !== null) return { ...snapshot, approvalId: held!.approvalId };
-  ctx.logger.warn(`[ctrlrun] ${action.name}: the suspension of ${effectKey} (round ${rounds}) recorded no decision; the receipt names the policy's answer now`);
+  ctx.logger.warn(
+    `[ctrlrun] ${action.name}: the suspension of ${shownId(effectKey)} (round ${rounds}) recorded no decision; the receipt names the policy's answer now`,
+  );
   const approvalId = held?.approvalId ?? null;
   return {
     evaluation: ctx.policy.evaluate(action.name, action.canonicalArguments),

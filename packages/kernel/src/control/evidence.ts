@@ -10,6 +10,7 @@ import { buildReceipt, type ReceiptFields } from '../receipt.js';
 import type { TrailingEvents } from '../store/state-store.js';
 import type { ReceiptDraft } from '../model.js';
 import { evidenceTime } from '../time.js';
+import { shownId } from '../visible.js';
 import { type ControlContext, type Pass, describeError, isExecution } from './pass.js';
 import type { ApprovalEdit } from './edit.js';
 
@@ -179,7 +180,7 @@ export async function receiptOf<R>(ctx: ControlContext, pass: Pass, written: Tra
     } catch (err) {
       // The outcome stands (T170): say where its receipt is, beside the store's own error.
       ctx.logger.warn(
-        `[ctrlrun] ${pass.action.name}: the outcome of ${pass.effectKey ?? pass.action.actionId} is stored, its receipt ${written.receipt!.receiptId} is not chained (${describeError(err)}); if it was kept pending, \`ctrlrun receipts --chain-pending\` (or store.chainPendingReceipts()) chains it`,
+        `[ctrlrun] ${pass.action.name}: the outcome of ${shownId(pass.effectKey ?? pass.action.actionId)} is stored, its receipt ${written.receipt!.receiptId} is not chained (${describeError(err)}); if it was kept pending, \`ctrlrun receipts --chain-pending\` (or store.chainPendingReceipts()) chains it`,
       );
       throw err;
     }

@@ -6,6 +6,7 @@
  * @module
  */
 import { checkAction, createPrincipal, type Action, type Principal } from '../action.js';
+import { shownId } from '../visible.js';
 import { authorityEventData, type AuthorityResult } from '../authority/authority.js';
 import { ActionDenied, AmbiguousEffect, ApprovalMismatch, AuthorityDenied, DuplicateEffect, IdentityError, InvalidArgument } from '../errors.js';
 import { normalizeHeaders } from '../identity.js';
@@ -272,7 +273,9 @@ export async function consumeUnneeded(ctx: ControlContext, pass: Pass): Promise<
     pass.approver = approval.approver;
     await recordEvent(ctx, pass, 'APPROVAL_CONSUMED', { approver: approval.approver, required: false });
   } catch (err) {
-    ctx.logger.warn(`[ctrlrun] ${pass.action.name}: the presented approval ${pass.approvalId} was not needed and could not be consumed: ${String(err)}`);
+    ctx.logger.warn(
+      `[ctrlrun] ${pass.action.name}: the presented approval ${shownId(pass.approvalId as string)} was not needed and could not be consumed: ${String(err)}`,
+    );
   }
 }
 

@@ -8,6 +8,7 @@
 import { AmbiguousEffect, DuplicateEffect, InvalidArgument, NotExecuted, Suspended } from '../errors.js';
 import type { EffectRecord } from '../model.js';
 import type { TrailingEvents } from '../store/state-store.js';
+import { shownId } from '../visible.js';
 import { extensionRefusal } from './gates.js';
 import { reconcile } from './reconcile.js';
 import { note, recordEvent, trailing, afterWrite, receiptDraft, recordReceipt, receiptOf } from './evidence.js';
@@ -52,7 +53,7 @@ export async function runExecutor<T>(ctx: ControlContext, pass: Pass, executor: 
         written = [await ctx.store.markAmbiguous(key, action.actionId, error, ambiguous), ambiguous];
         marked = true;
       } catch (refusal) {
-        ctx.logger.warn(`[ctrlrun] could not record ${key} as ambiguous: ${describeError(refusal)}`);
+        ctx.logger.warn(`[ctrlrun] could not record ${shownId(key)} as ambiguous: ${describeError(refusal)}`);
       }
     }
     // A refused mark still leaves the event: the outcome is unknown either way.
@@ -116,7 +117,7 @@ export async function suspended(ctx: ControlContext, pass: Pass, key: string | n
     try {
       written = [await ctx.store.markAmbiguous(key, action.actionId, error, ambiguous), ambiguous];
     } catch (markRefused) {
-      ctx.logger.warn(`[ctrlrun] could not record ${key} as ambiguous: ${describeError(markRefused)}`);
+      ctx.logger.warn(`[ctrlrun] could not record ${shownId(key)} as ambiguous: ${describeError(markRefused)}`);
     }
   }
   if (written !== null) await afterWrite(ctx, pass, ...written);

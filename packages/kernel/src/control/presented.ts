@@ -7,6 +7,7 @@
  * @module
  */
 import type { Action } from '../action.js';
+import { shownId } from '../visible.js';
 import { checkConsumable } from '../approvals.js';
 import { isPlainObject, type JsonObject } from '../canonical.js';
 import { ActionDenied, ApprovalMismatch, InvalidArgument } from '../errors.js';
@@ -108,7 +109,9 @@ export async function refuseUnrecorded(
     else await ctx.store.denyApproval(id, NOT_RECORDED_APPROVER);
     withdrawn = true;
   } catch (err) {
-    ctx.logger.warn(`[ctrlrun] ${pass.action.name}: approval request ${id} could not be withdrawn: ${err instanceof Error ? err.message : String(err)}`);
+    ctx.logger.warn(
+      `[ctrlrun] ${pass.action.name}: approval request ${shownId(id)} could not be withdrawn: ${err instanceof Error ? err.message : String(err)}`,
+    );
   }
   const computed = pins.preconditionFingerprint ?? null;
   const reason = computed !== null ? 'precondition_missing' : 'approval_unrecorded';

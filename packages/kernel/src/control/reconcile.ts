@@ -6,6 +6,7 @@
 import { recordEvent } from './evidence.js';
 import { type ControlContext, type Pass, RECONCILED, describeError } from './pass.js';
 import type { ReconcileHook } from './types.js';
+import { shownId } from '../visible.js';
 
 /** Asks the hook (at most once per execute); true if it moved the record. */
 export async function blockingReconcile(ctx: ControlContext, pass: Pass, hook: ReconcileHook | undefined): Promise<boolean> {
@@ -25,13 +26,13 @@ export async function reconcile(ctx: ControlContext, pass: Pass, hook: Reconcile
     else {
       answer = 'unknown';
       extra['reason'] = 'invalid_return';
-      ctx.logger.warn(`[ctrlrun] reconcile hook for ${key} returned ${String(got)}; treated as unknown`);
+      ctx.logger.warn(`[ctrlrun] reconcile hook for ${shownId(key)} returned ${String(got)}; treated as unknown`);
     }
   } catch (err) {
     answer = 'unknown';
     extra['reason'] = 'raised';
     extra['error'] = describeError(err);
-    ctx.logger.warn(`[ctrlrun] reconcile hook for ${key} raised; treated as unknown: ${describeError(err)}`);
+    ctx.logger.warn(`[ctrlrun] reconcile hook for ${shownId(key)} raised; treated as unknown: ${describeError(err)}`);
   }
   await recordEvent(ctx, pass, 'RECONCILIATION_RESOLVED', { outcome: answer, ...extra });
   const target = RECONCILED[answer];
@@ -40,7 +41,7 @@ export async function reconcile(ctx: ControlContext, pass: Pass, hook: Reconcile
   try {
     await ctx.store.resolveEffect(key, target, resolver);
   } catch (err) {
-    ctx.logger.warn(`[ctrlrun] the store refused the reconcile hook's answer for ${key}: ${describeError(err)}`);
+    ctx.logger.warn(`[ctrlrun] the store refused the reconcile hook's answer for ${shownId(key)}: ${describeError(err)}`);
     return false;
   }
   await recordEvent(ctx, pass, 'EFFECT_RESOLVED', { state: target, resolver, resolved_by: 'reconcile' });

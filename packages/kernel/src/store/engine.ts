@@ -7,6 +7,7 @@
  * @module
  */
 import { AmbiguousWrite, CTRLRunError, InvalidArgument, StoreClosedError, StoreError } from '../errors.js';
+import { shownId } from '../visible.js';
 import type { ApprovalRecord, EffectRecord, EventRecord, StoredReceipt } from '../model.js';
 import { pendingReceipt, sealReceipt } from '../receipt.js';
 import type { Clock } from '../time.js';
@@ -445,7 +446,7 @@ export class SqlEngine {
 
   /** The branch a re-read after a lost write took on the effect row `key`, logged once at WARNING (`ctrlrun.postgres`). */
   logBranch(what: string, key: string, lost: string, branch: string): void {
-    this.logger.warn(`[kernel] [${this.name}] ${what} on ${key}: ${lost}; the re-read on a fresh connection took branch ${branch}`, {
+    this.logger.warn(`[kernel] [${this.name}] ${what} on ${shownId(key)}: ${lost}; the re-read on a fresh connection took branch ${branch}`, {
       logger: 'ctrlrun.postgres',
       level: 'WARNING',
       branch,

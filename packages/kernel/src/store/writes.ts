@@ -8,6 +8,7 @@
 import { actionFromJson, actionToJson, type Action } from '../action.js';
 import { approvalProgress, checkAnswerable, checkConsumable, checkGrantable } from '../approvals.js';
 import { compareCodePoints, isPlainObject, parseJson, type JsonObject } from '../canonical.js';
+import { shownId } from '../visible.js';
 import { pendingReceipt, pendingReceiptDocument, sealReceipt } from '../receipt.js';
 import {
   checkActor,
@@ -168,7 +169,7 @@ async function consume(e: SqlEngine, tx: SqlExecutor, record: ApprovalRecord, no
   const id = record.request.requestId;
   const { rowsAffected } = await e.query(tx, e.sql.sql.consumeApproval, [storedTime(now), id]);
   if (rowsAffected !== 1)
-    throw new ApprovalMismatch('consumed', { approvalId: id, message: `approval ${id} refused (consumed): it was consumed by another caller first` });
+    throw new ApprovalMismatch('consumed', { approvalId: id, message: `approval ${shownId(id)} refused (consumed): it was consumed by another caller first` });
   return grantedApproval(record);
 }
 
@@ -321,7 +322,7 @@ export async function putApprovalRequest(e: SqlEngine, request: ApprovalRequest)
         requiredRolesText(roles),
       ]);
     } catch (err) {
-      if (e.sql.isUniqueViolation(err)) throw new InvalidArgument(`approval request ${id} already exists`);
+      if (e.sql.isUniqueViolation(err)) throw new InvalidArgument(`approval request ${shownId(id)} already exists`);
       throw err;
     }
   });
@@ -360,7 +361,7 @@ export async function grantApproval(e: SqlEngine, id: string, approver: string, 
         new ApprovalMismatch('pending', {
           approvalId: i,
           counted: true,
-          message: `approval ${i} is still pending: the yes is recorded, ${approvalProgress(after)}`,
+          message: `approval ${shownId(i)} is still pending: the yes is recorded, ${approvalProgress(after)}`,
         }),
       );
     });
@@ -392,7 +393,7 @@ export async function denyApproval(e: SqlEngine, id: string, approver: string, v
 }
 
 function answeredFirst(id: string): ApprovalMismatch {
-  return new ApprovalMismatch('answered', { approvalId: id, message: `approval ${id} refused (answered): it was answered by another caller first` });
+  return new ApprovalMismatch('answered', { approvalId: id, message: `approval ${shownId(id)} refused (answered): it was answered by another caller first` });
 }
 
 /** The counted answer's write: false when the row moved since it was read (status or approvers). */
@@ -469,7 +470,8 @@ export async function editApproval(e: SqlEngine, edit: ApprovalEditWrite, events
       refuse: (found) =>
         refusalOf(
           () => checkAnswerable(found, i, now),
-          () => new ApprovalMismatch('answered', { approvalId: i, message: `approval ${i} refused (answered): it was answered by another caller first` }),
+          () =>
+            new ApprovalMismatch('answered', { approvalId: i, message: `approval ${shownId(i)} refused (answered): it was answered by another caller first` }),
         ),
     };
     await answerRequest(e, tx, i, 'denied', who, null);
@@ -482,7 +484,7 @@ export async function editApproval(e: SqlEngine, edit: ApprovalEditWrite, events
       if (!e.sql.isUniqueViolation(err)) throw err;
       inserted = 0;
     }
-    if (inserted !== 1) throw new InvalidArgument(`approval request ${n} already exists`);
+    if (inserted !== 1) throw new InvalidArgument(`approval request ${shownId(n)} already exists`);
     // A verified editor is the edited grant's verified approver (it needs one: the edit is a grant of one).
     const approvers = answer === null ? [] : [{ ...answer, entitled: [...answer.entitled], grantedAt: at }];
     const { rowsAffected: answered } = await e.query(tx, sql.countApproval, ['granted', storedText(who), at, approversText(approvers), n, null]);
