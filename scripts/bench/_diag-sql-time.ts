@@ -8,20 +8,20 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { Control, createAction, randomIds } from '@ctrlrun/kernel';
+import { Control, createAction } from '@ctrlrun/kernel';
 import { createBetterSqlite3Store } from '@ctrlrun/store-node/better-sqlite3';
+import { bareReplay, type RecordedOp } from './_bare-replay.js';
 import { ALLOW_REFUND_POLICY as policy, BENCH_PRINCIPAL as principal } from './_allowed-refund.js';
 
-type Op = { kind: 'begin' } | { kind: 'commit' } | { kind: 'query'; sql: string; params: unknown[]; reader: boolean };
 /** Seconds inside better-sqlite3's calls, by kind, while `on`; and the statements of one action while `recording`. */
-const inside = { ends: 0, statements: 0, on: false, recording: null as Op[] | null };
+const inside = { ends: 0, statements: 0, on: false, recording: null as RecordedOp[] | null };
 const prepare = Database.prototype.prepare;
 Database.prototype.prepare = function (this: Database.Database, sql: string) {
   const statement = prepare.call(this, sql);
   const kind = /^BEGIN\b/.test(sql) ? 'begin' : sql.trim() === 'COMMIT' ? 'commit' : 'query';
-  const timed = <F extends (...a: unknown[]) => unknown>(f: F, reader: boolean): F =>
+  const timed = <F extends (...a: unknown[]) => unknown>(f: F): F =>
     ((...args: unknown[]) => {
-      if (inside.recording) inside.recording.push(kind === 'query' ? { kind, sql, params: [...(args[0] as unknown[])], reader } : { kind });
+      if (inside.recording) inside.recording.push(kind === 'query' ? { kind, sql, params: [...(args[0] as unknown[])] } : { kind });
       if (!inside.on) return f(...args);
       const t0 = performance.now();
       try {
@@ -30,8 +30,8 @@ Database.prototype.prepare = function (this: Database.Database, sql: string) {
         inside[kind === 'query' ? 'statements' : 'ends'] += (performance.now() - t0) / 1000;
       }
     }) as F;
-  statement.run = timed(statement.run.bind(statement) as (...a: unknown[]) => unknown, false) as typeof statement.run;
-  statement.all = timed(statement.all.bind(statement) as (...a: unknown[]) => unknown, true) as typeof statement.all;
+  statement.run = timed(statement.run.bind(statement) as (...a: unknown[]) => unknown) as typeof statement.run;
+  statement.all = timed(statement.all.bind(statement) as (...a: unknown[]) => unknown) as typeof statement.all;
   return statement;
 } as typeof prepare;
 
@@ -49,41 +49,10 @@ await viaControl();
 const recorded = inside.recording;
 inside.recording = null;
 
-// The floor: the recorded statements, fresh ids and key per action, on a migrated file.
+// The floor: the recorded statements replayed bare, as the better-sqlite3 section's (its calls timed here too).
 await (await createBetterSqlite3Store(join(dir, 'floor.db'))).close();
-const db = new Database(join(dir, 'floor.db'), { timeout: 5000 });
-db.pragma('journal_mode = WAL');
-db.pragma('synchronous = NORMAL');
-const [begin, commit] = [db.prepare('BEGIN IMMEDIATE'), db.prepare('COMMIT')];
-const statements = new Map<string, Database.Statement>();
-for (const op of recorded) {
-  if (op.kind === 'query' && !statements.has(op.sql)) {
-    const st = db.prepare(op.sql);
-    if (st.reader) st.safeIntegers(true);
-    statements.set(op.sql, st);
-  }
-}
-const reservation = recorded.find((o): o is Extract<Op, { kind: 'query' }> => o.kind === 'query' && /INSERT INTO effects/.test(o.sql))!;
-const [key, actionId] = [reservation.params[0], reservation.params[2]];
-let m = 0;
-const bare = () => {
-  m++;
-  const [act, ctr] = [randomIds('act'), randomIds('ctr')];
-  let seq: unknown = null;
-  for (const op of recorded) {
-    if (op.kind === 'begin') begin.run();
-    else if (op.kind === 'commit') commit.run();
-    else {
-      const params = op.params.map((p) => (p === key ? `refund:bare_${m}` : p === actionId ? act : typeof p === 'string' && p.startsWith('ctr_') ? ctr : p));
-      if (/^INSERT INTO receipts/.test(op.sql)) params[6] = seq;
-      const st = statements.get(op.sql)!;
-      if (op.reader) {
-        const rows = st.all(params) as Record<string, unknown>[];
-        if (/receipt_chain/.test(op.sql)) seq = rows[0]?.['seq'];
-      } else st.run(params);
-    }
-  }
-};
+const floor = bareReplay(join(dir, 'floor.db'), recorded);
+const bare = floor.one;
 
 for (let k = 0; k < 3000; k++) {
   await viaControl();
@@ -126,5 +95,5 @@ console.log(
     .join(' ')})`,
 );
 await store.close();
-db.close();
+floor.close();
 rmSync(dir, { recursive: true, force: true });

@@ -7,9 +7,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { Control, createAction, loadPolicy, randomIds } from '@ctrlrun/kernel';
-import { openSqlStateStore, type SqlDriver, type SqlExecutor, type SqlValue } from '@ctrlrun/kernel/store';
+import { Control, createAction, loadPolicy } from '@ctrlrun/kernel';
+import { openSqlStateStore, type SqlDriver, type SqlExecutor } from '@ctrlrun/kernel/store';
 import { BetterSqlite3Driver, createBetterSqlite3Store, type BetterSqlite3Database } from '@ctrlrun/store-node/better-sqlite3';
+import { bareReplay, type RecordedOp } from './_bare-replay.js';
 import { ALLOW_REFUND_POLICY as policy, BENCH_PRINCIPAL as principal } from './_allowed-refund.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'ctrlrun-bench-bs3-'));
@@ -36,8 +37,7 @@ function controlOn(store: ConstructorParameters<typeof Control>[0]['store']): ()
 }
 
 // 1. Record the statements of one allowed action, through the same driver class.
-type Op = { kind: 'begin' | 'commit' } | { kind: 'query'; sql: string; params: readonly SqlValue[] };
-const recorded: Op[] = [];
+const recorded: RecordedOp[] = [];
 let recording = false;
 function recorder(inner: SqlDriver): SqlDriver {
   const wrap = (ex: SqlExecutor): SqlExecutor => ({
@@ -73,43 +73,6 @@ function recorder(inner: SqlDriver): SqlDriver {
 }
 const txPerAction = recorded.filter((o) => o.kind === 'begin').length;
 const statementsPerAction = recorded.filter((o) => o.kind === 'query').length;
-
-// 2. The floor: replay bare, fresh random ids per action, on a migrated file with the same pragmas.
-function floorOn(path: string): { one: () => void; close: () => void } {
-  const db = new Database(path, { timeout: 5000 });
-  db.pragma('journal_mode = WAL');
-  db.pragma('synchronous = NORMAL');
-  const begin = db.prepare('BEGIN IMMEDIATE');
-  const commit = db.prepare('COMMIT');
-  const queries = recorded.filter((o): o is Extract<Op, { kind: 'query' }> => o.kind === 'query');
-  const key = String(queries.find((q) => /INSERT INTO effects/.test(q.sql))!.params[0]);
-  const actionId = String(queries.find((q) => /INSERT INTO effects/.test(q.sql))!.params[2]);
-  const statements = new Map(queries.map((q) => [q.sql, db.prepare(q.sql)]));
-  let i = 0;
-  return {
-    one() {
-      i++;
-      let seq: unknown = null;
-      // Random ids, as the kernel mints them: a receipt id lands at a random place in its index.
-      const [act, ctr] = [randomIds('act'), randomIds('ctr')];
-      for (const op of recorded) {
-        if (op.kind !== 'query') (op.kind === 'begin' ? begin : commit).run();
-        else {
-          const params = op.params.map((p) =>
-            p === key ? `refund:bare_${i}` : p === actionId ? act : typeof p === 'string' && p.startsWith('ctr_') ? ctr : p,
-          );
-          if (/^INSERT INTO receipts/.test(op.sql)) params[6] = seq as SqlValue;
-          const st = statements.get(op.sql)!;
-          if (st.reader) {
-            const rows = st.all(...params) as Record<string, unknown>[];
-            if (/receipt_chain/.test(op.sql)) seq = rows[0]!['seq'];
-          } else st.run(...params);
-        }
-      }
-    },
-    close: () => db.close(),
-  };
-}
 
 // The minimal floor: a reservation and its outcome at the least — BEGIN IMMEDIATE; INSERT;
 // COMMIT; BEGIN IMMEDIATE; UPDATE; COMMIT — on a file with the same pragmas.
@@ -181,7 +144,7 @@ const store = await createBetterSqlite3Store(join(dir, 'control.db'));
 const oneControl = controlOn(store);
 const bare = join(dir, 'floor.db');
 await (await createBetterSqlite3Store(bare)).close();
-const floor = floorOn(bare);
+const floor = bareReplay(bare, recorded);
 const minimal = minimalOn(join(dir, 'minimal.db'));
 // A long warm-up: the kernel's path needs thousands of calls before V8 has optimised it (the
 // floors' few lines need far fewer); every side is warmed the same number of times.

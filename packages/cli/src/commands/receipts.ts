@@ -129,8 +129,8 @@ export const receipts: Command = {
     if (values['chain-pending'] === true) {
       const other = ['verify-chain', 'last', 'all', 'control'].filter((k) => values[k] !== undefined && values[k] !== false);
       if (other.length > 0) throw new UsageError(`--chain-pending writes and takes no listing option; drop ${other.map((k) => `--${k}`).join(', ')}`);
+      return chainPending(await openAnswerer(target, async () => undefined), out, json, values['json'] === true);
     }
-    if (values['chain-pending'] === true) return chainPending(await openAnswerer(target, async () => undefined), out, json, values['json'] === true);
     const store = await openListing(target, err);
     try {
       if (values['verify-chain'] === true) {
