@@ -16,7 +16,11 @@ if (existsSync(source)) {
   // this process's: stopping `ctrlrun` stops the command, and never leaves it running alone. No
   // third process watches the two (foreground-child's watchdog died of a terminal's Ctrl-C, which
   // the whole process group gets, and the launcher then killed the command with SIGKILL and crashed).
-  const child = spawn(process.execPath, ['--conditions=@ctrlrun/source', '--import', tsx, source, ...process.argv.slice(2)], { stdio: 'inherit' });
+  // CTRLRUN_SIGNALS_PASSED_ON tells the command that a signal may reach it twice (see untilSignalled).
+  const child = spawn(process.execPath, ['--conditions=@ctrlrun/source', '--import', tsx, source, ...process.argv.slice(2)], {
+    stdio: 'inherit',
+    env: { ...process.env, CTRLRUN_SIGNALS_PASSED_ON: '1' },
+  });
   const passOn = new Map();
   for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT', 'SIGUSR2', 'SIGBREAK']) {
     const listener = () => {

@@ -345,22 +345,39 @@ export async function serveHttp(options: HttpServeOptions): Promise<HttpServing>
 }
 
 /**
- * Resolves on SIGINT or SIGTERM (the way a long-running command is asked to stop). A repeat within
- * a second is the same request, not the default kill that would cut the close short: a terminal's
- * Ctrl-C reaches the whole process group, so in a checkout this process gets it both from the
- * terminal and from bin/ctrlrun.js passing it on. A later one stops the process as usual.
+ * Set by bin/ctrlrun.js in the environment of the command it runs: every signal it gets is passed
+ * on, so a terminal's Ctrl-C (which the whole process group gets) reaches the command twice.
  */
-export function untilSignalled(): Promise<void> {
+export const SIGNALS_PASSED_ON_ENV = 'CTRLRUN_SIGNALS_PASSED_ON';
+
+/**
+ * Resolves on SIGINT or SIGTERM (the way a long-running command is asked to stop). A repeat is
+ * the same request, not the default kill that would cut the close short, when it comes within a
+ * second of the first, or when it is the first repeat and a launcher passes signals on (`passedOn`,
+ * by default {@link SIGNALS_PASSED_ON_ENV} set to `1`): in a checkout a terminal's Ctrl-C reaches
+ * this process both from the terminal and from bin/ctrlrun.js, and on a loaded machine the pass-on
+ * can come any time later. Any other repeat stops the process as the signal does by default.
+ */
+export function untilSignalled(options: { passedOn?: boolean } = {}): Promise<void> {
+  const passedOn = options.passedOn ?? process.env[SIGNALS_PASSED_ON_ENV] === '1';
   return new Promise((resolve) => {
-    let stopping = false;
-    const done = () => {
-      resolve();
-      if (stopping) return;
-      stopping = true;
-      setTimeout(() => {
-        process.off('SIGINT', done);
-        process.off('SIGTERM', done);
-      }, 1000).unref();
+    let first: number | undefined;
+    let passOnLeft = passedOn ? 1 : 0;
+    const done = (signal: NodeJS.Signals) => {
+      const now = Date.now();
+      if (first === undefined) {
+        first = now;
+        resolve();
+        return;
+      }
+      if (passOnLeft > 0) {
+        passOnLeft -= 1;
+        return;
+      }
+      if (now - first < 1000) return;
+      process.off('SIGINT', done);
+      process.off('SIGTERM', done);
+      process.kill(process.pid, signal);
     };
     process.on('SIGINT', done);
     process.on('SIGTERM', done);

@@ -44,6 +44,53 @@ describe('parseListen and checkPath', () => {
   });
 });
 
+describe('untilSignalled', () => {
+  /**
+   * Runs the fixture that waits for SIGINT and then closes for four seconds; sends SIGINT once it
+   * listens, and again `repeats` times, each 1.5 s after the previous (so past the one-second window
+   * however late the process handles them).
+   */
+  async function stop(env: Record<string, string>, repeats: number): Promise<{ code: number | null; signal: NodeJS.Signals | null; out: string }> {
+    const fixture = fileURLToPath(new URL('./fixtures/signal-repeat.ts', import.meta.url));
+    const child = spawn(process.execPath, ['--conditions=@ctrlrun/source', '--import', import.meta.resolve('tsx'), fixture], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { PATH: process.env['PATH'] ?? '', HOME: process.env['HOME'] ?? '', ...env },
+    });
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => void (out += d.toString()));
+    child.stderr.on('data', (d: Buffer) => void (out += d.toString()));
+    const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((ok) => child.on('exit', (code, signal) => ok({ code, signal })));
+    const until = async (line: string) => {
+      for (let waited = 0; !out.includes(line) && child.exitCode === null && waited < 60_000; waited += 20) await new Promise((r) => setTimeout(r, 20));
+    };
+    await until('ready\n');
+    child.kill('SIGINT');
+    await until('stopping\n');
+    for (let i = 0; i < repeats; i++) {
+      await new Promise((r) => setTimeout(r, 1500));
+      child.kill('SIGINT');
+    }
+    return { ...(await exit), out };
+  }
+
+  it.runIf(process.platform !== 'win32')(
+    'under the launcher, the pass-on of a Ctrl-C, however late, does not cut the close short; a further one stops',
+    async () => {
+      expect(await stop({ CTRLRUN_SIGNALS_PASSED_ON: '1' }, 1)).toEqual({ code: 0, signal: null, out: 'ready\nstopping\nclosed\n' });
+      expect(await stop({ CTRLRUN_SIGNALS_PASSED_ON: '1' }, 2)).toEqual({ code: null, signal: 'SIGINT', out: 'ready\nstopping\n' });
+    },
+    120_000,
+  );
+
+  it.runIf(process.platform !== 'win32')(
+    'without it, a repeat after a second stops the process as the signal does',
+    async () => {
+      expect(await stop({}, 1)).toEqual({ code: null, signal: 'SIGINT', out: 'ready\nstopping\n' });
+    },
+    120_000,
+  );
+});
+
 describe('serveHttpUntilSignalled', () => {
   it.runIf(process.platform !== 'win32')('a SIGINT sent the moment "listening on" is said closes the server and exits 0', async () => {
     const fixture = fileURLToPath(new URL('./fixtures/signal-at-listening.ts', import.meta.url));
