@@ -436,6 +436,17 @@ describe('SqlStateStore settles a lost COMMIT by a re-read (scripted driver)', (
     expect(await store.getEffect('refund:10')).toBeNull();
   });
 
+  it('its message names a key with a line break and a bidi override quoted and escaped, on one line', async () => {
+    const { driver, store } = await lossyStore();
+    driver.loss = { mode: 'drop', when: INSERT_EFFECT };
+    driver.rereadFails = true;
+    const key = 'refund:10\n[kernel] forged\u202e';
+    const err = await store.reserveEffect(key, 'act_a', LEASE).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(AmbiguousWrite);
+    expect((err as Error).message).toContain('reserveEffect on "refund:10\\n[kernel] forged\\u202e": the connection was lost during COMMIT');
+    expect((err as Error).message).not.toMatch(/[\n\u202e]/);
+  });
+
   it('a write that declares no effect row (an event) surfaces AmbiguousWrite unchanged', async () => {
     const { driver, store } = await lossyStore();
     driver.loss = { mode: 'land', when: /^INSERT INTO events/ };

@@ -8,6 +8,7 @@ import { isWellFormedString, MAX_INTEGER_DIGITS, orderedJson, parseJson, type Js
 import { AmbiguousEffect, DuplicateEffect, InvalidArgument } from './errors.js';
 import type { EffectRecord, EffectState, Reservation } from './model.js';
 import { parseTime, storedTime } from './time.js';
+import { shownId } from './visible.js';
 
 /** The error written on a record whose lease lapsed before its worker finished. */
 export const LEASE_EXPIRED = 'lease expired: the worker holding this effect never finished';
@@ -50,17 +51,20 @@ function leaseMsOf(leaseMs: number): number {
 }
 
 function duplicateCommitted(key: string): DuplicateEffect {
-  return new DuplicateEffect('committed', { effectKey: key, message: `effect ${key} is already committed: it happened, and it will not happen twice` });
+  return new DuplicateEffect('committed', {
+    effectKey: key,
+    message: `effect ${shownId(key)} is already committed: it happened, and it will not happen twice`,
+  });
 }
 
 function duplicateInProgress(key: string): DuplicateEffect {
-  return new DuplicateEffect('in_progress', { effectKey: key, message: `effect ${key} is in progress: another worker holds it` });
+  return new DuplicateEffect('in_progress', { effectKey: key, message: `effect ${shownId(key)} is in progress: another worker holds it` });
 }
 
 function ambiguous(record: EffectRecord): AmbiguousEffect {
   return new AmbiguousEffect(record.effectKey, {
     actionId: record.actionId,
-    message: `effect ${record.effectKey} is ambiguous: it may have happened; a blind retry is refused until a human or a reconcile hook resolves it`,
+    message: `effect ${shownId(record.effectKey)} is ambiguous: it may have happened; a blind retry is refused until a human or a reconcile hook resolves it`,
   });
 }
 
@@ -115,7 +119,7 @@ export function planReservation(record: EffectRecord | null, key: string, action
         record: { ...record, state: 'ambiguous', leaseExpiresAt: null, error: LEASE_EXPIRED, updatedAt: stamp },
       };
     default:
-      throw new InvalidArgument(`effect ${key} has an unknown state ${JSON.stringify(record.state)}`);
+      throw new InvalidArgument(`effect ${shownId(key)} has an unknown state ${JSON.stringify(record.state)}`);
   }
 }
 
@@ -127,13 +131,13 @@ export function planReservation(record: EffectRecord | null, key: string, action
  */
 export function checked(record: EffectRecord | null, key: string, actionId: string, from: readonly EffectState[], now: Date): EffectRecord {
   checkIdentity(key, actionId);
-  if (record === null) throw new InvalidArgument(`no effect record for ${key}`);
+  if (record === null) throw new InvalidArgument(`no effect record for ${shownId(key)}`);
   if (record.actionId === actionId && from.includes(record.state)) return record;
   if (record.state === 'ambiguous') throw ambiguous(record);
   if (record.state === 'committed') throw duplicateCommitted(key);
   if (record.actionId !== actionId && leaseLive(record, now)) throw duplicateInProgress(key);
   throw new InvalidArgument(
-    `effect ${key} is ${record.state} (attempt ${record.attempt} by ${record.actionId}); ${actionId} cannot move it from ${from.join('|')}`,
+    `effect ${shownId(key)} is ${record.state} (attempt ${record.attempt} by ${shownId(record.actionId)}); ${shownId(actionId)} cannot move it from ${from.join('|')}`,
   );
 }
 
@@ -158,8 +162,9 @@ export function checkResolvable(record: EffectRecord | null, key: string, state:
   checkActor(resolver, 'resolver');
   if (state !== 'committed' && state !== 'failed')
     throw new InvalidArgument(`an effect can be resolved only to committed or failed, not ${JSON.stringify(state)}`);
-  if (record === null) throw new InvalidArgument(`no effect record for ${key}`);
-  if (record.state !== 'ambiguous') throw new InvalidArgument(`effect ${key} is ${record.state}, not ambiguous: only an ambiguous effect can be resolved`);
+  if (record === null) throw new InvalidArgument(`no effect record for ${shownId(key)}`);
+  if (record.state !== 'ambiguous')
+    throw new InvalidArgument(`effect ${shownId(key)} is ${record.state}, not ambiguous: only an ambiguous effect can be resolved`);
   return state;
 }
 
@@ -217,7 +222,7 @@ export function checkTakeable(record: EffectRecord | null, key: string, actionId
   if (record !== null && record.actionId === actionId && record.state === 'executing' && leaseLive(record, now)) return record;
   throw new AmbiguousEffect(key, {
     actionId: record?.actionId ?? actionId,
-    message: `effect ${key} can no longer be resumed (${record === null ? 'no record' : `${record.state}${leaseLive(record, now) ? '' : ', lease expired'}, attempt ${record.attempt} by ${record.actionId}`}): whether the suspended effect happened is unknown`,
+    message: `effect ${shownId(key)} can no longer be resumed (${record === null ? 'no record' : `${record.state}${leaseLive(record, now) ? '' : ', lease expired'}, attempt ${record.attempt} by ${shownId(record.actionId)}`}): whether the suspended effect happened is unknown`,
   });
 }
 

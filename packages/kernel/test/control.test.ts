@@ -444,6 +444,33 @@ describe('warnings name an effect key as it is', () => {
     expect((await ctx.store.getEffect(`refund:${paymentId}`))?.state).toBe('ambiguous');
   });
 
+  it('the refusals the agent reads name its key the same way: already committed, ambiguous', async () => {
+    const ctx = await setup();
+    const paymentId = `txn\n[ctrlrun] forged line\u202e${'x'.repeat(10_000)}`;
+    const key = `refund:${paymentId}`;
+    let lose = false;
+    const fn = protect<{ payment_id: string; amount: number }, string>(
+      () => {
+        if (lose) throw new Error('socket hang up');
+        return 'ok';
+      },
+      { control: ctx.control, name: 'stripe.refund' },
+    );
+    await fn({ payment_id: paymentId, amount: 500 });
+    const twice = (await fn({ payment_id: paymentId, amount: 500 }).catch((e: unknown) => e)) as DuplicateEffect;
+    expect(twice).toBeInstanceOf(DuplicateEffect);
+    expect(twice.message).toMatch(/^effect "refund:txn\\n\[ctrlrun\] forged line\\u202ex+…" is already committed/);
+    expect(twice.message).not.toMatch(/[\n\u202e]/);
+    expect(twice.effectKey).toBe(key);
+    lose = true;
+    await fn({ payment_id: `${paymentId}2`, amount: 500 }).catch(() => {});
+    const blind = (await fn({ payment_id: `${paymentId}2`, amount: 500 }).catch((e: unknown) => e)) as AmbiguousEffect;
+    expect(blind).toBeInstanceOf(AmbiguousEffect);
+    expect(blind.message).toMatch(/^effect "refund:txn\\n\[ctrlrun\] forged line\\u202ex+…" is ambiguous/);
+    expect(blind.message).not.toMatch(/[\n\u202e]/);
+    expect(blind.effectKey).toBe(`${key}2`);
+  });
+
   it('an approval id the caller presented is shown the same way when it cannot be consumed', async () => {
     const warnings: string[] = [];
     const ctx = await setup(undefined, { logger: { warn: (m: string) => void warnings.push(m) } });

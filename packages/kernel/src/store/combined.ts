@@ -18,6 +18,7 @@ import { canonicalJson, orderedJson, type JsonObject } from '../canonical.js';
 import { sealReceipt, sealedDocument } from '../receipt.js';
 import { sha256TaggedText } from '../hash.js';
 import { AmbiguousWrite, StoreError } from '../errors.js';
+import { shownId } from '../visible.js';
 import type { SqlExecutor, SqlValue } from './driver.js';
 import type { SqlEngine, Trailed } from './engine.js';
 import {
@@ -354,13 +355,15 @@ async function settleLostAppend(
     if (lostCommitBranch(intent, found) !== UPDATE_LANDED) return { found, landed: null };
     // One statement: the row landed, so did its receipt and its events — found by what they hold.
     if (receiptRow?.hash !== stored.hash) {
-      throw new StoreError(`[kernel] [${e.name}] ${what} on ${key}: the outcome landed but its receipt ${receiptId} is not the one sealed for it`, {
+      throw new StoreError(`[kernel] [${e.name}] ${what} on ${shownId(key)}: the outcome landed but its receipt ${receiptId} is not the one sealed for it`, {
         cause: lost,
       });
     }
     const landed = findEvents(newest, events);
     if (landed === null)
-      throw new StoreError(`[kernel] [${e.name}] ${what} on ${key}: the outcome landed but its events are not among the action's newest`, { cause: lost });
+      throw new StoreError(`[kernel] [${e.name}] ${what} on ${shownId(key)}: the outcome landed but its events are not among the action's newest`, {
+        cause: lost,
+      });
     e.hint(intent.target);
     return { found, landed: { value: intent.target, events: landed, receipt: stored } };
   };
@@ -401,7 +404,7 @@ async function settleAlone<T>(
   } catch (err) {
     if (err instanceof StoreError && err.cause === lost) throw err;
     throw new AmbiguousWrite(
-      `[kernel] [${e.name}] ${what} on ${key}: the reply was lost (${lost.message}) and the re-read on a fresh connection failed (${(err as Error)?.message ?? String(err)}); whether the write landed is unknown, and nothing more was written`,
+      `[kernel] [${e.name}] ${what} on ${shownId(key)}: the reply was lost (${lost.message}) and the re-read on a fresh connection failed (${(err as Error)?.message ?? String(err)}); whether the write landed is unknown, and nothing more was written`,
       { cause: err },
     );
   }
@@ -471,7 +474,7 @@ export async function reserveAlone<R>(
       // One statement: the row landed, so did its events — found by what they hold.
       const landed = findEvents(newest, events);
       if (landed === null)
-        throw new StoreError(`[kernel] [${e.name}] ${what} on ${key}: the reservation landed but its events are not among the action's newest`, {
+        throw new StoreError(`[kernel] [${e.name}] ${what} on ${shownId(key)}: the reservation landed but its events are not among the action's newest`, {
           cause: lost,
         });
       e.hint(intent.record);

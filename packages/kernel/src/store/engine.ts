@@ -384,13 +384,13 @@ export class SqlEngine {
       }));
     } catch (err) {
       throw new AmbiguousWrite(
-        `[kernel] [${this.name}] ${what} of ${intent.requestId}: the connection was lost during COMMIT (${lost.message}) and the re-read on a fresh connection failed (${(err as Error)?.message ?? String(err)}); whether the edit landed is unknown, and nothing more was written`,
+        `[kernel] [${this.name}] ${what} of ${shownId(intent.requestId)}: the connection was lost during COMMIT (${lost.message}) and the re-read on a fresh connection failed (${(err as Error)?.message ?? String(err)}); whether the edit landed is unknown, and nothing more was written`,
         { cause: err },
       );
     }
     const branch = lostEditBranch(intent, found.original, found.edited);
     const log = (branch: string, lost: string) =>
-      this.logger.warn(`[kernel] [${this.name}] ${what} of ${intent.requestId}: ${lost}; the re-read on a fresh connection took branch ${branch}`, {
+      this.logger.warn(`[kernel] [${this.name}] ${what} of ${shownId(intent.requestId)}: ${lost}; the re-read on a fresh connection took branch ${branch}`, {
         logger: 'ctrlrun.postgres',
         level: 'WARNING',
         branch,
@@ -404,7 +404,7 @@ export class SqlEngine {
       case EDIT_LOST_REISSUE:
         if (!mayReissue) {
           throw new StoreError(
-            `[kernel] [${this.name}] ${what} of ${intent.requestId}: the COMMIT was lost again after one re-issue, and the re-read shows it did not land; nothing was written`,
+            `[kernel] [${this.name}] ${what} of ${shownId(intent.requestId)}: the COMMIT was lost again after one re-issue, and the re-read shows it did not land; nothing was written`,
             { cause: lost },
           );
         }
@@ -474,7 +474,7 @@ export class SqlEngine {
     } catch (err) {
       // Availability, never a double execution: nothing more is written, and the caller learns the outcome is unknown.
       throw new AmbiguousWrite(
-        `[kernel] [${this.name}] ${what} on ${key}: the connection was lost during COMMIT (${lost.message}) and the re-read on a fresh connection failed (${(err as Error)?.message ?? String(err)}); whether the write landed is unknown, and nothing more was written`,
+        `[kernel] [${this.name}] ${what} on ${shownId(key)}: the connection was lost during COMMIT (${lost.message}) and the re-read on a fresh connection failed (${(err as Error)?.message ?? String(err)}); whether the write landed is unknown, and nothing more was written`,
         { cause: err },
       );
     }
@@ -488,7 +488,7 @@ export class SqlEngine {
       case UPDATE_LOST_REISSUE:
         if (!mayReissue) {
           throw new StoreError(
-            `[kernel] [${this.name}] ${what} on ${key}: the COMMIT was lost again after one re-issue, and the re-read shows it did not land; nothing was written`,
+            `[kernel] [${this.name}] ${what} on ${shownId(key)}: the COMMIT was lost again after one re-issue, and the re-read shows it did not land; nothing was written`,
             { cause: lost },
           );
         }

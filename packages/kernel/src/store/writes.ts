@@ -76,14 +76,14 @@ function refusalOf(check: () => unknown, fallback: () => Error): Error {
 }
 
 function movedOn(key: string): DuplicateEffect {
-  return new DuplicateEffect('in_progress', { effectKey: key, message: `effect ${key} moved on while it was being written; another worker holds it` });
+  return new DuplicateEffect('in_progress', { effectKey: key, message: `effect ${shownId(key)} moved on while it was being written; another worker holds it` });
 }
 
 /** The refusal a reservation meets on `found` (re-planned once), or `DuplicateEffect(in_progress)`. */
 function reservationRefusal(found: EffectRecord | null, key: string, actionId: string, leaseMs: number, now: Date): Error {
   const again = planReservation(found, key, actionId, leaseMs, now);
   if (again.kind === 'refuse') return again.error;
-  return new DuplicateEffect('in_progress', { effectKey: key, message: `effect ${key} was reserved by another worker first` });
+  return new DuplicateEffect('in_progress', { effectKey: key, message: `effect ${shownId(key)} was reserved by another worker first` });
 }
 
 /**
@@ -136,7 +136,8 @@ async function reserve(
         key,
         plan.priorAttempt,
       ]);
-      if (rowsAffected !== 1) throw new DuplicateEffect('in_progress', { effectKey: key, message: `effect ${key} was renewed by another worker first` });
+      if (rowsAffected !== 1)
+        throw new DuplicateEffect('in_progress', { effectKey: key, message: `effect ${shownId(key)} was renewed by another worker first` });
       return r;
     }
     case 'insert': {
@@ -153,7 +154,7 @@ async function reserve(
         // The key is the last word: someone else's row landed first. Re-plan once on it.
         const again = planReservation(await e.effect(tx, key), key, actionId, leaseMs, now);
         if (again.kind === 'refuse') throw again.error;
-        throw new DuplicateEffect('in_progress', { effectKey: key, message: `effect ${key} was reserved by another worker first` });
+        throw new DuplicateEffect('in_progress', { effectKey: key, message: `effect ${shownId(key)} was reserved by another worker first` });
       }
       e.hint(n);
       return plan.reservation;
@@ -803,7 +804,7 @@ export async function holdContinuation(e: SqlEngine, action: Action, key: string
     // A held value names one suspension; reusing it would let one resumption answer two.
     if (taken !== null)
       throw new InvalidArgument(
-        `continuation for ${k} is already held${taken.effectKey === k ? ' for this effect' : ' for another effect'}; each suspension needs a fresh one`,
+        `continuation for ${shownId(k)} is already held${taken.effectKey === k ? ' for this effect' : ' for another effect'}; each suspension needs a fresh one`,
       );
     const stamp = storedTime(now);
     await e.cas(tx, record!, { ...record!, leaseExpiresAt: plan.leaseExpiresAt, updatedAt: stamp }, run, (found) =>
@@ -1047,7 +1048,7 @@ async function settleLostReceipt(
     if (again !== null) return again;
     throw err instanceof AmbiguousWrite
       ? new StoreError(
-          `[kernel] [${e.name}] putReceipt of ${receiptId}: the COMMIT was lost again after one re-issue, and the re-read shows it did not land; nothing was written`,
+          `[kernel] [${e.name}] putReceipt of ${shownId(receiptId)}: the COMMIT was lost again after one re-issue, and the re-read shows it did not land; nothing was written`,
           { cause: err },
         )
       : err;
