@@ -345,24 +345,18 @@ export async function serveHttp(options: HttpServeOptions): Promise<HttpServing>
 }
 
 /**
- * Set by bin/ctrlrun.js in the environment of the command it runs: every signal it gets is passed
- * on, so a terminal's Ctrl-C (which the whole process group gets) reaches the command twice.
- */
-export const SIGNALS_PASSED_ON_ENV = 'CTRLRUN_SIGNALS_PASSED_ON';
-
-/**
  * Resolves on SIGINT or SIGTERM (the way a long-running command is asked to stop). A repeat is
  * the same request, not the default kill that would cut the close short, when it comes within a
- * second of the first, or when it is the first repeat and a launcher passes signals on (`passedOn`,
- * by default {@link SIGNALS_PASSED_ON_ENV} set to `1`): in a checkout a terminal's Ctrl-C reaches
- * this process both from the terminal and from bin/ctrlrun.js, and on a loaded machine the pass-on
- * can come any time later. Any other repeat stops the process as the signal does by default.
+ * second of the first, or when it is the first repeat and bin/ctrlrun.js runs this process (it
+ * sets `CTRLRUN_SIGNALS_PASSED_ON=1` and passes every signal on, so a terminal's Ctrl-C, which the
+ * whole process group gets, arrives twice, the pass-on any time later on a loaded machine). Any
+ * other repeat stops the process as the signal does by default.
  */
-export function untilSignalled(options: { passedOn?: boolean } = {}): Promise<void> {
-  const passedOn = options.passedOn ?? process.env[SIGNALS_PASSED_ON_ENV] === '1';
+export function untilSignalled(): Promise<void> {
   return new Promise((resolve) => {
     let first: number | undefined;
-    let passOnLeft = passedOn ? 1 : 0;
+    /** The launcher's copy of the first signal, still to come. */
+    let passOnDue = process.env['CTRLRUN_SIGNALS_PASSED_ON'] === '1';
     const done = (signal: NodeJS.Signals) => {
       const now = Date.now();
       if (first === undefined) {
@@ -370,8 +364,8 @@ export function untilSignalled(options: { passedOn?: boolean } = {}): Promise<vo
         resolve();
         return;
       }
-      if (passOnLeft > 0) {
-        passOnLeft -= 1;
+      if (passOnDue) {
+        passOnDue = false;
         return;
       }
       if (now - first < 1000) return;
