@@ -3,7 +3,7 @@
 // only be refused when the agent presents the grant. The person sees the effect, the action that
 // holds it and its receipt first, on standard error, before the question.
 import { describe, expect, it } from 'vitest';
-import { protect } from '@ctrlrun/kernel';
+import { ApprovalRequired, protect, shellWord } from '@ctrlrun/kernel';
 import { main, type CliIo } from '@ctrlrun/cli';
 import { openStore } from '@ctrlrun/store-node';
 import { exampleControl, run, seed } from './support.js';
@@ -86,5 +86,28 @@ describe('ctrlrun approve: an effect that happened meanwhile', () => {
     // txn_2 is untouched here: no warning at all.
     const free = await run(['approve', s.pending[0], '--as', 'dana'], { cwd: s.dir });
     expect(free).toMatchObject({ code: 0, stderr: '' });
+  });
+
+  it("the resolve command holds the agent's key as one shell word: a quote or ; in it cannot end the argument and run a second command", async () => {
+    const s = await seed();
+    const payment = "t'; touch /tmp/pwned; echo '";
+    // A request filed for a refund of that payment (over the amount that needs a human) …
+    const store = await openStore(s.storePath);
+    let requestId: string;
+    try {
+      const fn = protect<{ payment_id: string; amount: number }, unknown>(() => ({}), { control: exampleControl(store), name: 'stripe.refund' });
+      requestId = await fn({ payment_id: payment, amount: 200000 }).then(
+        () => expect.fail('the refund ran without approval'),
+        (err: unknown) => (err instanceof ApprovalRequired ? err.requestId : expect.fail(String(err))),
+      );
+    } finally {
+      await store.close();
+    }
+    // … whose effect went ambiguous another way.
+    expect((await refund(s.storePath, payment, { lose: true })).state).toBe('ambiguous');
+    const r = await run(['approve', requestId, '--as', 'dana', '--yes'], { cwd: s.dir });
+    expect(r.code).toBe(0);
+    expect(r.stderr).toContain(`ctrlrun resolve 'refund:t'\\''; touch /tmp/pwned; echo '\\''' --committed (or --failed)`);
+    expect(shellWord(`refund:${payment}`)).toBe(`'refund:t'\\''; touch /tmp/pwned; echo '\\'''`);
   });
 });

