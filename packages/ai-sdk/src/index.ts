@@ -23,6 +23,7 @@ import {
   type JsonObject,
   type Policy,
   type ToolRefusal,
+  quotedForMessage,
 } from '@ctrlrun/kernel';
 
 export type { EditedToolResult, ToolRefusal } from '@ctrlrun/kernel';
@@ -247,7 +248,7 @@ export function protectTool<INPUT, OUTPUT>(
         // screen answering a call already executed, refused or denied. Nothing is recorded, so the
         // request stays open for the call the human is shown now (the model's retry asks again).
         throw new ApprovalMismatch('answered', {
-          message: `${name}: tool call ${JSON.stringify(o.toolCallId)} was already answered (its result is in the history), so this later answer to it is refused and nothing is recorded; answer the call the model asks now`,
+          message: `${name}: tool call ${quotedForMessage(String(o.toolCallId), 200)} was already answered (its result is in the history), so this later answer to it is refused and nothing is recorded; answer the call the model asks now`,
         });
       }
       if (answer === null || answer.approved === null) return (await run(args, call)) as OUTPUT;
@@ -259,7 +260,7 @@ export function protectTool<INPUT, OUTPUT>(
       const bound = await bindings.requestFor(o.toolCallId);
       if (typeof bound !== 'string') {
         throw new ApprovalMismatch('unknown', {
-          message: `${name}: no approval request was asked for tool call ${JSON.stringify(o.toolCallId)} here (an approval answers only the request filed when the SDK asked about that call)`,
+          message: `${name}: no approval request was asked for tool call ${quotedForMessage(String(o.toolCallId), 200)} here (an approval answers only the request filed when the SDK asked about that call)`,
         });
       }
       const record = await control.store.getApproval(bound);
@@ -370,22 +371,24 @@ export async function approveWithEdit(tools: ToolSet, options: ApproveWithEditOp
     if (m.role !== 'assistant' || typeof m.content === 'string') continue;
     for (const part of m.content) if (part.type === 'tool-approval-request' && part.approvalId === approvalId) toolCallId = part.toolCallId;
   }
-  if (toolCallId === null) throw new InvalidArgument(`no tool-approval-request ${JSON.stringify(approvalId)} in messages`);
+  if (toolCallId === null) throw new InvalidArgument(`no tool-approval-request ${quotedForMessage(String(approvalId), 200)} in messages`);
   for (const m of messages) {
     if (m.role !== 'assistant' || typeof m.content === 'string') continue;
     for (const part of m.content) if (part.type === 'tool-call' && part.toolCallId === toolCallId) toolName = part.toolName;
   }
   if (toolName === null)
-    throw new InvalidArgument(`approval ${JSON.stringify(approvalId)} is for tool call ${JSON.stringify(toolCallId)}, which is not in messages`);
+    throw new InvalidArgument(
+      `approval ${quotedForMessage(String(approvalId), 200)} is for tool call ${quotedForMessage(String(toolCallId), 200)}, which is not in messages`,
+    );
   const tool = Object.hasOwn(tools, toolName) ? (tools as Record<string, unknown>)[toolName] : undefined;
   const guard = tool === undefined || tool === null || typeof tool !== 'object' ? undefined : guards.get(tool);
   if (guard === undefined)
-    throw new InvalidArgument(`the tool call is for ${JSON.stringify(toolName)}, which is not a tool protected by @ctrlrun/ai-sdk in this set`);
+    throw new InvalidArgument(`the tool call is for ${quotedForMessage(String(toolName), 200)}, which is not a tool protected by @ctrlrun/ai-sdk in this set`);
   const edited = await validEdit(guard, options.arguments);
   const requestId = await guard.bindings.requestFor(toolCallId);
   if (typeof requestId !== 'string') {
     throw new ApprovalMismatch('unknown', {
-      message: `${guard.name}: no approval request was asked for tool call ${JSON.stringify(toolCallId)} here; nothing was granted`,
+      message: `${guard.name}: no approval request was asked for tool call ${quotedForMessage(String(toolCallId), 200)} here; nothing was granted`,
     });
   }
   // The history is the client's: its tool name is a claim. The edit is checked against the schema
@@ -394,7 +397,7 @@ export async function approveWithEdit(tools: ToolSet, options: ApproveWithEditOp
   if (record !== null && record.request.action.name !== guard.name) {
     throw new ApprovalMismatch('mismatch', {
       approvalId: requestId,
-      message: `${guard.name}: tool call ${JSON.stringify(toolCallId)} was asked as ${record.request.action.name}, not ${guard.name} (the history names another tool); nothing was granted`,
+      message: `${guard.name}: tool call ${quotedForMessage(String(toolCallId), 200)} was asked as ${record.request.action.name}, not ${guard.name} (the history names another tool); nothing was granted`,
     });
   }
   const granted = await guard.control.grantApproval(requestId, { approver, edit: { arguments: edited } });

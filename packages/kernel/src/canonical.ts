@@ -10,6 +10,7 @@
  * @module
  */
 import { InvalidArgument } from './errors.js';
+import { quotedForMessage } from './quoted.js';
 
 /** A JSON value as the kernel handles it: integers are safe `number`s or `bigint`s. */
 export type JsonValue = string | number | bigint | boolean | null | JsonValue[] | { [key: string]: JsonValue };
@@ -72,7 +73,7 @@ function describe(v: unknown): string {
 }
 
 function keyPath(path: string, key: string): string {
-  return /^[A-Za-z_$][\w$]*$/.test(key) ? `${path}.${key}` : `${path}[${JSON.stringify(key)}]`;
+  return /^[A-Za-z_$][\w$]*$/.test(key) ? `${path}.${key}` : `${path}[${quotedForMessage(key, 200)}]`;
 }
 
 /**
@@ -416,7 +417,7 @@ export function parseJson(text: string, options: ParseJsonOptions = {}): JsonVal
         ws();
         if (text[i] !== '"') fail('expected a string key');
         const k = str();
-        if (Object.prototype.hasOwnProperty.call(o, k)) fail(`duplicate key ${JSON.stringify(k)}`);
+        if (Object.prototype.hasOwnProperty.call(o, k)) fail(`duplicate key ${quotedForMessage(k, 200)}`);
         ws();
         if (text[i] !== ':') fail("expected ':'");
         i++;

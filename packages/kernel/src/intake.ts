@@ -19,6 +19,7 @@ import { scopedCallerKey, templateCollision } from './caller-keys.js';
 import { isPlainObject } from './canonical.js';
 import type { Control, ExecuteOptions } from './control.js';
 import { InvalidArgument } from './errors.js';
+import { quotedForMessage } from './visible.js';
 import type { IdSource } from './ids.js';
 import { DERIVED_SUBJECTS, refuseDerivedArguments, resolveEffectTemplate, resolveResourceTemplate, type Policy } from './policy/index.js';
 
@@ -167,7 +168,7 @@ export function intakeAction(context: IntakeContext, call: SurfaceCall, principa
       throw new IntakeRefusal(
         'resource_mismatch',
         'resource',
-        `resource ${JSON.stringify(claimed)} is not the policy's ${JSON.stringify(resource)} for these arguments`,
+        `resource ${quotedForMessage(claimed, 200)} is not the policy's ${quotedForMessage(resource, 200)} for these arguments`,
       );
     }
   }
@@ -195,7 +196,7 @@ function executeOptions(policy: Policy, action: Action, call: SurfaceCall): Exec
         throw new IntakeRefusal(
           'effect_key_mismatch',
           'effectKey',
-          `effectKey ${JSON.stringify(key)} is not the policy's ${JSON.stringify(derived)} for these arguments`,
+          `effectKey ${quotedForMessage(key, 200)} is not the policy's ${quotedForMessage(derived, 200)} for these arguments`,
         );
       }
     }
@@ -207,7 +208,7 @@ function executeOptions(policy: Policy, action: Action, call: SurfaceCall): Exec
       throw new IntakeRefusal(
         'caller_key_collision',
         'effectKey',
-        `effectKey ${JSON.stringify(key)} would be stored as ${JSON.stringify(stored)}, which the effect template ${JSON.stringify(taken.template)} of ${taken.action} can also produce: choose another key`,
+        `effectKey ${quotedForMessage(key, 200)} would be stored as ${quotedForMessage(stored, 200)}, which the effect template ${JSON.stringify(taken.template)} of ${taken.action} can also produce: choose another key`,
       );
     }
     options.effectKey = stored;

@@ -6,6 +6,7 @@
  * @module
  */
 import { InvalidArgument } from './errors.js';
+import { quotedForMessage } from './quoted.js';
 
 /** A source of the current time; injected everywhere so tests are deterministic. */
 export type Clock = () => Date;
@@ -84,10 +85,10 @@ const STAMP = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})(?:\.(\d+))?(Z|[+-]\d{2}:\d
  */
 export function parseTime(s: string, what = 'timestamp'): Date {
   const m = typeof s === 'string' ? STAMP.exec(s) : null;
-  if (!m) throw new InvalidArgument(`${what} is not an ISO-8601 time with an offset: ${JSON.stringify(s)}`);
+  if (!m) throw new InvalidArgument(`${what} is not an ISO-8601 time with an offset: ${typeof s === 'string' ? quotedForMessage(s, 100) : typeof s}`);
   const frac = (m[2] ?? '').slice(0, 3).padEnd(3, '0');
   const t = Date.parse(`${m[1]}.${frac}${m[3]}`);
-  if (Number.isNaN(t)) throw new InvalidArgument(`${what} is not a valid time: ${JSON.stringify(s)}`);
+  if (Number.isNaN(t)) throw new InvalidArgument(`${what} is not a valid time: ${quotedForMessage(s, 100)}`);
   return new Date(t);
 }
 

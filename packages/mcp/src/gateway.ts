@@ -53,6 +53,7 @@ import {
   type SurfaceCall,
   showInvisible,
   shellWord,
+  quotedForMessage,
   type JsonObject,
   toolSchemaDigest,
   type UpstreamObservation,
@@ -283,7 +284,7 @@ export class Gateway {
     if (!RELAYED_UPSTREAM_REQUESTS.has(method)) {
       throw rpcError(
         ErrorCode.MethodNotFound,
-        `the gateway relays only ${[...RELAYED_UPSTREAM_REQUESTS].join(', ')} from the upstream, not ${JSON.stringify(method.slice(0, 100))}`,
+        `the gateway relays only ${[...RELAYED_UPSTREAM_REQUESTS].join(', ')} from the upstream, not ${quotedForMessage(method, 100)}`,
       );
     }
     const waiting = [...this.#inFlight];
@@ -448,7 +449,7 @@ export class Gateway {
     // A lax upstream may route `Tools/Call`, ` tools/call` or `tools\u200b/call` to its tool
     // handler: such a name is never relayed, so no tool runs past the control path.
     if (foldMethod(request.method) === 'tools/call') {
-      throw rpcError(ErrorCode.MethodNotFound, `no method ${JSON.stringify(request.method.slice(0, 100))}: the method is tools/call, exactly`);
+      throw rpcError(ErrorCode.MethodNotFound, `no method ${quotedForMessage(request.method, 100)}: the method is tools/call, exactly`);
     }
     const relay = this.#relayProgress(extra);
     try {
@@ -523,7 +524,7 @@ export class Gateway {
     if (typeof tool !== 'string' || !TOOL_NAME_PATTERN.test(tool)) {
       throw rpcError(
         ErrorCode.InvalidParams,
-        `tools/call: the tool name must be 1 to 128 of A-Z a-z 0-9 _ . - (it becomes mcp.${this.alias}.<tool>), got ${JSON.stringify(typeof tool === 'string' ? tool.slice(0, 200) : tool)}`,
+        `tools/call: the tool name must be 1 to 128 of A-Z a-z 0-9 _ . - (it becomes mcp.${this.alias}.<tool>), got ${typeof tool === 'string' ? quotedForMessage(tool, 200) : JSON.stringify(tool)}`,
       );
     }
     const args = params['arguments'] ?? {};

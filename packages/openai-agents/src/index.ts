@@ -39,6 +39,7 @@ import {
   type EditedToolResult,
   type JsonObject,
   type ToolRefusal,
+  quotedForMessage,
 } from '@ctrlrun/kernel';
 
 export { isEditedToolResult } from '@ctrlrun/kernel';
@@ -320,7 +321,7 @@ async function interrupted(item: RunToolApprovalItem): Promise<{ guard: Guarded;
   const guard = tool === undefined ? undefined : guarded.get(tool);
   if (guard === undefined)
     throw new InvalidArgument(
-      `the interruption is for ${JSON.stringify(toolName)}, which is not a tool protected by @ctrlrun/openai-agents on agent ${item.agent?.name ?? '?'}`,
+      `the interruption is for ${quotedForMessage(String(toolName), 200)}, which is not a tool protected by @ctrlrun/openai-agents on agent ${item.agent?.name ?? '?'}`,
     );
   if (typeof item.arguments !== 'string') throw new InvalidArgument(`${guard.name}: the interruption carries no JSON arguments`);
   const action = await guard.probe.action(await guard.parse(item.arguments), guard.call);

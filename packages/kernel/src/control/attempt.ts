@@ -162,7 +162,7 @@ export async function decideAndRun<T>(
     if (pass.observation) return runObserved(ctx, pass, executor, options, lease);
     note(ctx, pass, 'ACTION_DENIED', { reason: 'principal_expired' });
     await recordReceipt(ctx, pass, { result: 'denied', error: null });
-    throw new IdentityError(`${action.name}: the principal ${action.principal.agent}'s credential expired at ${action.principal.expiresAt}`, {
+    throw new IdentityError(`${action.name}: the principal ${shownId(action.principal.agent)}'s credential expired at ${action.principal.expiresAt}`, {
       reason: 'principal_expired',
     });
   }

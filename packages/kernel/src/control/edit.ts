@@ -12,6 +12,7 @@ import { intakeAction, IntakeRefusal } from '../intake.js';
 import { isPlainObject, type JsonObject } from '../canonical.js';
 import { checkActor } from '../effects.js';
 import { ActionDenied, EffectKeyError, InvalidArgument } from '../errors.js';
+import { quotedForMessage } from '../visible.js';
 import type { Approval, EventDraft, EventRecord } from '../model.js';
 import { explainDecision, resolveEffectTemplate } from '../policy/index.js';
 import type { ApprovalEditResult } from '../store/state-store.js';
@@ -84,7 +85,7 @@ function editedAction(ctx: ControlContext, original: Action, args: unknown): Act
     // arguments: kept for other arguments it would name another resource in the evidence, and an
     // effect key rendered from `{resource}` would reserve the proposal's key for the edit.
     throw new InvalidArgument(
-      `the resource ${JSON.stringify(original.resource)} of ${original.name} was given by its caller, not derived by a 'resource:' template in the policy, so it cannot be derived for edited arguments; ` +
+      `the resource ${quotedForMessage(original.resource ?? '', 200)} of ${original.name} was given by its caller, not derived by a 'resource:' template in the policy, so it cannot be derived for edited arguments; ` +
         `grant or deny the request as proposed, or add a 'resource:' template to the policy's entry for ${original.name}`,
     );
   }

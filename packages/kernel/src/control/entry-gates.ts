@@ -17,6 +17,7 @@ import type { JsonObject } from '../canonical.js';
 import { delegationFromRecord } from '../authority/authority.js';
 import type { Grant } from '../authority/grant.js';
 import { ActionDenied, EffectKeyError, InvalidArgument } from '../errors.js';
+import { quotedForMessage, shownId } from '../visible.js';
 import { BUDGET_UNKEYED, BUDGET_UNMEASURABLE, checkCharges, type BudgetCharge } from '../budget.js';
 import { POLICY_CHANGE_ACTION, POLICY_EFFECT_PREFIX, resolveEffectTemplate } from '../policy/index.js';
 import { approverOf } from './gates.js';
@@ -56,7 +57,7 @@ export function refuseReserved(action: Action, key: string | null, template: str
   }
   if (resolved !== null && resolved.startsWith(POLICY_EFFECT_PREFIX)) {
     throw new InvalidArgument(
-      `${action.name}: effect key ${JSON.stringify(resolved.slice(0, 80))} begins '${POLICY_EFFECT_PREFIX}', which is reserved for the policy-change flow: an ordinary action may not reserve it`,
+      `${action.name}: effect key ${quotedForMessage(resolved, 80)} begins '${POLICY_EFFECT_PREFIX}', which is reserved for the policy-change flow: an ordinary action may not reserve it`,
     );
   }
 }
@@ -109,7 +110,7 @@ async function refuseCeiling(ctx: ControlContext, pass: Pass, attempt: number, m
 function ceilingDenied(pass: Pass, max: number | bigint): ActionDenied {
   return new ActionDenied(ATTEMPT_CEILING, {
     actionId: pass.action.actionId,
-    message: `${pass.action.name}: ${pass.effectKey} has had its ${max} attempt${max === 1 || max === 1n ? '' : 's'} (max_attempts): attempt ${pass.attempt} is refused and nothing ran`,
+    message: `${pass.action.name}: ${shownId(pass.effectKey!)} has had its ${max} attempt${max === 1 || max === 1n ? '' : 's'} (max_attempts): attempt ${pass.attempt} is refused and nothing ran`,
   });
 }
 

@@ -6,7 +6,7 @@
  * @module
  */
 import { checkAction, createPrincipal, type Action, type Principal } from '../action.js';
-import { shownId } from '../visible.js';
+import { quotedForMessage, shownId } from '../visible.js';
 import { authorityEventData, type AuthorityResult } from '../authority/authority.js';
 import { ActionDenied, AmbiguousEffect, ApprovalMismatch, AuthorityDenied, DuplicateEffect, IdentityError, InvalidArgument } from '../errors.js';
 import { normalizeHeaders } from '../identity.js';
@@ -98,7 +98,7 @@ export function checkEnvironment(ctx: ControlContext, action: Action): void {
   checkAction(action, 'execute');
   if (action.environment !== ctx.environment) {
     throw new InvalidArgument(
-      `the action is for environment ${JSON.stringify(action.environment)} but this Control runs in ${JSON.stringify(ctx.environment)}`,
+      `the action is for environment ${quotedForMessage(action.environment, 200)} but this Control runs in ${JSON.stringify(ctx.environment)}`,
     );
   }
 }
@@ -325,7 +325,7 @@ export async function extensionRefusal(ctx: ControlContext, pass: Pass): Promise
       return null;
     }
     return new IdentityError(
-      `${action.name}: the lease is not extended: the principal ${action.principal.agent}'s credential expired at ${action.principal.expiresAt}`,
+      `${action.name}: the lease is not extended: the principal ${shownId(action.principal.agent)}'s credential expired at ${action.principal.expiresAt}`,
       { reason: 'principal_expired' },
     );
   }

@@ -190,7 +190,7 @@ export async function fingerprintForRequest(ctx: ControlContext, pass: Pass): Pr
 }
 
 function refusal(reason: ApprovalMismatch['reason'], id: string, detail: string): ApprovalMismatch {
-  return new ApprovalMismatch(reason, { approvalId: id, message: `approval ${id} refused (${reason}): ${detail}` });
+  return new ApprovalMismatch(reason, { approvalId: id, message: `approval ${shownId(id)} refused (${reason}): ${detail}` });
 }
 
 function named(a: { agent: string; user: string | null }): string {

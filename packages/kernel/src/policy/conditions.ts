@@ -7,6 +7,7 @@
  */
 import type { JsonValue } from '../canonical.js';
 import { InvalidArgument } from '../errors.js';
+import { namesForMessage } from '../quoted.js';
 
 /** The seven operators. */
 export type Operator = 'eq' | 'neq' | 'in' | 'lt' | 'lte' | 'gt' | 'gte';
@@ -161,7 +162,7 @@ const own = Object.prototype.hasOwnProperty;
 
 function absent(label: string, c: Condition, args: Readonly<Record<string, unknown>>): string {
   const names = Object.keys(args).sort();
-  return `${label}condition ${c.key} ignored: the action has no argument '${c.subject}' (it has: ${names.join(', ') || 'none'})`;
+  return `${label}condition ${c.key} ignored: the action has no argument '${c.subject}' (it has: ${namesForMessage(names) || 'none'})`;
 }
 
 /**

@@ -8,6 +8,7 @@
  * @module
  */
 import { EffectKeyError, InvalidArgument, PolicyError } from '../errors.js';
+import { namesForMessage } from '../quoted.js';
 
 /** A parsed template. */
 export interface Template {
@@ -146,7 +147,7 @@ function render(
       continue;
     }
     if (!own(values, name)) {
-      const have = Object.keys(values).sort().join(', ') || 'nothing';
+      const have = namesForMessage(Object.keys(values).sort()) || 'nothing';
       throw new Err(`${describe(template.text)}: no value for '{${name}}' (have: ${have})`);
     }
     out += rendered(template, name, values[name], Err, distinct);

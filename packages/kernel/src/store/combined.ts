@@ -298,7 +298,7 @@ export async function appendOutcome(
   if (rows.some((r) => r.k === 'effect')) {
     if (!rows.some((r) => r.k === 'receipt') || !rows.some((r) => r.k === 'advanced')) {
       throw new StoreError(
-        `[kernel] [${e.name}] ${what} on ${prior.effectKey}: the outcome applied without its receipt or the head (${rows.map((r) => r.k).join(', ')})`,
+        `[kernel] [${e.name}] ${what} on ${shownId(prior.effectKey)}: the outcome applied without its receipt or the head (${rows.map((r) => r.k).join(', ')})`,
       );
     }
     e.hint(target);

@@ -8,7 +8,7 @@
 import { actionFromJson, actionToJson, type Action } from '../action.js';
 import { approvalProgress, checkAnswerable, checkConsumable, checkGrantable } from '../approvals.js';
 import { compareCodePoints, isPlainObject, parseJson, type JsonObject } from '../canonical.js';
-import { shownId } from '../visible.js';
+import { quotedForMessage, shownId } from '../visible.js';
 import { pendingReceipt, pendingReceiptDocument, sealReceipt } from '../receipt.js';
 import {
   checkActor,
@@ -834,7 +834,7 @@ export async function takeContinuation(e: SqlEngine, continuation: string, optio
     // Checked before anything is consumed: the deployment the action belongs to can still resume it.
     if (environment !== undefined && action.environment !== environment) {
       throw new InvalidArgument(
-        `the held action is for environment ${JSON.stringify(action.environment)}, not ${JSON.stringify(environment)}: only a Control of its own environment may resume it`,
+        `the held action is for environment ${quotedForMessage(action.environment, 200)}, not ${JSON.stringify(environment)}: only a Control of its own environment may resume it`,
       );
     }
     const record = checkTakeable(await e.effect(tx, held.effectKey), held.effectKey, held.actionId, now);
