@@ -3,6 +3,8 @@
  *
  * @module
  */
+// First: the launcher's word is taken out of the environment before anything reads or passes it on.
+import './signals-passed-on.js';
 import { processIo } from './io.js';
 import { main } from './main.js';
 

@@ -36,6 +36,7 @@ import { loadPolicyFile, policyPath, storeTarget, type StoreTarget } from './dis
 import { UsageError } from './errors.js';
 import { readRegularFile } from './files.js';
 import type { CliIo } from './io.js';
+import { signalsPassedOn } from './signals-passed-on.js';
 import { VERSION } from './version.js';
 
 /** Hosts a loopback-only listener accepts. */
@@ -347,24 +348,26 @@ export async function serveHttp(options: HttpServeOptions): Promise<HttpServing>
 /**
  * Resolves on SIGINT or SIGTERM (the way a long-running command is asked to stop). A repeat is
  * the same request, not the default kill that would cut the close short, when it comes within a
- * second of the first, or when it is the first repeat and bin/ctrlrun.js runs this process (it
- * sets `CTRLRUN_SIGNALS_PASSED_ON=1` and passes every signal on, so a terminal's Ctrl-C, which the
- * whole process group gets, arrives twice, the pass-on any time later on a loaded machine). Any
- * other repeat stops the process as the signal does by default.
+ * second of the first, or when bin/ctrlrun.js runs this process ({@link signalsPassedOn}), the
+ * first was SIGINT, and it is the first repeat of it: a terminal's Ctrl-C reaches the whole
+ * process group, so it arrives twice, the launcher's copy any time later on a loaded machine. A
+ * SIGTERM (a supervisor's, `docker stop`, `kill`) reaches the launcher alone and comes once, so
+ * its repeat is the operator's. Any other repeat stops the process as the signal does by default.
  */
 export function untilSignalled(): Promise<void> {
   return new Promise((resolve) => {
     let first: number | undefined;
-    /** The launcher's copy of the first signal, still to come. */
-    let passOnDue = process.env['CTRLRUN_SIGNALS_PASSED_ON'] === '1';
+    /** The launcher's copy of a terminal's Ctrl-C, still to come. */
+    let passOnDue = false;
     const done = (signal: NodeJS.Signals) => {
       const now = Date.now();
       if (first === undefined) {
         first = now;
+        passOnDue = signalsPassedOn && signal === 'SIGINT';
         resolve();
         return;
       }
-      if (passOnDue) {
+      if (passOnDue && signal === 'SIGINT') {
         passOnDue = false;
         return;
       }

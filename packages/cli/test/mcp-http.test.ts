@@ -50,7 +50,11 @@ describe('untilSignalled', () => {
    * listens, and again `repeats` times, each 1.5 s after the previous (so past the one-second window
    * however late the process handles them).
    */
-  async function stop(env: Record<string, string>, repeats: number): Promise<{ code: number | null; signal: NodeJS.Signals | null; out: string }> {
+  async function stop(
+    env: Record<string, string>,
+    repeats: number,
+    signal: NodeJS.Signals = 'SIGINT',
+  ): Promise<{ code: number | null; signal: NodeJS.Signals | null; out: string }> {
     const fixture = fileURLToPath(new URL('./fixtures/signal-repeat.ts', import.meta.url));
     const child = spawn(process.execPath, ['--conditions=@ctrlrun/source', '--import', import.meta.resolve('tsx'), fixture], {
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -64,11 +68,11 @@ describe('untilSignalled', () => {
       for (let waited = 0; !out.includes(line) && child.exitCode === null && waited < 60_000; waited += 20) await new Promise((r) => setTimeout(r, 20));
     };
     await until('ready\n');
-    child.kill('SIGINT');
+    child.kill(signal);
     await until('stopping\n');
     for (let i = 0; i < repeats; i++) {
       await new Promise((r) => setTimeout(r, 1500));
-      child.kill('SIGINT');
+      child.kill(signal);
     }
     return { ...(await exit), out };
   }
@@ -80,6 +84,35 @@ describe('untilSignalled', () => {
       expect(await stop({ CTRLRUN_SIGNALS_PASSED_ON: '1' }, 2)).toEqual({ code: null, signal: 'SIGINT', out: 'ready\nstopping\n' });
     },
     120_000,
+  );
+
+  it.runIf(process.platform !== 'win32')(
+    "under the launcher, a SIGTERM (docker stop, kill: the launcher's alone, passed on once) repeated after a second stops the process at once",
+    async () => {
+      expect(await stop({ CTRLRUN_SIGNALS_PASSED_ON: '1' }, 1, 'SIGTERM')).toEqual({ code: null, signal: 'SIGTERM', out: 'ready\nstopping\n' });
+    },
+    120_000,
+  );
+
+  it.runIf(process.platform !== 'win32')(
+    "the launcher's word is not passed on to the processes the command starts",
+    async () => {
+      const fixture = fileURLToPath(new URL('./fixtures/signals-env-child.ts', import.meta.url));
+      const run = (env: Record<string, string>) =>
+        new Promise<string>((ok, fail) => {
+          const child = spawn(process.execPath, ['--conditions=@ctrlrun/source', '--import', import.meta.resolve('tsx'), fixture], {
+            stdio: ['ignore', 'pipe', 'inherit'],
+            env: { PATH: process.env['PATH'] ?? '', HOME: process.env['HOME'] ?? '', ...env },
+          });
+          let out = '';
+          child.stdout.on('data', (d: Buffer) => void (out += d.toString()));
+          child.on('error', fail);
+          child.on('exit', () => ok(out));
+        });
+      expect(await run({ CTRLRUN_SIGNALS_PASSED_ON: '1' })).toBe('this process: true; its child sees: unset\n');
+      expect(await run({})).toBe('this process: false; its child sees: unset\n');
+    },
+    60_000,
   );
 
   it.runIf(process.platform !== 'win32')(
