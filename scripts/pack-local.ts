@@ -180,6 +180,14 @@ async function main(argv: readonly string[]): Promise<number> {
   const packed = await packPackages(join(project, PACK_DIR), packages);
   for (const p of packed) console.log(`  ${relative(project, p.file)}  ${(p.size / 1024).toFixed(1)} KiB`);
   const args = ['install', ...packed.map((p) => `./${relative(project, p.file).split(sep).join('/')}`)];
+  // npm installs a missing peer at its newest: @openai/agents 0.15 and later need Node 22 (its
+  // openai dependency says so), so on Node 20 the newest that runs there is asked for by name.
+  const declared = JSON.parse(readFileSync(manifest, 'utf8')) as Record<string, Record<string, string> | undefined>;
+  const hasAgents = ['dependencies', 'devDependencies', 'peerDependencies'].some((f) => declared[f]?.['@openai/agents'] !== undefined);
+  if (packages.some((p) => p.name === '@ctrlrun/openai-agents') && !hasAgents && Number(process.versions.node.split('.')[0]) < 22) {
+    args.push('@openai/agents@0.14');
+    console.log(`@ctrlrun/openai-agents: on Node ${process.versions.node}, @openai/agents@0.14 (the newest release that runs on Node 20) is installed with it`);
+  }
   console.log(`\nin ${project}:\n  npm ${args.map(word).join(' ')}\n`);
   if (print) return 0;
   const r = await run('npm', args, { cwd: project, inherit: true });

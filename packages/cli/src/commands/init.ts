@@ -20,8 +20,8 @@ export const NEXT_STEPS: readonly string[] = [
   '  npx ctrlrun policy check     # what a missing or mistyped argument would let through (none in the starter)',
   '  npx ctrlrun verify           # prove the declared guarantees against ./ctrlrun.yaml',
   '  npx ctrlrun demo             # five ways an agent action goes wrong, each refused',
-  'then edit ctrlrun.yaml (unknown actions are denied) and wrap an action with protect(fn, { control, name })',
-  "on openStore('.ctrlrun/state.db') from @ctrlrun/store-node; answer its approval requests with",
+  'then edit ctrlrun.yaml (unknown actions are denied) and wrap an action with protect(fn, { control, name }),',
+  "control = await fromFile({ principal: { agent: '…' } }) from @ctrlrun/store-node (this policy and store, as the CLI finds them); answer its approval requests with",
   '  npx ctrlrun inspect <request_id>     # what a human would approve',
   '  npx ctrlrun approve <request_id> --as <your name>',
 ];
