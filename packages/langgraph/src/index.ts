@@ -8,7 +8,7 @@
  *
  * @module
  */
-import { INTERRUPT, interrupt, isGraphInterrupt, isInterrupted } from '@langchain/langgraph';
+import { INTERRUPT, getConfig, interrupt, isGraphInterrupt, isInterrupted } from '@langchain/langgraph';
 import {
   ActionDenied,
   ApprovalMismatch,
@@ -140,6 +140,38 @@ export interface Refusal {
   readonly answer_refused?: string;
 }
 
+/** Why a replayed answer is refused: it was refused when it was given, and what was true then is not asked again. */
+const REPLAYED_REFUSAL =
+  'an answer given earlier and refused then (LangGraph hands every earlier answer back when the node re-runs): a refused answer stays refused, even if the policy would take it now; answer again';
+
+/**
+ * Whether the answer the next `interrupt()` returns is one an earlier run of this node already
+ * received — LangGraph hands them back in order whenever the node re-runs — rather than the one
+ * the graph was just resumed with. Read from the task's scratchpad, as `interrupt()` itself reads
+ * it: the answers received before are its `resume` list; the new one is the null resume (a
+ * `Command({ resume: value })`), or the last of the list when a resume map (by interrupt id)
+ * appended it there. A LangGraph whose scratchpad cannot be read is refused: without this, an
+ * answer refused once (an edit the policy denied) would be decided again on every re-run, and
+ * granted once the policy, an authority grant or a precondition changed, over the human's later
+ * answers.
+ */
+function nextAnswerIsReplayed(): boolean {
+  const conf = getConfig()?.configurable as Record<string, unknown> | undefined;
+  const pad = conf?.['__pregel_scratchpad'] as { resume?: unknown; interruptCounter?: unknown; nullResume?: unknown } | undefined;
+  if (pad === undefined || !Array.isArray(pad.resume) || typeof pad.interruptCounter !== 'number') {
+    throw new Error(
+      '@ctrlrun/langgraph: this @langchain/langgraph does not say which answers it hands back again (its task scratchpad has no resume list), so a refused answer could be decided again: use @langchain/langgraph 1.7.3 or a later 1.x',
+    );
+  }
+  const next = pad.interruptCounter + 1;
+  if (next >= pad.resume.length) return false;
+  if (pad.nullResume !== undefined || next < pad.resume.length - 1) return true;
+  // The list's last answer: new when a resume map appended it (the same value), else received before.
+  const map = conf!['__pregel_resume_map'] as Record<string, unknown> | null | undefined;
+  const last = pad.resume[next];
+  return map === null || map === undefined || typeof last !== 'object' || last === null || !Object.values(map).includes(last);
+}
+
 /**
  * The interrupt value for a request, with why the human's last answer or edit was refused, if it
  * was (a string is the edit's refusal, as before).
@@ -239,6 +271,7 @@ export class InterruptApprovalProvider implements ApprovalProvider {
     let refused: Refusal | undefined;
     for (;;) {
       let value: unknown;
+      const replayed = nextAnswerIsReplayed();
       try {
         value = interrupt(approvalInterrupt(record.request, refused));
       } catch (err) {
@@ -256,6 +289,12 @@ export class InterruptApprovalProvider implements ApprovalProvider {
       if (answer.decision === 'deny') {
         await this.control.denyApproval(requestId, { approver: answer.approver });
         return null;
+      }
+      // Received before with the request still pending: it was refused then (an answer that was
+      // taken granted or denied the request). It is not decided again.
+      if (replayed) {
+        refused = answer.edit === undefined ? { answer_refused: REPLAYED_REFUSAL } : { edit_refused: REPLAYED_REFUSAL };
+        continue;
       }
       if (answer.edit === undefined) return this.control.grantApproval(requestId, { approver: answer.approver });
       try {

@@ -265,6 +265,65 @@ describe('protectInGraph: approval through interrupt()', () => {
     expect(done.refund).toMatchObject({ edited: true, approved_arguments: { amount: 400000 } });
   });
 
+  describe('a refused answer stays refused when the node re-runs (LangGraph hands every earlier answer back)', () => {
+    /** The refund graph on `store` and `checkpointer` with a Control whose policy lets a human approve up to 10,000,000: a new process, after the policy was raised. */
+    function raised(store: StateStore, checkpointer: BaseCheckpointSaver) {
+      const ctrl = new Control({
+        policy: loadPolicy(REFUND_POLICY.replace('amount_lte: 1000000', 'amount_lte: 10000000')),
+        store,
+        principal: { agent: 'refund-graph' },
+        logger: { warn: () => {} },
+      });
+      return refundGraph(ctrl, checkpointer);
+    }
+    const tooMuch = (request_id: string) => ({
+      decision: 'approve',
+      approver: 'human:ana',
+      request_id,
+      edit: { arguments: { payment_id: 'p30', amount: 5000000 } },
+    });
+
+    it("an edit the policy refused, then the policy raised: the human's later deny stands, the edit never runs", async () => {
+      const { store, checkpointer, graph } = await setup();
+      const asked = interruptOf(await graph.invoke({ payment_id: 'p30', amount: 500000 }, thread('t30')));
+      expect(interruptOf(await graph.invoke(new Command({ resume: tooMuch(asked.request_id) }), thread('t30'))).edit_refused).toMatch(/never lifts a deny/);
+      const later = raised(store, checkpointer);
+      const done = await later.graph.invoke(new Command({ resume: { decision: 'deny', approver: 'human:ana', request_id: asked.request_id } }), thread('t30'));
+      expect(later.runs.refunds).toEqual([]);
+      expect(done.refused).toBe('approval_denied');
+      expect((await store.listApprovals()).map((r) => [r.request.action.canonicalArguments['amount'], r.status])).toEqual([[500000, 'denied']]);
+    });
+
+    it('… and a later plain approve runs what was asked, not the refused edit, once', async () => {
+      const { store, checkpointer, graph } = await setup();
+      const asked = interruptOf(await graph.invoke({ payment_id: 'p30', amount: 500000 }, thread('t31')));
+      await graph.invoke(new Command({ resume: tooMuch(asked.request_id) }), thread('t31'));
+      const later = raised(store, checkpointer);
+      const done = await later.graph.invoke(
+        new Command({ resume: { decision: 'approve', approver: 'human:ana', request_id: asked.request_id } }),
+        thread('t31'),
+      );
+      expect(later.runs.refunds).toEqual([{ payment_id: 'p30', amount: 500000 }]);
+      expect(done.refund).toEqual({ id: 're_p30' });
+    });
+
+    it('answers given by interrupt id (a resume map) are told apart the same way: the refused edit stays refused, the new answer is taken', async () => {
+      const { store, checkpointer, graph } = await setup();
+      const first = await graph.invoke({ payment_id: 'p30', amount: 500000 }, thread('t33'));
+      const byId = (result: unknown, answer: unknown) => {
+        const id = (result as { __interrupt__: { id: string }[] }).__interrupt__[0]!.id;
+        return new Command({ resume: { [id]: answer } });
+      };
+      const asked = interruptOf(first);
+      const refusedOnce = await graph.invoke(byId(first, tooMuch(asked.request_id)), thread('t33'));
+      expect(interruptOf(refusedOnce).edit_refused).toMatch(/never lifts a deny/);
+      const later = raised(store, checkpointer);
+      const done = await later.graph.invoke(byId(refusedOnce, { decision: 'deny', approver: 'human:ana', request_id: asked.request_id }), thread('t33'));
+      expect(later.runs.refunds).toEqual([]);
+      expect(done.refused).toBe('approval_denied');
+    });
+  });
+
   it('an edit made through another surface while the graph waited runs when the node re-runs, once', async () => {
     const { ctrl, store, graph, runs } = await setup();
     const asked = interruptOf(await graph.invoke({ payment_id: 'p13', amount: 500000 }, thread('t13')));
