@@ -310,15 +310,18 @@ describe('protectInGraph: approval through interrupt()', () => {
     it('answers given by interrupt id (a resume map) are told apart the same way: the refused edit stays refused, the new answer is taken', async () => {
       const { store, checkpointer, graph } = await setup();
       const first = await graph.invoke({ payment_id: 'p30', amount: 500000 }, thread('t33'));
-      const byId = (result: unknown, answer: unknown) => {
+      const byId = (result: unknown, answer: unknown): Record<string, unknown> => {
         const id = (result as { __interrupt__: { id: string }[] }).__interrupt__[0]!.id;
-        return new Command({ resume: { [id]: answer } });
+        return { [id]: answer };
       };
       const asked = interruptOf(first);
-      const refusedOnce = await graph.invoke(byId(first, tooMuch(asked.request_id)), thread('t33'));
+      const refusedOnce = await graph.invoke(new Command({ resume: byId(first, tooMuch(asked.request_id)) }), thread('t33'));
       expect(interruptOf(refusedOnce).edit_refused).toMatch(/never lifts a deny/);
       const later = raised(store, checkpointer);
-      const done = await later.graph.invoke(byId(refusedOnce, { decision: 'deny', approver: 'human:ana', request_id: asked.request_id }), thread('t33'));
+      const done = await later.graph.invoke(
+        new Command({ resume: byId(refusedOnce, { decision: 'deny', approver: 'human:ana', request_id: asked.request_id }) }),
+        thread('t33'),
+      );
       expect(later.runs.refunds).toEqual([]);
       expect(done.refused).toBe('approval_denied');
     });
