@@ -6,11 +6,14 @@
 import { viewTime } from '@ctrlrun/kernel';
 
 /**
- * What a terminal could act on instead of showing: C0 and C1 controls (CR, LF, ESC, DEL, …),
- * format characters (the bidi embeddings, overrides and isolates U+202A–E, U+2066–9, the marks,
- * zero-width characters), the line and paragraph separators U+2028/9, and lone surrogates.
+ * What a terminal could act on instead of showing, or would not show as itself: C0 and C1
+ * controls (CR, LF, ESC, DEL, …), format characters (the bidi embeddings, overrides and isolates
+ * U+202A–E, U+2066–9, the marks, zero-width characters), the line and paragraph separators
+ * U+2028/9, lone surrogates, every other character that renders as nothing
+ * (Default_Ignorable_Code_Point: U+034F, variation selectors, Hangul fillers), the braille blank
+ * U+2800 and every space but U+0020 — the kernel's `showInvisible` set.
  */
-const UNSAFE = /[\p{Cc}\p{Cf}\p{Cs}\p{Zl}\p{Zp}]/gu;
+const UNSAFE = /[\p{Cc}\p{Cf}\p{Cs}\p{Zl}\p{Zp}\p{Default_Ignorable_Code_Point}\u2800\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000]/gu;
 
 const ESCAPES: Record<string, string> = { '\n': '\\n', '\r': '\\r', '\t': '\\t' };
 

@@ -13,7 +13,7 @@ import { visible } from '../src/format.js';
 import { run, tempDir } from './support.js';
 
 /** What must never reach a terminal raw. */
-const UNSAFE = /[\p{Cc}\p{Cf}\p{Cs}\p{Zl}\p{Zp}]/u;
+const UNSAFE = /[\p{Cc}\p{Cf}\p{Cs}\p{Zl}\p{Zp}\p{Default_Ignorable_Code_Point}\u2800\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000]/u;
 
 /** Characters an attacker reaches for: CR, LF, ESC sequences, C1, DEL, bidi, separators, zero-width, a lone surrogate. */
 const HOSTILE = [
@@ -37,6 +37,15 @@ const HOSTILE = [
   '\ufeff',
   '\u0085',
   '\u{e0041}',
+  // Rendered as nothing or as a space: txn_1 + U+034F looks like txn_1.
+  '\u034f',
+  '\ufe0f',
+  '\u{e0100}',
+  '\u3164',
+  '\u115f',
+  '\u2800',
+  '\u00a0',
+  '\u3000',
 ];
 
 /** Strings mixing printable text (ASCII and beyond) with hostile characters (well-formed Unicode: what a JSON document can hold). */
@@ -83,6 +92,7 @@ describe('visible(text): the one escape of every text line', () => {
       'evil\\u202etxt.exe \\u2066x\\u2069 \\u2028\\u2029 \\ud800 \\u{e0041}',
     );
     expect(visible('Zoë ✓ 東京 👩‍💻'.replace('\u200d', ''))).toBe('Zoë ✓ 東京 👩💻');
+    expect(visible('txn_1\u034f amount\u3164 \u2800 a\u00a0b')).toBe('txn_1\\u034f amount\\u3164 \\u2800 a\\xa0b');
   });
 });
 

@@ -6,8 +6,20 @@
  *
  * @module
  */
-export const INVISIBLE = /[\p{Cc}\p{Cf}\p{Cs}\p{Zl}\p{Zp}]/gu;
-const INVISIBLE_BUT_NEWLINE = /(?!\n)[\p{Cc}\p{Cf}\p{Cs}\p{Zl}\p{Zp}]/gu;
+/**
+ * What a view would not show as itself: controls (Cc), format characters (Cf: bidi overrides,
+ * zero-width spaces), lone surrogates, line and paragraph separators; every other character
+ * Unicode says renders as nothing (Default_Ignorable_Code_Point: the combining grapheme joiner
+ * U+034F, variation selectors, the Hangul fillers U+115F, U+1160, U+3164); U+2800 (the braille
+ * blank, drawn as a space); and every space but U+0020 (no-break, en, em, ideographic …), which a
+ * reader cannot tell from it. `txn_1` and `txn_1` + U+034F are two keys, and must look like two.
+ */
+const INVISIBLE_CLASS = '\\p{Cc}\\p{Cf}\\p{Cs}\\p{Zl}\\p{Zp}\\p{Default_Ignorable_Code_Point}\\u2800\\u00a0\\u1680\\u2000-\\u200a\\u202f\\u205f\\u3000';
+/** One character of {@link INVISIBLE_CLASS}, global. */
+export const INVISIBLE = new RegExp(`[${INVISIBLE_CLASS}]`, 'gu');
+/** One character of {@link INVISIBLE_CLASS}, to test with. */
+export const HAS_INVISIBLE = new RegExp(`[${INVISIBLE_CLASS}]`, 'u');
+const INVISIBLE_BUT_NEWLINE = new RegExp(`(?!\\n)[${INVISIBLE_CLASS}]`, 'gu');
 
 function escapeUnits(c: string): string {
   let out = '';

@@ -9,7 +9,7 @@
  * @module
  */
 import { canonicalJson, compareCodePoints, isPlainObject, type JsonObject, type JsonValue } from './canonical.js';
-import { INVISIBLE, quotedForMessage, showInvisible } from './quoted.js';
+import { HAS_INVISIBLE, INVISIBLE, quotedForMessage, showInvisible } from './quoted.js';
 
 export { quotedForMessage, showInvisible };
 
@@ -37,7 +37,7 @@ const PLAIN_ID = /^[\x21-\x7e]+$/;
  */
 export function shellWord(text: string): string {
   if (SHELL_PLAIN.test(text)) return text;
-  if (!INVISIBLE_ONE.test(text)) return `'${text.replace(/'/g, `'\\''`)}'`;
+  if (!HAS_INVISIBLE.test(text)) return `'${text.replace(/'/g, `'\\''`)}'`;
   return `$'${text.replace(/[\\']/g, (c) => `\\${c}`).replace(INVISIBLE, ansiEscape)}'`;
 }
 /** One character inside `$'…'`: `\xHH` below 0x80, `\uHHHH` in the Basic Multilingual Plane (a lone surrogate too), `\UHHHHHHHH` beyond. */
@@ -47,7 +47,6 @@ function ansiEscape(c: string): string {
   return cp > 0xffff ? `\\U${cp.toString(16).padStart(8, '0')}` : `\\u${cp.toString(16).padStart(4, '0')}`;
 }
 const SHELL_PLAIN = /^[A-Za-z0-9_@%+=:,./-]+$/;
-const INVISIBLE_ONE = /[\p{Cc}\p{Cf}\p{Cs}\p{Zl}\p{Zp}]/u;
 
 /** Keys are cut only past this length (a longer one still shows, with the count cut). */
 const KEY_SHOWN = 200;

@@ -406,7 +406,17 @@ describe('finding 21: what a grant constraint compares', () => {
     expect(check(g, { account: 'savings' })).toEqual([true, []]);
     expect(check(g, { account: 'treasury' })).toEqual([false, []]);
     // Each of these passed before: exact, type-strict inequality held.
-    for (const variant of ['Treasury', 'treasury ', ' TREASURY', 'tre\u200basury', '\uff54\uff52\uff45\uff41\uff53\uff55\uff52\uff59', 'treasury\t']) {
+    for (const variant of [
+      'Treasury',
+      'treasury ',
+      ' TREASURY',
+      'tre\u200basury',
+      '\uff54\uff52\uff45\uff41\uff53\uff55\uff52\uff59',
+      'treasury\t',
+      'treas\u034fury',
+      'treasury\ufe0f',
+      'trea\u3164sury',
+    ]) {
       const [holds, warnings] = check(g, { account: variant });
       expect(holds, JSON.stringify(variant)).toBe(false);
       expect(warnings.join(' ')).toMatch(/excluded value but for case, spacing, width or invisible characters/);

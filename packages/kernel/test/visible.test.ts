@@ -3,11 +3,34 @@ import { describe, expect, it } from 'vitest';
 import { spawnSync } from 'node:child_process';
 import { showInvisible, shownId, shellWord } from '../src/visible.js';
 
-const INVISIBLE = /[\p{Cc}\p{Cf}\p{Cs}\p{Zl}\p{Zp}]/u;
+const INVISIBLE = /[\p{Cc}\p{Cf}\p{Cs}\p{Zl}\p{Zp}\p{Default_Ignorable_Code_Point}\u2800\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000]/u;
 /** Strings rich in what an agent would hide things with. */
 const hostile = fc.string({
   unit: fc.oneof(
-    fc.constantFrom('\u202e', '\u200b', '\u2028', '\u0000', '\u001b', '\n', '\u0085', '\ud800', '\udfff', '\u{e0041}', 'a', '"', '\\'),
+    fc.constantFrom(
+      '\u202e',
+      '\u200b',
+      '\u2028',
+      '\u0000',
+      '\u001b',
+      '\n',
+      '\u0085',
+      '\ud800',
+      '\udfff',
+      '\u{e0041}',
+      '\u034f',
+      '\ufe0f',
+      '\u{e0100}',
+      '\u3164',
+      '\u115f',
+      '\u2800',
+      '\u00a0',
+      '\u3000',
+      ' ',
+      'a',
+      '"',
+      '\\',
+    ),
     fc.string({ minLength: 1, maxLength: 1 }),
   ),
 });
@@ -36,6 +59,13 @@ describe('showInvisible', () => {
       }),
       { numRuns: 300 },
     );
+  });
+
+  it('shows what renders as nothing or as a space other than U+0020: txn_1 and txn_1 + U+034F look like two keys', () => {
+    expect(showInvisible('txn_1\u034f')).toBe('txn_1\\u034f');
+    expect(showInvisible('amount\u3164 pay\u1160ment_id \u2800 \ufe0f')).toBe('amount\\u3164 pay\\u1160ment_id \\u2800 \\ufe0f');
+    expect(showInvisible('Jean\u00a0Dupont\u3000x')).toBe('Jean\\u00a0Dupont\\u3000x');
+    expect(showInvisible('a b')).toBe('a b');
   });
 
   it('writes each UTF-16 unit as \\uXXXX', () => {

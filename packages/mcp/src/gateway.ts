@@ -928,7 +928,7 @@ function foldMethod(method: string): string {
   return method
     .normalize('NFKC')
     .toLowerCase()
-    .replace(/[\s\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/gu, '');
+    .replace(/[\s\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Default_Ignorable_Code_Point}]/gu, '');
 }
 
 /** A JSON object as JSON.parse makes one (or `Object.create(null)`). */

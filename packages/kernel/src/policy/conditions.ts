@@ -167,14 +167,16 @@ function absent(label: string, c: Condition, args: Readonly<Record<string, unkno
 
 /**
  * A string as a grant's `_neq` compares it: Unicode NFKC (full-width and compatibility forms
- * folded), format characters (zero-width spaces, joiners, direction marks) removed, runs of
+ * folded), format characters (zero-width spaces, joiners, direction marks) and every other
+ * character that renders as nothing (Default_Ignorable_Code_Point: U+034F, variation selectors,
+ * Hangul fillers) removed, runs of
  * white space made one space, trimmed, lower-cased. Two strings that fold alike are, to a reader
  * and to many systems downstream, the same name.
  */
 export function foldForExclusion(s: string): string {
   return s
     .normalize('NFKC')
-    .replace(/\p{Cf}/gu, '')
+    .replace(/[\p{Cf}\p{Default_Ignorable_Code_Point}]/gu, '')
     .replace(/\s+/gu, ' ')
     .trim()
     .toLowerCase();
