@@ -5,7 +5,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { Control, loadPolicy, type StateStore } from '@ctrlrun/kernel';
+import { Control, loadPolicy, verifyChain, type StateStore } from '@ctrlrun/kernel';
 import { createApp, staticTokens } from '../../worker/src/index.js';
 import { decodeApprovalCursor, encodeApprovalCursor } from '../../worker/src/routes/views.js';
 import { AGENT, harness, OPERATOR, POLICY } from './harness.js';
@@ -97,11 +97,11 @@ describe('chain verification', () => {
     const gate = new Promise<void>((resolve) => (release = resolve));
     const store = new Proxy(base.store, {
       get(target, prop, receiver) {
-        if (prop === 'receipts') {
+        if (prop === 'chainHead') {
           return async () => {
             walks++;
             await gate;
-            return target.receipts();
+            return target.chainHead();
           };
         }
         const v = Reflect.get(target, prop, receiver) as unknown;
@@ -129,6 +129,39 @@ describe('chain verification', () => {
     // Once answered, the next call walks again.
     await app.request('/v1/receipts/verify', { headers: { authorization: `Bearer ${OPERATOR}` } });
     expect(walks).toBe(2);
+  });
+});
+
+describe('chain verification in pages', () => {
+  it('never reads every receipt at once: however many an agent had written (each refusal leaves one), each read is a page, and the report is the whole walk', async () => {
+    const h = await harness();
+    // Refused calls (an action the policy does not name), each leaving a receipt with its arguments.
+    for (let i = 0; i < 600; i++) expect((await h.call('POST', '/v1/actions', AGENT, { name: 'unknown.thing', arguments: { i } })).status).toBe(403);
+    const { store, reads } = counting(h.control.store);
+    const largest = new Map<string, number>();
+    const paged = new Proxy(store, {
+      get(target, prop, receiver) {
+        const v = Reflect.get(target, prop, receiver) as unknown;
+        if (typeof v !== 'function') return v;
+        return async (...args: unknown[]) => {
+          const out = (await (v as (...a: unknown[]) => Promise<unknown>).apply(target, args)) as unknown;
+          if (Array.isArray(out)) largest.set(String(prop), Math.max(largest.get(String(prop)) ?? 0, out.length));
+          return out;
+        };
+      },
+    });
+    const app = createApp({
+      control: new Control({ policy: loadPolicy(POLICY), store: paged, logger: { warn: () => undefined } }),
+      auth: staticTokens([{ role: 'operator', token: OPERATOR, operator: 'human:ops' }]),
+    });
+    const r = await app.request('/v1/receipts/verify', { headers: { authorization: `Bearer ${OPERATOR}` } });
+    expect(r.status).toBe(200);
+    const body = (await r.json()) as Json;
+    expect(body).toEqual(JSON.parse(JSON.stringify(verifyChain(await h.control.store.receipts(), await h.control.store.chainHead()))));
+    expect(body).toMatchObject({ ok: true, verified: 600 });
+    expect(reads.get('receipts')).toBeUndefined();
+    expect(reads.get('receiptsInChain')).toBe(600);
+    expect(largest.get('receiptsInChain')).toBeLessThanOrEqual(500);
   });
 });
 

@@ -38,6 +38,7 @@ export {
   verifyChain,
   ChainVerifier,
 } from './chain.js';
+export { verifyStoredChain } from './chain-pages.js';
 export {
   type ActionEntry,
   type CanonicalAuthority,

@@ -4,23 +4,22 @@
  *
  * @module
  */
-import { verifyChain, type ChainReport, type StateStore } from '@ctrlrun/kernel';
+import { verifyStoredChain, type ChainReport, type StateStore } from '@ctrlrun/kernel';
 import { jsonResponse } from '../http.js';
 import type { RouteContext } from './context.js';
 import { DEFAULT_PAGE, MAX_PAGE, notFound, queryInteger } from './request.js';
 import { receiptView } from './views.js';
 
 /**
- * The chain's verification, one at a time: it reads every row, so concurrent callers (the route
- * and the inbox) share one walk's answer.
+ * The chain's verification, one at a time: it reads every row (page by page, see
+ * `verifyStoredChain`), so concurrent callers (the route and the inbox) share one walk's answer.
  */
 export function sharedChainVerification(store: StateStore): () => Promise<ChainReport> {
   let verifying: Promise<ChainReport> | null = null;
   return () =>
     (verifying ??= (async () => {
       try {
-        const [rows, head, checkpoint] = await Promise.all([store.receipts(), store.chainHead(), store.pruneCheckpoint?.() ?? null]);
-        return verifyChain(rows, head, { checkpoint });
+        return await verifyStoredChain(store);
       } finally {
         verifying = null;
       }

@@ -6,7 +6,7 @@
  *
  * @module
  */
-import { ChainVerifier, parseJson, verifyChain, type JsonObject, type ReceiptRow, type StateStore } from '@ctrlrun/kernel';
+import { parseJson, verifyStoredChain, type JsonObject, type ReceiptRow, type StateStore } from '@ctrlrun/kernel';
 import { pendingReceiptDocument } from '@ctrlrun/kernel/store';
 import { isObject } from '../format.js';
 import { STORE_URL, type Command } from '../command.js';
@@ -33,7 +33,7 @@ export const NEWEST_PAGE = 50;
 
 /**
  * Every receipt row, page by page: those without an integer seq first (unchained, or a tampered
- * seq), then the chain in seq order, which is the order {@link ChainVerifier} takes. A store
+ * seq), then the chain in seq order, which is the order `ChainVerifier` takes. A store
  * without paged reads hands over all its rows in one page.
  */
 async function* receiptPages(store: StateStore): AsyncGenerator<ReceiptRow[]> {
@@ -134,16 +134,9 @@ export const receipts: Command = {
     const store = await openListing(target, err);
     try {
       if (values['verify-chain'] === true) {
-        let report;
         // A chain the original pruned starts after its checkpoint (the receipts before it were deleted on purpose).
         const checkpoint = (await store.pruneCheckpoint?.()) ?? null;
-        if (store.receiptsInChain && store.receiptsOffChain) {
-          const verifier = new ChainVerifier(await store.chainHead(), checkpoint === null ? {} : { after: checkpoint });
-          for await (const page of receiptPages(store)) verifier.push(page);
-          report = verifier.finish();
-        } else {
-          report = verifyChain(await store.receipts(), await store.chainHead(), { checkpoint });
-        }
+        const report = await verifyStoredChain(store, { pageSize: PAGE });
         const pending = report.unchained === 0 ? 0 : await countPending(store);
         if (values['json'] === true) {
           json(
