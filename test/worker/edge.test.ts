@@ -218,6 +218,19 @@ describe('fuzzed bodies', () => {
     );
   });
 
+  it("the demo's remote refuses a payment_id that is no string before refunding anything: 422, FAILED (never AMBIGUOUS, which would wait for a human)", async () => {
+    const auth = staticTokens([{ role: 'agent', token: AGENT, agent: 'refund-agent' }]);
+    const store = await createSqlJsStore();
+    const { app } = createDemoApp({ store, auth });
+    const r = await app.request('/v1/actions', {
+      method: 'POST',
+      headers: { authorization: `Bearer ${AGENT}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'stripe.refund', arguments: { payment_id: 1001, amount: 1 } }),
+    });
+    expect(r.status).toBe(422);
+    expect((await store.getEffect('refund:1001'))?.state).toBe('failed');
+  });
+
   it('the playground route, too', async () => {
     const auth = staticTokens([
       { role: 'agent', token: AGENT, agent: 'refund-agent' },

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { Control, loadPolicy, viewTime, type StateStore } from '@ctrlrun/kernel';
+import { ApprovalRequired, Control, createAction, loadPolicy, viewTime, type StateStore } from '@ctrlrun/kernel';
 import { openStore } from '@ctrlrun/store-node';
 import { createApp, staticTokens } from '../../worker/src/index.js';
 import { AGENT, harness, OPERATOR, POLICY, testExecutors, type Harness } from './harness.js';
@@ -237,6 +237,38 @@ describe('the operator inbox', () => {
     expect((await post(h, `/inbox/approvals/${id}/deny`, me.cookie, { csrf: me.csrf })).status).toBe(303);
     expect((await h.store.getApproval(id))!.status).toBe('denied');
   });
+
+  it('requests that expired unanswered do not hide the ones waiting behind them; a flood of AMBIGUOUS effects does not hide the newest', async () => {
+    const h = await harness();
+    // 250 requests filed an hour ago by many agents, expired unanswered (still `pending` in the store) …
+    const hourAgo = new Control({
+      policy: loadPolicy(POLICY),
+      store: h.store,
+      clock: () => new Date(Date.now() - 3_600_000),
+      logger: { warn: () => undefined },
+    });
+    for (let i = 0; i < 250; i++) {
+      const stale = hourAgo.execute(
+        createAction({ name: 'stripe.refund', arguments: { payment_id: `old_${i}`, amount: 200000 }, principal: { agent: `a${i}` } }),
+        () => 'ran',
+      );
+      await expect(stale).rejects.toThrow(ApprovalRequired);
+    }
+    // … then one real request.
+    const real = await h.call('POST', '/v1/actions', AGENT, { name: 'stripe.refund', arguments: { payment_id: 'LEGIT', amount: 250000 } });
+    expect(real.status).toBe(202);
+    for (let i = 0; i < 205; i++)
+      expect((await h.call('POST', '/v1/actions', AGENT, { name: 'flaky.charge', arguments: { id: `flood_${i}`, mode: 'lost' } })).status).toBe(502);
+    expect((await h.call('POST', '/v1/actions', AGENT, { name: 'flaky.charge', arguments: { id: 'amb_last', mode: 'lost' } })).status).toBe(502);
+    const { cookie } = await signedIn(h);
+    const live = await (await h.app.request('http://inbox.test/inbox/live', { headers: { cookie } })).text();
+    expect(live).toContain('LEGIT');
+    expect(live).toContain('Pending approvals (1)');
+    expect(live).toContain('250 request(s) expired unanswered');
+    expect(live).toContain('charge:amb_last');
+    expect(live).toContain('Ambiguous effects (200+)');
+    expect(live).not.toContain('charge:flood_0<');
+  }, 60_000);
 
   it('lists an AMBIGUOUS effect and resolves it; shows the chain verification state', async () => {
     const h = await harness();

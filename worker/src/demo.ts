@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { Control, InvalidArgument, loadPolicy, type Clock, type IdSource, type JsonObject, type StateStore } from '@ctrlrun/kernel';
+import { Control, loadPolicy, NotExecuted, type Clock, type IdSource, type JsonObject, type StateStore } from '@ctrlrun/kernel';
 import { createTryIt, TRY_IT_POLICY_YAML } from '@ctrlrun/kernel/try-it';
 import { createApp, type App, type CorsOptions } from './app.js';
 import type { Authenticator } from './auth.js';
@@ -24,7 +24,9 @@ export function createFakeRemote(): FakeRemote {
   const counts = new Map<string, number>();
   const refund: ActionExecutor = (args: JsonObject) => {
     const id = args['payment_id'];
-    if (typeof id !== 'string') throw new InvalidArgument('stripe.refund needs a payment_id string');
+    // Refused before anything is refunded: NotExecuted, so the effect is FAILED (a retry with a
+    // payment_id string may run), never AMBIGUOUS, which would wait for a human for nothing.
+    if (typeof id !== 'string') throw new NotExecuted('stripe.refund needs a payment_id string: nothing was refunded');
     counts.set(id, (counts.get(id) ?? 0) + 1);
     return { id: `re_${id}`, amount: args['amount'] ?? null, status: 'succeeded' };
   };

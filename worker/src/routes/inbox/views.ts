@@ -19,12 +19,45 @@ import {
   type Control,
   type EffectRecord,
   type JsonObject,
+  type StateStore,
 } from '@ctrlrun/kernel';
 import { esc, page, timeHtml } from './page.js';
 import type { Session } from './session.js';
 
 /** What one page shows at most of each list. */
 const SHOWN = 200;
+/** Pending rows read at most to find the unexpired ones to show (an expired request stays `pending` until something touches it). */
+const PENDING_SCANNED = 10_000;
+
+/**
+ * The oldest unexpired pending requests, up to `SHOWN + 1`, read page by page past the expired
+ * ones: an agent's requests that expired unanswered (each credential may keep 100 waiting, and
+ * they expire in minutes) would otherwise fill the first page and hide every request behind
+ * them. `more` when the scan stopped at {@link PENDING_SCANNED} rows.
+ */
+async function openRequests(store: StateStore, now: string): Promise<{ open: ApprovalRecord[]; skipped: number; more: boolean }> {
+  const open: ApprovalRecord[] = [];
+  let skipped = 0;
+  let scanned = 0;
+  for (let after: { createdAt: string; requestId: string } | null = null; ;) {
+    const page = await store.approvalsPage({ status: 'pending', after, limit: SHOWN + 1 });
+    scanned += page.length;
+    for (const r of page) {
+      if (r.request.expiresAt > now) open.push(r);
+      else skipped++;
+    }
+    if (open.length > SHOWN || page.length < SHOWN + 1) return { open, skipped, more: false };
+    if (scanned >= PENDING_SCANNED) return { open, skipped, more: true };
+    const end = page[page.length - 1]!;
+    after = { createdAt: end.request.createdAt, requestId: end.request.requestId };
+  }
+}
+
+/** The newest AMBIGUOUS effects, up to `SHOWN + 1`, oldest of them first: a flood of older ones cannot hide the latest. */
+async function newestAmbiguous(store: StateStore): Promise<EffectRecord[]> {
+  if (store.effectsPage) return store.effectsPage({ state: 'ambiguous', newest: true, limit: SHOWN + 1 });
+  return (await store.listEffects('ambiguous')).slice(-(SHOWN + 1));
+}
 
 /** The verdicts the inbox shows, each kept a while (the chain walk reads every row). */
 export interface InboxReports {
@@ -159,35 +192,38 @@ function effectHtml(record: EffectRecord, csrf: string): string {
 /** The live region: pending requests, AMBIGUOUS effects, the chain's and the anchors' verdicts. */
 export async function liveHtml(control: Control, reports: InboxReports, s: Session): Promise<string> {
   const { store } = control;
-  const [pending, ambiguous, report, anchors] = await Promise.all([
-    store.approvalsPage({ status: 'pending', after: null, limit: SHOWN + 1 }),
-    store.listEffects('ambiguous'),
+  const now = new Date().toISOString();
+  const [{ open, skipped, more }, ambiguous, report, anchors] = await Promise.all([
+    openRequests(store, now),
+    newestAmbiguous(store),
     reports.chain(),
     reports.anchors(),
   ]);
-  const now = new Date().toISOString();
-  const open = pending.filter((r) => r.request.expiresAt > now);
+  const expiredNote =
+    skipped === 0
+      ? ''
+      : `<p class="note">${esc(skipped)} request(s) expired unanswered${more ? `; only the oldest ${esc(PENDING_SCANNED)} pending rows were read, and more may be waiting: GET /v1/approvals?status=pending lists them all` : ''}.</p>\n`;
   return `<section aria-labelledby="pending-h">
 <h2 id="pending-h">Pending approvals (${open.length > SHOWN ? `${SHOWN}+` : open.length})</h2>
-${
-  open.length === 0
-    ? '<p class="note">Nothing is waiting for you.</p>'
-    : open
-        .slice(0, SHOWN)
-        .map((r) => approvalHtml(control, r, s.csrf))
-        .join('\n')
-}
+${expiredNote}${
+    open.length === 0
+      ? '<p class="note">Nothing is waiting for you.</p>'
+      : open
+          .slice(0, SHOWN)
+          .map((r) => approvalHtml(control, r, s.csrf))
+          .join('\n')
+  }
 </section>
 <section aria-labelledby="ambiguous-h">
-<h2 id="ambiguous-h">Ambiguous effects (${ambiguous.length})</h2>
-${
-  ambiguous.length === 0
-    ? '<p class="note">No effect is waiting to be resolved.</p>'
-    : ambiguous
-        .slice(0, SHOWN)
-        .map((r) => effectHtml(r, s.csrf))
-        .join('\n')
-}
+<h2 id="ambiguous-h">Ambiguous effects (${ambiguous.length > SHOWN ? `${SHOWN}+` : ambiguous.length})</h2>
+${ambiguous.length > SHOWN ? `<p class="note">The newest ${SHOWN} are shown; ctrlrun effects --state ambiguous --all lists every one.</p>\n` : ''}${
+    ambiguous.length === 0
+      ? '<p class="note">No effect is waiting to be resolved.</p>'
+      : ambiguous
+          .slice(-SHOWN)
+          .map((r) => effectHtml(r, s.csrf))
+          .join('\n')
+  }
 </section>
 <section aria-labelledby="chain-h">
 <h2 id="chain-h">Receipt chain</h2>
