@@ -30,6 +30,7 @@ import { evidenceTime, parseTime } from '@ctrlrun/kernel/store';
 import {
   ApprovalMismatch,
   approvalProgress,
+  argumentsForDisplay,
   canonicalJson,
   orderedJson,
   parseJson,
@@ -120,6 +121,17 @@ async function confirmOnTerminal(
   const show = values['json'] === true ? err : out;
   for (const line of requestLines(view, policy)) show(line);
   if (edit !== null) argumentLines(edit).forEach((line, i) => show(`${i === 0 ? '  edited to   ' : '             '}${line}`));
+  // Arguments too long for a screen: every key again, long strings cut and marked, right above
+  // the question, so that a value padded with thousands of spaces cannot push the part that
+  // matters (prod-eu-1 …) off the screen the person answers on. The whole text is above.
+  for (const [name, args] of [
+    ['in short', view.record.request.action.canonicalArguments],
+    ['edited, short', edit],
+  ] as const) {
+    if (args !== null && canonicalJson(args).length > IN_SHORT) {
+      show(`  ${name.padEnd(12)}${argumentsForDisplay(args, IN_SHORT).text}   (long strings cut: the whole arguments are above)`);
+    }
+  }
   const id = view.record.request.requestId;
   const what = edit === null ? '' : ' with the edited arguments';
   const answer = await io.ask(`${verb} ${id} (${view.record.request.action.name})${what} as ${who}? [y/N] `);
@@ -173,6 +185,9 @@ async function effectWarning(reader: StateStore, view: RequestView, policy: Poli
     `  a grant cannot run it until a human says what happened: ${resolveCommand(effect.effectKey)} (or --failed)`,
   ];
 }
+
+/** Past this many characters of canonical arguments, the question is preceded by a short view of them. */
+const IN_SHORT = 400;
 
 /**
  * `ctrlrun resolve KEY --committed` for the operator to copy: the key (the agent chose it) as one
