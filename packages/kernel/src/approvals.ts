@@ -6,6 +6,7 @@
  */
 import { ActionDenied, ApprovalMismatch } from './errors.js';
 import type { ApprovalRecord, VerifiedAnswer, VerifiedApprover } from './model.js';
+import { foldForExclusion } from './policy/conditions.js';
 import { parseTime } from './time.js';
 import { showInvisible, shownId } from './visible.js';
 
@@ -93,6 +94,20 @@ export interface GrantCount {
 }
 
 /**
+ * Whether two verified approvers are one person as a quorum counts people. The original's rule
+ * (and the store's, spec 05 §4.3): the same `(agent, user)`. With `onePerUser` (what `Control`
+ * asks for), also the same user named by another agent or issuer, the names compared as a grant's
+ * `_neq` compares them (NFKC, case, spacing and invisible characters folded): one human holding
+ * two credentials (a static operator token and an identity provider's token; an identity
+ * provider's two clients) is one yes. Stricter than the original only: it never grants where the
+ * original would not.
+ */
+function samePerson(a: { agent: string; user: string | null }, b: { agent: string; user: string | null }, onePerUser: boolean): boolean {
+  if (a.agent === b.agent && a.user === b.user) return true;
+  return onePerUser && a.user !== null && b.user !== null && foldForExclusion(a.user) === foldForExclusion(b.user);
+}
+
+/**
  * Counts one yes on a pending request needing N (`approvalsRequired`): with no verified approver
  * the request is reached only when N is 1 (and then the approvers stay as they were); a verified
  * one is appended with `grantedAt` and the request is reached when N distinct verified approvers
@@ -100,7 +115,7 @@ export interface GrantCount {
  * yes on N > 1 (it could not count). The requester's own yes is counted here and refused at
  * consumption, as in the original.
  */
-export function countGrant(record: ApprovalRecord, id: string, verified: VerifiedAnswer | null, grantedAt: string): GrantCount {
+export function countGrant(record: ApprovalRecord, id: string, verified: VerifiedAnswer | null, grantedAt: string, onePerUser = false): GrantCount {
   const n = record.request.approvalsRequired ?? 1;
   const approvers = record.approvers ?? [];
   if (verified === null) {
@@ -112,7 +127,7 @@ export function countGrant(record: ApprovalRecord, id: string, verified: Verifie
       );
     return { approvers, reached: true };
   }
-  if (approvers.some((a) => a.agent === verified.agent && a.user === verified.user))
+  if (approvers.some((a) => samePerson(a, verified, onePerUser)))
     throw mismatch(
       'pending',
       id,
@@ -130,10 +145,17 @@ export type GrantPlan =
  * May request `id` be granted now by one answer? {@link checkAnswerable}'s checks, then
  * {@link countGrant}: the plan says whether this answer reaches the request's threshold.
  */
-export function checkGrantable(record: ApprovalRecord | null, id: string, now: Date, verified: VerifiedAnswer | null = null, grantedAt = ''): GrantPlan {
+export function checkGrantable(
+  record: ApprovalRecord | null,
+  id: string,
+  now: Date,
+  verified: VerifiedAnswer | null = null,
+  grantedAt = '',
+  onePerUser = false,
+): GrantPlan {
   const plan = checkAnswerable(record, id, now);
   if (plan.kind === 'expire') return plan;
-  return { kind: 'count', record: plan.record, count: countGrant(plan.record, id, verified, grantedAt) };
+  return { kind: 'count', record: plan.record, count: countGrant(plan.record, id, verified, grantedAt, onePerUser) };
 }
 
 /**

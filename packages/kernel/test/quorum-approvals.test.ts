@@ -62,6 +62,26 @@ async function pending(p: Promise<unknown>): Promise<ApprovalMismatch> {
 }
 
 describe('M of N (tests/test_m_of_n.py)', () => {
+  it('through Control, one person with a second credential (another agent or issuer, the name in another case or with an invisible character) is one yes, not two', async () => {
+    const r = await rig(POLICY('    approvals_required: 2\n'), IDENTITY);
+    const id = await r.ask();
+    await pending(r.control.grantApproval(id, { approver: 'ana', via: 'inbox', verified: ana }));
+    for (const again of [
+      { ...ana, agent: 'operator', issuer: 'ctrlrun:static-token' },
+      { ...ana, agent: 'ana-idp-subject', user: 'ANA' },
+      { ...ana, agent: 'other-client', user: 'an\u034fa ' },
+    ]) {
+      const err = await pending(r.control.grantApproval(id, { approver: String(again.user), via: 'inbox', verified: again }));
+      expect(err.message).toMatch(/a second yes by the same person counts once; it stays pending \(1 of 2 approvals: ana\)/);
+    }
+    expect((await r.store.getApproval(id))?.status).toBe('pending');
+    expect(await r.exec(id)).toMatchObject({ reason: 'pending' });
+    expect(r.runs.n).toBe(0);
+    // Another person reaches two, and the action runs once.
+    await r.control.grantApproval(id, { approver: 'bo', via: 'inbox', verified: bo });
+    expect(await r.exec(id)).toBe(1);
+  });
+
   it('test_T310_the_approval_is_consumable_only_after_the_nth: two verified approvers, the action runs once, the receipt names both', async () => {
     const r = await rig(POLICY('    approvals_required: 2\n'), IDENTITY);
     const id = await r.ask();

@@ -59,7 +59,8 @@ export async function grantApproval(
   const approver = checkActor(options?.approver, 'approver');
   const via = optionalText(options?.via, 'via');
   const answer = verifiedOf(ctx, options?.verified);
-  const approval = await ctx.store.grantApproval(requestId, approver, answer);
+  // One yes per person, however many credentials they hold (see StateStore.grantApproval).
+  const approval = await ctx.store.grantApproval(requestId, approver, answer, { onePerUser: true });
   await eventRaw(ctx, 'APPROVAL_GRANTED', null, null, requestId, { approver, action_hash: approval.actionHash, ...via, ...verifiedData(answer) });
   return approval;
 }

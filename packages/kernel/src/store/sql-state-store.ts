@@ -140,8 +140,8 @@ export class SqlStateStore implements StateStore {
     return reads.getApproval(this.#e, id);
   }
 
-  async grantApproval(id: string, approver: string, verified?: VerifiedAnswer | null): Promise<Approval> {
-    return writes.grantApproval(this.#e, id, approver, verified);
+  async grantApproval(id: string, approver: string, verified?: VerifiedAnswer | null, options?: { onePerUser?: boolean }): Promise<Approval> {
+    return writes.grantApproval(this.#e, id, approver, verified, options);
   }
 
   async denyApproval(id: string, approver: string, verified?: VerifiedAnswer | null): Promise<ApprovalRecord> {

@@ -146,9 +146,12 @@ export interface StateStore {
    * Counts one yes on a pending request (see `countGrant`): `verified` is the approver a resolving
    * surface verified, or null. Granted when the request's `approvalsRequired` is reached; otherwise
    * the approvers are recorded and it raises `ApprovalMismatch('pending')` saying how many said yes
-   * so far. An expired request is written `expired`.
+   * so far. An expired request is written `expired`. With `onePerUser` (what `Control` passes), a
+   * verified approver whose user another entry already names — under another agent or issuer, in
+   * another case — is the same person and counts once (stricter than the original's `(agent,
+   * user)`; a store without the option counts as the original does).
    */
-  grantApproval(id: string, approver: string, verified?: VerifiedAnswer | null): Promise<Approval>;
+  grantApproval(id: string, approver: string, verified?: VerifiedAnswer | null, options?: { onePerUser?: boolean }): Promise<Approval>;
   /** Denies a pending request (see `checkAnswerable`); a verified approver is appended to its approvers. */
   denyApproval(id: string, approver: string, verified?: VerifiedAnswer | null): Promise<ApprovalRecord>;
   /**

@@ -340,7 +340,13 @@ const COUNT_TRIES = 8;
  * raises `ApprovalMismatch('pending')` saying how many said yes so far ("1 of 2 approvals: ana").
  * The write is a compare-and-set on status and the approvers text read, retried on a miss.
  */
-export async function grantApproval(e: SqlEngine, id: string, approver: string, verified: VerifiedAnswer | null = null): Promise<Approval> {
+export async function grantApproval(
+  e: SqlEngine,
+  id: string,
+  approver: string,
+  verified: VerifiedAnswer | null = null,
+  options: { onePerUser?: boolean } = {},
+): Promise<Approval> {
   const i = nonEmpty(id, 'approval_id');
   const who = checkActor(approver, 'approver');
   const answer = checkVerified(verified);
@@ -348,7 +354,7 @@ export async function grantApproval(e: SqlEngine, id: string, approver: string, 
     const out = await e.write('grantApproval', async (tx, now) => {
       const record = await e.approval(tx, i);
       const grantedAt = storedTime(now);
-      const plan = checkGrantable(record, i, now, answer, grantedAt);
+      const plan = checkGrantable(record, i, now, answer, grantedAt, options?.onePerUser === true);
       if (plan.kind === 'expire') {
         await expire(e, tx, record!);
         return new RaiseAfterCommit(plan.error);
