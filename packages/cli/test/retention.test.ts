@@ -178,7 +178,11 @@ describe('ctrlrun prune with a JSONL file provider', () => {
     expect(pruned.code).toBe(0);
     expect(JSON.parse(pruned.stdout)).toMatchObject({ checkpoint: { seq: head }, anchor: { kind: 'checkpoint', seq: head } });
     const verified = await run(['anchor', '--verify', '--json'], { cwd: s.dir, env });
-    expect(JSON.parse(verified.stdout)).toMatchObject({ status: 'ok', anchors: 2, breaks: [] });
+    expect(JSON.parse(verified.stdout)).toMatchObject({ status: 'ok', anchors: 2, breaks: [], superseded: { through: head, anchors: 1 } });
     expect(verified.code).toBe(0);
+    const said = await run(['anchor', '--verify'], { cwd: s.dir, env });
+    expect(said.stdout).toMatch(
+      new RegExp(`1 anchor\\(s\\) at or below seq ${head} are superseded by the checkpoint anchored at \\S+ \\(a prune through seq ${head}\\)`),
+    );
   });
 });

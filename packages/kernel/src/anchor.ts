@@ -70,6 +70,14 @@ export interface AnchorReport {
   readonly breaks: readonly AnchorBreak[];
   /** Why the provider could not be asked (only when `unavailable`). */
   readonly unavailable?: string;
+  /**
+   * Anchors at or below the store's prune checkpoint that the provider's checkpoint anchor
+   * supersedes (spec 05 §5.2: not breaks), with that anchor's provider time. Present only when
+   * there are any: a verdict of `ok` then rests on the prune having been made, and whoever can
+   * write the store and append a checkpoint anchor could have deleted what they anchored, so the
+   * person reading the report sees how much history the checkpoint stands for, and since when.
+   */
+  readonly superseded?: { readonly through: number; readonly anchors: number; readonly checkpointAt: string };
 }
 
 /** The store side verification needs: the cache, the checkpoint and the stored hash at a position. */
@@ -151,7 +159,10 @@ export async function verifyAnchorsWith(store: AnchoredStore, provider: AnchorPr
   const breaks: AnchorBreak[] = [];
   const cachedTokens = new Set(cached.map((a) => a.token));
   const heldTokens = new Set(held.map((a) => a.token));
-  const superseding = checkpoint !== null && held.some((a) => a.kind === 'checkpoint' && a.seq === checkpoint.seq && a.hash === checkpoint.hash);
+  const supersedingAnchor =
+    checkpoint === null ? undefined : held.find((a) => a.kind === 'checkpoint' && a.seq === checkpoint.seq && a.hash === checkpoint.hash);
+  const superseding = supersedingAnchor !== undefined;
+  let supersededCount = 0;
   if (held.length === 0 && cached.length === 0)
     breaks.push({ name: 'anchor_missing', seq: null, detail: 'neither the provider nor the store holds any anchor' });
   for (const a of held) {
@@ -174,6 +185,7 @@ export async function verifyAnchorsWith(store: AnchoredStore, provider: AnchorPr
         detail: `the provider does not confirm its ${a.kind} anchor ${q(a.token)} of (${a.seq}, ${a.hash})`,
       });
     if (checkpoint !== null && a.seq <= checkpoint.seq) {
+      if (superseding && a !== supersedingAnchor) supersededCount++;
       if (!superseding)
         breaks.push({
           name: 'anchor_broken',
@@ -195,5 +207,8 @@ export async function verifyAnchorsWith(store: AnchoredStore, provider: AnchorPr
       breaks.push({ name: 'anchor_missing', seq: c.seq, detail: `the store's cache holds anchor ${q(c.token)} the provider does not` });
   if (latest !== null && !held.some((a) => a.seq === latest.seq && a.token === latest.token))
     breaks.push({ name: 'anchor_missing', seq: latest.seq, detail: `the provider's latest anchor (seq ${latest.seq}) was not among those it listed` });
-  return { status: breaks.length === 0 ? 'ok' : 'broken', provider: provider.name, anchors: held.length, breaks };
+  const report: AnchorReport = { status: breaks.length === 0 ? 'ok' : 'broken', provider: provider.name, anchors: held.length, breaks };
+  return supersededCount === 0
+    ? report
+    : { ...report, superseded: { through: checkpoint!.seq, anchors: supersededCount, checkpointAt: supersedingAnchor!.at } };
 }

@@ -147,7 +147,11 @@ describe('anchors', () => {
     const p = provider();
     await anchorChain(store, p); // seq 4
     await pruneChain(store, { through: 4, olderThanMs: 0, by: 'ana', anchor: p });
-    expect(await verifyAnchors(store, p)).toMatchObject({ status: 'ok', anchors: 2 });
+    const report = await verifyAnchors(store, p);
+    expect(report).toMatchObject({ status: 'ok', anchors: 2 });
+    // The report says how much anchored history the checkpoint stands for, and since when.
+    const checkpointAnchor = p.held.find((a) => a.kind === 'checkpoint')!;
+    expect(report.superseded).toEqual({ through: 4, anchors: 1, checkpointAt: checkpointAnchor.at });
     const other = await storeWith(4);
     const q = provider();
     await anchorChain(other, q);

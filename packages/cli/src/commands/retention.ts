@@ -222,6 +222,11 @@ export const anchor: Command = {
           out(`anchors at ${report.provider}: ${report.status}${report.status === 'unavailable' ? '' : ` (${report.anchors} held by the provider)`}`);
           if (report.unavailable !== undefined) out(`  ${report.unavailable}`);
           for (const b of report.breaks) out(`  ${b.name}${b.seq === null ? '' : ` at seq ${b.seq}`}: ${b.detail}`);
+          const s = report.superseded;
+          if (s !== undefined)
+            out(
+              `  ${s.anchors} anchor(s) at or below seq ${s.through} are superseded by the checkpoint anchored at ${s.checkpointAt} (a prune through seq ${s.through}): the receipts they anchored were deleted then; if no prune was made then, that history was removed by someone who could write the store and append to the anchors`,
+            );
         }
         return report.status === 'ok' ? 0 : report.status === 'broken' ? 1 : 3;
       } finally {
