@@ -160,9 +160,14 @@ const ARGUMENT_SECTIONS = 40;
 /** What one argument section's code block holds, escaped (the rest: its label, the note, the fences). */
 const ARGUMENT_CHUNK = SLACK_SECTION - 400;
 
-/** Text for inside a code block: Slack's escapes, and no backtick can close the block early. */
+/**
+ * Text for inside a code block (the arguments' JSON text, where a backtick can stand only inside a
+ * string): Slack's escapes, and a backtick written `\u0060`, the JSON escape of the same string, so
+ * that it cannot close the block early and reads as what was hashed (a lookalike such as U+02CB,
+ * which a backtick was once shown as, stays itself: two argument sets never read alike).
+ */
 function slackCodeText(s: string): string {
-  return slackText(s).replace(/`/g, 'ˋ');
+  return slackText(s).replace(/`/g, '\\u0060');
 }
 
 /**

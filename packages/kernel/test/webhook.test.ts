@@ -166,6 +166,8 @@ describe('outbound: one signed POST per approval request', () => {
     expect(args).not.toContain('<!channel>');
     expect(args).toContain('&lt;!channel&gt;');
     expect(args.match(/```/g)).toHaveLength(2); // the agent's backticks cannot close the code block
+    expect(args).toContain('\\u0060\\u0060\\u0060x\\u0060\\u0060\\u0060'); // written as JSON escapes of the same string
+    expect(args).not.toContain('ˋ'); // not a lookalike: U+02CB in another action's arguments would read the same
     expect(JSON.stringify(body)).toContain(action.actionHash);
   });
 
