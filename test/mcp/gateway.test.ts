@@ -403,6 +403,13 @@ describe('gateway: tools/call through the control path', () => {
       expect(again.text).toContain(`\`ctrlrun resolve ${shellWord(key)} --committed\` or \`ctrlrun resolve ${shellWord(key)} --failed\``);
       expect(again.text).not.toMatch(/[\n\u202e]/);
       expect(again.text).not.toContain(`resolve ${key}`);
+      // A key with a NUL: a shell would end the argument there and name another key, so no command holds it.
+      const nul = 'i2\u0000; evil';
+      expect((await call(r.agent, 'internal', { id: nul, amount: 1 })).error?.code).toBe(-32603);
+      const nulRefused = (await call(r.agent, 'internal', { id: nul, amount: 1 })).refused!;
+      expect(nulRefused.data).toMatchObject({ effect_key: `int:${nul}` });
+      expect(nulRefused.text).toContain("KEY being this error's data.effect_key (it holds a NUL or a lone surrogate");
+      expect(nulRefused.text).not.toContain('ctrlrun resolve int:i2');
       // A key too long to read in a message: the commands name it by where it stands whole.
       const long = 'x'.repeat(300);
       expect((await call(r.agent, 'internal', { id: long, amount: 1 })).error?.code).toBe(-32603);

@@ -5,7 +5,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { Control, loadPolicy, verifyChain, type StateStore } from '@ctrlrun/kernel';
+import { Control, loadPolicy, verifyChain, verifyStoredChain, type StateStore } from '@ctrlrun/kernel';
 import { createApp, staticTokens } from '../../worker/src/index.js';
 import { decodeApprovalCursor, encodeApprovalCursor } from '../../worker/src/routes/views.js';
 import { AGENT, harness, OPERATOR, POLICY } from './harness.js';
@@ -153,6 +153,39 @@ describe('chain verification in pages', () => {
     expect(reads.get('receiptsInChain')).toBe(600);
     expect(largest.get('receiptsInChain')).toBeLessThanOrEqual(500);
   });
+});
+
+describe('chain verification while agents act', () => {
+  it('receipts chained during the walk are left to the next walk, not reported as a break; a chain that runs on past a head that did not move still is', async () => {
+    const h = await harness();
+    for (let i = 0; i < 600; i++) await h.call('POST', '/v1/actions', AGENT, { name: 'unknown.thing', arguments: { i } });
+    let pages = 0;
+    const busy = new Proxy(h.control.store, {
+      get(target, prop, receiver) {
+        const v = Reflect.get(target, prop, receiver) as unknown;
+        if (prop !== 'receiptsInChain' || typeof v !== 'function') return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+        return async (...args: unknown[]) => {
+          const page = (await (v as (...a: unknown[]) => Promise<unknown>).apply(target, args)) as unknown;
+          // After the first page is read, five more calls are refused (each chains a receipt).
+          if (pages++ === 0) for (let i = 0; i < 5; i++) await h.call('POST', '/v1/actions', AGENT, { name: 'unknown.thing', arguments: { late: i } });
+          return page;
+        };
+      },
+    });
+    const report = await verifyStoredChain(busy);
+    expect(report).toMatchObject({ ok: true, verified: 600, breaks: [] });
+    expect(await verifyStoredChain(h.control.store)).toMatchObject({ ok: true, verified: 605 });
+    // A row past a head that stays where it is: the chain runs on past its head, as before.
+    const head = (await h.control.store.chainHead())!;
+    const stuck = new Proxy(h.control.store, {
+      get(target, prop, receiver) {
+        if (prop === 'chainHead') return async () => ({ seq: head.seq - 1, hash: head.hash });
+        const v = Reflect.get(target, prop, receiver) as unknown;
+        return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+      },
+    });
+    expect((await verifyStoredChain(stuck)).breaks.map((b) => b.name)).toContain('head_mismatch');
+  }, 60_000);
 });
 
 describe('the approvals cursor', () => {

@@ -96,7 +96,8 @@ export interface GrantCount {
 /**
  * Whether two verified approvers are one person as a quorum counts people. The original's rule
  * (and the store's, spec 05 §4.3): the same `(agent, user)`. With `onePerUser` (what `Control`
- * asks for), also the same user named by another agent or issuer, the names compared as a grant's
+ * asks for), also the same person under another agent or issuer — the person being the user, or
+ * the agent when there is none (an identity provider's subject) — the names compared as a grant's
  * `_neq` compares them (NFKC, case, spacing and invisible characters folded): one human holding
  * two credentials (a static operator token and an identity provider's token; an identity
  * provider's two clients) is one yes. Stricter than the original only: it never grants where the
@@ -104,7 +105,9 @@ export interface GrantCount {
  */
 function samePerson(a: { agent: string; user: string | null }, b: { agent: string; user: string | null }, onePerUser: boolean): boolean {
   if (a.agent === b.agent && a.user === b.user) return true;
-  return onePerUser && a.user !== null && b.user !== null && foldForExclusion(a.user) === foldForExclusion(b.user);
+  // The person an approver names: its user, or its agent when it has none (an identity provider's
+  // subject, as the views name it).
+  return onePerUser && foldForExclusion(a.user ?? a.agent) === foldForExclusion(b.user ?? b.agent);
 }
 
 /**

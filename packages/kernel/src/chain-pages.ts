@@ -17,7 +17,9 @@ const PAGE = 500;
  * first, then the chain in `seq` order), so that memory holds one page, not the store, and the
  * caller's event loop runs between pages. However many receipts an agent has had written (each
  * refusal leaves one, with its arguments), verifying them neither exhausts the heap nor stops a
- * server answering while it reads. A store without paged reads is read whole, as before.
+ * server answering while it reads. A store without paged reads is read whole, as before. The
+ * chain is verified as of the head read first: receipts chained while the walk reads are left to
+ * the next walk, not reported as a break.
  */
 export async function verifyStoredChain(store: StateStore, options: { pageSize?: number } = {}): Promise<ChainReport> {
   const limit = options.pageSize ?? PAGE;
@@ -30,12 +32,27 @@ export async function verifyStoredChain(store: StateStore, options: { pageSize?:
     if (page.length < limit) break;
     after = page[page.length - 1]!.receipt_id;
   }
+  // Receipts chained while the walk reads (an agent acting meanwhile) lie past the head read at its
+  // start: the walk verifies the chain as of that head and stops there. Only when the head has not
+  // moved are rows past it what they look like, a chain that runs on past its head (head_mismatch).
+  const headSeq = head !== null && typeof head.seq === 'number' && Number.isSafeInteger(head.seq) ? head.seq : null;
   for (let after: { seq: number; receiptId: string } | null = null; ;) {
     const page: ReceiptRow[] = await store.receiptsInChain({ after, limit });
+    const beyond = headSeq === null ? -1 : page.findIndex((r) => typeof r.seq === 'number' && r.seq > headSeq);
+    if (beyond >= 0 && (await headMoved(store, headSeq!))) {
+      verifier.push(page.slice(0, beyond));
+      break;
+    }
     if (page.length > 0) verifier.push(page);
     if (page.length < limit) break;
     const end = page[page.length - 1]!;
     after = { seq: end.seq as number, receiptId: end.receipt_id };
   }
   return verifier.finish();
+}
+
+/** Whether the chain head is past `seq` now (another writer chained receipts since it was read). */
+async function headMoved(store: StateStore, seq: number): Promise<boolean> {
+  const now = await store.chainHead();
+  return now !== null && typeof now.seq === 'number' && now.seq > seq;
 }

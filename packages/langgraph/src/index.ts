@@ -164,13 +164,25 @@ function nextAnswerIsReplayed(): boolean {
     );
   }
   const next = pad.interruptCounter + 1;
-  if (next >= pad.resume.length) return false;
+  // A retry of this run (a node retryPolicy after a transient error) keeps the scratchpad and
+  // counts from the start again: an answer this run took as new is new again, never a replay.
+  let fresh = FRESH_ANSWERS.get(pad);
+  if (fresh === undefined) FRESH_ANSWERS.set(pad, (fresh = new Set()));
+  if (fresh.has(next)) return false;
+  if (next >= pad.resume.length) {
+    if (pad.nullResume !== undefined) fresh.add(next);
+    return false;
+  }
   if (pad.nullResume !== undefined || next < pad.resume.length - 1) return true;
   // The list's last answer: new when a resume map appended it (the same value), else received before.
   const map = conf!['__pregel_resume_map'] as Record<string, unknown> | null | undefined;
   const last = pad.resume[next];
-  return map === null || map === undefined || typeof last !== 'object' || last === null || !Object.values(map).includes(last);
+  const appended = map !== null && map !== undefined && typeof last === 'object' && last !== null && Object.values(map).includes(last);
+  if (appended) fresh.add(next);
+  return !appended;
 }
+/** The positions of the answers each task run took as new, by its scratchpad (kept across the run's retries). */
+const FRESH_ANSWERS = new WeakMap<object, Set<number>>();
 
 /**
  * The interrupt value for a request, with why the human's last answer or edit was refused, if it

@@ -307,6 +307,41 @@ describe('protectInGraph: approval through interrupt()', () => {
       expect(done.refund).toEqual({ id: 're_p30' });
     });
 
+    it("a node retried after a transient error (retryPolicy) takes the human's new answer again: it was never refused", async () => {
+      const store = await createSqlJsStore();
+      const ctrl = control(store);
+      // The store is busy once when the approve is recorded (a transient error: SQLITE_BUSY, a dropped connection).
+      const real = ctrl.grantApproval.bind(ctrl);
+      let failOnce = true;
+      ctrl.grantApproval = async (...a: Parameters<Control['grantApproval']>) => {
+        if (failOnce) {
+          failOnce = false;
+          throw new Error('database is locked');
+        }
+        return real(...a);
+      };
+      const refunds: unknown[] = [];
+      const refund = protectInGraph<{ payment_id: string; amount: number }, { id: string }>(
+        (args) => {
+          refunds.push(args);
+          return { id: `re_${args.payment_id}` };
+        },
+        { control: ctrl, name: 'stripe.refund' },
+      );
+      const graph = new StateGraph(State)
+        .addNode('pay_back', async (s) => ({ refund: await refund({ payment_id: s.payment_id, amount: s.amount }), refused: null }), {
+          retryPolicy: { maxAttempts: 3, initialInterval: 1, jitter: false, logWarning: false, retryOn: () => true },
+        })
+        .addEdge(START, 'pay_back')
+        .addEdge('pay_back', END)
+        .compile({ checkpointer: new MemorySaver() });
+      const asked = interruptOf(await graph.invoke({ payment_id: 'p34', amount: 500000 }, thread('t34')));
+      const done = await graph.invoke(new Command({ resume: { decision: 'approve', approver: 'human:ana', request_id: asked.request_id } }), thread('t34'));
+      expect(failOnce).toBe(false);
+      expect(refunds).toEqual([{ payment_id: 'p34', amount: 500000 }]);
+      expect(done.refund).toEqual({ id: 're_p34' });
+    });
+
     it('answers given by interrupt id (a resume map) are told apart the same way: the refused edit stays refused, the new answer is taken', async () => {
       const { store, checkpointer, graph } = await setup();
       const first = await graph.invoke({ payment_id: 'p30', amount: 500000 }, thread('t33'));

@@ -36,6 +36,7 @@ import {
   parseJson,
   resolveEffectTemplate,
   shellWord,
+  shellWordable,
   type Control,
   type JsonObject,
   type Policy,
@@ -182,7 +183,7 @@ async function effectWarning(reader: StateStore, view: RequestView, policy: Poli
   }
   return [
     `nobody knows whether this effect happened: ${effect.effectKey} is ambiguous (left by ${by})`,
-    `  a grant cannot run it until a human says what happened: ${resolveCommand(effect.effectKey)} (or --failed)`,
+    `  a grant cannot run it until a human says what happened: ${resolveHint(effect.effectKey)}`,
   ];
 }
 
@@ -190,11 +191,15 @@ async function effectWarning(reader: StateStore, view: RequestView, policy: Poli
 const IN_SHORT = 400;
 
 /**
- * `ctrlrun resolve KEY --committed` for the operator to copy: the key (the agent chose it) as one
- * shell word, so a quote or `;` in it cannot end the argument; after `--` when it starts with a dash.
+ * `ctrlrun resolve KEY --committed (or --failed)` for the operator to copy: the key (the agent
+ * chose it) as one shell word, so a quote or `;` in it cannot end the argument; after `--` when it
+ * starts with a dash. A key no command line can carry (a NUL would end it early and name another
+ * effect) is sent to the surfaces that take it whole.
  */
-function resolveCommand(key: string): string {
-  return key.startsWith('-') ? `ctrlrun resolve --committed -- ${shellWord(key)}` : `ctrlrun resolve ${shellWord(key)} --committed`;
+function resolveHint(key: string): string {
+  if (!shellWordable(key))
+    return 'its key holds a NUL or a lone surrogate, which no command line can carry: resolve it through ctrlrun mcp-operator or POST /v1/effects/:key/resolve';
+  return `${key.startsWith('-') ? `ctrlrun resolve --committed -- ${shellWord(key)}` : `ctrlrun resolve ${shellWord(key)} --committed`} (or --failed)`;
 }
 
 /** A command that answers one pending request as `--as NAME` through the operator's Control. */
