@@ -3,7 +3,7 @@
 // only be refused when the agent presents the grant. The person sees the effect, the action that
 // holds it and its receipt first, on standard error, before the question.
 import { describe, expect, it } from 'vitest';
-import { ApprovalRequired, protect, shellWord } from '@ctrlrun/kernel';
+import { ApprovalRequired, protect, resolveCommands } from '@ctrlrun/kernel';
 import { main, type CliIo } from '@ctrlrun/cli';
 import { openStore } from '@ctrlrun/store-node';
 import { exampleControl, run, seed } from './support.js';
@@ -108,6 +108,6 @@ describe('ctrlrun approve: an effect that happened meanwhile', () => {
     const r = await run(['approve', requestId, '--as', 'dana', '--yes'], { cwd: s.dir });
     expect(r.code).toBe(0);
     expect(r.stderr).toContain(`ctrlrun resolve 'refund:t'\\''; touch /tmp/pwned; echo '\\''' --committed (or --failed)`);
-    expect(shellWord(`refund:${payment}`)).toBe(`'refund:t'\\''; touch /tmp/pwned; echo '\\'''`);
+    expect(resolveCommands(`refund:${payment}`)?.committed).toBe(`ctrlrun resolve 'refund:t'\\''; touch /tmp/pwned; echo '\\''' --committed`);
   });
 });

@@ -9,7 +9,7 @@
  */
 export * from './errors.js';
 export { canonicalBytes, canonicalJson, parseJson, orderedJson, type JsonValue, type JsonObject } from './canonical.js';
-export { argumentsForDisplay, quotedForMessage, shellWord, shellWordable, showInvisible, type ShownArguments } from './visible.js';
+export { argumentsForDisplay, quotedForMessage, resolveCommands, showInvisible, type ShownArguments } from './visible.js';
 export { maskUrl } from './mask-url.js';
 export { NEVER_SENT_CODES, neverSent } from './never-sent.js';
 export { DEFAULT_MAX_PENDING_APPROVALS, PendingApprovalLimit, type PendingRefusal, type PendingSlot } from './pending-limit.js';

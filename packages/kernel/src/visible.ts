@@ -54,6 +54,20 @@ function ansiEscape(c: string): string {
 export function shellWordable(text: string): boolean {
   return !text.includes('\0') && isWellFormedString(text);
 }
+/**
+ * The commands that settle the AMBIGUOUS effect under `effectKey` from a terminal beside the store
+ * (`ctrlrun resolve KEY --committed`, `… --failed`), the key as one {@link shellWord} (after `--`
+ * when it starts with a dash, so it is not read as an option); `null` for a key no command line
+ * can carry (see {@link shellWordable}): name it another way (the MCP operator, the worker's
+ * `POST /v1/effects/:key/resolve`).
+ */
+export function resolveCommands(effectKey: string): { committed: string; failed: string } | null {
+  if (!shellWordable(effectKey)) return null;
+  const word = shellWord(effectKey);
+  const command = (outcome: string) => (effectKey.startsWith('-') ? `ctrlrun resolve ${outcome} -- ${word}` : `ctrlrun resolve ${word} ${outcome}`);
+  return { committed: command('--committed'), failed: command('--failed') };
+}
+
 // No '=' first: zsh expands `=cmd` to the command's path.
 const SHELL_PLAIN = /^[A-Za-z0-9_@%+:,./-][A-Za-z0-9_@%+=:,./-]*$/;
 

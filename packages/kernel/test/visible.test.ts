@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { spawnSync } from 'node:child_process';
-import { showInvisible, shownId, shellWord, shellWordable } from '../src/visible.js';
+import { resolveCommands, showInvisible, shownId, shellWord, shellWordable } from '../src/visible.js';
 
 const INVISIBLE = /[\p{Cc}\p{Cf}\p{Cs}\p{Zl}\p{Zp}\p{Default_Ignorable_Code_Point}\u2800\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000]/u;
 /** Strings rich in what an agent would hide things with. */
@@ -124,6 +124,13 @@ describe('shellWord', () => {
       expect(() => shellWord(text)).toThrow(/NUL or a lone surrogate/);
     }
     expect(shellWordable('pay\u{1f600}')).toBe(true);
+  });
+
+  it('resolveCommands: the key as one word, after -- when it starts with a dash; none for a key no command line can carry', () => {
+    expect(resolveCommands('refund:txn_1')).toEqual({ committed: 'ctrlrun resolve refund:txn_1 --committed', failed: 'ctrlrun resolve refund:txn_1 --failed' });
+    expect(resolveCommands('-rf')).toEqual({ committed: 'ctrlrun resolve --committed -- -rf', failed: 'ctrlrun resolve --failed -- -rf' });
+    expect(resolveCommands("a'b")?.committed).toBe("ctrlrun resolve 'a'\\''b' --committed");
+    expect(resolveCommands('refund:txn_1\u0000x')).toBeNull();
   });
 
   it.runIf(hasBash)('bash reads each word back as exactly the key: quotes, ;, |, $, backticks, line breaks, bidi overrides, astral characters', () => {

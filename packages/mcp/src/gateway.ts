@@ -52,8 +52,7 @@ import {
   type Intake,
   type SurfaceCall,
   showInvisible,
-  shellWord,
-  shellWordable,
+  resolveCommands,
   quotedForMessage,
   type JsonObject,
   toolSchemaDigest,
@@ -916,15 +915,15 @@ function randomToken(): string {
  * a message is named by where it stands whole (the error's `data.effect_key`).
  */
 function howToResolve(key: string): string {
-  if (key.length > RESOLVE_KEY_SHOWN || !shellWordable(key)) {
+  const commands = key.length > RESOLVE_KEY_SHOWN ? null : resolveCommands(key);
+  if (commands === null) {
     const why =
       key.length > RESOLVE_KEY_SHOWN
         ? `${key.length} characters`
         : 'it holds a NUL or a lone surrogate, which no command line can carry: use ctrlrun mcp-operator';
     return `a human says what happened with \`ctrlrun resolve KEY --committed\` or \`ctrlrun resolve KEY --failed\`, KEY being this error's data.effect_key (${why}), or with resolve in ctrlrun mcp-operator`;
   }
-  const command = (outcome: string) => `\`ctrlrun resolve ${key.startsWith('-') ? `${outcome} -- ${shellWord(key)}` : `${shellWord(key)} ${outcome}`}\``;
-  return `a human says what happened with ${command('--committed')} or ${command('--failed')}, or with resolve in ctrlrun mcp-operator`;
+  return `a human says what happened with \`${commands.committed}\` or \`${commands.failed}\`, or with resolve in ctrlrun mcp-operator`;
 }
 const RESOLVE_KEY_SHOWN = 200;
 

@@ -35,8 +35,7 @@ import {
   orderedJson,
   parseJson,
   resolveEffectTemplate,
-  shellWord,
-  shellWordable,
+  resolveCommands,
   type Control,
   type JsonObject,
   type Policy,
@@ -190,16 +189,12 @@ async function effectWarning(reader: StateStore, view: RequestView, policy: Poli
 /** Past this many characters of canonical arguments, the question is preceded by a short view of them. */
 const IN_SHORT = 400;
 
-/**
- * `ctrlrun resolve KEY --committed (or --failed)` for the operator to copy: the key (the agent
- * chose it) as one shell word, so a quote or `;` in it cannot end the argument; after `--` when it
- * starts with a dash. A key no command line can carry (a NUL would end it early and name another
- * effect) is sent to the surfaces that take it whole.
- */
+/** How the operator settles the AMBIGUOUS effect `key` (the agent chose it: see `resolveCommands`). */
 function resolveHint(key: string): string {
-  if (!shellWordable(key))
+  const commands = resolveCommands(key);
+  if (commands === null)
     return 'its key holds a NUL or a lone surrogate, which no command line can carry: resolve it through ctrlrun mcp-operator or POST /v1/effects/:key/resolve';
-  return `${key.startsWith('-') ? `ctrlrun resolve --committed -- ${shellWord(key)}` : `ctrlrun resolve ${shellWord(key)} --committed`} (or --failed)`;
+  return `${commands.committed} (or --failed)`;
 }
 
 /** A command that answers one pending request as `--as NAME` through the operator's Control. */
