@@ -57,6 +57,7 @@ export {
 export { LEASE_EXPIRED, type ReservationPlan, planReservation, checked, planLeaseExtension } from './effects.js';
 export { type ApprovalPlan, checkConsumable, checkAnswerable } from './approvals.js';
 export { type ReceiptResult, type ReceiptFields, buildReceipt, pendingReceiptDocument, sealReceipt } from './receipt.js';
+export { offChainReceiptPages, receiptPages } from './chain-pages.js';
 export { GENESIS_HASH, hashDocument, sha256Tagged, useSha256Digest, type Sha256Digest, type Sha256TextDigest } from './hash.js';
 export { evidenceTime, storedTime, parseTime } from './time.js';
 export { dispatchToSinks } from './events.js';

@@ -7,7 +7,7 @@
  * @module
  */
 import { parseJson, verifyStoredChain, type JsonObject, type ReceiptRow, type StateStore } from '@ctrlrun/kernel';
-import { pendingReceiptDocument } from '@ctrlrun/kernel/store';
+import { offChainReceiptPages, pendingReceiptDocument, receiptPages } from '@ctrlrun/kernel/store';
 import { isObject } from '../format.js';
 import { STORE_URL, type Command } from '../command.js';
 import { storeTarget } from '../discovery.js';
@@ -31,37 +31,6 @@ const PAGE = 1000;
 /** Receipts the default view shows: the newest page. */
 export const NEWEST_PAGE = 50;
 
-/**
- * Every receipt row, page by page: those without an integer seq first (unchained, or a tampered
- * seq), then the chain in seq order, which is the order `ChainVerifier` takes. A store
- * without paged reads hands over all its rows in one page.
- */
-async function* receiptPages(store: StateStore): AsyncGenerator<ReceiptRow[]> {
-  if (!store.receiptsInChain || !store.receiptsOffChain) {
-    yield await store.receipts();
-    return;
-  }
-  yield* offChainPages(store);
-  for (let after: { seq: number; receiptId: string } | null = null; ;) {
-    const page: ReceiptRow[] = await store.receiptsInChain({ after, limit: PAGE });
-    if (page.length > 0) yield page;
-    if (page.length < PAGE) break;
-    const end: ReceiptRow = page[page.length - 1]!;
-    after = { seq: end.seq as number, receiptId: end.receipt_id };
-  }
-}
-
-/** The receipt rows without an integer seq, page by page (by receipt id). */
-async function* offChainPages(store: StateStore): AsyncGenerator<ReceiptRow[]> {
-  if (!store.receiptsOffChain) return;
-  for (let after: string | null = null; ;) {
-    const page: ReceiptRow[] = await store.receiptsOffChain({ after, limit: PAGE });
-    if (page.length > 0) yield page;
-    if (page.length < PAGE) break;
-    after = page[page.length - 1]!.receipt_id;
-  }
-}
-
 /** The last `n` rows of `rows` (a ring of at most `n`). */
 async function lastOf<T>(rows: AsyncIterable<T>, n: number): Promise<T[]> {
   const ring: T[] = [];
@@ -79,7 +48,7 @@ async function* flat<T>(pages: AsyncIterable<T[]>): AsyncGenerator<T> {
 /** The off-chain rows that are pending receipts (see `pendingReceiptDocument`). */
 async function countPending(store: StateStore): Promise<number> {
   let n = 0;
-  const pages = store.receiptsOffChain ? offChainPages(store) : [(await store.receipts()).filter((r) => r.seq === null)];
+  const pages = store.receiptsOffChain ? offChainReceiptPages(store, PAGE) : [(await store.receipts()).filter((r) => r.seq === null)];
   for await (const page of pages) for (const row of page) if (pendingReceiptDocument(row) !== null) n += 1;
   return n;
 }
@@ -175,7 +144,7 @@ export const receipts: Command = {
       const all = values['all'] === true;
       const limit = last ?? NEWEST_PAGE;
       async function* shown(): AsyncGenerator<{ row: ReceiptRow; doc: JsonObject | null }> {
-        for await (const row of flat(receiptPages(store))) {
+        for await (const row of flat(receiptPages(store, PAGE))) {
           const doc = readDocument(row.json);
           if (control !== undefined && !(Array.isArray(doc?.['controls']) && (doc['controls'] as unknown[]).includes(control))) continue;
           yield { row, doc };
@@ -194,7 +163,7 @@ export const receipts: Command = {
           if (page.length < limit) {
             // Rows off the chain come before it; the last of them fill the page.
             const room = limit - page.length;
-            const off = await lastOf(flat(offChainPages(store)), room + 1);
+            const off = await lastOf(flat(offChainReceiptPages(store, PAGE)), room + 1);
             more = off.length > room;
             page = [...off.slice(-room), ...page];
           }
