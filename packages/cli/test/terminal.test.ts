@@ -5,7 +5,7 @@
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { ApprovalRequired, Control, EXAMPLE_POLICY_YAML, loadPolicy, createAction } from '@ctrlrun/kernel';
+import { ApprovalRequired, Control, EXAMPLE_POLICY_YAML, loadPolicy, createAction, showInvisible } from '@ctrlrun/kernel';
 import { openStore } from '@ctrlrun/store-node';
 import { writeFileSync, mkdirSync } from 'node:fs';
 import { scaled } from '../../../test/support/load.js';
@@ -84,6 +84,15 @@ describe('visible(text): the one escape of every text line', () => {
       ),
       { numRuns: 2000 },
     );
+  });
+
+  it("escapes exactly the characters the kernel's showInvisible does (its own copy of that set, kept equal)", () => {
+    const differ: string[] = [];
+    for (let cp = 0; cp <= 0x10ffff; cp++) {
+      const c = String.fromCodePoint(cp);
+      if ((visible(c) !== c) !== (showInvisible(c) !== c)) differ.push(`U+${cp.toString(16).padStart(4, '0')}`);
+    }
+    expect(differ).toEqual([]);
   });
 
   it('writes the escapes a person can read', () => {
